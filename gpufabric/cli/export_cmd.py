@@ -1,0 +1,78 @@
+"""`gpufabric export KIND [FILE] [-o PATH]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpufabric.cli.output import err, write_atomic, write_stdout
+from gpufabric.cli.plan_cmd import load_plan
+from gpufabric.export import EXPORTERS, containerlab, drawing
+from gpufabric.plan import Plan
+
+_KINDS_HELP = "\n".join(f"  {e.name:18} {e.summary}" for e in EXPORTERS.values())
+
+
+@click.command(
+    "export",
+    help=f"""Export the plan as KIND, to stdout or to -o PATH (written whole or not at all).
+
+\b
+Kinds:
+{_KINDS_HELP}
+""",
+)
+@click.argument("kind", type=click.Choice(list(EXPORTERS)))
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (a directory for drawing).")
+@click.option(
+    "--image",
+    "images",
+    multiple=True,
+    metavar="PLATFORM=IMAGE",
+    help="containerlab only: image per platform (cumulus, eos, nxos, frr, host, edge).",
+)
+def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...]) -> int:
+    plan = load_plan(file)
+    if kind == "drawing" and output is not None:
+        return _drawing_dir(plan, output)
+    text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
+    if output is None:
+        write_stdout(text)
+    else:
+        write_atomic(output, text)
+        err.print(f"wrote {output}")
+    return 0
+
+
+def _images(pairs: tuple[str, ...]) -> dict[str, str]:
+    images = {}
+    for pair in pairs:
+        platform, sep, image = pair.partition("=")
+        if not sep or platform not in containerlab.DEFAULT_IMAGES or not image:
+            raise click.BadParameter(
+                f"'{pair}': write PLATFORM=IMAGE with PLATFORM one of {', '.join(containerlab.DEFAULT_IMAGES)}",
+                param_hint="--image",
+            )
+        images[platform] = image
+    return images
+
+
+def _drawing_dir(plan: Plan, directory: Path) -> int:
+    if directory.exists() and not directory.is_dir():
+        raise click.BadParameter(
+            f"{directory} is a file; drawing writes one file per plane into a directory", param_hint="-o"
+        )
+    files = drawing.render_files(plan)
+    svgs = 0
+    for name, text in files.items():
+        write_atomic(directory / name, text)
+        plane = plan.planes[name.removesuffix(".dot")]
+        image = drawing.svg(text, len(plane.devices) + len(plan.servers))
+        if image is not None:
+            write_atomic(directory / name.replace(".dot", ".svg"), image)
+            svgs += 1
+    note = f" and {svgs} SVG" if svgs else " (no SVG: install graphviz for `dot`, or the plane is too large)"
+    err.print(f"wrote {len(files)} DOT file(s){note} to {directory}")
+    return 0

@@ -1,0 +1,103 @@
+"""`gpufabric check` and `gpufabric plan`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from gpufabric.cli.output import err, out, write_stdout
+from gpufabric.export.plan_json import summary
+from gpufabric.intent import IntentError, load_intent
+from gpufabric.plan import Plan, build_plan
+
+EXIT_WARNINGS = 3
+file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False))
+
+
+def load_plan(file: str | None) -> Plan:
+    loaded = load_intent(file)
+    return build_plan(loaded)
+
+
+@click.command("check")
+@file_arg
+def check_cmd(file: str | None) -> int:
+    """Validate an intent file without writing anything (exit 2 with located errors when it is wrong)."""
+    plan = load_plan(file)
+    for w in plan.warnings:
+        err.print(f"warning: {w}", markup=False)
+    err.print(f"{plan.source}: valid; {len(plan.devices())} switches, {len(plan.servers)} servers")
+    return 0
+
+
+@click.command("plan")
+@file_arg
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (errors as JSON too).")
+@click.option("--strict", is_flag=True, help="Exit 3 when the plan has warnings.")
+def plan_cmd(file: str | None, as_json: bool, strict: bool) -> int:
+    """Plan the fabric and print a summary per plane.
+
+    \b
+    JSON keys scripts can rely on (docs/plan-json.md has them all):
+      planes.<plane>.switches.<role>        switch count per role
+      planes.<plane>.oversubscription.<tier> {target, planned, down_gbps, up_gbps}
+      totals.switches / totals.transceivers / totals.cables
+    """
+    try:
+        plan = load_plan(file)
+    except IntentError as exc:
+        if not as_json:
+            raise
+        write_stdout(json.dumps({"errors": exc.as_dicts()}, indent=2) + "\n")
+        return 2
+    doc = summary(plan)
+    if as_json:
+        write_stdout(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.print(_table(plan, doc))
+    for w in plan.warnings:
+        err.print(f"warning: {w}", markup=False)
+    return EXIT_WARNINGS if strict and plan.warnings else 0
+
+
+def _ratio(t: dict[str, float]) -> str:
+    mark = "" if t["planned"] <= t["target"] + 1e-9 else " [bold red]above target[/]"
+    return f"{t['planned']:g}:1 (target {t['target']:g}:1){mark}"
+
+
+def _table(plan: Plan, doc: dict) -> Table:
+    t = Table(
+        title=f"{plan.intent.fabric.name}: {len(plan.servers)} servers, {doc['totals']['gpus']} GPUs ({plan.source})",
+        title_justify="left",
+    )
+    for col in ("plane", "topology", "switches", "links", "oversubscription", "host ports", "transceivers", "cables"):
+        t.add_column(col, justify="right" if col in ("host ports", "transceivers", "cables") else "left")
+    for name, p in doc["planes"].items():
+        switches = ", ".join(f"{n} {r}" for r, n in p["switches"].items())
+        links = ", ".join(f"{n} {k}" for k, n in p["links"].items())
+        over = "\n".join(f"{tier}: {_ratio(v)}" for tier, v in p["oversubscription"].items()) or "-"
+        t.add_row(
+            name,
+            f"{p['topology']}, {p['tiers']} tier{'s' if p['tiers'] > 1 else ''}",
+            switches,
+            links,
+            over,
+            str(p["host_ports"]),
+            str(p["transceivers"]),
+            str(p["cables"]),
+        )
+    tot = doc["totals"]
+    t.add_section()
+    t.add_row(
+        "total",
+        "",
+        f"{tot['switches']} switches",
+        f"{tot['links']} links",
+        "",
+        "",
+        str(tot["transceivers"]),
+        str(tot["cables"]),
+    )
+    return t

@@ -1,0 +1,80 @@
+"""Bill of material: switches, transceivers and cables, per plane and in total.
+
+Counting rules (also in docs/exports.md):
+- one transceiver per used switch cage (a cage split 2x400G holds one 800G module),
+  one per server NIC port; links below 25G are copper (RJ45) and need none;
+- one cable per logical link; the far side of an edge link is not ours to count.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+from gpufabric.plan.model import Plan, PlanePlan
+
+COPPER_BELOW_GBPS = 25
+
+
+@dataclass
+class PlaneBom:
+    switches: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (role, platform, model) -> n
+    transceivers: dict[str, int] = field(default_factory=dict)
+    cables: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def transceiver_total(self) -> int:
+        return sum(self.transceivers.values())
+
+    @property
+    def cable_total(self) -> int:
+        return sum(self.cables.values())
+
+
+def _module(speed: int, split: int) -> str:
+    return f"{speed * split}G module" + (f" (breakout {split}x{speed}G)" if split > 1 else "")
+
+
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+def plane_bom(plane: PlanePlan) -> PlaneBom:
+    bom = PlaneBom()
+    switches = {d.name for d in plane.devices}
+    for d in plane.devices:
+        key = (d.role, d.platform, d.model)
+        bom.switches[key] = bom.switches.get(key, 0) + 1
+    cages: set[tuple[str, int]] = set()
+    for link in plane.links:
+        _count(bom.cables, f"{link.speed}G {'copper' if link.speed < COPPER_BELOW_GBPS else 'fiber'}")
+        if link.speed < COPPER_BELOW_GBPS:
+            continue
+        for device, cage, ways in ((link.a, link.a_cage, link.a_split), (link.b, link.b_cage, link.b_split)):
+            if device in switches:
+                if (device, cage) not in cages:
+                    cages.add((device, cage))
+                    _count(bom.transceivers, _module(link.speed, ways))
+            elif link.kind == "host" and device == link.a:
+                _count(bom.transceivers, f"{link.speed}G module (server NIC)")
+    return bom
+
+
+def render(plan: Plan) -> str:
+    """CSV: plane, category, item, quantity; rows with plane `total` sum the planes."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["plane", "category", "item", "quantity"])
+    total: dict[tuple[str, str], int] = {}
+    for name, plane in plan.planes.items():
+        bom = plane_bom(plane)
+        rows = [("switch", f"{model} ({platform}, {role})", n) for (role, platform, model), n in bom.switches.items()]
+        rows += [("transceiver", k, n) for k, n in sorted(bom.transceivers.items())]
+        rows += [("cable", k, n) for k, n in sorted(bom.cables.items())]
+        for category, item, n in rows:
+            w.writerow([name, category, item, n])
+            total[(category, item)] = total.get((category, item), 0) + n
+    for (category, item), n in total.items():
+        w.writerow(["total", category, item, n])
+    return out.getvalue()

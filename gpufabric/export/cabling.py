@@ -1,0 +1,22 @@
+"""The cabling plan: one CSV row per cable, in plan order, with a stable cable id for labels."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from gpufabric.plan.model import Plan
+
+HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed"]
+
+
+def render(plan: Plan) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(HEADER)
+    for name, plane in plan.planes.items():
+        for i, link in enumerate(plane.links, 1):
+            w.writerow(
+                [f"{plane.prefix}-{i:06d}", name, link.kind, link.a, link.a_port, link.b, link.b_port, f"{link.speed}G"]
+            )
+    return out.getvalue()

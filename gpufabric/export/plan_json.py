@@ -1,0 +1,170 @@
+"""The plan as JSON: the full document (`export plan`) and the summary (`plan --json`).
+
+Keys are stable and documented in docs/plan-json.md; add keys, never rename them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpufabric.export.bom import plane_bom
+from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
+
+SCHEMA_VERSION = 1
+
+
+def _roles(plane: PlanePlan) -> dict[str, int]:
+    order = ("leaf", "spine", "superspine", "border", "mgmt")
+    counts = plane.count_by_role()
+    return {r: counts[r] for r in order if r in counts}
+
+
+def _oversubscription(plane: PlanePlan) -> dict[str, dict[str, Any]]:
+    return {
+        t.tier: {
+            "target": round(t.target, 4),
+            "planned": round(t.ratio, 4),
+            "down_gbps": t.down_gbps,
+            "up_gbps": t.up_gbps,
+        }
+        for t in plane.tier_stats
+    }
+
+
+def _links_by_kind(plane: PlanePlan) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for link in plane.links:
+        counts[link.kind] = counts.get(link.kind, 0) + 1
+    return counts
+
+
+def plane_summary(plane: PlanePlan) -> dict[str, Any]:
+    bom = plane_bom(plane)
+    return {
+        "topology": plane.topology,
+        "tiers": plane.tiers,
+        "switches": _roles(plane),
+        "switch_total": len(plane.devices),
+        "links": _links_by_kind(plane),
+        "host_ports": sum(1 for link in plane.links if link.kind == "host"),
+        "oversubscription": _oversubscription(plane),
+        "sizing": plane.sizing,
+        "transceivers": bom.transceiver_total,
+        "cables": bom.cable_total,
+    }
+
+
+def totals(plan: Plan) -> dict[str, int]:
+    boms = [plane_bom(p) for p in plan.planes.values()]
+    return {
+        "switches": sum(len(p.devices) for p in plan.planes.values()),
+        "servers": len(plan.servers),
+        "gpus": sum(s.gpus for s in plan.servers),
+        "links": sum(len(p.links) for p in plan.planes.values()),
+        "transceivers": sum(b.transceiver_total for b in boms),
+        "cables": sum(b.cable_total for b in boms),
+    }
+
+
+def summary(plan: Plan) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "fabric": plan.intent.fabric.name,
+        "source": plan.source,
+        "planes": {name: plane_summary(p) for name, p in plan.planes.items()},
+        "totals": totals(plan),
+        "warnings": plan.warnings,
+    }
+
+
+def device_dict(d: Device) -> dict[str, Any]:
+    return {
+        "name": d.name,
+        "plane": d.plane,
+        "role": d.role,
+        "platform": d.platform,
+        "model": d.model,
+        "asn": d.asn,
+        "loopback": ip(d.loopback),
+        "mgmt_ip": ip(d.mgmt_ip),
+        "mgmt_port": d.mgmt_port,
+        "mtu": d.mtu,
+        "unit": d.unit,
+        "rail": d.rail,
+        "pod": d.pod,
+        "failure_domain": d.failure_domain,
+        "host_subnet": f"{ip(d.host_subnet)}/{d.host_prefixlen}" if d.host_subnet is not None else None,
+        "svi_ip": ip(d.svi_ip),
+    }
+
+
+def link_dict(link: Link) -> dict[str, Any]:
+    return {
+        "plane": link.plane,
+        "kind": link.kind,
+        "a": link.a,
+        "a_port": link.a_port,
+        "b": link.b,
+        "b_port": link.b_port,
+        "speed_gbps": link.speed,
+        "mtu": link.mtu,
+        "a_ip": ip(link.a_ip),
+        "b_ip": ip(link.b_ip),
+        "prefixlen": link.prefixlen,
+    }
+
+
+def nic_dict(n: HostNic) -> dict[str, Any]:
+    return {
+        "plane": n.plane,
+        "interface": n.interface,
+        "rail": n.rail,
+        "speed_gbps": n.speed,
+        "mtu": n.mtu,
+        "address": ip(n.address),
+        "prefixlen": n.prefixlen,
+        "gateway": ip(n.gateway),
+        "leaf": n.leaf,
+        "leaf_port": n.leaf_port,
+        "bond": n.bond,
+    }
+
+
+def server_dict(s: Server) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "group": s.group,
+        "kind": s.kind,
+        "gpus": s.gpus,
+        "gpu_model": s.gpu_model,
+        "units": s.units,
+        "mgmt_interface": s.mgmt_interface,
+        "mgmt_ip": ip(s.mgmt_ip),
+        "mgmt_switch": s.mgmt_switch,
+        "mgmt_port": s.mgmt_port,
+        "nics": [nic_dict(n) for n in s.nics],
+    }
+
+
+def full(plan: Plan) -> dict[str, Any]:
+    doc = summary(plan)
+    doc["qos_profiles"] = {k: v.model_dump() | {"host_tos": v.host_tos} for k, v in plan.intent.qos_profiles.items()}
+    for name, plane in plan.planes.items():
+        doc["planes"][name] |= {
+            "prefix": plane.prefix,
+            "mtu": plane.mtu,
+            "host_mtu": plane.host_mtu,
+            "qos": plane.qos,
+            "carries_roce": plane.carries_roce,
+            "routing": plane.routing,
+            "failure_domains": [{"name": f.name, "devices": f.devices} for f in plane.failure_domains],
+            "devices": [device_dict(d) for d in plane.devices],
+            "links": [link_dict(link) for link in plane.links],
+        }
+    doc["servers"] = [server_dict(s) for s in plan.servers]
+    return doc
+
+
+def render(plan: Plan) -> str:
+    return json.dumps(full(plan), indent=1) + "\n"

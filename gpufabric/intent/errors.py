@@ -1,0 +1,68 @@
+"""Problems found in an intent, located by file, line and field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with the intent: where, what, and what would be right."""
+
+    path: Path
+    message: str
+    hint: str = ""
+
+    @property
+    def field(self) -> str:
+        return dotted(self.path)
+
+
+def dotted(path: Path) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+@dataclass
+class IntentError(Exception):
+    """The intent cannot be planned. Carries every problem found, already located."""
+
+    file: str
+    problems: list[Problem]
+    lines: dict[Path, int] = field(default_factory=dict)
+
+    def line_of(self, path: Path) -> int | None:
+        """The line of the deepest part of `path` that exists in the file."""
+        for cut in range(len(path), -1, -1):
+            line = self.lines.get(tuple(path[:cut]))
+            if line is not None:
+                return line
+        return None
+
+    def render(self) -> str:
+        rows = []
+        for p in self.problems:
+            line = self.line_of(p.path)
+            where = f"{self.file}:{line}" if line else self.file
+            rows.append(f"error: {where}: {p.field}: {p.message}")
+            if p.hint:
+                rows.append(f"  fix: {p.hint}")
+        n = len(self.problems)
+        rows.append(f"{n} problem{'s' if n != 1 else ''} in {self.file}; nothing was planned or written.")
+        return "\n".join(rows)
+
+    def as_dicts(self) -> list[dict[str, object]]:
+        return [
+            {"file": self.file, "line": self.line_of(p.path), "field": p.field, "message": p.message, "hint": p.hint}
+            for p in self.problems
+        ]
+
+    def __str__(self) -> str:
+        return self.render()

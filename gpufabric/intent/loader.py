@@ -1,0 +1,77 @@
+"""Read an intent file: YAML, then schema, then cross-field rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path as FsPath
+
+from pydantic import ValidationError
+
+from gpufabric.intent.errors import IntentError, Path, Problem
+from gpufabric.intent.model import Intent
+from gpufabric.intent.rules import check_rules
+from gpufabric.intent.schema_errors import problems_from
+from gpufabric.intent.yaml_lines import load_yaml
+
+DEFAULT_FABRIC = "inventory/fabric.yml"
+
+
+@dataclass(frozen=True)
+class LoadedIntent:
+    intent: Intent
+    file: str
+    lines: dict[Path, int]
+
+    def error(self, problems: list[Problem]) -> IntentError:
+        """An error for problems found later (by the planner), located in this file."""
+        return IntentError(self.file, problems, self.lines)
+
+
+def default_fabric_text() -> tuple[str, str]:
+    """The fabric to use when no file is named: ./inventory/fabric.yml, else the one shipped in the package."""
+    local = FsPath(DEFAULT_FABRIC)
+    if local.is_file():
+        return local.read_text(encoding="utf-8"), DEFAULT_FABRIC
+    text = resources.files("gpufabric.data").joinpath("fabric.yml").read_text(encoding="utf-8")
+    return text, "<embedded default fabric>"
+
+
+def load_intent(file: str | None = None) -> LoadedIntent:
+    if file is None:
+        text, name = default_fabric_text()
+        return load_intent_text(text, name)
+    path = FsPath(file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise IntentError(
+            file, [Problem((), "no such file", "name an intent file, e.g. inventory/fabric.yml")]
+        ) from None
+    except IsADirectoryError:
+        raise IntentError(file, [Problem((), "is a directory", "name the intent file inside it")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IntentError(file, [Problem((), f"cannot be read: {exc}")]) from None
+    return load_intent_text(text, file)
+
+
+def load_intent_text(text: str, file: str = "<intent>") -> LoadedIntent:
+    data, lines = load_yaml(text, file)
+    if not isinstance(data, dict):
+        raise IntentError(
+            file,
+            [Problem((), "the intent must be a mapping with fabric, server_groups, planes and credentials")],
+            lines,
+        )
+    try:
+        intent = Intent.model_validate(data)
+    except ValidationError as exc:
+        raise IntentError(file, problems_from(exc, Intent), lines) from None
+    except RecursionError:
+        raise IntentError(
+            file, [Problem((), "the document nests too deeply (self-referencing alias?)")], lines
+        ) from None
+    problems = check_rules(intent)
+    if problems:
+        raise IntentError(file, problems, lines)
+    return LoadedIntent(intent, file, lines)

@@ -1,0 +1,276 @@
+"""The intent schema: what a user writes in inventory/fabric.yml.
+
+Only structure and single-field limits live here; rules that relate several
+fields (pools large enough, radix can carry the design, ...) are in rules.py and
+in the planner's sizing, so each message can name every field involved.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpufabric.intent.types import AsnRange, PlaneName, Platform, Ratio, SecretRef, Speed
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
+
+
+class Model(BaseModel):
+    """Base of every intent section: unknown fields are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FabricInfo(Model):
+    """Identity of the cluster."""
+
+    name: str = Field(description="Short name of the cluster; used in file names and labels.", pattern=NAME_PATTERN)
+    description: str = Field("", description="Free text shown in reports and drawings.")
+
+
+class NicSet(Model):
+    """A server's NICs on one plane."""
+
+    speed: Speed = Field(description="Port speed of each NIC, e.g. 400G.")
+    interfaces: list[str] = Field(
+        min_length=1,
+        max_length=16,
+        description="Linux interface names, in rail order: the first serves rail 1 (or the first entry of `rails`).",
+    )
+    rails: list[int] | None = Field(
+        None,
+        description="Rail served by each interface (1-based), when it differs from the interface order.",
+    )
+    bond: str = Field(
+        "bond0",
+        pattern=r"^[a-z][a-z0-9_.-]{0,14}$",
+        description="Bond interface name, used only when the plane's `host_links` is `lacp`.",
+    )
+
+
+class ServerGroup(Model):
+    """A set of identical servers (GPU nodes, storage servers, ...)."""
+
+    name: str = Field(description="Group name; becomes an inventory group.", pattern=NAME_PATTERN)
+    kind: Literal["gpu", "storage", "cpu"] = Field("gpu", description="What the servers are for.")
+    count: int = Field(ge=1, le=65536, description="Number of servers installed.")
+    naming: str = Field(
+        description="Name pattern with an `{index}` field in Python format syntax, e.g. `gpu{index:03d}`.",
+    )
+    start_index: int = Field(1, ge=0, le=1_000_000, description="Index of the first server in `naming`.")
+    gpus: int = Field(0, ge=0, le=16, description="GPUs per server.")
+    gpu_model: str = Field("", description="GPU model, for reports and labels (e.g. H100-SXM5).")
+    nics: dict[PlaneName, NicSet] = Field(
+        description="NICs per plane. `oob` is the BMC / management port. A plane not listed is not attached.",
+    )
+
+
+class SwitchRole(Model):
+    """The switch model used for one role of a plane."""
+
+    platform: Platform = Field(description="Network OS: `cumulus` (NVUE), `eos`, `nxos` or `frr`.")
+    model: str = Field(description="Hardware model, for the bill of material (e.g. SN5600, 7060X6-64PE).")
+    ports: int = Field(ge=1, le=512, description="Physical front-panel ports (the radix before breakout).")
+    port_speed: Speed = Field(description="Speed of one physical port, e.g. 800G.")
+    downlink_speed: Speed | None = Field(
+        None,
+        description="Speed of a downlink; below `port_speed` it means a breakout (800G ports at 400G = 2x400G).",
+    )
+    uplink_speed: Speed | None = Field(
+        None, description="Speed of an uplink; below `port_speed` it means a breakout. Default: `port_speed`."
+    )
+    count: int | None = Field(
+        None, ge=1, le=100_000, description="Fixed number of switches in this role; computed when omitted."
+    )
+    uplinks: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="Uplinks per switch; computed from the oversubscription target when omitted.",
+    )
+
+
+class SwitchRoles(Model):
+    """Switch models per role. Which roles a plane needs depends on its tiers."""
+
+    leaf: SwitchRole | None = Field(None, description="Leaves: host-facing switches (tier 1).")
+    spine: SwitchRole | None = Field(None, description="Spines (tier 2). On the OOB plane: aggregation switches.")
+    superspine: SwitchRole | None = Field(None, description="Superspines (tier 3), only with `tiers: 3`.")
+    border: SwitchRole | None = Field(None, description="Border leaves toward the edge (business plane only).")
+    mgmt: SwitchRole | None = Field(None, description="Management switches (OOB plane only).")
+
+
+class Routing(Model):
+    """The eBGP underlay (RFC 7938)."""
+
+    protocol: Literal["ebgp"] = Field("ebgp", description="Underlay protocol. Only eBGP is supported.")
+    addressing: Literal["unnumbered", "p2p31"] = Field(
+        "unnumbered",
+        description="`unnumbered` (RFC 5549 over IPv6 link-local) or `p2p31` (a /31 per fabric link).",
+    )
+    asn_pool: AsnRange = Field(description="Private ASNs for this plane's switches, e.g. 4200000000-4200000999.")
+    ecmp: int = Field(64, ge=1, le=512, description="Maximum equal-cost paths (`maximum-paths`).")
+
+
+class Addressing(Model):
+    """Address pools of a data plane."""
+
+    loopbacks: IPv4Network = Field(description="One /32 per switch, taken in plan order.")
+    p2p: IPv4Network | None = Field(None, description="A /31 per fabric link; required with `addressing: p2p31`.")
+    hosts: IPv4Network = Field(
+        description="Host-facing addresses: a /31 per host port (`routed`) or a subnet per leaf pair (`lacp`).",
+    )
+
+
+class EdgeRouter(Model):
+    """A router outside the fabric that the border leaves peer with."""
+
+    name: str = Field(description="Name of the edge router.", pattern=NAME_PATTERN)
+    asn: int = Field(ge=1, le=4294967294, description="Its AS number (public or private).")
+
+
+class Border(Model):
+    """The business plane's way in and out."""
+
+    edge_routers: list[EdgeRouter] = Field(min_length=1, description="Every border leaf peers with every edge router.")
+    edge_p2p: IPv4Network = Field(description="A /31 per border-to-edge link.")
+    default_route: Literal["from-edge", "originate", "none"] = Field(
+        "from-edge",
+        description="`from-edge`: accept 0.0.0.0/0 from the edge; `originate`: borders originate it; `none`.",
+    )
+    management_prefixes: list[IPv4Network] = Field(
+        default_factory=list, description="Prefixes allowed to reach switch management (SSH, gNMI, SNMP)."
+    )
+    api_prefixes: list[IPv4Network] = Field(
+        default_factory=list, description="Prefixes allowed to reach cluster APIs on the business plane."
+    )
+    api_ports: list[int] = Field(
+        default_factory=lambda: [443, 6443], description="TCP ports of the cluster APIs (HTTPS, Kubernetes)."
+    )
+
+
+class DataPlane(Model):
+    """A routed plane: compute (RoCE), storage or business/frontend."""
+
+    topology: Literal["rail-optimized", "clos"] = Field(
+        description="`rail-optimized`: NIC r of every node in a scalable unit lands on that unit's leaf r; "
+        "`clos`: servers fill racks, NIC i on the rack's leaf i."
+    )
+    tiers: Literal[2, 3] = Field(2, description="2 (leaf-spine) or 3 (leaf-spine-superspine in pods).")
+    prefix: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$", description="Switch name prefix, e.g. `cmp`.")
+    unit_nodes: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="Servers per scalable unit (rail-optimized) or rack (clos); leaves are sized for a full unit. "
+        "Default: as many as a leaf's downlink ports allow at the oversubscription target.",
+    )
+    pod_units: int | None = Field(
+        None, ge=1, le=4096, description="Units per pod with `tiers: 3`. Default: as many as the spines can carry."
+    )
+    switches: SwitchRoles = Field(description="Switch models per role.")
+    oversubscription: Ratio = Field(
+        1.0, description="Target downlink:uplink bandwidth per tier; `1:1` is non-blocking."
+    )
+    mtu: int = Field(
+        9216, ge=1280, le=9216, description="Switch port MTU; capped at each platform's maximum (EOS 9214)."
+    )
+    host_mtu: int = Field(9000, ge=1280, le=9216, description="MTU of the servers' NICs on this plane.")
+    host_links: Literal["routed", "lacp"] = Field(
+        "routed",
+        description="`routed`: each host port is a /31; `lacp`: a host bonds its two NICs to a leaf pair (MLAG/vPC).",
+    )
+    routing: Routing = Field(description="The eBGP underlay.")
+    addressing: Addressing = Field(description="Address pools.")
+    carries_roce: bool = Field(False, description="Whether RoCE traffic crosses this plane (needs a lossless `qos`).")
+    qos: str | None = Field(None, description="Name of a profile under `qos_profiles`.")
+    border: Border | None = Field(None, description="Edge connectivity; business plane only.")
+
+
+class OobPlane(Model):
+    """The out-of-band management plane: a flat switched network, no routing toward the data planes."""
+
+    prefix: str = Field("oob", pattern=r"^[a-z][a-z0-9]{0,7}$", description="Switch name prefix.")
+    switches: SwitchRoles = Field(description="`mgmt` switches, and `spine` when more than one mgmt switch is needed.")
+    subnet: IPv4Network = Field(description="The management subnet: every switch and server gets one address.")
+    gateway: IPv4Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
+    mtu: int = Field(1500, ge=1280, le=9216, description="MTU of the management network.")
+
+
+class Planes(Model):
+    """The four planes; a cluster may leave some out."""
+
+    compute: DataPlane | None = Field(None, description="The GPU-to-GPU RoCE fabric.")
+    storage: DataPlane | None = Field(None, description="The storage fabric (NVMe-oF, parallel file systems).")
+    business: DataPlane | None = Field(None, description="The frontend / in-band plane with the cluster's border.")
+    oob: OobPlane | None = Field(None, description="Out-of-band management.")
+
+
+class QosProfile(Model):
+    """The lossless RoCEv2 contract that hosts and switches must agree on."""
+
+    roce_dscp: int = Field(26, ge=0, le=63, description="DSCP of RoCE data.")
+    roce_priority: int = Field(3, ge=0, le=7, description="Switch priority / traffic class of RoCE data.")
+    lossless: bool = Field(True, description="PFC no-drop on `roce_priority`. Required on planes that carry RoCE.")
+    cnp_dscp: int = Field(48, ge=0, le=63, description="DSCP of congestion notification packets.")
+    cnp_priority: int = Field(6, ge=0, le=7, description="Priority of CNPs; scheduled strict on switches.")
+    ecn_min_bytes: int = Field(150_000, ge=1, le=100_000_000, description="ECN marking starts at this queue depth.")
+    ecn_max_bytes: int = Field(1_500_000, ge=1, le=100_000_000, description="ECN marking probability reaches max here.")
+    ecn_probability: int = Field(100, ge=1, le=100, description="Maximum marking probability in percent.")
+    pfc_watchdog: bool = Field(True, description="PFC watchdog for storm and deadlock protection.")
+    roce_bandwidth_percent: int = Field(50, ge=1, le=99, description="ETS share guaranteed to the RoCE queue.")
+
+    @property
+    def host_tos(self) -> int:
+        """ToS byte the host stamps: DSCP in the top six bits, ECT(0) in the bottom two."""
+        return (self.roce_dscp << 2) | 0b10
+
+
+class Credential(Model):
+    """How automation logs in. Secrets are references only."""
+
+    username: str = Field(description="Login name.")
+    password: SecretRef | None = Field(None, description="`{env: NAME}` or `{vault: NAME}`.")
+    ssh_key: SecretRef | None = Field(None, description="Private key, by reference: `{env: NAME}` or `{vault: NAME}`.")
+
+
+class Credentials(Model):
+    """Logins for switches and servers."""
+
+    switches: Credential = Field(description="Switch logins.")
+    hosts: Credential = Field(description="Server logins.")
+
+
+class Snmp(Model):
+    """SNMPv2c read-only access."""
+
+    community: SecretRef = Field(description="SNMPv2c read community, by reference.")
+    location: str = Field("", description="sysLocation.")
+
+
+class Management(Model):
+    """Services every switch is configured with."""
+
+    ntp_servers: list[IPv4Address] = Field(default_factory=list, description="NTP servers (OOB reachable).")
+    syslog_servers: list[IPv4Address] = Field(default_factory=list, description="Syslog collectors.")
+    dns_servers: list[IPv4Address] = Field(default_factory=list, description="DNS resolvers.")
+    domain: str = Field("", description="DNS domain of the management network.")
+    timezone: str = Field("UTC", description="Time zone of switches and servers.")
+    snmp: Snmp | None = Field(None, description="SNMP read access; omitted means off.")
+    gnmi: bool = Field(False, description="Enable gNMI on platforms that have it.")
+
+
+class Intent(Model):
+    """The whole cluster: the single source of truth."""
+
+    fabric: FabricInfo = Field(description="Identity of the cluster.")
+    server_groups: list[ServerGroup] = Field(min_length=1, description="Servers, by group.")
+    planes: Planes = Field(description="The networks.")
+    qos_profiles: dict[str, QosProfile] = Field(default_factory=dict, description="QoS contracts by name.")
+    credentials: Credentials = Field(description="Logins, by reference.")
+    management: Management = Field(default_factory=Management, description="Management services.")
+
+    def data_planes(self) -> list[tuple[str, DataPlane]]:
+        return [(n, p) for n in ("compute", "storage", "business") if (p := getattr(self.planes, n)) is not None]

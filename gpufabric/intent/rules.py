@@ -1,0 +1,466 @@
+"""Cross-field rules that need no sizing: references, roles, speeds, MTU, QoS, pools that overlap.
+
+Rules that depend on how many switches and links the design needs (radix, pool
+sizes) live with the planner's sizing, which is where those numbers are known.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from ipaddress import IPv4Network
+
+from gpufabric.intent.errors import Path, Problem
+from gpufabric.intent.model import DataPlane, Intent, OobPlane, ServerGroup, SwitchRole
+from gpufabric.intent.types import ALL_PLANES
+
+PLATFORM_MAX_MTU = {"cumulus": 9216, "eos": 9214, "nxos": 9216, "frr": 9216}
+BREAKOUTS = (1, 2, 4, 8)
+_HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+MLAG_PLATFORMS = ("cumulus", "eos", "nxos")
+
+
+def downlink_speed(role: SwitchRole) -> int:
+    return role.downlink_speed or role.port_speed
+
+
+def uplink_speed(role: SwitchRole) -> int:
+    return role.uplink_speed or role.port_speed
+
+
+def check_rules(intent: Intent) -> list[Problem]:
+    problems: list[Problem] = []
+    problems += _server_groups(intent)
+    for name, plane in intent.data_planes():
+        problems += _data_plane(intent, name, plane)
+    if intent.planes.oob is not None:
+        problems += _oob_plane(intent.planes.oob)
+    problems += _qos_profiles(intent)
+    problems += _pool_overlaps(intent)
+    problems += _asn_overlaps(intent)
+    problems += _credentials(intent)
+    if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
+        problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
+    return problems
+
+
+def server_names(group: ServerGroup) -> Iterator[str]:
+    for i in range(group.start_index, group.start_index + group.count):
+        yield group.naming.format(index=i)
+
+
+def _server_groups(intent: Intent) -> list[Problem]:
+    problems: list[Problem] = []
+    groups: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for gi, group in enumerate(intent.server_groups):
+        at: Path = ("server_groups", gi)
+        if group.name in groups:
+            problems.append(
+                Problem((*at, "name"), f"group name '{group.name}' is used twice", "give each group its own name")
+            )
+        groups[group.name] = gi
+        problems += _naming(group, at, names)
+        for plane_name, nics in group.nics.items():
+            nat: Path = (*at, "nics", plane_name)
+            if getattr(intent.planes, plane_name) is None:
+                problems.append(
+                    Problem(
+                        nat,
+                        f"plane '{plane_name}' is not defined under planes",
+                        f"define planes.{plane_name} or remove these NICs",
+                    )
+                )
+            if len(set(nics.interfaces)) != len(nics.interfaces):
+                problems.append(
+                    Problem((*nat, "interfaces"), "an interface name is listed twice", "list each NIC once")
+                )
+            if nics.rails is not None:
+                problems += _rails(nics.rails, len(nics.interfaces), (*nat, "rails"))
+            if plane_name == "oob" and len(nics.interfaces) != 1:
+                problems.append(
+                    Problem(
+                        (*nat, "interfaces"), "a server has one management (BMC) port", "list exactly one interface"
+                    )
+                )
+        seen_if: dict[str, str] = {}
+        for plane_name, nics in group.nics.items():
+            for ifname in nics.interfaces:
+                if ifname in seen_if and seen_if[ifname] != plane_name:
+                    problems.append(
+                        Problem(
+                            (*at, "nics", plane_name, "interfaces"),
+                            f"'{ifname}' is already a {seen_if[ifname]} NIC",
+                            "every NIC serves one plane; use distinct names",
+                        )
+                    )
+                seen_if[ifname] = plane_name
+    return problems
+
+
+def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem]:
+    try:
+        first = group.naming.format(index=group.start_index)
+        if group.naming.format(index=group.start_index + 1) == first:
+            raise KeyError("index")
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return [
+            Problem(
+                (*at, "naming"),
+                f"'{group.naming}' does not make distinct names from an index",
+                "include {index}, e.g. gpu{index:03d}",
+            )
+        ]
+    problems: list[Problem] = []
+    for name in server_names(group):
+        if not _HOSTNAME.match(name):
+            problems.append(
+                Problem((*at, "naming"), f"'{name}' is not a valid host name", "use lower-case letters, digits and '-'")
+            )
+            break
+        if name in names:
+            problems.append(
+                Problem(
+                    (*at, "naming"),
+                    f"server name '{name}' is also made by group '{names[name]}'",
+                    "change the pattern or start_index so names do not collide",
+                )
+            )
+            break
+        names[name] = group.name
+    return problems
+
+
+def _rails(rails: list[int], n: int, at: Path) -> list[Problem]:
+    if len(rails) != n:
+        return [Problem(at, f"{len(rails)} rails for {n} interfaces", "give one rail per interface")]
+    if sorted(rails) != list(range(1, n + 1)):
+        return [Problem(at, f"rails {rails} must number 1..{n}, each once", f"use a permutation of 1..{n}")]
+    return []
+
+
+def _roles_present(plane: DataPlane | OobPlane) -> dict[str, SwitchRole]:
+    return {k: v for k, v in plane.switches if v is not None}
+
+
+def _data_plane(intent: Intent, name: str, plane: DataPlane) -> list[Problem]:
+    at: Path = ("planes", name)
+    problems: list[Problem] = []
+    roles = _roles_present(plane)
+    sw: Path = (*at, "switches")
+    for needed in ("leaf", "spine"):
+        if needed not in roles:
+            problems.append(
+                Problem(
+                    sw,
+                    f"a {plane.tiers}-tier plane needs a `{needed}` switch role",
+                    f"add switches.{needed} with platform, model, ports and port_speed",
+                )
+            )
+    if plane.tiers == 3 and "superspine" not in roles:
+        problems.append(Problem(sw, "a 3-tier plane needs a `superspine` role", "add switches.superspine"))
+    if plane.tiers == 2 and "superspine" in roles:
+        problems.append(
+            Problem((*sw, "superspine"), "superspines need `tiers: 3`", "set tiers: 3 or remove superspine")
+        )
+    if "mgmt" in roles:
+        problems.append(Problem((*sw, "mgmt"), "`mgmt` switches belong to the oob plane", "move them to planes.oob"))
+    if name != "business" and ("border" in roles or plane.border is not None):
+        problems.append(Problem((*at, "border"), "only the business plane has a border", "remove border here"))
+    if name == "business" and ("border" in roles) != (plane.border is not None):
+        problems.append(
+            Problem(
+                (*at, "border"),
+                "border switches and the `border` section come together",
+                "define both switches.border and border (edge routers), or neither",
+            )
+        )
+    for role_name, role in roles.items():
+        problems += _speeds(role, (*sw, role_name))
+    problems += _tier_speeds(roles, sw)
+    problems += _attached_nics(intent, name, plane, roles, at)
+    problems += _mtu(plane, roles, at)
+    problems += _qos_ref(intent, plane, at)
+    if plane.routing.addressing == "p2p31" and plane.addressing.p2p is None:
+        problems.append(
+            Problem(
+                (*at, "addressing", "p2p"),
+                "`addressing: p2p31` needs a p2p pool",
+                "add addressing.p2p, e.g. 10.1.0.0/20, or use routing.addressing: unnumbered",
+            )
+        )
+    if plane.host_links == "lacp" and "leaf" in roles and roles["leaf"].platform not in MLAG_PLATFORMS:
+        problems.append(
+            Problem(
+                (*at, "host_links"),
+                f"{roles['leaf'].platform} leaves have no MLAG for LACP hosts",
+                "use host_links: routed, or a leaf platform with MLAG (cumulus, eos, nxos)",
+            )
+        )
+    if plane.border is not None:
+        problems += _border(plane, (*at, "border"))
+    return problems
+
+
+def _speeds(role: SwitchRole, at: Path) -> list[Problem]:
+    problems = []
+    for key, speed in (("downlink_speed", downlink_speed(role)), ("uplink_speed", uplink_speed(role))):
+        if speed > role.port_speed or role.port_speed % speed or role.port_speed // speed not in BREAKOUTS:
+            problems.append(
+                Problem(
+                    (*at, key),
+                    f"{speed}G does not split a {role.port_speed}G port evenly",
+                    f"use {', '.join(f'{role.port_speed // b}G' for b in BREAKOUTS)} (breakout 1, 2, 4 or 8 ways)",
+                )
+            )
+    return problems
+
+
+def _tier_speeds(roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    problems = []
+    pairs = [("leaf", "spine"), ("border", "spine"), ("spine", "superspine")]
+    for low, high in pairs:
+        if low in roles and high in roles and uplink_speed(roles[low]) != downlink_speed(roles[high]):
+            if low == "spine" and "superspine" not in roles:
+                continue
+            problems.append(
+                Problem(
+                    (*at, low, "uplink_speed"),
+                    f"{low} uplinks run at {uplink_speed(roles[low])}G but {high} downlinks at "
+                    f"{downlink_speed(roles[high])}G",
+                    "both ends of a link run at one speed; "
+                    f"set {high}.downlink_speed (a breakout) or {low}.uplink_speed to match",
+                )
+            )
+    return problems
+
+
+def _attached_nics(
+    intent: Intent, name: str, plane: DataPlane, roles: dict[str, SwitchRole], at: Path
+) -> list[Problem]:
+    attached = [(gi, g) for gi, g in enumerate(intent.server_groups) if name in g.nics]
+    if not attached:
+        return [
+            Problem(
+                at,
+                f"no server group has NICs on the {name} plane",
+                f"add nics.{name} to a server group, or remove the plane",
+            )
+        ]
+    problems: list[Problem] = []
+    leaf = roles.get("leaf")
+    for gi, group in attached:
+        nics = group.nics[name]
+        nat: Path = ("server_groups", gi, "nics", name)
+        if leaf is not None and nics.speed != downlink_speed(leaf):
+            problems.append(
+                Problem(
+                    (*nat, "speed"),
+                    f"{nics.speed}G NICs but {name} leaf downlinks run at {downlink_speed(leaf)}G",
+                    f"set the NIC speed to {downlink_speed(leaf)}G "
+                    f"or planes.{name}.switches.leaf.downlink_speed to {nics.speed}G",
+                )
+            )
+        if plane.host_links == "lacp" and len(nics.interfaces) != 2:
+            problems.append(
+                Problem(
+                    (*nat, "interfaces"),
+                    f"host_links: lacp bonds two NICs, found {len(nics.interfaces)}",
+                    "list two interfaces, one per leaf of the pair",
+                )
+            )
+    return problems
+
+
+def _mtu(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    problems = []
+    if plane.host_mtu > plane.mtu:
+        problems.append(
+            Problem(
+                (*at, "host_mtu"),
+                f"host MTU {plane.host_mtu} is above the switch MTU {plane.mtu}",
+                f"lower host_mtu to {plane.mtu} or less (9000 with 9216 switch ports)",
+            )
+        )
+    leaf = roles.get("leaf")
+    if leaf is not None and plane.host_mtu > PLATFORM_MAX_MTU[leaf.platform]:
+        problems.append(
+            Problem(
+                (*at, "host_mtu"),
+                f"host MTU {plane.host_mtu} is above what {leaf.platform} leaves "
+                f"carry ({PLATFORM_MAX_MTU[leaf.platform]})",
+                "use host_mtu: 9000",
+            )
+        )
+    return problems
+
+
+def _qos_ref(intent: Intent, plane: DataPlane, at: Path) -> list[Problem]:
+    if plane.qos is not None and plane.qos not in intent.qos_profiles:
+        known = ", ".join(sorted(intent.qos_profiles)) or "none defined"
+        return [
+            Problem(
+                (*at, "qos"),
+                f"QoS profile '{plane.qos}' is not defined",
+                f"use one of qos_profiles ({known}), or define it",
+            )
+        ]
+    if not plane.carries_roce:
+        return []
+    if plane.qos is None:
+        return [
+            Problem(
+                (*at, "qos"),
+                "the plane carries RoCE but names no QoS profile",
+                "set qos: to a lossless profile (roce_priority with PFC)",
+            )
+        ]
+    if not intent.qos_profiles[plane.qos].lossless:
+        return [
+            Problem(
+                ("qos_profiles", plane.qos, "lossless"),
+                f"profile '{plane.qos}' is lossy but {at[-1]} carries RoCE",
+                "set lossless: true (PFC no-drop on the RoCE priority)",
+            )
+        ]
+    return []
+
+
+def _border(plane: DataPlane, at: Path) -> list[Problem]:
+    assert plane.border is not None
+    names = [e.name for e in plane.border.edge_routers]
+    if len(set(names)) != len(names):
+        return [Problem((*at, "edge_routers"), "an edge router name is listed twice", "give each its own name")]
+    bad = [p for p in plane.border.api_ports if not 1 <= p <= 65535]
+    if bad:
+        return [Problem((*at, "api_ports"), f"{bad[0]} is not a TCP port", "use 1..65535")]
+    return []
+
+
+def _oob_plane(oob: OobPlane) -> list[Problem]:
+    at: Path = ("planes", "oob")
+    roles = _roles_present(oob)
+    problems = []
+    if "mgmt" not in roles:
+        problems.append(
+            Problem(
+                (*at, "switches"), "the oob plane needs `mgmt` switches", "add switches.mgmt (e.g. a 48-port 1G switch)"
+            )
+        )
+    for extra in ("leaf", "superspine", "border"):
+        if extra in roles:
+            problems.append(
+                Problem(
+                    (*at, "switches", extra),
+                    f"the oob plane has no `{extra}` role",
+                    "use mgmt (access) and spine (aggregation)",
+                )
+            )
+    if oob.gateway is not None and oob.gateway not in oob.subnet:
+        problems.append(
+            Problem((*at, "gateway"), f"{oob.gateway} is outside {oob.subnet}", f"use an address inside {oob.subnet}")
+        )
+    return problems
+
+
+def _qos_profiles(intent: Intent) -> list[Problem]:
+    problems = []
+    for name, p in intent.qos_profiles.items():
+        at: Path = ("qos_profiles", name)
+        if p.roce_priority == p.cnp_priority:
+            problems.append(
+                Problem(
+                    (*at, "cnp_priority"),
+                    f"CNPs share priority {p.cnp_priority} with RoCE data",
+                    "give CNPs their own strict priority (6 by convention)",
+                )
+            )
+        if p.roce_dscp == p.cnp_dscp:
+            problems.append(
+                Problem(
+                    (*at, "cnp_dscp"),
+                    f"CNPs share DSCP {p.cnp_dscp} with RoCE data",
+                    "use DSCP 48 for CNPs and 26 for RoCE",
+                )
+            )
+        if p.ecn_min_bytes >= p.ecn_max_bytes:
+            problems.append(
+                Problem(
+                    (*at, "ecn_min_bytes"),
+                    f"ECN minimum {p.ecn_min_bytes} is not below the maximum {p.ecn_max_bytes}",
+                    "e.g. 150000 and 1500000",
+                )
+            )
+    return problems
+
+
+def _pools(intent: Intent) -> list[tuple[Path, IPv4Network]]:
+    pools: list[tuple[Path, IPv4Network]] = []
+    for name, plane in intent.data_planes():
+        for key in ("loopbacks", "p2p", "hosts"):
+            net = getattr(plane.addressing, key)
+            if net is not None:
+                pools.append((("planes", name, "addressing", key), net))
+        if plane.border is not None:
+            pools.append((("planes", name, "border", "edge_p2p"), plane.border.edge_p2p))
+    if intent.planes.oob is not None:
+        pools.append((("planes", "oob", "subnet"), intent.planes.oob.subnet))
+    return pools
+
+
+def _pool_overlaps(intent: Intent) -> list[Problem]:
+    pools = _pools(intent)
+    problems = []
+    for i, (path_a, a) in enumerate(pools):
+        for path_b, b in pools[i + 1 :]:
+            if a.overlaps(b):
+                problems.append(
+                    Problem(
+                        path_b,
+                        f"{b} overlaps {a} ({'.'.join(map(str, path_a))})",
+                        "give every pool its own address range",
+                    )
+                )
+    return problems
+
+
+def _asn_overlaps(intent: Intent) -> list[Problem]:
+    planes = intent.data_planes()
+    problems = []
+    for i, (name_a, a) in enumerate(planes):
+        for name_b, b in planes[i + 1 :]:
+            if a.routing.asn_pool.overlaps(b.routing.asn_pool):
+                problems.append(
+                    Problem(
+                        ("planes", name_b, "routing", "asn_pool"),
+                        f"{b.routing.asn_pool} overlaps the {name_a} pool {a.routing.asn_pool}",
+                        "give each plane its own ASN range",
+                    )
+                )
+    for name, plane in planes:
+        if plane.border is None:
+            continue
+        for ei, edge in enumerate(plane.border.edge_routers):
+            for other, p in planes:
+                if p.routing.asn_pool.first <= edge.asn <= p.routing.asn_pool.last:
+                    problems.append(
+                        Problem(
+                            ("planes", name, "border", "edge_routers", ei, "asn"),
+                            f"edge ASN {edge.asn} lies inside the {other} fabric pool",
+                            "use the edge's own ASN, outside every fabric pool",
+                        )
+                    )
+    return problems
+
+
+def _credentials(intent: Intent) -> list[Problem]:
+    sw = intent.credentials.switches
+    if sw.password is None and sw.ssh_key is None:
+        return [
+            Problem(
+                ("credentials", "switches"),
+                "switches need a password or an ssh_key reference",
+                "add password: {env: GPUFABRIC_SWITCH_PASSWORD}",
+            )
+        ]
+    return []

@@ -1,0 +1,97 @@
+"""Turn pydantic's validation errors into problems a person can act on."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gpufabric.intent.errors import Path, Problem
+
+
+def problems_from(exc: ValidationError, root: type[BaseModel]) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[tuple[Path, str]] = set()
+    for err in exc.errors(include_url=False):
+        problem = _one(err, root)
+        if (problem.path, problem.message) not in seen:
+            seen.add((problem.path, problem.message))
+            problems.append(problem)
+    return problems
+
+
+def _one(err: Any, root: type[BaseModel]) -> Problem:
+    # Drop pydantic's synthetic loc parts (function names of validators, union branches).
+    path: Path = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+    kind = err["type"]
+    if kind == "missing":
+        return Problem(path, "is required but missing", f"add `{path[-1]}:` here (see docs/intent.md)")
+    if kind == "extra_forbidden":
+        allowed = _fields_at(root, path[:-1])
+        close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+        hint = f"did you mean `{close[0]}`?" if close else f"known fields here: {', '.join(sorted(allowed))}"
+        return Problem(path, f"unknown field '{path[-1]}'", hint)
+    if kind in ("literal_error", "enum"):
+        expected = err.get("ctx", {}).get("expected", "")
+        return Problem(path, f"{_show(err.get('input'))} is not allowed", f"use one of {expected}")
+    if kind == "string_pattern_mismatch":
+        return Problem(
+            path,
+            f"{_show(err.get('input'))} is not a valid name",
+            "use lower-case letters, digits and '-', starting with a letter",
+        )
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return Problem(path, f"{_show(err.get('input'))} is out of range", err["msg"].lower())
+    if kind in ("too_short", "too_long"):
+        return Problem(path, err["msg"].replace("List", "the list").replace("Dictionary", "the mapping"))
+    if kind == "value_error":
+        msg = str(err.get("ctx", {}).get("error", err["msg"]))
+        return Problem(path, msg.removeprefix("Value error, "))
+    if kind.startswith(("ip_v4", "ip_any")):
+        return Problem(
+            path,
+            f"{_show(err.get('input'))} is not an IPv4 {'network' if 'network' in kind else 'address'}",
+            "write it like 10.0.0.0/24 (host bits zero)" if "network" in kind else "write it like 10.0.0.1",
+        )
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return Problem(path, f"expected a mapping of fields, found {_kind_of(err.get('input'))}")
+    if kind == "list_type":
+        return Problem(path, f"expected a list, found {_kind_of(err.get('input'))}")
+    # Pydantic's own message is clear enough for the rest (int_parsing, bool_parsing, ...).
+    return Problem(path, f"{err['msg']} (found {_show(err.get('input'))})")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind_of(value: Any) -> str:
+    return {str: "a string", int: "a number", float: "a number", list: "a list", bool: "true/false"}.get(
+        type(value), "nothing" if value is None else type(value).__name__
+    )
+
+
+def _fields_at(root: type[BaseModel], path: Path) -> list[str]:
+    """Names of the fields allowed at `path`, for 'did you mean'."""
+    model: Any = root
+    for part in path:
+        if isinstance(part, int) or model is None:
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            # Inside a dict[...] value, the key is data, not a field name.
+            continue
+        model = _model_in(field.annotation)
+    return list(getattr(model, "model_fields", {}).keys())
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

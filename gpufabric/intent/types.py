@@ -1,0 +1,162 @@
+"""Value types of the intent: speeds, ratios, ASN ranges and secret references.
+
+Each type accepts the spellings network engineers write by hand ("400G", "3:1",
+"4200000000-4200000999") and keeps one canonical value, so the planner never
+parses strings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+
+Platform = Literal["cumulus", "eos", "nxos", "frr"]
+PlaneName = Literal["compute", "storage", "business", "oob"]
+DATA_PLANES: tuple[PlaneName, ...] = ("compute", "storage", "business")
+ALL_PLANES: tuple[PlaneName, ...] = ("compute", "storage", "business", "oob")
+
+_SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mMgGtT]?)(?:b|bps|B)?\s*$")
+_SPEED_UNIT_GBPS = {"": 1.0, "g": 1.0, "m": 0.001, "t": 1000.0}
+
+
+def _parse_speed(value: Any) -> Any:
+    """Speeds are carried as whole Gb/s; "100M" is refused because no fabric port runs below 1G."""
+    if isinstance(value, bool):
+        raise ValueError("a speed is written like 400G, not true/false")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        m = _SPEED.match(value)
+        if not m:
+            raise ValueError(f"'{value}' is not a speed; write it like 100G, 400G or 800G")
+        gbps = float(m.group(1)) * _SPEED_UNIT_GBPS[m.group(2).lower()]
+        if gbps < 1 or gbps != int(gbps):
+            raise ValueError(f"'{value}' is not a whole number of Gb/s; ports run at 1G or more")
+        return int(gbps)
+    raise ValueError("a speed is written like 400G")
+
+
+Speed = Annotated[
+    int,
+    BeforeValidator(_parse_speed),
+    Field(ge=1, le=1600),
+    PlainSerializer(lambda v: f"{v}G", return_type=str),
+]
+
+
+def _parse_ratio(value: Any) -> Any:
+    """Oversubscription as downlink:uplink bandwidth; "3:1" and 3 mean the same."""
+    if isinstance(value, bool):
+        raise ValueError("oversubscription is written like 1:1 or 3:1")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        parts = value.split(":")
+        try:
+            if len(parts) == 1:
+                return float(parts[0])
+            if len(parts) == 2:
+                down, up = float(parts[0]), float(parts[1])
+                if up <= 0:
+                    raise ValueError
+                return down / up
+        except ValueError:
+            pass
+        raise ValueError(f"'{value}' is not a ratio; write it like 1:1 (non-blocking) or 3:1")
+    raise ValueError("oversubscription is written like 1:1 or 3:1")
+
+
+Ratio = Annotated[
+    float,
+    BeforeValidator(_parse_ratio),
+    Field(ge=1.0, le=64.0),
+    PlainSerializer(lambda v: f"{v:g}:1", return_type=str),
+]
+
+# RFC 6996 private ranges; RFC 7938 fabrics number their switches from these.
+PRIVATE_ASN_2B = (64512, 65534)
+PRIVATE_ASN_4B = (4200000000, 4294967294)
+
+
+def _in_private(first: int, last: int) -> bool:
+    return any(lo <= first and last <= hi for lo, hi in (PRIVATE_ASN_2B, PRIVATE_ASN_4B))
+
+
+class AsnRange(BaseModel):
+    """An inclusive range of private AS numbers, written "FIRST-LAST"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first: int
+    last: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            parts = value.replace(" ", "").split("-")
+            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                raise ValueError(f"'{value}' is not an ASN range; write it like 4200000000-4200009999")
+            return {"first": int(parts[0]), "last": int(parts[1])}
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise ValueError("an ASN pool is a range; write it like 4200000000-4200009999")
+        return value
+
+    @model_validator(mode="after")
+    def _private(self) -> AsnRange:
+        if self.first > self.last:
+            raise ValueError(f"the range {self.first}-{self.last} runs backwards; put the smaller ASN first")
+        if not _in_private(self.first, self.last):
+            raise ValueError(
+                f"{self.first}-{self.last} is not inside a private ASN range; use 64512-65534 "
+                "or 4200000000-4294967294 (RFC 6996)"
+            )
+        return self
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def overlaps(self, other: AsnRange) -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+    def __str__(self) -> str:
+        return f"{self.first}-{self.last}"
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SecretRef(BaseModel):
+    """Where a secret lives: an environment variable or an Ansible Vault variable. Never the value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: str | None = Field(None, description="Name of the environment variable that holds the secret.")
+    vault: str | None = Field(None, description="Name of the Ansible Vault variable that holds the secret.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_literal(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            # Deliberately never echo the value: it may be a real password.
+            raise ValueError(
+                "secrets are referenced, never written in the intent; use {env: VARIABLE} or {vault: NAME}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretRef:
+        if (self.env is None) == (self.vault is None):
+            raise ValueError("name exactly one place for the secret: either env or vault")
+        name = self.env if self.env is not None else self.vault
+        if not name or not _ENV_NAME.match(name):
+            raise ValueError(
+                "the reference must be a variable name (letters, digits, _), e.g. GPUFABRIC_SWITCH_PASSWORD"
+            )
+        return self
+
+    def describe(self) -> str:
+        return f"env:{self.env}" if self.env else f"vault:{self.vault}"

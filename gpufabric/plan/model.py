@@ -1,0 +1,164 @@
+"""The plan: every device, link, address and ASN, computed once from the intent.
+
+Addresses are kept as integers (formatted only when exported) because a 32k-GPU
+plan holds about a hundred thousand of them and ipaddress objects cost ~10x more.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+from gpufabric.intent.model import Intent
+
+
+def ip(value: int | None) -> str | None:
+    return None if value is None else socket.inet_ntoa(value.to_bytes(4, "big"))
+
+
+@dataclass(slots=True)
+class Device:
+    """A switch."""
+
+    name: str
+    plane: str
+    role: str  # leaf | spine | superspine | border | mgmt
+    platform: str
+    model: str
+    mtu: int
+    mgmt_port: str
+    asn: int | None = None
+    loopback: int | None = None
+    mgmt_ip: int | None = None
+    unit: int | None = None  # scalable unit (rail-optimized) or rack (clos), 1-based
+    rail: int | None = None  # rail-optimized leaves only, 1-based
+    pod: int | None = None  # 3-tier planes only, 1-based
+    side: int | None = None  # position of a leaf in its unit, 1-based
+    host_subnet: int | None = None  # leaves: the block their host ports are addressed from
+    host_prefixlen: int | None = None
+    svi_ip: int | None = None  # leaves with LACP hosts: this leaf's address in the unit's subnet
+    failure_domain: str = ""
+
+
+@dataclass(slots=True)
+class Link:
+    """A cable. End a is the lower tier (leaf below spine, host below leaf)."""
+
+    plane: str
+    kind: str  # host | fabric | edge | mgmt
+    a: str
+    a_port: str
+    b: str
+    b_port: str
+    speed: int  # Gb/s of the logical link
+    mtu: int
+    a_ip: int | None = None
+    b_ip: int | None = None
+    prefixlen: int | None = None
+    # Physical cage and how many ways it is split, so the BOM counts one
+    # transceiver per cage, not per logical port.
+    a_cage: int = 0
+    a_split: int = 1
+    b_cage: int = 0
+    b_split: int = 1
+
+
+@dataclass(slots=True)
+class HostNic:
+    """A server's NIC on a data plane, and the leaf port at its other end."""
+
+    plane: str
+    interface: str
+    rail: int
+    speed: int
+    mtu: int
+    leaf: str
+    leaf_port: str
+    address: int
+    prefixlen: int
+    gateway: int
+    bond: str | None = None
+
+
+@dataclass(slots=True)
+class Server:
+    name: str
+    group: str
+    kind: str
+    index: int
+    gpus: int
+    gpu_model: str
+    units: dict[str, int] = field(default_factory=dict)  # plane -> unit
+    nics: list[HostNic] = field(default_factory=list)
+    mgmt_interface: str | None = None
+    mgmt_ip: int | None = None
+    mgmt_switch: str | None = None
+    mgmt_port: str | None = None
+
+
+@dataclass(slots=True)
+class TierStats:
+    """Bandwidth at one tier, per switch, for a full unit/pod."""
+
+    tier: str  # leaf | spine
+    down_gbps: int
+    up_gbps: int
+    target: float
+
+    @property
+    def ratio(self) -> float:
+        return self.down_gbps / self.up_gbps if self.up_gbps else float("inf")
+
+
+@dataclass(slots=True)
+class FailureDomain:
+    """Devices that may be changed at the same time without cutting any server off."""
+
+    name: str
+    plane: str
+    devices: list[str]
+
+
+@dataclass(slots=True)
+class PlanePlan:
+    name: str
+    topology: str
+    tiers: int
+    prefix: str
+    mtu: int
+    host_mtu: int
+    devices: list[Device] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    tier_stats: list[TierStats] = field(default_factory=list)
+    failure_domains: list[FailureDomain] = field(default_factory=list)
+    sizing: dict[str, int] = field(default_factory=dict)
+    qos: str | None = None
+    carries_roce: bool = False
+    routing: dict[str, object] = field(default_factory=dict)
+
+    def count_by_role(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for d in self.devices:
+            counts[d.role] = counts.get(d.role, 0) + 1
+        return counts
+
+
+@dataclass
+class Plan:
+    intent: Intent
+    source: str
+    planes: dict[str, PlanePlan]
+    servers: list[Server]
+    warnings: list[str]
+
+    def devices(self) -> list[Device]:
+        return [d for p in self.planes.values() for d in p.devices]
+
+    def links(self) -> list[Link]:
+        return [link for p in self.planes.values() for link in p.links]
+
+    def device(self, name: str) -> Device:
+        for d in self.devices():
+            if d.name == name:
+                return d
+        raise KeyError(name)

@@ -1,0 +1,84 @@
+"""Intent in, plan out. Deterministic: everything is built in intent order."""
+
+from __future__ import annotations
+
+from gpufabric.intent.errors import Problem
+from gpufabric.intent.loader import LoadedIntent
+from gpufabric.intent.model import Intent
+from gpufabric.intent.rules import server_names
+from gpufabric.plan.fabric import PlaneBuilder
+from gpufabric.plan.model import Plan, PlanePlan, Server
+from gpufabric.plan.oob import build_oob, oob_addresses_needed
+from gpufabric.plan.sizing import SizingError, size_plane
+
+
+def build_plan(loaded: LoadedIntent) -> Plan:
+    """Size and expand every plane; raise IntentError with every problem found if the design does not fit."""
+    intent = loaded.intent
+    servers = _servers(intent)
+    by_name = {s.name: s for s in servers}
+    problems: list[Problem] = []
+    builders: list[PlaneBuilder] = []
+    for name, plane in intent.data_planes():
+        try:
+            sizing = size_plane(intent, name, plane)
+        except SizingError as exc:
+            problems += exc.problems
+            continue
+        builder = PlaneBuilder(name, plane, sizing, by_name)
+        problems += builder.check_pools()
+        builders.append(builder)
+    if problems:
+        raise loaded.error(problems)
+    planes: dict[str, PlanePlan] = {b.name: b.build() for b in builders}
+    if intent.planes.oob is not None:
+        switches = [d for p in planes.values() for d in p.devices]
+        endpoints = len(switches) + sum(1 for s in servers if s.mgmt_interface)
+        try:
+            problems += oob_addresses_needed(endpoints, intent.planes.oob)
+            if not problems:
+                planes["oob"] = build_oob(intent.planes.oob, switches, servers)
+        except SizingError as exc:
+            problems += exc.problems
+        if problems:
+            raise loaded.error(problems)
+    return Plan(intent, loaded.file, planes, servers, _warnings(planes))
+
+
+def _servers(intent: Intent) -> list[Server]:
+    servers = []
+    for group in intent.server_groups:
+        oob = group.nics.get("oob")
+        mgmt_if = oob.interfaces[0] if oob is not None and intent.planes.oob is not None else None
+        for i, name in enumerate(server_names(group)):
+            servers.append(
+                Server(
+                    name=name,
+                    group=group.name,
+                    kind=group.kind,
+                    index=group.start_index + i,
+                    gpus=group.gpus,
+                    gpu_model=group.gpu_model,
+                    mgmt_interface=mgmt_if,
+                )
+            )
+    return servers
+
+
+def _warnings(planes: dict[str, PlanePlan]) -> list[str]:
+    warnings = []
+    for name, plane in planes.items():
+        for t in plane.tier_stats:
+            if t.ratio > t.target + 1e-9:
+                warnings.append(
+                    f"{name}: {t.tier} oversubscription {t.ratio:.2f}:1 is above the target "
+                    f"{t.target:g}:1 ({t.down_gbps}G down, {t.up_gbps}G up per switch)"
+                )
+        ecmp = plane.routing.get("ecmp")
+        uplinks = plane.sizing.get("leaf_uplinks", 0)
+        if isinstance(ecmp, int) and uplinks > ecmp:
+            warnings.append(
+                f"{name}: ECMP width {ecmp} is below the {uplinks} uplinks of a leaf; "
+                f"{uplinks - ecmp} paths stay idle (raise routing.ecmp to {uplinks})"
+            )
+    return warnings

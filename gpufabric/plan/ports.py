@@ -1,0 +1,64 @@
+"""Front-panel port names per platform, including breakouts.
+
+A logical port is (physical cage, lane) on a cage split `split` ways; each NOS
+spells that differently, and the names must match what the device shows in LLDP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+MGMT_PORT = {"cumulus": "eth0", "eos": "Management1", "nxos": "mgmt0", "frr": "eth0"}
+
+# An OSFP cage has 8 electrical lanes; EOS numbers sub-interfaces by first lane.
+_EOS_LANES = 8
+
+
+def _linux(cage: int, lane: int, split: int) -> str:
+    return f"swp{cage}" if split == 1 else f"swp{cage}s{lane}"
+
+
+def _eos(cage: int, lane: int, split: int) -> str:
+    return f"Ethernet{cage}/{lane * (_EOS_LANES // split) + 1}"
+
+
+def _nxos(cage: int, lane: int, split: int) -> str:
+    return f"Ethernet1/{cage}" if split == 1 else f"Ethernet1/{cage}/{lane + 1}"
+
+
+_NAMERS: dict[str, Callable[[int, int, int], str]] = {"cumulus": _linux, "frr": _linux, "eos": _eos, "nxos": _nxos}
+
+
+class PortMap:
+    """Logical downlinks first, then uplinks on the next free cage; both may be split."""
+
+    __slots__ = ("_cache", "_name", "down_split", "first_up_cage", "up_split")
+
+    def __init__(self, platform: str, down_split: int, up_split: int, reserved_downlinks: int) -> None:
+        self._name = _NAMERS[platform]
+        self.down_split = down_split
+        self.up_split = up_split
+        self.first_up_cage = -(-reserved_downlinks // down_split) + 1
+        self._cache: dict[tuple[bool, int], tuple[str, int]] = {}
+
+    def down(self, i: int) -> tuple[str, int]:
+        """Name and cage of logical downlink i (0-based)."""
+        key = (False, i)
+        hit = self._cache.get(key)
+        if hit is None:
+            cage = i // self.down_split + 1
+            hit = self._cache[key] = (self._name(cage, i % self.down_split, self.down_split), cage)
+        return hit
+
+    def up(self, j: int) -> tuple[str, int]:
+        """Name and cage of logical uplink j (0-based)."""
+        key = (True, j)
+        hit = self._cache.get(key)
+        if hit is None:
+            cage = self.first_up_cage + j // self.up_split
+            hit = self._cache[key] = (self._name(cage, j % self.up_split, self.up_split), cage)
+        return hit
+
+
+def cages_needed(downlinks: int, down_split: int, uplinks: int, up_split: int) -> int:
+    return -(-downlinks // down_split) + -(-uplinks // up_split)

@@ -1,0 +1,306 @@
+"""How many switches a data plane needs, and whether the chosen radix can carry it.
+
+Leaves are sized for a full unit (NVIDIA's SuperPOD rule: design for the whole
+scalable unit even when fewer nodes are installed), spines for the leaves that
+exist, and with 3 tiers pods for a full pod. Each leaf spreads its uplinks evenly
+over the spines, so every spine carries the same share and ECMP is balanced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from gpufabric.intent.errors import Path, Problem
+from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, SwitchRole
+from gpufabric.intent.rules import downlink_speed, uplink_speed
+from gpufabric.plan.ports import cages_needed
+
+
+class SizingError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True, slots=True)
+class GroupShare:
+    """The part of a plane a server group occupies: whole units, in intent order."""
+
+    group: ServerGroup
+    nics: NicSet
+    first_unit: int  # 0-based
+    units: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sizing:
+    unit_nodes: int
+    leaf_uplinks: int
+    shares: tuple[GroupShare, ...]
+    unit_leaves: tuple[int, ...]  # leaves in each unit
+    borders: int
+    border_uplinks: int
+    edge_routers: int
+    spines: int  # per pod with 3 tiers
+    leaf_spine_links: int  # parallel links between a leaf and each spine it reaches
+    spine_downlinks: int  # reserved per spine
+    spine_uplinks: int  # 3 tiers only
+    pods: int
+    pod_units: int
+    superspines_per_group: int  # one group of superspines per spine position in a pod
+    spine_superspine_links: int
+
+    @property
+    def units(self) -> int:
+        return len(self.unit_leaves)
+
+    @property
+    def leaves(self) -> int:
+        return sum(self.unit_leaves)
+
+
+@dataclass(frozen=True, slots=True)
+class LeafTier:
+    """What the leaf tier needs, before the spines are sized."""
+
+    unit_nodes: int
+    uplinks: int
+    shares: tuple[GroupShare, ...]
+    unit_leaves: tuple[int, ...]
+    borders: int
+    border_uplinks: int
+    edge_routers: int
+
+
+def split(role: SwitchRole, speed: int) -> int:
+    return role.port_speed // speed
+
+
+def _uplinks_for(role: SwitchRole, down: int, down_speed: int, target: float) -> int:
+    if role.uplinks is not None:
+        return role.uplinks
+    return max(1, ceil(down * down_speed / (target * uplink_speed(role)) - 1e-9))
+
+
+def _max_downlinks(role: SwitchRole, down_speed: int, target: float) -> int:
+    """The most downlinks a switch can take while keeping the uplinks the target needs."""
+    ds, us = split(role, down_speed), split(role, uplink_speed(role))
+    for n in range(role.ports * ds, 0, -1):
+        if cages_needed(n, ds, _uplinks_for(role, n, down_speed, target), us) <= role.ports:
+            return n
+    return 0
+
+
+def _smallest_divisor(total_links: int, per_switch: list[int], capacity: int, least: int = 1) -> int | None:
+    """Fewest switches s (at least `least`) such that every member's uplinks divide by s and each has room."""
+    for s in range(min(least, *per_switch), min(per_switch) + 1):
+        if all(u % s == 0 for u in per_switch) and ceil(total_links / s) <= capacity:
+            return s
+    return None
+
+
+def size_plane(intent: Intent, name: str, plane: DataPlane) -> Sizing:
+    at: Path = ("planes", name)
+    sw = plane.switches
+    assert sw.leaf is not None and sw.spine is not None  # rules.py guarantees both
+    leaf, spine = sw.leaf, sw.spine
+    d_leaf = downlink_speed(leaf)
+    problems: list[Problem] = []
+
+    unit_nodes = plane.unit_nodes or _max_downlinks(leaf, d_leaf, plane.oversubscription)
+    if unit_nodes == 0:
+        raise SizingError(
+            [
+                Problem(
+                    (*at, "switches", "leaf", "ports"),
+                    "a leaf has no room for any host port",
+                    "use a switch with more ports or raise oversubscription",
+                )
+            ]
+        )
+    leaf_up = _uplinks_for(leaf, unit_nodes, d_leaf, plane.oversubscription)
+    need = cages_needed(unit_nodes, split(leaf, d_leaf), leaf_up, split(leaf, uplink_speed(leaf)))
+    if need > leaf.ports:
+        best = _max_downlinks(leaf, d_leaf, plane.oversubscription)
+        problems.append(
+            Problem(
+                (*at, "switches", "leaf", "ports"),
+                f"a leaf with {unit_nodes} host ports at {d_leaf}G and {leaf_up} uplinks at "
+                f"{uplink_speed(leaf)}G needs {need} ports, it has {leaf.ports}",
+                f"lower unit_nodes to {best} or less, use a larger switch, or raise oversubscription",
+            )
+        )
+
+    shares, unit_leaves = _shares(intent, name, unit_nodes)
+    borders, border_up, edges = 0, 0, 0
+    if sw.border is not None and plane.border is not None:
+        borders = sw.border.count or 2
+        edges = len(plane.border.edge_routers)
+        border_up = sw.border.uplinks or leaf_up
+        bneed = cages_needed(
+            edges, split(sw.border, downlink_speed(sw.border)), border_up, split(sw.border, uplink_speed(sw.border))
+        )
+        if bneed > sw.border.ports:
+            problems.append(
+                Problem(
+                    (*at, "switches", "border", "ports"),
+                    f"a border leaf needs {bneed} ports ({edges} edge links, {border_up} uplinks), "
+                    f"it has {sw.border.ports}",
+                    "use a larger border switch or fewer uplinks",
+                )
+            )
+    if problems:
+        raise SizingError(problems)
+
+    tier = LeafTier(unit_nodes, leaf_up, shares, unit_leaves, borders, border_up, edges)
+    if plane.tiers == 2:
+        return _two_tier(at, spine, tier)
+    return _three_tier(at, plane, spine, tier)
+
+
+def _shares(intent: Intent, name: str, unit_nodes: int) -> tuple[tuple[GroupShare, ...], tuple[int, ...]]:
+    shares: list[GroupShare] = []
+    unit_leaves: list[int] = []
+    for group in intent.server_groups:
+        nics = group.nics.get(name)
+        if nics is None:
+            continue
+        units = ceil(group.count / unit_nodes)
+        shares.append(GroupShare(group, nics, len(unit_leaves), units))
+        unit_leaves += [len(nics.interfaces)] * units
+    return tuple(shares), tuple(unit_leaves)
+
+
+def _two_tier(at: Path, spine: SwitchRole, tier: LeafTier) -> Sizing:
+    leaf_up, borders = tier.uplinks, tier.borders
+    leaves = sum(tier.unit_leaves)
+    capacity = spine.ports * split(spine, downlink_speed(spine))
+    members = [leaf_up] * leaves + [tier.border_uplinks] * borders
+    total = sum(members)
+    if spine.count is not None:
+        spines = spine.count
+        if any(u % spines for u in members) or ceil(total / spines) > capacity:
+            raise SizingError(
+                [
+                    Problem(
+                        (*at, "switches", "spine", "count"),
+                        f"{spines} spines cannot take {leaves + borders} switches with "
+                        f"{leaf_up} uplinks each evenly within {capacity} ports",
+                        f"use a spine count that divides {leaf_up} and is at least "
+                        f"{ceil(total / capacity)}, or omit count",
+                    )
+                ]
+            )
+    else:
+        # Two spines at least: one spine would be a single point of failure for the plane.
+        found = _smallest_divisor(total, members, capacity, least=2)
+        if found is None:
+            raise SizingError(
+                [
+                    Problem(
+                        (*at, "switches", "spine", "ports"),
+                        f"{leaves + borders} leaves with {leaf_up} uplinks each need {total} spine "
+                        f"ports; {leaf_up} spines of {capacity} ports carry at most "
+                        f"{leaf_up * capacity}",
+                        "use tiers: 3, spines with more ports, or a higher oversubscription",
+                    )
+                ]
+            )
+        spines = found
+    return Sizing(
+        tier.unit_nodes,
+        leaf_up,
+        tier.shares,
+        tier.unit_leaves,
+        borders,
+        tier.border_uplinks,
+        tier.edge_routers,
+        spines,
+        leaf_up // spines,
+        capacity,
+        0,
+        1,
+        len(tier.unit_leaves),
+        0,
+        0,
+    )
+
+
+def _three_tier(at: Path, plane: DataPlane, spine: SwitchRole, tier: LeafTier) -> Sizing:
+    leaf_up, borders, unit_leaves = tier.uplinks, tier.borders, tier.unit_leaves
+    problems: list[Problem] = []
+    d_spine = downlink_speed(spine)
+    spine_down = _max_downlinks(spine, d_spine, plane.oversubscription)
+    per_pod = spine.count or leaf_up  # one link from every leaf to every pod spine unless told otherwise
+    if leaf_up % per_pod:
+        raise SizingError(
+            [
+                Problem(
+                    (*at, "switches", "spine", "count"),
+                    f"{leaf_up} leaf uplinks do not spread evenly over {per_pod} spines per pod",
+                    f"use a spine count per pod that divides {leaf_up}",
+                )
+            ]
+        )
+    links = leaf_up // per_pod
+    widest = max(unit_leaves) if unit_leaves else 1
+    pod_units = plane.pod_units or max(1, spine_down // (widest * links))
+    pod_leaves = pod_units * widest + borders
+    if pod_leaves * links > spine_down:
+        problems.append(
+            Problem(
+                (*at, "pod_units"),
+                f"a pod of {pod_units} units has {pod_leaves} leaves; a spine takes {spine_down} "
+                f"downlinks at the target, {pod_leaves * links} are needed",
+                f"use pod_units: {max(1, (spine_down // links - borders) // widest)} or less",
+            )
+        )
+    spine_up = _uplinks_for(spine, spine_down, d_spine, plane.oversubscription)
+    pods = max(1, ceil(len(unit_leaves) / pod_units))
+    superspine = plane.switches.superspine
+    assert superspine is not None
+    capacity = superspine.ports * split(superspine, downlink_speed(superspine))
+    if superspine.count is not None:
+        group = superspine.count // per_pod
+        if superspine.count % per_pod or group == 0 or spine_up % group or pods * spine_up // group > capacity:
+            problems.append(
+                Problem(
+                    (*at, "switches", "superspine", "count"),
+                    f"{superspine.count} superspines do not split into {per_pod} equal groups that "
+                    f"carry {pods} pods x {spine_up} spine uplinks",
+                    "omit count to compute it",
+                )
+            )
+    else:
+        found = _smallest_divisor(pods * spine_up, [spine_up], capacity)
+        if found is None:
+            problems.append(
+                Problem(
+                    (*at, "switches", "superspine", "ports"),
+                    f"{pods} pods with {spine_up} uplinks per spine need more superspine ports "
+                    f"than {spine_up} superspines of {capacity} ports per group have",
+                    "use larger superspines, larger pods, or a higher oversubscription",
+                )
+            )
+            found = 1
+        group = found
+    if problems:
+        raise SizingError(problems)
+    return Sizing(
+        tier.unit_nodes,
+        leaf_up,
+        tier.shares,
+        unit_leaves,
+        borders,
+        tier.border_uplinks,
+        tier.edge_routers,
+        per_pod,
+        links,
+        spine_down,
+        spine_up,
+        pods,
+        pod_units,
+        group,
+        spine_up // group,
+    )

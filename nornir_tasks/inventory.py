@@ -1,0 +1,57 @@
+"""Nornir inventory plugin: hosts and groups straight from the gpufabric plan.
+
+    InitNornir(inventory={"plugin": "GpufabricInventory",
+                          "options": {"intent": "inventory/fabric.yml"}})
+
+Switches carry their NAPALM platform name; servers have platform `linux`. The
+switch password is read from the environment variable the intent names, at load
+time, and only into the connection settings: it is never part of host data.
+"""
+
+from __future__ import annotations
+
+import os
+
+from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
+
+from gpufabric.export.inventory import build
+from gpufabric.intent import load_intent
+from gpufabric.intent.model import Credential
+from gpufabric.plan import build_plan
+
+# NAPALM driver per platform; cumulus and frr are drivers this project owns.
+NAPALM_PLATFORM = {"cumulus": "cumulus", "eos": "eos", "nxos": "nxos", "frr": "frr", "linux": "linux"}
+
+
+def _secret(cred: Credential) -> str | None:
+    if cred.password is not None and cred.password.env:
+        return os.environ.get(cred.password.env)
+    return None
+
+
+class GpufabricInventory:
+    def __init__(self, intent: str | None = None) -> None:
+        self.intent = intent
+
+    def load(self) -> Inventory:
+        loaded = load_intent(self.intent)
+        plan = build_plan(loaded)
+        creds = plan.intent.credentials
+        groups = Groups()
+        hosts = Hosts()
+        for entry in build(plan):
+            for g in entry.groups:
+                if g not in groups:
+                    groups[g] = Group(name=g)
+            is_switch = entry.platform != "linux"
+            cred = creds.switches if is_switch else creds.hosts
+            hosts[entry.name] = Host(
+                name=entry.name,
+                hostname=entry.hostname,
+                username=cred.username,
+                password=_secret(cred) if is_switch else None,
+                platform=NAPALM_PLATFORM[entry.platform],
+                groups=ParentGroups([groups[g] for g in entry.groups]),
+                data=dict(entry.data),
+            )
+        return Inventory(hosts=hosts, groups=groups, defaults=Defaults())

@@ -1,0 +1,92 @@
+"""Ansible inventory plugin: hosts, groups and per-host NIC variables from the gpufabric plan."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleError, AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin
+
+DOCUMENTATION = r"""
+name: gpufabric
+short_description: Hosts and groups from a gpufabric intent
+description:
+  - Plans the intent with gpufabric and adds every switch and server.
+  - Groups are switches, servers, plane_<plane> (with <plane>_switches and <plane>_servers),
+    role_<role>, platform_<platform>, <plane>_su<N> or <plane>_unit<N>, <plane>_rail<N>,
+    <plane>_pod<N> and group_<server group>.
+  - Variables are prefixed gpufabric_; servers get gpufabric_nics (one entry per data NIC with
+    plane, interface, rail, address, prefixlen, gateway, leaf, leaf_port, mtu, bond) and
+    gpufabric_planes (per plane MTU and the QoS contract where RoCE runs).
+  - Needs gpufabric installed in the Python that runs Ansible (pip install -e .).
+options:
+  plugin:
+    description: Marks this file as a gpufabric inventory source.
+    required: true
+    choices: ['gpufabric']
+  intent:
+    description: The intent file, relative to this inventory file's folder.
+    type: str
+    default: fabric.yml
+"""
+
+EXAMPLES = r"""
+# inventory/gpufabric.yml
+plugin: gpufabric
+intent: fabric.yml
+"""
+
+# Groups that only hold other groups, so `ansible-inventory --graph` nests instead of repeating hosts.
+_PARENT_PREFIXES = ("plane_",)
+_PARENT_NAMES = ("switches", "servers")
+
+
+class InventoryModule(BaseInventoryPlugin):
+    NAME = "gpufabric"
+
+    def verify_file(self, path: str) -> bool:
+        return super().verify_file(path) and os.path.basename(path) in ("gpufabric.yml", "gpufabric.yaml")
+
+    def parse(self, inventory, loader, path, cache=True):  # noqa: ANN001, ANN201 (Ansible's signature)
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        try:
+            from gpufabric.export.inventory import ansible_vars, build
+            from gpufabric.intent import IntentError, load_intent
+            from gpufabric.plan import build_plan
+        except ImportError as exc:
+            raise AnsibleError(
+                f"gpufabric is not importable ({exc}); install it into the Python that runs Ansible: pip install -e ."
+            ) from None
+        intent = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("intent"))
+        try:
+            plan = build_plan(load_intent(intent))
+        except IntentError as exc:
+            raise AnsibleParserError(exc.render()) from None
+        for host in build(plan):
+            self.inventory.add_host(host.name)
+            for group in host.groups:
+                self.inventory.add_group(group)
+                if not self._is_parent(group):
+                    self.inventory.add_child(group, host.name)
+                self._nest(group)
+            for key, value in ansible_vars(host).items():
+                self.inventory.set_variable(host.name, key, value)
+
+    @staticmethod
+    def _is_parent(group: str) -> bool:
+        return group in _PARENT_NAMES or group.startswith(_PARENT_PREFIXES)
+
+    def _nest(self, group: str) -> None:
+        """<plane>_switches sits in switches and plane_<plane>; group_<g> in servers."""
+        for suffix, top in (("_switches", "switches"), ("_servers", None)):
+            if group.endswith(suffix):
+                plane = group.removesuffix(suffix)
+                self.inventory.add_group(f"plane_{plane}")
+                self.inventory.add_child(f"plane_{plane}", group)
+                if top:
+                    self.inventory.add_group(top)
+                    self.inventory.add_child(top, group)
+        if group.startswith("group_"):
+            self.inventory.add_group("servers")
+            self.inventory.add_child("servers", group)
