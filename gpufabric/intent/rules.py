@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from string import Formatter
 from ipaddress import IPv4Network
 
 from gpufabric.intent.errors import Path, Problem
@@ -16,6 +17,7 @@ from gpufabric.intent.types import ALL_PLANES
 
 PLATFORM_MAX_MTU = {"cumulus": 9216, "eos": 9214, "nxos": 9216, "frr": 9216}
 BREAKOUTS = (1, 2, 4, 8)
+_SPEC = re.compile(r"^(0?[1-9])?d?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 MLAG_PLATFORMS = ("cumulus", "eos", "nxos")
 
@@ -98,17 +100,26 @@ def _server_groups(intent: Intent) -> list[Problem]:
     return problems
 
 
-def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem]:
+def _naming_fields_ok(pattern: str) -> bool:
+    """Exactly one `{index}` field, optionally zero-padded (`{index:03d}`): the full format
+    language would let a typo like `{index:>999999999}` allocate gigabytes."""
     try:
-        first = group.naming.format(index=group.start_index)
-        if group.naming.format(index=group.start_index + 1) == first:
-            raise KeyError("index")
-    except (KeyError, IndexError, ValueError, AttributeError):
+        fields = [(name, spec, conv) for _, name, spec, conv in Formatter().parse(pattern) if name is not None]
+    except ValueError:
+        return False
+    if len(fields) != 1:
+        return False
+    name, spec, conv = fields[0]
+    return name == "index" and conv is None and _SPEC.match(spec or "") is not None
+
+
+def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem]:
+    if not _naming_fields_ok(group.naming):
         return [
             Problem(
                 (*at, "naming"),
                 f"'{group.naming}' does not make distinct names from an index",
-                "include {index}, e.g. gpu{index:03d}",
+                "include {index} once, optionally zero-padded: gpu{index:03d}",
             )
         ]
     problems: list[Problem] = []

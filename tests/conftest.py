@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufabric.intent import load_intent_text
+from gpufabric.plan import Plan, build_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+INVENTORY = ROOT / "inventory"
+EXAMPLES = sorted((INVENTORY / "examples").glob("*.yml"))
+ALL_INTENTS = [INVENTORY / "fabric.yml", *EXAMPLES]
+BIN = Path(sys.executable).parent
+# containerlab's schema sits in ../shared beside a clone (CI has it); tests that need it say so when it is absent.
+CLAB_SCHEMA = ROOT.parent / "shared" / "schemas" / "containerlab-topology.schema.json"
+
+
+def default_doc() -> dict[str, Any]:
+    return yaml.safe_load((INVENTORY / "fabric.yml").read_text())
+
+
+def plan_doc(doc: dict[str, Any], name: str = "<test>") -> Plan:
+    return build_plan(load_intent_text(yaml.safe_dump(doc, sort_keys=False), name))
+
+
+def plan_text(text: str, name: str = "<test>") -> Plan:
+    return build_plan(load_intent_text(text, name))
+
+
+def set_path(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    """A copy of doc with `path` set to `value` (or removed when value is DELETE)."""
+    out = copy.deepcopy(doc)
+    node = out
+    for part in path[:-1]:
+        node = node[part]
+    if value is DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return out
+
+
+DELETE = object()
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("GPUFABRIC_DEBUG", None)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def default_plan() -> Plan:
+    return plan_doc(default_doc(), "inventory/fabric.yml")
