@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from gpufabric.intent import IntentError
 
-
 GBPS = [100, 200, 400, 800]
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from string import Formatter
 from ipaddress import IPv4Network
+from string import Formatter
 
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, OobPlane, ServerGroup, SwitchRole
