@@ -5,8 +5,7 @@ Output is YAML: node name -> labels. Apply with the snippet in docs/exports.md.
 
 from __future__ import annotations
 
-import yaml
-
+from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.plan.model import Plan
 
 DOMAIN = "gpufabric.io"
@@ -42,4 +41,4 @@ def render(plan: Plan) -> str:
         "# Keys: <plane>-unit (scalable unit or rack), <plane>-rail<r>-leaf (nic<n> on Clos planes),\n"
         "#       <plane>-pod (3 tiers).\n"
     )
-    return header + yaml.safe_dump(labels(plan), sort_keys=False, default_flow_style=False)
+    return header + dump_yaml(labels(plan), sort_keys=False, default_flow_style=False)

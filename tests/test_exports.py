@@ -1,0 +1,221 @@
+"""Every export, on every example, agrees with the plan it came from."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import jsonschema
+import pytest
+import yaml
+from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, cli_env
+
+from gpufabric.export import EXPORTERS, bom, cabling, containerlab, k8s_labels, plan_json, slurm
+from gpufabric.export.hostlist import compress
+from gpufabric.intent import load_intent
+from gpufabric.plan import Plan, build_plan, ip
+
+SMALL = [p for p in ALL_INTENTS if "32k" not in p.name]
+_plans: dict[str, Plan] = {}
+
+
+def plan_of(path) -> Plan:
+    if str(path) not in _plans:
+        _plans[str(path)] = build_plan(load_intent(str(path)))
+    return _plans[str(path)]
+
+
+def ids(paths):
+    return [p.stem for p in paths]
+
+
+@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+@pytest.mark.parametrize("kind", list(EXPORTERS))
+def test_every_export_renders_every_example(path, kind):
+    text = EXPORTERS[kind].render(plan_of(path))
+    assert len(text) > 100
+
+
+@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+def test_cabling_has_one_row_per_cable(path):
+    plan = plan_of(path)
+    rows = list(csv.DictReader(io.StringIO(cabling.render(plan))))
+    assert len(rows) == plan_json.totals(plan)["cables"] == len(plan.links())
+    assert len({r["cable_id"] for r in rows}) == len(rows)
+    ends = [(r["a_device"], r["a_port"]) for r in rows] + [(r["b_device"], r["b_port"]) for r in rows if r["b_port"]]
+    assert len(ends) == len(set(ends))  # no port is cabled twice
+
+
+def test_cabling_rows_match_links(default_plan):
+    rows = list(csv.DictReader(io.StringIO(cabling.render(default_plan))))
+    first_host = next(r for r in rows if r["kind"] == "host")
+    nic = default_plan.servers[0].nics[0]
+    assert (first_host["a_device"], first_host["a_port"], first_host["b_device"], first_host["b_port"]) == (
+        "gpu01",
+        nic.interface,
+        nic.leaf,
+        nic.leaf_port,
+    )
+    assert first_host["speed"] == "400G"
+
+
+@pytest.mark.parametrize("path", SMALL, ids=ids(SMALL))
+def test_bom_totals_match_plan_totals(path):
+    plan = plan_of(path)
+    rows = list(csv.DictReader(io.StringIO(bom.render(plan))))
+    total = {
+        c: sum(int(r["quantity"]) for r in rows if r["plane"] == "total" and r["category"] == c)
+        for c in ("switch", "transceiver", "cable")
+    }
+    t = plan_json.totals(plan)
+    assert total == {"switch": t["switches"], "transceiver": t["transceivers"], "cable": t["cables"]}
+
+
+def test_bom_counts_for_default_fabric(default_plan):
+    """Compute: 8 fabric links x 2 ends + 8 leaf host ports = 24 switch modules, 8 NIC modules."""
+    b = bom.plane_bom(default_plan.planes["compute"])
+    assert b.transceivers == {"400G module": 24, "400G module (server NIC)": 8}
+    assert b.cables == {"400G fiber": 16}
+    assert bom.plane_bom(default_plan.planes["oob"]).transceivers == {}  # 1G copper
+
+
+def _expand(hostlist: str) -> list[str]:
+    out = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]+\])?", hostlist):
+        m = re.match(r"^(.*)\[(.*)\]$", part)
+        if not m:
+            out.append(part)
+            continue
+        for rng in m.group(2).split(","):
+            a, _, b = rng.partition("-")
+            width = len(a)
+            out += [f"{m.group(1)}{i:0{width}d}" for i in range(int(a), int(b or a) + 1)]
+    return out
+
+
+@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+def test_slurm_places_every_compute_node_once(path):
+    plan = plan_of(path)
+    text = slurm.render(plan)
+    nodes = [n for line in text.splitlines() if "Nodes=" in line for n in _expand(line.split("Nodes=")[1])]
+    compute = [s.name for s in plan.servers if "compute" in s.units]
+    assert sorted(nodes) == sorted(compute)
+    assert text.count("SwitchName=") >= 2
+
+
+def test_slurm_groups_nodes_by_scalable_unit(default_plan):
+    text = slurm.render(default_plan)
+    assert "SwitchName=cmp-su1 Nodes=gpu[01-02]" in text
+    assert "SwitchName=cmp-spines Switches=cmp-su[1-2]" in text
+
+
+def test_hostlist_compression():
+    assert compress(["gpu01", "gpu02", "gpu03", "gpu07", "x", "n9", "n10"]) == "x,gpu[01-03,07],n9,n10"
+    assert _expand("gpu[01-03,07],x") == ["gpu01", "gpu02", "gpu03", "gpu07", "x"]
+
+
+def test_k8s_labels_name_the_rail_leaves(default_plan):
+    labels = yaml.safe_load(k8s_labels.render(default_plan))
+    for s in default_plan.servers:
+        for nic in s.nics:
+            word = "rail" if nic.plane == "compute" else "nic"
+            assert labels[s.name][f"gpufabric.io/{nic.plane}-{word}{nic.rail}-leaf"] == nic.leaf
+    assert labels["gpu03"]["gpufabric.io/compute-unit"] == "2"
+    assert all(len(v) <= 63 and isinstance(v, str) for node in labels.values() for v in node.values())
+
+
+@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+def test_containerlab_validates_against_schema(path):
+    if not CLAB_SCHEMA.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CLAB_SCHEMA} is missing; CI must have shared/ beside the clone")
+        pytest.skip("containerlab schema not beside this clone (../shared/schemas)")
+    # The schema is written for Go's regexp; its only construct Python's re lacks is the class
+    # [\p{N}\p{L}] (letters and digits, in an address's %zone suffix), which is [^\W_] in Python.
+    schema = json.loads(CLAB_SCHEMA.read_text().replace(r"[\\p{N}\\p{L}]", r"[^\\W_]"))
+    assert r"\\p{" not in json.dumps(schema)
+    doc = yaml.safe_load(containerlab.render(plan_of(path)))
+    jsonschema.validate(doc, schema)
+
+
+def test_containerlab_kinds_and_links():
+    plan = plan_of(INVENTORY / "examples" / "multi-vendor.yml")
+    doc = containerlab.topology(plan, {"eos": "my-ceos:1"})
+    nodes = doc["topology"]["nodes"]
+    assert nodes["cmp-spine1"]["kind"] == "nvidia_cumulusvx"
+    assert nodes["sto-leaf1a"] == nodes["sto-leaf1a"] | {"kind": "arista_ceos", "image": "my-ceos:1"}
+    assert nodes["biz-border1"]["kind"] == "cisco_n9kv"
+    assert "oob-mgmt1" not in nodes  # containerlab's management network is the OOB plane
+    assert nodes["gpu001"]["mgmt-ipv4"] == ip(next(s for s in plan.servers if s.name == "gpu001").mgmt_ip)
+    endpoints = [e for link in doc["topology"]["links"] for e in link["endpoints"]]
+    assert len(endpoints) == len(set(endpoints))
+    assert all(not e.startswith("sto-") or re.match(r"^[^:]+:eth\d+$", e) for e in endpoints if "leaf" in e)
+
+
+def test_drawing_directory_with_svg(tmp_path):
+    out = tmp_path / "drawing"
+    done = subprocess.run(
+        ["gpufabric", "export", "drawing", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        cwd=INVENTORY.parent,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.glob("*.dot")) == ["business.dot", "compute.dot", "oob.dot", "storage.dot"]
+    compute = (out / "compute.dot").read_text()
+    assert '"cmp-spine1" -- "cmp-su1-leaf1"' in compute and '"servers unit 1"' in compute
+    if shutil.which("dot"):
+        assert (out / "compute.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    elif os.environ.get("CI"):
+        pytest.fail("CI installs graphviz; `dot` should be on PATH")
+
+
+@pytest.mark.parametrize("kind", list(EXPORTERS))
+def test_exports_are_byte_identical_across_runs(tmp_path, kind):
+    outs = []
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            ["gpufabric", "export", kind, str(INVENTORY / "examples" / "multi-vendor.yml")],
+            capture_output=True,
+            env=cli_env(PYTHONHASHSEED=seed),
+            check=True,
+        )
+        outs.append(done.stdout)
+    assert outs[0] == outs[1] and outs[0]
+
+
+def test_plan_json_keys_scripts_rely_on():
+    done = subprocess.run(
+        ["gpufabric", "plan", str(INVENTORY / "examples" / "superpod-4su.yml"), "--json"],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        check=True,
+    )
+    doc = json.loads(done.stdout)
+    assert doc["planes"]["compute"]["switches"] == {"leaf": 32, "spine": 16}
+    assert doc["planes"]["compute"]["oversubscription"]["leaf"]["planned"] == 1.0
+    assert set(doc["totals"]) >= {"switches", "transceivers", "cables"}
+    assert doc["totals"]["switches"] == sum(p["switch_total"] for p in doc["planes"].values())
+
+
+def test_export_writes_atomically(tmp_path):
+    target = tmp_path / "out" / "cabling.csv"
+    done = subprocess.run(
+        ["gpufabric", "export", "cabling", "-o", str(target)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        cwd=INVENTORY.parent,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert target.read_text().startswith("cable_id,plane,kind,a_device,a_port,b_device,b_port,speed\n")
+    assert [p.name for p in target.parent.iterdir()] == ["cabling.csv"]  # no temporary file left behind

@@ -1,0 +1,102 @@
+"""The Nornir and Ansible inventory plugins list exactly the planned devices and hosts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import INVENTORY, ROOT, cli_env
+from nornir import InitNornir
+
+CANARY = "canary-Secret-7c1e"
+
+
+def _graph_hosts(text: str) -> set[str]:
+    return {line.split("--")[-1] for line in text.splitlines() if "--" in line and "@" not in line}
+
+
+@pytest.mark.parametrize("args", [["--graph"], ["-i", "inventory", "--graph"]], ids=["ansible.cfg", "folder"])
+def test_ansible_inventory_graph_lists_the_plan(default_plan, args):
+    done = subprocess.run(
+        ["ansible-inventory", *args], capture_output=True, text=True, cwd=ROOT, env=cli_env(), check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    planned = {d.name for d in default_plan.devices()} | {s.name for s in default_plan.servers}
+    assert _graph_hosts(done.stdout) == planned
+    for group in (
+        "@plane_compute:",
+        "@role_leaf:",
+        "@compute_su1:",
+        "@compute_rail2:",
+        "@storage_unit1:",
+        "@platform_frr:",
+        "@group_gpu:",
+    ):
+        assert group in done.stdout
+
+
+def test_ansible_host_vars_carry_the_nics(default_plan):
+    done = subprocess.run(
+        ["ansible-inventory", "--host", "gpu03"], capture_output=True, text=True, cwd=ROOT, env=cli_env(), check=True
+    )
+    hostvars = json.loads(done.stdout)
+    server = next(s for s in default_plan.servers if s.name == "gpu03")
+    nics = hostvars["gpufabric_nics"]
+    assert [(n["interface"], n["leaf"], n["leaf_port"]) for n in nics] == [
+        (n.interface, n.leaf, n.leaf_port) for n in server.nics
+    ]
+    assert nics[0]["leaf"] == "cmp-su2-leaf1" and nics[0]["mtu"] == 9000
+    assert hostvars["gpufabric_planes"]["compute"]["qos"]["roce_dscp"] == 26
+    assert hostvars["gpufabric_planes"]["compute"]["qos"]["host_tos"] == 106
+    assert "qos" not in hostvars["gpufabric_planes"]["storage"]
+
+
+def test_ansible_plugin_reports_a_bad_intent(tmp_path):
+    (tmp_path / "fabric.yml").write_text("fabric: {name: BAD}\n")
+    (tmp_path / "gpufabric.yml").write_text("plugin: gpufabric\n")
+    done = subprocess.run(
+        ["ansible-inventory", "-i", str(tmp_path / "gpufabric.yml"), "--list"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=cli_env(),
+        check=False,
+    )
+    assert "fabric.name" in done.stderr and "is required but missing" in done.stderr
+
+
+def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", CANARY)
+    nr = InitNornir(
+        inventory={"plugin": "GpufabricInventory", "options": {"intent": str(INVENTORY / "fabric.yml")}},
+        runner={"plugin": "threaded", "options": {"num_workers": 4}},
+        logging={"enabled": False},
+    )
+    planned = {d.name for d in default_plan.devices()} | {s.name for s in default_plan.servers}
+    assert set(nr.inventory.hosts) == planned
+    compute = nr.filter(filter_func=lambda h: "compute_switches" in h.groups)
+    assert set(compute.inventory.hosts) == {d.name for d in default_plan.planes["compute"].devices}
+    leaf = nr.inventory.hosts["cmp-su1-leaf1"]
+    assert leaf.platform == "frr" and leaf.data["asn"] == 4200000001 and leaf.hostname == leaf.data["mgmt_ip"]
+    assert leaf.password == CANARY  # the connection gets the secret ...
+    assert CANARY not in json.dumps({h: nr.inventory.hosts[h].data for h in nr.inventory.hosts})  # ... data never
+
+
+def test_no_output_ever_contains_the_secret(tmp_path):
+    """Plant a canary in every referenced secret and look for it in everything gpufabric prints or writes."""
+    env = cli_env(GPUFABRIC_SWITCH_PASSWORD=CANARY, GPUFABRIC_HOST_SSH_KEY=CANARY, GPUFABRIC_SNMP_COMMUNITY=CANARY)
+    commands = [
+        ["gpufabric", "plan"],
+        ["gpufabric", "plan", "--json"],
+        ["gpufabric", "check"],
+        ["ansible-inventory", "--list"],
+    ]
+    commands += [
+        ["gpufabric", "export", kind, str(INVENTORY / "examples" / "multi-vendor.yml")]
+        for kind in ("plan", "cabling", "bom", "drawing", "slurm", "k8s-labels", "containerlab", "ansible-inventory")
+    ]
+    for cmd in commands:
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+        assert CANARY not in done.stdout + done.stderr, cmd
