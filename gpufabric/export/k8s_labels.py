@@ -20,8 +20,8 @@ def labels(plan: Plan) -> dict[str, dict[str, str]]:
                 pods[(plane.name, d.name)] = d.pod
     for s in plan.servers:
         node = {f"{DOMAIN}/cluster": plan.intent.fabric.name, f"{DOMAIN}/group": s.group, f"{DOMAIN}/kind": s.kind}
-        for plane, unit in s.units.items():
-            node[f"{DOMAIN}/{plane}-unit"] = str(unit)
+        for plane_name, unit in s.units.items():
+            node[f"{DOMAIN}/{plane_name}-unit"] = str(unit)
         for nic in s.nics:
             # In a Clos plane NIC n is not a rail; name the label for what it is.
             word = "rail" if plan.planes[nic.plane].topology == "rail-optimized" else "nic"

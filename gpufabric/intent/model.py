@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpufabric.intent.types import AsnRange, PlaneName, Platform, Ratio, SecretRef, Speed
+from gpufabric.intent.types import DATA_PLANES, AsnRange, PlaneName, Platform, Ratio, SecretRef, Speed
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
 
@@ -272,5 +272,5 @@ class Intent(Model):
     credentials: Credentials = Field(description="Logins, by reference.")
     management: Management = Field(default_factory=Management, description="Management services.")
 
-    def data_planes(self) -> list[tuple[str, DataPlane]]:
-        return [(n, p) for n in ("compute", "storage", "business") if (p := getattr(self.planes, n)) is not None]
+    def data_planes(self) -> list[tuple[PlaneName, DataPlane]]:
+        return [(n, p) for n in DATA_PLANES if (p := getattr(self.planes, n)) is not None]

@@ -13,7 +13,7 @@ from string import Formatter
 
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, OobPlane, ServerGroup, SwitchRole
-from gpufabric.intent.types import ALL_PLANES
+from gpufabric.intent.types import ALL_PLANES, PlaneName
 
 PLATFORM_MAX_MTU = {"cumulus": 9216, "eos": 9214, "nxos": 9216, "frr": 9216}
 BREAKOUTS = (1, 2, 4, 8)
@@ -154,7 +154,7 @@ def _roles_present(plane: DataPlane | OobPlane) -> dict[str, SwitchRole]:
     return {k: v for k, v in plane.switches if v is not None}
 
 
-def _data_plane(intent: Intent, name: str, plane: DataPlane) -> list[Problem]:
+def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Problem]:
     at: Path = ("planes", name)
     problems: list[Problem] = []
     roles = _roles_present(plane)
@@ -247,7 +247,7 @@ def _tier_speeds(roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
 
 
 def _attached_nics(
-    intent: Intent, name: str, plane: DataPlane, roles: dict[str, SwitchRole], at: Path
+    intent: Intent, name: PlaneName, plane: DataPlane, roles: dict[str, SwitchRole], at: Path
 ) -> list[Problem]:
     attached = [(gi, g) for gi, g in enumerate(intent.server_groups) if name in g.nics]
     if not attached:

@@ -19,7 +19,18 @@ from gpufabric.plan.sizing import Sizing, split
 End = tuple[Device, str, int, int]  # device, port name, physical cage, ways the cage is split
 
 
-def _device(name: str, plane: str, role_name: str, role: SwitchRole, mtu: int, **kw: int | None) -> Device:
+def _device(
+    name: str,
+    plane: str,
+    role_name: str,
+    role: SwitchRole,
+    mtu: int,
+    *,
+    unit: int | None = None,
+    rail: int | None = None,
+    pod: int | None = None,
+    side: int | None = None,
+) -> Device:
     return Device(
         name=name,
         plane=plane,
@@ -28,11 +39,14 @@ def _device(name: str, plane: str, role_name: str, role: SwitchRole, mtu: int, *
         model=role.model,
         mtu=min(mtu, PLATFORM_MAX_MTU[role.platform]),
         mgmt_port=MGMT_PORT[role.platform],
-        **kw,
+        unit=unit,
+        rail=rail,
+        pod=pod,
+        side=side,
     )
 
 
-def _portmap(role: SwitchRole, reserved_down: int) -> PortMap:
+def portmap(role: SwitchRole, reserved_down: int) -> PortMap:
     return PortMap(role.platform, split(role, downlink_speed(role)), split(role, uplink_speed(role)), reserved_down)
 
 
@@ -189,9 +203,9 @@ class PlaneBuilder:
     def _leaf_spine_links(self) -> None:
         s, sw, links = self.s, self.plane.switches, self.out.links
         assert sw.leaf is not None and sw.spine is not None
-        leaf_ports = _portmap(sw.leaf, s.unit_nodes)
-        spine_ports = _portmap(sw.spine, s.spine_downlinks)
-        border_ports = _portmap(sw.border, s.edge_routers) if sw.border is not None else None
+        leaf_ports = portmap(sw.leaf, s.unit_nodes)
+        spine_ports = portmap(sw.spine, s.spine_downlinks)
+        border_ports = portmap(sw.border, s.edge_routers) if sw.border is not None else None
         speed = uplink_speed(sw.leaf)
         lows: list[tuple[Device, PortMap, int, int]] = []  # device, its ports, pod index, index in pod
         for k, leaf in enumerate(self.leaves):
@@ -223,8 +237,8 @@ class PlaneBuilder:
     def _spine_superspine_links(self) -> None:
         s, sw = self.s, self.plane.switches
         assert sw.spine is not None and sw.superspine is not None
-        spine_ports = _portmap(sw.spine, s.spine_downlinks)
-        ss_ports = _portmap(sw.superspine, sw.superspine.ports * split(sw.superspine, downlink_speed(sw.superspine)))
+        spine_ports = portmap(sw.spine, s.spine_downlinks)
+        ss_ports = portmap(sw.superspine, sw.superspine.ports * split(sw.superspine, downlink_speed(sw.superspine)))
         speed = uplink_speed(sw.spine)
         L2, G = s.spine_superspine_links, s.superspines_per_group
         for n, spine in enumerate(self.spines):
@@ -264,7 +278,7 @@ class PlaneBuilder:
     def _host_links(self) -> None:
         s, p, sw = self.s, self.plane, self.plane.switches
         assert sw.leaf is not None
-        ports = _portmap(sw.leaf, s.unit_nodes)
+        ports = portmap(sw.leaf, s.unit_nodes)
         block = self._host_block()
         hosts_base = int(p.addressing.hosts.network_address)
         lacp = p.host_links == "lacp"
@@ -335,7 +349,7 @@ class PlaneBuilder:
     def _edge_links(self) -> None:
         border, sw = self.plane.border, self.plane.switches
         assert border is not None and sw.border is not None
-        ports = _portmap(sw.border, self.s.edge_routers)
+        ports = portmap(sw.border, self.s.edge_routers)
         base = int(border.edge_p2p.network_address)
         for b, dev in enumerate(self.borders):
             for e, edge in enumerate(border.edge_routers):

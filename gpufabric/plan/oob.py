@@ -10,7 +10,7 @@ from math import ceil
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import OobPlane, SwitchRole
 from gpufabric.intent.rules import PLATFORM_MAX_MTU, downlink_speed, uplink_speed
-from gpufabric.plan.fabric import _portmap
+from gpufabric.plan.fabric import portmap
 from gpufabric.plan.model import Device, FailureDomain, Link, PlanePlan, Server
 from gpufabric.plan.ports import MGMT_PORT
 from gpufabric.plan.sizing import SizingError, split
@@ -114,7 +114,7 @@ def build_oob(oob: OobPlane, switches: list[Device], servers: list[Server]) -> P
         devices=spines + mgmts,
     )
     _addresses(oob, spines + mgmts, switches, servers)
-    ports = _portmap(mgmt, down)
+    ports = portmap(mgmt, down)
     by_name = {s.name: s for s in servers}
     for k, (name, port) in enumerate(ends):
         sw = mgmts[k // down]
@@ -138,7 +138,7 @@ def build_oob(oob: OobPlane, switches: list[Device], servers: list[Server]) -> P
             server.mgmt_switch, server.mgmt_port = sw.name, sw_port
     if spines:
         assert oob.switches.spine is not None
-        spine_ports = _portmap(oob.switches.spine, oob.switches.spine.ports)
+        spine_ports = portmap(oob.switches.spine, oob.switches.spine.ports)
         per_spine = uplinks // len(spines)
         for m, sw in enumerate(mgmts):
             for j in range(uplinks):

@@ -14,6 +14,7 @@ from math import ceil
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
+from gpufabric.intent.types import PlaneName
 from gpufabric.plan.ports import cages_needed
 
 
@@ -100,7 +101,7 @@ def _smallest_divisor(total_links: int, per_switch: list[int], capacity: int, le
     return None
 
 
-def size_plane(intent: Intent, name: str, plane: DataPlane) -> Sizing:
+def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
     at: Path = ("planes", name)
     sw = plane.switches
     assert sw.leaf is not None and sw.spine is not None  # rules.py guarantees both
@@ -159,7 +160,7 @@ def size_plane(intent: Intent, name: str, plane: DataPlane) -> Sizing:
     return _three_tier(at, plane, spine, tier)
 
 
-def _shares(intent: Intent, name: str, unit_nodes: int) -> tuple[tuple[GroupShare, ...], tuple[int, ...]]:
+def _shares(intent: Intent, name: PlaneName, unit_nodes: int) -> tuple[tuple[GroupShare, ...], tuple[int, ...]]:
     shares: list[GroupShare] = []
     unit_leaves: list[int] = []
     for group in intent.server_groups:

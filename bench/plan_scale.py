@@ -1,0 +1,102 @@
+"""Plan time and peak memory against fabric size, up to the 32,768-GPU three-tier example.
+
+    python bench/plan_scale.py            # the table
+    python bench/plan_scale.py --json     # the same figures for machines
+
+Each fabric is measured in a fresh process (so peak RSS is that fabric's own), as
+load + validate + plan, the best of --repeat runs. Budget for the 32k-GPU plan:
+2 s and 500 MiB. Anchor: Arista's pyavd takes ~46 s and 0.9 GiB for 528 EOS
+switches on this machine kind, i.e. ~87 ms per switch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = [
+    ROOT / "inventory" / "fabric.yml",
+    ROOT / "inventory" / "examples" / "multi-vendor.yml",
+    ROOT / "inventory" / "examples" / "superpod-1su.yml",
+    ROOT / "inventory" / "examples" / "superpod-4su.yml",
+    ROOT / "inventory" / "examples" / "three-tier-32k.yml",
+]
+BUDGET_S, BUDGET_MIB = 2.0, 500.0
+PYAVD_MS_PER_SWITCH = 46_000 / 528
+
+
+def measure_one(path: str, repeat: int) -> dict[str, float]:
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    times = []
+    plan = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        plan = build_plan(load_intent(path))
+        times.append(time.perf_counter() - start)
+    assert plan is not None
+    return {
+        "first_seconds": times[0],
+        "seconds": min(times),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "switches": len(plan.devices()),
+        "links": len(plan.links()),
+        "gpus": sum(s.gpus for s in plan.servers),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_one(args.one, args.repeat)))
+        return 0
+    rows = []
+    for path in CASES:
+        print(f"measuring {path.name} ...", file=sys.stderr)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(path), "--repeat", str(args.repeat)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        rows.append({"fabric": path.stem, **json.loads(out.stdout)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(
+        f"{'fabric':16} {'GPUs':>7} {'switches':>9} {'links':>7} {'first s':>8} {'best s':>8} {'peak MiB':>9} "
+        f"{'us/link':>8} {'pyavd ms/switch ratio':>22}"
+    )
+    for r in rows:
+        per_switch_ms = r["seconds"] * 1000 / r["switches"]
+        print(
+            f"{r['fabric']:16} {r['gpus']:7.0f} {r['switches']:9.0f} {r['links']:7.0f} {r['first_seconds']:8.3f} "
+            f"{r['seconds']:8.3f} "
+            f"{r['peak_rss_mib']:9.1f} {r['seconds'] * 1e6 / r['links']:8.2f} "
+            f"{PYAVD_MS_PER_SWITCH / per_switch_ms:21.0f}x"
+        )
+    print("(pyavd's 87 ms/switch includes rendering EOS configs; these figures are planning only.)")
+    big = rows[-1]
+    print(
+        f"\n32k-GPU budget (first run): {big['first_seconds']:.3f} s of {BUDGET_S} s "
+        f"({big['first_seconds'] / BUDGET_S:.0%}), "
+        f"{big['peak_rss_mib']:.0f} MiB of {BUDGET_MIB:.0f} MiB ({big['peak_rss_mib'] / BUDGET_MIB:.0%})"
+    )
+    ok = big["first_seconds"] <= BUDGET_S and big["peak_rss_mib"] <= BUDGET_MIB
+    print("within budget" if ok else "OVER BUDGET")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
