@@ -1,0 +1,25 @@
+# Shared by scripts/demo.sh and scripts/test.sh: install what is missing, and only that.
+# Package mirrors come from this machine's own apt and pip configuration.
+
+apt_install() {  # apt_install PACKAGE...: needs root and apt; says what to do otherwise
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "note: cannot install $* here (needs root and apt-get): install it yourself" >&2
+        return 0
+    fi
+    echo "installing $* ..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_apt() {  # ensure_apt COMMAND PACKAGE...: install PACKAGE(s) unless COMMAND already exists
+    local cmd=$1; shift
+    command -v "$cmd" >/dev/null 2>&1 || apt_install "$@"
+}
+
+ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric installed (editable)
+    local dir=$1 extras=${2:-}
+    python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv python3-pip
+    [ -x "$dir/bin/python" ] || python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+}

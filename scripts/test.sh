@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install everything the tests need, then lint, type-check and run them.
+#   scripts/test.sh            # the whole suite
+#   scripts/test.sh -k fuzz    # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+ensure_apt dot graphviz          # SVG drawings are tested when dot is present
+ensure_venv .venv test
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== ruff" && ruff check . && ruff format --check .
+echo "== mypy" && mypy gpufabric nornir_tasks bench
+echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
+echo "== pytest"
+exec python -m pytest -p no:cacheprovider "$@"
