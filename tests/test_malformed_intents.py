@@ -227,6 +227,12 @@ CASES = [
         "not an IPv4 network",
     ),
     (
+        "pool written as a boolean",
+        [((*C, "addressing", "hosts"), True)],
+        "planes.compute.addressing.hosts",
+        "not an address",
+    ),
+    (
         "overlapping ASN pools",
         [((*S, "routing", "asn_pool"), "4200000500-4200001500")],
         "planes.storage.routing.asn_pool",

@@ -7,12 +7,11 @@ in the planner's sizing, so each message can name every field involved.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpufabric.intent.types import DATA_PLANES, AsnRange, PlaneName, Platform, Ratio, SecretRef, Speed
+from gpufabric.intent.types import DATA_PLANES, Address, AsnRange, Network, PlaneName, Platform, Ratio, SecretRef, Speed
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
 
@@ -117,9 +116,9 @@ class Routing(Model):
 class Addressing(Model):
     """Address pools of a data plane."""
 
-    loopbacks: IPv4Network = Field(description="One /32 per switch, taken in plan order.")
-    p2p: IPv4Network | None = Field(None, description="A /31 per fabric link; required with `addressing: p2p31`.")
-    hosts: IPv4Network = Field(
+    loopbacks: Network = Field(description="One /32 per switch, taken in plan order.")
+    p2p: Network | None = Field(None, description="A /31 per fabric link; required with `addressing: p2p31`.")
+    hosts: Network = Field(
         description="Host-facing addresses: a /31 per host port (`routed`) or a subnet per leaf pair (`lacp`).",
     )
 
@@ -135,15 +134,15 @@ class Border(Model):
     """The business plane's way in and out."""
 
     edge_routers: list[EdgeRouter] = Field(min_length=1, description="Every border leaf peers with every edge router.")
-    edge_p2p: IPv4Network = Field(description="A /31 per border-to-edge link.")
+    edge_p2p: Network = Field(description="A /31 per border-to-edge link.")
     default_route: Literal["from-edge", "originate", "none"] = Field(
         "from-edge",
         description="`from-edge`: accept 0.0.0.0/0 from the edge; `originate`: borders originate it; `none`.",
     )
-    management_prefixes: list[IPv4Network] = Field(
+    management_prefixes: list[Network] = Field(
         default_factory=list, description="Prefixes allowed to reach switch management (SSH, gNMI, SNMP)."
     )
-    api_prefixes: list[IPv4Network] = Field(
+    api_prefixes: list[Network] = Field(
         default_factory=list, description="Prefixes allowed to reach cluster APIs on the business plane."
     )
     api_ports: list[int] = Field(
@@ -194,8 +193,8 @@ class OobPlane(Model):
 
     prefix: str = Field("oob", pattern=r"^[a-z][a-z0-9]{0,7}$", description="Switch name prefix.")
     switches: SwitchRoles = Field(description="`mgmt` switches, and `spine` when more than one mgmt switch is needed.")
-    subnet: IPv4Network = Field(description="The management subnet: every switch and server gets one address.")
-    gateway: IPv4Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
+    subnet: Network = Field(description="The management subnet: every switch and server gets one address.")
+    gateway: Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
     mtu: int = Field(1500, ge=1280, le=9216, description="MTU of the management network.")
 
 
@@ -253,9 +252,9 @@ class Snmp(Model):
 class Management(Model):
     """Services every switch is configured with."""
 
-    ntp_servers: list[IPv4Address] = Field(default_factory=list, description="NTP servers (OOB reachable).")
-    syslog_servers: list[IPv4Address] = Field(default_factory=list, description="Syslog collectors.")
-    dns_servers: list[IPv4Address] = Field(default_factory=list, description="DNS resolvers.")
+    ntp_servers: list[Address] = Field(default_factory=list, description="NTP servers (OOB reachable).")
+    syslog_servers: list[Address] = Field(default_factory=list, description="Syslog collectors.")
+    dns_servers: list[Address] = Field(default_factory=list, description="DNS resolvers.")
     domain: str = Field("", description="DNS domain of the management network.")
     timezone: str = Field("UTC", description="Time zone of switches and servers.")
     snmp: Snmp | None = Field(None, description="SNMP read access; omitted means off.")

@@ -8,9 +8,21 @@ parses strings.
 from __future__ import annotations
 
 import re
+from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+
+
+def _address_text(value: Any) -> Any:
+    """Addresses are written as text: pydantic would read `true` as 0.0.0.1 and 167772160 as 10.0.0.0."""
+    if isinstance(value, bool | int | float):
+        raise ValueError(f"{value!r} is not an address; write it like 10.0.0.0/24 or 10.0.0.1")
+    return value
+
+
+Network = Annotated[IPv4Network, BeforeValidator(_address_text)]
+Address = Annotated[IPv4Address, BeforeValidator(_address_text)]
 
 Platform = Literal["cumulus", "eos", "nxos", "frr"]
 PlaneName = Literal["compute", "storage", "business", "oob"]
