@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,13 @@ def cli_env(**extra: str) -> dict[str, str]:
     env.pop("GPUFABRIC_DEBUG", None)
     env.update(extra)
     return env
+
+
+def run(
+    *args: str, cwd: Path = ROOT, check: bool = False, text: bool = True, **env: str
+) -> subprocess.CompletedProcess:
+    """Run one of the project's commands as a user would, with this venv's tools first on PATH."""
+    return subprocess.run(list(args), capture_output=True, text=text, cwd=cwd, env=cli_env(**env), check=check)
 
 
 @pytest.fixture(scope="session")

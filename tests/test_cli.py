@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 import yaml
-from conftest import INVENTORY, ROOT, cli_env, default_doc, set_path
-
-
-def run(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), capture_output=True, text=True, cwd=cwd, env=cli_env(), check=False)
+from conftest import INVENTORY, default_doc, run, set_path
 
 
 @pytest.mark.parametrize("prog", ["gpufabric", "nornir"])

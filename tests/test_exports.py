@@ -8,12 +8,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
 import jsonschema
 import pytest
 import yaml
-from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, cli_env
+from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, run
 
 from gpufabric.export import EXPORTERS, bom, cabling, containerlab, k8s_labels, plan_json, slurm
 from gpufabric.export.hostlist import compress
@@ -159,14 +158,7 @@ def test_containerlab_kinds_and_links():
 
 def test_drawing_directory_with_svg(tmp_path):
     out = tmp_path / "drawing"
-    done = subprocess.run(
-        ["gpufabric", "export", "drawing", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        cwd=INVENTORY.parent,
-        check=False,
-    )
+    done = run("gpufabric", "export", "drawing", "-o", str(out), cwd=INVENTORY.parent)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.glob("*.dot")) == ["business.dot", "compute.dot", "oob.dot", "storage.dot"]
     compute = (out / "compute.dot").read_text()
@@ -181,24 +173,21 @@ def test_drawing_directory_with_svg(tmp_path):
 def test_exports_are_byte_identical_across_runs(tmp_path, kind):
     outs = []
     for seed in ("1", "2"):
-        done = subprocess.run(
-            ["gpufabric", "export", kind, str(INVENTORY / "examples" / "multi-vendor.yml")],
-            capture_output=True,
-            env=cli_env(PYTHONHASHSEED=seed),
+        done = run(
+            "gpufabric",
+            "export",
+            kind,
+            str(INVENTORY / "examples" / "multi-vendor.yml"),
             check=True,
+            text=False,
+            PYTHONHASHSEED=seed,
         )
         outs.append(done.stdout)
     assert outs[0] == outs[1] and outs[0]
 
 
 def test_plan_json_keys_scripts_rely_on():
-    done = subprocess.run(
-        ["gpufabric", "plan", str(INVENTORY / "examples" / "superpod-4su.yml"), "--json"],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        check=True,
-    )
+    done = run("gpufabric", "plan", str(INVENTORY / "examples" / "superpod-4su.yml"), "--json", check=True)
     doc = json.loads(done.stdout)
     assert doc["planes"]["compute"]["switches"] == {"leaf": 32, "spine": 16}
     assert doc["planes"]["compute"]["oversubscription"]["leaf"]["planned"] == 1.0
@@ -208,14 +197,7 @@ def test_plan_json_keys_scripts_rely_on():
 
 def test_export_writes_atomically(tmp_path):
     target = tmp_path / "out" / "cabling.csv"
-    done = subprocess.run(
-        ["gpufabric", "export", "cabling", "-o", str(target)],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        cwd=INVENTORY.parent,
-        check=False,
-    )
+    done = run("gpufabric", "export", "cabling", "-o", str(target), cwd=INVENTORY.parent)
     assert done.returncode == 0
     assert target.read_text().startswith("cable_id,plane,kind,a_device,a_port,b_device,b_port,speed\n")
     assert [p.name for p in target.parent.iterdir()] == ["cabling.csv"]  # no temporary file left behind

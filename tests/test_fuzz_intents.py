@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import subprocess
 from typing import Any
 
 import yaml
-from conftest import INVENTORY, cli_env
+from conftest import INVENTORY, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -173,6 +172,6 @@ def test_cli_never_prints_a_traceback(tmp_path):
     for i, text in enumerate(cases):
         f = tmp_path / f"case{i}.yml"
         f.write_text(text)
-        done = subprocess.run(["gpufabric", "plan", str(f)], capture_output=True, text=True, env=cli_env(), check=False)
+        done = run("gpufabric", "plan", str(f))
         assert done.returncode == 2, (text, done.stderr)
         assert "Traceback" not in done.stderr and "error:" in done.stderr

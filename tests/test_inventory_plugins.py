@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
-from conftest import INVENTORY, ROOT, cli_env
+from conftest import INVENTORY, ROOT, run
 from nornir import InitNornir
 
 CANARY = "canary-Secret-7c1e"
@@ -18,9 +17,7 @@ def _graph_hosts(text: str) -> set[str]:
 
 @pytest.mark.parametrize("args", [["--graph"], ["-i", "inventory", "--graph"]], ids=["ansible.cfg", "folder"])
 def test_ansible_inventory_graph_lists_the_plan(default_plan, args):
-    done = subprocess.run(
-        ["ansible-inventory", *args], capture_output=True, text=True, cwd=ROOT, env=cli_env(), check=False
-    )
+    done = run("ansible-inventory", *args, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "WARNING" not in done.stderr, done.stderr
     planned = {d.name for d in default_plan.devices()} | {s.name for s in default_plan.servers}
@@ -38,9 +35,7 @@ def test_ansible_inventory_graph_lists_the_plan(default_plan, args):
 
 
 def test_ansible_host_vars_carry_the_nics(default_plan):
-    done = subprocess.run(
-        ["ansible-inventory", "--host", "gpu03"], capture_output=True, text=True, cwd=ROOT, env=cli_env(), check=True
-    )
+    done = run("ansible-inventory", "--host", "gpu03", cwd=ROOT, check=True)
     hostvars = json.loads(done.stdout)
     server = next(s for s in default_plan.servers if s.name == "gpu03")
     nics = hostvars["gpufabric_nics"]
@@ -56,14 +51,7 @@ def test_ansible_host_vars_carry_the_nics(default_plan):
 def test_ansible_plugin_reports_a_bad_intent(tmp_path):
     (tmp_path / "fabric.yml").write_text("fabric: {name: BAD}\n")
     (tmp_path / "gpufabric.yml").write_text("plugin: gpufabric\n")
-    done = subprocess.run(
-        ["ansible-inventory", "-i", str(tmp_path / "gpufabric.yml"), "--list"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=cli_env(),
-        check=False,
-    )
+    done = run("ansible-inventory", "-i", str(tmp_path / "gpufabric.yml"), "--list", cwd=ROOT)
     assert "fabric.name" in done.stderr and "is required but missing" in done.stderr
 
 
@@ -86,7 +74,11 @@ def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):
 
 def test_no_output_ever_contains_the_secret(tmp_path):
     """Plant a canary in every referenced secret and look for it in everything gpufabric prints or writes."""
-    env = cli_env(GPUFABRIC_SWITCH_PASSWORD=CANARY, GPUFABRIC_HOST_SSH_KEY=CANARY, GPUFABRIC_SNMP_COMMUNITY=CANARY)
+    secrets = {
+        "GPUFABRIC_SWITCH_PASSWORD": CANARY,
+        "GPUFABRIC_HOST_SSH_KEY": CANARY,
+        "GPUFABRIC_SNMP_COMMUNITY": CANARY,
+    }
     commands = [
         ["gpufabric", "plan"],
         ["gpufabric", "plan", "--json"],
@@ -98,5 +90,5 @@ def test_no_output_ever_contains_the_secret(tmp_path):
         for kind in ("plan", "cabling", "bom", "drawing", "slurm", "k8s-labels", "containerlab", "ansible-inventory")
     ]
     for cmd in commands:
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+        done = run(*cmd, check=True, **secrets)
         assert CANARY not in done.stdout + done.stderr, cmd
