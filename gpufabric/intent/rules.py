@@ -232,8 +232,6 @@ def _tier_speeds(roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
     pairs = [("leaf", "spine"), ("border", "spine"), ("spine", "superspine")]
     for low, high in pairs:
         if low in roles and high in roles and uplink_speed(roles[low]) != downlink_speed(roles[high]):
-            if low == "spine" and "superspine" not in roles:
-                continue
             problems.append(
                 Problem(
                     (*at, low, "uplink_speed"),

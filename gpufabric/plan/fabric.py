@@ -287,13 +287,11 @@ class PlaneBuilder:
             if unit == len(first_leaf_of_unit):
                 first_leaf_of_unit.append(k)
         for k, leaf in enumerate(self.leaves):
-            unit = self.unit_of_leaf[k]
-            base = hosts_base + (unit if lacp else k) * block
+            # routed: a block per leaf; lacp: the pair shares its unit's subnet.
+            leaf.host_subnet = hosts_base + (self.unit_of_leaf[k] if lacp else k) * block
+            leaf.host_prefixlen = prefix_of(block)
             if lacp:
-                leaf.host_subnet, leaf.host_prefixlen = base, prefix_of(block)
-                leaf.svi_ip = base + 1 + (leaf.side or 1)
-            else:
-                leaf.host_subnet, leaf.host_prefixlen = base, prefix_of(block)
+                leaf.svi_ip = leaf.host_subnet + 1 + (leaf.side or 1)
         links = self.out.links
         for share in s.shares:
             nics = share.nics
@@ -307,12 +305,7 @@ class PlaneBuilder:
                     k = first_leaf_of_unit[unit] + rail - 1
                     leaf = self.leaves[k]
                     port, cage = ports.down(pos)
-                    if lacp:
-                        unit_base = hosts_base + unit * block
-                        addr, gw, plen, leaf_ip = unit_base + 4 + pos, unit_base + 1, prefix_of(block), None
-                    else:
-                        leaf_ip = hosts_base + k * block + 2 * pos
-                        addr, gw, plen = leaf_ip + 1, leaf_ip, 31
+                    addr, gw, plen, leaf_ip = _host_address(leaf, pos, lacp)
                     server.nics.append(
                         HostNic(
                             self.name,
@@ -434,6 +427,19 @@ class PlaneBuilder:
                 "superspines": s.spines * s.superspines_per_group,
                 "spine_superspine_links": s.spine_superspine_links,
             }
+
+
+def _host_address(leaf: Device, pos: int, lacp: bool) -> tuple[int, int, int, int | None]:
+    """(host address, gateway, prefix length, leaf address) of the host port at `pos` on `leaf`.
+
+    routed: the port's /31 in the leaf's block, leaf even, host odd.
+    lacp: the unit's subnet; .1 is the gateway, .2/.3 the leaves, hosts from .4.
+    """
+    assert leaf.host_subnet is not None and leaf.host_prefixlen is not None
+    if lacp:
+        return leaf.host_subnet + 4 + pos, leaf.host_subnet + 1, leaf.host_prefixlen, None
+    leaf_ip = leaf.host_subnet + 2 * pos
+    return leaf_ip + 1, leaf_ip, 31, leaf_ip
 
 
 def _letter(i: int) -> str:
