@@ -17,7 +17,7 @@ from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventor
 from gpufabric.export.inventory import build
 from gpufabric.intent import load_intent
 from gpufabric.intent.model import Credential
-from gpufabric.plan import build_plan
+from gpufabric.plan import Plan, build_plan
 
 # NAPALM driver per platform; cumulus and frr are drivers this project owns.
 NAPALM_PLATFORM = {"cumulus": "cumulus", "eos": "eos", "nxos": "nxos", "frr": "frr", "linux": "linux"}
@@ -34,24 +34,27 @@ class GpufabricInventory:
         self.intent = intent
 
     def load(self) -> Inventory:
-        loaded = load_intent(self.intent)
-        plan = build_plan(loaded)
-        creds = plan.intent.credentials
-        groups = Groups()
-        hosts = Hosts()
-        for entry in build(plan):
-            for g in entry.groups:
-                if g not in groups:
-                    groups[g] = Group(name=g)
-            is_switch = entry.platform != "linux"
-            cred = creds.switches if is_switch else creds.hosts
-            hosts[entry.name] = Host(
-                name=entry.name,
-                hostname=entry.hostname,
-                username=cred.username,
-                password=_secret(cred) if is_switch else None,
-                platform=NAPALM_PLATFORM[entry.platform],
-                groups=ParentGroups([groups[g] for g in entry.groups]),
-                data=dict(entry.data),
-            )
-        return Inventory(hosts=hosts, groups=groups, defaults=Defaults())
+        return inventory_from_plan(build_plan(load_intent(self.intent)))
+
+
+def inventory_from_plan(plan: Plan) -> Inventory:
+    """The inventory of a plan already built (the CLI plans once and hands the plan to Nornir)."""
+    creds = plan.intent.credentials
+    groups = Groups()
+    hosts = Hosts()
+    for entry in build(plan):
+        for g in entry.groups:
+            if g not in groups:
+                groups[g] = Group(name=g)
+        is_switch = entry.platform != "linux"
+        cred = creds.switches if is_switch else creds.hosts
+        hosts[entry.name] = Host(
+            name=entry.name,
+            hostname=entry.hostname,
+            username=cred.username,
+            password=_secret(cred) if is_switch else None,
+            platform=NAPALM_PLATFORM[entry.platform],
+            groups=ParentGroups([groups[g] for g in entry.groups]),
+            data=dict(entry.data),
+        )
+    return Inventory(hosts=hosts, groups=groups, defaults=Defaults())

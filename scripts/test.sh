@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_apt dot graphviz          # SVG drawings are tested when dot is present
+ensure_apt vtysh frr frr-pythontools   # FRR configs are checked with FRR's own parser
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 

@@ -18,6 +18,7 @@ from gpufabric.cli.docs_cmd import docs_cmd, schema_cmd
 from gpufabric.cli.export_cmd import export_cmd
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import check_cmd, plan_cmd
+from gpufabric.cli.render_cmd import render_cmd
 from gpufabric.intent.errors import IntentError
 
 EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 1, 2, 130
@@ -36,6 +37,7 @@ def cli() -> None:
       gpufabric plan                  summary per plane (--json for scripts)
       gpufabric export cabling -o build/cabling.csv
       gpufabric export plan -o build/plan.json
+      gpufabric render                one config per switch into build/configs
 
     Exit codes: 0 ok, 1 internal error, 2 bad intent or usage, 3 warnings with --strict.
     """
@@ -44,6 +46,7 @@ def cli() -> None:
 cli.add_command(check_cmd)
 cli.add_command(plan_cmd)
 cli.add_command(export_cmd)
+cli.add_command(render_cmd)
 cli.add_command(docs_cmd)
 cli.add_command(schema_cmd)
 

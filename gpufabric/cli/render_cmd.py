@@ -1,0 +1,72 @@
+"""`gpufabric render` / `nornir render`: one config per switch, written into a folder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from nornir.core import Nornir
+from nornir.core.inventory import Host
+from nornir.plugins.runners import SerialRunner
+
+from gpufabric.cli.output import err
+from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.config.context import LinkIndex
+from gpufabric.config.render import OUTPUTS
+from gpufabric.intent.types import ALL_PLANES
+from nornir_tasks.inventory import inventory_from_plan
+from nornir_tasks.render import render_config
+
+
+@click.command("render")
+@file_arg
+@click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches.")
+@click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable).")
+@click.option("--role", type=click.Choice(["leaf", "spine", "superspine", "border", "mgmt"]), help="Only this role.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("build/configs"),
+    show_default=True,
+    help="Folder for the rendered files.",
+)
+def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], role: str | None, output: Path) -> int:
+    """Render the configuration of every planned switch (or the ones selected) into a folder.
+
+    Each file is written whole or not at all. FRR switches get NAME.frr.conf and NAME.interfaces.
+    """
+    started = time.perf_counter()
+    plan = load_plan(file)
+    index = LinkIndex(plan)
+    unknown = [d for d in devices if d not in index.devices]
+    if unknown:
+        raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")
+
+    def selected(host: Host) -> bool:
+        d = index.devices.get(host.name)
+        return (
+            d is not None
+            and (plane is None or d.plane == plane)
+            and (role is None or d.role == role)
+            and (not devices or d.name in devices)
+        )
+
+    # Rendering is CPU-bound: threads would only contend for the GIL.
+    nr = Nornir(inventory=inventory_from_plan(plan), runner=SerialRunner()).filter(filter_func=selected)
+    waiting = [h for h in nr.inventory.hosts if index.devices[h].platform not in OUTPUTS]
+    ready = nr.filter(filter_func=lambda h: index.devices[h.name].platform in OUTPUTS)
+    results = ready.run(task=render_config, plan=plan, index=index, out_dir=output)
+    failed = {h: r for h, r in results.items() if r.failed}
+    for host, r in failed.items():
+        err.print(f"error: {host}: {r[0].exception}", markup=False)
+    files = sum(len(r[0].result) for r in results.values() if not r.failed)
+    err.print(
+        f"rendered {files} files for {len(results) - len(failed)} switches into {output} "
+        f"in {time.perf_counter() - started:.2f} s"
+    )
+    if waiting:
+        platforms = sorted({index.devices[h].platform for h in waiting})
+        err.print(f"skipped {len(waiting)} switches: no templates yet for {', '.join(platforms)}")
+    return 1 if failed else 0

@@ -1,0 +1,116 @@
+"""What a switch template needs to know about one device, computed from the plan.
+
+Templates never compute: every value they print is here, named for what it is,
+so a template, a check and the cabling plan read the same fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufabric.plan.model import Device, Link, Plan, ip
+
+
+@dataclass(slots=True)
+class Port:
+    name: str
+    kind: str  # fabric | host | edge | mgmt
+    peer: str
+    peer_port: str
+    speed: int
+    mtu: int
+    address: str | None = None  # "a.b.c.d/len"
+    peer_ip: str | None = None
+    peer_asn: int | None = None
+    unnumbered: bool = False
+    qos: bool = False  # carries RoCE: the QoS contract applies here
+
+
+@dataclass(slots=True)
+class Neighbor:
+    """A BGP session: by interface (unnumbered) or by address, always with the peer's planned ASN."""
+
+    peer: str
+    remote_asn: int
+    interface: str | None = None
+    address: str | None = None
+
+
+@dataclass
+class DeviceContext:
+    device: Device
+    ports: list[Port]
+    neighbors: list[Neighbor]
+    networks: list[str]
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class LinkIndex:
+    """Links by device, built once per plan: a 32k-GPU plan has ~100k links and ~1,300 switches."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.by_device: dict[str, list[tuple[Link, bool]]] = {}
+        for link in plan.links():
+            self.by_device.setdefault(link.a, []).append((link, True))
+            self.by_device.setdefault(link.b, []).append((link, False))
+        self.devices = {d.name: d for d in plan.devices()}
+
+
+def _cidr(address: int | None, prefixlen: int | None) -> str | None:
+    return None if address is None or prefixlen is None else f"{ip(address)}/{prefixlen}"
+
+
+def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
+    plane = plan.planes[device.plane]
+    unnumbered = plane.routing.get("addressing") == "unnumbered"
+    ports: list[Port] = []
+    neighbors: list[Neighbor] = []
+    for link, is_a in index.by_device.get(device.name, []):
+        if link.kind == "mgmt" and is_a:
+            continue  # this device's own management port: configured from mgmt_ip, not as a data port
+        me, my_port, my_ip = (link.a, link.a_port, link.a_ip) if is_a else (link.b, link.b_port, link.b_ip)
+        peer, peer_port, peer_ip = (link.b, link.b_port, link.b_ip) if is_a else (link.a, link.a_port, link.a_ip)
+        assert me == device.name
+        peer_dev = index.devices.get(peer)
+        port = Port(
+            my_port,
+            link.kind,
+            peer,
+            peer_port,
+            link.speed,
+            link.mtu,
+            _cidr(my_ip, link.prefixlen),
+            ip(peer_ip),
+            peer_dev.asn if peer_dev else None,
+            unnumbered and link.kind == "fabric",
+            plane.carries_roce and link.kind in ("fabric", "host"),
+        )
+        ports.append(port)
+        if link.kind == "fabric" and peer_dev is not None and peer_dev.asn is not None:
+            if port.unnumbered:
+                neighbors.append(Neighbor(peer, peer_dev.asn, interface=my_port))
+            else:
+                neighbors.append(Neighbor(peer, peer_dev.asn, address=ip(peer_ip)))
+        elif link.kind == "edge":
+            edge_asn = _edge_asn(plan, peer)
+            neighbors.append(Neighbor(peer, edge_asn, address=ip(peer_ip)))
+    ports.sort(key=lambda p: _port_key(p.name))
+    networks = []
+    if device.loopback is not None:
+        networks.append(f"{ip(device.loopback)}/32")
+    if device.host_subnet is not None and device.host_prefixlen is not None:
+        networks.append(f"{ip(device.host_subnet)}/{device.host_prefixlen}")
+    return DeviceContext(device, ports, neighbors, networks)
+
+
+def _edge_asn(plan: Plan, name: str) -> int:
+    border = plan.intent.planes.business.border if plan.intent.planes.business else None
+    assert border is not None
+    return next(e.asn for e in border.edge_routers if e.name == name)
+
+
+def _port_key(name: str) -> list[object]:
+    import re
+
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
