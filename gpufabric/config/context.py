@@ -6,6 +6,7 @@ so a template, a check and the cabling plan read the same fact.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,9 @@ class DeviceContext:
     neighbors: list[Neighbor]
     networks: list[str]
     data: dict[str, Any] = field(default_factory=dict)
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 class LinkIndex:
@@ -111,6 +115,5 @@ def _edge_asn(plan: Plan, name: str) -> int:
 
 
 def _port_key(name: str) -> list[object]:
-    import re
-
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+    """swp2 before swp10: ports in front-panel order, as a config reads."""
+    return [int(p) if p.isdigit() else p for p in _DIGITS.split(name)]
