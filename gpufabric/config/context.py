@@ -7,8 +7,7 @@ so a template, a check and the cabling plan read the same fact.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from gpufabric.plan.model import Device, Link, Plan, ip
 
@@ -44,7 +43,6 @@ class DeviceContext:
     ports: list[Port]
     neighbors: list[Neighbor]
     networks: list[str]
-    data: dict[str, Any] = field(default_factory=dict)
 
 
 _DIGITS = re.compile(r"(\d+)")
