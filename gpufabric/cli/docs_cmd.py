@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from gpufabric.cli.output import err, write_atomic, write_stdout
+from gpufabric.cli.output import err, write_stdout
+from gpufabric.export.atomic import write_atomic
 from gpufabric.intent import docs
 from gpufabric.intent.model import Intent
 

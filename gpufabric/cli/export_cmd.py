@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from gpufabric.cli.output import err, write_atomic, write_stdout
+from gpufabric.cli.output import err, write_stdout
 from gpufabric.cli.plan_cmd import load_plan
 from gpufabric.export import EXPORTERS, containerlab, drawing
+from gpufabric.export.atomic import write_atomic
 from gpufabric.plan import Plan
 
 _KINDS_HELP = "\n".join(f"  {e.name:18} {e.summary}" for e in EXPORTERS.values())

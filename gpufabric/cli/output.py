@@ -1,14 +1,10 @@
-"""Where the CLI writes: consoles, and files written whole or not at all."""
+"""Where the CLI writes: stdout for results, stderr for people."""
 
 from __future__ import annotations
 
 import sys
 
 from rich.console import Console
-
-from gpufabric.export.atomic import write_atomic
-
-__all__ = ["err", "out", "write_atomic", "write_stdout"]
 
 # Results go to stdout, everything for people (progress, warnings, errors) to stderr,
 # so `gpufabric plan --json | jq` always gets clean JSON.

@@ -21,10 +21,7 @@ class Port:
     speed: int
     mtu: int
     address: str | None = None  # "a.b.c.d/len"
-    peer_ip: str | None = None
-    peer_asn: int | None = None
     unnumbered: bool = False
-    qos: bool = False  # carries RoCE: the QoS contract applies here
 
 
 @dataclass(slots=True)
@@ -83,10 +80,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
             link.speed,
             link.mtu,
             _cidr(my_ip, link.prefixlen),
-            ip(peer_ip),
-            peer_dev.asn if peer_dev else None,
             unnumbered and link.kind == "fabric",
-            plane.carries_roce and link.kind in ("fabric", "host"),
         )
         ports.append(port)
         if link.kind == "fabric" and peer_dev is not None and peer_dev.asn is not None:

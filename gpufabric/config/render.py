@@ -52,16 +52,12 @@ def render_device(plan: Plan, device: Device, index: LinkIndex) -> Rendered:
     if outputs is None:
         raise NoTemplatesError(device.platform)
     ctx = build(plan, device, index)
-    plane = plan.planes[device.plane]
     variables = {
         "d": device,
         "ports": ctx.ports,
         "neighbors": ctx.neighbors,
         "networks": ctx.networks,
-        "plane": plane,
-        "ecmp": plane.routing.get("ecmp", 64),
-        "fabric": plan.intent.fabric,
-        "management": plan.intent.management,
+        "ecmp": plan.planes[device.plane].routing.get("ecmp", 64),
         "mgmt_prefixlen": plan.intent.planes.oob.subnet.prefixlen if plan.intent.planes.oob else None,
     }
     env = environment()
