@@ -319,6 +319,12 @@ CASES = [
     ("ratio below 1", [((*C, "oversubscription"), 0.5)], "planes.compute.oversubscription", "out of range"),
     ("LACP on frr leaves", [((*S, "host_links"), "lacp")], "planes.storage.host_links", "no MLAG"),
     (
+        "EOS spines on an unnumbered plane",
+        [((*C, "switches", "spine", "platform"), "eos")],
+        "planes.compute.routing.addressing",
+        "p2p31",
+    ),
+    (
         "plane without servers",
         [((*G0, "nics", "business"), DELETE)],
         "planes.business",

@@ -19,6 +19,8 @@ PLATFORM_MAX_MTU = {"cumulus": 9216, "eos": 9214, "nxos": 9216, "frr": 9216}
 BREAKOUTS = (1, 2, 4, 8)
 _SPEC = re.compile(r"^(0?[1-9])?d?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+# BGP unnumbered (RFC 5549) is rendered only where it is the platform's common idiom.
+NUMBERED_ONLY_PLATFORMS = frozenset({"eos", "nxos"})
 MLAG_PLATFORMS = ("cumulus", "eos", "nxos")
 
 
@@ -198,6 +200,15 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
                 (*at, "addressing", "p2p"),
                 "`addressing: p2p31` needs a p2p pool",
                 "add addressing.p2p, e.g. 10.1.0.0/20, or use routing.addressing: unnumbered",
+            )
+        )
+    numbered_only = sorted({r.platform for r in roles.values() if r.platform in NUMBERED_ONLY_PLATFORMS})
+    if plane.routing.addressing == "unnumbered" and numbered_only:
+        problems.append(
+            Problem(
+                (*at, "routing", "addressing"),
+                f"the templates peer {', '.join(numbered_only)} switches over /31 addresses, not unnumbered",
+                "set routing.addressing: p2p31 and add an addressing.p2p pool (a /31 per fabric link)",
             )
         )
     if plane.host_links == "lacp" and "leaf" in roles and roles["leaf"].platform not in MLAG_PLATFORMS:

@@ -132,6 +132,8 @@ class PlaneBuilder:
         if self.plane.tiers == 3:
             self._spine_superspine_links()
         self._host_links()
+        if self.plane.host_links == "lacp":
+            self._mlag_peer_links()
         if self.plane.border is not None:
             self._edge_links()
         self._failure_domains()
@@ -338,6 +340,32 @@ class PlaneBuilder:
                             b_split=ports.down_split,
                         )
                     )
+
+    def _mlag_peer_links(self) -> None:
+        """One peer link per unit between its two leaves, on each leaf's last cage."""
+        leaf_role = self.plane.switches.leaf
+        assert leaf_role is not None
+        ports = portmap(leaf_role, self.s.unit_nodes)
+        cage = leaf_role.ports
+        by_unit: dict[int, list[Device]] = {}
+        for k, leaf in enumerate(self.leaves):
+            by_unit.setdefault(self.unit_of_leaf[k], []).append(leaf)
+        for pair in by_unit.values():
+            for first, second in zip(pair[::2], pair[1::2], strict=False):
+                self.out.links.append(
+                    Link(
+                        self.name,
+                        "peer",
+                        first.name,
+                        ports.whole(cage),
+                        second.name,
+                        ports.whole(cage),
+                        leaf_role.port_speed,
+                        first.mtu,
+                        a_cage=cage,
+                        b_cage=cage,
+                    )
+                )
 
     def _edge_links(self) -> None:
         border, sw = self.plane.border, self.plane.switches

@@ -10,6 +10,9 @@ from collections.abc import Callable
 
 MGMT_PORT = {"cumulus": "eth0", "eos": "Management1", "nxos": "mgmt0", "frr": "eth0"}
 
+# The MLAG/vPC peer link takes the leaf's last cage, unsplit, so host and uplink numbering is unchanged.
+MLAG_PEER_CAGES = 1
+
 # An OSFP cage has 8 electrical lanes; EOS numbers sub-interfaces by first lane.
 _EOS_LANES = 8
 
@@ -49,6 +52,10 @@ class PortMap:
             cage = i // self.down_split + 1
             hit = self._cache[key] = (self._name(cage, i % self.down_split, self.down_split), cage)
         return hit
+
+    def whole(self, cage: int) -> str:
+        """Name of an unsplit cage (the MLAG peer link)."""
+        return self._name(cage, 0, 1)
 
     def up(self, j: int) -> tuple[str, int]:
         """Name and cage of logical uplink j (0-based)."""

@@ -15,7 +15,7 @@ from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
 from gpufabric.intent.types import PlaneName
-from gpufabric.plan.ports import cages_needed
+from gpufabric.plan.ports import MLAG_PEER_CAGES, cages_needed
 
 
 class SizingError(Exception):
@@ -84,11 +84,11 @@ def _uplinks_for(role: SwitchRole, down: int, down_speed: int, target: float) ->
     return max(1, ceil(down * down_speed / (target * uplink_speed(role)) - 1e-9))
 
 
-def _max_downlinks(role: SwitchRole, down_speed: int, target: float) -> int:
-    """The most downlinks a switch can take while keeping the uplinks the target needs."""
+def _max_downlinks(role: SwitchRole, down_speed: int, target: float, reserved: int = 0) -> int:
+    """The most downlinks a switch can take while keeping the uplinks the target needs (and `reserved` cages)."""
     ds, us = split(role, down_speed), split(role, uplink_speed(role))
     for n in range(role.ports * ds, 0, -1):
-        if cages_needed(n, ds, _uplinks_for(role, n, down_speed, target), us) <= role.ports:
+        if cages_needed(n, ds, _uplinks_for(role, n, down_speed, target), us) + reserved <= role.ports:
             return n
     return 0
 
@@ -109,7 +109,9 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
     d_leaf = downlink_speed(leaf)
     problems: list[Problem] = []
 
-    unit_nodes = plane.unit_nodes or _max_downlinks(leaf, d_leaf, plane.oversubscription)
+    # LACP hosts need an MLAG/vPC peer link between the two leaves of a unit: one cage each.
+    peer_cages = MLAG_PEER_CAGES if plane.host_links == "lacp" else 0
+    unit_nodes = plane.unit_nodes or _max_downlinks(leaf, d_leaf, plane.oversubscription, peer_cages)
     if unit_nodes == 0:
         raise SizingError(
             [
@@ -121,9 +123,9 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
             ]
         )
     leaf_up = _uplinks_for(leaf, unit_nodes, d_leaf, plane.oversubscription)
-    need = cages_needed(unit_nodes, split(leaf, d_leaf), leaf_up, split(leaf, uplink_speed(leaf)))
+    need = cages_needed(unit_nodes, split(leaf, d_leaf), leaf_up, split(leaf, uplink_speed(leaf))) + peer_cages
     if need > leaf.ports:
-        best = _max_downlinks(leaf, d_leaf, plane.oversubscription)
+        best = _max_downlinks(leaf, d_leaf, plane.oversubscription, peer_cages)
         problems.append(
             Problem(
                 (*at, "switches", "leaf", "ports"),

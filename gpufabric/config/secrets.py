@@ -1,0 +1,75 @@
+"""Secrets in rendered configs: hashed at render time, or left as a reference token.
+
+A rendered file never holds a secret in plaintext. Passwords become salted SHA-crypt
+hashes. Secrets that a platform can only store in clear (an SNMPv2c community) are
+rendered as a token, `@secret:env:NAME@`, that `push` replaces in memory just before
+loading the candidate; `verify` checks every token is well formed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from gpufabric.config.shacrypt import salt_for, sha_crypt
+from gpufabric.intent.types import SecretRef
+
+TOKEN = re.compile(r"@secret:(env|vault):([A-Za-z_][A-Za-z0-9_]*)@")
+
+
+class SecretUnavailableError(Exception):
+    """A referenced secret is needed at render time but cannot be read."""
+
+    def __init__(self, ref: SecretRef, field: str) -> None:
+        self.ref, self.field = ref, field
+        if ref.env is not None:
+            msg = (
+                f"{field} names the environment variable {ref.env}, which is not set: "
+                f"export {ref.env}=... before rendering (it is hashed, never written in clear)"
+            )
+        else:
+            msg = (
+                f"{field} names the vault entry {ref.vault}; render reads only environment variables: "
+                f"use {{env: NAME}} for switch passwords"
+            )
+        super().__init__(msg)
+
+
+def token(ref: SecretRef) -> str:
+    return f"@secret:env:{ref.env}@" if ref.env is not None else f"@secret:vault:{ref.vault}@"
+
+
+def resolve_tokens(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace every token with its secret, for loading onto a device; never write the result to disk."""
+    env = os.environ if environ is None else environ
+
+    def value(m: re.Match[str]) -> str:
+        kind, name = m.group(1), m.group(2)
+        if kind != "env" or name not in env:
+            raise SecretUnavailableError(SecretRef(**{kind: name}), "a rendered config")
+        return env[name]
+
+    return TOKEN.sub(value, text)
+
+
+class PasswordHasher:
+    """Hashes each referenced password once per fabric and user.
+
+    SHA-crypt is slow on purpose (~15 ms here), so one hash serves every switch of a
+    fabric, as operators do by hand; the salt still differs between fabrics and users.
+    """
+
+    def __init__(self, fabric: str, environ: Mapping[str, str] | None = None) -> None:
+        self.fabric = fabric
+        self.env = os.environ if environ is None else environ
+        self._cache: dict[tuple[str, str, str], str] = {}
+
+    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str) -> str:
+        if ref.env is None or ref.env not in self.env:
+            raise SecretUnavailableError(ref, field)
+        key = (ref.env, user, algorithm)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = sha_crypt(self.env[ref.env], salt_for(self.fabric, user), algorithm)
+        return hit
