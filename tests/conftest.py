@@ -50,6 +50,13 @@ def set_path(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str
 DELETE = object()
 
 
+# Every test renders with these planted secrets; the secret tests grep every output for them.
+SWITCH_PASSWORD_CANARY = "canary-Switch-Pw-7e41"
+SNMP_CANARY = "canary-Snmp-Community-0b9c"
+os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", SWITCH_PASSWORD_CANARY)
+os.environ.setdefault("GPUFABRIC_SNMP_COMMUNITY", SNMP_CANARY)
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"

@@ -9,7 +9,7 @@ import subprocess
 
 import jinja2
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, cli_env, run
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import environment, render_device
@@ -110,13 +110,32 @@ def test_render_command_writes_every_frr_switch_and_no_secret(tmp_path):
     out = tmp_path / "configs"
     done = run("nornir", "render", "-o", str(out), GPUFABRIC_SWITCH_PASSWORD=CANARY, GPUFABRIC_HOST_SSH_KEY=CANARY)
     assert done.returncode == 0, done.stderr
-    assert "rendered 32 files for 16 switches" in done.stderr
+    assert "rendered 64 files for 16 switches" in done.stderr
     assert len(list(out.glob("*.frr.conf"))) == 16
     assert not any(CANARY in p.read_text() for p in out.iterdir())
     assert CANARY not in done.stdout + done.stderr
 
 
-def test_render_says_which_platforms_wait_for_templates(tmp_path):
+def test_render_writes_every_platform(tmp_path):
     done = run("gpufabric", "render", str(INVENTORY / "examples" / "multi-vendor.yml"), "-o", str(tmp_path))
-    assert done.returncode == 0
-    assert "skipped 21 switches: no templates yet for cumulus, eos, nxos" in done.stderr
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert sum(n.endswith(".yaml") and not n.endswith(".system.yaml") for n in names) == 10  # cumulus compute
+    assert sum(n.endswith(".cfg") for n in names) == 6 + 5  # eos storage, nxos business
+    assert "skipped" not in done.stderr
+
+
+def test_render_without_the_password_variable_is_an_input_error(tmp_path):
+    env = {"GPUFABRIC_SWITCH_PASSWORD": ""}
+    done = subprocess.run(
+        ["gpufabric", "render", "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=INVENTORY.parent,
+        env={k: v for k, v in cli_env(**env).items() if k != "GPUFABRIC_SWITCH_PASSWORD"},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "GPUFABRIC_SWITCH_PASSWORD, which is not set" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -19,6 +19,7 @@ from gpufabric.cli.export_cmd import export_cmd
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import check_cmd, plan_cmd
 from gpufabric.cli.render_cmd import render_cmd
+from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.intent.errors import IntentError
 
 EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 1, 2, 130
@@ -65,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERRUPTED)
     except IntentError as exc:
         err.print(exc.render(), markup=False)
+        sys.exit(EXIT_INPUT)
+    except SecretUnavailableError as exc:
+        err.print(f"error: {exc}", markup=False)
         sys.exit(EXIT_INPUT)
     except BrokenPipeError:
         sys.exit(0)

@@ -35,11 +35,17 @@ from nornir_tasks.render import render_config
 def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], role: str | None, output: Path) -> int:
     """Render the configuration of every planned switch (or the ones selected) into a folder.
 
-    Each file is written whole or not at all. FRR switches get NAME.frr.conf and NAME.interfaces.
+    Each file is written whole or not at all: NAME.cfg for eos and nxos, NAME.yaml (an NVUE startup
+    document) for cumulus, and for frr NAME.frr.conf, NAME.interfaces (addresses, MTU), NAME.nft
+    (QoS classification, ACLs) and NAME.system.yaml (users, NTP, syslog, SNMP).
+
+    The switch password is read from the variable the intent names and written only as a salted
+    SHA-crypt hash; an SNMP community stays a reference token that `push` resolves in memory.
     """
     started = time.perf_counter()
     plan = load_plan(file)
     index = LinkIndex(plan)
+    index.hasher.require(plan.intent.credentials.switches.password, "credentials.switches.password")
     unknown = [d for d in devices if d not in index.devices]
     if unknown:
         raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")

@@ -9,29 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpufabric.config.context_types import Neighbor, Port
+from gpufabric.config.mlag import Mlag, mlag
+from gpufabric.config.policy import Acl, BorderRouting, border_routing, business_acl
+from gpufabric.config.secrets import PasswordHasher
+from gpufabric.config.services import Mgmt, management
+from gpufabric.intent.model import QosProfile
 from gpufabric.plan.model import Device, Link, Plan, ip
-
-
-@dataclass(slots=True)
-class Port:
-    name: str
-    kind: str  # fabric | host | edge | mgmt
-    peer: str
-    peer_port: str
-    speed: int
-    mtu: int
-    address: str | None = None  # "a.b.c.d/len"
-    unnumbered: bool = False
-
-
-@dataclass(slots=True)
-class Neighbor:
-    """A BGP session: by interface (unnumbered) or by address, always with the peer's planned ASN."""
-
-    peer: str
-    remote_asn: int
-    interface: str | None = None
-    address: str | None = None
 
 
 @dataclass
@@ -40,6 +24,12 @@ class DeviceContext:
     ports: list[Port]
     neighbors: list[Neighbor]
     networks: list[str]
+    ecmp: int
+    qos: QosProfile | None  # only on planes that carry RoCE
+    mgmt: Mgmt
+    mlag: Mlag | None
+    acl: Acl | None
+    border: BorderRouting | None
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -48,7 +38,8 @@ _DIGITS = re.compile(r"(\d+)")
 class LinkIndex:
     """Links by device, built once per plan: a 32k-GPU plan has ~100k links and ~1,300 switches."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, hasher: PasswordHasher | None = None) -> None:
+        self.hasher = hasher or PasswordHasher(plan.intent.fabric.name)
         self.by_device: dict[str, list[tuple[Link, bool]]] = {}
         for link in plan.links():
             self.by_device.setdefault(link.a, []).append((link, True))
@@ -85,19 +76,33 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         ports.append(port)
         if link.kind == "fabric" and peer_dev is not None and peer_dev.asn is not None:
             if port.unnumbered:
-                neighbors.append(Neighbor(peer, peer_dev.asn, interface=my_port))
+                neighbors.append(Neighbor(peer, peer_dev.asn, "fabric", interface=my_port))
             else:
-                neighbors.append(Neighbor(peer, peer_dev.asn, address=ip(peer_ip)))
+                neighbors.append(Neighbor(peer, peer_dev.asn, "fabric", address=ip(peer_ip)))
         elif link.kind == "edge":
             edge_asn = _edge_asn(plan, peer)
-            neighbors.append(Neighbor(peer, edge_asn, address=ip(peer_ip)))
+            neighbors.append(Neighbor(peer, edge_asn, "edge", address=ip(peer_ip)))
     ports.sort(key=lambda p: _port_key(p.name))
     networks = []
     if device.loopback is not None:
         networks.append(f"{ip(device.loopback)}/32")
     if device.host_subnet is not None and device.host_prefixlen is not None:
         networks.append(f"{ip(device.host_subnet)}/{device.host_prefixlen}")
-    return DeviceContext(device, ports, neighbors, networks)
+    profile = plan.intent.qos_profiles.get(plane.qos) if plane.qos and plane.carries_roce else None
+    peer_link = next((p for p in ports if p.kind == "peer"), None)
+    peer = index.devices.get(peer_link.peer) if peer_link else None
+    return DeviceContext(
+        device,
+        ports,
+        neighbors,
+        networks,
+        ecmp=int(plane.routing.get("ecmp", 64)),  # type: ignore[call-overload]
+        qos=profile,
+        mgmt=management(plan, device, index.hasher),
+        mlag=mlag(device, ports, peer),
+        acl=business_acl(plan, device, ports),
+        border=border_routing(plan, device),
+    )
 
 
 def _edge_asn(plan: Plan, name: str) -> int:

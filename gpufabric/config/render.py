@@ -19,8 +19,21 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 # platform -> (file suffix, template) pairs; one switch may need several files.
 OUTPUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "frr": ((".frr.conf", "frr/frr.conf.j2"), (".interfaces", "frr/interfaces.j2")),
+    "frr": (
+        (".frr.conf", "frr/frr.conf.j2"),
+        (".interfaces", "frr/interfaces.j2"),
+        (".nft", "frr/nftables.j2"),
+        (".system.yaml", "frr/system.yaml.j2"),
+    ),
+    "cumulus": ((".yaml", "cumulus/startup.yaml.j2"),),
+    "eos": ((".cfg", "eos/config.j2"),),
+    "nxos": ((".cfg", "nxos/config.j2"),),
 }
+
+
+def kbytes(value: int) -> int:
+    """Bytes to the kilobytes (of 1,000, as the vendors' RoCE documents count) switch CLIs take."""
+    return value // 1000
 
 
 class NoTemplatesError(Exception):
@@ -38,6 +51,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,  # network configs, not HTML
     )
     env.filters["ip"] = ip
+    env.filters["kbytes"] = kbytes
     return env
 
 
@@ -57,8 +71,12 @@ def render_device(plan: Plan, device: Device, index: LinkIndex) -> Rendered:
         "ports": ctx.ports,
         "neighbors": ctx.neighbors,
         "networks": ctx.networks,
-        "ecmp": plan.planes[device.plane].routing.get("ecmp", 64),
-        "mgmt_prefixlen": plan.intent.planes.oob.subnet.prefixlen if plan.intent.planes.oob else None,
+        "ecmp": ctx.ecmp,
+        "qos": ctx.qos,
+        "mgmt": ctx.mgmt,
+        "mlag": ctx.mlag,
+        "acl": ctx.acl,
+        "border": ctx.border,
     }
     env = environment()
     files = {f"{device.name}{suffix}": env.get_template(tpl).render(variables) for suffix, tpl in outputs}

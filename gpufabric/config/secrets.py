@@ -65,6 +65,11 @@ class PasswordHasher:
         self.env = os.environ if environ is None else environ
         self._cache: dict[tuple[str, str, str], str] = {}
 
+    def require(self, ref: SecretRef | None, field: str) -> None:
+        """Fail before any work starts when a secret that rendering needs is missing."""
+        if ref is not None and (ref.env is None or ref.env not in self.env):
+            raise SecretUnavailableError(ref, field)
+
     def hash(self, ref: SecretRef, user: str, algorithm: str, field: str) -> str:
         if ref.env is None or ref.env not in self.env:
             raise SecretUnavailableError(ref, field)

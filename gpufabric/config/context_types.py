@@ -1,0 +1,29 @@
+"""The per-port and per-session facts a switch template prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Port:
+    name: str
+    kind: str  # fabric | host | edge | peer | mgmt (a port of an OOB switch)
+    peer: str
+    peer_port: str
+    speed: int
+    mtu: int
+    address: str | None = None  # "a.b.c.d/len"
+    unnumbered: bool = False
+    bond: int | None = None  # LACP host ports: the MLAG/vPC port-channel id
+
+
+@dataclass(slots=True)
+class Neighbor:
+    """A BGP session: by interface (unnumbered) or by address, always with the peer's planned ASN."""
+
+    peer: str
+    remote_asn: int
+    kind: str  # fabric | edge
+    interface: str | None = None
+    address: str | None = None

@@ -1,0 +1,80 @@
+"""Business-plane policy: what may enter from hosts and the edge, and what the borders exchange.
+
+The business plane is the only one reachable from outside the cluster, so its switches
+refuse any packet toward the compute, storage or out-of-band address space even though
+those planes are separate wires: a host or a mistake may bridge them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufabric.config.context_types import Port
+from gpufabric.plan.model import Device, Plan
+
+# SSH, SNMP, gNMI (Arista 6030, the gNMI default 9339 on NX-OS and others)
+MGMT_TCP_PORTS = (22, 6030, 9339)
+MGMT_UDP_PORTS = (161,)
+
+
+@dataclass(slots=True)
+class Acl:
+    protected: list[str]  # compute, storage and OOB prefixes: never reachable from the business plane
+    api_prefixes: list[str]
+    api_ports: list[int]
+    mgmt_prefixes: list[str]
+    host_ports: list[str]  # ports the host ACL is applied to, inbound
+    edge_ports: list[str]  # ports the edge ACL is applied to, inbound
+    business_hosts: str  # the business plane's host pool: what the edge may reach on the API ports
+    business_space: list[str]  # every business pool: what borders announce to the edge
+
+
+@dataclass(slots=True)
+class BorderRouting:
+    default_route: str  # from-edge | originate | none
+    accept: list[str]  # prefixes accepted from the edge
+    announce: list[str]  # prefixes (with le 32) announced to the edge
+
+
+def protected_prefixes(plan: Plan) -> list[str]:
+    intent = plan.intent
+    out: list[str] = []
+    for name, plane in intent.data_planes():
+        if name == "business":
+            continue
+        a = plane.addressing
+        out += [str(n) for n in (a.loopbacks, a.p2p, a.hosts) if n is not None]
+    if intent.planes.oob is not None:
+        out.append(str(intent.planes.oob.subnet))
+    return out
+
+
+def business_acl(plan: Plan, device: Device, ports: list[Port]) -> Acl | None:
+    business = plan.intent.planes.business
+    if device.plane != "business" or business is None:
+        return None
+    border = business.border
+    a = business.addressing
+    return Acl(
+        protected=protected_prefixes(plan),
+        api_prefixes=[str(p) for p in border.api_prefixes] if border else [],
+        api_ports=list(border.api_ports) if border else [],
+        mgmt_prefixes=[str(p) for p in border.management_prefixes] if border else [],
+        host_ports=[p.name for p in ports if p.kind == "host"],
+        edge_ports=[p.name for p in ports if p.kind == "edge"],
+        business_hosts=str(a.hosts),
+        business_space=[str(n) for n in (a.loopbacks, a.hosts) if n is not None],
+    )
+
+
+def border_routing(plan: Plan, device: Device) -> BorderRouting | None:
+    business = plan.intent.planes.business
+    if device.role != "border" or business is None or business.border is None:
+        return None
+    mode = business.border.default_route
+    a = business.addressing
+    return BorderRouting(
+        default_route=mode,
+        accept=["0.0.0.0/0"] if mode == "from-edge" else [],
+        announce=[str(n) for n in (a.loopbacks, a.hosts)],
+    )
