@@ -53,7 +53,37 @@ def _cidr(address: int | None, prefixlen: int | None) -> str | None:
 
 def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
     plane = plan.planes[device.plane]
-    unnumbered = plane.routing.get("addressing") == "unnumbered"
+    ports, neighbors = _ports_and_sessions(plan, device, index, plane.routing.get("addressing") == "unnumbered")
+    profile = plan.intent.qos_profiles.get(plane.qos) if plane.qos and plane.carries_roce else None
+    peer_link = next((p for p in ports if p.kind == "peer"), None)
+    mlag_peer = index.devices.get(peer_link.peer) if peer_link else None
+    return DeviceContext(
+        device,
+        ports,
+        neighbors,
+        _networks(device),
+        ecmp=int(plane.routing.get("ecmp", 64)),  # type: ignore[call-overload]
+        qos=profile,
+        mgmt=management(plan, device, index.hasher),
+        mlag=mlag(device, ports, mlag_peer),
+        acl=business_acl(plan, device, ports),
+        border=border_routing(plan, device),
+    )
+
+
+def _networks(device: Device) -> list[str]:
+    """What the switch announces: its loopback, and the host block a leaf owns."""
+    networks = []
+    if device.loopback is not None:
+        networks.append(f"{ip(device.loopback)}/32")
+    if device.host_subnet is not None and device.host_prefixlen is not None:
+        networks.append(f"{ip(device.host_subnet)}/{device.host_prefixlen}")
+    return networks
+
+
+def _ports_and_sessions(
+    plan: Plan, device: Device, index: LinkIndex, unnumbered: bool
+) -> tuple[list[Port], list[Neighbor]]:
     ports: list[Port] = []
     neighbors: list[Neighbor] = []
     for link, is_a in index.by_device.get(device.name, []):
@@ -83,26 +113,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
             edge_asn = _edge_asn(plan, peer)
             neighbors.append(Neighbor(peer, edge_asn, "edge", address=ip(peer_ip)))
     ports.sort(key=lambda p: _port_key(p.name))
-    networks = []
-    if device.loopback is not None:
-        networks.append(f"{ip(device.loopback)}/32")
-    if device.host_subnet is not None and device.host_prefixlen is not None:
-        networks.append(f"{ip(device.host_subnet)}/{device.host_prefixlen}")
-    profile = plan.intent.qos_profiles.get(plane.qos) if plane.qos and plane.carries_roce else None
-    peer_link = next((p for p in ports if p.kind == "peer"), None)
-    peer = index.devices.get(peer_link.peer) if peer_link else None
-    return DeviceContext(
-        device,
-        ports,
-        neighbors,
-        networks,
-        ecmp=int(plane.routing.get("ecmp", 64)),  # type: ignore[call-overload]
-        qos=profile,
-        mgmt=management(plan, device, index.hasher),
-        mlag=mlag(device, ports, peer),
-        acl=business_acl(plan, device, ports),
-        border=border_routing(plan, device),
-    )
+    return ports, neighbors
 
 
 def _edge_asn(plan: Plan, name: str) -> int:

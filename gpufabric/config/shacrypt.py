@@ -14,7 +14,7 @@ ALPHABET = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 ROUNDS = 5000  # the specification's default, so the hash carries no rounds= field
 
 # The specification's byte order for the final encoding: groups of three digest bytes.
-_ORDER = {
+_ORDER: dict[str, tuple[list[tuple[int, ...]], tuple[int, ...]]] = {
     "sha512": (
         [(i, i + 21, i + 42)[i % 3 :] + (i, i + 21, i + 42)[: i % 3] for i in range(21)],
         (63,),
