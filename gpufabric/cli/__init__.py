@@ -19,6 +19,7 @@ from gpufabric.cli.export_cmd import export_cmd
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import check_cmd, plan_cmd
 from gpufabric.cli.render_cmd import render_cmd
+from gpufabric.cli.verify_cmd import verify_cmd
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.intent.errors import IntentError
 
@@ -48,6 +49,7 @@ cli.add_command(check_cmd)
 cli.add_command(plan_cmd)
 cli.add_command(export_cmd)
 cli.add_command(render_cmd)
+cli.add_command(verify_cmd)
 cli.add_command(docs_cmd)
 cli.add_command(schema_cmd)
 

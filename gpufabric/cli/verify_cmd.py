@@ -1,0 +1,66 @@
+"""`gpufabric verify` / `nornir verify`: prove rendered configs equal the plan, offline."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from gpufabric.cli.output import err, out
+from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.intent.types import ALL_PLANES
+from gpufabric.verify.runner import verify
+
+
+@click.command("verify")
+@file_arg
+@click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches.")
+@click.option(
+    "--configs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("build/configs"),
+    show_default=True,
+    help="Folder that `render` wrote.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON on stdout.")
+def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool) -> int:
+    """Read the rendered configs back and check them against the plan, without any device.
+
+    Checks per switch: hostname; BGP ASN, every planned neighbour with the peer's ASN and no
+    other, ECMP width and multipath-relax; MTU and /31 of every port; on planes that carry
+    RoCE the DSCP map, PFC priority, CNP strict queue, ECN thresholds, PFC watchdog and the
+    policy on every fabric and host port; no OOB route or session toward a data plane;
+    passwords hashed and communities referenced. Per link: both ends agree on MTU, /31 and ASN.
+
+    Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable.
+    """
+    if not configs.is_dir():
+        raise click.BadParameter(
+            f"{configs} is not a folder; run `nornir render -o {configs}` first", param_hint="--configs"
+        )
+    started = time.perf_counter()
+    plan = load_plan(file)
+    report = verify(plan, configs, plane)
+    if as_json:
+        doc = {
+            "switches": report.switches,
+            "files": report.files,
+            "passed": not report.findings,
+            "findings": [f.as_dict() for f in report.findings],
+        }
+        out.print_json(json.dumps(doc))
+    elif report.findings:
+        table = Table(title=f"{len(report.findings)} findings")
+        for column in ("device", "check", "where", "expected", "found"):
+            table.add_column(column)
+        for f in report.findings:
+            table.add_row(f.device, f.check, f"{f.file}:{f.line}", f.expected, f.found)
+        out.print(table)
+    err.print(
+        f"verified {report.switches} switches ({report.files} files) in {configs} "
+        f"in {time.perf_counter() - started:.2f} s: {len(report.findings)} findings"
+    )
+    return 1 if report.findings else 0

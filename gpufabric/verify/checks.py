@@ -1,0 +1,248 @@
+"""Cross-checks of rendered configurations against the plan, written once for every platform.
+
+Each check compares what the text says (SwitchFacts) with what the plan says, and with what
+the other end of a link says, so a typo on either side of a cable is caught.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from ipaddress import IPv4Interface, IPv4Network
+
+from gpufabric.config.context import DeviceContext
+from gpufabric.config.secrets import TOKEN
+from gpufabric.intent.model import QosProfile
+from gpufabric.plan.model import Device, Link, Plan, ip
+from gpufabric.verify.facts import Fact, Finding, SwitchFacts
+
+# A host's IP MTU plus Ethernet and 802.1Q headers must fit the leaf port's MTU.
+L2_HEADERS = 18
+_COMMUNITY = re.compile(r"community[\s:'\"]*([^\s'\"]+)")
+_HASH_PREFIX = {"cumulus": "$6$", "eos": "$6$", "nxos": "$5$", "frr": "$6$"}
+
+
+def _at(facts: SwitchFacts, fact: Fact | None, anchor: str) -> tuple[str, int]:
+    fact = fact or facts.anchors.get(anchor)
+    if fact is not None:
+        return fact.file, fact.line
+    return (facts.files[0] if facts.files else "?"), 1
+
+
+def _finding(
+    check: str, facts: SwitchFacts, fact: Fact | None, expected: object, found: object, *, anchor: str = ""
+) -> Finding:
+    file, line = _at(facts, fact, anchor or check.split("-", maxsplit=1)[0])
+    return Finding(check, facts.device, file, line, str(expected), str(found))
+
+
+def check_device(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    yield from facts.problems
+    d = ctx.device
+    if facts.hostname is None or facts.hostname.value != d.name:
+        yield _finding("hostname", facts, facts.hostname, d.name, facts.hostname.value if facts.hostname else "none")
+    yield from _bgp(ctx, facts)
+    yield from _ports(plan, ctx, facts)
+    if ctx.qos is not None:
+        yield from _qos(ctx, ctx.qos, facts)
+    if d.plane == "oob":
+        yield from _oob(plan, facts)
+    yield from _secrets(d, facts)
+
+
+def _bgp(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    d = ctx.device
+    if d.asn is None:
+        if facts.asn is not None or facts.neighbors:
+            yield _finding(
+                "bgp-asn",
+                facts,
+                facts.asn,
+                "no BGP on this switch",
+                f"router bgp {facts.asn.value if facts.asn else ''}",
+            )
+        return
+    if facts.asn is None or facts.asn.value != d.asn:
+        yield _finding("bgp-asn", facts, facts.asn, d.asn, facts.asn.value if facts.asn else "no router bgp")
+    planned = {n.interface or n.address or "": n for n in ctx.neighbors}
+    for key, n in planned.items():
+        got = facts.neighbors.get(key)
+        if got is None:
+            yield _finding(
+                "bgp-neighbor", facts, facts.asn, f"neighbor {key} remote-as {n.remote_asn} ({n.peer})", "missing"
+            )
+        elif got.value != n.remote_asn:
+            yield _finding(
+                "bgp-remote-as", facts, got, f"neighbor {key} ({n.peer}) remote-as {n.remote_asn}", got.value
+            )
+    for key, got in facts.neighbors.items():
+        if key not in planned:
+            yield _finding("bgp-neighbor", facts, got, "no such neighbour in the plan", f"neighbor {key}")
+    if ctx.neighbors:
+        if facts.max_paths is None or facts.max_paths.value < ctx.ecmp:
+            yield _finding(
+                "ecmp",
+                facts,
+                facts.max_paths,
+                f"maximum-paths {ctx.ecmp}",
+                facts.max_paths.value if facts.max_paths else "none",
+            )
+        if facts.multipath_relax is None:
+            yield _finding("ecmp", facts, facts.asn, "as-path multipath-relax", "missing")
+
+
+def _ports(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    host_mtu = plan.planes[ctx.device.plane].host_mtu
+    for p in ctx.ports:
+        if p.kind == "mgmt" or p.bond is not None or p.kind == "peer":
+            continue
+        got = facts.mtu.get(p.name)
+        if got is None or got.value != p.mtu:
+            yield _finding(
+                "mtu",
+                facts,
+                got,
+                f"{p.name} mtu {p.mtu}",
+                got.value if got else "not set",
+                anchor=f"interface {p.name}",
+            )
+        elif p.kind == "host" and got.value < host_mtu + L2_HEADERS:
+            yield _finding(
+                "mtu", facts, got, f"{p.name} mtu at least {host_mtu + L2_HEADERS} (host {host_mtu})", got.value
+            )
+        if p.address is not None:
+            addr = facts.address.get(p.name)
+            if addr is None or addr.value != p.address:
+                yield _finding(
+                    "address",
+                    facts,
+                    addr,
+                    f"{p.name} {p.address}",
+                    addr.value if addr else "none",
+                    f"interface {p.name}",
+                )
+
+
+def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Finding]:
+    if facts.trust_dscp is None:
+        yield _finding("qos-trust", facts, None, "trust dscp", "missing")
+    for dscp, prio, what in ((q.roce_dscp, q.roce_priority, "RoCE"), (q.cnp_dscp, q.cnp_priority, "CNP")):
+        got = facts.dscp_map.get(dscp)
+        if got is None or got.value != prio:
+            yield _finding(
+                "qos-dscp-map",
+                facts,
+                got,
+                f"{what} DSCP {dscp} -> priority {prio}",
+                f"-> {got.value}" if got else f"DSCP {dscp} unmapped",
+            )
+    for dscp, got in facts.dscp_map.items():
+        if dscp not in (q.roce_dscp, q.cnp_dscp) and got.value in (q.roce_priority, q.cnp_priority):
+            yield _finding(
+                "qos-dscp-map",
+                facts,
+                got,
+                f"only DSCP {q.roce_dscp}/{q.cnp_dscp} in priorities {q.roce_priority}/{q.cnp_priority}",
+                f"DSCP {dscp} -> {got.value}",
+            )
+    if facts.platform == "frr":
+        return  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
+    if q.lossless:
+        if set(facts.pfc) != {q.roce_priority}:
+            first = next(iter(facts.pfc.values()), None)
+            yield _finding(
+                "qos-pfc", facts, first, f"PFC no-drop on priority {q.roce_priority} only", sorted(facts.pfc) or "none"
+            )
+        if q.pfc_watchdog and facts.watchdog is None:
+            yield _finding("qos-pfc-watchdog", facts, None, "PFC watchdog on", "missing")
+    ecn = facts.ecn.get(q.roce_priority)
+    want = (
+        (q.ecn_min_bytes // 1000 * 1000, q.ecn_max_bytes // 1000 * 1000)
+        if facts.platform in ("eos", "nxos")
+        else (q.ecn_min_bytes, q.ecn_max_bytes)
+    )
+    if ecn is None or ecn.value != want:
+        yield _finding(
+            "qos-ecn",
+            facts,
+            ecn,
+            f"ECN on queue {q.roce_priority}, {want[0]}-{want[1]} bytes",
+            ecn.value if ecn else "none",
+        )
+    if q.cnp_priority not in facts.strict:
+        yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
+    for p in ctx.ports:
+        if p.kind in ("fabric", "host") and p.name not in facts.qos_ports:
+            yield _finding("qos-port", facts, facts.mtu.get(p.name), f"{p.name}: RoCE policy applied", "not applied")
+
+
+def _oob(plan: Plan, facts: SwitchFacts) -> Iterator[Finding]:
+    data = [IPv4Network(n) for n in _data_space(plan)]
+    for route in facts.routes:
+        vrf, prefix = route.value
+        net = IPv4Network(prefix)
+        if net.prefixlen == 0 and vrf is not None:
+            continue  # the management VRF's default route toward the OOB gateway
+        if any(net.overlaps(d) for d in data) or net.prefixlen == 0:
+            yield _finding(
+                "oob-isolation",
+                facts,
+                route,
+                "no route toward a data plane",
+                f"route {prefix}" + (f" vrf {vrf}" if vrf else ""),
+            )
+
+
+def _data_space(plan: Plan) -> list[str]:
+    out = []
+    for _, plane in plan.intent.data_planes():
+        a = plane.addressing
+        out += [str(n) for n in (a.loopbacks, a.p2p, a.hosts) if n is not None]
+    return out
+
+
+def _secrets(d: Device, facts: SwitchFacts) -> Iterator[Finding]:
+    for fact in facts.secrets:
+        text = str(fact.value)
+        if "community" in text:
+            m = _COMMUNITY.search(text)
+            community = m.group(1) if m else ""
+            if community not in ("null", "") and not TOKEN.fullmatch(community):
+                yield _finding(
+                    "secret", facts, fact, "a community reference (@secret:env:NAME@)", "a literal community"
+                )
+        elif _HASH_PREFIX[d.platform] not in text:
+            yield _finding(
+                "secret",
+                facts,
+                fact,
+                f"a {_HASH_PREFIX[d.platform]} hashed password",
+                "a password that is not hashed",
+            )
+
+
+def check_link(link: Link, facts: dict[str, SwitchFacts]) -> Iterator[Finding]:
+    """Both ends of a fabric or edge link agree: same MTU, same /31, and each names the other's ASN."""
+    a, b = facts.get(link.a), facts.get(link.b)
+    if a is None or b is None:
+        return
+    ma, mb = a.mtu.get(link.a_port), b.mtu.get(link.b_port)
+    if ma is not None and mb is not None and ma.value != mb.value:
+        yield _finding("link-mtu", a, ma, f"{link.a_port} mtu equal to {link.b} {link.b_port} ({mb.value})", ma.value)
+    aa, ab = a.address.get(link.a_port), b.address.get(link.b_port)
+    if aa is not None and ab is not None:
+        ia, ib = IPv4Interface(aa.value), IPv4Interface(ab.value)
+        if ia.network != ib.network or ia.ip == ib.ip:
+            yield _finding(
+                "link-subnet", a, aa, f"{link.a_port} in the same /31 as {link.b} {link.b_port} ({ab.value})", aa.value
+            )
+    for me, other, key in ((a, b, ip(link.b_ip) or link.a_port), (b, a, ip(link.a_ip) or link.b_port)):
+        session = me.neighbors.get(key)
+        if session is not None and other.asn is not None and session.value != other.asn.value:
+            yield _finding(
+                "bgp-both-ends",
+                me,
+                session,
+                f"remote-as {other.asn.value} (what {other.device} declares)",
+                session.value,
+            )

@@ -1,0 +1,67 @@
+"""What a rendered configuration says, read back from its text, with where it says it.
+
+Every platform's reader produces the same SwitchFacts, so the cross-checks against the
+plan are written once. A Fact keeps file and line so a finding can point at the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    value: Any
+    file: str
+    line: int
+
+
+@dataclass(slots=True)
+class Finding:
+    check: str
+    device: str
+    file: str
+    line: int
+    expected: str
+    found: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "check": self.check,
+            "device": self.device,
+            "file": self.file,
+            "line": self.line,
+            "expected": self.expected,
+            "found": self.found,
+        }
+
+
+@dataclass(slots=True)
+class SwitchFacts:
+    device: str
+    platform: str
+    files: list[str] = field(default_factory=list)
+    hostname: Fact | None = None
+    asn: Fact | None = None
+    neighbors: dict[str, Fact] = field(default_factory=dict)  # interface or peer address -> remote ASN
+    mtu: dict[str, Fact] = field(default_factory=dict)  # port -> MTU
+    address: dict[str, Fact] = field(default_factory=dict)  # port -> "a.b.c.d/len"
+    max_paths: Fact | None = None
+    multipath_relax: Fact | None = None
+    trust_dscp: Fact | None = None
+    dscp_map: dict[int, Fact] = field(default_factory=dict)  # DSCP -> switch priority / traffic class
+    pfc: dict[int, Fact] = field(default_factory=dict)  # no-drop priorities
+    ecn: dict[int, Fact] = field(default_factory=dict)  # traffic class -> (min bytes, max bytes)
+    strict: dict[int, Fact] = field(default_factory=dict)  # strict-priority traffic classes
+    watchdog: Fact | None = None
+    qos_ports: dict[str, Fact] = field(default_factory=dict)  # ports the RoCE policy is applied to
+    routes: list[Fact] = field(default_factory=list)  # (vrf or None, prefix) static routes
+    secrets: list[Fact] = field(default_factory=list)  # lines that would carry a password or community
+    problems: list[Finding] = field(default_factory=list)  # the text did not parse as expected
+    # Where a section starts ("qos", "bgp", "interface NAME"): a finding about something
+    # missing points there, since the missing line itself has no line number.
+    anchors: dict[str, Fact] = field(default_factory=dict)
+
+    def problem(self, check: str, file: str, line: int, expected: str, found: str) -> None:
+        self.problems.append(Finding(check, self.device, file, line, expected, found))

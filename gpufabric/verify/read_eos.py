@@ -1,0 +1,56 @@
+"""Arista EOS: the running-config text, read back into facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufabric.verify.cli_text import children, line, parse, read_common, sections
+from gpufabric.verify.facts import Fact, SwitchFacts
+
+
+def read_eos(device: str, path: Path) -> SwitchFacts:
+    facts = SwitchFacts(device, "eos", [path.name])
+    file = path.name
+    lines = path.read_text().splitlines()
+    conf = parse(lines, "ios")
+    read_common(facts, conf, file)
+    for obj, _ in sections(conf, r"^interface (\S+)"):
+        port = obj.text.split()[1]
+        for child, _ in children(obj, r"service-profile ROCE"):
+            facts.qos_ports[port] = Fact("ROCE", file, line(child))
+    for obj, m in sections(conf, r"^router bgp (\d+)$"):
+        facts.asn = Fact(int(m.group(1)), file, line(obj))
+        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
+        for child, cm in children(obj, r"neighbor (\S+) remote-as (\d+)"):
+            facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), file, line(child))
+        for child, cm in children(obj, r"maximum-paths (\d+)(?: ecmp \d+)?"):
+            facts.max_paths = Fact(int(cm.group(1)), file, line(child))
+        for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
+            facts.multipath_relax = Fact(True, file, line(child))
+    for obj, m in sections(conf, r"^qos map dscp ([\d ]+) to traffic-class (\d+)$"):
+        for dscp in m.group(1).split():
+            facts.dscp_map[int(dscp)] = Fact(int(m.group(2)), file, line(obj))
+    for obj, _ in sections(conf, r"^qos profile ROCE$"):
+        facts.anchors["qos"] = Fact("ROCE", file, line(obj))
+        _profile(facts, obj, file)
+    for n, text in enumerate(lines, 1):
+        if text.startswith("username ") or text.startswith("snmp-server community "):
+            facts.secrets.append(Fact(text, file, n))
+    return facts
+
+
+def _profile(facts: SwitchFacts, obj: object, file: str) -> None:
+    for child, _ in children(obj, r"qos trust dscp"):
+        facts.trust_dscp = Fact(True, file, line(child))
+    for child, cm in children(obj, r"priority-flow-control priority (\d+) no-drop"):
+        facts.pfc[int(cm.group(1))] = Fact(True, file, line(child))
+    for child, _ in children(obj, r"priority-flow-control pause watchdog"):
+        facts.watchdog = Fact(True, file, line(child))
+    for queue, qm in children(obj, r"tx-queue (\d+)"):
+        tc = int(qm.group(1))
+        for child, cm in children(
+            queue, r"random-detect ecn minimum-threshold (\d+) kbytes maximum-threshold (\d+) kbytes.*"
+        ):
+            facts.ecn[tc] = Fact((int(cm.group(1)) * 1000, int(cm.group(2)) * 1000), file, line(child))
+        for child, _ in children(queue, r"priority strict"):
+            facts.strict[tc] = Fact(True, file, line(child))

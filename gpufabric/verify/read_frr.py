@@ -1,0 +1,80 @@
+"""FRR on Linux: frr.conf (routing), the interfaces file (MTU, addresses), nftables (DSCP
+classification) and the system file (users, SNMP), read back into facts.
+
+Linux has no PFC, ECN queue or PFC watchdog; the checks know FRR switches cannot carry them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from gpufabric.verify.cli_text import children, line, parse, read_common, sections
+from gpufabric.verify.facts import Fact, SwitchFacts
+
+_IFACE = re.compile(r"^iface (\S+)")
+_SETTING = re.compile(r"^\s+(mtu|address) (\S+)")
+_DSCP = re.compile(r"ip dscp (\d+) meta priority set 0:(\d+)")
+
+
+def read_frr(device: str, folder: Path) -> SwitchFacts:
+    facts = SwitchFacts(device, "frr")
+    conf_path = folder / f"{device}.frr.conf"
+    facts.files.append(conf_path.name)
+    conf = parse(conf_path.read_text().splitlines(), "ios")
+    read_common(facts, conf, conf_path.name, mtu=False)
+    for obj, m in sections(conf, r"^router bgp (\d+)$"):
+        facts.asn = Fact(int(m.group(1)), conf_path.name, line(obj))
+        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
+        for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
+            facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), conf_path.name, line(child))
+        for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
+            facts.multipath_relax = Fact(True, conf_path.name, line(child))
+        for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
+            facts.max_paths = Fact(int(cm.group(1)), conf_path.name, line(child))
+    _interfaces(facts, folder / f"{device}.interfaces")
+    _nft(facts, folder / f"{device}.nft")
+    _system(facts, folder / f"{device}.system.yaml")
+    return facts
+
+
+def _interfaces(facts: SwitchFacts, path: Path) -> None:
+    facts.files.append(path.name)
+    port = None
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        if m := _IFACE.match(text):
+            port = m.group(1)
+            facts.anchors[f"interface {port}"] = Fact(port, path.name, n)
+        elif (m := _SETTING.match(text)) and port is not None:
+            if m.group(1) == "mtu":
+                facts.mtu[port] = Fact(int(m.group(2)), path.name, n)
+            else:
+                facts.address[port] = Fact(m.group(2), path.name, n)
+
+
+def _nft(facts: SwitchFacts, path: Path) -> None:
+    facts.files.append(path.name)
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        if "chain qos" in text:
+            facts.trust_dscp = Fact(True, path.name, n)
+            facts.anchors["qos"] = facts.trust_dscp
+        if m := _DSCP.search(text):
+            facts.dscp_map[int(m.group(1))] = Fact(int(m.group(2)), path.name, n)
+
+
+def _system(facts: SwitchFacts, path: Path) -> None:
+    facts.files.append(path.name)
+    text = path.read_text()
+    for n, raw in enumerate(text.splitlines(), 1):
+        if "password" in raw or "community" in raw:
+            facts.secrets.append(Fact(raw.strip(), path.name, n))
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        facts.problem("parse", path.name, 1, "a YAML mapping", f"YAML error: {exc}")
+        return
+    host = facts.hostname
+    if isinstance(data, dict) and "hostname" in data and host is not None and data["hostname"] != host.value:
+        facts.problem("hostname", path.name, 1, str(host.value), str(data["hostname"]))

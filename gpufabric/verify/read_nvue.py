@@ -1,0 +1,126 @@
+"""Cumulus Linux NVUE startup documents, read back into facts (with YAML line numbers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpufabric.intent.errors import IntentError
+from gpufabric.intent.yaml_lines import load_yaml
+from gpufabric.verify.facts import Fact, SwitchFacts
+
+# Top-level keys of an NVUE `set` document (Cumulus Linux 5.x object model).
+KNOWN_KEYS = frozenset(
+    {"system", "service", "interface", "mlag", "bridge", "qos", "acl", "router", "vrf", "evpn", "nve", "platform"}
+)
+
+
+class _Doc:
+    def __init__(self, data: Any, lines: dict[tuple[Any, ...], int], index: int, file: str) -> None:
+        self.data, self.lines, self.index, self.file = data, lines, index, file
+
+    def get(self, *path: Any) -> Any:
+        node = self.data
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def fact(self, value: Any, *path: Any) -> Fact:
+        full = (self.index, "set", *path)
+        while full and full not in self.lines:
+            full = full[:-1]
+        return Fact(value, self.file, self.lines.get(full, 1))
+
+
+def read_nvue(device: str, path: Path) -> SwitchFacts:
+    facts = SwitchFacts(device, "cumulus", [path.name])
+    try:
+        data, lines = load_yaml(path.read_text(), path.name)
+    except IntentError as exc:
+        first = exc.problems[0]
+        facts.problem("parse", path.name, exc.line_of(first.path) or 1, "an NVUE YAML document", first.message)
+        return facts
+    docs = data if isinstance(data, list) else []
+    index = next((i for i, d in enumerate(docs) if isinstance(d, dict) and "set" in d), None)
+    if index is None:
+        facts.problem("parse", path.name, 1, "a list with a `- set:` document", type(data).__name__)
+        return facts
+    doc = _Doc(docs[index]["set"], lines, index, path.name)
+    for key in doc.data:
+        if key not in KNOWN_KEYS:
+            facts.problem("nvue-keys", path.name, doc.fact(key, key).line, "an NVUE top-level key", str(key))
+    for section in ("qos", "router"):
+        if section in doc.data:
+            facts.anchors["bgp" if section == "router" else section] = doc.fact(section, section)
+    for port in doc.get("interface") or {}:
+        facts.anchors[f"interface {port}"] = doc.fact(port, "interface", port)
+    _system(facts, doc)
+    _interfaces(facts, doc)
+    _bgp(facts, doc)
+    _qos(facts, doc)
+    return facts
+
+
+def _system(facts: SwitchFacts, doc: _Doc) -> None:
+    if (name := doc.get("system", "hostname")) is not None:
+        facts.hostname = doc.fact(name, "system", "hostname")
+    for user, spec in (doc.get("system", "aaa", "user") or {}).items():
+        for key in ("password", "hashed-password"):
+            if isinstance(spec, dict) and key in spec:
+                facts.secrets.append(doc.fact(f"{key} {spec[key]}", "system", "aaa", "user", user, key))
+    for community in doc.get("service", "snmp-server", "readonly-community") or {}:
+        facts.secrets.append(
+            doc.fact(f"snmp-server community {community}", "service", "snmp-server", "readonly-community", community)
+        )
+
+
+def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
+    roce = doc.get("qos", "roce", "enable") in (True, "on")
+    for port, spec in (doc.get("interface") or {}).items():
+        if not isinstance(spec, dict):
+            continue
+        if (mtu := doc.get("interface", port, "link", "mtu")) is not None:
+            facts.mtu[port] = doc.fact(int(mtu), "interface", port, "link", "mtu")
+        for address in doc.get("interface", port, "ip", "address") or {}:
+            if spec.get("type") == "swp" or port == "lo":
+                facts.address[port] = doc.fact(str(address), "interface", port, "ip", "address", address)
+        if roce and spec.get("type") == "swp":
+            # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
+            facts.qos_ports[port] = doc.fact("roce", "qos", "roce")
+        if doc.get("interface", port, "qos", "pfc-watchdog") is not None:
+            facts.watchdog = doc.fact(True, "interface", port, "qos", "pfc-watchdog")
+
+
+def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
+    if (asn := doc.get("router", "bgp", "autonomous-system")) is not None:
+        facts.asn = doc.fact(int(asn), "router", "bgp", "autonomous-system")
+    bgp = ("vrf", "default", "router", "bgp")
+    for key, spec in (doc.get(*bgp, "neighbor") or {}).items():
+        if isinstance(spec, dict) and "remote-as" in spec:
+            facts.neighbors[str(key)] = doc.fact(spec["remote-as"], *bgp, "neighbor", key, "remote-as")
+    if (paths := doc.get(*bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")) is not None:
+        facts.max_paths = doc.fact(int(paths), *bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")
+    if doc.get(*bgp, "path-selection", "multipath", "aspath-ignore") in (True, "on"):
+        facts.multipath_relax = doc.fact(True, *bgp, "path-selection", "multipath", "aspath-ignore")
+
+
+def _qos(facts: SwitchFacts, doc: _Doc) -> None:
+    q = ("qos", "mapping", "default-global")
+    if doc.get(*q, "trust") == "l3":
+        facts.trust_dscp = doc.fact(True, *q, "trust")
+    for dscp, spec in (doc.get(*q, "dscp") or {}).items():
+        if isinstance(spec, dict) and "switch-priority" in spec:
+            facts.dscp_map[int(dscp)] = doc.fact(int(spec["switch-priority"]), *q, "dscp", dscp, "switch-priority")
+    for prio in doc.get("qos", "pfc", "default-global", "switch-priority") or {}:
+        facts.pfc[int(prio)] = doc.fact(True, "qos", "pfc", "default-global", "switch-priority", prio)
+    cc = ("qos", "congestion-control", "default-global", "traffic-class")
+    for tc, spec in (doc.get(*cc) or {}).items():
+        if isinstance(spec, dict) and spec.get("ecn") == "enable":
+            value = (int(spec.get("min-threshold", 0)), int(spec.get("max-threshold", 0)))
+            facts.ecn[int(tc)] = doc.fact(value, *cc, tc, "min-threshold")
+    sched = ("qos", "egress-scheduler", "default-global", "traffic-class")
+    for tc, spec in (doc.get(*sched) or {}).items():
+        if isinstance(spec, dict) and spec.get("mode") == "strict":
+            facts.strict[int(tc)] = doc.fact(True, *sched, tc, "mode")

@@ -1,0 +1,74 @@
+"""Cisco NX-OS: the running-config text, read back into facts.
+
+NX-OS spreads the RoCE contract over three policies: the DSCP map is the join of a
+class-map (match dscp) and the classification policy (set qos-group).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from gpufabric.verify.cli_text import children, line, parse, read_common, sections
+from gpufabric.verify.facts import Fact, SwitchFacts
+
+
+def read_nxos(device: str, path: Path) -> SwitchFacts:
+    facts = SwitchFacts(device, "nxos", [path.name])
+    file = path.name
+    lines = path.read_text().splitlines()
+    conf = parse(lines, "nxos")
+    read_common(facts, conf, file)
+    for obj, m in sections(conf, r"^interface (\S+)"):
+        for child, _ in children(obj, r"service-policy type qos input QOS_CLASSIFICATION"):
+            facts.qos_ports[m.group(1)] = Fact("QOS_CLASSIFICATION", file, line(child))
+    for obj, m in sections(conf, r"^router bgp (\d+)$"):
+        facts.asn = Fact(int(m.group(1)), file, line(obj))
+        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
+        for child, _ in children(obj, r"bestpath as-path multipath-relax"):
+            facts.multipath_relax = Fact(True, file, line(child))
+        for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
+            facts.max_paths = Fact(int(cm.group(1)), file, line(child))
+        for nbr, nm in children(obj, r"neighbor (\S+)"):
+            for child, cm in children(nbr, r"remote-as (\d+)"):
+                facts.neighbors[nm.group(1)] = Fact(int(cm.group(1)), file, line(child))
+    for obj, m in sections(conf, r"^vrf context (\S+)$"):
+        for child, cm in children(obj, r"ip route (\S+/\d+) \S+"):
+            facts.routes.append(Fact((m.group(1), cm.group(1)), file, line(child)))
+    _qos(facts, conf, file)
+    for n, text in enumerate(lines, 1):
+        if text.startswith("username ") or text.startswith("snmp-server community "):
+            facts.secrets.append(Fact(text, file, n))
+    return facts
+
+
+def _qos(facts: SwitchFacts, conf: Any, file: str) -> None:
+    matches: dict[str, list[tuple[int, int]]] = {}
+    for obj, m in sections(conf, r"^class-map type qos match-any (\S+)$"):
+        for child, cm in children(obj, r"match dscp ([\d,\- ]+)"):
+            dscps = [int(x) for x in re.split(r"[ ,]+", cm.group(1).strip()) if x.isdigit()]
+            matches.setdefault(m.group(1), []).extend((d, line(child)) for d in dscps)
+    for obj, _ in sections(conf, r"^policy-map type qos QOS_CLASSIFICATION$"):
+        facts.anchors["qos"] = Fact("QOS_CLASSIFICATION", file, line(obj))
+        facts.trust_dscp = Fact(True, file, line(obj))
+        for cls, cm in children(obj, r"class (\S+)"):
+            for child, sm in children(cls, r"set qos-group (\d+)"):
+                for dscp, _ in matches.get(cm.group(1), []):
+                    facts.dscp_map[dscp] = Fact(int(sm.group(1)), file, line(child))
+    for obj, _ in sections(conf, r"^policy-map type network-qos \S+$"):
+        for cls, _ in children(obj, r"class type network-qos \S+"):
+            for child, pm in children(cls, r"pause pfc-cos ([\d,]+)"):
+                for cos in pm.group(1).split(","):
+                    facts.pfc[int(cos)] = Fact(True, file, line(child))
+    for obj, _ in sections(conf, r"^policy-map type queuing \S+$"):
+        for cls, qm in children(obj, r"class type queuing c-out-8q-q(\d+)"):
+            tc = int(qm.group(1))
+            for child, em in children(
+                cls, r"random-detect minimum-threshold (\d+) kbytes maximum-threshold (\d+) kbytes .*\becn"
+            ):
+                facts.ecn[tc] = Fact((int(em.group(1)) * 1000, int(em.group(2)) * 1000), file, line(child))
+            for child, _ in children(cls, r"priority level 1"):
+                facts.strict[tc] = Fact(True, file, line(child))
+    for obj, _ in sections(conf, r"^priority-flow-control watch-dog-interval on$"):
+        facts.watchdog = Fact(True, file, line(obj))
