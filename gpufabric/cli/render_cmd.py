@@ -66,7 +66,8 @@ def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], ro
     results = ready.run(task=render_config, plan=plan, index=index, out_dir=output)
     failed = {h: r for h, r in results.items() if r.failed}
     for host, r in failed.items():
-        err.print(f"error: {host}: {r[0].exception}", markup=False)
+        exc = r[0].exception
+        err.print(f"error: {host}: {type(exc).__name__}: {exc}", markup=False)
     files = sum(len(r[0].result) for r in results.values() if not r.failed)
     err.print(
         f"rendered {files} files for {len(results) - len(failed)} switches into {output} "

@@ -16,6 +16,8 @@ from gpufabric.config.shacrypt import salt_for, sha_crypt
 from gpufabric.intent.types import SecretRef
 
 TOKEN = re.compile(r"@secret:(env|vault):([A-Za-z_][A-Za-z0-9_]*)@")
+# A password kept in a vault is hashed by `push`, which can open the vault: (algorithm, salt, kind, name).
+HASH_TOKEN = re.compile(r"@hash:(sha512|sha256):([./0-9A-Za-z]{1,16}):(env|vault):([A-Za-z_][A-Za-z0-9_]*)@")
 
 
 class SecretUnavailableError(Exception):
@@ -29,10 +31,7 @@ class SecretUnavailableError(Exception):
                 f"export {ref.env}=... before rendering (it is hashed, never written in clear)"
             )
         else:
-            msg = (
-                f"{field} names the vault entry {ref.vault}; render reads only environment variables: "
-                f"use {{env: NAME}} for switch passwords"
-            )
+            msg = f"{field} names the vault entry {ref.vault}, which is opened only when pushing"
         super().__init__(msg)
 
 
@@ -40,17 +39,20 @@ def token(ref: SecretRef) -> str:
     return f"@secret:env:{ref.env}@" if ref.env is not None else f"@secret:vault:{ref.vault}@"
 
 
-def resolve_tokens(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """Replace every token with its secret, for loading onto a device; never write the result to disk."""
-    env = os.environ if environ is None else environ
+def resolve_tokens(text: str, secrets: Mapping[str, str] | None = None) -> str:
+    """Replace every token with its secret (or its hash), for loading onto a device; never write the result.
 
-    def value(m: re.Match[str]) -> str:
-        kind, name = m.group(1), m.group(2)
-        if kind != "env" or name not in env:
+    `secrets` maps reference names to values: the environment, or what push read from a vault.
+    """
+    known = os.environ if secrets is None else secrets
+
+    def lookup(kind: str, name: str) -> str:
+        if name not in known:
             raise SecretUnavailableError(SecretRef(**{kind: name}), "a rendered config")
-        return env[name]
+        return known[name]
 
-    return TOKEN.sub(value, text)
+    text = HASH_TOKEN.sub(lambda m: sha_crypt(lookup(m.group(3), m.group(4)), m.group(2), m.group(1)), text)
+    return TOKEN.sub(lambda m: lookup(m.group(1), m.group(2)), text)
 
 
 class PasswordHasher:
@@ -67,10 +69,12 @@ class PasswordHasher:
 
     def require(self, ref: SecretRef | None, field: str) -> None:
         """Fail before any work starts when a secret that rendering needs is missing."""
-        if ref is not None and (ref.env is None or ref.env not in self.env):
+        if ref is not None and ref.env is not None and ref.env not in self.env:
             raise SecretUnavailableError(ref, field)
 
     def hash(self, ref: SecretRef, user: str, algorithm: str, field: str) -> str:
+        if ref.vault is not None:
+            return f"@hash:{algorithm}:{salt_for(self.fabric, user)}:vault:{ref.vault}@"
         if ref.env is None or ref.env not in self.env:
             raise SecretUnavailableError(ref, field)
         key = (ref.env, user, algorithm)

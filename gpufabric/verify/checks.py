@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from ipaddress import IPv4Interface, IPv4Network
 
 from gpufabric.config.context import DeviceContext
-from gpufabric.config.secrets import TOKEN
+from gpufabric.config.secrets import HASH_TOKEN, TOKEN
 from gpufabric.intent.model import QosProfile
 from gpufabric.plan.model import Device, Link, Plan, ip
 from gpufabric.verify.facts import Fact, Finding, SwitchFacts
@@ -38,6 +38,8 @@ def _finding(
 
 def check_device(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
     yield from facts.problems
+    if any(f.check == "parse" for f in facts.problems):
+        return  # nothing else can be read from a file that does not parse
     d = ctx.device
     if facts.hostname is None or facts.hostname.value != d.name:
         yield _finding("hostname", facts, facts.hostname, d.name, facts.hostname.value if facts.hostname else "none")
@@ -119,7 +121,7 @@ def _ports(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Findi
                     addr,
                     f"{p.name} {p.address}",
                     addr.value if addr else "none",
-                    f"interface {p.name}",
+                    anchor=f"interface {p.name}",
                 )
 
 
@@ -211,7 +213,7 @@ def _secrets(d: Device, facts: SwitchFacts) -> Iterator[Finding]:
                 yield _finding(
                     "secret", facts, fact, "a community reference (@secret:env:NAME@)", "a literal community"
                 )
-        elif _HASH_PREFIX[d.platform] not in text:
+        elif _HASH_PREFIX[d.platform] not in text and not HASH_TOKEN.search(text):
             yield _finding(
                 "secret",
                 facts,

@@ -1,0 +1,315 @@
+"""`nornir verify`: every example's rendered configs pass, and each planted fault is found, named
+by device, check, line and the expected versus found value."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import INVENTORY, default_doc, plan_doc, run, set_path
+from render_helpers import render_into
+
+from gpufabric.intent import load_intent
+from gpufabric.plan import build_plan
+from gpufabric.verify.runner import verify
+
+EXAMPLES = ["fabric.yml", *(f"examples/{p.name}" for p in sorted((INVENTORY / "examples").glob("*.yml")))]
+
+
+def _nxos_roce_doc() -> dict:
+    """The default fabric with NX-OS compute switches: the only way the examples' RoCE QoS meets NX-OS."""
+    doc = default_doc()
+    for role in ("leaf", "spine"):
+        doc = set_path(doc, ("planes", "compute", "switches", role, "platform"), "nxos")
+    doc = set_path(doc, ("planes", "compute", "routing", "addressing"), "p2p31")
+    return set_path(doc, ("planes", "compute", "addressing", "p2p"), "10.20.0.0/24")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """Rendered folders, by name: the default fabric, multi-vendor, and NX-OS compute."""
+    out = {}
+    for name, plan in (
+        ("default", build_plan(load_intent(str(INVENTORY / "fabric.yml")))),
+        ("multi-vendor", build_plan(load_intent(str(INVENTORY / "examples" / "multi-vendor.yml")))),
+        ("nxos-roce", plan_doc(_nxos_roce_doc())),
+    ):
+        folder = tmp_path_factory.mktemp(name)
+        render_into(plan, folder)
+        out[name] = (plan, folder)
+    return out
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_renders_and_verifies_clean(example, tmp_path):
+    out = tmp_path / "configs"
+    path = str(INVENTORY / example)
+    done = run("nornir", "render", path, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    checked = run("nornir", "verify", path, "--configs", str(out), "--json")
+    report = json.loads(checked.stdout)
+    assert report["findings"] == [] and checked.returncode == 0
+    assert report["switches"] == len(build_plan(load_intent(path)).devices())
+
+
+def test_nxos_roce_verifies_clean(rendered):
+    plan, folder = rendered["nxos-roce"]
+    assert verify(plan, folder).findings == []
+
+
+def _corrupt(rendered, which, file, old, new, tmp_path, count=1):
+    plan, folder = rendered[which]
+    copy = tmp_path / which
+    shutil.copytree(folder, copy)
+    target = copy / file
+    text = target.read_text()
+    assert text.count(old) >= count, f"{old!r} is not in {file}"
+    target.write_text(text.replace(old, new, count))
+    return verify(plan, copy).findings
+
+
+FAULTS = [
+    # (id, fabric, file, old text, new text, check, device, found words)
+    (
+        "cumulus DSCP",
+        "multi-vendor",
+        "cmp-su1-leaf1.yaml",
+        "            '26':",
+        "            '24':",
+        "qos-dscp-map",
+        "cmp-su1-leaf1",
+        "DSCP 26 unmapped",
+    ),
+    (
+        "eos DSCP",
+        "multi-vendor",
+        "sto-spine1.cfg",
+        "qos map dscp 26 to traffic-class 3",
+        "qos map dscp 26 to traffic-class 1",
+        "qos-dscp-map",
+        "sto-spine1",
+        "-> 1",
+    ),
+    (
+        "nxos DSCP",
+        "nxos-roce",
+        "cmp-su1-leaf1.cfg",
+        "  match dscp 26",
+        "  match dscp 25",
+        "qos-dscp-map",
+        "cmp-su1-leaf1",
+        "DSCP 26 unmapped",
+    ),
+    (
+        "frr DSCP",
+        "default",
+        "cmp-spine1.nft",
+        "ip dscp 26 meta",
+        "ip dscp 34 meta",
+        "qos-dscp-map",
+        "cmp-spine1",
+        "DSCP 26 unmapped",
+    ),
+    (
+        "cumulus PFC",
+        "multi-vendor",
+        "cmp-spine2.yaml",
+        "          switch-priority:\n            '3': {}",
+        "          switch-priority:\n            '4': {}",
+        "qos-pfc",
+        "cmp-spine2",
+        "[4]",
+    ),
+    (
+        "eos PFC",
+        "multi-vendor",
+        "sto-leaf2b.cfg",
+        "priority 3 no-drop",
+        "priority 2 no-drop",
+        "qos-pfc",
+        "sto-leaf2b",
+        "[2]",
+    ),
+    ("nxos PFC", "nxos-roce", "cmp-spine1.cfg", "pause pfc-cos 3", "pause pfc-cos 5", "qos-pfc", "cmp-spine1", "[5]"),
+    (
+        "nxos watchdog",
+        "nxos-roce",
+        "cmp-spine1.cfg",
+        "priority-flow-control watch-dog-interval on\n",
+        "",
+        "qos-pfc-watchdog",
+        "cmp-spine1",
+        "missing",
+    ),
+    (
+        "eos ECN",
+        "multi-vendor",
+        "sto-leaf1a.cfg",
+        "minimum-threshold 150 kbytes",
+        "minimum-threshold 15 kbytes",
+        "qos-ecn",
+        "sto-leaf1a",
+        "(15000, 1500000)",
+    ),
+    (
+        "eos ASN",
+        "multi-vendor",
+        "sto-spine1.cfg",
+        "router bgp 4200001000",
+        "router bgp 4200001007",
+        "bgp-asn",
+        "sto-spine1",
+        "4200001007",
+    ),
+    (
+        "nxos remote ASN",
+        "multi-vendor",
+        "biz-leaf1.cfg",
+        "remote-as 4200002000",
+        "remote-as 4200002001",
+        "bgp-remote-as",
+        "biz-leaf1",
+        "4200002001",
+    ),
+    (
+        "frr remote ASN",
+        "default",
+        "cmp-su1-leaf1.frr.conf",
+        "interface remote-as 4200000000",
+        "interface remote-as 4200000009",
+        "bgp-remote-as",
+        "cmp-su1-leaf1",
+        "4200000009",
+    ),
+    ("cumulus MTU", "multi-vendor", "cmp-su2-leaf3.yaml", "mtu: 9216", "mtu: 9000", "mtu", "cmp-su2-leaf3", "9000"),
+    ("eos MTU", "multi-vendor", "sto-spine2.cfg", "   mtu 9214", "   mtu 1500", "mtu", "sto-spine2", "1500"),
+    ("frr MTU", "default", "sto-spine1.interfaces", "mtu 9216", "mtu 9100", "link-mtu", "sto-leaf1", "9100"),
+    (
+        "nxos /31",
+        "multi-vendor",
+        "biz-spine1.cfg",
+        "ip address 10.22.0.0/31",
+        "ip address 10.22.0.4/31",
+        "link-subnet",
+        "biz-leaf1",
+        "10.22.0.1/31",
+    ),
+    (
+        "oob route",
+        "default",
+        "oob-mgmt1.frr.conf",
+        "line vty",
+        "ip route 10.0.0.0/8 172.20.0.1\nline vty",
+        "oob-isolation",
+        "oob-mgmt1",
+        "route 10.0.0.0/8",
+    ),
+    (
+        "oob bgp",
+        "default",
+        "oob-mgmt1.frr.conf",
+        "line vty",
+        "router bgp 65000\n neighbor swp1 interface remote-as 65001\nexit\nline vty",
+        "bgp-asn",
+        "oob-mgmt1",
+        "router bgp 65000",
+    ),
+    (
+        "eos plaintext password",
+        "multi-vendor",
+        "sto-spine1.cfg",
+        "secret sha512 $6$",
+        "secret 0 plain",
+        "secret",
+        "sto-spine1",
+        "not hashed",
+    ),
+    (
+        "nxos literal community",
+        "multi-vendor",
+        "biz-spine2.cfg",
+        "@secret:env:GPUFABRIC_SNMP_COMMUNITY@",
+        "public",
+        "secret",
+        "biz-spine2",
+        "literal",
+    ),
+    (
+        "nvue unknown key",
+        "multi-vendor",
+        "cmp-spine1.yaml",
+        "    service:\n",
+        "    servics:\n",
+        "nvue-keys",
+        "cmp-spine1",
+        "servics",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("which", "file", "old", "new", "check", "device", "words"), [f[1:] for f in FAULTS], ids=[f[0] for f in FAULTS]
+)
+def test_a_planted_fault_is_found(rendered, tmp_path, which, file, old, new, check, device, words):
+    findings = _corrupt(rendered, which, file, old, new, tmp_path)
+    hits = [f for f in findings if f.check == check and f.device == device]
+    assert hits, f"no {check} finding on {device}; got {[f.as_dict() for f in findings]}"
+    assert any(words in f.found or words in f.expected for f in hits), [f.as_dict() for f in hits]
+    assert all(f.line >= 1 and f.file for f in findings)
+
+
+def test_a_finding_points_at_the_corrupted_line(rendered, tmp_path):
+    findings = _corrupt(
+        rendered,
+        "multi-vendor",
+        "sto-spine1.cfg",
+        "qos map dscp 48 to traffic-class 6",
+        "qos map dscp 48 to traffic-class 2",
+        tmp_path,
+    )
+    lines = (tmp_path / "multi-vendor" / "sto-spine1.cfg").read_text().splitlines()
+    (hit,) = [f for f in findings if f.check == "qos-dscp-map"]
+    assert lines[hit.line - 1] == "qos map dscp 48 to traffic-class 2"
+    assert (hit.expected, hit.found) == ("CNP DSCP 48 -> priority 6", "-> 2")
+
+
+def test_a_missing_file_is_a_finding(rendered, tmp_path):
+    plan, folder = rendered["default"]
+    copy = tmp_path / "c"
+    shutil.copytree(folder, copy)
+    (copy / "biz-leaf1.nft").unlink()
+    findings = verify(plan, copy).findings
+    assert [(f.check, f.device, f.file) for f in findings] == [("files", "biz-leaf1", "biz-leaf1.nft")]
+
+
+def test_verify_command_exit_codes_and_table(rendered, tmp_path):
+    _, folder = rendered["default"]
+    ok = run("nornir", "verify", "--configs", str(folder))
+    assert ok.returncode == 0 and "16 switches (64 files)" in ok.stderr and "0 findings" in ok.stderr
+    bad = tmp_path / "bad"
+    shutil.copytree(folder, bad)
+    conf = bad / "cmp-spine1.frr.conf"
+    conf.write_text(conf.read_text().replace("router bgp 4200000000", "router bgp 4200000005"))
+    found = run("nornir", "verify", "--configs", str(bad))
+    assert found.returncode == 1
+    assert "cmp-spine1" in found.stdout and "4200000005" in found.stdout and "bgp-asn" in found.stdout
+    missing = run("nornir", "verify", "--configs", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "nornir render" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_every_frr_nftables_file_passes_nft_check(rendered, tmp_path):
+    if shutil.which("nft") is None:
+        pytest.skip("nft (nftables) is not installed")
+    probe = run("nft", "-c", "-f", "/dev/null")
+    if probe.returncode != 0:
+        pytest.skip(f"nft -c cannot run here: {probe.stderr.strip()}")
+    files = [p for name in ("default", "multi-vendor") for p in Path(rendered[name][1]).glob("*.nft")]
+    assert len(files) == 17
+    for f in files:
+        done = run("nft", "-c", "-f", str(f))
+        assert done.returncode == 0, f"{f.name}: {done.stderr}"
+    broken = tmp_path / "broken.nft"
+    broken.write_text("table inet x {\n chain c { ip dscp 26 meta priorty set 0:3 }\n}\n")
+    assert run("nft", "-c", "-f", str(broken)).returncode != 0
