@@ -1,0 +1,32 @@
+"""Rendered configs equal the committed golden files; a change shows as a readable diff."""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+from golden import GOLDEN, SOURCES, render
+
+MAX_DIFF_LINES = 80
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_rendered_configs_equal_golden_files(name):
+    expected = {p.name: p.read_text() for p in (GOLDEN / name).iterdir()}
+    actual = render(name)
+    added, removed = sorted(actual.keys() - expected.keys()), sorted(expected.keys() - actual.keys())
+    changed = sorted(f for f in actual.keys() & expected.keys() if actual[f] != expected[f])
+    if not (added or removed or changed):
+        return
+    report = [f"rendered configs of {name} differ from tests/golden/{name}:"]
+    report += [f"  new file: {f}" for f in added] + [f"  file gone: {f}" for f in removed]
+    diff: list[str] = []
+    for f in changed:
+        diff += difflib.unified_diff(
+            expected[f].splitlines(), actual[f].splitlines(), f"golden/{name}/{f}", f"rendered/{f}", lineterm=""
+        )
+    report += diff[:MAX_DIFF_LINES]
+    if len(diff) > MAX_DIFF_LINES:
+        report.append(f"... {len(diff) - MAX_DIFF_LINES} more diff lines in {len(changed)} files")
+    report.append("if the change is intended: python tests/golden.py, review `git diff tests/golden`, commit")
+    pytest.fail("\n".join(report), pytrace=False)
