@@ -46,6 +46,7 @@ def mlag(device: Device, ports: list[Port], peer: Device | None) -> Mlag | None:
         return None
     primary = (device.side or 1) < (peer.side or 1)
     bonds: dict[str, Bond] = {}
+    # Bonds are numbered here and nowhere else, so each host port learns its bond id here too.
     for p in ports:
         if p.kind == "host":
             bond = bonds.get(p.peer)
