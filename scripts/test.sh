@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 ensure_apt dot graphviz          # SVG drawings are tested when dot is present
 ensure_apt vtysh frr frr-pythontools   # FRR configs are checked with FRR's own parser
 ensure_apt nft nftables          # FRR switches' nftables files are checked with nft -c
+ensure_apt ping iputils-ping     # the lab tests reach switches over the OOB bridge
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 

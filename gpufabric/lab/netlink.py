@@ -1,0 +1,36 @@
+"""The few iproute2 operations the lab needs, with errors that say which command failed."""
+
+from __future__ import annotations
+
+import subprocess
+
+
+class LabCommandError(Exception):
+    pass
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(list(args), capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise LabCommandError(f"`{' '.join(args)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done
+
+
+def batch(commands: list[str], netns: str | None = None) -> None:
+    """Many `ip` commands in one process: ~100x faster than one process each for a 1,000-link lab."""
+    if not commands:
+        return
+    args = ["ip", "-batch", "-"] if netns is None else ["ip", "-n", netns, "-batch", "-"]
+    done = subprocess.run(args, input="\n".join(commands) + "\n", capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise LabCommandError(f"`{' '.join(args)}` failed: {done.stderr.strip()}")
+
+
+def namespaces() -> set[str]:
+    out = run("ip", "netns", "list", check=False).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def links() -> set[str]:
+    out = run("ip", "-o", "link", "show", check=False).stdout
+    return {line.split(": ")[1].split("@")[0] for line in out.splitlines() if ": " in line}

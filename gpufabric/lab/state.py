@@ -1,0 +1,34 @@
+"""What a lab run made, recorded as it is made, so `lab down` removes exactly that, even after a crash."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gpufabric.export.atomic import write_atomic
+
+DEFAULT_DIR = Path("/var/lib/gpufabric/lab")
+
+
+@dataclass
+class LabState:
+    fabric: str
+    namespaces: list[str] = field(default_factory=list)
+    root_links: list[str] = field(default_factory=list)  # bridge and root-side veth ends
+    routes: list[str] = field(default_factory=list)  # unreachable routes added in the root namespace
+    pids: dict[str, int] = field(default_factory=dict)  # "node/daemon" -> PID of a process the lab started
+
+    @staticmethod
+    def path(state_dir: Path) -> Path:
+        return state_dir / "state.json"
+
+    def save(self, state_dir: Path) -> None:
+        write_atomic(self.path(state_dir), json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LabState | None:
+        p = cls.path(state_dir)
+        if not p.is_file():
+            return None
+        return cls(**json.loads(p.read_text()))

@@ -1,0 +1,109 @@
+"""Bring a lab topology's namespaces, cables and management plane up, and take them down.
+
+Each step records what it made in the state file before the next starts, so a crash
+leaves a state that `down` can clean. Nothing is removed that the state does not name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufabric.lab import netlink
+from gpufabric.lab.state import LabState
+from gpufabric.lab.topology import BRIDGE, LabTopology
+
+
+def up(topo: LabTopology, state_dir: Path) -> LabState:
+    state = LabState.load(state_dir) or LabState(topo.fabric)
+    if state.fabric != topo.fabric:
+        raise netlink.LabCommandError(
+            f"a lab of fabric '{state.fabric}' is up (state in {state_dir}); run `gpufabric lab down` first"
+        )
+    existing = netlink.namespaces()
+    foreign = [n.name for n in topo.nodes if n.name in existing and n.name not in state.namespaces]
+    if foreign:
+        raise netlink.LabCommandError(
+            f"network namespace {foreign[0]} exists but this lab did not make it; remove it or rename the switch"
+        )
+    for node in topo.nodes:
+        if node.name not in existing:
+            netlink.run("ip", "netns", "add", node.name)
+            state.namespaces.append(node.name)
+            state.save(state_dir)
+    for node in topo.nodes:
+        cmds = ["link set lo up"]
+        if node.loopback:
+            cmds.append(f"address replace {node.loopback}/32 dev lo")
+        netlink.batch(cmds, node.name)
+        netlink.run("ip", "netns", "exec", node.name, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    _cables(topo)
+    _management(topo, state)
+    state.save(state_dir)
+    return state
+
+
+def _present(netns: str, ifname: str) -> bool:
+    return netlink.run("ip", "-n", netns, "link", "show", "dev", ifname, check=False).returncode == 0
+
+
+def _cables(topo: LabTopology) -> None:
+    cmds = []
+    ups: dict[str, list[str]] = {}
+    for c in topo.cables:
+        if not _present(c.a, c.a_port):
+            cmds.append(
+                f"link add {c.a_port} netns {c.a} mtu {c.mtu} type veth peer name {c.b_port} netns {c.b} mtu {c.mtu}"
+            )
+        ups.setdefault(c.a, []).append(f"link set {c.a_port} up")
+        ups.setdefault(c.b, []).append(f"link set {c.b_port} up")
+    netlink.batch(cmds)
+    for ns, commands in ups.items():
+        netlink.batch(commands, ns)
+
+
+def _management(topo: LabTopology, state: LabState) -> None:
+    have = netlink.links()
+    if BRIDGE not in have:
+        netlink.batch([f"link add {BRIDGE} type bridge", f"link set {BRIDGE} up"])
+    if BRIDGE not in state.root_links:
+        state.root_links.append(BRIDGE)
+    if topo.gateway:
+        netlink.run("ip", "address", "replace", topo.gateway, "dev", BRIDGE)
+    cmds = []
+    for m in topo.mgmt:
+        if m.root_end not in have:
+            cmds.append(f"link add {m.root_end} type veth peer name {m.node_end} netns {m.node}")
+        cmds += [f"link set {m.root_end} master {BRIDGE}", f"link set {m.root_end} up"]
+        if m.root_end not in state.root_links:
+            state.root_links.append(m.root_end)
+    netlink.batch(cmds)
+    for node in topo.nodes:
+        attach = next(m for m in topo.mgmt if m.node == node.name)
+        node_cmds = [f"link set {attach.node_end} up"]
+        if node.mgmt_ip:
+            node_cmds.append(f"address replace {node.mgmt_ip} dev {attach.node_end}")
+        netlink.batch(node_cmds, node.name)
+    # Lab loopbacks must never be routed out of the machine from the root namespace.
+    for prefix in topo.loopback_space:
+        netlink.run("ip", "route", "replace", "unreachable", prefix)
+        if prefix not in state.routes:
+            state.routes.append(prefix)
+
+
+def down(state_dir: Path) -> LabState | None:
+    """Remove what the state names (namespaces take their veth ends with them); then the state."""
+    state = LabState.load(state_dir)
+    if state is None:
+        return None
+    for prefix in state.routes:
+        netlink.run("ip", "route", "del", "unreachable", prefix, check=False)
+    have = netlink.links()
+    netlink.batch([f"link del {name}" for name in state.root_links if name in have and name != BRIDGE])
+    if BRIDGE in state.root_links and BRIDGE in have:
+        netlink.run("ip", "link", "del", BRIDGE, check=False)
+    existing = netlink.namespaces()
+    for ns in state.namespaces:
+        if ns in existing:
+            netlink.run("ip", "netns", "del", ns)
+    LabState.path(state_dir).unlink()
+    return state

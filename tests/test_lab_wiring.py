@@ -1,0 +1,70 @@
+"""The lab's namespaces, cables and management bridge, made for real (root only) and removed exactly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from conftest import INVENTORY
+
+from gpufabric.intent import load_intent
+from gpufabric.lab import netlink
+from gpufabric.lab.state import LabState
+from gpufabric.lab.topology import BRIDGE, topology
+from gpufabric.lab.wiring import down, up
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+
+
+def _ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def lab(tmp_path):
+    topo = topology(load_intent(str(INVENTORY / "fabric.yml")))
+    yield topo, tmp_path
+    down(tmp_path)
+
+
+def test_up_wires_the_plan_and_down_removes_exactly_it(lab):
+    topo, state_dir = lab
+    before_ns, before_links = netlink.namespaces(), netlink.links()
+    state = up(topo, state_dir)
+    assert set(state.namespaces) == {n.name for n in topo.nodes}
+    cable = topo.cables[0]
+    a_side = _ip("-n", cable.a, "-o", "link", "show", "dev", cable.a_port)
+    assert f"mtu {cable.mtu}" in a_side and "UP" in a_side
+    peer_index = a_side.split("@if")[1].split(":")[0]
+    b_side = _ip("-n", cable.b, "-o", "link", "show", "dev", cable.b_port)
+    assert b_side.startswith(f"{peer_index}:")  # the veth's other end is the planned port on the planned peer
+    node = topo.nodes[3]
+    ping = subprocess.run(["ping", "-c1", "-W2", node.mgmt_ip.split("/")[0]], capture_output=True, check=False)
+    assert ping.returncode == 0, "the root namespace reaches every switch over the OOB bridge"
+    assert up(topo, state_dir).namespaces == state.namespaces  # idempotent
+    down(state_dir)
+    assert netlink.namespaces() == before_ns and BRIDGE not in netlink.links()
+    assert netlink.links() == before_links
+    assert LabState.load(state_dir) is None
+
+
+def test_down_after_a_crash_removes_what_was_recorded(lab):
+    topo, state_dir = lab
+    subprocess.run(["ip", "netns", "add", topo.nodes[0].name], check=True)
+    LabState(topo.fabric, namespaces=[topo.nodes[0].name]).save(state_dir)  # crashed right after the first step
+    down(state_dir)
+    assert topo.nodes[0].name not in netlink.namespaces()
+
+
+def test_a_namespace_the_lab_did_not_make_is_left_alone(lab):
+    topo, state_dir = lab
+    name = topo.nodes[1].name
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        with pytest.raises(netlink.LabCommandError, match=f"{name} exists but this lab did not make it"):
+            up(topo, state_dir)
+        down(state_dir)
+        assert name in netlink.namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
