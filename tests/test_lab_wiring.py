@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
 import pytest
-from conftest import INVENTORY
+from conftest import INVENTORY, run
 
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
@@ -68,3 +69,15 @@ def test_a_namespace_the_lab_did_not_make_is_left_alone(lab):
         assert name in netlink.namespaces()
     finally:
         subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def test_lab_commands_up_status_down(tmp_path):
+    state = str(tmp_path / "state")
+    assert run("gpufabric", "lab", "up", "--state-dir", state).returncode == 0
+    status = run("gpufabric", "lab", "status", "--state-dir", state, "--json")
+    assert status.returncode == 0
+    rows = json.loads(status.stdout)["switches"]
+    assert len(rows) == 16 and all(r["up"] and r["runs_as"] == "frr" for r in rows)
+    assert run("gpufabric", "lab", "down", "--state-dir", state).returncode == 0
+    after = run("gpufabric", "lab", "status", "--state-dir", state, "--json")
+    assert after.returncode == 1 and not any(r["up"] for r in json.loads(after.stdout)["switches"])

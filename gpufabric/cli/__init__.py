@@ -16,6 +16,7 @@ import click
 from gpufabric import __version__
 from gpufabric.cli.docs_cmd import docs_cmd, schema_cmd
 from gpufabric.cli.export_cmd import export_cmd
+from gpufabric.cli.lab_cmd import lab_cmd
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import check_cmd, plan_cmd
 from gpufabric.cli.render_cmd import render_cmd
@@ -50,6 +51,7 @@ cli.add_command(plan_cmd)
 cli.add_command(export_cmd)
 cli.add_command(render_cmd)
 cli.add_command(verify_cmd)
+cli.add_command(lab_cmd)
 cli.add_command(docs_cmd)
 cli.add_command(schema_cmd)
 
