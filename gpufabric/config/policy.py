@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufabric.config.context_types import Port
+from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Plan
 
 # SSH, SNMP, gNMI (Arista 6030, the gNMI default 9339 on NX-OS and others)
@@ -22,11 +23,9 @@ class Acl:
     protected: list[str]  # compute, storage and OOB prefixes: never reachable from the business plane
     api_prefixes: list[str]
     api_ports: list[int]
-    mgmt_prefixes: list[str]
     host_ports: list[str]  # ports the host ACL is applied to, inbound
     edge_ports: list[str]  # ports the edge ACL is applied to, inbound
     business_hosts: str  # the business plane's host pool: what the edge may reach on the API ports
-    business_space: list[str]  # every business pool: what borders announce to the edge
 
 
 @dataclass(slots=True)
@@ -37,16 +36,7 @@ class BorderRouting:
 
 
 def protected_prefixes(plan: Plan) -> list[str]:
-    intent = plan.intent
-    out: list[str] = []
-    for name, plane in intent.data_planes():
-        if name == "business":
-            continue
-        a = plane.addressing
-        out += [str(n) for n in (a.loopbacks, a.p2p, a.hosts) if n is not None]
-    if intent.planes.oob is not None:
-        out.append(str(intent.planes.oob.subnet))
-    return out
+    return [str(net) for path, net in address_pools(plan.intent) if path[1] != "business"]
 
 
 def business_acl(plan: Plan, device: Device, ports: list[Port]) -> Acl | None:
@@ -59,11 +49,9 @@ def business_acl(plan: Plan, device: Device, ports: list[Port]) -> Acl | None:
         protected=protected_prefixes(plan),
         api_prefixes=[str(p) for p in border.api_prefixes] if border else [],
         api_ports=list(border.api_ports) if border else [],
-        mgmt_prefixes=[str(p) for p in border.management_prefixes] if border else [],
         host_ports=[p.name for p in ports if p.kind == "host"],
         edge_ports=[p.name for p in ports if p.kind == "edge"],
         business_hosts=str(a.hosts),
-        business_space=[str(n) for n in (a.loopbacks, a.hosts) if n is not None],
     )
 
 

@@ -41,9 +41,7 @@ def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
     m = intent.management
     oob = intent.planes.oob
     address = f"{ip(device.mgmt_ip)}/{oob.subnet.prefixlen}" if oob and device.mgmt_ip is not None else None
-    gateway = None
-    if oob is not None:
-        gateway = str(oob.gateway) if oob.gateway is not None else ip(int(oob.subnet.network_address) + 1)
+    gateway = str(oob.gateway_address) if oob is not None else None
     cred = intent.credentials.switches
     users = []
     if cred.password is not None:

@@ -7,6 +7,7 @@ in the planner's sizing, so each message can name every field involved.
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -196,6 +197,11 @@ class OobPlane(Model):
     subnet: Network = Field(description="The management subnet: every switch and server gets one address.")
     gateway: Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
     mtu: int = Field(1500, ge=1280, le=9216, description="MTU of the management network.")
+
+    @property
+    def gateway_address(self) -> IPv4Address:
+        """The gateway as written, or the subnet's first address."""
+        return self.gateway if self.gateway is not None else self.subnet.network_address + 1
 
 
 class Planes(Model):

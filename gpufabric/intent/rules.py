@@ -414,7 +414,8 @@ def _qos_profiles(intent: Intent) -> list[Problem]:
     return problems
 
 
-def _pools(intent: Intent) -> list[tuple[Path, IPv4Network]]:
+def address_pools(intent: Intent) -> list[tuple[Path, IPv4Network]]:
+    """Every address pool of the intent, with its field path (("planes", plane, ...), network)."""
     pools: list[tuple[Path, IPv4Network]] = []
     for name, plane in intent.data_planes():
         for key in ("loopbacks", "p2p", "hosts"):
@@ -429,7 +430,7 @@ def _pools(intent: Intent) -> list[tuple[Path, IPv4Network]]:
 
 
 def _pool_overlaps(intent: Intent) -> list[Problem]:
-    pools = _pools(intent)
+    pools = address_pools(intent)
     problems = []
     for i, (path_a, a) in enumerate(pools):
         for path_b, b in pools[i + 1 :]:

@@ -14,6 +14,7 @@ from typing import Any
 from gpufabric.intent.errors import IntentError, Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
+from gpufabric.intent.rules import address_pools
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Plan, ip
 
@@ -87,8 +88,7 @@ def topology(loaded: LoadedIntent) -> LabTopology:
         )
     topo = LabTopology(intent.fabric.name, plan)
     prefixlen = oob.subnet.prefixlen
-    gateway = str(oob.gateway) if oob.gateway is not None else ip(int(oob.subnet.network_address) + 1)
-    topo.gateway = f"{gateway}/{prefixlen}"
+    topo.gateway = f"{oob.gateway_address}/{prefixlen}"
     for i, d in enumerate(plan.devices()):
         topo.nodes.append(
             Node(
@@ -103,6 +103,5 @@ def topology(loaded: LoadedIntent) -> LabTopology:
     for link in plan.links():
         if link.kind == "fabric" and link.a in names and link.b in names:
             topo.cables.append(Cable(link.a, link.a_port, link.b, link.b_port, link.mtu))
-    for _, plane in intent.data_planes():
-        topo.loopback_space.append(str(plane.addressing.loopbacks))
+    topo.loopback_space = [str(net) for path, net in address_pools(intent) if path[-1] == "loopbacks"]
     return topo

@@ -183,7 +183,7 @@ def oob_addresses_needed(endpoints: int, oob: OobPlane) -> list[Problem]:
 
 def _addresses(oob: OobPlane, own: list[Device], switches: list[Device], servers: list[Server]) -> None:
     base = int(oob.subnet.network_address)
-    gateway = int(oob.gateway) if oob.gateway is not None else base + 1
+    gateway = int(oob.gateway_address)
     nxt = base + 1
 
     def take() -> int:

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from ipaddress import IPv4Interface, IPv4Network
 
 from gpufabric.config.context import DeviceContext
+from gpufabric.config.render import kbytes
 from gpufabric.config.secrets import HASH_TOKEN, TOKEN
 from gpufabric.intent.model import QosProfile
+from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Link, Plan, ip
 from gpufabric.verify.facts import Fact, Finding, SwitchFacts
 
@@ -159,7 +161,7 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
             yield _finding("qos-pfc-watchdog", facts, None, "PFC watchdog on", "missing")
     ecn = facts.ecn.get(q.roce_priority)
     want = (
-        (q.ecn_min_bytes // 1000 * 1000, q.ecn_max_bytes // 1000 * 1000)
+        (kbytes(q.ecn_min_bytes) * 1000, kbytes(q.ecn_max_bytes) * 1000)
         if facts.platform in ("eos", "nxos")
         else (q.ecn_min_bytes, q.ecn_max_bytes)
     )
@@ -179,7 +181,7 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
 
 
 def _oob(plan: Plan, facts: SwitchFacts) -> Iterator[Finding]:
-    data = [IPv4Network(n) for n in _data_space(plan)]
+    data = [net for path, net in address_pools(plan.intent) if path[1] != "oob"]
     for route in facts.routes:
         vrf, prefix = route.value
         net = IPv4Network(prefix)
@@ -193,14 +195,6 @@ def _oob(plan: Plan, facts: SwitchFacts) -> Iterator[Finding]:
                 "no route toward a data plane",
                 f"route {prefix}" + (f" vrf {vrf}" if vrf else ""),
             )
-
-
-def _data_space(plan: Plan) -> list[str]:
-    out = []
-    for _, plane in plan.intent.data_planes():
-        a = plane.addressing
-        out += [str(n) for n in (a.loopbacks, a.p2p, a.hosts) if n is not None]
-    return out
 
 
 def _secrets(d: Device, facts: SwitchFacts) -> Iterator[Finding]:
