@@ -13,7 +13,6 @@ from nornir.plugins.runners import SerialRunner
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.config.context import LinkIndex
-from gpufabric.config.render import OUTPUTS
 from gpufabric.intent.types import ALL_PLANES
 from nornir_tasks.inventory import inventory_from_plan
 from nornir_tasks.render import render_config
@@ -61,9 +60,7 @@ def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], ro
 
     # Rendering is CPU-bound: threads would only contend for the GIL.
     nr = Nornir(inventory=inventory_from_plan(plan), runner=SerialRunner()).filter(filter_func=selected)
-    waiting = [h for h in nr.inventory.hosts if index.devices[h].platform not in OUTPUTS]
-    ready = nr.filter(filter_func=lambda h: index.devices[h.name].platform in OUTPUTS)
-    results = ready.run(task=render_config, plan=plan, index=index, out_dir=output)
+    results = nr.run(task=render_config, plan=plan, index=index, out_dir=output)
     failed = {h: r for h, r in results.items() if r.failed}
     for host, r in failed.items():
         exc = r[0].exception
@@ -73,7 +70,4 @@ def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], ro
         f"rendered {files} files for {len(results) - len(failed)} switches into {output} "
         f"in {time.perf_counter() - started:.2f} s"
     )
-    if waiting:
-        platforms = sorted({index.devices[h].platform for h in waiting})
-        err.print(f"skipped {len(waiting)} switches: no templates yet for {', '.join(platforms)}")
     return 1 if failed else 0

@@ -36,7 +36,7 @@ def line(obj: Any) -> int:
 
 
 def read_common(facts: SwitchFacts, conf: Any, file: str, *, mtu: bool = True) -> None:
-    """Hostname, interface MTU and addresses, static routes: spelled alike on EOS, NX-OS and FRR."""
+    """Hostname, interface MTU and addresses, static routes, credential lines: spelled alike on EOS, NX-OS, FRR."""
     for obj, m in sections(conf, r"^hostname (\S+)"):
         facts.hostname = Fact(m.group(1), file, line(obj))
     for obj, m in sections(conf, r"^interface (\S+)"):
@@ -49,3 +49,5 @@ def read_common(facts: SwitchFacts, conf: Any, file: str, *, mtu: bool = True) -
             facts.address[port] = Fact(cm.group(1), file, line(child))
     for obj, m in sections(conf, r"^ip route (?:vrf (\S+) )?(\S+/\d+) "):
         facts.routes.append(Fact((m.group(1), m.group(2)), file, line(obj)))
+    for obj, _ in sections(conf, r"^(?:username|snmp-server community) "):
+        facts.secrets.append(Fact(obj.text, file, line(obj)))

@@ -33,9 +33,6 @@ def read_eos(device: str, path: Path) -> SwitchFacts:
     for obj, _ in sections(conf, r"^qos profile ROCE$"):
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
         _profile(facts, obj, file)
-    for n, text in enumerate(lines, 1):
-        if text.startswith("username ") or text.startswith("snmp-server community "):
-            facts.secrets.append(Fact(text, file, n))
     return facts
 
 

@@ -37,9 +37,6 @@ def read_nxos(device: str, path: Path) -> SwitchFacts:
         for child, cm in children(obj, r"ip route (\S+/\d+) \S+"):
             facts.routes.append(Fact((m.group(1), cm.group(1)), file, line(child)))
     _qos(facts, conf, file)
-    for n, text in enumerate(lines, 1):
-        if text.startswith("username ") or text.startswith("snmp-server community "):
-            facts.secrets.append(Fact(text, file, n))
     return facts
 
 
