@@ -21,22 +21,16 @@ GOLDEN_ENV = {"GPUFABRIC_SWITCH_PASSWORD": "golden-password-not-a-secret", "GPUF
 
 
 def render(name: str) -> dict[str, str]:
-    from gpufabric.config.context import LinkIndex
-    from gpufabric.config.render import render_device
-    from gpufabric.config.secrets import PasswordHasher
+    from render_helpers import render_all
+
     from gpufabric.intent import load_intent
     from gpufabric.plan import build_plan
 
-    plan = build_plan(load_intent(str(SOURCES[name])))
-    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, GOLDEN_ENV))
-    files: dict[str, str] = {}
-    for device in plan.devices():
-        files |= render_device(plan, device, index).files
-    return files
+    return render_all(build_plan(load_intent(str(SOURCES[name]))), GOLDEN_ENV)
 
 
 def main() -> int:
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     for name in SOURCES:
         folder = GOLDEN / name
         shutil.rmtree(folder, ignore_errors=True)

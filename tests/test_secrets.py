@@ -18,7 +18,7 @@ EXAMPLES = [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.y
 
 @pytest.mark.parametrize("algorithm", ["sha512", "sha256"])
 @given(
-    password=st.text(min_size=1, max_size=80).filter(lambda s: "\x00" not in s),
+    password=st.text(min_size=1, max_size=80).filter(lambda s: not {"\x00", "\n", "\r"} & set(s)),
     salt=st.text(ALPHABET, min_size=1, max_size=16),
 )
 @settings(max_examples=25, deadline=None)
@@ -29,8 +29,6 @@ def test_sha_crypt_equals_openssl(algorithm, password, salt):
     ref = subprocess.run(
         ["openssl", "passwd", flag, "-salt", salt, "-stdin"], input=password.encode(), capture_output=True, check=True
     )
-    if "\n" in password or "\r" in password:
-        return  # openssl -stdin reads one line
     assert sha_crypt(password, salt, algorithm) == ref.stdout.decode().strip()
 
 
