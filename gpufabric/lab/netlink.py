@@ -31,6 +31,8 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
-def links() -> set[str]:
-    out = run("ip", "-o", "link", "show", check=False).stdout
+def links(netns: str | None = None) -> set[str]:
+    """Interface names in the root namespace, or in `netns`."""
+    args = ["ip", "-o", "link", "show"] if netns is None else ["ip", "-n", netns, "-o", "link", "show"]
+    out = run(*args, check=False).stdout
     return {line.split(": ")[1].split("@")[0] for line in out.splitlines() if ": " in line}

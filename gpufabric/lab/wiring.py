@@ -42,15 +42,13 @@ def up(topo: LabTopology, state_dir: Path) -> LabState:
     return state
 
 
-def _present(netns: str, ifname: str) -> bool:
-    return netlink.run("ip", "-n", netns, "link", "show", "dev", ifname, check=False).returncode == 0
-
-
 def _cables(topo: LabTopology) -> None:
+    # One listing per namespace, not one `ip` process per cable: a re-run `up` checks every cable.
+    present = {ns: netlink.links(ns) for ns in {c.a for c in topo.cables}}
     cmds = []
     ups: dict[str, list[str]] = {}
     for c in topo.cables:
-        if not _present(c.a, c.a_port):
+        if c.a_port not in present[c.a]:
             cmds.append(
                 f"link add {c.a_port} netns {c.a} mtu {c.mtu} type veth peer name {c.b_port} netns {c.b} mtu {c.mtu}"
             )
