@@ -11,13 +11,12 @@ switches on this machine kind, i.e. ~87 ms per switch.
 
 from __future__ import annotations
 
-import argparse
-import json
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [
@@ -53,26 +52,8 @@ def measure_one(path: str, repeat: int) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.one:
-        print(json.dumps(measure_one(args.one, args.repeat)))
-        return 0
-    rows = []
-    for path in CASES:
-        print(f"measuring {path.name} ...", file=sys.stderr)
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", str(path), "--repeat", str(args.repeat)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        rows.append({"fabric": path.stem, **json.loads(out.stdout)})
-    if args.json:
-        print(json.dumps(rows, indent=2))
+    rows = rows_from_fresh_processes(__file__, __doc__, measure_one, {path.stem: str(path) for path in CASES})
+    if rows is None:
         return 0
     print(
         f"{'fabric':16} {'GPUs':>7} {'switches':>9} {'links':>7} {'first s':>8} {'best s':>8} {'peak MiB':>9} "

@@ -13,17 +13,15 @@ Budget: the 32k-GPU fabric planned and rendered in under 5 s and 1 GiB.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "inventory" / "examples"
@@ -85,26 +83,8 @@ def measure_one(case: str, repeat: int) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.one:
-        print(json.dumps(measure_one(args.one, args.repeat)))
-        return 0
-    rows = []
-    for case in CASES:
-        print(f"measuring {case} ...", file=sys.stderr)
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", case, "--repeat", str(args.repeat)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        rows.append({"fabric": case, **json.loads(out.stdout)})
-    if args.json:
-        print(json.dumps(rows, indent=2))
+    rows = rows_from_fresh_processes(__file__, __doc__, measure_one, {case: case for case in CASES})
+    if rows is None:
         return 0
     print(
         f"{'fabric':19} {'switches':>8} {'lines/sw':>8} {'plan s':>7} {'render s':>8} {'total s':>7} "

@@ -1,0 +1,44 @@
+"""The shared shell of the benchmarks: measure each case in a fresh process, so peak RSS is that case's own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+Measure = Callable[[str, int], dict[str, float]]
+
+
+def rows_from_fresh_processes(
+    script: str, doc: str | None, measure_one: Measure, cases: dict[str, str]
+) -> list[dict[str, Any]] | None:
+    """Parse the command line; run `script --one CASE` per case and collect its JSON.
+
+    cases maps a row name to the argument `measure_one` takes. Returns None when the
+    command was fully handled here (`--one`, or `--json` printed the rows).
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_one(args.one, args.repeat)))
+        return None
+    rows = []
+    for name, case in cases.items():
+        print(f"measuring {name} ...", file=sys.stderr)
+        out = subprocess.run(
+            [sys.executable, script, "--one", case, "--repeat", str(args.repeat)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        rows.append({"fabric": name, **json.loads(out.stdout)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return None
+    return rows
