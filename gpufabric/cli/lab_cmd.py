@@ -14,9 +14,10 @@ from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
+from gpufabric.lab.control import down, up
+from gpufabric.lab.daemons import daemon_status
 from gpufabric.lab.state import DEFAULT_DIR, LabState
 from gpufabric.lab.topology import topology
-from gpufabric.lab.wiring import down, up
 
 state_dir_option = click.option(
     "--state-dir",
@@ -53,8 +54,9 @@ def lab_up(file: str | None, state_dir: Path) -> int:
     except netlink.LabCommandError as exc:
         raise click.ClickException(str(exc)) from None
     err.print(
-        f"lab {topo.fabric}: {len(state.namespaces)} switches, {len(topo.cables)} cables, OOB bridge "
-        f"{topo.gateway} in {time.perf_counter() - started:.1f} s (state in {state_dir})"
+        f"lab {topo.fabric}: {len(state.namespaces)} switches running FRR, sshd and lldpd, {len(topo.cables)} "
+        f"cables, OOB bridge {topo.gateway}, up in {time.perf_counter() - started:.1f} s (state in {state_dir}); "
+        "the switches are empty until `nornir push`"
     )
     return 0
 
@@ -79,21 +81,25 @@ def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
     state = LabState.load(state_dir)
     present = netlink.namespaces()
     made = set(state.namespaces) if state else set()
-    rows = [
-        {
-            "switch": n.name,
-            "planned_platform": n.platform,
-            "runs_as": "frr",
-            "mgmt_ip": n.mgmt_ip,
-            "up": n.name in made and n.name in present,
-        }
-        for n in topo.nodes
-    ]
+    rows: list[dict[str, object]] = []
+    for n in topo.nodes:
+        wired = n.name in made and n.name in present
+        running = daemon_status(n.name, state) if state and wired else {"frr": False, "sshd": False, "lldpd": False}
+        rows.append(
+            {
+                "switch": n.name,
+                "planned_platform": n.platform,
+                "runs_as": "frr",
+                "mgmt_ip": n.mgmt_ip,
+                "daemons": running,
+                "up": wired and all(running.values()),
+            }
+        )
     if as_json:
         out.print_json(json.dumps({"fabric": topo.fabric, "switches": rows}))
     else:
         table = Table(title=f"lab {topo.fabric}: every platform runs as frr")
-        for column in ("switch", "planned platform", "runs as", "management", "up"):
+        for column in ("switch", "planned platform", "runs as", "management", "frr / sshd / lldpd", "up"):
             table.add_column(column)
         for r in rows:
             table.add_row(
@@ -101,6 +107,7 @@ def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
                 str(r["planned_platform"]),
                 "frr",
                 str(r["mgmt_ip"] or "-"),
+                " / ".join("yes" if ok else "no" for ok in r["daemons"].values()),  # type: ignore[attr-defined]
                 "yes" if r["up"] else "no",
             )
         out.print(table)

@@ -18,6 +18,7 @@ class LabState:
     root_links: list[str] = field(default_factory=list)  # bridge and root-side veth ends
     routes: list[str] = field(default_factory=list)  # unreachable routes added in the root namespace
     pids: dict[str, int] = field(default_factory=dict)  # "node/daemon" -> PID of a process the lab started
+    paths: list[str] = field(default_factory=list)  # directories the lab made (FRR pathspaces, per-node state)
 
     @staticmethod
     def path(state_dir: Path) -> Path:

@@ -40,6 +40,20 @@ class Cable:
 
 
 @dataclass(frozen=True, slots=True)
+class Stub:
+    """A switch port cabled to something outside the lab (a server, the edge router): a veth whose
+    other end stays in the switch's namespace, so the port is up with its planned MTU and address."""
+
+    node: str
+    port: str
+    mtu: int
+
+    @property
+    def far_end(self) -> str:
+        return f"p-{self.port}"[:15]
+
+
+@dataclass(frozen=True, slots=True)
 class MgmtAttachment:
     node: str
     root_end: str  # in the root namespace, enslaved to BRIDGE
@@ -52,6 +66,7 @@ class LabTopology:
     plan: Plan
     nodes: list[Node] = field(default_factory=list)
     cables: list[Cable] = field(default_factory=list)
+    stubs: list[Stub] = field(default_factory=list)
     mgmt: list[MgmtAttachment] = field(default_factory=list)
     gateway: str | None = None  # "a.b.c.d/len" on the bridge: the OOB gateway
     loopback_space: list[str] = field(default_factory=list)  # made unreachable in the root namespace
@@ -103,5 +118,8 @@ def topology(loaded: LoadedIntent) -> LabTopology:
     for link in plan.links():
         if link.kind == "fabric" and link.a in names and link.b in names:
             topo.cables.append(Cable(link.a, link.a_port, link.b, link.b_port, link.mtu))
+        elif link.kind in ("host", "edge") and (link.a in names) != (link.b in names):
+            node, port = (link.a, link.a_port) if link.a in names else (link.b, link.b_port)
+            topo.stubs.append(Stub(node, port, link.mtu))
     topo.loopback_space = [str(net) for path, net in address_pools(intent) if path[-1] == "loopbacks"]
     return topo

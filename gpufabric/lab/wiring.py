@@ -31,10 +31,8 @@ def up(topo: LabTopology, state_dir: Path) -> LabState:
             state.namespaces.append(node.name)
             state.save(state_dir)
     for node in topo.nodes:
-        cmds = ["link set lo up"]
-        if node.loopback:
-            cmds.append(f"address replace {node.loopback}/32 dev lo")
-        netlink.batch(cmds, node.name)
+        # The loopback address is configuration: the push puts it on, as on a real switch.
+        netlink.batch(["link set lo up"], node.name)
         netlink.run("ip", "netns", "exec", node.name, "sysctl", "-qw", "net.ipv4.ip_forward=1")
     _cables(topo)
     _management(topo, state)
@@ -54,6 +52,14 @@ def _cables(topo: LabTopology) -> None:
             )
         ups.setdefault(c.a, []).append(f"link set {c.a_port} up")
         ups.setdefault(c.b, []).append(f"link set {c.b_port} up")
+    for stub in topo.stubs:
+        present.setdefault(stub.node, netlink.links(stub.node))
+        if stub.port not in present[stub.node]:
+            cmds.append(
+                f"link add {stub.port} netns {stub.node} mtu {stub.mtu} type veth "
+                f"peer name {stub.far_end} netns {stub.node} mtu {stub.mtu}"
+            )
+        ups.setdefault(stub.node, []).extend([f"link set {stub.far_end} up", f"link set {stub.port} up"])
     netlink.batch(cmds)
     for ns, commands in ups.items():
         netlink.batch(commands, ns)
@@ -88,11 +94,8 @@ def _management(topo: LabTopology, state: LabState) -> None:
             state.routes.append(prefix)
 
 
-def down(state_dir: Path) -> LabState | None:
-    """Remove what the state names (namespaces take their veth ends with them); then the state."""
-    state = LabState.load(state_dir)
-    if state is None:
-        return None
+def down(state: LabState) -> None:
+    """Remove the links, routes and namespaces the state names (namespaces take their veth ends with them)."""
     for prefix in state.routes:
         netlink.run("ip", "route", "del", "unreachable", prefix, check=False)
     have = netlink.links()
@@ -103,5 +106,3 @@ def down(state_dir: Path) -> LabState | None:
     for ns in state.namespaces:
         if ns in existing:
             netlink.run("ip", "netns", "del", ns)
-    LabState.path(state_dir).unlink()
-    return state

@@ -1,0 +1,63 @@
+"""The lab's login: one admin user per lab, a random password and an SSH key, kept in the state dir (0600).
+
+A lab switch is a namespace on this machine, so its login cannot be a vendor's default and must
+not be a secret from the intent: `lab up` makes one, and `push`/`validate` read it from here
+when they target the lab. Nothing prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpufabric.config.shacrypt import salt_for, sha_crypt
+from gpufabric.export.atomic import write_atomic
+
+
+@dataclass(frozen=True)
+class LabLogin:
+    username: str
+    password: str
+    key_file: Path  # private key; the public key is key_file.pub
+
+    def __repr__(self) -> str:  # a login must never end up in a log line
+        return f"LabLogin(username={self.username!r}, password=<hidden>, key_file={str(self.key_file)!r})"
+
+    @property
+    def password_hash(self) -> str:
+        return sha_crypt(self.password, salt_for(self.username, secrets.token_hex(8)))
+
+
+def _path(state_dir: Path) -> Path:
+    return state_dir / "login.json"
+
+
+def ensure_login(state_dir: Path, username: str) -> LabLogin:
+    """The lab's login, made on first use; the same one on every later `up`."""
+    existing = load_login(state_dir)
+    if existing is not None and existing.username == username:
+        return existing
+    keys = state_dir / "keys"
+    keys.mkdir(parents=True, exist_ok=True)
+    key = keys / "id_ed25519"
+    if not key.exists():
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufabric-lab", "-f", str(key)], check=True
+        )
+    login = LabLogin(username, secrets.token_urlsafe(18), key)
+    path = _path(state_dir)
+    write_atomic(path, json.dumps({"username": username, "password": login.password, "key_file": str(key)}))
+    os.chmod(path, 0o600)
+    return login
+
+
+def load_login(state_dir: Path) -> LabLogin | None:
+    path = _path(state_dir)
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return LabLogin(data["username"], data["password"], Path(data["key_file"]))

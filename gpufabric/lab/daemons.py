@@ -1,0 +1,144 @@
+"""Start every switch's FRR, sshd and lldpd in parallel, record their PIDs, and stop exactly those.
+
+Each node gets a directory in the state dir (its UTS namespace file, sshd and lldpd files and
+logs) and an FRR pathspace in /etc/frr/<node>. Both are recorded before anything is put in
+them, so `down` can clean up after a crash at any point.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node
+from gpufabric.lab.credentials import LabLogin
+from gpufabric.lab.state import LabState
+from gpufabric.lab.topology import LabTopology, Node
+
+WORKERS = 8
+READY_TIMEOUT = 20.0
+
+
+class LabDaemonError(netlink.LabCommandError):
+    pass
+
+
+def node_dir(state_dir: Path, node: str) -> Path:
+    return state_dir / "nodes" / node
+
+
+@dataclass
+class Started:
+    node: str
+    pids: dict[str, int] = field(default_factory=dict)
+
+
+def _uts(node: str, directory: Path) -> Path:
+    """A UTS namespace bound to a file, so FRR, sshd and lldpd all see the switch's own hostname."""
+    uts = directory / "uts"
+    if not os.path.ismount(uts):
+        uts.touch()
+        netlink.run("unshare", f"--uts={uts}", "hostname", node)
+    return uts
+
+
+def _start_node(node: Node, state_dir: Path, login: LabLogin, known: dict[str, int]) -> Started:
+    directory = node_dir(state_dir, node.name)
+    uts = _uts(node.name, directory)
+    started = Started(node.name)
+    if not frr_node.running(node.name):
+        if not (frr_node.etc_dir(node.name) / "daemons").exists():
+            frr_node.write_pathspace(node.name)
+        started.pids.update(frr_node.start(node.name, uts))
+    if node.mgmt_ip and not processes.alive(known.get(f"{node.name}/sshd", 0)):
+        config = sshd_node.write_config(
+            node.name, directory, node.mgmt_ip.split("/")[0], login, lldp_node.socket_path(directory)
+        )
+        started.pids["sshd"] = sshd_node.start(node.name, directory, uts, config, login)
+    if not processes.alive(known.get(f"{node.name}/lldpd", 0)):
+        started.pids["lldpd"] = lldp_node.start(node.name, directory, uts)
+    return started
+
+
+def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
+    for node in topo.nodes:
+        foreign = frr_node.etc_dir(node.name)
+        if foreign.exists() and str(foreign) not in state.paths:
+            raise LabDaemonError(f"{foreign} exists but this lab did not make it; remove it or rename the switch")
+        for path in (node_dir(state_dir, node.name), frr_node.etc_dir(node.name), frr_node.run_dir(node.name)):
+            if str(path) not in state.paths:
+                state.paths.append(str(path))
+    state.save(state_dir)
+    for node in topo.nodes:
+        node_dir(state_dir, node.name).mkdir(parents=True, exist_ok=True)
+
+
+def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLogin) -> None:
+    _record_dirs(topo, state, state_dir)
+    known = dict(state.pids)
+    with ThreadPoolExecutor(WORKERS) as pool:
+        futures = [pool.submit(_start_node, node, state_dir, login, known) for node in topo.nodes]
+        for future in futures:
+            started = future.result()
+            for daemon, pid in started.pids.items():
+                state.pids[f"{started.node}/{daemon}"] = pid
+            state.save(state_dir)
+    _wait_ready(topo)
+
+
+def _ssh_open(address: str) -> bool:
+    try:
+        with socket.create_connection((address, 22), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_ready(topo: LabTopology) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    pending = [n for n in topo.nodes if n.mgmt_ip]
+    while pending and time.monotonic() < deadline:
+        pending = [n for n in pending if not (_ssh_open(str(n.mgmt_ip).split("/")[0]) and frr_node.running(n.name))]
+        if pending:
+            time.sleep(0.1)
+    if pending:
+        raise LabDaemonError(
+            f"{pending[0].name}: sshd or FRR did not come up in {READY_TIMEOUT:.0f} s; "
+            f"see {pending[0].name}'s logs under the state dir's nodes/ folder"
+        )
+
+
+def daemon_status(node: str, state: LabState) -> dict[str, bool]:
+    return {
+        "frr": frr_node.running(node),
+        "sshd": processes.alive(state.pids.get(f"{node}/sshd", 0)),
+        "lldpd": processes.alive(state.pids.get(f"{node}/lldpd", 0)),
+    }
+
+
+def stop_all(state: LabState) -> None:
+    """Stop every process inside the lab's namespaces, watchfrr first so it restarts nothing.
+
+    Only processes in namespaces this lab made are signalled: a PID recorded before a crash
+    may since belong to someone else, a process in the lab's namespace cannot.
+    """
+    existing = netlink.namespaces()
+    inside = {pid for ns in state.namespaces if ns in existing for pid in processes.in_namespace(ns)}
+    watchers = [pid for key, pid in state.pids.items() if key.endswith("/watchfrr") and pid in inside]
+    processes.stop(watchers)
+    processes.stop(sorted(inside - set(watchers)))
+
+
+def remove_dirs(state: LabState) -> None:
+    for path in map(Path, state.paths):
+        uts = path / "uts"
+        if os.path.ismount(uts):
+            subprocess.run(["umount", str(uts)], check=False)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)

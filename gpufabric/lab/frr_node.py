@@ -1,0 +1,77 @@
+"""FRR per switch: a pathspace /etc/frr/<node>/ and watchfrr entering the node's network namespace.
+
+The node starts with an empty configuration (hostname only): `nornir push` puts the
+routing on it, as on a switch fresh out of zero-touch provisioning.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from gpufabric.lab import netlink
+
+FRR_ETC = Path("/etc/frr")
+FRR_RUN = Path("/var/run/frr")
+FRRINIT = "/usr/lib/frr/frrinit.sh"
+
+DAEMONS = """\
+# gpufabric lab: {node}
+bgpd=yes
+vtysh_enable=yes
+frr_profile="datacenter"
+watchfrr_options="--netns"
+zebra_options="-A 127.0.0.1 -s 90000000"
+bgpd_options="-A 127.0.0.1"
+staticd_options="-A 127.0.0.1"
+"""
+
+EMPTY_CONFIG = """\
+frr defaults datacenter
+hostname {node}
+log syslog informational
+service integrated-vtysh-config
+!
+"""
+
+
+def etc_dir(node: str) -> Path:
+    return FRR_ETC / node
+
+
+def run_dir(node: str) -> Path:
+    return FRR_RUN / node
+
+
+def write_pathspace(node: str) -> Path:
+    """/etc/frr/<node>/ with daemons, an empty frr.conf and vtysh.conf, owned by frr (0640)."""
+    d = etc_dir(node)
+    d.mkdir(mode=0o750, exist_ok=True)
+    files = {"daemons": DAEMONS, "frr.conf": EMPTY_CONFIG, "vtysh.conf": "service integrated-vtysh-config\n"}
+    for name, text in files.items():
+        (d / name).write_text(text.format(node=node))
+        os.chmod(d / name, 0o640)
+        shutil.chown(d / name, "frr", "frr")
+    shutil.chown(d, "frr", "frr")
+    return d
+
+
+def start(node: str, uts: Path) -> dict[str, int]:
+    """Start watchfrr (which starts zebra, bgpd, staticd inside the namespace); return daemon -> PID."""
+    netlink.run("nsenter", f"--uts={uts}", FRRINIT, "start", node)
+    return pids(node)
+
+
+def pids(node: str) -> dict[str, int]:
+    found = {}
+    for f in sorted(run_dir(node).glob("*.pid")):
+        try:
+            found[f.stem] = int(f.read_text().strip())
+        except ValueError:
+            continue
+    return found
+
+
+def running(node: str) -> bool:
+    return netlink.run("vtysh", "-N", node, "-c", "show version", check=False).returncode == 0

@@ -1,0 +1,68 @@
+"""sshd per switch, listening on the switch's management address inside its namespace.
+
+The lab's admin user exists only for these sshd processes: each runs in a private mount
+namespace where copies of /etc/passwd and /etc/shadow (with the admin added) are bound over
+the machine's. The machine's own files are never changed. The admin has a normal shell, because
+the FRR driver places candidate files and runs `frr-reload.py` itself (vtysh has no file transfer).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from gpufabric.lab.credentials import LabLogin
+from gpufabric.lab.processes import spawn
+
+SSHD = "/usr/sbin/sshd"
+
+
+def _accounts(node_dir: Path, login: LabLogin) -> tuple[Path, Path]:
+    passwd, shadow = node_dir / "passwd", node_dir / "shadow"
+    base_pw = [ln for ln in Path("/etc/passwd").read_text().splitlines() if not ln.startswith(f"{login.username}:")]
+    base_sh = [ln for ln in Path("/etc/shadow").read_text().splitlines() if not ln.startswith(f"{login.username}:")]
+    passwd.write_text("\n".join([*base_pw, f"{login.username}:x:0:0:gpufabric lab admin:/root:/bin/bash"]) + "\n")
+    shadow.write_text("\n".join([*base_sh, f"{login.username}:{login.password_hash}:19000:0:99999:7:::"]) + "\n")
+    shadow.chmod(0o600)
+    return passwd, shadow
+
+
+def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_socket: Path) -> Path:
+    key = node_dir / "ssh_host_ed25519_key"
+    if not key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    authorized = node_dir / "authorized_keys"
+    authorized.write_text(Path(f"{login.key_file}.pub").read_text())
+    config = node_dir / "sshd_config"
+    config.write_text(
+        "\n".join(
+            [
+                f"# gpufabric lab: {node}",
+                f"ListenAddress {listen}:22",
+                f"HostKey {key}",
+                f"PidFile {node_dir / 'sshd.pid'}",
+                f"AuthorizedKeysFile {authorized}",
+                "PermitRootLogin yes",  # the lab admin is uid 0 so it can run vtysh and nft
+                "PasswordAuthentication yes",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "StrictModes no",
+                "MaxStartups 64:30:128",
+                f"SetEnv FRR_NS={node} GF_LLDP_SOCKET={lldp_socket}",
+                "Subsystem sftp internal-sftp",
+                "",
+            ]
+        )
+    )
+    return config
+
+
+def start(node: str, node_dir: Path, uts: Path, config: Path, login: LabLogin) -> int:
+    passwd, shadow = _accounts(node_dir, login)
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
+    script = (
+        f"mount --bind {passwd} /etc/passwd && mount --bind {shadow} /etc/shadow && "
+        f"exec nsenter --net=/run/netns/{node} --uts={uts} {SSHD} -D -e -f {config}"
+    )
+    # unshare and nsenter exec in place, so the PID returned is sshd's own.
+    return spawn(["unshare", "-m", "--propagation", "private", "sh", "-c", script], node_dir / "sshd.log")
