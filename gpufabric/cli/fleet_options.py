@@ -1,0 +1,41 @@
+"""Options shared by the commands that talk to switches (push, validate)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpufabric.cli.plan_cmd import file_arg
+from gpufabric.intent.types import ALL_PLANES
+from gpufabric.lab.state import DEFAULT_DIR
+
+
+def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(
+        [
+            file_arg,
+            click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches."),
+            click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable)."),
+            click.option(
+                "--role", type=click.Choice(["leaf", "spine", "superspine", "border", "mgmt"]), help="Only this role."
+            ),
+            click.option(
+                "--lab/--no-lab",
+                default=None,
+                help="Target the local lab (default: the lab when one of this fabric is up, else the real switches).",
+            ),
+            click.option(
+                "--state-dir",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=DEFAULT_DIR,
+                show_default=True,
+                help="The lab's state dir (login, keys).",
+            ),
+            click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout."),
+        ]
+    ):
+        fn = option(fn)
+    return fn

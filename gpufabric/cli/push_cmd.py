@@ -1,0 +1,159 @@
+"""`nornir push`: put the rendered configuration on the switches, safely."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.output import err, out
+from gpufabric.push.candidates import candidate
+from gpufabric.push.expect import expectations
+from gpufabric.push.fleet import open_fleet
+from gpufabric.push.rollout import run
+from gpufabric.push.targets import Batch, batches
+from nornir_tasks.push import DeviceOutcome, PushOptions
+
+STYLE = {
+    "unchanged": "dim",
+    "changed": "green",
+    "would change": "yellow",
+    "rolled back": "red",
+    "failed": "bold red",
+    "skipped": "yellow",
+}
+
+
+@click.command("push")
+@fleet_options
+@click.option("--dry-run", is_flag=True, help="Show each switch's diff; change nothing.")
+@click.option(
+    "--confirm-timeout",
+    type=click.IntRange(10, 3600),
+    default=120,
+    show_default=True,
+    help="Seconds after which a switch reverts a commit by itself unless the push confirms it.",
+)
+@click.option(
+    "--check-timeout",
+    type=click.FloatRange(1, 600),
+    default=30.0,
+    show_default=True,
+    help="Seconds a switch's BGP sessions and ports get to come back after its change.",
+)
+@click.option(
+    "--batch",
+    "batch_size",
+    type=click.IntRange(1),
+    help="At most this many switches at once (within a failure domain).",
+)
+@click.option("--diff/--no-diff", default=True, show_default=True, help="Print each changed switch's diff.")
+def push_cmd(  # noqa: PLR0917 (click passes every option positionally by name)
+    file: str | None,
+    plane: str | None,
+    devices: tuple[str, ...],
+    role: str | None,
+    lab: bool | None,
+    state_dir: Path,
+    as_json: bool,
+    dry_run: bool,
+    confirm_timeout: int,
+    check_timeout: float,
+    batch_size: int | None,
+    diff: bool,
+) -> int:
+    """Push the rendered configuration to the switches, one failure domain at a time.
+
+    \b
+    Per switch: load the candidate (replace), print the diff, commit with a revert timer on the
+    switch (NX-OS: a checkpoint), wait for its BGP sessions and ports that were up to come back,
+    then confirm; or roll back. A canary goes first, then one failure domain per batch; the
+    first failing batch is rolled back whole and stops the rollout. A second identical push
+    changes nothing and says so.
+
+    \b
+    Targets the local lab when one of this fabric is up (`gpufabric lab up`), with the lab's
+    login; otherwise the real switches, with the password from the variable the intent names.
+    Secrets are resolved in memory and never printed.
+
+    Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back;
+    2 bad intent, options or missing credentials.
+    """
+    started = time.perf_counter()
+    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab)
+    names = [d.name for d in fleet.targets]
+    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
+    expects = expectations(fleet.plan, fleet.index, names)
+    plan_batches = batches(fleet.plan, fleet.targets, batch_size)
+    opts = PushOptions(dry_run=dry_run, confirm_timeout=confirm_timeout, check_timeout=check_timeout)
+    where = "the lab" if fleet.access.lab else "the switches"
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        bar = progress.add_task(f"push to {where}: batch 1/{len(plan_batches)}", total=len(names))
+
+        def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
+            progress.update(
+                bar, advance=len(done), description=f"push to {where}: batch {b.number + 1}/{len(plan_batches)}"
+            )
+            for o in done.values():
+                if o.status not in ("unchanged", "changed", "would change"):
+                    err.print(
+                        f"[red]batch {b.number} ({b.domain}): {o.device} {o.status}[/red]: {o.reason}", highlight=False
+                    )
+
+        rollout = run(
+            fleet.nr, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, on_batch=on_batch
+        )
+    fleet.nr.close_connections()
+    ordered = [rollout.outcomes[n] for b in plan_batches for n in b.devices]
+    elapsed = time.perf_counter() - started
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "converged": rollout.converged,
+                    "dry_run": dry_run,
+                    "target": "lab" if fleet.access.lab else "switches",
+                    "seconds": round(elapsed, 2),
+                    "batches": [asdict(b) for b in plan_batches],
+                    "devices": [asdict(o) for o in ordered],
+                }
+            )
+        )
+    else:
+        _print_human(ordered, diff)
+        changed = sum(o.status in ("changed", "would change") for o in ordered)
+        if changed == 0 and rollout.converged:
+            err.print(
+                f"no changes: all {len(ordered)} switches already run the planned configuration ({elapsed:.1f} s)"
+            )
+        else:
+            verb = "would change" if dry_run else "changed"
+            err.print(f"{changed} of {len(ordered)} switches {verb} in {len(plan_batches)} batches, {elapsed:.1f} s")
+    return 0 if rollout.converged else 1
+
+
+def _print_human(ordered: list[DeviceOutcome], show_diff: bool) -> None:
+    if show_diff:
+        for o in ordered:
+            if o.diff and o.status in ("changed", "would change", "rolled back"):
+                out.print(f"[bold]--- {o.device}[/bold] ({o.status})", highlight=False)
+                out.print(o.diff, markup=False, highlight=False)
+    table = Table(title="push")
+    for column in ("batch", "switch", "result", "seconds", "reason"):
+        table.add_column(column)
+    for o in ordered:
+        table.add_row(str(o.batch), o.device, f"[{STYLE.get(o.status, '')}]{o.status}[/]", f"{o.seconds:.1f}", o.reason)
+    out.print(table)

@@ -1,0 +1,64 @@
+"""How push and validate log in: the lab's own login when a lab of this fabric is up, else the intent's
+credentials (password from the environment variable the intent names). Never printed."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nornir.core.inventory import ConnectionOptions, Inventory
+
+from gpufabric.config.secrets import SecretUnavailableError
+from gpufabric.intent.model import Intent
+from gpufabric.lab.credentials import load_login
+from gpufabric.lab.state import LabState
+
+CONNECT_TIMEOUT = 10  # seconds; an unreachable switch fails fast instead of holding its batch for a minute
+
+
+@dataclass(frozen=True)
+class Access:
+    lab: bool
+    username: str
+    password: str = field(repr=False)
+    optional_args: dict[str, Any] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)  # what rendering may need, by reference name
+
+
+def lab_access(state_dir: Path, intent: Intent) -> Access | None:
+    state = LabState.load(state_dir)
+    login = load_login(state_dir)
+    if state is None or login is None or state.fabric != intent.fabric.name:
+        return None
+    args: dict[str, Any] = {"key_file": str(login.key_file)}
+    known_hosts = state_dir / "known_hosts"
+    if known_hosts.is_file():
+        args["known_hosts"] = str(known_hosts)
+    # In the lab the admin's password is the switch password the rendered configs hash.
+    secrets = dict(os.environ)
+    ref = intent.credentials.switches.password
+    if ref is not None and ref.env:
+        secrets[ref.env] = login.password
+    return Access(True, login.username, login.password, args, secrets)
+
+
+def env_access(intent: Intent) -> Access:
+    cred = intent.credentials.switches
+    if cred.password is None or not cred.password.env or cred.password.env not in os.environ:
+        assert cred.password is not None
+        raise SecretUnavailableError(cred.password, "credentials.switches.password")
+    return Access(False, cred.username, os.environ[cred.password.env], {}, dict(os.environ))
+
+
+def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) -> None:
+    """Put the login and driver options on every host (in memory; host data never holds them)."""
+    for host in inventory.hosts.values():
+        host.username = access.username
+        host.password = access.password
+        if access.lab:
+            host.platform = "frr"  # every lab switch runs FRR, whatever the plan says it is
+        host.connection_options["napalm"] = ConnectionOptions(
+            extras={"timeout": timeout, "optional_args": dict(access.optional_args)}
+        )

@@ -1,0 +1,114 @@
+"""Nornir tasks of a push, one switch each: stage (diff, commit, post-change checks), confirm, roll back.
+
+Plain task functions, as Nornir's own: they take a Task and return a Result whose `result`
+is a `DeviceOutcome`. Staging leaves a good change pending (armed revert timer, or NX-OS
+checkpoint) so the rollout can confirm a batch only when the whole batch is healthy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from nornir.core.task import Result, Task
+
+from gpufabric.push.expect import Expectation, Health, health, regressions
+
+# NAPALM drivers without commit-confirm: a checkpoint taken by the commit is what rollback returns to.
+CHECKPOINT_PLATFORMS = frozenset({"nxos", "nxos_ssh"})
+
+
+@dataclass
+class PushOptions:
+    dry_run: bool = False
+    confirm_timeout: int = 120  # the device reverts by itself if not confirmed within this
+    check_timeout: float = 30.0  # how long sessions and ports get to come back
+    settle: float = 2.0  # the checks must hold this long: a session resets a moment after the commit
+
+
+@dataclass
+class DeviceOutcome:
+    device: str
+    status: str  # unchanged | would change | staged | changed | rolled back | failed | skipped
+    reason: str = ""
+    diff: str = ""
+    seconds: float = 0.0
+    batch: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _health(conn: Any, expect: Expectation) -> Health:
+    return health(expect, conn.get_bgp_neighbors() if expect.peers else {}, conn.get_interfaces())
+
+
+def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOptions) -> list[str]:
+    deadline = time.monotonic() + opts.check_timeout
+    healthy_since: float | None = None
+    problems: list[str] = []
+    while True:
+        problems = regressions(expect, before, _health(conn, expect))
+        now = time.monotonic()
+        if problems:
+            healthy_since = None
+        elif healthy_since is None:
+            healthy_since = now
+        if healthy_since is not None and now - healthy_since >= opts.settle:
+            return []
+        if now >= deadline:
+            return problems or ["checks did not settle"]
+        time.sleep(0.5)
+
+
+def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:
+    started = time.monotonic()
+    outcome = DeviceOutcome(task.host.name, "failed", batch=batch)
+    try:
+        conn = task.host.get_connection("napalm", task.nornir.config)
+        conn.load_replace_candidate(config=candidate)
+        outcome.diff = conn.compare_config()
+        if not outcome.diff.strip():
+            conn.discard_config()
+            outcome.status = "unchanged"
+        elif opts.dry_run:
+            conn.discard_config()
+            outcome.status = "would change"
+        else:
+            before = _health(conn, expect)
+            checkpoint = task.host.platform in CHECKPOINT_PLATFORMS
+            conn.commit_config(revert_in=None if checkpoint else opts.confirm_timeout)
+            problems = _wait_healthy(conn, expect, before, opts)
+            if problems:
+                conn.rollback()
+                outcome.status, outcome.reason = "rolled back", "; ".join(problems)
+            else:
+                outcome.status = "staged"
+    except Exception as exc:  # a device's failure is its outcome; the rollout decides what it means
+        outcome.reason = _reason(exc)
+    outcome.seconds = time.monotonic() - started
+    return Result(host=task.host, result=outcome)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def confirm(task: Task, outcome: DeviceOutcome) -> Result:
+    try:
+        conn = task.host.get_connection("napalm", task.nornir.config)
+        if task.host.platform not in CHECKPOINT_PLATFORMS:
+            conn.confirm_commit()
+        outcome.status = "changed"
+    except Exception as exc:
+        outcome.status, outcome.reason = "failed", f"confirm failed (the device reverts by itself): {_reason(exc)}"
+    return Result(host=task.host, result=outcome)
+
+
+def rollback(task: Task, outcome: DeviceOutcome, why: str) -> Result:
+    try:
+        task.host.get_connection("napalm", task.nornir.config).rollback()
+        outcome.status, outcome.reason = "rolled back", why
+    except Exception as exc:
+        outcome.status, outcome.reason = "failed", f"{why}; rollback failed: {_reason(exc)}"
+    return Result(host=task.host, result=outcome)
