@@ -10,6 +10,8 @@ ensure_apt dot graphviz          # SVG drawings are tested when dot is present
 ensure_apt vtysh frr frr-pythontools   # FRR configs are checked with FRR's own parser
 ensure_apt nft nftables          # FRR switches' nftables files are checked with nft -c
 ensure_apt ping iputils-ping     # the lab tests reach switches over the OOB bridge
+ensure_apt lldpd lldpd           # the lab: LLDP per switch
+ensure_apt sshd openssh-server   # the lab: SSH per switch (push and validate log in)
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 

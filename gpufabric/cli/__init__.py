@@ -21,6 +21,7 @@ from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import check_cmd, plan_cmd
 from gpufabric.cli.push_cmd import push_cmd
 from gpufabric.cli.render_cmd import render_cmd
+from gpufabric.cli.validate_cmd import validate_cmd
 from gpufabric.cli.verify_cmd import verify_cmd
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.intent.errors import IntentError
@@ -54,6 +55,7 @@ cli.add_command(render_cmd)
 cli.add_command(verify_cmd)
 cli.add_command(lab_cmd)
 cli.add_command(push_cmd)
+cli.add_command(validate_cmd)
 cli.add_command(docs_cmd)
 cli.add_command(schema_cmd)
 

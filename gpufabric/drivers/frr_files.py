@@ -55,6 +55,9 @@ class DeviceFiles:
             "set -e",
             f'out=$({frr} 2>&1) || {{ echo "$out" | tail -20 >&2; exit 3; }}',
             f"{self.vtysh} -c 'write memory' >/dev/null",
+            # What was applied, and a fingerprint of what FRR made of it: compare_config's fast path.
+            f"cp {conf} {self.path('applied.conf')}",
+            f"{self.running_fingerprint} > {self.path('applied.running')}",
         ]
         if nft is not None:
             lines += [
@@ -65,6 +68,17 @@ class DeviceFiles:
                 f"{self.path('applied.listing')}; fi",
             ]
         return "\n".join(lines) + "\n"
+
+    @property
+    def running_fingerprint(self) -> str:
+        return f"{self.vtysh} -c 'show running-config' | sed '1,/^Current configuration:/d' | sha256sum"
+
+    def unchanged_check(self, conf: str) -> str:
+        """Exit 0 when `conf` is what was last applied and FRR still runs exactly what it made of it."""
+        return (
+            f"cmp -s {conf} {self.path('applied.conf')} && "
+            f'[ "$({self.running_fingerprint})" = "$(cat {self.path("applied.running")} 2>/dev/null)" ]'
+        )
 
     def revert_script(self) -> str:
         """Re-apply what ran before the last commit; the revert timer and `rollback()` both run this."""

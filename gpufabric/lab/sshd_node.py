@@ -4,6 +4,8 @@ The lab's admin user exists only for these sshd processes: each runs in a privat
 namespace where copies of /etc/passwd and /etc/shadow (with the admin added) are bound over
 the machine's. The machine's own files are never changed. The admin has a normal shell, because
 the FRR driver places candidate files and runs `frr-reload.py` itself (vtysh has no file transfer).
+(A shell that execs `vtysh -N` would make the login look like a switch CLI, but then no driver
+could place a file.)
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ def _accounts(node_dir: Path, login: LabLogin) -> tuple[Path, Path]:
     passwd, shadow = node_dir / "passwd", node_dir / "shadow"
     base_pw = [ln for ln in Path("/etc/passwd").read_text().splitlines() if not ln.startswith(f"{login.username}:")]
     base_sh = [ln for ln in Path("/etc/shadow").read_text().splitlines() if not ln.startswith(f"{login.username}:")]
-    passwd.write_text("\n".join([*base_pw, f"{login.username}:x:0:0:gpufabric lab admin:/root:/bin/bash"]) + "\n")
+    # /bin/sh, not bash: bash started by sshd reads ~/.bashrc on every command, 100 ms each.
+    passwd.write_text("\n".join([*base_pw, f"{login.username}:x:0:0:gpufabric lab admin:/root:/bin/sh"]) + "\n")
     shadow.write_text("\n".join([*base_sh, f"{login.username}:{login.password_hash}:19000:0:99999:7:::"]) + "\n")
     shadow.chmod(0o600)
     return passwd, shadow

@@ -1,0 +1,80 @@
+"""`nornir validate`: prove, read-only, that the running network equals the plan."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from nornir.core.task import Result, Task
+
+from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.output import err, out
+from gpufabric.push.candidates import candidate
+from gpufabric.push.fleet import open_fleet
+from gpufabric.validate import report
+from gpufabric.validate.planned import planned
+from gpufabric.validate.results import CheckResult
+from nornir_tasks.validate import validate_device
+
+
+@click.command("validate")
+@fleet_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "junit"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--all", "show_all", is_flag=True, help="Table: list passing results too.")
+@click.option("--no-drift", is_flag=True, help="Skip the config-drift check (it renders each switch's candidate).")
+def validate_cmd(  # noqa: PLR0917 (click passes every option by name)
+    file: str | None,
+    plane: str | None,
+    devices: tuple[str, ...],
+    role: str | None,
+    lab: bool | None,
+    state_dir: Path,
+    as_json: bool,
+    fmt: str,
+    show_all: bool,
+    no_drift: bool,
+) -> int:
+    """Check the running switches against the plan. Changes nothing.
+
+    \b
+    Checks, per switch: reachable; config-drift (the running config equals the rendered one);
+    bgp-session (each planned peer Established with its planned ASN); lldp-neighbor (each fabric
+    port sees the planned peer and port); interface (planned ports up with the planned MTU);
+    ecmp-width (the planned number of paths to every remote loopback); qos-contract (RoCE and
+    CNP DSCP classified to their priorities in the running config); oob-isolation (no data route
+    into the management subnet, none out of the management port).
+
+    Each result has a check id, device, item, expected, observed and verdict.
+    Exit codes: 0 every check passed; 1 a check failed; 2 bad intent or options.
+    """
+    started = time.perf_counter()
+    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab)
+    names = [d.name for d in fleet.targets]
+    expected = planned(fleet.plan, fleet.index, names, plane)
+    candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
+
+    def dispatch(task: Task) -> Result:
+        return validate_device(task, expected[task.host.name], candidates[task.host.name])
+
+    with err.status(f"validating {len(names)} switches ..."):
+        results = fleet.nr.run(task=dispatch, on_failed=True)
+    fleet.nr.close_connections()
+    found: list[CheckResult] = [r for name in names for r in results[name][0].result]
+    seconds = time.perf_counter() - started
+    if as_json or fmt == "json":
+        out.print(report.as_json(found, seconds), markup=False, highlight=False, soft_wrap=True)
+    elif fmt == "junit":
+        out.print(report.as_junit(found, seconds), markup=False, highlight=False, soft_wrap=True)
+    else:
+        report.print_table(out, found, show_all)
+        failed = sum(not r.ok for r in found)
+        err.print(f"{len(names)} switches, {len(found)} checks, {failed} failed, {seconds:.1f} s")
+    return 0 if all(r.ok for r in found) else 1

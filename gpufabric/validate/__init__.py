@@ -1,0 +1,1 @@
+"""`nornir validate`: read-only proof that the running network equals the plan."""

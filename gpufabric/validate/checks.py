@@ -1,0 +1,115 @@
+"""The read-only checks, as pure functions from what a switch reports to results. Each yields a result
+per item (pass or fail), so a report shows what was proven, not only what failed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from ipaddress import IPv4Network
+from typing import Any
+
+from gpufabric.drivers.frr_files import split_candidate
+from gpufabric.validate.results import CheckResult, result
+
+__all__ = ["CheckResult", "Planned", "result"]
+
+# nftables prints well-known DSCP values by name.
+DSCP_NAMES = {
+    **{f"cs{i}": 8 * i for i in range(8)},
+    **{f"af{c}{d}": 8 * c + 2 * d for c in range(1, 5) for d in range(1, 4)},
+    "ef": 46,
+    "va": 44,
+    "be": 0,
+}
+_NFT_DSCP = re.compile(r"ip dscp (\w+) meta priority set 0:(\d+)")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the plan says about one switch, for validation."""
+
+    device: str
+    platform: str
+    peers: dict[str, tuple[str, int]] = field(default_factory=dict)  # session key -> (peer switch, ASN)
+    lldp: dict[str, tuple[str, str]] = field(default_factory=dict)  # local port -> (peer switch, peer port)
+    ports: dict[str, int] = field(default_factory=dict)  # port -> MTU
+    ecmp: dict[str, int] = field(default_factory=dict)  # remote loopback -> width
+    qos: tuple[tuple[int, int, str], ...] = ()  # (DSCP, priority, what)
+    mgmt_port: str | None = None
+    mgmt_subnet: str | None = None
+
+
+def drift(p: Planned, diff: str) -> Iterator[CheckResult]:
+    lines = [ln for ln in diff.splitlines() if ln.strip()]
+    yield result(
+        "config-drift", p.device, "running config", "no difference", "\n".join(lines) if lines else "no difference"
+    )
+
+
+def bgp(p: Planned, neighbors: dict[str, Any]) -> Iterator[CheckResult]:
+    peers = neighbors.get("global", {}).get("peers", {})
+    for key, (peer, asn) in sorted(p.peers.items()):
+        got = peers.get(key)
+        observed = "absent" if got is None else f"{'Established' if got['is_up'] else 'down'}, AS {got['remote_as']}"
+        yield result("bgp-session", p.device, f"{key} ({peer})", f"Established, AS {asn}", observed)
+
+
+def lldp(p: Planned, neighbors: dict[str, list[dict[str, str]]]) -> Iterator[CheckResult]:
+    for port, (peer, peer_port) in sorted(p.lldp.items()):
+        seen = neighbors.get(port, [])
+        observed = ", ".join(f"{n['hostname']} {n['port']}" for n in seen) or "no neighbour"
+        yield result("lldp-neighbor", p.device, port, f"{peer} {peer_port}", observed)
+
+
+def interfaces(p: Planned, ifaces: dict[str, dict[str, Any]]) -> Iterator[CheckResult]:
+    for port, mtu in sorted(p.ports.items()):
+        got = ifaces.get(port)
+        observed = "absent" if got is None else f"{'up' if got['is_up'] else 'down'}, MTU {got['mtu']}"
+        yield result("interface", p.device, port, f"up, MTU {mtu}", observed)
+
+
+def ecmp(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckResult]:
+    for prefix, width in sorted(p.ecmp.items()):
+        hops = [h for h in routes.get(prefix, []) if h.get("protocol") == "bgp" and h.get("selected_next_hop")]
+        yield result("ecmp-width", p.device, prefix, f"{width} paths", f"{len(hops)} paths")
+
+
+def qos(p: Planned, running: str) -> Iterator[CheckResult]:
+    if not p.qos:
+        return
+    mapped: dict[int, int] = {}
+    if p.platform == "frr":
+        nft = split_candidate(running)[1] or ""
+        for m in _NFT_DSCP.finditer(nft):
+            dscp = DSCP_NAMES.get(m.group(1)) if not m.group(1).isdigit() else int(m.group(1))
+            if dscp is not None:
+                mapped[dscp] = int(m.group(2))
+    for dscp, prio, what in p.qos:
+        got = mapped.get(dscp)
+        yield result(
+            "qos-contract",
+            p.device,
+            f"{what} DSCP {dscp}",
+            f"priority {prio}",
+            "unmapped" if got is None else f"priority {got}",
+        )
+
+
+def oob_isolation(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckResult]:
+    """No data-plane route into the management subnet, and no data route out of the management port."""
+    if p.mgmt_subnet is None:
+        return
+    mgmt = IPv4Network(p.mgmt_subnet)
+    leaks = []
+    for prefix, hops in sorted(routes.items()):
+        net = IPv4Network(prefix)
+        if net.prefixlen == 0:
+            continue  # a default route never wins over the connected management subnet
+        for h in hops:
+            via_mgmt = h.get("outgoing_interface") == p.mgmt_port
+            if net.overlaps(mgmt) and not via_mgmt:
+                leaks.append(f"{prefix} via {h.get('outgoing_interface') or h.get('next_hop')}")
+            elif via_mgmt and not net.subnet_of(mgmt) and h.get("protocol") != "kernel":
+                leaks.append(f"{prefix} via {p.mgmt_port}")
+    yield result("oob-isolation", p.device, p.mgmt_subnet, "separate", "; ".join(sorted(set(leaks))) or "separate")

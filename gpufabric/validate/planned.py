@@ -1,0 +1,30 @@
+"""What validate expects of each switch, derived from the plan (the same context the templates print)."""
+
+from __future__ import annotations
+
+from gpufabric.config.context import LinkIndex, build
+from gpufabric.plan.model import Plan
+from gpufabric.validate.checks import Planned
+from gpufabric.validate.ecmp import expected_widths
+
+
+def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -> dict[str, Planned]:
+    contexts = {n: build(plan, index.devices[n], index) for n in names}
+    widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()})
+    oob = plan.intent.planes.oob
+    out = {}
+    for name, ctx in contexts.items():
+        d = ctx.device
+        q = ctx.qos
+        out[name] = Planned(
+            device=name,
+            platform=d.platform,
+            peers={str(n.interface or n.address): (n.peer, n.remote_asn) for n in ctx.neighbors if n.kind == "fabric"},
+            lldp={p.name: (p.peer, p.peer_port) for p in ctx.ports if p.kind == "fabric" and p.peer in index.devices},
+            ports={p.name: p.mtu for p in ctx.ports if p.kind in ("fabric", "host", "edge")},
+            ecmp=widths.get(name, {}),
+            qos=((q.roce_dscp, q.roce_priority, "RoCE"), (q.cnp_dscp, q.cnp_priority, "CNP")) if q else (),
+            mgmt_port=d.mgmt_port if d.mgmt_ip is not None else None,
+            mgmt_subnet=str(oob.subnet) if oob is not None and d.mgmt_ip is not None else None,
+        )
+    return out

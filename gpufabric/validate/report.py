@@ -1,0 +1,70 @@
+"""Validation results as a table, JSON or JUnit XML (one testsuite per check, one testcase per item)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from xml.etree import ElementTree as ET
+
+from rich.console import Console
+from rich.table import Table
+
+from gpufabric.validate.results import CheckResult
+
+
+def as_json(results: list[CheckResult], seconds: float) -> str:
+    failed = [r for r in results if not r.ok]
+    return json.dumps(
+        {
+            "ok": not failed,
+            "checked": len(results),
+            "failed": len(failed),
+            "seconds": round(seconds, 2),
+            "results": [r.as_dict() for r in results],
+        },
+        indent=2,
+    )
+
+
+def as_junit(results: list[CheckResult], seconds: float) -> str:
+    suites = ET.Element(
+        "testsuites",
+        name="gpufabric validate",
+        tests=str(len(results)),
+        failures=str(sum(not r.ok for r in results)),
+        time=f"{seconds:.2f}",
+    )
+    by_check: dict[str, list[CheckResult]] = {}
+    for r in results:
+        by_check.setdefault(r.check, []).append(r)
+    for check, items in by_check.items():
+        suite = ET.SubElement(
+            suites, "testsuite", name=check, tests=str(len(items)), failures=str(sum(not r.ok for r in items))
+        )
+        for r in items:
+            case = ET.SubElement(suite, "testcase", classname=f"{check}.{r.device}", name=r.item)
+            if not r.ok:
+                failure = ET.SubElement(case, "failure", message=f"expected {r.expected}, observed {r.observed}")
+                failure.text = f"{r.device} {r.item}: expected {r.expected}\nobserved {r.observed}"
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def print_table(console: Console, results: list[CheckResult], show_all: bool) -> None:
+    rows = results if show_all else [r for r in results if not r.ok]
+    if rows:
+        table = Table(title="validate: " + ("every result" if show_all else "failures"))
+        for column in ("check", "device", "item", "expected", "observed", "verdict"):
+            table.add_column(column)
+        for r in rows:
+            table.add_row(
+                r.check, r.device, r.item, r.expected, r.observed, "[green]pass[/]" if r.ok else "[red]fail[/]"
+            )
+        console.print(table)
+    summary = Table(title="validate: per check")
+    for column in ("check", "passed", "failed"):
+        summary.add_column(column)
+    passed, failed = Counter(r.check for r in results if r.ok), Counter(r.check for r in results if not r.ok)
+    for check in dict.fromkeys(r.check for r in results):
+        summary.add_row(check, str(passed[check]), f"[red]{failed[check]}[/]" if failed[check] else "0")
+    console.print(summary)

@@ -1,0 +1,26 @@
+"""One validation result: check id, device, expected, observed, verdict."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: str
+    device: str
+    item: str  # what was checked on the device: a port, a peer, a prefix
+    expected: str
+    observed: str
+    ok: bool
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.ok else "fail"
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "verdict": self.verdict}
+
+
+def result(check: str, device: str, item: str, expected: object, observed: object) -> CheckResult:
+    return CheckResult(check, device, item, str(expected), str(observed), str(expected) == str(observed))
