@@ -34,6 +34,13 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="The lab's state dir (login, keys).",
             ),
+            click.option(
+                "--timeout",
+                type=click.IntRange(1, 300),
+                default=10,
+                show_default=True,
+                help="Seconds to wait for a switch's SSH login before calling it unreachable.",
+            ),
             click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout."),
         ]
     ):

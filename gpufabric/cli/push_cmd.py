@@ -54,6 +54,12 @@ STYLE = {
     help="At most this many switches at once (within a failure domain).",
 )
 @click.option("--diff/--no-diff", default=True, show_default=True, help="Print each changed switch's diff.")
+@click.option(
+    "--from",
+    "from_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Push the files `render` wrote into this folder (as reviewed) instead of rendering again.",
+)
 def push_cmd(  # noqa: PLR0917 (click passes every option positionally by name)
     file: str | None,
     plane: str | None,
@@ -61,12 +67,14 @@ def push_cmd(  # noqa: PLR0917 (click passes every option positionally by name)
     role: str | None,
     lab: bool | None,
     state_dir: Path,
+    timeout: int,
     as_json: bool,
     dry_run: bool,
     confirm_timeout: int,
     check_timeout: float,
     batch_size: int | None,
     diff: bool,
+    from_dir: Path | None,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain at a time.
 
@@ -86,9 +94,9 @@ def push_cmd(  # noqa: PLR0917 (click passes every option positionally by name)
     2 bad intent, options or missing credentials.
     """
     started = time.perf_counter()
-    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab)
+    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab, timeout=timeout)
     names = [d.name for d in fleet.targets]
-    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
+    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
     expects = expectations(fleet.plan, fleet.index, names)
     plan_batches = batches(fleet.plan, fleet.targets, batch_size)
     opts = PushOptions(dry_run=dry_run, confirm_timeout=confirm_timeout, check_timeout=check_timeout)

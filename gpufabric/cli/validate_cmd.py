@@ -37,6 +37,7 @@ def validate_cmd(  # noqa: PLR0917 (click passes every option by name)
     role: str | None,
     lab: bool | None,
     state_dir: Path,
+    timeout: int,
     as_json: bool,
     fmt: str,
     show_all: bool,
@@ -56,7 +57,7 @@ def validate_cmd(  # noqa: PLR0917 (click passes every option by name)
     Exit codes: 0 every check passed; 1 a check failed; 2 bad intent or options.
     """
     started = time.perf_counter()
-    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab)
+    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab, timeout=timeout)
     names = [d.name for d in fleet.targets]
     expected = planned(fleet.plan, fleet.index, names, plane)
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}

@@ -201,6 +201,10 @@ class FrrDriver(NetworkDriver):
         return frr_getters.interfaces_ip(self._run("ip -j address show"))
 
     def get_bgp_neighbors(self) -> dict[str, Any]:
+        assert self.transport is not None
+        probe = self.transport.run(f"{self.files.vtysh} -c 'show bgp vrf all summary json'")
+        if probe.rc != 0 and "bgpd is not running" in probe.stdout + probe.stderr:
+            return {"global": {"router_id": "", "peers": {}}}  # no BGP daemon: no session is up
         return frr_getters.bgp_neighbors(
             self._vtysh("show bgp vrf all neighbors json"), self._vtysh("show bgp vrf all summary json")
         )

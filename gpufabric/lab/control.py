@@ -41,7 +41,7 @@ def down(state_dir: Path) -> LabState | None:
     daemons.stop_all(state)
     wiring.down(state)
     daemons.remove_dirs(state)
-    for leftover in ("login.json", "keys/id_ed25519", "keys/id_ed25519.pub"):
+    for leftover in ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub"):
         (state_dir / leftover).unlink(missing_ok=True)
     for folder in ("keys", "nodes"):
         if (state_dir / folder).is_dir() and not any((state_dir / folder).iterdir()):

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufabric.export.atomic import write_atomic
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node
 from gpufabric.lab.credentials import LabLogin
 from gpufabric.lab.state import LabState
@@ -89,7 +90,19 @@ def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLog
             for daemon, pid in started.pids.items():
                 state.pids[f"{started.node}/{daemon}"] = pid
             state.save(state_dir)
+    _known_hosts(topo, state_dir)
     _wait_ready(topo)
+
+
+def _known_hosts(topo: LabTopology, state_dir: Path) -> None:
+    """Each switch's host key at its management address, so clients can reject anything else."""
+    lines = []
+    for node in topo.nodes:
+        key = node_dir(state_dir, node.name) / "ssh_host_ed25519_key.pub"
+        if node.mgmt_ip and key.is_file():
+            kind, blob = key.read_text().split()[:2]
+            lines.append(f"{node.mgmt_ip.split('/')[0]} {kind} {blob}")
+    write_atomic(state_dir / "known_hosts", "\n".join(lines) + "\n")
 
 
 def _ssh_open(address: str) -> bool:

@@ -32,7 +32,8 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
     login = load_login(state_dir)
     if state is None or login is None or state.fabric != intent.fabric.name:
         return None
-    args: dict[str, Any] = {"key_file": str(login.key_file)}
+    # Password login, as with the intent's credentials; the key is there for people (`ssh -i`).
+    args: dict[str, Any] = {}
     known_hosts = state_dir / "known_hosts"
     if known_hosts.is_file():
         args["known_hosts"] = str(known_hosts)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+
+import click
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
@@ -11,10 +14,15 @@ from gpufabric.drivers.frr_files import join_candidate
 from gpufabric.plan.model import Plan
 
 
-def candidate(plan: Plan, index: LinkIndex, name: str, secrets: Mapping[str, str] | None = None) -> str:
-    """One text per switch, as its NAPALM driver takes it. Never written to disk: it may hold secrets."""
+def candidate(
+    plan: Plan, index: LinkIndex, name: str, secrets: Mapping[str, str] | None = None, folder: Path | None = None
+) -> str:
+    """One text per switch, as its NAPALM driver takes it. Never written to disk: it may hold secrets.
+
+    With `folder`, the files `render` wrote there (reviewed, perhaps) instead of rendering again.
+    """
     device = index.devices[name]
-    files = render_device(plan, device, index).files
+    files = _from_folder(folder, name) if folder else render_device(plan, device, index).files
     if device.platform == "frr":
         text = join_candidate(files[f"{name}.frr.conf"], files.get(f"{name}.nft"))
     elif device.platform == "cumulus":
@@ -22,3 +30,10 @@ def candidate(plan: Plan, index: LinkIndex, name: str, secrets: Mapping[str, str
     else:
         text = files[f"{name}.cfg"]
     return resolve_tokens(text, secrets)
+
+
+def _from_folder(folder: Path, name: str) -> dict[str, str]:
+    files = {p.name: p.read_text() for p in folder.glob(f"{name}.*") if p.is_file()}
+    if not files:
+        raise click.BadParameter(f"{folder} has no rendered file for {name} (run `gpufabric render -o {folder}`)")
+    return files

@@ -47,6 +47,7 @@ def open_fleet(
     role: str | None,
     state_dir: Path,
     lab: bool | None,
+    timeout: int = access_mod.CONNECT_TIMEOUT,
     workers: int = WORKERS,
 ) -> Fleet:
     loaded = load_intent(file)
@@ -74,7 +75,7 @@ def open_fleet(
     for name in list(inventory.hosts):
         if name not in wanted:
             del inventory.hosts[name]
-    access_mod.apply(inventory, chosen)
+    access_mod.apply(inventory, chosen, timeout)
     if CONNECTION_NAME not in ConnectionPluginRegister.available:
         ConnectionPluginRegister.register(CONNECTION_NAME, Napalm)
     nr = Nornir(inventory=inventory, runner=ThreadedRunner(num_workers=workers))
