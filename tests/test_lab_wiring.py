@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import INVENTORY, run
@@ -82,3 +83,26 @@ def test_lab_commands_up_status_down(tmp_path):
     assert run("gpufabric", "lab", "down", "--state-dir", state).returncode == 0
     after = run("gpufabric", "lab", "status", "--state-dir", state, "--json")
     assert after.returncode == 1 and not any(r["up"] for r in json.loads(after.stdout)["switches"])
+
+
+def test_lab_up_runs_daemons_and_down_leaves_nothing_behind(tmp_path):
+    state_dir = tmp_path / "state"
+    before_links, before_ns = netlink.links(), netlink.namespaces()
+    before_etc = set(os.listdir("/etc/frr"))
+    assert run("gpufabric", "lab", "up", "--state-dir", str(state_dir)).returncode == 0
+    state = LabState.load(state_dir)
+    node = "cmp-spine1"
+    inside = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True, check=True).stdout.split()
+    names = {Path(f"/proc/{pid}/comm").read_text().strip() for pid in inside}
+    assert {"watchfrr", "zebra", "bgpd", "sshd", "lldpd"} <= names
+    running = subprocess.run(
+        ["vtysh", "-N", node, "-c", "show running-config"], capture_output=True, text=True, check=True
+    )
+    assert f"hostname {node}" in running.stdout and "router bgp" not in running.stdout  # starts empty
+    assert (state_dir / "login.json").stat().st_mode & 0o077 == 0  # the lab login is readable by root only
+    pids = list(state.pids.values())
+    assert run("gpufabric", "lab", "down", "--state-dir", str(state_dir)).returncode == 0
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids), "a daemon the lab started is still running"
+    assert netlink.namespaces() == before_ns and netlink.links() == before_links
+    assert set(os.listdir("/etc/frr")) == before_etc and not os.path.exists(f"/var/run/frr/{node}")
+    assert not state_dir.exists()

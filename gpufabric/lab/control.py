@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpufabric.lab import daemons, netlink, wiring
+from gpufabric.lab import daemons, lldp_node, netlink, wiring
 from gpufabric.lab.credentials import ensure_login
 from gpufabric.lab.state import LabState
 from gpufabric.lab.topology import LabTopology
@@ -41,6 +41,8 @@ def down(state_dir: Path) -> LabState | None:
     daemons.stop_all(state)
     wiring.down(state)
     daemons.remove_dirs(state)
+    if lldp_node.RUN_DIR.is_dir() and not any(lldp_node.RUN_DIR.iterdir()):
+        lldp_node.RUN_DIR.rmdir()
     for leftover in ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub"):
         (state_dir / leftover).unlink(missing_ok=True)
     for folder in ("keys", "nodes"):

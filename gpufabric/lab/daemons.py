@@ -72,7 +72,14 @@ def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
         foreign = frr_node.etc_dir(node.name)
         if foreign.exists() and str(foreign) not in state.paths:
             raise LabDaemonError(f"{foreign} exists but this lab did not make it; remove it or rename the switch")
-        for path in (node_dir(state_dir, node.name), frr_node.etc_dir(node.name), frr_node.run_dir(node.name)):
+        directory = node_dir(state_dir, node.name)
+        paths = (
+            directory,
+            frr_node.etc_dir(node.name),
+            frr_node.run_dir(node.name),
+            lldp_node.socket_path(directory).parent,
+        )
+        for path in paths:
             if str(path) not in state.paths:
                 state.paths.append(str(path))
     state.save(state_dir)

@@ -1,0 +1,232 @@
+"""`nornir push` and `nornir validate` against the lab: real FRR, sshd and lldpd in namespaces (root only).
+
+The module brings one lab of the default fabric up, pushes the compute plane, and then plants
+faults one at a time, each test asserting the exact finding and putting things back.
+The bgpd fault is last: FRR's watchfrr does not bring bgpd back by itself in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import run
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+
+PLANE = ("--plane", "compute")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    state = tmp_path_factory.mktemp("lab") / "state"
+    up = run("gpufabric", "lab", "up", "--state-dir", str(state))
+    assert up.returncode == 0, up.stderr
+    yield state
+    run("gpufabric", "lab", "down", "--state-dir", str(state))
+
+
+def push(state: Path, *args: str) -> tuple[int, dict]:
+    done = run("nornir", "push", *PLANE, "--state-dir", str(state), "--json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def validate(state: Path, *args: str) -> tuple[int, list[dict]]:
+    done = run("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)["results"]
+
+
+def failures(results: list[dict]) -> list[tuple[str, str, str, str, str]]:
+    return [
+        (r["check"], r["device"], r["item"], r["expected"], r["observed"]) for r in results if r["verdict"] == "fail"
+    ]
+
+
+def wait_for(state: Path, condition: Callable[[list[dict]], bool], timeout: float = 30.0) -> list[dict]:
+    """Validate until `condition` holds (BGP and LLDP take a few seconds to notice a change)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, results = validate(state)
+        if condition(results) or time.monotonic() > deadline:
+            return results
+        time.sleep(1)
+
+
+def healthy(state: Path) -> None:
+    results = wait_for(state, lambda r: not failures(r))
+    assert failures(results) == []
+
+
+def ns(node: str, *args: str) -> None:
+    subprocess.run(["ip", "-n", node, *args], check=True)
+
+
+@pytest.fixture(scope="module")
+def pushed(lab):
+    rc, first = push(lab)
+    assert rc == 0, first
+    return first
+
+
+def test_push_converges_and_a_second_push_changes_nothing(lab, pushed):
+    assert pushed["converged"] and pushed["target"] == "lab"
+    assert {d["device"]: d["status"] for d in pushed["devices"]} == {
+        d: "changed"
+        for d in ("cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2", "cmp-spine1", "cmp-spine2")
+    }
+    assert pushed["batches"][0]["domain"].startswith("canary") and len(pushed["batches"][0]["devices"]) == 1
+    assert all("router bgp" in d["diff"] for d in pushed["devices"])
+    rc, second = push(lab)
+    assert rc == 0 and {d["status"] for d in second["devices"]} == {"unchanged"}
+    human = run("nornir", "push", *PLANE, "--state-dir", str(lab))
+    assert human.returncode == 0 and "no changes" in human.stderr
+
+
+def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
+    results = wait_for(lab, lambda r: not failures(r))
+    assert failures(results) == []
+    checks = {r["check"] for r in results}
+    assert checks == {
+        "reachable",
+        "config-drift",
+        "bgp-session",
+        "lldp-neighbor",
+        "interface",
+        "ecmp-width",
+        "qos-contract",
+        "oob-isolation",
+    }
+    widths = {(r["device"], r["item"]): r["observed"] for r in results if r["check"] == "ecmp-width"}
+    assert widths[("cmp-su1-leaf1", "10.0.0.5/32")] == "2 paths"  # a remote leaf, through both spines
+    junit = run("nornir", "validate", *PLANE, "--state-dir", str(lab), "--format", "junit")
+    assert junit.returncode == 0 and 'failures="0"' in junit.stdout and '<testsuite name="bgp-session"' in junit.stdout
+    password = json.loads((lab / "login.json").read_text())["password"]
+    for args in (("push",), ("validate",), ("push", "--json"), ("validate", "--format", "json")):
+        done = run("nornir", *args, *PLANE, "--state-dir", str(lab))
+        assert password not in done.stdout + done.stderr
+
+
+def test_a_lowered_mtu_is_found_on_that_link_end(lab, pushed):
+    ns("cmp-spine1", "link", "set", "swp2", "mtu", "1500")
+    try:
+        _, results = validate(lab)
+        assert ("interface", "cmp-spine1", "swp2", "up, MTU 9216", "up, MTU 1500") in failures(results)
+        assert not [f for f in failures(results) if f[0] == "interface" and f[1] != "cmp-spine1"]
+    finally:
+        ns("cmp-spine1", "link", "set", "swp2", "mtu", "9216")
+    healthy(lab)
+
+
+def _swap(node: str, a: str, b: str) -> None:
+    for cmd in (
+        ("link", "set", a, "down"),
+        ("link", "set", b, "down"),
+        ("link", "set", a, "name", "gfswap"),
+        ("link", "set", b, "name", a),
+        ("link", "set", "gfswap", "name", b),
+        ("link", "set", a, "up"),
+        ("link", "set", b, "up"),
+    ):
+        ns(node, *cmd)
+
+
+def test_two_swapped_cables_show_as_lldp_mismatches_naming_both_ports(lab, pushed):
+    _swap("cmp-spine1", "swp1", "swp2")
+    try:
+        results = wait_for(lab, lambda r: sum(f[0] == "lldp-neighbor" for f in failures(r)) >= 4)
+        lldp = {f for f in failures(results) if f[0] == "lldp-neighbor"}
+        assert ("lldp-neighbor", "cmp-spine1", "swp1", "cmp-su1-leaf1 swp3", "cmp-su1-leaf2 swp3") in lldp
+        assert ("lldp-neighbor", "cmp-spine1", "swp2", "cmp-su1-leaf2 swp3", "cmp-su1-leaf1 swp3") in lldp
+        assert ("lldp-neighbor", "cmp-su1-leaf1", "swp3", "cmp-spine1 swp1", "cmp-spine1 swp2") in lldp
+    finally:
+        _swap("cmp-spine1", "swp1", "swp2")
+    healthy(lab)
+
+
+def test_a_manual_vtysh_change_is_drift_with_its_diff_and_push_repairs_it(lab, pushed):
+    subprocess.run(
+        ["vtysh", "-N", "cmp-su2-leaf1", "-c", "conf t", "-c", "interface swp3", "-c", "description changed by hand"],
+        check=True,
+    )
+    _, results = validate(lab)
+    drift = [f for f in failures(results) if f[0] == "config-drift"]
+    assert [f[1] for f in drift] == ["cmp-su2-leaf1"]
+    assert "description fabric: cmp-spine1" in drift[0][4] and "description changed by hand" in drift[0][4]
+    rc, repaired = push(lab, "--device", "cmp-su2-leaf1")
+    assert rc == 0 and repaired["devices"][0]["status"] == "changed"
+    healthy(lab)
+
+
+def test_a_leaf_that_cannot_reestablish_bgp_is_rolled_back_and_the_others_untouched(lab, pushed, tmp_path):
+    rendered = tmp_path / "configs"
+    assert run("gpufabric", "render", "-o", str(rendered), "--plane", "compute").returncode == 0
+    conf = rendered / "cmp-su1-leaf2.frr.conf"
+    conf.write_text(conf.read_text().replace("remote-as 4200000000", "remote-as 4200000099"))  # after planning
+    before = subprocess.run(
+        ["vtysh", "-N", "cmp-su1-leaf2", "-c", "show running-config"], capture_output=True, text=True, check=True
+    ).stdout
+    rc, out = push(lab, "--from", str(rendered), "--check-timeout", "8", "--confirm-timeout", "60")
+    assert rc == 1 and not out["converged"]
+    status = {d["device"]: d for d in out["devices"]}
+    assert status["cmp-su1-leaf2"]["status"] == "rolled back"
+    assert "BGP session swp3 (AS 4200000000) did not re-establish" in status["cmp-su1-leaf2"]["reason"]
+    assert {status[d]["status"] for d in ("cmp-su1-leaf1", "cmp-su2-leaf1", "cmp-su2-leaf2")} == {"unchanged"}
+    assert {status[d]["status"] for d in ("cmp-spine1", "cmp-spine2")} == {"skipped"}
+    after = subprocess.run(
+        ["vtysh", "-N", "cmp-su1-leaf2", "-c", "show running-config"], capture_output=True, text=True, check=True
+    ).stdout
+    assert after == before
+    healthy(lab)
+
+
+def test_an_unreachable_switch_fails_the_push_and_stops_the_rollout(lab, pushed):
+    ns("cmp-su2-leaf2", "link", "set", "eth0", "down")
+    try:
+        rc, out = push(lab, "--timeout", "2")
+    finally:
+        ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
+    status = {d["device"]: d for d in out["devices"]}
+    assert rc == 1 and status["cmp-su2-leaf2"]["status"] == "failed"
+    assert "cannot connect" in status["cmp-su2-leaf2"]["reason"]
+    assert {status[d]["status"] for d in ("cmp-spine1", "cmp-spine2")} == {"skipped"}
+    healthy(lab)
+
+
+def test_a_bad_password_is_reported_and_nothing_changes(lab, pushed, tmp_path):
+    login = lab / "login.json"
+    saved = tmp_path / "login.json"
+    shutil.copy(login, saved)
+    data = json.loads(login.read_text())
+    data["password"] = "wrong-Password-canary-51"
+    login.write_text(json.dumps(data))
+    try:
+        done = run("nornir", "push", *PLANE, "--state-dir", str(lab), "--json")
+    finally:
+        shutil.copy(saved, login)
+    out = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert out["devices"][0]["status"] == "failed" and "authentication failed" in out["devices"][0]["reason"]
+    assert {d["status"] for d in out["devices"][1:]} == {"skipped"}
+    assert "wrong-Password-canary-51" not in done.stdout + done.stderr
+    healthy(lab)
+
+
+def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_leaf(lab, pushed):
+    subprocess.run(["vtysh", "-N", "cmp-spine2", "-c", "watchfrr ignore bgpd"], check=True, capture_output=True)
+    pid = int(Path("/var/run/frr/cmp-spine2/bgpd.pid").read_text())
+    os.kill(pid, 9)
+    results = wait_for(lab, lambda r: sum(f[0] == "ecmp-width" for f in failures(r)) >= 12)
+    found = failures(results)
+    spine = {f[2] for f in found if f[0] == "bgp-session" and f[1] == "cmp-spine2"}
+    assert spine == {"swp1 (cmp-su1-leaf1)", "swp2 (cmp-su1-leaf2)", "swp3 (cmp-su2-leaf1)", "swp4 (cmp-su2-leaf2)"}
+    narrowed = {(f[1], f[2]) for f in found if f[0] == "ecmp-width" and f[3] == "2 paths" and f[4] == "1 paths"}
+    leaves = {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
+    assert {device for device, _ in narrowed} == leaves and len(narrowed) == 12  # 3 remote leaves each
