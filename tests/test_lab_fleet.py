@@ -114,6 +114,56 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         assert password not in done.stdout + done.stderr
 
 
+def test_frr_driver_getters_match_napalm_models(lab, pushed):
+    from napalm import get_network_driver
+    from napalm.base import models
+    from napalm.base.test.helpers import test_model as complies
+
+    login = json.loads((lab / "login.json").read_text())
+    dev = get_network_driver("frr")("172.20.0.5", login["username"], login["password"], timeout=5)
+    dev.open()
+    try:
+        facts = dev.get_facts()
+        assert complies(models.FactsDict, facts) and facts["hostname"] == "cmp-su1-leaf1"
+        ifaces = dev.get_interfaces()
+        assert all(complies(models.InterfaceDict, i) for i in ifaces.values()) and ifaces["swp3"]["mtu"] == 9216
+        assert dev.get_interfaces_ip()["lo"]["ipv4"]["10.0.0.3"] == {"prefix_length": 32}
+        bgp = dev.get_bgp_neighbors()["global"]
+        assert complies(models.BGPStateNeighborsPerVRFDict, bgp) and bgp["router_id"] == "10.0.0.3"
+        assert all(complies(models.BGPStateNeighborDict, peer) for peer in bgp["peers"].values())
+        assert bgp["peers"]["swp3"]["remote_as"] == 4200000000 and bgp["peers"]["swp3"]["description"] == "cmp-spine1"
+        lldp = dev.get_lldp_neighbors()
+        assert lldp["swp3"] == [{"hostname": "cmp-spine1", "port": "swp1"}]
+        assert all(complies(models.LLDPNeighborDict, n) for ns_ in lldp.values() for n in ns_)
+        assert "router bgp 4200000001" in dev.get_config(retrieve="running")["running"]
+        assert "bgp router-id 10.0.0.3" in dev.cli(["show running-config"])["show running-config"]
+        assert not dev.has_pending_commit()
+    finally:
+        dev.close()
+
+
+def test_an_unconfirmed_commit_reverts_on_the_switch_by_itself(lab, pushed):
+    from napalm import get_network_driver
+
+    login = json.loads((lab / "login.json").read_text())
+    dev = get_network_driver("frr")("172.20.0.7", login["username"], login["password"], timeout=5)
+    dev.open()
+    try:
+        running = dev.get_config(retrieve="running")["running"]
+        dev.load_replace_candidate(config=running.replace("description fabric: cmp-spine1", "description timer test"))
+        assert "+  description timer test" in dev.compare_config()
+        dev.commit_config(revert_in=3)
+        assert dev.has_pending_commit() and "timer test" in dev.get_config(retrieve="running")["running"]
+        dev.close()  # the session ends: the timer runs on the switch, not in this process
+        time.sleep(6)
+        dev.open()
+        assert not dev.has_pending_commit()
+        assert "timer test" not in dev.get_config(retrieve="running")["running"]
+    finally:
+        dev.close()
+    healthy(lab)
+
+
 def test_a_lowered_mtu_is_found_on_that_link_end(lab, pushed):
     ns("cmp-spine1", "link", "set", "swp2", "mtu", "1500")
     try:

@@ -1,0 +1,52 @@
+"""Push planning without devices: batches follow failure domains with a canary first; post-change
+checks hold a change to 'no worse'."""
+
+from __future__ import annotations
+
+from gpufabric.config.context import LinkIndex
+from gpufabric.push.expect import Expectation, Health, expectations, health, regressions
+from gpufabric.push.targets import batches, select
+
+
+def test_canary_first_then_one_failure_domain_per_batch(default_plan):
+    targets = select(default_plan, "compute", (), None)
+    plan_batches = batches(default_plan, targets, None)
+    assert plan_batches[0].domain.startswith("canary") and len(plan_batches[0].devices) == 1
+    domains = {d.name: d.failure_domain for d in targets}
+    for b in plan_batches[1:]:
+        assert len({domains[n] for n in b.devices}) == 1  # never two failure domains at once
+    pushed = [n for b in plan_batches for n in b.devices]
+    assert sorted(pushed) == sorted(d.name for d in targets) and len(pushed) == len(set(pushed))
+    roles = [default_plan.device(n).role for n in pushed]
+    assert roles.index("spine") > max(i for i, r in enumerate(roles) if r == "leaf")  # leaves before spines
+
+
+def test_batch_size_splits_a_domain_but_never_merges_two(default_plan):
+    targets = select(default_plan, "compute", (), "leaf")
+    assert all(len(b.devices) == 1 for b in batches(default_plan, targets, 1))
+
+
+def test_expectations_name_planned_sessions_and_ports(default_plan):
+    index = LinkIndex(default_plan)
+    e = expectations(default_plan, index, ["cmp-su1-leaf1"])["cmp-su1-leaf1"]
+    spines = {default_plan.device(n).asn for n in ("cmp-spine1", "cmp-spine2")}
+    assert set(e.peers.values()) == spines and len(e.peers) == 2
+    assert len(e.ports) == 4  # two spine uplinks, two host ports
+
+
+def test_a_change_is_held_to_no_worse():
+    e = Expectation("leaf", {"swp3": 65000, "swp4": 65000}, ("swp1", "swp3", "swp4"))
+    bgp = {
+        "global": {"peers": {"swp3": {"is_up": True, "remote_as": 65000}, "swp4": {"is_up": False, "remote_as": 65000}}}
+    }
+    ifaces = {"swp1": {"is_up": True}, "swp3": {"is_up": True}, "swp4": {"is_up": True}}
+    before = health(e, bgp, ifaces)
+    assert before == Health(frozenset({"swp3"}), frozenset({"swp1", "swp3", "swp4"}))
+    assert regressions(e, before, before) == []
+    wrong_asn = {"global": {"peers": {"swp3": {"is_up": True, "remote_as": 65099}}}}
+    after = health(e, wrong_asn, {**ifaces, "swp1": {"is_up": False}})
+    assert regressions(e, before, after) == ["BGP session swp3 (AS 65000) did not re-establish", "port swp1 went down"]
+    first_rollout = Health(frozenset(), frozenset({"swp1", "swp3", "swp4"}))
+    assert regressions(e, first_rollout, after) == [
+        "port swp1 went down"
+    ]  # sessions down before are not held against it
