@@ -1,10 +1,9 @@
-"""How a driver reaches a device: run a command and get its output. SSH for real; recorded for tests."""
+"""How a driver reaches a device: run a command and get its output, over SSH."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Protocol
 
 import paramiko
@@ -94,40 +93,3 @@ class SSHTransport:
 
     def close(self) -> None:
         self.client.close()
-
-
-@dataclass
-class RecordedTransport:
-    """Replays outputs recorded from a device: command -> output. Unknown commands fail loudly.
-
-    `calls` keeps every command run, so a test can assert what the driver sent.
-    """
-
-    outputs: dict[str, Output]
-    calls: list[tuple[str, str | None]] = field(default_factory=list)
-
-    @classmethod
-    def from_folder(cls, folder: Path) -> RecordedTransport:
-        """A folder of recordings: index.yml maps each command to a file (stdout) and an exit code."""
-        import yaml
-
-        index = yaml.safe_load((folder / "index.yml").read_text())
-        outputs = {
-            entry["command"]: Output(
-                entry.get("rc", 0), (folder / entry["file"]).read_text() if entry.get("file") else "", ""
-            )
-            for entry in index
-        }
-        return cls(outputs)
-
-    def run(self, command: str, stdin: str | None = None) -> Output:
-        self.calls.append((command, stdin))
-        if command in self.outputs:
-            return self.outputs[command]
-        for recorded, output in self.outputs.items():
-            if recorded.endswith("*") and command.startswith(recorded[:-1]):
-                return output
-        raise AssertionError(f"no recorded output for `{command}`")
-
-    def close(self) -> None:
-        pass
