@@ -76,8 +76,20 @@ def pushed(lab):
     return first
 
 
+def _revert_timers() -> list[str]:
+    """Revert timers still armed on any lab switch: a confirmed push must leave none."""
+    return [str(p) for p in Path("/etc/frr").glob("*/gpufabric.pending")]
+
+
 def test_push_converges_and_a_second_push_changes_nothing(lab, pushed):
     assert pushed["converged"] and pushed["target"] == "lab"
+    assert _revert_timers() == []
+    for node in (d["device"] for d in pushed["devices"]):
+        pids = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True, check=True).stdout.split()
+        cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids if Path(f"/proc/{pid}").exists()]
+        assert not [c for c in cmdlines if b"gpufabric.revert.sh" in c], (
+            f"{node}: a confirmed commit's timer still runs"
+        )
     assert {d["device"]: d["status"] for d in pushed["devices"]} == {
         d: "changed"
         for d in ("cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2", "cmp-spine1", "cmp-spine2")

@@ -117,4 +117,11 @@ class DeviceFiles:
     @property
     def disarm_script(self) -> str:
         pending = self.path("pending")
-        return f"if [ -f {pending} ]; then kill -TERM -- -$(cat {pending}) 2>/dev/null || true; rm -f {pending}; fi\n"
+        # procps kill, not the shell's: dash's builtin rejects `--` and a process group, and the timer lives on.
+        return (
+            f"if [ -f {pending} ]; then p=$(cat {pending}); /bin/kill -s TERM -- -$p 2>/dev/null || true; "
+            # Gone, or a zombie waiting for a reaper: either way it will never revert.
+            f"sleep 0.1; s=$(awk '/^State:/{{print $2}}' /proc/$p/status 2>/dev/null); "
+            f'if [ -n "$s" ] && [ "$s" != Z ]; then echo \'revert timer still running\' >&2; exit 1; fi; '
+            f"rm -f {pending}; fi\n"
+        )
