@@ -16,11 +16,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run
+from conftest import INVENTORY, run
+
+from gpufabric.intent import load_intent
+from gpufabric.lab.topology import topology
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
 
 PLANE = ("--plane", "compute")
+NODES = {n.name: n for n in topology(load_intent(str(INVENTORY / "fabric.yml"))).nodes}
+
+
+def mgmt(name: str) -> str:
+    return str(NODES[name].mgmt_ip).split("/")[0]
+
+
+def loopback(name: str) -> str:
+    return str(NODES[name].loopback)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +129,9 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         "oob-isolation",
     }
     widths = {(r["device"], r["item"]): r["observed"] for r in results if r["check"] == "ecmp-width"}
-    assert widths[("cmp-su1-leaf1", "10.0.0.5/32")] == "2 paths"  # a remote leaf, through both spines
+    assert (
+        widths[("cmp-su1-leaf1", f"{loopback('cmp-su2-leaf1')}/32")] == "2 paths"
+    )  # a remote leaf, through both spines
     junit = run("nornir", "validate", *PLANE, "--state-dir", str(lab), "--format", "junit")
     assert junit.returncode == 0 and 'failures="0"' in junit.stdout and '<testsuite name="bgp-session"' in junit.stdout
     password = json.loads((lab / "login.json").read_text())["password"]
@@ -132,16 +146,18 @@ def test_frr_driver_getters_match_napalm_models(lab, pushed):
     from napalm.base.test.helpers import test_model as complies
 
     login = json.loads((lab / "login.json").read_text())
-    dev = get_network_driver("frr")("172.20.0.5", login["username"], login["password"], timeout=5)
+    dev = get_network_driver("frr")(mgmt("cmp-su1-leaf1"), login["username"], login["password"], timeout=5)
     dev.open()
     try:
         facts = dev.get_facts()
         assert complies(models.FactsDict, facts) and facts["hostname"] == "cmp-su1-leaf1"
         ifaces = dev.get_interfaces()
         assert all(complies(models.InterfaceDict, i) for i in ifaces.values()) and ifaces["swp3"]["mtu"] == 9216
-        assert dev.get_interfaces_ip()["lo"]["ipv4"]["10.0.0.3"] == {"prefix_length": 32}
+        assert dev.get_interfaces_ip()["lo"]["ipv4"][loopback("cmp-su1-leaf1")] == {"prefix_length": 32}
         bgp = dev.get_bgp_neighbors()["global"]
-        assert set(bgp) == set(models.BGPStateNeighborsPerVRFDict.__annotations__) and bgp["router_id"] == "10.0.0.3"
+        assert set(bgp) == set(models.BGPStateNeighborsPerVRFDict.__annotations__) and bgp["router_id"] == loopback(
+            "cmp-su1-leaf1"
+        )
         for peer in bgp["peers"].values():  # napalm's checker cannot test the nested Dict[...] field itself
             assert set(peer) == set(models.BGPStateNeighborDict.__annotations__)
             assert all(complies(models.BGPStateAddressFamilyDict, af) for af in peer["address_family"].values())
@@ -150,7 +166,7 @@ def test_frr_driver_getters_match_napalm_models(lab, pushed):
         assert lldp["swp3"] == [{"hostname": "cmp-spine1", "port": "swp1"}]
         assert all(complies(models.LLDPNeighborDict, n) for ns_ in lldp.values() for n in ns_)
         assert "router bgp 4200000001" in dev.get_config(retrieve="running")["running"]
-        assert "bgp router-id 10.0.0.3" in dev.cli(["show running-config"])["show running-config"]
+        assert f"bgp router-id {loopback('cmp-su1-leaf1')}" in dev.cli(["show running-config"])["show running-config"]
         assert not dev.has_pending_commit()
     finally:
         dev.close()
@@ -160,7 +176,7 @@ def test_an_unconfirmed_commit_reverts_on_the_switch_by_itself(lab, pushed):
     from napalm import get_network_driver
 
     login = json.loads((lab / "login.json").read_text())
-    dev = get_network_driver("frr")("172.20.0.7", login["username"], login["password"], timeout=5)
+    dev = get_network_driver("frr")(mgmt("cmp-su2-leaf1"), login["username"], login["password"], timeout=5)
     dev.open()
     try:
         running = dev.get_config(retrieve="running")["running"]

@@ -21,7 +21,7 @@ def test_canary_first_then_one_failure_domain_per_batch(default_plan):
     assert roles.index("spine") > max(i for i, r in enumerate(roles) if r == "leaf")  # leaves before spines
 
 
-def test_batch_size_splits_a_domain_but_never_merges_two(default_plan):
+def test_batch_size_one_pushes_one_switch_at_a_time(default_plan):
     targets = select(default_plan, "compute", (), "leaf")
     assert all(len(b.devices) == 1 for b in batches(default_plan, targets, 1))
 

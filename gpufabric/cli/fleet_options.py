@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +13,18 @@ import click
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.lab.state import DEFAULT_DIR
+from gpufabric.push.fleet import FleetArgs
+
+FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
 
 
 def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the shared options; the command receives them as one `fleet_args: FleetArgs`."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        return fn(fleet_args=FleetArgs(**{key: kwargs.pop(key) for key in FLEET_KEYS}), **kwargs)
+
     for option in reversed(
         [
             file_arg,
@@ -44,5 +55,5 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout."),
         ]
     ):
-        fn = option(fn)
-    return fn
+        command = option(command)
+    return command

@@ -15,7 +15,7 @@ from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.push.candidates import candidate
 from gpufabric.push.expect import expectations
-from gpufabric.push.fleet import open_fleet
+from gpufabric.push.fleet import FleetArgs, open_fleet
 from gpufabric.push.rollout import run
 from gpufabric.push.targets import Batch, batches
 from nornir_tasks.push import DeviceOutcome, PushOptions
@@ -60,14 +60,9 @@ STYLE = {
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Push the files `render` wrote into this folder (as reviewed) instead of rendering again.",
 )
-def push_cmd(  # noqa: PLR0917 (click passes every option positionally by name)
-    file: str | None,
-    plane: str | None,
-    devices: tuple[str, ...],
-    role: str | None,
-    lab: bool | None,
-    state_dir: Path,
-    timeout: int,
+def push_cmd(
+    *,
+    fleet_args: FleetArgs,
     as_json: bool,
     dry_run: bool,
     confirm_timeout: int,
@@ -94,7 +89,7 @@ def push_cmd(  # noqa: PLR0917 (click passes every option positionally by name)
     2 bad intent, options or missing credentials.
     """
     started = time.perf_counter()
-    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab, timeout=timeout)
+    fleet = open_fleet(fleet_args)
     names = [d.name for d in fleet.targets]
     candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
     expects = expectations(fleet.plan, fleet.index, names)

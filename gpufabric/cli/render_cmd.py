@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 from nornir.core import Nornir
-from nornir.core.inventory import Host
 from nornir.plugins.runners import SerialRunner
 
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.config.context import LinkIndex
 from gpufabric.intent.types import ALL_PLANES
+from gpufabric.push.targets import select
 from nornir_tasks.inventory import inventory_from_plan
 from nornir_tasks.render import render_config
 
@@ -49,17 +49,11 @@ def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], ro
     if unknown:
         raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")
 
-    def selected(host: Host) -> bool:
-        d = index.devices.get(host.name)
-        return (
-            d is not None
-            and (plane is None or d.plane == plane)
-            and (role is None or d.role == role)
-            and (not devices or d.name in devices)
-        )
-
+    wanted = {d.name for d in select(plan, plane, devices, role)}
     # Rendering is CPU-bound: threads would only contend for the GIL.
-    nr = Nornir(inventory=inventory_from_plan(plan), runner=SerialRunner()).filter(filter_func=selected)
+    nr = Nornir(inventory=inventory_from_plan(plan), runner=SerialRunner()).filter(
+        filter_func=lambda host: host.name in wanted
+    )
     results = nr.run(task=render_config, plan=plan, index=index, out_dir=output)
     failed = {h: r for h, r in results.items() if r.failed}
     for host, r in failed.items():

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import click
-from nornir.core.task import Result, Task
 
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.push.candidates import candidate
-from gpufabric.push.fleet import open_fleet
+from gpufabric.push.fleet import FleetArgs, open_fleet
 from gpufabric.validate import report
 from gpufabric.validate.planned import planned
 from gpufabric.validate.results import CheckResult
+from nornir_tasks.per_host import run_per_host
 from nornir_tasks.validate import validate_device
 
 
@@ -30,14 +29,9 @@ from nornir_tasks.validate import validate_device
 )
 @click.option("--all", "show_all", is_flag=True, help="Table: list passing results too.")
 @click.option("--no-drift", is_flag=True, help="Skip the config-drift check (it renders each switch's candidate).")
-def validate_cmd(  # noqa: PLR0917 (click passes every option by name)
-    file: str | None,
-    plane: str | None,
-    devices: tuple[str, ...],
-    role: str | None,
-    lab: bool | None,
-    state_dir: Path,
-    timeout: int,
+def validate_cmd(
+    *,
+    fleet_args: FleetArgs,
     as_json: bool,
     fmt: str,
     show_all: bool,
@@ -57,18 +51,15 @@ def validate_cmd(  # noqa: PLR0917 (click passes every option by name)
     Exit codes: 0 every check passed; 1 a check failed; 2 bad intent or options.
     """
     started = time.perf_counter()
-    fleet = open_fleet(file, plane=plane, devices=devices, role=role, state_dir=state_dir, lab=lab, timeout=timeout)
+    fleet = open_fleet(fleet_args)
     names = [d.name for d in fleet.targets]
-    expected = planned(fleet.plan, fleet.index, names, plane)
+    expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
 
-    def dispatch(task: Task) -> Result:
-        return validate_device(task, expected[task.host.name], candidates[task.host.name])
-
     with err.status(f"validating {len(names)} switches ..."):
-        results = fleet.nr.run(task=dispatch, on_failed=True)
+        results = run_per_host(fleet.nr, names, validate_device, planned=expected, candidate=candidates)
     fleet.nr.close_connections()
-    found: list[CheckResult] = [r for name in names for r in results[name][0].result]
+    found: list[CheckResult] = [r for name in names for r in results[name]]
     seconds = time.perf_counter() - started
     if as_json or fmt == "json":
         out.print(report.as_json(found, seconds), markup=False, highlight=False, soft_wrap=True)

@@ -205,9 +205,9 @@ class FrrDriver(NetworkDriver):
         probe = self.transport.run(f"{self.files.vtysh} -c 'show bgp vrf all summary json'")
         if probe.rc != 0 and "bgpd is not running" in probe.stdout + probe.stderr:
             return {"global": {"router_id": "", "peers": {}}}  # no BGP daemon: no session is up
-        return frr_getters.bgp_neighbors(
-            self._vtysh("show bgp vrf all neighbors json"), self._vtysh("show bgp vrf all summary json")
-        )
+        if probe.rc != 0:
+            raise CommandFailedError("show bgp vrf all summary json", probe)
+        return frr_getters.bgp_neighbors(self._vtysh("show bgp vrf all neighbors json"), probe.stdout)
 
     def get_lldp_neighbors(self) -> dict[str, list[dict[str, str]]]:
         sock = f"-u {self.lldp_socket} " if self.lldp_socket else ""

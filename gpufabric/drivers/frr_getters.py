@@ -78,7 +78,7 @@ def interfaces_ip(addr_json: str) -> dict[str, dict[str, dict[str, dict[str, int
     return result
 
 
-def _peer(key: str, n: dict[str, Any]) -> dict[str, Any]:
+def _peer(n: dict[str, Any]) -> dict[str, Any]:
     families = {}
     for af, info in n.get("addressFamilyInfo", {}).items():
         name = {"ipv4Unicast": "ipv4", "ipv6Unicast": "ipv6"}.get(af, af)
@@ -108,7 +108,7 @@ def bgp_neighbors(neighbors_json: str, summary_json: str) -> dict[str, Any]:
         name = "global" if vrf == "default" else vrf
         result[name] = {
             "router_id": router_id,
-            "peers": {k: _peer(k, v) for k, v in peers.items() if isinstance(v, dict) and "bgpState" in v},
+            "peers": {k: _peer(v) for k, v in peers.items() if isinstance(v, dict) and "bgpState" in v},
         }
     return result or {"global": {"router_id": "", "peers": {}}}
 

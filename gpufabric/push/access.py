@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 from nornir.core.inventory import ConnectionOptions, Inventory
 
 from gpufabric.config.secrets import SecretUnavailableError
@@ -47,8 +48,12 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
 
 def env_access(intent: Intent) -> Access:
     cred = intent.credentials.switches
-    if cred.password is None or not cred.password.env or cred.password.env not in os.environ:
-        assert cred.password is not None
+    if cred.password is None:
+        raise click.UsageError(
+            "the intent names no switch password (credentials.switches.password: {env: NAME}); "
+            "or target a lab with `gpufabric lab up`"
+        )
+    if not cred.password.env or cred.password.env not in os.environ:
         raise SecretUnavailableError(cred.password, "credentials.switches.password")
     return Access(False, cred.username, os.environ[cred.password.env], {}, dict(os.environ))
 

@@ -19,6 +19,7 @@ from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.intent import load_intent
+from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.lab.topology import topology
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Device, Plan
@@ -39,23 +40,26 @@ class Fleet:
     nr: Nornir
 
 
-def open_fleet(
-    file: str | None,
-    *,
-    plane: str | None,
-    devices: tuple[str, ...],
-    role: str | None,
-    state_dir: Path,
-    lab: bool | None,
-    timeout: int = access_mod.CONNECT_TIMEOUT,
-    workers: int = WORKERS,
-) -> Fleet:
-    loaded = load_intent(file)
+@dataclass(frozen=True)
+class FleetArgs:
+    """Which switches, and how to reach them: what `push` and `validate` share on the command line."""
+
+    file: str | None = None
+    plane: str | None = None
+    devices: tuple[str, ...] = ()
+    role: str | None = None
+    lab: bool | None = None  # None: the lab when one of this fabric is up
+    state_dir: Path = DEFAULT_DIR
+    timeout: int = access_mod.CONNECT_TIMEOUT
+
+
+def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
+    loaded = load_intent(args.file)
     intent = loaded.intent
-    lab_login = access_mod.lab_access(state_dir, intent) if lab is not False else None
-    if lab and lab_login is None:
+    lab_login = access_mod.lab_access(args.state_dir, intent) if args.lab is not False else None
+    if args.lab and lab_login is None:
         raise click.UsageError(
-            f"no lab of fabric '{intent.fabric.name}' is up (state dir {state_dir}): run `gpufabric lab up`"
+            f"no lab of fabric '{intent.fabric.name}' is up (state dir {args.state_dir}): run `gpufabric lab up`"
         )
     if lab_login is not None:
         plan = topology(loaded).plan
@@ -64,10 +68,10 @@ def open_fleet(
         plan = build_plan(loaded)
         chosen = access_mod.env_access(intent)
     index = LinkIndex(plan, PasswordHasher(intent.fabric.name, chosen.secrets))
-    unknown = [d for d in devices if d not in index.devices]
+    unknown = [d for d in args.devices if d not in index.devices]
     if unknown:
         raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")
-    targets = select(plan, plane, devices, role)
+    targets = select(plan, args.plane, args.devices, args.role)
     if not targets:
         raise click.UsageError("no switch matches the selection (--plane/--device/--role)")
     inventory = inventory_from_plan(plan)
@@ -75,7 +79,7 @@ def open_fleet(
     for name in list(inventory.hosts):
         if name not in wanted:
             del inventory.hosts[name]
-    access_mod.apply(inventory, chosen, timeout)
+    access_mod.apply(inventory, chosen, args.timeout)
     if CONNECTION_NAME not in ConnectionPluginRegister.available:
         ConnectionPluginRegister.register(CONNECTION_NAME, Napalm)
     nr = Nornir(inventory=inventory, runner=ThreadedRunner(num_workers=workers))

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nornir.core import Nornir
-from nornir.core.task import Result, Task
 
 from gpufabric.push.expect import Expectation
 from gpufabric.push.targets import Batch
+from nornir_tasks.per_host import run_per_host
 from nornir_tasks.push import DeviceOutcome, PushOptions, confirm, rollback, stage
 
 CONVERGED = frozenset({"unchanged", "changed", "would change"})
@@ -25,25 +25,6 @@ class Rollout:
         return self.stopped_at is None and all(o.status in CONVERGED for o in self.outcomes.values())
 
 
-def _run_each(
-    nr: Nornir, names: list[str], task: Callable[..., Result], **per_host: dict[str, object]
-) -> dict[str, DeviceOutcome]:
-    """Run `task` on `names` in parallel; keyword arguments given per host name."""
-    done: dict[str, DeviceOutcome] = {}
-    # Nornir gives every host the same arguments: a dispatcher picks each host's own.
-    result = nr.filter(filter_func=lambda h: h.name in names).run(
-        task=_dispatch, task_fn=task, per_host=per_host, on_failed=True
-    )
-    for name, multi in result.items():
-        done[name] = multi[0].result
-    return done
-
-
-def _dispatch(task: Task, task_fn: Callable[..., Result], per_host: dict[str, dict[str, object]]) -> Result:
-    kwargs = {key: values[task.host.name] for key, values in per_host.items()}
-    return task_fn(task, **kwargs)
-
-
 def run(
     nr: Nornir,
     *,
@@ -56,7 +37,7 @@ def run(
     rollout = Rollout()
     for batch in plan_batches:
         names = list(batch.devices)
-        staged = _run_each(
+        staged = run_per_host(
             nr,
             names,
             stage,
@@ -72,13 +53,13 @@ def run(
             why = f"rolled back with its batch: {failed[0]} {staged[failed[0]].status}"
             if pending:
                 rollout.outcomes.update(
-                    _run_each(
+                    run_per_host(
                         nr, pending, rollback, outcome={n: staged[n] for n in pending}, why=dict.fromkeys(pending, why)
                     )
                 )
             rollout.stopped_at = batch
         elif pending:
-            rollout.outcomes.update(_run_each(nr, pending, confirm, outcome={n: staged[n] for n in pending}))
+            rollout.outcomes.update(run_per_host(nr, pending, confirm, outcome={n: staged[n] for n in pending}))
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
         if rollout.stopped_at is not None:
