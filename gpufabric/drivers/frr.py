@@ -13,17 +13,18 @@ Optional args: `pathspace` (FRR pathspace; default: $FRR_NS of the login session
 from __future__ import annotations
 
 import difflib
+import shlex
 from typing import Any
 
-from napalm.base import NetworkDriver
-from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
+from napalm.base.exceptions import CommitError
 
 from gpufabric.drivers import frr_getters
 from gpufabric.drivers.frr_files import NFT_MARKER, NFT_TABLE, DeviceFiles, join_candidate, split_candidate
-from gpufabric.drivers.transport import CommandFailedError, SSHTransport, Transport, check, put_file
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.transport import CommandFailedError, put_file
 
 
-class FrrDriver(NetworkDriver):
+class FrrDriver(LinuxSwitchDriver):
     platform = "frr"
 
     def __init__(
@@ -34,67 +35,21 @@ class FrrDriver(NetworkDriver):
         timeout: int = 60,
         optional_args: dict[str, Any] | None = None,
     ) -> None:
-        self.hostname = hostname
-        self.username = username
-        self.password = password
-        self.timeout = timeout
-        self.optional_args = dict(optional_args or {})
-        self.transport: Transport | None = self.optional_args.pop("transport", None)
+        super().__init__(hostname, username, password, timeout, optional_args)
         self.files = DeviceFiles(self.optional_args.get("pathspace"))
-        self.lldp_socket: str | None = self.optional_args.get("lldp_socket")
-        self.candidate: str | None = None
-        self.merge = False
 
-    # -- session ---------------------------------------------------------------------------
     def open(self) -> None:
-        if self.transport is None:
-            self.transport = SSHTransport(
-                self.hostname,
-                self.username,
-                self.password,
-                port=int(self.optional_args.get("port", 22)),
-                timeout=float(self.timeout),
-                key_file=self.optional_args.get("key_file"),
-                known_hosts=self.optional_args.get("known_hosts"),
-            )
+        super().open()
         if "pathspace" not in self.optional_args or self.lldp_socket is None:
             ns, sock = ([*self._run('printf "%s\\n%s\\n" "${FRR_NS:-}" "${GF_LLDP_SOCKET:-}"').split("\n"), "", ""])[:2]
             if "pathspace" not in self.optional_args:
                 self.files = DeviceFiles(ns or None)
             self.lldp_socket = self.lldp_socket or sock or None
 
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-            self.transport = None
-
-    def is_alive(self) -> dict[str, bool]:
-        return {"is_alive": self.transport is not None}
-
-    def _run(self, command: str, stdin: str | None = None) -> str:
-        assert self.transport is not None, "call open() first"
-        return check(self.transport, command, stdin)
-
-    def _vtysh(self, command: str) -> str:
-        return self._run(f"{self.files.vtysh} -c '{command}'")
+    def _vtysh_command(self, command: str) -> tuple[str, str | None]:
+        return f"{self.files.vtysh} -c {shlex.quote(command)}", None
 
     # -- configuration ---------------------------------------------------------------------
-    def load_replace_candidate(self, filename: str | None = None, config: str | None = None) -> None:
-        self.candidate, self.merge = self._read(filename, config, ReplaceConfigException), False
-
-    def load_merge_candidate(self, filename: str | None = None, config: str | None = None) -> None:
-        self.candidate, self.merge = self._read(filename, config, MergeConfigException), True
-
-    @staticmethod
-    def _read(filename: str | None, config: str | None, error: type[Exception]) -> str:
-        if config is None and filename is None:
-            raise error("give a filename or a config")
-        if config is None:
-            assert filename is not None
-            with open(filename) as fh:
-                config = fh.read()
-        return config
-
     def _upload(self) -> tuple[str, str | None]:
         if self.candidate is None:
             raise CommitError("no candidate loaded")
@@ -186,38 +141,6 @@ class FrrDriver(NetworkDriver):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
-
-    def get_facts(self) -> dict[str, Any]:
-        return frr_getters.facts(
-            self._run("hostname; hostname -f 2>/dev/null || hostname; cat /proc/uptime"),
-            self._vtysh("show version"),
-            self._run("ip -j link show"),
-        )
-
-    def get_interfaces(self) -> dict[str, dict[str, Any]]:
-        return frr_getters.interfaces(self._run("ip -j link show"), self._vtysh("show interface json"))
-
-    def get_interfaces_ip(self) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
-        return frr_getters.interfaces_ip(self._run("ip -j address show"))
-
-    def get_bgp_neighbors(self) -> dict[str, Any]:
-        assert self.transport is not None
-        probe = self.transport.run(f"{self.files.vtysh} -c 'show bgp vrf all summary json'")
-        if probe.rc != 0 and "bgpd is not running" in probe.stdout + probe.stderr:
-            return {"global": {"router_id": "", "peers": {}}}  # no BGP daemon: no session is up
-        if probe.rc != 0:
-            raise CommandFailedError("show bgp vrf all summary json", probe)
-        return frr_getters.bgp_neighbors(self._vtysh("show bgp vrf all neighbors json"), probe.stdout)
-
-    def get_lldp_neighbors(self) -> dict[str, list[dict[str, str]]]:
-        sock = f"-u {self.lldp_socket} " if self.lldp_socket else ""
-        return frr_getters.lldp_neighbors(self._run(f"lldpcli {sock}show neighbors -f json"))
-
-    def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
-        return {command: self._vtysh(command) for command in commands}
-
-    def get_route_to(self, destination: str = "", protocol: str = "", longer: bool = False) -> dict[str, Any]:
-        return frr_getters.routes(self._vtysh(f"show ip route {destination} json".replace("  ", " ")))
 
 
 __all__ = ["NFT_MARKER", "FrrDriver"]

@@ -3,26 +3,15 @@ per item (pass or fail), so a report shows what was proven, not only what failed
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from typing import Any
 
-from gpufabric.drivers.frr_files import split_candidate
+from gpufabric.validate import qos_map
 from gpufabric.validate.results import CheckResult, result
 
 __all__ = ["CheckResult", "Planned", "result"]
-
-# nftables prints well-known DSCP values by name.
-DSCP_NAMES = {
-    **{f"cs{i}": 8 * i for i in range(8)},
-    **{f"af{c}{d}": 8 * c + 2 * d for c in range(1, 5) for d in range(1, 4)},
-    "ef": 46,
-    "va": 44,
-    "be": 0,
-}
-_NFT_DSCP = re.compile(r"ip dscp (\w+) meta priority set 0:(\d+)")
 
 
 @dataclass(frozen=True)
@@ -78,13 +67,7 @@ def ecmp(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckR
 def qos(p: Planned, running: str) -> Iterator[CheckResult]:
     if not p.qos:
         return
-    mapped: dict[int, int] = {}
-    if p.platform == "frr":
-        nft = split_candidate(running)[1] or ""
-        for m in _NFT_DSCP.finditer(nft):
-            dscp = DSCP_NAMES.get(m.group(1)) if not m.group(1).isdigit() else int(m.group(1))
-            if dscp is not None:
-                mapped[dscp] = int(m.group(2))
+    mapped = qos_map.dscp_map(p.platform, running)
     for dscp, prio, what in p.qos:
         got = mapped.get(dscp)
         yield result(

@@ -1,0 +1,134 @@
+"""What the `frr` and `cumulus` drivers share: an SSH session to a Linux switch, and getters that read
+FRR (vtysh JSON), iproute2 (`ip -j`) and lldpd (`lldpcli -f json`).
+
+Both platforms are Linux running FRR and lldpd, so the operational state is read the same way on
+both; the lab proves these readers against real daemons. Only how configuration is changed differs
+(frr-reload on FRR, NVUE transactions on Cumulus): subclasses provide that.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from napalm.base import NetworkDriver
+from napalm.base.exceptions import MergeConfigException, ReplaceConfigException
+
+from gpufabric.drivers import frr_getters
+from gpufabric.drivers.transport import CommandFailedError, Output, SSHTransport, Transport, check
+
+NO_BGP = {"global": {"router_id": "", "peers": {}}}
+
+
+class LinuxSwitchDriver(NetworkDriver):
+    platform = "linux-switch"
+
+    def __init__(
+        self,
+        hostname: str,
+        username: str,
+        password: str,
+        timeout: int = 60,
+        optional_args: dict[str, Any] | None = None,
+    ) -> None:
+        self.hostname = hostname
+        self.username = username
+        self.password = password
+        self.timeout = timeout
+        self.optional_args = dict(optional_args or {})
+        self.transport: Transport | None = self.optional_args.pop("transport", None)
+        self.lldp_socket: str | None = self.optional_args.get("lldp_socket")
+        self.candidate: str | None = None
+        self.merge = False
+
+    # -- session ---------------------------------------------------------------------------
+    def open(self) -> None:
+        if self.transport is None:
+            self.transport = SSHTransport(
+                self.hostname,
+                self.username,
+                self.password,
+                port=int(self.optional_args.get("port", 22)),
+                timeout=float(self.timeout),
+                key_file=self.optional_args.get("key_file"),
+                known_hosts=self.optional_args.get("known_hosts"),
+            )
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+
+    def is_alive(self) -> dict[str, bool]:
+        return {"is_alive": self.transport is not None}
+
+    def _run(self, command: str, stdin: str | None = None) -> str:
+        assert self.transport is not None, "call open() first"
+        return check(self.transport, command, stdin)
+
+    def _try(self, command: str, stdin: str | None = None) -> Output:
+        assert self.transport is not None, "call open() first"
+        return self.transport.run(command, stdin)
+
+    def _vtysh_command(self, command: str) -> tuple[str, str | None]:
+        """The shell command running one vtysh command, and what to feed its stdin."""
+        return f"vtysh -c {shlex.quote(command)}", None
+
+    def _vtysh(self, command: str) -> str:
+        shell, stdin = self._vtysh_command(command)
+        out = self._try(shell, stdin)
+        if out.rc != 0:
+            raise CommandFailedError(f"vtysh -c '{command}'", out)
+        return out.stdout
+
+    def _lldpcli(self, args: str) -> str:
+        sock = f"-u {shlex.quote(self.lldp_socket)} " if self.lldp_socket else ""
+        return self._run(f"lldpcli {sock}{args}")
+
+    # -- candidates --------------------------------------------------------------------------
+    def load_replace_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        self.candidate, self.merge = self._read(filename, config, ReplaceConfigException), False
+
+    def load_merge_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        self.candidate, self.merge = self._read(filename, config, MergeConfigException), True
+
+    @staticmethod
+    def _read(filename: str | None, config: str | None, error: type[Exception]) -> str:
+        if config is None and filename is None:
+            raise error("give a filename or a config")
+        if config is None:
+            assert filename is not None
+            with open(filename) as fh:
+                config = fh.read()
+        return config
+
+    # -- getters -------------------------------------------------------------------------------
+    def _facts_system(self) -> str:
+        return self._run("hostname; hostname -f 2>/dev/null || hostname; cat /proc/uptime")
+
+    def get_facts(self) -> dict[str, Any]:
+        return frr_getters.facts(self._facts_system(), self._vtysh("show version"), self._run("ip -j link show"))
+
+    def get_interfaces(self) -> dict[str, dict[str, Any]]:
+        return frr_getters.interfaces(self._run("ip -j link show"), self._vtysh("show interface json"))
+
+    def get_interfaces_ip(self) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
+        return frr_getters.interfaces_ip(self._run("ip -j address show"))
+
+    def get_bgp_neighbors(self) -> dict[str, Any]:
+        shell, stdin = self._vtysh_command("show bgp vrf all summary json")
+        probe = self._try(shell, stdin)
+        if probe.rc != 0 and "bgpd is not running" in probe.stdout + probe.stderr:
+            return {k: dict(v) for k, v in NO_BGP.items()}  # no BGP daemon: no session is up
+        if probe.rc != 0:
+            raise CommandFailedError("show bgp vrf all summary json", probe)
+        return frr_getters.bgp_neighbors(self._vtysh("show bgp vrf all neighbors json"), probe.stdout)
+
+    def get_lldp_neighbors(self) -> dict[str, list[dict[str, str]]]:
+        return frr_getters.lldp_neighbors(self._lldpcli("show neighbors -f json"))
+
+    def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
+        return {command: self._vtysh(command) for command in commands}
+
+    def get_route_to(self, destination: str = "", protocol: str = "", longer: bool = False) -> dict[str, Any]:
+        return frr_getters.routes(self._vtysh(f"show ip route {destination} json".replace("  ", " ")))

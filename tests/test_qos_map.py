@@ -1,0 +1,63 @@
+"""The QoS contract check reads each platform's running config: rendered configs of every platform give
+the plan's DSCP -> priority map back, and a changed map is read as changed."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import default_doc, plan_doc, set_path
+from render_helpers import render_all
+
+from gpufabric.validate import checks, qos_map
+from gpufabric.validate.checks import Planned
+
+CONTRACT = {26: 3, 48: 6}
+
+
+def _rendered(platform: str) -> str:
+    doc = default_doc()
+    for role in ("leaf", "spine"):
+        doc = set_path(doc, ("planes", "compute", "switches", role, "platform"), platform)
+    if platform in ("nxos", "eos"):  # their templates peer over /31s
+        doc = set_path(doc, ("planes", "compute", "routing", "addressing"), "p2p31")
+        doc = set_path(doc, ("planes", "compute", "addressing", "p2p"), "10.20.0.0/24")
+    files = render_all(plan_doc(doc))
+    name = next(n for n in sorted(files) if n.startswith("cmp-spine1"))
+    return files[name]
+
+
+@pytest.mark.parametrize("platform", ["eos", "nxos", "cumulus", "frr"])
+def test_rendered_config_of_each_platform_reads_back_as_the_contract(platform):
+    running = _rendered(platform)
+    if platform == "frr":  # the FRR switch's running config carries its nftables section, as the driver shows it
+        from gpufabric.drivers.frr_files import join_candidate
+
+        files = render_all(plan_doc(default_doc()))
+        running = join_candidate(files["cmp-spine1.frr.conf"], files.get("cmp-spine1.nft"))
+    assert qos_map.dscp_map(platform, running) == CONTRACT
+
+
+@pytest.mark.parametrize(
+    ("platform", "old", "new"),
+    [
+        ("eos", "qos map dscp 26 to traffic-class 3", "qos map dscp 26 to traffic-class 1"),
+        ("nxos", "set qos-group 3", "set qos-group 1"),
+        ("cumulus", "switch-priority: 3", "switch-priority: 1"),
+    ],
+)
+def test_a_changed_map_fails_the_contract_check(platform, old, new):
+    running = _rendered(platform)
+    assert old in running
+    planned = Planned("cmp-spine1", platform, qos=((26, 3, "RoCE"), (48, 6, "CNP")))
+    results = list(checks.qos(planned, running.replace(old, new, 1)))
+    bad = [r for r in results if not r.ok]
+    assert [(r.item, r.expected, r.observed) for r in bad] == [("RoCE DSCP 26", "priority 3", "priority 1")]
+
+
+def test_nvue_tree_form_reads_like_the_startup_form():
+    tree = "qos:\n  mapping:\n    default-global:\n      dscp:\n        '26': {switch-priority: 3}\n"
+    assert qos_map.cumulus(tree) == {26: 3}
+    assert qos_map.cumulus("not: [valid") == {}
+
+
+def test_unknown_platform_maps_nothing():
+    assert qos_map.dscp_map("junos", "anything") == {}
