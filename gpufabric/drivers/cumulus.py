@@ -1,0 +1,162 @@
+"""NAPALM driver for NVIDIA Spectrum switches running Cumulus Linux 5.x, configured through NVUE.
+
+Configuration goes through NVUE's transactions: the candidate (an NVUE YAML file, the format of
+`/etc/nvue.d/startup.yaml`) is uploaded and staged with `nv config replace` (or `patch` for a
+merge); `compare_config` is `nv config diff`; `commit_config(revert_in=N)` is
+`nv config apply --confirm Ns -y`, so the switch itself reverts unless `confirm_commit`
+(`--confirm-yes`) arrives in time; `rollback` is `--confirm-no` while a commit is pending, and
+otherwise re-applies the configuration saved before the last commit.
+
+Operational getters read FRR, iproute2 and lldpd, which Cumulus runs (see LinuxSwitchDriver):
+the same readers the lab proves against real daemons. vtysh needs root on Cumulus: the login's
+password is given to `sudo -S` on stdin (never on a command line).
+
+Optional args: `sudo` (default True), `key_file`, `known_hosts`, `port`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import yaml
+from napalm.base.exceptions import CommitError, ReplaceConfigException
+
+from gpufabric.drivers import nvue
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.transport import CommandFailedError, put_file
+
+VENDOR = "NVIDIA"
+
+
+class CumulusDriver(LinuxSwitchDriver):
+    platform = "cumulus"
+
+    def __init__(
+        self,
+        hostname: str,
+        username: str,
+        password: str,
+        timeout: int = 60,
+        optional_args: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(hostname, username, password, timeout, optional_args)
+        self.sudo = bool(self.optional_args.get("sudo", True))
+        self.staged = False
+
+    def _vtysh_command(self, command: str) -> tuple[str, str | None]:
+        if not self.sudo:
+            return f"vtysh -c {shlex.quote(command)}", None
+        return f"sudo -S -p '' vtysh -c {shlex.quote(command)}", f"{self.password}\n"
+
+    def _lldpcli(self, args: str) -> str:
+        if not self.sudo:
+            return super()._lldpcli(args)
+        return self._run(f"sudo -S -p '' lldpcli {args}", f"{self.password}\n")
+
+    # -- configuration ---------------------------------------------------------------------
+    def load_replace_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        super().load_replace_candidate(filename, config)
+        self._check_candidate(ReplaceConfigException, keep_login=True)
+
+    def load_merge_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        super().load_merge_candidate(filename, config)
+        self._check_candidate(ReplaceConfigException, keep_login=False)
+
+    def _check_candidate(self, error: type[Exception], keep_login: bool) -> None:
+        assert self.candidate is not None
+        try:
+            docs = nvue.documents(self.candidate)
+        except (ValueError, yaml.YAMLError) as exc:
+            self.candidate = None
+            raise error(f"{self.hostname}: the candidate is not an NVUE configuration file: {exc}") from None
+        # `nv config replace` with a file that lacks a user deletes that account: never the one we log in as.
+        if keep_login and self.username not in nvue.users(docs):
+            self.candidate = None
+            raise error(
+                f"{self.hostname}: the candidate has no system aaa user '{self.username}': "
+                "replacing the configuration with it would delete the account this session logs in with"
+            )
+        self.staged = False
+
+    def _stage(self) -> None:
+        if self.candidate is None:
+            raise CommitError("no candidate loaded")
+        if not self.staged:
+            self._run(nvue.PREPARE)
+            put_file(self.transport, nvue.CANDIDATE, self.candidate)  # type: ignore[arg-type]
+            self._run(nvue.stage(self.merge))
+            self.staged = True
+
+    def compare_config(self) -> str:
+        if self.candidate is None:
+            return ""
+        self._stage()
+        return nvue.diff_text(self._run(nvue.DIFF))
+
+    def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
+        if self.has_pending_commit():
+            raise CommitError("a commit is pending confirmation: confirm or roll it back first")
+        self._stage()
+        self._run(nvue.SAVE_ROLLBACK)
+        try:
+            self._run(nvue.apply(revert_in))
+        except CommandFailedError as exc:
+            self._try(nvue.DETACH)
+            raise CommitError(f"{self.hostname}: NVUE did not apply the candidate: {exc}") from None
+        if revert_in:
+            self._run(nvue.arm_deadline(revert_in))
+        self.candidate, self.staged = None, False
+
+    def has_pending_commit(self) -> bool:
+        return self.transport is not None and nvue.pending(self._run(nvue.PENDING))
+
+    def confirm_commit(self) -> None:
+        if not self.has_pending_commit():
+            raise CommitError("no commit is pending confirmation")
+        self._run(nvue.CONFIRM)
+        self._run(nvue.CLEAR_PENDING)
+
+    def discard_config(self) -> None:
+        self.candidate, self.staged = None, False
+        if self.transport is not None:
+            self._run(f"{nvue.DETACH}; rm -f {nvue.CANDIDATE}")
+
+    def rollback(self) -> None:
+        """Back to the configuration applied before the last commit."""
+        if self.has_pending_commit():
+            self._run(nvue.ABORT)  # NVUE returns to the revision applied before the trial
+            self._run(nvue.CLEAR_PENDING)
+            return
+        if self._try(f"test -s {nvue.ROLLBACK}").rc != 0:
+            raise CommitError(f"{self.hostname}: nothing to roll back to (no commit was made by gpufabric)")
+        self._run(nvue.RESTORE)
+
+    # -- getters -------------------------------------------------------------------------------
+    def get_config(
+        self, retrieve: str = "all", full: bool = False, sanitized: bool = False, format: str = "text"
+    ) -> dict[str, str]:
+        result = {"running": "", "startup": "", "candidate": ""}
+        if retrieve in ("all", "running"):
+            result["running"] = self._run(nvue.SHOW_APPLIED)
+        if retrieve in ("all", "startup"):
+            result["startup"] = self._run(f"cat {nvue.STARTUP}")
+        if retrieve in ("all", "candidate"):
+            result["candidate"] = self.candidate or ""
+        return result
+
+    def get_facts(self) -> dict[str, Any]:
+        facts = super().get_facts()
+        release = self._run("cat /etc/lsb-release 2>/dev/null || true")
+        version = next(
+            (ln.split("=", 1)[1].strip('"') for ln in release.splitlines() if ln.startswith("DISTRIB_RELEASE=")), ""
+        )
+        model = self._try("platform-detect").stdout.strip() or "Spectrum"
+        return {**facts, "vendor": VENDOR, "model": model, "os_version": f"Cumulus Linux {version}".strip()}
+
+    def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
+        """`nv ...` commands run as they are (the NVUE CLI); anything else goes to vtysh."""
+        return {c: self._run(c) if c.startswith("nv ") else self._vtysh(c) for c in commands}
+
+
+__all__ = ["CumulusDriver"]
