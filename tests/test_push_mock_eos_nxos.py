@@ -1,0 +1,155 @@
+"""Push through NAPALM's mock driver for the platforms whose drivers NAPALM ships (eos, nxos).
+
+No EOS or NX-OS device runs here. The hosts keep their real platform (eos / nxos), which decides
+how the push stages a change; the connection is NAPALM's `mock` driver answering from files. What
+is shown: EOS gets a commit with a revert timer and an explicit confirm; NX-OS, which has no
+commit-confirm, gets a commit without a timer (its checkpoint is the rollback point), no confirm
+call, and a rollback when its post-change checks fail. Not shown: NAPALM's eos/nxos code itself
+talking to a device (README, "not shown on real equipment").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from napalm.base.mock import MockDriver
+from nornir.core import Nornir
+from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Host, Hosts, Inventory
+from nornir.core.plugins.connections import ConnectionPluginRegister
+from nornir.plugins.runners import ThreadedRunner
+from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
+
+from gpufabric.push import rollout
+from gpufabric.push.expect import Expectation
+from gpufabric.push.targets import Batch
+from nornir_tasks.push import PushOptions
+
+PEERS = {"10.1.0.1": 65001, "10.1.0.3": 65001}
+PORTS = ("Ethernet1", "Ethernet2")
+
+
+def _bgp(up: bool) -> dict:
+    peer = {
+        "local_as": 65100,
+        "remote_as": 65001,
+        "remote_id": "10.0.0.1",
+        "is_up": up,
+        "is_enabled": True,
+        "description": "",
+        "uptime": 10 if up else -1,
+        "address_family": {},
+    }
+    return {"global": {"router_id": "10.0.0.9", "peers": dict.fromkeys(PEERS, peer)}}
+
+
+def _ifaces() -> dict:
+    return {
+        p: {
+            "is_up": True,
+            "is_enabled": True,
+            "description": "",
+            "last_flapped": -1.0,
+            "mtu": 9214,
+            "speed": 400000.0,
+            "mac_address": "00:1C:73:00:00:01",
+        }
+        for p in PORTS
+    }
+
+
+def mock_dir(root: Path, name: str, diff: str, healthy_after: bool) -> Path:
+    """The answers of one mocked switch; the N-th call of a method reads `<method>.N`."""
+    folder = root / name
+    folder.mkdir()
+    files = {
+        "load_replace_candidate.1": {},
+        "compare_config.1": {"diff": diff},
+        "discard_config.1": {},
+        "commit_config.1": {},
+        "confirm_commit.1": {},
+        "get_bgp_neighbors.1": _bgp(True),  # before the change
+        "get_interfaces.1": _ifaces(),
+    }
+    for n in range(2, 40):  # the post-change checks poll
+        files[f"get_bgp_neighbors.{n}"] = _bgp(healthy_after)
+        files[f"get_interfaces.{n}"] = _ifaces()
+    for fname, data in files.items():
+        (folder / fname).write_text(json.dumps(data))
+    return folder
+
+
+@pytest.fixture
+def rollbacks(monkeypatch):
+    done: list[str] = []
+    original = MockDriver.rollback
+
+    def rollback(self):
+        done.append(self.hostname)
+        original(self)
+
+    monkeypatch.setattr(MockDriver, "rollback", rollback)
+    return done
+
+
+def fleet(root: Path, specs: dict[str, tuple[str, str, bool]]) -> Nornir:
+    if CONNECTION_NAME not in ConnectionPluginRegister.available:
+        ConnectionPluginRegister.register(CONNECTION_NAME, Napalm)
+    hosts = Hosts()
+    for name, (platform, diff, healthy) in specs.items():
+        hosts[name] = Host(name=name, hostname=name, username="u", password="p", platform=platform)
+        hosts[name].connection_options["napalm"] = ConnectionOptions(
+            platform="mock", extras={"optional_args": {"path": str(mock_dir(root, name, diff, healthy))}}
+        )
+    return Nornir(inventory=Inventory(hosts=hosts, groups=Groups(), defaults=Defaults()), runner=ThreadedRunner(4))
+
+
+def push(nr: Nornir, batches: list[Batch]) -> rollout.Rollout:
+    names = [n for b in batches for n in b.devices]
+    return rollout.run(
+        nr,
+        plan_batches=batches,
+        candidates=dict.fromkeys(names, "hostname x\n"),
+        expects={n: Expectation(n, dict(PEERS), PORTS) for n in names},
+        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0),
+    )
+
+
+def driver(nr: Nornir, name: str) -> MockDriver:
+    return nr.inventory.hosts[name].connections[CONNECTION_NAME].connection
+
+
+def test_mock_eos_commits_with_a_timer_and_confirms(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"eos1": ("eos", "+hostname x", True)})
+    result = push(nr, [Batch(1, "canary", ("eos1",))])
+    assert result.converged and result.outcomes["eos1"].status == "changed"
+    dev = driver(nr, "eos1")
+    assert dev.calls["commit_config"] == 1 and dev.calls["confirm_commit"] == 1
+    assert not dev.has_pending_commit() and rollbacks == []
+
+
+def test_mock_nxos_commits_on_a_checkpoint_without_timer_or_confirm(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"nxos1": ("nxos", "+hostname x", True)})
+    result = push(nr, [Batch(1, "canary", ("nxos1",))])
+    assert result.converged and result.outcomes["nxos1"].status == "changed"
+    dev = driver(nr, "nxos1")
+    # The mock marks a commit pending only when revert_in was given: NX-OS must never get one.
+    assert dev.calls["commit_config"] == 1 and not dev.has_pending_commit()
+    assert "confirm_commit" not in dev.calls and rollbacks == []
+
+
+def test_mock_nxos_failing_its_checks_is_rolled_back_to_the_checkpoint(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"nxos1": ("nxos", "+router bgp 65100", False), "eos1": ("eos", "+hostname x", True)})
+    result = push(nr, [Batch(1, "canary", ("nxos1",)), Batch(2, "fd-2", ("eos1",))])
+    bad = result.outcomes["nxos1"]
+    assert bad.status == "rolled back" and "did not re-establish" in bad.reason
+    assert rollbacks == ["nxos1"] and not result.converged
+    assert result.outcomes["eos1"].status == "skipped"  # the rollout stops at the first failure
+
+
+def test_mock_unchanged_device_is_not_committed(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"eos1": ("eos", "", True), "nxos1": ("nxos", "", True)})
+    result = push(nr, [Batch(1, "canary", ("eos1", "nxos1"))])
+    assert {o.status for o in result.outcomes.values()} == {"unchanged"}
+    assert all("commit_config" not in driver(nr, n).calls for n in ("eos1", "nxos1"))
