@@ -1,0 +1,68 @@
+"""`site.yml` and the host roles, without booted hosts (Molecule on systemd-nspawn hosts is issue 5's next step).
+
+What this shows: the playbook parses and targets the plan's hosts; the gpu_operator role derives the
+Helm values from host facts and the other roles' settings (no Kubernetes runs here: the values and
+the helm arguments are recorded to a file and checked, and helm is not called).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def ansible(tool: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"}
+    return subprocess.run([str(BIN / tool), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+
+
+def test_site_syntax_and_hosts_from_the_plan():
+    assert ansible("ansible-playbook", "site.yml", "--syntax-check").returncode == 0
+    listed = ansible("ansible-playbook", "site.yml", "--list-hosts")
+    assert listed.returncode == 0, listed.stderr
+    plays = listed.stdout.split("play #")[1:]
+    hosts = [sorted(ln.strip() for ln in p.splitlines()[3:] if ln.strip()) for p in plays]
+    assert hosts[0] == ["gpu01", "gpu02", "gpu03", "gpu04"]  # RDMA stack: the compute plane's hosts
+    assert hosts[1] == ["gpu01", "gpu02", "gpu03", "gpu04", "stor01", "stor02"]  # data NICs: every server
+
+
+@pytest.mark.parametrize(
+    ("extra", "driver_enabled", "host_mofed"),
+    [({}, True, False), ({"gpu_operator_driver_preinstalled": True, "ofed_source": "doca"}, False, True)],
+)
+def test_gpu_operator_values_follow_the_host(tmp_path, extra, driver_enabled, host_mofed):
+    record = tmp_path / "gpu-operator.json"
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "gpufabric_planes": {"compute": {"carries_roce": True}, "storage": {"carries_roce": False}},
+        "gpu_operator_deploy": False,
+        "gpu_operator_record": str(record),
+        "gpu_operator_mig_strategy": "mixed",
+        **extra,
+    }
+    (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpuX": host}}}))
+    (tmp_path / "play.yml").write_text(
+        yaml.safe_dump([{"name": "values", "hosts": "all", "gather_facts": False, "roles": ["gpu_operator"]}])
+    )
+    done = ansible("ansible-playbook", "-i", str(tmp_path / "inv.yml"), str(tmp_path / "play.yml"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    helm = json.loads(record.read_text())
+    rdma = {"enabled": True, "useHostMofed": host_mofed}
+    assert helm["values"]["driver"] == {"enabled": driver_enabled, "rdma": rdma}
+    assert helm["values"]["mig"] == {"strategy": "mixed"} and helm["values"]["dcgmExporter"] == {"enabled": True}
+    assert (helm["chart_ref"], helm["release_namespace"], helm["create_namespace"]) == (
+        "nvidia/gpu-operator",
+        "gpu-operator",
+        True,
+    )
+    assert "Install the GPU Operator" not in done.stdout  # gpu_operator_deploy: false never reaches helm
