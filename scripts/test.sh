@@ -16,7 +16,7 @@ ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff" && ruff check . && ruff format --check .
-echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr bench
+echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench scripts
 echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
 echo "== pytest"
 exec python -m pytest -p no:cacheprovider "$@"
