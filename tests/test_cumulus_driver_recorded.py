@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from napalm import get_network_driver
 from napalm.base import models
-from napalm.base.exceptions import CommitError, ReplaceConfigException
+from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 from napalm.base.test.helpers import test_model as complies
 
 from gpufabric.config.context import LinkIndex
@@ -242,6 +242,9 @@ def test_replace_without_the_login_user_is_refused_before_anything_is_sent(nv, f
         nv.load_replace_candidate(config="- set:\n    system:\n      hostname: new\n")
     with pytest.raises(ReplaceConfigException, match="not an NVUE configuration"):
         nv.load_replace_candidate(config="system: {hostname: new}\n")
+    with pytest.raises(MergeConfigException, match="not an NVUE configuration"):
+        nv.load_merge_candidate(config="[unclosed\n")
+    nv.load_merge_candidate(config="- set:\n    system: {hostname: new}\n")  # a merge keeps every user: allowed
     assert fake.sent == []
 
 

@@ -20,7 +20,7 @@ import shlex
 from typing import Any
 
 import yaml
-from napalm.base.exceptions import CommitError, ReplaceConfigException
+from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
 from gpufabric.drivers import nvue
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
@@ -61,7 +61,7 @@ class CumulusDriver(LinuxSwitchDriver):
 
     def load_merge_candidate(self, filename: str | None = None, config: str | None = None) -> None:
         super().load_merge_candidate(filename, config)
-        self._check_candidate(ReplaceConfigException, keep_login=False)
+        self._check_candidate(MergeConfigException, keep_login=False)
 
     def _check_candidate(self, error: type[Exception], keep_login: bool) -> None:
         assert self.candidate is not None
