@@ -55,8 +55,13 @@ def test_a_changed_map_fails_the_contract_check(platform, old, new):
 
 def test_nvue_tree_form_reads_like_the_startup_form():
     tree = "qos:\n  mapping:\n    default-global:\n      dscp:\n        '26': {switch-priority: 3}\n"
-    assert qos_map.cumulus(tree) == {26: 3}
-    assert qos_map.cumulus("not: [valid") == {}
+    assert qos_map.dscp_map("cumulus", tree) == {26: 3}
+    assert qos_map.dscp_map("cumulus", "not: [valid") == {}
+
+
+def test_nft_listing_names_read_as_numbers():
+    listing = "! gpufabric: nftables\ntable inet gpufabric {\n chain qos {\n  ip dscp af31 meta priority set 0:3\n"
+    assert qos_map.dscp_map("frr", "router bgp 1\n" + listing) == {26: 3}
 
 
 def test_unknown_platform_maps_nothing():

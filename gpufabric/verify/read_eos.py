@@ -9,10 +9,13 @@ from gpufabric.verify.facts import Fact, SwitchFacts
 
 
 def read_eos(device: str, path: Path) -> SwitchFacts:
-    facts = SwitchFacts(device, "eos", [path.name])
-    file = path.name
-    lines = path.read_text().splitlines()
-    conf = parse(lines, "ios")
+    return eos_facts(device, path.read_text(), path.name)
+
+
+def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
+    """Facts of a config given as text: a rendered file, or a switch's running config."""
+    facts = SwitchFacts(device, "eos", [file])
+    conf = parse(text.splitlines(), "ios")
     read_common(facts, conf, file)
     for obj, _ in sections(conf, r"^interface (\S+)"):
         port = obj.text.split()[1]

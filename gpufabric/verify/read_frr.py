@@ -16,7 +16,15 @@ from gpufabric.verify.facts import Fact, SwitchFacts
 
 _IFACE = re.compile(r"^iface (\S+)")
 _SETTING = re.compile(r"^\s+(mtu|address) (\S+)")
-_DSCP = re.compile(r"ip dscp (\d+) meta priority set 0:(\d+)")
+# A rendered file writes DSCP values as numbers; `nft list` prints well-known ones by name.
+_DSCP = re.compile(r"ip dscp (\w+) meta priority set 0:(\d+)")
+DSCP_NAMES = {
+    **{f"cs{i}": 8 * i for i in range(8)},
+    **{f"af{c}{d}": 8 * c + 2 * d for c in range(1, 5) for d in range(1, 4)},
+    "ef": 46,
+    "va": 44,
+    "be": 0,
+}
 
 
 def read_frr(device: str, folder: Path) -> SwitchFacts:
@@ -56,12 +64,19 @@ def _interfaces(facts: SwitchFacts, path: Path) -> None:
 
 def _nft(facts: SwitchFacts, path: Path) -> None:
     facts.files.append(path.name)
-    for n, text in enumerate(path.read_text().splitlines(), 1):
-        if "chain qos" in text:
-            facts.trust_dscp = Fact(True, path.name, n)
+    nft_facts(facts, path.read_text(), path.name)
+
+
+def nft_facts(facts: SwitchFacts, text: str, file: str) -> None:
+    """The DSCP classification of an nftables ruleset: a rendered file or `nft list table`'s output."""
+    for n, row in enumerate(text.splitlines(), 1):
+        if "chain qos" in row:
+            facts.trust_dscp = Fact(True, file, n)
             facts.anchors["qos"] = facts.trust_dscp
-        if m := _DSCP.search(text):
-            facts.dscp_map[int(m.group(1))] = Fact(int(m.group(2)), path.name, n)
+        if m := _DSCP.search(row):
+            dscp = int(m.group(1)) if m.group(1).isdigit() else DSCP_NAMES.get(m.group(1))
+            if dscp is not None:
+                facts.dscp_map[dscp] = Fact(int(m.group(2)), file, n)
 
 
 def _system(facts: SwitchFacts, path: Path) -> None:

@@ -35,22 +35,30 @@ class _Doc:
 
 
 def read_nvue(device: str, path: Path) -> SwitchFacts:
-    facts = SwitchFacts(device, "cumulus", [path.name])
+    return nvue_facts(device, path.read_text(), path.name)
+
+
+def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> SwitchFacts:
+    """Facts of NVUE configuration text. A file must be startup documents (`- set:`); `tree_ok` also
+    takes the single tree NVUE shows a running configuration as."""
+    facts = SwitchFacts(device, "cumulus", [file])
     try:
-        data, lines = load_yaml(path.read_text(), path.name)
+        data, lines = load_yaml(text, file)
     except IntentError as exc:
         first = exc.problems[0]
-        facts.problem("parse", path.name, exc.line_of(first.path) or 1, "an NVUE YAML document", first.message)
+        facts.problem("parse", file, exc.line_of(first.path) or 1, "an NVUE YAML document", first.message)
         return facts
+    if tree_ok and isinstance(data, dict):
+        data, lines = [{"set": data}], {(0, "set", *k): n for k, n in lines.items()}
     docs = data if isinstance(data, list) else []
     index = next((i for i, d in enumerate(docs) if isinstance(d, dict) and "set" in d), None)
     if index is None:
-        facts.problem("parse", path.name, 1, "a list with a `- set:` document", type(data).__name__)
+        facts.problem("parse", file, 1, "a list with a `- set:` document", type(data).__name__)
         return facts
-    doc = _Doc(docs[index]["set"], lines, index, path.name)
+    doc = _Doc(docs[index]["set"], lines, index, file)
     for key in doc.data:
         if key not in KNOWN_KEYS:
-            facts.problem("nvue-keys", path.name, doc.fact(key, key).line, "an NVUE top-level key", str(key))
+            facts.problem("nvue-keys", file, doc.fact(key, key).line, "an NVUE top-level key", str(key))
     for section in ("qos", "router"):
         if section in doc.data:
             facts.anchors["bgp" if section == "router" else section] = doc.fact(section, section)

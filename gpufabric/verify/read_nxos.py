@@ -15,10 +15,13 @@ from gpufabric.verify.facts import Fact, SwitchFacts
 
 
 def read_nxos(device: str, path: Path) -> SwitchFacts:
-    facts = SwitchFacts(device, "nxos", [path.name])
-    file = path.name
-    lines = path.read_text().splitlines()
-    conf = parse(lines, "nxos")
+    return nxos_facts(device, path.read_text(), path.name)
+
+
+def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:
+    """Facts of a config given as text: a rendered file, or a switch's running config."""
+    facts = SwitchFacts(device, "nxos", [file])
+    conf = parse(text.splitlines(), "nxos")
     read_common(facts, conf, file)
     for obj, m in sections(conf, r"^interface (\S+)"):
         for child, _ in children(obj, r"service-policy type qos input QOS_CLASSIFICATION"):
