@@ -32,15 +32,7 @@ VENDOR = "NVIDIA"
 class CumulusDriver(LinuxSwitchDriver):
     platform = "cumulus"
 
-    def __init__(
-        self,
-        hostname: str,
-        username: str,
-        password: str,
-        timeout: int = 60,
-        optional_args: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(hostname, username, password, timeout, optional_args)
+    def _setup(self) -> None:
         self.sudo = bool(self.optional_args.get("sudo", True))
         self.staged = False
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import shlex
-from typing import Any
 
 from napalm.base.exceptions import CommitError
 
@@ -27,15 +26,7 @@ from gpufabric.drivers.transport import CommandFailedError, put_file
 class FrrDriver(LinuxSwitchDriver):
     platform = "frr"
 
-    def __init__(
-        self,
-        hostname: str,
-        username: str,
-        password: str,
-        timeout: int = 60,
-        optional_args: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(hostname, username, password, timeout, optional_args)
+    def _setup(self) -> None:
         self.files = DeviceFiles(self.optional_args.get("pathspace"))
 
     def open(self) -> None:

@@ -40,6 +40,10 @@ class LinuxSwitchDriver(NetworkDriver):
         self.lldp_socket: str | None = self.optional_args.get("lldp_socket")
         self.candidate: str | None = None
         self.merge = False
+        self._setup()
+
+    def _setup(self) -> None:
+        """A platform's own settings, read from optional_args once they are known."""
 
     # -- session ---------------------------------------------------------------------------
     def open(self) -> None:
