@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from gpufabric.cli.lab_hosts_cmd import hosts_cmd
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.intent import load_intent
@@ -39,6 +40,9 @@ def lab_cmd() -> None:
 
     Every platform runs as frr in the lab (no vendor images run here); `status` says so.
     """
+
+
+lab_cmd.add_command(hosts_cmd)
 
 
 @lab_cmd.command("up")

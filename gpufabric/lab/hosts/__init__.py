@@ -1,0 +1,1 @@
+"""GPU and storage hosts as booted systemd-nspawn containers: rootfs, wiring, boot, teardown."""

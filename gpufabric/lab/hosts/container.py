@@ -1,0 +1,135 @@
+"""One host container: its root filesystem, its network namespace with every NIC, its boot and its stop.
+
+The container boots systemd inside a network namespace made beforehand (so every NIC has its planned
+name before systemd starts) and its own mount namespace with a private /run/systemd, since this
+machine's /run is not a tmpfs and it has no systemd of its own. /proc/sys stays read-only in the
+container except for net, so nothing a role does can change this machine's kernel settings.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+from gpufabric.lab import netlink, processes
+from gpufabric.lab.hosts import rootfs
+from gpufabric.lab.hosts.spec import HostSpec
+
+
+def wire(spec: HostSpec, bridge: str, leader: int) -> None:
+    """Name the booted container's network namespace, then add its management veth and data NICs.
+
+    The NICs are added after boot, into the namespace systemd-nspawn made with --private-network:
+    only then does nspawn leave /proc/sys/net writable inside (a namespace handed over with
+    --network-namespace-path gets a read-only /proc/sys), and networkd picks the NICs up as hotplugged.
+    """
+    if spec.netns not in netlink.namespaces():
+        netlink.run("ip", "netns", "attach", spec.netns, str(leader))
+    present = netlink.links(spec.netns)
+    cmds = []
+    if spec.mgmt_interface not in present:
+        cmds.append(f"link add {spec.root_port} type veth peer name {spec.mgmt_interface} netns {spec.netns}")
+    for nic in spec.nics:
+        if nic.interface not in present:
+            cmds.append(
+                f"link add {nic.interface} netns {spec.netns} type veth "
+                f"peer name {nic.peer_port} netns {nic.peer_netns} mtu {nic.peer_mtu}"
+            )
+    netlink.batch(cmds)
+    netlink.batch([f"link set {spec.root_port} master {bridge} up"])
+    for nic in spec.nics:
+        peer = [f"link set {nic.peer_port} up"]
+        if nic.peer_address and nic.peer_address.split("/")[0] not in _addresses(nic.peer_netns, nic.peer_port):
+            peer.insert(0, f"address add {nic.peer_address} dev {nic.peer_port}")
+        netlink.batch(peer, nic.peer_netns)
+
+
+def leader(nspawn_pid: int, timeout: float = 15.0) -> int:
+    """The container's init: the child of systemd-nspawn that has become systemd (earlier children are transient)."""
+    deadline = time.monotonic() + timeout
+    children = Path(f"/proc/{nspawn_pid}/task/{nspawn_pid}/children")
+    while time.monotonic() < deadline:
+        try:
+            found = children.read_text().split()
+        except OSError:
+            break
+        for pid in found:
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "systemd":
+                    return int(pid)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise netlink.LabCommandError(f"systemd-nspawn (PID {nspawn_pid}) booted no container in {timeout:.0f} s")
+
+
+def _addresses(netns: str, dev: str) -> str:
+    return netlink.run("ip", "-n", netns, "-o", "address", "show", "dev", dev, check=False).stdout
+
+
+def prepare_root(spec: HostSpec, image: Path, root: Path, *, pubkey: str, mirror_host: str, forwarder_ip: str) -> None:
+    """Extract the image and make it this host: name, SSH key and host keys, management address, mirror."""
+    if not (root / "etc/os-release").exists():
+        rootfs.extract(image, root)
+    (root / "etc/hostname").write_text(spec.name + "\n")
+    # The container has no route out: the mirror's name points at the lab's forwarder on the bridge.
+    (root / "etc/hosts").write_text(
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{spec.name}\n{forwarder_ip}\t{mirror_host}\n::1\tlocalhost ip6-localhost\n"
+    )
+    ssh = root / "root/.ssh"
+    ssh.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (ssh / "authorized_keys").write_text(pubkey)
+    os.chmod(ssh / "authorized_keys", 0o600)
+    if not any((root / "etc/ssh").glob("ssh_host_*_key")):
+        subprocess.run(["ssh-keygen", "-A", "-f", str(root)], check=True, capture_output=True)
+    network = root / "etc/systemd/network"
+    network.mkdir(parents=True, exist_ok=True)
+    (network / "10-mgmt.network").write_text(
+        f"# The out-of-band management NIC (made by gpufabric's lab, not by the roles)\n[Match]\n"
+        f"Name={spec.mgmt_interface}\n\n[Network]\nAddress={spec.mgmt_address}\nLinkLocalAddressing=no\n"
+        f"IPv6AcceptRA=no\n"
+    )
+    wants = root / "etc/systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    link = wants / "systemd-networkd.service"
+    if not link.is_symlink():
+        link.symlink_to("/lib/systemd/system/systemd-networkd.service")
+
+
+def host_key(root: Path) -> str:
+    """The container's ed25519 host key, for a known_hosts line (so SSH checks it, not blindly trusts it)."""
+    return " ".join((root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()[:2])
+
+
+def boot(spec: HostSpec, root: Path, log: Path) -> int:
+    """Boot systemd in the container, detached; return the PID of systemd-nspawn (what `stop` signals)."""
+    Path("/run/systemd").mkdir(exist_ok=True)
+    nspawn = [
+        "systemd-nspawn",
+        "-q",
+        "--register=no",
+        "--keep-unit",
+        "--boot",
+        "--console=passive",
+        "--private-network",
+        "-D",
+        str(root),
+        "-M",
+        spec.name,
+    ]
+    script = f"mount -t tmpfs tmpfs /run/systemd && exec {shlex.join(nspawn)}"
+    return processes.spawn(["unshare", "-m", "--propagation", "private", "sh", "-c", script], log)
+
+
+def stop(pid: int, grace: float = 20.0) -> None:
+    """systemd-nspawn turns SIGTERM into an orderly shutdown of the container's systemd."""
+    processes.stop([pid], grace=grace)
+
+
+def unwire(spec_netns: str) -> None:
+    """Deleting the namespace deletes its veths, and with them their far ends in the leaves."""
+    if spec_netns in netlink.namespaces():
+        netlink.run("ip", "netns", "delete", spec_netns)

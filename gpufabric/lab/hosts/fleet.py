@@ -1,0 +1,172 @@
+"""Bring a set of host containers up (image, wiring, roots, boot, mirror forwarder, SSH ready) and down."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from gpufabric.lab import netlink, processes
+from gpufabric.lab.hosts import apt_mirror, container, rootfs
+from gpufabric.lab.hosts.spec import HostSpec
+from gpufabric.lab.hosts.state import HostRecord, HostsState
+
+READY_TIMEOUT = 90.0
+REQUIRED = {"systemd-nspawn": "systemd-container", "debootstrap": "debootstrap", "socat": "socat", "zstd": "zstd"}
+
+
+class HostsError(netlink.LabCommandError):
+    pass
+
+
+def missing_packages() -> list[str]:
+    return sorted({pkg for tool, pkg in REQUIRED.items() if shutil.which(tool) is None})
+
+
+def up(
+    specs: list[HostSpec],
+    state_dir: Path,
+    *,
+    bridge: str,
+    gateway: str,
+    routers: tuple[str, ...] = (),
+    say: Callable[[str], None] = lambda _msg: None,
+) -> HostsState:
+    """`gateway` ("a.b.c.d/len") sits on `bridge`; `routers` are stand-in namespaces this call makes and owns."""
+    missing = missing_packages()
+    if missing:
+        raise HostsError(f"host containers need {', '.join(missing)}: apt-get install {' '.join(missing)}")
+    mirror = apt_mirror.debian_mirror(apt_mirror.release())
+    image = rootfs.ensure_image(mirror, say=say)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state = HostsState.load(state_dir) or HostsState(bridge)
+    _key(state, state_dir)
+    _bridge(state, state_dir, bridge, gateway)
+    for ns in routers:
+        _router(state, state_dir, ns)
+    gateway_ip = gateway.split("/", maxsplit=1)[0]
+    for spec in specs:
+        record = state.hosts.setdefault(
+            spec.name, HostRecord(spec.netns, str(state_dir / "hosts" / spec.name / "root"), spec.mgmt_ip)
+        )
+        state.save(state_dir)  # recorded before it exists, so `down` finds a half-made host
+        pubkey = Path(state.key_file + ".pub").read_text()
+        container.prepare_root(
+            spec, image, Path(record.root), pubkey=pubkey, mirror_host=mirror.host, forwarder_ip=gateway_ip
+        )
+    _forwarder(state, state_dir, gateway_ip, mirror)
+    for spec in specs:
+        record = state.hosts[spec.name]
+        if not processes.alive(record.pid):
+            record.pid = container.boot(spec, Path(record.root), Path(record.root).parent / "console.log")
+            state.save(state_dir)
+        container.wire(spec, bridge, container.leader(record.pid))
+    _known_hosts(state, state_dir)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda s: _wait_ssh(s, state), specs))
+    return state
+
+
+def _key(state: HostsState, state_dir: Path) -> None:
+    key = state_dir / "keys" / "hosts_ed25519"
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpufabric-hosts", "-f", str(key)], check=True
+        )
+    state.key_file = str(key)
+    state.save(state_dir)
+
+
+def _bridge(state: HostsState, state_dir: Path, bridge: str, gateway: str) -> None:
+    if bridge in netlink.links():
+        return
+    state.made_bridge = True
+    state.save(state_dir)
+    netlink.batch([f"link add {bridge} type bridge", f"address add {gateway} dev {bridge}", f"link set {bridge} up"])
+
+
+def _router(state: HostsState, state_dir: Path, ns: str) -> None:
+    if ns in netlink.namespaces():
+        if ns not in state.namespaces:
+            raise HostsError(f"network namespace {ns} exists but the host lab did not make it")
+        return
+    state.namespaces.append(ns)
+    state.save(state_dir)
+    netlink.run("ip", "netns", "add", ns)
+    netlink.batch(["link set lo up"], ns)
+    netlink.run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+
+
+def _forwarder(state: HostsState, state_dir: Path, listen_ip: str, mirror: apt_mirror.Mirror) -> None:
+    """TCP from the bridge to the mirror, so apt works inside containers that have no route out."""
+    if processes.alive(state.forwarder_pid):
+        return
+    listen = f"TCP-LISTEN:{mirror.port},bind={listen_ip},fork,reuseaddr"
+    state.forwarder_pid = processes.spawn(
+        ["socat", listen, f"TCP:{mirror.host}:{mirror.port}"], state_dir / "forwarder.log"
+    )
+    state.save(state_dir)
+
+
+def _known_hosts(state: HostsState, state_dir: Path) -> None:
+    lines = [f"{r.address} {container.host_key(Path(r.root))}" for r in state.hosts.values()]
+    path = state_dir / "known_hosts"
+    path.write_text("\n".join(lines) + "\n")
+    state.known_hosts = str(path)
+    state.save(state_dir)
+
+
+def _wait_ssh(spec: HostSpec, state: HostsState) -> None:
+    """Ready means sshd answers with its banner on the management address."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if not processes.alive(state.hosts[spec.name].pid):
+            log = Path(state.hosts[spec.name].root).parent / "console.log"
+            raise HostsError(f"host {spec.name} stopped while booting; see {log}")
+        try:
+            with socket.create_connection((spec.mgmt_ip, 22), timeout=1) as sock:
+                if sock.recv(4).startswith(b"SSH-"):
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise HostsError(f"host {spec.name}: no SSH on {spec.mgmt_ip} after {READY_TIMEOUT:.0f} s")
+
+
+def down(state_dir: Path) -> HostsState | None:
+    state = HostsState.load(state_dir)
+    if state is None:
+        return None
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda r: container.stop(r.pid) if r.pid else None, state.hosts.values()))
+    if state.forwarder_pid:
+        processes.stop([state.forwarder_pid])
+    for record in state.hosts.values():
+        container.unwire(record.netns)
+        _remove_root(Path(record.root).parent, state_dir)
+    for ns in state.namespaces:
+        container.unwire(ns)
+    if state.made_bridge and state.bridge in netlink.links():
+        netlink.run("ip", "link", "delete", state.bridge)
+    for leftover in ("known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub"):
+        (state_dir / leftover).unlink(missing_ok=True)
+    for folder in ("keys", "hosts"):
+        if (state_dir / folder).is_dir() and not any((state_dir / folder).iterdir()):
+            (state_dir / folder).rmdir()
+    HostsState.path(state_dir).unlink()
+    return state
+
+
+def _remove_root(directory: Path, state_dir: Path) -> None:
+    """Only a directory the host lab made, and never while anything is mounted below it."""
+    directory = directory.resolve()
+    if state_dir.resolve() not in directory.parents:
+        raise HostsError(f"refusing to remove {directory}: not under {state_dir}")
+    mounts = Path("/proc/mounts").read_text().split("\n")
+    if any(f" {directory}/" in line or f" {directory} " in line for line in mounts):
+        raise HostsError(f"refusing to remove {directory}: something is still mounted below it")
+    shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,106 @@
+"""A minimal booted-Debian root filesystem, built once with debootstrap and cached as .tar.zst.
+
+The cache key is the release, the mirror and the package list: change any of them and a new
+image is built (about a minute); otherwise a container's root is one extraction (about a second).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from gpufabric.lab.hosts.apt_mirror import Mirror
+
+CACHE_DIR = Path(os.environ.get("GPUFABRIC_ROOTFS_CACHE", "/var/cache/gpufabric/rootfs"))
+
+# What a real GPU host has before Ansible runs: systemd, sshd, Python for Ansible (with apt bindings),
+# iproute2, ping and kmod. Everything the roles install, they install themselves.
+PACKAGES = (
+    "dbus",
+    "iproute2",
+    "iputils-ping",
+    "kmod",
+    "openssh-server",
+    "python3",
+    "python3-apt",
+    "systemd",
+    "systemd-sysv",
+)
+
+
+# Bumped whenever the way an image is made changes, so an older cached image is not reused.
+IMAGE_FORMAT = "2"
+
+
+class RootfsError(Exception):
+    pass
+
+
+def image_path(mirror: Mirror, packages: tuple[str, ...] = PACKAGES, cache_dir: Path = CACHE_DIR) -> Path:
+    key = hashlib.sha256("\n".join([IMAGE_FORMAT, mirror.suite, mirror.url, *sorted(packages)]).encode()).hexdigest()[
+        :16
+    ]
+    return cache_dir / f"debian-{mirror.suite}-{key}.tar.zst"
+
+
+def ensure_image(
+    mirror: Mirror,
+    packages: tuple[str, ...] = PACKAGES,
+    cache_dir: Path = CACHE_DIR,
+    say: Callable[[str], None] = lambda _msg: None,
+) -> Path:
+    image = image_path(mirror, packages, cache_dir)
+    if image.is_file():
+        return image
+    for tool in ("debootstrap", "zstd"):
+        if shutil.which(tool) is None:
+            raise RootfsError(f"building the host image needs {tool}: apt-get install {tool}")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    say(f"building the host image with debootstrap ({mirror.suite}, {len(packages)} packages; about a minute, once)")
+    with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".build-") as tmp:
+        root = Path(tmp) / "root"
+        done = subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(packages)}",
+                mirror.suite,
+                str(root),
+                mirror.url,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+            raise RootfsError(f"debootstrap {mirror.suite} from {mirror.url} failed:\n{tail}")
+        _generalise(root)
+        partial = Path(tmp) / "image.tar.zst"
+        subprocess.run(["tar", "--zstd", "-C", str(root), "-cpf", str(partial), "."], check=True)
+        os.replace(partial, image)  # atomic: a half-built image is never found in the cache
+    return image
+
+
+def _generalise(root: Path) -> None:
+    """Remove what must differ per container: host keys, machine id, package lists."""
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    (root / "etc/machine-id").write_text("")  # empty: systemd makes one at first boot
+    shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
+    (root / "var/lib/apt/lists/partial").mkdir(parents=True)
+    os.utime(root / "var/lib/apt/lists", (0, 0))  # lists from 1970: apt's cache_valid_time must update them
+    shutil.rmtree(root / "var/cache/apt/archives", ignore_errors=True)
+    for cache in (root / "var/cache/apt").glob("*.bin"):
+        cache.unlink()  # else apt's cache_valid_time takes the image's build time for a fresh update
+    (root / "var/cache/apt/archives/partial").mkdir(parents=True)
+
+
+def extract(image: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "--zstd", "-C", str(dest), "-xpf", str(image)], check=True)

@@ -1,0 +1,45 @@
+"""What the host side of a lab made, recorded before each step, so `down` undoes exactly that after a crash."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gpufabric.export.atomic import write_atomic
+
+
+@dataclass
+class HostRecord:
+    netns: str
+    root: str
+    address: str  # management IP, where Ansible reaches it
+    pid: int = 0  # systemd-nspawn
+
+
+@dataclass
+class HostsState:
+    bridge: str
+    made_bridge: bool = False
+    namespaces: list[str] = field(default_factory=list)  # stand-in routers the host side made
+    hosts: dict[str, HostRecord] = field(default_factory=dict)
+    forwarder_pid: int = 0
+    user: str = "root"
+    key_file: str = ""
+    known_hosts: str = ""
+
+    @staticmethod
+    def path(state_dir: Path) -> Path:
+        return state_dir / "hosts.json"
+
+    def save(self, state_dir: Path) -> None:
+        write_atomic(self.path(state_dir), json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, state_dir: Path) -> HostsState | None:
+        p = cls.path(state_dir)
+        if not p.is_file():
+            return None
+        data = json.loads(p.read_text())
+        data["hosts"] = {k: HostRecord(**v) for k, v in data["hosts"].items()}
+        return cls(**data)
