@@ -55,6 +55,40 @@ def test_ansible_plugin_reports_a_bad_intent(tmp_path):
     assert "fabric.name" in done.stderr and "is required but missing" in done.stderr
 
 
+def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "hosts.json").write_text(
+        json.dumps(
+            {
+                "bridge": "b",
+                "hosts": {"gpu02": {"netns": "h-gpu02", "root": "/r", "address": "172.31.254.3", "pid": 1}},
+                "user": "root",
+                "key_file": "/k/id",
+                "known_hosts": "/k/known_hosts",
+            }
+        )
+    )
+    (tmp_path / "gpufabric.yml").write_text(
+        f"plugin: gpufabric\nintent: {ROOT / 'inventory' / 'fabric.yml'}\nhosts: [gpu01, gpu02]\nlab_state: {state}\n"
+    )
+    source = str(tmp_path / "gpufabric.yml")
+    assert _graph_hosts(run("ansible-inventory", "-i", source, "--graph", cwd=ROOT, check=True).stdout) == {
+        "gpu01",
+        "gpu02",
+    }
+    hostvars = {
+        h: json.loads(run("ansible-inventory", "-i", source, "--host", h, cwd=ROOT, check=True).stdout)
+        for h in ("gpu01", "gpu02")
+    }
+    assert hostvars["gpu01"]["ansible_host"] == "172.20.0.18"  # the plan's address: no record for it
+    assert hostvars["gpu02"]["ansible_host"] == "172.31.254.3"
+    assert hostvars["gpu02"]["ansible_ssh_private_key_file"] == "/k/id"
+    assert (
+        "UserKnownHostsFile=/k/known_hosts -o StrictHostKeyChecking=yes" in hostvars["gpu02"]["ansible_ssh_common_args"]
+    )
+
+
 def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):
     monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", CANARY)
     nr = InitNornir(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible.errors import AnsibleError, AnsibleParserError
@@ -28,6 +29,17 @@ options:
     description: The intent file, relative to this inventory file's folder.
     type: str
     default: fabric.yml
+  hosts:
+    description: Only these hosts (switches or servers) of the plan; all when empty.
+    type: list
+    elements: str
+    default: []
+  lab_state:
+    description:
+      - State folder of host containers (C(gpufabric lab hosts up --state-dir)). When it holds
+        a record of a host, Ansible reaches that host as the record says (address, user, key,
+        known host key) instead of at its planned management address.
+    type: path
 """
 
 EXAMPLES = r"""
@@ -39,6 +51,27 @@ intent: fabric.yml
 # Groups that only hold other groups, so `ansible-inventory --graph` nests instead of repeating hosts.
 _PARENT_PREFIXES = ("plane_",)
 _PARENT_NAMES = ("switches", "servers")
+
+
+def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
+    """Connection variables for the hosts a lab runs as containers, from the lab's own record."""
+    if not state_dir:
+        return {}
+    record = os.path.join(state_dir, "hosts.json")
+    if not os.path.isfile(record):
+        return {}
+    with open(record, encoding="utf-8") as fh:
+        state = json.load(fh)
+    ssh_args = f"-o UserKnownHostsFile={state['known_hosts']} -o StrictHostKeyChecking=yes"
+    return {
+        name: {
+            "ansible_host": host["address"],
+            "ansible_user": state["user"],
+            "ansible_ssh_private_key_file": state["key_file"],
+            "ansible_ssh_common_args": ssh_args,
+        }
+        for name, host in state["hosts"].items()
+    }
 
 
 class InventoryModule(BaseInventoryPlugin):
@@ -63,14 +96,18 @@ class InventoryModule(BaseInventoryPlugin):
             plan = build_plan(load_intent(intent))
         except IntentError as exc:
             raise AnsibleParserError(exc.render()) from None
+        wanted = set(self.get_option("hosts") or [])
+        lab = _lab_connections(self.get_option("lab_state"))
         for host in build(plan):
+            if wanted and host.name not in wanted:
+                continue
             self.inventory.add_host(host.name)
             for group in host.groups:
                 self.inventory.add_group(group)
                 if not self._is_parent(group):
                     self.inventory.add_child(group, host.name)
                 self._nest(group)
-            for key, value in ansible_vars(host).items():
+            for key, value in (ansible_vars(host) | lab.get(host.name, {})).items():
                 self.inventory.set_variable(host.name, key, value)
 
     @staticmethod
