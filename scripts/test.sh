@@ -12,11 +12,17 @@ ensure_apt nft nftables          # FRR switches' nftables files are checked with
 ensure_apt ping iputils-ping     # the lab tests reach switches over the OOB bridge
 ensure_apt lldpd lldpd           # the lab: LLDP per switch
 ensure_apt sshd openssh-server   # the lab: SSH per switch (push and validate log in)
+ensure_apt systemd-nspawn systemd-container   # Molecule's hosts: booted Debian containers
+ensure_apt debootstrap debootstrap             # their root filesystem (built once, cached)
+ensure_apt socat socat                         # their path to this machine's Debian mirror
+ensure_apt zstd zstd                           # the cached root filesystem image
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff" && ruff check . && ruff format --check .
 echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench scripts
+echo "== ansible-lint (production profile)" && ansible-lint -q
+echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check
 echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
 echo "== pytest"
 exec python -m pytest -p no:cacheprovider "$@"

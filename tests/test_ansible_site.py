@@ -1,4 +1,4 @@
-"""`site.yml` and the host roles, without booted hosts (Molecule on systemd-nspawn hosts is issue 5's next step).
+"""`site.yml` and the host roles without booted hosts (tests/test_molecule.py boots them).
 
 What this shows: the playbook parses and targets the plan's hosts; the gpu_operator role derives the
 Helm values from host facts and the other roles' settings (no Kubernetes runs here: the values and

@@ -1,0 +1,112 @@
+"""`molecule test` on booted Debian hosts (systemd-nspawn): every role through site.yml, idempotence,
+read-back, jumbo pings, a --check --diff run with zero changes, and this machine's sysctls untouched.
+
+Real: systemd, systemd-networkd, sshd, apt, the kernel's routing and MTU handling inside the hosts.
+Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts as SKIPPED).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TOOLS = ("systemd-nspawn", "debootstrap", "socat", "zstd")
+# Keys this machine changes by itself (counters, randomness): not settings anything could have written.
+VOLATILE = re.compile(
+    r"random|ns_last_pid|dentry|inode-nr|inode-state|file-nr|pty\.nr|stat_refresh|perf_event|aio-nr|conntrack_count|tainted"
+)
+
+
+def _missing() -> list[str]:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    return missing + ([] if (BIN / "molecule").exists() else ["molecule"])
+
+
+def _machine_sysctls() -> dict[str, str]:
+    out = subprocess.run(["sysctl", "-a"], capture_output=True, text=True, check=False).stdout
+    pairs = (line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+    return {k: v for k, v in pairs if not VOLATILE.search(k)}
+
+
+@pytest.fixture(scope="module")
+def molecule_run():
+    if os.geteuid() != 0:
+        pytest.skip("Molecule's hosts need root (network namespaces, systemd-nspawn)")
+    missing = _missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must install {missing} (scripts/test.sh does)")
+        pytest.skip(f"needs {missing}: run scripts/test.sh, which installs them")
+    before = _machine_sysctls()
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(BIN / "molecule"), "test"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+    (ROOT / "build").mkdir(exist_ok=True)
+    (ROOT / "build" / "molecule-test.log").write_text(text)
+    print(f"\nmolecule test: {seconds:.0f} s (log: build/molecule-test.log)")
+    return done.returncode, text, before, _machine_sysctls()
+
+
+def test_molecule_test_passes_every_step(molecule_run):
+    rc, text, _, _ = molecule_run
+    assert rc == 0, text[-3000:]
+    for step in ("create", "converge", "idempotence", "verify", "destroy"):
+        # Molecule's summary line; it writes "➜" instead of ">" on a terminal.
+        assert re.search(rf"default (>|➜) {step}: Executed: Successful", text), f"{step} did not run successfully"
+
+
+def test_idempotence_and_check_mode_show_zero_changes(molecule_run):
+    _, text, _, _ = molecule_run
+    # site.yml's recaps, in order: converge, then idempotence (verify's read-back plays are much shorter).
+    for host in ("gpu01", "gpu02"):
+        site_runs = [
+            (int(ok), int(changed))
+            for ok, changed in re.findall(rf"^{host}\s+: ok=(\d+)\s+changed=(\d+)", text, re.M)
+            if int(ok) > 50
+        ]
+        assert len(site_runs) == 2 and site_runs[0][1] > 0, site_runs  # converge changed things
+        assert site_runs[1][1] == 0, f"idempotence: {host} changed {site_runs[1][1]} tasks"
+    # verify's --check --diff run reports both hosts' recaps in its success message.
+    recap = r"\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0"
+    assert re.search(rf'"msg": "gpu01{recap}.*; gpu02{recap}', text)
+
+
+def test_jumbo_pings_crossed_every_rail(molecule_run):
+    _, text, _, _ = molecule_run
+    pinged = set(re.findall(r"ok: \[(gpu0[12])\] => \(item=(eth\d) \(\w+ rail \d\) ->", text))
+    assert pinged == {(h, f"eth{i}") for h in ("gpu01", "gpu02") for i in range(1, 5)}
+
+
+def test_runtime_parts_that_cannot_run_here_are_reported_skipped(molecule_run):
+    _, text, _, _ = molecule_run
+    for role in ("ofed", "roce_qos", "hugepages"):
+        assert f"{role} runtime SKIPPED" in text
+
+
+def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
+    _, _, before, after = molecule_run
+    changed = {k: (before[k], after.get(k)) for k in before if before[k] != after.get(k)}
+    assert not changed
+    assert len(before) > 500  # the whole table was compared, not an empty one
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    assert not re.search(r"^(h-gpu0[12]|mol-fabric)\b", namespaces, re.M)
+    assert subprocess.run(["ip", "link", "show", "mol-oob"], capture_output=True, check=False).returncode != 0
