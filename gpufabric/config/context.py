@@ -6,6 +6,7 @@ so a template, a check and the cabling plan read the same fact.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -61,7 +62,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         device,
         ports,
         neighbors,
-        _networks(device),
+        _networks(device, ports),
         ecmp=int(plane.routing.get("ecmp", 64)),  # type: ignore[call-overload]
         qos=profile,
         mgmt=management(plan, device, index.hasher),
@@ -71,12 +72,20 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
     )
 
 
-def _networks(device: Device) -> list[str]:
-    """What the switch announces: its loopback, and the host block a leaf owns."""
+def _networks(device: Device, ports: list[Port]) -> list[str]:
+    """What the switch announces: its loopback, and its hosts' subnets.
+
+    Routed host ports announce each host /31 (a connected route, so every platform's `network`
+    statement finds it in the RIB; the leaf's whole block has no route of its own and would never be
+    announced). A leaf with an SVI over LACP hosts announces the block, which is then connected.
+    """
     networks = []
     if device.loopback is not None:
         networks.append(f"{ip(device.loopback)}/32")
-    if device.host_subnet is not None and device.host_prefixlen is not None:
+    host_links = [p.address for p in ports if p.kind == "host" and p.address and p.bond is None]
+    if host_links:
+        networks += [str(ipaddress.ip_interface(a).network) for a in host_links]
+    elif device.host_subnet is not None and device.host_prefixlen is not None:
         networks.append(f"{ip(device.host_subnet)}/{device.host_prefixlen}")
     return networks
 
