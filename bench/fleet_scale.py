@@ -65,7 +65,7 @@ def _wait_converged(file_arg: list[str], limit: float = 120.0) -> float:
 
 def lab_row(name: str, intent: Path | None) -> dict[str, Any]:
     file_arg = [str(intent)] if intent else []
-    up = _cli("gpufabric", "lab", "up", *file_arg)
+    up = _cli("gpufabric", "lab", "up", "--no-hosts", *file_arg)
     if up.returncode != 0:
         raise SystemExit(f"lab up failed for {name}: {up.stderr.strip()}")
     try:

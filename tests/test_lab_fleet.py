@@ -38,7 +38,7 @@ def loopback(name: str) -> str:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     state = tmp_path_factory.mktemp("lab") / "state"
-    up = run("gpufabric", "lab", "up", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state))
     assert up.returncode == 0, up.stderr
     yield state
     run("gpufabric", "lab", "down", "--state-dir", str(state))

@@ -75,7 +75,7 @@ def test_a_namespace_the_lab_did_not_make_is_left_alone(lab):
 
 def test_lab_commands_up_status_down(tmp_path):
     state = str(tmp_path / "state")
-    assert run("gpufabric", "lab", "up", "--state-dir", state).returncode == 0
+    assert run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", state).returncode == 0
     status = run("gpufabric", "lab", "status", "--state-dir", state, "--json")
     assert status.returncode == 0
     rows = json.loads(status.stdout)["switches"]
@@ -89,7 +89,7 @@ def test_lab_up_runs_daemons_and_down_leaves_nothing_behind(tmp_path):
     state_dir = tmp_path / "state"
     before_links, before_ns = netlink.links(), netlink.namespaces()
     before_etc = set(os.listdir("/etc/frr"))
-    assert run("gpufabric", "lab", "up", "--state-dir", str(state_dir)).returncode == 0
+    assert run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state_dir)).returncode == 0
     state = LabState.load(state_dir)
     node = "cmp-spine1"
     inside = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True, check=True).stdout.split()

@@ -17,6 +17,8 @@ from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
 from gpufabric.lab.control import down, up
 from gpufabric.lab.daemons import daemon_status
+from gpufabric.lab.hosts.apt_mirror import MirrorError
+from gpufabric.lab.hosts.rootfs import RootfsError
 from gpufabric.lab.state import DEFAULT_DIR, LabState
 from gpufabric.lab.topology import topology
 
@@ -48,19 +50,30 @@ lab_cmd.add_command(hosts_cmd)
 @lab_cmd.command("up")
 @file_arg
 @state_dir_option
-def lab_up(file: str | None, state_dir: Path) -> int:
-    """Create the namespaces, cables and management plane (idempotent)."""
+@click.option(
+    "--hosts/--no-hosts",
+    default=True,
+    show_default=True,
+    help="Also boot the plan's servers as Debian containers cabled into their leaf ports (the first run "
+    "builds their image, about a minute); --no-hosts leaves a stub on each server port.",
+)
+def lab_up(file: str | None, state_dir: Path, hosts: bool) -> int:
+    """Create the namespaces, cables and management plane, and the hosts (idempotent)."""
     _require_root()
     started = time.perf_counter()
     topo = topology(load_intent(file))
     try:
-        state = up(topo, state_dir)
-    except netlink.LabCommandError as exc:
+        state = up(topo, state_dir, hosts=hosts, say=err.print)
+    except (MirrorError, RootfsError) as exc:
         raise click.ClickException(str(exc)) from None
+    except netlink.LabCommandError as exc:
+        raise click.ClickException(f"{exc}\n(`gpufabric lab down` removes what was made)") from None
+    servers = len({s.server for s in topo.stubs if s.server}) if hosts else 0
     err.print(
-        f"lab {topo.fabric}: {len(state.namespaces)} switches running FRR, sshd and lldpd, {len(topo.cables)} "
-        f"cables, OOB bridge {topo.gateway}, up in {time.perf_counter() - started:.1f} s (state in {state_dir}); "
-        "the switches are empty until `nornir push`"
+        f"lab {topo.fabric}: {len(state.namespaces)} switches running FRR, sshd and lldpd, {servers} hosts "
+        f"booted, {len(topo.cables)} cables, OOB bridge {topo.gateway}, up in {time.perf_counter() - started:.1f} s "
+        f"(state in {state_dir}); the switches are empty until `nornir push`, the hosts until `ansible-playbook "
+        "site.yml`"
     )
     return 0
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from gpufabric.lab import daemons, lldp_node, netlink, wiring
 from gpufabric.lab.credentials import ensure_login
+from gpufabric.lab.hosts import fleet
+from gpufabric.lab.hosts.from_plan import lab_specs
 from gpufabric.lab.state import LabState
-from gpufabric.lab.topology import LabTopology
+from gpufabric.lab.topology import BRIDGE, LabTopology
 
 REQUIRED = {
     "/usr/lib/frr/frrinit.sh": "frr",
@@ -22,15 +25,33 @@ def missing_packages() -> list[str]:
     return sorted({pkg for path, pkg in REQUIRED.items() if not Path(path).exists()})
 
 
-def up(topo: LabTopology, state_dir: Path) -> LabState:
-    """Idempotent: a second `up` finds everything in place and starts only what is missing."""
-    missing = missing_packages()
+def up(
+    topo: LabTopology, state_dir: Path, *, hosts: bool = False, say: Callable[[str], None] = lambda _m: None
+) -> LabState:
+    """Idempotent: a second `up` finds everything in place and starts only what is missing.
+
+    With `hosts`, the plan's servers boot as containers whose data NICs are cabled into their
+    planned leaf ports and whose management NICs sit on the OOB bridge at their planned addresses.
+    """
+    missing = missing_packages() + (fleet.missing_packages() if hosts else [])
     if missing:
         raise netlink.LabCommandError(f"the lab needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
-    state = wiring.up(topo, state_dir)
+    state = wiring.up(topo, state_dir, hosts=hosts)
     login = ensure_login(state_dir, topo.plan.intent.credentials.switches.username)
     daemons.start_all(topo, state, state_dir, login)
+    if hosts and topo.gateway:
+        _unstub(topo)
+        mtu = {(s.node, s.port): s.mtu for s in topo.stubs if s.server}
+        specs = lab_specs(topo.plan, mtu, int(topo.gateway.split("/")[1]))
+        fleet.up(specs, state_dir, bridge=BRIDGE, gateway=topo.gateway, say=say)
     return state
+
+
+def _unstub(topo: LabTopology) -> None:
+    """A lab first brought up without hosts has stubs on the server ports: make room for the hosts' NICs."""
+    for stub in topo.stubs:
+        if stub.server and stub.far_end in netlink.links(stub.node):
+            netlink.run("ip", "-n", stub.node, "link", "del", stub.port)
 
 
 def down(state_dir: Path) -> LabState | None:
@@ -38,6 +59,7 @@ def down(state_dir: Path) -> LabState | None:
     state = LabState.load(state_dir)
     if state is None:
         return None
+    fleet.down(state_dir)  # hosts first: their NICs end in the switches' namespaces
     daemons.stop_all(state)
     wiring.down(state)
     daemons.remove_dirs(state)

@@ -47,6 +47,7 @@ class Stub:
     node: str
     port: str
     mtu: int
+    server: str | None = None  # the planned server on the other end; `lab up` puts its container there
 
     @property
     def far_end(self) -> str:
@@ -119,7 +120,7 @@ def topology(loaded: LoadedIntent) -> LabTopology:
         if link.kind == "fabric" and link.a in names and link.b in names:
             topo.cables.append(Cable(link.a, link.a_port, link.b, link.b_port, link.mtu))
         elif link.kind in ("host", "edge") and (link.a in names) != (link.b in names):
-            node, port = (link.a, link.a_port) if link.a in names else (link.b, link.b_port)
-            topo.stubs.append(Stub(node, port, link.mtu))
+            node, port, other = (link.a, link.a_port, link.b) if link.a in names else (link.b, link.b_port, link.a)
+            topo.stubs.append(Stub(node, port, link.mtu, other if link.kind == "host" else None))
     topo.loopback_space = [str(net) for path, net in address_pools(intent) if path[-1] == "loopbacks"]
     return topo

@@ -13,7 +13,8 @@ from gpufabric.lab.state import LabState
 from gpufabric.lab.topology import BRIDGE, LabTopology
 
 
-def up(topo: LabTopology, state_dir: Path) -> LabState:
+def up(topo: LabTopology, state_dir: Path, *, hosts: bool = False) -> LabState:
+    """With `hosts`, server-facing ports are left for the host containers' NICs instead of stubs."""
     state = LabState.load(state_dir) or LabState(topo.fabric)
     if state.fabric != topo.fabric:
         raise netlink.LabCommandError(
@@ -34,13 +35,13 @@ def up(topo: LabTopology, state_dir: Path) -> LabState:
         # The loopback address is configuration: the push puts it on, as on a real switch.
         netlink.batch(["link set lo up"], node.name)
         netlink.run("ip", "netns", "exec", node.name, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-    _cables(topo)
+    _cables(topo, hosts=hosts)
     _management(topo, state)
     state.save(state_dir)
     return state
 
 
-def _cables(topo: LabTopology) -> None:
+def _cables(topo: LabTopology, *, hosts: bool) -> None:
     # One listing per namespace, not one `ip` process per cable: a re-run `up` checks every cable.
     present = {ns: netlink.links(ns) for ns in {c.a for c in topo.cables}}
     cmds = []
@@ -53,6 +54,8 @@ def _cables(topo: LabTopology) -> None:
         ups.setdefault(c.a, []).append(f"link set {c.a_port} up")
         ups.setdefault(c.b, []).append(f"link set {c.b_port} up")
     for stub in topo.stubs:
+        if hosts and stub.server:
+            continue
         present.setdefault(stub.node, netlink.links(stub.node))
         if stub.port not in present[stub.node]:
             cmds.append(

@@ -40,6 +40,8 @@ options:
         a record of a host, Ansible reaches that host as the record says (address, user, key,
         known host key) instead of at its planned management address.
     type: path
+    env:
+      - name: GPUFABRIC_LAB_STATE
 """
 
 EXAMPLES = r"""

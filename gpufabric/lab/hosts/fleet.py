@@ -115,7 +115,7 @@ def _forwarder(state: HostsState, state_dir: Path, listen_ip: str, mirror: apt_m
 
 def _known_hosts(state: HostsState, state_dir: Path) -> None:
     lines = [f"{r.address} {container.host_key(Path(r.root))}" for r in state.hosts.values()]
-    path = state_dir / "known_hosts"
+    path = state_dir / "hosts" / "known_hosts"  # the switches' known_hosts is the lab's own, beside it
     path.write_text("\n".join(lines) + "\n")
     state.known_hosts = str(path)
     state.save(state_dir)
@@ -152,7 +152,7 @@ def down(state_dir: Path) -> HostsState | None:
         container.unwire(ns)
     if state.made_bridge and state.bridge in netlink.links():
         netlink.run("ip", "link", "delete", state.bridge)
-    for leftover in ("known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub"):
+    for leftover in ("hosts/known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub"):
         (state_dir / leftover).unlink(missing_ok=True)
     for folder in ("keys", "hosts"):
         if (state_dir / folder).is_dir() and not any((state_dir / folder).iterdir()):

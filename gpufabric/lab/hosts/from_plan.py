@@ -46,3 +46,28 @@ def standin_specs(plan: Plan, names: list[str], router: str, mgmt_gateway: str) 
         )
         specs.append(HostSpec(server.name, server.mgmt_interface or "eth0", f"{next(addresses)}/{net.prefixlen}", nics))
     return specs
+
+
+def lab_specs(plan: Plan, mtu_of_port: dict[tuple[str, str], int], mgmt_prefixlen: int) -> list[HostSpec]:
+    """Every server of the plan, each data NIC cabled into its planned leaf port (the lab's switch namespace).
+
+    The leaf end gets its address from the switch's configuration when it is pushed, as on a real
+    leaf, so no address is put on it here.
+    """
+    specs = []
+    for server in plan.servers:
+        if server.mgmt_ip is None:
+            continue
+        nics = tuple(
+            HostNic(
+                interface=n.interface,
+                peer_netns=n.leaf,
+                peer_port=n.leaf_port,
+                peer_mtu=mtu_of_port[(n.leaf, n.leaf_port)],
+            )
+            for n in server.nics
+            if (n.leaf, n.leaf_port) in mtu_of_port
+        )
+        address = f"{ip(server.mgmt_ip)}/{mgmt_prefixlen}"
+        specs.append(HostSpec(server.name, server.mgmt_interface or "eth0", address, nics))
+    return specs
