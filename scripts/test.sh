@@ -25,4 +25,4 @@ echo "== ansible-lint (production profile)" && ansible-lint -q
 echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check
 echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
 echo "== pytest"
-exec python -m pytest -p no:cacheprovider "$@"
+exec python -m pytest -p no:cacheprovider --durations=5 "$@"

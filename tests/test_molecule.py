@@ -22,7 +22,7 @@ BIN = Path(sys.executable).parent
 TOOLS = ("systemd-nspawn", "debootstrap", "socat", "zstd")
 # Keys this machine changes by itself (counters, randomness): not settings anything could have written.
 VOLATILE = re.compile(
-    r"random|ns_last_pid|dentry|inode-nr|inode-state|file-nr|pty\.nr|stat_refresh|perf_event|aio-nr|conntrack_count|tainted"
+    r"random|ns_last_pid|dentry|inode-nr|inode-state|file-nr|pty\.nr|stat_refresh|perf_event|aio-nr|conntrack_count|tainted|quota"
 )
 
 

@@ -14,6 +14,7 @@ import traceback
 import click
 
 from gpufabric import __version__
+from gpufabric.cli.demo_cmd import demo_cmd
 from gpufabric.cli.docs_cmd import docs_cmd, schema_cmd
 from gpufabric.cli.export_cmd import export_cmd
 from gpufabric.cli.lab_cmd import lab_cmd
@@ -54,6 +55,7 @@ cli.add_command(export_cmd)
 cli.add_command(render_cmd)
 cli.add_command(verify_cmd)
 cli.add_command(lab_cmd)
+cli.add_command(demo_cmd)
 cli.add_command(push_cmd)
 cli.add_command(validate_cmd)
 cli.add_command(docs_cmd)

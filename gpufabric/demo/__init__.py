@@ -1,0 +1,1 @@
+"""`gpufabric demo`: the lab brought up end to end (switches and hosts), proven, and reported."""

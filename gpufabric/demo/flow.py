@@ -1,0 +1,174 @@
+"""The demo from an empty machine to a proven cluster: each step is the command a user would type.
+
+lab up (switches and hosts) -> nornir push (every plane) -> ansible-playbook site.yml -> nornir
+validate until converged, and the hosts' read-back -> the end-to-end facts -> a second push and a
+second site.yml (both must change nothing) -> exports and JUnit under build/ -> lab down unless kept.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpufabric.demo import measure
+from gpufabric.demo.fact import Fact, fact
+from gpufabric.demo.runner import Runner
+from gpufabric.plan.model import Plan
+
+CONVERGE_TIMEOUT = 180.0
+
+
+@dataclass
+class Report:
+    fabric: str
+    planes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: list[Fact] = field(default_factory=list)
+    chaos: list[Fact] = field(default_factory=list)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(f.passed for f in self.facts + self.chaos)
+
+
+def _recap_changes(text: str) -> dict[str, int]:
+    return {h: int(c) for h, c in re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", text, re.M)}
+
+
+def _recap_failures(text: str) -> int:
+    return sum(int(n) for n in re.findall(r"\bfailed=(\d+)", text)) + len(re.findall(r"\bunreachable=[1-9]", text))
+
+
+def prepare(runner: Runner, intent: Path, state_dir: Path) -> None:
+    """The inventory Ansible uses: this intent's plan, and the lab's record of how to reach its hosts."""
+    inv = runner.build / "demo-inventory"
+    inv.mkdir(parents=True, exist_ok=True)
+    (inv / "gpufabric.yml").write_text(
+        f"plugin: gpufabric\nintent: {intent.resolve()}\nlab_state: {state_dir.resolve()}\n"
+    )
+    (inv / "group_vars").mkdir(exist_ok=True)
+    # No Kubernetes runs in the lab: gpu_operator derives and records its Helm values, helm is not called.
+    (inv / "group_vars" / "all.yml").write_text("gpu_operator_deploy: false\n")
+    runner.env.setdefault("GPUFABRIC_SWITCH_PASSWORD", secrets.token_urlsafe(18))
+    runner.env["ANSIBLE_NOCOLOR"] = "1"
+    runner.env["ANSIBLE_FORCE_COLOR"] = "0"
+
+
+def _playbook(runner: Runner, name: str, playbook: str) -> str:
+    inv = str(runner.build / "demo-inventory")
+    done = runner.run(name, [runner.tool("ansible-playbook"), "-i", inv, playbook], check=False)
+    return done.stdout
+
+
+def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: Report) -> None:
+    f, sd = str(intent), ["--state-dir", str(state_dir)]
+    runner.run("lab up", [runner.tool("gpufabric"), "lab", "up", f, *sd])
+    push = runner.json("push every plane", [runner.tool("nornir"), "push", f, "--json"])
+    for outcome in push.get("devices", []):
+        plane = next((d.plane for d in plan.devices() if d.name == outcome["device"]), "?")
+        entry = report.planes.setdefault(plane, {"devices": 0, "configured": 0})
+        entry["devices"] += 1
+        entry["configured"] += outcome["status"] in ("changed", "unchanged")
+    site = _playbook(runner, "site.yml", "site.yml")
+    changes = _recap_changes(site)
+    report.facts.append(
+        fact(
+            "site.yml configured every host",
+            f"{len(plan.servers)} hosts, 0 failed",
+            f"{len(changes)} hosts, {_recap_failures(site)} failed",
+        )
+    )
+
+
+def converge(runner: Runner, intent: Path, report: Report) -> dict[str, Any]:
+    """Validate every plane until it passes (BGP takes seconds after a push) or the timeout."""
+    deadline = time.monotonic() + CONVERGE_TIMEOUT
+    args = [runner.tool("nornir"), "validate", str(intent), "--format", "json"]
+    while True:
+        result = runner.json("validate every plane", args)
+        if result.get("ok") or time.monotonic() > deadline:
+            break
+        time.sleep(5)
+    junit = runner.run("validate as JUnit", [*args[:-1], "junit"], check=False)
+    (runner.build / "validate-junit.xml").write_text(junit.stdout)
+    report.artifacts["junit"] = str(runner.build / "validate-junit.xml")
+    return result
+
+
+def record_validation(result: dict[str, Any], plan: Plan, report: Report) -> None:
+    plane_of = {d.name: d.plane for d in plan.devices()}
+    for r in result.get("results", []):
+        entry = report.planes.setdefault(plane_of.get(r["device"], "?"), {"devices": 0, "configured": 0})
+        entry["checks"] = entry.get("checks", 0) + 1
+        entry["passed"] = entry.get("passed", 0) + bool(r["ok"])
+    for plane, entry in sorted(report.planes.items()):
+        if plane == "?":
+            continue
+        report.facts.append(
+            fact(
+                f"{plane}: switches configured",
+                f"{entry['devices']}/{entry['devices']}",
+                f"{entry['configured']}/{entry['devices']}",
+                plane=plane,
+            )
+        )
+        report.facts.append(
+            fact(
+                f"{plane}: nornir validate checks passed",
+                f"{entry.get('checks', 0)}/{entry.get('checks', 0)}",
+                f"{entry.get('passed', 0)}/{entry.get('checks', 0)}",
+                plane=plane,
+            )
+        )
+
+
+def host_validation(runner: Runner, plan: Plan, report: Report) -> None:
+    out = _playbook(runner, "hosts read back (playbooks/validate.yml)", "playbooks/validate.yml")
+    hosts = len([s for s in plan.servers if any(n.plane == "compute" for n in s.nics)])
+    report.facts.append(
+        fact(
+            "every GPU host's settings read back equal the plan (MTU, addresses, rules, sysctls, QoS, HugePages)",
+            f"{hosts} hosts, 0 failed",
+            f"{len(_recap_changes(out))} hosts, {_recap_failures(out)} failed",
+        )
+    )
+
+
+def end_to_end(plan: Plan, report: Report) -> None:
+    report.facts += measure.jumbo(plan)
+    report.facts.append(measure.dscp(plan))
+    report.facts += measure.ecmp(plan)
+    report.facts += measure.oob(plan)
+
+
+def second_runs(runner: Runner, intent: Path, report: Report) -> None:
+    push = runner.json("push again", [runner.tool("nornir"), "push", str(intent), "--json"])
+    changed = sum(d["status"] != "unchanged" for d in push.get("devices", []))
+    report.facts.append(fact("a second push changes nothing", "0 switches changed", f"{changed} switches changed"))
+    site = _playbook(runner, "site.yml again", "site.yml")
+    total = sum(_recap_changes(site).values())
+    report.facts.append(
+        fact(
+            "a second site.yml changes nothing",
+            "0 tasks changed, 0 failed",
+            f"{total} tasks changed, {_recap_failures(site)} failed",
+        )
+    )
+
+
+def exports(runner: Runner, intent: Path, report: Report) -> None:
+    for kind, name in (
+        ("cabling", "cabling.csv"),
+        ("bom", "bom.csv"),
+        ("drawing", "drawing"),
+        ("slurm", "topology.conf"),
+    ):
+        target = runner.build / name
+        runner.run(f"export {kind}", [runner.tool("gpufabric"), "export", kind, str(intent), "-o", str(target)])
+        report.artifacts[kind] = str(target)

@@ -1,0 +1,63 @@
+"""Run the demo's steps as the user would type them, timed, with their output kept for the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class StepLog:
+    name: str
+    command: str
+    seconds: float
+    returncode: int
+
+
+@dataclass
+class Runner:
+    project: Path  # the repository: site.yml, roles/, playbooks/
+    build: Path
+    say: Callable[[str], None]
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    steps: list[StepLog] = field(default_factory=list)
+
+    def run(self, name: str, args: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        self.say(f"[{len(self.steps) + 1}] {name}: {' '.join(args)}")
+        started = time.perf_counter()
+        done = subprocess.run(
+            args, cwd=self.project, env=self.env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
+        )
+        seconds = time.perf_counter() - started
+        self.steps.append(StepLog(name, " ".join(args), round(seconds, 1), done.returncode))
+        log = self.build / "demo-logs" / f"{len(self.steps):02d}-{name.replace(' ', '-')}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+        self.say(f"    {'ok' if done.returncode == 0 else f'exit {done.returncode}'} in {seconds:.1f} s (log: {log})")
+        if check and done.returncode != 0:
+            raise DemoStepError(name, done.returncode, log)
+        return done
+
+    def tool(self, name: str) -> str:
+        """A console script installed beside this Python (gpufabric, nornir, ansible-playbook)."""
+        return str(Path(sys.executable).parent / name)
+
+    def json(self, name: str, args: list[str], *, check: bool = False) -> dict[str, Any]:
+        done = self.run(name, args, check=check)
+        try:
+            data: dict[str, Any] = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            raise DemoStepError(name, done.returncode, self.build / "demo-logs") from None
+        return data
+
+
+class DemoStepError(Exception):
+    def __init__(self, step: str, returncode: int, log: Path) -> None:
+        super().__init__(f"step '{step}' failed (exit {returncode}); its output is in {log}")
