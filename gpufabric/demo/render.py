@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from rich.console import Console
 from rich.table import Table
@@ -49,5 +48,3 @@ def show(console: Console, report: Report) -> None:
     verdict = "[green]every fact passed[/green]" if report.passed else "[red]some facts failed[/red]"
     console.print(f"{verdict} in {report.seconds:.0f} s")
 
-
-__all__ = ["as_json", "asdict", "show"]
