@@ -47,4 +47,3 @@ def show(console: Console, report: Report) -> None:
     console.print(f"steps: {steps}")
     verdict = "[green]every fact passed[/green]" if report.passed else "[red]some facts failed[/red]"
     console.print(f"{verdict} in {report.seconds:.0f} s")
-
