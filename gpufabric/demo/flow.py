@@ -17,7 +17,10 @@ from typing import Any
 from gpufabric.demo import measure
 from gpufabric.demo.fact import Fact, fact
 from gpufabric.demo.runner import Runner
+from gpufabric.export.atomic import write_atomic
 from gpufabric.plan.model import Plan
+from gpufabric.validate.report import as_junit
+from gpufabric.validate.results import CheckResult
 
 CONVERGE_TIMEOUT = 180.0
 
@@ -70,8 +73,9 @@ def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: 
     f, sd = str(intent), ["--state-dir", str(state_dir)]
     runner.run("lab up", [runner.tool("gpufabric"), "lab", "up", f, *sd])
     push = runner.json("push every plane", [runner.tool("nornir"), "push", f, "--json"])
+    plane_of = {d.name: d.plane for d in plan.devices()}
     for outcome in push.get("devices", []):
-        plane = next((d.plane for d in plan.devices() if d.name == outcome["device"]), "?")
+        plane = plane_of.get(outcome["device"], "?")
         entry = report.planes.setdefault(plane, {"devices": 0, "configured": 0})
         entry["devices"] += 1
         entry["configured"] += outcome["status"] in ("changed", "unchanged")
@@ -95,8 +99,9 @@ def converge(runner: Runner, intent: Path, report: Report) -> dict[str, Any]:
         if result.get("ok") or time.monotonic() > deadline:
             break
         time.sleep(5)
-    junit = runner.run("validate as JUnit", [*args[:-1], "junit"], check=False)
-    (runner.build / "validate-junit.xml").write_text(junit.stdout)
+    # The JUnit file is written from the same results (validate's own writer), not from a second run.
+    checks = [CheckResult(**{k: v for k, v in r.items() if k != "verdict"}) for r in result.get("results", [])]
+    write_atomic(runner.build / "validate-junit.xml", as_junit(checks, float(result.get("seconds", 0.0))))
     report.artifacts["junit"] = str(runner.build / "validate-junit.xml")
     return result
 
