@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
 
 from gpufabric.demo.fact import Fact, fact
-from gpufabric.lab.hosts.spec import HostSpec
+from gpufabric.lab.hosts.spec import netns_of
 from gpufabric.plan.model import Plan, Server, ip
 from gpufabric.validate.ecmp import expected_widths
 
@@ -24,7 +24,7 @@ def _ns(netns: str, *args: str, stdin: str | None = None) -> subprocess.Complete
 
 
 def host_ns(name: str) -> str:
-    return HostSpec(name, "eth0", "0.0.0.0/0").netns
+    return netns_of(name)
 
 
 def gpu_hosts(plan: Plan) -> list[Server]:

@@ -9,7 +9,7 @@ from gpufabric.lab import daemons, lldp_node, netlink, wiring
 from gpufabric.lab.credentials import ensure_login
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
-from gpufabric.lab.state import LabState
+from gpufabric.lab.state import LabState, remove_leftovers
 from gpufabric.lab.topology import BRIDGE, LabTopology
 
 REQUIRED = {
@@ -65,11 +65,8 @@ def down(state_dir: Path) -> LabState | None:
     daemons.remove_dirs(state)
     if lldp_node.RUN_DIR.is_dir() and not any(lldp_node.RUN_DIR.iterdir()):
         lldp_node.RUN_DIR.rmdir()
-    for leftover in ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub"):
-        (state_dir / leftover).unlink(missing_ok=True)
-    for folder in ("keys", "nodes"):
-        if (state_dir / folder).is_dir() and not any((state_dir / folder).iterdir()):
-            (state_dir / folder).rmdir()
+    files = ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
+    remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     if not any(state_dir.iterdir()):
         state_dir.rmdir()

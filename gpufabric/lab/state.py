@@ -33,3 +33,12 @@ class LabState:
         if not p.is_file():
             return None
         return cls(**json.loads(p.read_text()))
+
+
+def remove_leftovers(state_dir: Path, files: tuple[str, ...], folders: tuple[str, ...]) -> None:
+    """Files a lab part made in the state dir, then those folders if that left them empty."""
+    for name in files:
+        (state_dir / name).unlink(missing_ok=True)
+    for name in folders:
+        if (state_dir / name).is_dir() and not any((state_dir / name).iterdir()):
+            (state_dir / name).rmdir()

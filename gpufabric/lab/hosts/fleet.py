@@ -14,6 +14,7 @@ from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import apt_mirror, container, rootfs
 from gpufabric.lab.hosts.spec import HostSpec
 from gpufabric.lab.hosts.state import HostRecord, HostsState
+from gpufabric.lab.state import remove_leftovers
 
 READY_TIMEOUT = 90.0
 REQUIRED = {"systemd-nspawn": "systemd-container", "debootstrap": "debootstrap", "socat": "socat", "zstd": "zstd"}
@@ -49,12 +50,12 @@ def up(
     for ns in routers:
         _router(state, state_dir, ns)
     gateway_ip = gateway.split("/", maxsplit=1)[0]
+    pubkey = Path(state.key_file + ".pub").read_text()
     for spec in specs:
         record = state.hosts.setdefault(
             spec.name, HostRecord(spec.netns, str(state_dir / "hosts" / spec.name / "root"), spec.mgmt_ip)
         )
         state.save(state_dir)  # recorded before it exists, so `down` finds a half-made host
-        pubkey = Path(state.key_file + ".pub").read_text()
         container.prepare_root(
             spec, image, Path(record.root), pubkey=pubkey, mirror_host=mirror.host, forwarder_ip=gateway_ip
         )
@@ -152,11 +153,8 @@ def down(state_dir: Path) -> HostsState | None:
         container.unwire(ns)
     if state.made_bridge and state.bridge in netlink.links():
         netlink.run("ip", "link", "delete", state.bridge)
-    for leftover in ("hosts/known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub"):
-        (state_dir / leftover).unlink(missing_ok=True)
-    for folder in ("keys", "hosts"):
-        if (state_dir / folder).is_dir() and not any((state_dir / folder).iterdir()):
-            (state_dir / folder).rmdir()
+    files = ("hosts/known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub")
+    remove_leftovers(state_dir, files, ("keys", "hosts"))
     HostsState.path(state_dir).unlink()
     return state
 

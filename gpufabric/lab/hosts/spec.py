@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def netns_of(host: str) -> str:
+    """The network namespace name a host container's NICs live in (ip netns)."""
+    return f"h-{host}"
+
+
 @dataclass(frozen=True)
 class HostNic:
     interface: str  # the name inside the host, as the plan has it (eth1, ...)
@@ -23,7 +28,7 @@ class HostSpec:
 
     @property
     def netns(self) -> str:
-        return f"h-{self.name}"
+        return netns_of(self.name)
 
     @property
     def mgmt_ip(self) -> str:
