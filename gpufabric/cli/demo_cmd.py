@@ -10,6 +10,7 @@ import click
 
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg
+from gpufabric.cli.privileges import require_root
 from gpufabric.demo import chaos as chaos_step
 from gpufabric.demo import flow
 from gpufabric.demo.render import as_json, show
@@ -43,6 +44,7 @@ def demo_cmd(file: str | None, json_path: Path | None, chaos: bool, keep: bool, 
     second site.yml (both must change nothing); exports; lab down unless --keep. Exit 0 only when
     every fact passed.
     """
+    require_root("the demo brings up the lab (namespaces, links, containers)")
     if not (PROJECT / "site.yml").is_file():
         raise click.UsageError(f"the demo runs the repository's site.yml and roles; none at {PROJECT}")
     loaded = load_intent(file)

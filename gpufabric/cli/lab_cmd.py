@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from rich.table import Table
 from gpufabric.cli.lab_hosts_cmd import hosts_cmd
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg
+from gpufabric.cli.privileges import require_root
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
 from gpufabric.lab.control import down, up
@@ -29,11 +29,6 @@ state_dir_option = click.option(
     show_default=True,
     help="Where the lab records what it made (names, PIDs, keys).",
 )
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        raise click.UsageError("the lab creates network namespaces and links: run it as root")
 
 
 @click.group("lab")
@@ -59,7 +54,7 @@ lab_cmd.add_command(hosts_cmd)
 )
 def lab_up(file: str | None, state_dir: Path, hosts: bool) -> int:
     """Create the namespaces, cables and management plane, and the hosts (idempotent)."""
-    _require_root()
+    require_root("the lab creates network namespaces and links")
     started = time.perf_counter()
     topo = topology(load_intent(file))
     try:
@@ -82,7 +77,7 @@ def lab_up(file: str | None, state_dir: Path, hosts: bool) -> int:
 @state_dir_option
 def lab_down(state_dir: Path) -> int:
     """Remove exactly what `up` recorded; works after a crash."""
-    _require_root()
+    require_root("the lab creates network namespaces and links")
     state = down(state_dir)
     err.print("no lab is up" if state is None else f"lab {state.fabric}: removed {len(state.namespaces)} switches")
     return 0

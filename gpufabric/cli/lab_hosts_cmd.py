@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import click
 
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.cli.privileges import require_root
 from gpufabric.lab import netlink
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.apt_mirror import MirrorError
@@ -23,11 +23,6 @@ state_dir_option = click.option(
     required=True,
     help="Where the hosts' roots, keys and record of what was made are kept.",
 )
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        raise click.UsageError("host containers need network namespaces and systemd-nspawn: run as root")
 
 
 @click.group("hosts")
@@ -56,7 +51,7 @@ def hosts_up(
     *, file: str | None, state_dir: Path, names: tuple[str, ...], router: str, bridge: str, gateway: str, as_json: bool
 ) -> int:
     """Build (or reuse) the cached image, wire and boot the hosts, wait until each answers on SSH."""
-    _require_root()
+    require_root("host containers need network namespaces and systemd-nspawn")
     started = time.perf_counter()
     try:
         specs = standin_specs(load_plan(file), list(names), router, gateway)
@@ -85,7 +80,7 @@ def hosts_up(
 @state_dir_option
 def hosts_down(state_dir: Path) -> int:
     """Stop the containers (orderly shutdown), remove their namespaces, links and roots; only what `up` made."""
-    _require_root()
+    require_root("host containers need network namespaces and systemd-nspawn")
     started = time.perf_counter()
     state = fleet.down(state_dir)
     if state is None:
