@@ -110,3 +110,6 @@ def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     assert not re.search(r"^(h-gpu0[12]|mol-fabric)\b", namespaces, re.M)
     assert subprocess.run(["ip", "link", "show", "mol-oob"], capture_output=True, check=False).returncode != 0
+    # A container whose init outlived destroy keeps its namespace, and with it the bridge end of its veth.
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
+    assert not re.search(r"^\d+: vh-gpu0[12]\b", links, re.M)

@@ -124,9 +124,25 @@ def boot(spec: HostSpec, root: Path, log: Path) -> int:
     return processes.spawn(["unshare", "-m", "--propagation", "private", "sh", "-c", script], log)
 
 
-def stop(pid: int, grace: float = 20.0) -> None:
-    """systemd-nspawn turns SIGTERM into an orderly shutdown of the container's systemd."""
-    processes.stop([pid], grace=grace)
+def stop(pid: int, leader: int, grace: float = 20.0) -> None:
+    """An orderly shutdown (systemd-nspawn turns SIGTERM into one), then the container's init if it outlived it.
+
+    Killing only systemd-nspawn after the grace period orphans the container's systemd, which keeps
+    its processes and its network namespace alive (found after a CI run under load); killing the
+    init of a PID namespace ends every process in it.
+    """
+    if pid:
+        processes.stop([pid], grace=grace)
+    if leader and _is_container_init(leader):
+        processes.stop([leader], grace=2.0)
+
+
+def _is_container_init(pid: int) -> bool:
+    """Still the container's systemd, not a later process that reused the PID."""
+    try:
+        return processes.alive(pid) and Path(f"/proc/{pid}/comm").read_text().strip() == "systemd"
+    except OSError:
+        return False
 
 
 def unwire(spec_netns: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import apt_mirror, container, rootfs
-from gpufabric.lab.hosts.spec import HostSpec
+from gpufabric.lab.hosts.spec import HostSpec, root_port_of
 from gpufabric.lab.hosts.state import HostRecord, HostsState
 from gpufabric.lab.state import remove_leftovers
 
@@ -65,7 +65,9 @@ def up(
         if not processes.alive(record.pid):
             record.pid = container.boot(spec, Path(record.root), Path(record.root).parent / "console.log")
             state.save(state_dir)
-        container.wire(spec, bridge, container.leader(record.pid))
+        record.leader = container.leader(record.pid)
+        state.save(state_dir)
+        container.wire(spec, bridge, record.leader)
     _known_hosts(state, state_dir)
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda s: _wait_ssh(s, state), specs))
@@ -143,11 +145,15 @@ def down(state_dir: Path) -> HostsState | None:
     if state is None:
         return None
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda r: container.stop(r.pid) if r.pid else None, state.hosts.values()))
+        list(pool.map(lambda r: container.stop(r.pid, r.leader), state.hosts.values()))
     if state.forwarder_pid:
         processes.stop([state.forwarder_pid])
-    for record in state.hosts.values():
+    for name, record in state.hosts.items():
         container.unwire(record.netns)
+        # The namespace normally takes the management veth with it; a namespace the kernel has not freed yet
+        # would leave the bridge end behind, and the next `up` would find its name taken.
+        if root_port_of(name) in netlink.links():
+            netlink.run("ip", "link", "delete", root_port_of(name))
         _remove_root(Path(record.root).parent, state_dir)
     for ns in state.namespaces:
         container.unwire(ns)

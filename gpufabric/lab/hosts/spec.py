@@ -10,6 +10,11 @@ def netns_of(host: str) -> str:
     return f"h-{host}"
 
 
+def root_port_of(host: str) -> str:
+    """The management veth's end on the bridge, in the root namespace."""
+    return f"vh-{host}"[:15]
+
+
 @dataclass(frozen=True)
 class HostNic:
     interface: str  # the name inside the host, as the plan has it (eth1, ...)
@@ -36,5 +41,4 @@ class HostSpec:
 
     @property
     def root_port(self) -> str:
-        """The management veth's end on the bridge, in the root namespace."""
-        return f"vh-{self.name}"[:15]
+        return root_port_of(self.name)

@@ -15,6 +15,7 @@ class HostRecord:
     root: str
     address: str  # management IP, where Ansible reaches it
     pid: int = 0  # systemd-nspawn
+    leader: int = 0  # the container's systemd: killing it ends every process of the container
 
 
 @dataclass
