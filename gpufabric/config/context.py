@@ -31,6 +31,7 @@ class DeviceContext:
     mlag: Mlag | None
     acl: Acl | None
     border: BorderRouting | None
+    release: str  # the platform's OS release the configuration follows (the intent pins it)
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -68,7 +69,8 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         mgmt=management(plan, device, index.hasher),
         mlag=mlag(device, ports, mlag_peer),
         acl=business_acl(plan, device, ports),
-        border=border_routing(plan, device),
+        border=border_routing(plan, device, neighbors),
+        release=plan.intent.release(device.platform),
     )
 
 
@@ -99,6 +101,7 @@ def _ports_and_sessions(
         if link.kind == "mgmt" and is_a:
             continue  # this device's own management port: configured from mgmt_ip, not as a data port
         me, my_port, my_ip = (link.a, link.a_port, link.a_ip) if is_a else (link.b, link.b_port, link.b_ip)
+        cage, split = (link.a_cage, link.a_split) if is_a else (link.b_cage, link.b_split)
         peer, peer_port, peer_ip = (link.b, link.b_port, link.b_ip) if is_a else (link.a, link.a_port, link.a_ip)
         assert me == device.name
         peer_dev = index.devices.get(peer)
@@ -111,6 +114,8 @@ def _ports_and_sessions(
             link.mtu,
             _cidr(my_ip, link.prefixlen),
             unnumbered and link.kind == "fabric",
+            cage=cage,
+            split=split,
         )
         ports.append(port)
         if link.kind == "fabric" and peer_dev is not None and peer_dev.asn is not None:

@@ -16,6 +16,8 @@ class Port:
     address: str | None = None  # "a.b.c.d/len"
     unnumbered: bool = False
     bond: int | None = None  # LACP host ports: the MLAG/vPC port-channel id
+    cage: int = 0  # the physical cage this logical port is on (1-based; 0 when the plan has none)
+    split: int = 1  # how many ways that cage is split (breakout)
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpufabric.config.context_types import Port
+from gpufabric.config.context_types import Neighbor, Port
 from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Plan
 
@@ -33,6 +33,9 @@ class BorderRouting:
     default_route: str  # from-edge | originate | none
     accept: list[str]  # prefixes accepted from the edge
     announce: list[str]  # prefixes (with le 32) announced to the edge
+    # With `originate` the border announces 0/0 to the fabric and routes it itself to the edge routers
+    # (a static default over its edge links), so northbound traffic has somewhere to go.
+    default_next_hops: list[str]
 
 
 def protected_prefixes(plan: Plan) -> list[str]:
@@ -55,7 +58,7 @@ def business_acl(plan: Plan, device: Device, ports: list[Port]) -> Acl | None:
     )
 
 
-def border_routing(plan: Plan, device: Device) -> BorderRouting | None:
+def border_routing(plan: Plan, device: Device, neighbors: list[Neighbor]) -> BorderRouting | None:
     business = plan.intent.planes.business
     if device.role != "border" or business is None or business.border is None:
         return None
@@ -65,4 +68,7 @@ def border_routing(plan: Plan, device: Device) -> BorderRouting | None:
         default_route=mode,
         accept=["0.0.0.0/0"] if mode == "from-edge" else [],
         announce=[str(n) for n in (a.loopbacks, a.hosts)],
+        default_next_hops=[n.address for n in neighbors if n.kind == "edge" and n.address]
+        if mode == "originate"
+        else [],
     )

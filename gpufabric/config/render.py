@@ -1,7 +1,8 @@
 """Render switch configurations from templates/<platform>/, in-process, with one Jinja2 environment.
 
 StrictUndefined turns a missing value into an error instead of an empty string in a
-config that would still load. Output file names per platform are in OUTPUTS.
+config that would still load. Which files a switch gets is its platform's (gpufabric/platforms/);
+Cumulus NVUE documents are built as a tree (gpufabric/platforms/cumulus/document.py).
 """
 
 from __future__ import annotations
@@ -12,23 +13,13 @@ from pathlib import Path
 
 import jinja2
 
-from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.context import DeviceContext, LinkIndex, build
 from gpufabric.plan.model import Device, Plan, ip
+from gpufabric.platforms import platform
+from gpufabric.platforms.cumulus.document import text as nvue_text
+from gpufabric.platforms.eos import breakout_speed as eos_breakout_speed
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
-
-# platform -> (file suffix, template) pairs; one switch may need several files.
-OUTPUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "frr": (
-        (".frr.conf", "frr/frr.conf.j2"),
-        (".interfaces", "frr/interfaces.j2"),
-        (".nft", "frr/nftables.j2"),
-        (".system.yaml", "frr/system.yaml.j2"),
-    ),
-    "cumulus": ((".yaml", "cumulus/startup.yaml.j2"),),
-    "eos": ((".cfg", "eos/config.j2"),),
-    "nxos": ((".cfg", "nxos/config.j2"),),
-}
 
 
 def kbytes(value: int) -> int:
@@ -48,6 +39,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["ip"] = ip
     env.filters["kbytes"] = kbytes
+    env.filters["eos_speed"] = eos_breakout_speed
     return env
 
 
@@ -57,11 +49,19 @@ class Rendered:
     files: dict[str, str]  # file name -> text
 
 
-def render_device(plan: Plan, device: Device, index: LinkIndex) -> Rendered:
-    outputs = OUTPUTS[device.platform]  # every Platform of the schema has an entry
-    ctx = build(plan, device, index)
-    variables = {
-        "d": device,
+def breakouts(ctx: DeviceContext) -> list[tuple[int, int, int]]:
+    """(cage, ways, speed in Gb/s) of every split cage, in cage order: the vendors configure a
+    breakout once per cage, before its lanes exist as ports."""
+    seen: dict[int, tuple[int, int, int]] = {}
+    for p in ctx.ports:
+        if p.split > 1 and p.cage not in seen:
+            seen[p.cage] = (p.cage, p.split, p.speed)
+    return [seen[c] for c in sorted(seen)]
+
+
+def variables(ctx: DeviceContext) -> dict[str, object]:
+    return {
+        "d": ctx.device,
         "ports": ctx.ports,
         "neighbors": ctx.neighbors,
         "networks": ctx.networks,
@@ -71,7 +71,20 @@ def render_device(plan: Plan, device: Device, index: LinkIndex) -> Rendered:
         "mlag": ctx.mlag,
         "acl": ctx.acl,
         "border": ctx.border,
+        "release": ctx.release,
+        "breakouts": breakouts(ctx),
     }
+
+
+def render_context(ctx: DeviceContext) -> dict[str, str]:
+    name = ctx.device.name
+    spec = platform(ctx.device.platform)
+    if spec.name == "cumulus":
+        return {f"{name}.yaml": nvue_text(ctx)}
     env = environment()
-    files = {f"{device.name}{suffix}": env.get_template(tpl).render(variables) for suffix, tpl in outputs}
-    return Rendered(device.name, files)
+    values = variables(ctx)
+    return {f"{name}{suffix}": env.get_template(tpl).render(values) for suffix, tpl in spec.outputs}
+
+
+def render_device(plan: Plan, device: Device, index: LinkIndex) -> Rendered:
+    return Rendered(device.name, render_context(build(plan, device, index)))

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from gpufabric.config.secrets import PasswordHasher, token
 from gpufabric.plan.model import Device, Plan, ip
-
-# Management VRF per platform; FRR switches run on Linux hosts (and in the lab) without one.
-MGMT_VRF = {"cumulus": "mgmt", "eos": "MGMT", "nxos": "management", "frr": None}
-# crypt(3) flavour each platform accepts for a pre-hashed local password.
-HASH_ALGORITHM = {"cumulus": "sha512", "eos": "sha512", "nxos": "sha256", "frr": "sha512"}
+from gpufabric.platforms import platform
 
 
 @dataclass(slots=True)
@@ -28,12 +26,25 @@ class Mgmt:
     syslog: list[str]
     dns: list[str]
     domain: str
-    timezone: str
+    timezone: str  # IANA name
+    zone_abbrev: str  # for platforms that take an abbreviation and an offset (NX-OS): standard time's
+    zone_offset: tuple[int, int]  # hours, minutes east of UTC, standard time
     snmp_community: str | None  # a secret token, resolved only by push
     snmp_location: str
     gnmi: bool
     users: list[User]
     allow: list[str]  # prefixes allowed to reach SSH, SNMP and gNMI
+
+
+def standard_time(zone: str) -> tuple[str, tuple[int, int]]:
+    """The zone's abbreviation and UTC offset in January (standard time north of the equator)."""
+    moment = datetime(2025, 1, 15, tzinfo=ZoneInfo(zone))
+    delta = moment.utcoffset() or timedelta(0)
+    minutes = int(delta.total_seconds()) // 60
+    name = moment.tzname() or "UTC"
+    if not name.isalpha():  # zones named by offset ("+03") get a name NX-OS takes
+        name = "UTC"
+    return name[:8], (int(minutes / 60), abs(minutes) % 60)
 
 
 def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
@@ -43,18 +54,18 @@ def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
     address = f"{ip(device.mgmt_ip)}/{oob.subnet.prefixlen}" if oob and device.mgmt_ip is not None else None
     gateway = str(oob.gateway_address) if oob is not None else None
     cred = intent.credentials.switches
+    spec = platform(device.platform)
     users = []
     if cred.password is not None:
-        hashed = hasher.hash(
-            cred.password, cred.username, HASH_ALGORITHM[device.platform], "credentials.switches.password"
-        )
+        hashed = hasher.hash(cred.password, cred.username, spec.hash_algorithm, "credentials.switches.password")
         users.append(User(cred.username, hashed))
+    abbrev, offset = standard_time(m.timezone)
     allow = [str(oob.subnet)] if oob is not None else []
     business = intent.planes.business
     if business is not None and business.border is not None:
         allow += [str(p) for p in business.border.management_prefixes]
     return Mgmt(
-        vrf=MGMT_VRF[device.platform],
+        vrf=spec.mgmt_vrf,
         address=address,
         gateway=gateway,
         ntp=[str(a) for a in m.ntp_servers],
@@ -62,6 +73,8 @@ def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
         dns=[str(a) for a in m.dns_servers],
         domain=m.domain,
         timezone=m.timezone,
+        zone_abbrev=abbrev,
+        zone_offset=offset,
         snmp_community=token(m.snmp.community) if m.snmp is not None else None,
         snmp_location=m.snmp.location if m.snmp is not None else "",
         gnmi=m.gnmi,

@@ -8,11 +8,22 @@ in the planner's sizing, so each message can name every field involved.
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from gpufabric.intent.types import DATA_PLANES, Address, AsnRange, Network, PlaneName, Platform, Ratio, SecretRef, Speed
+from gpufabric.intent.types import (
+    DATA_PLANES,
+    Address,
+    AsnRange,
+    Network,
+    PlaneName,
+    Platform,
+    Ratio,
+    SecretRef,
+    Speed,
+    TimeZone,
+)
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
 
@@ -262,9 +273,29 @@ class Management(Model):
     syslog_servers: list[Address] = Field(default_factory=list, description="Syslog collectors.")
     dns_servers: list[Address] = Field(default_factory=list, description="DNS resolvers.")
     domain: str = Field("", description="DNS domain of the management network.")
-    timezone: str = Field("UTC", description="Time zone of switches and servers.")
+    timezone: TimeZone = Field(
+        "Etc/UTC", description="Time zone of switches and servers: an IANA name such as `Etc/UTC` or `Europe/Paris`."
+    )
     snmp: Snmp | None = Field(None, description="SNMP read access; omitted means off.")
     gnmi: bool = Field(False, description="Enable gNMI on platforms that have it.")
+
+
+def _release_text(value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(
+            f"write the release as quoted text, e.g. release: '{value}' (YAML reads 5.10 as the number 5.1)"
+        )
+    return value
+
+
+class PlatformSettings(Model):
+    """Settings of one network OS across the fabric."""
+
+    release: Annotated[str, BeforeValidator(_release_text)] = Field(
+        pattern=r"^[0-9]{1,3}(\.[0-9]{1,3}){1,2}$",
+        description="OS release the rendered configuration follows, as quoted text (e.g. `'5.14'`); "
+        "each platform supports the releases listed in docs/configs.md.",
+    )
 
 
 class Intent(Model):
@@ -276,6 +307,18 @@ class Intent(Model):
     qos_profiles: dict[str, QosProfile] = Field(default_factory=dict, description="QoS contracts by name.")
     credentials: Credentials = Field(description="Logins, by reference.")
     management: Management = Field(default_factory=Management, description="Management services.")
+    platforms: dict[Platform, PlatformSettings] = Field(
+        default_factory=dict,
+        description="Per network OS, the release its configuration follows; a platform not listed gets its "
+        "default release (docs/configs.md).",
+    )
+
+    def release(self, platform: str) -> str:
+        """The pinned release of a platform, or its default."""
+        from gpufabric.platforms import platform as spec
+
+        pinned = self.platforms.get(platform)  # type: ignore[call-overload]
+        return pinned.release if pinned is not None else spec(platform).default_release
 
     def data_planes(self) -> list[tuple[PlaneName, DataPlane]]:
         return [(n, p) for n in DATA_PLANES if (p := getattr(self.planes, n)) is not None]

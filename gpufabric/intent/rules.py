@@ -14,14 +14,15 @@ from string import Formatter
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, OobPlane, ServerGroup, SwitchRole
 from gpufabric.intent.types import ALL_PLANES, PlaneName
+from gpufabric.platforms import NAMES, platform
 
-PLATFORM_MAX_MTU = {"cumulus": 9216, "eos": 9214, "nxos": 9216, "frr": 9216}
+# BGP unnumbered (RFC 5549) is rendered only where it is the platform's common idiom.
+NUMBERED_ONLY_PLATFORMS = frozenset(n for n in NAMES if platform(n).numbered_only)
+MLAG_PLATFORMS = tuple(n for n in NAMES if platform(n).mlag)
+
 BREAKOUTS = (1, 2, 4, 8)
 _SPEC = re.compile(r"^(0?[1-9])?d?$")
 _HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-# BGP unnumbered (RFC 5549) is rendered only where it is the platform's common idiom.
-NUMBERED_ONLY_PLATFORMS = frozenset({"eos", "nxos"})
-MLAG_PLATFORMS = ("cumulus", "eos", "nxos")
 
 
 def downlink_speed(role: SwitchRole) -> int:
@@ -43,8 +44,24 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _pool_overlaps(intent)
     problems += _asn_overlaps(intent)
     problems += _credentials(intent)
+    problems += _releases(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
+    return problems
+
+
+def _releases(intent: Intent) -> list[Problem]:
+    problems = []
+    for name, settings in intent.platforms.items():
+        supported = platform(name).releases
+        if settings.release not in supported:
+            problems.append(
+                Problem(
+                    ("platforms", name, "release"),
+                    f"{name} release {settings.release} is not one gpufabric renders for",
+                    f"use one of {', '.join(supported)} (default {platform(name).default_release})",
+                )
+            )
     return problems
 
 
@@ -303,12 +320,12 @@ def _mtu(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Probl
             )
         )
     leaf = roles.get("leaf")
-    if leaf is not None and plane.host_mtu > PLATFORM_MAX_MTU[leaf.platform]:
+    if leaf is not None and plane.host_mtu > platform(leaf.platform).max_mtu:
         problems.append(
             Problem(
                 (*at, "host_mtu"),
                 f"host MTU {plane.host_mtu} is above what {leaf.platform} leaves "
-                f"carry ({PLATFORM_MAX_MTU[leaf.platform]})",
+                f"carry ({platform(leaf.platform).max_mtu})",
                 "use host_mtu: 9000",
             )
         )

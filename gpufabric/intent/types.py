@@ -24,7 +24,23 @@ def _address_text(value: Any) -> Any:
 Network = Annotated[IPv4Network, BeforeValidator(_address_text)]
 Address = Annotated[IPv4Address, BeforeValidator(_address_text)]
 
-Platform = Literal["cumulus", "eos", "nxos", "frr"]
+Platform = Literal["cumulus", "eos", "nxos", "frr"]  # gpufabric.platforms.NAMES; a test keeps them equal
+
+
+def _time_zone(value: Any) -> Any:
+    """IANA names as every switch OS lists them (`Etc/UTC`, `Europe/Paris`); NVUE refuses the bare `UTC`."""
+    if not isinstance(value, str) or not _ZONE.fullmatch(value):
+        hint = " (write Etc/UTC)" if value in ("UTC", "GMT", "Z") else ""
+        raise ValueError(f"{value!r} is not an IANA time zone name like Etc/UTC or America/New_York{hint}")
+    from zoneinfo import available_timezones
+
+    if value not in available_timezones():
+        raise ValueError(f"{value!r} is not in the IANA time zone database; e.g. Etc/UTC or America/New_York")
+    return value
+
+
+_ZONE = re.compile(r"[A-Z][A-Za-z_]{1,30}(/[A-Za-z0-9_+-]{1,30}){1,2}")
+TimeZone = Annotated[str, BeforeValidator(_time_zone)]
 PlaneName = Literal["compute", "storage", "business", "oob"]
 DATA_PLANES: tuple[PlaneName, ...] = ("compute", "storage", "business")
 ALL_PLANES: tuple[PlaneName, ...] = ("compute", "storage", "business", "oob")

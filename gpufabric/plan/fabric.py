@@ -10,11 +10,12 @@ from string import ascii_lowercase
 
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, SwitchRole
-from gpufabric.intent.rules import PLATFORM_MAX_MTU, downlink_speed, uplink_speed
+from gpufabric.intent.rules import downlink_speed, uplink_speed
 from gpufabric.plan.model import Device, FailureDomain, HostNic, Link, PlanePlan, Server, TierStats
 from gpufabric.plan.pools import block_for, need_addresses, need_asns, prefix_of
-from gpufabric.plan.ports import MGMT_PORT, PortMap
+from gpufabric.plan.ports import PortMap
 from gpufabric.plan.sizing import Sizing, split
+from gpufabric.platforms import platform
 
 End = tuple[Device, str, int, int]  # device, port name, physical cage, ways the cage is split
 
@@ -37,8 +38,8 @@ def _device(
         role=role_name,
         platform=role.platform,
         model=role.model,
-        mtu=min(mtu, PLATFORM_MAX_MTU[role.platform]),
-        mgmt_port=MGMT_PORT[role.platform],
+        mtu=min(mtu, platform(role.platform).max_mtu),
+        mgmt_port=platform(role.platform).mgmt_port,
         unit=unit,
         rail=rail,
         pod=pod,

@@ -9,11 +9,11 @@ from math import ceil
 
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import OobPlane, SwitchRole
-from gpufabric.intent.rules import PLATFORM_MAX_MTU, downlink_speed, uplink_speed
+from gpufabric.intent.rules import downlink_speed, uplink_speed
 from gpufabric.plan.fabric import portmap
 from gpufabric.plan.model import Device, FailureDomain, Link, PlanePlan, Server
-from gpufabric.plan.ports import MGMT_PORT
 from gpufabric.plan.sizing import SizingError, split
+from gpufabric.platforms import platform
 
 AT: Path = ("planes", "oob")
 
@@ -25,8 +25,8 @@ def _switch(name: str, role_name: str, role: SwitchRole, mtu: int) -> Device:
         role=role_name,
         platform=role.platform,
         model=role.model,
-        mtu=min(mtu, PLATFORM_MAX_MTU[role.platform]),
-        mgmt_port=MGMT_PORT[role.platform],
+        mtu=min(mtu, platform(role.platform).max_mtu),
+        mgmt_port=platform(role.platform).mgmt_port,
         failure_domain=f"oob:{name}",
     )
 
@@ -88,7 +88,9 @@ def _counts(oob: OobPlane, endpoints: int) -> tuple[int, int, int]:
     return count, spines, uplinks
 
 
-def build_oob(oob: OobPlane, switches: list[Device], servers: list[Server]) -> PlanePlan:
+def build_oob(
+    oob: OobPlane, switches: list[Device], servers: list[Server], reserved: frozenset[int] = frozenset()
+) -> PlanePlan:
     """Plan the OOB switches and cable `switches` and `servers` to them, assigning every management address."""
     ends: list[tuple[str, str]] = [(d.name, d.mgmt_port) for d in switches]
     ends += [(s.name, s.mgmt_interface) for s in servers if s.mgmt_interface]
@@ -113,7 +115,7 @@ def build_oob(oob: OobPlane, switches: list[Device], servers: list[Server]) -> P
         host_mtu=oob.mtu,
         devices=spines + mgmts,
     )
-    _addresses(oob, spines + mgmts, switches, servers)
+    _addresses(oob, spines + mgmts, switches, servers, reserved)
     ports = portmap(mgmt, down)
     by_name = {s.name: s for s in servers}
     for k, (name, port) in enumerate(ends):
@@ -181,14 +183,15 @@ def oob_addresses_needed(endpoints: int, oob: OobPlane) -> list[Problem]:
     ]
 
 
-def _addresses(oob: OobPlane, own: list[Device], switches: list[Device], servers: list[Server]) -> None:
-    base = int(oob.subnet.network_address)
-    gateway = int(oob.gateway_address)
-    nxt = base + 1
+def _addresses(
+    oob: OobPlane, own: list[Device], switches: list[Device], servers: list[Server], reserved: frozenset[int]
+) -> None:
+    taken = reserved | {int(oob.gateway_address)}
+    nxt = int(oob.subnet.network_address) + 1
 
     def take() -> int:
         nonlocal nxt
-        if nxt == gateway:
+        while nxt in taken:
             nxt += 1
         nxt += 1
         return nxt - 1

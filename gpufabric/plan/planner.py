@@ -34,10 +34,14 @@ def build_plan(loaded: LoadedIntent) -> Plan:
     if intent.planes.oob is not None:
         switches = [d for p in planes.values() for d in p.devices]
         endpoints = len(switches) + sum(1 for s in servers if s.mgmt_interface)
+        # NTP, syslog and DNS servers on the management subnet keep their addresses: no switch gets one.
+        m = intent.management
+        named = (*m.ntp_servers, *m.syslog_servers, *m.dns_servers)
+        services = {int(a) for a in named if a in intent.planes.oob.subnet}
         try:
-            problems += oob_addresses_needed(endpoints, intent.planes.oob)
+            problems += oob_addresses_needed(endpoints + len(services), intent.planes.oob)
             if not problems:
-                planes["oob"] = build_oob(intent.planes.oob, switches, servers)
+                planes["oob"] = build_oob(intent.planes.oob, switches, servers, frozenset(services))
         except SizingError as exc:
             problems += exc.problems
         if problems:

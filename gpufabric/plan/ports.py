@@ -6,30 +6,10 @@ spells that differently, and the names must match what the device shows in LLDP.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-MGMT_PORT = {"cumulus": "eth0", "eos": "Management1", "nxos": "mgmt0", "frr": "eth0"}
+from gpufabric.platforms import platform
 
 # The MLAG/vPC peer link takes the leaf's last cage, unsplit, so host and uplink numbering is unchanged.
 MLAG_PEER_CAGES = 1
-
-# An OSFP cage has 8 electrical lanes; EOS numbers sub-interfaces by first lane.
-_EOS_LANES = 8
-
-
-def _linux(cage: int, lane: int, split: int) -> str:
-    return f"swp{cage}" if split == 1 else f"swp{cage}s{lane}"
-
-
-def _eos(cage: int, lane: int, split: int) -> str:
-    return f"Ethernet{cage}/{lane * (_EOS_LANES // split) + 1}"
-
-
-def _nxos(cage: int, lane: int, split: int) -> str:
-    return f"Ethernet1/{cage}" if split == 1 else f"Ethernet1/{cage}/{lane + 1}"
-
-
-_NAMERS: dict[str, Callable[[int, int, int], str]] = {"cumulus": _linux, "frr": _linux, "eos": _eos, "nxos": _nxos}
 
 
 class PortMap:
@@ -37,8 +17,8 @@ class PortMap:
 
     __slots__ = ("_cache", "_name", "down_split", "first_up_cage", "up_split")
 
-    def __init__(self, platform: str, down_split: int, up_split: int, reserved_downlinks: int) -> None:
-        self._name = _NAMERS[platform]
+    def __init__(self, platform_name: str, down_split: int, up_split: int, reserved_downlinks: int) -> None:
+        self._name = platform(platform_name).port_name
         self.down_split = down_split
         self.up_split = up_split
         self.first_up_cage = -(-reserved_downlinks // down_split) + 1

@@ -12,6 +12,7 @@ from gpufabric.config.render import render_device
 from gpufabric.config.secrets import resolve_tokens
 from gpufabric.drivers.frr_files import join_candidate
 from gpufabric.plan.model import Plan
+from gpufabric.platforms import platform
 
 
 def candidate(
@@ -25,10 +26,8 @@ def candidate(
     files = _from_folder(folder, name) if folder else render_device(plan, device, index).files
     if device.platform == "frr":
         text = join_candidate(files[f"{name}.frr.conf"], files.get(f"{name}.nft"))
-    elif device.platform == "cumulus":
-        text = files[f"{name}.yaml"]
     else:
-        text = files[f"{name}.cfg"]
+        text = files[f"{name}{platform(device.platform).candidate_suffix}"]
     return resolve_tokens(text, secrets)
 
 

@@ -16,12 +16,12 @@ from gpufabric.config.secrets import HASH_TOKEN, TOKEN
 from gpufabric.intent.model import QosProfile
 from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Link, Plan, ip
+from gpufabric.platforms import platform
 from gpufabric.verify.facts import Fact, Finding, SwitchFacts
 
 # A host's IP MTU plus Ethernet and 802.1Q headers must fit the leaf port's MTU.
 L2_HEADERS = 18
 _COMMUNITY = re.compile(r"community[\s:'\"]*([^\s'\"]+)")
-_HASH_PREFIX = {"cumulus": "$6$", "eos": "$6$", "nxos": "$5$", "frr": "$6$"}
 
 
 def _at(facts: SwitchFacts, fact: Fact | None, anchor: str) -> tuple[str, int]:
@@ -207,12 +207,12 @@ def _secrets(d: Device, facts: SwitchFacts) -> Iterator[Finding]:
                 yield _finding(
                     "secret", facts, fact, "a community reference (@secret:env:NAME@)", "a literal community"
                 )
-        elif _HASH_PREFIX[d.platform] not in text and not HASH_TOKEN.search(text):
+        elif (prefix := platform(d.platform).hash_prefix) not in text and not HASH_TOKEN.search(text):
             yield _finding(
                 "secret",
                 facts,
                 fact,
-                f"a {_HASH_PREFIX[d.platform]} hashed password",
+                f"a {prefix} hashed password",
                 "a password that is not hashed",
             )
 

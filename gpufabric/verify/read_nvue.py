@@ -71,6 +71,11 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     return facts
 
 
+def _on(value: object) -> bool:
+    """`on` (and YAML 1.1's reading of it) until Cumulus Linux 5.14, `enabled` from 5.15."""
+    return value in (True, "on", "enabled")
+
+
 def _system(facts: SwitchFacts, doc: _Doc) -> None:
     if (name := doc.get("system", "hostname")) is not None:
         facts.hostname = doc.fact(name, "system", "hostname")
@@ -78,22 +83,23 @@ def _system(facts: SwitchFacts, doc: _Doc) -> None:
         for key in ("password", "hashed-password"):
             if isinstance(spec, dict) and key in spec:
                 facts.secrets.append(doc.fact(f"{key} {spec[key]}", "system", "aaa", "user", user, key))
-    for community in doc.get("service", "snmp-server", "readonly-community") or {}:
-        facts.secrets.append(
-            doc.fact(f"snmp-server community {community}", "service", "snmp-server", "readonly-community", community)
-        )
+    for section in ("system", "service"):  # `system` from Cumulus Linux 5.11, `service` before
+        for community in doc.get(section, "snmp-server", "readonly-community") or {}:
+            where = (section, "snmp-server", "readonly-community", community)
+            facts.secrets.append(doc.fact(f"snmp-server community {community}", *where))
 
 
 def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
-    roce = doc.get("qos", "roce", "enable") in (True, "on")
+    roce = _on(doc.get("qos", "roce", "enable")) or _on(doc.get("qos", "roce", "state"))
     for port, spec in (doc.get("interface") or {}).items():
         if not isinstance(spec, dict):
             continue
         if (mtu := doc.get("interface", port, "link", "mtu")) is not None:
             facts.mtu[port] = doc.fact(int(mtu), "interface", port, "link", "mtu")
-        for address in doc.get("interface", port, "ip", "address") or {}:
-            if spec.get("type") == "swp" or port == "lo":
-                facts.address[port] = doc.fact(str(address), "interface", port, "ip", "address", address)
+        for ip in ("ip", "ipv4"):  # `ipv4` from Cumulus Linux 5.15
+            for address in doc.get("interface", port, ip, "address") or {}:
+                if spec.get("type") == "swp" or port == "lo":
+                    facts.address[port] = doc.fact(str(address), "interface", port, ip, "address", address)
         if roce and spec.get("type") == "swp":
             # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
             facts.qos_ports[port] = doc.fact("roce", "qos", "roce")
@@ -110,7 +116,7 @@ def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
             facts.neighbors[str(key)] = doc.fact(spec["remote-as"], *bgp, "neighbor", key, "remote-as")
     if (paths := doc.get(*bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")) is not None:
         facts.max_paths = doc.fact(int(paths), *bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")
-    if doc.get(*bgp, "path-selection", "multipath", "aspath-ignore") in (True, "on"):
+    if _on(doc.get(*bgp, "path-selection", "multipath", "aspath-ignore")):
         facts.multipath_relax = doc.fact(True, *bgp, "path-selection", "multipath", "aspath-ignore")
 
 

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufabric.config.context import LinkIndex, build
-from gpufabric.config.render import OUTPUTS
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.intent.types import SecretRef
 from gpufabric.plan.model import Plan
+from gpufabric.platforms import platform
 from gpufabric.verify.checks import check_device, check_link
 from gpufabric.verify.facts import Finding, SwitchFacts
-from gpufabric.verify.read_eos import read_eos
-from gpufabric.verify.read_frr import read_frr
-from gpufabric.verify.read_nvue import read_nvue
-from gpufabric.verify.read_nxos import read_nxos
-
-READERS: dict[str, Callable[[str, Path], SwitchFacts]] = {
-    "eos": lambda name, folder: read_eos(name, folder / f"{name}.cfg"),
-    "nxos": lambda name, folder: read_nxos(name, folder / f"{name}.cfg"),
-    "cumulus": lambda name, folder: read_nvue(name, folder / f"{name}.yaml"),
-    "frr": read_frr,
-}
 
 
 class _NoSecrets(PasswordHasher):
@@ -47,14 +35,15 @@ def verify(plan: Plan, folder: Path, plane: str | None = None) -> Report:
     for device in plan.devices():
         if plane is not None and device.plane != plane:
             continue
-        missing = [f"{device.name}{suffix}" for suffix, _ in OUTPUTS[device.platform]]
+        spec = platform(device.platform)
+        missing = spec.files(device.name)
         missing = [name for name in missing if not (folder / name).is_file()]
         if missing:
             report.findings.append(
                 Finding("files", device.name, missing[0], 0, "a rendered file (run `nornir render`)", "missing")
             )
             continue
-        found = READERS[device.platform](device.name, folder)
+        found = spec.reader(device.name, folder)
         facts[device.name] = found
         report.switches += 1
         report.files += len(found.files)

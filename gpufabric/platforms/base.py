@@ -1,0 +1,53 @@
+"""What gpufabric knows about one network OS, in one place (as netlab keeps a device file per platform).
+
+Every module that needs a platform fact (port names, the management VRF, the password hash, which
+files a switch gets, how `verify` reads them, the NAPALM driver, the containerlab kind, the releases
+the templates follow) asks the platform's `PlatformSpec` rather than keeping a table of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpufabric.verify.facts import SwitchFacts
+
+# A logical port is (physical cage, lane) on a cage split `split` ways: the platform spells it.
+PortNamer = Callable[[int, int, int], str]
+# How `verify` reads a switch's rendered files back: (device name, folder) -> facts.
+Reader = Callable[[str, Path], "SwitchFacts"]
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    name: str  # the intent's `platform:` value
+    title: str  # what a person calls it
+    releases: tuple[str, ...]  # OS releases the rendered configuration is proven for, oldest first
+    default_release: str
+    mgmt_port: str
+    mgmt_vrf: str | None  # None: the platform has no management VRF (FRR on a Linux host, the lab)
+    max_mtu: int
+    hash_algorithm: str  # crypt(3) flavour the platform accepts for a pre-hashed local password
+    hash_prefix: str  # how such a hash starts in the rendered text
+    numbered_only: bool  # BGP over /31s only: unnumbered (RFC 5549) is not rendered for it
+    mlag: bool  # has MLAG/vPC toward LACP hosts
+    outputs: tuple[tuple[str, str], ...]  # (file suffix, template); one switch may need several files
+    candidate_suffix: str  # the rendered file push loads as the candidate
+    napalm_driver: str
+    containerlab_kind: str
+    containerlab_image: str  # name only, no registry host: users load or tag their own images
+    eth_numbering: bool  # containerlab names this kind's ports eth1.. in front-panel order
+    port_name: PortNamer
+    reader: Reader
+    docs: str  # the vendor document the configuration follows, for docs/configs.md
+
+    def files(self, device: str) -> list[str]:
+        return [f"{device}{suffix}" for suffix, _ in self.outputs]
+
+
+def linux_port(cage: int, lane: int, split: int) -> str:
+    """Linux switch ports (Cumulus, FRR): swp1, or swp1s0.. for a split cage."""
+    return f"swp{cage}" if split == 1 else f"swp{cage}s{lane}"

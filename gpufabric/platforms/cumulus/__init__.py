@@ -1,0 +1,39 @@
+"""NVIDIA Spectrum switches running Cumulus Linux 5 (NVUE)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufabric.platforms.base import PlatformSpec, linux_port
+from gpufabric.platforms.cumulus.dialect import DEFAULT_RELEASE, RELEASES
+from gpufabric.verify.facts import SwitchFacts
+
+
+def _read(name: str, folder: Path) -> SwitchFacts:
+    from gpufabric.verify.read_nvue import read_nvue
+
+    return read_nvue(name, folder / f"{name}.yaml")
+
+
+PLATFORM = PlatformSpec(
+    name="cumulus",
+    title="NVIDIA Cumulus Linux (NVUE)",
+    releases=RELEASES,
+    default_release=DEFAULT_RELEASE,
+    mgmt_port="eth0",
+    mgmt_vrf="mgmt",
+    max_mtu=9216,
+    hash_algorithm="sha512",
+    hash_prefix="$6$",
+    numbered_only=False,
+    mlag=True,
+    outputs=((".yaml", "cumulus"),),  # built by gpufabric.platforms.cumulus.document, not a Jinja template
+    candidate_suffix=".yaml",
+    napalm_driver="cumulus",
+    containerlab_kind="nvidia_cumulusvx",
+    containerlab_image="cumulusvx:5.14",
+    eth_numbering=False,
+    port_name=linux_port,
+    reader=_read,
+    docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
+)

@@ -1,0 +1,46 @@
+"""How the NVUE object model spells the same setting in different Cumulus Linux releases.
+
+Read off NVIDIA's published object model of each release (the `nvueschema` package's models,
+generated from NVIDIA's NVUE OpenAPI documents); the test suite holds every rendered document
+to the model of its pinned release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RELEASES = ("5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
+DEFAULT_RELEASE = "5.14"
+
+
+def _key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+@dataclass(frozen=True)
+class Dialect:
+    release: str
+
+    @property
+    def states(self) -> bool:
+        """5.15 replaced `enable: on|off` with `state: enabled|disabled` and `on|off` values with
+        `enabled|disabled`, renamed `interface/*/ip` to `ipv4` (the VRF moved to `interface/*/vrf`),
+        and moved NTP, DNS, LLDP and the time zone under `system`."""
+        return _key(self.release) >= (5, 15)
+
+    @property
+    def syslog_in_system(self) -> bool:
+        """Syslog moved from `service/syslog/<vrf>` to `system/syslog` in 5.13."""
+        return _key(self.release) >= (5, 13)
+
+    def enabled(self) -> dict[str, str]:
+        return {"state": "enabled"} if self.states else {"enable": "on"}
+
+    def flag(self, value: bool) -> str:
+        if self.states:
+            return "enabled" if value else "disabled"
+        return "on" if value else "off"
+
+    @property
+    def ip(self) -> str:
+        return "ipv4" if self.states else "ip"

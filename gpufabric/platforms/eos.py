@@ -1,0 +1,50 @@
+"""Arista EOS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufabric.platforms.base import PlatformSpec
+from gpufabric.verify.facts import SwitchFacts
+
+# An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
+CAGE_LANES = 8
+
+
+def port_name(cage: int, lane: int, split: int) -> str:
+    return f"Ethernet{cage}/{lane * (CAGE_LANES // split) + 1}"
+
+
+def breakout_speed(speed_gbps: int, split: int) -> str:
+    """The `speed` of a port on a split cage: its rate and the lanes it takes (`100g-2` on a 4-way 400G cage)."""
+    return f"{speed_gbps}g-{CAGE_LANES // split}"
+
+
+def _read(name: str, folder: Path) -> SwitchFacts:
+    from gpufabric.verify.read_eos import read_eos
+
+    return read_eos(name, folder / f"{name}.cfg")
+
+
+PLATFORM = PlatformSpec(
+    name="eos",
+    title="Arista EOS",
+    releases=("4.32", "4.33", "4.34"),
+    default_release="4.33",
+    mgmt_port="Management1",
+    mgmt_vrf="MGMT",
+    max_mtu=9214,
+    hash_algorithm="sha512",
+    hash_prefix="$6$",
+    numbered_only=True,
+    mlag=True,
+    outputs=((".cfg", "eos/config.j2"),),
+    candidate_suffix=".cfg",
+    napalm_driver="eos",
+    containerlab_kind="arista_ceos",
+    containerlab_image="ceos:4.33.1F",
+    eth_numbering=True,
+    port_name=port_name,
+    reader=_read,
+    docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
+)

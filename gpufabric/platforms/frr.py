@@ -1,0 +1,43 @@
+"""Linux switches routed by FRR: the lab's platform, and the control plane of SONiC and Cumulus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufabric.platforms.base import PlatformSpec, linux_port
+from gpufabric.verify.facts import SwitchFacts
+
+
+def _read(name: str, folder: Path) -> SwitchFacts:
+    from gpufabric.verify.read_frr import read_frr
+
+    return read_frr(name, folder)
+
+
+PLATFORM = PlatformSpec(
+    name="frr",
+    title="Linux + FRR",
+    releases=("8.4", "9.1", "10.2"),
+    default_release="8.4",
+    mgmt_port="eth0",
+    mgmt_vrf=None,
+    max_mtu=9216,
+    hash_algorithm="sha512",
+    hash_prefix="$6$",
+    numbered_only=False,
+    mlag=False,
+    outputs=(
+        (".frr.conf", "frr/frr.conf.j2"),
+        (".interfaces", "frr/interfaces.j2"),
+        (".nft", "frr/nftables.j2"),
+        (".system.yaml", "frr/system.yaml.j2"),
+    ),
+    candidate_suffix=".frr.conf",
+    napalm_driver="frr",
+    containerlab_kind="linux",
+    containerlab_image="frrouting/frr:10.2.1",
+    eth_numbering=False,
+    port_name=linux_port,
+    reader=_read,
+    docs="FRR user guide (bgpd, zebra, frr-reload.py); nftables wiki",
+)
