@@ -1,0 +1,331 @@
+"""Arista's own renderer as the judge of gpufabric's EOS text (PyPI `pyavd`, AVD's eos_cli_config_gen).
+
+Each EOS switch's planned facts are written as AVD structured config (the schema AVD users write),
+validated by pyavd's schema, rendered by pyavd's templates, and compared with gpufabric's EOS text
+block by block, order aside. gpufabric's templates are not involved on this side.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpufabric.config.context import DeviceContext
+from gpufabric.plan.model import ip
+from gpufabric.platforms.eos import breakout_speed
+
+SC = dict[str, Any]
+
+
+def structured_config(ctx: DeviceContext) -> SC:
+    d, m = ctx.device, ctx.mgmt
+    vrf = m.vrf
+    sc: SC = {
+        "hostname": d.name,
+        "clock": {"timezone": m.timezone},
+        "local_users": [
+            {"name": u.name, "privilege": 15, "role": "network-admin", "sha512_password": u.hashed} for u in m.users
+        ],
+        "vrfs": [{"name": vrf, "ip_routing": False}],
+        "ip_routing": True,
+        "standard_access_lists": [
+            {
+                "name": "MGMT-ACCESS",
+                "sequence_numbers": [{"sequence": i * 10, "action": f"permit {n}"} for i, n in enumerate(m.allow, 1)],
+            }
+        ],
+        "management_ssh": {"vrfs": [{"name": vrf, "enable": True, "ip_access_group_in": "MGMT-ACCESS"}]},
+        "management_api_http": {"enable_https": True, "enable_vrfs": [{"name": vrf, "access_group": "MGMT-ACCESS"}]},
+        "management_interfaces": [
+            {"name": d.mgmt_port, "description": "oob: management", "vrf": vrf, "ip_address": m.address}
+        ],
+    }
+    if m.domain:
+        sc["dns_domain"] = m.domain
+    if m.dns:
+        sc["ip_name_servers"] = [{"ip_address": s, "vrf": vrf} for s in m.dns]
+    if m.ntp:
+        sc["ntp"] = {"vrf": vrf, "servers": [{"name": s} for s in m.ntp]}
+    if m.syslog:
+        sc["logging"] = {"vrfs": [{"name": vrf, "hosts": [{"name": s} for s in m.syslog]}]}
+    if m.snmp_community:
+        snmp: SC = {
+            "communities": [{"name": m.snmp_community, "access": "ro", "access_list_ipv4": {"name": "MGMT-ACCESS"}}],
+            "vrfs": [{"name": vrf, "enable": True}],
+        }
+        if m.snmp_location:
+            snmp["location"] = m.snmp_location
+        sc["snmp_server"] = snmp
+    if m.gnmi:
+        sc["management_api_gnmi"] = {
+            "transport": {"grpc": [{"name": "default", "vrf": vrf, "ip_access_group": "MGMT-ACCESS"}]}
+        }
+    if m.gateway:
+        sc["static_routes"] = [{"vrf": vrf, "prefix": "0.0.0.0/0", "next_hop": m.gateway}]
+    if d.role == "mgmt":
+        sc["vlans"] = [{"id": 1, "name": "oob"}]
+    _qos(ctx, sc)
+    _acls(ctx, sc)
+    _mlag(ctx, sc)
+    _interfaces(ctx, sc)
+    _bgp(ctx, sc)
+    return sc
+
+
+def _qos(ctx: DeviceContext, sc: SC) -> None:
+    q = ctx.qos
+    if q is None:
+        return
+    sc["qos"] = {
+        "map": {
+            "dscp": [
+                f"{q.roce_dscp} to traffic-class {q.roce_priority}",
+                f"{q.cnp_dscp} to traffic-class {q.cnp_priority}",
+            ]
+        }
+    }
+    profile: SC = {
+        "name": "ROCE",
+        "trust": "dscp",
+        "tx_queues": [
+            {
+                "id": q.roce_priority,
+                "bandwidth_guaranteed_percent": q.roce_bandwidth_percent,
+                "random_detect": {
+                    "ecn": {
+                        "threshold": {
+                            "units": "kbytes",
+                            "min": q.ecn_min_bytes // 1000,
+                            "max": q.ecn_max_bytes // 1000,
+                            "max_probability": q.ecn_probability,
+                        }
+                    }
+                },
+            },
+            {"id": q.cnp_priority, "priority": "priority strict"},
+        ],
+    }
+    if q.lossless:
+        profile["priority_flow_control"] = {
+            "enabled": True,
+            "priorities": [{"priority": q.roce_priority, "no_drop": True}],
+            "watchdog": {"enabled": q.pfc_watchdog},
+        }
+    sc["qos_profiles"] = [profile]
+
+
+def _acls(ctx: DeviceContext, sc: SC) -> None:
+    acl = ctx.acl
+    if acl is None:
+        return
+    lists = []
+    deny = [{"sequence": i * 10, "action": f"deny ip any {n}"} for i, n in enumerate(acl.protected, 1)]
+    if acl.host_ports:
+        lists.append(
+            {"name": "BIZ-HOST-IN", "sequence_numbers": [*deny, {"sequence": 1000, "action": "permit ip any any"}]}
+        )
+    if acl.edge_ports:
+        seqs = list(deny)
+        seq = 500
+        for src in acl.api_prefixes:
+            for port in acl.api_ports:
+                seq += 10
+                seqs.append({"sequence": seq, "action": f"permit tcp {src} {acl.business_hosts} eq {port}"})
+        for i, port in enumerate(acl.api_ports, 1):
+            seqs.append({"sequence": 800 + i * 10, "action": f"deny tcp any any eq {port}"})
+        seqs.append({"sequence": 1000, "action": "permit ip any any"})
+        lists.append({"name": "BIZ-EDGE-IN", "sequence_numbers": seqs})
+    sc["access_lists"] = lists
+
+
+def _mlag(ctx: DeviceContext, sc: SC) -> None:
+    mlag = ctx.mlag
+    if mlag is None:
+        return
+    mtu = ctx.device.mtu
+    sc["vlans"] = [{"id": mlag.vlan, "name": "hosts"}, {"id": 4094, "name": "mlag-peer", "trunk_groups": ["MLAGPEER"]}]
+    sc["spanning_tree"] = {"no_spanning_tree_vlan": "4094"}
+    sc["port_channel_interfaces"] = [
+        {
+            "name": "Port-Channel2000",
+            "description": f"mlag peer link: {mlag.peer}",
+            "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": ["MLAGPEER"]}},
+        },
+        *(
+            {
+                "name": f"Port-Channel{b.id}",
+                "description": f"host: {b.host}",
+                "mtu": mtu,
+                "switchport": {"enabled": True, "access_vlan": mlag.vlan},
+                "mlag": b.id,
+            }
+            for b in mlag.bonds
+        ),
+    ]
+    host_svi: SC = {
+        "name": f"Vlan{mlag.vlan}",
+        "description": "hosts",
+        "mtu": mtu,
+        "ip_address": mlag.svi,
+        "ip_virtual_router_addresses": [mlag.gateway],
+    }
+    if ctx.acl and ctx.acl.host_ports:
+        host_svi["access_group_in"] = "BIZ-HOST-IN"
+    sc["vlan_interfaces"] = [
+        {"name": "Vlan4094", "description": "mlag peer", "mtu": mtu, "no_autostate": True, "ip_address": mlag.local_ip},
+        host_svi,
+    ]
+    sc["ip_virtual_router_mac_address"] = "00:1c:73:00:00:99"
+    mc: SC = {
+        "domain_id": str(mlag.domain),
+        "local_interface": "Vlan4094",
+        "peer_address": mlag.peer_ip,
+        "peer_link": "Port-Channel2000",
+    }
+    if mlag.peer_mgmt_ip:
+        mc["peer_address_heartbeat"] = {"peer_ip": mlag.peer_mgmt_ip, "vrf": ctx.mgmt.vrf}
+    sc["mlag_configuration"] = mc
+
+
+def _interfaces(ctx: DeviceContext, sc: SC) -> None:
+    d = ctx.device
+    if d.loopback is not None:
+        sc["loopback_interfaces"] = [{"name": "Loopback0", "ip_address": f"{ip(d.loopback)}/32"}]
+    out = []
+    for p in ctx.ports:
+        e: SC = {
+            "name": p.name,
+            "description": f"{p.kind}: {p.peer}" + (f" {p.peer_port}" if p.peer_port else ""),
+            "mtu": p.mtu,
+            "shutdown": False,
+        }
+        if p.split > 1:
+            e["speed"] = breakout_speed(p.speed, p.split)
+        if p.kind == "peer":
+            e["channel_group"] = {"id": 2000, "mode": "active"}
+        elif p.bond is not None:
+            e["channel_group"] = {"id": p.bond, "mode": "active"}
+        elif d.role == "mgmt":
+            e["switchport"] = {"enabled": True, "access_vlan": 1}
+        else:
+            e["switchport"] = {"enabled": False}
+            if p.address:
+                e["ip_address"] = p.address
+        if ctx.qos and p.kind in ("fabric", "host"):
+            e["service_profile"] = "ROCE"
+        if ctx.acl and p.kind == "host" and p.address:
+            e["access_group_in"] = "BIZ-HOST-IN"
+        elif ctx.acl and p.kind == "edge":
+            e["access_group_in"] = "BIZ-EDGE-IN"
+        out.append(e)
+    sc["ethernet_interfaces"] = out
+
+
+def _bgp(ctx: DeviceContext, sc: SC) -> None:
+    d, border = ctx.device, ctx.border
+    if d.asn is None:
+        return
+    neighbors = []
+    for n in ctx.neighbors:
+        nb: SC = {"ip_address": n.address, "remote_as": str(n.remote_asn), "description": n.peer}
+        if n.kind == "edge":
+            nb["route_map_in"] = "EDGE-IN"
+            nb["route_map_out"] = "EDGE-OUT"
+        elif border and border.default_route == "originate":
+            nb["default_originate"] = {"enabled": True, "always": True}
+        neighbors.append(nb)
+    sc["router_bgp"] = {
+        "as": str(d.asn),
+        "router_id": ip(d.loopback),
+        "maximum_paths": {"paths": ctx.ecmp, "ecmp": ctx.ecmp},
+        "bgp_defaults": ["bgp bestpath as-path multipath-relax"],
+        "neighbors": neighbors,
+        "address_family_ipv4": {"networks": [{"prefix": n} for n in ctx.networks]},
+    }
+    if border:
+        sc["prefix_lists"] = [
+            *(
+                [
+                    {
+                        "name": "EDGE-IN",
+                        "sequence_numbers": [
+                            {"sequence": i * 10, "action": f"permit {n}"} for i, n in enumerate(border.accept, 1)
+                        ],
+                    }
+                ]
+                if border.accept
+                else []
+            ),
+            {
+                "name": "EDGE-OUT",
+                "sequence_numbers": [
+                    {"sequence": i * 10, "action": f"permit {n} le 32"} for i, n in enumerate(border.announce, 1)
+                ],
+            },
+        ]
+        edge_in: SC = {"sequence": 10, "type": "permit" if border.accept else "deny"}
+        if border.accept:
+            edge_in["match"] = ["ip address prefix-list EDGE-IN"]
+        sc["route_maps"] = [
+            {"name": "EDGE-IN", "sequence_numbers": [edge_in]},
+            {
+                "name": "EDGE-OUT",
+                "sequence_numbers": [{"sequence": 10, "type": "permit", "match": ["ip address prefix-list EDGE-OUT"]}],
+            },
+        ]
+        if border.default_next_hops:
+            sc.setdefault("static_routes", []).extend(
+                {"prefix": "0.0.0.0/0", "next_hop": h} for h in border.default_next_hops
+            )
+
+
+@dataclass(frozen=True)
+class AvdResult:
+    violations: list[str]
+    text: str
+
+
+def render(sc: SC) -> AvdResult:
+    from pyavd import get_device_config, validate_structured_config
+
+    result = validate_structured_config(sc)
+    violations = [f"{'.'.join(str(p) for p in v.path)}: {v.message}" for v in result.validation_result.violations]
+    if result.validated_data is None:
+        return AvdResult(violations, "")
+    return AvdResult(violations, get_device_config(result.validated_data))
+
+
+_NOISE = re.compile(r"^\s*(!.*)?$")
+
+
+def blocks(text: str) -> dict[str, list[str]]:
+    """Top-level blocks of an EOS configuration: a header line and its indented lines (sub-blocks kept
+    as lines, comments and blank lines dropped). A header that stands alone is a block with no lines."""
+    out: dict[str, list[str]] = {}
+    header: str | None = None
+    for line in text.splitlines():
+        if _NOISE.match(line) or line.strip() == "end":
+            continue
+        if not line.startswith(" "):
+            header = line.rstrip()
+            out.setdefault(header, [])
+        elif header is not None:
+            out[header].append(line.rstrip())
+    return out
+
+
+def compare(ours: str, arista: str) -> list[str]:
+    """Differences, block by block, order aside: what one side says that the other does not."""
+    a, b = blocks(ours), blocks(arista)
+    diffs = []
+    for header in sorted(set(a) | set(b)):
+        if header not in b:
+            diffs.append(f"only gpufabric: {header}")
+        elif header not in a:
+            diffs.append(f"only pyavd: {header}")
+        elif sorted(a[header]) != sorted(b[header]):
+            extra = sorted(set(a[header]) - set(b[header]))
+            missing = sorted(set(b[header]) - set(a[header]))
+            diffs.append(f"{header}: gpufabric adds {extra}, pyavd adds {missing}")
+    return diffs

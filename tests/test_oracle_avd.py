@@ -1,0 +1,81 @@
+"""Every EOS configuration gpufabric renders says what Arista's own renderer says, block by block.
+
+The planned facts of each EOS switch are written as AVD structured config (tests/oracles/avd.py),
+validated by pyavd's schema and rendered by pyavd's eos_cli_config_gen templates; gpufabric's text
+must hold the same blocks with the same lines (order aside). Differences that remain on purpose
+are listed in ACCEPTED with the reason, and in docs/configs.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.render import render_context
+from gpufabric.plan.model import Plan
+from tests.conftest import ALL_INTENTS, plan_doc
+from tests.oracles import avd
+from tests.vendor_variants import variants
+
+# No difference is accepted today; an entry would name the block and the Arista document behind it.
+ACCEPTED: set[str] = set()
+
+
+def _plans() -> dict[str, Plan]:
+    import yaml
+
+    plans = {p.stem: plan_doc(yaml.safe_load(p.read_text()), p.name) for p in ALL_INTENTS if "32k" not in p.name}
+    plans = {k: v for k, v in plans.items() if any(d.platform == "eos" for d in v.devices())}
+    return plans | variants("eos")
+
+
+PLANS = _plans()
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_every_eos_config_says_what_pyavd_renders(name):
+    plan = PLANS[name]
+    index = LinkIndex(plan)
+    problems: dict[str, list[str]] = {}
+    checked = 0
+    for device in plan.devices():
+        if device.platform != "eos":
+            continue
+        ctx = build(plan, device, index)
+        ours = render_context(ctx)[f"{device.name}.cfg"]
+        result = avd.render(avd.structured_config(ctx))
+        found = result.violations + [d for d in avd.compare(ours, result.text) if d not in ACCEPTED]
+        if found:
+            problems[device.name] = found
+        checked += 1
+    assert checked > 0
+    assert problems == {}
+
+
+def test_every_role_is_covered():
+    roles = {d.role for plan in PLANS.values() for d in plan.devices() if d.platform == "eos"}
+    assert roles == {"leaf", "spine", "border", "mgmt"}
+
+
+def test_pyavd_schema_refuses_a_planted_wrong_value():
+    plan = PLANS["multi-vendor"]
+    device = next(d for d in plan.devices() if d.platform == "eos")
+    sc = avd.structured_config(build(plan, device, LinkIndex(plan)))
+    sc["ethernet_interfaces"][0]["mtu"] = "jumbo"
+    sc["router_bgp"]["neighbors"][0]["remote_ass"] = "1"
+    violations = avd.render(sc).violations
+    assert any("mtu" in v for v in violations)
+    assert any("remote_ass" in v for v in violations)
+
+
+def test_comparison_catches_a_planted_difference():
+    plan = PLANS["multi-vendor"]
+    device = next(d for d in plan.devices() if d.platform == "eos")
+    ctx = build(plan, device, LinkIndex(plan))
+    ours = render_context(ctx)[f"{device.name}.cfg"]
+    arista = avd.render(avd.structured_config(ctx)).text
+    planted = ours.replace("   mtu 9214\n", "   mtu 9000\n", 1).replace("qos trust dscp", "qos trust cos")
+    diffs = avd.compare(planted, arista)
+    assert any("mtu 9000" in d for d in diffs)
+    assert any("qos profile ROCE" in d and "qos trust cos" in d for d in diffs)
+    assert avd.compare(ours, arista) == []

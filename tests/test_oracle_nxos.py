@@ -1,0 +1,183 @@
+"""Every NX-OS configuration gpufabric renders, read back by Cisco's parsers, equals the plan.
+
+The `cisco.nxos` collection's resource modules (tests/oracles/nxos.py) read interfaces, L3
+addresses, BGP (global, address family, per neighbor), ACLs and where they are applied, prefix
+lists, route maps and static routes; each is compared with the plan's facts for the switch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufabric.config.context import DeviceContext, LinkIndex, build
+from gpufabric.config.render import render_context
+from gpufabric.plan.model import Plan, ip
+from tests.conftest import ALL_INTENTS, plan_doc
+from tests.oracles import nxos
+from tests.vendor_variants import variants
+
+
+def _plans() -> dict[str, Plan]:
+    plans = {p.stem: plan_doc(yaml.safe_load(p.read_text()), p.name) for p in ALL_INTENTS if "32k" not in p.name}
+    plans = {k: v for k, v in plans.items() if any(d.platform == "nxos" for d in v.devices())}
+    return plans | variants("nxos")
+
+
+PLANS = _plans()
+
+
+def _expected_l3(ctx: DeviceContext) -> dict[str, str]:
+    d = ctx.device
+    out = {p.name: p.address for p in ctx.ports if p.address}
+    if d.loopback is not None:
+        out["loopback0"] = f"{ip(d.loopback)}/32"
+    if ctx.mgmt.address:
+        out[d.mgmt_port] = ctx.mgmt.address
+    if ctx.mlag:
+        out[f"Vlan{ctx.mlag.vlan}"] = ctx.mlag.svi
+    return out
+
+
+def _expected_acl_interfaces(ctx: DeviceContext) -> dict[str, str]:
+    acl = ctx.acl
+    if acl is None:
+        return {}
+    out = {p.name: "BIZ-HOST-IN" for p in ctx.ports if p.kind == "host" and p.address}
+    out |= {p.name: "BIZ-EDGE-IN" for p in ctx.ports if p.kind == "edge"}
+    if ctx.mlag and acl.host_ports:
+        out[f"Vlan{ctx.mlag.vlan}"] = "BIZ-HOST-IN"
+    return out
+
+
+def _read(text: str) -> dict[str, Any]:
+    return {r: nxos.parsed(r, text) for r in nxos.RESOURCES}
+
+
+def _problems(ctx: DeviceContext, text: str) -> list[str]:
+    got = _read(text)
+    problems: list[str] = []
+
+    def same(what: str, found: object, expected: object) -> None:
+        if found != expected:
+            problems.append(f"{what}: parsed {found!r}, planned {expected!r}")
+
+    l3 = {i["name"]: i["ipv4"][0]["address"] for i in got["l3_interfaces"] or [] if i.get("ipv4")}
+    same("L3 addresses", l3, _expected_l3(ctx))
+    ifaces = {i["name"]: i for i in got["interfaces"] or []}
+    for p in ctx.ports:
+        same(f"{p.name} MTU", ifaces.get(p.name, {}).get("mtu"), str(p.mtu))
+        same(f"{p.name} enabled", ifaces.get(p.name, {}).get("enabled"), True)
+    applied = {
+        i["name"]: acl["name"]
+        for i in got["acl_interfaces"] or []
+        for group in i.get("access_groups", [])
+        for acl in group["acls"]
+        if acl["direction"] == "in"
+    }
+    same("ACLs applied inbound", applied, _expected_acl_interfaces(ctx))
+    defined = {a["name"] for afi in got["acls"] or [] for a in afi.get("acls", [])}
+    used = set(applied.values()) | {"MGMT-IN"}
+    same("ACLs defined", defined, used)
+    if ctx.acl:
+        for name in used - {"MGMT-IN"}:
+            aces = next(a["aces"] for afi in got["acls"] for a in afi["acls"] if a["name"] == name)
+            denied = {a["destination"].get("prefix") for a in aces if a["grant"] == "deny" and a["protocol"] == "ip"}
+            same(f"{name} protects", denied, set(ctx.acl.protected))
+    _bgp(ctx, got, same)
+    _routes(ctx, got, same)
+    return problems
+
+
+def _bgp(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
+    d = ctx.device
+    if d.asn is None:
+        same("BGP", got["bgp_global"], None)
+        return
+    g = got["bgp_global"]
+    same("ASN", g["as_number"], str(d.asn))
+    same("router id", g["router_id"], ip(d.loopback))
+    same("multipath-relax", g["bestpath"]["as_path"]["multipath_relax"], True)
+    sessions = {n["neighbor_address"]: (n["remote_as"], n["description"]) for n in g["neighbors"]}
+    same("neighbors", sessions, {n.address: (str(n.remote_asn), n.peer) for n in ctx.neighbors})
+    af = got["bgp_address_family"]["address_family"][0]
+    same("networks", sorted(n["prefix"] for n in af["networks"]), sorted(ctx.networks))
+    same("maximum-paths", af["maximum_paths"]["parallel_paths"], ctx.ecmp)
+    per_neighbor = {
+        n["neighbor_address"]: n["address_family"][0]
+        for n in (got["bgp_neighbor_address_family"] or {}).get("neighbors", [])
+    }
+    border = ctx.border
+    for n in ctx.neighbors:
+        fam = per_neighbor.get(n.address, {})
+        if n.kind == "edge":
+            same(f"{n.address} route maps", fam.get("route_map"), {"inbound": "EDGE-IN", "outbound": "EDGE-OUT"})
+        elif border and border.default_route == "originate":
+            same(f"{n.address} default-originate", fam.get("default_originate"), {"set": True})
+    if border:
+        lists = {p["name"]: p["entries"] for afi in got["prefix_lists"] or [] for p in afi["prefix_lists"]}
+        same("EDGE-OUT", [(e["prefix"], e.get("le")) for e in lists["EDGE-OUT"]], [(n, 32) for n in border.announce])
+        same("EDGE-IN", [e["prefix"] for e in lists.get("EDGE-IN", [])], border.accept)
+        maps = {m["route_map"]: m["entries"] for m in got["route_maps"]}
+        same("EDGE-IN action", maps["EDGE-IN"][0]["action"], "permit" if border.accept else "deny")
+
+
+def _routes(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
+    routes = {
+        (vrf.get("vrf"), r["dest"]): sorted(h["forward_router_address"] for h in r["next_hops"])
+        for vrf in got["static_routes"] or []
+        for fam in vrf["address_families"]
+        for r in fam["routes"]
+    }
+    expected = {(ctx.mgmt.vrf, "0.0.0.0/0"): [ctx.mgmt.gateway]}
+    if ctx.border and ctx.border.default_next_hops:
+        expected[(None, "0.0.0.0/0")] = sorted(ctx.border.default_next_hops)
+    same("static routes", routes, expected)
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_cisco_parsers_read_back_the_plan(name):
+    plan = PLANS[name]
+    index = LinkIndex(plan)
+    problems = {}
+    for device in plan.devices():
+        if device.platform != "nxos":
+            continue
+        ctx = build(plan, device, index)
+        found = _problems(ctx, render_context(ctx)[f"{device.name}.cfg"])
+        if found:
+            problems[device.name] = found
+    assert problems == {}
+
+
+def test_every_role_is_covered():
+    roles = {d.role for plan in PLANS.values() for d in plan.devices() if d.platform == "nxos"}
+    assert roles == {"leaf", "spine", "border", "mgmt"}
+
+
+def _border(name: str) -> tuple[DeviceContext, str]:
+    plan = PLANS[name]
+    device = next(d for d in plan.devices() if d.role == "border")
+    ctx = build(plan, device, LinkIndex(plan))
+    return ctx, render_context(ctx)[f"{device.name}.cfg"]
+
+
+def test_planted_errors_are_caught():
+    ctx, text = _border("all-nxos-originate")
+    assert _problems(ctx, text) == []
+    edge = next(p for p in ctx.ports if p.kind == "edge")
+    planted = text.replace(f"  ip address {edge.address}\n", "  ip address 192.0.2.1/31\n")  # wrong value
+    planted = planted.replace("  ip access-group BIZ-EDGE-IN in\n", "", 1)  # an ACL no longer applied
+    found = _problems(ctx, planted)
+    assert any(f.startswith("L3 addresses") and "192.0.2.1/31" in f for f in found)
+    assert any(f.startswith("ACLs applied inbound") for f in found)
+
+
+def test_a_route_after_a_vrf_context_lands_in_that_vrf():
+    """Why global routes come first: NX-OS (and its parser) keep a following `ip route` in the VRF."""
+    ctx, text = _border("all-nxos-originate")
+    hop = ctx.border.default_next_hops[0]
+    moved = text.replace(f"ip route 0.0.0.0/0 {hop}\n", "") + f"vrf context management\nip route 0.0.0.0/0 {hop}\n"
+    assert any(f.startswith("static routes") for f in _problems(ctx, moved))

@@ -1,0 +1,37 @@
+"""Intents that put every role of the multi-vendor example on one platform, for the vendor oracles.
+
+The examples use EOS only for the storage plane and NX-OS only for the business plane; these
+variants give each oracle every role (leaf, spine, border, OOB switch), split ports on 800G cages,
+MLAG, RoCE QoS, and both ways of handling the default route.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpufabric.plan import Plan
+from tests.conftest import INVENTORY, plan_doc
+
+MULTI_VENDOR = INVENTORY / "examples" / "multi-vendor.yml"
+
+
+def one_platform(platform: str, default_route: str = "originate") -> dict[str, Any]:
+    doc = yaml.safe_load(MULTI_VENDOR.read_text())
+    for name, plane in doc["planes"].items():
+        for role in plane["switches"].values():
+            role["platform"] = platform
+        if name == "compute":
+            plane["routing"]["addressing"] = "p2p31"  # EOS and NX-OS fabrics peer over /31s
+            plane["addressing"]["p2p"] = "10.20.0.0/22"
+        if name == "business":
+            plane["border"]["default_route"] = default_route
+    return doc
+
+
+def variants(platform: str) -> dict[str, Plan]:
+    return {
+        f"all-{platform}-{route}": plan_doc(one_platform(platform, route), f"all-{platform}-{route}")
+        for route in ("originate", "from-edge")
+    }
