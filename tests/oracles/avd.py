@@ -63,7 +63,7 @@ def structured_config(ctx: DeviceContext) -> SC:
         }
     if m.gateway:
         sc["static_routes"] = [{"vrf": vrf, "prefix": "0.0.0.0/0", "next_hop": m.gateway}]
-    if d.role == "mgmt":
+    if d.plane == "oob":
         sc["vlans"] = [{"id": 1, "name": "oob"}]
     _qos(ctx, sc)
     _acls(ctx, sc)
@@ -206,7 +206,7 @@ def _interfaces(ctx: DeviceContext, sc: SC) -> None:
             e["channel_group"] = {"id": 2000, "mode": "active"}
         elif p.bond is not None:
             e["channel_group"] = {"id": p.bond, "mode": "active"}
-        elif d.role == "mgmt":
+        elif d.plane == "oob":
             e["switchport"] = {"enabled": True, "access_vlan": 1}
         else:
             e["switchport"] = {"enabled": False}

@@ -33,7 +33,7 @@ def document(ctx: DeviceContext) -> Tree:
     tree["interface"] = _interfaces(ctx, nv)
     if ctx.mlag:
         tree["mlag"] = _mlag(ctx, nv)
-    if ctx.mlag or ctx.device.role == "mgmt":
+    if ctx.mlag or ctx.device.plane == "oob":
         tree["bridge"] = _bridge(ctx)
     if ctx.qos:
         tree["qos"] = _qos(ctx)
@@ -148,7 +148,7 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
         }
         if p.address:
             port.update(_address(nv, [p.address]))
-        if d.role == "mgmt":
+        if d.plane == "oob":
             port["bridge"] = {"domain": {BRIDGE: {"access": OOB_VLAN}}}
         if ctx.qos and p.kind in ("fabric", "host") and ctx.qos.lossless and ctx.qos.pfc_watchdog:
             port["qos"] = {"pfc-watchdog": {"state": "enable"}}
@@ -215,7 +215,7 @@ def _mlag(ctx: DeviceContext, nv: Dialect) -> Tree:
 def _bridge(ctx: DeviceContext) -> Tree:
     vlan = ctx.mlag.vlan if ctx.mlag else OOB_VLAN
     domain: Tree = {"vlan": {str(vlan): {}}}
-    if ctx.device.role == "mgmt":
+    if ctx.device.plane == "oob":
         domain["untagged"] = OOB_VLAN
     return {"domain": {BRIDGE: domain}}
 

@@ -1,0 +1,163 @@
+"""Points a switch would have met in earlier rendered configs, each checked on every platform it concerns.
+
+The vendor oracles (test_oracle_*.py) prove that the configs are valid and say what the plan says;
+these tests pin behaviour that validity alone does not: a split cage is configured, an ACL that is
+referenced is defined, the OOB switches bridge, MLAG and VRR are switched on, every traffic class
+keeps a share, management services are locked down, a border that originates 0/0 can forward it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.render import breakouts, render_context
+from gpufabric.plan.model import Plan
+from gpufabric.platforms.cumulus.document import DEFAULT_CONTROL_PLANE_ACLS
+from tests.conftest import INVENTORY, plan_doc
+from tests.oracles import nvue
+from tests.vendor_variants import one_platform
+
+SUPERPOD = INVENTORY / "examples" / "superpod-1su.yml"
+
+
+def _plan(doc: dict) -> Plan:
+    return plan_doc(doc, "<test>")
+
+
+def _rendered(plan: Plan, platform: str) -> dict[str, tuple]:
+    index = LinkIndex(plan)
+    out = {}
+    for d in plan.devices():
+        if d.platform == platform:
+            ctx = build(plan, d, index)
+            out[d.name] = (ctx, "".join(render_context(ctx).values()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cumulus() -> dict[str, tuple]:
+    return _rendered(_plan(yaml.safe_load(SUPERPOD.read_text())), "cumulus")
+
+
+@pytest.fixture(scope="module")
+def eos() -> dict[str, tuple]:
+    return _rendered(_plan(one_platform("eos")), "eos")
+
+
+@pytest.fixture(scope="module")
+def nxos() -> dict[str, tuple]:
+    return _rendered(_plan(one_platform("nxos")), "nxos")
+
+
+def test_every_split_cage_is_configured_on_every_platform(cumulus, eos, nxos):
+    split = 0
+    for ctx, text in cumulus.values():
+        tree = nvue.set_tree(text)
+        for cage, ways, _ in breakouts(ctx):
+            assert tree["interface"][f"swp{cage}"]["link"]["breakout"] == {f"{ways}x": {}}, ctx.device.name
+            split += 1
+    for ctx, text in eos.values():
+        for p in ctx.ports:
+            if p.split > 1:
+                block = text.split(f"interface {p.name}\n", 1)[1].split("!", 1)[0]
+                assert f"   speed {p.speed}g-{8 // p.split}\n" in block, (ctx.device.name, p.name)
+                split += 1
+    for ctx, text in nxos.values():
+        for cage, ways, speed in breakouts(ctx):
+            assert f"interface breakout module 1 port {cage} map {speed}g-{ways}x\n" in text
+            split += 1
+    assert split > 50
+
+
+def test_every_nvue_switch_defines_the_acls_it_binds(cumulus):
+    for ctx, text in cumulus.values():
+        tree = nvue.set_tree(text)
+        bound = set(tree["system"]["control-plane"]["acl"])
+        bound |= {a for spec in tree["interface"].values() for a in spec.get("acl", {})}
+        defined = set(tree.get("acl", {})) | set(DEFAULT_CONTROL_PLANE_ACLS)
+        assert bound <= defined, ctx.device.name
+        assert set(DEFAULT_CONTROL_PLANE_ACLS) <= bound
+        rules = tree["acl"]["MGMT-IN"]["rule"].values()
+        assert {r["match"]["ip"]["source-ip"] for r in rules if "permit" in r["action"]} == set(ctx.mgmt.allow)
+        denied = {
+            next(iter(r["match"]["ip"][r["match"]["ip"]["protocol"]]["dest-port"]))
+            for r in rules
+            if "deny" in r["action"]
+        }
+        assert denied == {"22", "6030", "9339", "161"}
+
+
+def test_cumulus_oob_switches_bridge_every_port(cumulus):
+    mgmt = [(ctx, nvue.set_tree(t)) for ctx, t in cumulus.values() if ctx.device.plane == "oob"]
+    assert mgmt
+    for ctx, tree in mgmt:
+        for p in ctx.ports:
+            assert tree["interface"][p.name]["bridge"] == {"domain": {"br_default": {"access": 1}}}
+        assert tree["bridge"]["domain"]["br_default"]["untagged"] == 1
+
+
+def test_cumulus_mlag_pairs_switch_mlag_and_vrr_on(cumulus):
+    pairs = [(ctx, nvue.set_tree(t)) for ctx, t in cumulus.values() if ctx.mlag]
+    assert pairs
+    for ctx, tree in pairs:
+        assert tree["mlag"]["enable"] == "on"
+        assert tree["router"]["vrr"] == {"enable": "on"}
+        vrr = tree["interface"][f"vlan{ctx.mlag.vlan}"]["ip"]["vrr"]
+        assert vrr["enable"] == "on"
+        for b in ctx.mlag.bonds:
+            assert tree["interface"][f"bond{b.id}"]["bond"]["mlag"] == {"id": b.id, "enable": "on"}
+
+
+def test_nvue_snmp_listens_on_the_management_address_and_every_class_keeps_a_share(cumulus):
+    for ctx, text in cumulus.values():
+        tree = nvue.set_tree(text)
+        snmp = tree["system"]["snmp-server"]
+        assert snmp["listening-address"] == {ctx.mgmt.address.split("/")[0]: {"vrf": "mgmt"}}
+        if ctx.qos:
+            classes = tree["qos"]["egress-scheduler"]["default-global"]["traffic-class"]
+            assert set(classes) == {"0", str(ctx.qos.roce_priority), str(ctx.qos.cnp_priority)}
+            assert sum(c.get("bw-percent", 0) for c in classes.values()) == 100
+
+
+def test_eos_management_is_guarded_by_one_standard_list(eos):
+    for ctx, text in eos.values():
+        vrf = ctx.mgmt.vrf
+        assert "ip access-list standard MGMT-ACCESS\n" in text
+        assert f"management ssh\n   ip access-group MGMT-ACCESS vrf {vrf} in\n" in text
+        api = text.split("management api http-commands\n", 1)[1].split("!", 1)[0]
+        assert "      ip access-group MGMT-ACCESS\n" in api
+        assert "ip access-list MGMT-IN" not in text
+
+
+def test_nxos_classifies_everything_and_queues_the_default_class(nxos):
+    qos = [(ctx, t) for ctx, t in nxos.values() if ctx.qos]
+    assert qos
+    for _, text in qos:
+        classification = text.split("policy-map type qos QOS_CLASSIFICATION\n", 1)[1].split("!", 1)[0]
+        assert "  class class-default\n    set qos-group 0\n" in classification
+        queuing = text.split("policy-map type queuing QOS_EGRESS_PORT\n", 1)[1].split("!", 1)[0]
+        assert "class type queuing c-out-8q-q-default" in queuing
+
+
+@pytest.mark.parametrize("platform", ["cumulus", "eos", "nxos", "frr"])
+def test_a_border_that_originates_the_default_route_has_one_toward_the_edge(platform):
+    if platform in ("eos", "nxos"):
+        doc = one_platform(platform, "originate")
+    else:
+        doc = yaml.safe_load((SUPERPOD if platform == "cumulus" else INVENTORY / "fabric.yml").read_text())
+        doc["planes"]["business"]["border"]["default_route"] = "originate"
+    plan = _plan(doc)
+    borders = [(c, t) for c, t in _rendered(plan, platform).values() if c.device.role == "border"]
+    assert borders
+    for ctx, text in borders:
+        edge_peers = sorted(n.address for n in ctx.neighbors if n.kind == "edge")
+        assert ctx.border.default_next_hops == edge_peers
+        if platform == "cumulus":
+            static = nvue.set_tree(text)["vrf"]["default"]["router"]["static"]["0.0.0.0/0"]["via"]
+            assert sorted(static) == edge_peers
+        else:
+            assert sorted(re.findall(r"^ip route 0\.0\.0\.0/0 (\S+)$", text, re.M)) == edge_peers
