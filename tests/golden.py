@@ -1,4 +1,5 @@
-"""Golden files: the default fabric and multi-vendor.yml rendered into tests/golden/<name>/.
+"""Golden files: the default fabric and multi-vendor.yml rendered into tests/golden/<name>/, and their
+structured config (`gpufabric export structured`) into tests/golden/<name>/structured/.
 
 Regenerate after an intended change, then review the diff before committing:
     python tests/golden.py
@@ -23,10 +24,13 @@ GOLDEN_ENV = {"GPUFABRIC_SWITCH_PASSWORD": "golden-password-not-a-secret", "GPUF
 def render(name: str) -> dict[str, str]:
     from render_helpers import render_all
 
+    from gpufabric.export import structured
     from gpufabric.intent import load_intent
     from gpufabric.plan import build_plan
 
-    return render_all(build_plan(load_intent(str(SOURCES[name]))), GOLDEN_ENV)
+    plan = build_plan(load_intent(str(SOURCES[name])))
+    files = render_all(plan, GOLDEN_ENV)
+    return files | {f"structured/{n}": text for n, text in structured.documents(plan).items()}
 
 
 def main() -> int:
@@ -37,6 +41,7 @@ def main() -> int:
         folder.mkdir(parents=True)
         files = render(name)
         for file, text in files.items():
+            (folder / file).parent.mkdir(exist_ok=True)
             (folder / file).write_text(text)
         print(f"wrote {len(files)} files into {folder.relative_to(ROOT)}")
     return 0

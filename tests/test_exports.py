@@ -53,6 +53,8 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         return set(_load(text))
     if kind == "containerlab":
         return set(_load(text)["topology"]["nodes"])
+    if kind == "structured":
+        return set(json.loads(text))
     if kind == "ansible-inventory":
         groups = _load(text)["all"]["children"]
         return {h for g in groups.values() for h in g["hosts"]}
@@ -76,8 +78,11 @@ def test_every_export_renders_every_example(path, kind):
         "slurm": {s.name for s in plan.servers if "compute" in s.units},
         "containerlab": {d.name for d in plan.devices() if d.plane != "oob"} | {s.name for s in plan.servers if s.nics},
         "bom": set(plan.planes) | {"total"},
+        "structured": switches,
     }
-    if kind in expected:
+    if kind == "structured":
+        assert names == switches
+    elif kind in expected:
         assert names >= expected[kind]
     else:  # cabling and drawing name every switch; drawings group servers into units
         assert names >= {d.name for p in plan.planes.values() for d in p.devices}
@@ -236,6 +241,23 @@ def test_plan_json_keys_scripts_rely_on():
     assert doc["planes"]["compute"]["oversubscription"]["leaf"]["planned"] == 1.0
     assert set(doc["totals"]) >= {"switches", "transceivers", "cables"}
     assert doc["totals"]["switches"] == sum(p["switch_total"] for p in doc["planes"].values())
+
+
+def test_structured_export_writes_one_file_per_switch_and_no_secret(tmp_path):
+    from conftest import SNMP_CANARY, SWITCH_PASSWORD_CANARY
+
+    out = tmp_path / "structured"
+    done = run("gpufabric", "export", "structured", str(INVENTORY / "examples" / "multi-vendor.yml"), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    plan = plan_of(INVENTORY / "examples" / "multi-vendor.yml")
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{d.name}.json" for d in plan.devices())
+    leaf = json.loads((out / "sto-leaf1a.json").read_text())
+    assert leaf["device"]["platform"] == "eos" and leaf["release"] == "4.33"
+    assert leaf["mlag"]["peer"] == "sto-leaf1b"
+    assert leaf["management"]["users"] == [{"name": "admin", "password": "env:GPUFABRIC_SWITCH_PASSWORD"}]
+    everything = "".join(p.read_text() for p in out.iterdir()) + done.stdout + done.stderr
+    assert SWITCH_PASSWORD_CANARY not in everything and SNMP_CANARY not in everything
+    assert "$6$" not in everything and "$5$" not in everything  # not even a hash
 
 
 def test_export_writes_atomically(tmp_path):

@@ -12,7 +12,8 @@ MAX_DIFF_LINES = 80
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_rendered_configs_equal_golden_files(name):
-    expected = {p.name: p.read_text() for p in (GOLDEN / name).iterdir()}
+    folder = GOLDEN / name
+    expected = {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
     actual = render(name)
     added, removed = sorted(actual.keys() - expected.keys()), sorted(expected.keys() - actual.keys())
     changed = sorted(f for f in actual.keys() & expected.keys() if actual[f] != expected[f])

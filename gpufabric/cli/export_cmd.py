@@ -8,7 +8,7 @@ import click
 
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.cli.plan_cmd import load_plan
-from gpufabric.export import EXPORTERS, containerlab, drawing
+from gpufabric.export import EXPORTERS, containerlab, drawing, structured
 from gpufabric.export.atomic import write_atomic
 from gpufabric.plan import Plan
 
@@ -26,7 +26,9 @@ Kinds:
 )
 @click.argument("kind", type=click.Choice(list(EXPORTERS)))
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (a directory for drawing).")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="File to write (a directory for drawing and structured)."
+)
 @click.option(
     "--image",
     "images",
@@ -38,6 +40,8 @@ def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[s
     plan = load_plan(file)
     if kind == "drawing" and output is not None:
         return _drawing_dir(plan, output)
+    if kind == "structured" and output is not None:
+        return _structured_dir(plan, output)
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
     if output is None:
         write_stdout(text)
@@ -58,6 +62,16 @@ def _images(pairs: tuple[str, ...]) -> dict[str, str]:
             )
         images[platform] = image
     return images
+
+
+def _structured_dir(plan: Plan, directory: Path) -> int:
+    if directory.exists() and not directory.is_dir():
+        raise click.BadParameter(f"{directory} is a file; structured writes one JSON file per switch", param_hint="-o")
+    files = structured.documents(plan)
+    for name, text in files.items():
+        write_atomic(directory / name, text)
+    err.print(f"wrote {len(files)} structured config file(s) to {directory}")
+    return 0
 
 
 def _drawing_dir(plan: Plan, directory: Path) -> int:

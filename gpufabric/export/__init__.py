@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpufabric.export import bom, cabling, containerlab, drawing, inventory, k8s_labels, plan_json, slurm
+from gpufabric.export import bom, cabling, containerlab, drawing, inventory, k8s_labels, plan_json, slurm, structured
 from gpufabric.plan.model import Plan
 
 
@@ -28,6 +28,12 @@ EXPORTERS: dict[str, Exporter] = {
             "Graphviz DOT per plane (a directory with -o, plus SVG when dot is installed)",
             ".dot",
             drawing.render,
+        ),
+        Exporter(
+            "structured",
+            "per-switch structured config as JSON: the facts the templates print (a directory with -o)",
+            ".json",
+            structured.render,
         ),
         Exporter("slurm", "Slurm topology.conf for the tree plugin", ".conf", slurm.render),
         Exporter("k8s-labels", "Kubernetes node labels as YAML", ".yaml", k8s_labels.render),
