@@ -18,9 +18,7 @@ from gpufabric.export.inventory import build
 from gpufabric.intent import load_intent
 from gpufabric.intent.model import Credential
 from gpufabric.plan import Plan, build_plan
-
-# NAPALM driver per platform; cumulus and frr are drivers this project owns.
-NAPALM_PLATFORM = {"cumulus": "cumulus", "eos": "eos", "nxos": "nxos", "frr": "frr", "linux": "linux"}
+from gpufabric.platforms import platform
 
 
 def _secret(cred: Credential) -> str | None:
@@ -53,7 +51,7 @@ def inventory_from_plan(plan: Plan) -> Inventory:
             hostname=entry.hostname,
             username=cred.username,
             password=_secret(cred) if is_switch else None,
-            platform=NAPALM_PLATFORM[entry.platform],
+            platform=platform(entry.platform).napalm_driver if is_switch else "linux",
             groups=ParentGroups([groups[g] for g in entry.groups]),
             data=dict(entry.data),
         )

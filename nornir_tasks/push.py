@@ -13,10 +13,11 @@ from typing import Any
 
 from nornir.core.task import Result, Task
 
+from gpufabric.platforms import all_platforms
 from gpufabric.push.expect import Expectation, Health, health, regressions
 
 # NAPALM drivers without commit-confirm: a checkpoint taken by the commit is what rollback returns to.
-CHECKPOINT_PLATFORMS = frozenset({"nxos", "nxos_ssh"})
+CHECKPOINT_PLATFORMS = frozenset({p.napalm_driver for p in all_platforms() if not p.confirm_timer} | {"nxos_ssh"})
 
 
 @dataclass

@@ -16,7 +16,6 @@ import jinja2
 from gpufabric.config.context import DeviceContext, LinkIndex, build
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.platforms.cumulus.document import text as nvue_text
 from gpufabric.platforms.eos import breakout_speed as eos_breakout_speed
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -79,8 +78,8 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
 def render_context(ctx: DeviceContext) -> dict[str, str]:
     name = ctx.device.name
     spec = platform(ctx.device.platform)
-    if spec.name == "cumulus":
-        return {f"{name}.yaml": nvue_text(ctx)}
+    if spec.builder is not None:
+        return spec.builder(ctx)
     env = environment()
     values = variables(ctx)
     return {f"{name}{suffix}": env.get_template(tpl).render(values) for suffix, tpl in spec.outputs}

@@ -2,7 +2,7 @@
 
 containerlab's management network stands for the OOB plane (nodes keep their
 planned management addresses), so OOB switches are not emitted. Node kinds per
-platform follow ../shared/schemas/README.md. cumulus and frr nodes use their swp
+platform are containerlab's (each platform module names its kind). cumulus and frr nodes use their swp
 names; eos and nxos nodes use containerlab's ethN numbering in front-panel order,
 because NOS-style aliases do not cover breakout ports.
 """
@@ -13,14 +13,10 @@ import re
 
 from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.plan.model import Plan, ip
+from gpufabric.platforms import all_platforms, platform
 
-KINDS = {"cumulus": "nvidia_cumulusvx", "eos": "arista_ceos", "nxos": "cisco_n9kv", "frr": "linux"}
 # Image names without a registry host: users load or tag their own images under these names.
-DEFAULT_IMAGES = {
-    "cumulus": "cumulusvx:5.11",
-    "eos": "ceos:4.32.0F",
-    "nxos": "vrnetlab/cisco_n9kv:10.4.2",
-    "frr": "frrouting/frr:10.2.1",
+DEFAULT_IMAGES = {p.name: p.containerlab_image for p in all_platforms()} | {
     "host": "gpufabric/host:latest",
     "edge": "frrouting/frr:10.2.1",
 }
@@ -38,7 +34,7 @@ def _eth_numbering(plan: Plan, platform_of: dict[str, str]) -> dict[tuple[str, s
             continue
         for link in plane.links:
             for dev, port in ((link.a, link.a_port), (link.b, link.b_port)):
-                if platform_of.get(dev) in ("eos", "nxos"):
+                if dev in platform_of and platform(platform_of[dev]).eth_numbering:
                     ports.setdefault(dev, set()).add(port)
     return {
         (dev, port): f"eth{i}" for dev, names in ports.items() for i, port in enumerate(sorted(names, key=_natural), 1)
@@ -56,7 +52,7 @@ def topology(plan: Plan, images: dict[str, str] | None = None) -> dict[str, obje
             continue
         for d in plane.devices:
             node: dict[str, object] = {
-                "kind": KINDS[d.platform],
+                "kind": platform(d.platform).containerlab_kind,
                 "image": img[d.platform],
                 "labels": {"gpufabric-plane": plane.name, "gpufabric-role": d.role},
             }

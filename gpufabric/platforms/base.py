@@ -13,12 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gpufabric.config.context import DeviceContext
     from gpufabric.verify.facts import SwitchFacts
 
 # A logical port is (physical cage, lane) on a cage split `split` ways: the platform spells it.
 PortNamer = Callable[[int, int, int], str]
 # How `verify` reads a switch's rendered files back: (device name, folder) -> facts.
 Reader = Callable[[str, Path], "SwitchFacts"]
+# How `validate` reads the QoS map out of a running configuration the driver returned.
+RunningReader = Callable[[str], "SwitchFacts"]
+# A platform whose configuration is a data document, not CLI text, builds it in Python:
+# DeviceContext -> {file name: text}. None: the Jinja2 templates in `outputs` render it.
+Builder = Callable[["DeviceContext"], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,11 @@ class PlatformSpec:
     eth_numbering: bool  # containerlab names this kind's ports eth1.. in front-panel order
     port_name: PortNamer
     reader: Reader
+    running_reader: RunningReader
+    confirm_timer: bool  # the device reverts an unconfirmed commit by itself (NX-OS: no; a checkpoint instead)
+    ecn_unit_bytes: int  # the unit the CLI takes ECN thresholds in (kbytes of 1,000 on EOS and NX-OS)
     docs: str  # the vendor document the configuration follows, for docs/configs.md
+    builder: Builder | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -26,6 +26,12 @@ def _read(name: str, folder: Path) -> SwitchFacts:
     return read_eos(name, folder / f"{name}.cfg")
 
 
+def _running(text: str) -> SwitchFacts:
+    from gpufabric.verify.read_eos import eos_facts
+
+    return eos_facts("", text, "running-config")
+
+
 PLATFORM = PlatformSpec(
     name="eos",
     title="Arista EOS",
@@ -46,5 +52,8 @@ PLATFORM = PlatformSpec(
     eth_numbering=True,
     port_name=port_name,
     reader=_read,
+    running_reader=_running,
+    confirm_timer=True,
+    ecn_unit_bytes=1000,
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
 )

@@ -14,6 +14,16 @@ def _read(name: str, folder: Path) -> SwitchFacts:
     return read_frr(name, folder)
 
 
+def _running(text: str) -> SwitchFacts:
+    """QoS classification on a Linux switch lives in the nftables part of the running candidate."""
+    from gpufabric.drivers.frr_files import split_candidate
+    from gpufabric.verify.read_frr import nft_facts
+
+    facts = SwitchFacts("", "frr", ["running-config"])
+    nft_facts(facts, split_candidate(text)[1] or "", "running-config")
+    return facts
+
+
 PLATFORM = PlatformSpec(
     name="frr",
     title="Linux + FRR",
@@ -39,5 +49,8 @@ PLATFORM = PlatformSpec(
     eth_numbering=False,
     port_name=linux_port,
     reader=_read,
+    running_reader=_running,
+    confirm_timer=True,  # the project's driver arms a revert timer on the switch
+    ecn_unit_bytes=1,
     docs="FRR user guide (bgpd, zebra, frr-reload.py); nftables wiki",
 )

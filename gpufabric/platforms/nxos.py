@@ -18,6 +18,12 @@ def _read(name: str, folder: Path) -> SwitchFacts:
     return read_nxos(name, folder / f"{name}.cfg")
 
 
+def _running(text: str) -> SwitchFacts:
+    from gpufabric.verify.read_nxos import nxos_facts
+
+    return nxos_facts("", text, "running-config")
+
+
 PLATFORM = PlatformSpec(
     name="nxos",
     title="Cisco NX-OS (Nexus 9000)",
@@ -38,5 +44,8 @@ PLATFORM = PlatformSpec(
     eth_numbering=True,
     port_name=port_name,
     reader=_read,
+    running_reader=_running,
+    confirm_timer=False,
+    ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
 )

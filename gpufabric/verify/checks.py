@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from ipaddress import IPv4Interface, IPv4Network
 
 from gpufabric.config.context import DeviceContext
-from gpufabric.config.render import kbytes
 from gpufabric.config.secrets import HASH_TOKEN, TOKEN
 from gpufabric.intent.model import QosProfile
 from gpufabric.intent.rules import address_pools
@@ -160,11 +159,8 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
         if q.pfc_watchdog and facts.watchdog is None:
             yield _finding("qos-pfc-watchdog", facts, None, "PFC watchdog on", "missing")
     ecn = facts.ecn.get(q.roce_priority)
-    want = (
-        (kbytes(q.ecn_min_bytes) * 1000, kbytes(q.ecn_max_bytes) * 1000)
-        if facts.platform in ("eos", "nxos")
-        else (q.ecn_min_bytes, q.ecn_max_bytes)
-    )
+    unit = platform(facts.platform).ecn_unit_bytes  # what the CLI can say: whole kbytes on EOS and NX-OS
+    want = (q.ecn_min_bytes // unit * unit, q.ecn_max_bytes // unit * unit)
     if ecn is None or ecn.value != want:
         yield _finding(
             "qos-ecn",

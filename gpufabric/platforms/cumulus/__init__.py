@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpufabric.platforms.base import PlatformSpec, linux_port
 from gpufabric.platforms.cumulus.dialect import DEFAULT_RELEASE, RELEASES
+
+if TYPE_CHECKING:
+    from gpufabric.config.context import DeviceContext
 from gpufabric.verify.facts import SwitchFacts
 
 
@@ -13,6 +17,18 @@ def _read(name: str, folder: Path) -> SwitchFacts:
     from gpufabric.verify.read_nvue import read_nvue
 
     return read_nvue(name, folder / f"{name}.yaml")
+
+
+def _running(text: str) -> SwitchFacts:
+    from gpufabric.verify.read_nvue import nvue_facts
+
+    return nvue_facts("", text, "running-config", tree_ok=True)
+
+
+def _build(ctx: DeviceContext) -> dict[str, str]:
+    from gpufabric.platforms.cumulus.document import text
+
+    return {f"{ctx.device.name}.yaml": text(ctx)}
 
 
 PLATFORM = PlatformSpec(
@@ -35,5 +51,9 @@ PLATFORM = PlatformSpec(
     eth_numbering=False,
     port_name=linux_port,
     reader=_read,
+    running_reader=_running,
+    confirm_timer=True,
+    ecn_unit_bytes=1,
+    builder=_build,
     docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
 )
