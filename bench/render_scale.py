@@ -48,7 +48,7 @@ def _intent_text(case: str) -> str:
 
 def measure_one(case: str, repeat: int) -> dict[str, float]:
     from gpufabric.config.context import LinkIndex
-    from gpufabric.config.render import render_device
+    from gpufabric.config.render import gc_paused, render_device
     from gpufabric.intent import load_intent_text
     from gpufabric.plan import build_plan
 
@@ -63,9 +63,10 @@ def measure_one(case: str, repeat: int) -> dict[str, float]:
         index = LinkIndex(plan)
         lines = 0
         devices = plan.devices()
-        for device in devices:
-            for body in render_device(plan, device, index).files.values():
-                lines += body.count("\n")
+        with gc_paused():  # as `gpufabric render` does
+            for device in devices:
+                for body in render_device(plan, device, index).files.values():
+                    lines += body.count("\n")
         done = time.perf_counter()
         switches = len(devices)
         runs.append((planned - start, done - planned, done - start))

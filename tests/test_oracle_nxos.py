@@ -88,7 +88,21 @@ def _problems(ctx: DeviceContext, text: str) -> list[str]:
             same(f"{name} protects", denied, set(ctx.acl.protected))
     _bgp(ctx, got, same)
     _routes(ctx, got, same)
+    _services(ctx, got, same)
     return problems
+
+
+def _services(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
+    m = ctx.mgmt
+    same("hostname", got["hostname"], {"hostname": ctx.device.name})
+    ntp = [(s["server"], s.get("vrf")) for s in (got["ntp_global"] or {}).get("servers", [])]
+    same("NTP servers", ntp, [(s, m.vrf) for s in m.ntp])
+    logging = [(h["host"], h.get("use_vrf")) for h in (got["logging_global"] or {}).get("hosts", [])]
+    same("syslog servers", logging, [(s, m.vrf) for s in m.syslog])
+    if m.snmp_community:
+        communities = (got["snmp_server"] or {}).get("communities", [])
+        same("SNMP community", {c["name"] for c in communities}, {m.snmp_community})
+        same("SNMP ACL", {c["use_ipv4acl"] for c in communities if "use_ipv4acl" in c}, {"MGMT-IN"})
 
 
 def _bgp(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:

@@ -12,6 +12,7 @@ from nornir.plugins.runners import SerialRunner
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.config.context import LinkIndex
+from gpufabric.config.render import gc_paused
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.push.targets import select
 from nornir_tasks.inventory import inventory_from_plan
@@ -54,7 +55,8 @@ def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], ro
     nr = Nornir(inventory=inventory_from_plan(plan), runner=SerialRunner()).filter(
         filter_func=lambda host: host.name in wanted
     )
-    results = nr.run(task=render_config, plan=plan, index=index, out_dir=output)
+    with gc_paused():
+        results = nr.run(task=render_config, plan=plan, index=index, out_dir=output)
     failed = {h: r for h, r in results.items() if r.failed}
     for host, r in failed.items():
         exc = r[0].exception

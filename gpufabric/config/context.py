@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from gpufabric.config.context_types import Neighbor, Port
 from gpufabric.config.mlag import Mlag, mlag
@@ -136,6 +137,7 @@ def _edge_asn(plan: Plan, name: str) -> int:
     return next(e.asn for e in border.edge_routers if e.name == name)
 
 
-def _port_key(name: str) -> list[object]:
-    """swp2 before swp10: ports in front-panel order, as a config reads."""
-    return [int(p) if p.isdigit() else p for p in _DIGITS.split(name)]
+@cache
+def _port_key(name: str) -> tuple[object, ...]:
+    """swp2 before swp10: ports in front-panel order, as a config reads (names repeat on every switch)."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))

@@ -10,30 +10,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 # Plain (unquoted) only when nothing could read it as another type or as YAML syntax.
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./:-]*$|^[0-9][0-9A-Za-z_./:-]*[A-Za-z/:_-][0-9A-Za-z_./:-]*$")
 _AMBIGUOUS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "nan", "inf"])
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+# Written escaped in double quotes: what YAML does not allow as is (C0/C1 controls, surrogates,
+# U+FFFE/U+FFFF) and the line breaks a quoted scalar would fold.
+_CONTROL = re.compile("[^\\x20-\\x7e\\xa0-\\ud7ff\\ue000-\\ufffd\\U00010000-\\U0010ffff]|[\\x85\\u2028\\u2029]")
 
 
 def scalar(value: object) -> str:
+    if type(value) is str:
+        return _text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _AMBIGUOUS and not _looks_numeric(text):
+    return _text(str(value))
+
+
+@lru_cache(maxsize=1 << 12)
+def _text(text: str) -> str:
+    """Keys and values repeat across a fabric's documents (`type`, `swp`, `mtu`): each is decided once."""
+    if _PLAIN.match(text) and text.lower() not in _AMBIGUOUS and not _NUMERIC.match(text):
         return text
     if _CONTROL.search(text):
         return '"' + "".join(_escape(c) for c in text) + '"'
     return "'" + text.replace("'", "''") + "'"
 
 
-def _looks_numeric(text: str) -> bool:
-    """Sexagesimal (1:20), dates and floats are numbers to YAML 1.1 readers."""
-    return bool(re.match(r"^[0-9][0-9_]*(:[0-5]?[0-9])+$|^[0-9]+[-.eE][0-9.eE+-]*$|^0[xob]", text))
+# Sexagesimal (1:20), dates, floats and 0x/0o/0b literals are numbers to YAML 1.1 readers.
+_NUMERIC = re.compile(r"^[0-9][0-9_]*(:[0-5]?[0-9])+$|^[0-9]+[-.eE][0-9.eE+-]*$|^0[xob]")
 
 
 def _escape(c: str) -> str:
@@ -43,14 +52,33 @@ def _escape(c: str) -> str:
 
 
 def mapping_lines(tree: Mapping[str, Any], indent: int, out: list[str]) -> None:
-    pad = " " * indent
+    _emit(tree, " " * indent, out.append)
+
+
+_DECIDED: dict[object, str] = {}  # key or value -> how it is written, for the values a fabric repeats
+
+
+def _remember(item: object) -> str:
+    written = scalar(item)
+    if len(_DECIDED) < 1 << 12:
+        _DECIDED[item] = written
+    return written
+
+
+def _emit(tree: Mapping[str, Any], pad: str, append: Any) -> None:
+    # The hot loop of a large fabric's render (about 2,000 lines per switch): locals, f-strings and
+    # one dict lookup per key and value instead of calls.
+    decided, deeper = _DECIDED, pad + "  "
     for key, value in tree.items():
-        k = scalar(key)
-        if isinstance(value, Mapping):
+        k = decided.get(key) or _remember(key)
+        kind = type(value)
+        if kind is dict:
             if value:
-                out.append(f"{pad}{k}:")
-                mapping_lines(value, indent + 2, out)
+                append(f"{pad}{k}:")
+                _emit(value, deeper, append)
             else:
-                out.append(f"{pad}{k}: {{}}")
+                append(f"{pad}{k}: {{}}")
+        elif kind is int:  # bool is not int here: type() is exact
+            append(f"{pad}{k}: {value}")
         else:
-            out.append(f"{pad}{k}: {scalar(value)}")
+            append(f"{pad}{k}: {decided.get(value) or _remember(value)}")

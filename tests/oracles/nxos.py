@@ -26,6 +26,10 @@ RESOURCES = {
     "prefix_lists": ("Prefix_listsFacts", r"^ip(v6)? prefix-list"),
     "route_maps": ("Route_mapsFacts", r"^route-map"),
     "static_routes": ("Static_routesFacts", r"^(ip route|vrf context)"),
+    "hostname": ("HostnameFacts", r"^hostname"),
+    "ntp_global": ("Ntp_globalFacts", r"^ntp"),
+    "logging_global": ("Logging_globalFacts", r"^logging"),
+    "snmp_server": ("Snmp_serverFacts", r"^snmp-server"),
 }
 
 

@@ -8,11 +8,13 @@ to the model of its pinned release.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 RELEASES = ("5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
 DEFAULT_RELEASE = "5.14"
 
 
+@cache
 def _key(release: str) -> tuple[int, ...]:
     return tuple(int(p) for p in release.split("."))
 

@@ -138,24 +138,34 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     out[d.mgmt_port] = eth
     for parent, mode in _breakouts(ctx).items():
         out[parent] = {"type": "swp", "link": {"breakout": {mode: {}}}}
+    # Parts every port shares are built once per switch (a 32k fabric has 1,280 switches of ~130
+    # ports); the tree is only read after this, so sharing them is safe.
+    ip_key = nv.ip
+    up: Tree = {"up": {}}
+    q = ctx.qos
+    watchdog: Tree | None = {"pfc-watchdog": {"state": "enable"}} if q and q.lossless and q.pfc_watchdog else None
+    bridge: Tree | None = {"domain": {BRIDGE: {"access": OOB_VLAN}}} if d.plane == "oob" else None
+    host_acl: Tree | None = {"BIZ-HOST-IN": {"inbound": {}}} if ctx.acl else None
+    edge_acl: Tree | None = {"BIZ-EDGE-IN": {"inbound": {}}} if ctx.acl else None
     for p in ctx.ports:
-        if p.kind == "peer":
+        kind = p.kind
+        if kind == "peer":
             continue  # a member of the peerlink bond below
         port: Tree = {
             "type": "swp",
-            "description": f"{p.kind}: {p.peer}" + (f" {p.peer_port}" if p.peer_port else ""),
-            "link": {"mtu": p.mtu, "state": {"up": {}}},
+            "description": f"{kind}: {p.peer} {p.peer_port}" if p.peer_port else f"{kind}: {p.peer}",
+            "link": {"mtu": p.mtu, "state": up},
         }
         if p.address:
-            port.update(_address(nv, [p.address]))
-        if d.plane == "oob":
-            port["bridge"] = {"domain": {BRIDGE: {"access": OOB_VLAN}}}
-        if ctx.qos and p.kind in ("fabric", "host") and ctx.qos.lossless and ctx.qos.pfc_watchdog:
-            port["qos"] = {"pfc-watchdog": {"state": "enable"}}
-        if ctx.acl and p.kind == "host" and p.address:
-            port["acl"] = {"BIZ-HOST-IN": {"inbound": {}}}
-        elif ctx.acl and p.kind == "edge":
-            port["acl"] = {"BIZ-EDGE-IN": {"inbound": {}}}
+            port[ip_key] = {"address": {p.address: {}}}
+        if bridge:
+            port["bridge"] = bridge
+        if watchdog and kind in ("fabric", "host"):
+            port["qos"] = watchdog
+        if host_acl and kind == "host" and p.address:
+            port["acl"] = host_acl
+        elif edge_acl and kind == "edge":
+            port["acl"] = edge_acl
         out[p.name] = port
     if ctx.mlag:
         out.update(_mlag_interfaces(ctx, nv))

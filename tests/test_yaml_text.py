@@ -1,0 +1,74 @@
+"""The YAML writer behind NVUE documents: every value reads back as exactly the text written."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpufabric.platforms.yaml_text import mapping_lines, scalar
+from tests.oracles.nvue import NvueLoader
+
+TRICKY = [
+    "on",
+    "off",
+    "yes",
+    "No",
+    "true",
+    "null",
+    "~",
+    "1:20",
+    "0x1F",
+    "1e3",
+    "010",
+    "2024-01-01",
+    "10.0.0.1",
+    "",
+    " lead",
+    "trail ",
+    "a: b",
+    "- x",
+    "#c",
+    "'q'",
+    '"d"',
+    "line\nbreak",
+    "tab\t",
+    "O'Brien hall",
+    "@secret:env:X@",
+    "[x]",
+    "{y}",
+    "&a",
+    "*b",
+    "!tag",
+    "%p",
+    "a\u2028b",
+    "\x00",
+]
+
+
+def _round_trip(value: str) -> tuple[object, object]:
+    doc = f"k: {scalar(value)}\n"
+    return yaml.safe_load(doc)["k"], yaml.load(doc, Loader=NvueLoader)["k"]
+
+
+def test_tricky_values_read_back_unchanged():
+    for value in TRICKY:
+        assert _round_trip(value) == (value, value), value
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=40))
+def test_any_text_reads_back_unchanged(value):
+    assert _round_trip(value) == (value, value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=12), st.one_of(st.text(max_size=12), st.integers(0, 10**9)), max_size=6
+    )
+)
+def test_nested_mappings_read_back_unchanged(tree):
+    out: list[str] = []
+    mapping_lines({"top": tree}, 0, out)
+    assert yaml.safe_load("\n".join(out) + "\n") == {"top": tree or {}}
