@@ -114,6 +114,76 @@ def test_push_converges_and_a_second_push_changes_nothing(lab, pushed):
     assert human.returncode == 0 and "no changes" in human.stderr
 
 
+def _switch(lab: Path, name: str):
+    from napalm import get_network_driver
+
+    login = json.loads((lab / "login.json").read_text())
+    dev = get_network_driver("frr")(mgmt(name), login["username"], login["password"], timeout=5)
+    dev.open()
+    return dev
+
+
+def _host_files(dev) -> dict[str, str]:
+    files = ("/etc/chrony/sources.d/gpufabric.sources", "/etc/rsyslog.d/90-gpufabric.conf", "/etc/resolv.conf")
+    found = {f: dev._try(f"cat {f}").stdout for f in files}
+    found["hostname"] = dev._run("hostname").strip()
+    found["timezone"] = dev._run("cat /etc/timezone").strip()
+    found["admin"] = dev._run("getent shadow admin | cut -d: -f2").strip()
+    return found
+
+
+def test_push_applies_each_switch_host_settings_in_its_own_etc(lab, pushed):
+    """Users, time zone, NTP, syslog and DNS reach the switch (each lab switch has its own /etc); the
+    machine's /etc is untouched."""
+    doc = load_intent(str(INVENTORY / "fabric.yml"))
+    m = doc.management
+    dev = _switch(lab, "cmp-su1-leaf1")
+    try:
+        found = _host_files(dev)
+    finally:
+        dev.close()
+    assert found["/etc/chrony/sources.d/gpufabric.sources"] == "".join(f"server {s} iburst\n" for s in m.ntp_servers)
+    assert found["/etc/rsyslog.d/90-gpufabric.conf"] == "".join(f"*.* @{s}:514\n" for s in m.syslog_servers)
+    assert found["/etc/resolv.conf"].startswith(f"search {m.domain}\n")
+    assert found["hostname"] == "cmp-su1-leaf1" and found["timezone"] == m.timezone
+    assert found["admin"].startswith("$6$")  # the rendered hash of the switch password, set by usermod
+    assert not Path("/etc/chrony/sources.d/gpufabric.sources").exists()
+    assert m.domain not in Path("/etc/resolv.conf").read_text()
+    assert "gpufabric lab admin" not in Path("/etc/passwd").read_text()
+    assert all("system candidate" in d["diff"] for d in pushed["devices"])
+    assert not any("$6$" in d["diff"] for d in pushed["devices"])  # password hashes are hidden in diffs
+
+
+def test_an_unconfirmed_host_settings_change_reverts_with_the_routing(lab, pushed, tmp_path):
+    """The revert timer puts the host files back too: NTP changed, not confirmed, restored by the switch."""
+    from gpufabric.drivers.frr_files import join_candidate
+
+    login = json.loads((lab / "login.json").read_text())
+    env = {"GPUFABRIC_SWITCH_PASSWORD": login["password"]}
+    done = run("gpufabric", "render", "--device", "cmp-su2-leaf2", "-o", str(tmp_path), **env)
+    assert done.returncode == 0, done.stderr
+    files = {p.suffix: p.read_text() for p in tmp_path.iterdir()}
+    system = files[".yaml"].replace("ntp_servers: [", "ntp_servers: ['192.0.2.123', ")
+    dev = _switch(lab, "cmp-su2-leaf2")
+    try:
+        before = _host_files(dev)
+        running = dev.get_config(retrieve="running")["running"]
+        frr, _, nft = running.partition("! gpufabric: nftables\n")
+        dev.load_replace_candidate(config=join_candidate(frr, nft or None, system, files[".interfaces"]))
+        diff = dev.compare_config()
+        assert "+ntp_servers: ['192.0.2.123', " in diff and login["password"] not in diff
+        assert "$6$" not in diff
+        dev.commit_config(revert_in=3)
+        assert "server 192.0.2.123 iburst" in _host_files(dev)["/etc/chrony/sources.d/gpufabric.sources"]
+        dev.close()
+        time.sleep(6)
+        dev.open()
+        assert not dev.has_pending_commit()
+        assert _host_files(dev) == before
+    finally:
+        dev.close()
+
+
 def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
     results = wait_for(lab, lambda r: not failures(r))
     assert failures(results) == []

@@ -20,6 +20,7 @@ from gpufabric.config.context import DeviceContext, LinkIndex, build
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
 from gpufabric.platforms.eos import breakout_speed as eos_breakout_speed
+from gpufabric.platforms.yaml_text import scalar as yaml_scalar
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
@@ -42,6 +43,7 @@ def environment() -> jinja2.Environment:
     env.filters["ip"] = ip
     env.filters["kbytes"] = kbytes
     env.filters["eos_speed"] = eos_breakout_speed
+    env.filters["yq"] = yaml_scalar
     return env
 
 

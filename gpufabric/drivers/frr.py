@@ -17,8 +17,16 @@ import shlex
 
 from napalm.base.exceptions import CommitError
 
-from gpufabric.drivers import frr_getters
-from gpufabric.drivers.frr_files import NFT_MARKER, NFT_TABLE, DeviceFiles, join_candidate, split_candidate
+from gpufabric.drivers import frr_getters, frr_system
+from gpufabric.drivers.frr_files import (
+    NFT_MARKER,
+    NFT_TABLE,
+    CandidateParts,
+    DeviceFiles,
+    candidate_parts,
+    join_candidate,
+    split_candidate,
+)
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
 from gpufabric.drivers.transport import CommandFailedError, put_file
 
@@ -41,21 +49,30 @@ class FrrDriver(LinuxSwitchDriver):
         return f"{self.files.vtysh} -c {shlex.quote(command)}", None
 
     # -- configuration ---------------------------------------------------------------------
-    def _upload(self) -> tuple[str, str | None]:
+    def _upload(self) -> tuple[str, str | None, str | None]:
+        """Place the candidate's parts on the switch: (FRR config, nftables, host settings script) paths."""
         if self.candidate is None:
             raise CommitError("no candidate loaded")
-        frr, nft = split_candidate(self.candidate)
-        put_file(self.transport, self.files.path("candidate.conf"), frr)  # type: ignore[arg-type]
-        if nft is None:
-            return self.files.path("candidate.conf"), None
-        put_file(self.transport, self.files.path("candidate.nft"), nft)  # type: ignore[arg-type]
-        return self.files.path("candidate.conf"), self.files.path("candidate.nft")
+        parts = candidate_parts(self.candidate)
+        conf, nft, system = self.files.path("candidate.conf"), None, None
+        put_file(self.transport, conf, parts.frr)  # type: ignore[arg-type]
+        if parts.nft is not None:
+            nft = self.files.path("candidate.nft")
+            put_file(self.transport, nft, parts.nft)  # type: ignore[arg-type]
+        if parts.system is not None:
+            system = self.files.path("candidate.system.sh")
+            settings = frr_system.parse(parts.system, parts.interfaces or "")
+            put_file(self.transport, system, frr_system.apply_script(settings), mode=0o600)  # type: ignore[arg-type]
+            put_file(self.transport, self.files.path("candidate.system.shown"), _shown(parts))  # type: ignore[arg-type]
+            secrets = frr_system.secret_values(parts.system)
+            put_file(self.transport, self.files.path("candidate.system.secrets"), secrets, mode=0o600)  # type: ignore[arg-type]
+        return conf, nft, system
 
     def compare_config(self) -> str:
         """What a commit would change: FRR lines to delete/add, then the nftables diff. Empty: nothing."""
         if self.candidate is None:
             return ""
-        conf, nft = self._upload()
+        conf, nft, system = self._upload()
         if self.merge:
             return "\n".join(f"+ {line}" for line in split_candidate(self.candidate)[0].splitlines() if line.strip())
         assert self.transport is not None
@@ -65,7 +82,26 @@ class FrrDriver(LinuxSwitchDriver):
             parts = [frr_getters.reload_diff(self._run(f"{self.files.reload} --test {conf}"))]
         if nft is not None:
             parts.append(self._nft_diff(split_candidate(self.candidate)[1] or ""))
+        if system is not None:
+            parts.append(self._system_diff(_shown(candidate_parts(self.candidate))))
         return "\n".join(p for p in parts if p)
+
+    def _system_diff(self, candidate: str) -> str:
+        """The host settings as last applied against the candidate's, secrets hidden on both sides; a changed
+        secret is found by comparing the two root-only files on the switch and said, never shown."""
+        applied = self._run(f"cat {self.files.path('applied.system')} 2>/dev/null || true")
+        diff = list(
+            difflib.unified_diff(
+                applied.splitlines(), candidate.splitlines(), "system running", "system candidate", lineterm="", n=1
+            )
+        )
+        same = self._run(
+            f"cmp -s {self.files.path('candidate.system.secrets')} {self.files.path('applied.system.secrets')} "
+            "&& echo same || echo changed"
+        )
+        if same.strip() != "same":
+            diff.append("# system: a password or community changed (values not shown)")
+        return "\n".join(diff)
 
     def _nft_diff(self, candidate: str) -> str:
         applied = self._run(f"cat {self.files.path('applied.nft')} 2>/dev/null || true")
@@ -86,11 +122,11 @@ class FrrDriver(LinuxSwitchDriver):
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
         if self.has_pending_commit():
             raise CommitError("a commit is pending confirmation: confirm or roll it back first")
-        conf, nft = self._upload()
+        conf, nft, system = self._upload()
         self._run("sh -s", self.files.snapshot_script())
         put_file(self.transport, self.files.path("revert.sh"), self.files.revert_script())  # type: ignore[arg-type]
         try:
-            self._run("sh -s", self.files.apply_script(conf, nft, merge=self.merge))
+            self._run("sh -s", self.files.apply_script(conf, nft, merge=self.merge, system=system))
         except CommandFailedError as exc:
             self._run(f"sh {self.files.path('revert.sh')}")
             raise CommitError(f"{self.hostname}: the candidate did not apply and was reverted: {exc}") from None
@@ -109,7 +145,8 @@ class FrrDriver(LinuxSwitchDriver):
     def discard_config(self) -> None:
         self.candidate = None
         if self.transport is not None:
-            self._run(f"rm -f {self.files.path('candidate.conf')} {self.files.path('candidate.nft')}")
+            names = ("conf", "nft", "system.sh", "system.shown", "system.secrets")
+            self._run("rm -f " + " ".join(self.files.path(f"candidate.{n}") for n in names))
 
     def rollback(self) -> None:
         """Back to the configuration before the last commit (and stop its revert timer)."""
@@ -132,6 +169,11 @@ class FrrDriver(LinuxSwitchDriver):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+
+def _shown(parts: CandidateParts) -> str:
+    """The host settings as a diff shows them: the system file (communities hidden) and the interfaces file."""
+    return frr_system.masked(parts.system or "") + (parts.interfaces or "")
 
 
 __all__ = ["NFT_MARKER", "FrrDriver"]

@@ -1,14 +1,19 @@
 """Where the FRR driver keeps its files on the device, and the shell it runs there.
 
-The candidate is FRR's integrated configuration, optionally followed by an nftables section
-(QoS classification, management ACL) after the NFT_MARKER line: on a Linux switch both are
-the switch's configuration, and one commit applies both or neither.
+The candidate is FRR's integrated configuration, optionally followed by sections after marker
+lines: nftables (QoS classification, management ACL) after NFT_MARKER, the host settings
+(`NAME.system.yaml`) after SYSTEM_MARKER and the interfaces file after INTERFACES_MARKER. On a
+Linux switch all of it is the switch's configuration, and one commit applies all or none.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
+
+from gpufabric.drivers import frr_system
+from gpufabric.drivers.frr_system import INTERFACES_MARKER, SYSTEM_MARKER
 
 NFT_MARKER = "! gpufabric: nftables"
 NFT_TABLE = "inet gpufabric"
@@ -16,15 +21,44 @@ REMOVE_TABLE = f"table {NFT_TABLE}\ndelete table {NFT_TABLE}\n"
 RELOAD = "/usr/lib/frr/frr-reload.py"
 
 
+_SECTION = re.compile(
+    f"^({re.escape(NFT_MARKER)}|{re.escape(SYSTEM_MARKER)}|{re.escape(INTERFACES_MARKER)})$", re.MULTILINE
+)
+
+
+@dataclass(frozen=True)
+class CandidateParts:
+    frr: str
+    nft: str | None = None
+    system: str | None = None
+    interfaces: str | None = None
+
+
+def candidate_parts(text: str) -> CandidateParts:
+    pieces = _SECTION.split(text)
+    found = {marker: body.lstrip("\n") for marker, body in zip(pieces[1::2], pieces[2::2], strict=True)}
+    return CandidateParts(pieces[0], found.get(NFT_MARKER), found.get(SYSTEM_MARKER), found.get(INTERFACES_MARKER))
+
+
 def split_candidate(text: str) -> tuple[str, str | None]:
-    if NFT_MARKER not in text:
-        return text, None
-    frr, nft = text.split(NFT_MARKER, 1)
-    return frr, nft.lstrip("\n")
+    parts = candidate_parts(text)
+    return parts.frr, parts.nft
 
 
-def join_candidate(frr: str, nft: str | None) -> str:
-    return frr if nft is None else f"{frr.rstrip()}\n{NFT_MARKER}\n{nft}"
+def join_candidate(frr: str, nft: str | None, system: str | None = None, interfaces: str | None = None) -> str:
+    text = frr.rstrip() + "\n" if (nft or system or interfaces) else frr
+    for marker, body in ((NFT_MARKER, nft), (SYSTEM_MARKER, system), (INTERFACES_MARKER, interfaces)):
+        if body is not None:
+            text += f"{marker}\n{body.rstrip()}\n"
+    return text
+
+
+# What the last applied host settings were (shown form, and the root-only secrets), kept with a rollback.
+_KEPT = ("system", "system.secrets")
+
+
+def _copy_or_remove(src: str, dst: str) -> str:
+    return f"if [ -f {src} ]; then cp {src} {dst}; else rm -f {dst}; fi\n"
 
 
 @dataclass(frozen=True)
@@ -48,8 +82,9 @@ class DeviceFiles:
             f"{RELOAD} --stdout --pathspace {shlex.quote(self.pathspace)}" if self.pathspace else f"{RELOAD} --stdout"
         )
 
-    def apply_script(self, conf: str, nft: str | None, merge: bool = False) -> str:
-        """Shell that makes `conf` (and `nft`) the running and saved configuration; stops at the first error."""
+    def apply_script(self, conf: str, nft: str | None, merge: bool = False, system: str | None = None) -> str:
+        """Shell that makes `conf` (and `nft`, and the host settings script `system`) the running and saved
+        configuration; stops at the first error."""
         frr = f"{self.vtysh} -f {conf}" if merge else f"{self.reload} --reload {conf}"
         lines = [
             "set -e",
@@ -67,6 +102,12 @@ class DeviceFiles:
                 f"else cp {nft} {self.path('applied.nft')}; nft -s list table {NFT_TABLE} > "
                 f"{self.path('applied.listing')}; fi",
             ]
+        if system is not None:
+            lines += [
+                f"sh {system}",
+                f"cp {self.path('candidate.system.shown')} {self.path('applied.system')}",
+                f"(umask 077; cp {self.path('candidate.system.secrets')} {self.path('applied.system.secrets')})",
+            ]
         return "\n".join(lines) + "\n"
 
     @property
@@ -80,15 +121,30 @@ class DeviceFiles:
             f'[ "$({self.running_fingerprint})" = "$(cat {self.path("applied.running")} 2>/dev/null)" ]'
         )
 
+    @property
+    def _system_rollback(self) -> tuple[str, str, str]:
+        return (
+            self.path("rollback.system.tar"),
+            self.path("rollback.system.absent"),
+            self.path("rollback.system.hostname"),
+        )
+
     def revert_script(self) -> str:
         """Re-apply what ran before the last commit; the revert timer and `rollback()` both run this."""
-        return self.apply_script(self.path("rollback.conf"), self.path("rollback.nft"))
+        host = frr_system.restore_script(*self._system_rollback)
+        host += "".join(_copy_or_remove(self.path(f"rollback.{f}.shown"), self.path(f"applied.{f}")) for f in _KEPT)
+        return self.apply_script(self.path("rollback.conf"), self.path("rollback.nft")) + host
 
     def snapshot_script(self) -> str:
-        """Save the running configuration as the rollback target, before a commit changes it."""
+        """Save the running configuration (and the host settings' files) as the rollback target, before a
+        commit changes it. Files only root may read: the saved shadow holds password hashes."""
+        keep = [_copy_or_remove(self.path(f"applied.{f}"), self.path(f"rollback.{f}.shown")) for f in _KEPT]
         return "\n".join(
             [
                 "set -e",
+                "umask 077",
+                frr_system.snapshot_script(*self._system_rollback),
+                *keep,
                 f"{self.vtysh} -c 'show running-config' | sed '1,/^Current configuration:/d' "
                 f"> {self.path('rollback.conf')}",
                 f"printf '{REMOVE_TABLE}' > {self.path('remove.nft')}",

@@ -37,10 +37,14 @@ def check(transport: Transport, command: str, stdin: str | None = None) -> str:
     return out.stdout
 
 
-def put_file(transport: Transport, path: str, text: str) -> None:
-    """Write a file on the device through the shell: no SFTP needed, and written whole (temp + rename)."""
+def put_file(transport: Transport, path: str, text: str, mode: int | None = None) -> None:
+    """Write a file on the device through the shell: no SFTP needed, and written whole (temp + rename).
+
+    With `mode`, the file is created with it (a file holding a secret is never readable by others).
+    """
     tmp = f"{path}.tmp"
-    check(transport, f"cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}", text)
+    umask = f"umask {0o777 & ~mode:03o} && " if mode is not None else ""
+    check(transport, f"{umask}cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}", text)
 
 
 class SSHTransport:

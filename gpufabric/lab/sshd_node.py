@@ -1,8 +1,11 @@
 """sshd per switch, listening on the switch's management address inside its namespace.
 
-The lab's admin user exists only for these sshd processes: each runs in a private mount
-namespace where copies of /etc/passwd and /etc/shadow (with the admin added) are bound over
-the machine's. The machine's own files are never changed. The admin has a normal shell, because
+Each sshd runs in a private mount namespace where /etc is an overlay: the machine's /etc below,
+a folder of the switch's own above. Whatever a login changes in /etc (the lab admin added to
+passwd and shadow at start, the users, time zone, NTP, syslog, DNS and SNMP files a push writes)
+lands in that folder, so each switch has its own host settings, as a real switch does, and the
+machine's own files are never changed. /etc/frr is the machine's, bound back over the overlay:
+FRR's daemons run outside this namespace and read the switch's pathspace there. The admin has a normal shell, because
 the FRR driver places candidate files and runs `frr-reload.py` itself (vtysh has no file transfer).
 (A shell that execs `vtysh -N` would make the login look like a switch CLI, but then no driver
 could place a file.)
@@ -63,8 +66,14 @@ def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_s
 def start(node: str, node_dir: Path, uts: Path, config: Path, login: LabLogin) -> int:
     passwd, shadow = _accounts(node_dir, login)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation directory
+    upper, work, frr = node_dir / "etc-upper", node_dir / "etc-work", node_dir / "etc-frr"
+    for d in (upper, work, frr):
+        d.mkdir(mode=0o700, exist_ok=True)
     script = (
-        f"mount --bind {passwd} /etc/passwd && mount --bind {shadow} /etc/shadow && "
+        f"mount --bind /etc/frr {frr} && "
+        f"mount -t overlay gpufabric-etc -o lowerdir=/etc,upperdir={upper},workdir={work} /etc && "
+        f"mount --bind {frr} /etc/frr && "
+        f"cat {passwd} > /etc/passwd && cat {shadow} > /etc/shadow && "
         f"exec nsenter --net=/run/netns/{node} --uts={uts} {SSHD} -D -e -f {config}"
     )
     # unshare and nsenter exec in place, so the PID returned is sshd's own.

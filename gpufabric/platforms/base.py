@@ -7,6 +7,7 @@ the templates follow) asks the platform's `PlatformSpec` rather than keeping a t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,26 @@ class PlatformSpec:
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]
+
+
+def file_reader(module: str, function: str, suffix: str) -> Reader:
+    """`verify`'s reader of NAME<suffix>, imported on first use (checking an intent never loads it)."""
+
+    def read(name: str, folder: Path) -> SwitchFacts:
+        facts: SwitchFacts = getattr(importlib.import_module(module), function)(name, folder / f"{name}{suffix}")
+        return facts
+
+    return read
+
+
+def running_reader(module: str, function: str, **options: object) -> RunningReader:
+    """`validate`'s reader of a running configuration's text, imported on first use."""
+
+    def read(text: str) -> SwitchFacts:
+        facts: SwitchFacts = getattr(importlib.import_module(module), function)("", text, "running-config", **options)
+        return facts
+
+    return read
 
 
 def linux_port(cage: int, lane: int, split: int) -> str:

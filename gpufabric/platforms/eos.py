@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from gpufabric.platforms.base import PlatformSpec
-from gpufabric.verify.facts import SwitchFacts
+from gpufabric.platforms.base import PlatformSpec, file_reader, running_reader
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8
@@ -18,18 +15,6 @@ def port_name(cage: int, lane: int, split: int) -> str:
 def breakout_speed(speed_gbps: int, split: int) -> str:
     """The `speed` of a port on a split cage: its rate and the lanes it takes (`100g-2` on a 4-way 400G cage)."""
     return f"{speed_gbps}g-{CAGE_LANES // split}"
-
-
-def _read(name: str, folder: Path) -> SwitchFacts:
-    from gpufabric.verify.read_eos import read_eos
-
-    return read_eos(name, folder / f"{name}.cfg")
-
-
-def _running(text: str) -> SwitchFacts:
-    from gpufabric.verify.read_eos import eos_facts
-
-    return eos_facts("", text, "running-config")
 
 
 PLATFORM = PlatformSpec(
@@ -51,8 +36,8 @@ PLATFORM = PlatformSpec(
     containerlab_image="ceos:4.33.1F",
     eth_numbering=True,
     port_name=port_name,
-    reader=_read,
-    running_reader=_running,
+    reader=file_reader("gpufabric.verify.read_eos", "read_eos", ".cfg"),
+    running_reader=running_reader("gpufabric.verify.read_eos", "eos_facts"),
     confirm_timer=True,
     ecn_unit_bytes=1000,
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",

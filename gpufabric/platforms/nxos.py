@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from gpufabric.platforms.base import PlatformSpec
-from gpufabric.verify.facts import SwitchFacts
+from gpufabric.platforms.base import PlatformSpec, file_reader, running_reader
 
 
 def port_name(cage: int, lane: int, split: int) -> str:
     return f"Ethernet1/{cage}" if split == 1 else f"Ethernet1/{cage}/{lane + 1}"
-
-
-def _read(name: str, folder: Path) -> SwitchFacts:
-    from gpufabric.verify.read_nxos import read_nxos
-
-    return read_nxos(name, folder / f"{name}.cfg")
-
-
-def _running(text: str) -> SwitchFacts:
-    from gpufabric.verify.read_nxos import nxos_facts
-
-    return nxos_facts("", text, "running-config")
 
 
 PLATFORM = PlatformSpec(
@@ -43,8 +28,8 @@ PLATFORM = PlatformSpec(
     containerlab_image="vrnetlab/cisco_n9kv:10.4.2",
     eth_numbering=True,
     port_name=port_name,
-    reader=_read,
-    running_reader=_running,
+    reader=file_reader("gpufabric.verify.read_nxos", "read_nxos", ".cfg"),
+    running_reader=running_reader("gpufabric.verify.read_nxos", "nxos_facts"),
     confirm_timer=False,
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",

@@ -25,7 +25,12 @@ def candidate(
     device = index.devices[name]
     files = _from_folder(folder, name) if folder else render_device(plan, device, index).files
     if device.platform == "frr":
-        text = join_candidate(files[f"{name}.frr.conf"], files.get(f"{name}.nft"))
+        text = join_candidate(
+            files[f"{name}.frr.conf"],
+            files.get(f"{name}.nft"),
+            files.get(f"{name}.system.yaml"),
+            files.get(f"{name}.interfaces"),
+        )
     else:
         text = files[f"{name}{platform(device.platform).candidate_suffix}"]
     return resolve_tokens(text, secrets)

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpufabric.platforms.base import PlatformSpec, linux_port
+from gpufabric.platforms.base import PlatformSpec, file_reader, linux_port, running_reader
 from gpufabric.platforms.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
-from gpufabric.verify.facts import SwitchFacts
-
-
-def _read(name: str, folder: Path) -> SwitchFacts:
-    from gpufabric.verify.read_nvue import read_nvue
-
-    return read_nvue(name, folder / f"{name}.yaml")
-
-
-def _running(text: str) -> SwitchFacts:
-    from gpufabric.verify.read_nvue import nvue_facts
-
-    return nvue_facts("", text, "running-config", tree_ok=True)
 
 
 def _build(ctx: DeviceContext) -> dict[str, str]:
@@ -50,8 +36,8 @@ PLATFORM = PlatformSpec(
     containerlab_image="cumulusvx:5.14",
     eth_numbering=False,
     port_name=linux_port,
-    reader=_read,
-    running_reader=_running,
+    reader=file_reader("gpufabric.verify.read_nvue", "read_nvue", ".yaml"),
+    running_reader=running_reader("gpufabric.verify.read_nvue", "nvue_facts", tree_ok=True),
     confirm_timer=True,
     ecn_unit_bytes=1,
     builder=_build,
