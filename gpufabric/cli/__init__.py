@@ -7,30 +7,55 @@ or the command line is wrong (the message says where and what would be right);
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 from gpufabric import __version__
-from gpufabric.cli.demo_cmd import demo_cmd
-from gpufabric.cli.docs_cmd import docs_cmd, schema_cmd
-from gpufabric.cli.export_cmd import export_cmd
-from gpufabric.cli.lab_cmd import lab_cmd
-from gpufabric.cli.output import err
-from gpufabric.cli.plan_cmd import check_cmd, plan_cmd
-from gpufabric.cli.push_cmd import push_cmd
-from gpufabric.cli.render_cmd import render_cmd
-from gpufabric.cli.validate_cmd import validate_cmd
-from gpufabric.cli.verify_cmd import verify_cmd
-from gpufabric.config.secrets import SecretUnavailableError
-from gpufabric.intent.errors import IntentError
+
+# name -> "module:attribute", imported only when that command runs (or `--help` lists them all):
+# `check` and `plan` never load NAPALM, Nornir or paramiko, and `--version` loads no command.
+COMMANDS = {
+    "check": "gpufabric.cli.plan_cmd:check_cmd",
+    "plan": "gpufabric.cli.plan_cmd:plan_cmd",
+    "export": "gpufabric.cli.export_cmd:export_cmd",
+    "render": "gpufabric.cli.render_cmd:render_cmd",
+    "verify": "gpufabric.cli.verify_cmd:verify_cmd",
+    "lab": "gpufabric.cli.lab_cmd:lab_cmd",
+    "demo": "gpufabric.cli.demo_cmd:demo_cmd",
+    "push": "gpufabric.cli.push_cmd:push_cmd",
+    "validate": "gpufabric.cli.validate_cmd:validate_cmd",
+    "docs": "gpufabric.cli.docs_cmd:docs_cmd",
+    "schema": "gpufabric.cli.docs_cmd:schema_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported when used, so every command does not pay for all."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
 
 EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="gpufabric")
 def cli() -> None:
     """Bring up the networks of a GPU cluster from one intent file.
@@ -49,19 +74,6 @@ def cli() -> None:
     """
 
 
-cli.add_command(check_cmd)
-cli.add_command(plan_cmd)
-cli.add_command(export_cmd)
-cli.add_command(render_cmd)
-cli.add_command(verify_cmd)
-cli.add_command(lab_cmd)
-cli.add_command(demo_cmd)
-cli.add_command(push_cmd)
-cli.add_command(validate_cmd)
-cli.add_command(docs_cmd)
-cli.add_command(schema_cmd)
-
-
 def main(argv: list[str] | None = None) -> None:
     prog = os.path.basename(sys.argv[0]) if sys.argv else "gpufabric"
     try:
@@ -72,23 +84,38 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(EXIT_INPUT)
     except (click.Abort, KeyboardInterrupt):
-        err.print("interrupted; nothing was written")
+        _err().print("interrupted; nothing was written")
         sys.exit(EXIT_INTERRUPTED)
-    except IntentError as exc:
-        err.print(exc.render(), markup=False)
-        sys.exit(EXIT_INPUT)
-    except SecretUnavailableError as exc:
-        err.print(f"error: {exc}", markup=False)
-        sys.exit(EXIT_INPUT)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # the last line of defence: a bug must not look like a crash dump
-        if os.environ.get("GPUFABRIC_DEBUG"):
-            traceback.print_exc()
-        err.print(f"internal error: {type(exc).__name__}: {exc}", markup=False)
-        err.print(
-            "this is a bug in gpufabric; please report it with the intent file "
-            "(set GPUFABRIC_DEBUG=1 to see the traceback)"
-        )
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(_report(exc))
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _err() -> Console:
+    from gpufabric.cli.output import err
+
+    return err
+
+
+def _report(exc: Exception) -> int:
+    """The exit code for an error, after saying what it was. Domain errors are imported here, not at
+    start-up: they pull in the intent schema, which `--version` and `--help` do not need."""
+    from gpufabric.config.secrets import SecretUnavailableError
+    from gpufabric.intent.errors import IntentError
+
+    err = _err()
+    if isinstance(exc, IntentError):
+        err.print(exc.render(), markup=False)
+        return EXIT_INPUT
+    if isinstance(exc, SecretUnavailableError):
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_INPUT
+    if os.environ.get("GPUFABRIC_DEBUG"):
+        traceback.print_exc()
+    err.print(f"internal error: {type(exc).__name__}: {exc}", markup=False)
+    err.print(
+        "this is a bug in gpufabric; please report it with the intent file (set GPUFABRIC_DEBUG=1 to see the traceback)"
+    )
+    return EXIT_INTERNAL
