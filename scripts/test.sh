@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Install everything the tests need, then lint, type-check and run them.
-#   scripts/test.sh            # the whole suite
+#   scripts/test.sh            # the whole suite (what CI runs)
+#   scripts/test.sh --fast     # the offline tier: no root, no lab, nothing slow; on every core
 #   scripts/test.sh -k fuzz    # extra arguments go to pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+
+if [ "${1:-}" = "--fast" ]; then
+    shift
+    ensure_venv .venv test
+    export PATH="$PWD/.venv/bin:$PATH"
+    echo "== ruff" && ruff check . && ruff format --check .
+    echo "== pytest (fast tier: not lab, not slow)"
+    exec python -m pytest -p no:cacheprovider -q -n auto -m "not lab and not slow" "$@"
+fi
 
 ensure_apt dot graphviz          # SVG drawings are tested when dot is present
 ensure_apt vtysh frr frr-pythontools   # FRR configs are checked with FRR's own parser

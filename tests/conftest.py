@@ -49,6 +49,17 @@ def set_path(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str
 
 DELETE = object()
 
+# Tiers: `lab` tests bring up namespaces, containers or the demo and need root; `slow` ones take
+# seconds each (the 32k fabric, fuzzing). `scripts/test.sh --fast` runs neither; CI runs all.
+LAB_MODULES = {"test_lab_fleet", "test_lab_wiring", "test_demo_e2e", "test_molecule"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in LAB_MODULES:
+            item.add_marker(pytest.mark.lab)
+            item.add_marker(pytest.mark.root)
+
 
 # Every test renders with these planted secrets; the secret tests grep every output for them.
 SWITCH_PASSWORD_CANARY = "canary-Switch-Pw-7e41"

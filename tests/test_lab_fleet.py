@@ -135,8 +135,7 @@ def _host_files(dev) -> dict[str, str]:
 def test_push_applies_each_switch_host_settings_in_its_own_etc(lab, pushed):
     """Users, time zone, NTP, syslog and DNS reach the switch (each lab switch has its own /etc); the
     machine's /etc is untouched."""
-    doc = load_intent(str(INVENTORY / "fabric.yml"))
-    m = doc.management
+    m = load_intent(str(INVENTORY / "fabric.yml")).intent.management
     dev = _switch(lab, "cmp-su1-leaf1")
     try:
         found = _host_files(dev)
@@ -321,7 +320,10 @@ def test_a_manual_vtysh_change_is_drift_with_its_diff_and_push_repairs_it(lab, p
 
 def test_a_leaf_that_cannot_reestablish_bgp_is_rolled_back_and_the_others_untouched(lab, pushed, tmp_path):
     rendered = tmp_path / "configs"
-    assert run("gpufabric", "render", "-o", str(rendered), "--plane", "compute").returncode == 0
+    # Rendered with the lab's switch password, as push renders: its hash is what the switches already have.
+    password = json.loads((lab / "login.json").read_text())["password"]
+    done = run("gpufabric", "render", "-o", str(rendered), "--plane", "compute", GPUFABRIC_SWITCH_PASSWORD=password)
+    assert done.returncode == 0, done.stderr
     conf = rendered / "cmp-su1-leaf2.frr.conf"
     conf.write_text(conf.read_text().replace("remote-as 4200000000", "remote-as 4200000099"))  # after planning
     before = subprocess.run(

@@ -51,7 +51,7 @@ def _unstub(topo: LabTopology) -> None:
     """A lab first brought up without hosts has stubs on the server ports: make room for the hosts' NICs."""
     for stub in topo.stubs:
         if stub.server and stub.far_end in netlink.links(stub.node):
-            netlink.run("ip", "-n", stub.node, "link", "del", stub.port)
+            netlink.delete_link(stub.port, stub.node)
 
 
 def down(state_dir: Path) -> LabState | None:

@@ -102,10 +102,12 @@ def down(state: LabState) -> None:
     for prefix in state.routes:
         netlink.run("ip", "route", "del", "unreachable", prefix, check=False)
     have = netlink.links()
-    netlink.batch([f"link del {name}" for name in state.root_links if name in have and name != BRIDGE])
+    for name in state.root_links:  # one at a time: a batch stops at the first link already gone
+        if name in have and name != BRIDGE:
+            netlink.delete_link(name)
     if BRIDGE in state.root_links and BRIDGE in have:
         netlink.run("ip", "link", "del", BRIDGE, check=False)
     existing = netlink.namespaces()
     for ns in state.namespaces:
         if ns in existing:
-            netlink.run("ip", "netns", "del", ns)
+            netlink.delete_namespace(ns)

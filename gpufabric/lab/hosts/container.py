@@ -148,4 +148,4 @@ def _is_container_init(pid: int) -> bool:
 def unwire(spec_netns: str) -> None:
     """Deleting the namespace deletes its veths, and with them their far ends in the leaves."""
     if spec_netns in netlink.namespaces():
-        netlink.run("ip", "netns", "delete", spec_netns)
+        netlink.delete_namespace(spec_netns)

@@ -153,12 +153,12 @@ def down(state_dir: Path) -> HostsState | None:
         # The namespace normally takes the management veth with it; a namespace the kernel has not freed yet
         # would leave the bridge end behind, and the next `up` would find its name taken.
         if root_port_of(name) in netlink.links():
-            netlink.run("ip", "link", "delete", root_port_of(name))
+            netlink.delete_link(root_port_of(name))
         _remove_root(Path(record.root).parent, state_dir)
     for ns in state.namespaces:
         container.unwire(ns)
     if state.made_bridge and state.bridge in netlink.links():
-        netlink.run("ip", "link", "delete", state.bridge)
+        netlink.delete_link(state.bridge)
     files = ("hosts/known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "hosts"))
     HostsState.path(state_dir).unlink()
