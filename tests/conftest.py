@@ -52,13 +52,17 @@ DELETE = object()
 # Tiers: `lab` tests bring up namespaces, containers or the demo and need root; `slow` ones take
 # seconds each (the 32k fabric, fuzzing). `scripts/test.sh --fast` runs neither; CI runs all.
 LAB_MODULES = {"test_lab_fleet", "test_lab_wiring", "test_demo_e2e", "test_molecule"}
+SLOW_MODULES = {"test_fuzz_intents", "test_fuzz_designs"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in LAB_MODULES:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        if module in LAB_MODULES:
             item.add_marker(pytest.mark.lab)
             item.add_marker(pytest.mark.root)
+        if module in SLOW_MODULES or "32k" in item.nodeid:
+            item.add_marker(pytest.mark.slow)
 
 
 # Every test renders with these planted secrets; the secret tests grep every output for them.

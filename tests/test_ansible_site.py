@@ -39,6 +39,7 @@ def test_site_syntax_and_hosts_from_the_plan():
     ("extra", "driver_enabled", "host_mofed"),
     [({}, True, False), ({"gpu_operator_driver_preinstalled": True, "ofed_source": "doca"}, False, True)],
 )
+@pytest.mark.slow
 def test_gpu_operator_values_follow_the_host(tmp_path, extra, driver_enabled, host_mofed):
     record = tmp_path / "gpu-operator.json"
     host = {

@@ -106,6 +106,7 @@ def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):
     assert CANARY not in json.dumps({h: nr.inventory.hosts[h].data for h in nr.inventory.hosts})  # ... data never
 
 
+@pytest.mark.slow
 def test_no_output_ever_contains_the_secret(tmp_path):
     """Plant a canary in every referenced secret and look for it in everything gpufabric prints or writes."""
     secrets = {

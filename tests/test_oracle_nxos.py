@@ -151,6 +151,7 @@ def _routes(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
     same("static routes", routes, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_cisco_parsers_read_back_the_plan(name):
     plan = PLANS[name]
