@@ -34,5 +34,13 @@ echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench sc
 echo "== ansible-lint (production profile)" && ansible-lint -q
 echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check
 echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
-echo "== pytest"
-exec python -m pytest -p no:cacheprovider --durations=5 "$@"
+# Offline tests on every core, then the lab's (one lab at a time: they share namespace names).
+echo "== pytest (offline, on every core)"
+offline=0
+python -m pytest -p no:cacheprovider --durations=5 -n auto -m "not lab" "$@" || offline=$?
+echo "== pytest (lab: namespaces, host containers, Molecule, the demo)"
+lab=0
+python -m pytest -p no:cacheprovider --durations=5 -m lab "$@" || lab=$?
+[ "$offline" -eq 5 ] && offline=0   # 5: nothing selected (say, -k matched only the other part)
+[ "$lab" -eq 5 ] && lab=0
+[ "$offline" -eq 0 ] && [ "$lab" -eq 0 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 # Plain (unquoted) only when nothing could read it as another type or as YAML syntax.
@@ -31,9 +30,7 @@ def scalar(value: object) -> str:
     return _text(str(value))
 
 
-@lru_cache(maxsize=1 << 12)
 def _text(text: str) -> str:
-    """Keys and values repeat across a fabric's documents (`type`, `swp`, `mtu`): each is decided once."""
     if _PLAIN.match(text) and text.lower() not in _AMBIGUOUS and not _NUMERIC.match(text):
         return text
     if _CONTROL.search(text):
@@ -59,7 +56,9 @@ _DECIDED: dict[object, str] = {}  # key or value -> how it is written, for the v
 
 
 def _remember(item: object) -> str:
-    written = scalar(item)
+    """Keys and values repeat across a fabric's documents (`type`, `swp`, `mtu`): each is decided once.
+    Unique ones (addresses, descriptions) are decided every time and not kept past the bound."""
+    written = _text(item) if type(item) is str else scalar(item)
     if len(_DECIDED) < 1 << 12:
         _DECIDED[item] = written
     return written

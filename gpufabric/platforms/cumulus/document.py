@@ -143,7 +143,8 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     ip_key = nv.ip
     up: Tree = {"up": {}}
     q = ctx.qos
-    watchdog: Tree | None = {"pfc-watchdog": {"state": "enable"}} if q and q.lossless and q.pfc_watchdog else None
+    # `nv set interface swpN qos pfc-watchdog` (the object, state left at its default: enabled)
+    watchdog: Tree | None = {"pfc-watchdog": {}} if q and q.lossless and q.pfc_watchdog else None
     bridge: Tree | None = {"domain": {BRIDGE: {"access": OOB_VLAN}}} if d.plane == "oob" else None
     host_acl: Tree | None = {"BIZ-HOST-IN": {"inbound": {}}} if ctx.acl else None
     edge_acl: Tree | None = {"BIZ-EDGE-IN": {"inbound": {}}} if ctx.acl else None
