@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 # Plain (unquoted) only when nothing could read it as another type or as YAML syntax.
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./:-]*$|^[0-9][0-9A-Za-z_./:-]*[A-Za-z/:_-][0-9A-Za-z_./:-]*$")
+# \Z, not $: `$` also matches before a final newline, which would then be written plain and lost.
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./:-]*\Z|^[0-9][0-9A-Za-z_./:-]*[A-Za-z/:_-][0-9A-Za-z_./:-]*\Z")
 _AMBIGUOUS = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "nan", "inf"])
 # Written escaped in double quotes: what YAML does not allow as is (C0/C1 controls, surrogates,
 # U+FFFE/U+FFFF) and the line breaks a quoted scalar would fold.
@@ -31,15 +32,17 @@ def scalar(value: object) -> str:
 
 
 def _text(text: str) -> str:
-    if _PLAIN.match(text) and text.lower() not in _AMBIGUOUS and not _NUMERIC.match(text):
+    if _SAFE.match(text) and text.lower() not in _AMBIGUOUS:
         return text
     if _CONTROL.search(text):
         return '"' + "".join(_escape(c) for c in text) + '"'
     return "'" + text.replace("'", "''") + "'"
 
 
-# Sexagesimal (1:20), dates, floats and 0x/0o/0b literals are numbers to YAML 1.1 readers.
-_NUMERIC = re.compile(r"^[0-9][0-9_]*(:[0-5]?[0-9])+$|^[0-9]+[-.eE][0-9.eE+-]*$|^0[xob]")
+# Sexagesimal (1:20), dates, floats and 0x/0o/0b literals are numbers to YAML 1.1 readers: never plain.
+_NUMERIC = r"[0-9][0-9_]*(:[0-5]?[0-9])+\Z|[0-9]+[-.eE][0-9.eE+-]*\Z|0[xob]"
+# ...nor anything ending in `:` (YAML would read a mapping).
+_SAFE = re.compile(f"(?!{_NUMERIC})(?!.*:\\Z)(?:{_PLAIN.pattern})", re.DOTALL)
 
 
 def _escape(c: str) -> str:
@@ -48,8 +51,13 @@ def _escape(c: str) -> str:
     return f"\\u{ord(c):04x}" if _CONTROL.match(c) else c
 
 
+class Shared(dict):  # type: ignore[type-arg]
+    """A subtree that stands in many places of one document (every port's `link: state: up`): written
+    once per indentation and copied after that. A plain dict to every reader."""
+
+
 def mapping_lines(tree: Mapping[str, Any], indent: int, out: list[str]) -> None:
-    _emit(tree, " " * indent, out.append)
+    _emit(tree, " " * indent, out, {})
 
 
 _DECIDED: dict[object, str] = {}  # key or value -> how it is written, for the values a fabric repeats
@@ -64,19 +72,26 @@ def _remember(item: object) -> str:
     return written
 
 
-def _emit(tree: Mapping[str, Any], pad: str, append: Any) -> None:
+def _emit(tree: Mapping[str, Any], pad: str, out: list[str], shared: dict[tuple[int, str], list[str]]) -> None:
     # The hot loop of a large fabric's render (about 2,000 lines per switch): locals, f-strings and
     # one dict lookup per key and value instead of calls.
-    decided, deeper = _DECIDED, pad + "  "
+    decided, deeper, append = _DECIDED, pad + "  ", out.append
     for key, value in tree.items():
         k = decided.get(key) or _remember(key)
         kind = type(value)
         if kind is dict:
             if value:
                 append(f"{pad}{k}:")
-                _emit(value, deeper, append)
+                _emit(value, deeper, out, shared)
             else:
                 append(f"{pad}{k}: {{}}")
+        elif kind is Shared:
+            append(f"{pad}{k}:" if value else f"{pad}{k}: {{}}")
+            lines = shared.get((id(value), deeper))
+            if lines is None:
+                lines = shared[(id(value), deeper)] = []
+                _emit(value, deeper, lines, shared)
+            out.extend(lines)
         elif kind is int:  # bool is not int here: type() is exact
             append(f"{pad}{k}: {value}")
         else:

@@ -8,13 +8,14 @@ on Cumulus 5, so neither is written.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.config.policy import MGMT_TCP_PORTS, MGMT_UDP_PORTS
 from gpufabric.plan.model import ip
 from gpufabric.platforms.cumulus.dialect import Dialect
-from gpufabric.platforms.yaml_text import mapping_lines, scalar
+from gpufabric.platforms.yaml_text import Shared, mapping_lines, scalar
 
 Tree = dict[str, Any]
 # NVIDIA's own control-plane ACLs (Cumulus Linux 5.9 and later): kept bound, since a replace that
@@ -136,18 +137,19 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     else:
         eth["ip"] = {"vrf": m.vrf, **addr}
     out[d.mgmt_port] = eth
+    # Parts many ports share are built once per switch (a 32k fabric has 1,280 switches of ~130
+    # ports) and written once per document: the tree is only read after this.
     for parent, mode in _breakouts(ctx).items():
-        out[parent] = {"type": "swp", "link": {"breakout": {mode: {}}}}
-    # Parts every port shares are built once per switch (a 32k fabric has 1,280 switches of ~130
-    # ports); the tree is only read after this, so sharing them is safe.
+        out[parent] = _shared_breakout(mode)
     ip_key = nv.ip
     up: Tree = {"up": {}}
+    links: dict[int, Tree] = {}
     q = ctx.qos
     # `nv set interface swpN qos pfc-watchdog` (the object, state left at its default: enabled)
-    watchdog: Tree | None = {"pfc-watchdog": {}} if q and q.lossless and q.pfc_watchdog else None
-    bridge: Tree | None = {"domain": {BRIDGE: {"access": OOB_VLAN}}} if d.plane == "oob" else None
-    host_acl: Tree | None = {"BIZ-HOST-IN": {"inbound": {}}} if ctx.acl else None
-    edge_acl: Tree | None = {"BIZ-EDGE-IN": {"inbound": {}}} if ctx.acl else None
+    watchdog: Tree | None = Shared({"pfc-watchdog": {}}) if q and q.lossless and q.pfc_watchdog else None
+    bridge: Tree | None = Shared({"domain": {BRIDGE: {"access": OOB_VLAN}}}) if d.plane == "oob" else None
+    host_acl: Tree | None = Shared({"BIZ-HOST-IN": {"inbound": {}}}) if ctx.acl else None
+    edge_acl: Tree | None = Shared({"BIZ-EDGE-IN": {"inbound": {}}}) if ctx.acl else None
     for p in ctx.ports:
         kind = p.kind
         if kind == "peer":
@@ -155,7 +157,7 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
         port: Tree = {
             "type": "swp",
             "description": f"{kind}: {p.peer} {p.peer_port}" if p.peer_port else f"{kind}: {p.peer}",
-            "link": {"mtu": p.mtu, "state": up},
+            "link": links.get(p.mtu) or links.setdefault(p.mtu, Shared({"mtu": p.mtu, "state": up})),
         }
         if p.address:
             port[ip_key] = {"address": {p.address: {}}}
@@ -171,6 +173,11 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     if ctx.mlag:
         out.update(_mlag_interfaces(ctx, nv))
     return out
+
+
+@cache
+def _shared_breakout(mode: str) -> Tree:
+    return Shared({"type": "swp", "link": {"breakout": {mode: {}}}})
 
 
 def _breakouts(ctx: DeviceContext) -> dict[str, str]:
