@@ -9,12 +9,13 @@ keeps a share, management services are locked down, a border that originates 0/0
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import pytest
 import yaml
 
 from gpufabric.config.context import LinkIndex, build
-from gpufabric.config.render import breakouts, render_context
+from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
 from gpufabric.platforms.cumulus.document import DEFAULT_CONTROL_PLANE_ACLS
 from tests.conftest import INVENTORY, plan_doc
@@ -38,38 +39,63 @@ def _rendered(plan: Plan, platform: str) -> dict[str, tuple]:
     return out
 
 
+@cache
+def cumulus_plan() -> Plan:
+    return _plan(yaml.safe_load(SUPERPOD.read_text()))
+
+
+@cache
+def eos_plan() -> Plan:
+    return _plan(one_platform("eos"))
+
+
+@cache
+def nxos_plan() -> Plan:
+    return _plan(one_platform("nxos"))
+
+
 @pytest.fixture(scope="module")
 def cumulus() -> dict[str, tuple]:
-    return _rendered(_plan(yaml.safe_load(SUPERPOD.read_text())), "cumulus")
+    return _rendered(cumulus_plan(), "cumulus")
 
 
 @pytest.fixture(scope="module")
 def eos() -> dict[str, tuple]:
-    return _rendered(_plan(one_platform("eos")), "eos")
+    return _rendered(eos_plan(), "eos")
 
 
 @pytest.fixture(scope="module")
 def nxos() -> dict[str, tuple]:
-    return _rendered(_plan(one_platform("nxos")), "nxos")
+    return _rendered(nxos_plan(), "nxos")
+
+
+def _split_cages(plan: Plan, device: str) -> set[tuple[int, int, int]]:
+    """(cage, ways, lane speed) of the device's split cages, read off the plan's cables, not the renderer."""
+    cages = set()
+    for link in plan.links():
+        for end, cage, ways in ((link.a, link.a_cage, link.a_split), (link.b, link.b_cage, link.b_split)):
+            if end == device and ways > 1:
+                cages.add((cage, ways, link.speed))
+    return cages
 
 
 def test_every_split_cage_is_configured_on_every_platform(cumulus, eos, nxos):
     split = 0
-    for ctx, text in cumulus.values():
-        tree = nvue.set_tree(text)
-        for cage, ways, _ in breakouts(ctx):
-            assert tree["interface"][f"swp{cage}"]["link"]["breakout"] == {f"{ways}x": {}}, ctx.device.name
-            split += 1
-    for ctx, text in eos.values():
-        for p in ctx.ports:
-            if p.split > 1:
-                block = text.split(f"interface {p.name}\n", 1)[1].split("!", 1)[0]
-                assert f"   speed {p.speed}g-{8 // p.split}\n" in block, (ctx.device.name, p.name)
+    for plan, rendered in ((cumulus_plan(), cumulus), (eos_plan(), eos), (nxos_plan(), nxos)):
+        for name, (ctx, text) in rendered.items():
+            for cage, ways, speed in _split_cages(plan, name):
                 split += 1
-    for ctx, text in nxos.values():
-        for cage, ways, speed in breakouts(ctx):
-            assert f"interface breakout module 1 port {cage} map {speed}g-{ways}x\n" in text
-            split += 1
+                if ctx.device.platform == "cumulus":
+                    tree = nvue.set_tree(text)
+                    assert tree["interface"][f"swp{cage}"]["link"]["breakout"] == {f"{ways}x": {}}, name
+                elif ctx.device.platform == "eos":
+                    for lane in range(ways):  # every lane of the cage carries its speed
+                        port = f"Ethernet{cage}/{lane * (8 // ways) + 1}"
+                        if f"interface {port}\n" in text:
+                            block = text.split(f"interface {port}\n", 1)[1].split("!", 1)[0]
+                            assert f"   speed {speed}g-{8 // ways}\n" in block, (name, port)
+                else:
+                    assert f"interface breakout module 1 port {cage} map {speed}g-{ways}x\n" in text, name
     assert split > 50
 
 

@@ -75,6 +75,16 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
     )
 
 
+def breakouts(ctx: DeviceContext) -> list[tuple[int, int, int]]:
+    """(cage, ways, speed in Gb/s) of every split cage, in cage order: the vendors configure a
+    breakout once per cage, before its lanes exist as ports."""
+    seen: dict[int, tuple[int, int, int]] = {}
+    for p in ctx.ports:
+        if p.split > 1 and p.cage not in seen:
+            seen[p.cage] = (p.cage, p.split, p.speed)
+    return [seen[c] for c in sorted(seen)]
+
+
 def _networks(device: Device, ports: list[Port]) -> list[str]:
     """What the switch announces: its loopback, and its hosts' subnets.
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from gpufabric.config.context import DeviceContext, LinkIndex, build
+from gpufabric.config.context import DeviceContext, LinkIndex, breakouts, build
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
 from gpufabric.platforms.eos import breakout_speed as eos_breakout_speed
@@ -68,16 +68,6 @@ def gc_paused() -> Iterator[None]:
 class Rendered:
     device: str
     files: dict[str, str]  # file name -> text
-
-
-def breakouts(ctx: DeviceContext) -> list[tuple[int, int, int]]:
-    """(cage, ways, speed in Gb/s) of every split cage, in cage order: the vendors configure a
-    breakout once per cage, before its lanes exist as ports."""
-    seen: dict[int, tuple[int, int, int]] = {}
-    for p in ctx.ports:
-        if p.split > 1 and p.cage not in seen:
-            seen[p.cage] = (p.cage, p.split, p.speed)
-    return [seen[c] for c in sorted(seen)]
 
 
 def variables(ctx: DeviceContext) -> dict[str, object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from zoneinfo import ZoneInfo
 
 from gpufabric.config.secrets import PasswordHasher, token
@@ -36,6 +37,7 @@ class Mgmt:
     allow: list[str]  # prefixes allowed to reach SSH, SNMP and gNMI
 
 
+@cache  # one zone per fabric, asked for by every switch
 def standard_time(zone: str) -> tuple[str, tuple[int, int]]:
     """The zone's abbreviation and UTC offset in January (standard time north of the equator)."""
     moment = datetime(2025, 1, 15, tzinfo=ZoneInfo(zone))

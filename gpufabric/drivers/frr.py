@@ -25,7 +25,6 @@ from gpufabric.drivers.frr_files import (
     DeviceFiles,
     candidate_parts,
     join_candidate,
-    split_candidate,
 )
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
 from gpufabric.drivers.transport import CommandFailedError, put_file
@@ -73,17 +72,18 @@ class FrrDriver(LinuxSwitchDriver):
         if self.candidate is None:
             return ""
         conf, nft, system = self._upload()
+        candidate = candidate_parts(self.candidate)
         if self.merge:
-            return "\n".join(f"+ {line}" for line in split_candidate(self.candidate)[0].splitlines() if line.strip())
+            return "\n".join(f"+ {line}" for line in candidate.frr.splitlines() if line.strip())
         assert self.transport is not None
         if self.transport.run(self.files.unchanged_check(conf)).rc == 0:
             parts = [""]  # the fast path: no frr-reload (about a second of CPU per switch)
         else:
             parts = [frr_getters.reload_diff(self._run(f"{self.files.reload} --test {conf}"))]
         if nft is not None:
-            parts.append(self._nft_diff(split_candidate(self.candidate)[1] or ""))
+            parts.append(self._nft_diff(candidate.nft or ""))
         if system is not None:
-            parts.append(self._system_diff(_shown(candidate_parts(self.candidate))))
+            parts.append(self._system_diff(_shown(candidate)))
         return "\n".join(p for p in parts if p)
 
     def _system_diff(self, candidate: str) -> str:
