@@ -48,7 +48,8 @@ def _intent_text(case: str) -> str:
 
 def measure_one(case: str, repeat: int) -> dict[str, float]:
     from gpufabric.config.context import LinkIndex
-    from gpufabric.config.render import gc_paused, render_device
+    from gpufabric.config.render import render_device
+    from gpufabric.gc_pause import gc_paused
     from gpufabric.intent import load_intent_text
     from gpufabric.plan import build_plan
 

@@ -14,8 +14,9 @@ import pytest
 import yaml
 from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, run
 
-from gpufabric.export import EXPORTERS, bom, cabling, containerlab, k8s_labels, plan_json, slurm
+from gpufabric.export import bom, cabling, containerlab, k8s_labels, plan_json, slurm
 from gpufabric.export.hostlist import compress
+from gpufabric.export.registry import EXPORTERS
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan, ip
 

@@ -8,8 +8,9 @@ import click
 
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.cli.plan_cmd import load_plan
-from gpufabric.export import EXPORTERS, containerlab, drawing, structured
+from gpufabric.export import containerlab, drawing, structured
 from gpufabric.export.atomic import write_atomic
+from gpufabric.export.registry import EXPORTERS
 from gpufabric.plan import Plan
 
 _KINDS_HELP = "\n".join(f"  {e.name:18} {e.summary}" for e in EXPORTERS.values())

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from nornir.core import Nornir
-from nornir.plugins.runners import SerialRunner
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
-from gpufabric.config.render import gc_paused
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.push.targets import select
-from nornir_tasks.inventory import inventory_from_plan
-from nornir_tasks.render import render_config
 
 
 @click.command("render")
@@ -32,7 +31,15 @@ from nornir_tasks.render import render_config
     show_default=True,
     help="Folder for the rendered files.",
 )
-def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], role: str | None, output: Path) -> int:
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: every core this process may use; fabrics under 64 switches use one).",
+)
+def render_cmd(
+    file: str | None, *, plane: str | None, devices: tuple[str, ...], role: str | None, output: Path, jobs: int | None
+) -> int:
     """Render the configuration of every planned switch (or the ones selected) into a folder.
 
     Each file is written whole or not at all: NAME.cfg for eos and nxos, NAME.yaml (an NVUE startup
@@ -50,20 +57,24 @@ def render_cmd(file: str | None, plane: str | None, devices: tuple[str, ...], ro
     if unknown:
         raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")
 
-    wanted = {d.name for d in select(plan, plane, devices, role)}
-    # Rendering is CPU-bound: threads would only contend for the GIL.
-    nr = Nornir(inventory=inventory_from_plan(plan), runner=SerialRunner()).filter(
-        filter_func=lambda host: host.name in wanted
-    )
-    with gc_paused():
-        results = nr.run(task=render_config, plan=plan, index=index, out_dir=output)
-    failed = {h: r for h, r in results.items() if r.failed}
-    for host, r in failed.items():
-        exc = r[0].exception
-        err.print(f"error: {host}: {type(exc).__name__}: {exc}", markup=False)
-    files = sum(len(r[0].result) for r in results.values() if not r.failed)
+    names = [d.name for d in select(plan, plane, devices, role)]
+    with _progress(len(names)) as advance:
+        result = render_all(plan, names, index, output, workers=jobs, progress=advance)
+    for name in sorted(result.errors):
+        err.print(f"error: {name}: {result.errors[name]}", markup=False)
     err.print(
-        f"rendered {files} files for {len(results) - len(failed)} switches into {output} "
+        f"rendered {result.files} files for {result.switches} switches into {output} "
         f"in {time.perf_counter() - started:.2f} s"
     )
-    return 1 if failed else 0
+    return 1 if result.errors else 0
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
+    """A bar on a terminal for large fabrics; nothing in logs and pipes."""
+    if total < PARALLEL_FROM or not err.is_terminal:
+        yield None
+        return
+    with Progress(TextColumn("render"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("render", total=total)
+        yield lambda done: bar.update(task, completed=done)

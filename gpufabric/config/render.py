@@ -7,9 +7,6 @@ Cumulus NVUE documents are built as a tree (gpufabric/platforms/cumulus/document
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -45,23 +42,6 @@ def environment() -> jinja2.Environment:
     env.filters["eos_speed"] = eos_breakout_speed
     env.filters["yq"] = yaml_scalar
     return env
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Render many switches without the cyclic garbage collector.
-
-    Rendering allocates short-lived, acyclic dicts and strings (reference counting frees them),
-    and every collection the allocations trigger walks the whole plan: on the 32k-GPU fabric that
-    was most of the render time.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @dataclass(frozen=True)

@@ -18,3 +18,17 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_if_changed(path: Path, data: str) -> bool:
+    """write_atomic, unless the file already holds exactly `data`: a second render of a large fabric
+    then creates no file (creating one is most of the cost of writing it) and keeps every unchanged
+    file's modification time, so rsync and make see only what changed. True when written."""
+    encoded = data.encode()
+    try:
+        if path.stat().st_size == len(encoded) and path.read_bytes() == encoded:
+            return False
+    except OSError:
+        pass  # absent or unreadable: write it
+    write_atomic(path, encoded)
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from dataclasses import dataclass, field
 
 from gpufabric.plan.model import Plan, PlanePlan
@@ -36,28 +37,33 @@ def _module(speed: int, split: int) -> str:
     return f"{speed * split}G module" + (f" (breakout {split}x{speed}G)" if split > 1 else "")
 
 
-def _count(counts: dict[str, int], key: str) -> None:
-    counts[key] = counts.get(key, 0) + 1
-
-
 def plane_bom(plane: PlanePlan) -> PlaneBom:
+    """One pass over the plane's links (a 32k-GPU plane has ~100k), counting by speed, then naming."""
     bom = PlaneBom()
     switches = {d.name for d in plane.devices}
     for d in plane.devices:
         key = (d.role, d.platform, d.model)
         bom.switches[key] = bom.switches.get(key, 0) + 1
-    cages: set[tuple[str, int]] = set()
+    by_speed: Counter[int] = Counter()
+    cages: dict[tuple[str, int], tuple[int, int]] = {}  # (switch, cage) -> (speed, ways) of its module
+    nic_ports: Counter[int] = Counter()
     for link in plane.links:
-        _count(bom.cables, f"{link.speed}G {'copper' if link.speed < COPPER_BELOW_GBPS else 'fiber'}")
-        if link.speed < COPPER_BELOW_GBPS:
+        speed = link.speed
+        by_speed[speed] += 1
+        if speed < COPPER_BELOW_GBPS:
             continue
-        for device, cage, ways in ((link.a, link.a_cage, link.a_split), (link.b, link.b_cage, link.b_split)):
-            if device in switches:
-                if (device, cage) not in cages:
-                    cages.add((device, cage))
-                    _count(bom.transceivers, _module(link.speed, ways))
-            elif link.kind == "host" and device == link.a:
-                _count(bom.transceivers, f"{link.speed}G module (server NIC)")
+        if link.a in switches:
+            cages.setdefault((link.a, link.a_cage), (speed, link.a_split))
+        elif link.kind == "host":
+            nic_ports[speed] += 1
+        if link.b in switches:
+            cages.setdefault((link.b, link.b_cage), (speed, link.b_split))
+    for speed, n in by_speed.items():
+        bom.cables[f"{speed}G {'copper' if speed < COPPER_BELOW_GBPS else 'fiber'}"] = n
+    for (speed, ways), n in Counter(cages.values()).items():
+        bom.transceivers[_module(speed, ways)] = n
+    for speed, n in nic_ports.items():
+        bom.transceivers[f"{speed}G module (server NIC)"] = n
     return bom
 
 

@@ -6,9 +6,10 @@ Keys are stable and documented in docs/plan-json.md; add keys, never rename them
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
-from gpufabric.export.bom import plane_bom
+from gpufabric.export.bom import PlaneBom, plane_bom
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
 
 SCHEMA_VERSION = 1
@@ -33,21 +34,19 @@ def _oversubscription(plane: PlanePlan) -> dict[str, dict[str, Any]]:
 
 
 def _links_by_kind(plane: PlanePlan) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for link in plane.links:
-        counts[link.kind] = counts.get(link.kind, 0) + 1
-    return counts
+    return dict(Counter(link.kind for link in plane.links))
 
 
-def plane_summary(plane: PlanePlan) -> dict[str, Any]:
-    bom = plane_bom(plane)
+def plane_summary(plane: PlanePlan, bom: PlaneBom | None = None) -> dict[str, Any]:
+    bom = bom or plane_bom(plane)
+    links = _links_by_kind(plane)
     return {
         "topology": plane.topology,
         "tiers": plane.tiers,
         "switches": _roles(plane),
         "switch_total": len(plane.devices),
-        "links": _links_by_kind(plane),
-        "host_ports": sum(1 for link in plane.links if link.kind == "host"),
+        "links": links,
+        "host_ports": links.get("host", 0),
         "oversubscription": _oversubscription(plane),
         "sizing": plane.sizing,
         "transceivers": bom.transceiver_total,
@@ -55,8 +54,8 @@ def plane_summary(plane: PlanePlan) -> dict[str, Any]:
     }
 
 
-def totals(plan: Plan) -> dict[str, int]:
-    boms = [plane_bom(p) for p in plan.planes.values()]
+def totals(plan: Plan, boms: list[PlaneBom] | None = None) -> dict[str, int]:
+    boms = boms or [plane_bom(p) for p in plan.planes.values()]
     return {
         "switches": sum(len(p.devices) for p in plan.planes.values()),
         "servers": len(plan.servers),
@@ -68,12 +67,13 @@ def totals(plan: Plan) -> dict[str, int]:
 
 
 def summary(plan: Plan) -> dict[str, Any]:
+    boms = {name: plane_bom(p) for name, p in plan.planes.items()}
     return {
         "schema_version": SCHEMA_VERSION,
         "fabric": plan.intent.fabric.name,
         "source": plan.source,
-        "planes": {name: plane_summary(p) for name, p in plan.planes.items()},
-        "totals": totals(plan),
+        "planes": {name: plane_summary(p, boms[name]) for name, p in plan.planes.items()},
+        "totals": totals(plan, list(boms.values())),
         "warnings": plan.warnings,
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpufabric.gc_pause import gc_paused
 from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
@@ -14,6 +15,11 @@ from gpufabric.plan.sizing import SizingError, size_plane
 
 def build_plan(loaded: LoadedIntent) -> Plan:
     """Size and expand every plane; raise IntentError with every problem found if the design does not fit."""
+    with gc_paused():
+        return _build(loaded)
+
+
+def _build(loaded: LoadedIntent) -> Plan:
     intent = loaded.intent
     servers = _servers(intent)
     by_name = {s.name: s for s in servers}

@@ -74,17 +74,25 @@ def _remember(item: object) -> str:
 
 def _emit(tree: Mapping[str, Any], pad: str, out: list[str], shared: dict[tuple[int, str], list[str]]) -> None:
     # The hot loop of a large fabric's render (about 2,000 lines per switch): locals, f-strings and
-    # one dict lookup per key and value instead of calls.
-    decided, deeper, append = _DECIDED, pad + "  ", out.append
+    # one dict lookup per key and value instead of calls; text first, as most values are text.
+    get, deeper, append = _DECIDED.get, pad + "  ", out.append
     for key, value in tree.items():
-        k = decided.get(key) or _remember(key)
+        k = get(key) or _remember(key)
         kind = type(value)
-        if kind is dict:
-            if value:
-                append(f"{pad}{k}:")
-                _emit(value, deeper, out, shared)
-            else:
+        if kind is str:
+            append(f"{pad}{k}: {get(value) or _remember(value)}")
+        elif kind is dict:
+            if not value:
                 append(f"{pad}{k}: {{}}")
+                continue
+            append(f"{pad}{k}:")
+            if len(value) == 1:
+                # NVUE's one-item sets (`address: {10.0.0.0/31: {}}`), on every port: no call for them
+                ((item, inner),) = value.items()
+                if type(inner) is dict and not inner:
+                    append(f"{deeper}{get(item) or _remember(item)}: {{}}")
+                    continue
+            _emit(value, deeper, out, shared)
         elif kind is Shared:
             append(f"{pad}{k}:" if value else f"{pad}{k}: {{}}")
             lines = shared.get((id(value), deeper))
@@ -95,4 +103,4 @@ def _emit(tree: Mapping[str, Any], pad: str, out: list[str], shared: dict[tuple[
         elif kind is int:  # bool is not int here: type() is exact
             append(f"{pad}{k}: {value}")
         else:
-            append(f"{pad}{k}: {decided.get(value) or _remember(value)}")
+            append(f"{pad}{k}: {get(value) or _remember(value)}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.verify.facts import Fact, SwitchFacts
+from gpufabric.verify.yaml_block import load_block_yaml
 
 # Top-level keys of an NVUE `set` document (Cumulus Linux 5.x object model).
 KNOWN_KEYS = frozenset(
@@ -16,8 +18,8 @@ KNOWN_KEYS = frozenset(
 
 
 class _Doc:
-    def __init__(self, data: Any, lines: dict[tuple[Any, ...], int], index: int, file: str) -> None:
-        self.data, self.lines, self.index, self.file = data, lines, index, file
+    def __init__(self, data: Any, line_of: Callable[[tuple[Any, ...]], int | None], index: int, file: str) -> None:
+        self.data, self.line_of, self.index, self.file = data, line_of, index, file
 
     def get(self, *path: Any) -> Any:
         node = self.data
@@ -28,10 +30,18 @@ class _Doc:
         return node
 
     def fact(self, value: Any, *path: Any) -> Fact:
-        full = (self.index, "set", *path)
-        while full and full not in self.lines:
-            full = full[:-1]
-        return Fact(value, self.file, self.lines.get(full, 1))
+        return Fact(value, self.file, self.line_of((self.index, "set", *path)) or 1)
+
+
+def _nearest(lines: dict[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], int | None]:
+    """The line of a path, else of its nearest ancestor that has one (PyYAML's path -> line map)."""
+
+    def line_of(path: tuple[Any, ...]) -> int | None:
+        while path and path not in lines:
+            path = path[:-1]
+        return lines.get(path)
+
+    return line_of
 
 
 def read_nvue(device: str, path: Path) -> SwitchFacts:
@@ -42,20 +52,26 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     """Facts of NVUE configuration text. A file must be startup documents (`- set:`); `tree_ok` also
     takes the single tree NVUE shows a running configuration as."""
     facts = SwitchFacts(device, "cumulus", [file])
-    try:
-        data, lines = load_yaml(text, file)
-    except IntentError as exc:
-        first = exc.problems[0]
-        facts.problem("parse", file, exc.line_of(first.path) or 1, "an NVUE YAML document", first.message)
-        return facts
+    fast = load_block_yaml(text)
+    if fast is not None:
+        data, line_of = fast[0], fast[1].line
+    else:
+        try:
+            data, lines = load_yaml(text, file)
+        except IntentError as exc:
+            first = exc.problems[0]
+            facts.problem("parse", file, exc.line_of(first.path) or 1, "an NVUE YAML document", first.message)
+            return facts
+        line_of = _nearest(lines)
     if tree_ok and isinstance(data, dict):
-        data, lines = [{"set": data}], {(0, "set", *k): n for k, n in lines.items()}
+        tree_line = line_of
+        data, line_of = [{"set": data}], lambda path: tree_line(path[2:])
     docs = data if isinstance(data, list) else []
     index = next((i for i, d in enumerate(docs) if isinstance(d, dict) and "set" in d), None)
     if index is None:
         facts.problem("parse", file, 1, "a list with a `- set:` document", type(data).__name__)
         return facts
-    doc = _Doc(docs[index]["set"], lines, index, file)
+    doc = _Doc(docs[index]["set"], line_of, index, file)
     for key in doc.data:
         if key not in KNOWN_KEYS:
             facts.problem("nvue-keys", file, doc.fact(key, key).line, "an NVUE top-level key", str(key))
@@ -91,6 +107,7 @@ def _system(facts: SwitchFacts, doc: _Doc) -> None:
 
 def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
     roce = _on(doc.get("qos", "roce", "enable")) or _on(doc.get("qos", "roce", "state"))
+    roce_fact = doc.fact("roce", "qos", "roce") if roce else None
     for port, spec in (doc.get("interface") or {}).items():
         if not isinstance(spec, dict):
             continue
@@ -100,10 +117,10 @@ def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
             for address in doc.get("interface", port, ip, "address") or {}:
                 if spec.get("type") == "swp" or port == "lo":
                     facts.address[port] = doc.fact(str(address), "interface", port, ip, "address", address)
-        if roce and spec.get("type") == "swp":
+        if roce_fact is not None and spec.get("type") == "swp":
             # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
-            facts.qos_ports[port] = doc.fact("roce", "qos", "roce")
-        if doc.get("interface", port, "qos", "pfc-watchdog") is not None:
+            facts.qos_ports[port] = roce_fact
+        if facts.watchdog is None and doc.get("interface", port, "qos", "pfc-watchdog") is not None:
             facts.watchdog = doc.fact(True, "interface", port, "qos", "pfc-watchdog")
 
 

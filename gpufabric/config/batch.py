@@ -1,0 +1,69 @@
+"""Render many switches into a folder, on every core the process may use (gpufabric.parallel)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from gpufabric.config.context import LinkIndex
+from gpufabric.config.render import render_device
+from gpufabric.export.atomic import write_if_changed
+from gpufabric.gc_pause import gc_paused
+from gpufabric.parallel import chunked, cores, fork_map
+from gpufabric.plan.model import Plan
+
+# Below this many switches a fork costs more than the render it would share.
+PARALLEL_FROM = 64
+CHUNK = 16  # switches per chunk: small enough to balance the workers, large enough to be cheap
+
+
+@dataclass
+class BatchResult:
+    switches: int = 0
+    files: int = 0
+    written: int = 0  # files whose content changed (the others were left as they were)
+    errors: dict[str, str] = field(default_factory=dict)  # switch -> what went wrong
+
+
+def _render_chunk(plan: Plan, index: LinkIndex, out_dir: Path, names: Sequence[str]) -> BatchResult:
+    result = BatchResult()
+    with gc_paused():
+        for name in names:
+            try:
+                files = render_device(plan, index.devices[name], index).files
+                written = sum(write_if_changed(out_dir / file_name, text) for file_name, text in files.items())
+            except Exception as exc:  # reported per switch; the others still render
+                result.errors[name] = f"{type(exc).__name__}: {exc}"
+                continue
+            result.switches += 1
+            result.files += len(files)
+            result.written += written
+    return result
+
+
+def render_all(
+    plan: Plan,
+    names: Sequence[str],
+    index: LinkIndex,
+    out_dir: Path,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> BatchResult:
+    """Render and write every named switch; one switch's error does not stop the others.
+
+    `progress` is called with the number of switches finished so far, after each chunk.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    workers = (workers or cores()) if len(names) >= PARALLEL_FROM else 1
+    total = BatchResult()
+    for part in fork_map(partial(_render_chunk, plan, index, out_dir), chunked(names, CHUNK), workers):
+        total.switches += part.switches
+        total.files += part.files
+        total.written += part.written
+        total.errors.update(part.errors)
+        if progress is not None:
+            progress(total.switches + len(total.errors))
+    return total

@@ -1,0 +1,48 @@
+"""The exports `gpufabric export` offers: each kind is one module with a `render(plan) -> str`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpufabric.export import bom, cabling, containerlab, drawing, inventory, k8s_labels, plan_json, slurm, structured
+from gpufabric.plan.model import Plan
+
+
+@dataclass(frozen=True)
+class Exporter:
+    name: str
+    summary: str
+    suffix: str
+    render: Callable[[Plan], str]
+
+
+EXPORTERS: dict[str, Exporter] = {
+    e.name: e
+    for e in (
+        Exporter("plan", "the whole plan as JSON (keys in docs/plan-json.md)", ".json", plan_json.render),
+        Exporter("cabling", "CSV, one row per cable", ".csv", cabling.render),
+        Exporter("bom", "CSV bill of material per plane and in total", ".csv", bom.render),
+        Exporter(
+            "drawing",
+            "Graphviz DOT per plane (a directory with -o, plus SVG when dot is installed)",
+            ".dot",
+            drawing.render,
+        ),
+        Exporter(
+            "structured",
+            "per-switch structured config as JSON: the facts the templates print (a directory with -o)",
+            ".json",
+            structured.render,
+        ),
+        Exporter("slurm", "Slurm topology.conf for the tree plugin", ".conf", slurm.render),
+        Exporter("k8s-labels", "Kubernetes node labels as YAML", ".yaml", k8s_labels.render),
+        Exporter("containerlab", "containerlab topology (*.clab.yml)", ".clab.yml", containerlab.render),
+        Exporter(
+            "ansible-inventory",
+            "static Ansible inventory (same groups as the plugin)",
+            ".yml",
+            inventory.render_ansible,
+        ),
+    )
+}

@@ -1,0 +1,47 @@
+"""Spread CPU-bound work over the cores this process may use, by forking.
+
+Rendering and reading back a large fabric is pure Python: threads would only take turns on the
+interpreter lock. Forked workers inherit the plan and the task from the parent (no copy, no
+pickling of either); only a chunk's number goes out and the chunk's small result comes back.
+Where fork is missing, or one worker would do, the work runs in-process, in the same order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# The running job, read by forked workers (set before the pool forks them).
+_JOBS: list[tuple[Callable[[Any], Any], Sequence[Any]]] = []
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _run(number: int) -> Any:
+    task, chunks = _JOBS[-1]
+    return task(chunks[number])
+
+
+def fork_map(task: Callable[[T], R], chunks: Sequence[T], workers: int) -> Iterator[R]:
+    """task(chunk) for every chunk, results in chunk order."""
+    workers = min(workers, len(chunks))
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(task, chunks)
+        return
+    _JOBS.append((task, chunks))
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            yield from pool.imap(_run, range(len(chunks)))
+    finally:
+        _JOBS.pop()

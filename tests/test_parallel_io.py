@@ -1,0 +1,166 @@
+"""Fast paths of large fabrics hold to the slow, general ones: the block-YAML reader to PyYAML,
+rendering and verifying on several processes to doing it in one."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import INVENTORY, default_doc, plan_doc, set_path
+from render_helpers import render_all as render_in_memory
+from render_helpers import render_into
+
+from gpufabric.config import batch
+from gpufabric.config.context import LinkIndex
+from gpufabric.intent import load_intent
+from gpufabric.intent.errors import IntentError
+from gpufabric.intent.yaml_lines import load_yaml
+from gpufabric.plan import build_plan
+from gpufabric.verify import runner
+from gpufabric.verify.runner import verify
+from gpufabric.verify.yaml_block import load_block_yaml
+
+EXAMPLES = ["fabric.yml", "examples/multi-vendor.yml", "examples/superpod-1su.yml", "examples/superpod-4su.yml"]
+
+
+def _nvue(name: str) -> bool:
+    return name.endswith(".yaml") and not name.endswith(".system.yaml")  # FRR's system file is not NVUE
+
+
+def _nvue_documents() -> dict[str, str]:
+    docs: dict[str, str] = {}
+    for example in EXAMPLES:
+        plan = build_plan(load_intent(str(INVENTORY / example)))
+        docs |= {f"{example}:{n}": t for n, t in render_in_memory(plan).items() if _nvue(n)}
+    for release in ("5.11", "5.16"):  # before and after the 5.15 object-model changes
+        plan = plan_doc(set_path(default_doc(), ("platforms",), {"cumulus": {"release": release}}))
+        docs |= {f"{release}:{n}": t for n, t in render_in_memory(plan).items() if _nvue(n)}
+    return docs
+
+
+def test_block_reader_reads_every_rendered_nvue_document_as_pyyaml_does():
+    docs = _nvue_documents()
+    assert len(docs) > 40
+    for name, text in docs.items():
+        fast = load_block_yaml(text)
+        assert fast is not None, f"{name}: fell back to PyYAML (verify of large fabrics would be slow)"
+        data, lines = load_yaml(text, name)
+        assert fast[0] == data, name
+        assert fast[1].as_dict() == lines, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\nb:\n  c: x\n  d: {}\ne:\n",
+        "- set:\n    a: 1\n- x:\n",
+        "k: 'it''s'\n",
+        "'': 1\n",
+        "# comment\n\na: on\nb: 'on'\nc: 1.0\nd: 010\ne: 0x1f\nf: 12:30\ng: null\nh: ~\ni: 2024-01-01\n",
+        "a: 10.0.0.1/31\nb: swp1s0\nc: 'host: gpu1 rail1'\n",
+        # Beyond the subset: PyYAML reads these (or refuses them) and the block reader steps aside.
+        "top:\n  - a\n",
+        "a:\n  b: 1\n c: 2\n",
+        "a: 1\na: 2\n",
+        "- a: 1\nb: 2\n",
+        "'a: b': 1\n",
+        "a #c: 1\n",
+        "'a'b: 1\n",
+        "? a\n: b\n",
+        "a: b # c\n",
+        "a: |\n  x\n",
+        "a: &x 1\nb: *x\n",
+        "a: !!str 1\n",
+        "a: [1]\n",
+        "a:\tb\n",
+        "on: 1\n",
+        "1: x\n",
+        'a: "x\\ty"\n',
+        "a: -1\n",
+        "---\na: 1\n",
+        "a: b\n  c\n",
+    ],
+)
+def test_block_reader_agrees_with_pyyaml_or_steps_aside(text):
+    fast = load_block_yaml(text)
+    try:
+        reference = load_yaml(text, "f")
+    except IntentError:
+        assert fast is None, "PyYAML refuses this text; the block reader must not accept it"
+        return
+    if fast is not None:
+        assert fast[0] == reference[0]
+        assert fast[1].as_dict() == reference[1]
+
+
+def test_block_reader_takes_the_text_it_was_made_for():
+    for text in ("a: 1\nb:\n  c: x\n", "- set:\n    a: 1\n", "a: 'x y'\n"):
+        assert load_block_yaml(text) is not None
+
+
+@pytest.fixture(scope="module")
+def nvue_plan():
+    """A fabric of NVUE switches (the default fabric's are FRR): one file per switch."""
+    return build_plan(load_intent(str(INVENTORY / "examples" / "superpod-1su.yml")))
+
+
+@pytest.fixture
+def parallel_from_one(monkeypatch):
+    """Fork even for the small default fabric, so the parallel path is what runs."""
+    monkeypatch.setattr(batch, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(runner, "PARALLEL_FROM", 1)
+
+
+def test_render_on_two_processes_writes_what_one_writes(nvue_plan, tmp_path, parallel_from_one):
+    names = [d.name for d in nvue_plan.devices()]
+    index = LinkIndex(nvue_plan)
+    one = batch.render_all(nvue_plan, names, index, tmp_path / "one", workers=1)
+    two = batch.render_all(nvue_plan, names, index, tmp_path / "two", workers=2)
+    expected = (len(names), len(names), {})
+    assert (one.switches, one.files, one.errors) == (two.switches, two.files, two.errors) == expected
+    files = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "two").iterdir())
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_a_second_render_leaves_unchanged_files_alone(nvue_plan, tmp_path, parallel_from_one):
+    names = [d.name for d in nvue_plan.devices()]
+    index = LinkIndex(nvue_plan)
+    assert batch.render_all(nvue_plan, names, index, tmp_path, workers=2).written == len(names)
+    victim = tmp_path / f"{names[0]}.yaml"
+    os.utime(victim, (1_000_000, 1_000_000))
+    (tmp_path / f"{names[1]}.yaml").write_text("edited by hand\n")
+    again = batch.render_all(nvue_plan, names, index, tmp_path, workers=2)
+    assert again.written == 1  # only the edited file is put back
+    assert victim.stat().st_mtime == 1_000_000
+    assert (tmp_path / f"{names[1]}.yaml").read_text() != "edited by hand\n"
+
+
+def test_one_failing_switch_is_reported_and_the_others_render(nvue_plan, tmp_path, monkeypatch, parallel_from_one):
+    names = [d.name for d in nvue_plan.devices()]
+    real = batch.render_device
+
+    def flaky(plan, device, index):
+        if device.name == names[3]:
+            raise ValueError("planted")
+        return real(plan, device, index)
+
+    monkeypatch.setattr(batch, "render_device", flaky)
+    result = batch.render_all(nvue_plan, names, LinkIndex(nvue_plan), tmp_path, workers=2)
+    assert result.errors == {names[3]: "ValueError: planted"}
+    assert result.switches == len(names) - 1
+    assert not (tmp_path / f"{names[3]}.yaml").exists()
+
+
+def test_verify_on_two_processes_finds_what_one_finds(nvue_plan, tmp_path, parallel_from_one):
+    render_into(nvue_plan, tmp_path)
+    leaf = next(d.name for d in nvue_plan.devices() if d.role == "leaf")
+    doc = tmp_path / f"{leaf}.yaml"
+    doc.write_text(doc.read_text().replace("mtu: 9216", "mtu: 1500", 1))
+    one, two = verify(nvue_plan, tmp_path, workers=1), verify(nvue_plan, tmp_path, workers=2)
+    assert [f.as_dict() for f in one.findings] == [f.as_dict() for f in two.findings]
+    assert (one.switches, one.files) == (two.switches, two.files) == (len(nvue_plan.devices()),) * 2
+    mtu = [f for f in two.findings if f.device == leaf and "mtu" in f.check]
+    assert mtu, [f.as_dict() for f in two.findings]
+    assert doc.read_text().splitlines()[mtu[0].line - 1].strip() == "mtu: 1500"
