@@ -1,0 +1,207 @@
+"""What users wait for: the CLI on the 32,768-GPU example, end to end, with anchors from the same run.
+
+    python bench/cli_scale.py               # the table (about 2 minutes on 2 cores)
+    python bench/cli_scale.py --runs 5      # more runs per figure
+    python bench/cli_scale.py --json
+
+Each figure is a whole command in a fresh process (start-up, imports, work, exit), run --runs
+times: the median, min-max spread and peak RSS are printed beside the goal. Anchors, measured in
+the same run on the same machine:
+- `import pydantic, yaml, jinja2`: the floor of any command that reads an intent;
+- creating 1,280 empty files in a fresh folder: what `render` pays the filesystem before writing a
+  byte (about 0.9 ms a file on ext4 on this machine kind);
+- Arista's pyavd (`eos_cli_config_gen`) on EOS switches of the same fabric (the 32k example with
+  every switch on EOS), against gpufabric's render of the same switches, on a sample of --avd
+  switches; and the bare Jinja2 loop (one template, the same variables) as the floor of a
+  template renderer. Needs the `bench` extra (pyavd); without it those rows say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "inventory" / "examples" / "three-tier-32k.yml"
+GPUFABRIC = [sys.executable, "-m", "gpufabric"]
+# A fixed, non-secret password: hashing it is part of what render measures.
+ENV = {**os.environ, "GPUFABRIC_SWITCH_PASSWORD": "bench-not-a-secret", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _child_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def _timed(cmd: list[str], before: Any = None) -> tuple[float, float]:
+    """Seconds and peak RSS (MiB) of one run of `cmd` in a fresh process (after `before()`)."""
+    if before is not None:
+        before()
+    code = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)\n"
+        "seconds = time.perf_counter() - t\n"
+        "if done.returncode: sys.exit(done.stderr[-2000:])\n"
+        "print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, env=ENV, check=False)
+    if out.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
+    seconds, rss = out.stdout.split()
+    return float(seconds), float(rss)
+
+
+def _series(cmd: list[str], runs: int, before: Any = None) -> dict[str, float]:
+    samples = [_timed(cmd, before) for _ in range(runs)]
+    times = [s for s, _ in samples]
+    return {
+        "median": statistics.median(times),
+        "min": min(times),
+        "max": max(times),
+        "rss": max(r for _, r in samples),
+    }
+
+
+def _python(code: str, runs: int) -> dict[str, float]:
+    return _series([sys.executable, "-c", code], runs)
+
+
+def measure(runs: int, avd_sample: int) -> list[dict[str, Any]]:
+    work = Path(tempfile.mkdtemp(prefix="gpufabric-bench-"))
+    configs = work / "configs"
+    rows: list[dict[str, Any]] = []
+
+    def fresh_folder() -> None:
+        shutil.rmtree(configs, ignore_errors=True)
+
+    def row(name: str, goal: float | None, figures: dict[str, float], note: str = "") -> None:
+        rows.append({"figure": name, "goal_s": goal, **figures, "note": note})
+        print(f"  {name}: {figures['median']:.2f} s", file=sys.stderr)
+
+    try:
+        row("import pydantic, yaml, jinja2 (anchor)", None, _python("import pydantic, yaml, jinja2", runs))
+        row("gpufabric --version", 0.35, _series([*GPUFABRIC, "--version"], runs))
+        row("gpufabric plan 32k --json", 1.0, _series([*GPUFABRIC, "plan", str(EXAMPLE), "--json"], runs))
+        files = (
+            "import os, sys, tempfile\nd = tempfile.mkdtemp()\n"
+            "for i in range(1280):\n    os.close(os.open(f'{d}/f{i}', os.O_WRONLY | os.O_CREAT))\n"
+            "import shutil; shutil.rmtree(d)\n"
+        )
+        row("create 1,280 empty files (anchor)", None, _python(files, runs), "the filesystem's share of render")
+        render = [*GPUFABRIC, "render", str(EXAMPLE), "-o", str(configs)]
+        row("gpufabric render 32k (fresh folder)", 2.5, _series(render, runs, fresh_folder))
+        row("gpufabric render 32k (again, unchanged)", None, _series(render, runs))
+        verify = [*GPUFABRIC, "verify", str(EXAMPLE), "--configs", str(configs)]
+        row("gpufabric verify 32k", 5.0, _series(verify, runs))
+        rows += _avd_rows(avd_sample)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def _eos_32k_text() -> str:
+    doc: Any = yaml.safe_load(EXAMPLE.read_text())
+    compute = doc["planes"]["compute"]
+    for role in compute["switches"].values():
+        role["platform"] = "eos"
+    compute["routing"]["addressing"] = "p2p31"
+    compute["addressing"]["p2p"] = "10.64.0.0/14"
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _avd_rows(sample: int) -> list[dict[str, Any]]:
+    """pyavd and a bare Jinja2 loop against gpufabric on the same EOS switches, in this process."""
+    try:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from oracles.avd import render as avd_render  # needs pyavd (the bench extra)
+        from oracles.avd import structured_config
+    except ImportError as exc:
+        return [{"figure": "pyavd eos_cli_config_gen (anchor)", "note": f"not installed: {exc}"}]
+    import jinja2
+
+    from gpufabric.config.context import LinkIndex, build
+    from gpufabric.config.render import render_context, variables
+    from gpufabric.intent import load_intent_text
+    from gpufabric.plan import build_plan
+
+    plan = build_plan(load_intent_text(_eos_32k_text(), "three-tier-32k-eos"))
+    os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", ENV["GPUFABRIC_SWITCH_PASSWORD"])
+    index = LinkIndex(plan)
+    devices = [d for d in plan.devices() if d.platform == "eos"]
+    step = max(1, len(devices) // sample)
+    picked = devices[::step][:sample]
+    contexts = [build(plan, d, index) for d in picked]
+    ours = _per_switch(lambda: [render_context(c) for c in contexts], len(picked))
+    structured = [structured_config(c) for c in contexts]
+    arista = _per_switch(lambda: [avd_render(sc) for sc in structured], len(picked), runs=1)
+    template = jinja2.Environment(autoescape=False).from_string(
+        "hostname {{ d.name }}\n{% for p in ports %}interface {{ p.name }}\n   mtu {{ p.mtu }}\n"
+        "   description {{ p.kind }}: {{ p.peer }} {{ p.peer_port }}\n{% endfor %}"
+        "{% for n in neighbors %}neighbor {{ n.address }} remote-as {{ n.remote_asn }}\n{% endfor %}"
+    )
+    values = [variables(c) for c in contexts]
+    floor = _per_switch(lambda: [template.render(v) for v in values], len(picked))
+    note = f"{len(picked)} of {len(devices)} EOS switches; ms per switch, render only (the plan is built once)"
+    return [
+        {"figure": "gpufabric render, EOS (ms/switch)", "per_switch_ms": ours, "note": note},
+        {"figure": "pyavd eos_cli_config_gen (anchor, ms/switch)", "per_switch_ms": arista, "note": note},
+        {"figure": "bare Jinja2 loop (floor, ms/switch)", "per_switch_ms": floor, "note": "ports and sessions only"},
+    ]
+
+
+def _per_switch(work: Any, switches: int, runs: int = 3) -> dict[str, float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - started) * 1000 / switches)
+    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per figure (default 3)")
+    parser.add_argument("--avd", type=int, default=24, help="EOS switches in the pyavd sample (default 24)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    rows = measure(args.runs, args.avd)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'figure':46} {'median':>8} {'min':>8} {'max':>8} {'peak MiB':>8} {'goal':>6}")
+    over = False
+    for r in rows:
+        if "per_switch_ms" in r:
+            f = r["per_switch_ms"]
+            print(f"{r['figure']:46} {f['median']:7.2f}m {f['min']:7.2f}m {f['max']:7.2f}m {'':>8} {'':>6}")
+        elif "median" in r:
+            goal = f"{r['goal_s']:.2f}" if r["goal_s"] else ""
+            over |= bool(r["goal_s"]) and r["median"] > r["goal_s"]
+            mark = "  OVER" if r["goal_s"] and r["median"] > r["goal_s"] else ""
+            spread = f"{r['median']:8.2f} {r['min']:8.2f} {r['max']:8.2f}"
+            print(f"{r['figure']:46} {spread} {r['rss']:8.0f} {goal:>6}{mark}")
+        else:
+            print(f"{r['figure']:46} {r['note']}")
+    ms = {r["figure"]: r["per_switch_ms"]["median"] for r in rows if "per_switch_ms" in r}
+    if len(ms) == 3:
+        ours, arista, floor = ms.values()
+        print("(seconds; m = ms per switch)")
+        print(f"pyavd / gpufabric on the same EOS switches: {arista / ours:.0f}x")
+        print(f"gpufabric / bare Jinja2 loop: {ours / floor:.1f}x")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
