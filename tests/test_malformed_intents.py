@@ -30,7 +30,7 @@ def _doc_with(*edits):
 CASES = [
     # (id, edits, field, words)
     ("missing fabric", [(("fabric",), DELETE)], "fabric", "required"),
-    ("bad fabric name", [(("fabric", "name"), "Lab_1")], "fabric.name", "not a valid name"),
+    ("bad fabric name", [(("fabric", "name"), "Lab_1")], "fabric.name", "lower-case letters, digits and '-'"),
     ("unknown top-level key", [(("planez",), {})], "planez", "did you mean `planes`"),
     ("unknown nested key", [((*C, "routing", "ecpm"), 8)], "planes.compute.routing.ecpm", "did you mean `ecmp`"),
     ("no server groups", [(("server_groups",), [])], "server_groups", "at least 1"),

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from gpufabric.config.shacrypt import salt_for, sha_crypt
+from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 
 TOKEN = re.compile(r"@secret:(env|vault):([A-Za-z_][A-Za-z0-9_]*)@")
@@ -39,14 +40,44 @@ def token(ref: SecretRef) -> str:
     return f"@secret:env:{ref.env}@" if ref.env is not None else f"@secret:vault:{ref.vault}@"
 
 
-def resolve_tokens(text: str, secrets: Mapping[str, str] | None = None) -> str:
+class UndeclaredSecretError(SecretUnavailableError):
+    """A configuration holds a token for a secret the intent does not reference."""
+
+    def __init__(self, ref: SecretRef) -> None:
+        Exception.__init__(
+            self,
+            f"a configuration to load holds a token for {ref.env or ref.vault}, which the intent names as no "
+            "credential or community: refusing to resolve it (was the rendered file edited?)",
+        )
+        self.ref, self.field = ref, "a rendered config"
+
+
+def declared(intent: Intent) -> frozenset[tuple[str, str]]:
+    """The (kind, name) of every secret the intent references: the only ones a token may resolve to."""
+    refs = [
+        intent.credentials.switches.password,
+        intent.credentials.switches.ssh_key,
+        intent.credentials.hosts.password,
+        intent.credentials.hosts.ssh_key,
+        intent.management.snmp.community if intent.management.snmp else None,
+    ]
+    return frozenset(("env", r.env) if r.env else ("vault", str(r.vault)) for r in refs if r is not None)
+
+
+def resolve_tokens(
+    text: str, secrets: Mapping[str, str] | None = None, allowed: frozenset[tuple[str, str]] | None = None
+) -> str:
     """Replace every token with its secret (or its hash), for loading onto a device; never write the result.
 
     `secrets` maps reference names to values: the environment, or what push read from a vault.
+    `allowed` (the intent's `declared` references) keeps a token that reached a file some other way
+    from copying an unrelated variable (a cloud key, say) onto a switch.
     """
     known = os.environ if secrets is None else secrets
 
     def lookup(kind: str, name: str) -> str:
+        if allowed is not None and (kind, name) not in allowed:
+            raise UndeclaredSecretError(SecretRef(**{kind: name}))
         if name not in known:
             raise SecretUnavailableError(SecretRef(**{kind: name}), "a rendered config")
         return known[name]

@@ -23,7 +23,7 @@ import yaml
 from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
 from gpufabric.drivers import nvue
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver, one_line
 from gpufabric.drivers.transport import CommandFailedError, put_file
 
 VENDOR = "NVIDIA"
@@ -147,8 +147,12 @@ class CumulusDriver(LinuxSwitchDriver):
         return {**facts, "vendor": VENDOR, "model": model, "os_version": f"Cumulus Linux {version}".strip()}
 
     def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
-        """`nv ...` commands run as they are (the NVUE CLI); anything else goes to vtysh."""
-        return {c: self._run(c) if c.startswith("nv ") else self._vtysh(c) for c in commands}
+        """`nv ...` commands run as the NVUE CLI, each word quoted (never through a shell's own
+        reading: `nv show x; reboot` is `nv` with the argument `x;`, ...); anything else goes to vtysh."""
+        return {
+            c: self._run(shlex.join(shlex.split(one_line(c)))) if c.startswith("nv ") else self._vtysh(c)
+            for c in commands
+        }
 
 
 __all__ = ["CumulusDriver"]

@@ -8,6 +8,7 @@ both; the lab proves these readers against real daemons. Only how configuration 
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 from typing import Any
 
@@ -18,6 +19,14 @@ from gpufabric.drivers import frr_getters
 from gpufabric.drivers.transport import CommandFailedError, Output, SSHTransport, Transport, check
 
 NO_BGP = {"global": {"router_id": "", "peers": {}}}
+
+
+def one_line(command: str) -> str:
+    """A device command from a caller: one printable line, or refused (a newline would be a second
+    command to vtysh, and to a shell)."""
+    if not command.isprintable():
+        raise ValueError(f"command {command[:40]!r} holds a newline or control character")
+    return command
 
 
 class LinuxSwitchDriver(NetworkDriver):
@@ -79,7 +88,7 @@ class LinuxSwitchDriver(NetworkDriver):
         return f"vtysh -c {shlex.quote(command)}", None
 
     def _vtysh(self, command: str) -> str:
-        shell, stdin = self._vtysh_command(command)
+        shell, stdin = self._vtysh_command(one_line(command))
         out = self._try(shell, stdin)
         if out.rc != 0:
             raise CommandFailedError(f"vtysh -c '{command}'", out)
@@ -135,4 +144,9 @@ class LinuxSwitchDriver(NetworkDriver):
         return {command: self._vtysh(command) for command in commands}
 
     def get_route_to(self, destination: str = "", protocol: str = "", longer: bool = False) -> dict[str, Any]:
+        if destination:
+            try:
+                destination = str(ipaddress.ip_network(destination, strict=False))
+            except ValueError:
+                raise ValueError(f"get_route_to: {destination!r} is not an IPv4 or IPv6 prefix") from None
         return frr_getters.routes(self._vtysh(f"show ip route {destination} json".replace("  ", " ")))

@@ -20,6 +20,9 @@ class Problem:
         return dotted(self.path)
 
 
+MAX_SHOWN = 50  # problems printed; the count says how many more there are
+
+
 def dotted(path: Path) -> str:
     out = ""
     for part in path:
@@ -46,15 +49,17 @@ class IntentError(Exception):
                 return line
         return None
 
-    def render(self) -> str:
+    def render(self, limit: int = MAX_SHOWN) -> str:
         rows = []
-        for p in self.problems:
+        for p in self.problems[:limit]:
             line = self.line_of(p.path)
             where = f"{self.file}:{line}" if line else self.file
             rows.append(f"error: {where}: {p.field}: {p.message}")
             if p.hint:
                 rows.append(f"  fix: {p.hint}")
         n = len(self.problems)
+        if n > limit:
+            rows.append(f"... and {n - limit} more (the first {limit} are shown)")
         rows.append(f"{n} problem{'s' if n != 1 else ''} in {self.file}; nothing was planned or written.")
         return "\n".join(rows)
 

@@ -14,18 +14,24 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from gpufabric.intent.types import (
     DATA_PLANES,
+    NAME_PATTERN,
+    PREFIX_PATTERN,
     Address,
     AsnRange,
+    DomainName,
+    InterfaceName,
+    LabelValue,
+    ModelName,
     Network,
     PlaneName,
     Platform,
     Ratio,
     SecretRef,
     Speed,
+    Text,
     TimeZone,
+    UserName,
 )
-
-NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
 
 
 class Model(BaseModel):
@@ -38,14 +44,14 @@ class FabricInfo(Model):
     """Identity of the cluster."""
 
     name: str = Field(description="Short name of the cluster; used in file names and labels.", pattern=NAME_PATTERN)
-    description: str = Field("", description="Free text shown in reports and drawings.")
+    description: Text = Field("", description="Free text shown in reports and drawings (printable, one line).")
 
 
 class NicSet(Model):
     """A server's NICs on one plane."""
 
     speed: Speed = Field(description="Port speed of each NIC, e.g. 400G.")
-    interfaces: list[str] = Field(
+    interfaces: list[InterfaceName] = Field(
         min_length=1,
         max_length=16,
         description="Linux interface names, in rail order: the first serves rail 1 (or the first entry of `rails`).",
@@ -54,9 +60,8 @@ class NicSet(Model):
         None,
         description="Rail served by each interface (1-based), when it differs from the interface order.",
     )
-    bond: str = Field(
+    bond: InterfaceName = Field(
         "bond0",
-        pattern=r"^[a-z][a-z0-9_.-]{0,14}$",
         description="Bond interface name, used only when the plane's `host_links` is `lacp`.",
     )
 
@@ -72,7 +77,7 @@ class ServerGroup(Model):
     )
     start_index: int = Field(1, ge=0, le=1_000_000, description="Index of the first server in `naming`.")
     gpus: int = Field(0, ge=0, le=16, description="GPUs per server.")
-    gpu_model: str = Field("", description="GPU model, for reports and labels (e.g. H100-SXM5).")
+    gpu_model: LabelValue = Field("", description="GPU model, for reports and labels (e.g. H100-SXM5).")
     nics: dict[PlaneName, NicSet] = Field(
         description="NICs per plane. `oob` is the BMC / management port. A plane not listed is not attached.",
     )
@@ -82,7 +87,7 @@ class SwitchRole(Model):
     """The switch model used for one role of a plane."""
 
     platform: Platform = Field(description="Network OS: `cumulus` (NVUE), `eos`, `nxos` or `frr`.")
-    model: str = Field(description="Hardware model, for the bill of material (e.g. SN5600, 7060X6-64PE).")
+    model: ModelName = Field(description="Hardware model, for the bill of material (e.g. SN5600, 7060X6-64PE).")
     ports: int = Field(ge=1, le=512, description="Physical front-panel ports (the radix before breakout).")
     port_speed: Speed = Field(description="Speed of one physical port, e.g. 800G.")
     downlink_speed: Speed | None = Field(
@@ -170,7 +175,7 @@ class DataPlane(Model):
         "`clos`: servers fill racks, NIC i on the rack's leaf i."
     )
     tiers: Literal[2, 3] = Field(2, description="2 (leaf-spine) or 3 (leaf-spine-superspine in pods).")
-    prefix: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$", description="Switch name prefix, e.g. `cmp`.")
+    prefix: str = Field(pattern=PREFIX_PATTERN, description="Switch name prefix, e.g. `cmp`.")
     unit_nodes: int | None = Field(
         None,
         ge=1,
@@ -203,7 +208,7 @@ class DataPlane(Model):
 class OobPlane(Model):
     """The out-of-band management plane: a flat switched network, no routing toward the data planes."""
 
-    prefix: str = Field("oob", pattern=r"^[a-z][a-z0-9]{0,7}$", description="Switch name prefix.")
+    prefix: str = Field("oob", pattern=PREFIX_PATTERN, description="Switch name prefix.")
     switches: SwitchRoles = Field(description="`mgmt` switches, and `spine` when more than one mgmt switch is needed.")
     subnet: Network = Field(description="The management subnet: every switch and server gets one address.")
     gateway: Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
@@ -247,7 +252,7 @@ class QosProfile(Model):
 class Credential(Model):
     """How automation logs in. Secrets are references only."""
 
-    username: str = Field(description="Login name.")
+    username: UserName = Field(description="Login name.")
     password: SecretRef | None = Field(None, description="`{env: NAME}` or `{vault: NAME}`.")
     ssh_key: SecretRef | None = Field(None, description="Private key, by reference: `{env: NAME}` or `{vault: NAME}`.")
 
@@ -263,7 +268,7 @@ class Snmp(Model):
     """SNMPv2c read-only access."""
 
     community: SecretRef = Field(description="SNMPv2c read community, by reference.")
-    location: str = Field("", description="sysLocation.")
+    location: Text = Field("", description="sysLocation (printable, one line).")
 
 
 class Management(Model):
@@ -272,7 +277,7 @@ class Management(Model):
     ntp_servers: list[Address] = Field(default_factory=list, description="NTP servers (OOB reachable).")
     syslog_servers: list[Address] = Field(default_factory=list, description="Syslog collectors.")
     dns_servers: list[Address] = Field(default_factory=list, description="DNS resolvers.")
-    domain: str = Field("", description="DNS domain of the management network.")
+    domain: DomainName = Field("", description="DNS domain of the management network (RFC 1123).")
     timezone: TimeZone = Field(
         "Etc/UTC", description="Time zone of switches and servers: an IANA name such as `Etc/UTC` or `Europe/Paris`."
     )

@@ -45,8 +45,30 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _asn_overlaps(intent)
     problems += _credentials(intent)
     problems += _releases(intent)
+    problems += _prefixes(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
+    return problems
+
+
+def _prefixes(intent: Intent) -> list[Problem]:
+    """Switch names start with their plane's prefix: two planes with one prefix would make two
+    switches of one name, one configuration mixing both planes, one inventory host for two."""
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for name in ALL_PLANES:
+        plane = getattr(intent.planes, name)
+        if plane is None:
+            continue
+        if plane.prefix in seen:
+            problems.append(
+                Problem(
+                    ("planes", name, "prefix"),
+                    f"prefix '{plane.prefix}' is also the {seen[plane.prefix]} plane's",
+                    "give each plane its own prefix (cmp, sto, biz, oob)",
+                )
+            )
+        seen.setdefault(plane.prefix, name)
     return problems
 
 

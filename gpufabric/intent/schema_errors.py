@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from gpufabric.intent.errors import Path, Problem
+from gpufabric.intent.types import PATTERN_HINTS
 
 
 def problems_from(exc: ValidationError, root: type[BaseModel]) -> list[Problem]:
@@ -29,18 +31,16 @@ def _one(err: Any, root: type[BaseModel]) -> Problem:
         return Problem(path, "is required but missing", f"add `{path[-1]}:` here (see docs/intent.md)")
     if kind == "extra_forbidden":
         allowed = _fields_at(root, path[:-1])
-        close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+        close = difflib.get_close_matches(str(path[-1]), allowed, n=1, cutoff=0.75)
         hint = f"did you mean `{close[0]}`?" if close else f"known fields here: {', '.join(sorted(allowed))}"
         return Problem(path, f"unknown field '{path[-1]}'", hint)
     if kind in ("literal_error", "enum"):
         expected = err.get("ctx", {}).get("expected", "")
         return Problem(path, f"{_show(err.get('input'))} is not allowed", f"use one of {expected}")
     if kind == "string_pattern_mismatch":
-        return Problem(
-            path,
-            f"{_show(err.get('input'))} is not a valid name",
-            "use lower-case letters, digits and '-', starting with a letter",
-        )
+        pattern = str(err.get("ctx", {}).get("pattern", ""))
+        hint = PATTERN_HINTS.get(pattern, f"match the pattern {pattern}")
+        return Problem(path, f"{_show(err.get('input'))} is not allowed here", f"write {hint}")
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return Problem(path, f"{_show(err.get('input'))} is out of range", err["msg"].lower())
     if kind in ("too_short", "too_long"):
@@ -62,9 +62,15 @@ def _one(err: Any, root: type[BaseModel]) -> Problem:
     return Problem(path, f"{err['msg']} (found {_show(err.get('input'))})")
 
 
+_SHOW = reprlib.Repr()
+_SHOW.maxstring = _SHOW.maxother = 60
+_SHOW.maxlist = _SHOW.maxdict = 4
+_SHOW.maxlevel = 2
+
+
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A short picture of a value: bounded whatever its size (an alias bomb expands to millions)."""
+    return _SHOW.repr(value)
 
 
 def _kind_of(value: Any) -> str:

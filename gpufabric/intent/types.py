@@ -11,7 +11,7 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
 
 def _address_text(value: Any) -> Any:
@@ -23,6 +23,71 @@ def _address_text(value: Any) -> Any:
 
 Network = Annotated[IPv4Network, BeforeValidator(_address_text)]
 Address = Annotated[IPv4Address, BeforeValidator(_address_text)]
+
+# (Patterns run on pydantic's regex engine: no look-around.)
+# Strings of the intent that reach switch configurations, host files and shells: each has a pattern
+# (and a hint said when it is not met) or is printable text. Patterns, not escaping, are the first
+# defence: a newline in a domain would otherwise be one more line of an EOS configuration.
+PATTERN_HINTS: dict[str, str] = {}
+
+
+def _pattern(regex: str, hint: str) -> str:
+    PATTERN_HINTS[regex] = hint
+    return regex
+
+
+NAME_PATTERN = _pattern(
+    r"^[a-z][a-z0-9-]{0,30}$", "lower-case letters, digits and '-', starting with a letter, at most 31"
+)
+PREFIX_PATTERN = _pattern(
+    r"^[a-z][a-z0-9]{0,7}$",
+    "lower-case letters and digits, starting with a letter, at most 8 (no '-': it separates name parts)",
+)
+INTERFACE_PATTERN = _pattern(
+    r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$",
+    "a Linux interface name: a letter, then letters, digits, '_', '.' or '-', at most 15",
+)
+USER_PATTERN = _pattern(
+    r"^[a-z_][a-z0-9_-]{0,31}$",
+    "a login name: lower-case letters, digits, '_' and '-', starting with a letter or '_', at most 32",
+)
+MODEL_PATTERN = _pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9_.+/-]{0,39}$",
+    "a hardware model like SN5600 or 7060X6-64PE: letters, digits and _ . + / -, at most 40",
+)
+DOMAIN_PATTERN = _pattern(
+    r"^$|^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    "a DNS domain (RFC 1123) like mgmt.example.net",
+)
+LABEL_PATTERN = _pattern(
+    r"^$|^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$",
+    "letters, digits and _ . -, at most 63 (it becomes a Kubernetes label value)",
+)
+_TOKEN_SYNTAX = re.compile(r"@(secret|hash):")
+
+
+def _printable(limit: int) -> Any:
+    def check(value: str) -> str:
+        if len(value) > limit:
+            raise ValueError(f"is {len(value)} characters long; at most {limit}")
+        bad = next((c for c in value if not c.isprintable()), None)
+        if bad is not None:
+            raise ValueError(f"holds the control character {bad!r}; write printable text on one line")
+        if value != value.strip():
+            raise ValueError("starts or ends with a space, which some switch CLIs drop; remove it")
+        if _TOKEN_SYNTAX.search(value):
+            raise ValueError("holds secret-token syntax (@secret:...@): free text is never a secret reference")
+        return value
+
+    return AfterValidator(check)
+
+
+Text = Annotated[str, _printable(200)]
+InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN)]
+UserName = Annotated[str, Field(pattern=USER_PATTERN)]
+ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
+DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]
+LabelValue = Annotated[str, Field(pattern=LABEL_PATTERN)]
 
 Platform = Literal["cumulus", "eos", "nxos", "frr"]  # gpufabric.platforms.NAMES; a test keeps them equal
 

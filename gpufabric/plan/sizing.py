@@ -131,7 +131,10 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
                 (*at, "switches", "leaf", "ports"),
                 f"a leaf with {unit_nodes} host ports at {d_leaf}G and {leaf_up} uplinks at "
                 f"{uplink_speed(leaf)}G needs {need} ports, it has {leaf.ports}",
-                f"lower unit_nodes to {best} or less, use a larger switch, or raise oversubscription",
+                f"lower unit_nodes to {best} or less, use a larger switch, or raise oversubscription"
+                if best > 0
+                else "this leaf has no room for a host at that oversubscription: use a switch with more ports, "
+                "or raise oversubscription",
             )
         )
 

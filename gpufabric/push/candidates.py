@@ -9,7 +9,7 @@ import click
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
-from gpufabric.config.secrets import resolve_tokens
+from gpufabric.config.secrets import declared, resolve_tokens
 from gpufabric.drivers.frr_files import join_candidate
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
@@ -33,7 +33,7 @@ def candidate(
         )
     else:
         text = files[f"{name}{platform(device.platform).candidate_suffix}"]
-    return resolve_tokens(text, secrets)
+    return resolve_tokens(text, secrets, declared(plan.intent))
 
 
 def _from_folder(folder: Path, name: str) -> dict[str, str]:

@@ -53,6 +53,7 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     takes the single tree NVUE shows a running configuration as."""
     facts = SwitchFacts(device, "cumulus", [file])
     fast = load_block_yaml(text)
+    line_of: Callable[[tuple[Any, ...]], int | None]
     if fast is not None:
         data, line_of = fast[0], fast[1].line
     else:
