@@ -56,7 +56,7 @@ def _wait_converged(file_arg: list[str], limit: float = 120.0) -> float:
     """Seconds after the push until validate first passes: the last batch's sessions are still coming up
     when push returns (its checks ask only that nothing got worse), and a fabric is timed converged."""
     start = time.perf_counter()
-    while _cli("nornir", "validate", *file_arg, "--format", "json").returncode != 0:
+    while _cli("nornir", "validate", *file_arg, "--lab", "--format", "json").returncode != 0:
         if time.perf_counter() - start > limit:
             raise SystemExit(f"validate still failing {limit:.0f} s after the push")
         time.sleep(2)
@@ -69,12 +69,12 @@ def lab_row(name: str, intent: Path | None) -> dict[str, Any]:
     if up.returncode != 0:
         raise SystemExit(f"lab up failed for {name}: {up.stderr.strip()}")
     try:
-        pushed = _cli("nornir", "push", *file_arg, "--json", "--confirm-timeout", "120")
+        pushed = _cli("nornir", "push", *file_arg, "--lab", "--json", "--confirm-timeout", "120")
         if pushed.returncode != 0:
             raise SystemExit(f"push failed for {name}: {pushed.stdout[-2000:]} {pushed.stderr[-2000:]}")
         converged = _wait_converged(file_arg)
         start = time.perf_counter()
-        checked = _cli("nornir", "validate", *file_arg, "--format", "json")
+        checked = _cli("nornir", "validate", *file_arg, "--lab", "--format", "json")
         seconds = time.perf_counter() - start
         report = json.loads(checked.stdout)
     finally:

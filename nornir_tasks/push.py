@@ -26,6 +26,7 @@ class PushOptions:
     confirm_timeout: int = 120  # the device reverts by itself if not confirmed within this
     check_timeout: float = 30.0  # how long sessions and ports get to come back
     settle: float = 2.0  # the checks must hold this long: a session resets a moment after the commit
+    masked: tuple[str, ...] = field(default=(), repr=False)  # secret values: never in a diff or a reason
 
 
 @dataclass
@@ -61,13 +62,22 @@ def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOpti
         time.sleep(0.5)
 
 
+def mask(text: str, secrets: tuple[str, ...]) -> str:
+    """The text with every secret value replaced: a diff of a changed SNMP community shows stars."""
+    for value in secrets:
+        text = text.replace(value, "********")
+    return text
+
+
 def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:
     started = time.monotonic()
     outcome = DeviceOutcome(task.host.name, "failed", batch=batch)
+    committed = False
+    conn: Any = None
     try:
         conn = task.host.get_connection("napalm", task.nornir.config)
         conn.load_replace_candidate(config=candidate)
-        outcome.diff = conn.compare_config()
+        outcome.diff = mask(conn.compare_config(), opts.masked)
         if not outcome.diff.strip():
             conn.discard_config()
             outcome.status = "unchanged"
@@ -77,6 +87,7 @@ def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, ba
         else:
             before = _health(conn, expect)
             checkpoint = task.host.platform in CHECKPOINT_PLATFORMS
+            committed = True  # from here on, any failure rolls back (NX-OS has no timer to do it)
             conn.commit_config(revert_in=None if checkpoint else opts.confirm_timeout)
             problems = _wait_healthy(conn, expect, before, opts)
             if problems:
@@ -86,8 +97,19 @@ def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, ba
                 outcome.status = "staged"
     except Exception as exc:  # a device's failure is its outcome; the rollout decides what it means
         outcome.reason = _reason(exc)
+        if committed:
+            outcome.status, outcome.reason = _roll_back_after(conn, outcome.reason)
+    outcome.reason = mask(outcome.reason, opts.masked)
     outcome.seconds = time.monotonic() - started
     return Result(host=task.host, result=outcome)
+
+
+def _roll_back_after(conn: Any, reason: str) -> tuple[str, str]:
+    try:
+        conn.rollback()
+    except Exception as exc:
+        return "failed", f"{reason}; rollback failed: {_reason(exc)} (a timer, where the platform has one, reverts)"
+    return "rolled back", f"{reason} (after the commit: rolled back)"
 
 
 def _reason(exc: Exception) -> str:

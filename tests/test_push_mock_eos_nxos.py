@@ -153,3 +153,43 @@ def test_mock_unchanged_device_is_not_committed(tmp_path, rollbacks):
     result = push(nr, [Batch(1, "canary", ("eos1", "nxos1"))])
     assert {o.status for o in result.outcomes.values()} == {"unchanged"}
     assert all("commit_config" not in driver(nr, n).calls for n in ("eos1", "nxos1"))
+
+
+def test_mock_nxos_check_that_raises_after_the_commit_is_rolled_back(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"nxos1": ("nxos", "+hostname x", True)})
+    # The checks after the commit: the session to the switch drops (the mock raises what the file names).
+    dropped = {"exception": "ConnectionResetError", "args": ["session dropped"], "kwargs": {}}
+    (tmp_path / "nxos1" / "get_bgp_neighbors.2").write_text(json.dumps(dropped))
+    result = push(nr, [Batch(1, "canary", ("nxos1",))])
+    outcome = result.outcomes["nxos1"]
+    assert outcome.status == "rolled back" and "session dropped" in outcome.reason
+    assert rollbacks == ["nxos1"] and not result.converged
+
+
+def test_mock_a_failed_confirm_stops_the_rollout(tmp_path, rollbacks, monkeypatch):
+    nr = fleet(tmp_path, {"eos1": ("eos", "+hostname x", True), "eos2": ("eos", "+hostname x", True)})
+
+    def refuse(self):
+        raise ConnectionError("confirm lost")
+
+    monkeypatch.setattr(MockDriver, "confirm_commit", refuse)
+    result = push(nr, [Batch(1, "canary", ("eos1",)), Batch(2, "fd-2", ("eos2",))])
+    assert result.outcomes["eos1"].status == "failed" and "reverts by itself" in result.outcomes["eos1"].reason
+    assert result.outcomes["eos2"].status == "skipped"
+    assert result.stopped_at is not None and result.stopped_at.number == 1
+
+
+def test_mock_diffs_and_reasons_never_show_a_secret(tmp_path, rollbacks):
+    canary = "community-canary-93f1"
+    nr = fleet(tmp_path, {"eos1": ("eos", f"-snmp-server community old\n+snmp-server community {canary} ro", True)})
+    result = rollout.run(
+        nr,
+        plan_batches=[Batch(1, "canary", ("eos1",))],
+        candidates={"eos1": f"snmp-server community {canary} ro\n"},
+        expects={"eos1": Expectation("eos1", dict(PEERS), PORTS)},
+        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, dry_run=True, masked=(canary,)),
+    )
+    outcome = result.outcomes["eos1"]
+    assert outcome.status == "would change"
+    assert canary not in outcome.diff and "snmp-server community ******** ro" in outcome.diff
+    assert canary not in repr(outcome.__dict__) and canary not in repr(PushOptions(masked=(canary,)))

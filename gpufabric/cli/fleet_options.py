@@ -34,16 +34,16 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 "--role", type=click.Choice(["leaf", "spine", "superspine", "border", "mgmt"]), help="Only this role."
             ),
             click.option(
-                "--lab/--no-lab",
-                default=None,
-                help="Target the local lab (default: the lab when one of this fabric is up, else the real switches).",
+                "--lab",
+                is_flag=True,
+                help="Target the local lab (`gpufabric lab up`), never the real switches. Without it (or "
+                "--state-dir) the target is the real switches, with the intent's credentials.",
             ),
             click.option(
                 "--state-dir",
                 type=click.Path(file_okay=False, path_type=Path),
-                default=DEFAULT_DIR,
-                show_default=True,
-                help="The lab's state dir (login, keys).",
+                default=None,
+                help=f"The lab's state dir (login, keys); naming it targets that lab. [default: {DEFAULT_DIR}]",
             ),
             click.option(
                 "--timeout",

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
+from gpufabric.config.secrets import secret_values
 from gpufabric.push.candidates import candidate
 from gpufabric.push.expect import expectations
 from gpufabric.push.fleet import FleetArgs, open_fleet
@@ -94,7 +95,12 @@ def push_cmd(
     candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
     expects = expectations(fleet.plan, fleet.index, names)
     plan_batches = batches(fleet.plan, fleet.targets, batch_size)
-    opts = PushOptions(dry_run=dry_run, confirm_timeout=confirm_timeout, check_timeout=check_timeout)
+    opts = PushOptions(
+        dry_run=dry_run,
+        confirm_timeout=confirm_timeout,
+        check_timeout=check_timeout,
+        masked=secret_values(fleet.plan.intent, fleet.access.secrets),
+    )
     where = "the lab" if fleet.access.lab else "the switches"
     with Progress(
         TextColumn("{task.description}"),

@@ -113,3 +113,10 @@ class PasswordHasher:
         if hit is None:
             hit = self._cache[key] = sha_crypt(self.env[ref.env], salt_for(self.fabric, user), algorithm)
         return hit
+
+
+def secret_values(intent: Intent, secrets: Mapping[str, str]) -> tuple[str, ...]:
+    """The values of the secrets the intent names that `secrets` holds: what output must never show.
+    Longest first, so a secret containing another is hidden whole."""
+    values = {secrets[name] for kind, name in declared(intent) if kind == "env" and secrets.get(name)}
+    return tuple(sorted(values, key=len, reverse=True))

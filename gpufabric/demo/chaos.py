@@ -29,7 +29,7 @@ def run(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: Repor
     netlink.run("nsenter", f"--uts={uts}", frr_node.FRRINIT, "stop", spine)
     time.sleep(SETTLE)
     cut = runner.json(
-        "validate with a spine down", [runner.tool("nornir"), "validate", str(intent), "--format", "json"]
+        "validate with a spine down", [runner.tool("nornir"), "validate", str(intent), "--lab", "--format", "json"]
     )
     report.chaos.append(
         _check(

@@ -72,7 +72,7 @@ def _playbook(runner: Runner, name: str, playbook: str) -> str:
 def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: Report) -> None:
     f, sd = str(intent), ["--state-dir", str(state_dir)]
     runner.run("lab up", [runner.tool("gpufabric"), "lab", "up", f, *sd])
-    push = runner.json("push every plane", [runner.tool("nornir"), "push", f, "--json"])
+    push = runner.json("push every plane", [runner.tool("nornir"), "push", f, "--lab", *sd, "--json"])
     plane_of = {d.name: d.plane for d in plan.devices()}
     for outcome in push.get("devices", []):
         plane = plane_of.get(outcome["device"], "?")
@@ -93,7 +93,7 @@ def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: 
 def converge(runner: Runner, intent: Path, report: Report) -> dict[str, Any]:
     """Validate every plane until it passes (BGP takes seconds after a push) or the timeout."""
     deadline = time.monotonic() + CONVERGE_TIMEOUT
-    args = [runner.tool("nornir"), "validate", str(intent), "--format", "json"]
+    args = [runner.tool("nornir"), "validate", str(intent), "--lab", "--format", "json"]
     while True:
         result = runner.json("validate every plane", args)
         if result.get("ok") or time.monotonic() > deadline:
@@ -153,7 +153,7 @@ def end_to_end(plan: Plan, report: Report) -> None:
 
 
 def second_runs(runner: Runner, intent: Path, report: Report) -> None:
-    push = runner.json("push again", [runner.tool("nornir"), "push", str(intent), "--json"])
+    push = runner.json("push again", [runner.tool("nornir"), "push", str(intent), "--lab", "--json"])
     changed = sum(d["status"] != "unchanged" for d in push.get("devices", []))
     report.facts.append(fact("a second push changes nothing", "0 switches changed", f"{changed} switches changed"))
     site = _playbook(runner, "site.yml again", "site.yml")

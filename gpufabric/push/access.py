@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from nornir.core.inventory import ConnectionOptions, Inventory
+from nornir_napalm.plugins.connections import Napalm
 
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.intent.model import Intent
@@ -58,11 +59,39 @@ def env_access(intent: Intent) -> Access:
     return Access(False, cred.username, os.environ[cred.password.env], {}, dict(os.environ))
 
 
+class Hidden:
+    """A password on a Nornir host: what `inventory.dict()`, a repr, a log line or a JSON dump of the
+    inventory shows is stars; only the connection plugin (RevealingNapalm) hands the text to a driver."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'********'"
+
+    __str__ = __repr__
+
+
+class RevealingNapalm(Napalm):
+    """nornir_napalm's connection, given the password itself only at the moment it logs in."""
+
+    def open(self, hostname: Any, username: Any, password: Any, *args: Any, **kwargs: Any) -> None:
+        super().open(
+            hostname, username, password.reveal() if isinstance(password, Hidden) else password, *args, **kwargs
+        )
+
+
 def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) -> None:
     """Put the login and driver options on every host (in memory; host data never holds them)."""
+    hidden = Hidden(access.password)
     for host in inventory.hosts.values():
         host.username = access.username
-        host.password = access.password
+        host.password = hidden  # type: ignore[assignment]
         if access.lab:
             host.platform = "frr"  # every lab switch runs FRR, whatever the plan says it is
         host.connection_options["napalm"] = ConnectionOptions(

@@ -1,8 +1,9 @@
 """The switches a push or a validate talks to: the plan, the selection, and a Nornir over them.
 
-When a lab of this fabric is up (its state in `state_dir`), the fleet is the lab: every switch
-is reached as `frr` with the lab's login, and the plan is the lab's (every platform as frr).
-Otherwise it is the real network, with the credentials the intent references.
+Asked for the lab (`--lab`, or `--state-dir` naming one), the fleet is the lab: every switch is
+reached as `frr` with the lab's login, and the plan is the lab's (every platform as frr).
+Otherwise it is the real network, with the credentials the intent references, even when a lab of
+the same fabric is up: leftover lab state must never decide where a change goes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import click
 from nornir.core import Nornir
 from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
-from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
+from nornir_napalm.plugins.connections import CONNECTION_NAME
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
@@ -48,18 +49,20 @@ class FleetArgs:
     plane: str | None = None
     devices: tuple[str, ...] = ()
     role: str | None = None
-    lab: bool | None = None  # None: the lab when one of this fabric is up
-    state_dir: Path = DEFAULT_DIR
+    lab: bool = False  # the lab only when asked for
+    state_dir: Path | None = None  # naming a lab's state dir asks for that lab
     timeout: int = access_mod.CONNECT_TIMEOUT
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
     loaded = load_intent(args.file)
     intent = loaded.intent
-    lab_login = access_mod.lab_access(args.state_dir, intent) if args.lab is not False else None
-    if args.lab and lab_login is None:
+    wants_lab = args.lab or args.state_dir is not None
+    state_dir = args.state_dir or DEFAULT_DIR
+    lab_login = access_mod.lab_access(state_dir, intent) if wants_lab else None
+    if wants_lab and lab_login is None:
         raise click.UsageError(
-            f"no lab of fabric '{intent.fabric.name}' is up (state dir {args.state_dir}): run `gpufabric lab up`"
+            f"no lab of fabric '{intent.fabric.name}' is up (state dir {state_dir}): run `gpufabric lab up`"
         )
     if lab_login is not None:
         plan = topology(loaded).plan
@@ -67,6 +70,12 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
     else:
         plan = build_plan(loaded)
         chosen = access_mod.env_access(intent)
+        if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
+            click.echo(
+                f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
+                "(pass --lab to target the lab)",
+                err=True,
+            )
     index = LinkIndex(plan, PasswordHasher(intent.fabric.name, chosen.secrets))
     unknown = [d for d in args.devices if d not in index.devices]
     if unknown:
@@ -80,7 +89,7 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
         if name not in wanted:
             del inventory.hosts[name]
     access_mod.apply(inventory, chosen, args.timeout)
-    if CONNECTION_NAME not in ConnectionPluginRegister.available:
-        ConnectionPluginRegister.register(CONNECTION_NAME, Napalm)
+    # The one connection plugin push and validate use: nornir_napalm's, revealing the password only to the driver.
+    ConnectionPluginRegister.available[CONNECTION_NAME] = access_mod.RevealingNapalm
     nr = Nornir(inventory=inventory, runner=ThreadedRunner(num_workers=workers))
     return Fleet(plan, index, targets, chosen, nr)

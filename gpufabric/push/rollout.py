@@ -59,7 +59,10 @@ def run(
                 )
             rollout.stopped_at = batch
         elif pending:
-            rollout.outcomes.update(run_per_host(nr, pending, confirm, outcome={n: staged[n] for n in pending}))
+            confirmed = run_per_host(nr, pending, confirm, outcome={n: staged[n] for n in pending})
+            rollout.outcomes.update(confirmed)
+            if any(o.status != "changed" for o in confirmed.values()):
+                rollout.stopped_at = batch  # a switch that could not be confirmed reverts; nothing more goes out
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
         if rollout.stopped_at is not None:

@@ -1,0 +1,53 @@
+"""Where push and validate go: the lab only when asked for, whatever lab state is lying around."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+
+from gpufabric.lab.state import LabState
+from gpufabric.push import fleet
+from gpufabric.push.fleet import FleetArgs, open_fleet
+
+LAB_PASSWORD = "lab-canary-only"
+
+
+@pytest.fixture
+def lab_state(tmp_path, monkeypatch):
+    """A lab of the default fabric that looks up, in a state dir standing in for the default one."""
+    LabState("lab", namespaces=["cmp-spine1"]).save(tmp_path)
+    (tmp_path / "login.json").write_text(
+        json.dumps({"username": "labadmin", "password": LAB_PASSWORD, "key_file": str(tmp_path / "key")})
+    )
+    monkeypatch.setattr(fleet, "DEFAULT_DIR", tmp_path)
+    return tmp_path
+
+
+def test_a_lab_that_is_up_is_not_a_target_unless_asked_for(lab_state, monkeypatch, capsys):
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "production-password")
+    real = open_fleet(FleetArgs(plane="compute"))
+    assert not real.access.lab
+    assert real.access.password == "production-password"
+    assert {h.platform for h in real.nr.inventory.hosts.values()} != {"frr"} or all(
+        d.platform == "frr" for d in real.targets
+    )
+    assert "pass --lab" in capsys.readouterr().err
+
+
+def test_asking_for_the_lab_targets_it(lab_state):
+    for args in (FleetArgs(plane="compute", lab=True), FleetArgs(plane="compute", state_dir=lab_state)):
+        lab = open_fleet(args)
+        assert lab.access.lab and lab.access.password == LAB_PASSWORD
+
+
+def test_asking_for_a_lab_that_is_not_there_is_an_error(tmp_path):
+    with pytest.raises(click.UsageError, match="no lab of fabric"):
+        open_fleet(FleetArgs(state_dir=tmp_path / "nowhere"))
+
+
+def test_passwords_stay_out_of_the_inventory_dump(lab_state, monkeypatch):
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "production-password")
+    dump = json.dumps(open_fleet(FleetArgs(plane="compute")).nr.inventory.dict(), default=str)
+    assert "production-password" not in dump
