@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -114,11 +115,17 @@ def test_push_converges_and_a_second_push_changes_nothing(lab, pushed):
     assert human.returncode == 0 and "no changes" in human.stderr
 
 
-def _switch(lab: Path, name: str):
+def _driver(lab: Path, name: str):
+    """An FRR driver for one lab switch, with the host keys `lab up` recorded (unknown keys are refused)."""
     from napalm import get_network_driver
 
     login = json.loads((lab / "login.json").read_text())
-    dev = get_network_driver("frr")(mgmt(name), login["username"], login["password"], timeout=5)
+    known = {"known_hosts": str(lab / "known_hosts")}
+    return get_network_driver("frr")(mgmt(name), login["username"], login["password"], timeout=5, optional_args=known)
+
+
+def _switch(lab: Path, name: str):
+    dev = _driver(lab, name)
     dev.open()
     return dev
 
@@ -210,12 +217,10 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
 
 
 def test_frr_driver_getters_match_napalm_models(lab, pushed):
-    from napalm import get_network_driver
     from napalm.base import models
     from napalm.base.test.helpers import test_model as complies
 
-    login = json.loads((lab / "login.json").read_text())
-    dev = get_network_driver("frr")(mgmt("cmp-su1-leaf1"), login["username"], login["password"], timeout=5)
+    dev = _driver(lab, "cmp-su1-leaf1")
     dev.open()
     try:
         facts = dev.get_facts()
@@ -242,10 +247,7 @@ def test_frr_driver_getters_match_napalm_models(lab, pushed):
 
 
 def test_an_unconfirmed_commit_reverts_on_the_switch_by_itself(lab, pushed):
-    from napalm import get_network_driver
-
-    login = json.loads((lab / "login.json").read_text())
-    dev = get_network_driver("frr")(mgmt("cmp-su2-leaf1"), login["username"], login["password"], timeout=5)
+    dev = _driver(lab, "cmp-su2-leaf1")
     dev.open()
     try:
         running = dev.get_config(retrieve="running")["running"]
@@ -373,6 +375,157 @@ def test_a_bad_password_is_reported_and_nothing_changes(lab, pushed, tmp_path):
     assert {d["status"] for d in out["devices"][1:]} == {"skipped"}
     assert "wrong-Password-canary-51" not in done.stdout + done.stderr
     healthy(lab)
+
+
+def _switch_files(name: str) -> dict[str, str]:
+    """Every file of a lab switch's configuration (its FRR dir and its /etc overlay), by path."""
+    out = {}
+    for root in (Path("/etc/frr") / name,):
+        for f in sorted(root.rglob("*")):
+            if f.is_file() and not f.name.endswith((".log", ".sock", ".pid")):
+                out[str(f)] = f.read_text(errors="replace")
+    return out
+
+
+def _timer_test_candidate(lab: Path, name: str, text: str) -> str:
+    dev = _switch(lab, name)
+    try:
+        running = dev.get_config(retrieve="running")["running"]
+    finally:
+        dev.close()
+    assert "description fabric: cmp-spine1" in running
+    return running.replace("description fabric: cmp-spine1", f"description {text}", 1)
+
+
+def _running(lab: Path, name: str) -> str:
+    dev = _switch(lab, name)
+    try:
+        return dev.get_config(retrieve="running")["running"]
+    finally:
+        dev.close()
+
+
+def _commit_in_a_child(lab: Path, name: str, candidate: str, revert_in: int) -> subprocess.Popen:
+    """A process that commits with a revert timer and then waits forever (to be killed)."""
+    login = json.loads((lab / "login.json").read_text())
+    code = (
+        "import json, sys, time\n"
+        "from napalm import get_network_driver\n"
+        "a = json.loads(sys.stdin.readline())\n"
+        "dev = get_network_driver('frr')(a['host'], a['user'], a['password'], timeout=5,\n"
+        "    optional_args={'known_hosts': a['known_hosts']})\n"
+        "dev.open()\n"
+        "dev.load_replace_candidate(config=a['candidate'])\n"
+        "dev.commit_config(revert_in=a['revert_in'])\n"
+        "print('committed', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert child.stdin is not None
+    child.stdin.write(
+        json.dumps(
+            {
+                "host": mgmt(name),
+                "user": login["username"],
+                "password": login["password"],
+                "known_hosts": str(lab / "known_hosts"),
+                "candidate": candidate,
+                "revert_in": revert_in,
+            }
+        )
+        + "\n"
+    )
+    child.stdin.flush()
+    return child
+
+
+def test_a_push_killed_between_commit_and_confirm_leaves_the_switch_reverting(lab, pushed):
+    name = "cmp-su1-leaf2"
+    child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "killed push"), revert_in=4)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "committed"
+        assert "killed push" in _running(lab, name)
+    finally:
+        os.killpg(child.pid, 9)  # the push dies: no confirm, no rollback from this side
+        child.wait(timeout=30)
+    time.sleep(8)
+    assert "killed push" not in _running(lab, name)
+    assert _revert_timers() == []
+    healthy(lab)
+
+
+def test_a_session_cut_during_the_commit_leaves_the_switch_reverting(lab, pushed):
+    """The client dies as soon as the timer is armed, while the apply runs: the switch reverts alone."""
+    name = "cmp-su2-leaf2"
+    pending = Path("/etc/frr") / name / "gpufabric.pending"
+    child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "cut session"), revert_in=4)
+    try:
+        deadline = time.monotonic() + 30
+        while not pending.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pending.exists(), "the revert timer was never armed"
+    finally:
+        os.killpg(child.pid, 9)  # the SSH session drops mid-commit
+        child.wait(timeout=30)
+    time.sleep(10)
+    assert "cut session" not in _running(lab, name)
+    assert _revert_timers() == []
+    healthy(lab)
+
+
+def test_a_dry_run_leaves_the_switch_byte_identical(lab, pushed, tmp_path):
+    login = json.loads((lab / "login.json").read_text())
+    env = {"GPUFABRIC_SWITCH_PASSWORD": login["password"]}
+    done = run("gpufabric", "render", "-o", str(tmp_path), **env)
+    assert done.returncode == 0, done.stderr
+    conf = tmp_path / "cmp-su1-leaf1.frr.conf"
+    conf.write_text(conf.read_text().replace("description fabric: cmp-spine1", "description dry run"))
+    before = _switch_files("cmp-su1-leaf1")
+    rc, out = push(lab, "--from", str(tmp_path), "--dry-run")
+    status = {d["device"]: d for d in out["devices"]}
+    assert rc == 0 and out["dry_run"]
+    assert status["cmp-su1-leaf1"]["status"] == "would change" and "dry run" in status["cmp-su1-leaf1"]["diff"]
+    assert _switch_files("cmp-su1-leaf1") == before
+    assert not list(Path("/tmp").glob("gpufabric-candidate.*"))  # no candidate left anywhere
+
+
+def test_validate_changes_nothing_on_a_switch(lab, pushed):
+    before = {name: _switch_files(name) for name in ("cmp-spine1", "cmp-su1-leaf1")}
+    rc, _ = validate(lab)
+    assert rc == 0
+    assert {name: _switch_files(name) for name in before} == before
+
+
+def test_a_second_push_while_one_runs_is_refused(lab, pushed):
+    from gpufabric.push.lock import fabric_lock
+
+    with fabric_lock("lab"):  # what a running push of this fabric holds
+        done = run("nornir", "push", *PLANE, "--state-dir", str(lab), "--json")
+    assert done.returncode == 2 and "another push of fabric 'lab' is running" in done.stderr
+
+
+def test_an_unknown_host_key_is_refused(lab, pushed, tmp_path):
+    known = lab / "known_hosts"
+    saved = tmp_path / "known_hosts"
+    shutil.copy(known, saved)
+    lines = known.read_text().splitlines()
+    other = next(line for line in lines if not line.startswith(mgmt("cmp-spine1") + " "))
+    # cmp-spine1's recorded key replaced by another switch's: what a man in the middle would present.
+    known.write_text(
+        "\n".join(
+            f"{mgmt('cmp-spine1')} {' '.join(other.split()[1:])}" if line.startswith(mgmt("cmp-spine1") + " ") else line
+            for line in lines
+        )
+        + "\n"
+    )
+    try:
+        done = run("nornir", "validate", *PLANE, "--device", "cmp-spine1", "--state-dir", str(lab), "--format", "json")
+    finally:
+        shutil.copy(saved, known)
+    assert done.returncode != 0
+    assert "host key is not the one" in done.stdout + done.stderr
 
 
 def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_leaf(lab, pushed):

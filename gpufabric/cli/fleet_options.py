@@ -52,6 +52,18 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 show_default=True,
                 help="Seconds to wait for a switch's SSH login before calling it unreachable.",
             ),
+            click.option(
+                "--known-hosts",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="SSH host keys of the real switches; a switch whose key is missing or different is refused. "
+                "[default: ~/.ssh/known_hosts]",
+            ),
+            click.option(
+                "--accept-new",
+                is_flag=True,
+                help="Record the host key of a switch seen for the first time in --known-hosts (a changed key is "
+                "still refused).",
+            ),
             click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout."),
         ]
     ):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
@@ -15,10 +16,12 @@ from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.config.secrets import secret_values
 from gpufabric.push.candidates import candidate
-from gpufabric.push.expect import expectations
-from gpufabric.push.fleet import FleetArgs, open_fleet
-from gpufabric.push.rollout import run
+from gpufabric.push.expect import Expectation, expectations
+from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
+from gpufabric.push.lock import FabricBusyError, fabric_lock
+from gpufabric.push.rollout import Rollout, run
 from gpufabric.push.targets import Batch, batches
+from gpufabric.push.timing import TimingError, check_timing
 from nornir_tasks.push import DeviceOutcome, PushOptions
 
 STYLE = {
@@ -82,12 +85,14 @@ def push_cmd(
     changes nothing and says so.
 
     \b
-    Targets the local lab when one of this fabric is up (`gpufabric lab up`), with the lab's
-    login; otherwise the real switches, with the password from the variable the intent names.
-    Secrets are resolved in memory and never printed.
+    Targets the real switches, with the password from the variable the intent names; the local
+    lab (`gpufabric lab up`) only with --lab. One push per fabric at a time (a lock on this
+    machine); --confirm-timeout must outlive the checks of a whole batch (it is checked).
+    Secrets are resolved in memory and never printed or shown in a diff.
 
     Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back;
-    2 bad intent, options or missing credentials.
+    2 bad intent, options, timeouts that cannot protect a batch, missing credentials, or another
+    push of the fabric running.
     """
     started = time.perf_counter()
     fleet = open_fleet(fleet_args)
@@ -101,6 +106,42 @@ def push_cmd(
         check_timeout=check_timeout,
         masked=secret_values(fleet.plan.intent, fleet.access.secrets),
     )
+    try:
+        check_timing(
+            confirm_timeout=confirm_timeout,
+            check_timeout=check_timeout,
+            settle=opts.settle,
+            connect_timeout=fleet_args.timeout,
+            largest_batch=max(len(b.devices) for b in plan_batches),
+            workers=WORKERS,
+        )
+    except TimingError as exc:
+        raise click.UsageError(str(exc)) from None
+    with ExitStack() as stack:
+        if not dry_run:
+            try:
+                stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
+            except FabricBusyError as exc:
+                raise click.UsageError(str(exc)) from None
+        rollout = _rollout(
+            fleet, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, total=len(names)
+        )
+    fleet.nr.close_connections()
+    elapsed = time.perf_counter() - started
+    return _report(
+        fleet, rollout, plan_batches=plan_batches, dry_run=dry_run, as_json=as_json, diff=diff, elapsed=elapsed
+    )
+
+
+def _rollout(
+    fleet: Fleet,
+    *,
+    plan_batches: list[Batch],
+    candidates: dict[str, str],
+    expects: dict[str, Expectation],
+    opts: PushOptions,
+    total: int,
+) -> Rollout:
     where = "the lab" if fleet.access.lab else "the switches"
     with Progress(
         TextColumn("{task.description}"),
@@ -110,7 +151,7 @@ def push_cmd(
         console=err,
         transient=True,
     ) as progress:
-        bar = progress.add_task(f"push to {where}: batch 1/{len(plan_batches)}", total=len(names))
+        bar = progress.add_task(f"push to {where}: batch 1/{len(plan_batches)}", total=total)
 
         def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
             progress.update(
@@ -122,12 +163,22 @@ def push_cmd(
                         f"[red]batch {b.number} ({b.domain}): {o.device} {o.status}[/red]: {o.reason}", highlight=False
                     )
 
-        rollout = run(
+        return run(
             fleet.nr, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, on_batch=on_batch
         )
-    fleet.nr.close_connections()
+
+
+def _report(
+    fleet: Fleet,
+    rollout: Rollout,
+    *,
+    plan_batches: list[Batch],
+    dry_run: bool,
+    as_json: bool,
+    diff: bool,
+    elapsed: float,
+) -> int:
     ordered = [rollout.outcomes[n] for b in plan_batches for n in b.devices]
-    elapsed = time.perf_counter() - started
     if as_json:
         out.print_json(
             json.dumps(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import shlex
+from dataclasses import replace
 
 from napalm.base.exceptions import CommitError
 
@@ -53,19 +54,30 @@ class FrrDriver(LinuxSwitchDriver):
         if self.candidate is None:
             raise CommitError("no candidate loaded")
         parts = candidate_parts(self.candidate)
-        conf, nft, system = self.files.path("candidate.conf"), None, None
+        self._ensure_workdir()
+        conf, nft, system = self.files.candidate("conf"), None, None
         put_file(self.transport, conf, parts.frr)  # type: ignore[arg-type]
         if parts.nft is not None:
-            nft = self.files.path("candidate.nft")
+            nft = self.files.candidate("nft")
             put_file(self.transport, nft, parts.nft)  # type: ignore[arg-type]
         if parts.system is not None:
-            system = self.files.path("candidate.system.sh")
+            system = self.files.candidate("system.sh")
             settings = frr_system.parse(parts.system, parts.interfaces or "")
             put_file(self.transport, system, frr_system.apply_script(settings), mode=0o600)  # type: ignore[arg-type]
-            put_file(self.transport, self.files.path("candidate.system.shown"), _shown(parts))  # type: ignore[arg-type]
+            put_file(self.transport, self.files.candidate("system.shown"), _shown(parts))  # type: ignore[arg-type]
             secrets = frr_system.secret_values(parts.system)
-            put_file(self.transport, self.files.path("candidate.system.secrets"), secrets, mode=0o600)  # type: ignore[arg-type]
+            put_file(self.transport, self.files.candidate("system.secrets"), secrets, mode=0o600)  # type: ignore[arg-type]
         return conf, nft, system
+
+    def _ensure_workdir(self) -> None:
+        if self.files.workdir is None:
+            made = self._run("mktemp -d /tmp/gpufabric-candidate.XXXXXXXX").strip()
+            self.files = replace(self.files, workdir=made)
+
+    def _drop_workdir(self) -> None:
+        if self.files.workdir is not None and self.transport is not None:
+            self.transport.run(f"rm -rf {shlex.quote(self.files.workdir)}")
+        self.files = replace(self.files, workdir=None)
 
     def compare_config(self) -> str:
         """What a commit would change: FRR lines to delete/add, then the nftables diff. Empty: nothing."""
@@ -96,7 +108,7 @@ class FrrDriver(LinuxSwitchDriver):
             )
         )
         same = self._run(
-            f"cmp -s {self.files.path('candidate.system.secrets')} {self.files.path('applied.system.secrets')} "
+            f"cmp -s {self.files.candidate('system.secrets')} {self.files.path('applied.system.secrets')} "
             "&& echo same || echo changed"
         )
         if same.strip() != "same":
@@ -123,15 +135,14 @@ class FrrDriver(LinuxSwitchDriver):
         if self.has_pending_commit():
             raise CommitError("a commit is pending confirmation: confirm or roll it back first")
         conf, nft, system = self._upload()
-        self._run("sh -s", self.files.snapshot_script())
-        put_file(self.transport, self.files.path("revert.sh"), self.files.revert_script())  # type: ignore[arg-type]
+        for path, body in self.files.commit_files(conf, nft, self.merge, system, revert_in).items():
+            put_file(self.transport, path, body, mode=0o700)  # type: ignore[arg-type]
         try:
-            self._run("sh -s", self.files.apply_script(conf, nft, merge=self.merge, system=system))
+            self._run("sh -s", self.files.commit_script(revert_in))
         except CommandFailedError as exc:
-            self._run(f"sh {self.files.path('revert.sh')}")
-            raise CommitError(f"{self.hostname}: the candidate did not apply and was reverted: {exc}") from None
-        if revert_in:
-            self._run("sh -s", self.files.arm_timer_script(revert_in))
+            raise CommitError(f"{self.hostname}: the candidate was not applied: {exc}") from None
+        finally:
+            self._drop_workdir()
         self.candidate = None
 
     def has_pending_commit(self) -> bool:
@@ -140,13 +151,17 @@ class FrrDriver(LinuxSwitchDriver):
     def confirm_commit(self) -> None:
         if not self.has_pending_commit():
             raise CommitError("no commit is pending confirmation")
-        self._run("sh -s", self.files.disarm_script)
+        self._run("sh -s", self.files.confirm_script)
 
     def discard_config(self) -> None:
         self.candidate = None
-        if self.transport is not None:
-            names = ("conf", "nft", "system.sh", "system.shown", "system.secrets")
-            self._run("rm -f " + " ".join(self.files.path(f"candidate.{n}") for n in names))
+        self._drop_workdir()
+
+    def close(self) -> None:
+        try:
+            self._drop_workdir()
+        finally:
+            super().close()
 
     def rollback(self) -> None:
         """Back to the configuration before the last commit (and stop its revert timer)."""

@@ -64,6 +64,12 @@ def _copy_or_remove(src: str, dst: str) -> str:
 @dataclass(frozen=True)
 class DeviceFiles:
     pathspace: str | None
+    # This session's own folder for candidates (made with mktemp -d, 0700): two sessions on one switch
+    # (a push and a validate, say) never read or remove each other's candidate.
+    workdir: str | None = None
+
+    def candidate(self, name: str) -> str:
+        return f"{self.workdir}/{name}" if self.workdir else self.path(f"candidate.{name}")
 
     @property
     def confdir(self) -> str:
@@ -82,14 +88,17 @@ class DeviceFiles:
             f"{RELOAD} --stdout --pathspace {shlex.quote(self.pathspace)}" if self.pathspace else f"{RELOAD} --stdout"
         )
 
-    def apply_script(self, conf: str, nft: str | None, merge: bool = False, system: str | None = None) -> str:
-        """Shell that makes `conf` (and `nft`, and the host settings script `system`) the running and saved
-        configuration; stops at the first error."""
+    def apply_script(
+        self, conf: str, nft: str | None, merge: bool = False, system: str | None = None, save: bool = True
+    ) -> str:
+        """Shell that makes `conf` (and `nft`, and the host settings script `system`) the running
+        configuration, and the saved one with `save` (a change awaiting confirmation is not saved: a
+        reboot before the confirm comes back to the configuration before it); stops at the first error."""
         frr = f"{self.vtysh} -f {conf}" if merge else f"{self.reload} --reload {conf}"
         lines = [
             "set -e",
             f'out=$({frr} 2>&1) || {{ echo "$out" | tail -20 >&2; exit 3; }}',
-            f"{self.vtysh} -c 'write memory' >/dev/null",
+            *([self.save_command] if save else []),
             # What was applied, and a fingerprint of what FRR made of it: compare_config's fast path.
             f"cp {conf} {self.path('applied.conf')}",
             f"{self.running_fingerprint} > {self.path('applied.running')}",
@@ -105,10 +114,49 @@ class DeviceFiles:
         if system is not None:
             lines += [
                 f"sh {system}",
-                f"cp {self.path('candidate.system.shown')} {self.path('applied.system')}",
-                f"(umask 077; cp {self.path('candidate.system.secrets')} {self.path('applied.system.secrets')})",
+                f"cp {self.candidate('system.shown')} {self.path('applied.system')}",
+                f"(umask 077; cp {self.candidate('system.secrets')} {self.path('applied.system.secrets')})",
             ]
         return "\n".join(lines) + "\n"
+
+    @property
+    def save_command(self) -> str:
+        return f"{self.vtysh} -c 'write memory' >/dev/null"
+
+    def commit_script(self, revert_in: int | None = None) -> str:
+        """One remote step: save the rollback target, arm the revert timer, then apply. The timer runs
+        before anything changes, in its own session, so a session cut at any moment after this step
+        starts leaves the switch reverting by itself. An apply that fails is reverted at once.
+
+        The snapshot, the apply and the revert are files (uploaded first, see `commit_files`) run by
+        their own `sh`: `set -e` is ignored inside a subshell that an `if` or `||` tests.
+        """
+        arm = self.arm_timer_script(revert_in) if revert_in else ""
+        return (
+            # One change at a time on a switch, whoever makes it: the lock is held while this runs, and
+            # a pending commit (armed timer) refuses the next one until it is confirmed or reverted.
+            f"exec 9>{self.path('lock')}\n"
+            "flock -n 9 || { echo 'another gpufabric change is being made on this switch' >&2; exit 5; }\n"
+            f"if {self.pending_check}; then echo 'a commit is pending confirmation on this switch' >&2; exit 5; fi\n"
+            f"sh {self.candidate('snapshot.sh')} || {{ echo 'could not save the rollback target' >&2; exit 4; }}\n"
+            f"{arm}"
+            f"if ! sh {self.candidate('apply.sh')}; then\n"
+            f"  {self.disarm_body(required=False)}\n"
+            f"  sh {self.path('revert.sh')} >{self.path('revert.log')} 2>&1 || true\n"
+            "  echo 'the candidate did not apply and was reverted' >&2; exit 3\n"
+            "fi\n"
+        )
+
+    def commit_files(
+        self, conf: str, nft: str | None, merge: bool = False, system: str | None = None, revert_in: int | None = None
+    ) -> dict[str, str]:
+        """The scripts a commit runs, by device path: uploaded before anything changes."""
+        return {
+            self.candidate("snapshot.sh"): self.snapshot_script(),
+            self.candidate("apply.sh"): self.apply_script(conf, nft, merge=merge, system=system, save=not revert_in),
+            # Where the timer finds it, whatever happens to this session's folder.
+            self.path("revert.sh"): self.revert_script(),
+        }
 
     @property
     def running_fingerprint(self) -> str:
@@ -155,29 +203,58 @@ class DeviceFiles:
             ]
         )
 
-    def arm_timer_script(self, seconds: int) -> str:
-        """Start the revert timer on the device: it rolls back unless `confirm_commit` kills it first.
+    # The revert timer. `pending` holds "boot-id pid start-time" of the timer process: a marker left by
+    # an earlier boot, or by a process that has since died and whose PID was reused, is not a pending
+    # commit. Whoever renames `pending` first owns it: the timer (to revert) or a confirm (to disarm),
+    # so a confirm never kills a revert halfway and a revert never runs after a confirm.
+    _BOOT = "$(cat /proc/sys/kernel/random/boot_id)"
 
-        It runs in its own session so closing the SSH connection does not stop it, and so
-        confirm can kill its whole process group.
-        """
+    @staticmethod
+    def _start_time(pid: str) -> str:
+        return f"$(awk '{{print $22}}' /proc/{pid}/stat 2>/dev/null)"
+
+    def arm_timer_script(self, seconds: int) -> str:
+        """Start the revert timer: it rolls back unless a confirm disarms it first. It runs in its own
+        session so closing the SSH connection does not stop it, and so a disarm can end its group."""
         pending, revert = self.path("pending"), self.path("revert.sh")
-        body = f"sleep {int(seconds)}; sh {revert} >{self.path('revert.log')} 2>&1; rm -f {pending}"
-        return f"setsid sh -c {shlex.quote(body)} </dev/null >/dev/null 2>&1 &\necho $! > {pending}\n"
+        reverting = self.path("reverting")
+        body = (
+            f"sleep {int(seconds)}; mv {pending} {reverting} 2>/dev/null || exit 0; "
+            f"sh {revert} >{self.path('revert.log')} 2>&1; rm -f {reverting}"
+        )
+        return (
+            f"setsid sh -c {shlex.quote(body)} </dev/null >/dev/null 2>&1 &\n"
+            f'p=$!; echo "{self._BOOT} $p {self._start_time("$p")}" > {pending}.new && mv {pending}.new {pending}\n'
+        )
 
     @property
     def pending_check(self) -> str:
         pending = self.path("pending")
-        return f"test -f {pending} && kill -0 $(cat {pending}) 2>/dev/null"
+        return (
+            f'test -f {pending} && read b p s < {pending} && [ "$b" = "{self._BOOT}" ] '
+            f'&& [ -n "$s" ] && [ "{self._start_time("$p")}" = "$s" ]'
+        )
+
+    def disarm_body(self, required: bool) -> str:
+        pending, taken = self.path("pending"), self.path("disarming")
+        missing = (
+            "echo 'no commit is pending (its revert timer has fired, or there was none)' >&2; exit 1"
+            if required
+            else ":"
+        )
+        # procps kill, not the shell's: dash's builtin rejects `--` and a process group.
+        return (
+            f"if mv {pending} {taken} 2>/dev/null; then read b p s < {taken} || true; "
+            f'if [ "$b" = "{self._BOOT}" ] && [ -n "$s" ] && [ "{self._start_time("$p")}" = "$s" ]; then '
+            f"/bin/kill -s TERM -- -$p 2>/dev/null || true; fi; rm -f {taken}; else {missing}; fi"
+        )
 
     @property
     def disarm_script(self) -> str:
-        pending = self.path("pending")
-        # procps kill, not the shell's: dash's builtin rejects `--` and a process group, and the timer lives on.
-        return (
-            f"if [ -f {pending} ]; then p=$(cat {pending}); /bin/kill -s TERM -- -$p 2>/dev/null || true; "
-            # Gone, or a zombie waiting for a reaper: either way it will never revert.
-            f"sleep 0.1; s=$(awk '/^State:/{{print $2}}' /proc/$p/status 2>/dev/null); "
-            f'if [ -n "$s" ] && [ "$s" != Z ]; then echo \'revert timer still running\' >&2; exit 1; fi; '
-            f"rm -f {pending}; fi\n"
-        )
+        """Take the pending commit from its timer (which then never reverts) and end the timer."""
+        return self.disarm_body(required=False) + "\n"
+
+    @property
+    def confirm_script(self) -> str:
+        """Keep the change: disarm the timer, then save the configuration (only now: see apply_script)."""
+        return f"set -e\n{self.disarm_body(required=True)}\n{self.save_command}\n"

@@ -65,6 +65,7 @@ class LinuxSwitchDriver(NetworkDriver):
                 timeout=float(self.timeout),
                 key_file=self.optional_args.get("key_file"),
                 known_hosts=self.optional_args.get("known_hosts"),
+                accept_new=bool(self.optional_args.get("accept_new", False)),
             )
 
     def close(self) -> None:

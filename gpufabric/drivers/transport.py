@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import threading
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,6 +49,23 @@ def put_file(transport: Transport, path: str, text: str, mode: int | None = None
     check(transport, f"{umask}cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}", text)
 
 
+_KNOWN_HOSTS_WRITE = threading.Lock()
+
+
+class AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
+    """OpenSSH's `StrictHostKeyChecking accept-new`: a host seen for the first time is recorded in the
+    known_hosts file and trusted from then on; a changed key is still refused (paramiko checks known keys
+    before it asks a policy)."""
+
+    def __init__(self, known_hosts: str) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        with _KNOWN_HOSTS_WRITE, open(self.known_hosts, "a", encoding="ascii") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+
+
 class SSHTransport:
     """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
 
@@ -60,13 +79,17 @@ class SSHTransport:
         timeout: float = 10.0,
         key_file: str | None = None,
         known_hosts: str | None = None,
+        accept_new: bool = False,
     ) -> None:
+        # Never trust a host key on sight: whoever answers on the management network would collect the
+        # fabric's password. Keys come from known_hosts; a first-seen one is recorded only when asked.
         self.client = paramiko.SSHClient()
-        if known_hosts:
+        if known_hosts and os.path.exists(known_hosts):
             self.client.load_host_keys(known_hosts)
-            self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        if known_hosts and accept_new:
+            self.client.set_missing_host_key_policy(AcceptNewPolicy(known_hosts))
         else:
-            self.client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+            self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
             self.client.connect(
                 host,
@@ -82,7 +105,19 @@ class SSHTransport:
             )
         except paramiko.AuthenticationException:
             raise ConnectionException(f"{host}: authentication failed for user {username}") from None
-        except (TimeoutError, OSError, paramiko.SSHException) as exc:
+        except paramiko.BadHostKeyException:
+            raise ConnectionException(
+                f"{host}: its host key is not the one in {known_hosts}: refusing to log in (someone may be "
+                "answering in its place); if the switch was replaced, remove its old key and verify the new one"
+            ) from None
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" not in str(exc):
+                raise ConnectionException(f"{host}:{port}: cannot connect ({exc})") from None
+            raise ConnectionException(
+                f"{host}: its host key is not in {known_hosts or 'any known_hosts file'}: verify it and add it "
+                "(ssh-keyscan), or run once with --accept-new to record first-seen keys"
+            ) from None
+        except (TimeoutError, OSError) as exc:
             raise ConnectionException(f"{host}:{port}: cannot connect ({exc or type(exc).__name__})") from None
         self.timeout = timeout
 

@@ -35,10 +35,8 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
     if state is None or login is None or state.fabric != intent.fabric.name:
         return None
     # Password login, as with the intent's credentials; the key is there for people (`ssh -i`).
-    args: dict[str, Any] = {}
-    known_hosts = state_dir / "known_hosts"
-    if known_hosts.is_file():
-        args["known_hosts"] = str(known_hosts)
+    # `lab up` recorded every switch's host key: anything else answering is refused, as on a real network.
+    args: dict[str, Any] = {"known_hosts": str(state_dir / "known_hosts")}
     # In the lab the admin's password is the switch password the rendered configs hash.
     secrets = dict(os.environ)
     ref = intent.credentials.switches.password
@@ -47,7 +45,7 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
     return Access(True, login.username, login.password, args, secrets)
 
 
-def env_access(intent: Intent) -> Access:
+def env_access(intent: Intent, known_hosts: Path | None = None, accept_new: bool = False) -> Access:
     cred = intent.credentials.switches
     if cred.password is None:
         raise click.UsageError(
@@ -56,7 +54,9 @@ def env_access(intent: Intent) -> Access:
         )
     if not cred.password.env or cred.password.env not in os.environ:
         raise SecretUnavailableError(cred.password, "credentials.switches.password")
-    return Access(False, cred.username, os.environ[cred.password.env], {}, dict(os.environ))
+    hosts = known_hosts or Path.home() / ".ssh" / "known_hosts"
+    args = {"known_hosts": str(hosts), "accept_new": accept_new}
+    return Access(False, cred.username, os.environ[cred.password.env], args, dict(os.environ))
 
 
 class Hidden:

@@ -52,6 +52,8 @@ class FleetArgs:
     lab: bool = False  # the lab only when asked for
     state_dir: Path | None = None  # naming a lab's state dir asks for that lab
     timeout: int = access_mod.CONNECT_TIMEOUT
+    known_hosts: Path | None = None  # real switches: their SSH host keys (default ~/.ssh/known_hosts)
+    accept_new: bool = False  # record a first-seen host key instead of refusing it
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
@@ -69,7 +71,7 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
         chosen = lab_login
     else:
         plan = build_plan(loaded)
-        chosen = access_mod.env_access(intent)
+        chosen = access_mod.env_access(intent, args.known_hosts, args.accept_new)
         if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
             click.echo(
                 f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "

@@ -1,0 +1,78 @@
+"""What a push refuses before it touches a switch: timeouts that cannot protect a batch, and a
+second push of a fabric while one runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import run
+
+from gpufabric.push.lock import FabricBusyError, fabric_lock
+from gpufabric.push.timing import TimingError, check_timing, needed_confirm_timeout
+
+DEFAULTS = {"check_timeout": 30.0, "settle": 2.0, "connect_timeout": 10.0, "workers": 32}
+
+
+def test_the_default_timeouts_protect_a_batch_of_one_wave():
+    check_timing(confirm_timeout=120, largest_batch=32, **DEFAULTS)
+
+
+def test_a_check_longer_than_the_timer_is_refused():
+    with pytest.raises(TimingError, match="does not fit"):
+        check_timing(confirm_timeout=60, largest_batch=1, **{**DEFAULTS, "check_timeout": 60.0})
+
+
+def test_a_batch_staged_in_waves_needs_a_longer_timer_and_says_how_long():
+    need = needed_confirm_timeout(largest_batch=64, **DEFAULTS)
+    assert need > 120
+    with pytest.raises(TimingError, match=f"--confirm-timeout {need} or more, or --batch 32"):
+        check_timing(confirm_timeout=120, largest_batch=64, **DEFAULTS)
+    check_timing(confirm_timeout=need, largest_batch=64, **DEFAULTS)
+
+
+def test_the_cli_refuses_bad_timeouts_before_any_connection(tmp_path):
+    done = run(
+        "nornir",
+        "push",
+        "--check-timeout",
+        "200",
+        "--confirm-timeout",
+        "120",
+        GPUFABRIC_SWITCH_PASSWORD="unused",
+    )
+    assert done.returncode == 2 and "does not fit" in done.stderr, done.stderr
+
+
+def test_a_second_push_of_a_fabric_is_refused_while_the_first_holds_the_lock(tmp_path):
+    with fabric_lock("lab", tmp_path):
+        with pytest.raises(FabricBusyError, match="another push of fabric 'lab'"), fabric_lock("lab", tmp_path):
+            pass
+        with fabric_lock("other", tmp_path):  # another fabric is another lock
+            pass
+    with fabric_lock("lab", tmp_path):  # released when the first push ended
+        pass
+
+
+def test_a_push_that_dies_leaves_the_fabric_unlocked(tmp_path):
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from gpufabric.push.lock import fabric_lock\n"
+        f"with fabric_lock('lab', Path({str(tmp_path)!r})):\n"
+        "    print('locked', flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    os._exit(9)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(FabricBusyError, match=f"pid {holder.pid}"), fabric_lock("lab", tmp_path):
+            pass
+        holder.communicate("go\n", timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    with fabric_lock("lab", tmp_path):
+        pass
