@@ -135,3 +135,13 @@ def rollback(task: Task, outcome: DeviceOutcome, why: str) -> Result:
     except Exception as exc:
         outcome.status, outcome.reason = "failed", f"{why}; rollback failed: {_reason(exc)}"
     return Result(host=task.host, result=outcome)
+
+
+def sessions_down(task: Task, peers: dict[str, int]) -> Result:
+    """The planned BGP sessions of this switch that are not established (with the planned ASN) now."""
+    try:
+        conn = task.host.get_connection("napalm", task.nornir.config)
+        up = health(Expectation(task.host.name, peers, ()), conn.get_bgp_neighbors(), {}).peers_up
+        return Result(host=task.host, result=sorted(set(peers) - up))
+    except Exception as exc:  # unreachable now: every session counts as down, with the reason
+        return Result(host=task.host, result=[f"({_reason(exc)})"])

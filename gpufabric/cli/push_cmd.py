@@ -16,6 +16,7 @@ from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.config.secrets import secret_values
 from gpufabric.push.candidates import candidate
+from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
 from gpufabric.push.expect import Expectation, expectations
 from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
 from gpufabric.push.lock import FabricBusyError, fabric_lock
@@ -59,6 +60,15 @@ STYLE = {
 )
 @click.option("--diff/--no-diff", default=True, show_default=True, help="Print each changed switch's diff.")
 @click.option(
+    "--wait",
+    "wait_seconds",
+    type=click.FloatRange(0, 3600),
+    default=60.0,
+    show_default=True,
+    help="After a converged push, wait up to this long for every BGP session between pushed switches to be "
+    "established (0: do not wait). Exit 1 if they are not.",
+)
+@click.option(
     "--from",
     "from_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -74,6 +84,7 @@ def push_cmd(
     batch_size: int | None,
     diff: bool,
     from_dir: Path | None,
+    wait_seconds: float,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain at a time.
 
@@ -126,11 +137,24 @@ def push_cmd(
         rollout = _rollout(
             fleet, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, total=len(names)
         )
+    settled = None
+    if rollout.converged and not dry_run and wait_seconds > 0:
+        sessions = fabric_sessions(fleet.plan, fleet.index, names)
+        with err.status(f"waiting up to {wait_seconds:g} s for {sum(map(len, sessions.values()))} BGP sessions"):
+            settled = wait_converged(fleet.nr, sessions, wait_seconds)
     fleet.nr.close_connections()
     elapsed = time.perf_counter() - started
-    return _report(
-        fleet, rollout, plan_batches=plan_batches, dry_run=dry_run, as_json=as_json, diff=diff, elapsed=elapsed
+    code = _report(
+        fleet,
+        rollout,
+        plan_batches=plan_batches,
+        dry_run=dry_run,
+        as_json=as_json,
+        diff=diff,
+        elapsed=elapsed,
+        settled=settled,
     )
+    return code if settled is None or settled.converged else 1
 
 
 def _rollout(
@@ -177,8 +201,20 @@ def _report(
     as_json: bool,
     diff: bool,
     elapsed: float,
+    settled: Convergence | None,
 ) -> int:
     ordered = [rollout.outcomes[n] for b in plan_batches for n in b.devices]
+    if settled is not None and not as_json:
+        if settled.converged:
+            err.print(
+                f"converged: all {settled.sessions} BGP sessions between pushed switches up ({settled.seconds:.1f} s)"
+            )
+        else:
+            for name, down in sorted(settled.down.items()):
+                err.print(
+                    f"[red]not converged after {settled.seconds:.0f} s[/red]: {name}: {', '.join(down)}",
+                    highlight=False,
+                )
     if as_json:
         out.print_json(
             json.dumps(
@@ -189,6 +225,7 @@ def _report(
                     "seconds": round(elapsed, 2),
                     "batches": [asdict(b) for b in plan_batches],
                     "devices": [asdict(o) for o in ordered],
+                    "sessions": None if settled is None else asdict(settled),
                 }
             )
         )

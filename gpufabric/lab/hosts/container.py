@@ -92,6 +92,15 @@ def prepare_root(spec: HostSpec, image: Path, root: Path, *, pubkey: str, mirror
         f"Name={spec.mgmt_interface}\n\n[Network]\nAddress={spec.mgmt_address}\nLinkLocalAddressing=no\n"
         f"IPv6AcceptRA=no\n"
     )
+    if spec.nics:
+        # A cabled server's NICs have a link from the first boot; addresses come from the roles, whose
+        # files (60-gpufabric-*) sort before this one and so take the NICs over once written.
+        names = " ".join(nic.interface for nic in spec.nics)
+        (network / "90-lab-cabled.network").write_text(
+            "# The data NICs, up with no address until the roles configure them (made by gpufabric's lab)\n"
+            f"[Match]\nName={names}\n\n[Link]\nRequiredForOnline=no\n\n"
+            "[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nConfigureWithoutCarrier=yes\n"
+        )
     wants = root / "etc/systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     link = wants / "systemd-networkd.service"
