@@ -103,13 +103,14 @@ def _report(exc: Exception) -> int:
     """The exit code for an error, after saying what it was. Domain errors are imported here, not at
     start-up: they pull in the intent schema, which `--version` and `--help` do not need."""
     from gpufabric.config.secrets import SecretUnavailableError
+    from gpufabric.config.vault import VaultError
     from gpufabric.intent.errors import IntentError
 
     err = _err()
     if isinstance(exc, IntentError):
         err.print(exc.render(), markup=False)
         return EXIT_INPUT
-    if isinstance(exc, SecretUnavailableError):
+    if isinstance(exc, SecretUnavailableError | VaultError):
         err.print(f"error: {exc}", markup=False)
         return EXIT_INPUT
     if os.environ.get("GPUFABRIC_DEBUG"):

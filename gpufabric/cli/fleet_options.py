@@ -64,6 +64,17 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 help="Record the host key of a switch seen for the first time in --known-hosts (a changed key is "
                 "still refused).",
             ),
+            click.option(
+                "--vault-file",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                help="Ansible Vault file (a YAML mapping, encrypted with ansible-vault) holding the secrets the "
+                "intent names as {vault: NAME}.",
+            ),
+            click.option(
+                "--vault-password-file",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                help="File holding the vault's password. [default: $ANSIBLE_VAULT_PASSWORD_FILE]",
+            ),
             click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout."),
         ]
     ):

@@ -32,7 +32,10 @@ class SecretUnavailableError(Exception):
                 f"export {ref.env}=... before rendering (it is hashed, never written in clear)"
             )
         else:
-            msg = f"{field} names the vault entry {ref.vault}, which is opened only when pushing"
+            msg = (
+                f"{field} names the vault entry {ref.vault}, which the vault does not hold (or no vault was "
+                "given: --vault-file and --vault-password-file, when pushing)"
+            )
         super().__init__(msg)
 
 
@@ -78,9 +81,10 @@ def resolve_tokens(
     def lookup(kind: str, name: str) -> str:
         if allowed is not None and (kind, name) not in allowed:
             raise UndeclaredSecretError(SecretRef(**{kind: name}))
-        if name not in known:
+        key = name if kind == "env" else f"vault:{name}"  # gpufabric.config.vault.vault_key
+        if key not in known:
             raise SecretUnavailableError(SecretRef(**{kind: name}), "a rendered config")
-        return known[name]
+        return known[key]
 
     text = HASH_TOKEN.sub(lambda m: sha_crypt(lookup(m.group(3), m.group(4)), m.group(2), m.group(1)), text)
     return TOKEN.sub(lambda m: lookup(m.group(1), m.group(2)), text)
@@ -118,5 +122,6 @@ class PasswordHasher:
 def secret_values(intent: Intent, secrets: Mapping[str, str]) -> tuple[str, ...]:
     """The values of the secrets the intent names that `secrets` holds: what output must never show.
     Longest first, so a secret containing another is hidden whole."""
-    values = {secrets[name] for kind, name in declared(intent) if kind == "env" and secrets.get(name)}
+    keys = [name if kind == "env" else f"vault:{name}" for kind, name in declared(intent)]
+    values = {secrets[key] for key in keys if secrets.get(key)}
     return tuple(sorted(values, key=len, reverse=True))

@@ -45,18 +45,25 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
     return Access(True, login.username, login.password, args, secrets)
 
 
-def env_access(intent: Intent, known_hosts: Path | None = None, accept_new: bool = False) -> Access:
+def env_access(
+    intent: Intent,
+    known_hosts: Path | None = None,
+    accept_new: bool = False,
+    vault: dict[str, str] | None = None,
+) -> Access:
     cred = intent.credentials.switches
     if cred.password is None:
         raise click.UsageError(
             "the intent names no switch password (credentials.switches.password: {env: NAME}); "
             "or target a lab with `gpufabric lab up`"
         )
-    if not cred.password.env or cred.password.env not in os.environ:
+    secrets = {**os.environ, **(vault or {})}
+    key = cred.password.env or f"vault:{cred.password.vault}"
+    if key not in secrets:
         raise SecretUnavailableError(cred.password, "credentials.switches.password")
     hosts = known_hosts or Path.home() / ".ssh" / "known_hosts"
     args = {"known_hosts": str(hosts), "accept_new": accept_new}
-    return Access(False, cred.username, os.environ[cred.password.env], args, dict(os.environ))
+    return Access(False, cred.username, secrets[key], args, secrets)
 
 
 class Hidden:

@@ -19,6 +19,7 @@ from nornir_napalm.plugins.connections import CONNECTION_NAME
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
+from gpufabric.config.vault import open_vault
 from gpufabric.intent import load_intent
 from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.lab.topology import topology
@@ -54,6 +55,8 @@ class FleetArgs:
     timeout: int = access_mod.CONNECT_TIMEOUT
     known_hosts: Path | None = None  # real switches: their SSH host keys (default ~/.ssh/known_hosts)
     accept_new: bool = False  # record a first-seen host key instead of refusing it
+    vault_file: Path | None = None  # an Ansible Vault file holding the intent's {vault: NAME} secrets
+    vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
@@ -71,7 +74,8 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
         chosen = lab_login
     else:
         plan = build_plan(loaded)
-        chosen = access_mod.env_access(intent, args.known_hosts, args.accept_new)
+        vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else None
+        chosen = access_mod.env_access(intent, args.known_hosts, args.accept_new, vault)
         if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
             click.echo(
                 f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
