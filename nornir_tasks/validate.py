@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nornir.core.task import Result, Task
 
 from gpufabric.validate import checks
 from gpufabric.validate.checks import Planned
 from gpufabric.validate.results import CheckResult
+
+
+def _drift(conn: Any, candidate: str) -> str:
+    """The running configuration against the plan's, without changing anything on the switch: drivers
+    that can diff in place do (Cumulus: NVUE's staged revision is shared, never ours to touch); the FRR
+    driver's candidate lives in this session's own folder and is removed by the discard."""
+    if hasattr(conn, "compare_running"):
+        return str(conn.compare_running(candidate))
+    conn.load_replace_candidate(config=candidate)
+    try:
+        return str(conn.compare_config())
+    finally:
+        conn.discard_config()
 
 
 def validate_device(task: Task, planned: Planned, candidate: str | None) -> Result:
@@ -16,10 +31,7 @@ def validate_device(task: Task, planned: Planned, candidate: str | None) -> Resu
         conn = task.host.get_connection("napalm", task.nornir.config)
         found: list[CheckResult] = [checks.result("reachable", p.device, "management", "reachable", "reachable")]
         if candidate is not None:
-            conn.load_replace_candidate(config=candidate)
-            diff = conn.compare_config()
-            conn.discard_config()  # validate is read-only: the candidate never becomes configuration
-            found += checks.drift(p, diff)
+            found += checks.drift(p, _drift(conn, candidate))
         routes = conn.get_route_to()
         found += checks.bgp(p, conn.get_bgp_neighbors() if p.peers else {})
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})

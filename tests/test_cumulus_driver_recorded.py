@@ -250,3 +250,35 @@ def test_replace_without_the_login_user_is_refused_before_anything_is_sent(nv, f
 def test_rollback_without_a_commit_says_so(nv):
     with pytest.raises(CommitError, match="nothing to roll back"):
         nv.rollback()
+
+
+class _ShowOnly:
+    """A Cumulus switch that answers only `nv config show -r applied`, and remembers every command."""
+
+    def __init__(self, applied: str) -> None:
+        self.applied, self.commands = applied, []
+
+    def run(self, command: str, stdin: str | None = None) -> Output:
+        self.commands.append(command)
+        return Output(0, self.applied if command == nvue.SHOW_APPLIED else "", "")
+
+    def close(self) -> None:
+        pass
+
+
+def test_validate_drift_on_cumulus_stages_nothing():
+    """Validate's drift check reads the applied revision and diffs here: no replace, no detach."""
+    from nornir_tasks.validate import _drift
+
+    applied = (
+        "- set:\n    system:\n      hostname: cmp-spine1\n"
+        "    interface:\n      swp1:\n        link:\n          mtu: 9216\n"
+    )
+    switch = _ShowOnly(applied)
+    dev = get_network_driver("cumulus")("192.0.2.12", USER, PASSWORD, optional_args={"transport": switch})
+    dev.open()
+    header = "- header:\n    rev-id: 1.0\n"
+    assert _drift(dev, header + applied) == ""
+    changed = _drift(dev, header + applied.replace("9216", "1500"))
+    assert "+      mtu: 1500" in changed and "-      mtu: 9216" in changed
+    assert set(switch.commands) == {nvue.SHOW_APPLIED}

@@ -86,6 +86,12 @@ class CumulusDriver(LinuxSwitchDriver):
         self._stage()
         return nvue.diff_text(self._run(nvue.DIFF))
 
+    def compare_running(self, candidate: str) -> str:
+        """The difference between the applied configuration and `candidate`, computed here: nothing is
+        uploaded or staged, so a read-only check (validate) never touches NVUE's pending revision, which
+        may be someone else's."""
+        return nvue.tree_diff(nvue.set_tree(self._run(nvue.SHOW_APPLIED)), nvue.set_tree(candidate))
+
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
         if self.has_pending_commit():
             raise CommitError("a commit is pending confirmation: confirm or roll it back first")

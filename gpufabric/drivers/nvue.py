@@ -71,3 +71,35 @@ def users(docs: list[dict[str, Any]]) -> set[str]:
         tree = doc.get("set") or {}
         found |= set(((tree.get("system") or {}).get("aaa") or {}).get("user") or {})
     return found
+
+
+def set_tree(text: str) -> dict[str, Any]:
+    """The configuration a document list (or NVUE's single-tree output) sets: `set` trees merged in order."""
+    data = yaml.safe_load(text)
+    if isinstance(data, dict):
+        return data.get("set", data) if set(data) <= {"set", "header"} else data
+    tree: dict[str, Any] = {}
+    for doc in data if isinstance(data, list) else []:
+        if isinstance(doc, dict) and isinstance(doc.get("set"), dict):
+            _merge(tree, doc["set"])
+    return tree
+
+
+def _merge(into: dict[str, Any], tree: dict[str, Any]) -> None:
+    for key, value in tree.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def tree_diff(applied: dict[str, Any], candidate: dict[str, Any]) -> str:
+    """What would change, as a unified diff of the two trees written the same way; empty when equal."""
+    import difflib
+
+    def lines(tree: dict[str, Any]) -> list[str]:
+        return yaml.safe_dump(tree, sort_keys=True, default_flow_style=False).splitlines()
+
+    if applied == candidate:
+        return ""
+    return "\n".join(difflib.unified_diff(lines(applied), lines(candidate), "applied", "candidate", lineterm="", n=1))
