@@ -106,3 +106,24 @@ def test_lab_up_runs_daemons_and_down_leaves_nothing_behind(tmp_path):
     assert netlink.namespaces() == before_ns and netlink.links() == before_links
     assert set(os.listdir("/etc/frr")) == before_etc and not os.path.exists(f"/var/run/frr/{node}")
     assert not state_dir.exists()
+
+
+def test_down_finishes_past_a_failing_step_and_a_second_down_removes_the_rest(tmp_path, monkeypatch):
+    from gpufabric.lab import daemons
+
+    state_dir = tmp_path / "state"
+    before_ns = netlink.namespaces()
+    assert run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state_dir)).returncode == 0
+    pids = dict(LabState.load(state_dir).pids)
+    real = daemons.stop_all
+    monkeypatch.setattr(daemons, "stop_all", lambda state: (_ for _ in ()).throw(RuntimeError("planted")))
+    first = down(state_dir)
+    assert first is not None and first.problems[0] == "daemons: RuntimeError: planted"
+    assert "links and namespaces: kept" in first.problems[1]  # never a namespace with a daemon inside
+    assert LabState.load(state_dir) is not None  # kept: a second down has work left
+    monkeypatch.setattr(daemons, "stop_all", real)
+    second = run("gpufabric", "lab", "down", "--state-dir", str(state_dir))
+    assert second.returncode == 0 and "removed" in second.stderr, second.stderr
+    assert not [p for p in pids.values() if Path(f"/proc/{p}").exists()]
+    assert netlink.namespaces() == before_ns
+    assert not state_dir.exists()

@@ -78,8 +78,18 @@ def lab_up(file: str | None, state_dir: Path, hosts: bool) -> int:
 def lab_down(state_dir: Path) -> int:
     """Remove exactly what `up` recorded; works after a crash."""
     require_root("the lab creates network namespaces and links")
-    state = down(state_dir)
-    err.print("no lab is up" if state is None else f"lab {state.fabric}: removed {len(state.namespaces)} switches")
+    done = down(state_dir)
+    if done is None:
+        err.print("no lab is up")
+        return 0
+    for problem in done.problems:
+        err.print(f"[red]could not remove[/red] {problem}", highlight=False)
+    if done.problems:
+        err.print(
+            f"lab {done.state.fabric}: not all removed; run `gpufabric lab down` again (state kept in {state_dir})"
+        )
+        return 1
+    err.print(f"lab {done.state.fabric}: removed {done.summary()}")
     return 0
 
 

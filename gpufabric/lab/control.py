@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufabric.lab import daemons, lldp_node, netlink, wiring
@@ -54,20 +55,53 @@ def _unstub(topo: LabTopology) -> None:
             netlink.delete_link(stub.port, stub.node)
 
 
-def down(state_dir: Path) -> LabState | None:
-    """Stop what runs in the lab's namespaces, remove its links, namespaces and directories, then its state."""
+@dataclass
+class Teardown:
+    """What `down` removed, and what it could not (the state is kept then, so a second `down` finishes)."""
+
+    state: LabState
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        s = self.state
+        return (
+            f"{len(s.namespaces)} namespaces, {len(s.root_links)} links, {len(s.pids)} processes, "
+            f"{len(s.paths)} directories"
+        )
+
+
+def down(state_dir: Path) -> Teardown | None:
+    """Stop what runs in the lab's namespaces, remove its links, namespaces and directories, then its state.
+
+    Every step runs whatever the one before did: a part already gone, or one that fails, must not
+    leave the rest of the lab behind."""
     state = LabState.load(state_dir)
     if state is None:
         return None
-    fleet.down(state_dir)  # hosts first: their NICs end in the switches' namespaces
-    daemons.stop_all(state)
-    wiring.down(state)
-    daemons.remove_dirs(state)
+    done = Teardown(state)
+    steps = (
+        ("hosts", lambda: fleet.down(state_dir)),  # first: their NICs end in the switches' namespaces
+        ("daemons", lambda: daemons.stop_all(state)),
+        ("links and namespaces", lambda: wiring.down(state)),
+        ("directories", lambda: daemons.remove_dirs(state)),
+    )
+    for what, step in steps:
+        if what == "links and namespaces" and any(p.startswith("daemons:") for p in done.problems):
+            # A namespace removed with a daemon inside leaves it running where no later `down` can
+            # prove it is the lab's: keep the namespaces until their processes are gone.
+            done.problems.append("links and namespaces: kept, since their daemons could not all be stopped")
+            continue
+        try:
+            step()
+        except Exception as exc:  # reported; the next step still runs
+            done.problems.append(f"{what}: {type(exc).__name__}: {exc}")
     if lldp_node.RUN_DIR.is_dir() and not any(lldp_node.RUN_DIR.iterdir()):
         lldp_node.RUN_DIR.rmdir()
+    if done.problems:
+        return done  # the state stays: `lab down` again removes what is left
     files = ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     if not any(state_dir.iterdir()):
         state_dir.rmdir()
-    return state
+    return done

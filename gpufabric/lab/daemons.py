@@ -149,10 +149,16 @@ def stop_all(state: LabState) -> None:
     may since belong to someone else, a process in the lab's namespace cannot.
     """
     existing = netlink.namespaces()
-    inside = {pid for ns in state.namespaces if ns in existing for pid in processes.in_namespace(ns)}
-    watchers = [pid for key, pid in state.pids.items() if key.endswith("/watchfrr") and pid in inside]
-    processes.stop(watchers)
-    processes.stop(sorted(inside - set(watchers)))
+    # Again until none is left: a watchfrr stopped a moment too late may have started a daemon after
+    # the list was taken, and a namespace removed with a process inside leaves that process running.
+    for _ in range(5):
+        inside = {pid for ns in state.namespaces if ns in existing for pid in processes.in_namespace(ns)}
+        if not inside:
+            return
+        watchers = [pid for key, pid in state.pids.items() if key.endswith("/watchfrr") and pid in inside]
+        processes.stop(watchers)
+        processes.stop(sorted(inside - set(watchers)))
+    raise netlink.LabCommandError("processes keep starting in the lab's namespaces; they were left running")
 
 
 def remove_dirs(state: LabState) -> None:
