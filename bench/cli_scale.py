@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fabrics import eos_32k_text
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "inventory" / "examples" / "three-tier-32k.yml"
@@ -111,16 +111,6 @@ def measure(runs: int, avd_sample: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _eos_32k_text() -> str:
-    doc: Any = yaml.safe_load(EXAMPLE.read_text())
-    compute = doc["planes"]["compute"]
-    for role in compute["switches"].values():
-        role["platform"] = "eos"
-    compute["routing"]["addressing"] = "p2p31"
-    compute["addressing"]["p2p"] = "10.64.0.0/14"
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
 def _avd_rows(sample: int) -> list[dict[str, Any]]:
     """pyavd and a bare Jinja2 loop against gpufabric on the same EOS switches, in this process."""
     try:
@@ -136,7 +126,7 @@ def _avd_rows(sample: int) -> list[dict[str, Any]]:
     from gpufabric.intent import load_intent_text
     from gpufabric.plan import build_plan
 
-    plan = build_plan(load_intent_text(_eos_32k_text(), "three-tier-32k-eos"))
+    plan = build_plan(load_intent_text(eos_32k_text(), "three-tier-32k-eos"))
     os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", ENV["GPUFABRIC_SWITCH_PASSWORD"])
     index = LinkIndex(plan)
     devices = [d for d in plan.devices() if d.platform == "eos"]

@@ -19,9 +19,8 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import yaml
+from fabrics import eos_32k_text
 from fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +36,7 @@ def _intent_text(case: str) -> str:
         return (ROOT / "inventory" / "fabric.yml").read_text()
     if case != "three-tier-32k-eos":
         return (EXAMPLES / f"{case}.yml").read_text()
-    doc: Any = yaml.safe_load((EXAMPLES / "three-tier-32k.yml").read_text())
-    compute = doc["planes"]["compute"]
-    for role in compute["switches"].values():
-        role["platform"] = "eos"
-    compute["routing"]["addressing"] = "p2p31"
-    compute["addressing"]["p2p"] = "10.64.0.0/14"
-    return yaml.safe_dump(doc, sort_keys=False)
+    return eos_32k_text()
 
 
 def measure_one(case: str, repeat: int) -> dict[str, float]:
