@@ -218,3 +218,11 @@ def test_driver_commands_from_callers_cannot_add_commands(driver):
     if driver == "cumulus":
         dev.cli(["nv show system; reboot"])
         assert recorder.commands[-1].endswith("nv show 'system;' reboot")  # words, no shell separator
+
+
+def test_a_leaf_with_no_room_for_a_host_is_not_told_to_take_zero():
+    doc = set_path(default_doc(), ("planes", "compute", "switches", "leaf", "ports"), 1)
+    with pytest.raises(IntentError) as caught:
+        plan_doc(doc)
+    hints = " ".join(p.hint or "" for p in caught.value.problems)
+    assert "no room for a host" in hints and "to 0 or less" not in hints
