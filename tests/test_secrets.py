@@ -68,8 +68,11 @@ def test_the_rendered_hash_is_the_password_hash(tmp_path):
 
 def test_tokens_resolve_only_in_memory():
     text = "snmp-server community @secret:env:COMM@ ro\nusername a secret sha512 @hash:sha512:abcdefgh:vault:pw@\n"
-    out = resolve_tokens(text, {"COMM": "s3cret", "pw": "hunter2"})
+    out = resolve_tokens(text, {"COMM": "s3cret", "vault:pw": "hunter2"})
     assert "community s3cret ro" in out
     assert f"secret sha512 {sha_crypt('hunter2', 'abcdefgh', 'sha512')}" in out
     with pytest.raises(SecretUnavailableError, match="COMM"):
-        resolve_tokens(text, {"pw": "x"})
+        resolve_tokens(text, {"vault:pw": "x"})
+    # A vault entry is never taken from an environment variable that happens to share its name.
+    with pytest.raises(SecretUnavailableError, match="vault entry pw"):
+        resolve_tokens(text, {"COMM": "s3cret", "pw": "from-the-environment"})

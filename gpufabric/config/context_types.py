@@ -29,3 +29,8 @@ class Neighbor:
     kind: str  # fabric | edge
     interface: str | None = None
     address: str | None = None
+
+    @property
+    def key(self) -> str:
+        """How the session is named on the switch (and in NAPALM's getters): its interface or peer address."""
+        return self.interface or self.address or ""

@@ -34,12 +34,7 @@ def fabric_sessions(plan: Plan, index: LinkIndex, names: list[str]) -> dict[str,
     out: dict[str, dict[str, int]] = {}
     for name in names:
         ctx = build(plan, index.devices[name], index)
-        peers = {str(n.interface or n.address): n.remote_asn for n in ctx.neighbors if n.kind == "fabric"}
-        peers = {
-            k: v
-            for k, v in peers.items()
-            if any(n.peer in pushed for n in ctx.neighbors if str(n.interface or n.address) == k)
-        }
+        peers = {n.key: n.remote_asn for n in ctx.neighbors if n.kind == "fabric" and n.peer in pushed}
         if peers:
             out[name] = peers
     return out

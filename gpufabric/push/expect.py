@@ -25,7 +25,7 @@ def expectations(plan: Plan, index: LinkIndex, names: list[str]) -> dict[str, Ex
     out = {}
     for name in names:
         ctx = build(plan, index.devices[name], index)
-        peers = {str(n.interface or n.address): n.remote_asn for n in ctx.neighbors}
+        peers = {n.key: n.remote_asn for n in ctx.neighbors}
         ports = tuple(p.name for p in ctx.ports if p.kind in ("fabric", "host", "edge", "peer"))
         out[name] = Expectation(name, peers, ports)
     return out

@@ -19,7 +19,7 @@ def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -
         out[name] = Planned(
             device=name,
             platform=d.platform,
-            peers={str(n.interface or n.address): (n.peer, n.remote_asn) for n in ctx.neighbors if n.kind == "fabric"},
+            peers={n.key: (n.peer, n.remote_asn) for n in ctx.neighbors if n.kind == "fabric"},
             lldp={p.name: (p.peer, p.peer_port) for p in ctx.ports if p.kind == "fabric" and p.peer in index.devices},
             ports={p.name: p.mtu for p in ctx.ports if p.kind in ("fabric", "host", "edge")},
             ecmp=widths.get(name, {}),

@@ -67,7 +67,7 @@ def _bgp(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
         return
     if facts.asn is None or facts.asn.value != d.asn:
         yield _finding("bgp-asn", facts, facts.asn, d.asn, facts.asn.value if facts.asn else "no router bgp")
-    planned = {n.interface or n.address or "": n for n in ctx.neighbors}
+    planned = {n.key: n for n in ctx.neighbors}
     for key, n in planned.items():
         got = facts.neighbors.get(key)
         if got is None:

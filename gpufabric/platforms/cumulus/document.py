@@ -355,7 +355,7 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
             spec["address-family"] = {"ipv4-unicast": {"policy": policy}}
         elif border and border.default_route == "originate":
             spec["address-family"] = {"ipv4-unicast": {"default-route-origination": nv.enabled()}}
-        neighbors[n.interface or n.address or ""] = spec
+        neighbors[n.key] = spec
     bgp: Tree = {
         **nv.enabled(),
         "path-selection": {"multipath": {"aspath-ignore": nv.flag(True)}},
