@@ -75,6 +75,9 @@ def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
     if total < PARALLEL_FROM or not err.is_terminal:
         yield None
         return
-    with Progress(TextColumn("render"), BarColumn(), MofNCompleteColumn(), console=err, transient=True) as bar:
+    # No refresh thread (auto_refresh off): the render forks its workers, and a fork should not copy a
+    # thread that may hold a lock; the bar is redrawn as chunks finish instead.
+    columns = (TextColumn("render"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=err, transient=True, auto_refresh=False) as bar:
         task = bar.add_task("render", total=total)
-        yield lambda done: bar.update(task, completed=done)
+        yield lambda done: bar.update(task, completed=done, refresh=True)
