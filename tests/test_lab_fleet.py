@@ -460,6 +460,7 @@ def test_a_session_cut_during_the_commit_leaves_the_switch_reverting(lab, pushed
     """The client dies as soon as the timer is armed, while the apply runs: the switch reverts alone."""
     name = "cmp-su2-leaf2"
     pending = Path("/etc/frr") / name / "gpufabric.pending"
+    folders = set(Path("/tmp").glob("gpufabric-candidate.*"))
     child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "cut session"), revert_in=4)
     try:
         deadline = time.monotonic() + 30
@@ -472,6 +473,10 @@ def test_a_session_cut_during_the_commit_leaves_the_switch_reverting(lab, pushed
     time.sleep(10)
     assert "cut session" not in _running(lab, name)
     assert _revert_timers() == []
+    # The cut session never removed its candidate folder (a switch clears /tmp at boot; the lab
+    # shares this machine's): the test removes what its own session made.
+    for left in set(Path("/tmp").glob("gpufabric-candidate.*")) - folders:
+        shutil.rmtree(left)
     healthy(lab)
 
 
@@ -483,13 +488,13 @@ def test_a_dry_run_leaves_the_switch_byte_identical(lab, pushed, tmp_path):
     conf = tmp_path / "cmp-su1-leaf1.frr.conf"
     conf.write_text(conf.read_text().replace("description fabric: cmp-spine1", "description dry run"))
     before = _switch_files("cmp-su1-leaf1")
-    candidates = set(Path("/tmp").glob("gpufabric-candidate.*"))  # a cut session's folder stays until reboot
+    candidates = set(Path("/tmp").glob("gpufabric-candidate.*"))
     rc, out = push(lab, "--from", str(tmp_path), "--dry-run")
     status = {d["device"]: d for d in out["devices"]}
     assert rc == 0 and out["dry_run"]
     assert status["cmp-su1-leaf1"]["status"] == "would change" and "dry run" in status["cmp-su1-leaf1"]["diff"]
     assert _switch_files("cmp-su1-leaf1") == before
-    assert set(Path("/tmp").glob("gpufabric-candidate.*")) == candidates  # the dry run's own are removed
+    assert set(Path("/tmp").glob("gpufabric-candidate.*")) == candidates  # the dry run removed its own
 
 
 def test_validate_changes_nothing_on_a_switch(lab, pushed):
