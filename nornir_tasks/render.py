@@ -6,16 +6,15 @@ from pathlib import Path
 
 from nornir.core.task import Result, Task
 
+from gpufabric.config.batch import render_switch
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
-from gpufabric.export.atomic import write_atomic
 from gpufabric.plan.model import Plan
 
 
 def render_config(task: Task, plan: Plan, index: LinkIndex, out_dir: Path | None = None) -> Result:
     """Render task.host's configuration files; write them into out_dir when given (each whole or not at all)."""
-    rendered = render_device(plan, index.devices[task.host.name], index)
-    if out_dir is not None:
-        for name, text in rendered.files.items():
-            write_atomic(out_dir / name, text)
-    return Result(host=task.host, result=rendered.files)
+    if out_dir is None:
+        return Result(host=task.host, result=render_device(plan, index.devices[task.host.name], index).files)
+    files, written = render_switch(plan, index, task.host.name, out_dir)
+    return Result(host=task.host, result=files, changed=written > 0)

@@ -27,13 +27,19 @@ class BatchResult:
     errors: dict[str, str] = field(default_factory=dict)  # switch -> what went wrong
 
 
+def render_switch(plan: Plan, index: LinkIndex, name: str, out_dir: Path) -> tuple[dict[str, str], int]:
+    """One switch's files, written into out_dir (each whole, and only when changed): (files, how many written).
+    What `render` does per switch, and what the Nornir task does for its host."""
+    files = render_device(plan, index.devices[name], index).files
+    return files, sum(write_if_changed(out_dir / file_name, text) for file_name, text in files.items())
+
+
 def _render_chunk(plan: Plan, index: LinkIndex, out_dir: Path, names: Sequence[str]) -> BatchResult:
     result = BatchResult()
     with gc_paused():
         for name in names:
             try:
-                files = render_device(plan, index.devices[name], index).files
-                written = sum(write_if_changed(out_dir / file_name, text) for file_name, text in files.items())
+                files, written = render_switch(plan, index, name, out_dir)
             except Exception as exc:  # reported per switch; the others still render
                 result.errors[name] = f"{type(exc).__name__}: {exc}"
                 continue
