@@ -37,7 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "inventory" / "examples" / "three-tier-32k.yml"
 GPUFABRIC = [sys.executable, "-m", "gpufabric"]
 # A fixed, non-secret password: hashing it is part of what render measures.
-ENV = {**os.environ, "GPUFABRIC_SWITCH_PASSWORD": "bench-not-a-secret", "PYTHONDONTWRITEBYTECODE": "1"}
+ENV = {
+    **os.environ,
+    "GPUFABRIC_SWITCH_PASSWORD": "bench-not-a-secret",
+    "GPUFABRIC_SALT_KEY": "bench-not-a-secret",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
 
 
 def _child_rss_mib() -> float:
@@ -128,6 +133,7 @@ def _avd_rows(sample: int) -> list[dict[str, Any]]:
 
     plan = build_plan(load_intent_text(eos_32k_text(), "three-tier-32k-eos"))
     os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", ENV["GPUFABRIC_SWITCH_PASSWORD"])
+    os.environ.setdefault("GPUFABRIC_SALT_KEY", ENV["GPUFABRIC_SALT_KEY"])
     index = LinkIndex(plan)
     devices = [d for d in plan.devices() if d.platform == "eos"]
     step = max(1, len(devices) // sample)

@@ -115,7 +115,7 @@ def simulated_row(size: int, latency: float) -> dict[str, Any]:
     if CONNECTION_NAME not in ConnectionPluginRegister.available:
         ConnectionPluginRegister.register(CONNECTION_NAME, Napalm)
     plan = topology(load_intent(None)).plan
-    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}))
+    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}, None))
     spine = planned(plan, index, ["cmp-spine1"], "compute")["cmp-spine1"]
     answers = load(RECORDED)
     hosts = Hosts()

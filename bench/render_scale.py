@@ -29,6 +29,7 @@ CASES = ["fabric", "multi-vendor", "superpod-1su", "superpod-4su", "three-tier-3
 BUDGET_S, BUDGET_MIB = 5.0, 1024.0
 # A fixed, non-secret password: hashing it once per fabric is part of what is measured.
 os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", "bench-not-a-secret")
+os.environ.setdefault("GPUFABRIC_SALT_KEY", "bench-not-a-secret")
 
 
 def _intent_text(case: str) -> str:

@@ -68,6 +68,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # Every test renders with these planted secrets; the secret tests grep every output for them.
 SWITCH_PASSWORD_CANARY = "canary-Switch-Pw-7e41"
 SNMP_CANARY = "canary-Snmp-Community-0b9c"
+SALT_KEY_CANARY = "canary-Salt-Key-5d02"
+os.environ.setdefault("GPUFABRIC_SALT_KEY", SALT_KEY_CANARY)
 os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", SWITCH_PASSWORD_CANARY)
 os.environ.setdefault("GPUFABRIC_SNMP_COMMUNITY", SNMP_CANARY)
 

@@ -18,7 +18,11 @@ SOURCES = {
     "multi-vendor": ROOT / "inventory" / "examples" / "multi-vendor.yml",
 }
 # Not a secret: a fixed password so the committed hashes never change by themselves.
-GOLDEN_ENV = {"GPUFABRIC_SWITCH_PASSWORD": "golden-password-not-a-secret", "GPUFABRIC_SNMP_COMMUNITY": "unused"}
+GOLDEN_ENV = {
+    "GPUFABRIC_SWITCH_PASSWORD": "golden-password-not-a-secret",
+    "GPUFABRIC_SALT_KEY": "golden-salt-key-not-a-secret",
+    "GPUFABRIC_SNMP_COMMUNITY": "unused",
+}
 
 
 def render(name: str) -> dict[str, str]:

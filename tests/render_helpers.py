@@ -12,7 +12,7 @@ from gpufabric.plan.model import Plan
 
 def render_all(plan: Plan, environ: dict[str, str] | None = None) -> dict[str, str]:
     """Every switch's files, name -> text, with the secrets read from `environ` (default: the environment)."""
-    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, environ))
+    index = LinkIndex(plan, PasswordHasher.for_intent(plan.intent, environ))
     files: dict[str, str] = {}
     for device in plan.devices():
         files |= render_device(plan, device, index).files

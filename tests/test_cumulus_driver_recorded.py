@@ -49,7 +49,7 @@ def switch(replay):
 @pytest.fixture(scope="module")
 def spine_plan():
     plan = topology(load_intent(None)).plan
-    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}))
+    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}, None))
     return planned(plan, index, ["cmp-spine1"], "compute")["cmp-spine1"]
 
 

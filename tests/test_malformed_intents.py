@@ -291,6 +291,22 @@ CASES = [
         "password or an ssh_key",
     ),
     (
+        "EOS switches with an SSH key only",
+        [
+            (("credentials", "switches", "password"), DELETE),
+            (("credentials", "switches", "ssh_key"), {"env": "K"}),
+            ((*C, "switches", "leaf", "platform"), "eos"),
+        ],
+        "credentials.switches.password",
+        "logs in with a password",
+    ),
+    (
+        "salt key in a vault",
+        [(("credentials", "salt_key"), {"vault": "salt"})],
+        "credentials.salt_key",
+        "before any vault is opened",
+    ),
+    (
         "OOB gateway outside subnet",
         [(("planes", "oob", "gateway"), "10.9.9.9")],
         "planes.oob.gateway",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import warnings
 
 import pytest
 from conftest import INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run
@@ -32,9 +33,37 @@ def test_sha_crypt_equals_openssl(algorithm, password, salt):
     assert sha_crypt(password, salt, algorithm) == ref.stdout.decode().strip()
 
 
+@given(password=st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s), rounds=st.integers(1000, 20000))
+@settings(max_examples=10, deadline=None)
+def test_sha_crypt_with_rounds_equals_the_c_library(password, rounds):
+    """glibc's crypt(3) (through Python's deprecated `crypt` module, while it exists) reads rounds=."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        crypt = pytest.importorskip("crypt")
+    ours = sha_crypt(password, "abcdefgh", "sha512", rounds)
+    assert ours == crypt.crypt(password, f"$6$rounds={rounds}$abcdefgh")
+    assert ours.startswith(f"$6$rounds={rounds}$") or rounds == 5000
+
+
 def test_salt_is_stable_and_differs_by_fabric_and_user():
     assert salt_for("lab", "admin") == salt_for("lab", "admin")
     assert len({salt_for("lab", "admin"), salt_for("lab2", "admin"), salt_for("lab", "ops")}) == 3
+
+
+def test_a_keyed_salt_is_stable_but_not_computable_from_the_names():
+    keyed = salt_for("lab", "admin", key="k1")
+    assert keyed == salt_for("lab", "admin", key="k1")
+    assert keyed not in {salt_for("lab", "admin"), salt_for("lab", "admin", key="k2"), salt_for("lab", "ops", key="k1")}
+
+
+def test_without_a_salt_key_the_plan_warns(tmp_path):
+    text = (INVENTORY / "fabric.yml").read_text()
+    assert "salt_key:" in text
+    bare = tmp_path / "fabric.yml"
+    bare.write_text("\n".join(line for line in text.splitlines() if "salt_key:" not in line))
+    done = run("gpufabric", "plan", str(bare), "--strict")
+    assert done.returncode == 3 and "no salt_key" in done.stderr
+    assert run("gpufabric", "plan", "--strict").returncode == 0
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -58,16 +87,26 @@ def test_no_rendered_file_holds_a_planted_secret(path, tmp_path):
 
 
 def test_the_rendered_hash_is_the_password_hash(tmp_path):
-    run("nornir", "render", "-o", str(tmp_path), GPUFABRIC_SWITCH_PASSWORD=SWITCH_PASSWORD_CANARY, check=True)
-    line = next(x for x in (tmp_path / "cmp-spine1.system.yaml").read_text().splitlines() if "hashed_password" in x)
-    hashed = line.split("'")[1]
-    salt = hashed.split("$")[2]
-    assert hashed == sha_crypt(SWITCH_PASSWORD_CANARY, salt, "sha512")
-    assert hashed != sha_crypt("another password", salt, "sha512")
+    def rendered_hash(folder, salt_key):
+        run(
+            "nornir", "render", "-o", str(folder), GPUFABRIC_SWITCH_PASSWORD=SWITCH_PASSWORD_CANARY,
+            GPUFABRIC_SALT_KEY=salt_key, check=True,
+        )  # fmt: skip
+        text = (folder / "cmp-spine1.system.yaml").read_text()
+        return next(x for x in text.splitlines() if "hashed_password" in x).split("'")[1]
+
+    hashed = rendered_hash(tmp_path / "a", "key-one")
+    _, kind, rounds, salt, _ = hashed.split("$")
+    assert (kind, rounds) == ("6", "rounds=100000")  # FRR hosts: Linux crypt(3), rounds raised
+    assert salt == salt_for("lab", "admin", key="key-one")
+    assert hashed == sha_crypt(SWITCH_PASSWORD_CANARY, salt, "sha512", 100_000)
+    assert hashed != sha_crypt("another password", salt, "sha512", 100_000)
+    assert rendered_hash(tmp_path / "b", "key-one") == hashed  # stable: a second push changes nothing
+    assert rendered_hash(tmp_path / "c", "key-two").split("$")[3] != salt  # the key decides the salt
 
 
 def test_tokens_resolve_only_in_memory():
-    text = "snmp-server community @secret:env:COMM@ ro\nusername a secret sha512 @hash:sha512:abcdefgh:vault:pw@\n"
+    text = "snmp-server community @secret:env:COMM@ ro\nusername a secret sha512 @hash:sha512:5000:abcdefgh:vault:pw@\n"
     out = resolve_tokens(text, {"COMM": "s3cret", "vault:pw": "hunter2"})
     assert "community s3cret ro" in out
     assert f"secret sha512 {sha_crypt('hunter2', 'abcdefgh', 'sha512')}" in out

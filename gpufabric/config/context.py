@@ -42,7 +42,7 @@ class LinkIndex:
     """Links by device, built once per plan: a 32k-GPU plan has ~100k links and ~1,300 switches."""
 
     def __init__(self, plan: Plan, hasher: PasswordHasher | None = None) -> None:
-        self.hasher = hasher or PasswordHasher(plan.intent.fabric.name)
+        self.hasher = hasher or PasswordHasher.for_intent(plan.intent)
         self.by_device: dict[str, list[tuple[Link, bool]]] = {}
         for link in plan.links():
             self.by_device.setdefault(link.a, []).append((link, True))

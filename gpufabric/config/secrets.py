@@ -8,17 +8,20 @@ loading the candidate; `verify` checks every token is well formed.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
 
-from gpufabric.config.shacrypt import salt_for, sha_crypt
+from gpufabric.config.shacrypt import ROUNDS, salt_for, sha_crypt
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 
 TOKEN = re.compile(r"@secret:(env|vault):([A-Za-z_][A-Za-z0-9_]*)@")
-# A password kept in a vault is hashed by `push`, which can open the vault: (algorithm, salt, kind, name).
-HASH_TOKEN = re.compile(r"@hash:(sha512|sha256):([./0-9A-Za-z]{1,16}):(env|vault):([A-Za-z_][A-Za-z0-9_]*)@")
+# A password kept in a vault is hashed by `push`, which can open the vault: (algorithm, rounds, salt, kind, name).
+HASH_TOKEN = re.compile(
+    r"@hash:(sha512|sha256):([0-9]{4,9}):([./0-9A-Za-z]{1,16}):(env|vault):([A-Za-z_][A-Za-z0-9_]*)@"
+)
 
 
 class SecretUnavailableError(Exception):
@@ -29,7 +32,7 @@ class SecretUnavailableError(Exception):
         if ref.env is not None:
             msg = (
                 f"{field} names the environment variable {ref.env}, which is not set: "
-                f"export {ref.env}=... before rendering (it is hashed, never written in clear)"
+                f"export {ref.env}=... before rendering (it is never written in clear)"
             )
         else:
             msg = (
@@ -86,42 +89,68 @@ def resolve_tokens(
             raise SecretUnavailableError(SecretRef(**{kind: name}), "a rendered config")
         return known[key]
 
-    text = HASH_TOKEN.sub(lambda m: sha_crypt(lookup(m.group(3), m.group(4)), m.group(2), m.group(1)), text)
+    def hashed(m: re.Match[str]) -> str:
+        return _crypt(lookup(m.group(4), m.group(5)), m.group(3), m.group(1), int(m.group(2)))
+
+    text = HASH_TOKEN.sub(hashed, text)
     return TOKEN.sub(lambda m: lookup(m.group(1), m.group(2)), text)
+
+
+@functools.lru_cache(maxsize=32)
+def _crypt(password: str, salt: str, algorithm: str, rounds: int) -> str:
+    """One slow hash per fabric, user and platform flavour, however many switches a push loads it on."""
+    return sha_crypt(password, salt, algorithm, rounds)
 
 
 class PasswordHasher:
     """Hashes each referenced password once per fabric and user.
 
-    SHA-crypt is slow on purpose (~15 ms here), so one hash serves every switch of a
-    fabric, as operators do by hand; the salt still differs between fabrics and users.
+    SHA-crypt is slow on purpose, so one hash serves every switch of a fabric, as operators do by
+    hand. The salt is an HMAC of fabric and user under `credentials.salt_key`, a secret the user
+    holds: stable across renders, yet nobody without the key can compute a dictionary ahead.
     """
 
-    def __init__(self, fabric: str, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, fabric: str, environ: Mapping[str, str] | None = None, salt_key: SecretRef | None = None
+    ) -> None:
         self.fabric = fabric
         self.env = os.environ if environ is None else environ
-        self._cache: dict[tuple[str, str, str], str] = {}
+        self.salt_key = salt_key
+
+    @classmethod
+    def for_intent(cls, intent: Intent, environ: Mapping[str, str] | None = None) -> PasswordHasher:
+        return cls(intent.fabric.name, environ, intent.credentials.salt_key)
 
     def require(self, ref: SecretRef | None, field: str) -> None:
         """Fail before any work starts when a secret that rendering needs is missing."""
-        if ref is not None and ref.env is not None and ref.env not in self.env:
-            raise SecretUnavailableError(ref, field)
+        for needed, where in ((ref, field), (self.salt_key if ref is not None else None, "credentials.salt_key")):
+            if needed is not None and needed.env is not None and needed.env not in self.env:
+                raise SecretUnavailableError(needed, where)
 
-    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str) -> str:
+    def salt(self, user: str) -> str:
+        if self.salt_key is None:
+            return salt_for(self.fabric, user)
+        key = self.salt_key.env if self.salt_key.env is not None else f"vault:{self.salt_key.vault}"
+        if key not in self.env:
+            raise SecretUnavailableError(self.salt_key, "credentials.salt_key")
+        return salt_for(self.fabric, user, key=self.env[key])
+
+    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str, rounds: int = ROUNDS) -> str:
+        salt = self.salt(user)
         if ref.vault is not None:
-            return f"@hash:{algorithm}:{salt_for(self.fabric, user)}:vault:{ref.vault}@"
+            return f"@hash:{algorithm}:{rounds}:{salt}:vault:{ref.vault}@"
         if ref.env is None or ref.env not in self.env:
             raise SecretUnavailableError(ref, field)
-        key = (ref.env, user, algorithm)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._cache[key] = sha_crypt(self.env[ref.env], salt_for(self.fabric, user), algorithm)
-        return hit
+        return _crypt(self.env[ref.env], salt, algorithm, rounds)
 
 
 def secret_values(intent: Intent, secrets: Mapping[str, str]) -> tuple[str, ...]:
     """The values of the secrets the intent names that `secrets` holds: what output must never show.
     Longest first, so a secret containing another is hidden whole."""
-    keys = [name if kind == "env" else f"vault:{name}" for kind, name in declared(intent)]
+    refs = set(declared(intent))
+    salt_key = intent.credentials.salt_key
+    if salt_key is not None:
+        refs.add(("env", salt_key.env) if salt_key.env else ("vault", str(salt_key.vault)))
+    keys = [name if kind == "env" else f"vault:{name}" for kind, name in refs]
     values = {secrets[key] for key in keys if secrets.get(key)}
     return tuple(sorted(values, key=len, reverse=True))

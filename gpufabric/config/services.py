@@ -59,7 +59,9 @@ def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
     spec = platform(device.platform)
     users = []
     if cred.password is not None:
-        hashed = hasher.hash(cred.password, cred.username, spec.hash_algorithm, "credentials.switches.password")
+        hashed = hasher.hash(
+            cred.password, cred.username, spec.hash_algorithm, "credentials.switches.password", spec.hash_rounds
+        )
         users.append(User(cred.username, hashed))
     abbrev, offset = standard_time(m.timezone)
     allow = [str(oob.subnet)] if oob is not None else []

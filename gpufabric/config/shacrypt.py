@@ -8,10 +8,12 @@ exactly these strings (EOS `secret sha512`, NVUE `hashed-password`, NX-OS `passw
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Callable
 
 ALPHABET = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-ROUNDS = 5000  # the specification's default, so the hash carries no rounds= field
+ROUNDS = 5000  # the specification's default: a hash with this many rounds carries no rounds= field
+MIN_ROUNDS, MAX_ROUNDS = 1000, 999_999_999  # the specification clamps rounds= to this range
 
 # The specification's byte order for the final encoding: groups of three digest bytes.
 _ORDER: dict[str, tuple[list[tuple[int, ...]], tuple[int, ...]]] = {
@@ -50,8 +52,9 @@ def _repeat(block: bytes, length: int) -> bytes:
     return (block * (length // len(block) + 1))[:length]
 
 
-def sha_crypt(password: str, salt: str, algorithm: str = "sha512") -> str:
-    """The crypt(3) string for `password` with `salt` (up to 16 characters of ALPHABET)."""
+def sha_crypt(password: str, salt: str, algorithm: str = "sha512", rounds: int = ROUNDS) -> str:
+    """The crypt(3) string for `password` with `salt` (up to 16 characters of ALPHABET) and `rounds`."""
+    rounds = min(max(rounds, MIN_ROUNDS), MAX_ROUNDS)
     new: Callable[..., hashlib._Hash] = getattr(hashlib, algorithm)
     p, s = password.encode(), salt[:16].encode()
     b = new(p + s + p).digest()
@@ -64,7 +67,7 @@ def sha_crypt(password: str, salt: str, algorithm: str = "sha512") -> str:
     c = a.digest()
     p_str = _repeat(new(p * len(p)).digest(), len(p))
     s_str = _repeat(new(s * (16 + c[0])).digest(), len(s))
-    for r in range(ROUNDS):
+    for r in range(rounds):
         h = new(p_str if r & 1 else c)
         if r % 3:
             h.update(s_str)
@@ -78,14 +81,21 @@ def sha_crypt(password: str, salt: str, algorithm: str = "sha512") -> str:
         text += _encode(c[tail[0]], 2)
     else:
         text += _encode((c[tail[0]] << 8) | c[tail[1]], 3)
-    return f"{_PREFIX[algorithm]}{salt[:16]}${text}"
+    spec = "" if rounds == ROUNDS else f"rounds={rounds}$"
+    return f"{_PREFIX[algorithm]}{spec}{salt[:16]}${text}"
 
 
-def salt_for(*parts: str) -> str:
-    """A salt that is the same on every render of the same device and user, unique across them.
+def salt_for(*parts: str, key: str | None = None) -> str:
+    """A salt that is the same on every render of the same fabric and user, unique across them.
 
-    Deterministic so that rendering twice gives byte-identical files (golden tests,
-    an empty diff on a second push); derived from names only, never from the secret.
+    Deterministic so that rendering twice gives byte-identical files (golden tests, an empty diff on
+    a second push). With `key` (a secret the user holds) it is an HMAC of the names, which nobody
+    without the key can predict, so no dictionary can be computed ahead for a fabric and user.
+    Without it, the names alone decide it: stable, but public.
     """
-    digest = hashlib.sha256(":".join(("gpufabric", *parts)).encode()).digest()
+    message = ":".join(("gpufabric", *parts)).encode()
+    if key is None:
+        digest = hashlib.sha256(message).digest()
+    else:
+        digest = hmac.new(key.encode(), message, hashlib.sha256).digest()
     return "".join(ALPHABET[x & 0x3F] for x in digest[:16])

@@ -59,6 +59,7 @@ def prepare(runner: Runner, intent: Path, state_dir: Path) -> None:
     # No Kubernetes runs in the lab: gpu_operator derives and records its Helm values, helm is not called.
     (inv / "group_vars" / "all.yml").write_text("gpu_operator_deploy: false\n")
     runner.env.setdefault("GPUFABRIC_SWITCH_PASSWORD", secrets.token_urlsafe(18))
+    runner.env.setdefault("GPUFABRIC_SALT_KEY", secrets.token_urlsafe(18))
     runner.env["ANSIBLE_NOCOLOR"] = "1"
     runner.env["ANSIBLE_FORCE_COLOR"] = "0"
 

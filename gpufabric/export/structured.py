@@ -20,7 +20,7 @@ from gpufabric.plan.model import Device, Plan, ip
 class _References(PasswordHasher):
     """Names the reference instead of hashing: the export needs no secret and shows none."""
 
-    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str) -> str:
+    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str, rounds: int = 0) -> str:
         return f"env:{ref.env}" if ref.env is not None else f"vault:{ref.vault}"
 
 

@@ -262,6 +262,12 @@ class Credentials(Model):
 
     switches: Credential = Field(description="Switch logins.")
     hosts: Credential = Field(description="Server logins.")
+    salt_key: SecretRef | None = Field(
+        None,
+        description="Key the password-hash salts are derived from (HMAC-SHA-256 of fabric and user), by "
+        "reference: `{env: NAME}`. Keeps hashes stable across renders yet unpredictable; without it the "
+        "salts follow from the fabric and user names, which anyone can read, and `plan` warns.",
+    )
 
 
 class Snmp(Model):

@@ -515,12 +515,39 @@ def _asn_overlaps(intent: Intent) -> list[Problem]:
 
 def _credentials(intent: Intent) -> list[Problem]:
     sw = intent.credentials.switches
+    problems = []
     if sw.password is None and sw.ssh_key is None:
-        return [
+        problems.append(
             Problem(
                 ("credentials", "switches"),
                 "switches need a password or an ssh_key reference",
                 "add password: {env: GPUFABRIC_SWITCH_PASSWORD}",
             )
-        ]
-    return []
+        )
+    elif sw.password is None:
+        used = {
+            r.platform
+            for name in ALL_PLANES
+            if (plane := getattr(intent.planes, name)) is not None
+            for r in _roles_present(plane).values()
+        }
+        api = sorted(used & {"eos", "nxos"})
+        if api:
+            problems.append(
+                Problem(
+                    ("credentials", "switches", "password"),
+                    f"{' and '.join(api)} switches are reached through their HTTPS API (eAPI, NX-API), which "
+                    "logs in with a password, not an SSH key",
+                    "add password: {env: NAME} (the SSH key still serves FRR and Cumulus switches)",
+                )
+            )
+    key = intent.credentials.salt_key
+    if key is not None and key.vault is not None:
+        problems.append(
+            Problem(
+                ("credentials", "salt_key"),
+                "the salt key is needed when configs are rendered, before any vault is opened",
+                "name an environment variable: salt_key: {env: GPUFABRIC_SALT_KEY}",
+            )
+        )
+    return problems

@@ -52,7 +52,7 @@ def _build(loaded: LoadedIntent) -> Plan:
             problems += exc.problems
         if problems:
             raise loaded.error(problems)
-    return Plan(intent, loaded.file, planes, servers, _warnings(planes))
+    return Plan(intent, loaded.file, planes, servers, _warnings(planes) + _credential_warnings(intent))
 
 
 def _servers(intent: Intent) -> list[Server]:
@@ -73,6 +73,17 @@ def _servers(intent: Intent) -> list[Server]:
                 )
             )
     return servers
+
+
+def _credential_warnings(intent: Intent) -> list[str]:
+    cred = intent.credentials
+    if cred.switches.password is not None and cred.salt_key is None:
+        return [
+            "credentials: no salt_key, so the switch password's hash salts follow from the fabric and user "
+            "names, which anyone can read (a dictionary can be computed ahead): add salt_key: {env: NAME} "
+            "naming a random value you keep with the password"
+        ]
+    return []
 
 
 def _warnings(planes: dict[str, PlanePlan]) -> list[str]:

@@ -54,6 +54,9 @@ class PlatformSpec:
     ecn_unit_bytes: int  # the unit the CLI takes ECN thresholds in (kbytes of 1,000 on EOS and NX-OS)
     docs: str  # the vendor document the configuration follows, for docs/configs.md
     builder: Builder | None = None
+    # SHA-crypt rounds of a rendered password hash. Linux's crypt(3) (FRR hosts, Cumulus) reads a
+    # rounds= field; EOS and NX-OS document only the plain form, so they keep the default 5,000.
+    hash_rounds: int = 5000
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

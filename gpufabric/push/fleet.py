@@ -82,7 +82,7 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
                 "(pass --lab to target the lab)",
                 err=True,
             )
-    index = LinkIndex(plan, PasswordHasher(intent.fabric.name, chosen.secrets))
+    index = LinkIndex(plan, PasswordHasher.for_intent(intent, chosen.secrets))
     unknown = [d for d in args.devices if d not in index.devices]
     if unknown:
         raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")

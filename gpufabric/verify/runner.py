@@ -32,7 +32,7 @@ Row = tuple[object, object, str, int]
 class _NoSecrets(PasswordHasher):
     """Verification reads hashes from the files; it never needs the password itself."""
 
-    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str) -> str:
+    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str, rounds: int = 0) -> str:
         return ""
 
 

@@ -27,6 +27,7 @@ PLATFORM = PlatformSpec(
     max_mtu=9216,
     hash_algorithm="sha512",
     hash_prefix="$6$",
+    hash_rounds=100_000,  # glibc/libxcrypt crypt(3) takes $6$rounds=N$: 20x the default's cost to guess
     numbered_only=False,
     mlag=True,
     outputs=((".yaml", "cumulus"),),  # built by gpufabric.platforms.cumulus.document, not a Jinja template
