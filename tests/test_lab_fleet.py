@@ -534,6 +534,32 @@ def test_an_unknown_host_key_is_refused(lab, pushed, tmp_path):
     assert "host key is not the one" in done.stdout + done.stderr
 
 
+def test_a_switch_login_with_an_ssh_key_and_no_password(lab, pushed, tmp_path):
+    """The key's text, handed over as the intent's ssh_key reference would be, logs in through real sshd
+    (after the push replaced the admin's password hash); another key is refused."""
+    from napalm import get_network_driver
+    from napalm.base.exceptions import ConnectionException
+
+    from gpufabric.hidden import Hidden
+
+    login = json.loads((lab / "login.json").read_text())
+
+    def driver(key_text: str):
+        options = {"known_hosts": str(lab / "known_hosts"), "private_key": Hidden(key_text)}
+        return get_network_driver("frr")(mgmt("cmp-spine1"), login["username"], "", timeout=5, optional_args=options)
+
+    dev = driver(Path(login["key_file"]).read_text())
+    dev.open()
+    try:
+        assert dev._run("hostname").strip() == "cmp-spine1"
+    finally:
+        dev.close()
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    with pytest.raises(ConnectionException, match="authentication failed"):
+        driver(other.read_text()).open()
+
+
 def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_leaf(lab, pushed):
     subprocess.run(["vtysh", "-N", "cmp-spine2", "-c", "watchfrr ignore bgpd"], check=True, capture_output=True)
     pid = int(Path("/var/run/frr/cmp-spine2/bgpd.pid").read_text())

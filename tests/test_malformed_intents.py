@@ -388,6 +388,33 @@ def test_several_problems_reported_at_once():
     }
 
 
+def test_cross_field_problems_come_with_the_schema_problems():
+    doc = _doc_with(
+        ((*C, "mtuu"), 9000),  # unknown field: schema
+        (("qos_profiles", "roce", "ecn_probability"), 500),  # out of range: schema
+        (("planes", "storage", "prefix"), "cmp"),  # another plane's prefix: cross-field
+        (("credentials", "salt_key"), {"vault": "salt"}),  # salt key from a vault: cross-field
+    )
+    with pytest.raises(IntentError) as info:
+        plan_doc(doc)
+    found = {p.field: p.message for p in info.value.problems}
+    assert set(found) == {
+        "planes.compute.mtuu",
+        "qos_profiles.roce.ecn_probability",
+        "planes.storage.prefix",
+        "credentials.salt_key",
+    }, found
+    assert "also the compute plane's" in found["planes.storage.prefix"]
+
+
+def test_rules_are_left_out_when_what_failed_cannot_be_taken_out():
+    """A missing required field: the rules would only see a different fabric, so none are guessed."""
+    doc = _doc_with((("fabric", "name"), DELETE), (("planes", "storage", "prefix"), "cmp"))
+    with pytest.raises(IntentError) as info:
+        plan_doc(doc)
+    assert [(p.field, p.message) for p in info.value.problems] == [("fabric.name", "is required but missing")]
+
+
 TEXT = (INVENTORY / "fabric.yml").read_text()
 
 

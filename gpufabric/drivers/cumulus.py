@@ -11,7 +11,8 @@ Operational getters read FRR, iproute2 and lldpd, which Cumulus runs (see LinuxS
 the same readers the lab proves against real daemons. vtysh needs root on Cumulus: the login's
 password is given to `sudo -S` on stdin (never on a command line).
 
-Optional args: `sudo` (default True), `key_file`, `known_hosts`, `port`.
+Optional args: `sudo` (default True), `key_file`, `private_key` (the key's text, as a
+`gpufabric.hidden.Hidden`), `known_hosts`, `port`.
 """
 
 from __future__ import annotations

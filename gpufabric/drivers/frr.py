@@ -7,7 +7,8 @@ and arms a timer *on the device* that reverts unless `confirm_commit` disarms it
 that cuts the management session off still undoes itself.
 
 Optional args: `pathspace` (FRR pathspace; default: $FRR_NS of the login session),
-`lldp_socket` (lldpd's control socket; default: $GF_LLDP_SOCKET), `key_file`, `known_hosts`.
+`lldp_socket` (lldpd's control socket; default: $GF_LLDP_SOCKET), `key_file`,
+`private_key` (the key's text, as a `gpufabric.hidden.Hidden`), `known_hosts`.
 """
 
 from __future__ import annotations

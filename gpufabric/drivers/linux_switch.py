@@ -17,6 +17,7 @@ from napalm.base.exceptions import MergeConfigException, ReplaceConfigException
 
 from gpufabric.drivers import frr_getters
 from gpufabric.drivers.transport import CommandFailedError, Output, SSHTransport, Transport, check
+from gpufabric.hidden import reveal
 
 NO_BGP = {"global": {"router_id": "", "peers": {}}}
 
@@ -64,6 +65,7 @@ class LinuxSwitchDriver(NetworkDriver):
                 port=int(self.optional_args.get("port", 22)),
                 timeout=float(self.timeout),
                 key_file=self.optional_args.get("key_file"),
+                private_key=reveal(self.optional_args.get("private_key")),
                 known_hosts=self.optional_args.get("known_hosts"),
                 accept_new=bool(self.optional_args.get("accept_new", False)),
             )

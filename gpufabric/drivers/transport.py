@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shlex
 import threading
@@ -66,6 +67,19 @@ class AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
             fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
 
 
+def load_private_key(text: str) -> paramiko.PKey:
+    """An OpenSSH or PEM private key from its text (as an environment variable or vault entry holds it)."""
+    for kind in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+        try:
+            return kind.from_private_key(io.StringIO(text))
+        except (paramiko.SSHException, ValueError):
+            continue
+    # Never the text itself: it is the key.
+    raise ConnectionException(
+        "the switch SSH key is not an unencrypted Ed25519, ECDSA or RSA private key (OpenSSH or PEM format)"
+    )
+
+
 class SSHTransport:
     """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
 
@@ -78,6 +92,7 @@ class SSHTransport:
         port: int = 22,
         timeout: float = 10.0,
         key_file: str | None = None,
+        private_key: str | None = None,
         known_hosts: str | None = None,
         accept_new: bool = False,
     ) -> None:
@@ -95,8 +110,9 @@ class SSHTransport:
                 host,
                 port=port,
                 username=username,
-                password=password,
+                password=password or None,  # a key-only login offers no empty password
                 key_filename=key_file,
+                pkey=load_private_key(private_key) if private_key else None,
                 timeout=timeout,
                 banner_timeout=timeout,
                 auth_timeout=timeout,

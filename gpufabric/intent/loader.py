@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from gpufabric.intent.errors import IntentError, Path, Problem
 from gpufabric.intent.model import Intent
+from gpufabric.intent.partial import rule_problems_despite
 from gpufabric.intent.rules import check_rules
 from gpufabric.intent.schema_errors import problems_from
 from gpufabric.intent.yaml_lines import load_yaml
@@ -66,7 +67,9 @@ def load_intent_text(text: str, file: str = "<intent>") -> LoadedIntent:
     try:
         intent = Intent.model_validate(data)
     except ValidationError as exc:
-        raise IntentError(file, problems_from(exc, Intent), lines) from None
+        # Every problem at once: the cross-field rules run on what passed the schema.
+        problems = problems_from(exc, Intent) + rule_problems_despite(data, exc, check_rules)
+        raise IntentError(file, problems, lines) from None
     except RecursionError:
         raise IntentError(
             file, [Problem((), "the document nests too deeply (self-referencing alias?)")], lines

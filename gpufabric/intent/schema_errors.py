@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpufabric.intent.errors import Path, Problem
+from gpufabric.intent.partial import clean_path
 from gpufabric.intent.types import PATTERN_HINTS
 
 
@@ -24,8 +25,7 @@ def problems_from(exc: ValidationError, root: type[BaseModel]) -> list[Problem]:
 
 
 def _one(err: Any, root: type[BaseModel]) -> Problem:
-    # Drop pydantic's synthetic loc parts (function names of validators, union branches).
-    path: Path = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+    path = clean_path(err["loc"])
     kind = err["type"]
     if kind == "missing":
         return Problem(path, "is required but missing", f"add `{path[-1]}:` here (see docs/intent.md)")

@@ -1,5 +1,6 @@
-"""How push and validate log in: the lab's own login when a lab of this fabric is up, else the intent's
-credentials (password from the environment variable the intent names). Never printed."""
+"""How push and validate log in: the lab's own login (`--lab`), else the intent's credentials: a password
+and/or an SSH private key, each from the environment variable or vault entry the intent names. Never
+printed: both travel as `Hidden` values that only the driver reveals, at login."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from nornir.core.inventory import ConnectionOptions, Inventory
 from nornir_napalm.plugins.connections import Napalm
 
 from gpufabric.config.secrets import SecretUnavailableError
+from gpufabric.hidden import Hidden, reveal
 from gpufabric.intent.model import Intent
+from gpufabric.intent.types import SecretRef
 from gpufabric.lab.credentials import load_login
 from gpufabric.lab.state import LabState
 
@@ -52,45 +55,33 @@ def env_access(
     vault: dict[str, str] | None = None,
 ) -> Access:
     cred = intent.credentials.switches
-    if cred.password is None:
+    if cred.password is None and cred.ssh_key is None:
         raise click.UsageError(
-            "the intent names no switch password (credentials.switches.password: {env: NAME}); "
-            "or target a lab with `gpufabric lab up`"
+            "the intent names no switch login secret (credentials.switches.password or ssh_key: {env: NAME}); "
+            "or target a lab with --lab"
         )
     secrets = {**os.environ, **(vault or {})}
-    key = cred.password.env or f"vault:{cred.password.vault}"
-    if key not in secrets:
-        raise SecretUnavailableError(cred.password, "credentials.switches.password")
     hosts = known_hosts or Path.home() / ".ssh" / "known_hosts"
-    args = {"known_hosts": str(hosts), "accept_new": accept_new}
-    return Access(False, cred.username, secrets[key], args, secrets)
+    args: dict[str, Any] = {"known_hosts": str(hosts), "accept_new": accept_new}
+    password = _secret(secrets, cred.password, "credentials.switches.password") if cred.password else ""
+    if cred.ssh_key is not None:
+        # The key's text, in memory only: it is never written to a file for paramiko to read.
+        args["private_key"] = Hidden(_secret(secrets, cred.ssh_key, "credentials.switches.ssh_key"))
+    return Access(False, cred.username, password, args, secrets)
 
 
-class Hidden:
-    """A password on a Nornir host: what `inventory.dict()`, a repr, a log line or a JSON dump of the
-    inventory shows is stars; only the connection plugin (RevealingNapalm) hands the text to a driver."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "'********'"
-
-    __str__ = __repr__
+def _secret(secrets: dict[str, str], ref: SecretRef, field: str) -> str:
+    key = ref.env or f"vault:{ref.vault}"
+    if key not in secrets:
+        raise SecretUnavailableError(ref, field)
+    return secrets[key]
 
 
 class RevealingNapalm(Napalm):
     """nornir_napalm's connection, given the password itself only at the moment it logs in."""
 
     def open(self, hostname: Any, username: Any, password: Any, *args: Any, **kwargs: Any) -> None:
-        super().open(
-            hostname, username, password.reveal() if isinstance(password, Hidden) else password, *args, **kwargs
-        )
+        super().open(hostname, username, reveal(password), *args, **kwargs)
 
 
 def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) -> None:
