@@ -113,6 +113,7 @@ def test_no_output_ever_contains_the_secret(tmp_path):
         "GPUFABRIC_SWITCH_PASSWORD": CANARY,
         "GPUFABRIC_HOST_SSH_KEY": CANARY,
         "GPUFABRIC_SNMP_COMMUNITY": CANARY,
+        "GPUFABRIC_SALT_KEY": CANARY,
     }
     commands = [
         ["gpufabric", "plan"],
