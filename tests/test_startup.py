@@ -27,7 +27,7 @@ def _loaded(*args: str) -> set[str]:
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 
-@pytest.mark.parametrize("command", [("check",), ("plan",), ("plan", "--json")])
+@pytest.mark.parametrize("command", [("check",), ("plan",), ("plan", "--json"), ("acceptance", "plan", "--json")])
 def test_check_and_plan_never_load_the_automation_stack(command):
     assert _loaded(*command) & AUTOMATION == set()
 

@@ -32,6 +32,7 @@ COMMANDS = {
     "demo": "gpufabric.cli.demo_cmd:demo_cmd",
     "push": "gpufabric.cli.push_cmd:push_cmd",
     "validate": "gpufabric.cli.validate_cmd:validate_cmd",
+    "acceptance": "gpufabric.cli.acceptance_cmd:acceptance_cmd",
     "docs": "gpufabric.cli.docs_cmd:docs_cmd",
     "schema": "gpufabric.cli.docs_cmd:schema_cmd",
 }

@@ -10,6 +10,11 @@ from gpufabric.plan.model import Plan
 HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed"]
 
 
+def cable_id(prefix: str, index: int) -> str:
+    """The label of a plane's `index`-th cable (1-based, plan order): what a technician finds on it."""
+    return f"{prefix}-{index:06d}"
+
+
 def render(plan: Plan) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
@@ -17,6 +22,6 @@ def render(plan: Plan) -> str:
     for name, plane in plan.planes.items():
         for i, link in enumerate(plane.links, 1):
             w.writerow(
-                [f"{plane.prefix}-{i:06d}", name, link.kind, link.a, link.a_port, link.b, link.b_port, f"{link.speed}G"]
+                [cable_id(plane.prefix, i), name, link.kind, link.a, link.a_port, link.b, link.b_port, f"{link.speed}G"]
             )
     return out.getvalue()

@@ -1,0 +1,21 @@
+"""The suite as JSON: what a scheduler or a person reads to run it by hand."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from gpufabric.acceptance.model import Suite
+
+
+def suite_dict(suite: Suite) -> dict[str, Any]:
+    perf = []
+    for j in suite.perf:
+        doc = asdict(j)
+        doc["commands"] = {"server": j.command("server"), "client": j.command("client")}
+        perf.append(doc)
+    nccl = [{**asdict(j), "ranks": j.ranks, "command": j.command()} for j in suite.nccl]
+    counts: dict[str, int] = {}
+    for job in suite.jobs():
+        counts[job.tool] = counts.get(job.tool, 0) + 1
+    return {"fabric": suite.fabric, "counts": counts, "perftest": perf, "nccl": nccl}

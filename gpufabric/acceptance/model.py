@@ -1,0 +1,105 @@
+"""The jobs of an acceptance suite and the figures they are judged by.
+
+Expected figures are derived from the plan (NIC speed, path, MTU, oversubscription) with the
+efficiencies below; a job fails when its observed figure is worse than its threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# RoCEv2 carries at most 4096 bytes of payload per packet (the largest RDMA MTU that fits a 9000-byte
+# Ethernet MTU). Each packet adds Ethernet (14 + 4 FCS + 20 preamble and gap), IPv4 (20), UDP (8),
+# BTH (12) and ICRC (4) bytes: 82 bytes of overhead, so large writes reach 4096 / 4178 of line rate.
+ROCE_PAYLOAD = 4096
+ROCE_OVERHEAD = 82
+BW_TOLERANCE = 0.90  # ib_write_bw fails below 90% of its expected figure
+
+# Latency: a back-to-back RDMA write (ib_write_lat, 2-byte messages, t_typical) and what each switch
+# hop adds (store-and-forward-free cut-through ASICs). Estimates, not vendor guarantees.
+LAT_BASE_US = 2.0
+LAT_PER_HOP_US = 0.7
+LAT_TOLERANCE = 1.5  # fails above 1.5x its expected figure
+
+# nccl-tests bus bandwidth against the per-GPU share of the server's RoCE NIC bandwidth, for the
+# largest message size: all_reduce reaches ~90% of it on a non-blocking fabric, all_to_all ~75%.
+NCCL_EFFICIENCY = {"all_reduce_perf": 0.90, "all_to_all_perf": 0.75}
+NCCL_TOLERANCE = 0.90
+
+GID_INDEX = 3  # RoCEv2 over IPv4 in ConnectX's default GID table (the roce_qos role's NCCL_IB_GID_INDEX)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    server: str
+    interface: str
+    hca: str  # RDMA device, mlx5_<n> in RoCE NIC order (the roce_qos role's default)
+    address: str
+    leaf: str
+    leaf_port: str
+
+
+@dataclass(frozen=True, slots=True)
+class PerfJob:
+    """One perftest pair on one rail: the server side listens, the client side reports."""
+
+    id: str
+    tool: str  # ib_write_bw | ib_write_lat
+    plane: str
+    rail: int
+    path: str  # leaf (both under one leaf) | spine (across the spine layer) | rail (across rails) | pod
+    server: Endpoint
+    client: Endpoint
+    traffic_class: int
+    gid_index: int
+    qps: int  # queue pairs: enough flows for ECMP to spread over every uplink
+    expected: float  # Gb/s (bw) or microseconds (lat)
+    threshold: float
+    unit: str
+    crosses: tuple[str, ...]  # switches the traffic may cross
+    cables: tuple[str, ...]  # cable ids it may cross
+
+    def command(self, side: str) -> list[str]:
+        """The perftest command line on one side: `server` waits, `client` connects to the server."""
+        end = self.server if side == "server" else self.client
+        cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F"]
+        if self.tool == "ib_write_bw":
+            cmd += ["--report_gbits", "-q", str(self.qps), "-D", "10"]
+        else:
+            cmd += ["-s", "2", "-n", "10000"]
+        return cmd + ([self.server.address] if side == "client" else [])
+
+
+@dataclass(frozen=True, slots=True)
+class NcclJob:
+    """One nccl-tests run over a set of servers."""
+
+    id: str
+    tool: str  # all_reduce_perf | all_to_all_perf
+    plane: str
+    scope: str  # "unit N" or "cluster"
+    servers: tuple[str, ...]
+    gpus_per_server: int
+    env: dict[str, str] = field(hash=False)
+    expected: float = 0.0  # bus bandwidth, GB/s
+    threshold: float = 0.0
+    unit: str = "GB/s"
+    crosses: tuple[str, ...] = ()
+    cables: tuple[str, ...] = ()
+
+    @property
+    def ranks(self) -> int:
+        return len(self.servers) * self.gpus_per_server
+
+    def command(self) -> list[str]:
+        return [self.tool, "-b", "8", "-e", "8G", "-f", "2", "-g", "1"]
+
+
+@dataclass(slots=True)
+class Suite:
+    fabric: str
+    perf: list[PerfJob] = field(default_factory=list)
+    nccl: list[NcclJob] = field(default_factory=list)
+
+    def jobs(self) -> list[PerfJob | NcclJob]:
+        return [*self.perf, *self.nccl]

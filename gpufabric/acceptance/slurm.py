@@ -1,0 +1,62 @@
+"""Slurm batch scripts for an acceptance suite: one per job, run one at a time (a perftest pair must
+have its NICs to itself), each writing the tool's output where `acceptance report` reads it."""
+
+from __future__ import annotations
+
+import shlex
+
+from gpufabric.acceptance.model import NcclJob, PerfJob, Suite
+
+JOB_NAME = "gpufabric-acceptance"  # with --dependency=singleton: one job of this name runs at a time
+
+
+def _header(job_id: str, nodes: int, extra: list[str]) -> list[str]:
+    return [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={JOB_NAME}",
+        "#SBATCH --dependency=singleton",
+        f"#SBATCH --nodes={nodes}",
+        f"#SBATCH --output=results/{job_id}.slurm.log",
+        *extra,
+        "set -euo pipefail",
+        "mkdir -p results",
+    ]
+
+
+def perf_script(job: PerfJob) -> str:
+    q = shlex.quote
+    server = " ".join(q(c) for c in job.command("server"))
+    client = " ".join(q(c) for c in job.command("client"))
+    nodes = sorted({job.server.server, job.client.server})
+    lines = _header(job.id, len(nodes), [f"#SBATCH --nodelist={','.join(nodes)}"])
+    lines += [
+        f"srun --nodes=1 --ntasks=1 --nodelist={q(job.server.server)} {server} &",
+        "listener=$!",
+        "sleep 3  # the listener is up before the client connects",
+        f"srun --nodes=1 --ntasks=1 --nodelist={q(job.client.server)} {client} > {q(f'results/{job.id}.txt')}",
+        "wait $listener",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def nccl_script(job: NcclJob) -> str:
+    q = shlex.quote
+    extra = [
+        f"#SBATCH --nodelist={','.join(job.servers)}",
+        f"#SBATCH --ntasks-per-node={job.gpus_per_server}",
+        f"#SBATCH --gpus-per-node={job.gpus_per_server}",
+    ]
+    lines = _header(job.id, len(job.servers), extra)
+    lines += [f"export {k}={q(v)}" for k, v in sorted(job.env.items())]
+    lines.append(f"srun {' '.join(q(c) for c in job.command())} > {q(f'results/{job.id}.txt')}")
+    return "\n".join(lines) + "\n"
+
+
+def scripts(suite: Suite) -> dict[str, str]:
+    """File name -> text: a script per job and `submit.sh`, which queues them all."""
+    files = {f"{j.id}.sbatch": perf_script(j) for j in suite.perf}
+    files |= {f"{j.id}.sbatch": nccl_script(j) for j in suite.nccl}
+    submit = ["#!/bin/sh", "# Queue every acceptance job; they run one at a time (singleton), in this order.", "set -e"]
+    submit += [f"sbatch {shlex.quote(name)}" for name in files]
+    files["submit.sh"] = "\n".join(submit) + "\n"
+    return files

@@ -1,0 +1,172 @@
+"""The acceptance suite of a plan: perftest pairs that cross every leaf and spine of every rail, and
+nccl-tests runs per scalable unit and for the whole cluster, each with its expected figure."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import NamedTuple
+
+from gpufabric.acceptance import model as m
+from gpufabric.acceptance.model import Endpoint, NcclJob, PerfJob, Suite
+from gpufabric.acceptance.paths import Fabric
+from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, Server, ip
+
+HOPS = {"leaf": 1, "spine": 3, "rail": 3, "pod": 5}  # switches crossed on the way
+
+
+class Pair(NamedTuple):
+    path: str  # leaf | spine | rail (across rails, through a spine) | pod
+    client: Endpoint
+    server: Endpoint
+
+
+class _Plane(NamedTuple):
+    plane: PlanePlan
+    fabric: Fabric
+    tos: int
+
+
+def build_suite(plan: Plan) -> Suite:
+    suite = Suite(plan.intent.fabric.name)
+    hcas = _hcas(plan)
+    for name, plane in plan.planes.items():
+        if not plane.carries_roce:
+            continue
+        fabric = Fabric.of(plan, name)
+        tos = _tos(plan, plane)
+        ctx = _Plane(plane, fabric, tos)
+        for rail, pairs in _pairs(plan, plane, hcas).items():
+            for pair in pairs:
+                route = _route(ctx, pair)
+                suite.perf += [_perf(ctx, tool, rail, pair, route) for tool in ("ib_write_bw", "ib_write_lat")]
+        suite.nccl += _nccl(plan, plane, fabric, hcas, tos)
+    return suite
+
+
+def _tos(plan: Plan, plane: PlanePlan) -> int:
+    profile = plan.intent.qos_profiles.get(plane.qos) if plane.qos else None
+    return profile.host_tos if profile is not None else 0
+
+
+def _hcas(plan: Plan) -> dict[tuple[str, str], str]:
+    """mlx5_<n> per (server, interface), n counting the server's NICs on RoCE planes in order."""
+    roce = {n for n, p in plan.planes.items() if p.carries_roce}
+    out: dict[tuple[str, str], str] = {}
+    for s in plan.servers:
+        for i, nic in enumerate(n for n in s.nics if n.plane in roce):
+            out[(s.name, nic.interface)] = f"mlx5_{i}"
+    return out
+
+
+def _endpoint(server: Server, nic: HostNic, hcas: dict[tuple[str, str], str]) -> Endpoint:
+    return Endpoint(server.name, nic.interface, hcas[(server.name, nic.interface)], str(ip(nic.address)),
+                    nic.leaf, nic.leaf_port)  # fmt: skip
+
+
+def _pairs(plan: Plan, plane: PlanePlan, hcas: dict[tuple[str, str], str]) -> dict[int, list[Pair]]:
+    """Per rail: a pair under each leaf that has two servers, a chain across the leaves of each pod
+    (every leaf, through the spine layer) and a chain across the pods (through the superspines).
+    Where a rail has one leaf in a pod (one scalable unit), no same-rail pair reaches the spines: a
+    chain across the rails does (rail-optimized jobs keep to their rail, but the cables must carry it)."""
+    leaves = {d.name: d for d in plane.devices if d.role == "leaf"}
+    by_rail: dict[int, dict[str, list[Endpoint]]] = defaultdict(lambda: defaultdict(list))
+    for s in plan.servers:
+        for nic in s.nics:
+            if nic.plane == plane.name and nic.leaf in leaves:
+                by_rail[nic.rail][nic.leaf].append(_endpoint(s, nic, hcas))
+    out: dict[int, list[Pair]] = {}
+    lone: dict[int, list[list[Endpoint]]] = defaultdict(list)  # pod -> the endpoints of rails with one leaf there
+    for rail in sorted(by_rail):
+        under = by_rail[rail]
+        order = sorted(under, key=lambda n: _place(leaves[n]))
+        pairs = [Pair("leaf", under[n][-1], under[n][0]) for n in order if len(under[n]) > 1]
+        pods: dict[int, list[str]] = defaultdict(list)
+        for n in order:
+            pods[leaves[n].pod or 0].append(n)
+        for pod, names in pods.items():
+            pairs += [Pair("spine", under[b][0], under[a][0]) for a, b in itertools.pairwise(names)]
+            if len(names) == 1:
+                lone[pod].append(under[names[0]])
+        firsts = [names[0] for _, names in sorted(pods.items())]
+        pairs += [Pair("pod", under[b][0], under[a][0]) for a, b in itertools.pairwise(firsts)]
+        out[rail] = pairs
+    for groups in lone.values():
+        for a, b in itertools.pairwise(groups):
+            client = next((e for e in reversed(b) if e.server != a[0].server), b[-1])
+            rail = next(n.rail for s in plan.servers if s.name == a[0].server for n in s.nics if n.leaf == a[0].leaf)
+            out[rail].append(Pair("rail", client, a[0]))
+    return out
+
+
+def _place(d: Device) -> tuple[int, int, int, str]:
+    return (d.pod or 0, d.unit or 0, d.side or 0, d.name)
+
+
+def _route(ctx: _Plane, pair: Pair) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The switches and cables a pair's traffic may cross (every equal-cost path)."""
+    switches, cables = ctx.fabric.between_leaves(pair.client.leaf, pair.server.leaf, ctx.plane.tiers)
+    cables |= {ctx.fabric.host_cable.get((e.server, e.interface), "") for e in (pair.client, pair.server)} - {""}
+    return tuple(sorted(switches)), tuple(sorted(cables))
+
+
+def _perf(ctx: _Plane, tool: str, rail: int, pair: Pair, route: tuple[tuple[str, ...], tuple[str, ...]]) -> PerfJob:
+    plane, fabric, (path, client, server) = ctx.plane, ctx.fabric, pair
+    speed = min(fabric.host_speed[(e.server, e.interface)] for e in (client, server))
+    if tool == "ib_write_bw":
+        expected = speed * m.ROCE_PAYLOAD / (m.ROCE_PAYLOAD + m.ROCE_OVERHEAD)
+        threshold, unit = expected * m.BW_TOLERANCE, "Gb/s"
+    else:
+        expected = m.LAT_BASE_US + m.LAT_PER_HOP_US * HOPS[path]
+        threshold, unit = expected * m.LAT_TOLERANCE, "us"
+    qps = max(1, min(64, int(plane.sizing.get("leaf_uplinks", 1)))) if path != "leaf" else 1
+    return PerfJob(
+        id=f"{tool}.{plane.name}.rail{rail}.{path}.{client.server}-{server.server}",
+        tool=tool, plane=plane.name, rail=rail, path=path, server=server, client=client, traffic_class=ctx.tos,
+        gid_index=m.GID_INDEX, qps=qps, expected=round(expected, 2), threshold=round(threshold, 2), unit=unit,
+        crosses=route[0], cables=route[1],
+    )  # fmt: skip
+
+
+def _nccl(plan: Plan, plane: PlanePlan, fabric: Fabric, hcas: dict[tuple[str, str], str], tos: int) -> list[NcclJob]:
+    """all_reduce and all_to_all per unit (traffic stays under the unit's leaves) and for the cluster."""
+    gpu = [s for s in plan.servers if s.gpus and any(n.plane == plane.name for n in s.nics)]
+    if len(gpu) < 2:
+        return []
+    units: dict[int, list[Server]] = defaultdict(list)
+    for s in gpu:
+        units[s.units.get(plane.name, 0)].append(s)
+    scopes = [(f"unit{u}", members) for u, members in sorted(units.items()) if len(members) > 1]
+    if len(units) > 1 or not scopes:
+        scopes.append(("cluster", gpu))
+    leaf_ratio = next((t.ratio for t in plane.tier_stats if t.tier == "leaf"), 1.0)
+    jobs = []
+    for scope, members in scopes:
+        first = members[0]
+        nics = [n for n in first.nics if n.plane == plane.name]
+        per_gpu = sum(n.speed for n in nics) / max(1, first.gpus) / 8  # GB/s
+        factor = 1.0 if scope != "cluster" or len(units) == 1 else 1 / max(1.0, leaf_ratio)
+        env = {
+            "NCCL_IB_HCA": ",".join(hcas[(first.name, n.interface)] for n in nics),
+            "NCCL_IB_GID_INDEX": str(m.GID_INDEX),
+            "NCCL_IB_TC": str(tos),
+            "NCCL_SOCKET_IFNAME": "=" + _bootstrap_interface(first),
+        }
+        leaves = {n.leaf for s in members for n in s.nics if n.plane == plane.name}
+        switches = set(leaves) | (fabric.uppers(leaves) if scope == "cluster" and len(units) > 1 else set())
+        cables = {fabric.host_cable.get((s.name, n.interface), "") for s in members for n in s.nics} - {""}
+        for tool, efficiency in m.NCCL_EFFICIENCY.items():
+            expected = per_gpu * efficiency * factor
+            jobs.append(NcclJob(
+                id=f"{tool}.{plane.name}.{scope}", tool=tool, plane=plane.name, scope=scope,
+                servers=tuple(s.name for s in members), gpus_per_server=first.gpus, env=env,
+                expected=round(expected, 2), threshold=round(expected * m.NCCL_TOLERANCE, 2),
+                crosses=tuple(sorted(switches)), cables=tuple(sorted(cables)),
+            ))  # fmt: skip
+    return jobs
+
+
+def _bootstrap_interface(server: Server) -> str:
+    """NCCL bootstraps over the business NIC, else the management NIC (as the roce_qos role sets it)."""
+    business = [n.interface for n in server.nics if n.plane == "business"]
+    return business[0] if business else server.mgmt_interface or "eth0"
