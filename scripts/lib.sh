@@ -23,3 +23,22 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
     "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
     "$dir/bin/python" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
 }
+
+ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH, unpacked from Debian's
+    # package into DIR rather than installed, so no prometheus service is enabled or started on this machine.
+    local dir=$1
+    if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then return 0; fi
+    if [ ! -x "$dir/usr/bin/promtool" ]; then
+        if ! command -v apt-get >/dev/null 2>&1; then
+            echo "note: cannot fetch prometheus here (needs apt-get): install it yourself" >&2
+            return 0
+        fi
+        echo "unpacking prometheus into $dir ..." >&2
+        mkdir -p "$dir"
+        [ "$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        # apt warns that root downloads unsandboxed into a folder _apt cannot write: expected here.
+        (cd "$dir" && apt-get download -qq prometheus 2>&1 | grep -v unsandboxed >&2 || true
+         dpkg -x prometheus_*.deb . && rm -f prometheus_*.deb)
+    fi
+    export PATH="$PWD/$dir/usr/bin:$PATH"
+}

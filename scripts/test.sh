@@ -11,6 +11,7 @@ if [ "${1:-}" = "--fast" ]; then
     shift
     ensure_venv .venv test
     export PATH="$PWD/.venv/bin:$PATH"
+    [ -x .cache/prometheus/usr/bin/promtool ] && export PATH="$PWD/.cache/prometheus/usr/bin:$PATH"
     echo "== ruff" && ruff check . && ruff format --check .
     echo "== pytest (fast tier: not lab, not slow)"
     exec python -m pytest -p no:cacheprovider -q -n auto -m "not lab and not slow" "$@"
@@ -26,6 +27,7 @@ ensure_apt systemd-nspawn systemd-container   # Molecule's hosts: booted Debian 
 ensure_apt debootstrap debootstrap             # their root filesystem (built once, cached)
 ensure_apt socat socat                         # their path to this machine's Debian mirror
 ensure_apt zstd zstd                           # the cached root filesystem image
+ensure_prometheus .cache/prometheus            # promtool checks the alert rules; the lab test runs a real server
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 

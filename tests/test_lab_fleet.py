@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, cli_env, run
 
 from gpufabric.intent import load_intent
 from gpufabric.lab.topology import topology
@@ -571,3 +571,105 @@ def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_lea
     narrowed = {(f[1], f[2]) for f in found if f[0] == "ecmp-width" and f[3] == "2 paths" and f[4] == "1 paths"}
     leaves = {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
     assert {device for device, _ in narrowed} == leaves and len(narrowed) == 12  # 3 remote leaves each
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _prom(port: int, path: str, **params: str) -> dict:
+    import urllib.parse
+    import urllib.request
+
+    url = f"http://127.0.0.1:{port}{path}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return json.loads(answer.read())
+
+
+def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise AssertionError(f"not within {seconds:g} s: {what}")
+
+
+def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pushed, tmp_path):
+    """A real Prometheus (Debian's) scrapes `gpufabric telemetry serve --lab`: every dashboard query of the
+    compute plane returns series from the lab, except the lossless counters (no PFC/ECN hardware here);
+    cutting a leaf's uplink fires the flap and the ECMP alerts."""
+    from gpufabric.plan import build_plan
+    from gpufabric.telemetry.dashboard import dashboard, queries
+
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        pytest.fail("prometheus is missing: scripts/test.sh unpacks Debian's package into .cache/prometheus")
+    exporter_port, prom_port = _free_port(), _free_port()
+    rules = tmp_path / "rules.yml"
+    rules.write_text(run("gpufabric", "telemetry", "rules", "--for", "0s", check=True).stdout)
+    config = {
+        "global": {"scrape_interval": "4s", "scrape_timeout": "4s", "evaluation_interval": "2s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [{"job_name": "gpufabric", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
+    }
+    (tmp_path / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
+    logs = [open(tmp_path / name, "w") for name in ("exporter.log", "prometheus.log")]  # noqa: SIM115 (closed below)
+    listen = f"127.0.0.1:{exporter_port}"
+    exporter = subprocess.Popen(
+        ["gpufabric", "telemetry", "serve", "--lab", "--state-dir", str(lab), *PLANE, "--listen", listen],
+        stdout=logs[0], stderr=logs[0], env=cli_env(),
+    )  # fmt: skip
+    server = subprocess.Popen(
+        [prometheus, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}",
+         f"--web.listen-address=127.0.0.1:{prom_port}"],
+        stdout=logs[1], stderr=logs[1],
+    )  # fmt: skip
+    cut = False
+    try:
+
+        def series(expr: str) -> list:
+            return _prom(prom_port, "/api/v1/query", query=expr)["data"]["result"]
+
+        _until(lambda: len(series('gpufabric_link_up{plane="compute"}')) > 0, 90, "the exporter's first scrape")
+        _until(lambda: len(series("prometheus_tsdb_head_samples_appended_total")) > 0, 10, "prometheus up")
+        time.sleep(10)  # rate() over [1m] needs two scrapes of each counter
+        board = dashboard(build_plan(load_intent(str(INVENTORY / "fabric.yml"))))
+        compute = [(t, e) for t, e in queries(board) if t.startswith("compute:")]
+        lossless = [(t, e) for t, e in compute if "PFC" in t or "ECN" in t]
+        empty = [t for t, e in compute if (t, e) not in lossless and not series(e)]
+        assert not empty, empty
+        assert lossless and all(not series(e) for _, e in lossless)  # no such counters in the lab: nothing faked
+        assert {r["metric"]["rail"] for r in series('gpufabric_link_up{plane="compute",role="leaf"}')} == {"1", "2"}
+
+        ns("cmp-su1-leaf1", "link", "set", "swp3", "down")
+        cut = True
+
+        def firing() -> set[tuple[str, str]]:
+            alerts = _prom(prom_port, "/api/v1/alerts")["data"]["alerts"]
+            return {(a["labels"]["alertname"], a["labels"].get("device", "")) for a in alerts if a["state"] == "firing"}
+
+        _until(lambda: ("GpufabricLinkFlapped", "cmp-su1-leaf1") in firing(), 60, "the flap alert")
+        _until(lambda: ("GpufabricEcmpNarrowerThanPlanned", "cmp-su1-leaf1") in firing(), 60, "the ECMP alert")
+        assert ("GpufabricLinkDown", "cmp-su1-leaf1") in firing()
+    finally:
+        if cut:
+            ns("cmp-su1-leaf1", "link", "set", "swp3", "up")
+        for proc in (server, exporter):
+            proc.terminate()
+        for proc in (server, exporter):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        for log in logs:
+            log.close()
+    healthy(lab)

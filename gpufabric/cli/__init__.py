@@ -33,6 +33,7 @@ COMMANDS = {
     "push": "gpufabric.cli.push_cmd:push_cmd",
     "validate": "gpufabric.cli.validate_cmd:validate_cmd",
     "acceptance": "gpufabric.cli.acceptance_cmd:acceptance_cmd",
+    "telemetry": "gpufabric.cli.telemetry_cmd:telemetry_cmd",
     "docs": "gpufabric.cli.docs_cmd:docs_cmd",
     "schema": "gpufabric.cli.docs_cmd:schema_cmd",
 }

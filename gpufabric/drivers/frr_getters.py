@@ -153,3 +153,30 @@ def routes(route_json: str) -> dict[str, list[dict[str, Any]]]:
                     }
                 )
     return result
+
+
+def interfaces_counters(stats_json: str) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """NAPALM's interface counters from `ip -s -s -j link show`, and each port's carrier changes
+    (how often its link went down or up: Linux counts them per interface)."""
+    counters: dict[str, dict[str, int]] = {}
+    flaps: dict[str, int] = {}
+    for link in json.loads(stats_json or "[]"):
+        stats = link.get("stats64") or link.get("stats") or {}
+        rx, tx = stats.get("rx", {}), stats.get("tx", {})
+        multicast = int(rx.get("multicast", 0))
+        counters[link["ifname"]] = {
+            "tx_errors": int(tx.get("errors", 0)),
+            "rx_errors": int(rx.get("errors", 0)),
+            "tx_discards": int(tx.get("dropped", 0)),
+            "rx_discards": int(rx.get("dropped", 0)),
+            "tx_octets": int(tx.get("bytes", 0)),
+            "rx_octets": int(rx.get("bytes", 0)),
+            "tx_unicast_packets": int(tx.get("packets", 0)),
+            "rx_unicast_packets": int(rx.get("packets", 0)) - multicast,
+            "tx_multicast_packets": -1,  # Linux counts multicast on receive only
+            "rx_multicast_packets": multicast,
+            "tx_broadcast_packets": -1,
+            "rx_broadcast_packets": -1,
+        }
+        flaps[link["ifname"]] = int(tx.get("carrier_changes", 0))
+    return counters, flaps

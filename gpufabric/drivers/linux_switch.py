@@ -9,6 +9,7 @@ both; the lab proves these readers against real daemons. Only how configuration 
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 from typing import Any
 
@@ -28,6 +29,9 @@ def one_line(command: str) -> str:
     if not command.isprintable():
         raise ValueError(f"command {command[:40]!r} holds a newline or control character")
     return command
+
+
+_PORT = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")  # a Linux interface name: nothing a shell would read
 
 
 class LinuxSwitchDriver(NetworkDriver):
@@ -127,6 +131,31 @@ class LinuxSwitchDriver(NetworkDriver):
 
     def get_interfaces(self) -> dict[str, dict[str, Any]]:
         return frr_getters.interfaces(self._run("ip -j link show"), self._vtysh("show interface json"))
+
+    def get_interfaces_counters(self) -> dict[str, dict[str, int]]:
+        return frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[0]
+
+    def get_carrier_changes(self) -> dict[str, int]:
+        """gpufabric's getter beside NAPALM's: per port, how often its link went down or up."""
+        return frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[1]
+
+    def get_ethtool_stats(self, ports: list[str]) -> dict[str, str]:
+        """`ethtool -S` per port, as text (PFC, ECN and buffer counters where the ASIC driver has them);
+        nothing where ethtool or the counters are absent."""
+        names = [p for p in ports if _PORT.fullmatch(p)]
+        if not names:
+            return {}
+        script = f"command -v ethtool >/dev/null || exit 0; for p in {' '.join(names)}; do " + (
+            'echo "@@port $p"; ethtool -S "$p" 2>/dev/null; done'
+        )
+        found: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in self._try(script).stdout.splitlines():
+            if line.startswith("@@port "):
+                current = found.setdefault(line[7:], [])
+            elif current is not None:
+                current.append(line)
+        return {port: "\n".join(lines) for port, lines in found.items() if lines}
 
     def get_interfaces_ip(self) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
         return frr_getters.interfaces_ip(self._run("ip -j address show"))

@@ -59,7 +59,9 @@ class FleetArgs:
     vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)
 
 
-def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
+def reach(args: FleetArgs) -> tuple[Plan, Access]:
+    """The plan to work from and how to log in: the lab's (every switch as frr) only when asked for,
+    else the real switches' with the intent's credentials."""
     loaded = load_intent(args.file)
     intent = loaded.intent
     wants_lab = args.lab or args.state_dir is not None
@@ -70,18 +72,22 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
             f"no lab of fabric '{intent.fabric.name}' is up (state dir {state_dir}): run `gpufabric lab up`"
         )
     if lab_login is not None:
-        plan = topology(loaded).plan
-        chosen = lab_login
-    else:
-        plan = build_plan(loaded)
-        vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else None
-        chosen = access_mod.env_access(intent, args.known_hosts, args.accept_new, vault)
-        if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
-            click.echo(
-                f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
-                "(pass --lab to target the lab)",
-                err=True,
-            )
+        return topology(loaded).plan, lab_login
+    plan = build_plan(loaded)
+    vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else None
+    chosen = access_mod.env_access(intent, args.known_hosts, args.accept_new, vault)
+    if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
+        click.echo(
+            f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
+            "(pass --lab to target the lab)",
+            err=True,
+        )
+    return plan, chosen
+
+
+def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
+    plan, chosen = reach(args)
+    intent = plan.intent
     index = LinkIndex(plan, PasswordHasher.for_intent(intent, chosen.secrets))
     unknown = [d for d in args.devices if d not in index.devices]
     if unknown:

@@ -1,0 +1,81 @@
+"""How the exporter reaches switches and servers: the same logins as push and validate (the lab's
+with --lab, else the intent's), host keys checked; servers of a lab through the lab's own record."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from gpufabric.drivers.transport import SSHTransport
+from gpufabric.hidden import reveal
+from gpufabric.lab.hosts.state import HostsState
+from gpufabric.plan.model import Plan, ip
+from gpufabric.platforms import platform
+from gpufabric.push.access import Access
+from gpufabric.telemetry.exporter import Connect, RunOnHost
+from gpufabric.telemetry.targets import SwitchTarget
+
+TIMEOUT = 10
+
+
+def switch_connector(access: Access) -> Connect:
+    from napalm import get_network_driver  # the automation stack only when a scrape needs it
+
+    def connect(t: SwitchTarget) -> Any:
+        driver = get_network_driver("frr" if access.lab else platform(t.platform).napalm_driver)
+        conn = driver(t.address, access.username, access.password, timeout=TIMEOUT,
+                      optional_args=dict(access.optional_args))  # fmt: skip
+        conn.open()
+        return conn
+
+    return connect
+
+
+class HostShell:
+    """One SSH connection per server, opened on first use and reopened after a failure."""
+
+    def __init__(self, addresses: dict[str, str], user: str, known_hosts: str, **keys: Any) -> None:
+        self.addresses, self.user, self.known_hosts, self.keys = addresses, user, known_hosts, keys
+        self._open: dict[str, SSHTransport] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, host: str, command: str) -> str:
+        with self._lock:
+            transport = self._open.get(host)
+        if transport is None:
+            transport = SSHTransport(self.addresses[host], self.user, None, timeout=TIMEOUT,
+                                     known_hosts=self.known_hosts, **self.keys)  # fmt: skip
+            with self._lock:
+                self._open[host] = transport
+        try:
+            return transport.run(command).stdout
+        except Exception:
+            with self._lock:
+                self._open.pop(host, None)
+            transport.close()
+            raise
+
+    def close(self) -> None:
+        for t in self._open.values():
+            t.close()
+
+
+def host_shell(plan: Plan, access: Access, state_dir: Path | None, known_hosts: Path | None) -> RunOnHost | None:
+    """The lab's servers through its record; real servers with the intent's host key, when it names one."""
+    if access.lab:
+        state = HostsState.load(state_dir) if state_dir is not None else None
+        if state is None:
+            return None
+        addresses = {name: rec.address for name, rec in state.hosts.items()}
+        return HostShell(addresses, state.user, state.known_hosts, key_file=state.key_file)
+    cred = plan.intent.credentials.hosts
+    if cred.ssh_key is None:
+        return None
+    key = cred.ssh_key.env or f"vault:{cred.ssh_key.vault}"
+    text = access.secrets.get(key)
+    if text is None:
+        return None
+    addresses = {s.name: str(ip(s.mgmt_ip)) for s in plan.servers if s.mgmt_ip is not None}
+    hosts = str(known_hosts or Path.home() / ".ssh" / "known_hosts")
+    return HostShell(addresses, cred.username, hosts, private_key=reveal(text))

@@ -1,0 +1,101 @@
+"""A Grafana dashboard from the plan: a row per plane, a traffic panel per rail, the plane's health
+(links, BGP, ECMP against the plan, flaps) and, on planes that carry RoCE, its lossless counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufabric.plan.model import Plan
+from gpufabric.telemetry.targets import switch_targets
+
+WIDTH, HEIGHT = 24, 8
+
+
+def _panel(title: str, exprs: list[tuple[str, str]], unit: str = "short") -> dict[str, Any]:
+    return {
+        "type": "timeseries",
+        "title": title,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend} for i, (expr, legend) in enumerate(exprs)
+        ],
+    }
+
+
+def _rate(metric: str, by: str, selector: str, window: str = "1m") -> str:
+    return f"sum by ({by}) (rate({metric}{{{selector}}}[{window}]))"
+
+
+def plane_panels(plane: str, rails: list[str], roce: bool) -> list[dict[str, Any]]:
+    sel = f'plane="{plane}"'
+    panels = []
+    for rail in rails:
+        traffic = _rate("gpufabric_interface_octets_total", "device", f'{sel},rail="{rail}",direction="tx"') + " * 8"
+        panels.append(
+            _panel(f"{plane}: rail {rail}" if rail else f"{plane}: traffic", [(traffic, "{{device}}")], "bps")
+        )
+    ecmp = f"min by (device) (gpufabric_ecmp_paths{{{sel}}} / gpufabric_ecmp_planned_paths{{{sel}}})"
+    flaps = f"sum by (device) (increase(gpufabric_link_carrier_changes_total{{{sel}}}[10m]))"
+    panels += [
+        _panel(f"{plane}: links down", [(f"sum by (device) (1 - gpufabric_link_up{{{sel}}})", "{{device}}")]),
+        _panel(
+            f"{plane}: BGP sessions down", [(f"sum by (device) (1 - gpufabric_bgp_session_up{{{sel}}})", "{{device}}")]
+        ),
+        _panel(f"{plane}: ECMP paths against the plan", [(ecmp, "{{device}}")], "percentunit"),
+        _panel(f"{plane}: link flaps (10 min)", [(flaps, "{{device}}")]),
+    ]
+    if roce:
+        rx = f'{sel},direction="rx"'
+        pauses = [
+            (_rate("gpufabric_pfc_pause_frames_total", "device, priority", rx), "{{device}} prio {{priority}}"),
+            (_rate("gpufabric_nic_pause_frames_total", "host, priority", rx), "{{host}} prio {{priority}}"),
+        ]
+        marks = [
+            (_rate("gpufabric_ecn_marked_packets_total", "device", sel), "{{device}} CE"),
+            (_rate("gpufabric_nic_cnp_sent_total", "host", sel), "{{host}} CNP sent"),
+        ]
+        panels += [
+            _panel(f"{plane}: PFC pause frames received", pauses, "pps"),
+            _panel(f"{plane}: ECN marks and CNPs", marks, "pps"),
+        ]
+    return panels
+
+
+def dashboard(plan: Plan) -> dict[str, Any]:
+    rails: dict[str, set[str]] = {}
+    for t in switch_targets(plan):
+        rails.setdefault(t.plane, set()).update(p["rail"] for p in t.ports.values())
+    panels: list[dict[str, Any]] = []
+    y = 0
+    for name, plane in plan.planes.items():
+        if name not in rails:
+            continue
+        panels.append(
+            {"type": "row", "title": name, "collapsed": False, "gridPos": {"h": 1, "w": WIDTH, "x": 0, "y": y}}
+        )
+        y += 1
+        ordered = sorted(rails[name], key=lambda r: (len(r), r))
+        mine = plane_panels(name, ordered, plane.carries_roce)
+        for i, panel in enumerate(mine):
+            panel["gridPos"] = {"h": HEIGHT, "w": WIDTH // 2, "x": (i % 2) * (WIDTH // 2), "y": y + (i // 2) * HEIGHT}
+        panels += mine
+        y += (len(mine) + 1) // 2 * HEIGHT
+    for i, p in enumerate(panels, 1):
+        p["id"] = i
+    return {
+        "title": f"gpufabric: {plan.intent.fabric.name}",
+        "uid": f"gpufabric-{plan.intent.fabric.name}"[:40],
+        "schemaVersion": 39,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "templating": {
+            "list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]
+        },
+        "panels": panels,
+    }
+
+
+def queries(board: dict[str, Any]) -> list[tuple[str, str]]:
+    """(panel title, PromQL) of every query on the dashboard."""
+    return [(p["title"], t["expr"]) for p in board["panels"] for t in p.get("targets", [])]

@@ -1,0 +1,144 @@
+"""One scrape of one switch or server: its counters as samples labelled from the plan.
+
+Switches are read through their NAPALM driver's getters (interfaces, counters, BGP, routes) and,
+where the driver has them, gpufabric's own (carrier changes, `ethtool -S`); servers over SSH
+(`ethtool -S` per data NIC, the RDMA port counters, `ip -s -j link`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from gpufabric.telemetry.ethtool import parse_ethtool, parse_hw_counters
+from gpufabric.telemetry.targets import NicTarget, SwitchTarget
+
+RDMA_COUNTERS = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "out_of_sequence")
+
+
+class Sample(NamedTuple):
+    metric: str
+    labels: dict[str, str]
+    value: float
+
+
+def read_switch(conn: Any, t: SwitchTarget) -> list[Sample]:
+    out: list[Sample] = []
+    ifaces = conn.get_interfaces()
+    counters = conn.get_interfaces_counters()
+    for port, extra in sorted(t.ports.items()):
+        labels = {**t.labels, **extra}
+        if port in ifaces:
+            out.append(Sample("gpufabric_link_up", labels, 1.0 if ifaces[port]["is_up"] else 0.0))
+        c = counters.get(port)
+        if c is not None:
+            for direction in ("rx", "tx"):
+                d = {**labels, "direction": direction}
+                out.append(Sample("gpufabric_interface_octets_total", d, c[f"{direction}_octets"]))
+                out.append(Sample("gpufabric_interface_errors_total", d, c[f"{direction}_errors"]))
+                out.append(Sample("gpufabric_interface_discards_total", d, c[f"{direction}_discards"]))
+    out += _optional(conn, t)
+    peers = conn.get_bgp_neighbors().get("global", {}).get("peers", {}) if t.sessions else {}
+    for key, peer in sorted(t.sessions.items()):
+        up = bool(peers.get(key, {}).get("is_up"))
+        out.append(Sample("gpufabric_bgp_session_up", {**t.labels, "peer": key, "peer_device": peer}, float(up)))
+    routes = conn.get_route_to() if t.ecmp else {}
+    for prefix, (planned, dest) in sorted(t.ecmp.items()):
+        hops = [h for h in routes.get(prefix, []) if h.get("protocol") == "bgp" and h.get("selected_next_hop")]
+        labels = {**t.labels, "destination": prefix, "destination_device": dest}
+        out.append(Sample("gpufabric_ecmp_paths", labels, float(len(hops))))
+        out.append(Sample("gpufabric_ecmp_planned_paths", labels, float(planned)))
+    return out
+
+
+def _optional(conn: Any, t: SwitchTarget) -> list[Sample]:
+    """Counters only some drivers have: carrier changes and ethtool's PFC/ECN counters (Linux switches)."""
+    out: list[Sample] = []
+    flaps: Callable[[], dict[str, int]] | None = getattr(conn, "get_carrier_changes", None)
+    if flaps is not None:
+        changes = flaps()
+        for port, extra in sorted(t.ports.items()):
+            if port in changes:
+                out.append(Sample("gpufabric_link_carrier_changes_total", {**t.labels, **extra}, changes[port]))
+    stats: Callable[[list[str]], dict[str, str]] | None = getattr(conn, "get_ethtool_stats", None)
+    if stats is not None:
+        for port, text in sorted(stats(sorted(t.ports)).items()):
+            labels = {**t.labels, **t.ports[port]}
+            found = parse_ethtool(text)
+            for (prio, direction), n in sorted(found.pause.items()):
+                pl = {**labels, "priority": str(prio), "direction": direction}
+                out.append(Sample("gpufabric_pfc_pause_frames_total", pl, n))
+            if found.storm:
+                out.append(Sample("gpufabric_pfc_watchdog_events_total", labels, sum(found.storm.values())))
+            if found.ecn_marked is not None:
+                out.append(Sample("gpufabric_ecn_marked_packets_total", labels, found.ecn_marked))
+    return out
+
+
+def host_script(nics: list[NicTarget]) -> str:
+    """One SSH command per scrape of a server: ethtool per NIC, the RDMA counters and their netdevs."""
+    names = " ".join(shlex.quote(n.interface) for n in nics)
+    counters = " ".join(f"/sys/class/infiniband/*/ports/*/hw_counters/{c}" for c in RDMA_COUNTERS)
+    return (
+        f'for p in {names}; do echo "@@port $p"; ethtool -S "$p" 2>/dev/null; done; '
+        f"echo @@rdma; grep -H . {counters} 2>/dev/null; "
+        "echo @@netdev; for d in /sys/class/infiniband/*; do "
+        '[ -d "$d" ] && echo "$(basename "$d") $(ls "$d/device/net" 2>/dev/null | head -1)"; done; '
+        "echo @@links; ip -s -j link show"
+    )
+
+
+def read_host(output: str, nics: list[NicTarget]) -> list[Sample]:
+    sections = _sections(output)
+    out: list[Sample] = []
+    by_if = {n.interface: n for n in nics}
+    for port, text in sections["port"].items():
+        nic = by_if.get(port)
+        if nic is None:
+            continue
+        labels = _nic_labels(nic)
+        found = parse_ethtool(text)
+        for (prio, direction), n in sorted(found.pause.items()):
+            out.append(
+                Sample("gpufabric_nic_pause_frames_total", {**labels, "priority": str(prio), "direction": direction}, n)
+            )
+        for level, n in sorted(found.storm.items()):
+            out.append(Sample("gpufabric_nic_pause_storm_events_total", {**labels, "level": level}, n))
+    netdev = dict(line.split(" ", 1) for line in sections["netdev"].get("", "").splitlines() if " " in line)
+    for hca, values in parse_hw_counters(sections["rdma"].get("", "")).items():
+        nic = by_if.get(netdev.get(hca, "").strip())
+        if nic is None:
+            continue
+        labels = _nic_labels(nic)
+        names = dict(
+            zip(RDMA_COUNTERS, ("cnp_sent", "cnp_handled", "ecn_marked_roce_packets", "out_of_sequence"), strict=True)
+        )
+        out += [Sample(f"gpufabric_nic_{names[k]}_total", labels, v) for k, v in sorted(values.items())]
+    for link in json.loads(sections["links"].get("", "") or "[]"):
+        nic = by_if.get(link.get("ifname", ""))
+        stats = link.get("stats64", {})
+        if nic is not None and stats:
+            for direction in ("rx", "tx"):
+                d = {**_nic_labels(nic), "direction": direction}
+                out.append(Sample("gpufabric_nic_octets_total", d, stats[direction]["bytes"]))
+    return out
+
+
+def _nic_labels(nic: NicTarget) -> dict[str, str]:
+    return {"plane": nic.plane, "host": nic.host, "interface": nic.interface, "rail": nic.rail, "leaf": nic.leaf}
+
+
+def _sections(output: str) -> dict[str, dict[str, str]]:
+    """The host script's output by marker: @@port NAME blocks, and the @@rdma, @@netdev, @@links ones."""
+    found: dict[str, dict[str, list[str]]] = {"port": {}, "rdma": {}, "netdev": {}, "links": {}}
+    current: list[str] | None = None
+    for line in output.splitlines():
+        if line.startswith("@@port "):
+            current = found["port"].setdefault(line[7:], [])
+        elif line.strip() in ("@@rdma", "@@netdev", "@@links"):
+            current = found[line.strip()[2:]].setdefault("", [])
+        elif current is not None:
+            current.append(line)
+    return {k: {n: "\n".join(v) for n, v in blocks.items()} for k, blocks in found.items()}

@@ -1,0 +1,85 @@
+"""What the exporter reads and how it labels it, from the plan: every switch's planned ports (with
+the peer, rail and unit at their far end), BGP sessions and ECMP widths; every server's data NICs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.secrets import PasswordHasher
+from gpufabric.plan.model import Plan, ip
+from gpufabric.validate.ecmp import expected_widths
+
+
+@dataclass(frozen=True)
+class SwitchTarget:
+    device: str
+    plane: str
+    role: str
+    platform: str
+    address: str | None
+    ports: dict[str, dict[str, str]] = field(default_factory=dict)  # port -> labels beyond the switch's
+    sessions: dict[str, str] = field(default_factory=dict)  # session key -> peer switch
+    ecmp: dict[str, tuple[int, str]] = field(default_factory=dict)  # loopback/32 -> (planned width, device)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"plane": self.plane, "device": self.device, "role": self.role}
+
+
+@dataclass(frozen=True)
+class NicTarget:
+    plane: str
+    host: str
+    interface: str
+    rail: str
+    leaf: str
+
+
+class _NoSecrets(PasswordHasher):
+    """Targets need the plan's ports and sessions, never a password."""
+
+    def hash(self, ref: object, user: str, algorithm: str, field: str, rounds: int = 0) -> str:  # type: ignore[override]
+        return ""
+
+
+def switch_targets(plan: Plan, plane: str | None = None) -> list[SwitchTarget]:
+    index = LinkIndex(plan, _NoSecrets(plan.intent.fabric.name, {}))
+    devices = [d for d in plan.devices() if plane is None or d.plane == plane]
+    contexts = {d.name: build(plan, d, index) for d in devices}
+    widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()})
+    loopbacks = {f"{ip(d.loopback)}/32": d.name for d in plan.devices() if d.loopback is not None}
+    nic_rail = {(s.name, n.interface): n.rail for s in plan.servers for n in s.nics}
+    by_name = index.devices
+    out = []
+    for d in devices:
+        ctx = contexts[d.name]
+        ports = {}
+        for p in ctx.ports:
+            if p.kind not in ("fabric", "host", "edge"):
+                continue
+            far = by_name.get(p.peer)
+            rail = d.rail or (far.rail if far is not None else None) or nic_rail.get((p.peer, p.peer_port))
+            unit = d.unit or (far.unit if far is not None else None)
+            ports[p.name] = {
+                "port": p.name, "peer": p.peer, "peer_port": p.peer_port,
+                "rail": str(rail or ""), "unit": str(unit or ""),
+            }  # fmt: skip
+        sessions = {n.key: n.peer for n in ctx.neighbors if n.kind == "fabric"}
+        ecmp = {pfx: (w, loopbacks.get(pfx, "")) for pfx, w in widths.get(d.name, {}).items()}
+        out.append(SwitchTarget(d.name, d.plane, d.role, d.platform, ip(d.mgmt_ip), ports, sessions, ecmp))
+    return out
+
+
+def nic_targets(plan: Plan, plane: str | None = None) -> dict[str, list[NicTarget]]:
+    """Per server, its data NICs (the RoCE counters matter on planes that carry RoCE)."""
+    out: dict[str, list[NicTarget]] = {}
+    for s in plan.servers:
+        nics = [
+            NicTarget(n.plane, s.name, n.interface, str(n.rail), n.leaf)
+            for n in s.nics
+            if plane is None or n.plane == plane
+        ]
+        if nics:
+            out[s.name] = nics
+    return out
