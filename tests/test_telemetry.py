@@ -244,3 +244,9 @@ def test_the_commands_write_rules_and_dashboard(tmp_path):
     assert {r["for"] for r in yaml.safe_load((tmp_path / "r.yml").read_text())["groups"][0]["rules"]} == {"30s", "0s"}
     done = run("gpufabric", "telemetry", "dashboard", "-o", str(tmp_path / "d.json"))
     assert done.returncode == 0 and json.loads((tmp_path / "d.json").read_text())["title"] == "gpufabric: lab"
+
+
+def test_the_docs_list_every_metric():
+    from gpufabric.telemetry.metrics import markdown
+
+    assert markdown() in (Path(__file__).parents[1] / "docs" / "telemetry.md").read_text()

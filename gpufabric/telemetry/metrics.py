@@ -1,7 +1,7 @@
 """Every metric the exporter serves: one place for names, help, type and labels.
 
-Rules, the dashboard and docs/telemetry.md are generated from this table, so a renamed metric
-cannot leave an alert watching nothing.
+The tests hold the rules and the dashboard to this table (a renamed metric cannot leave an alert
+watching nothing), and docs/telemetry.md's metric table is `markdown()`.
 """
 
 from __future__ import annotations
@@ -72,3 +72,9 @@ METRICS = {
         Metric("gpufabric_nic_out_of_sequence_total", "counter", NIC, "RoCE packets out of sequence (loss)"),
     )
 }
+
+
+def markdown() -> str:
+    rows = ["| metric | type | labels | what |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{m.name}` | {m.kind} | {', '.join(m.labels)} | {m.help} |" for m in METRICS.values()]
+    return "\n".join(rows) + "\n"
