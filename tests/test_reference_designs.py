@@ -179,3 +179,72 @@ def test_oob_gives_every_device_and_server_an_address(default_plan):
     assert len(set(addresses)) == len(addresses)
     gateway = int.from_bytes(bytes([172, 20, 0, 1]), "big")
     assert gateway not in addresses
+
+
+@pytest.fixture(scope="module")
+def rail_28k():
+    return build_plan(load_intent(str(INVENTORY / "examples" / "rail-28k.yml")))
+
+
+def test_the_28k_rail_design_plans_to_its_published_counts(rail_28k):
+    """3,584 servers of 8 GPUs, 32 groups of 112; 8 rail leaves of 128 x 400G per group; 64 x 800G spines."""
+    plane = rail_28k.planes["compute"]
+    assert plane.count_by_role() == {"leaf": 256, "spine": 32}
+    assert sum(s.gpus for s in rail_28k.servers) == 28_672
+    fabric = [link for link in plane.links if link.kind == "fabric"]
+    per_spine: dict[str, int] = {}
+    for link in fabric:
+        per_spine[link.b] = per_spine.get(link.b, 0) + 1
+    assert len(per_spine) == 32 and set(per_spine.values()) == {128}  # every spine port used (64 x 800G split)
+    assert len(fabric) == 256 * 16  # 16 uplinks per leaf: 7:1
+    assert plane.sizing["spine_groups"] == 2 and plane.sizing["spines_per_group"] == 16
+
+
+def test_the_28k_rail_design_spreads_each_leaf_over_its_rail_group(rail_28k):
+    plane = rail_28k.planes["compute"]
+    rail = {d.name: d.rail for d in plane.devices if d.role == "leaf"}
+    spines_of: dict[str, list[str]] = {}
+    for link in plane.links:
+        if link.kind == "fabric":
+            spines_of.setdefault(link.a, []).append(link.b)
+    for spines in spines_of.values():
+        assert len(spines) == len(set(spines)) == 16  # one link to each of 16 spines: ECMP 16 wide
+    group = {r: frozenset().union(*(set(spines_of[n]) for n in rail if rail[n] == r)) for r in range(1, 9)}
+    assert all(len(g) == 16 for g in group.values())
+    assert group[1] == group[2] == group[3] == group[4] != group[5] == group[6] == group[7] == group[8]
+    assert not group[1] & group[5]
+    asns = [d.asn for d in plane.devices if d.role == "leaf"]
+    assert len(set(asns)) == 256  # RFC 7938: a private ASN per leaf, one for the spines
+    assert len({d.asn for d in plane.devices if d.role == "spine"}) == 1
+
+
+def test_the_28k_rail_design_keeps_same_rail_gpus_leaf_spine_leaf_apart(rail_28k):
+    from gpufabric.export.plan_json import plane_summary
+    from gpufabric.validate.ecmp import expected_widths
+
+    plane = rail_28k.planes["compute"]
+    reach = plane_summary(plane)["rail_reach"]
+    assert reach == {"same_rail_leaf_spine_leaf": True, "rail_groups": [[1, 2, 3, 4], [5, 6, 7, 8]]}
+    leaves = [d for d in plane.devices if d.role == "leaf"]
+    first = next(d for d in leaves if d.unit == 1 and d.rail == 1)
+    widths = expected_widths(rail_28k, "compute", {d.name: 64 for d in plane.devices})[first.name]
+    loop = {d.name: f"{d.loopback >> 24}.{d.loopback >> 16 & 255}.{d.loopback >> 8 & 255}.{d.loopback & 255}/32"
+            for d in leaves}  # fmt: skip
+    far_same_rail = next(d for d in leaves if d.unit == 32 and d.rail == 1)
+    other_rail_same_group = next(d for d in leaves if d.unit == 32 and d.rail == 4)
+    other_group = next(d for d in leaves if d.unit == 1 and d.rail == 5)
+    assert widths[loop[far_same_rail.name]] == 16  # through every spine of the group
+    assert widths[loop[other_rail_same_group.name]] == 16
+    assert loop[other_group.name] not in widths  # only through the servers
+
+
+def test_a_spine_count_that_cannot_group_says_what_would(tmp_path):
+    text = (INVENTORY / "examples" / "rail-28k.yml").read_text()
+    bad = text.replace("downlink_speed: 400G}", "downlink_speed: 400G, count: 24}")
+    (tmp_path / "bad.yml").write_text(bad)
+    with pytest.raises(Exception) as caught:
+        build_plan(load_intent(str(tmp_path / "bad.yml")))
+    assert "groups" in str(getattr(caught.value, "problems", caught.value))
+    good = text.replace("downlink_speed: 400G}", "downlink_speed: 400G, count: 32}")
+    (tmp_path / "good.yml").write_text(good)
+    assert build_plan(load_intent(str(tmp_path / "good.yml"))).planes["compute"].count_by_role()["spine"] == 32

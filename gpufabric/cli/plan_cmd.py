@@ -57,9 +57,43 @@ def plan_cmd(file: str | None, as_json: bool, strict: bool) -> int:
         write_stdout(json.dumps(doc, indent=2) + "\n")
     else:
         out.print(_table(plan, doc))
+        for line in _reach_notes(doc):
+            out.print(line, markup=False)
     for w in plan.warnings:
         err.print(f"warning: {w}", markup=False)
     return EXIT_WARNINGS if strict and plan.warnings else 0
+
+
+def _rails(rails: list[int]) -> str:
+    if len(rails) > 1 and rails == list(range(rails[0], rails[-1] + 1)):
+        return f"rails {rails[0]}-{rails[-1]}"
+    return ("rail " if len(rails) == 1 else "rails ") + ", ".join(map(str, rails))
+
+
+def _reach_notes(doc: dict) -> list[str]:
+    """What the plan says about reach on rail-optimized planes: spine groups, and who meets where."""
+    notes = []
+    for name, p in doc["planes"].items():
+        reach = p.get("rail_reach")
+        if reach is None:
+            continue
+        sizing = p["sizing"]
+        same = (
+            "at most leaf-spine-leaf apart" if reach["same_rail_leaf_spine_leaf"] else "NOT all leaf-spine-leaf apart"
+        )
+        if sizing.get("spine_groups", 1) > 1:
+            groups = "; ".join(_rails(g) for g in reach["rail_groups"])
+            notes.append(
+                f"{name}: {sizing['spine_groups']} spine groups of {sizing['spines_per_group']} spines ({groups}); "
+                f"a leaf's {sizing['leaf_uplinks']} uplinks reach its group's spines, "
+                f"{sizing['leaf_spine_links']} link each"
+            )
+        notes.append(f"{name}: GPUs of the same rail are {same}")
+        if len(reach["rail_groups"]) > 1:
+            notes.append(
+                f"{name}: GPUs of rails in different groups meet through the servers (NVLink, PXN), not the fabric"
+            )
+    return notes
 
 
 def _ratio(t: dict[str, float]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpufabric.export.bom import PlaneBom, plane_bom
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
+from gpufabric.plan.reach import rail_reach
 
 SCHEMA_VERSION = 1
 
@@ -51,7 +52,15 @@ def plane_summary(plane: PlanePlan, bom: PlaneBom | None = None) -> dict[str, An
         "sizing": plane.sizing,
         "transceivers": bom.transceiver_total,
         "cables": bom.cable_total,
+        **_reach(plane),
     }
+
+
+def _reach(plane: PlanePlan) -> dict[str, Any]:
+    reach = rail_reach(plane)
+    if reach is None:
+        return {}
+    return {"rail_reach": {"same_rail_leaf_spine_leaf": reach.same_rail_two_hops, "rail_groups": reach.rail_groups}}
 
 
 def totals(plan: Plan, boms: list[PlaneBom] | None = None) -> dict[str, int]:

@@ -227,15 +227,25 @@ class PlaneBuilder:
         L = s.leaf_spine_links
         for low, ports, pod, idx in lows:
             uplinks = s.leaf_uplinks if low.role == "leaf" else s.border_uplinks
+            first, place = self._spine_group(low, idx)
             for j in range(uplinks):
-                spine = self.spines[pod * s.spines + j // L]
+                spine = self.spines[pod * s.spines + first + j // L]
                 a_port, a_cage = ports.up(j)
-                b_port, b_cage = spine_ports.down(idx * L + j % L)
+                b_port, b_cage = spine_ports.down(place * L + j % L)
                 links.append(
                     self._fabric_link(
                         (low, a_port, a_cage, ports.up_split), (spine, b_port, b_cage, spine_ports.down_split), speed
                     )
                 )
+
+    def _spine_group(self, low: Device, idx: int) -> tuple[int, int]:
+        """The first spine of the group a leaf uplinks to, and the leaf's place among the group's leaves."""
+        s = self.s
+        if s.spine_groups == 1 or low.side is None:
+            return 0, idx
+        per_group = s.rails // s.spine_groups  # rails that meet on one group
+        unit, rail = divmod(idx, s.rails)
+        return s.group_of_rail(rail + 1) * s.spines_per_group, unit * per_group + rail % per_group
 
     def _spine_superspine_links(self) -> None:
         s, sw = self.s, self.plane.switches
@@ -447,6 +457,8 @@ class PlaneBuilder:
             "leaf_spine_links": s.leaf_spine_links,
             "borders": s.borders,
         }
+        if s.spine_groups > 1:
+            self.out.sizing |= {"spine_groups": s.spine_groups, "spines_per_group": s.spines_per_group}
         if self.plane.tiers == 3:
             self.out.sizing |= {
                 "pods": s.pods,

@@ -51,6 +51,18 @@ class Sizing:
     pod_units: int
     superspines_per_group: int  # one group of superspines per spine position in a pod
     spine_superspine_links: int
+    # 2 tiers, rail-optimized: the spines split into groups, each the meeting place of a set of rails
+    # (a leaf's uplinks reach only the spines of its group). 1: every leaf reaches every spine.
+    spine_groups: int = 1
+    rails: int = 0  # leaves per unit, when every unit has as many (rail-optimized)
+
+    @property
+    def spines_per_group(self) -> int:
+        return self.spines // self.spine_groups
+
+    def group_of_rail(self, rail: int) -> int:
+        """0-based spine group of a 1-based rail."""
+        return (rail - 1) // (self.rails // self.spine_groups) if self.spine_groups > 1 else 0
 
     @property
     def units(self) -> int:
@@ -161,7 +173,7 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
 
     tier = LeafTier(unit_nodes, leaf_up, shares, unit_leaves, borders, border_up, edges)
     if plane.tiers == 2:
-        return _two_tier(at, spine, tier)
+        return _two_tier(at, spine, tier, plane.topology == "rail-optimized")
     return _three_tier(at, plane, spine, tier)
 
 
@@ -178,29 +190,55 @@ def _shares(intent: Intent, name: PlaneName, unit_nodes: int) -> tuple[tuple[Gro
     return tuple(shares), tuple(unit_leaves)
 
 
-def _two_tier(at: Path, spine: SwitchRole, tier: LeafTier) -> Sizing:
+def spine_groups(rails: int, uplinks: int, spines: int) -> int | None:
+    """Fewest spine groups (so the widest ECMP) for `spines` spines: each group serves an equal share of
+    the rails, and a leaf spreads its uplinks evenly over its group's spines."""
+    for groups in range(1, min(rails, spines) + 1):
+        per = spines // groups
+        if rails % groups == 0 and spines % groups == 0 and per <= uplinks and uplinks % per == 0:
+            return groups
+    return None
+
+
+def _two_tier(at: Path, spine: SwitchRole, tier: LeafTier, rail_optimized: bool) -> Sizing:
     leaf_up, borders = tier.uplinks, tier.borders
     leaves = sum(tier.unit_leaves)
     capacity = spine.ports * split(spine, downlink_speed(spine))
     members = [leaf_up] * leaves + [tier.border_uplinks] * borders
     total = sum(members)
+    # Rail-optimized planes whose leaves cannot reach every spine group their spines by rail: cross-rail
+    # traffic goes through the servers (NVLink, PXN), so the rails need not meet on one spine.
+    rails = tier.unit_leaves[0] if rail_optimized and borders == 0 and len(set(tier.unit_leaves)) == 1 else 0
+    groups = 1
     if spine.count is not None:
         spines = spine.count
-        if any(u % spines for u in members) or ceil(total / spines) > capacity:
+        fits = ceil(total / spines) <= capacity
+        if not any(u % spines for u in members) and fits:
+            pass
+        elif rails and fits and (found := spine_groups(rails, leaf_up, spines)) is not None:
+            groups = found
+        else:
+            hint = f"use a spine count that divides {leaf_up} and is at least {ceil(total / capacity)}, or omit count"
+            if rails:
+                hint = (
+                    f"use a spine count of at least {ceil(total / capacity)} that splits into groups of a divisor "
+                    f"of {leaf_up} spines, one group per equal share of the {rails} rails, or omit count"
+                )
             raise SizingError(
                 [
                     Problem(
                         (*at, "switches", "spine", "count"),
                         f"{spines} spines cannot take {leaves + borders} switches with "
                         f"{leaf_up} uplinks each evenly within {capacity} ports",
-                        f"use a spine count that divides {leaf_up} and is at least "
-                        f"{ceil(total / capacity)}, or omit count",
+                        hint,
                     )
                 ]
             )
     else:
         # Two spines at least: one spine would be a single point of failure for the plane.
         found = _smallest_divisor(total, members, capacity, least=2)
+        if found is None and rails:
+            found, groups = _grouped(total, rails, leaf_up, capacity)
         if found is None:
             raise SizingError(
                 [
@@ -223,14 +261,25 @@ def _two_tier(at: Path, spine: SwitchRole, tier: LeafTier) -> Sizing:
         tier.border_uplinks,
         tier.edge_routers,
         spines,
-        leaf_up // spines,
+        leaf_up // (spines // groups),
         capacity,
         0,
         1,
         len(tier.unit_leaves),
         0,
         0,
+        groups,
+        rails,
     )
+
+
+def _grouped(total: int, rails: int, uplinks: int, capacity: int) -> tuple[int | None, int]:
+    """Fewest spines that carry `total` uplinks when grouped by rail, and their group count."""
+    for spines in range(max(2, ceil(total / capacity)), rails * uplinks + 1):
+        groups = spine_groups(rails, uplinks, spines)
+        if groups is not None and ceil(total / spines) <= capacity:
+            return spines, groups
+    return None, 1
 
 
 def _three_tier(at: Path, plane: DataPlane, spine: SwitchRole, tier: LeafTier) -> Sizing:
