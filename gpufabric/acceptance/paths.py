@@ -20,8 +20,8 @@ class Fabric:
     def of(cls, plan: Plan, plane: str) -> Fabric:
         fabric = cls()
         p = plan.planes[plane]
-        for i, link in enumerate(p.links, 1):
-            cable = cable_id(p.prefix, i)
+        for link in p.links:
+            cable = cable_id(p.prefix, link.number)
             if link.kind == "fabric":
                 fabric.up.setdefault(link.a, []).append((link.b, cable))
             elif link.kind == "host":

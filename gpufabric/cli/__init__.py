@@ -27,6 +27,7 @@ COMMANDS = {
     "plan": "gpufabric.cli.plan_cmd:plan_cmd",
     "export": "gpufabric.cli.export_cmd:export_cmd",
     "render": "gpufabric.cli.render_cmd:render_cmd",
+    "diff": "gpufabric.cli.diff_cmd:diff_cmd",
     "verify": "gpufabric.cli.verify_cmd:verify_cmd",
     "lab": "gpufabric.cli.lab_cmd:lab_cmd",
     "demo": "gpufabric.cli.demo_cmd:demo_cmd",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from contextlib import ExitStack
@@ -33,6 +34,23 @@ STYLE = {
     "failed": "bold red",
     "skipped": "yellow",
 }
+
+
+def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
+    """The selection narrowed to the switches `gpufabric diff OLD` says change (None: none do)."""
+    from gpufabric.cli.diff_cmd import compare, load_side
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    diff = compare(build_plan(load_side(old)), build_plan(load_intent(args.file)))
+    changed = set(diff.changed_switches())
+    if args.devices:
+        changed &= set(args.devices)
+    if not changed:
+        return None
+    err.print(f"{len(changed)} switches differ from {old}: {', '.join(sorted(changed)[:10])}"
+              + (", ..." if len(changed) > 10 else ""))  # fmt: skip
+    return dataclasses.replace(args, devices=tuple(sorted(changed)))
 
 
 @click.command("push")
@@ -69,6 +87,13 @@ STYLE = {
     "established (0: do not wait). Exit 1 if they are not.",
 )
 @click.option(
+    "--changed-from",
+    "changed_from",
+    metavar="OLD",
+    help="Push only the switches whose configuration differs from what the intent OLD (a file, or REV:PATH "
+    "from git) gives: after growing the fabric, the new switches and those the new cables touch.",
+)
+@click.option(
     "--from",
     "from_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -85,6 +110,7 @@ def push_cmd(
     diff: bool,
     from_dir: Path | None,
     wait_seconds: float,
+    changed_from: str | None,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain at a time.
 
@@ -106,6 +132,12 @@ def push_cmd(
     push of the fabric running.
     """
     started = time.perf_counter()
+    if changed_from is not None:
+        narrowed = _changed_since(fleet_args, changed_from)
+        if narrowed is None:
+            err.print(f"no switch's configuration differs from {changed_from}: nothing to push")
+            return 0
+        fleet_args = narrowed
     fleet = open_fleet(fleet_args)
     names = [d.name for d in fleet.targets]
     candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}

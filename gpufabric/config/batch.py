@@ -73,3 +73,22 @@ def render_all(
         if progress is not None:
             progress(total.switches + len(total.errors))
     return total
+
+
+def _texts_chunk(plan: Plan, index: LinkIndex, names: Sequence[str]) -> dict[str, str]:
+    out = {}
+    with gc_paused():
+        for name in names:
+            files = render_device(plan, index.devices[name], index).files
+            out[name] = "".join(f"# --- {file_name}\n{text}" for file_name, text in sorted(files.items()))
+    return out
+
+
+def config_texts(plan: Plan, index: LinkIndex, names: Sequence[str]) -> dict[str, str]:
+    """Every named switch's files as one text, in memory (what `diff` compares), on every core."""
+    jobs = chunked(list(names), CHUNK)
+    workers = cores() if len(names) >= PARALLEL_FROM else 1
+    out: dict[str, str] = {}
+    for part in fork_map(partial(_texts_chunk, plan, index), jobs, workers):
+        out |= part
+    return out

@@ -20,8 +20,17 @@ def render(plan: Plan) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(HEADER)
     for name, plane in plan.planes.items():
-        for i, link in enumerate(plane.links, 1):
+        for link in plane.links:
             w.writerow(
-                [cable_id(plane.prefix, i), name, link.kind, link.a, link.a_port, link.b, link.b_port, f"{link.speed}G"]
+                [
+                    cable_id(plane.prefix, link.number),
+                    name,
+                    link.kind,
+                    link.a,
+                    link.a_port,
+                    link.b,
+                    link.b_port,
+                    f"{link.speed}G",
+                ]
             )
     return out.getvalue()

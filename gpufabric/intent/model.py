@@ -72,6 +72,14 @@ class ServerGroup(Model):
     name: str = Field(description="Group name; becomes an inventory group.", pattern=NAME_PATTERN)
     kind: Literal["gpu", "storage", "cpu"] = Field("gpu", description="What the servers are for.")
     count: int = Field(ge=1, le=65536, description="Number of servers installed.")
+    build_out: int | None = Field(
+        None,
+        ge=1,
+        le=65536,
+        description="Servers the group will hold when fully built. Spines, port positions, addresses, ASNs "
+        "and management ports are planned for this many, so growing `count` up to it only adds switches, "
+        "cables and configuration lines. Default: `count`.",
+    )
     naming: str = Field(
         description="Name pattern with an `{index}` field in Python format syntax, e.g. `gpu{index:03d}`.",
     )

@@ -103,6 +103,14 @@ def _server_groups(intent: Intent) -> list[Problem]:
                 Problem((*at, "name"), f"group name '{group.name}' is used twice", "give each group its own name")
             )
         groups[group.name] = gi
+        if group.build_out is not None and group.build_out < group.count:
+            problems.append(
+                Problem(
+                    (*at, "build_out"),
+                    f"build_out {group.build_out} is below the {group.count} servers installed",
+                    f"raise build_out to {group.count} or more (or leave it out)",
+                )
+            )
         problems += _naming(group, at, names)
         for plane_name, nics in group.nics.items():
             nat: Path = (*at, "nics", plane_name)

@@ -61,6 +61,7 @@ class Link:
     a_split: int = 1
     b_cage: int = 0
     b_split: int = 1
+    number: int = 0  # 1-based place in its plane at the build-out: the cable's label, stable as the fabric grows
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
 from gpufabric.plan.fabric import PlaneBuilder
+from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.model import Plan, PlanePlan, Server
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.sizing import SizingError, size_plane
@@ -20,7 +21,15 @@ def build_plan(loaded: LoadedIntent) -> Plan:
 
 
 def _build(loaded: LoadedIntent) -> Plan:
-    intent = loaded.intent
+    plan = _build_for(loaded, at_build_out(loaded.intent))
+    for plane in plan.planes.values():
+        for i, link in enumerate(plane.links, 1):
+            link.number = i
+    return installed(plan, loaded.intent)
+
+
+def _build_for(loaded: LoadedIntent, intent: Intent) -> Plan:
+    """The plan of `intent` (the build-out); problems are located in the loaded file."""
     servers = _servers(intent)
     by_name = {s.name: s for s in servers}
     problems: list[Problem] = []
