@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any
 
 from nornir.core.task import Result, Task
 
-from gpufabric.validate import checks
+from gpufabric.validate import checks, counters
 from gpufabric.validate.checks import Planned
+from gpufabric.validate.counters import Limits
 from gpufabric.validate.results import CheckResult
 
 
@@ -24,12 +27,15 @@ def _drift(conn: Any, candidate: str) -> str:
         conn.discard_config()
 
 
-def validate_device(task: Task, planned: Planned, candidate: str | None) -> Result:
+def validate_device(task: Task, planned: Planned, candidate: str | None, limits: Limits | None = None) -> Result:
     """All checks of one switch; a switch that cannot be read is one failing `reachable` result."""
     p = planned
     try:
         conn = task.host.get_connection("napalm", task.nornir.config)
         found: list[CheckResult] = [checks.result("reachable", p.device, "management", "reachable", "reachable")]
+        first = None
+        if limits is not None and limits.window > 0:  # the window runs while the other checks read
+            first, started = counters.sample(conn, sorted(p.ports)), time.monotonic()
         if candidate is not None:
             found += checks.drift(p, _drift(conn, candidate))
         routes = conn.get_route_to()
@@ -39,6 +45,11 @@ def validate_device(task: Task, planned: Planned, candidate: str | None) -> Resu
         found += checks.ecmp(p, routes)
         found += checks.qos(p, conn.get_config(retrieve="running")["running"] if p.qos else "")
         found += checks.oob_isolation(p, routes)
+        if first is not None and limits is not None:
+            time.sleep(max(0.0, limits.window - (time.monotonic() - started)))
+            second = counters.sample(conn, sorted(p.ports))
+            elapsed = time.monotonic() - started
+            found += counters.judge(p.device, sorted(p.ports), first, second, replace(limits, window=elapsed))
     except Exception as exc:  # one switch's failure is its result, not the end of the run
         reason = str(exc).strip().splitlines()
         found = [

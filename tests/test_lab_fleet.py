@@ -673,3 +673,30 @@ def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pu
         for log in logs:
             log.close()
     healthy(lab)
+
+
+def test_a_link_that_flaps_inside_the_counter_window_fails_validate(lab, pushed):
+    """The counter window catches what a snapshot misses: a link down and up again between two reads."""
+    import threading
+
+    rc, results = validate(lab, "--device", "cmp-su2-leaf1", "--counter-window", "3")
+    assert rc == 0, failures(results)
+    checks = {r["check"] for r in results}
+    assert {"link-flaps", "port-errors", "port-discards"} <= checks
+
+    def flap() -> None:
+        time.sleep(1.0)
+        ns("cmp-su2-leaf1", "link", "set", "swp3", "down")
+        time.sleep(0.5)
+        ns("cmp-su2-leaf1", "link", "set", "swp3", "up")
+
+    flapper = threading.Thread(target=flap)
+    flapper.start()
+    try:
+        rc, results = validate(lab, "--device", "cmp-su2-leaf1", "--counter-window", "6", "--no-drift")
+    finally:
+        flapper.join()
+    flapped = [f for f in failures(results) if f[0] == "link-flaps"]
+    assert rc == 1 and [(f[1], f[2]) for f in flapped] == [("cmp-su2-leaf1", "swp3")], failures(results)
+    assert flapped[0][4] != flapped[0][3] and flapped[0][4].startswith("2 in ")
+    healthy(lab)

@@ -11,6 +11,7 @@ from gpufabric.cli.output import err, out
 from gpufabric.push.candidates import candidate
 from gpufabric.push.fleet import FleetArgs, open_fleet
 from gpufabric.validate import report
+from gpufabric.validate.counters import Limits
 from gpufabric.validate.planned import planned
 from gpufabric.validate.results import CheckResult
 from nornir_tasks.per_host import run_per_host
@@ -29,6 +30,15 @@ from nornir_tasks.validate import validate_device
 )
 @click.option("--all", "show_all", is_flag=True, help="Table: list passing results too.")
 @click.option("--no-drift", is_flag=True, help="Skip the config-drift check (it renders each switch's candidate).")
+@click.option("--counter-window", type=click.FloatRange(0, 3600), default=0.0, show_default=True, metavar="SECONDS",
+              help="Read each planned port's counters twice this far apart and judge what happened between: "
+              "link flaps, error, discard and PFC pause rates (0: no counter checks).")  # fmt: skip
+@click.option("--max-error-rate", type=click.FloatRange(0), default=0.0, show_default=True, metavar="PER_S",
+              help="Errored frames per second a port may show in the window.")  # fmt: skip
+@click.option("--max-discard-rate", type=click.FloatRange(0), default=1000.0, show_default=True, metavar="PER_S",
+              help="Frames dropped per second a port may show in the window.")  # fmt: skip
+@click.option("--max-pause-rate", type=click.FloatRange(0), default=10000.0, show_default=True, metavar="PER_S",
+              help="PFC pause frames received per second (where the switch exposes them).")  # fmt: skip
 def validate_cmd(
     *,
     fleet_args: FleetArgs,
@@ -36,6 +46,10 @@ def validate_cmd(
     fmt: str,
     show_all: bool,
     no_drift: bool,
+    counter_window: float,
+    max_error_rate: float,
+    max_discard_rate: float,
+    max_pause_rate: float,
 ) -> int:
     """Check the running switches against the plan. Changes nothing.
 
@@ -45,7 +59,8 @@ def validate_cmd(
     port sees the planned peer and port); interface (planned ports up with the planned MTU);
     ecmp-width (the planned number of paths to every remote loopback); qos-contract (RoCE and
     CNP DSCP classified to their priorities in the running config); oob-isolation (no data route
-    into the management subnet, none out of the management port).
+    into the management subnet, none out of the management port). With --counter-window:
+    link-flaps, port-errors, port-discards and pfc-pause over that window, per planned port.
 
     Each result has a check id, device, item, expected, observed and verdict.
     Exit codes: 0 every check passed; 1 a check failed; 2 bad intent or options.
@@ -57,7 +72,8 @@ def validate_cmd(
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
 
     with err.status(f"validating {len(names)} switches ..."):
-        results = run_per_host(fleet.nr, names, validate_device, planned=expected, candidate=candidates)
+        limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
+        results = run_per_host(fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits)
     fleet.nr.close_connections()
     found: list[CheckResult] = [r for name in names for r in results[name]]
     seconds = time.perf_counter() - started

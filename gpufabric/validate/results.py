@@ -22,5 +22,9 @@ class CheckResult:
         return {**asdict(self), "verdict": self.verdict}
 
 
-def result(check: str, device: str, item: str, expected: object, observed: object) -> CheckResult:
-    return CheckResult(check, device, item, str(expected), str(observed), str(expected) == str(observed))
+def result(
+    check: str, device: str, item: str, expected: object, observed: object, *, ok: bool | None = None
+) -> CheckResult:
+    """A result that passes when observed equals expected, or as `ok` says (thresholds)."""
+    verdict = str(expected) == str(observed) if ok is None else ok
+    return CheckResult(check, device, item, str(expected), str(observed), verdict)
