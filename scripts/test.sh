@@ -27,6 +27,7 @@ ensure_apt systemd-nspawn systemd-container   # Molecule's hosts: booted Debian 
 ensure_apt debootstrap debootstrap             # their root filesystem (built once, cached)
 ensure_apt socat socat                         # their path to this machine's Debian mirror
 ensure_apt zstd zstd                           # the cached root filesystem image
+ensure_apt iperf3 iperf3                       # the acceptance stand-in's output is read from the real tool
 ensure_prometheus .cache/prometheus            # promtool checks the alert rules; the lab test runs a real server
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -199,3 +201,57 @@ def test_slurm_scripts_parse_and_quote(tmp_path):
     nccl = files["all_reduce_perf.compute.cluster.sbatch"]
     assert "#SBATCH --nodes=4" in nccl and "export NCCL_IB_TC=106" in nccl and "--dependency=singleton" in nccl
     assert len([n for n in files if n.endswith(".sbatch")]) == len(build_suite(_plan(INVENTORY / "fabric.yml")).jobs())
+
+
+# -- the lab's stand-in ---------------------------------------------------------------------------
+
+
+def test_the_stand_in_keeps_the_pairs_and_says_what_it_is():
+    from gpufabric.acceptance.suite import stand_in
+
+    suite = build_suite(_plan(INVENTORY / "fabric.yml"))
+    lab = stand_in(suite)
+    assert [(j.client.server, j.server.server, j.path) for j in lab.perf] == [
+        (j.client.server, j.server.server, j.path) for j in suite.perf
+    ]
+    assert {j.tool for j in lab.perf} == {"iperf3", "ping"} and not lab.nccl
+    assert all("stand-in" in j.id for j in lab.perf)
+    assert len({j.port for j in lab.perf}) == len(lab.perf)  # a listener per pair never collides
+
+
+def test_iperf3_and_ping_outputs_are_read_from_the_real_tools():
+    """Real iperf3 and ping on the loopback (nothing leaves this machine)."""
+    import shutil
+    import socket
+
+    from gpufabric.acceptance.parse import iperf3_bw, ping_rtt
+
+    if shutil.which("iperf3") is None or shutil.which("ping") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install iperf3 and ping (scripts/test.sh does)")
+        pytest.skip("iperf3 or ping missing")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            done = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-J"], capture_output=True,
+                                  text=True, check=False)  # fmt: skip
+            if '"sum_received"' in done.stdout:
+                break
+            time.sleep(0.1)
+    finally:
+        server.wait(10)
+    assert iperf3_bw(done.stdout).value > 0.1  # Gb/s over the loopback
+    refused = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "1", "-J"], capture_output=True,
+                             text=True, check=False)  # fmt: skip
+    with pytest.raises(OutputError, match=r"no iperf3 result: \w"):
+        iperf3_bw(refused.stdout)
+    ping = subprocess.run(["ping", "-c", "3", "-i", "0.2", "127.0.0.1"], capture_output=True, text=True, check=True)
+    assert 0 < ping_rtt(ping.stdout).value < 5000
+    with pytest.raises(OutputError):
+        ping_rtt(
+            "PING 10.0.0.1 (10.0.0.1) 56(84) bytes of data.\n\n--- 10.0.0.1 ping statistics ---\n"
+            "3 packets transmitted, 0 received\n"
+        )

@@ -107,6 +107,19 @@ def test_second_push_and_second_site_change_nothing(report):
     assert _facts(data, "second site.yml")[0]["observed"] == "0 tasks changed, 0 failed"
 
 
+def test_acceptance_pairs_run_over_ssh_and_pass_with_the_lab_stand_in(report):
+    """`acceptance run --lab --stand-in` between the hosts site.yml configured, judged by `report`."""
+    from gpufabric.acceptance.suite import build_suite
+
+    _, data = report
+    pairs = len(build_suite(PLAN).perf)  # as many stand-in jobs as perftest jobs: the same pairs
+    assert _facts(data, "acceptance pairs")[0]["observed"] == f"{pairs}/{pairs} jobs passed"
+    junit = ET.parse(data["artifacts"]["acceptance"]).getroot()
+    assert junit.get("tests") == str(pairs) and junit.get("failures") == "0" and junit.get("errors") == "0"
+    names = {c.get("name") for c in junit.iter("testcase")}
+    assert all(n.startswith(("iperf3-stand-in.", "ping-stand-in.")) for n in names)  # named as the stand-in
+
+
 def test_chaos_shows_the_failure_and_the_recovery(report):
     _, data = report
     chaos = {f["name"]: f for f in data["chaos"]}

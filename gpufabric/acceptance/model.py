@@ -28,6 +28,13 @@ NCCL_TOLERANCE = 0.90
 
 GID_INDEX = 3  # RoCEv2 over IPv4 in ConnectX's default GID table (the roce_qos role's NCCL_IB_GID_INDEX)
 
+# The lab's stand-in (no RDMA NIC there): iperf3 over TCP for bandwidth, ping for latency, between the
+# same pairs over the same routed rails. Figures for veths forwarded by FRR namespaces on one machine,
+# not for any NIC: a floor that proves the path carries traffic, and a round trip that proves no detour.
+STAND_IN_GBPS, STAND_IN_GBPS_FLOOR = 1.0, 0.2
+STAND_IN_RTT_US, STAND_IN_RTT_CEILING_US = 500.0, 5000.0
+STAND_IN_TOOLS = {"ib_write_bw": "iperf3", "ib_write_lat": "ping"}
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -58,9 +65,18 @@ class PerfJob:
     unit: str
     crosses: tuple[str, ...]  # switches the traffic may cross
     cables: tuple[str, ...]  # cable ids it may cross
+    port: int = 5201  # the stand-in's TCP port
 
     def command(self, side: str) -> list[str]:
-        """The perftest command line on one side: `server` waits, `client` connects to the server."""
+        """The tool's command line on one side: `server` waits, `client` connects to the server."""
+        if self.tool == "iperf3":
+            if side == "server":
+                return ["iperf3", "-s", "-1", "-B", self.server.address, "-p", str(self.port)]
+            return ["iperf3", "-c", self.server.address, "-B", self.client.address, "-p", str(self.port), "-t", "1",
+                    "-P", str(self.qps), "-J"]  # fmt: skip
+        if self.tool == "ping":
+            return [] if side == "server" else ["ping", "-c", "5", "-i", "0.2", "-I", self.client.address,
+                                                 self.server.address]  # fmt: skip
         end = self.server if side == "server" else self.client
         cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F"]
         if self.tool == "ib_write_bw":

@@ -72,7 +72,32 @@ def nccl_busbw(text: str) -> Observed:
     return Observed(float(last[7]), "GB/s", f"{last[0]} bytes")
 
 
-PARSERS = {"ib_write_bw": perftest_bw, "ib_write_lat": perftest_lat}
+def iperf3_bw(text: str) -> Observed:
+    """`iperf3 -J`: the receiver's bits per second over the whole test."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise OutputError("not iperf3's JSON (-J): the test did not run") from None
+    try:
+        bps = float(doc["end"]["sum_received"]["bits_per_second"])
+    except (KeyError, TypeError):
+        error = doc.get("error", "") if isinstance(doc, dict) else ""
+        raise OutputError(f"no iperf3 result{': ' + str(error) if error else ''}") from None
+    return Observed(round(bps / 1e9, 3), "Gb/s", "iperf3 stand-in, TCP")
+
+
+def ping_rtt(text: str) -> Observed:
+    """ping's summary line `rtt min/avg/max/mdev = a/b/c/d ms`: the average round trip, in microseconds."""
+    for line in text.splitlines():
+        if line.startswith(("rtt ", "round-trip ")) and "=" in line:
+            avg = float(line.split("=", 1)[1].split("/")[1])
+            return Observed(round(avg * 1000, 1), "us", "ping stand-in, round trip")
+    raise OutputError("no ping summary: no reply came back")
+
+
+PARSERS = {"ib_write_bw": perftest_bw, "ib_write_lat": perftest_lat, "iperf3": iperf3_bw, "ping": ping_rtt}
 
 
 def observed(tool: str, text: str) -> Observed:

@@ -64,7 +64,7 @@ def _verdict(job: Job, path: Path) -> Verdict:
         seen = observed(job.tool, text)
     except (OutputError, ValueError, IndexError) as exc:
         return Verdict(job, "unreadable", None, str(exc))
-    lower_is_better = job.tool == "ib_write_lat"
+    lower_is_better = job.tool in ("ib_write_lat", "ping")
     ok = seen.value <= job.threshold if lower_is_better else seen.value >= job.threshold
     return Verdict(job, "passed" if ok else "failed", seen.value, seen.detail)
 
@@ -103,7 +103,7 @@ def junit(report: Report) -> str:
     for v in report.verdicts:
         case = ET.SubElement(suite, "testcase", classname=f"acceptance.{v.job.plane}.{v.job.tool}", name=v.job.id)
         if v.status == "failed":
-            relation = ">" if v.job.tool == "ib_write_lat" else "<"
+            relation = ">" if v.job.tool in ("ib_write_lat", "ping") else "<"
             node = ET.SubElement(
                 case,
                 "failure",

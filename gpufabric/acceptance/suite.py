@@ -3,6 +3,7 @@ nccl-tests runs per scalable unit and for the whole cluster, each with its expec
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import defaultdict
 from typing import NamedTuple
@@ -25,6 +26,21 @@ class _Plane(NamedTuple):
     plane: PlanePlan
     fabric: Fabric
     tos: int
+
+
+def stand_in(suite: Suite) -> Suite:
+    """The lab's version of a suite: the same pairs, iperf3 and ping in place of perftest (named so in
+    every job id), the lab's own figures; collectives need GPUs and are left out."""
+    out = Suite(suite.fabric)
+    for i, j in enumerate(suite.perf):
+        tool = m.STAND_IN_TOOLS[j.tool]
+        bw = tool == "iperf3"
+        out.perf.append(dataclasses.replace(
+            j, tool=tool, id=j.id.replace(j.tool, f"{tool}-stand-in", 1), port=5201 + i % 100,
+            expected=m.STAND_IN_GBPS if bw else m.STAND_IN_RTT_US,
+            threshold=m.STAND_IN_GBPS_FLOOR if bw else m.STAND_IN_RTT_CEILING_US,
+        ))  # fmt: skip
+    return out
 
 
 def build_suite(plan: Plan) -> Suite:

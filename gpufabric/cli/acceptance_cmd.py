@@ -8,8 +8,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.push.fleet import FleetArgs
 
 EXIT_FAILED = 1
 
@@ -22,33 +24,45 @@ def acceptance_cmd() -> None:
     \b
       gpufabric acceptance plan              the jobs, expected figures and thresholds
       gpufabric acceptance scripts -o DIR    Slurm batch scripts (results/<job>.txt)
+      gpufabric acceptance run --results DIR  the pair jobs over SSH (--lab --stand-in in the lab)
       gpufabric acceptance report --results DIR [--junit F]   expected vs observed
     """
 
 
-def _suite(file: str | None):  # noqa: ANN202 (the suite type loads with the command)
+def _suite(file: str | None, stand_in: bool = False):  # noqa: ANN202 (the suite type loads with the command)
     from gpufabric.acceptance.suite import build_suite
+    from gpufabric.acceptance.suite import stand_in as lab_version
 
-    return build_suite(load_plan(file))
+    suite = build_suite(load_plan(file))
+    return lab_version(suite) if stand_in else suite
+
+
+stand_in_option = click.option(
+    "--stand-in",
+    is_flag=True,
+    help="The lab's version: iperf3 and ping in place of perftest between the same pairs, the lab's own "
+    "figures, no collectives (the lab has no RDMA NIC and no GPU).",
+)
 
 
 @acceptance_cmd.command("plan")
 @file_arg
 @click.option("--json", "as_json", is_flag=True, help="Every job with its commands, figures and path as JSON.")
-def plan_cmd(file: str | None, as_json: bool) -> int:
+@stand_in_option
+def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
     """List the acceptance jobs of the plan."""
     from gpufabric.acceptance.export import suite_dict
 
-    suite = _suite(file)
+    suite = _suite(file, stand_in)
     if as_json:
         write_stdout(json.dumps(suite_dict(suite), indent=2) + "\n")
         return 0
-    t = Table(title=f"{suite.fabric}: {len(suite.perf)} perftest jobs, {len(suite.nccl)} nccl-tests jobs",
+    t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs",
               title_justify="left")  # fmt: skip
     for col in ("job", "between", "expected", "fails below/above"):
         t.add_column(col)
     for j in suite.perf:
-        relation = "above" if j.tool == "ib_write_lat" else "below"
+        relation = "above" if j.tool in ("ib_write_lat", "ping") else "below"
         t.add_row(j.id, f"{j.client.server}:{j.client.hca} -> {j.server.server}:{j.server.hca}",
                   f"{j.expected} {j.unit}", f"{relation} {j.threshold}")  # fmt: skip
     for n in suite.nccl:
@@ -75,19 +89,49 @@ def scripts_cmd(file: str | None, output: Path) -> int:
     return 0
 
 
+@acceptance_cmd.command("run")
+@fleet_options
+@click.option("--results", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the tools' outputs, one <job id>.txt per job.")  # fmt: skip
+@stand_in_option
+def run_cmd(fleet_args: FleetArgs, results: Path, stand_in: bool) -> int:
+    """Run the pair jobs over SSH (the servers' logins: the lab's with --lab, else the intent's host
+    key), one pair at a time, and write their outputs for `report`. Collectives run through Slurm
+    (`acceptance scripts`). Exit 0 when every job produced output."""
+    from gpufabric.acceptance.run import run_suite
+    from gpufabric.lab.state import DEFAULT_DIR
+    from gpufabric.push.fleet import reach
+    from gpufabric.telemetry.connect import host_shell
+
+    plan, access = reach(fleet_args)
+    shell = host_shell(plan, access, (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None,
+                       fleet_args.known_hosts)  # fmt: skip
+    if shell is None:
+        raise click.UsageError(
+            "no way to log in to the servers: the lab has no host containers (gpufabric lab up), or the intent "
+            "names no credentials.hosts.ssh_key"
+        )
+    suite = _suite(fleet_args.file, stand_in)
+    done = run_suite(suite, shell, results, lambda job: err.print(f"running {job.id}", markup=False))
+    err.print(f"{done} of {len(suite.perf)} jobs produced output in {results}; "
+              f"next: gpufabric acceptance report --results {results}{' --stand-in' if stand_in else ''}")  # fmt: skip
+    return 0 if done == len(suite.perf) else EXIT_FAILED
+
+
 @acceptance_cmd.command("report")
 @file_arg
 @click.option("--results", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
               help="Folder of the tools' outputs, one <job id>.txt per job.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Verdicts and suspects as JSON on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
-def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | None) -> int:
+@stand_in_option
+def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | None, stand_in: bool) -> int:
     """Judge the outputs: expected vs observed per job, and the switches and cables that failing jobs
     share. Exit 0 when every job passed, 1 when any failed or has no readable result."""
     from gpufabric.acceptance import report as r
     from gpufabric.export.atomic import write_atomic
 
-    report = r.judge(_suite(file), results)
+    report = r.judge(_suite(file, stand_in), results)
     if junit is not None:
         write_atomic(junit, r.junit(report))
     if as_json:

@@ -59,6 +59,7 @@ def demo_cmd(file: str | None, json_path: Path | None, chaos: bool, keep: bool, 
         flow.record_validation(flow.converge(runner, intent, report), plan, report)
         flow.host_validation(runner, plan, report)
         flow.end_to_end(plan, report)
+        flow.acceptance(runner, intent, report)
         flow.second_runs(runner, intent, report)
         if chaos:
             chaos_step.run(runner, plan, intent, DEFAULT_DIR, report)

@@ -153,6 +153,30 @@ def end_to_end(plan: Plan, report: Report) -> None:
     report.facts += measure.oob(plan)
 
 
+def acceptance(runner: Runner, intent: Path, report: Report) -> None:
+    """Day 2 in the lab: the acceptance suite's pairs, with the lab's stand-in (iperf3, ping) for perftest."""
+    results = runner.build / "acceptance"
+    f = str(intent)
+    runner.run("acceptance run (lab stand-in)",
+               [runner.tool("gpufabric"), "acceptance", "run", f, "--lab", "--stand-in", "--results", str(results)],
+               check=False)  # fmt: skip
+    junit = runner.build / "acceptance-junit.xml"
+    verdict = runner.json(
+        "acceptance report",
+        [runner.tool("gpufabric"), "acceptance", "report", f, "--stand-in", "--results", str(results), "--json",
+         "--junit", str(junit)],
+    )  # fmt: skip
+    jobs = len(verdict.get("jobs", []))
+    report.artifacts["acceptance"] = str(junit)
+    report.facts.append(
+        fact(
+            "acceptance pairs pass on every rail (lab stand-in: iperf3 and ping for perftest)",
+            f"{jobs}/{jobs} jobs passed",
+            f"{verdict.get('passed', 0)}/{jobs} jobs passed",
+        )
+    )
+
+
 def second_runs(runner: Runner, intent: Path, report: Report) -> None:
     push = runner.json("push again", [runner.tool("nornir"), "push", str(intent), "--lab", "--json"])
     changed = sum(d["status"] != "unchanged" for d in push.get("devices", []))

@@ -19,9 +19,11 @@ from gpufabric.lab.hosts.apt_mirror import Mirror
 CACHE_DIR = Path(os.environ.get("GPUFABRIC_ROOTFS_CACHE", "/var/cache/gpufabric/rootfs"))
 
 # What a real GPU host has before Ansible runs: systemd, sshd, Python for Ansible (with apt bindings),
-# iproute2, ping and kmod. Everything the roles install, they install themselves.
+# iproute2, ping and kmod; and iperf3, the lab's stand-in for perftest. Everything the roles install,
+# they install themselves.
 PACKAGES = (
     "dbus",
+    "iperf3",  # the acceptance tests' stand-in for perftest in the lab, which has no RDMA NIC
     "iproute2",
     "iputils-ping",
     "kmod",
