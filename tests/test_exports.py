@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, run
 
-from gpufabric.export import bom, cabling, containerlab, k8s_labels, plan_json, slurm
+from gpufabric.export import bom, cabling, containerlab, drawing, k8s_labels, plan_json, slurm
 from gpufabric.export.hostlist import compress
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.intent import load_intent
@@ -47,7 +47,7 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         rows = list(csv.DictReader(io.StringIO(text)))
         return {r["a_device"] for r in rows} | {r["b_device"] for r in rows}
     if kind == "drawing":
-        return set(re.findall(r'^  "([^"]+)" \[', text, re.M))
+        return set(re.findall(r'^\s+"([^"]+)" \[', text, re.M))
     if kind == "slurm":
         return {n for line in text.splitlines() if "Nodes=" in line for n in _expand(line.split("Nodes=")[1])}
     if kind == "k8s-labels":
@@ -85,7 +85,11 @@ def test_every_export_renders_every_example(path, kind):
         assert names == switches
     elif kind in expected:
         assert names >= expected[kind]
-    else:  # cabling and drawing name every switch; drawings group servers into units
+    elif kind == "drawing":  # every switch of the units drawn (the first two of a plane; the rest counted)
+        drawn = {d.name for d in plan.devices() if d.role != "leaf" or (d.unit or 0) <= drawing.DRAWN_UNITS}
+        upper = {d.name for d in plan.devices() if d.role in ("spine", "superspine")}
+        assert names >= drawn - upper
+    else:  # cabling names every switch
         assert names >= {d.name for p in plan.planes.values() for d in p.devices}
 
 
@@ -216,6 +220,26 @@ def test_containerlab_kinds_and_links():
     endpoints = [e for link in doc["topology"]["links"] for e in link["endpoints"]]
     assert len(endpoints) == len(set(endpoints))
     assert all(not e.startswith("sto-") or re.match(r"^[^:]+:eth\d+$", e) for e in endpoints if "leaf" in e)
+
+
+def test_drawings_keep_plan_order_one_colour_per_rail_and_count_what_they_leave_out():
+    plan = plan_of(INVENTORY / "examples" / "superpod-4su.yml")
+    dot = drawing.plane_dot(plan, plan.planes["compute"])
+    leaf_row = next(line for line in dot.splitlines() if "rank=same" in line and "leaf1" in line)
+    leaves = re.findall(r'"(cmp-su\d+-leaf\d+)"', leaf_row)
+    assert leaves == [f"cmp-su{u}-leaf{r}" for u in (1, 2) for r in range(1, 9)]  # units 1-2, rails in order
+    colours = {
+        re.search(r'color="([^"]+)"', line)[1] for line in dot.splitlines() if '-leaf1"' in line and " [label" in line
+    }
+    assert len(colours) == 1  # rail 1 has one colour across units
+    rails = {re.search(r'"cmp-su1-leaf(\d)" \[label=.*color="([^"]+)"', line).groups() for line in dot.splitlines()
+             if re.search(r'"cmp-su1-leaf\d" \[label', line)}  # fmt: skip
+    assert len({c for _, c in rails}) == 8  # eight rails, eight colours
+    assert "spine to leaf: 2 x 400G per line" in dot and "8x400G" not in dot  # the bundle said once
+    assert '"units 3-4"' in dot and "16 leaves, 64 servers" in dot
+    big = plan_of(INVENTORY / "examples" / "rail-28k.yml")
+    text = drawing.plane_dot(big, big.planes["compute"])
+    assert "spine group 1" in text and "spine group 2" in text and drawing.drawn_nodes(text) < 80
 
 
 def test_drawing_directory_with_svg(tmp_path):

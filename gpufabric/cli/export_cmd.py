@@ -84,8 +84,7 @@ def _drawing_dir(plan: Plan, directory: Path) -> int:
     svgs = 0
     for name, text in files.items():
         write_atomic(directory / name, text)
-        plane = plan.planes[name.removesuffix(".dot")]
-        image = drawing.svg(text, len(plane.devices) + len(plan.servers))
+        image = drawing.svg(text, drawing.drawn_nodes(text))
         if image is not None:
             write_atomic(directory / name.replace(".dot", ".svg"), image)
             svgs += 1

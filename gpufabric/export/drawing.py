@@ -1,84 +1,235 @@
 """Topology drawings as Graphviz DOT, one graph per plane, and SVG where `dot` is installed.
 
-Parallel cables collapse into one edge labelled with their count; servers collapse
-into one node per unit, and (on the OOB plane) other planes' switches into one node
-per plane, so that even a 32k-GPU plane draws.
+Tiers are drawn top to bottom, each in plan order from left to right (pods, units, rails); every
+rail has its own colour; spine groups and pods are clusters. Parallel cables collapse into one line
+per pair of switches, labelled once in the legend when every bundle is alike. Servers collapse into
+one node per unit. Large planes are summarised: the first units are drawn, the rest counted in one
+node, so even a 32k-GPU plane draws.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from collections import Counter
 
-from gpufabric.plan.model import Plan, PlanePlan
+from gpufabric.plan.model import Device, Plan, PlanePlan
 
 TIER_RANK = {"superspine": 0, "spine": 1, "border": 2, "leaf": 2, "mgmt": 2}
 SVG_MAX_NODES = 600  # beyond this dot takes minutes and the picture is unreadable anyway
+DRAWN_UNITS = 2  # a plane with more units draws these and counts the rest
+DRAWN_PER_TIER = 8  # spines (superspines) drawn per group before the rest are counted
+NL = "\\n"  # a line break inside a DOT label
+RAIL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
 def _q(text: str) -> str:
     return '"' + text.replace('"', r"\"") + '"'
 
 
-class _Grouper:
-    """Maps a link end that is not one of this plane's switches to the node that stands for it."""
+def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    """`leaf10` after `leaf9`: numbers compare as numbers, and never with text."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
+
+
+def _order(d: Device) -> tuple[object, ...]:
+    return (d.pod or 0, d.unit or 0, d.side or d.rail or 0, _natural(d.name))
+
+
+def _colour(rail: int | None) -> str:
+    return RAIL_COLOURS[(rail - 1) % len(RAIL_COLOURS)] if rail else "#555555"
+
+
+class _View:
+    """What of a plane is drawn: the first units in full, the rest counted; spines per group up to a cap."""
 
     def __init__(self, plan: Plan, plane: PlanePlan) -> None:
-        self.unit = {s.name: s.units.get(plane.name) for s in plan.servers}
+        self.plane = plane
+        units = sorted({d.unit for d in plane.devices if d.role == "leaf" and d.unit})
+        self.drawn_units = set(units[:DRAWN_UNITS])
+        self.hidden_units = units[DRAWN_UNITS:]
+        self.drawn_pods = {d.pod for d in plane.devices if d.role == "leaf" and d.unit in self.drawn_units}
+        self.unit_of = {s.name: s.units.get(plane.name) for s in plan.servers}
         self.other_plane = {d.name: d.plane for d in plan.devices() if d.plane != plane.name}
+        self.group_of = self._spine_groups()
+        self.devices = {d.name: d for d in plane.devices}
+        self.hidden_upper: dict[str, str] = {}  # a spine not drawn -> the node that counts it
+        self._cap_upper()
+
+    def _spine_groups(self) -> dict[str, int]:
+        """Spine -> its group (the rails whose leaves reach it), where the plane has several."""
+        rails_of: dict[str, set[int]] = {}
+        leaves = {d.name: d for d in self.plane.devices if d.role == "leaf"}
+        for link in self.plane.links:
+            if link.kind == "fabric" and link.a in leaves and leaves[link.a].rail:
+                rails_of.setdefault(link.b, set()).add(leaves[link.a].rail or 0)
+        keys = sorted({frozenset(r) for r in rails_of.values()}, key=min)
+        return {s: keys.index(frozenset(r)) + 1 for s, r in rails_of.items()} if len(keys) > 1 else {}
+
+    def _cap_upper(self) -> None:
+        tiers: dict[tuple[str, int, int], list[Device]] = {}
+        for d in self.plane.devices:
+            if d.role in ("spine", "superspine"):
+                tiers.setdefault((d.role, d.pod or 0, self.group_of.get(d.name, 0)), []).append(d)
+        hidden_pods = sorted({pod for (_, pod, _) in tiers if pod and pod not in self.drawn_pods})
+        for (role, pod, group), members in tiers.items():
+            members.sort(key=_order)
+            if pod in hidden_pods:  # a pod whose units are counted, not drawn: its spines are counted too
+                node = f"{role}s of pods {hidden_pods[0]}-{hidden_pods[-1]}"
+                for d in members:
+                    self.hidden_upper[d.name] = node
+                continue
+            rest = members[DRAWN_PER_TIER:]
+            if rest:
+                where = f" pod {pod}" if pod else f" group {group}" if group else ""
+                node = f"{len(rest)} more {role}s{where}"
+                for d in rest:
+                    self.hidden_upper[d.name] = node
 
     def node_for(self, end: str) -> tuple[str, str]:
-        """(node name, what it groups)."""
+        """(node name, what it stands for) of a link end."""
+        if end in self.devices:
+            d = self.devices[end]
+            if d.role == "leaf" and d.unit and d.unit not in self.drawn_units:
+                return f"units {self.hidden_units[0]}-{self.hidden_units[-1]}", "leaves"
+            if end in self.hidden_upper:
+                return self.hidden_upper[end], "upper"
+            return end, "switch"
         if end in self.other_plane:
             return f"{self.other_plane[end]} switches", "switches"
-        if end in self.unit:
-            unit = self.unit[end]
+        if end in self.unit_of:
+            unit = self.unit_of[end]
+            if unit is not None and unit not in self.drawn_units and self.hidden_units:
+                return f"units {self.hidden_units[0]}-{self.hidden_units[-1]}", "leaves"
             return (f"servers unit {unit}" if unit is not None else "servers"), "servers"
         return end, "external"
 
 
 def plane_dot(plan: Plan, plane: PlanePlan) -> str:
-    own = {d.name for d in plane.devices}
-    grouper = _Grouper(plan, plane)
+    view = _View(plan, plane)
+    nodes: dict[str, tuple[str, set[str]]] = {}  # node -> (kind, members)
+    edges: dict[tuple[str, str], tuple[int, int, int | None]] = {}  # (upper, lower) -> (count, speed, rail)
+    for link in plane.links:
+        (a, a_kind), (b, b_kind) = view.node_for(link.a), view.node_for(link.b)
+        nodes.setdefault(a, (a_kind, set()))[1].add(link.a)
+        nodes.setdefault(b, (b_kind, set()))[1].add(link.b)
+        if a == b:
+            continue
+        low = view.devices.get(link.a)
+        rail = low.rail if low is not None and low.role == "leaf" else None
+        count, speed, _ = edges.get((b, a), (0, link.speed, rail))
+        edges[(b, a)] = (count + 1, speed, rail)
+    for d in plane.devices:
+        node, kind = view.node_for(d.name)
+        nodes.setdefault(node, (kind, set()))[1].add(d.name)
+
+    # Bundles are compared per pair of tiers (leaf to spine, servers to leaf, ...): a pair whose bundles
+    # are all alike is described once in the legend; the others are labelled line by line.
+    def tiers(edge: tuple[str, str]) -> str:
+        return " to ".join(_tier(view, nodes, n) for n in edge)
+
+    def summary(edge: tuple[str, str]) -> bool:
+        return any(nodes[n][0] in ("leaves", "upper") for n in edge)
+
+    kinds: dict[str, Counter[tuple[int, int]]] = {}
+    for edge, (count, speed, _) in edges.items():
+        if not summary(edge):
+            kinds.setdefault(tiers(edge), Counter())[(count, speed)] += 1
+    alike = {k for k, c in kinds.items() if len(c) == 1}
+    legend = ""
+    for k in sorted(alike):
+        (count, speed), _ = kinds[k].most_common(1)[0]
+        legend += NL + f"{k}: {count} x {speed}G per line" if count > 1 else NL + f"{k}: {speed}G per line"
+    if view.hidden_units:
+        legend += NL + f"units {view.hidden_units[0]}-{view.hidden_units[-1]} wired as the units drawn, counted"
+    title = f"{plan.intent.fabric.name}: {plane.name} ({plane.topology}){legend}"
     lines = [
         f"graph {_q(plane.name)} {{",
-        f'  graph [rankdir=TB, splines=line, fontname="Helvetica", '
-        f"label={_q(f'{plan.intent.fabric.name}: {plane.name} ({plane.topology})')}];",
+        f'  graph [rankdir=TB, newrank=true, splines=line, nodesep=0.15, fontname="Helvetica", '
+        f"labelloc=t, label={_q(title)}];",
         '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=8];',
     ]
-    ranks: dict[int, list[str]] = {}
-    for d in plane.devices:
-        ranks.setdefault(TIER_RANK.get(d.role, 2), []).append(d.name)
-        label = d.name + (f"\\nAS{d.asn}" if d.asn else "")
-        lines.append(f"  {_q(d.name)} [label={_q(label)}];")
-    edges: dict[tuple[str, str], tuple[int, int]] = {}
-    grouped: dict[str, tuple[str, set[str]]] = {}
-    for link in plane.links:
-        ends = []
-        for end in (link.a, link.b):
-            if end in own:
-                ends.append(end)
-                continue
-            node, what = grouper.node_for(end)
-            grouped.setdefault(node, (what, set()))[1].add(end)
-            ends.append(node)
-        count, speed = edges.get((ends[0], ends[1]), (0, link.speed))
-        edges[(ends[0], ends[1])] = (count + 1, speed)
-    for node, (what, members) in grouped.items():
-        if what == "external":
-            lines.append(f"  {_q(node)} [shape=ellipse, style=dashed];")
-            ranks.setdefault(-1, []).append(node)
+    lines += _nodes(view, nodes)
+    for (upper, lower), (count, speed, rail) in sorted(edges.items(), key=_edge_order):
+        if summary((upper, lower)):  # the units counted, not drawn: one quiet line to each switch they reach
+            lines.append(f"  {_q(upper)} -- {_q(lower)} [color=gray, style=dashed];")
             continue
-        label = node + "\\n" + f"{len(members)} {what}"
-        lines.append(f"  {_q(node)} [shape=folder, label={_q(label)}];")
-        ranks.setdefault(3, []).append(node)
-    for (a, b), (count, speed) in edges.items():
-        label = f"{count}x{speed}G" if count > 1 else f"{speed}G"
-        lines.append(f"  {_q(b)} -- {_q(a)} [label={_q(label)}, fontsize=8];")
-    for _rank, names in sorted(ranks.items()):
-        lines.append("  { rank=same; " + " ".join(_q(n) for n in names) + " }")
+        text = f"{count}x{speed}G" if count > 1 else f"{speed}G"
+        label = "" if tiers((upper, lower)) in alike else f", label={_q(text)}"
+        lines.append(f"  {_q(upper)} -- {_q(lower)} [color={_q(_colour(rail))}{label}];")
+    lines += _ranks(view, nodes)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _tier(view: _View, nodes: dict[str, tuple[str, set[str]]], node: str) -> str:
+    kind, members = nodes[node]
+    if kind in ("switch", "upper"):
+        return view.devices[next(iter(members))].role
+    return {"servers": "servers", "leaves": "leaf", "switches": "switches"}.get(kind, "edge")
+
+
+def _edge_order(edge: tuple[tuple[str, str], object]) -> tuple[object, ...]:
+    (upper, lower), _ = edge
+    return (_natural(upper), _natural(lower))
+
+
+def _nodes(view: _View, nodes: dict[str, tuple[str, set[str]]]) -> list[str]:
+    out: list[str] = []
+    clusters: dict[str, list[str]] = {}
+    for node, (kind, members) in sorted(nodes.items(), key=lambda n: _natural(n[0])):
+        if kind == "switch":
+            d = view.devices[node]
+            label = d.name + (f"\\nAS{d.asn}" if d.asn else "")
+            colour = f", color={_q(_colour(d.rail))}, penwidth=2" if d.role == "leaf" and d.rail else ""
+            line = f"  {_q(node)} [label={_q(label)}{colour}];"
+            key = (f"pod {d.pod}" if d.pod else "") or (f"spine group {view.group_of[node]}" if node in view.group_of
+                                                       else "")  # fmt: skip
+            if key:
+                clusters.setdefault(key, []).append(line)
+                continue
+            out.append(line)
+        elif kind == "upper":
+            out.append(f"  {_q(node)} [shape=box, style=dashed];")
+        elif kind == "leaves":
+            leaves = sum(1 for m in members if m in view.devices)
+            servers = len(members) - leaves
+            label = node + NL + f"{leaves} leaves, {servers} servers"
+            out.append(f"  {_q(node)} [shape=folder, label={_q(label)}];")
+        elif kind == "external":
+            out.append(f"  {_q(node)} [shape=ellipse, style=dashed];")
+        else:
+            label = node + NL + f"{len(members)} {kind}"
+            out.append(f"  {_q(node)} [shape=folder, label={_q(label)}];")
+    for i, (key, lines) in enumerate(sorted(clusters.items(), key=lambda c: _natural(c[0]))):
+        out.append(f"  subgraph cluster_{i} {{ label={_q(key)}; style=dashed; color=gray;")
+        out += [f"  {m}" for m in lines]
+        out.append("  }")
+    return out
+
+
+def _ranks(view: _View, nodes: dict[str, tuple[str, set[str]]]) -> list[str]:
+    """Each tier on one row, in plan order, held left to right by invisible edges."""
+    rows: dict[int, list[tuple[tuple[object, ...], str]]] = {}
+    for node, (kind, members) in nodes.items():
+        if kind in ("switch", "upper"):
+            d = view.devices[next(iter(members))]
+            rows.setdefault(TIER_RANK.get(d.role, 2), []).append(((int(kind == "upper"), _order(d)), node))
+        elif kind == "leaves":
+            rows.setdefault(2, []).append(((2, ()), node))
+        elif kind == "external":
+            rows.setdefault(-1, []).append(((0, _natural(node)), node))
+        else:
+            rows.setdefault(3, []).append(((0, _natural(node)), node))
+    out = []
+    for _, row in sorted(rows.items()):
+        names = [n for _, n in sorted(row, key=lambda r: r[0])]
+        out.append("  { rank=same; " + " ".join(_q(n) for n in names) + " }")
+        if len(names) > 1:
+            out.append("  " + " -- ".join(_q(n) for n in names) + " [style=invis];")
+    return out
 
 
 def render_files(plan: Plan) -> dict[str, str]:
@@ -89,10 +240,14 @@ def render(plan: Plan) -> str:
     return "".join(render_files(plan).values())
 
 
-def svg(dot_text: str, nodes: int, timeout: float = 120.0) -> bytes | None:
-    """SVG from DOT, or None when Graphviz is missing or the graph is too large to be worth drawing."""
+def drawn_nodes(dot_text: str) -> int:
+    return len(re.findall(r'^\s+"[^"]+" \[', dot_text, re.M))
+
+
+def svg(dot_text: str, nodes: int, timeout: float = 120.0, fmt: str = "svg") -> bytes | None:
+    """SVG (or PNG) from DOT, or None when Graphviz is missing or the graph is too large to be worth drawing."""
     exe = shutil.which("dot")
     if exe is None or nodes > SVG_MAX_NODES:
         return None
-    done = subprocess.run([exe, "-Tsvg"], input=dot_text.encode(), capture_output=True, timeout=timeout, check=False)
+    done = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode(), capture_output=True, timeout=timeout, check=False)
     return done.stdout if done.returncode == 0 else None
