@@ -314,10 +314,10 @@ class PlaneBuilder:
                 unit = share.first_unit + i // s.unit_nodes
                 pos = i % s.unit_nodes
                 server.units[self.name] = unit + 1
+                port, cage = ports.down(pos)  # a server sits at the same port of every leaf of its unit
                 for ifname, rail in zip(nics.interfaces, rails, strict=True):
                     k = first_leaf_of_unit[unit] + rail - 1
                     leaf = self.leaves[k]
-                    port, cage = ports.down(pos)
                     addr, gw, plen, leaf_ip = _host_address(leaf, pos, lacp)
                     server.nics.append(
                         HostNic(
