@@ -51,7 +51,14 @@ DELETE = object()
 
 # Tiers: `lab` tests bring up namespaces, containers or the demo and need root; `slow` ones take
 # seconds each (the 32k fabric, fuzzing). `scripts/test.sh --fast` runs neither; CI runs all.
-LAB_MODULES = {"test_lab_fleet", "test_lab_wiring", "test_lab_readme_sequence", "test_demo_e2e", "test_molecule"}
+LAB_MODULES = {
+    "test_lab_fleet",
+    "test_lab_growth",
+    "test_lab_wiring",
+    "test_lab_readme_sequence",
+    "test_demo_e2e",
+    "test_molecule",
+}
 SLOW_MODULES = {"test_fuzz_intents", "test_fuzz_designs"}
 
 
