@@ -7,14 +7,10 @@ from __future__ import annotations
 import copy
 import json
 import os
-import time
 
 import pytest
 import yaml
 from conftest import INVENTORY, run
-
-from gpufabric.intent import load_intent
-from gpufabric.lab.topology import topology
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
 
