@@ -9,6 +9,8 @@ same plan: it only adds devices, links and the configuration lines they need.
 
 from __future__ import annotations
 
+import dataclasses
+
 from gpufabric.intent.model import Intent
 from gpufabric.plan.model import Plan, PlanePlan
 
@@ -57,20 +59,11 @@ def _unused_leaves(plane: PlanePlan, absent: set[str], role: str = "leaf", kind:
 
 
 def _without(plane: PlanePlan, absent: set[str]) -> PlanePlan:
-    out = PlanePlan(
-        name=plane.name,
-        topology=plane.topology,
-        tiers=plane.tiers,
-        prefix=plane.prefix,
-        mtu=plane.mtu,
-        host_mtu=plane.host_mtu,
+    out = dataclasses.replace(
+        plane,
         devices=[d for d in plane.devices if d.name not in absent],
         links=[link for link in plane.links if link.a not in absent and link.b not in absent],
-        tier_stats=plane.tier_stats,
-        sizing=plane.sizing,
-        qos=plane.qos,
-        carries_roce=plane.carries_roce,
-        routing=plane.routing,
+        failure_domains=[],
     )
     for domain in plane.failure_domains:
         members = [d for d in domain.devices if d not in absent]
