@@ -38,26 +38,21 @@ def _module(speed: int, split: int) -> str:
 
 
 def plane_bom(plane: PlanePlan) -> PlaneBom:
-    """One pass over the plane's links (a 32k-GPU plane has ~100k), counting by speed, then naming."""
+    """Counted over the plane's links (a 32k-GPU plane has ~100k) with comprehensions, then named."""
     bom = PlaneBom()
     switches = {d.name for d in plane.devices}
     for d in plane.devices:
         key = (d.role, d.platform, d.model)
         bom.switches[key] = bom.switches.get(key, 0) + 1
-    by_speed: Counter[int] = Counter()
-    cages: dict[tuple[str, int], tuple[int, int]] = {}  # (switch, cage) -> (speed, ways) of its module
-    nic_ports: Counter[int] = Counter()
-    for link in plane.links:
-        speed = link.speed
-        by_speed[speed] += 1
-        if speed < COPPER_BELOW_GBPS:
-            continue
-        if link.a in switches:
-            cages.setdefault((link.a, link.a_cage), (speed, link.a_split))
-        elif link.kind == "host":
-            nic_ports[speed] += 1
-        if link.b in switches:
-            cages.setdefault((link.b, link.b_cage), (speed, link.b_split))
+    links = plane.links
+    by_speed: Counter[int] = Counter(link.speed for link in links)
+    fast = [link for link in links if link.speed >= COPPER_BELOW_GBPS]
+    # Every logical port of one cage runs at one speed and split: whichever link is read last says it.
+    cages: dict[tuple[str, int], tuple[int, int]] = {
+        (link.a, link.a_cage): (link.speed, link.a_split) for link in fast if link.a in switches
+    }
+    cages |= {(link.b, link.b_cage): (link.speed, link.b_split) for link in fast if link.b in switches}
+    nic_ports: Counter[int] = Counter(link.speed for link in fast if link.kind == "host" and link.a not in switches)
     for speed, n in by_speed.items():
         bom.cables[f"{speed}G {'copper' if speed < COPPER_BELOW_GBPS else 'fiber'}"] = n
     for (speed, ways), n in Counter(cages.values()).items():
