@@ -250,3 +250,19 @@ def test_the_docs_list_every_metric():
     from gpufabric.telemetry.metrics import markdown
 
     assert markdown() in (Path(__file__).parents[1] / "docs" / "telemetry.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("gpufabric", "telemetry", "scrape"),
+        ("gpufabric", "telemetry", "serve"),
+        ("gpufabric", "acceptance", "run", "--results", "RESULTS"),
+    ],
+)
+def test_commands_that_log_in_say_when_no_lab_is_up(tmp_path, command):
+    """Their options parse and reach the login step, which refuses clearly (nothing is contacted)."""
+    args = [a.replace("RESULTS", str(tmp_path / "r")) for a in command]
+    done = run(*args, "--lab", "--state-dir", str(tmp_path / "no-lab"))
+    assert done.returncode == 2, done.stderr
+    assert "no lab of fabric 'lab' is up" in done.stderr and "Traceback" not in done.stderr

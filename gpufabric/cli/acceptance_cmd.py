@@ -94,7 +94,7 @@ def scripts_cmd(file: str | None, output: Path) -> int:
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for the tools' outputs, one <job id>.txt per job.")  # fmt: skip
 @stand_in_option
-def run_cmd(fleet_args: FleetArgs, results: Path, stand_in: bool) -> int:
+def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool) -> int:
     """Run the pair jobs over SSH (the servers' logins: the lab's with --lab, else the intent's host
     key), one pair at a time, and write their outputs for `report`. Collectives run through Slurm
     (`acceptance scripts`). Exit 0 when every job produced output."""
@@ -113,6 +113,8 @@ def run_cmd(fleet_args: FleetArgs, results: Path, stand_in: bool) -> int:
         )
     suite = _suite(fleet_args.file, stand_in)
     done = run_suite(suite, shell, results, lambda job: err.print(f"running {job.id}", markup=False))
+    if as_json:
+        write_stdout(json.dumps({"jobs": len(suite.perf), "with_output": done, "results": str(results)}) + "\n")
     err.print(f"{done} of {len(suite.perf)} jobs produced output in {results}; "
               f"next: gpufabric acceptance report --results {results}{' --stand-in' if stand_in else ''}")  # fmt: skip
     return 0 if done == len(suite.perf) else EXIT_FAILED

@@ -19,7 +19,17 @@ FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
 
 
 def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the shared options; the command receives them as one `fleet_args: FleetArgs`."""
+    """Add the shared options (and --json); the command receives them as one `fleet_args: FleetArgs`."""
+    return _with_options(fn, json_flag=True)
+
+
+def login_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The selection and login options of push and validate, for commands with no JSON result of their
+    own to print (`telemetry serve`): no --json flag that would do nothing."""
+    return _with_options(fn, json_flag=False)
+
+
+def _with_options(fn: Callable[..., Any], *, json_flag: bool) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
@@ -75,8 +85,12 @@ def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
                 help="File holding the vault's password. [default: $ANSIBLE_VAULT_PASSWORD_FILE]",
             ),
-            click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout."),
         ]
+        + (
+            [click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")]
+            if json_flag
+            else []
+        )
     ):
         command = option(command)
     return command

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.push.fleet import FleetArgs
@@ -46,7 +46,7 @@ def _collector(fleet_args: FleetArgs, workers: int) -> Any:
 
 
 @telemetry_cmd.command("serve")
-@fleet_options
+@login_options
 @click.option("--listen", default="127.0.0.1:9108", show_default=True, metavar="ADDR:PORT",
               help="Where Prometheus scrapes /metrics (every scrape reads the fabric).")  # fmt: skip
 @click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True,
@@ -76,7 +76,7 @@ def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int) -> int:
 
 
 @telemetry_cmd.command("scrape")
-@fleet_options
+@login_options
 @click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True)
 def scrape_cmd(fleet_args: FleetArgs, workers: int) -> int:
     """Read the fabric once and print what `serve` would serve (Prometheus text format)."""
