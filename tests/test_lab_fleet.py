@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (n
 
 PLANE = ("--plane", "compute")
 NODES = {n.name: n for n in topology(load_intent(str(INVENTORY / "fabric.yml"))).nodes}
+PLAN = topology(load_intent(str(INVENTORY / "fabric.yml"))).plan  # the lab's plan: every switch as frr
 
 
 def mgmt(name: str) -> str:
@@ -684,11 +685,14 @@ def test_a_link_that_flaps_inside_the_counter_window_fails_validate(lab, pushed)
     checks = {r["check"] for r in results}
     assert {"link-flaps", "port-errors", "port-discards"} <= checks
 
+    # The far end goes down and up, as a cable or optic fails: the leaf's port loses its carrier twice.
+    far, far_port = next((x.b, x.b_port) for x in PLAN.links() if (x.a, x.a_port) == ("cmp-su2-leaf1", "swp3"))
+
     def flap() -> None:
         time.sleep(1.0)
-        ns("cmp-su2-leaf1", "link", "set", "swp3", "down")
+        ns(far, "link", "set", far_port, "down")
         time.sleep(0.5)
-        ns("cmp-su2-leaf1", "link", "set", "swp3", "up")
+        ns(far, "link", "set", far_port, "up")
 
     flapper = threading.Thread(target=flap)
     flapper.start()

@@ -19,7 +19,9 @@ from gpufabric.plan import build_plan
 from gpufabric.plan.model import Plan, ip
 
 BRIDGE = "gf-oob"  # the OOB plane in the root namespace; one lab per machine
-ROOT_MGMT_PREFIX = "gfm"  # root-side ends of the management veths: gfm0, gfm1, ...
+# Root-side ends of the management veths, named by the switch's management address (gfm ac140005 for
+# 172.20.0.5): stable when the fabric grows, where a running number would shift onto another switch.
+ROOT_MGMT_PREFIX = "gfm"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +116,8 @@ def topology(loaded: LoadedIntent) -> LabTopology:
                 ip(d.loopback),
             )
         )
-        topo.mgmt.append(MgmtAttachment(d.name, f"{ROOT_MGMT_PREFIX}{i}", d.mgmt_port))
+        root_end = f"{ROOT_MGMT_PREFIX}{d.mgmt_ip:08x}" if d.mgmt_ip is not None else f"{ROOT_MGMT_PREFIX}{i}"
+        topo.mgmt.append(MgmtAttachment(d.name, root_end, d.mgmt_port))
     names = {n.name for n in topo.nodes}
     for link in plan.links():
         if link.kind == "fabric" and link.a in names and link.b in names:
