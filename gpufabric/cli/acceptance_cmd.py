@@ -11,7 +11,7 @@ from rich.table import Table
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
-from gpufabric.push.fleet import FleetArgs
+from gpufabric.push.args import FleetArgs
 
 EXIT_FAILED = 1
 

@@ -13,7 +13,7 @@ import click
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.lab.state import DEFAULT_DIR
-from gpufabric.push.fleet import FleetArgs
+from gpufabric.push.args import FleetArgs
 
 FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
 

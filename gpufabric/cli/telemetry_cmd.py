@@ -13,7 +13,7 @@ import click
 from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
-from gpufabric.push.fleet import FleetArgs
+from gpufabric.push.args import FleetArgs
 
 
 @click.group("telemetry")

@@ -19,8 +19,7 @@ from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 from gpufabric.lab.credentials import load_login
 from gpufabric.lab.state import LabState
-
-CONNECT_TIMEOUT = 10  # seconds; an unreachable switch fails fast instead of holding its batch for a minute
+from gpufabric.push.args import CONNECT_TIMEOUT
 
 
 @dataclass(frozen=True)

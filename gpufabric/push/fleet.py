@@ -9,7 +9,6 @@ the same fabric is up: leftover lab state must never decide where a change goes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 from nornir.core import Nornir
@@ -27,6 +26,7 @@ from gpufabric.plan import build_plan
 from gpufabric.plan.model import Device, Plan
 from gpufabric.push import access as access_mod
 from gpufabric.push.access import Access
+from gpufabric.push.args import FleetArgs
 from gpufabric.push.targets import select
 from nornir_tasks.inventory import inventory_from_plan
 
@@ -40,23 +40,6 @@ class Fleet:
     targets: list[Device]
     access: Access
     nr: Nornir
-
-
-@dataclass(frozen=True)
-class FleetArgs:
-    """Which switches, and how to reach them: what `push` and `validate` share on the command line."""
-
-    file: str | None = None
-    plane: str | None = None
-    devices: tuple[str, ...] = ()
-    role: str | None = None
-    lab: bool = False  # the lab only when asked for
-    state_dir: Path | None = None  # naming a lab's state dir asks for that lab
-    timeout: int = access_mod.CONNECT_TIMEOUT
-    known_hosts: Path | None = None  # real switches: their SSH host keys (default ~/.ssh/known_hosts)
-    accept_new: bool = False  # record a first-seen host key instead of refusing it
-    vault_file: Path | None = None  # an Ansible Vault file holding the intent's {vault: NAME} secrets
-    vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)
 
 
 def reach(args: FleetArgs) -> tuple[Plan, Access]:

@@ -1,0 +1,26 @@
+"""Which switches a command works on, and how to reach them: the options push, validate, telemetry and
+acceptance share. Light on purpose: a command's options load without NAPALM or Nornir."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+CONNECT_TIMEOUT = 10  # seconds; an unreachable switch fails fast instead of holding its batch for a minute
+
+
+@dataclass(frozen=True)
+class FleetArgs:
+    """Which switches, and how to reach them: what `push` and `validate` share on the command line."""
+
+    file: str | None = None
+    plane: str | None = None
+    devices: tuple[str, ...] = ()
+    role: str | None = None
+    lab: bool = False  # the lab only when asked for
+    state_dir: Path | None = None  # naming a lab's state dir asks for that lab
+    timeout: int = CONNECT_TIMEOUT
+    known_hosts: Path | None = None  # real switches: their SSH host keys (default ~/.ssh/known_hosts)
+    accept_new: bool = False  # record a first-seen host key instead of refusing it
+    vault_file: Path | None = None  # an Ansible Vault file holding the intent's {vault: NAME} secrets
+    vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)
