@@ -37,12 +37,12 @@ def load_side(spec: str) -> LoadedIntent:
 def compare(old: Plan, new: Plan) -> PlanDiff:
     from gpufabric.config.batch import config_texts
     from gpufabric.config.context import LinkIndex
-    from gpufabric.export.structured import _References
+    from gpufabric.config.secrets import ReferenceHasher
     from gpufabric.plan.diff import plan_diff
 
     texts = []
     for plan in (old, new):
-        index = LinkIndex(plan, _References(plan.intent.fabric.name, {}))  # references, never secrets
+        index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name, {}))  # references, never secrets
         texts.append(config_texts(plan, index, [d.name for d in plan.devices()]))
     return plan_diff(old, new, texts[0], texts[1])
 

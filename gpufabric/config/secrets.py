@@ -144,6 +144,14 @@ class PasswordHasher:
         return _crypt(self.env[ref.env], salt, algorithm, rounds)
 
 
+class ReferenceHasher(PasswordHasher):
+    """Names the reference instead of hashing: for exports, diffs and plan-only work, which need no
+    secret and must show none."""
+
+    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str, rounds: int = ROUNDS) -> str:
+        return f"env:{ref.env}" if ref.env is not None else f"vault:{ref.vault}"
+
+
 def secret_values(intent: Intent, secrets: Mapping[str, str]) -> tuple[str, ...]:
     """The values of the secrets the intent names that `secrets` holds: what output must never show.
     Longest first, so a secret containing another is hidden whole."""

@@ -12,16 +12,8 @@ from dataclasses import asdict
 from typing import Any
 
 from gpufabric.config.context import DeviceContext, LinkIndex, build
-from gpufabric.config.secrets import PasswordHasher
-from gpufabric.intent.types import SecretRef
+from gpufabric.config.secrets import ReferenceHasher
 from gpufabric.plan.model import Device, Plan, ip
-
-
-class _References(PasswordHasher):
-    """Names the reference instead of hashing: the export needs no secret and shows none."""
-
-    def hash(self, ref: SecretRef, user: str, algorithm: str, field: str, rounds: int = 0) -> str:
-        return f"env:{ref.env}" if ref.env is not None else f"vault:{ref.vault}"
 
 
 def _device(d: Device) -> dict[str, Any]:
@@ -55,7 +47,7 @@ def structured(ctx: DeviceContext) -> dict[str, Any]:
 
 def documents(plan: Plan, names: set[str] | None = None) -> dict[str, str]:
     """File name -> JSON text for every switch (or the named ones)."""
-    index = LinkIndex(plan, _References(plan.intent.fabric.name))
+    index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name))
     return {
         f"{d.name}.json": json.dumps(structured(build(plan, d, index)), indent=2, sort_keys=True) + "\n"
         for d in plan.devices()
@@ -65,7 +57,7 @@ def documents(plan: Plan, names: set[str] | None = None) -> dict[str, str]:
 
 def render(plan: Plan) -> str:
     """Every switch in one JSON document, keyed by switch name (for stdout)."""
-    index = LinkIndex(plan, _References(plan.intent.fabric.name))
+    index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name))
     return (
         json.dumps({d.name: structured(build(plan, d, index)) for d in plan.devices()}, indent=2, sort_keys=True) + "\n"
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpufabric.config.context import LinkIndex, build
-from gpufabric.config.secrets import PasswordHasher
+from gpufabric.config.secrets import ReferenceHasher
 from gpufabric.plan.model import Plan, ip
 from gpufabric.validate.ecmp import expected_widths
 
@@ -36,15 +36,8 @@ class NicTarget:
     leaf: str
 
 
-class _NoSecrets(PasswordHasher):
-    """Targets need the plan's ports and sessions, never a password."""
-
-    def hash(self, ref: object, user: str, algorithm: str, field: str, rounds: int = 0) -> str:  # type: ignore[override]
-        return ""
-
-
 def switch_targets(plan: Plan, plane: str | None = None) -> list[SwitchTarget]:
-    index = LinkIndex(plan, _NoSecrets(plan.intent.fabric.name, {}))
+    index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name, {}))  # ports and sessions, no secret
     devices = [d for d in plan.devices() if plane is None or d.plane == plane]
     contexts = {d.name: build(plan, d, index) for d in devices}
     widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()})
