@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 class Hidden:
-    """A password on a Nornir host: what `inventory.dict()`, a repr, a log line or a JSON dump of the
-    inventory shows is stars; only the connection plugin (RevealingNapalm) hands the text to a driver."""
+    """A password or private key on its way to a driver: what `inventory.dict()`, a repr, a log line or a
+    JSON dump shows is stars; only the connection plugin and the SSH transport reveal the text."""
 
     __slots__ = ("_value",)
 
