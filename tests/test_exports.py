@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import re
 import shutil
+import subprocess
 
 import jsonschema
 import pytest
@@ -240,6 +242,30 @@ def test_drawings_keep_plan_order_one_colour_per_rail_and_count_what_they_leave_
     big = plan_of(INVENTORY / "examples" / "rail-28k.yml")
     text = drawing.plane_dot(big, big.planes["compute"])
     assert "spine group 1" in text and "spine group 2" in text and drawing.drawn_nodes(text) < 80
+
+
+def _x_positions(dot_text: str) -> dict[str, float]:
+    """Where Graphviz itself put each node (`dot -Tplain`): the layout, not our DOT, is what a reader sees."""
+    plain = subprocess.run(["dot", "-Tplain"], input=dot_text, capture_output=True, text=True, check=True).stdout
+    found = re.findall(r'^node ("(?:[^"\\]|\\.)*"|\S+) (\S+) ', plain, re.M)
+    return {name.strip('"'): float(x) for name, x in found}
+
+
+@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+def test_graphviz_lays_every_tier_out_in_plan_order(path):
+    if not shutil.which("dot"):
+        if os.environ.get("CI"):
+            pytest.fail("CI installs graphviz; `dot` should be on PATH")
+        pytest.skip("graphviz is not installed")
+    plan = plan_of(path)
+    for name, plane in plan.planes.items():
+        text = drawing.plane_dot(plan, plane)
+        x = _x_positions(text)
+        for row in re.findall(r"\{ rank=same; (.*) \}", text):
+            names = re.findall(r'"((?:[^"\\]|\\.)*)"', row)
+            assert len(names) >= 1
+            swapped = [(a, b) for a, b in itertools.pairwise(names) if x[a] >= x[b]]
+            assert not swapped, f"{path.name} {name}: drawn out of order: {swapped}"
 
 
 def test_drawing_directory_with_svg(tmp_path):

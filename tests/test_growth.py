@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 
 import pytest
 import yaml
@@ -136,3 +137,18 @@ def test_push_changed_from_an_identical_intent_pushes_nothing(tmp_path):
     _, new = _grown_pair(tmp_path)
     done = run("nornir", "push", str(new), "--changed-from", str(new))
     assert done.returncode == 0 and "nothing to push" in done.stderr
+
+
+def test_diff_drawing_shows_what_the_growth_adds_in_green(tmp_path):
+    old, new = _grown_pair(tmp_path)
+    done = run("gpufabric", "diff", str(old), str(new), "--drawing", str(tmp_path / "draw"))
+    assert done.returncode == 1, done.stderr
+    compute = (tmp_path / "draw" / "compute.dot").read_text()
+    filled = set(re.findall(r'^\s+"([^"]+)" \[.*fillcolor="#00a651', compute, re.M))
+    assert {"cmp-su3-leaf1", "cmp-su3-leaf2"} <= filled  # the new unit's leaves
+    assert not filled & {"cmp-su1-leaf1", "cmp-su2-leaf2", "cmp-spine1"}  # existing switches stay plain
+    new_lines = re.findall(r'^\s+"([^"]+)" -- "([^"]+)" \[color="#00a651"', compute, re.M)
+    assert ("cmp-spine1", "cmp-su3-leaf1") in new_lines and ("cmp-spine1", "cmp-su1-leaf1") not in new_lines
+    assert "what this change adds or moves (2 switches" in compute
+    plain = run("gpufabric", "diff", str(old), str(old), "--drawing", str(tmp_path / "same"))
+    assert plain.returncode == 0 and "#00a651" not in (tmp_path / "same" / "compute.dot").read_text()

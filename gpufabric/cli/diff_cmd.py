@@ -54,7 +54,10 @@ def compare(old: Plan, new: Plan) -> PlanDiff:
 @click.option("--work-order", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the cable work order (CSV: action, cable id, rack, device, port, far end).")  # fmt: skip
 @click.option("--configs", "show_configs", is_flag=True, help="Print each changed switch's configuration diff.")
-def diff_cmd(old: str, new: str | None, as_json: bool, work_order: Path | None, show_configs: bool) -> int:
+@click.option("--drawing", type=click.Path(file_okay=False, path_type=Path),
+              help="Write NEW's drawings (DOT, and SVG with graphviz) here, with the additions in green.")  # fmt: skip
+def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | None, show_configs: bool,
+             drawing: Path | None) -> int:  # fmt: skip
     """Compare two intents (files, or REV:PATH from git; NEW defaults to ./inventory/fabric.yml):
     switches and servers added and removed, cables added, removed and moved, switches renumbered,
     each switch's configuration diff, and the failure domains a push would touch.
@@ -72,6 +75,8 @@ def diff_cmd(old: str, new: str | None, as_json: bool, work_order: Path | None, 
 
         write_atomic(work_order, render(diff, before, after))
         err.print(f"wrote {work_order}")
+    if drawing is not None:
+        _draw(diff, after, drawing)
     if as_json:
         write_stdout(json.dumps(_as_dict(diff), indent=2) + "\n")
     else:
@@ -79,6 +84,16 @@ def diff_cmd(old: str, new: str | None, as_json: bool, work_order: Path | None, 
     if diff.empty:
         return EXIT_SAME
     return EXIT_DISRUPTIVE if diff.disruptive else EXIT_ADDITIONS
+
+
+def _draw(diff: PlanDiff, after: Plan, directory: Path) -> None:
+    from gpufabric.cli.export_cmd import write_drawings
+    from gpufabric.export.drawing import Added, render_files
+    from gpufabric.plan.diff import link_key
+
+    links = [*diff.links_added, *(x for x in after.links() if link_key(x) in {m.key for m in diff.links_moved})]
+    added = Added(frozenset(diff.devices_added + diff.servers_added), frozenset(link_key(x) for x in links))
+    write_drawings(render_files(after, added), directory, "--drawing")
 
 
 def _as_dict(diff: PlanDiff) -> dict[str, object]:

@@ -76,11 +76,16 @@ def _structured_dir(plan: Plan, directory: Path) -> int:
 
 
 def _drawing_dir(plan: Plan, directory: Path) -> int:
+    write_drawings(drawing.render_files(plan), directory, "-o")
+    return 0
+
+
+def write_drawings(files: dict[str, str], directory: Path, option: str) -> None:
+    """Each plane's DOT, and its SVG where Graphviz is installed and the plane small enough to draw."""
     if directory.exists() and not directory.is_dir():
         raise click.BadParameter(
-            f"{directory} is a file; drawing writes one file per plane into a directory", param_hint="-o"
+            f"{directory} is a file; drawing writes one file per plane into a directory", param_hint=option
         )
-    files = drawing.render_files(plan)
     svgs = 0
     for name, text in files.items():
         write_atomic(directory / name, text)
@@ -90,4 +95,3 @@ def _drawing_dir(plan: Plan, directory: Path) -> int:
             svgs += 1
     note = f" and {svgs} SVG" if svgs else " (no SVG: install graphviz for `dot`, or the plane is too large)"
     err.print(f"wrote {len(files)} DOT file(s){note} to {directory}")
-    return 0

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from dataclasses import dataclass, field
 
 from gpufabric.plan.model import Device, Plan, PlanePlan
 
@@ -21,7 +22,16 @@ SVG_MAX_NODES = 600  # beyond this dot takes minutes and the picture is unreadab
 DRAWN_UNITS = 2  # a plane with more units draws these and counts the rest
 DRAWN_PER_TIER = 8  # spines (superspines) drawn per group before the rest are counted
 NL = "\\n"  # a line break inside a DOT label
+ADDED_COLOUR = "#00a651"  # what `gpufabric diff --drawing` adds; no rail uses it
 RAIL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What a change adds, drawn in ADDED_COLOUR: switches and servers by name, cables by lower end."""
+
+    names: frozenset[str] = frozenset()
+    links: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)  # plane, lower device, its port
 
 
 def _q(text: str) -> str:
@@ -37,6 +47,17 @@ def _order(d: Device) -> tuple[object, ...]:
     return (d.pod or 0, d.unit or 0, d.side or d.rail or 0, _natural(d.name))
 
 
+def _spans(numbers: list[int]) -> str:
+    """[2, 4, 5, 6] -> "2, 4-6"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
 def _colour(rail: int | None) -> str:
     return RAIL_COLOURS[(rail - 1) % len(RAIL_COLOURS)] if rail else "#555555"
 
@@ -44,11 +65,15 @@ def _colour(rail: int | None) -> str:
 class _View:
     """What of a plane is drawn: the first units in full, the rest counted; spines per group up to a cap."""
 
-    def __init__(self, plan: Plan, plane: PlanePlan) -> None:
+    def __init__(self, plan: Plan, plane: PlanePlan, added: frozenset[str] = frozenset()) -> None:
         self.plane = plane
         units = sorted({d.unit for d in plane.devices if d.role == "leaf" and d.unit})
-        self.drawn_units = set(units[:DRAWN_UNITS])
-        self.hidden_units = units[DRAWN_UNITS:]
+        new = sorted({d.unit for d in plane.devices if d.role == "leaf" and d.unit and d.name in added})
+        # A change is drawn where it happens: the first unit for context, then the units it adds.
+        drawn = units[:1] + new if new else units
+        self.drawn_units = set(drawn[:DRAWN_UNITS])
+        self.hidden_units = [u for u in units if u not in self.drawn_units]
+        self.hidden = "unit" + ("s " if len(self.hidden_units) > 1 else " ") + _spans(self.hidden_units)
         self.drawn_pods = {d.pod for d in plane.devices if d.role == "leaf" and d.unit in self.drawn_units}
         self.unit_of = {s.name: s.units.get(plane.name) for s in plan.servers}
         self.other_plane = {d.name: d.plane for d in plan.devices() if d.plane != plane.name}
@@ -92,7 +117,7 @@ class _View:
         if end in self.devices:
             d = self.devices[end]
             if d.role == "leaf" and d.unit and d.unit not in self.drawn_units:
-                return f"units {self.hidden_units[0]}-{self.hidden_units[-1]}", "leaves"
+                return self.hidden, "leaves"
             if end in self.hidden_upper:
                 return self.hidden_upper[end], "upper"
             return end, "switch"
@@ -101,15 +126,16 @@ class _View:
         if end in self.unit_of:
             unit = self.unit_of[end]
             if unit is not None and unit not in self.drawn_units and self.hidden_units:
-                return f"units {self.hidden_units[0]}-{self.hidden_units[-1]}", "leaves"
+                return self.hidden, "leaves"
             return (f"servers unit {unit}" if unit is not None else "servers"), "servers"
         return end, "external"
 
 
-def plane_dot(plan: Plan, plane: PlanePlan) -> str:
-    view = _View(plan, plane)
+def plane_dot(plan: Plan, plane: PlanePlan, added: Added | None = None) -> str:
+    view = _View(plan, plane, added.names if added is not None else frozenset())
     nodes: dict[str, tuple[str, set[str]]] = {}  # node -> (kind, members)
     edges: dict[tuple[str, str], tuple[int, int, int | None]] = {}  # (upper, lower) -> (count, speed, rail)
+    new_edges: Counter[tuple[str, str]] = Counter()  # (upper, lower) -> cables the change adds
     for link in plane.links:
         (a, a_kind), (b, b_kind) = view.node_for(link.a), view.node_for(link.b)
         nodes.setdefault(a, (a_kind, set()))[1].add(link.a)
@@ -120,6 +146,8 @@ def plane_dot(plan: Plan, plane: PlanePlan) -> str:
         rail = low.rail if low is not None and low.role == "leaf" else None
         count, speed, _ = edges.get((b, a), (0, link.speed, rail))
         edges[(b, a)] = (count + 1, speed, rail)
+        if added is not None and (link.plane, link.a, link.a_port) in added.links:
+            new_edges[(b, a)] += 1
     for d in plane.devices:
         node, kind = view.node_for(d.name)
         nodes.setdefault(node, (kind, set()))[1].add(d.name)
@@ -142,22 +170,32 @@ def plane_dot(plan: Plan, plane: PlanePlan) -> str:
         (count, speed), _ = kinds[k].most_common(1)[0]
         legend += NL + f"{k}: {count} x {speed}G per line" if count > 1 else NL + f"{k}: {speed}G per line"
     if view.hidden_units:
-        legend += NL + f"units {view.hidden_units[0]}-{view.hidden_units[-1]} wired as the units drawn, counted"
+        legend += NL + f"{view.hidden} wired as the units drawn, counted"
+    if added is not None:
+        new_devices = sum(1 for d in plane.devices if d.name in added.names)
+        cables = sum(new_edges.values())
+        legend += NL + f"green: what this change adds or moves ({new_devices} switches, {cables} cables)"
     title = f"{plan.intent.fabric.name}: {plane.name} ({plane.topology}){legend}"
     lines = [
         f"graph {_q(plane.name)} {{",
-        f'  graph [rankdir=TB, newrank=true, splines=line, nodesep=0.15, fontname="Helvetica", '
+        f'  graph [rankdir=TB, newrank=true, remincross=false, splines=line, nodesep=0.15, fontname="Helvetica", '
         f"labelloc=t, label={_q(title)}];",
         '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=8];',
     ]
-    lines += _nodes(view, nodes)
+    lines += _nodes(view, nodes, added.names if added is not None else frozenset())
     for (upper, lower), (count, speed, rail) in sorted(edges.items(), key=_edge_order):
+        fresh = new_edges[(upper, lower)]
         if summary((upper, lower)):  # the units counted, not drawn: one quiet line to each switch they reach
-            lines.append(f"  {_q(upper)} -- {_q(lower)} [color=gray, style=dashed];")
+            colour = _q(ADDED_COLOUR) if fresh else "gray"
+            lines.append(f"  {_q(upper)} -- {_q(lower)} [color={colour}, style=dashed];")
             continue
         text = f"{count}x{speed}G" if count > 1 else f"{speed}G"
         label = "" if tiers((upper, lower)) in alike else f", label={_q(text)}"
+        if fresh:  # a bundle the change adds to: green and bold; where only some of its cables are new, how many
+            label = (f", label={_q(f'+{fresh}')}" if fresh < count else label) + ", penwidth=3"
+            lines.append(f"  {_q(upper)} -- {_q(lower)} [color={_q(ADDED_COLOUR)}{label}];")
+            continue
         lines.append(f"  {_q(upper)} -- {_q(lower)} [color={_q(_colour(rail))}{label}];")
     lines += _ranks(view, nodes)
     lines.append("}")
@@ -176,38 +214,56 @@ def _edge_order(edge: tuple[tuple[str, str], object]) -> tuple[object, ...]:
     return (_natural(upper), _natural(lower))
 
 
-def _nodes(view: _View, nodes: dict[str, tuple[str, set[str]]]) -> list[str]:
+def _cluster(view: _View, d: Device) -> str:
+    """The cluster a switch is drawn in (its pod, or its spine group), or "" for none."""
+    if d.pod and d.pod in view.drawn_pods:
+        return f"pod {d.pod}"
+    return f"spine group {view.group_of[d.name]}" if d.name in view.group_of else ""
+
+
+def _nodes(view: _View, nodes: dict[str, tuple[str, set[str]]], added: frozenset[str]) -> list[str]:
     out: list[str] = []
     clusters: dict[str, list[str]] = {}
+    fill = f', style="rounded,filled", fillcolor={_q(ADDED_COLOUR + "40")}'  # a light green behind what is new
     for node, (kind, members) in sorted(nodes.items(), key=lambda n: _natural(n[0])):
+        new = len(members & added)
         if kind == "switch":
             d = view.devices[node]
             label = d.name + (f"\\nAS{d.asn}" if d.asn else "")
             colour = f", color={_q(_colour(d.rail))}, penwidth=2" if d.role == "leaf" and d.rail else ""
-            line = f"  {_q(node)} [label={_q(label)}{colour}];"
-            key = (f"pod {d.pod}" if d.pod else "") or (f"spine group {view.group_of[node]}" if node in view.group_of
-                                                       else "")  # fmt: skip
+            line = f"  {_q(node)} [label={_q(label)}{colour}{fill if new else ''}];"
+            key = _cluster(view, d)
             if key:
                 clusters.setdefault(key, []).append(line)
                 continue
             out.append(line)
         elif kind == "upper":
-            out.append(f"  {_q(node)} [shape=box, style=dashed];")
+            d = view.devices[next(iter(members))]
+            style = f'style="dashed,filled", fillcolor={_q(ADDED_COLOUR + "40")}' if new else "style=dashed"
+            line = f"  {_q(node)} [shape=box, {style}];"
+            key = _cluster(view, d)
+            if key:
+                clusters.setdefault(key, []).append(line)
+                continue
+            out.append(line)
         elif kind == "leaves":
             leaves = sum(1 for m in members if m in view.devices)
             servers = len(members) - leaves
-            label = node + NL + f"{leaves} leaves, {servers} servers"
-            out.append(f"  {_q(node)} [shape=folder, label={_q(label)}];")
+            label = node + NL + f"{leaves} leaves, {servers} servers" + (NL + f"{new} new" if new else "")
+            out.append(f"  {_q(node)} [shape=folder, label={_q(label)}{fill if new else ''}];")
         elif kind == "external":
             out.append(f"  {_q(node)} [shape=ellipse, style=dashed];")
         else:
-            label = node + NL + f"{len(members)} {kind}"
-            out.append(f"  {_q(node)} [shape=folder, label={_q(label)}];")
+            label = node + NL + f"{len(members)} {kind}" + (NL + f"{new} new" if new else "")
+            out.append(f"  {_q(node)} [shape=folder, label={_q(label)}{fill if new else ''}];")
+    # Clusters are declared first: with remincross off, dot keeps the declaration order between a
+    # cluster and the nodes outside it, and what is counted (units 3-64, spines of later pods) comes last.
+    grouped: list[str] = []
     for i, (key, lines) in enumerate(sorted(clusters.items(), key=lambda c: _natural(c[0]))):
-        out.append(f"  subgraph cluster_{i} {{ label={_q(key)}; style=dashed; color=gray;")
-        out += [f"  {m}" for m in lines]
-        out.append("  }")
-    return out
+        grouped.append(f"  subgraph cluster_{i} {{ label={_q(key)}; style=dashed; color=gray;")
+        grouped += [f"  {m}" for m in lines]
+        grouped.append("  }")
+    return grouped + out
 
 
 def _ranks(view: _View, nodes: dict[str, tuple[str, set[str]]]) -> list[str]:
@@ -216,7 +272,8 @@ def _ranks(view: _View, nodes: dict[str, tuple[str, set[str]]]) -> list[str]:
     for node, (kind, members) in nodes.items():
         if kind in ("switch", "upper"):
             d = view.devices[next(iter(members))]
-            rows.setdefault(TIER_RANK.get(d.role, 2), []).append(((int(kind == "upper"), _order(d)), node))
+            key = (d.pod or 0, view.group_of.get(d.name, 0), int(kind == "upper"), _order(d))
+            rows.setdefault(TIER_RANK.get(d.role, 2), []).append((key, node))
         elif kind == "leaves":
             rows.setdefault(2, []).append(((2, ()), node))
         elif kind == "external":
@@ -232,8 +289,8 @@ def _ranks(view: _View, nodes: dict[str, tuple[str, set[str]]]) -> list[str]:
     return out
 
 
-def render_files(plan: Plan) -> dict[str, str]:
-    return {f"{name}.dot": plane_dot(plan, plane) for name, plane in plan.planes.items()}
+def render_files(plan: Plan, added: Added | None = None) -> dict[str, str]:
+    return {f"{name}.dot": plane_dot(plan, plane, added) for name, plane in plan.planes.items()}
 
 
 def render(plan: Plan) -> str:

@@ -70,7 +70,7 @@ class PlanDiff:
         return sorted({c.device for c in self.configs} - set(self.devices_removed))
 
 
-def _key(link: Link) -> LinkKey:
+def link_key(link: Link) -> LinkKey:
     return (link.plane, link.a, link.a_port)
 
 
@@ -88,7 +88,7 @@ def plan_diff(old: Plan, new: Plan, old_configs: dict[str, str], new_configs: di
     for name in sorted(set(od) & set(nd)):
         before, after = _numbers(od[name]), _numbers(nd[name])
         out.renumbered += [Renumbered(name, f, before[f], after[f]) for f in before if before[f] != after[f]]
-    ol, nl = {_key(x): x for x in old.links()}, {_key(x): x for x in new.links()}
+    ol, nl = {link_key(x): x for x in old.links()}, {link_key(x): x for x in new.links()}
     out.links_added = [nl[k] for k in nl if k not in ol]
     out.links_removed = [ol[k] for k in ol if k not in nl]
     for k in ol.keys() & nl.keys():
