@@ -35,7 +35,7 @@ def validate_device(task: Task, planned: Planned, candidate: str | None, limits:
         found: list[CheckResult] = [checks.result("reachable", p.device, "management", "reachable", "reachable")]
         first = None
         if limits is not None and limits.window > 0:  # the window runs while the other checks read
-            first, started = counters.sample(conn, sorted(p.ports)), time.monotonic()
+            first, started = counters.sample(conn, p.platform, sorted(p.ports)), time.monotonic()
         if candidate is not None:
             found += checks.drift(p, _drift(conn, candidate))
         routes = conn.get_route_to()
@@ -47,7 +47,7 @@ def validate_device(task: Task, planned: Planned, candidate: str | None, limits:
         found += checks.oob_isolation(p, routes)
         if first is not None and limits is not None:
             time.sleep(max(0.0, limits.window - (time.monotonic() - started)))
-            second = counters.sample(conn, sorted(p.ports))
+            second = counters.sample(conn, p.platform, sorted(p.ports))
             elapsed = time.monotonic() - started
             found += counters.judge(p.device, sorted(p.ports), first, second, replace(limits, window=elapsed))
     except Exception as exc:  # one switch's failure is its result, not the end of the run

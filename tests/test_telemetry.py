@@ -120,6 +120,83 @@ def test_switch_targets_label_ports_with_their_far_end():
     assert {p["rail"] for p in spine.ports.values()} == {"1", "2"}  # a spine port carries its leaf's rail
 
 
+class _StandInSwitch:
+    """What NAPALM's EOS or NX-OS driver answers, for the getters the exporter calls: no EOS or NX-OS
+    device runs here, so the show commands' answers are the outputs in tests/telemetry_outputs."""
+
+    def __init__(self, answers: dict[str, str], ports: list[str]) -> None:
+        self.answers, self.ports = answers, ports
+        self.asked: list[str] = []
+
+    def cli(self, commands: list[str]) -> dict[str, str]:
+        self.asked += commands
+        return {c: self.answers.get(c, "") for c in commands}
+
+    def get_interfaces(self) -> dict:
+        return {p: {"is_up": True} for p in self.ports}
+
+    def get_interfaces_counters(self) -> dict:
+        zero = {f"{d}_{k}": 0 for d in ("rx", "tx") for k in ("octets", "errors", "discards")}
+        return {p: zero for p in self.ports}
+
+    def get_bgp_neighbors(self) -> dict:
+        return {"global": {"peers": {}}}
+
+    def get_route_to(self) -> dict:
+        return {}
+
+
+def test_eos_pfc_counters_and_watchdog_are_read():
+    from gpufabric.telemetry import eos
+
+    pfc = eos.parse_pfc("switch>show priority-flow-control counters\n" + (OUTPUTS / "eos_pfc_counters.txt").read_text())
+    assert pfc == {"Ethernet1/1": (0, 0), "Ethernet1/3": (48213, 1207), "Ethernet1/5": (0, 12), "Ethernet1/7": (3, 0)}
+    assert eos.parse_pfc("Et1/1  5  5\n") == {}  # rows count only under the table's header
+    assert eos.parse_watchdog(json.loads((OUTPUTS / "eos_pfc_watchdog.json").read_text())) == {"Ethernet1/3": 2}
+    assert eos.parse_watchdog({"interfaces": {}}) == {}
+
+
+def test_nxos_pfc_and_queue_counters_are_read():
+    from gpufabric.telemetry import nxos
+
+    doc = json.loads((OUTPUTS / "nxos_pfc.json").read_text())
+    assert nxos.parse_pfc(doc) == {"Ethernet1/1": (0, 0), "Ethernet1/2": (5120, 77)}
+    flat = {
+        "TABLE_pfc_interface": {"ROW_pfc_interface": {"if_name_str": "Ethernet1/9", "rx-stats": "4", "tx-stats": "1"}}
+    }
+    assert nxos.parse_pfc(flat) == {"Ethernet1/9": (4, 1)}  # one row, and no module level
+    drops, marked = nxos.parse_queuing(json.loads((OUTPUTS / "nxos_queuing.json").read_text()))
+    assert drops == {"0": 42, "3": 0} and marked == 812  # packets, not bytes; ingress rows ignored
+    assert nxos.parse_queuing({}) == ({}, None)
+
+
+@pytest.mark.parametrize(("device", "answers"), [
+    ("sto-leaf1a", {"show priority-flow-control counters": "eos_pfc_counters.txt",
+                    "show priority-flow-control counters watchdog | json": "eos_pfc_watchdog.json"}),
+    ("biz-leaf1", {"show interface priority-flow-control | json": "nxos_pfc.json",
+                   "show queuing interface Ethernet1/2 | json": "nxos_queuing.json"}),
+])  # fmt: skip
+def test_a_stand_in_eos_or_nxos_switch_is_scraped_with_plan_labels(device, answers):
+    from gpufabric.telemetry.read import read_switch
+
+    target = next(t for t in switch_targets(_plan("examples/multi-vendor.yml")) if t.device == device)
+    conn = _StandInSwitch({c: (OUTPUTS / f).read_text() for c, f in answers.items()}, sorted(target.ports))
+    samples = read_switch(conn, target)
+    port = "Ethernet1/3" if target.platform == "eos" else "Ethernet1/2"
+    labels = {**target.labels, **target.ports[port]}
+    pauses = {s.labels["direction"]: s.value for s in samples
+              if s.metric == "gpufabric_pfc_pause_frames_total" and s.labels["port"] == port}  # fmt: skip
+    assert pauses == ({"rx": 48213, "tx": 1207} if target.platform == "eos" else {"rx": 5120, "tx": 77})
+    assert all(s.labels["priority"] == "all" for s in samples if s.metric == "gpufabric_pfc_pause_frames_total")
+    if target.platform == "eos":
+        assert Sample("gpufabric_pfc_watchdog_events_total", labels, 2) in samples
+    else:
+        assert Sample("gpufabric_ecn_marked_packets_total", labels, 812) in samples
+        assert Sample("gpufabric_queue_dropped_packets_total", {**labels, "queue": "0"}, 42) in samples
+        assert sum(c.startswith("show queuing interface") for c in conn.asked) == len(target.ports)
+    assert all(s.metric in METRICS and set(s.labels) == set(METRICS[s.metric].labels) for s in samples)
+
+
 # -- rules ----------------------------------------------------------------------------------------
 
 

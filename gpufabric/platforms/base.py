@@ -11,10 +11,11 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.ethtool import PortCounters
     from gpufabric.verify.facts import SwitchFacts
 
 # A logical port is (physical cage, lane) on a cage split `split` ways: the platform spells it.
@@ -23,6 +24,9 @@ PortNamer = Callable[[int, int, int], str]
 Reader = Callable[[str, Path], "SwitchFacts"]
 # How `validate` reads the QoS map out of a running configuration the driver returned.
 RunningReader = Callable[[str], "SwitchFacts"]
+# How telemetry and `validate --counter-window` read a switch's lossless counters (PFC pauses,
+# watchdog events, ECN marks, queue drops) through its open NAPALM connection: (conn, ports) -> per port.
+LosslessReader = Callable[[Any, list[str]], "dict[str, PortCounters]"]
 # A platform whose configuration is a data document, not CLI text, builds it in Python:
 # DeviceContext -> {file name: text}. None: the Jinja2 templates in `outputs` render it.
 Builder = Callable[["DeviceContext"], dict[str, str]]
@@ -57,6 +61,8 @@ class PlatformSpec:
     # SHA-crypt rounds of a rendered password hash. Linux's crypt(3) (FRR hosts, Cumulus) reads a
     # rounds= field; EOS and NX-OS document only the plain form, so they keep the default 5,000.
     hash_rounds: int = 5000
+    # None: the driver's own `get_ethtool_stats` where it has one (Linux switches), else nothing.
+    lossless_reader: LosslessReader | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]
@@ -68,6 +74,16 @@ def file_reader(module: str, function: str, suffix: str) -> Reader:
     def read(name: str, folder: Path) -> SwitchFacts:
         facts: SwitchFacts = getattr(importlib.import_module(module), function)(name, folder / f"{name}{suffix}")
         return facts
+
+    return read
+
+
+def lossless_reader(module: str, function: str) -> LosslessReader:
+    """The platform's lossless-counter reader, imported on first use."""
+
+    def read(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
+        found: dict[str, PortCounters] = getattr(importlib.import_module(module), function)(conn, ports)
+        return found
 
     return read
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.base import PlatformSpec, file_reader, running_reader
+from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8
@@ -38,6 +38,7 @@ PLATFORM = PlatformSpec(
     port_name=port_name,
     reader=file_reader("gpufabric.verify.read_eos", "read_eos", ".cfg"),
     running_reader=running_reader("gpufabric.verify.read_eos", "eos_facts"),
+    lossless_reader=lossless_reader("gpufabric.telemetry.eos", "read_lossless"),
     confirm_timer=True,
     ecn_unit_bytes=1000,
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.base import PlatformSpec, file_reader, running_reader
+from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
 
 
 def port_name(cage: int, lane: int, split: int) -> str:
@@ -30,6 +30,7 @@ PLATFORM = PlatformSpec(
     port_name=port_name,
     reader=file_reader("gpufabric.verify.read_nxos", "read_nxos", ".cfg"),
     running_reader=running_reader("gpufabric.verify.read_nxos", "nxos_facts"),
+    lossless_reader=lossless_reader("gpufabric.telemetry.nxos", "read_lossless"),
     confirm_timer=False,
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",

@@ -20,9 +20,18 @@ _HW = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "out_of_se
 @dataclass(slots=True)
 class PortCounters:
     pause: dict[tuple[int, str], int] = field(default_factory=dict)  # (priority, rx|tx) -> frames
+    pause_all: dict[str, int] = field(default_factory=dict)  # rx|tx -> frames, where the OS sums the priorities
     storm: dict[str, int] = field(default_factory=dict)  # warning|error -> events
     ecn_marked: int | None = None
     rdma: dict[str, int] = field(default_factory=dict)  # hw_counters by name
+    queue_drops: dict[str, int] = field(default_factory=dict)  # egress queue (or QoS group) -> packets dropped
+
+    def received_pauses(self) -> int | None:
+        """PFC pause frames received over every priority, or None where the port reports none."""
+        per_priority = [n for (_, d), n in self.pause.items() if d == "rx"]
+        if per_priority:
+            return sum(per_priority)
+        return self.pause_all.get("rx")
 
 
 def parse_ethtool(text: str) -> PortCounters:

@@ -51,6 +51,12 @@ METRICS = {
         Metric("gpufabric_pfc_pause_frames_total", "counter", (*PORT, "priority", "direction"), "PFC pause frames"),
         Metric("gpufabric_pfc_watchdog_events_total", "counter", PORT, "PFC watchdog (pause storm) events"),
         Metric("gpufabric_ecn_marked_packets_total", "counter", PORT, "packets marked CE by the switch"),
+        Metric(
+            "gpufabric_queue_dropped_packets_total",
+            "counter",
+            (*PORT, "queue"),
+            "packets an egress queue (QoS group) dropped",
+        ),
         Metric("gpufabric_nic_octets_total", "counter", (*NIC, "direction"), "bytes through the host NIC"),
         Metric(
             "gpufabric_nic_pause_frames_total",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from gpufabric.telemetry.ethtool import parse_ethtool, parse_hw_counters
+from gpufabric.telemetry.lossless import read_lossless
 from gpufabric.telemetry.targets import NicTarget, SwitchTarget
 
 RDMA_COUNTERS = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "out_of_sequence")
@@ -54,7 +55,7 @@ def read_switch(conn: Any, t: SwitchTarget) -> list[Sample]:
 
 
 def _optional(conn: Any, t: SwitchTarget) -> list[Sample]:
-    """Counters only some drivers have: carrier changes and ethtool's PFC/ECN counters (Linux switches)."""
+    """Counters not every switch has: carrier changes (Linux drivers) and the lossless counters."""
     out: list[Sample] = []
     flaps: Callable[[], dict[str, int]] | None = getattr(conn, "get_carrier_changes", None)
     if flaps is not None:
@@ -62,18 +63,20 @@ def _optional(conn: Any, t: SwitchTarget) -> list[Sample]:
         for port, extra in sorted(t.ports.items()):
             if port in changes:
                 out.append(Sample("gpufabric_link_carrier_changes_total", {**t.labels, **extra}, changes[port]))
-    stats: Callable[[list[str]], dict[str, str]] | None = getattr(conn, "get_ethtool_stats", None)
-    if stats is not None:
-        for port, text in sorted(stats(sorted(t.ports)).items()):
-            labels = {**t.labels, **t.ports[port]}
-            found = parse_ethtool(text)
-            for (prio, direction), n in sorted(found.pause.items()):
-                pl = {**labels, "priority": str(prio), "direction": direction}
-                out.append(Sample("gpufabric_pfc_pause_frames_total", pl, n))
-            if found.storm:
-                out.append(Sample("gpufabric_pfc_watchdog_events_total", labels, sum(found.storm.values())))
-            if found.ecn_marked is not None:
-                out.append(Sample("gpufabric_ecn_marked_packets_total", labels, found.ecn_marked))
+    for port, found in sorted((read_lossless(conn, t.platform, sorted(t.ports)) or {}).items()):
+        labels = {**t.labels, **t.ports[port]}
+        for (prio, direction), n in sorted(found.pause.items()):
+            pl = {**labels, "priority": str(prio), "direction": direction}
+            out.append(Sample("gpufabric_pfc_pause_frames_total", pl, n))
+        for direction, n in sorted(found.pause_all.items()):  # the OS sums the priorities
+            pl = {**labels, "priority": "all", "direction": direction}
+            out.append(Sample("gpufabric_pfc_pause_frames_total", pl, n))
+        if found.storm:
+            out.append(Sample("gpufabric_pfc_watchdog_events_total", labels, sum(found.storm.values())))
+        if found.ecn_marked is not None:
+            out.append(Sample("gpufabric_ecn_marked_packets_total", labels, found.ecn_marked))
+        for queue, n in sorted(found.queue_drops.items()):
+            out.append(Sample("gpufabric_queue_dropped_packets_total", {**labels, "queue": queue}, n))
     return out
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gpufabric.telemetry.ethtool import parse_ethtool
+from gpufabric.telemetry.lossless import read_lossless
 from gpufabric.validate.results import CheckResult, result
 
 
@@ -27,12 +27,13 @@ class Sample:
     pauses: dict[str, int] | None  # PFC pause frames received, summed over priorities
 
 
-def sample(conn: Any, ports: list[str]) -> Sample:
+def sample(conn: Any, platform: str, ports: list[str]) -> Sample:
     flaps = conn.get_carrier_changes() if hasattr(conn, "get_carrier_changes") else None
+    lossless = read_lossless(conn, platform, ports)
     pauses = None
-    if hasattr(conn, "get_ethtool_stats"):
-        found = {p: parse_ethtool(t).pause for p, t in conn.get_ethtool_stats(ports).items()}
-        pauses = {p: sum(n for (_, d), n in v.items() if d == "rx") for p, v in found.items() if v}
+    if lossless is not None:
+        received = {p: c.received_pauses() for p, c in lossless.items()}
+        pauses = {p: n for p, n in received.items() if n is not None}
     return Sample(conn.get_interfaces_counters(), flaps, pauses)
 
 

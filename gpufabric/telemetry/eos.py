@@ -1,0 +1,62 @@
+"""Arista EOS lossless counters, read through NAPALM's `cli` (eAPI or SSH alike).
+
+- `show priority-flow-control counters`: a table with a `Port RxPfc TxPfc` header and one row per
+  port by its short name (`Et1/1`): PFC frames received and sent, summed over the priorities.
+- `show priority-flow-control counters watchdog | json`: `{"interfaces": {NAME: {"txQueues":
+  {QUEUE: {"stuckCount": N, "recoveryCount": N}}}}}`. A port appears only after its first watchdog
+  event, so a port that is missing has had none.
+
+EOS's ECN and per-queue drop counters are not read yet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from gpufabric.telemetry.ethtool import PortCounters
+
+PFC_COUNTERS = "show priority-flow-control counters"
+PFC_WATCHDOG = "show priority-flow-control counters watchdog | json"
+_ROW = re.compile(r"(?P<port>(?:Et|Ethernet)\d+(?:/\d+)*)\s+(?P<rx>\d+)\s+(?P<tx>\d+)\s*")
+
+
+def long_name(port: str) -> str:
+    """`Et1/1` -> `Ethernet1/1`, the name the configuration and the plan use."""
+    return "Ethernet" + port[2:] if port.startswith("Et") and not port.startswith("Ethernet") else port
+
+
+def parse_pfc(text: str) -> dict[str, tuple[int, int]]:
+    """Port -> (received, sent) from the `Port RxPfc TxPfc` table; lines before its header are skipped."""
+    found: dict[str, tuple[int, int]] = {}
+    in_table = False
+    for line in text.splitlines():
+        if re.match(r"\s*Port\s+RxPfc\s+TxPfc\b", line, re.I):
+            in_table = True
+        elif in_table and (m := _ROW.fullmatch(line.strip())):
+            found[long_name(m["port"])] = (int(m["rx"]), int(m["tx"]))
+    return found
+
+
+def parse_watchdog(doc: dict[str, Any]) -> dict[str, int]:
+    """Port -> queues found stuck (watchdog trips), summed over its transmit queues."""
+    out: dict[str, int] = {}
+    for port, data in (doc.get("interfaces") or {}).items():
+        queues = (data or {}).get("txQueues") or {}
+        out[long_name(port)] = sum(int((q or {}).get("stuckCount", 0)) for q in queues.values())
+    return out
+
+
+def read_lossless(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
+    answers = conn.cli([PFC_COUNTERS, PFC_WATCHDOG])
+    pfc = parse_pfc(answers.get(PFC_COUNTERS, ""))
+    watchdog = parse_watchdog(json.loads(answers.get(PFC_WATCHDOG) or "{}"))
+    out = {}
+    for port in ports:
+        counters = PortCounters()
+        if port in pfc:
+            counters.pause_all = {"rx": pfc[port][0], "tx": pfc[port][1]}
+            counters.storm = {"watchdog": watchdog.get(port, 0)}
+        out[port] = counters
+    return out

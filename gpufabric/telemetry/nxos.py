@@ -1,0 +1,90 @@
+"""Cisco NX-OS lossless counters, read through NAPALM's `cli` with NX-OS's `| json` output.
+
+NX-OS writes a table as `TABLE_x: {ROW_x: row}` where `row` is a list, or a single mapping when the
+table has one row.
+
+- `show interface priority-flow-control | json`: rows `ROW_pfc_interface` (under `TABLE_module` /
+  `ROW_module` on modular releases, at the top on others) with `if_name_str`, `rx-stats` and
+  `tx-stats`: PFC frames received and sent, summed over the priorities.
+- `show queuing interface NAME | json`: under `ROW_queuing_interface` with `dir` `Egress`, a
+  `ROW_qosgrp_egress_stats` per QoS group (`eq-qosgrp`) with entries `eq-stat-type`,
+  `eq-stat-units` (`Pkts`, `Byts`) and the unicast, out-of-band flow-controlled unicast and
+  multicast values. Entries whose type names a drop count as the group's drops; an `ECN` type, where
+  the release reports one, as packets marked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from gpufabric.telemetry.ethtool import PortCounters
+
+PFC_COUNTERS = "show interface priority-flow-control | json"
+_VALUES = ("eq-uc-stat-value", "eq-oobfc-uc-stat-value", "eq-mc-stat-value")
+
+
+def rows(node: Any, table: str) -> Iterator[dict[str, Any]]:
+    """The rows of `TABLE_<table>` in `node`, whether NX-OS wrote a list or a single row."""
+    found = (node or {}).get(f"TABLE_{table}", {}) if isinstance(node, dict) else {}
+    row = found.get(f"ROW_{table}", []) if isinstance(found, dict) else []
+    yield from (r for r in (row if isinstance(row, list) else [row]) if isinstance(r, dict))
+
+
+def _int(value: Any) -> int:
+    text = str(value).strip()
+    return int(text) if text.isdigit() else 0
+
+
+def parse_pfc(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Port -> (received, sent) PFC frames."""
+    found: dict[str, tuple[int, int]] = {}
+    holders = [doc, *rows(doc, "module")]
+    for holder in holders:
+        for row in rows(holder, "pfc_interface"):
+            name = str(row.get("if_name_str", ""))
+            if name:
+                found[name] = (_int(row.get("rx-stats")), _int(row.get("tx-stats")))
+    return found
+
+
+def parse_queuing(doc: dict[str, Any]) -> tuple[dict[str, int], int | None]:
+    """(QoS group -> egress packets dropped, packets ECN-marked or None) of one interface."""
+    drops: dict[str, int] = {}
+    marked: int | None = None
+    for holder in [doc, *rows(doc, "module")]:
+        for iface in rows(holder, "queuing_interface"):
+            if str(iface.get("dir", "")).lower() != "egress":
+                continue
+            for group in rows(iface, "qosgrp_egress_stats"):
+                name = str(group.get("eq-qosgrp", ""))
+                for entry in rows(group, "qosgrp_egress_stats_entry"):
+                    kind, units = str(entry.get("eq-stat-type", "")), str(entry.get("eq-stat-units", ""))
+                    if units != "Pkts":
+                        continue
+                    value = sum(_int(entry.get(k, 0)) for k in _VALUES)
+                    if "drop" in kind.lower():
+                        drops[name] = drops.get(name, 0) + value
+                    elif "ecn" in kind.lower():
+                        marked = (marked or 0) + value
+    return drops, marked
+
+
+def queuing_command(port: str) -> str:
+    return f"show queuing interface {port} | json"
+
+
+def read_lossless(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
+    commands = [PFC_COUNTERS, *(queuing_command(p) for p in ports)]
+    answers = conn.cli(commands)
+    pfc = parse_pfc(json.loads(answers.get(PFC_COUNTERS) or "{}"))
+    out = {}
+    for port in ports:
+        counters = PortCounters()
+        if port in pfc:
+            counters.pause_all = {"rx": pfc[port][0], "tx": pfc[port][1]}
+        drops, marked = parse_queuing(json.loads(answers.get(queuing_command(port)) or "{}"))
+        counters.queue_drops, counters.ecn_marked = drops, marked
+        out[port] = counters
+    return out
