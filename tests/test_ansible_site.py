@@ -31,8 +31,39 @@ def test_site_syntax_and_hosts_from_the_plan():
     assert listed.returncode == 0, listed.stderr
     plays = listed.stdout.split("play #")[1:]
     hosts = [sorted(ln.strip() for ln in p.splitlines()[3:] if ln.strip()) for p in plays]
-    assert hosts[0] == ["gpu01", "gpu02", "gpu03", "gpu04"]  # RDMA stack: the compute plane's hosts
-    assert hosts[1] == ["gpu01", "gpu02", "gpu03", "gpu04", "stor01", "stor02"]  # data NICs: every server
+    every = ["gpu01", "gpu02", "gpu03", "gpu04", "stor01", "stor02"]
+    assert hosts[0] == every  # facts, once for every server
+    assert hosts[1] == ["gpu01", "gpu02", "gpu03", "gpu04"]  # RDMA stack: the compute plane's hosts
+    assert hosts[2] == every  # data NICs: every server
+
+
+def _strategy_module(hide_mitogen: bool) -> type:
+    import importlib.util
+
+    saved = sys.modules.get("ansible_mitogen")
+    if hide_mitogen:
+        sys.modules["ansible_mitogen"] = None  # type: ignore[assignment]  # an import of it now fails
+    try:
+        plugin = ROOT / "plugins" / "strategy" / "gpufabric_mitogen.py"
+        spec = importlib.util.spec_from_file_location("strategy_under_test", plugin)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.StrategyModule
+    finally:
+        if hide_mitogen:
+            sys.modules.pop("ansible_mitogen")
+            if saved is not None:
+                sys.modules["ansible_mitogen"] = saved
+
+
+def test_the_strategy_is_linear_through_mitogen_and_linear_without_it():
+    from ansible.plugins.strategy.linear import StrategyModule as Linear
+
+    assert "strategy = gpufabric_mitogen" in (ROOT / "ansible.cfg").read_text()
+    with_mitogen = _strategy_module(hide_mitogen=False)
+    assert any(c.__module__.startswith("ansible_mitogen") for c in with_mitogen.__mro__)
+    assert any(c.__name__ == "StrategyModule" and "linear" in c.__module__ for c in with_mitogen.__mro__)
+    assert _strategy_module(hide_mitogen=True) is Linear  # Mitogen missing: Ansible's own linear strategy
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,7 @@ def up(
         raise HostsError(f"host containers need {', '.join(missing)}: apt-get install {' '.join(missing)}")
     mirror = apt_mirror.debian_mirror(apt_mirror.release())
     image = rootfs.ensure_image(mirror, say=say)
+    rootfs.base_tree(image)  # once, before the hosts that share it are made side by side
     state_dir.mkdir(parents=True, exist_ok=True)
     state = HostsState.load(state_dir) or HostsState(bridge)
     _key(state, state_dir)
@@ -52,19 +53,26 @@ def up(
     gateway_ip = gateway.split("/", maxsplit=1)[0]
     pubkey = Path(state.key_file + ".pub").read_text()
     for spec in specs:
-        record = state.hosts.setdefault(
+        state.hosts.setdefault(
             spec.name, HostRecord(spec.netns, str(state_dir / "hosts" / spec.name / "root"), spec.mgmt_ip)
         )
-        state.save(state_dir)  # recorded before it exists, so `down` finds a half-made host
-        container.prepare_root(
-            spec, image, Path(record.root), pubkey=pubkey, mirror_host=mirror.host, forwarder_ip=gateway_ip
-        )
+    state.save(state_dir)  # recorded before they exist, so `down` finds a half-made host
+
+    def prepare(spec: HostSpec) -> None:
+        root = Path(state.hosts[spec.name].root)
+        container.prepare_root(spec, image, root, pubkey=pubkey, mirror_host=mirror.host, forwarder_ip=gateway_ip)
+
+    # Making host keys is another program's work (ssh-keygen): side by side.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(prepare, specs))
     _forwarder(state, state_dir, gateway_ip, mirror)
-    for spec in specs:
+    for spec in specs:  # every container starts booting before the first is waited for
         record = state.hosts[spec.name]
         if not processes.alive(record.pid):
-            record.pid = container.boot(spec, Path(record.root), Path(record.root).parent / "console.log")
+            record.pid = container.boot(spec, image, Path(record.root), Path(record.root).parent / "console.log")
             state.save(state_dir)
+    for spec in specs:
+        record = state.hosts[spec.name]
         record.leader = container.leader(record.pid)
         state.save(state_dir)
         container.wire(spec, bridge, record.leader)
@@ -154,7 +162,8 @@ def down(state_dir: Path) -> HostsState | None:
         # would leave the bridge end behind, and the next `up` would find its name taken.
         if root_port_of(name) in netlink.links():
             netlink.delete_link(root_port_of(name))
-        _remove_root(Path(record.root).parent, state_dir)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # a root is thousands of files: remove them side by side
+        list(pool.map(lambda r: _remove_root(Path(r.root).parent, state_dir), state.hosts.values()))
     for ns in state.namespaces:
         container.unwire(ns)
     if state.made_bridge and state.bridge in netlink.links():

@@ -103,6 +103,25 @@ def _generalise(root: Path) -> None:
     (root / "var/cache/apt/archives/partial").mkdir(parents=True)
 
 
+def base_tree(image: Path) -> Path:
+    """The image extracted once, beside it: the read-only lower layer of every container's root (each
+    container writes into its own upper layer), so a lab's hosts cost one extraction, not one each."""
+    base = image.parent / (image.name.removesuffix(".tar.zst") + ".root")
+    if (base / "etc/os-release").is_file():
+        return base
+    staging = Path(tempfile.mkdtemp(prefix=f".{base.name}.", dir=image.parent))
+    try:
+        extract(image, staging)
+        os.rename(staging, base)  # whole or not at all; a lab that made it first wins
+    except OSError:
+        if not (base / "etc/os-release").is_file():
+            raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return base
+
+
 def extract(image: Path, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "--zstd", "-C", str(dest), "-xpf", str(image)], check=True)
