@@ -232,20 +232,11 @@ def _nodes(view: _View, nodes: dict[str, tuple[str, set[str]]], added: frozenset
             label = d.name + (f"\\nAS{d.asn}" if d.asn else "")
             colour = f", color={_q(_colour(d.rail))}, penwidth=2" if d.role == "leaf" and d.rail else ""
             line = f"  {_q(node)} [label={_q(label)}{colour}{fill if new else ''}];"
-            key = _cluster(view, d)
-            if key:
-                clusters.setdefault(key, []).append(line)
-                continue
-            out.append(line)
+            clusters.setdefault(_cluster(view, d), []).append(line)
         elif kind == "upper":
             d = view.devices[next(iter(members))]
             style = f'style="dashed,filled", fillcolor={_q(ADDED_COLOUR + "40")}' if new else "style=dashed"
-            line = f"  {_q(node)} [shape=box, {style}];"
-            key = _cluster(view, d)
-            if key:
-                clusters.setdefault(key, []).append(line)
-                continue
-            out.append(line)
+            clusters.setdefault(_cluster(view, d), []).append(f"  {_q(node)} [shape=box, {style}];")
         elif kind == "leaves":
             leaves = sum(1 for m in members if m in view.devices)
             servers = len(members) - leaves
@@ -258,6 +249,7 @@ def _nodes(view: _View, nodes: dict[str, tuple[str, set[str]]], added: frozenset
             out.append(f"  {_q(node)} [shape=folder, label={_q(label)}{fill if new else ''}];")
     # Clusters are declared first: with remincross off, dot keeps the declaration order between a
     # cluster and the nodes outside it, and what is counted (units 3-64, spines of later pods) comes last.
+    out = clusters.pop("", []) + out  # switches outside any pod or spine group
     grouped: list[str] = []
     for i, (key, lines) in enumerate(sorted(clusters.items(), key=lambda c: _natural(c[0]))):
         grouped.append(f"  subgraph cluster_{i} {{ label={_q(key)}; style=dashed; color=gray;")

@@ -54,9 +54,7 @@ def read_lossless(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
     watchdog = parse_watchdog(json.loads(answers.get(PFC_WATCHDOG) or "{}"))
     out = {}
     for port in ports:
-        counters = PortCounters()
+        out[port] = counters = PortCounters.from_pfc_totals(pfc, port)
         if port in pfc:
-            counters.pause_all = {"rx": pfc[port][0], "tx": pfc[port][1]}
             counters.storm = {"watchdog": watchdog.get(port, 0)}
-        out[port] = counters
     return out

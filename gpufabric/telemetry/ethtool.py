@@ -26,6 +26,14 @@ class PortCounters:
     rdma: dict[str, int] = field(default_factory=dict)  # hw_counters by name
     queue_drops: dict[str, int] = field(default_factory=dict)  # egress queue (or QoS group) -> packets dropped
 
+    @classmethod
+    def from_pfc_totals(cls, totals: dict[str, tuple[int, int]], port: str) -> PortCounters:
+        """A port's counters from an OS that reports PFC frames (received, sent) summed over the priorities."""
+        found = cls()
+        if port in totals:
+            found.pause_all = {"rx": totals[port][0], "tx": totals[port][1]}
+        return found
+
     def received_pauses(self) -> int | None:
         """PFC pause frames received over every priority, or None where the port reports none."""
         per_priority = [n for (_, d), n in self.pause.items() if d == "rx"]

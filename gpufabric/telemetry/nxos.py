@@ -81,10 +81,7 @@ def read_lossless(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
     pfc = parse_pfc(json.loads(answers.get(PFC_COUNTERS) or "{}"))
     out = {}
     for port in ports:
-        counters = PortCounters()
-        if port in pfc:
-            counters.pause_all = {"rx": pfc[port][0], "tx": pfc[port][1]}
-        drops, marked = parse_queuing(json.loads(answers.get(queuing_command(port)) or "{}"))
-        counters.queue_drops, counters.ecn_marked = drops, marked
-        out[port] = counters
+        out[port] = counters = PortCounters.from_pfc_totals(pfc, port)
+        queuing = json.loads(answers.get(queuing_command(port)) or "{}")
+        counters.queue_drops, counters.ecn_marked = parse_queuing(queuing)
     return out
