@@ -54,6 +54,13 @@ def test_spectrum_per_priority_names_are_read_too():
     assert found.pause == {(3, "rx"): 17, (3, "tx"): 4} and found.ecn_marked == 99
 
 
+def test_cumulus_switchd_counters_are_read_too():
+    text = "NIC statistics:\n     HwIfInOctets: 10\n     HwIfInPfc3Pkt: 120\n     HwIfOutPfc3Pkt: 7\n     HwIfOutQ3WredDrops: 5\n"
+    found = parse_ethtool(text)
+    assert found.pause == {(3, "rx"): 120, (3, "tx"): 7} and found.queue_drops == {"3": 5}
+    assert found.received_pauses() == 120
+
+
 def test_rdma_port_counters_are_read():
     found = parse_hw_counters((OUTPUTS / "hw_counters.txt").read_text() + "garbage line\n/sys/x:1\n")
     assert found["mlx5_0"] == {

@@ -3,7 +3,9 @@
 ConnectX (mlx5): `rx_prio3_pause`, `tx_prio3_pause`, `tx_pause_storm_warning_events`,
 `tx_pause_storm_error_events`; its RDMA port counters (`/sys/class/infiniband/mlx5_N/ports/1/
 hw_counters/`): `np_cnp_sent`, `rp_cnp_handled`, `np_ecn_marked_roce_packets`, `out_of_sequence`.
-Spectrum under Linux (mlxsw) names per-priority pauses `rx_pause_prio_3` / `tx_pause_prio_3`.
+Spectrum under Linux (mlxsw) names per-priority pauses `rx_pause_prio_3` / `tx_pause_prio_3`;
+Cumulus Linux's switchd `HwIfInPfc3Pkt` / `HwIfOutPfc3Pkt`, and per-queue WRED drops
+`HwIfOutQ3WredDrops`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import re
 from dataclasses import dataclass, field
 
 _PAUSE = re.compile(r"(rx|tx)_(?:prio(\d)_pause|pause_prio_(\d))")
+# Cumulus Linux on Spectrum (switchd's counters): HwIfInPfc3Pkt / HwIfOutPfc3Pkt, HwIfOutQ3WredDrops.
+_CUMULUS_PAUSE = re.compile(r"HwIf(In|Out)Pfc(\d)Pkt")
+_CUMULUS_DROPS = re.compile(r"HwIfOutQ(\d)WredDrops")
 _STORM = re.compile(r"tx_pause_storm_(warning|error)_events")
 _ECN = re.compile(r"ecn_marked(?:_tc_\d)?")
 _HW = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "out_of_sequence")
@@ -53,6 +58,10 @@ def parse_ethtool(text: str) -> PortCounters:
         if m := _PAUSE.fullmatch(name):
             prio = int(m.group(2) or m.group(3))
             found.pause[(prio, m.group(1))] = count
+        elif m := _CUMULUS_PAUSE.fullmatch(name):
+            found.pause[(int(m.group(2)), "rx" if m.group(1) == "In" else "tx")] = count
+        elif m := _CUMULUS_DROPS.fullmatch(name):
+            found.queue_drops[m.group(1)] = count
         elif m := _STORM.fullmatch(name):
             found.storm[m.group(1)] = count
         elif _ECN.fullmatch(name):
