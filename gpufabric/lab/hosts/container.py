@@ -77,9 +77,9 @@ def layer(root: Path) -> Path:
     return root.parent / "upper"
 
 
-def prepare_root(spec: HostSpec, image: Path, root: Path, *, pubkey: str, mirror_host: str, forwarder_ip: str) -> None:
-    """Make this host's layer on the image: name, SSH key and host keys, management address, mirror."""
-    rootfs.base_tree(image)
+def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, forwarder_ip: str) -> None:
+    """Make this host's layer on the image (extracted by `rootfs.base_tree`): name, SSH key and host
+    keys, management address, mirror."""
     for folder in (root, layer(root), root.parent / "work"):
         folder.mkdir(parents=True, exist_ok=True)
     root = layer(root)  # the files below go into the host's own layer

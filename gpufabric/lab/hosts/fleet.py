@@ -60,7 +60,7 @@ def up(
 
     def prepare(spec: HostSpec) -> None:
         root = Path(state.hosts[spec.name].root)
-        container.prepare_root(spec, image, root, pubkey=pubkey, mirror_host=mirror.host, forwarder_ip=gateway_ip)
+        container.prepare_root(spec, root, pubkey=pubkey, mirror_host=mirror.host, forwarder_ip=gateway_ip)
 
     # Making host keys is another program's work (ssh-keygen): side by side.
     with ThreadPoolExecutor(max_workers=8) as pool:
