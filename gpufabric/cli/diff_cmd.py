@@ -91,8 +91,9 @@ def _draw(diff: PlanDiff, after: Plan, directory: Path) -> None:
     from gpufabric.export.drawing import Added, render_files
     from gpufabric.plan.diff import link_key
 
-    links = [*diff.links_added, *(x for x in after.links() if link_key(x) in {m.key for m in diff.links_moved})]
-    added = Added(frozenset(diff.devices_added + diff.servers_added), frozenset(link_key(x) for x in links))
+    moved = {m.key for m in diff.links_moved}  # a moved cable is drawn at its new place, as new
+    keys = {link_key(x) for x in diff.links_added} | moved
+    added = Added(frozenset(diff.devices_added + diff.servers_added), frozenset(keys))
     write_drawings(render_files(after, added), directory, "--drawing")
 
 
