@@ -20,6 +20,9 @@ from gpufabric.push.expect import Expectation, Health, health, regressions
 CHECKPOINT_PLATFORMS = frozenset({p.napalm_driver for p in all_platforms() if not p.confirm_timer} | {"nxos_ssh"})
 
 
+POLL = 0.5  # seconds between two health checks of a switch after its commit
+
+
 @dataclass
 class PushOptions:
     dry_run: bool = False
@@ -49,6 +52,7 @@ def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOpti
     healthy_since: float | None = None
     problems: list[str] = []
     while True:
+        polled = time.monotonic()
         problems = regressions(expect, before, _health(conn, expect))
         now = time.monotonic()
         if problems:
@@ -59,7 +63,9 @@ def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOpti
             return []
         if now >= deadline:
             return problems or ["checks did not settle"]
-        time.sleep(0.5)
+        # Poll every POLL seconds; the last poll of a healthy stretch is timed to end as it has lasted settle.
+        left = healthy_since + opts.settle - now - (now - polled) if healthy_since is not None else POLL
+        time.sleep(min(POLL, max(0.0, left)))
 
 
 def mask(text: str, secrets: tuple[str, ...]) -> str:

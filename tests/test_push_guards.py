@@ -76,3 +76,53 @@ def test_a_push_that_dies_leaves_the_fabric_unlocked(tmp_path):
             holder.kill()
     with fabric_lock("lab", tmp_path):
         pass
+
+
+class _Clock:
+    """Simulated time: each health poll lasts `poll` seconds, sleeps pass instantly."""
+
+    def __init__(self, poll: float) -> None:
+        self.now, self.poll, self.polls = 0.0, poll, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _settle_with(monkeypatch, states: list[list[str]], poll: float = 0.37) -> tuple[list[str], _Clock]:
+    """Run the post-commit wait against a switch whose checks give `states` poll by poll (last repeats)."""
+    import nornir_tasks.push as push
+
+    clock = _Clock(poll)
+
+    def health(_conn, _expect):
+        clock.polls.append(clock.now)
+        clock.now += clock.poll
+        return states[min(len(clock.polls), len(states)) - 1]
+
+    monkeypatch.setattr(push, "time", clock)
+    monkeypatch.setattr(push, "_health", health)
+    monkeypatch.setattr(push, "regressions", lambda _e, _b, now: now)
+    opts = push.PushOptions(check_timeout=30.0, settle=2.0)
+    return push._wait_healthy(None, None, None, opts), clock
+
+
+def test_a_switch_is_staged_only_after_its_checks_held_for_the_whole_settle(monkeypatch):
+    problems, clock = _settle_with(monkeypatch, [[]])
+    first_healthy = clock.polls[0] + clock.poll
+    assert problems == [] and clock.now - first_healthy >= 2.0
+    assert clock.now - first_healthy < 2.0 + clock.poll  # the last poll is timed to end as settle is reached
+    assert all(b - a <= 0.5 + clock.poll + 1e-9 for a, b in zip(clock.polls, clock.polls[1:], strict=False))
+
+
+def test_a_session_that_drops_during_the_settle_starts_it_again(monkeypatch):
+    problems, clock = _settle_with(monkeypatch, [[], [], ["spine1 down"], []])
+    healthy_again = clock.polls[3] + clock.poll
+    assert problems == [] and clock.now - healthy_again >= 2.0
+
+
+def test_a_switch_that_never_settles_is_reported_with_its_problem(monkeypatch):
+    problems, clock = _settle_with(monkeypatch, [["spine1 down"]])
+    assert problems == ["spine1 down"] and clock.now >= 30.0

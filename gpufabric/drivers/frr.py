@@ -14,6 +14,7 @@ Optional args: `pathspace` (FRR pathspace; default: $FRR_NS of the login session
 from __future__ import annotations
 
 import difflib
+import secrets
 import shlex
 from dataclasses import replace
 
@@ -29,7 +30,7 @@ from gpufabric.drivers.frr_files import (
     join_candidate,
 )
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
-from gpufabric.drivers.transport import CommandFailedError, put_file
+from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 
 
 class FrrDriver(LinuxSwitchDriver):
@@ -37,6 +38,7 @@ class FrrDriver(LinuxSwitchDriver):
 
     def _setup(self) -> None:
         self.files = DeviceFiles(self.optional_args.get("pathspace"))
+        self._uploaded: str | None = None  # the candidate whose files are in this session's folder
 
     def open(self) -> None:
         super().open()
@@ -51,34 +53,41 @@ class FrrDriver(LinuxSwitchDriver):
 
     # -- configuration ---------------------------------------------------------------------
     def _upload(self) -> tuple[str, str | None, str | None]:
-        """Place the candidate's parts on the switch: (FRR config, nftables, host settings script) paths."""
+        """Place the candidate's parts on the switch: (FRR config, nftables, host settings script) paths.
+        One round trip, and none when this candidate is already there (compare, then commit)."""
         if self.candidate is None:
             raise CommitError("no candidate loaded")
         parts = candidate_parts(self.candidate)
-        self._ensure_workdir()
+        setup = self._new_workdir()
         conf, nft, system = self.files.candidate("conf"), None, None
-        put_file(self.transport, conf, parts.frr)  # type: ignore[arg-type]
+        files: dict[str, tuple[str, int | None]] = {conf: (parts.frr, None)}
         if parts.nft is not None:
             nft = self.files.candidate("nft")
-            put_file(self.transport, nft, parts.nft)  # type: ignore[arg-type]
+            files[nft] = (parts.nft, None)
         if parts.system is not None:
             system = self.files.candidate("system.sh")
             settings = frr_system.parse(parts.system, parts.interfaces or "")
-            put_file(self.transport, system, frr_system.apply_script(settings), mode=0o600)  # type: ignore[arg-type]
-            put_file(self.transport, self.files.candidate("system.shown"), _shown(parts))  # type: ignore[arg-type]
-            secrets = frr_system.secret_values(parts.system)
-            put_file(self.transport, self.files.candidate("system.secrets"), secrets, mode=0o600)  # type: ignore[arg-type]
+            files[system] = (frr_system.apply_script(settings), 0o600)
+            files[self.files.candidate("system.shown")] = (_shown(parts), None)
+            files[self.files.candidate("system.secrets")] = (frr_system.secret_values(parts.system), 0o600)
+        if self._uploaded != self.candidate:
+            put_files(self.transport, files, setup)  # type: ignore[arg-type]
+            self._uploaded = self.candidate
         return conf, nft, system
 
-    def _ensure_workdir(self) -> None:
-        if self.files.workdir is None:
-            made = self._run("mktemp -d /tmp/gpufabric-candidate.XXXXXXXX").strip()
-            self.files = replace(self.files, workdir=made)
+    def _new_workdir(self) -> str:
+        """Name this session's candidate folder, and the command making it (with the first upload). mkdir
+        fails on a name that exists, so nothing planted in /tmp beforehand is ever written through."""
+        if self.files.workdir is not None:
+            return ""
+        self.files = replace(self.files, workdir=f"/tmp/gpufabric-candidate.{secrets.token_hex(8)}")
+        return f"mkdir -m 700 {shlex.quote(self.files.workdir or '')}"
 
     def _drop_workdir(self) -> None:
         if self.files.workdir is not None and self.transport is not None:
             self.transport.run(f"rm -rf {shlex.quote(self.files.workdir)}")
         self.files = replace(self.files, workdir=None)
+        self._uploaded = None
 
     def compare_config(self) -> str:
         """What a commit would change: FRR lines to delete/add, then the nftables diff. Empty: nothing."""
@@ -89,56 +98,38 @@ class FrrDriver(LinuxSwitchDriver):
         if self.merge:
             return "\n".join(f"+ {line}" for line in candidate.frr.splitlines() if line.strip())
         assert self.transport is not None
-        if self.transport.run(self.files.unchanged_check(conf)).rc == 0:
-            parts = [""]  # the fast path: no frr-reload (about a second of CPU per switch)
+        # Everything the diff needs from the switch in one round trip; frr-reload (about a second of CPU on
+        # the switch) only when the fast check cannot tell the FRR part is unchanged.
+        reads = {"unchanged": f"{self.files.unchanged_check(conf)} && echo same"}
+        if nft is not None:
+            reads |= {
+                "nft applied": f"cat {self.files.path('applied.nft')}",
+                "nft recorded": f"cat {self.files.path('applied.listing')}",
+                "nft live": f"nft -s list table {NFT_TABLE}",
+            }
+        if system is not None:
+            reads |= {
+                "system applied": f"cat {self.files.path('applied.system')}",
+                "secrets": f"cmp -s {self.files.candidate('system.secrets')} "
+                f"{self.files.path('applied.system.secrets')} && echo same || echo changed",
+            }
+        state = read_many(self.transport, reads)
+        if state["unchanged"].strip() == "same":
+            parts = [""]
         else:
             parts = [frr_getters.reload_diff(self._run(f"{self.files.reload} --test {conf}"))]
         if nft is not None:
-            parts.append(self._nft_diff(candidate.nft or ""))
+            parts.append(_nft_diff(candidate.nft or "", state["nft applied"], state["nft recorded"], state["nft live"]))
         if system is not None:
-            parts.append(self._system_diff(_shown(candidate)))
+            parts.append(_system_diff(_shown(candidate), state["system applied"], state["secrets"].strip() == "same"))
         return "\n".join(p for p in parts if p)
 
-    def _system_diff(self, candidate: str) -> str:
-        """The host settings as last applied against the candidate's, secrets hidden on both sides; a changed
-        secret is found by comparing the two root-only files on the switch and said, never shown."""
-        applied = self._run(f"cat {self.files.path('applied.system')} 2>/dev/null || true")
-        diff = list(
-            difflib.unified_diff(
-                applied.splitlines(), candidate.splitlines(), "system running", "system candidate", lineterm="", n=1
-            )
-        )
-        same = self._run(
-            f"cmp -s {self.files.candidate('system.secrets')} {self.files.path('applied.system.secrets')} "
-            "&& echo same || echo changed"
-        )
-        if same.strip() != "same":
-            diff.append("# system: a password or community changed (values not shown)")
-        return "\n".join(diff)
-
-    def _nft_diff(self, candidate: str) -> str:
-        applied = self._run(f"cat {self.files.path('applied.nft')} 2>/dev/null || true")
-        diff = list(
-            difflib.unified_diff(
-                applied.splitlines(), candidate.splitlines(), "nftables running", "nftables candidate", lineterm="", n=1
-            )
-        )
-        recorded = self._run(f"cat {self.files.path('applied.listing')} 2>/dev/null || true")
-        live = self._run(f"nft -s list table {NFT_TABLE} 2>/dev/null || true")
-        if recorded != live:
-            diff += ["# nftables: the running table differs from what gpufabric applied:"]
-            diff += list(
-                difflib.unified_diff(recorded.splitlines(), live.splitlines(), "applied", "running", lineterm="", n=1)
-            )
-        return "\n".join(diff)
-
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
-        if self.has_pending_commit():
-            raise CommitError("a commit is pending confirmation: confirm or roll it back first")
         conf, nft, system = self._upload()
-        for path, body in self.files.commit_files(conf, nft, self.merge, system, revert_in).items():
-            put_file(self.transport, path, body, mode=0o700)  # type: ignore[arg-type]
+        scripts = self.files.commit_files(conf, nft, self.merge, system, revert_in)
+        put_files(self.transport, {path: (body, 0o700) for path, body in scripts.items()})  # type: ignore[arg-type]
         try:
+            # The script refuses, under the switch's lock, when a commit is pending confirmation.
             self._run("sh -s", self.files.commit_script(revert_in))
         except CommandFailedError as exc:
             raise CommitError(f"{self.hostname}: the candidate was not applied: {exc}") from None
@@ -150,9 +141,12 @@ class FrrDriver(LinuxSwitchDriver):
         return self.transport is not None and self.transport.run(self.files.pending_check).rc == 0
 
     def confirm_commit(self) -> None:
-        if not self.has_pending_commit():
-            raise CommitError("no commit is pending confirmation")
-        self._run("sh -s", self.files.confirm_script)
+        try:
+            self._run("sh -s", self.files.confirm_script)
+        except CommandFailedError as exc:
+            if "no commit is pending" in exc.output.stderr:
+                raise CommitError("no commit is pending confirmation") from None
+            raise
 
     def discard_config(self) -> None:
         self.candidate = None
@@ -185,6 +179,33 @@ class FrrDriver(LinuxSwitchDriver):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+
+def _system_diff(candidate: str, applied: str, same_secrets: bool) -> str:
+    """The host settings as last applied against the candidate's, secrets hidden on both sides; a changed
+    secret is found by comparing the two root-only files on the switch and said, never shown."""
+    diff = list(
+        difflib.unified_diff(
+            applied.splitlines(), candidate.splitlines(), "system running", "system candidate", lineterm="", n=1
+        )
+    )
+    if not same_secrets:
+        diff.append("# system: a password or community changed (values not shown)")
+    return "\n".join(diff)
+
+
+def _nft_diff(candidate: str, applied: str, recorded: str, live: str) -> str:
+    diff = list(
+        difflib.unified_diff(
+            applied.splitlines(), candidate.splitlines(), "nftables running", "nftables candidate", lineterm="", n=1
+        )
+    )
+    if recorded != live:
+        diff += ["# nftables: the running table differs from what gpufabric applied:"]
+        diff += list(
+            difflib.unified_diff(recorded.splitlines(), live.splitlines(), "applied", "running", lineterm="", n=1)
+        )
+    return "\n".join(diff)
 
 
 def _shown(parts: CandidateParts) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import shlex
@@ -48,6 +49,34 @@ def put_file(transport: Transport, path: str, text: str, mode: int | None = None
     tmp = f"{path}.tmp"
     umask = f"umask {0o777 & ~mode:03o} && " if mode is not None else ""
     check(transport, f"{umask}cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}", text)
+
+
+def put_files(transport: Transport, files: dict[str, tuple[str, int | None]], setup: str = "") -> None:
+    """Write several files in one round trip (path -> (text, mode)), each as `put_file` would: whole, and
+    created with its mode, after the shell command `setup` (making their folder, say). The texts travel
+    base64-encoded on the session's stdin, never on a command line (another user of the device could
+    read a command line, and a file may hold a secret)."""
+    lines = ["set -e", *([setup] if setup else [])]
+    for path, (text, mode) in files.items():
+        tmp, dest = shlex.quote(f"{path}.tmp"), shlex.quote(path)
+        umask = f"umask {0o777 & ~mode:03o}; " if mode is not None else ""
+        encoded = base64.encodebytes(text.encode()).decode()
+        lines += [
+            f"({umask}base64 -d > {tmp} <<'GPUFABRIC_FILE'",
+            encoded + "GPUFABRIC_FILE",
+            ")",
+            f"mv -f {tmp} {dest}",
+        ]
+    check(transport, "sh -s", "\n".join(lines) + "\n")
+
+
+def read_many(transport: Transport, commands: dict[str, str]) -> dict[str, str]:
+    """The output of several read-only shell commands in one round trip (name -> command); a command that
+    fails reads as empty. Each output travels base64-encoded, so any byte comes back as it was."""
+    script = "".join(f"{{ {command}\n}} 2>/dev/null | base64 -w0; echo\n" for command in commands.values())
+    lines = check(transport, script).split("\n")  # no secret in it: the command line, not stdin (one less wait)
+    lines += [""] * (len(commands) - len(lines))
+    return {name: base64.b64decode(line).decode(errors="replace") for name, line in zip(commands, lines, strict=False)}
 
 
 _KNOWN_HOSTS_WRITE = threading.Lock()
