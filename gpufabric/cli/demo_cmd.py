@@ -38,11 +38,11 @@ PROJECT = Path(__file__).resolve().parents[2]
 def demo_cmd(file: str | None, json_path: Path | None, chaos: bool, keep: bool, build: Path) -> int:
     """(root) Bring the plan up in the lab and prove it: switches pushed, hosts configured, facts measured.
 
-    Steps: lab up (switches and hosts); nornir push (every plane); ansible-playbook site.yml; nornir
-    validate until converged, and playbooks/validate.yml on the hosts; the end-to-end facts (jumbo
-    frames per rail, DSCP at the far leaf, ECMP width, OOB reach and isolation); a second push and a
-    second site.yml (both must change nothing); exports; lab down unless --keep. Exit 0 only when
-    every fact passed.
+    Steps: lab up (switches and hosts); nornir push (every plane) beside ansible-playbook site.yml;
+    nornir validate until converged, the end-to-end facts (jumbo frames per rail, DSCP at the far
+    leaf, ECMP width, OOB reach and isolation) and the acceptance pairs, beside playbooks/validate.yml
+    on the hosts; a second push beside a second site.yml (both must change nothing) and the exports;
+    lab down unless --keep. Exit 0 only when every fact passed.
     """
     require_root("the demo brings up the lab (namespaces, links, containers)")
     if not (PROJECT / "site.yml").is_file():
@@ -56,14 +56,10 @@ def demo_cmd(file: str | None, json_path: Path | None, chaos: bool, keep: bool, 
     flow.prepare(runner, intent, DEFAULT_DIR)
     try:
         flow.bring_up(runner, plan, intent, DEFAULT_DIR, report)
-        flow.record_validation(flow.converge(runner, intent, report), plan, report)
-        flow.host_validation(runner, plan, report)
-        flow.end_to_end(plan, report)
-        flow.acceptance(runner, intent, report)
+        flow.prove(runner, plan, intent, report)
         flow.second_runs(runner, intent, report)
         if chaos:
             chaos_step.run(runner, plan, intent, DEFAULT_DIR, report)
-        flow.exports(runner, intent, report)
     except DemoStepError as exc:
         raise click.ClickException(f"{exc}\n(the lab is left up to look at; `gpufabric lab down` removes it)") from None
     if not keep:

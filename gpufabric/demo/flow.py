@@ -1,8 +1,9 @@
 """The demo from an empty machine to a proven cluster: each step is the command a user would type.
 
-lab up (switches and hosts) -> nornir push (every plane) -> ansible-playbook site.yml -> nornir
-validate until converged, and the hosts' read-back -> the end-to-end facts -> a second push and a
-second site.yml (both must change nothing) -> exports and JUnit under build/ -> lab down unless kept.
+lab up (switches and hosts) -> nornir push (every plane) beside ansible-playbook site.yml -> nornir
+validate until converged, the end-to-end facts and the acceptance pairs, beside the hosts' read-back
+-> a second push beside a second site.yml (both must change nothing) and the exports -> JUnit under
+build/ -> lab down unless kept. Steps side by side touch different machines, or only read.
 """
 
 from __future__ import annotations
@@ -73,14 +74,18 @@ def _playbook(runner: Runner, name: str, playbook: str) -> str:
 def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: Report) -> None:
     f, sd = str(intent), ["--state-dir", str(state_dir)]
     runner.run("lab up", [runner.tool("gpufabric"), "lab", "up", f, *sd])
-    push = runner.json("push every plane", [runner.tool("nornir"), "push", f, "--lab", *sd, "--json"])
+    # The switches' team and the hosts' team side by side, as on a real bring-up: the push changes only
+    # switches and site.yml only hosts (reached over the management network), so neither waits.
+    push, site = runner.side_by_side(
+        lambda: runner.json("push every plane", [runner.tool("nornir"), "push", f, "--lab", *sd, "--json"]),
+        lambda: _playbook(runner, "site.yml", "site.yml"),
+    )
     plane_of = {d.name: d.plane for d in plan.devices()}
     for outcome in push.get("devices", []):
         plane = plane_of.get(outcome["device"], "?")
         entry = report.planes.setdefault(plane, {"devices": 0, "configured": 0})
         entry["devices"] += 1
         entry["configured"] += outcome["status"] in ("changed", "unchanged")
-    site = _playbook(runner, "site.yml", "site.yml")
     changes = _recap_changes(site)
     report.facts.append(
         fact(
@@ -89,6 +94,19 @@ def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: 
             f"{len(changes)} hosts, {_recap_failures(site)} failed",
         )
     )
+
+
+def prove(runner: Runner, plan: Plan, intent: Path, report: Report) -> None:
+    """The network proven (validate until converged, the end-to-end facts, the acceptance pairs) beside the
+    hosts' read-back: all of it only reads, and the read-back goes over the management network."""
+
+    def network() -> tuple[dict[str, Any], list[Fact], Fact]:
+        result = converge(runner, intent, report)
+        return result, end_to_end(plan), acceptance(runner, intent, report)
+
+    (result, measured, accepted), hosts = runner.side_by_side(network, lambda: host_validation(runner, plan))
+    record_validation(result, plan, report)
+    report.facts += [hosts, *measured, accepted]
 
 
 def converge(runner: Runner, intent: Path, report: Report) -> dict[str, Any]:
@@ -134,26 +152,21 @@ def record_validation(result: dict[str, Any], plan: Plan, report: Report) -> Non
         )
 
 
-def host_validation(runner: Runner, plan: Plan, report: Report) -> None:
+def host_validation(runner: Runner, plan: Plan) -> Fact:
     out = _playbook(runner, "hosts read back (playbooks/validate.yml)", "playbooks/validate.yml")
     hosts = len([s for s in plan.servers if any(n.plane == "compute" for n in s.nics)])
-    report.facts.append(
-        fact(
-            "every GPU host's settings read back equal the plan (MTU, addresses, rules, sysctls, QoS, HugePages)",
-            f"{hosts} hosts, 0 failed",
-            f"{len(_recap_changes(out))} hosts, {_recap_failures(out)} failed",
-        )
+    return fact(
+        "every GPU host's settings read back equal the plan (MTU, addresses, rules, sysctls, QoS, HugePages)",
+        f"{hosts} hosts, 0 failed",
+        f"{len(_recap_changes(out))} hosts, {_recap_failures(out)} failed",
     )
 
 
-def end_to_end(plan: Plan, report: Report) -> None:
-    report.facts += measure.jumbo(plan)
-    report.facts.append(measure.dscp(plan))
-    report.facts += measure.ecmp(plan)
-    report.facts += measure.oob(plan)
+def end_to_end(plan: Plan) -> list[Fact]:
+    return [*measure.jumbo(plan), measure.dscp(plan), *measure.ecmp(plan), *measure.oob(plan)]
 
 
-def acceptance(runner: Runner, intent: Path, report: Report) -> None:
+def acceptance(runner: Runner, intent: Path, report: Report) -> Fact:
     """Day 2 in the lab: the acceptance suite's pairs, with the lab's stand-in (iperf3, ping) for perftest."""
     results = runner.build / "acceptance"
     f = str(intent)
@@ -168,20 +181,23 @@ def acceptance(runner: Runner, intent: Path, report: Report) -> None:
     )  # fmt: skip
     jobs = len(verdict.get("jobs", []))
     report.artifacts["acceptance"] = str(junit)
-    report.facts.append(
-        fact(
-            "acceptance pairs pass on every rail (lab stand-in: iperf3 and ping for perftest)",
-            f"{jobs}/{jobs} jobs passed",
-            f"{verdict.get('passed', 0)}/{jobs} jobs passed",
-        )
+    return fact(
+        "acceptance pairs pass on every rail (lab stand-in: iperf3 and ping for perftest)",
+        f"{jobs}/{jobs} jobs passed",
+        f"{verdict.get('passed', 0)}/{jobs} jobs passed",
     )
 
 
 def second_runs(runner: Runner, intent: Path, report: Report) -> None:
-    push = runner.json("push again", [runner.tool("nornir"), "push", str(intent), "--lab", "--json"])
+    """A second push and a second site.yml (side by side, as the first) must change nothing; the exports
+    are written meanwhile."""
+    push, site, _ = runner.side_by_side(
+        lambda: runner.json("push again", [runner.tool("nornir"), "push", str(intent), "--lab", "--json"]),
+        lambda: _playbook(runner, "site.yml again", "site.yml"),
+        lambda: exports(runner, intent, report),
+    )
     changed = sum(d["status"] != "unchanged" for d in push.get("devices", []))
     report.facts.append(fact("a second push changes nothing", "0 switches changed", f"{changed} switches changed"))
-    site = _playbook(runner, "site.yml again", "site.yml")
     total = sum(_recap_changes(site).values())
     report.facts.append(
         fact(
