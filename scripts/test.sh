@@ -37,24 +37,35 @@ echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench sc
 echo "== ansible-lint (production profile)" && ansible-lint -q
 echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check
 echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
-# The offline tests and the lab's run side by side: the lab's tests mostly wait (BGP, timers, booting
-# containers) and run one at a time (they share namespace names); the offline tier fills the cores.
-# Its output is kept and printed after the lab's, so each part reads whole.
-echo "== pytest (offline, on every core, beside the lab tier; output follows the lab's)"
+# Three parts side by side: the offline tests fill the cores; the lab's tests mostly wait (BGP, timers,
+# booting containers) and run one at a time (they share namespace names); Molecule's hosts have names
+# of their own, so its scenario runs beside them. The other parts' output is kept and printed after the
+# lab's, so each part reads whole.
+echo "== pytest (offline on every core, and Molecule, beside the lab tier; their output follows the lab's)"
 offline_log=$(mktemp)
+molecule_log=$(mktemp)
 offline_pid=""
-# Interrupted or failed early: stop the offline run this script started (by its PID), drop its log.
-trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; rm -f "$offline_log"' EXIT
+molecule_pid=""
+# Interrupted or failed early: stop the runs this script started (by their PIDs), drop their logs.
+trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; rm -f "$offline_log" "$molecule_log"' EXIT
 python -m pytest -p no:cacheprovider --durations=5 -n auto -m "not lab" "$@" >"$offline_log" 2>&1 &
 offline_pid=$!
-echo "== pytest (lab: namespaces, host containers, Molecule, the demo)"
+python -m pytest -p no:cacheprovider -m molecule "$@" >"$molecule_log" 2>&1 &
+molecule_pid=$!
+echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
-python -m pytest -p no:cacheprovider --durations=5 -m lab "$@" || lab=$?
+python -m pytest -p no:cacheprovider --durations=10 -m "lab and not molecule" "$@" || lab=$?
 offline=0
 wait "$offline_pid" || offline=$?
 offline_pid=""
+molecule=0
+wait "$molecule_pid" || molecule=$?
+molecule_pid=""
+echo "== pytest (Molecule)"
+cat "$molecule_log"
 echo "== pytest (offline)"
 cat "$offline_log"
-[ "$offline" -eq 5 ] && offline=0   # 5: nothing selected (say, -k matched only the other part)
-[ "$lab" -eq 5 ] && lab=0
-[ "$offline" -eq 0 ] && [ "$lab" -eq 0 ]
+for code in offline lab molecule; do   # 5: nothing selected (say, -k matched only another part)
+    [ "${!code}" -eq 5 ] && printf -v "$code" 0
+done
+[ "$offline" -eq 0 ] && [ "$lab" -eq 0 ] && [ "$molecule" -eq 0 ]

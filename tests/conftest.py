@@ -68,6 +68,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module in LAB_MODULES:
             item.add_marker(pytest.mark.lab)
             item.add_marker(pytest.mark.root)
+        if module == "test_molecule":
+            item.add_marker(pytest.mark.molecule)
         if module in SLOW_MODULES or "32k" in item.nodeid or "28k" in item.nodeid:  # the largest designs
             item.add_marker(pytest.mark.slow)
 

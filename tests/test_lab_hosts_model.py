@@ -78,6 +78,13 @@ def test_standin_specs_give_each_nic_its_planned_gateway_and_mtu():
     assert {n.peer_netns for s in specs for n in s.nics} == {"mol-fabric"}
     ports = [n.peer_port for s in specs for n in s.nics]
     assert len(ports) == len(set(ports)) and all(len(p) <= 15 for p in ports)
+    assert (specs[0].netns, specs[0].root_port) == ("h-gpu01", "vh-gpu01")  # the lab's names
+
+
+def test_a_prefix_names_hosts_apart_from_the_labs():
+    plan = build_plan(load_intent(str(ROOT / "inventory" / "fabric.yml")))
+    specs = standin_specs(plan, ["gpu01"], "mol-fabric", "172.31.254.1/24", prefix="m-")
+    assert (specs[0].netns, specs[0].root_port) == ("m-gpu01", "vm-gpu01")
 
 
 def test_unknown_host_is_named():

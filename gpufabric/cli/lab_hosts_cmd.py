@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.apt_mirror import MirrorError
 from gpufabric.lab.hosts.from_plan import UnknownHostError, standin_specs
 from gpufabric.lab.hosts.rootfs import RootfsError
+from gpufabric.lab.hosts.spec import LAB_PREFIX
+
+PREFIX = re.compile(r"[a-z0-9]{1,4}-")
 
 state_dir_option = click.option(
     "--state-dir",
@@ -35,6 +39,12 @@ def hosts_cmd() -> None:
     """
 
 
+def _check_prefix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if not PREFIX.fullmatch(value):
+        raise click.BadParameter(f"{value!r}: 1-4 lower-case letters or digits, then a dash (like m-)")
+    return value
+
+
 @hosts_cmd.command("up")
 @file_arg
 @state_dir_option
@@ -46,15 +56,31 @@ def hosts_cmd() -> None:
 )
 @click.option("--bridge", required=True, help="Management bridge (made if missing, removed by `down` if made).")
 @click.option("--gateway", required=True, help="The bridge's address, a.b.c.d/len; hosts get the next addresses.")
+@click.option(
+    "--prefix",
+    default=LAB_PREFIX,
+    show_default=True,
+    callback=_check_prefix,
+    help="Namespace name prefix of the hosts (1-4 lower-case letters or digits and a dash): another one "
+    "lets these hosts run beside the lab's hosts of the same plan.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print Molecule instance configs (address, user, key) as JSON.")
 def hosts_up(
-    *, file: str | None, state_dir: Path, names: tuple[str, ...], router: str, bridge: str, gateway: str, as_json: bool
+    *,
+    file: str | None,
+    state_dir: Path,
+    names: tuple[str, ...],
+    router: str,
+    bridge: str,
+    gateway: str,
+    prefix: str,
+    as_json: bool,
 ) -> int:
     """Build (or reuse) the cached image, wire and boot the hosts, wait until each answers on SSH."""
     require_root("host containers need network namespaces and systemd-nspawn")
     started = time.perf_counter()
     try:
-        specs = standin_specs(load_plan(file), list(names), router, gateway)
+        specs = standin_specs(load_plan(file), list(names), router, gateway, prefix)
         state = fleet.up(specs, state_dir, bridge=bridge, gateway=gateway, routers=(router,), say=err.print)
     except (UnknownHostError, MirrorError, RootfsError) as exc:
         raise click.UsageError(str(exc)) from None

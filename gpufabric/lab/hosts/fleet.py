@@ -156,12 +156,12 @@ def down(state_dir: Path) -> HostsState | None:
         list(pool.map(lambda r: container.stop(r.pid, r.leader), state.hosts.values()))
     if state.forwarder_pid:
         processes.stop([state.forwarder_pid])
-    for name, record in state.hosts.items():
+    for record in state.hosts.values():
         container.unwire(record.netns)
         # The namespace normally takes the management veth with it; a namespace the kernel has not freed yet
         # would leave the bridge end behind, and the next `up` would find its name taken.
-        if root_port_of(name) in netlink.links():
-            netlink.delete_link(root_port_of(name))
+        if root_port_of(record.netns) in netlink.links():
+            netlink.delete_link(root_port_of(record.netns))
     with ThreadPoolExecutor(max_workers=8) as pool:  # a root is thousands of files: remove them side by side
         list(pool.map(lambda r: _remove_root(Path(r.root).parent, state_dir), state.hosts.values()))
     for ns in state.namespaces:

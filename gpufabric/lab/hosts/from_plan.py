@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from gpufabric.lab.hosts.spec import HostNic, HostSpec
+from gpufabric.lab.hosts.spec import LAB_PREFIX, HostNic, HostSpec
 from gpufabric.plan.model import Plan, Server, ip
 
 
@@ -22,7 +22,9 @@ def servers(plan: Plan, names: list[str]) -> list[Server]:
     return [by_name[n] for n in names] if names else list(plan.servers)
 
 
-def standin_specs(plan: Plan, names: list[str], router: str, mgmt_gateway: str) -> list[HostSpec]:
+def standin_specs(
+    plan: Plan, names: list[str], router: str, mgmt_gateway: str, prefix: str = LAB_PREFIX
+) -> list[HostSpec]:
     """Hosts whose data NICs all end in one stand-in router namespace holding the planned gateways.
 
     Used where no switches run (Molecule): the host side sees exactly what a leaf would give it
@@ -44,7 +46,8 @@ def standin_specs(plan: Plan, names: list[str], router: str, mgmt_gateway: str) 
             )
             for n in server.nics
         )
-        specs.append(HostSpec(server.name, server.mgmt_interface or "eth0", f"{next(addresses)}/{net.prefixlen}", nics))
+        address = f"{next(addresses)}/{net.prefixlen}"
+        specs.append(HostSpec(server.name, server.mgmt_interface or "eth0", address, nics, prefix))
     return specs
 
 

@@ -6,6 +6,7 @@ image is built (about a minute); otherwise a container's root is one extraction 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -63,6 +64,17 @@ def ensure_image(
         if shutil.which(tool) is None:
             raise RootfsError(f"building the host image needs {tool}: apt-get install {tool}")
     cache_dir.mkdir(parents=True, exist_ok=True)
+    # One build at a time (the lab's hosts and Molecule's may start together): the second waits, then
+    # finds the image the first built.
+    with open(cache_dir / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if image.is_file():
+            return image
+        _build(image, mirror, packages, cache_dir, say)
+    return image
+
+
+def _build(image: Path, mirror: Mirror, packages: tuple[str, ...], cache_dir: Path, say: Callable[[str], None]) -> None:
     say(f"building the host image with debootstrap ({mirror.suite}, {len(packages)} packages; about a minute, once)")
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".build-") as tmp:
         root = Path(tmp) / "root"
@@ -86,7 +98,6 @@ def ensure_image(
         partial = Path(tmp) / "image.tar.zst"
         subprocess.run(["tar", "--zstd", "-C", str(root), "-cpf", str(partial), "."], check=True)
         os.replace(partial, image)  # atomic: a half-built image is never found in the cache
-    return image
 
 
 def _generalise(root: Path) -> None:

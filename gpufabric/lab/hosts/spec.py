@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-def netns_of(host: str) -> str:
-    """The network namespace name a host container's NICs live in (ip netns)."""
-    return f"h-{host}"
+LAB_PREFIX = "h-"
 
 
-def root_port_of(host: str) -> str:
-    """The management veth's end on the bridge, in the root namespace."""
-    return f"vh-{host}"[:15]
+def netns_of(host: str, prefix: str = LAB_PREFIX) -> str:
+    """The network namespace name a host container's NICs live in (ip netns). Another prefix (Molecule's)
+    lets a second set of hosts of the same plan run beside the lab's."""
+    return f"{prefix}{host}"
+
+
+def root_port_of(netns: str) -> str:
+    """The management veth's end on the bridge, in the root namespace, named after the host's namespace."""
+    return f"v{netns}"[:15]
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,11 @@ class HostSpec:
     mgmt_interface: str
     mgmt_address: str  # "a.b.c.d/len" inside the host
     nics: tuple[HostNic, ...] = ()
+    prefix: str = LAB_PREFIX
 
     @property
     def netns(self) -> str:
-        return netns_of(self.name)
+        return netns_of(self.name, self.prefix)
 
     @property
     def mgmt_ip(self) -> str:
@@ -41,4 +45,4 @@ class HostSpec:
 
     @property
     def root_port(self) -> str:
-        return root_port_of(self.name)
+        return root_port_of(self.netns)
