@@ -561,19 +561,6 @@ def test_a_switch_login_with_an_ssh_key_and_no_password(lab, pushed, tmp_path):
         driver(other.read_text()).open()
 
 
-def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_leaf(lab, pushed):
-    subprocess.run(["vtysh", "-N", "cmp-spine2", "-c", "watchfrr ignore bgpd"], check=True, capture_output=True)
-    pid = int(Path("/var/run/frr/cmp-spine2/bgpd.pid").read_text())
-    os.kill(pid, 9)
-    results = wait_for(lab, lambda r: sum(f[0] == "ecmp-width" for f in failures(r)) >= 12)
-    found = failures(results)
-    spine = {f[2] for f in found if f[0] == "bgp-session" and f[1] == "cmp-spine2"}
-    assert spine == {"swp1 (cmp-su1-leaf1)", "swp2 (cmp-su1-leaf2)", "swp3 (cmp-su2-leaf1)", "swp4 (cmp-su2-leaf2)"}
-    narrowed = {(f[1], f[2]) for f in found if f[0] == "ecmp-width" and f[3] == "2 paths" and f[4] == "1 paths"}
-    leaves = {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
-    assert {device for device, _ in narrowed} == leaves and len(narrowed) == 12  # 3 remote leaves each
-
-
 def _free_port() -> int:
     import socket
 
@@ -707,3 +694,16 @@ def test_a_link_that_flaps_inside_the_counter_window_fails_validate(lab, pushed)
     assert rc == 1 and [(f[1], f[2]) for f in flapped] == [("cmp-su2-leaf1", "swp3")], failures(results)
     assert flapped[0][4] != flapped[0][3] and int(flapped[0][4].split()[0]) >= 2
     healthy(lab)
+
+
+def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_leaf(lab, pushed):
+    subprocess.run(["vtysh", "-N", "cmp-spine2", "-c", "watchfrr ignore bgpd"], check=True, capture_output=True)
+    pid = int(Path("/var/run/frr/cmp-spine2/bgpd.pid").read_text())
+    os.kill(pid, 9)
+    results = wait_for(lab, lambda r: sum(f[0] == "ecmp-width" for f in failures(r)) >= 12)
+    found = failures(results)
+    spine = {f[2] for f in found if f[0] == "bgp-session" and f[1] == "cmp-spine2"}
+    assert spine == {"swp1 (cmp-su1-leaf1)", "swp2 (cmp-su1-leaf2)", "swp3 (cmp-su2-leaf1)", "swp4 (cmp-su2-leaf2)"}
+    narrowed = {(f[1], f[2]) for f in found if f[0] == "ecmp-width" and f[3] == "2 paths" and f[4] == "1 paths"}
+    leaves = {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
+    assert {device for device, _ in narrowed} == leaves and len(narrowed) == 12  # 3 remote leaves each
