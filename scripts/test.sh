@@ -33,22 +33,30 @@ ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff" && ruff check . && ruff format --check .
-echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench scripts
-echo "== ansible-lint (production profile)" && ansible-lint -q
-echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check
-echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check
-# Three parts side by side: the offline tests fill the cores; the lab's tests mostly wait (BGP, timers,
-# booting containers) and run one at a time (they share namespace names); Molecule's hosts have names
-# of their own, so its scenario runs beside them. The other parts' output is kept and printed after the
-# lab's, so each part reads whole.
-echo "== pytest (offline on every core, and Molecule, beside the lab tier; their output follows the lab's)"
+
+# The static checks and the offline tests: what the lab's tests leave of the cores. They run niced,
+# beside the lab, so the lab's timed steps (commit checks, BGP, booting hosts) are not starved.
+static_and_offline() {
+    echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench scripts || return 1
+    echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
+    echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
+    echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
+    echo "== pytest (offline, on every core)"
+    exec python -m pytest -p no:cacheprovider --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
+}
+
+# Three parts side by side: the checks and offline tests (above); the lab's tests, which mostly wait
+# (BGP, timers, booting containers) and run one at a time (they share namespace names); and Molecule,
+# whose hosts have names of their own. The other parts' output is kept and printed after the lab's,
+# so each part reads whole.
+echo "== static checks, offline tests and Molecule run beside the lab tier; their output follows the lab's"
 offline_log=$(mktemp)
 molecule_log=$(mktemp)
 offline_pid=""
 molecule_pid=""
 # Interrupted or failed early: stop the runs this script started (by their PIDs), drop their logs.
 trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; rm -f "$offline_log" "$molecule_log"' EXIT
-python -m pytest -p no:cacheprovider --durations=5 -n auto -m "not lab" "$@" >"$offline_log" 2>&1 &
+(renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
 python -m pytest -p no:cacheprovider -m molecule "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
@@ -63,7 +71,7 @@ wait "$molecule_pid" || molecule=$?
 molecule_pid=""
 echo "== pytest (Molecule)"
 cat "$molecule_log"
-echo "== pytest (offline)"
+echo "== static checks and pytest (offline)"
 cat "$offline_log"
 for code in offline lab molecule; do   # 5: nothing selected (say, -k matched only another part)
     [ "${!code}" -eq 5 ] && printf -v "$code" 0

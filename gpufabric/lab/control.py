@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,12 +40,19 @@ def up(
         raise netlink.LabCommandError(f"the lab needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
     state = wiring.up(topo, state_dir, hosts=hosts)
     login = ensure_login(state_dir, topo.plan.intent.credentials.switches.username)
-    daemons.start_all(topo, state, state_dir, login)
-    if hosts and topo.gateway:
-        _unstub(topo)
-        mtu = {(s.node, s.port): s.mtu for s in topo.stubs if s.server}
-        specs = lab_specs(topo.plan, mtu, int(topo.gateway.split("/")[1]))
-        fleet.up(specs, state_dir, bridge=BRIDGE, gateway=topo.gateway, say=say)
+    if not (hosts and topo.gateway):
+        daemons.start_all(topo, state, state_dir, login)
+        return state
+    gateway = topo.gateway
+    _unstub(topo)
+    mtu = {(s.node, s.port): s.mtu for s in topo.stubs if s.server}
+    specs = lab_specs(topo.plan, mtu, int(gateway.split("/")[1]))
+    # The hosts need only the leaves' namespaces (made by the wiring), not their daemons: both side by side.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started = pool.submit(daemons.start_all, topo, state, state_dir, login)
+        booted = pool.submit(fleet.up, specs, state_dir, bridge=BRIDGE, gateway=gateway, say=say)
+    booted.result()
+    started.result()
     return state
 
 
@@ -79,9 +87,18 @@ def down(state_dir: Path) -> Teardown | None:
     if state is None:
         return None
     done = Teardown(state)
+    # The hosts and the switches' daemons stop side by side; both before the namespaces go (the hosts'
+    # NICs end in the switches' namespaces).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        stopping: dict[str, Future[object]] = {
+            "hosts": pool.submit(fleet.down, state_dir),
+            "daemons": pool.submit(daemons.stop_all, state),
+        }
+    for what, future in stopping.items():
+        failed = future.exception()
+        if failed is not None:
+            done.problems.append(f"{what}: {type(failed).__name__}: {failed}")
     steps = (
-        ("hosts", lambda: fleet.down(state_dir)),  # first: their NICs end in the switches' namespaces
-        ("daemons", lambda: daemons.stop_all(state)),
         ("links and namespaces", lambda: wiring.down(state)),
         ("directories", lambda: daemons.remove_dirs(state)),
     )
