@@ -47,8 +47,8 @@ static_and_offline() {
 
 # Three parts side by side: the checks and offline tests (above); the lab's tests, which mostly wait
 # (BGP, timers, booting containers) and run one at a time (they share namespace names); and Molecule,
-# whose hosts have names of their own. The other parts' output is kept and printed after the lab's,
-# so each part reads whole.
+# whose hosts have names of their own (niced a little: the lab's timed steps come first). The other
+# parts' output is kept and printed after the lab's, so each part reads whole.
 echo "== static checks, offline tests and Molecule run beside the lab tier; their output follows the lab's"
 offline_log=$(mktemp)
 molecule_log=$(mktemp)
@@ -58,7 +58,7 @@ molecule_pid=""
 trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; rm -f "$offline_log" "$molecule_log"' EXIT
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
-python -m pytest -p no:cacheprovider -m molecule "$@" >"$molecule_log" 2>&1 &
+nice -n 5 python -m pytest -p no:cacheprovider -m molecule "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
 echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
