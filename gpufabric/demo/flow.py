@@ -117,7 +117,7 @@ def converge(runner: Runner, intent: Path, report: Report) -> dict[str, Any]:
         result = runner.json("validate every plane", args)
         if result.get("ok") or time.monotonic() > deadline:
             break
-        time.sleep(5)
+        time.sleep(2)  # BGP after a restart: seconds; a validate takes a few itself
     # The JUnit file is written from the same results (validate's own writer), not from a second run.
     checks = [CheckResult(**{k: v for k, v in r.items() if k != "verdict"}) for r in result.get("results", [])]
     write_atomic(runner.build / "validate-junit.xml", as_junit(checks, float(result.get("seconds", 0.0))))
