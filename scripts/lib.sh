@@ -21,9 +21,9 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
     python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv python3-pip
     [ -x "$dir/bin/python" ] || python3 -m venv "$dir"
     "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-    # --no-compile: Python compiles what is imported, when it is first imported; compiling every
-    # module of every package up front (Ansible's thousands) took longer than the install itself.
-    "$dir/bin/python" -m pip install -q --no-compile --disable-pip-version-check -e ".${extras:+[$extras]}"
+    # Compiled at install (pip's default), not left to the first import: where PYTHONDONTWRITEBYTECODE
+    # is set, nothing imported is ever cached, and every process would compile Ansible again.
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
 }
 
 ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH, unpacked from Debian's
