@@ -59,20 +59,26 @@ class FrrDriver(LinuxSwitchDriver):
             raise CommitError("no candidate loaded")
         parts = candidate_parts(self.candidate)
         setup = self._new_workdir()
-        conf, nft, system = self.files.candidate("conf"), None, None
+        conf = self.files.candidate("conf")
+        nft = self.files.candidate("nft") if parts.nft is not None else None
+        system = self.files.candidate("system.sh") if parts.system is not None else None
+        if self._uploaded == self.candidate:
+            return conf, nft, system
         files: dict[str, tuple[str, int | None]] = {conf: (parts.frr, None)}
-        if parts.nft is not None:
-            nft = self.files.candidate("nft")
-            files[nft] = (parts.nft, None)
-        if parts.system is not None:
-            system = self.files.candidate("system.sh")
-            settings = frr_system.parse(parts.system, parts.interfaces or "")
+        if nft is not None:
+            files[nft] = (parts.nft or "", None)
+        if system is not None:
+            settings = frr_system.parse(parts.system or "", parts.interfaces or "")
             files[system] = (frr_system.apply_script(settings), 0o600)
             files[self.files.candidate("system.shown")] = (_shown(parts), None)
-            files[self.files.candidate("system.secrets")] = (frr_system.secret_values(parts.system), 0o600)
-        if self._uploaded != self.candidate:
+            files[self.files.candidate("system.secrets")] = (frr_system.secret_values(parts.system or ""), 0o600)
+        try:
             put_files(self.transport, files, setup)  # type: ignore[arg-type]
-            self._uploaded = self.candidate
+        except CommandFailedError:
+            if setup:  # the folder may not exist: the next upload makes one again
+                self.files = replace(self.files, workdir=None)
+            raise
+        self._uploaded = self.candidate
         return conf, nft, system
 
     def _new_workdir(self) -> str:
@@ -80,8 +86,9 @@ class FrrDriver(LinuxSwitchDriver):
         fails on a name that exists, so nothing planted in /tmp beforehand is ever written through."""
         if self.files.workdir is not None:
             return ""
-        self.files = replace(self.files, workdir=f"/tmp/gpufabric-candidate.{secrets.token_hex(8)}")
-        return f"mkdir -m 700 {shlex.quote(self.files.workdir or '')}"
+        workdir = f"/tmp/gpufabric-candidate.{secrets.token_hex(8)}"
+        self.files = replace(self.files, workdir=workdir)
+        return f"mkdir -m 700 {shlex.quote(workdir)}"
 
     def _drop_workdir(self) -> None:
         if self.files.workdir is not None and self.transport is not None:
