@@ -117,3 +117,4 @@ def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
     # A container whose init outlived destroy keeps its namespace, and with it the bridge end of its veth.
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
     assert not re.search(r"^\d+: vm-gpu0[12]\b", links, re.M)
+    assert not Path("/var/lib/gpufabric/molecule").exists()  # the hosts' state folder went with them

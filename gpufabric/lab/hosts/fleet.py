@@ -171,6 +171,8 @@ def down(state_dir: Path) -> HostsState | None:
     files = ("hosts/known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "hosts"))
     HostsState.path(state_dir).unlink()
+    if not any(state_dir.iterdir()):  # a folder of its own (Molecule's); a lab's folder still holds its state
+        state_dir.rmdir()
     return state
 
 
