@@ -18,7 +18,7 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 # What iproute2 says when the thing to remove is already gone: a namespace being freed takes its
 # veths (and their far ends) with it a moment later, so a teardown meets these as a matter of course.
-_GONE = ("Cannot find device", "No such file or directory", "does not exist")
+_GONE = ("Cannot find device", "No such device", "No such file or directory", "does not exist")
 
 
 def remove(*args: str) -> bool:
