@@ -50,3 +50,23 @@ def test_lacp_planes_are_refused_with_a_located_reason():
     assert problem.field == "planes.storage.host_links"
     assert "bonding" in problem.message and "routed" in problem.hint
     assert caught.value.line_of(problem.path) is not None
+
+
+@pytest.mark.parametrize(
+    ("stderr", "gone"),
+    [
+        ('Cannot find device "vh-gpu01"', True),
+        ("RTNETLINK answers: No such device", True),  # went between looking and deleting
+        ("RTNETLINK answers: Operation not permitted", None),
+    ],
+)
+def test_a_teardown_counts_what_is_already_gone_as_removed_and_nothing_else(stderr, gone):
+    from gpufabric.lab import netlink
+
+    failing = ("sh", "-c", f"echo '{stderr}' >&2; exit 2")
+    if gone is None:
+        with pytest.raises(netlink.LabCommandError, match="Operation not permitted"):
+            netlink.remove(*failing)
+    else:
+        assert netlink.remove(*failing) is False
+    assert netlink.remove("true") is True
