@@ -20,10 +20,18 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
     local dir=$1 extras=${2:-}
     python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv python3-pip
     [ -x "$dir/bin/python" ] || python3 -m venv "$dir"
+    # Installed already from this very pyproject.toml, with these extras: nothing to do (pip takes
+    # seconds just to find that out).
+    local stamp="$dir/.gpufabric-installed" want
+    want="$(sha256sum pyproject.toml | cut -d' ' -f1) [$extras]"
+    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
     "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
     # Compiled at install (pip's default), not left to the first import: where PYTHONDONTWRITEBYTECODE
     # is set, nothing imported is ever cached, and every process would compile Ansible again.
     "$dir/bin/python" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+    # An editable install leaves this repository's own packages uncompiled: compile them too.
+    "$dir/bin/python" -m compileall -q -j 0 gpufabric nornir_tasks napalm_frr napalm_cumulus >/dev/null
+    echo "$want" >"$stamp"
 }
 
 ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH, unpacked from Debian's

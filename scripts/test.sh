@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+# pytest keeps its rewritten test modules in __pycache__ only when Python may write bytecode; where
+# PYTHONDONTWRITEBYTECODE is set, every worker would rewrite and compile every test module again.
+unset PYTHONDONTWRITEBYTECODE
 
 if [ "${1:-}" = "--fast" ]; then
     shift
