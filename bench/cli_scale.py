@@ -3,13 +3,18 @@
     python bench/cli_scale.py               # the table (about 2 minutes on 2 cores)
     python bench/cli_scale.py --runs 5      # more runs per figure
     python bench/cli_scale.py --json
+    python bench/cli_scale.py --dir /tmp    # render into another filesystem than the project's
+
+The rendered files go where `render` writes by default: under the project's build/ folder (in a
+scratch folder removed afterwards), unless --dir names another parent.
 
 Each figure is a whole command in a fresh process (start-up, imports, work, exit), run --runs
 times: the median, min-max spread and peak RSS are printed beside the goal. Anchors, measured in
 the same run on the same machine:
 - `import pydantic, yaml, jinja2`: the floor of any command that reads an intent;
-- creating 1,280 empty files in a fresh folder: what `render` pays the filesystem before writing a
-  byte (about 0.9 ms a file on ext4 on this machine kind);
+- creating 1,280 empty files in a fresh folder beside the rendered ones: what `render` pays the
+  filesystem before writing a byte. It depends on the folder: about 0.03 ms a file in this
+  project's folder on ext4, 1 ms in /tmp on this machine kind (which something there watches);
 - Arista's pyavd (`eos_cli_config_gen`) on EOS switches of the same fabric (the 32k example with
   every switch on EOS), against gpufabric's render of the same switches, on a sample of --avd
   switches; and the bare Jinja2 loop (one template, the same variables) as the floor of a
@@ -83,8 +88,9 @@ def _python(code: str, runs: int) -> dict[str, float]:
     return _series([sys.executable, "-c", code], runs)
 
 
-def measure(runs: int, avd_sample: int) -> list[dict[str, Any]]:
-    work = Path(tempfile.mkdtemp(prefix="gpufabric-bench-"))
+def measure(runs: int, avd_sample: int, parent: Path) -> list[dict[str, Any]]:
+    parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="gpufabric-bench-", dir=parent))
     configs = work / "configs"
     rows: list[dict[str, Any]] = []
 
@@ -100,7 +106,7 @@ def measure(runs: int, avd_sample: int) -> list[dict[str, Any]]:
         row("gpufabric --version", 0.35, _series([*GPUFABRIC, "--version"], runs))
         row("gpufabric plan 32k --json", 1.0, _series([*GPUFABRIC, "plan", str(EXAMPLE), "--json"], runs))
         files = (
-            "import os, sys, tempfile\nd = tempfile.mkdtemp()\n"
+            f"import os, sys, tempfile\nd = tempfile.mkdtemp(dir={str(work)!r})\n"
             "for i in range(1280):\n    os.close(os.open(f'{d}/f{i}', os.O_WRONLY | os.O_CREAT))\n"
             "import shutil; shutil.rmtree(d)\n"
         )
@@ -171,8 +177,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="fresh-process runs per figure (default 3)")
     parser.add_argument("--avd", type=int, default=24, help="EOS switches in the pyavd sample (default 24)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument(
+        "--dir", type=Path, default=ROOT / "build", help="parent of the scratch folder (default: the project's build/)"
+    )
     args = parser.parse_args()
-    rows = measure(args.runs, args.avd)
+    rows = measure(args.runs, args.avd, args.dir)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

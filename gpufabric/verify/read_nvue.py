@@ -18,8 +18,15 @@ KNOWN_KEYS = frozenset(
 
 
 class _Doc:
-    def __init__(self, data: Any, line_of: Callable[[tuple[Any, ...]], int | None], index: int, file: str) -> None:
-        self.data, self.line_of, self.index, self.file = data, line_of, index, file
+    def __init__(
+        self,
+        data: Any,
+        line_of: Callable[[tuple[Any, ...]], int | None],
+        index: int,
+        file: str,
+        lines_in: Callable[[Any], dict[Any, int] | None],
+    ) -> None:
+        self.data, self.line_of, self.index, self.file, self.lines_in = data, line_of, index, file, lines_in
 
     def get(self, *path: Any) -> Any:
         node = self.data
@@ -31,6 +38,17 @@ class _Doc:
 
     def fact(self, value: Any, *path: Any) -> Fact:
         return Fact(value, self.file, self.line_of((self.index, "set", *path)) or 1)
+
+    def fact_in(self, value: Any, node: Any, key: Any, *path: Any) -> Fact:
+        """fact(value, *path) where `node` is what path[:-1] leads to and `key` is path[-1]: the block
+        reader knows node's lines without walking the path from the top (a leaf has hundreds of facts)."""
+        where = self.lines_in(node)
+        line = where.get(key) if where is not None else None
+        return Fact(value, self.file, line) if line is not None else self.fact(value, *path)
+
+
+def _not_kept(node: Any) -> None:
+    """PyYAML's path -> line map keeps no lines per mapping: facts then look theirs up by path."""
 
 
 def _nearest(lines: dict[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], int | None]:
@@ -54,8 +72,9 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     facts = SwitchFacts(device, "cumulus", [file])
     fast = load_block_yaml(text)
     line_of: Callable[[tuple[Any, ...]], int | None]
+    lines_in: Callable[[Any], dict[Any, int] | None] = _not_kept
     if fast is not None:
-        data, line_of = fast[0], fast[1].line
+        data, line_of, lines_in = fast[0], fast[1].line, fast[1].lines_in
     else:
         try:
             data, lines = load_yaml(text, file)
@@ -72,15 +91,16 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     if index is None:
         facts.problem("parse", file, 1, "a list with a `- set:` document", type(data).__name__)
         return facts
-    doc = _Doc(docs[index]["set"], line_of, index, file)
+    doc = _Doc(docs[index]["set"], line_of, index, file, lines_in)
     for key in doc.data:
         if key not in KNOWN_KEYS:
             facts.problem("nvue-keys", file, doc.fact(key, key).line, "an NVUE top-level key", str(key))
     for section in ("qos", "router"):
         if section in doc.data:
             facts.anchors["bgp" if section == "router" else section] = doc.fact(section, section)
-    for port in doc.get("interface") or {}:
-        facts.anchors[f"interface {port}"] = doc.fact(port, "interface", port)
+    ports = doc.get("interface") or {}
+    for port in ports:
+        facts.anchors[f"interface {port}"] = doc.fact_in(port, ports, port, "interface", port)
     _system(facts, doc)
     _interfaces(facts, doc)
     _bgp(facts, doc)
@@ -112,17 +132,21 @@ def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
     for port, spec in (doc.get("interface") or {}).items():
         if not isinstance(spec, dict):
             continue
-        if (mtu := doc.get("interface", port, "link", "mtu")) is not None:
-            facts.mtu[port] = doc.fact(int(mtu), "interface", port, "link", "mtu")
+        link = spec.get("link")
+        if isinstance(link, dict) and (mtu := link.get("mtu")) is not None:
+            facts.mtu[port] = doc.fact_in(int(mtu), link, "mtu", "interface", port, "link", "mtu")
         for ip in ("ip", "ipv4"):  # `ipv4` from Cumulus Linux 5.15
-            for address in doc.get("interface", port, ip, "address") or {}:
+            addresses = spec[ip].get("address") if isinstance(spec.get(ip), dict) else None
+            for address in addresses or {}:
                 if spec.get("type") == "swp" or port == "lo":
-                    facts.address[port] = doc.fact(str(address), "interface", port, ip, "address", address)
+                    where = ("interface", port, ip, "address", address)
+                    facts.address[port] = doc.fact_in(str(address), addresses, address, *where)
         if roce_fact is not None and spec.get("type") == "swp":
             # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
             facts.qos_ports[port] = roce_fact
-        if facts.watchdog is None and doc.get("interface", port, "qos", "pfc-watchdog") is not None:
-            facts.watchdog = doc.fact(True, "interface", port, "qos", "pfc-watchdog")
+        qos = spec.get("qos")
+        if facts.watchdog is None and isinstance(qos, dict) and qos.get("pfc-watchdog") is not None:
+            facts.watchdog = doc.fact_in(True, qos, "pfc-watchdog", "interface", port, "qos", "pfc-watchdog")
 
 
 def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
@@ -131,7 +155,8 @@ def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
     bgp = ("vrf", "default", "router", "bgp")
     for key, spec in (doc.get(*bgp, "neighbor") or {}).items():
         if isinstance(spec, dict) and "remote-as" in spec:
-            facts.neighbors[str(key)] = doc.fact(spec["remote-as"], *bgp, "neighbor", key, "remote-as")
+            where = (*bgp, "neighbor", key, "remote-as")
+            facts.neighbors[str(key)] = doc.fact_in(spec["remote-as"], spec, "remote-as", *where)
     if (paths := doc.get(*bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")) is not None:
         facts.max_paths = doc.fact(int(paths), *bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")
     if _on(doc.get(*bgp, "path-selection", "multipath", "aspath-ignore")):

@@ -51,6 +51,10 @@ class Lines:
             found, node = number, node[part]
         return found
 
+    def lines_in(self, node: Any) -> dict[Any, int] | None:
+        """The line of each key (or item) of `node`, a mapping or list of the data read."""
+        return self.by_container.get(id(node))
+
     def as_dict(self) -> dict[tuple[Any, ...], int]:
         """Every path and its line, as gpufabric.intent.yaml_lines.load_yaml maps them."""
         out: dict[tuple[Any, ...], int] = {(): self.first}
@@ -80,18 +84,55 @@ def _read(text: str) -> tuple[Any, Lines]:
     rows = _LINE.findall(text)
     if len(rows) != text.count("\n") + 1:
         raise NotBlockYamlError  # some line is none of the forms above
-    state = _State()
     keys_get, values_get = _KEYS.get, _VALUES.get
-    # The mapping that takes the next key, and its keys' indent: most lines add a key to the same
-    # mapping as the line before, and take only the first branch below.
-    level, parent, where = -1, state.top, state.top_lines
+    by_container: dict[int, dict[Any, int]] = {}  # id(mapping or list) -> its keys' or items' lines
+    root: Any = None
+    first = 0
+    items: list[Any] | None = None  # the top-level sequence, when the text is one
+    top: dict[str, Any] = {}  # the top-level mapping, when the text is one
+    # The open mappings, innermost last, with their keys' indent; the innermost is also kept in
+    # level, parent and where: most lines add a key to the same mapping as the line before and skip
+    # the branches below. One loop, no calls: it runs for every line of every rendered file.
+    stack: list[tuple[int, dict[str, Any], dict[Any, int]]] = []
+    level, parent, where = -1, top, by_container.setdefault(id(top), {})
+    pending: str | None = None  # a `key:` of parent still waiting for its value
     number = 0
     for spaces, item, raw_key, raw_value in rows:
         number += 1
         if not raw_key:
             continue  # blank or comment
-        if item or state.pending is not None or len(spaces) != level:
-            level, parent, where = state.open(len(spaces), bool(item), number)
+        if item:  # `- key...`: a new mapping in the top-level sequence
+            if spaces or (root is not None and items is None):
+                raise NotBlockYamlError  # only a top-level sequence of mappings
+            if items is None:
+                root = items = []
+                first = number
+                by_container[id(items)] = {}
+            by_container[id(items)][len(items)] = number
+            parent, where, level, pending = {}, {}, 2, None
+            by_container[id(parent)] = where
+            items.append(parent)
+            stack = [(level, parent, where)]
+        elif pending is not None or len(spaces) != level:
+            indent = len(spaces)
+            if pending is not None and indent > level:  # the first key of pending's mapping
+                child: dict[str, Any] = {}
+                parent[pending] = child
+                where = by_container[id(child)] = {}
+                level, parent = indent, child
+                stack.append((level, parent, where))
+            elif indent != level:  # back out to the mapping this key belongs to
+                while stack and stack[-1][0] > indent:
+                    stack.pop()
+                if not stack:
+                    if root is not None:
+                        raise NotBlockYamlError
+                    root, first = top, number
+                    stack.append((indent, top, by_container[id(top)]))
+                level, parent, where = stack[-1]
+                if level != indent:
+                    raise NotBlockYamlError
+            pending = None
         key = keys_get(raw_key) or _key(raw_key)
         if key in parent:
             raise NotBlockYamlError  # PyYAML's reader reports the duplicate where it is
@@ -101,60 +142,8 @@ def _read(text: str) -> tuple[Any, Lines]:
             parent[key] = _value(raw_value) if value is None else value
         else:
             parent[key] = None
-            state.pending = (level, parent, key)
-    return state.root, Lines(state.root, state.by_container, state.first or 1)
-
-
-class _State:
-    """The nesting so far: the open mappings (innermost last) and a `key:` waiting for its value."""
-
-    def __init__(self) -> None:
-        self.by_container: dict[int, dict[Any, int]] = {}
-        self.root: Any = None
-        self.first = 0
-        self.items: list[Any] | None = None
-        self.stack: list[tuple[int, dict[str, Any], dict[Any, int]]] = []
-        self.pending: tuple[int, dict[str, Any], str] | None = None
-        self.top: dict[str, Any] = {}
-        self.top_lines: dict[Any, int] = {}
-
-    def open(self, indent: int, item: bool, number: int) -> tuple[int, dict[str, Any], dict[Any, int]]:
-        """The mapping a key at `indent` (after `- ` when `item`) belongs to, opening or closing levels."""
-        if item:
-            return self._item(indent, number)
-        pending, stack = self.pending, self.stack
-        if pending is not None:
-            if indent > pending[0]:
-                child: dict[str, Any] = {}
-                pending[1][pending[2]] = child
-                stack.append((indent, child, self.by_container.setdefault(id(child), {})))
-            self.pending = None
-        while stack and stack[-1][0] > indent:
-            stack.pop()
-        if not stack:
-            if self.root is not None:
-                raise NotBlockYamlError
-            self.root, self.first = self.top, number
-            stack.append((indent, self.top, self.by_container.setdefault(id(self.top), self.top_lines)))
-        if stack[-1][0] != indent:
-            raise NotBlockYamlError
-        return stack[-1]
-
-    def _item(self, indent: int, number: int) -> tuple[int, dict[str, Any], dict[Any, int]]:
-        if indent or (self.root is not None and self.items is None):
-            raise NotBlockYamlError  # only a top-level sequence of mappings
-        self.pending = None
-        if self.items is None:
-            self.root = self.items = []
-            self.first = number
-            self.by_container[id(self.items)] = {}
-        mapping: dict[str, Any] = {}
-        self.by_container[id(self.items)][len(self.items)] = number
-        self.items.append(mapping)
-        where: dict[Any, int] = {}
-        self.by_container[id(mapping)] = where
-        self.stack = [(2, mapping, where)]
-        return self.stack[0]
+            pending = key
+    return root, Lines(root, by_container, first or 1)
 
 
 def _key(raw: str) -> str:
