@@ -16,7 +16,7 @@ from gpufabric.intent.model import QosProfile
 from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Link, Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.verify.facts import Fact, Finding, SwitchFacts
+from gpufabric.verify.facts import Fact, Finding, LinkEnd, Row, SwitchFacts
 
 # A host's IP MTU plus Ethernet and 802.1Q headers must fit the leaf port's MTU.
 L2_HEADERS = 18
@@ -213,28 +213,27 @@ def _secrets(d: Device, facts: SwitchFacts) -> Iterator[Finding]:
             )
 
 
-def check_link(link: Link, facts: dict[str, SwitchFacts]) -> Iterator[Finding]:
+def check_link(link: Link, ends: dict[str, LinkEnd]) -> Iterator[Finding]:
     """Both ends of a fabric or edge link agree: same MTU, same /31, and each names the other's ASN."""
-    a, b = facts.get(link.a), facts.get(link.b)
+    a, b = ends.get(link.a), ends.get(link.b)
     if a is None or b is None:
         return
     ma, mb = a.mtu.get(link.a_port), b.mtu.get(link.b_port)
-    if ma is not None and mb is not None and ma.value != mb.value:
-        yield _finding("link-mtu", a, ma, f"{link.a_port} mtu equal to {link.b} {link.b_port} ({mb.value})", ma.value)
+    if ma is not None and mb is not None and ma[0] != mb[0]:
+        yield _link_finding("link-mtu", a, ma, f"{link.a_port} mtu equal to {link.b} {link.b_port} ({mb[0]})")
     aa, ab = a.address.get(link.a_port), b.address.get(link.b_port)
     if aa is not None and ab is not None:
-        ia, ib = IPv4Interface(aa.value), IPv4Interface(ab.value)
+        ia, ib = IPv4Interface(aa[0]), IPv4Interface(ab[0])
         if ia.network != ib.network or ia.ip == ib.ip:
-            yield _finding(
-                "link-subnet", a, aa, f"{link.a_port} in the same /31 as {link.b} {link.b_port} ({ab.value})", aa.value
-            )
+            expected = f"{link.a_port} in the same /31 as {link.b} {link.b_port} ({ab[0]})"
+            yield _link_finding("link-subnet", a, aa, expected)
     for me, other, key in ((a, b, ip(link.b_ip) or link.a_port), (b, a, ip(link.a_ip) or link.b_port)):
         session = me.neighbors.get(key)
-        if session is not None and other.asn is not None and session.value != other.asn.value:
-            yield _finding(
-                "bgp-both-ends",
-                me,
-                session,
-                f"remote-as {other.asn.value} (what {other.device} declares)",
-                session.value,
-            )
+        if session is not None and other.asn is not None and session[0] != other.asn[0]:
+            expected = f"remote-as {other.asn[0]} (what {other.device} declares)"
+            yield _link_finding("bgp-both-ends", me, session, expected)
+
+
+def _link_finding(check: str, end: LinkEnd, row: Row, expected: str) -> Finding:
+    value, file, line = row
+    return Finding(check, end.device, file, line, expected, str(value))

@@ -20,13 +20,10 @@ from gpufabric.parallel import chunked, cores, fork_map
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.verify.checks import check_device, check_link
-from gpufabric.verify.facts import Fact, Finding, SwitchFacts
+from gpufabric.verify.facts import Finding, LinkEnd
 
 PARALLEL_FROM = 64  # switches; fewer are read in-process
 CHUNK = 16
-
-# A fact as it crosses a process boundary: (key, value, file, line). Facts as objects pickle ~10x slower.
-Row = tuple[object, object, str, int]
 
 
 class _NoSecrets(PasswordHasher):
@@ -43,43 +40,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
 
 
-@dataclass
-class _LinkFacts:
-    """The part of a switch's facts that its links are checked against."""
-
-    device: str
-    platform: str
-    asn: Row | None
-    mtu: list[Row]
-    address: list[Row]
-    neighbors: list[Row]
-
-    @classmethod
-    def of(cls, facts: SwitchFacts) -> _LinkFacts:
-        def rows(d: dict[str, Fact]) -> list[Row]:
-            return [(k, f.value, f.file, f.line) for k, f in d.items()]
-
-        asn = facts.asn
-        return cls(
-            facts.device,
-            facts.platform,
-            None if asn is None else ("asn", asn.value, asn.file, asn.line),
-            rows(facts.mtu),
-            rows(facts.address),
-            rows(facts.neighbors),
-        )
-
-    def facts(self) -> SwitchFacts:
-        def back(rows: list[Row]) -> dict[str, Fact]:
-            return {str(k): Fact(v, f, n) for k, v, f, n in rows}
-
-        out = SwitchFacts(self.device, self.platform)
-        out.asn = None if self.asn is None else Fact(self.asn[1], self.asn[2], self.asn[3])
-        out.mtu, out.address, out.neighbors = back(self.mtu), back(self.address), back(self.neighbors)
-        return out
-
-
-def _check_chunk(plan: Plan, index: LinkIndex, folder: Path, names: Sequence[str]) -> tuple[Report, list[_LinkFacts]]:
+def _check_chunk(plan: Plan, index: LinkIndex, folder: Path, names: Sequence[str]) -> tuple[Report, list[LinkEnd]]:
     report, ends = Report(), []
     with gc_paused():
         for name in names:
@@ -95,7 +56,7 @@ def _check_chunk(plan: Plan, index: LinkIndex, folder: Path, names: Sequence[str
             report.switches += 1
             report.files += len(found.files)
             report.findings += check_device(plan, build(plan, device, index), found)
-            ends.append(_LinkFacts.of(found))
+            ends.append(LinkEnd.of(found))
     return report, ends
 
 
@@ -104,13 +65,13 @@ def verify(plan: Plan, folder: Path, plane: str | None = None, workers: int | No
     names = [d.name for d in plan.devices() if plane is None or d.plane == plane]
     workers = (workers or cores()) if len(names) >= PARALLEL_FROM else 1
     report = Report()
-    facts: dict[str, SwitchFacts] = {}
+    link_ends: dict[str, LinkEnd] = {}
     for part, ends in fork_map(partial(_check_chunk, plan, index, folder), chunked(names, CHUNK), workers):
         report.switches += part.switches
         report.files += part.files
         report.findings += part.findings
-        facts.update((e.device, e.facts()) for e in ends)
+        link_ends.update((e.device, e) for e in ends)
     for link in plan.links():
         if link.kind in ("fabric", "edge") and (plane is None or link.plane == plane):
-            report.findings += check_link(link, facts)
+            report.findings += check_link(link, link_ends)
     return report
