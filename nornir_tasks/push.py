@@ -75,6 +75,24 @@ def mask(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
+    """Load the candidate, diff it and discard it: whether this switch would change, read from every
+    switch at once before any of them changes. A switch that cannot be reached, logged into or read
+    here fails the push before anything changes."""
+    started = time.monotonic()
+    outcome = DeviceOutcome(task.host.name, "failed")
+    try:
+        conn = task.host.get_connection("napalm", task.nornir.config)
+        conn.load_replace_candidate(config=candidate)
+        outcome.diff = mask(conn.compare_config(), opts.masked)
+        conn.discard_config()
+        outcome.status = "would change" if outcome.diff.strip() else "unchanged"
+    except Exception as exc:  # its outcome: the rollout then changes nothing
+        outcome.reason = mask(_reason(exc), opts.masked)
+    outcome.seconds = time.monotonic() - started
+    return Result(host=task.host, result=outcome)
+
+
 def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:
     started = time.monotonic()
     outcome = DeviceOutcome(task.host.name, "failed", batch=batch)

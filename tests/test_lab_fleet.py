@@ -337,8 +337,9 @@ def test_a_leaf_that_cannot_reestablish_bgp_is_rolled_back_and_the_others_untouc
     status = {d["device"]: d for d in out["devices"]}
     assert status["cmp-su1-leaf2"]["status"] == "rolled back"
     assert "BGP session swp3 (AS 4200000000) did not re-establish" in status["cmp-su1-leaf2"]["reason"]
-    assert {status[d]["status"] for d in ("cmp-su1-leaf1", "cmp-su2-leaf1", "cmp-su2-leaf2")} == {"unchanged"}
-    assert {status[d]["status"] for d in ("cmp-spine1", "cmp-spine2")} == {"skipped"}
+    others = ("cmp-su1-leaf1", "cmp-su2-leaf1", "cmp-su2-leaf2", "cmp-spine1", "cmp-spine2")
+    assert {status[d]["status"] for d in others} == {"unchanged"}
+    assert [b["devices"] for b in out["batches"]] == [["cmp-su1-leaf2"]]  # the one that changes, as the canary
     after = subprocess.run(
         ["vtysh", "-N", "cmp-su1-leaf2", "-c", "show running-config"], capture_output=True, text=True, check=True
     ).stdout
@@ -353,9 +354,33 @@ def test_an_unreachable_switch_fails_the_push_and_stops_the_rollout(lab, pushed)
     finally:
         ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
     status = {d["device"]: d for d in out["devices"]}
-    assert rc == 1 and status["cmp-su2-leaf2"]["status"] == "failed"
+    assert rc == 1 and not out["converged"] and status["cmp-su2-leaf2"]["status"] == "failed"
     assert "cannot connect" in status["cmp-su2-leaf2"]["reason"]
-    assert {status[d]["status"] for d in ("cmp-spine1", "cmp-spine2")} == {"skipped"}
+    # Every switch is read before any changes: the others were read (already as planned), none committed.
+    assert {d["status"] for d in out["devices"] if d["device"] != "cmp-su2-leaf2"} == {"unchanged"}
+    assert out["batches"] == []
+    healthy(lab)
+
+
+def test_a_switch_that_cannot_be_read_stops_the_push_before_any_switch_changes(lab, pushed, tmp_path):
+    """One leaf unreachable, every other switch with a change to make: none of them is committed."""
+    password = json.loads((lab / "login.json").read_text())["password"]
+    done = run("gpufabric", "render", "-o", str(tmp_path), "--plane", "compute", GPUFABRIC_SWITCH_PASSWORD=password)
+    assert done.returncode == 0, done.stderr
+    for conf in tmp_path.glob("*.frr.conf"):
+        conf.write_text(conf.read_text().replace("description fabric: ", "description fabric to "))
+    before = {name: _switch_files(name) for name in ("cmp-su1-leaf1", "cmp-spine1")}
+    ns("cmp-su2-leaf2", "link", "set", "eth0", "down")
+    try:
+        rc, out = push(lab, "--from", str(tmp_path), "--timeout", "2")
+    finally:
+        ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
+    status = {d["device"]: d for d in out["devices"]}
+    assert rc == 1 and status["cmp-su2-leaf2"]["status"] == "failed"
+    others = {d["status"] for name, d in status.items() if name != "cmp-su2-leaf2"}
+    assert others == {"skipped"}, status
+    assert all("cmp-su2-leaf2 could not be read" in d["reason"] for n, d in status.items() if n != "cmp-su2-leaf2")
+    assert {name: _switch_files(name) for name in before} == before
     healthy(lab)
 
 
@@ -371,9 +396,10 @@ def test_a_bad_password_is_reported_and_nothing_changes(lab, pushed, tmp_path):
     finally:
         shutil.copy(saved, login)
     out = json.loads(done.stdout)
-    assert done.returncode == 1
-    assert out["devices"][0]["status"] == "failed" and "authentication failed" in out["devices"][0]["reason"]
-    assert {d["status"] for d in out["devices"][1:]} == {"skipped"}
+    assert done.returncode == 1 and out["batches"] == []
+    # Every switch is read before any changes: each refuses the login, none is committed.
+    assert {d["status"] for d in out["devices"]} == {"failed"}
+    assert all("authentication failed" in d["reason"] for d in out["devices"])
     assert "wrong-Password-canary-51" not in done.stdout + done.stderr
     healthy(lab)
 

@@ -64,9 +64,13 @@ def mock_dir(root: Path, name: str, diff: str, healthy_after: bool) -> Path:
     folder = root / name
     folder.mkdir()
     files = {
+        # .1: the diff every switch is read for before the rollout; .2: the same again when its batch goes out
         "load_replace_candidate.1": {},
         "compare_config.1": {"diff": diff},
         "discard_config.1": {},
+        "load_replace_candidate.2": {},
+        "compare_config.2": {"diff": diff},
+        "discard_config.2": {},
         "commit_config.1": {},
         "confirm_commit.1": {},
         "get_bgp_neighbors.1": _bgp(True),  # before the change
@@ -193,3 +197,22 @@ def test_mock_diffs_and_reasons_never_show_a_secret(tmp_path, rollbacks):
     assert outcome.status == "would change"
     assert canary not in outcome.diff and "snmp-server community ******** ro" in outcome.diff
     assert canary not in repr(outcome.__dict__) and canary not in repr(PushOptions(masked=(canary,)))
+
+
+def test_mock_a_switch_that_cannot_be_read_fails_the_push_before_anything_changes(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"eos1": ("eos", "+hostname x", True), "eos2": ("eos", "+hostname x", True)})
+    lost = {"exception": "ConnectionResetError", "args": ["session dropped"], "kwargs": {}}
+    (tmp_path / "eos2" / "compare_config.1").write_text(json.dumps(lost))
+    result = push(nr, [Batch(1, "canary", ("eos1",)), Batch(2, "fd-2", ("eos2",))])
+    assert result.unreadable == ["eos2"] and not result.converged
+    assert result.outcomes["eos2"].status == "failed" and "session dropped" in result.outcomes["eos2"].reason
+    assert result.outcomes["eos1"].status == "skipped" and "nothing was changed" in result.outcomes["eos1"].reason
+    assert "commit_config" not in driver(nr, "eos1").calls and rollbacks == []
+
+
+def test_mock_only_switches_with_a_diff_go_out_and_the_first_of_them_is_the_canary(tmp_path, rollbacks):
+    nr = fleet(tmp_path, {"eos1": ("eos", "", True), "eos2": ("eos", "+hostname x", True)})
+    result = push(nr, [Batch(1, "canary", ("eos1",)), Batch(2, "fd-2", ("eos2",))])
+    assert result.converged and [(b.domain, b.devices) for b in result.batches] == [("canary (fd-2)", ("eos2",))]
+    assert result.outcomes["eos1"].status == "unchanged" and "commit_config" not in driver(nr, "eos1").calls
+    assert result.outcomes["eos2"].status == "changed" and driver(nr, "eos2").calls["confirm_commit"] == 1

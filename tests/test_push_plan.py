@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.push.expect import Expectation, Health, expectations, health, regressions
-from gpufabric.push.targets import batches, select
+from gpufabric.push.targets import batches, narrow, select
 
 
 def test_canary_first_then_one_failure_domain_per_batch(default_plan):
@@ -24,6 +24,23 @@ def test_canary_first_then_one_failure_domain_per_batch(default_plan):
 def test_batch_size_one_pushes_one_switch_at_a_time(default_plan):
     targets = select(default_plan, "compute", (), "leaf")
     assert all(len(b.devices) == 1 for b in batches(default_plan, targets, 1))
+
+
+def test_only_switches_that_change_are_batched_and_the_canary_is_one_of_them(default_plan):
+    planned = batches(default_plan, select(default_plan, "compute", (), None), None)
+    canary = planned[0].devices[0]
+    rest_of_its_domain = planned[1].devices
+    spines = [n for b in planned for n in b.devices if default_plan.device(n).role == "spine"]
+    out = narrow(planned, {*rest_of_its_domain, *spines})  # the planned canary would not change
+    assert canary not in {n for b in out for n in b.devices}
+    assert out[0].domain.startswith("canary") and out[0].devices == rest_of_its_domain[:1]
+    assert [b.number for b in out] == list(range(1, len(out) + 1))
+    assert [n for b in out for n in b.devices] == [*rest_of_its_domain, *spines]  # planned order kept
+    domains = {d.name: d.failure_domain for d in default_plan.devices()}
+    for b in out[1:]:
+        assert len({domains[n] for n in b.devices}) == 1
+    assert narrow(planned, {canary}) == [planned[0]]  # the planned canary kept as it was
+    assert narrow(planned, set()) == []
 
 
 def test_expectations_name_planned_sessions_and_ports(default_plan):

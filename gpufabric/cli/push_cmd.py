@@ -115,11 +115,13 @@ def push_cmd(
     """Push the rendered configuration to the switches, one failure domain at a time.
 
     \b
-    Per switch: load the candidate (replace), print the diff, commit with a revert timer on the
-    switch (NX-OS: a checkpoint), wait for its BGP sessions and ports that were up to come back,
-    then confirm; or roll back. A canary goes first, then one failure domain per batch; the
-    first failing batch is rolled back whole and stops the rollout. A second identical push
-    changes nothing and says so.
+    First every targeted switch is read at once: load the candidate (replace), diff, discard. A
+    switch that cannot be reached or read fails the push before anything changes; one without a
+    diff is done. Then only the switches that change go out: a canary first (one that changes),
+    then one failure domain per batch. Per switch: load and diff again, commit with a revert timer
+    on the switch (NX-OS: a checkpoint), wait for its BGP sessions and ports that were up to come
+    back, then confirm; or roll back. The first failing batch is rolled back whole and stops the
+    rollout. A second identical push changes nothing and says so.
 
     \b
     Targets the real switches, with the password from the variable the intent names; the local
@@ -207,12 +209,22 @@ def _rollout(
         console=err,
         transient=True,
     ) as progress:
-        bar = progress.add_task(f"push to {where}: batch 1/{len(plan_batches)}", total=total)
+        bar = progress.add_task(f"push to {where}: reading every switch's diff", total=total)
+        batches_out = 0
+
+        def on_preview(read: Rollout) -> None:
+            nonlocal batches_out
+            batches_out = len(read.batches)
+            progress.update(
+                bar,
+                advance=sum(o.status != "would change" for o in read.outcomes.values()),
+                description=f"push to {where}: batch 1/{batches_out}",
+            )
+            for name in read.unreadable:
+                err.print(f"[red]{name} failed[/red]: {read.outcomes[name].reason}", highlight=False)
 
         def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
-            progress.update(
-                bar, advance=len(done), description=f"push to {where}: batch {b.number + 1}/{len(plan_batches)}"
-            )
+            progress.update(bar, advance=len(done), description=f"push to {where}: batch {b.number + 1}/{batches_out}")
             for o in done.values():
                 if o.status not in ("unchanged", "changed", "would change"):
                     err.print(
@@ -220,7 +232,13 @@ def _rollout(
                     )
 
         return run(
-            fleet.nr, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, on_batch=on_batch
+            fleet.nr,
+            plan_batches=plan_batches,
+            candidates=candidates,
+            expects=expects,
+            opts=opts,
+            on_preview=on_preview,
+            on_batch=on_batch,
         )
 
 
@@ -235,7 +253,10 @@ def _report(
     elapsed: float,
     settled: Convergence | None,
 ) -> int:
-    ordered = [rollout.outcomes[n] for b in plan_batches for n in b.devices]
+    # The switches that went out (or would have), in batch order; then the others, in plan order.
+    batched = [n for b in rollout.batches for n in b.devices]
+    ordered = [rollout.outcomes[n] for n in batched]
+    ordered += [rollout.outcomes[n] for b in plan_batches for n in b.devices if rollout.outcomes[n].batch == 0]
     if settled is not None and not as_json:
         if settled.converged:
             err.print(
@@ -255,7 +276,7 @@ def _report(
                     "dry_run": dry_run,
                     "target": "lab" if fleet.access.lab else "switches",
                     "seconds": round(elapsed, 2),
-                    "batches": [asdict(b) for b in plan_batches],
+                    "batches": [asdict(b) for b in rollout.batches],
                     "devices": [asdict(o) for o in ordered],
                     "sessions": None if settled is None else asdict(settled),
                 }
@@ -270,7 +291,7 @@ def _report(
             )
         else:
             verb = "would change" if dry_run else "changed"
-            err.print(f"{changed} of {len(ordered)} switches {verb} in {len(plan_batches)} batches, {elapsed:.1f} s")
+            err.print(f"{changed} of {len(ordered)} switches {verb} in {len(rollout.batches)} batches, {elapsed:.1f} s")
     return 0 if rollout.converged else 1
 
 

@@ -1,4 +1,5 @@
-"""Run a push batch by batch: stage the batch in parallel, then confirm it whole or roll it back whole."""
+"""Run a push: read every switch's diff at once, then batch by batch only the switches that change:
+stage the batch in parallel, then confirm it whole or roll it back whole."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from dataclasses import dataclass, field
 from nornir.core import Nornir
 
 from gpufabric.push.expect import Expectation
-from gpufabric.push.targets import Batch
+from gpufabric.push.targets import Batch, narrow
 from nornir_tasks.per_host import run_per_host
-from nornir_tasks.push import DeviceOutcome, PushOptions, confirm, rollback, stage
+from nornir_tasks.push import DeviceOutcome, PushOptions, confirm, preview, rollback, stage
 
 CONVERGED = frozenset({"unchanged", "changed", "would change"})
 
@@ -18,11 +19,17 @@ CONVERGED = frozenset({"unchanged", "changed", "would change"})
 @dataclass
 class Rollout:
     outcomes: dict[str, DeviceOutcome] = field(default_factory=dict)
+    batches: list[Batch] = field(default_factory=list)  # the switches that change, as they go out
     stopped_at: Batch | None = None
+    unreadable: list[str] = field(default_factory=list)  # switches the diff could not be read from
 
     @property
     def converged(self) -> bool:
-        return self.stopped_at is None and all(o.status in CONVERGED for o in self.outcomes.values())
+        return (
+            self.stopped_at is None
+            and not self.unreadable
+            and all(o.status in CONVERGED for o in self.outcomes.values())
+        )
 
 
 def run(
@@ -32,10 +39,39 @@ def run(
     candidates: dict[str, str],
     expects: dict[str, Expectation],
     opts: PushOptions,
+    on_preview: Callable[[Rollout], None] | None = None,
     on_batch: Callable[[Batch, dict[str, DeviceOutcome]], None] | None = None,
 ) -> Rollout:
+    """`plan_batches` hold every targeted switch; the batches that go out hold only those that change."""
+    names = [n for b in plan_batches for n in b.devices]
     rollout = Rollout()
-    for batch in plan_batches:
+    rollout.outcomes.update(
+        run_per_host(nr, names, preview, candidate={n: candidates[n] for n in names}, opts=dict.fromkeys(names, opts))
+    )
+    rollout.unreadable = [n for n in names if rollout.outcomes[n].status == "failed"]
+    rollout.batches = narrow(plan_batches, {n for n in names if rollout.outcomes[n].status == "would change"})
+    for batch in rollout.batches:
+        for name in batch.devices:
+            rollout.outcomes[name].batch = batch.number
+    if on_preview:
+        on_preview(rollout)
+    if rollout.unreadable:
+        _skip_the_rest(rollout, f"not attempted: {rollout.unreadable[0]} could not be read, so nothing was changed")
+    elif not opts.dry_run:
+        _roll_out(nr, rollout, candidates=candidates, expects=expects, opts=opts, on_batch=on_batch)
+    return rollout
+
+
+def _roll_out(
+    nr: Nornir,
+    rollout: Rollout,
+    *,
+    candidates: dict[str, str],
+    expects: dict[str, Expectation],
+    opts: PushOptions,
+    on_batch: Callable[[Batch, dict[str, DeviceOutcome]], None] | None,
+) -> None:
+    for batch in rollout.batches:
         names = list(batch.devices)
         staged = run_per_host(
             nr,
@@ -66,15 +102,12 @@ def run(
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
         if rollout.stopped_at is not None:
-            break
-    for batch in plan_batches:
-        for name in batch.devices:
-            if name not in rollout.outcomes:
-                stop = rollout.stopped_at
-                rollout.outcomes[name] = DeviceOutcome(
-                    name,
-                    "skipped",
-                    f"not attempted: the rollout stopped at batch {stop.number if stop else '?'}",
-                    batch=batch.number,
-                )
-    return rollout
+            _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
+            return
+
+
+def _skip_the_rest(rollout: Rollout, why: str) -> None:
+    """Switches that would have changed in a later batch."""
+    for name, outcome in rollout.outcomes.items():
+        if outcome.status == "would change":
+            rollout.outcomes[name] = DeviceOutcome(name, "skipped", why, diff=outcome.diff, batch=outcome.batch)

@@ -2,7 +2,8 @@
 
 A canary goes first, alone. Then one failure domain at a time (split into batches of at most
 `--batch` switches): a batch never spans two failure domains, so a bad change can take at
-most one domain down, and the rollout stops at the first batch that fails.
+most one domain down, and the rollout stops at the first batch that fails. Only switches whose
+configuration changes are batched (`narrow`): a canary that would not change proves nothing.
 """
 
 from __future__ import annotations
@@ -58,3 +59,14 @@ def batches(plan: Plan, targets: list[Device], size: int | None) -> list[Batch]:
         for i in range(0, len(members), step):
             out.append(Batch(len(out) + 1, name, tuple(members[i : i + step])))
     return out
+
+
+def narrow(plan_batches: list[Batch], keep: set[str]) -> list[Batch]:
+    """The batches with only the switches in `keep`, in the same order, renumbered. A canary still goes
+    first, alone: the planned one when it is kept, else the first switch kept."""
+    kept = [(b.domain, tuple(n for n in b.devices if n in keep)) for b in plan_batches]
+    kept = [(domain, devices) for domain, devices in kept if devices]
+    if kept and not kept[0][0].startswith("canary"):
+        domain, devices = kept[0]
+        kept[0:1] = [(f"canary ({domain})", devices[:1])] + ([(domain, devices[1:])] if devices[1:] else [])
+    return [Batch(number, domain, devices) for number, (domain, devices) in enumerate(kept, 1)]
