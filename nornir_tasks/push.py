@@ -7,6 +7,7 @@ checkpoint) so the rollout can confirm a batch only when the whole batch is heal
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,7 @@ def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
     here fails the push before anything changes."""
     started = time.monotonic()
     outcome = DeviceOutcome(task.host.name, "failed")
+    conn: Any = None
     try:
         conn = task.host.get_connection("napalm", task.nornir.config)
         conn.load_replace_candidate(config=candidate)
@@ -89,8 +91,18 @@ def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
         outcome.status = "would change" if outcome.diff.strip() else "unchanged"
     except Exception as exc:  # its outcome: the rollout then changes nothing
         outcome.reason = mask(_reason(exc), opts.masked)
+        _discard_quietly(conn)
     outcome.seconds = time.monotonic() - started
     return Result(host=task.host, result=outcome)
+
+
+def _discard_quietly(conn: Any) -> None:
+    """A candidate loaded before a failure is not left behind (an EOS config session, say), if the
+    switch can still be told; the failure itself is what gets reported."""
+    if conn is None:
+        return
+    with contextlib.suppress(Exception):  # best effort: the failure before it is what is reported
+        conn.discard_config()
 
 
 def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:

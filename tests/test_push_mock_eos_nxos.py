@@ -208,6 +208,7 @@ def test_mock_a_switch_that_cannot_be_read_fails_the_push_before_anything_change
     assert result.outcomes["eos2"].status == "failed" and "session dropped" in result.outcomes["eos2"].reason
     assert result.outcomes["eos1"].status == "skipped" and "nothing was changed" in result.outcomes["eos1"].reason
     assert "commit_config" not in driver(nr, "eos1").calls and rollbacks == []
+    assert driver(nr, "eos2").calls["discard_config"] == 1  # its loaded candidate is not left behind
 
 
 def test_mock_only_switches_with_a_diff_go_out_and_the_first_of_them_is_the_canary(tmp_path, rollbacks):
