@@ -13,8 +13,9 @@ times: the median, min-max spread and peak RSS are printed beside the goal. Anch
 the same run on the same machine:
 - `import pydantic, yaml, jinja2`: the floor of any command that reads an intent;
 - creating 1,280 empty files in a fresh folder beside the rendered ones: what `render` pays the
-  filesystem before writing a byte. It depends on the folder: about 0.03 ms a file in this
-  project's folder on ext4, 1 ms in /tmp on this machine kind (which something there watches);
+  filesystem before writing a byte. On this machine kind a create costs 0.03 to 1 ms of kernel
+  time, varying from moment to moment (mostly 1 ms in /tmp), and creates in two processes do not
+  overlap: the floor of a render into a fresh folder;
 - Arista's pyavd (`eos_cli_config_gen`) on EOS switches of the same fabric (the 32k example with
   every switch on EOS), against gpufabric's render of the same switches, on a sample of --avd
   switches; and the bare Jinja2 loop (one template, the same variables) as the floor of a
