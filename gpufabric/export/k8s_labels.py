@@ -41,4 +41,4 @@ def render(plan: Plan) -> str:
         "# Keys: <plane>-unit (scalable unit or rack), <plane>-rail<r>-leaf (nic<n> on Clos planes),\n"
         "#       <plane>-pod (3 tiers).\n"
     )
-    return header + dump_yaml(labels(plan), sort_keys=False, default_flow_style=False)
+    return header + dump_yaml(labels(plan))
