@@ -32,9 +32,9 @@ def test_site_syntax_and_hosts_from_the_plan():
     plays = listed.stdout.split("play #")[1:]
     hosts = [sorted(ln.strip() for ln in p.splitlines()[3:] if ln.strip()) for p in plays]
     every = ["gpu01", "gpu02", "gpu03", "gpu04", "stor01", "stor02"]
-    assert hosts[0] == every  # facts, once for every server
-    assert hosts[1] == ["gpu01", "gpu02", "gpu03", "gpu04"]  # RDMA stack: the compute plane's hosts
-    assert hosts[2] == every  # data NICs: every server
+    gpu = ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert hosts[:3] == [gpu, every, gpu]  # RDMA stack on the compute plane's hosts, data NICs on every server, QoS
+    assert hosts[3:] == [every, gpu, every]  # read back: every server's NICs, the GPU hosts' rest, compared
 
 
 def _strategy_module(hide_mitogen: bool) -> type:

@@ -15,26 +15,28 @@ from gpufabric.plan import build_plan
 
 RECORDED = ROOT / "tests" / "recorded" / "ansible"
 PLAN = build_plan(load_intent(str(INVENTORY / "fabric.yml")))
-GPU_HOSTS = sorted(s.name for s in PLAN.servers if any(n.plane == "compute" for n in s.nics))
+HOSTS = sorted(s.name for s in PLAN.servers if s.nics)  # every server with data NICs, storage ones too
 
 
 def test_the_read_back_task_is_the_one_validate_yml_ends_with():
-    (play,) = yaml.safe_load((ROOT / "playbooks" / "validate.yml").read_text())
-    assert play["tasks"][-1]["name"] == READ_BACK_TASK
+    *_, last = yaml.safe_load((ROOT / "playbooks" / "validate.yml").read_text())
+    assert last["hosts"] == "servers"
+    assert last["tasks"][-1]["name"] == READ_BACK_TASK
     site = yaml.safe_load((ROOT / "site.yml").read_text())
     assert site[-1] == {"name": site[-1]["name"], "ansible.builtin.import_playbook": "playbooks/validate.yml"}
 
 
-def test_every_gpu_host_read_back_equal_passes():
+def test_every_host_read_back_equal_passes():
     fact = host_validation((RECORDED / "site-read-back.txt").read_text(), PLAN)
     assert fact.passed, fact
-    assert fact.observed == f"{len(GPU_HOSTS)} hosts, 0 failed"
+    assert fact.observed == f"{len(HOSTS)} hosts, 0 failed"
+    assert len(HOSTS) == 6  # the GPU hosts and the storage hosts
 
 
 def test_a_host_with_a_setting_off_the_plan_fails_the_fact():
     fact = host_validation((RECORDED / "validate-mtu-off.txt").read_text(), PLAN)
     assert not fact.passed
-    assert fact.observed == f"{len(GPU_HOSTS) - 1} hosts, 1 failed"
+    assert fact.observed == f"{len(HOSTS) - 1} hosts, 1 failed"
 
 
 def test_a_site_yml_that_never_reached_the_read_back_fails_the_fact():
