@@ -43,6 +43,52 @@ def test_only_switches_that_change_are_batched_and_the_canary_is_one_of_them(def
     assert narrow(planned, set()) == []
 
 
+def _plane_of(plan) -> dict[str, str]:
+    return {d.name: d.plane for d in plan.devices()}
+
+
+def test_data_planes_go_side_by_side_one_domain_of_each_per_batch(default_plan):
+    """Every plane: a batch holds at most one failure domain per plane, each plane keeps its own order
+    (leaves before spines), the OOB plane goes last and alone; fewer batches than domains."""
+    targets = list(default_plan.devices())
+    plan_batches = batches(default_plan, targets, None, width=32)
+    plane, domain = _plane_of(default_plan), {d.name: d.failure_domain for d in targets}
+    assert plan_batches[0].domain.startswith("canary") and len(plan_batches[0].devices) == 1
+    for b in plan_batches[1:]:
+        planes = [plane[n] for n in b.devices]
+        assert all(len({domain[n] for n in b.devices if plane[n] == p}) == 1 for p in planes)
+        assert "oob" not in planes or set(planes) == {"oob"}
+    assert {plane[n] for n in plan_batches[-1].devices} == {"oob"}
+    pushed = [n for b in plan_batches for n in b.devices]
+    assert sorted(pushed) == sorted(d.name for d in targets) and len(pushed) == len(set(pushed))
+    for p in {d.plane for d in targets}:
+        roles = [default_plan.device(n).role for n in pushed if plane[n] == p]
+        assert roles == sorted(roles, key=lambda r: {"leaf": 0, "border": 1, "mgmt": 1}.get(r, 2)), p
+    mixed = [b for b in plan_batches if len({plane[n] for n in b.devices}) > 1]
+    assert mixed and all(" + " in b.domain and len(b.parts) > 1 for b in mixed)
+    one_each = batches(default_plan, targets, None, width=32, one_plane_at_a_time=True)
+    assert len(plan_batches) < len(one_each)
+    assert all(len({domain[n] for n in b.devices}) == 1 for b in one_each[1:])
+    assert sorted(n for b in one_each for n in b.devices) == sorted(pushed)
+
+
+def test_side_by_side_stays_within_the_batch_size_and_the_staging_width(default_plan):
+    targets = list(default_plan.devices())
+    assert max(len(b.devices) for b in batches(default_plan, targets, 2, width=32)) <= 2
+    largest_domain = max(len(fd.devices) for p in default_plan.planes.values() for fd in p.failure_domains)
+    width = 1  # batches side by side never need more staging waves than the largest domain alone
+    assert max(len(b.devices) for b in batches(default_plan, targets, None, width=width)) <= max(width, largest_domain)
+
+
+def test_narrowing_a_batch_side_by_side_keeps_each_domain_named(default_plan):
+    planned = batches(default_plan, list(default_plan.devices()), None, width=32)
+    mixed = next(b for b in planned if len(b.parts) > 2)
+    (first_domain, first_devices), (second_domain, second_devices) = mixed.parts[:2]
+    out = narrow(planned, {first_devices[0], *second_devices})  # the planned canary would not change
+    assert out[0].domain == f"canary ({first_domain})" and out[0].devices == first_devices[:1]
+    assert out[1].domain == second_domain and out[1].devices == second_devices and out[1].parts == ()
+
+
 def test_expectations_name_planned_sessions_and_ports(default_plan):
     index = LinkIndex(default_plan)
     e = expectations(default_plan, index, ["cmp-su1-leaf1"])["cmp-su1-leaf1"]

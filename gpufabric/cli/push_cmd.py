@@ -74,7 +74,13 @@ def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
     "--batch",
     "batch_size",
     type=click.IntRange(1),
-    help="At most this many switches at once (within a failure domain).",
+    help="At most this many switches at once (within a failure domain, and in all when planes go side by side).",
+)
+@click.option(
+    "--one-plane-at-a-time",
+    is_flag=True,
+    help="One failure domain per batch, every plane's leaves, then borders, then spines, instead of the data "
+    "planes side by side (a batch then takes the next domain of each plane).",
 )
 @click.option("--diff/--no-diff", default=True, show_default=True, help="Print each changed switch's diff.")
 @click.option(
@@ -107,21 +113,23 @@ def push_cmd(
     confirm_timeout: int,
     check_timeout: float,
     batch_size: int | None,
+    one_plane_at_a_time: bool,
     diff: bool,
     from_dir: Path | None,
     wait_seconds: float,
     changed_from: str | None,
 ) -> int:
-    """Push the rendered configuration to the switches, one failure domain at a time.
+    """Push the rendered configuration to the switches, one failure domain of a plane at a time.
 
     \b
     First every targeted switch is read at once: load the candidate (replace), diff, discard. A
     switch that cannot be reached or read fails the push before anything changes; one without a
     diff is done. Then only the switches that change go out: a canary first (one that changes),
-    then one failure domain per batch. Per switch: load and diff again, commit with a revert timer
-    on the switch (NX-OS: a checkpoint), wait for its BGP sessions and ports that were up to come
-    back, then confirm; or roll back. The first failing batch is rolled back whole and stops the
-    rollout. A second identical push changes nothing and says so.
+    then the failure domains, leaves first; a batch takes the next domain of each data plane (their
+    switches share no link), the OOB plane goes last and alone. Per switch: load and diff again,
+    commit with a revert timer on the switch (NX-OS: a checkpoint), wait for its BGP sessions and
+    ports that were up to come back, then confirm; or roll back. The first failing batch is rolled
+    back whole and stops the rollout. A second identical push changes nothing and says so.
 
     \b
     Targets the real switches, with the password from the variable the intent names; the local
@@ -144,7 +152,9 @@ def push_cmd(
     names = [d.name for d in fleet.targets]
     candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
     expects = expectations(fleet.plan, fleet.index, names)
-    plan_batches = batches(fleet.plan, fleet.targets, batch_size)
+    plan_batches = batches(
+        fleet.plan, fleet.targets, batch_size, width=WORKERS, one_plane_at_a_time=one_plane_at_a_time
+    )
     opts = PushOptions(
         dry_run=dry_run,
         confirm_timeout=confirm_timeout,

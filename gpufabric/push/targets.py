@@ -1,26 +1,44 @@
 """Which switches a push touches, and in which batches.
 
-A canary goes first, alone. Then one failure domain at a time (split into batches of at most
-`--batch` switches): a batch never spans two failure domains, so a bad change can take at
-most one domain down, and the rollout stops at the first batch that fails. Only switches whose
-configuration changes are batched (`narrow`): a canary that would not change proves nothing.
+A canary goes first, alone. Then the failure domains (each split into batches of at most `--batch`
+switches), a plane's domains in turn: a batch never holds two domains of one plane, so a bad change
+can take at most one domain of a plane down, and the rollout stops at the first batch that fails.
+The data planes go side by side: their switches share no link, so a batch takes the next domain of
+each (as many switches as one domain alone would have, or `--batch`). The OOB plane goes last and
+alone, as every push reaches the switches over it. `--one-plane-at-a-time` keeps every domain to a
+batch of its own. Only switches whose configuration changes are batched (`narrow`): a canary that
+would not change proves nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from gpufabric.plan.model import Device, Plan
 
 # Leaves first: a bad change on a leaf strands one unit's servers, on a spine a whole plane's share.
 ROLE_ORDER = {"leaf": 0, "border": 1, "mgmt": 1, "spine": 2, "superspine": 3}
+OOB = "oob"  # the management plane: every push, validate and login crosses it
+
+Part = tuple[str, tuple[str, ...]]  # a failure domain and the switches of it a batch changes
 
 
 @dataclass(frozen=True)
 class Batch:
     number: int
-    domain: str  # the failure domain, or "canary"
+    domain: str  # the failure domain ("a + b" when planes go side by side), or "canary (domain)"
     devices: tuple[str, ...]
+    parts: tuple[Part, ...] = ()  # per failure domain, when the batch holds more than one
+
+    def split(self) -> tuple[Part, ...]:
+        return self.parts or ((self.domain, self.devices),)
+
+
+def _batch(number: int, parts: list[Part]) -> Batch:
+    if len(parts) == 1:
+        return Batch(number, *parts[0])
+    return Batch(number, " + ".join(d for d, _ in parts), tuple(n for _, ds in parts for n in ds), tuple(parts))
 
 
 def select(plan: Plan, plane: str | None, devices: tuple[str, ...], role: str | None) -> list[Device]:
@@ -33,40 +51,89 @@ def select(plan: Plan, plane: str | None, devices: tuple[str, ...], role: str | 
     ]
 
 
-def batches(plan: Plan, targets: list[Device], size: int | None) -> list[Batch]:
+@dataclass(frozen=True)
+class _Chunk:
+    plane: str
+    domain: str
+    devices: tuple[str, ...]
+
+
+def _domains(plan: Plan, targets: list[Device]) -> list[tuple[str, str, list[str]]]:
+    """(plane, failure domain, targeted members), leaves first."""
     wanted = {d.name for d in targets}
     by_name = {d.name: d for d in targets}
-    domains: list[tuple[str, list[str]]] = []
+    domains: list[tuple[str, str, list[str]]] = []
     seen: set[str] = set()
-    for fd in (fd for p in plan.planes.values() for fd in p.failure_domains):
-        members = [n for n in fd.devices if n in wanted and n not in seen]
-        seen.update(members)
-        if members:
-            domains.append((fd.name, members))
+    for plane in plan.planes.values():
+        for fd in plane.failure_domains:
+            members = [n for n in fd.devices if n in wanted and n not in seen]
+            seen.update(members)
+            if members:
+                domains.append((plane.name, fd.name, members))
     for d in targets:  # a switch no failure domain names still gets pushed, in a domain of its own
         if d.name not in seen:
-            domains.append((d.failure_domain or d.name, [d.name]))
-    domains.sort(key=lambda item: min(ROLE_ORDER.get(by_name[n].role, 9) for n in item[1]))
-    out: list[Batch] = []
+            domains.append((d.plane, d.failure_domain or d.name, [d.name]))
+    domains.sort(key=lambda item: min(ROLE_ORDER.get(by_name[n].role, 9) for n in item[2]))
+    return domains
+
+
+def batches(
+    plan: Plan, targets: list[Device], size: int | None, *, width: int = 1, one_plane_at_a_time: bool = False
+) -> list[Batch]:
+    """`width`: how many switches the push stages at once; batches side by side stay within it (or
+    within the largest domain, or `size`), so they take no longer to stage than one domain did."""
+    domains = _domains(plan, targets)
     if not domains:
-        return out
-    first_domain, first_members = domains[0]
-    canary = first_members[0]
-    out.append(Batch(1, f"canary ({first_domain})", (canary,)))
-    domains[0] = (first_domain, first_members[1:])
-    for name, members in domains:
-        step = size or len(members) or 1
-        for i in range(0, len(members), step):
-            out.append(Batch(len(out) + 1, name, tuple(members[i : i + step])))
+        return []
+    plane, first, members = domains[0]
+    out: list[list[Part]] = [[(f"canary ({first})", (members[0],))]]
+    domains[0] = (plane, first, members[1:])
+    chunks = [
+        _Chunk(plane, name, tuple(members[i : i + (size or len(members))]))
+        for plane, name, members in domains
+        for i in range(0, len(members), size or len(members) or 1)
+    ]
+    if one_plane_at_a_time:
+        out += [[(c.domain, c.devices)] for c in chunks]
+    else:
+        capacity = size or max([width, *(len(c.devices) for c in chunks)])
+        out += _side_by_side([c for c in chunks if c.plane != OOB], capacity)
+        out += [[(c.domain, c.devices)] for c in chunks if c.plane == OOB]
+    return [_batch(number, parts) for number, parts in enumerate(out, 1)]
+
+
+def _side_by_side(chunks: list[_Chunk], capacity: int) -> list[list[Part]]:
+    """The k-th batch of every plane together, as far as `capacity` allows (a chunk that does not fit
+    starts the next batch): each plane keeps its own order, and no batch holds two of a plane's."""
+    per_plane: dict[str, list[_Chunk]] = {}
+    for c in chunks:
+        per_plane.setdefault(c.plane, []).append(c)
+    out: list[list[Part]] = []
+    for wave in zip_longest(*per_plane.values()):
+        current: list[Part] = []
+        for c in wave:
+            if c is None:
+                continue
+            if current and sum(len(ds) for _, ds in current) + len(c.devices) > capacity:
+                out.append(current)
+                current = []
+            current.append((c.domain, c.devices))
+        if current:
+            out.append(current)
     return out
 
 
 def narrow(plan_batches: list[Batch], keep: set[str]) -> list[Batch]:
     """The batches with only the switches in `keep`, in the same order, renumbered. A canary still goes
     first, alone: the planned one when it is kept, else the first switch kept."""
-    kept = [(b.domain, tuple(n for n in b.devices if n in keep)) for b in plan_batches]
-    kept = [(domain, devices) for domain, devices in kept if devices]
-    if kept and not kept[0][0].startswith("canary"):
-        domain, devices = kept[0]
-        kept[0:1] = [(f"canary ({domain})", devices[:1])] + ([(domain, devices[1:])] if devices[1:] else [])
-    return [Batch(number, domain, devices) for number, (domain, devices) in enumerate(kept, 1)]
+    kept: list[list[Part]] = []
+    for b in plan_batches:
+        parts = [(domain, tuple(n for n in devices if n in keep)) for domain, devices in b.split()]
+        parts = [(domain, devices) for domain, devices in parts if devices]
+        if parts:
+            kept.append(parts)
+    if kept and not kept[0][0][0].startswith("canary"):
+        (domain, devices), *others = kept[0]
+        rest = ([(domain, devices[1:])] if devices[1:] else []) + others
+        kept[0:1] = [[(f"canary ({domain})", devices[:1])]] + ([rest] if rest else [])
+    return [_batch(number, parts) for number, parts in enumerate(kept, 1)]
