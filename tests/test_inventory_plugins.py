@@ -66,6 +66,7 @@ def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_p
                 "user": "root",
                 "key_file": "/k/id",
                 "known_hosts": "/k/known_hosts",
+                "python": "/usr/bin/python3",
             }
         )
     )
@@ -87,6 +88,9 @@ def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_p
     assert (
         "UserKnownHostsFile=/k/known_hosts -o StrictHostKeyChecking=yes" in hostvars["gpu02"]["ansible_ssh_common_args"]
     )
+    # The lab knows its image's interpreter; a host it does not run is left to Ansible's discovery.
+    assert hostvars["gpu02"]["ansible_python_interpreter"] == "/usr/bin/python3"
+    assert "ansible_python_interpreter" not in hostvars["gpu01"]
 
 
 def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):

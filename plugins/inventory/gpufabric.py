@@ -71,6 +71,9 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
             "ansible_user": state["user"],
             "ansible_ssh_private_key_file": state["key_file"],
             "ansible_ssh_common_args": ssh_args,
+            # The lab built the image, so it knows the interpreter: no discovery (records before it said so
+            # fall back to discovery).
+            **({"ansible_python_interpreter": state["python"]} if state.get("python") else {}),
         }
         for name, host in state["hosts"].items()
     }
