@@ -91,3 +91,32 @@ def test_unknown_host_is_named():
     plan = build_plan(load_intent(str(ROOT / "inventory" / "fabric.yml")))
     with pytest.raises(UnknownHostError, match="no server named gpu99"):
         standin_specs(plan, ["gpu99"], "r", "172.31.254.1/24")
+
+
+def test_a_new_image_prunes_older_ones_but_not_one_a_container_stands_on(tmp_path):
+    from gpufabric.lab.hosts.rootfs import _prune
+
+    for key in ("new", "old", "busy"):
+        (tmp_path / f"debian-bookworm-{key}.tar.zst").write_bytes(b"x")
+        (tmp_path / f"debian-bookworm-{key}.root" / "etc").mkdir(parents=True)
+    mountinfo = tmp_path / "mountinfo"
+    busy = tmp_path / "debian-bookworm-busy.root"
+    mountinfo.write_text(f"1 2 0:3 / /var/lib/x rw - overlay overlay rw,lowerdir={busy}\n")
+    _prune(tmp_path, keep=tmp_path / "debian-bookworm-new.tar.zst", mountinfo=mountinfo)
+    left = sorted(p.name for p in tmp_path.glob("debian-*"))
+    assert left == [
+        "debian-bookworm-busy.root",
+        "debian-bookworm-busy.tar.zst",
+        "debian-bookworm-new.root",
+        "debian-bookworm-new.tar.zst",
+    ]
+
+
+def test_the_image_gets_debian_container_settings_for_apt_and_dpkg(tmp_path):
+    from gpufabric.lab.hosts.rootfs import _container_conventions
+
+    (tmp_path / "etc/apt/apt.conf.d").mkdir(parents=True)
+    (tmp_path / "etc/dpkg/dpkg.cfg.d").mkdir(parents=True)
+    _container_conventions(tmp_path)
+    assert (tmp_path / "etc/apt/apt.conf.d/90gpufabric-container").read_text() == 'Acquire::Languages "none";\n'
+    assert (tmp_path / "etc/dpkg/dpkg.cfg.d/90gpufabric-container").read_text() == "force-unsafe-io\n"

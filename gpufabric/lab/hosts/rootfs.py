@@ -20,24 +20,33 @@ from gpufabric.lab.hosts.apt_mirror import Mirror
 CACHE_DIR = Path(os.environ.get("GPUFABRIC_ROOTFS_CACHE", "/var/cache/gpufabric/rootfs"))
 
 # What a real GPU host has before Ansible runs: systemd, sshd, Python for Ansible (with apt bindings),
-# iproute2, ping and kmod; and iperf3, the lab's stand-in for perftest. Everything the roles install,
-# they install themselves.
+# iproute2, ping and kmod; what Debian's installer puts on every server (priority important or
+# standard) that a minimal bootstrap leaves out: udev, netbase, perl, pciutils, dmidecode; and iperf3,
+# the lab's stand-in for perftest. Everything the roles install, they install themselves.
 PACKAGES = (
     "dbus",
+    "dmidecode",
     "iperf3",  # the acceptance tests' stand-in for perftest in the lab, which has no RDMA NIC
     "iproute2",
     "iputils-ping",
     "kmod",
+    "netbase",
     "openssh-server",
+    "pciutils",
+    "perl",
     "python3",
     "python3-apt",
     "systemd",
     "systemd-sysv",
+    "udev",
 )
 
 
+# Where the image's python3 package puts its interpreter.
+PYTHON = "/usr/bin/python3"
+
 # Bumped whenever the way an image is made changes, so an older cached image is not reused.
-IMAGE_FORMAT = "2"
+IMAGE_FORMAT = "3"
 
 
 class RootfsError(Exception):
@@ -71,7 +80,22 @@ def ensure_image(
         if image.is_file():
             return image
         _build(image, mirror, packages, cache_dir, say)
+        _prune(cache_dir, keep=image)
     return image
+
+
+def _prune(cache_dir: Path, keep: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> None:
+    """Drop the images an older format or package list left, and their extracted trees, unless a
+    running container still stands on one (its tree is then an overlay's lower layer)."""
+    mounts = mountinfo.read_text(encoding="utf-8", errors="replace")
+    for old in cache_dir.glob("debian-*.tar.zst"):
+        if old == keep:
+            continue
+        tree = old.parent / (old.name.removesuffix(".tar.zst") + ".root")
+        if str(tree) in mounts:
+            continue
+        shutil.rmtree(tree, ignore_errors=True)
+        old.unlink(missing_ok=True)
 
 
 def _build(image: Path, mirror: Mirror, packages: tuple[str, ...], cache_dir: Path, say: Callable[[str], None]) -> None:
@@ -95,6 +119,7 @@ def _build(image: Path, mirror: Mirror, packages: tuple[str, ...], cache_dir: Pa
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
             raise RootfsError(f"debootstrap {mirror.suite} from {mirror.url} failed:\n{tail}")
         _generalise(root)
+        _container_conventions(root)
         partial = Path(tmp) / "image.tar.zst"
         subprocess.run(["tar", "--zstd", "-C", str(root), "-cpf", str(partial), "."], check=True)
         os.replace(partial, image)  # atomic: a half-built image is never found in the cache
@@ -112,6 +137,14 @@ def _generalise(root: Path) -> None:
     for cache in (root / "var/cache/apt").glob("*.bin"):
         cache.unlink()  # else apt's cache_valid_time takes the image's build time for a fresh update
     (root / "var/cache/apt/archives/partial").mkdir(parents=True)
+
+
+def _container_conventions(root: Path) -> None:
+    """What Debian's own container images set for apt and dpkg: no translated package descriptions
+    (apt would fetch and index about 30 MB of them at every first update), and no fsync after each
+    file dpkg unpacks (a container's root is thrown away, not recovered, if the machine stops)."""
+    (root / "etc/apt/apt.conf.d/90gpufabric-container").write_text('Acquire::Languages "none";\n')
+    (root / "etc/dpkg/dpkg.cfg.d/90gpufabric-container").write_text("force-unsafe-io\n")
 
 
 def base_tree(image: Path) -> Path:
