@@ -33,8 +33,9 @@ def test_site_syntax_and_hosts_from_the_plan():
     hosts = [sorted(ln.strip() for ln in p.splitlines()[3:] if ln.strip()) for p in plays]
     every = ["gpu01", "gpu02", "gpu03", "gpu04", "stor01", "stor02"]
     gpu = ["gpu01", "gpu02", "gpu03", "gpu04"]
-    assert hosts[:3] == [gpu, every, gpu]  # RDMA stack on the compute plane's hosts, data NICs on every server, QoS
-    assert hosts[3:] == [every, gpu, every]  # read back: every server's NICs, the GPU hosts' rest, compared
+    # Data NICs on every server, then the RDMA stack, QoS, HugePages and the operator on the compute plane's
+    # hosts, then the read-back on every server (the GPU hosts' own parts under a condition).
+    assert hosts == [every, gpu, every]
 
 
 def _strategy_module(hide_mitogen: bool) -> type:
@@ -64,6 +65,21 @@ def test_the_strategy_is_linear_through_mitogen_and_linear_without_it():
     assert any(c.__module__.startswith("ansible_mitogen") for c in with_mitogen.__mro__)
     assert any(c.__name__ == "StrategyModule" and "linear" in c.__module__ for c in with_mitogen.__mro__)
     assert _strategy_module(hide_mitogen=True) is Linear  # Mitogen missing: Ansible's own linear strategy
+
+
+@pytest.mark.parametrize(("setting", "pinned"), [(None, False), ("1", True)])
+def test_the_strategy_leaves_cpu_placement_to_the_kernel_unless_asked(monkeypatch, setting, pinned):
+    import ansible_mitogen.affinity as affinity
+
+    monkeypatch.setattr(affinity, "policy", affinity.LinuxPolicy(cpu_count=2))
+    if setting is None:
+        monkeypatch.delenv("GPUFABRIC_MITOGEN_AFFINITY", raising=False)
+    else:
+        monkeypatch.setenv("GPUFABRIC_MITOGEN_AFFINITY", setting)
+    _strategy_module(hide_mitogen=False)
+    # Mitogen's own policy would pin every worker to one CPU on a 2-CPU machine; the base one assigns nothing.
+    assert isinstance(affinity.policy, affinity.LinuxPolicy) is pinned
+    assert type(affinity.policy) is (affinity.LinuxPolicy if pinned else affinity.Policy)
 
 
 @pytest.mark.parametrize(
