@@ -114,3 +114,20 @@ def test_gpu_operator_values_follow_the_host(tmp_path, extra, driver_enabled, ho
         True,
     )
     assert "Install the GPU Operator" not in done.stdout  # gpu_operator_deploy: false never reaches helm
+
+
+def test_the_read_back_verdict_lists_every_setting_found_other_than_expected():
+    import importlib.util
+
+    path = ROOT / "roles" / "host_network" / "filter_plugins" / "read_back.py"
+    spec = importlib.util.spec_from_file_location("read_back_filters", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    differences = module.FilterModule().filters()["gpufabric_differences"]
+    checks = [
+        {"setting": "eth1 MTU", "expected": "9000", "found": "1500"},
+        {"setting": "eth2 MTU", "expected": "9000", "found": "9000"},
+        {"setting": "NCCL_IB_TC", "expected": "106", "found": "missing"},
+    ]
+    assert differences(checks) == ["eth1 MTU: expected 9000, found 1500", "NCCL_IB_TC: expected 106, found missing"]
+    assert differences(checks[1:2]) == []
