@@ -117,30 +117,6 @@ def test_linux_counters_and_carrier_changes_come_from_iproute2():
     assert flaps["lo"] == raw["tx"]["carrier_changes"]
 
 
-def test_a_scrape_reads_the_linux_counters_once_for_counters_and_carrier_changes():
-    """Counters, then carrier changes (the order every scrape asks in): one `ip -s -s -j link` run serves
-    both; asked alone, carrier changes read their own."""
-    from gpufabric.drivers.frr import FrrDriver
-    from gpufabric.drivers.transport import Output
-
-    text = subprocess.run(["ip", "-s", "-s", "-j", "link", "show", "lo"], capture_output=True, text=True, check=True)
-    ran: list[str] = []
-
-    class Recording:
-        def run(self, command: str, stdin: str | None = None) -> Output:
-            ran.append(command)
-            return Output(0, text.stdout, "")
-
-        def close(self) -> None: ...
-
-    driver = FrrDriver("sw", "u", "p", optional_args={"transport": Recording()})
-    counters = driver.get_interfaces_counters()
-    flaps = driver.get_carrier_changes()
-    assert "lo" in counters and flaps["lo"] == json.loads(text.stdout)[0]["stats64"]["tx"]["carrier_changes"]
-    assert len(ran) == 1
-    assert driver.get_carrier_changes() == flaps and len(ran) == 2  # a second ask reads again
-
-
 def test_switch_targets_label_ports_with_their_far_end():
     targets = {t.device: t for t in switch_targets(_plan())}
     leaf = targets["cmp-su1-leaf1"]

@@ -54,7 +54,6 @@ class LinuxSwitchDriver(NetworkDriver):
         self.lldp_socket: str | None = self.optional_args.get("lldp_socket")
         self.candidate: str | None = None
         self.merge = False
-        self._carrier_changes: dict[str, int] | None = None  # from the last counters reading, not yet asked for
         self._setup()
 
     def _setup(self) -> None:
@@ -134,17 +133,11 @@ class LinuxSwitchDriver(NetworkDriver):
         return frr_getters.interfaces(self._run("ip -j link show"), self._vtysh("show interface json"))
 
     def get_interfaces_counters(self) -> dict[str, dict[str, int]]:
-        counters, self._carrier_changes = frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))
-        return counters
+        return frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[0]
 
     def get_carrier_changes(self) -> dict[str, int]:
-        """gpufabric's getter beside NAPALM's: per port, how often its link went down or up. Scrapes ask
-        for the counters and then for these: the counters' reading holds them, so it serves both once
-        (and both come from the same instant); otherwise a reading of its own."""
-        changes, self._carrier_changes = self._carrier_changes, None
-        if changes is None:
-            changes = frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[1]
-        return changes
+        """gpufabric's getter beside NAPALM's: per port, how often its link went down or up."""
+        return frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[1]
 
     def get_ethtool_stats(self, ports: list[str]) -> dict[str, str]:
         """`ethtool -S` per port, as text (PFC, ECN and buffer counters where the ASIC driver has them);
