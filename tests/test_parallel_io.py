@@ -17,7 +17,8 @@ from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.plan import build_plan
-from gpufabric.verify import runner
+from gpufabric.verify import runner, yaml_block
+from gpufabric.verify.read_nvue import nvue_facts
 from gpufabric.verify.runner import verify
 from gpufabric.verify.yaml_block import load_block_yaml
 
@@ -55,6 +56,16 @@ def test_block_reader_reads_every_rendered_nvue_document_as_pyyaml_does(example,
         assert fast[1].as_dict() == lines, name
 
 
+def test_nvue_facts_are_the_same_when_pyyaml_reads_the_document():
+    """A document the block reader leaves to PyYAML (here for a comment after a value) gives the same
+    facts, at the same lines: both readers give the line of every key of every mapping."""
+    for name, text in _nvue_documents("examples/superpod-1su.yml", None).items():
+        assert load_block_yaml(text) is not None
+        commented = text.replace("        type: swp\n", "        type: swp # a switch port\n")
+        assert load_block_yaml(commented) is None, name
+        assert nvue_facts(name, commented, name) == nvue_facts(name, text, name), name
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -64,6 +75,10 @@ def test_block_reader_reads_every_rendered_nvue_document_as_pyyaml_does(example,
         "'': 1\n",
         "# comment\n\na: on\nb: 'on'\nc: 1.0\nd: 010\ne: 0x1f\nf: 12:30\ng: null\nh: ~\ni: 2024-01-01\n",
         "a: 10.0.0.1/31\nb: swp1s0\nc: 'host: gpu1 rail1'\n",
+        "a: 0\nb: 9216\nc: 007\nd: 1_000\ne: \u00b2\nf: 4200000001\ng: '10'\nh: 'a''b'\n",
+        "a: <<\n",
+        "a: =\n",
+        "<<: 1\n",
         # Beyond the subset: PyYAML reads these (or refuses them) and the block reader steps aside.
         "top:\n  - a\n",
         "a:\n  b: 1\n c: 2\n",
@@ -102,6 +117,30 @@ def test_block_reader_agrees_with_pyyaml_or_steps_aside(text):
 def test_block_reader_takes_the_text_it_was_made_for():
     for text in ("a: 1\nb:\n  c: x\n", "- set:\n    a: 1\n", "a: 'x y'\n"):
         assert load_block_yaml(text) is not None
+
+
+def test_block_reader_gives_every_document_its_own_mappings():
+    """`{}` and `key:` lines are looked up from the lines seen before: the mappings they open must
+    still be new ones, or a change to one document's data would show in the next one's."""
+    text = "- set:\n    interface:\n      swp1:\n        link: {}\n"
+    first, second = load_block_yaml(text), load_block_yaml(text)
+    assert first is not None and second is not None
+    first[0][0]["set"]["interface"]["swp1"]["link"]["mtu"] = 9216
+    assert second[0][0]["set"]["interface"]["swp1"]["link"] == {}
+    assert first[0][0]["set"]["interface"] is not second[0][0]["set"]["interface"]
+
+
+def test_block_reader_reads_the_same_once_its_rows_are_dropped(monkeypatch):
+    """The rows kept per line are bounded: past the bound they are dropped and the lines read again."""
+    monkeypatch.setattr(yaml_block, "ROWS_KEPT", 3)
+    monkeypatch.setattr(yaml_block, "_ROWS", {})
+    text = "a: 1\nb:\n  c: x\n  d: {}\ne: 'it''s'\n" + "f: " + "x" * 200 + "\n"
+    for _ in range(3):
+        fast = load_block_yaml(text)
+        assert fast is not None
+        assert fast[0] == load_yaml(text, "f")[0]
+        assert len(yaml_block._ROWS) <= 3
+        assert not any(len(line) > yaml_block.ROW_KEPT_CHARS for line in yaml_block._ROWS)
 
 
 @pytest.fixture(scope="module")

@@ -275,6 +275,38 @@ def test_a_finding_points_at_the_corrupted_line(rendered, tmp_path):
     assert (hit.expected, hit.found) == ("CNP DSCP 48 -> priority 6", "-> 2")
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "expected", "found", "at"),
+    [
+        ("mtu: 9216", "mtu: abc", "interface/swp1s0/link/mtu: a whole number", "'abc'", "mtu: abc"),
+        ("autonomous-system: ", "autonomous-system: x", "router/bgp/autonomous-system: a whole number", "'x", ": x"),
+        (
+            "    interface:\n",
+            "    interface: 5\n    unused:\n",
+            "interface: a mapping of interfaces",
+            "5",
+            "interface: 5",
+        ),
+        # No value to point at: the finding points at the section that holds the wrong shape.
+        (
+            "      user:\n",
+            "      user: 5\n      unused:\n",
+            "`system` shaped as NVUE's object model has it",
+            "items",
+            "system:",
+        ),
+    ],
+)
+def test_an_nvue_value_of_the_wrong_type_is_a_finding_at_its_line(rendered, tmp_path, old, new, expected, found, at):
+    """A hand-edited startup file NVUE would refuse is a finding with its line, not a crash of verify."""
+    findings = _corrupt(rendered, "multi-vendor", "cmp-su2-leaf3.yaml", old, new, tmp_path)
+    (hit,) = [f for f in findings if f.check == "parse"]
+    assert (hit.device, hit.expected) == ("cmp-su2-leaf3", expected)
+    assert found in hit.found
+    line = (tmp_path / "multi-vendor" / "cmp-su2-leaf3.yaml").read_text().splitlines()[hit.line - 1]
+    assert at in line
+
+
 def test_a_missing_file_is_a_finding(rendered, tmp_path):
     plan, folder = rendered["default"]
     copy = tmp_path / "c"

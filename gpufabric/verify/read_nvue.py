@@ -9,7 +9,7 @@ from typing import Any
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.verify.facts import Fact, SwitchFacts
-from gpufabric.verify.yaml_block import load_block_yaml
+from gpufabric.verify.yaml_block import Lines, load_block_yaml
 
 # Top-level keys of an NVUE `set` document (Cumulus Linux 5.x object model).
 KNOWN_KEYS = frozenset(
@@ -17,16 +17,12 @@ KNOWN_KEYS = frozenset(
 )
 
 
+LineOf = Callable[[tuple[Any, ...]], int | None]  # the line of a path, else of its nearest ancestor
+
+
 class _Doc:
-    def __init__(
-        self,
-        data: Any,
-        line_of: Callable[[tuple[Any, ...]], int | None],
-        index: int,
-        file: str,
-        lines_in: Callable[[Any], dict[Any, int] | None],
-    ) -> None:
-        self.data, self.line_of, self.index, self.file, self.lines_in = data, line_of, index, file, lines_in
+    def __init__(self, data: Any, index: int, file: str, lines: Lines, line_of: LineOf) -> None:
+        self.data, self.index, self.file, self.line_of, self.line_in = data, index, file, line_of, lines.line_in
 
     def get(self, *path: Any) -> Any:
         node = self.data
@@ -39,27 +35,10 @@ class _Doc:
     def fact(self, value: Any, *path: Any) -> Fact:
         return Fact(value, self.file, self.line_of((self.index, "set", *path)) or 1)
 
-    def fact_in(self, value: Any, node: Any, key: Any, *path: Any) -> Fact:
-        """fact(value, *path) where `node` is what path[:-1] leads to and `key` is path[-1]: the block
-        reader knows node's lines without walking the path from the top (a leaf has hundreds of facts)."""
-        where = self.lines_in(node)
-        line = where.get(key) if where is not None else None
-        return Fact(value, self.file, line) if line is not None else self.fact(value, *path)
-
-
-def _not_kept(node: Any) -> None:
-    """PyYAML's path -> line map keeps no lines per mapping: facts then look theirs up by path."""
-
-
-def _nearest(lines: dict[tuple[Any, ...], int]) -> Callable[[tuple[Any, ...]], int | None]:
-    """The line of a path, else of its nearest ancestor that has one (PyYAML's path -> line map)."""
-
-    def line_of(path: tuple[Any, ...]) -> int | None:
-        while path and path not in lines:
-            path = path[:-1]
-        return lines.get(path)
-
-    return line_of
+    def fact_in(self, value: Any, node: Any, key: Any) -> Fact:
+        """A fact written as `key` of `node` (a mapping of the document that holds key): its line
+        without walking the path from the top, as a leaf has hundreds of facts."""
+        return Fact(value, self.file, self.line_in(node, key))
 
 
 def read_nvue(device: str, path: Path) -> SwitchFacts:
@@ -70,42 +49,62 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     """Facts of NVUE configuration text. A file must be startup documents (`- set:`); `tree_ok` also
     takes the single tree NVUE shows a running configuration as."""
     facts = SwitchFacts(device, "cumulus", [file])
-    fast = load_block_yaml(text)
-    line_of: Callable[[tuple[Any, ...]], int | None]
-    lines_in: Callable[[Any], dict[Any, int] | None] = _not_kept
-    if fast is not None:
-        data, line_of, lines_in = fast[0], fast[1].line, fast[1].lines_in
-    else:
+    read = load_block_yaml(text)
+    if read is None:
         try:
-            data, lines = load_yaml(text, file)
+            data, paths = load_yaml(text, file)
         except IntentError as exc:
             first = exc.problems[0]
             facts.problem("parse", file, exc.line_of(first.path) or 1, "an NVUE YAML document", first.message)
             return facts
-        line_of = _nearest(lines)
+        read = data, Lines.of_paths(data, paths)
+    data, lines = read
+    line_of: LineOf = lines.line
     if tree_ok and isinstance(data, dict):
-        tree_line = line_of
-        data, line_of = [{"set": data}], lambda path: tree_line(path[2:])
+        data, line_of = [{"set": data}], lambda path: lines.line(path[2:])
     docs = data if isinstance(data, list) else []
     index = next((i for i, d in enumerate(docs) if isinstance(d, dict) and "set" in d), None)
     if index is None:
         facts.problem("parse", file, 1, "a list with a `- set:` document", type(data).__name__)
         return facts
-    doc = _Doc(docs[index]["set"], line_of, index, file, lines_in)
+    if not isinstance(docs[index]["set"], dict):
+        found = type(docs[index]["set"]).__name__
+        facts.problem("parse", file, line_of((index, "set")) or 1, "a mapping under `set:`", found)
+        return facts
+    doc = _Doc(docs[index]["set"], index, file, lines, line_of)
     for key in doc.data:
         if key not in KNOWN_KEYS:
             facts.problem("nvue-keys", file, doc.fact(key, key).line, "an NVUE top-level key", str(key))
     for section in ("qos", "router"):
         if section in doc.data:
             facts.anchors["bgp" if section == "router" else section] = doc.fact(section, section)
-    ports = doc.get("interface") or {}
-    for port in ports:
-        facts.anchors[f"interface {port}"] = doc.fact_in(port, ports, port, "interface", port)
-    _system(facts, doc)
-    _interfaces(facts, doc)
-    _bgp(facts, doc)
-    _qos(facts, doc)
+    for section, extract in (("system", _system), ("interface", _interfaces), ("router", _bgp), ("qos", _qos)):
+        try:
+            extract(facts, doc)
+        except _WrongValueError as exc:
+            where = "/".join(str(p) for p in exc.path)
+            facts.problem("parse", file, doc.fact(None, *exc.path).line, f"{where}: {exc.expected}", repr(exc.found))
+        except (AttributeError, TypeError) as exc:  # a mapping where NVUE has a value, or the other way round
+            line = doc.fact(None, section).line
+            facts.problem("parse", file, line, f"`{section}` shaped as NVUE's object model has it", str(exc))
     return facts
+
+
+class _WrongValueError(Exception):
+    """A value NVUE's object model would not hold there (`mtu: abc`): the file does not load."""
+
+    def __init__(self, path: tuple[Any, ...], found: object, expected: str) -> None:
+        super().__init__(path, found, expected)
+        self.path, self.found, self.expected = path, found, expected
+
+
+def _int(value: object, *path: Any) -> int:
+    """A whole number written as one (`9216`) or as text (`'26'`, as NVUE writes its keys)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    raise _WrongValueError(path, value, "a whole number")
 
 
 def _on(value: object) -> bool:
@@ -129,55 +128,68 @@ def _system(facts: SwitchFacts, doc: _Doc) -> None:
 def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
     roce = _on(doc.get("qos", "roce", "enable")) or _on(doc.get("qos", "roce", "state"))
     roce_fact = doc.fact("roce", "qos", "roce") if roce else None
-    for port, spec in (doc.get("interface") or {}).items():
+    ports = doc.get("interface")
+    if ports is None:
+        return
+    if not isinstance(ports, dict):
+        raise _WrongValueError(("interface",), ports, "a mapping of interfaces")
+    fact_in = doc.fact_in  # a large leaf has hundreds of ports, each with a few facts
+    for port, spec in ports.items():
+        facts.anchors[f"interface {port}"] = fact_in(port, ports, port)
         if not isinstance(spec, dict):
             continue
+        swp = spec.get("type") == "swp"
         link = spec.get("link")
         if isinstance(link, dict) and (mtu := link.get("mtu")) is not None:
-            facts.mtu[port] = doc.fact_in(int(mtu), link, "mtu", "interface", port, "link", "mtu")
-        for ip in ("ip", "ipv4"):  # `ipv4` from Cumulus Linux 5.15
-            addresses = spec[ip].get("address") if isinstance(spec.get(ip), dict) else None
-            for address in addresses or {}:
-                if spec.get("type") == "swp" or port == "lo":
-                    where = ("interface", port, ip, "address", address)
-                    facts.address[port] = doc.fact_in(str(address), addresses, address, *where)
-        if roce_fact is not None and spec.get("type") == "swp":
+            facts.mtu[port] = fact_in(_int(mtu, "interface", port, "link", "mtu"), link, "mtu")
+        if swp or port == "lo":
+            for ip in ("ip", "ipv4"):  # `ipv4` from Cumulus Linux 5.15
+                section = spec.get(ip)
+                addresses = section.get("address") if isinstance(section, dict) else None
+                for address in addresses or {}:
+                    facts.address[port] = fact_in(str(address), addresses, address)
+        if roce_fact is not None and swp:
             # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
             facts.qos_ports[port] = roce_fact
         qos = spec.get("qos")
         if facts.watchdog is None and isinstance(qos, dict) and qos.get("pfc-watchdog") is not None:
-            facts.watchdog = doc.fact_in(True, qos, "pfc-watchdog", "interface", port, "qos", "pfc-watchdog")
+            facts.watchdog = fact_in(True, qos, "pfc-watchdog")
 
 
 def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
-    if (asn := doc.get("router", "bgp", "autonomous-system")) is not None:
-        facts.asn = doc.fact(int(asn), "router", "bgp", "autonomous-system")
+    where: tuple[Any, ...] = ("router", "bgp", "autonomous-system")
+    if (asn := doc.get(*where)) is not None:
+        facts.asn = doc.fact(_int(asn, *where), *where)
     bgp = ("vrf", "default", "router", "bgp")
     for key, spec in (doc.get(*bgp, "neighbor") or {}).items():
         if isinstance(spec, dict) and "remote-as" in spec:
-            where = (*bgp, "neighbor", key, "remote-as")
-            facts.neighbors[str(key)] = doc.fact_in(spec["remote-as"], spec, "remote-as", *where)
+            facts.neighbors[str(key)] = doc.fact_in(spec["remote-as"], spec, "remote-as")
     if (paths := doc.get(*bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")) is not None:
-        facts.max_paths = doc.fact(int(paths), *bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")
+        where = (*bgp, "address-family", "ipv4-unicast", "multipaths", "ebgp")
+        facts.max_paths = doc.fact(_int(paths, *where), *where)
     if _on(doc.get(*bgp, "path-selection", "multipath", "aspath-ignore")):
         facts.multipath_relax = doc.fact(True, *bgp, "path-selection", "multipath", "aspath-ignore")
 
 
 def _qos(facts: SwitchFacts, doc: _Doc) -> None:
     q = ("qos", "mapping", "default-global")
+    where: tuple[Any, ...]
     if doc.get(*q, "trust") == "l3":
         facts.trust_dscp = doc.fact(True, *q, "trust")
     for dscp, spec in (doc.get(*q, "dscp") or {}).items():
         if isinstance(spec, dict) and "switch-priority" in spec:
-            facts.dscp_map[int(dscp)] = doc.fact(int(spec["switch-priority"]), *q, "dscp", dscp, "switch-priority")
+            where = (*q, "dscp", dscp, "switch-priority")
+            facts.dscp_map[_int(dscp, *where[:-1])] = doc.fact(_int(spec["switch-priority"], *where), *where)
     for prio in doc.get("qos", "pfc", "default-global", "switch-priority") or {}:
-        facts.pfc[int(prio)] = doc.fact(True, "qos", "pfc", "default-global", "switch-priority", prio)
+        where = ("qos", "pfc", "default-global", "switch-priority", prio)
+        facts.pfc[_int(prio, *where)] = doc.fact(True, *where)
     cc = ("qos", "congestion-control", "default-global", "traffic-class")
     for tc, spec in (doc.get(*cc) or {}).items():
         if isinstance(spec, dict) and spec.get("ecn") == "enable":
-            value = (int(spec.get("min-threshold", 0)), int(spec.get("max-threshold", 0)))
-            facts.ecn[int(tc)] = doc.fact(value, *cc, tc, "min-threshold")
+            low, high = spec.get("min-threshold", 0), spec.get("max-threshold", 0)
+            value = (_int(low, *cc, tc, "min-threshold"), _int(high, *cc, tc, "max-threshold"))
+            facts.ecn[_int(tc, *cc, tc)] = doc.fact(value, *cc, tc, "min-threshold")
     sched = ("qos", "egress-scheduler", "default-global", "traffic-class")
     for tc, spec in (doc.get(*sched) or {}).items():
         if isinstance(spec, dict) and spec.get("mode") == "strict":
-            facts.strict[int(tc)] = doc.fact(True, *sched, tc, "mode")
+            facts.strict[_int(tc, *sched, tc)] = doc.fact(True, *sched, tc, "mode")
