@@ -198,6 +198,35 @@ def test_one_failing_switch_is_reported_and_the_others_render(nvue_plan, tmp_pat
     assert not (tmp_path / f"{names[3]}.yaml").exists()
 
 
+def test_a_new_folder_appears_whole_or_not_at_all(nvue_plan, tmp_path, monkeypatch, parallel_from_one):
+    """Into a folder that does not exist, render writes beside it and renames: while it runs, and
+    after it is stopped, there is no half-written folder, and no scratch folder is left behind."""
+    names = [d.name for d in nvue_plan.devices()]
+    out = tmp_path / "configs"
+    real, seen = batch.render_device, []
+
+    def stopped(plan, device, index):
+        seen.append(out.exists())
+        if device.name == names[-1]:
+            raise KeyboardInterrupt  # Ctrl-C on the last switch: not a per-switch error
+        return real(plan, device, index)
+
+    monkeypatch.setattr(batch, "render_device", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        batch.render_all(nvue_plan, names, LinkIndex(nvue_plan), out, workers=1)
+    assert seen and not any(seen)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(batch, "render_device", real)
+    umask = os.umask(0o027)
+    try:
+        result = batch.render_all(nvue_plan, names, LinkIndex(nvue_plan), out, workers=2)
+    finally:
+        os.umask(umask)
+    assert result.written == len(names) and [p.name for p in tmp_path.iterdir()] == ["configs"]
+    assert out.stat().st_mode & 0o777 == 0o750  # as mkdir makes it under that umask
+    assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o600}
+
+
 def test_verify_on_two_processes_finds_what_one_finds(nvue_plan, tmp_path, parallel_from_one):
     render_into(nvue_plan, tmp_path)
     leaf = next(d.name for d in nvue_plan.devices() if d.role == "leaf")

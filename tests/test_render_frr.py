@@ -139,3 +139,12 @@ def test_render_without_the_password_variable_is_an_input_error(tmp_path):
     assert "GPUFABRIC_SWITCH_PASSWORD, which is not set" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_render_into_a_folder_that_cannot_be_made_is_an_input_error(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder\n")
+    done = run("gpufabric", "render", "-o", str(tmp_path / "a-file" / "configs"))
+    assert done.returncode == 2, done.stderr
+    assert "cannot write" in done.stderr and "choose another --output" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

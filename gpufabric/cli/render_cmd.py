@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from gpufabric.cli.output import err
 from gpufabric.cli.plan_cmd import file_arg, load_plan
@@ -58,8 +57,12 @@ def render_cmd(
         raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")
 
     names = [d.name for d in select(plan, plane, devices, role)]
-    with _progress(len(names)) as advance:
-        result = render_all(plan, names, index, output, workers=jobs, progress=advance)
+    try:
+        with _progress(len(names)) as advance:
+            result = render_all(plan, names, index, output, workers=jobs, progress=advance)
+    except OSError as exc:  # the folder cannot be made or written: nothing was renamed into place
+        where = exc.filename or output
+        raise click.ClickException(f"cannot write {where}: {exc.strerror}; choose another --output") from None
     for name in sorted(result.errors):
         err.print(f"error: {name}: {result.errors[name]}", markup=False)
     err.print(
@@ -77,6 +80,8 @@ def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
         return
     # No refresh thread (auto_refresh off): the render forks its workers, and a fork should not copy a
     # thread that may hold a lock; the bar is redrawn as chunks finish instead.
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # a terminal only: 50 ms
+
     columns = (TextColumn("render"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=err, transient=True, auto_refresh=False) as bar:
         task = bar.add_task("render", total=total)

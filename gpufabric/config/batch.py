@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
-from gpufabric.export.atomic import write_if_changed
+from gpufabric.export.atomic import folder_written_whole, write_if_changed, write_new
 from gpufabric.gc_pause import gc_paused
 from gpufabric.parallel import chunked, cores, fork_map
 from gpufabric.plan.model import Plan
@@ -27,19 +27,22 @@ class BatchResult:
     errors: dict[str, str] = field(default_factory=dict)  # switch -> what went wrong
 
 
-def render_switch(plan: Plan, index: LinkIndex, name: str, out_dir: Path) -> tuple[dict[str, str], int]:
+def render_switch(
+    plan: Plan, index: LinkIndex, name: str, out_dir: Path, write: Callable[[Path, str], bool] = write_if_changed
+) -> tuple[dict[str, str], int]:
     """One switch's files, written into out_dir (each whole, and only when changed): (files, how many written).
     What `render` does per switch, and what the Nornir task does for its host."""
     files = render_device(plan, index.devices[name], index).files
-    return files, sum(write_if_changed(out_dir / file_name, text) for file_name, text in files.items())
+    return files, sum(write(out_dir / file_name, text) for file_name, text in files.items())
 
 
-def _render_chunk(plan: Plan, index: LinkIndex, out_dir: Path, names: Sequence[str]) -> BatchResult:
+def _render_chunk(plan: Plan, index: LinkIndex, out_dir: Path, fresh: bool, names: Sequence[str]) -> BatchResult:
     result = BatchResult()
+    write = write_new if fresh else write_if_changed
     with gc_paused():
         for name in names:
             try:
-                files, written = render_switch(plan, index, name, out_dir)
+                files, written = render_switch(plan, index, name, out_dir, write)
             except Exception as exc:  # reported per switch; the others still render
                 result.errors[name] = f"{type(exc).__name__}: {exc}"
                 continue
@@ -58,20 +61,23 @@ def render_all(
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> BatchResult:
-    """Render and write every named switch; one switch's error does not stop the others.
+    """Render and write every named switch; one switch's error does not stop the others. A new
+    folder appears whole once every switch is written; in an existing one, only changed files are.
 
     `progress` is called with the number of switches finished so far, after each chunk.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
     workers = (workers or cores()) if len(names) >= PARALLEL_FROM else 1
     total = BatchResult()
-    for part in fork_map(partial(_render_chunk, plan, index, out_dir), chunked(names, CHUNK), workers):
-        total.switches += part.switches
-        total.files += part.files
-        total.written += part.written
-        total.errors.update(part.errors)
-        if progress is not None:
-            progress(total.switches + len(total.errors))
+    with folder_written_whole(out_dir) as (target, fresh):
+        target.mkdir(parents=True, exist_ok=True)
+        chunks = chunked(names, CHUNK)
+        for part in fork_map(partial(_render_chunk, plan, index, target, fresh), chunks, workers):
+            total.switches += part.switches
+            total.files += part.files
+            total.written += part.written
+            total.errors.update(part.errors)
+            if progress is not None:
+                progress(total.switches + len(total.errors))
     return total
 
 

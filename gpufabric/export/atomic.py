@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -32,3 +35,37 @@ def write_if_changed(path: Path, data: str) -> bool:
         pass  # absent or unreadable: write it
     write_atomic(path, encoded)
     return True
+
+
+def write_new(path: Path, data: str) -> bool:
+    """Create `path` (which must not exist) holding `data`, readable by its owner only like the
+    files write_atomic makes: for a folder no reader can see yet (folder_written_whole). True."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data.encode())
+    return True
+
+
+@contextmanager
+def folder_written_whole(folder: Path) -> Iterator[tuple[Path, bool]]:
+    """Where to write the files of `folder`, and whether that place is new.
+
+    A folder that does not exist yet is written under a temporary name beside it and renamed into
+    place when the block ends without an error: it appears whole or not at all, and its files need
+    no temporary names of their own (a create and a rename per file, twice the directory updates,
+    were most of what writing a large fabric's configs cost). An existing folder is written in
+    place, each file whole (write_if_changed)."""
+    if folder.exists():
+        yield folder, False
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        yield staging, True
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # what mkdir would have made, not mkdtemp's owner-only mode
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
