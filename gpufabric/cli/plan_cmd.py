@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.export.plan_json import summary
 from gpufabric.intent import IntentError, load_intent
 from gpufabric.plan import Plan, build_plan
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 EXIT_WARNINGS = 3
 file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False))
@@ -102,6 +105,8 @@ def _ratio(t: dict[str, float]) -> str:
 
 
 def _table(plan: Plan, doc: dict) -> Table:
+    from rich.table import Table  # the table only: `plan --json` and `check` do without it
+
     t = Table(
         title=f"{plan.intent.fabric.name}: {len(plan.servers)} servers, {doc['totals']['gpus']} GPUs ({plan.source})",
         title_justify="left",

@@ -86,15 +86,17 @@ class LinkEnd:
     neighbors: dict[str, Row]
 
     @classmethod
-    def of(cls, facts: SwitchFacts) -> LinkEnd:
+    def of(cls, facts: SwitchFacts, ports: set[str]) -> LinkEnd:
+        """The end of the links on `ports`: a leaf's host ports, half its ports, never cross over."""
+
         def rows(d: dict[str, Fact]) -> dict[str, Row]:
-            return {k: (f.value, f.file, f.line) for k, f in d.items()}
+            return {k: tuple(f) for k, f in d.items() if k in ports}
 
         asn = facts.asn
         return cls(
             facts.device,
-            None if asn is None else (asn.value, asn.file, asn.line),
+            None if asn is None else tuple(asn),
             rows(facts.mtu),
             rows(facts.address),
-            rows(facts.neighbors),
+            {k: tuple(f) for k, f in facts.neighbors.items()},
         )

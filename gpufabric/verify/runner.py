@@ -23,6 +23,7 @@ from gpufabric.verify.checks import check_device, check_link
 from gpufabric.verify.facts import Finding, LinkEnd
 
 PARALLEL_FROM = 64  # switches; fewer are read in-process
+LINK_CHECKED = ("fabric", "edge")  # the links whose two ends are held to each other (host ends: one switch)
 CHUNK = 16
 
 
@@ -55,8 +56,9 @@ def _check_chunk(plan: Plan, index: LinkIndex, folder: Path, names: Sequence[str
             found = spec.reader(name, folder)
             report.switches += 1
             report.files += len(found.files)
-            report.findings += check_device(plan, build(plan, device, index), found)
-            ends.append(LinkEnd.of(found))
+            ctx = build(plan, device, index)
+            report.findings += check_device(plan, ctx, found)
+            ends.append(LinkEnd.of(found, {p.name for p in ctx.ports if p.kind in LINK_CHECKED}))
     return report, ends
 
 
@@ -72,6 +74,6 @@ def verify(plan: Plan, folder: Path, plane: str | None = None, workers: int | No
         report.findings += part.findings
         link_ends.update((e.device, e) for e in ends)
     for link in plan.links():
-        if link.kind in ("fabric", "edge") and (plane is None or link.plane == plane):
+        if link.kind in LINK_CHECKED and (plane is None or link.plane == plane):
             report.findings += check_link(link, link_ends)
     return report
