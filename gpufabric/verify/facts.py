@@ -87,7 +87,7 @@ class LinkEnd:
 
     @classmethod
     def of(cls, facts: SwitchFacts, ports: set[str]) -> LinkEnd:
-        """The end of the links on `ports`: a leaf's host ports, half its ports, never cross over."""
+        """The facts of `ports`, the ones on links checked end to end (a leaf's host ports are not)."""
 
         def rows(d: dict[str, Fact]) -> dict[str, Row]:
             return {k: tuple(f) for k, f in d.items() if k in ports}
