@@ -69,7 +69,6 @@ def render_all(
     workers = (workers or cores()) if len(names) >= PARALLEL_FROM else 1
     total = BatchResult()
     with folder_written_whole(out_dir) as (target, fresh):
-        target.mkdir(parents=True, exist_ok=True)
         chunks = chunked(names, CHUNK)
         for part in fork_map(partial(_render_chunk, plan, index, target, fresh), chunks, workers):
             total.switches += part.switches
