@@ -14,6 +14,7 @@ import yaml
 from conftest import INVENTORY, run
 
 from gpufabric.drivers.frr_getters import interfaces_counters
+from gpufabric.drivers.transport import Output
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.telemetry.dashboard import dashboard, queries
@@ -115,6 +116,40 @@ def test_linux_counters_and_carrier_changes_come_from_iproute2():
     raw = json.loads(text.stdout)[0]["stats64"]
     assert counters["lo"]["rx_octets"] == raw["rx"]["bytes"] and counters["lo"]["tx_errors"] == raw["tx"]["errors"]
     assert flaps["lo"] == raw["tx"]["carrier_changes"]
+
+
+class _ThisMachine:
+    """A transport that runs each command here (real iproute2) and counts them."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def run(self, command: str, stdin: str | None = None) -> Output:
+        self.sent.append(command)
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False)
+        return Output(done.returncode, done.stdout, done.stderr)
+
+    def close(self) -> None:
+        pass
+
+
+def test_counters_and_carrier_changes_read_back_to_back_share_one_command(monkeypatch):
+    from gpufabric.drivers import linux_switch
+
+    here = _ThisMachine()
+    switch = linux_switch.LinuxSwitchDriver("192.0.2.1", "u", "p", optional_args={"transport": here})
+    switch.open()
+    counters, flaps = switch.get_interfaces_counters(), switch.get_carrier_changes()
+    assert here.sent == [linux_switch.LINK_STATS] and "lo" in counters and "lo" in flaps
+    switch.get_interfaces_counters()  # the pair is over: a new reading, not the old one again
+    switch.get_interfaces_counters()  # the same getter twice never shares
+    assert len(here.sent) == 3
+    switch.get_carrier_changes()  # answered by the last counters reading, which is recent
+    assert len(here.sent) == 3
+    monkeypatch.setattr(linux_switch, "LINK_STATS_SHARED_FOR", 0.0)  # an old reading serves no one
+    switch.get_interfaces_counters()
+    switch.get_carrier_changes()
+    assert len(here.sent) == 5
 
 
 def test_switch_targets_label_ports_with_their_far_end():

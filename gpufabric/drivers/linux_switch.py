@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import shlex
+import time
 from typing import Any
 
 from napalm.base import NetworkDriver
@@ -32,6 +33,10 @@ def one_line(command: str) -> str:
 
 
 _PORT = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")  # a Linux interface name: nothing a shell would read
+LINK_STATS = "ip -s -s -j link show"
+# How long one getter's reading of LINK_STATS may serve the other: long enough for a scrape or a
+# check that asks for both, back to back; too short for a poll loop to read old counters.
+LINK_STATS_SHARED_FOR = 2.0
 
 
 class LinuxSwitchDriver(NetworkDriver):
@@ -54,6 +59,7 @@ class LinuxSwitchDriver(NetworkDriver):
         self.lldp_socket: str | None = self.optional_args.get("lldp_socket")
         self.candidate: str | None = None
         self.merge = False
+        self._link_stats_kept: tuple[str, float, str] | None = None  # (getter, when, output)
         self._setup()
 
     def _setup(self) -> None:
@@ -132,12 +138,23 @@ class LinuxSwitchDriver(NetworkDriver):
     def get_interfaces(self) -> dict[str, dict[str, Any]]:
         return frr_getters.interfaces(self._run("ip -j link show"), self._vtysh("show interface json"))
 
+    def _link_stats(self, getter: str) -> str:
+        """LINK_STATS for one getter. The counters and the carrier changes come from the same command,
+        and a scrape or a check asks for both: the second of the pair is answered from the first's
+        reading, once, if it is recent, so both describe the same moment at the cost of one command."""
+        kept, self._link_stats_kept = self._link_stats_kept, None
+        if kept is not None and kept[0] != getter and time.monotonic() - kept[1] < LINK_STATS_SHARED_FOR:
+            return kept[2]
+        out = self._run(LINK_STATS)
+        self._link_stats_kept = (getter, time.monotonic(), out)
+        return out
+
     def get_interfaces_counters(self) -> dict[str, dict[str, int]]:
-        return frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[0]
+        return frr_getters.interfaces_counters(self._link_stats("counters"))[0]
 
     def get_carrier_changes(self) -> dict[str, int]:
         """gpufabric's getter beside NAPALM's: per port, how often its link went down or up."""
-        return frr_getters.interfaces_counters(self._run("ip -s -s -j link show"))[1]
+        return frr_getters.interfaces_counters(self._link_stats("carrier"))[1]
 
     def get_ethtool_stats(self, ports: list[str]) -> dict[str, str]:
         """`ethtool -S` per port, as text (PFC, ECN and buffer counters where the ASIC driver has them);
