@@ -10,6 +10,21 @@ cd "$(dirname "$0")/.."
 # PYTHONDONTWRITEBYTECODE is set, every worker would rewrite and compile every test module again.
 unset PYTHONDONTWRITEBYTECODE
 
+# pytest's temporary files go under one folder of this run's, not /tmp/pytest-of-$USER (which pytest
+# keeps, three runs deep): removed when the run ends, unless tests failed (then named, to look into).
+# --one-file-system: whatever a failed lab test left mounted below is never followed.
+test_tmp=$(mktemp -d)
+keep_tmp=0
+drop_tmp() { [ "$keep_tmp" -eq 1 ] || rm -rf --one-file-system "$test_tmp"; }
+finish() {  # finish STATUS: the run's exit status, with its temporary files dropped or named
+    if [ "$1" -ne 0 ] && [ "$1" -ne 5 ]; then keep_tmp=1; echo "tests failed: their temporary files are in $test_tmp" >&2; fi
+    exit "$1"
+}
+trap drop_tmp EXIT
+# Ansible's home (~/.ansible: its temporary files, ansible-lint's and Molecule's working folders) is
+# the run's too, so the tests leave none of it in the user's home.
+export ANSIBLE_HOME="$test_tmp/ansible"
+
 if [ "${1:-}" = "--fast" ]; then
     shift
     ensure_venv .venv test
@@ -17,7 +32,9 @@ if [ "${1:-}" = "--fast" ]; then
     [ -x .cache/prometheus/usr/bin/promtool ] && export PATH="$PWD/.cache/prometheus/usr/bin:$PATH"
     echo "== ruff" && ruff check . && ruff format --check .
     echo "== pytest (fast tier: not lab, not slow)"
-    exec python -m pytest -p no:cacheprovider -q -n auto -m "not lab and not slow" "$@"
+    fast=0
+    python -m pytest -p no:cacheprovider --basetemp "$test_tmp/fast" -q -n auto -m "not lab and not slow" "$@" || fast=$?
+    finish "$fast"
 fi
 
 ensure_apt dot graphviz          # SVG drawings are tested when dot is present
@@ -45,7 +62,7 @@ static_and_offline() {
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
     echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
     echo "== pytest (offline, on every core)"
-    exec python -m pytest -p no:cacheprovider --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
+    exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
 }
 
 # Three parts side by side: the checks and offline tests (above); the lab's tests, which mostly wait
@@ -58,14 +75,14 @@ molecule_log=$(mktemp)
 offline_pid=""
 molecule_pid=""
 # Interrupted or failed early: stop the runs this script started (by their PIDs), drop their logs.
-trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; rm -f "$offline_log" "$molecule_log"' EXIT
+trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; rm -f "$offline_log" "$molecule_log"; drop_tmp' EXIT
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
-nice -n 5 python -m pytest -p no:cacheprovider -m molecule "$@" >"$molecule_log" 2>&1 &
+nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m molecule "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
 echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
-python -m pytest -p no:cacheprovider --durations=10 -m "lab and not molecule" "$@" || lab=$?
+python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -m "lab and not molecule" "$@" || lab=$?
 offline=0
 wait "$offline_pid" || offline=$?
 offline_pid=""
@@ -79,4 +96,6 @@ cat "$offline_log"
 for code in offline lab molecule; do   # 5: nothing selected (say, -k matched only another part)
     [ "${!code}" -eq 5 ] && printf -v "$code" 0
 done
-[ "$offline" -eq 0 ] && [ "$lab" -eq 0 ] && [ "$molecule" -eq 0 ]
+status=0
+[ "$offline" -eq 0 ] && [ "$lab" -eq 0 ] && [ "$molecule" -eq 0 ] || status=1
+finish "$status"
