@@ -81,6 +81,8 @@ SALT_KEY_CANARY = "canary-Salt-Key-5d02"
 os.environ.setdefault("GPUFABRIC_SALT_KEY", SALT_KEY_CANARY)
 os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", SWITCH_PASSWORD_CANARY)
 os.environ.setdefault("GPUFABRIC_SNMP_COMMUNITY", SNMP_CANARY)
+# The tests' own vtysh commands (FRR's parser, the lab's running configs) keep no history in ~/.history_frr.
+os.environ["VTYSH_HISTFILE"] = "/dev/null"
 
 
 def cli_env(**extra: str) -> dict[str, str]:

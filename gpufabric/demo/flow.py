@@ -65,6 +65,9 @@ def prepare(runner: Runner, intent: Path, state_dir: Path) -> None:
     (inv / "group_vars" / "all.yml").write_text("gpu_operator_deploy: false\n")
     runner.env.setdefault("GPUFABRIC_SWITCH_PASSWORD", secrets.token_urlsafe(18))
     runner.env.setdefault("GPUFABRIC_SALT_KEY", secrets.token_urlsafe(18))
+    # Ansible's home (~/.ansible: its temporary files) in the demo's build folder, beside its other
+    # outputs, so the demo leaves nothing in the user's home.
+    runner.env.setdefault("ANSIBLE_HOME", str(runner.build / "ansible"))
     runner.env["ANSIBLE_NOCOLOR"] = "1"
     runner.env["ANSIBLE_FORCE_COLOR"] = "0"
 

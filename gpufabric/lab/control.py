@@ -11,7 +11,7 @@ from gpufabric.lab import daemons, lldp_node, netlink, wiring
 from gpufabric.lab.credentials import ensure_login
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
-from gpufabric.lab.state import LabState, remove_leftovers
+from gpufabric.lab.state import LabState, remove_leftovers, remove_state_dir
 from gpufabric.lab.topology import BRIDGE, LabTopology
 
 REQUIRED = {
@@ -119,6 +119,5 @@ def down(state_dir: Path) -> Teardown | None:
     files = ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
-    if not any(state_dir.iterdir()):
-        state_dir.rmdir()
+    remove_state_dir(state_dir)
     return done

@@ -74,4 +74,10 @@ def pids(node: str) -> dict[str, int]:
 
 
 def running(node: str) -> bool:
-    return netlink.run("vtysh", "-N", node, "-c", "show version", check=False).returncode == 0
+    # No history: vtysh would keep every probe in this machine's ~/.history_frr.
+    return (
+        netlink.run(
+            "env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", node, "-c", "show version", check=False
+        ).returncode
+        == 0
+    )

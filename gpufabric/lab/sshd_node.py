@@ -54,7 +54,9 @@ def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_s
                 "UsePAM no",
                 "StrictModes no",
                 "MaxStartups 64:30:128",
-                f"SetEnv FRR_NS={node} GF_LLDP_SOCKET={lldp_socket}",
+                # VTYSH_HISTFILE: the lab admin's home is this machine's root's, where vtysh would
+                # otherwise keep every command the drivers send (~/.history_frr).
+                f"SetEnv FRR_NS={node} GF_LLDP_SOCKET={lldp_socket} VTYSH_HISTFILE=/dev/null",
                 "Subsystem sftp internal-sftp",
                 "",
             ]

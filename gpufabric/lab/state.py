@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +34,18 @@ class LabState:
         if not p.is_file():
             return None
         return cls(**json.loads(p.read_text()))
+
+
+def remove_state_dir(state_dir: Path) -> None:
+    """The state dir once it is empty, and gpufabric's folder above the default ones (/var/lib/gpufabric)
+    if that left it empty too: `up` made both, and a lab that is down leaves nothing behind."""
+    if any(state_dir.iterdir()):
+        return
+    state_dir.rmdir()
+    if state_dir.parent == DEFAULT_DIR.parent:
+        # Not empty: another lab's or Molecule's state is there (or it is gone already).
+        with contextlib.suppress(OSError):
+            state_dir.parent.rmdir()
 
 
 def remove_leftovers(state_dir: Path, files: tuple[str, ...], folders: tuple[str, ...]) -> None:

@@ -64,7 +64,9 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
         return {}
     with open(record, encoding="utf-8") as fh:
         state = json.load(fh)
-    ssh_args = f"-o UserKnownHostsFile={state['known_hosts']} -o StrictHostKeyChecking=yes"
+    # -F /dev/null: the lab's hosts are reached as the lab recorded, whatever ~/.ssh/config says (a
+    # `Host *` ProxyJump there would break them), and ssh makes no ~/.ssh of its own on this machine.
+    ssh_args = f"-F /dev/null -o UserKnownHostsFile={state['known_hosts']} -o StrictHostKeyChecking=yes"
     return {
         name: {
             "ansible_host": host["address"],

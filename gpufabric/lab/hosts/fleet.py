@@ -14,7 +14,7 @@ from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import apt_mirror, container, rootfs
 from gpufabric.lab.hosts.spec import HostSpec, root_port_of
 from gpufabric.lab.hosts.state import HostRecord, HostsState
-from gpufabric.lab.state import remove_leftovers
+from gpufabric.lab.state import remove_leftovers, remove_state_dir
 
 READY_TIMEOUT = 90.0
 REQUIRED = {"systemd-nspawn": "systemd-container", "debootstrap": "debootstrap", "socat": "socat", "zstd": "zstd"}
@@ -171,8 +171,7 @@ def down(state_dir: Path) -> HostsState | None:
     files = ("hosts/known_hosts", "forwarder.log", "keys/hosts_ed25519", "keys/hosts_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "hosts"))
     HostsState.path(state_dir).unlink()
-    if not any(state_dir.iterdir()):  # a folder of its own (Molecule's); a lab's folder still holds its state
-        state_dir.rmdir()
+    remove_state_dir(state_dir)  # a folder of its own (Molecule's); a lab's folder still holds its state
     return state
 
 
