@@ -24,6 +24,8 @@ trap drop_tmp EXIT
 # Ansible's home (~/.ansible: its temporary files, ansible-lint's and Molecule's working folders) is
 # the run's too, so the tests leave none of it in the user's home.
 export ANSIBLE_HOME="$test_tmp/ansible"
+# Where Ansible's modules run on this machine (Molecule's plays on localhost): ~/.ansible/tmp otherwise.
+export ANSIBLE_REMOTE_TMP="$ANSIBLE_HOME/tmp"
 
 if [ "${1:-}" = "--fast" ]; then
     shift

@@ -15,6 +15,9 @@ from gpufabric.lab import netlink
 FRR_ETC = Path("/etc/frr")
 FRR_RUN = Path("/var/run/frr")
 FRRINIT = "/usr/lib/frr/frrinit.sh"
+# vtysh keeps its commands in the user's ~/.history_frr (this machine's root's): not the lab's, whether
+# frrinit's and watchfrr's (loading a configuration) or the readiness probe's.
+NO_HISTORY = ("env", "VTYSH_HISTFILE=/dev/null")
 
 DAEMONS = """\
 # gpufabric lab: {node}
@@ -59,7 +62,7 @@ def write_pathspace(node: str) -> Path:
 
 def start(node: str, uts: Path) -> dict[str, int]:
     """Start watchfrr (which starts zebra, bgpd, staticd inside the namespace); return daemon -> PID."""
-    netlink.run("nsenter", f"--uts={uts}", FRRINIT, "start", node)
+    netlink.run("nsenter", f"--uts={uts}", *NO_HISTORY, FRRINIT, "start", node)
     return pids(node)
 
 
@@ -74,10 +77,4 @@ def pids(node: str) -> dict[str, int]:
 
 
 def running(node: str) -> bool:
-    # No history: vtysh would keep every probe in this machine's ~/.history_frr.
-    return (
-        netlink.run(
-            "env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", node, "-c", "show version", check=False
-        ).returncode
-        == 0
-    )
+    return netlink.run(*NO_HISTORY, "vtysh", "-N", node, "-c", "show version", check=False).returncode == 0
