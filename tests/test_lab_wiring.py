@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, cli_env, run
 
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
@@ -89,7 +89,14 @@ def test_lab_up_runs_daemons_and_down_leaves_nothing_behind(tmp_path):
     state_dir = tmp_path / "state"
     before_links, before_ns = netlink.links(), netlink.namespaces()
     before_etc = set(os.listdir("/etc/frr"))
-    assert run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state_dir)).returncode == 0
+    # A home of its own, and no VTYSH_HISTFILE from the tests: whatever vtysh the lab runs must keep
+    # no history there by the lab's own doing.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = cli_env(HOME=str(home))
+    env.pop("VTYSH_HISTFILE", None)
+    up = ["gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state_dir)]
+    assert subprocess.run(up, capture_output=True, text=True, env=env, check=False).returncode == 0
     state = LabState.load(state_dir)
     node = "cmp-spine1"
     inside = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True, check=True).stdout.split()
@@ -101,7 +108,9 @@ def test_lab_up_runs_daemons_and_down_leaves_nothing_behind(tmp_path):
     assert f"hostname {node}" in running.stdout and "router bgp" not in running.stdout  # starts empty
     assert (state_dir / "login.json").stat().st_mode & 0o077 == 0  # the lab login is readable by root only
     pids = list(state.pids.values())
-    assert run("gpufabric", "lab", "down", "--state-dir", str(state_dir)).returncode == 0
+    down = ["gpufabric", "lab", "down", "--state-dir", str(state_dir)]
+    assert subprocess.run(down, capture_output=True, text=True, env=env, check=False).returncode == 0
+    assert list(home.iterdir()) == []  # no ~/.history_frr, nothing else in the user's home
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids), "a daemon the lab started is still running"
     assert netlink.namespaces() == before_ns and netlink.links() == before_links
     assert set(os.listdir("/etc/frr")) == before_etc and not os.path.exists(f"/var/run/frr/{node}")
