@@ -6,16 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-ensure_apt dot graphviz
-ensure_apt vtysh frr frr-pythontools
-ensure_apt lldpd lldpd
-ensure_apt sshd openssh-server
-ensure_apt nft nftables
-ensure_apt ping iputils-ping
-ensure_apt systemd-nspawn systemd-container
-ensure_apt debootstrap debootstrap
-ensure_apt socat socat
-ensure_apt zstd zstd
+want_apt dot graphviz
+want_apt vtysh frr frr-pythontools
+want_apt lldpd lldpd
+want_apt sshd openssh-server
+want_apt nft nftables
+want_apt ping iputils-ping
+want_apt systemd-nspawn systemd-container
+want_apt debootstrap debootstrap
+want_apt socat socat
+want_apt zstd zstd
+install_wanted
 ensure_venv .venv test   # Ansible comes with the test extra
 export PATH="$PWD/.venv/bin:$PATH"
 exec gpufabric demo "$@"

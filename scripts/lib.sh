@@ -1,19 +1,32 @@
 # Shared by scripts/demo.sh and scripts/test.sh: install what is missing, and only that.
 # Package mirrors come from this machine's own apt and pip configuration.
 
+apt_updated=0
+apt_update_once() {  # apt's package lists, read from the machine's mirrors once per run of a script
+    [ "$apt_updated" -eq 1 ] && return 0
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    apt_updated=1
+}
+
 apt_install() {  # apt_install PACKAGE...: needs root and apt; says what to do otherwise
     if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
         echo "note: cannot install $* here (needs root and apt-get): install it yourself" >&2
         return 0
     fi
     echo "installing $* ..." >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    apt_update_once
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-ensure_apt() {  # ensure_apt COMMAND PACKAGE...: install PACKAGE(s) unless COMMAND already exists
+apt_wanted=()
+want_apt() {  # want_apt COMMAND PACKAGE...: PACKAGE(s) to install unless COMMAND already exists
     local cmd=$1; shift
-    command -v "$cmd" >/dev/null 2>&1 || apt_install "$@"
+    command -v "$cmd" >/dev/null 2>&1 || apt_wanted+=("$@")
+}
+
+install_wanted() {  # what want_apt found missing, in one apt-get run (one download, one round of triggers)
+    [ ${#apt_wanted[@]} -eq 0 ] || apt_install "${apt_wanted[@]}"
+    apt_wanted=()
 }
 
 ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric installed (editable)
@@ -57,7 +70,7 @@ ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH,
         fi
         echo "unpacking prometheus into $dir ..." >&2
         mkdir -p "$dir"
-        [ "$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        [ "$(id -u)" -eq 0 ] && apt_update_once
         # apt warns that root downloads unsandboxed into a folder _apt cannot write: expected here.
         (cd "$dir" && apt-get download -qq prometheus 2>&1 | grep -v unsandboxed >&2 || true
          dpkg -x prometheus_*.deb . && rm -f prometheus_*.deb)

@@ -39,18 +39,19 @@ if [ "${1:-}" = "--fast" ]; then
     finish "$fast"
 fi
 
-ensure_apt dot graphviz          # SVG drawings are tested when dot is present
-ensure_apt vtysh frr frr-pythontools   # FRR configs are checked with FRR's own parser
-ensure_apt nft nftables          # FRR switches' nftables files are checked with nft -c
-ensure_apt ping iputils-ping     # the lab tests reach switches over the OOB bridge
-ensure_apt lldpd lldpd           # the lab: LLDP per switch
-ensure_apt sshd openssh-server   # the lab: SSH per switch (push and validate log in)
-ensure_apt systemd-nspawn systemd-container   # Molecule's hosts: booted Debian containers
-ensure_apt debootstrap debootstrap             # their root filesystem (built once, cached)
-ensure_apt socat socat                         # their path to this machine's Debian mirror
-ensure_apt zstd zstd                           # the cached root filesystem image
-ensure_apt iperf3 iperf3                       # the acceptance stand-in's output is read from the real tool
-ensure_prometheus .cache/prometheus            # promtool checks the alert rules; the lab test runs a real server
+want_apt dot graphviz                      # SVG drawings are tested when dot is present
+want_apt vtysh frr frr-pythontools         # FRR configs are checked with FRR's own parser
+want_apt nft nftables                      # FRR switches' nftables files are checked with nft -c
+want_apt ping iputils-ping                 # the lab tests reach switches over the OOB bridge
+want_apt lldpd lldpd                       # the lab: LLDP per switch
+want_apt sshd openssh-server               # the lab: SSH per switch (push and validate log in)
+want_apt systemd-nspawn systemd-container  # Molecule's hosts: booted Debian containers
+want_apt debootstrap debootstrap           # their root filesystem (built once, cached)
+want_apt socat socat                       # their path to this machine's Debian mirror
+want_apt zstd zstd                         # the cached root filesystem image
+want_apt iperf3 iperf3                     # the acceptance stand-in's output is read from the real tool
+install_wanted
+ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 
