@@ -42,18 +42,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabrics import eos_32k_text
+from fabrics import eos_32k_text, use_placeholder_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "inventory" / "examples" / "three-tier-32k.yml"
 GPUFABRIC = [sys.executable, "-m", "gpufabric"]
-# A fixed, non-secret password: hashing it is part of what render measures.
-ENV = {
-    **os.environ,
-    "GPUFABRIC_SWITCH_PASSWORD": "bench-not-a-secret",
-    "GPUFABRIC_SALT_KEY": "bench-not-a-secret",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
+use_placeholder_secrets()
+ENV = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def _child_rss_mib() -> float:
@@ -144,8 +139,6 @@ def _avd_rows(sample: int) -> list[dict[str, Any]]:
     from gpufabric.plan import build_plan
 
     plan = build_plan(load_intent_text(eos_32k_text(), "three-tier-32k-eos"))
-    os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", ENV["GPUFABRIC_SWITCH_PASSWORD"])
-    os.environ.setdefault("GPUFABRIC_SALT_KEY", ENV["GPUFABRIC_SALT_KEY"])
     index = LinkIndex(plan)
     devices = [d for d in plan.devices() if d.platform == "eos"]
     step = max(1, len(devices) // sample)

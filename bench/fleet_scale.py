@@ -30,20 +30,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fabrics import use_placeholder_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "tests" / "recorded" / "frr" / "cmp-spine1.yml"
 SIM_SIZES = (10, 100, 1000)
 BUDGET_40_S = 10.0  # validate, lab up and lab down of the 40-switch lab, each
-# What a push renders needs the switch password and the salt key the intent names; the lab's switches
-# are this benchmark's own, so placeholders unless the caller set them.
-ENV = {"GPUFABRIC_SWITCH_PASSWORD": "bench-not-a-secret", "GPUFABRIC_SALT_KEY": "bench-not-a-secret", **os.environ}
+use_placeholder_secrets()  # what a push renders names them; this benchmark's lab is its own
 
 
 def _cli(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`gpufabric ...` or `nornir ...`, the installed commands next to this Python."""
     exe = str(Path(sys.executable).parent / tool)
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=ENV, check=False)
+    return subprocess.run([exe, *args], capture_output=True, text=True, check=False)
 
 
 def _forty_switch_intent(folder: Path) -> Path:

@@ -14,22 +14,19 @@ Budget: the 32k-GPU fabric planned and rendered in under 5 s and 1 GiB.
 
 from __future__ import annotations
 
-import os
 import resource
 import sys
 import time
 from pathlib import Path
 
-from fabrics import eos_32k_text
+from fabrics import eos_32k_text, use_placeholder_secrets
 from fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "inventory" / "examples"
 CASES = ["fabric", "multi-vendor", "superpod-1su", "superpod-4su", "three-tier-32k", "three-tier-32k-eos"]
 BUDGET_S, BUDGET_MIB = 5.0, 1024.0
-# A fixed, non-secret password: hashing it once per fabric is part of what is measured.
-os.environ.setdefault("GPUFABRIC_SWITCH_PASSWORD", "bench-not-a-secret")
-os.environ.setdefault("GPUFABRIC_SALT_KEY", "bench-not-a-secret")
+use_placeholder_secrets()
 
 
 def _intent_text(case: str) -> str:
