@@ -73,12 +73,12 @@ static_and_offline() {
 # whose hosts have names of their own (niced a little: the lab's timed steps come first). The other
 # parts' output is kept and printed after the lab's, so each part reads whole.
 echo "== static checks, offline tests and Molecule run beside the lab tier; their output follows the lab's"
-offline_log=$(mktemp)
-molecule_log=$(mktemp)
+offline_log="$test_tmp/offline.log"   # with the run's other temporary files
+molecule_log="$test_tmp/molecule.log"
 offline_pid=""
 molecule_pid=""
-# Interrupted or failed early: stop the runs this script started (by their PIDs), drop their logs.
-trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; rm -f "$offline_log" "$molecule_log"; drop_tmp' EXIT
+# Interrupted or failed early: stop the runs this script started (by their PIDs).
+trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; drop_tmp' EXIT
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
 nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m molecule "$@" >"$molecule_log" 2>&1 &
