@@ -3,13 +3,17 @@ second push of a fabric while one runs."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run
 
-from gpufabric.push.lock import FabricBusyError, fabric_lock
+from gpufabric.push.lock import SYSTEM_DIR, FabricBusyError, LockPathError, fabric_lock, lock_dir
 from gpufabric.push.timing import TimingError, check_timing, needed_confirm_timeout
 
 DEFAULTS = {"check_timeout": 30.0, "settle": 2.0, "connect_timeout": 10.0, "workers": 32}
@@ -126,3 +130,57 @@ def test_a_session_that_drops_during_the_settle_starts_it_again(monkeypatch):
 def test_a_switch_that_never_settles_is_reported_with_its_problem(monkeypatch):
     problems, clock = _settle_with(monkeypatch, [["spine1 down"]])
     assert problems == ["spine1 down"] and clock.now >= 30.0
+
+
+def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(tmp_path):
+    """Someone who can write the lock folder plants a link to a file of the pushing user's: the push
+    refuses rather than open (and truncate) the file through it."""
+    folder = tmp_path / "locks"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "precious"
+    victim.write_text("keep me\n")
+    (folder / "gpufabric-push-lab.lock").symlink_to(victim)
+    with pytest.raises(LockPathError, match="is a symbolic link"), fabric_lock("lab", folder):
+        pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_a_hard_link_planted_at_the_lock_path_is_refused(tmp_path):
+    folder = tmp_path / "locks"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "precious"
+    victim.write_text("keep me\n")
+    os.link(victim, folder / "gpufabric-push-lab.lock")
+    with pytest.raises(LockPathError, match="one name"), fabric_lock("lab", folder):
+        pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_a_lock_folder_others_may_write_or_own_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # what /tmp and /run/lock are: anyone may plant a file there
+    with pytest.raises(LockPathError, match=r"writable by others \(mode 1777\)"), fabric_lock("lab", shared):
+        pass
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    someone_else = os.geteuid() + 1
+    owned = f"belongs to uid {os.geteuid()}, not {someone_else}"
+    with pytest.raises(LockPathError, match=owned), fabric_lock("lab", mine, uid=someone_else):
+        pass
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    with pytest.raises(LockPathError, match="is not a folder"), fabric_lock("lab", link):
+        pass
+
+
+def test_the_lock_folder_is_fixed_per_account_and_made_private():
+    assert lock_dir(0) == SYSTEM_DIR == Path("/run/lock/gpufabric")
+    nobody = pwd.getpwnam("nobody")
+    assert lock_dir(nobody.pw_uid) == Path(nobody.pw_dir) / ".gpufabric" / "lock"
+
+
+def test_a_missing_lock_folder_is_made_0700(tmp_path):
+    folder = tmp_path / "new" / "locks"
+    with fabric_lock("lab", folder):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
