@@ -184,3 +184,46 @@ def test_a_missing_lock_folder_is_made_0700(tmp_path):
     folder = tmp_path / "new" / "locks"
     with fabric_lock("lab", folder):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_a_push_id_is_its_utc_start_and_24_random_bits():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from gpufabric.push.push_id import PATTERN, describe, new_push_id, started_from_id
+
+    at = datetime(2026, 11, 23, 19, 5, 7, 999, tzinfo=timezone(timedelta(hours=2)))
+    one, two = new_push_id(at, "ctl-a"), new_push_id(at, "ctl-a")
+    assert PATTERN.fullmatch(one.id) and one.id.startswith("gf-20261123T170507Z-") and one.id != two.id
+    assert one.started == started_from_id(one.id) == "2026-11-23T17:05:07Z"
+    now = new_push_id()
+    assert abs(datetime.fromisoformat(now.started) - datetime.now(UTC)) < timedelta(seconds=5)  # UTC, not local
+    assert describe(one.as_dict()) == f"{one.id} (controller ctl-a, started 2026-11-23T17:05:07Z)"
+    assert describe({"push_id": "unknown"}) == "unknown (controller unknown, started unknown)"
+
+
+def test_the_cli_refuses_a_push_while_another_pushs_change_is_pending(tmp_path, monkeypatch, capsys):
+    """`nornir push` turns a pending push found on a switch into exit 2 with the rollout's message, and
+    gives that rollout its own push id. The switches are not reached: `run` stands in for the rollout."""
+    from gpufabric.cli import main
+    from gpufabric.cli import push_cmd as cmd
+    from gpufabric.push.rollout import OtherPushPendingError
+
+    seen: dict[str, str] = {}
+
+    def refusing(nr, *, opts, **_):
+        seen["push_id"] = opts.push_id
+        seen["tagged"] = (
+            next(iter(nr.inventory.hosts.values())).connection_options["napalm"].extras["optional_args"]["push_id"]
+        )
+        other = {"push_id": "gf-20261123T101500Z-a1b2c3", "started": "2026-11-23T10:15:00Z", "controller": "ctl-a"}
+        raise OtherPushPendingError(["cmp-spine1"], [other])
+
+    monkeypatch.setattr(cmd, "run", refusing)
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "unused")
+    with pytest.raises(SystemExit) as done:
+        main(["push", "--device", "cmp-spine1"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    assert "gf-20261123T101500Z-a1b2c3 (controller ctl-a, started 2026-11-23T10:15:00Z)" in " ".join(err.split())
+    assert seen["push_id"] == seen["tagged"] and f"push {seen['push_id']} from " in err
