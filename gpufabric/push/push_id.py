@@ -64,8 +64,12 @@ def tag(inventory: Inventory, push: PushId) -> None:
         host.connection_options["napalm"] = options
 
 
+def started_of(pending: dict[str, Any]) -> str:
+    """When a pending push started: as its marker says, else as its id says ("" when neither does)."""
+    return str(pending.get("started") or started_from_id(str(pending.get("push_id") or "")))
+
+
 def describe(pending: dict[str, Any]) -> str:
     """A pending push as a person reads it: `gf-... (controller ctl1, started 2026-...Z)`."""
     ident = str(pending.get("push_id") or "unknown")
-    started = str(pending.get("started") or started_from_id(ident) or "unknown")
-    return f"{ident} (controller {pending.get('controller') or 'unknown'}, started {started})"
+    return f"{ident} (controller {pending.get('controller') or 'unknown'}, started {started_of(pending) or 'unknown'})"

@@ -10,7 +10,7 @@ from typing import Any
 from nornir.core import Nornir
 
 from gpufabric.push.expect import Expectation
-from gpufabric.push.push_id import describe
+from gpufabric.push.push_id import describe, started_of
 from gpufabric.push.targets import Batch, narrow
 from nornir_tasks.per_host import run_per_host
 from nornir_tasks.push import DeviceOutcome, PushOptions, check_pending, confirm, preview, rollback, stage
@@ -23,7 +23,7 @@ class OtherPushPendingError(Exception):
 
     def __init__(self, switches: list[str], pending: list[dict[str, Any]]) -> None:
         # The push that started first is the one holding the fabric; name it, and where it was seen.
-        first = min(range(len(switches)), key=lambda i: str(pending[i].get("started") or "~"))
+        first = min(range(len(switches)), key=lambda i: started_of(pending[i]) or "~")  # unknown: last
         self.switches, self.pending = switches, pending[first]
         others = f" and {len(switches) - 1} more" if len(switches) > 1 else ""
         super().__init__(
