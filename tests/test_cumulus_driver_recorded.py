@@ -89,6 +89,11 @@ def test_recorded_running_config_carries_the_qos_contract(switch):
     assert qos_map.dscp_map("cumulus", running) == {26: 3, 48: 6}
 
 
+def test_the_recorded_spine_has_no_change_awaiting_confirmation(switch, replay):
+    assert not switch.has_pending_commit() and switch.pending_push() is None
+    assert [c for c, _ in replay.sent] == [nvue.CONFIRM_STATUS, nvue.CONFIRM_STATUS]  # NVUE asked, no clock read
+
+
 def test_sudo_password_goes_only_to_stdin(switch, replay):
     switch.get_bgp_neighbors()
     switch.get_lldp_neighbors()
