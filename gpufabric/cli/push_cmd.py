@@ -129,13 +129,16 @@ def push_cmd(
     then the failure domains, leaves first; a batch takes the next domain of each data plane (their
     switches share no link), the OOB plane goes last and alone. Per switch: load and diff again,
     commit with a revert timer on the switch (NX-OS: a checkpoint), wait for its BGP sessions and
-    ports that were up to come back, then confirm; or roll back. The first failing batch is rolled
-    back whole and stops the rollout. A second identical push changes nothing and says so.
+    ports that were up to come back, then confirm the batch; or roll back. The first failing batch
+    is rolled back whole (switches already confirmed too, when a confirm fails) and stops the
+    rollout. A second identical push changes nothing and says so.
 
     \b
     Targets the real switches, with the password from the variable the intent names; the local
     lab (`gpufabric lab up`) only with --lab. One push per fabric at a time (a lock on this
-    machine); --confirm-timeout must outlive the checks of a whole batch (it is checked).
+    machine), and none while another push's change awaits confirmation on a targeted switch
+    (asked of every switch first; each push's id is in its output and on the switches it
+    changes); --confirm-timeout must outlive the checks of a whole batch (it is checked).
     Secrets are resolved in memory and never printed or shown in a diff.
 
     Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back;
