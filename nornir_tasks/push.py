@@ -1,4 +1,5 @@
-"""Nornir tasks of a push, one switch each: stage (diff, commit, post-change checks), confirm, roll back.
+"""Nornir tasks of a push, one switch each: check for another push's pending change, preview (diff),
+stage (diff, commit, post-change checks), confirm, roll back.
 
 Plain task functions, as Nornir's own: they take a Task and return a Result whose `result`
 is a `DeviceOutcome`. Staging leaves a good change pending (armed revert timer, or NX-OS
@@ -38,7 +39,8 @@ class PushOptions:
 @dataclass
 class DeviceOutcome:
     device: str
-    status: str  # unchanged | would change | staged | changed | rolled back | failed | skipped | busy
+    # unchanged | would change | staged | changed | rolled back | failed | skipped; check_pending: clear | busy
+    status: str
     reason: str = ""
     diff: str = ""
     seconds: float = 0.0

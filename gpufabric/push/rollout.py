@@ -138,7 +138,8 @@ def _roll_out(
 def _undo_batch(nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[str]) -> dict[str, DeviceOutcome]:
     """A batch is all or nothing: when a switch's confirm fails, every switch of the batch is rolled
     back, those already confirmed too (each driver keeps the configuration from before its commit:
-    FRR its rollback files, Cumulus the revision saved before the apply, EOS `flash:rollback-0`). The
+    FRR its rollback files, Cumulus the revision saved before the apply, EOS `flash:rollback-0`, NX-OS
+    its checkpoint). The
     switches whose confirm failed are rolled back as well rather than left to their timers: a confirm
     can fail after the switch took it. Each outcome says what happened to that switch."""
     first = refused[0]
