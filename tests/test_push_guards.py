@@ -227,3 +227,34 @@ def test_the_cli_refuses_a_push_while_another_pushs_change_is_pending(tmp_path, 
     assert done.value.code == 2
     assert "gf-20261123T101500Z-a1b2c3 (controller ctl-a, started 2026-11-23T10:15:00Z)" in " ".join(err.split())
     assert seen["push_id"] == seen["tagged"] and f"push {seen['push_id']} from " in err
+
+
+def test_the_push_id_is_in_the_json_and_is_the_one_the_drivers_were_given(tmp_path, monkeypatch, capsys):
+    """The rollout is stood in for (no switch is reached); what is shown is the CLI's own wiring."""
+    import json
+
+    from gpufabric.cli import main
+    from gpufabric.cli import push_cmd as cmd
+    from gpufabric.push.push_id import PATTERN, started_from_id
+    from gpufabric.push.rollout import Rollout
+    from nornir_tasks.push import DeviceOutcome
+
+    given: dict[str, str] = {}
+
+    def unchanged(nr, *, opts, **_):
+        given["opts"] = opts.push_id
+        given["driver"] = (
+            nr.inventory.hosts["cmp-spine1"].connection_options["napalm"].extras["optional_args"]["push_id"]
+        )
+        return Rollout(outcomes={"cmp-spine1": DeviceOutcome("cmp-spine1", "unchanged")})
+
+    monkeypatch.setattr(cmd, "run", unchanged)
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "unused")
+    with pytest.raises(SystemExit) as done:
+        main(["push", "--device", "cmp-spine1", "--wait", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert done.value.code == 0 and out["converged"]
+    assert PATTERN.fullmatch(out["push_id"]) and out["push_id"] == given["opts"] == given["driver"]
+    assert out["started"] == started_from_id(out["push_id"])
+    assert out["controller"]
