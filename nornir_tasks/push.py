@@ -1,4 +1,5 @@
-"""Nornir tasks of a push, one switch each: stage (diff, commit, post-change checks), confirm, roll back.
+"""Nornir tasks of a push, one switch each: check for another push's pending change, preview (diff),
+stage (diff, commit, post-change checks), confirm, roll back.
 
 Plain task functions, as Nornir's own: they take a Task and return a Result whose `result`
 is a `DeviceOutcome`. Staging leaves a good change pending (armed revert timer, or NX-OS
@@ -16,6 +17,7 @@ from nornir.core.task import Result, Task
 
 from gpufabric.platforms import all_platforms
 from gpufabric.push.expect import Expectation, Health, health, regressions
+from gpufabric.push.push_id import describe
 
 # NAPALM drivers without commit-confirm: a checkpoint taken by the commit is what rollback returns to.
 CHECKPOINT_PLATFORMS = frozenset({p.napalm_driver for p in all_platforms() if not p.confirm_timer} | {"nxos_ssh"})
@@ -31,12 +33,14 @@ class PushOptions:
     check_timeout: float = 30.0  # how long sessions and ports get to come back
     settle: float = 2.0  # the checks must hold this long: a session resets a moment after the commit
     masked: tuple[str, ...] = field(default=(), repr=False)  # secret values: never in a diff or a reason
+    push_id: str = ""  # this push's id: a pending push on a switch with another id refuses this one
 
 
 @dataclass
 class DeviceOutcome:
     device: str
-    status: str  # unchanged | would change | staged | changed | rolled back | failed | skipped
+    # unchanged | would change | staged | changed | rolled back | failed | skipped; check_pending: clear | busy
+    status: str
     reason: str = ""
     diff: str = ""
     seconds: float = 0.0
@@ -94,6 +98,38 @@ def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
         _discard_quietly(conn)
     outcome.seconds = time.monotonic() - started
     return Result(host=task.host, result=outcome)
+
+
+def check_pending(task: Task, opts: PushOptions) -> Result:
+    """Whether another push has a change awaiting confirmation on this switch (`busy`, the push in
+    `extra["pending_push"]`), asked of every targeted switch before any of them is even read: a
+    candidate loaded for a diff could disturb the other push's pending change (NVUE's pending
+    revision, say). A switch that cannot be asked fails the push as an unreadable one does."""
+    started = time.monotonic()
+    outcome = DeviceOutcome(task.host.name, "clear")
+    try:
+        other = other_push(task.host.get_connection("napalm", task.nornir.config), opts.push_id)
+        if other is not None:
+            outcome.status, outcome.extra["pending_push"] = "busy", other
+            outcome.reason = f"another push has a change pending confirmation here: {describe(other)}"
+    except Exception as exc:
+        outcome.status, outcome.reason = "failed", mask(_reason(exc), opts.masked)
+    outcome.seconds = time.monotonic() - started
+    return Result(host=task.host, result=outcome)
+
+
+def other_push(conn: Any, own: str) -> dict[str, Any] | None:
+    """The push (id, start, controller) whose change awaits confirmation on this switch, when it is not
+    this one. A driver without `pending_push` (NAPALM's own, or its mock) cannot say, and counts as
+    having none: only such drivers go unchecked, and their platform's own commit still refuses a
+    second pending change where it can (EOS's pending commit timer, say)."""
+    ask = getattr(type(conn), "pending_push", None)
+    if ask is None:
+        return None
+    found = conn.pending_push()
+    if not found or found.get("push_id") == own:
+        return None
+    return dict(found)
 
 
 def _discard_quietly(conn: Any) -> None:
@@ -160,7 +196,7 @@ def confirm(task: Task, outcome: DeviceOutcome) -> Result:
             conn.confirm_commit()
         outcome.status = "changed"
     except Exception as exc:
-        outcome.status, outcome.reason = "failed", f"confirm failed (the device reverts by itself): {_reason(exc)}"
+        outcome.status, outcome.reason = "failed", f"confirm failed: {_reason(exc)}"
     return Result(host=task.host, result=outcome)
 
 

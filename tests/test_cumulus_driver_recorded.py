@@ -11,6 +11,7 @@ driver sends) and assert on the exact commands and on what the driver decides.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,11 @@ def test_recorded_running_config_carries_the_qos_contract(switch):
     assert qos_map.dscp_map("cumulus", running) == {26: 3, 48: 6}
 
 
+def test_the_recorded_spine_has_no_change_awaiting_confirmation(switch, replay):
+    assert not switch.has_pending_commit() and switch.pending_push() is None
+    assert [c for c, _ in replay.sent] == [nvue.CONFIRM_STATUS, nvue.CONFIRM_STATUS]  # NVUE asked, no clock read
+
+
 def test_sudo_password_goes_only_to_stdin(switch, replay):
     switch.get_bgp_neighbors()
     switch.get_lldp_neighbors()
@@ -113,15 +119,37 @@ def test_recorded_compare_stages_and_discard_detaches(switch, replay):
 # -- transactions, through a fake NVUE ------------------------------------------------------------
 
 
+# What `nv config apply --confirm-status` prints, as the fake answers it. NVIDIA's reference says the
+# option shows the time left before the automatic rollback, without showing its layout: these are
+# written forms, not recorded on a switch (nvue.confirm_left reads several layouts).
+CONFIRM_STATUS_PENDING = "Time left before rollback: {left}s\n"
+CONFIRM_STATUS_NONE = "No pending confirmation\n"
+
+
 class FakeNvue:
-    """A stand-in for nvued: applied/pending revisions, a confirm timer on a clock, and a history."""
+    """A test double for nvued: applied/pending revisions, NVUE's own confirm timer (seconds left, run
+    down by `elapse`), and a wall clock of its own (`now`, which `date +%s` reads and `clock_step`
+    moves without touching the timer, as a clock step does on a switch)."""
 
     def __init__(self, applied: str = "- set: {system: {hostname: old}}\n") -> None:
         self.applied, self.pending, self.files = applied, None, {}
         self.trial: str | None = None  # the revision to return to while a confirm is pending
-        self.now, self.deadline = 1000, 0
+        self.left = 0  # NVUE's confirm timer: seconds until it rolls the trial back
+        self.now, self.deadline = 1000, 0  # the wall clock, and a deadline a driver may have written by it
         self.fail_apply = False
         self.sent: list[str] = []
+
+    def elapse(self, seconds: int) -> None:
+        """Time passes: NVUE's timer runs down and, at zero, NVUE rolls the trial back."""
+        self.now += seconds
+        if self.trial is not None:
+            self.left -= seconds
+            if self.left <= 0:
+                self.applied, self.trial, self.left = self.trial, None, 0
+
+    def clock_step(self, seconds: int) -> None:
+        """The switch's clock is set (NTP's first sync, an operator): NVUE's timer does not move."""
+        self.now += seconds
 
     def run(self, command: str, stdin: str | None = None) -> Output:
         self.sent.append(command)
@@ -131,23 +159,39 @@ class FakeNvue:
             pass
         elif command.startswith("nv config detach"):
             self.pending = None
+            if command.endswith(f"; {nvue.CLEAR_PENDING}"):
+                self.files.pop(nvue.PUSH_MARK, None)
         elif command == nvue.SAVE_ROLLBACK:
             self.files[nvue.ROLLBACK] = self.applied
         elif command == nvue.DIFF:
             return Output(0, "" if self.pending in (None, self.applied) else "nv set system hostname new\n", "")
         elif command.startswith("nv config apply --confirm ") and command.endswith("s -y"):
-            return self._apply(trial=True)
+            return self._apply(trial=True, seconds=int(command.split()[4].rstrip("s")))
         elif command == "nv config apply -y":
             return self._apply(trial=False)
+        elif command == nvue.CONFIRM_STATUS:
+            pending = self.trial is not None and self.left > 0
+            return Output(0, CONFIRM_STATUS_PENDING.format(left=self.left) if pending else CONFIRM_STATUS_NONE, "")
         elif command == nvue.CONFIRM:
-            self.trial = None
+            if self.trial is None:
+                return Output(1, "", "Error: no pending confirmation\n")
+            self.trial, self.left = None, 0
         elif command == nvue.ABORT:
-            self.applied, self.trial = self.trial or self.applied, None
-        elif command == nvue.PENDING:
+            self.applied, self.trial, self.left = self.trial or self.applied, None, 0
+        elif command.startswith("printf '%s\\n' ") and command.endswith(
+            f"> {nvue.PUSH_MARK}.tmp && mv -f {nvue.PUSH_MARK}.tmp {nvue.PUSH_MARK}"
+        ):
+            self.files[nvue.PUSH_MARK] = shlex.split(command)[2] + "\n"
+        elif command == nvue.READ_MARK:
+            return Output(0, self.files.get(nvue.PUSH_MARK, ""), "")
+        elif command == nvue.CLEAR_PENDING:
+            self.files.pop(nvue.PUSH_MARK, None)
+        # A driver that reckons a pending confirm by the wall clock: a deadline written with `date`.
+        elif command.endswith("date +%s") and command.startswith("cat "):
             return Output(0, f"{self.deadline}\n{self.now}\n", "")
         elif command.startswith("echo $(( $(date +%s) + "):
             self.deadline = self.now + int(command.split("+ ")[1].split(maxsplit=1)[0])
-        elif command == nvue.CLEAR_PENDING:
+        elif command.startswith("rm -f ") and "deadline" in command:
             self.deadline = 0
         elif command == f"test -s {nvue.ROLLBACK}":
             return Output(0 if nvue.ROLLBACK in self.files else 1, "", "")
@@ -162,10 +206,10 @@ class FakeNvue:
         if command.startswith("nv config detach && nv config replace "):
             self.pending = self.files[nvue.CANDIDATE]
 
-    def _apply(self, trial: bool) -> Output:
+    def _apply(self, trial: bool, seconds: int = 0) -> Output:
         if self.fail_apply:
             return Output(1, "", "Error: invalid config: interface swp99 does not exist\n")
-        self.trial = self.applied if trial else None
+        self.trial, self.left = (self.applied, seconds) if trial else (None, 0)
         self.applied, self.pending = self.pending or self.applied, None
         return Output(0, "applied\n", "")
 
@@ -222,10 +266,66 @@ def test_fake_nvue_rollback_after_confirm_restores_the_saved_revision(nv, fake):
 
 
 def test_fake_nvue_expired_timer_is_not_pending(nv, fake):
+    before = fake.applied
     nv.load_replace_candidate(config=CANDIDATE)
     nv.commit_config(revert_in=30)
-    fake.now += 31
-    assert not nv.has_pending_commit()
+    fake.elapse(31)  # NVUE's timer fired and rolled the trial back
+    assert not nv.has_pending_commit() and nv.pending_push() is None and fake.applied == before
+    with pytest.raises(CommitError, match="no commit is pending"):
+        nv.confirm_commit()
+
+
+@pytest.mark.parametrize("step", [3600, -3600, 10 * 365 * 86400])
+def test_a_clock_step_on_the_switch_neither_ends_nor_extends_a_pending_confirm(step):
+    """The switch's clock jumps (forward an hour, back an hour, or ten years: a first NTP sync) between the
+    commit and the confirm. NVUE's timer still has its time left: the confirm succeeds and keeps the change;
+    the driver never asks the switch's clock."""
+    fake = FakeNvue()
+    dev = get_network_driver("cumulus")("192.0.2.13", USER, PASSWORD, optional_args={"transport": fake})
+    dev.open()
+    dev.load_replace_candidate(config=CANDIDATE)
+    dev.commit_config(revert_in=120)
+    fake.elapse(5)
+    fake.clock_step(step)
+    assert dev.has_pending_commit()
+    dev.confirm_commit()
+    assert fake.applied == CANDIDATE and fake.trial is None and nvue.CONFIRM in fake.sent
+    assert not any("date +%s" in c for c in fake.sent)
+    fake.elapse(600)  # long past the old timer: nothing reverts a confirmed change
+    assert fake.applied == CANDIDATE
+
+
+def test_confirm_status_layouts():
+    """The layouts `nv config apply --confirm-status` may print the time left in, and its none."""
+    assert nvue.confirm_left(CONFIRM_STATUS_PENDING.format(left=87)) == 87
+    assert nvue.confirm_left("0:01:27") == nvue.confirm_left("01:27") == nvue.confirm_left("1m 27s") == 87
+    assert nvue.confirm_left("87") == 87 and nvue.confirm_left("87 seconds") == 87
+    for none in ("", CONFIRM_STATUS_NONE, "none", "No pending confirm for revision 12", "0s"):
+        assert nvue.confirm_left(none) is None, none
+
+
+def test_pending_push_names_the_push_from_nvues_state_and_the_marker(fake):
+    """A push's apply awaiting confirmation carries its id, start and controller: another controller's
+    driver reads them back. Once NVUE has nothing pending, a leftover marker names nothing."""
+    args = {"transport": fake, "push_id": "gf-20261123T101500Z-a1b2c3", "push_controller": "ctl-a"}
+    first = get_network_driver("cumulus")("192.0.2.14", USER, PASSWORD, optional_args=args)
+    first.open()
+    first.load_replace_candidate(config=CANDIDATE)
+    first.commit_config(revert_in=120)
+    other = get_network_driver("cumulus")("192.0.2.14", USER, PASSWORD, optional_args={"transport": fake})
+    other.open()
+    assert other.pending_push() == {
+        "push_id": "gf-20261123T101500Z-a1b2c3",
+        "started": "2026-11-23T10:15:00Z",
+        "controller": "ctl-a",
+    }
+    fake.files[nvue.PUSH_MARK + ".kept"] = fake.files[nvue.PUSH_MARK]
+    fake.elapse(121)  # NVUE reverted; the marker file is still there
+    fake.files[nvue.PUSH_MARK] = fake.files.pop(nvue.PUSH_MARK + ".kept")
+    assert other.pending_push() is None
+    fake.trial, fake.left = fake.applied, 60  # someone's own `nv config apply --confirm`, no marker
+    fake.files.pop(nvue.PUSH_MARK)
+    assert other.pending_push() == {"push_id": "unknown", "started": "", "controller": ""}
 
 
 def test_fake_nvue_failed_apply_detaches_and_raises(nv, fake):
@@ -233,7 +333,8 @@ def test_fake_nvue_failed_apply_detaches_and_raises(nv, fake):
     nv.load_replace_candidate(config=CANDIDATE)
     with pytest.raises(CommitError, match="swp99 does not exist"):
         nv.commit_config(revert_in=60)
-    assert fake.sent[-1] == nvue.DETACH and fake.pending is None and not nv.has_pending_commit()
+    assert fake.sent[-1] == f"{nvue.DETACH}; {nvue.CLEAR_PENDING}" and fake.pending is None
+    assert not nv.has_pending_commit() and nvue.PUSH_MARK not in fake.files
 
 
 def test_replace_without_the_login_user_is_refused_before_anything_is_sent(nv, fake):

@@ -3,13 +3,17 @@ second push of a fabric while one runs."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run
 
-from gpufabric.push.lock import FabricBusyError, fabric_lock
+from gpufabric.push.lock import SYSTEM_DIR, FabricBusyError, LockPathError, fabric_lock, lock_dir
 from gpufabric.push.timing import TimingError, check_timing, needed_confirm_timeout
 
 DEFAULTS = {"check_timeout": 30.0, "settle": 2.0, "connect_timeout": 10.0, "workers": 32}
@@ -126,3 +130,131 @@ def test_a_session_that_drops_during_the_settle_starts_it_again(monkeypatch):
 def test_a_switch_that_never_settles_is_reported_with_its_problem(monkeypatch):
     problems, clock = _settle_with(monkeypatch, [["spine1 down"]])
     assert problems == ["spine1 down"] and clock.now >= 30.0
+
+
+def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(tmp_path):
+    """Someone who can write the lock folder plants a link to a file of the pushing user's: the push
+    refuses rather than open (and truncate) the file through it."""
+    folder = tmp_path / "locks"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "precious"
+    victim.write_text("keep me\n")
+    (folder / "gpufabric-push-lab.lock").symlink_to(victim)
+    with pytest.raises(LockPathError, match="is a symbolic link"), fabric_lock("lab", folder):
+        pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_a_hard_link_planted_at_the_lock_path_is_refused(tmp_path):
+    folder = tmp_path / "locks"
+    folder.mkdir(mode=0o700)
+    victim = tmp_path / "precious"
+    victim.write_text("keep me\n")
+    os.link(victim, folder / "gpufabric-push-lab.lock")
+    with pytest.raises(LockPathError, match="one name"), fabric_lock("lab", folder):
+        pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_a_lock_folder_others_may_write_or_own_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # what /tmp and /run/lock are: anyone may plant a file there
+    with pytest.raises(LockPathError, match=r"writable by others \(mode 1777\)"), fabric_lock("lab", shared):
+        pass
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    someone_else = os.geteuid() + 1
+    owned = f"belongs to uid {os.geteuid()}, not {someone_else}"
+    with pytest.raises(LockPathError, match=owned), fabric_lock("lab", mine, uid=someone_else):
+        pass
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    with pytest.raises(LockPathError, match="is not a folder"), fabric_lock("lab", link):
+        pass
+
+
+def test_the_lock_folder_is_fixed_per_account_and_made_private():
+    assert lock_dir(0) == SYSTEM_DIR == Path("/run/lock/gpufabric")
+    nobody = pwd.getpwnam("nobody")
+    assert lock_dir(nobody.pw_uid) == Path(nobody.pw_dir) / ".gpufabric" / "lock"
+
+
+def test_a_missing_lock_folder_is_made_0700(tmp_path):
+    folder = tmp_path / "new" / "locks"
+    with fabric_lock("lab", folder):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_a_push_id_is_its_utc_start_and_24_random_bits():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from gpufabric.push.push_id import PATTERN, describe, new_push_id, started_from_id
+
+    at = datetime(2026, 11, 23, 19, 5, 7, 999, tzinfo=timezone(timedelta(hours=2)))
+    one, two = new_push_id(at, "ctl-a"), new_push_id(at, "ctl-a")
+    assert PATTERN.fullmatch(one.id) and one.id.startswith("gf-20261123T170507Z-") and one.id != two.id
+    assert one.started == started_from_id(one.id) == "2026-11-23T17:05:07Z"
+    now = new_push_id()
+    assert abs(datetime.fromisoformat(now.started) - datetime.now(UTC)) < timedelta(seconds=5)  # UTC, not local
+    assert describe(one.as_dict()) == f"{one.id} (controller ctl-a, started 2026-11-23T17:05:07Z)"
+    assert describe({"push_id": "unknown"}) == "unknown (controller unknown, started unknown)"
+
+
+def test_the_cli_refuses_a_push_while_another_pushs_change_is_pending(tmp_path, monkeypatch, capsys):
+    """`nornir push` turns a pending push found on a switch into exit 2 with the rollout's message, and
+    gives that rollout its own push id. The switches are not reached: `run` stands in for the rollout."""
+    from gpufabric.cli import main
+    from gpufabric.cli import push_cmd as cmd
+    from gpufabric.push.rollout import OtherPushPendingError
+
+    seen: dict[str, str] = {}
+
+    def refusing(nr, *, opts, **_):
+        seen["push_id"] = opts.push_id
+        seen["tagged"] = (
+            next(iter(nr.inventory.hosts.values())).connection_options["napalm"].extras["optional_args"]["push_id"]
+        )
+        other = {"push_id": "gf-20261123T101500Z-a1b2c3", "started": "2026-11-23T10:15:00Z", "controller": "ctl-a"}
+        raise OtherPushPendingError(["cmp-spine1"], [other])
+
+    monkeypatch.setattr(cmd, "run", refusing)
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "unused")
+    with pytest.raises(SystemExit) as done:
+        main(["push", "--device", "cmp-spine1"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    assert "gf-20261123T101500Z-a1b2c3 (controller ctl-a, started 2026-11-23T10:15:00Z)" in " ".join(err.split())
+    assert seen["push_id"] == seen["tagged"] and f"push {seen['push_id']} from " in err
+
+
+def test_the_push_id_is_in_the_json_and_is_the_one_the_drivers_were_given(tmp_path, monkeypatch, capsys):
+    """The rollout is stood in for (no switch is reached); what is shown is the CLI's own wiring."""
+    import json
+
+    from gpufabric.cli import main
+    from gpufabric.cli import push_cmd as cmd
+    from gpufabric.push.push_id import PATTERN, started_from_id
+    from gpufabric.push.rollout import Rollout
+    from nornir_tasks.push import DeviceOutcome
+
+    given: dict[str, str] = {}
+
+    def unchanged(nr, *, opts, **_):
+        given["opts"] = opts.push_id
+        given["driver"] = (
+            nr.inventory.hosts["cmp-spine1"].connection_options["napalm"].extras["optional_args"]["push_id"]
+        )
+        return Rollout(outcomes={"cmp-spine1": DeviceOutcome("cmp-spine1", "unchanged")})
+
+    monkeypatch.setattr(cmd, "run", unchanged)
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "unused")
+    with pytest.raises(SystemExit) as done:
+        main(["push", "--device", "cmp-spine1", "--wait", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert done.value.code == 0 and out["converged"]
+    assert PATTERN.fullmatch(out["push_id"]) and out["push_id"] == given["opts"] == given["driver"]
+    assert out["started"] == started_from_id(out["push_id"])
+    assert out["controller"]

@@ -178,7 +178,9 @@ def test_mock_a_failed_confirm_stops_the_rollout(tmp_path, rollbacks, monkeypatc
 
     monkeypatch.setattr(MockDriver, "confirm_commit", refuse)
     result = push(nr, [Batch(1, "canary", ("eos1",)), Batch(2, "fd-2", ("eos2",))])
-    assert result.outcomes["eos1"].status == "failed" and "reverts by itself" in result.outcomes["eos1"].reason
+    # Its batch is rolled back, the switch whose confirm failed too (a confirm can fail after the switch took it).
+    assert result.outcomes["eos1"].status == "rolled back" and rollbacks == ["eos1"]
+    assert result.outcomes["eos1"].reason == "confirm failed: ConnectionError: confirm lost; the batch is rolled back"
     assert result.outcomes["eos2"].status == "skipped"
     assert result.stopped_at is not None and result.stopped_at.number == 1
 

@@ -20,8 +20,9 @@ from gpufabric.push.candidates import candidate
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
 from gpufabric.push.expect import Expectation, expectations
 from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
-from gpufabric.push.lock import FabricBusyError, fabric_lock
-from gpufabric.push.rollout import Rollout, run
+from gpufabric.push.lock import FabricBusyError, LockPathError, fabric_lock
+from gpufabric.push.push_id import PushId, new_push_id, tag
+from gpufabric.push.rollout import OtherPushPendingError, Rollout, run
 from gpufabric.push.targets import Batch, batches
 from gpufabric.push.timing import TimingError, check_timing
 from nornir_tasks.push import DeviceOutcome, PushOptions
@@ -128,13 +129,16 @@ def push_cmd(
     then the failure domains, leaves first; a batch takes the next domain of each data plane (their
     switches share no link), the OOB plane goes last and alone. Per switch: load and diff again,
     commit with a revert timer on the switch (NX-OS: a checkpoint), wait for its BGP sessions and
-    ports that were up to come back, then confirm; or roll back. The first failing batch is rolled
-    back whole and stops the rollout. A second identical push changes nothing and says so.
+    ports that were up to come back, then confirm the batch; or roll back. The first failing batch
+    is rolled back whole (switches already confirmed too, when a confirm fails) and stops the
+    rollout. A second identical push changes nothing and says so.
 
     \b
     Targets the real switches, with the password from the variable the intent names; the local
     lab (`gpufabric lab up`) only with --lab. One push per fabric at a time (a lock on this
-    machine); --confirm-timeout must outlive the checks of a whole batch (it is checked).
+    machine), and none while another push's change awaits confirmation on a targeted switch
+    (asked of every switch first; each push's id is in its output and on the switches it
+    changes); --confirm-timeout must outlive the checks of a whole batch (it is checked).
     Secrets are resolved in memory and never printed or shown in a diff.
 
     Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back;
@@ -142,6 +146,7 @@ def push_cmd(
     push of the fabric running.
     """
     started = time.perf_counter()
+    push = new_push_id()
     if changed_from is not None:
         narrowed = _changed_since(fleet_args, changed_from)
         if narrowed is None:
@@ -149,6 +154,7 @@ def push_cmd(
             return 0
         fleet_args = narrowed
     fleet = open_fleet(fleet_args)
+    tag(fleet.nr.inventory, push)  # every driver learns the push id (after open_fleet set their options)
     names = [d.name for d in fleet.targets]
     candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
     expects = expectations(fleet.plan, fleet.index, names)
@@ -160,6 +166,7 @@ def push_cmd(
         confirm_timeout=confirm_timeout,
         check_timeout=check_timeout,
         masked=secret_values(fleet.plan.intent, fleet.access.secrets),
+        push_id=push.id,
     )
     try:
         check_timing(
@@ -172,15 +179,21 @@ def push_cmd(
         )
     except TimingError as exc:
         raise click.UsageError(str(exc)) from None
+    if not as_json:
+        err.print(f"push {push.id} from {push.controller}", highlight=False)
     with ExitStack() as stack:
         if not dry_run:
             try:
                 stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
-            except FabricBusyError as exc:
+            except (FabricBusyError, LockPathError) as exc:
                 raise click.UsageError(str(exc)) from None
-        rollout = _rollout(
-            fleet, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, total=len(names)
-        )
+        try:
+            rollout = _rollout(
+                fleet, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, total=len(names)
+            )
+        except OtherPushPendingError as exc:
+            fleet.nr.close_connections()
+            raise click.UsageError(str(exc)) from None
     settled = None
     if rollout.converged and not dry_run and wait_seconds > 0:
         sessions = fabric_sessions(fleet.plan, fleet.index, names)
@@ -191,6 +204,7 @@ def push_cmd(
     code = _report(
         fleet,
         rollout,
+        push=push,
         plan_batches=plan_batches,
         dry_run=dry_run,
         as_json=as_json,
@@ -256,6 +270,7 @@ def _report(
     fleet: Fleet,
     rollout: Rollout,
     *,
+    push: PushId,
     plan_batches: list[Batch],
     dry_run: bool,
     as_json: bool,
@@ -282,6 +297,9 @@ def _report(
         out.print_json(
             json.dumps(
                 {
+                    "push_id": push.id,
+                    "started": push.started,
+                    "controller": push.controller,
                     "converged": rollout.converged,
                     "dry_run": dry_run,
                     "target": "lab" if fleet.access.lab else "switches",
@@ -301,7 +319,10 @@ def _report(
             )
         else:
             verb = "would change" if dry_run else "changed"
-            err.print(f"{changed} of {len(ordered)} switches {verb} in {len(rollout.batches)} batches, {elapsed:.1f} s")
+            err.print(
+                f"push {push.id}: {changed} of {len(ordered)} switches {verb} in {len(rollout.batches)} batches, "
+                f"{elapsed:.1f} s"
+            )
     return 0 if rollout.converged else 1
 
 

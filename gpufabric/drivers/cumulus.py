@@ -5,14 +5,17 @@ Configuration goes through NVUE's transactions: the candidate (an NVUE YAML file
 merge); `compare_config` is `nv config diff`; `commit_config(revert_in=N)` is
 `nv config apply --confirm Ns -y`, so the switch itself reverts unless `confirm_commit`
 (`--confirm-yes`) arrives in time; `rollback` is `--confirm-no` while a commit is pending, and
-otherwise re-applies the configuration saved before the last commit.
+otherwise re-applies the configuration saved before the last commit (so a batch can still be
+rolled back after this switch was confirmed). Whether a commit is pending is what NVUE says
+(`nv config apply --confirm-status`), not a deadline on the switch's clock; a marker beside it
+names the push (`pending_push`).
 
 Operational getters read FRR, iproute2 and lldpd, which Cumulus runs (see LinuxSwitchDriver):
 the same readers the lab proves against real daemons. vtysh needs root on Cumulus: the login's
 password is given to `sudo -S` on stdin (never on a command line).
 
 Optional args: `sudo` (default True), `key_file`, `private_key` (the key's text, as a
-`gpufabric.hidden.Hidden`), `known_hosts`, `port`.
+`gpufabric.hidden.Hidden`), `known_hosts`, `port`, `push_id` and `push_controller`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import yaml
 from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
 from gpufabric.drivers import nvue
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver, one_line
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, one_line, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_file
 
 VENDOR = "NVIDIA"
@@ -36,6 +39,7 @@ class CumulusDriver(LinuxSwitchDriver):
     def _setup(self) -> None:
         self.sudo = bool(self.optional_args.get("sudo", True))
         self.staged = False
+        self.push = PushMark.from_args(self.optional_args)
 
     def _vtysh_command(self, command: str) -> tuple[str, str | None]:
         if not self.sudo:
@@ -98,21 +102,33 @@ class CumulusDriver(LinuxSwitchDriver):
             raise CommitError("a commit is pending confirmation: confirm or roll it back first")
         self._stage()
         self._run(nvue.SAVE_ROLLBACK)
+        if revert_in:
+            self._run(nvue.write_mark(self.push.line))
         try:
             self._run(nvue.apply(revert_in))
         except CommandFailedError as exc:
-            self._try(nvue.DETACH)
+            self._try(f"{nvue.DETACH}; {nvue.CLEAR_PENDING}")
             raise CommitError(f"{self.hostname}: NVUE did not apply the candidate: {exc}") from None
-        if revert_in:
-            self._run(nvue.arm_deadline(revert_in))
         self.candidate, self.staged = None, False
 
     def has_pending_commit(self) -> bool:
-        return self.transport is not None and nvue.pending(self._run(nvue.PENDING))
+        """Whether NVUE has an apply awaiting confirmation, by NVUE's own timer (never the clock)."""
+        if self.transport is None:
+            return False
+        status = self._try(nvue.CONFIRM_STATUS)
+        return status.rc == 0 and nvue.confirm_left(status.stdout) is not None
+
+    def pending_push(self) -> dict[str, str] | None:
+        """The push whose apply awaits confirmation here, by the marker beside it; None when NVUE has no
+        apply awaiting confirmation. One NVUE has but no marker names (someone's `nv config apply
+        --confirm`) reads as push `unknown`: still a change in progress."""
+        if not self.has_pending_commit():
+            return None
+        return parse_push_line(self._run(nvue.READ_MARK).strip())
 
     def confirm_commit(self) -> None:
         if not self.has_pending_commit():
-            raise CommitError("no commit is pending confirmation")
+            raise CommitError("no commit is pending confirmation (NVUE reports no confirm timer)")
         self._run(nvue.CONFIRM)
         self._run(nvue.CLEAR_PENDING)
 

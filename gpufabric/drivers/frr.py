@@ -8,7 +8,8 @@ that cuts the management session off still undoes itself.
 
 Optional args: `pathspace` (FRR pathspace; default: $FRR_NS of the login session),
 `lldp_socket` (lldpd's control socket; default: $GF_LLDP_SOCKET), `key_file`,
-`private_key` (the key's text, as a `gpufabric.hidden.Hidden`), `known_hosts`.
+`private_key` (the key's text, as a `gpufabric.hidden.Hidden`), `known_hosts`, `push_id` and
+`push_controller` (written into the pending marker, read back by `pending_push`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from gpufabric.drivers.frr_files import (
     candidate_parts,
     join_candidate,
 )
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 
 
@@ -38,6 +39,7 @@ class FrrDriver(LinuxSwitchDriver):
 
     def _setup(self) -> None:
         self.files = DeviceFiles(self.optional_args.get("pathspace"))
+        self.push = PushMark.from_args(self.optional_args)
         self._uploaded: str | None = None  # the candidate whose files are in this session's folder
 
     def open(self) -> None:
@@ -137,7 +139,7 @@ class FrrDriver(LinuxSwitchDriver):
         put_files(self.transport, {path: (body, 0o700) for path, body in scripts.items()})  # type: ignore[arg-type]
         try:
             # The script refuses, under the switch's lock, when a commit is pending confirmation.
-            self._run("sh -s", self.files.commit_script(revert_in))
+            self._run("sh -s", self.files.commit_script(revert_in, self.push.line))
         except CommandFailedError as exc:
             raise CommitError(f"{self.hostname}: the candidate was not applied: {exc}") from None
         finally:
@@ -146,6 +148,12 @@ class FrrDriver(LinuxSwitchDriver):
 
     def has_pending_commit(self) -> bool:
         return self.transport is not None and self.transport.run(self.files.pending_check).rc == 0
+
+    def pending_push(self) -> dict[str, str] | None:
+        """The push whose commit awaits confirmation here ({"push_id", "started", "controller"}), from the
+        pending marker; None when no commit is pending (a marker whose timer is gone does not count)."""
+        found = self._run(self.files.pending_push_check).strip()
+        return None if found == "none" else parse_push_line(found)
 
     def confirm_commit(self) -> None:
         try:

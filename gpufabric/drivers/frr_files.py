@@ -123,7 +123,7 @@ class DeviceFiles:
     def save_command(self) -> str:
         return f"{self.vtysh} -c 'write memory' >/dev/null"
 
-    def commit_script(self, revert_in: int | None = None) -> str:
+    def commit_script(self, revert_in: int | None = None, push: str = "") -> str:
         """One remote step: save the rollback target, arm the revert timer, then apply. The timer runs
         before anything changes, in its own session, so a session cut at any moment after this step
         starts leaves the switch reverting by itself. An apply that fails is reverted at once.
@@ -131,7 +131,7 @@ class DeviceFiles:
         The snapshot, the apply and the revert are files (uploaded first, see `commit_files`) run by
         their own `sh`: `set -e` is ignored inside a subshell that an `if` or `||` tests.
         """
-        arm = self.arm_timer_script(revert_in) if revert_in else ""
+        arm = self.arm_timer_script(revert_in, push) if revert_in else ""
         return (
             # One change at a time on a switch, whoever makes it: the lock is held while this runs, and
             # a pending commit (armed timer) refuses the next one until it is confirmed or reverted.
@@ -205,7 +205,9 @@ class DeviceFiles:
 
     # The revert timer. `pending` holds "boot-id pid start-time" of the timer process: a marker left by
     # an earlier boot, or by a process that has since died and whose PID was reused, is not a pending
-    # commit. Whoever renames `pending` first owns it: the timer (to revert) or a confirm (to disarm),
+    # commit. Its second line names the push ("push-id start controller"), for another controller to
+    # read (`pending_push`); `read` takes the first line only, so the checks below never see it.
+    # Whoever renames `pending` first owns it: the timer (to revert) or a confirm (to disarm),
     # so a confirm never kills a revert halfway and a revert never runs after a confirm.
     _BOOT = "$(cat /proc/sys/kernel/random/boot_id)"
 
@@ -213,9 +215,10 @@ class DeviceFiles:
     def _start_time(pid: str) -> str:
         return f"$(awk '{{print $22}}' /proc/{pid}/stat 2>/dev/null)"
 
-    def arm_timer_script(self, seconds: int) -> str:
+    def arm_timer_script(self, seconds: int, push: str = "") -> str:
         """Start the revert timer: it rolls back unless a confirm disarms it first. It runs in its own
-        session so closing the SSH connection does not stop it, and so a disarm can end its group."""
+        session so closing the SSH connection does not stop it, and so a disarm can end its group.
+        `push` ("push-id start controller", no quote or newline in it) becomes the marker's second line."""
         pending, revert = self.path("pending"), self.path("revert.sh")
         reverting = self.path("reverting")
         body = (
@@ -224,8 +227,15 @@ class DeviceFiles:
         )
         return (
             f"setsid sh -c {shlex.quote(body)} </dev/null >/dev/null 2>&1 &\n"
-            f'p=$!; echo "{self._BOOT} $p {self._start_time("$p")}" > {pending}.new && mv {pending}.new {pending}\n'
+            f'p=$!; printf "%s\\n%s\\n" "{self._BOOT} $p {self._start_time("$p")}" {shlex.quote(push)} '
+            f"> {pending}.new && mv {pending}.new {pending}\n"
         )
+
+    @property
+    def pending_push_check(self) -> str:
+        """Prints the pending commit's push line (maybe empty: a marker from before push ids), or
+        `none` when no commit is pending."""
+        return f"if {self.pending_check}; then sed -n 2p {self.path('pending')}; else echo none; fi"
 
     @property
     def pending_check(self) -> str:

@@ -12,6 +12,7 @@ import ipaddress
 import re
 import shlex
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from napalm.base import NetworkDriver
@@ -37,6 +38,41 @@ LINK_STATS = "ip -s -s -j link show"
 # How long one getter's reading of LINK_STATS may serve the other: long enough for a scrape or a
 # check that asks for both, back to back; too short for a poll loop to read old counters.
 LINK_STATS_SHARED_FOR = 2.0
+
+
+_PUSH_ID = re.compile(r"gf-(\d{8}T\d{6}Z)-[0-9a-f]{6}")
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@dataclass(frozen=True)
+class PushMark:
+    """The push a commit belongs to, as the driver writes it on the switch: `push-id start controller`.
+    Only values that need no quoting go there (anything else is written as `unknown`)."""
+
+    push_id: str = ""
+    controller: str = ""
+
+    @classmethod
+    def from_args(cls, optional_args: dict[str, Any]) -> PushMark:
+        return cls(str(optional_args.get("push_id") or ""), str(optional_args.get("push_controller") or ""))
+
+    @property
+    def line(self) -> str:
+        m = _PUSH_ID.fullmatch(self.push_id)
+        if not m:
+            return ""
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
+        controller = self.controller if _NAME.fullmatch(self.controller) else "unknown"
+        return f"{self.push_id} {started} {controller}"
+
+
+def parse_push_line(line: str) -> dict[str, str]:
+    """A marker's push line back as {"push_id", "started", "controller"}; a pending commit whose marker
+    names no push (made before push ids, or by hand) reads as push `unknown`."""
+    words = line.split()
+    if len(words) != 3 or not _PUSH_ID.fullmatch(words[0]):
+        return {"push_id": "unknown", "started": "", "controller": ""}
+    return dict(zip(("push_id", "started", "controller"), words, strict=True))
 
 
 class LinuxSwitchDriver(NetworkDriver):

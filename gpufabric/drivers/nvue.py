@@ -5,6 +5,7 @@ Kept apart from the driver so the recorded-output tests exercise exactly the str
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -13,7 +14,9 @@ import yaml
 WORKDIR = ".gpufabric"  # under the login's home: the candidate and the rollback point live here
 CANDIDATE = f"{WORKDIR}/candidate.yaml"
 ROLLBACK = f"{WORKDIR}/rollback.yaml"
-DEADLINE = f"{WORKDIR}/confirm-deadline"  # epoch seconds on the switch's clock; present while a commit is pending
+# Which push an apply awaiting confirmation belongs to ("push-id start controller"). It only names the
+# push: whether a confirm is pending is NVUE's to say (CONFIRM_STATUS), so a stale file means nothing.
+PUSH_MARK = f"{WORKDIR}/pending-push"
 STARTUP = "/etc/nvue.d/startup.yaml"
 
 PREPARE = f"mkdir -p {WORKDIR} && chmod 700 {WORKDIR}"
@@ -23,8 +26,11 @@ SHOW_APPLIED = "nv config show -r applied -o yaml"
 SAVE_ROLLBACK = f"{SHOW_APPLIED} > {ROLLBACK}.tmp && mv -f {ROLLBACK}.tmp {ROLLBACK}"
 CONFIRM = "nv config apply --confirm-yes"
 ABORT = "nv config apply --confirm-no"
-PENDING = f"cat {DEADLINE} 2>/dev/null || echo 0; date +%s"
-CLEAR_PENDING = f"rm -f {DEADLINE}"
+# NVUE's own account of its confirm timer: the time left before it rolls the apply back. The switch's
+# wall clock plays no part, so a clock step (NTP, an operator) neither ends nor extends a pending confirm.
+CONFIRM_STATUS = "nv config apply --confirm-status"
+READ_MARK = f"cat {PUSH_MARK} 2>/dev/null || true"
+CLEAR_PENDING = f"rm -f {PUSH_MARK}"
 RESTORE = f"nv config replace {ROLLBACK} && nv config apply -y"
 
 
@@ -41,14 +47,33 @@ def apply(revert_in: int | None) -> str:
     return "nv config apply -y"
 
 
-def arm_deadline(revert_in: int) -> str:
-    return f"echo $(( $(date +%s) + {int(revert_in)} )) > {shlex.quote(DEADLINE)}"
+def write_mark(line: str) -> str:
+    """Name the push whose apply awaits confirmation (written before the apply, so a session cut right
+    after it still leaves the name beside NVUE's timer)."""
+    return f"printf '%s\\n' {shlex.quote(line)} > {PUSH_MARK}.tmp && mv -f {PUSH_MARK}.tmp {PUSH_MARK}"
 
 
-def pending(output: str) -> bool:
-    """`PENDING`'s output: the recorded deadline and the switch's clock."""
-    values = [int(v) for v in output.split() if v.strip().lstrip("-").isdigit()]
-    return len(values) >= 2 and values[0] > values[1]
+_CLOCK = re.compile(r"\b(?:(\d+):)?(\d{1,2}):(\d{2})\b")  # [H:]MM:SS
+_UNIT = re.compile(r"(\d+)\s*(h|hours?|m|min|minutes?|s|secs?|seconds?)\b", re.IGNORECASE)
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_NONE = re.compile(r"\b(no|none|not)\b", re.IGNORECASE)
+
+
+def confirm_left(output: str) -> int | None:
+    """Seconds left on NVUE's confirm timer, from `nv config apply --confirm-status`; None when NVUE
+    reports no apply awaiting confirmation. NVIDIA's reference says the option shows the time left
+    before the automatic rollback without giving its layout: this reads a time written as [H:]MM:SS
+    or with units (`1m 30s`, `90 seconds`), or a bare number of seconds."""
+    text = output.strip()
+    if m := _CLOCK.search(text):
+        hours, minutes, seconds = (int(g or 0) for g in m.groups())
+        return hours * 3600 + minutes * 60 + seconds or None
+    if units := _UNIT.findall(text):
+        return sum(int(n) * _SECONDS[u[0].lower()] for n, u in units) or None
+    numbers = re.findall(r"\b\d+\b", text)
+    if _NONE.search(text) or len(numbers) != 1:  # "no pending confirm (revision 12)": a number, but no time
+        return None
+    return int(numbers[0]) or None
 
 
 def diff_text(output: str) -> str:

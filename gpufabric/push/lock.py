@@ -4,35 +4,97 @@ Two pushes of one fabric would interleave their batches, and each would take the
 for drift. The lock is an advisory `flock` on a file named for the fabric, held for the whole
 push and released by the kernel when the process ends, however it ends: a crashed push never
 leaves the fabric locked.
+
+Where it lives does not depend on the environment (a cron job has no $XDG_RUNTIME_DIR; an
+interactive shell has one): root's pushes lock in SYSTEM_DIR, every other user's in a folder of
+their own under their home directory (from the password database, not $HOME). Either folder must
+belong to that user and be writable by nobody else, and the lock file is opened without following
+a link: a file or link planted there by another user is refused, never written through. This lock
+holds between the pushes of one account on one machine; the pending-push check on the switches
+(see rollout) is what holds between controllers.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
-import tempfile
+import pwd
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+SYSTEM_DIR = Path("/run/lock/gpufabric")  # root's pushes; /run/lock is a tmpfs every Linux has
+USER_DIR = ".gpufabric/lock"  # under a non-root user's home directory
 
 
 class FabricBusyError(Exception):
     """Another process holds this fabric's push lock."""
 
 
-def lock_dir() -> Path:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and Path(runtime).is_dir():
-        return Path(runtime)
-    if os.geteuid() == 0 and Path("/run/lock").is_dir():
-        return Path("/run/lock")
-    return Path(tempfile.gettempdir())
+class LockPathError(Exception):
+    """The lock's folder or file is not safe to use (owned by someone else, writable by others, a link)."""
+
+
+def lock_dir(uid: int | None = None) -> Path:
+    """The one folder this user's push locks live in."""
+    uid = os.geteuid() if uid is None else uid
+    if uid == 0:
+        return SYSTEM_DIR
+    return Path(pwd.getpwuid(uid).pw_dir) / USER_DIR
+
+
+def _owned_dir(path: Path, uid: int) -> None:
+    """Make `path` (0700) if it is missing, then refuse it unless it is a real folder of `uid` that
+    no one else may write to."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise LockPathError(f"cannot make the push lock folder {path}: {exc.strerror}") from None
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise LockPathError(f"the push lock folder {path} is not a folder (a link or a file is there): remove it")
+    if info.st_uid != uid:
+        raise LockPathError(
+            f"the push lock folder {path} belongs to uid {info.st_uid}, not {uid}: remove it (someone else made it)"
+        )
+    if info.st_mode & 0o022:
+        raise LockPathError(
+            f"the push lock folder {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): "
+            f"chmod 700 {path}"
+        )
+
+
+def _open_lock(path: Path, uid: int) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LockPathError(f"the push lock {path} is a symbolic link: refusing to follow it; remove it") from None
+        raise LockPathError(f"cannot open the push lock {path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != uid or info.st_nlink != 1:
+        os.close(fd)
+        raise LockPathError(
+            f"the push lock {path} is not a plain file of uid {uid} with one name (a planted file or hard link): "
+            "remove it"
+        )
+    return fd
 
 
 @contextmanager
-def fabric_lock(fabric: str, directory: Path | None = None) -> Iterator[Path]:
-    path = (directory or lock_dir()) / f"gpufabric-push-{fabric}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+def fabric_lock(fabric: str, directory: Path | None = None, uid: int | None = None) -> Iterator[Path]:
+    """Hold the fabric's push lock for the `with` block. `directory` and `uid` default to this user's
+    lock folder and id (tests give their own)."""
+    uid = os.geteuid() if uid is None else uid
+    folder = directory or lock_dir(uid)
+    _owned_dir(folder, uid)
+    path = folder / f"gpufabric-push-{fabric}.lock"
+    fd = _open_lock(path, uid)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

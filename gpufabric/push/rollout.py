@@ -5,15 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from nornir.core import Nornir
 
 from gpufabric.push.expect import Expectation
+from gpufabric.push.push_id import describe, started_of
 from gpufabric.push.targets import Batch, narrow
 from nornir_tasks.per_host import run_per_host
-from nornir_tasks.push import DeviceOutcome, PushOptions, confirm, preview, rollback, stage
+from nornir_tasks.push import DeviceOutcome, PushOptions, check_pending, confirm, preview, rollback, stage
 
 CONVERGED = frozenset({"unchanged", "changed", "would change"})
+
+
+class OtherPushPendingError(Exception):
+    """Another push has a change awaiting confirmation on a targeted switch: this push changes nothing."""
+
+    def __init__(self, switches: list[str], pending: list[dict[str, Any]]) -> None:
+        # The push that started first is the one holding the fabric; name it, and where it was seen.
+        first = min(range(len(switches)), key=lambda i: started_of(pending[i]) or "~")  # unknown: last
+        self.switches, self.pending = switches, pending[first]
+        others = f" and {len(switches) - 1} more" if len(switches) > 1 else ""
+        super().__init__(
+            f"another push is in progress: {describe(self.pending)} has a change pending confirmation on "
+            f"{switches[first]}{others}; nothing was changed. Wait for it to be confirmed or to revert "
+            "(its revert timer), then push again"
+        )
 
 
 @dataclass
@@ -42,11 +59,21 @@ def run(
     on_preview: Callable[[Rollout], None] | None = None,
     on_batch: Callable[[Batch, dict[str, DeviceOutcome]], None] | None = None,
 ) -> Rollout:
-    """`plan_batches` hold every targeted switch; the batches that go out hold only those that change."""
+    """`plan_batches` hold every targeted switch; the batches that go out hold only those that change.
+    Raises OtherPushPendingError, before anything changes, when another push's change is pending on a
+    targeted switch."""
     names = [n for b in plan_batches for n in b.devices]
     rollout = Rollout()
+    checked = run_per_host(nr, names, check_pending, opts=dict.fromkeys(names, opts))
+    busy = [n for n in names if checked[n].status == "busy"]
+    if busy:
+        raise OtherPushPendingError(busy, [checked[n].extra["pending_push"] for n in busy])
+    rollout.outcomes.update({n: o for n, o in checked.items() if o.status == "failed"})
+    readable = [n for n in names if n not in rollout.outcomes]
     rollout.outcomes.update(
-        run_per_host(nr, names, preview, candidate={n: candidates[n] for n in names}, opts=dict.fromkeys(names, opts))
+        run_per_host(
+            nr, readable, preview, candidate={n: candidates[n] for n in readable}, opts=dict.fromkeys(readable, opts)
+        )
     )
     rollout.unreadable = [n for n in names if rollout.outcomes[n].status == "failed"]
     rollout.batches = narrow(plan_batches, {n for n in names if rollout.outcomes[n].status == "would change"})
@@ -97,13 +124,35 @@ def _roll_out(
         elif pending:
             confirmed = run_per_host(nr, pending, confirm, outcome={n: staged[n] for n in pending})
             rollout.outcomes.update(confirmed)
-            if any(o.status != "changed" for o in confirmed.values()):
-                rollout.stopped_at = batch  # a switch that could not be confirmed reverts; nothing more goes out
+            refused = [n for n in pending if confirmed[n].status != "changed"]
+            if refused:
+                rollout.outcomes.update(_undo_batch(nr, confirmed, refused))
+                rollout.stopped_at = batch  # nothing more goes out
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
         if rollout.stopped_at is not None:
             _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
             return
+
+
+def _undo_batch(nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[str]) -> dict[str, DeviceOutcome]:
+    """A batch is all or nothing: when a switch's confirm fails, every switch of the batch is rolled
+    back, those already confirmed too (each driver keeps the configuration from before its commit:
+    FRR its rollback files, Cumulus the revision saved before the apply, EOS `flash:rollback-0`, NX-OS
+    its checkpoint). The
+    switches whose confirm failed are rolled back as well rather than left to their timers: a confirm
+    can fail after the switch took it. Each outcome says what happened to that switch."""
+    first = refused[0]
+    why = {
+        n: (
+            f"{confirmed[n].reason}; the batch is rolled back"
+            if n in refused
+            else f"confirmed, then the batch was rolled back: {first}'s confirm failed"
+        )
+        for n in confirmed
+    }
+    names = list(confirmed)
+    return run_per_host(nr, names, rollback, outcome={n: confirmed[n] for n in names}, why=why)
 
 
 def _skip_the_rest(rollout: Rollout, why: str) -> None:
