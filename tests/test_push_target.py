@@ -51,3 +51,33 @@ def test_passwords_stay_out_of_the_inventory_dump(lab_state, monkeypatch):
     monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "production-password")
     dump = json.dumps(open_fleet(FleetArgs(plane="compute")).nr.inventory.dict(), default=str)
     assert "production-password" not in dump
+
+
+def test_the_lab_renders_with_its_own_secrets_when_none_is_exported(lab_state, monkeypatch):
+    """`lab up` keeps a salt key in the lab's state: a push to the lab renders with nothing exported
+    (conftest's planted variables removed here, as in a new shell), and an exported one still wins."""
+    from gpufabric.push.candidates import candidate
+
+    for name in ("GPUFABRIC_SALT_KEY", "GPUFABRIC_SWITCH_PASSWORD", "GPUFABRIC_SNMP_COMMUNITY"):
+        monkeypatch.delenv(name, raising=False)
+    (lab_state / "secrets.json").write_text(json.dumps({"GPUFABRIC_SALT_KEY": "lab-salt-key-canary"}))
+    lab = open_fleet(FleetArgs(plane="compute", lab=True))
+    kept = lab.index.hasher.salt("labadmin")
+    text = candidate(lab.plan, lab.index, "cmp-spine1", lab.access.secrets)
+    assert "lab-salt-key-canary" not in text and LAB_PASSWORD not in text
+    monkeypatch.setenv("GPUFABRIC_SALT_KEY", "exported-salt-key")
+    exported = open_fleet(FleetArgs(plane="compute", lab=True)).index.hasher.salt("labadmin")
+    assert kept != exported
+
+
+def test_lab_secrets_are_made_once_kept_0600_and_never_replaced(tmp_path):
+    from gpufabric.intent import load_intent
+    from gpufabric.lab.credentials import SECRETS_FILE, ensure_secrets, load_secrets
+
+    intent = load_intent(None).intent
+    ensure_secrets(tmp_path, intent)
+    first = load_secrets(tmp_path)
+    assert list(first) == ["GPUFABRIC_SALT_KEY"] and len(first["GPUFABRIC_SALT_KEY"]) == 48
+    assert (tmp_path / SECRETS_FILE).stat().st_mode & 0o777 == 0o600
+    ensure_secrets(tmp_path, intent)
+    assert load_secrets(tmp_path) == first
