@@ -19,4 +19,5 @@ want_apt zstd zstd
 install_wanted
 ensure_venv .venv test   # Ansible comes with the test extra
 export PATH="$PWD/.venv/bin:$PATH"
+echo "running gpufabric demo $* (its steps follow, one line each)" >&2
 exec gpufabric demo "$@"

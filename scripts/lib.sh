@@ -4,6 +4,7 @@
 apt_updated=0
 apt_update_once() {  # apt's package lists, read from the machine's mirrors once per run of a script
     [ "$apt_updated" -eq 1 ] && return 0
+    echo "reading apt's package lists (apt-get update) ..." >&2
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
     apt_updated=1
 }
@@ -13,8 +14,8 @@ apt_install() {  # apt_install PACKAGE...: needs root and apt; says what to do o
         echo "note: cannot install $* here (needs root and apt-get): install it yourself" >&2
         return 0
     fi
-    echo "installing $* ..." >&2
     apt_update_once
+    echo "installing Debian packages: $* (a minute or two the first time) ..." >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
@@ -32,12 +33,22 @@ install_wanted() {  # what want_apt found missing, in one apt-get run (one downl
 ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric installed (editable)
     local dir=$1 extras=${2:-}
     python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv python3-pip
-    [ -x "$dir/bin/python" ] || python3 -m venv "$dir"
+    local with="gpufabric${extras:+[$extras]}" fresh=0
+    if [ ! -x "$dir/bin/python" ]; then
+        echo "making the virtualenv $dir: pip installs $with (a few minutes the first time) ..." >&2
+        python3 -m venv "$dir"
+        fresh=1
+    fi
     # Installed already from this very pyproject.toml, with these extras: nothing to do (pip takes
     # seconds just to find that out).
     local stamp="$dir/.gpufabric-installed" want
     want="$(sha256sum pyproject.toml | cut -d' ' -f1) [$extras]"
     [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+    if [ -f "$stamp" ]; then
+        echo "updating the virtualenv $dir: $with (pyproject.toml or the extras changed) ..." >&2
+    elif [ "$fresh" -eq 0 ]; then
+        echo "installing $with into the virtualenv $dir (pip; a few minutes the first time) ..." >&2
+    fi
     "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
     "$dir/bin/python" -m pip install -q --disable-pip-version-check --no-compile -e ".${extras:+[$extras]}"
     # Compiled here on every core, not left to the first import: where PYTHONDONTWRITEBYTECODE is set,
@@ -46,6 +57,7 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
     # fresh install); of those, the ones gpufabric uses (the NX-OS parsers and what they import,
     # kubernetes.core for the GPU Operator). This repository's own packages too (an editable install
     # leaves them out).
+    echo "compiling $dir's Python modules (on every core, once) ..." >&2
     local site used=() c
     site=$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     for c in cisco/nxos ansible/netcommon ansible/utils kubernetes/core; do
@@ -57,6 +69,7 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
         napalm_cumulus >/dev/null 2>&1 || true
     [ ${#used[@]} -eq 0 ] || "$dir/bin/python" -m compileall -q -j 0 "${used[@]}" >/dev/null 2>&1 || true
     echo "$want" >"$stamp"
+    echo "the virtualenv $dir is ready" >&2
 }
 
 ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH, unpacked from Debian's

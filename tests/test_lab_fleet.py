@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -318,6 +319,43 @@ def test_a_manual_vtysh_change_is_drift_with_its_diff_and_push_repairs_it(lab, p
     assert "description fabric: cmp-spine1" in drift[0][4] and "description changed by hand" in drift[0][4]
     rc, repaired = push(lab, "--device", "cmp-su2-leaf1")
     assert rc == 0 and repaired["devices"][0]["status"] == "changed"
+    healthy(lab)
+
+
+def test_the_push_prints_each_diff_once_before_its_commit_with_each_frr_block_once(lab, pushed):
+    """Two neighbors added by hand under one `router bgp`: the push shows the switch's diff before the
+    batch that commits it, once, and `router bgp` once (frr-reload prints it before every line)."""
+    name = "cmp-su2-leaf1"
+    running = subprocess.run(
+        ["vtysh", "-N", name, "-c", "show running-config"], capture_output=True, text=True, check=True
+    ).stdout
+    router = next(line for line in running.splitlines() if line.startswith("router bgp "))
+    by_hand = [f"neighbor 192.0.2.{i} remote-as 65500" for i in (1, 2)]
+    subprocess.run(
+        ["vtysh", "-N", name, "-c", "conf t", "-c", router, *(a for line in by_hand for a in ("-c", line))], check=True
+    )
+    # As on a terminal: both streams in one, in the order they were written.
+    done = subprocess.run(
+        ["nornir", "push", *PLANE, "--state-dir", str(lab), "--device", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(),
+        check=False,
+    )
+    text = done.stdout
+    assert done.returncode == 0, text
+    header = f"--- {name} (batch 1, canary"
+    found = re.findall(rf"^batch 1/1 \(canary \(.+\)\): committed, checked and confirmed: {name}$", text, re.M)
+    assert text.count(header) == 1 and len(found) == 1, text
+    committed = found[0]
+    assert text.index(header) < text.index(committed), text
+    diff = text[text.index(header) : text.index(committed)]
+    assert [line for line in diff.splitlines()[1:] if line.strip()] == [
+        f"- {router}",
+        *(f"-  no {line}" for line in by_hand),
+    ]
+    assert text.count("no neighbor 192.0.2.1") == 1  # not again in the summary after the commit
     healthy(lab)
 
 

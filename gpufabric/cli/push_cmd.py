@@ -83,7 +83,12 @@ def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
     help="One failure domain per batch, every plane's leaves, then borders, then spines, instead of the data "
     "planes side by side (a batch then takes the next domain of each plane).",
 )
-@click.option("--diff/--no-diff", default=True, show_default=True, help="Print each changed switch's diff.")
+@click.option(
+    "--diff/--no-diff",
+    default=True,
+    show_default=True,
+    help="Print each changed switch's diff once every diff is read, before the first change goes out.",
+)
 @click.option(
     "--wait",
     "wait_seconds",
@@ -125,8 +130,9 @@ def push_cmd(
     \b
     First every targeted switch is read at once: load the candidate (replace), diff, discard. A
     switch that cannot be reached or read fails the push before anything changes; one without a
-    diff is done. Then only the switches that change go out: a canary first (one that changes),
-    then the failure domains, leaves first; a batch takes the next domain of each data plane (their
+    diff is done. Each diff is printed then, once, before any switch changes. Then only the
+    switches that change go out: a canary first (one that changes), then the failure domains,
+    leaves first; a batch takes the next domain of each data plane (their
     switches share no link), the OOB plane goes last and alone. Per switch: load and diff again,
     commit with a revert timer on the switch (NX-OS: a checkpoint), wait for its BGP sessions and
     ports that were up to come back, then confirm the batch; or roll back. The first failing batch
@@ -189,7 +195,13 @@ def push_cmd(
                 raise click.UsageError(str(exc)) from None
         try:
             rollout = _rollout(
-                fleet, plan_batches=plan_batches, candidates=candidates, expects=expects, opts=opts, total=len(names)
+                fleet,
+                plan_batches=plan_batches,
+                candidates=candidates,
+                expects=expects,
+                opts=opts,
+                total=len(names),
+                show_diff=diff and not as_json,
             )
         except OtherPushPendingError as exc:
             fleet.nr.close_connections()
@@ -208,7 +220,6 @@ def push_cmd(
         plan_batches=plan_batches,
         dry_run=dry_run,
         as_json=as_json,
-        diff=diff,
         elapsed=elapsed,
         settled=settled,
     )
@@ -223,7 +234,10 @@ def _rollout(
     expects: dict[str, Expectation],
     opts: PushOptions,
     total: int,
+    show_diff: bool,
 ) -> Rollout:
+    """Run the push under a progress bar (a terminal only), printing each diff once all are read,
+    before the first batch goes out, and a line per batch as it ends."""
     where = "the lab" if fleet.access.lab else "the switches"
     with Progress(
         TextColumn("{task.description}"),
@@ -246,9 +260,22 @@ def _rollout(
             )
             for name in read.unreadable:
                 err.print(f"[red]{name} failed[/red]: {read.outcomes[name].reason}", highlight=False)
+            if show_diff and read.batches:
+                # Stopped while the diffs print: a running bar sends what goes to stdout to its own
+                # stream (stderr), and results belong on stdout.
+                progress.stop()
+                _print_diffs(read, opts.dry_run)
+                progress.start()
 
         def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
             progress.update(bar, advance=len(done), description=f"push to {where}: batch {b.number + 1}/{batches_out}")
+            confirmed = [o.device for o in done.values() if o.status == "changed"]
+            if confirmed:
+                err.print(
+                    f"batch {b.number}/{batches_out} ({b.domain}): committed, checked and confirmed: "
+                    + ", ".join(confirmed),
+                    highlight=False,
+                )
             for o in done.values():
                 if o.status not in ("unchanged", "changed", "would change"):
                     err.print(
@@ -274,7 +301,6 @@ def _report(
     plan_batches: list[Batch],
     dry_run: bool,
     as_json: bool,
-    diff: bool,
     elapsed: float,
     settled: Convergence | None,
 ) -> int:
@@ -311,7 +337,7 @@ def _report(
             )
         )
     else:
-        _print_human(ordered, diff)
+        _print_human(ordered)
         changed = sum(o.status in ("changed", "would change") for o in ordered)
         if changed == 0 and rollout.converged:
             err.print(
@@ -326,12 +352,18 @@ def _report(
     return 0 if rollout.converged else 1
 
 
-def _print_human(ordered: list[DeviceOutcome], show_diff: bool) -> None:
-    if show_diff:
-        for o in ordered:
-            if o.diff and o.status in ("changed", "would change", "rolled back"):
-                out.print(f"[bold]--- {o.device}[/bold] ({o.status})", highlight=False)
-                out.print(o.diff, markup=False, highlight=False)
+def _print_diffs(read: Rollout, dry_run: bool) -> None:
+    """Each switch's diff as the preview read it, in the order the switches go out: once, before the
+    first commit (the summary after the push does not repeat them)."""
+    for batch in read.batches:
+        for name in batch.devices:
+            o = read.outcomes[name]
+            when = "would change" if dry_run or read.unreadable else f"batch {batch.number}, {batch.domain}"
+            out.print(f"[bold]--- {name}[/bold] ({when})", highlight=False)
+            out.print(o.diff, markup=False, highlight=False)
+
+
+def _print_human(ordered: list[DeviceOutcome]) -> None:
     table = Table(title="push")
     for column in ("batch", "switch", "result", "seconds", "reason"):
         table.add_column(column)

@@ -14,6 +14,7 @@ from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
 from gpufabric.intent.types import ALL_PLANES
+from gpufabric.plan.model import Plan
 from gpufabric.push.targets import select
 
 
@@ -31,13 +32,33 @@ from gpufabric.push.targets import select
     help="Folder for the rendered files.",
 )
 @click.option(
+    "--lab",
+    is_flag=True,
+    help="Render for the local lab as `nornir push --lab` does (every switch as frr, the lab's login and the "
+    "secrets `gpufabric lab up` keeps, unless exported): what `nornir push --lab --from DIR` loads.",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The lab's state dir; naming it renders for that lab. [default: /var/lib/gpufabric/lab]",
+)
+@click.option(
     "-j",
     "--jobs",
     type=click.IntRange(min=1),
     help="Worker processes (default: every core this process may use; fabrics under 64 switches use one).",
 )
 def render_cmd(
-    file: str | None, *, plane: str | None, devices: tuple[str, ...], role: str | None, output: Path, jobs: int | None
+    file: str | None,
+    *,
+    plane: str | None,
+    devices: tuple[str, ...],
+    role: str | None,
+    output: Path,
+    lab: bool,
+    state_dir: Path | None,
+    jobs: int | None,
 ) -> int:
     """Render the configuration of every planned switch (or the ones selected) into a folder.
 
@@ -49,8 +70,11 @@ def render_cmd(
     SHA-crypt hash; an SNMP community stays a reference token that `push` resolves in memory.
     """
     started = time.perf_counter()
-    plan = load_plan(file)
-    index = LinkIndex(plan)
+    if lab or state_dir is not None:
+        plan, index = _for_lab(file, state_dir)
+    else:
+        plan = load_plan(file)
+        index = LinkIndex(plan)
     index.hasher.require(plan.intent.credentials.switches.password, "credentials.switches.password")
     unknown = [d for d in devices if d not in index.devices]
     if unknown:
@@ -70,6 +94,16 @@ def render_cmd(
         f"in {time.perf_counter() - started:.2f} s"
     )
     return 1 if result.errors else 0
+
+
+def _for_lab(file: str | None, state_dir: Path | None) -> tuple[Plan, LinkIndex]:
+    """The lab's plan and secrets, exactly as a push to the lab renders them."""
+    from gpufabric.config.secrets import PasswordHasher
+    from gpufabric.push.args import FleetArgs
+    from gpufabric.push.fleet import reach  # Nornir and NAPALM: loaded only for the lab
+
+    plan, access = reach(FleetArgs(file=file, lab=True, state_dir=state_dir))
+    return plan, LinkIndex(plan, PasswordHasher.for_intent(plan.intent, access.secrets))
 
 
 @contextmanager

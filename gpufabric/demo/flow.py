@@ -22,6 +22,7 @@ from gpufabric.demo import measure
 from gpufabric.demo.fact import Fact, fact
 from gpufabric.demo.runner import Runner
 from gpufabric.export.atomic import write_atomic
+from gpufabric.lab.hosts import fleet, rootfs
 from gpufabric.plan.model import Plan
 from gpufabric.validate.report import as_junit
 from gpufabric.validate.results import CheckResult
@@ -85,6 +86,8 @@ def bring_up(runner: Runner, plan: Plan, intent: Path, state_dir: Path, report: 
     change nothing and ends with the read-back of every setting. The push changes only switches and
     site.yml only hosts (reached over the management network); the rest only reads."""
     f, sd = str(intent), ["--state-dir", str(state_dir)]
+    if not fleet.image_built():  # lab up's own output goes to its log: say here why the step takes a minute
+        runner.say(f"lab up builds the host image first (debootstrap: about a minute, once; into {rootfs.CACHE_DIR})")
     runner.run("lab up", [runner.tool("gpufabric"), "lab", "up", f, *sd])
     configured = threading.Event()  # the hosts' first site.yml has ended: traffic between them may be measured
 

@@ -18,17 +18,24 @@ def strip_header(running: str) -> str:
 
 
 def reload_diff(text: str) -> str:
-    """`frr-reload.py --test` output as '- line' / '+ line'; empty when nothing would change."""
+    """`frr-reload.py --test` output as '- line' / '+ line'; empty when nothing would change.
+
+    frr-reload prints each changed line after its whole context (`router bgp 65001` before every
+    neighbor it adds): a context line the diff has just shown, at the same depth, is not repeated,
+    so the diff reads as the configuration does, each block once."""
     section, out = "", []
+    context: list[str] = []  # the lines shown above, by depth (leading spaces): the block being shown
     for raw in text.splitlines():
         line = raw.rstrip()
-        if line == "Lines To Delete":
-            section = "-"
-        elif line == "Lines To Add":
-            section = "+"
+        if line in ("Lines To Delete", "Lines To Add"):
+            section, context = ("-" if line == "Lines To Delete" else "+"), []
         elif section and line and not line.startswith("==="):
             if line.startswith("frr version"):  # frr-reload cannot change it and says so; not a difference
                 continue
+            depth = len(line) - len(line.lstrip(" "))
+            if depth < len(context) and context[depth] == line:
+                continue
+            context = [*context[:depth], *[""] * (depth - len(context)), line]
             out.append(f"{section} {line}")
     return "\n".join(out)
 

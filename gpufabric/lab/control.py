@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufabric.lab import daemons, lldp_node, netlink, wiring
-from gpufabric.lab.credentials import ensure_login
+from gpufabric.lab.credentials import SECRETS_FILE, ensure_login, ensure_secrets
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
 from gpufabric.lab.state import LabState, remove_leftovers, remove_state_dir
@@ -40,6 +40,7 @@ def up(
         raise netlink.LabCommandError(f"the lab needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
     state = wiring.up(topo, state_dir, hosts=hosts)
     login = ensure_login(state_dir, topo.plan.intent.credentials.switches.username)
+    ensure_secrets(state_dir, topo.plan.intent)
     if not (hosts and topo.gateway):
         daemons.start_all(topo, state, state_dir, login)
         return state
@@ -116,7 +117,7 @@ def down(state_dir: Path) -> Teardown | None:
         lldp_node.RUN_DIR.rmdir()
     if done.problems:
         return done  # the state stays: `lab down` again removes what is left
-    files = ("login.json", "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
+    files = ("login.json", SECRETS_FILE, "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     remove_state_dir(state_dir)

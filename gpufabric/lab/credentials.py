@@ -1,8 +1,11 @@
-"""The lab's login: one admin user per lab, a random password and an SSH key, kept in the state dir (0600).
+"""The lab's login: one admin user per lab, a random password and an SSH key, kept in the state dir (0600);
+and the other secrets a lab switch's configuration needs (the salt key, an SNMP community).
 
 A lab switch is a namespace on this machine, so its login cannot be a vendor's default and must
 not be a secret from the intent: `lab up` makes one, and `push`/`validate` read it from here
-when they target the lab. Nothing prints it.
+when they target the lab. The same goes for every other secret the intent references for the
+switches' configuration: `lab up` makes a random one, so the lab works with nothing exported.
+Nothing prints them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpufabric.config.shacrypt import salt_for, sha_crypt
+from gpufabric.config.vault import vault_key
 from gpufabric.export.atomic import write_atomic
+from gpufabric.intent.model import Intent
+from gpufabric.intent.types import SecretRef
+
+SECRETS_FILE = "secrets.json"
 
 
 @dataclass(frozen=True)
@@ -61,3 +69,35 @@ def load_login(state_dir: Path) -> LabLogin | None:
         return None
     data = json.loads(path.read_text())
     return LabLogin(data["username"], data["password"], Path(data["key_file"]))
+
+
+def _key(ref: SecretRef) -> str:
+    """The name a secret has among those push and render read (an environment variable, or a vault entry)."""
+    return ref.env if ref.env is not None else vault_key(str(ref.vault))
+
+
+def configuration_secrets(intent: Intent) -> list[str]:
+    """The secrets a lab switch's rendered configuration needs besides the login's password: the
+    hash salts' key and the SNMP community, by the names the intent gives them."""
+    refs = [intent.credentials.salt_key, intent.management.snmp.community if intent.management.snmp else None]
+    return [_key(ref) for ref in refs if ref is not None]
+
+
+def ensure_secrets(state_dir: Path, intent: Intent) -> None:
+    """A random value for each configuration secret the intent names, made on first use and kept
+    (0600) so that later pushes render the same hashes; a value already kept is never replaced."""
+    kept = load_secrets(state_dir)
+    wanted = {name: kept.get(name) or secrets.token_hex(24) for name in configuration_secrets(intent)}
+    if wanted.items() <= kept.items():
+        return
+    path = state_dir / SECRETS_FILE
+    write_atomic(path, json.dumps({**kept, **wanted}))  # a temporary file made 0600, renamed into place
+    os.chmod(path, 0o600)
+
+
+def load_secrets(state_dir: Path) -> dict[str, str]:
+    path = state_dir / SECRETS_FILE
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    return {str(k): str(v) for k, v in data.items()}

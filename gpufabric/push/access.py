@@ -17,7 +17,7 @@ from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.hidden import Hidden, reveal
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
-from gpufabric.lab.credentials import load_login
+from gpufabric.lab.credentials import load_login, load_secrets
 from gpufabric.lab.state import LabState
 from gpufabric.push.args import CONNECT_TIMEOUT
 
@@ -39,8 +39,10 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
     # Password login, as with the intent's credentials; the key is there for people (`ssh -i`).
     # `lab up` recorded every switch's host key: anything else answering is refused, as on a real network.
     args: dict[str, Any] = {"known_hosts": str(state_dir / "known_hosts")}
-    # In the lab the admin's password is the switch password the rendered configs hash.
-    secrets = dict(os.environ)
+    # The secrets `lab up` made (salt key, SNMP community) unless the environment sets them: the lab
+    # works with nothing exported. In the lab the admin's password is the switch password the
+    # rendered configs hash.
+    secrets = {**load_secrets(state_dir), **os.environ}
     ref = intent.credentials.switches.password
     if ref is not None and ref.env:
         secrets[ref.env] = login.password

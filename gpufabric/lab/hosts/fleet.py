@@ -28,6 +28,15 @@ def missing_packages() -> list[str]:
     return sorted({pkg for tool, pkg in REQUIRED.items() if shutil.which(tool) is None})
 
 
+def image_built() -> bool:
+    """Whether the hosts' image is in the cache already; `up` builds it first otherwise (about a minute)."""
+    try:
+        mirror = apt_mirror.debian_mirror(apt_mirror.release())
+    except (apt_mirror.MirrorError, OSError):
+        return True  # nothing to announce: `up` says what is wrong
+    return rootfs.image_path(mirror).is_file()
+
+
 def up(
     specs: list[HostSpec],
     state_dir: Path,
