@@ -54,7 +54,7 @@ class PlatformSpec:
     port_name: PortNamer
     reader: Reader
     running_reader: RunningReader
-    confirm_timer: bool  # the device reverts an unconfirmed commit by itself (NX-OS: no; a checkpoint instead)
+    confirm_timer: bool  # the device reverts an unconfirmed commit by itself (EOS commit timer, NX-OS commit-timeout)
     ecn_unit_bytes: int  # the unit the CLI takes ECN thresholds in (kbytes of 1,000 on EOS and NX-OS)
     docs: str  # the vendor document the configuration follows, for docs/configs.md
     builder: Builder | None = None

@@ -1,0 +1,128 @@
+"""Arista EOS through eAPI: NAPALM's `eos` driver, with who-it-talks-to checked and its sessions named.
+
+What changes from NAPALM's driver:
+- eAPI over HTTPS only, with the switch's certificate verified (a CA bundle or a fingerprint recorded per
+  switch, `gpufabric.drivers.tls_pins`) before the login is sent; plain HTTP and the other transports
+  are refused (pyeapi left to itself trusts any certificate).
+- Config sessions carry a recognizable name, `gpufabric-<push id>-<n>`. Before the first candidate of a
+  connection is loaded, the sessions gpufabric left behind are looked at: one of another push with a
+  commit timer pending (or loading right now) makes this push refuse, naming that push; a stale one (no
+  timer, from a push that cannot still be running) is aborted, so a controller killed mid-push does not
+  block every later push to the switch.
+- `pending_push()` says which gpufabric push has a change pending on the switch.
+
+Optional args: `push_id`, `tls_ca_file`, `tls_known_hosts`, `accept_new`, `stale_after` (seconds after
+which a session without a timer cannot belong to a running push; default 3600, the longest confirm timeout).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyeapi
+from napalm.base.exceptions import ConnectionException, SessionLockedException
+from napalm.eos.eos import EOSDriver
+from napalm.eos.utils.versions import EOSVersion
+from pyeapi.eapilib import EapiConnection
+
+from gpufabric.drivers.push_id import PUSH_ID, age_seconds, push_id_of, started
+from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection
+
+SESSION_PREFIX = "gpufabric-"
+STALE_AFTER = 3600  # seconds: the longest --confirm-timeout; no running push holds an untimed session longer
+TIMER_STATE = "pendingCommitTimer"
+
+
+class VerifiedEapiConnection(EapiConnection):
+    """pyeapi's eAPI connection over a VerifiedHTTPSConnection: the certificate is checked as the TLS session
+    opens, before the request (and its Authorization header) is written."""
+
+    def __init__(self, host: str, port: int, username: str, password: str, timeout: float, trust: TlsTrust) -> None:
+        super().__init__()
+        self.transport = VerifiedHTTPSConnection(host, port, trust, timeout, path="/command-api")
+        self.authentication(username, password)
+
+
+class GpufabricEOSDriver(EOSDriver):
+    def __init__(
+        self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
+    ) -> None:
+        args = dict(optional_args or {})
+        transport = args.get("transport", args.get("eos_transport", "https"))
+        if transport != "https":
+            raise ConnectionException(
+                f"{hostname}: eAPI transport {transport!r} refused: only HTTPS with a verified certificate "
+                "keeps the login from whoever answers"
+            )
+        self.trust = TlsTrust.from_args(args)
+        self.push_id = push_id_of(args)
+        self.stale_after = float(args.get("stale_after", STALE_AFTER))
+        self.eapi_port = int(args.get("port", 443))
+        self._sessions_checked = False
+        self._loads = 0
+        ours = {"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
+                "stale_after", "controller", "port"}  # fmt: skip
+        super().__init__(hostname, username, password, timeout, {k: v for k, v in args.items() if k not in ours})
+
+    def open(self) -> None:
+        connection = VerifiedEapiConnection(
+            self.hostname, self.eapi_port, self.username, self.password, self.timeout, self.trust
+        )
+        self.device = pyeapi.client.Node(connection, enablepwd=self.enablepwd)
+        version = self._run_commands(["show version"])[0]["version"]
+        self._eos_version = EOSVersion(version)
+        if self._eos_version < EOSVersion("4.23.0"):
+            raise ConnectionException(f"{self.hostname}: EOS {version} is older than 4.23, which NAPALM needs")
+
+    # -- config sessions -------------------------------------------------------------------
+    def _load_config(self, filename: str | None = None, config: Any = None, replace: bool = True) -> None:
+        if not self._sessions_checked:
+            self.clear_stale_sessions()
+            self._sessions_checked = True
+        if self.config_session is None:
+            self._loads += 1
+            self.config_session = f"{SESSION_PREFIX}{self.push_id}-{self._loads}"
+        super()._load_config(filename, config, replace)
+
+    def _sessions(self) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """Every config session (name -> its entry) and the one with the commit timer, if the switch names it."""
+        shown = self._run_commands(["show configuration sessions detail"])[0]
+        return shown.get("sessions", {}), shown.get("commitTimerSessionName") or None
+
+    def clear_stale_sessions(self) -> list[str]:
+        """Abort the sessions an earlier gpufabric push left behind; refuse (SessionLockedException) when
+        another gpufabric push has its change pending or is loading one now. Returns the aborted names."""
+        sessions, timed = self._sessions()
+        aborted: list[str] = []
+        for name, entry in sorted(sessions.items()):
+            found = PUSH_ID.search(name)
+            if not name.startswith(SESSION_PREFIX) or found is None or found.group(0) == self.push_id:
+                continue
+            other = found.group(0)
+            state = entry.get("state", "")
+            if state == TIMER_STATE or name == timed:
+                raise SessionLockedException(
+                    f"{self.hostname}: push {other} (started {started(other)}) has a change pending its confirm "
+                    f"here (config session {name}); refusing to push until it is confirmed or its timer reverts it"
+                )
+            if state != "pending":
+                continue  # completed or aborted: history, holding nothing
+            age = age_seconds(other)
+            if age is not None and age < self.stale_after:
+                raise SessionLockedException(
+                    f"{self.hostname}: push {other} (started {started(other)}) is loading a change here "
+                    f"(config session {name}); refusing to push beside it"
+                )
+            self._run_commands([f"configure session {name} abort"], encoding="text")
+            aborted.append(name)
+        return aborted
+
+    def pending_push(self) -> dict[str, str] | None:
+        """The gpufabric push whose change waits for its confirm on this switch (its config session has the
+        commit timer), else None."""
+        sessions, timed = self._sessions()
+        for name, entry in sorted(sessions.items()):
+            found = PUSH_ID.search(name)
+            if name.startswith(SESSION_PREFIX) and found and (entry.get("state") == TIMER_STATE or name == timed):
+                return {"push_id": found.group(0), "started": started(found.group(0)), "controller": ""}
+        return None
