@@ -100,6 +100,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         self.candidate_cfg = f"{FILE_PREFIX}{self.push_id}.cfg"
         self.rollback_cfg = f"{FILE_PREFIX}{self.push_id}-before.cfg"
         self.snapshot_cfg = f"{FILE_PREFIX}{self.push_id}-running.cfg"
+        self._armed = False  # a replace of this driver's may be in effect on the switch
 
     # -- session ---------------------------------------------------------------------------
     def open(self) -> None:
@@ -150,16 +151,17 @@ class GpufabricNXOSDriver(NXOSDriver):
 
     def _exec(self, command: str) -> str:
         """One exec command with confirmations off; its text, or ReplaceConfigException if it reports a failure."""
-        results = self._send_command_list(["terminal dont-ask", command, "no terminal dont-ask"])
-        result = results[1] if len(results) > 1 else {}
-        text = str(result.get("msg") or "") if isinstance(result, dict) else str(result)
-        error = str(result.get("error") or "") if isinstance(result, dict) else ""
-        if error or _FAILED.search(text):
-            raise ReplaceConfigException(f"{self.hostname}: `{command}`: {(error or text).strip()[:300]}")
+        assert self.device is not None, "open() first"
+        # One request: NX-API runs its commands in one session, so `terminal dont-ask` holds for the command.
+        results = self.device.show_list(["terminal dont-ask", command, "no terminal dont-ask"], raw_text=True)
+        text = str(results[1].get("result") or "") if len(results) > 1 else ""
+        if _FAILED.search(text):
+            raise ReplaceConfigException(f"{self.hostname}: `{command}`: {text.strip()[:300]}")
         return text
 
     def _delete(self, name: str) -> None:
-        self._send_command_list(["terminal dont-ask", f"delete bootflash:{name}", "no terminal dont-ask"])
+        assert self.device is not None, "open() first"
+        self.device.show_list(["terminal dont-ask", f"delete bootflash:{name}", "no terminal dont-ask"], raw_text=True)
 
     def _delete_quietly(self, *names: str) -> None:
         for name in names:
@@ -223,6 +225,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         self._delete_quietly(self.rollback_cfg)
         self._exec(f"checkpoint file bootflash:{self.rollback_cfg}")  # what rollback() returns to early
         self.loaded = False
+        self._armed = True  # from here the switch may change: rollback() has something to undo
         self._exec(f"configure replace bootflash:{self.candidate_cfg} commit-timeout {revert_in}")
 
     def has_pending_commit(self) -> bool:
@@ -234,13 +237,17 @@ class GpufabricNXOSDriver(NXOSDriver):
                 f"{self.hostname}: no configuration replace waits for its commit (its timer may have reverted it)"
             )
         self._exec("configure replace commit")
+        self._armed = False
         self._copy_run_start()  # the change is kept across a reload only now that it is confirmed
         self._delete_quietly(self.candidate_cfg, self.rollback_cfg)
 
     def rollback(self) -> None:
         """Back to the checkpoint taken just before the commit. Any failure, a lost session included, raises:
         the switch's own timer is then what reverts the change."""
+        if not self._armed:
+            return  # the commit was refused before it changed anything: nothing to undo
         self._exec(f"rollback running-config file bootflash:{self.rollback_cfg}")
+        self._armed = False
         if self.has_pending_commit():
             # Running is the pre-change configuration again: closing the replace keeps it, and frees the
             # switch for the next push instead of leaving a timer that would only restore the same state.
