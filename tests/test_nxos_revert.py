@@ -95,7 +95,7 @@ class MockNexus:
         elif m := re.fullmatch(r"delete bootflash:(\S+)", command):
             self.files.pop(m.group(1), None)
         elif m := re.fullmatch(r"show file bootflash:(\S+) md5sum", command):
-            return hashlib.md5(self.files[m.group(1)].encode()).hexdigest()  # noqa: S324
+            return hashlib.md5(self.files[m.group(1)].encode()).hexdigest()
         elif m := re.fullmatch(r"show file bootflash:(\S+)", command):
             return self.files.get(m.group(1), "No such file or directory")
         elif m := re.fullmatch(r"show diff rollback-patch file bootflash:(\S+) file bootflash:(\S+)", command):

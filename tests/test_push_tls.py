@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from tls_server import TlsServer, make_pki
 
 from gpufabric.drivers.eos import GpufabricEOSDriver
 from gpufabric.drivers.nxos import GpufabricNXOSDriver
 from gpufabric.drivers.tls_pins import TlsTrustError, fingerprint, read_pins
-from tls_server import TlsServer, make_pki
 
 DRIVERS = {"eos": GpufabricEOSDriver, "nxos": GpufabricNXOSDriver}
 PASSWORD = "fabric-secret-7f3a"
@@ -113,8 +113,12 @@ def test_the_push_connection_refuses_an_unverified_switch_before_the_password(tm
 
     monkeypatch.setitem(ConnectionPluginRegister.available, "napalm", access_mod.RevealingNapalm)
     pki = make_pki(tmp_path, address)
-    login_ = access_mod.Access(False, "admin", PASSWORD, {"known_hosts": str(tmp_path / "known_hosts"),
-                                                           "tls_known_hosts": str(tmp_path / "known_tls_hosts")})
+    login_ = access_mod.Access(
+        False,
+        "admin",
+        PASSWORD,
+        {"known_hosts": str(tmp_path / "known_hosts"), "tls_known_hosts": str(tmp_path / "known_tls_hosts")},
+    )
     with TlsServer(pki, address) as server:
         hosts = Hosts({"sw1": Host(name="sw1", hostname=address, port=server.port, platform=kind)})
         inventory = Inventory(hosts=hosts, groups=Groups(), defaults=Defaults())
@@ -126,8 +130,9 @@ def test_the_push_connection_refuses_an_unverified_switch_before_the_password(tm
 
 
 def test_the_tls_fingerprints_live_beside_known_hosts_unless_named(tmp_path, monkeypatch):
-    from gpufabric.push.access import env_access
     from conftest import default_doc, plan_doc
+
+    from gpufabric.push.access import env_access
 
     intent = plan_doc(default_doc()).intent
     ref = intent.credentials.switches.password

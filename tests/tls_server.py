@@ -81,14 +81,14 @@ def _answer(command: str) -> dict:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         self.server.seen.append(dict(self.headers.items()))  # type: ignore[attr-defined]
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         if isinstance(body, list):  # NX-API JSON-RPC: one object per command
             reply = [{"jsonrpc": "2.0", "result": {"body": _answer(b["params"]["cmd"])}, "id": b["id"]} for b in body]
         else:  # eAPI: one object, a list of commands
             cmds = [c if isinstance(c, str) else c.get("cmd", "") for c in body["params"]["cmds"]]
-            reply = {"jsonrpc": "2.0", "result": [_answer(c) for c in cmds if c != "enable"] , "id": body.get("id")}
+            reply = {"jsonrpc": "2.0", "result": [_answer(c) for c in cmds if c != "enable"], "id": body.get("id")}
             if "enable" in cmds:
                 reply["result"].insert(0, {})
         data = json.dumps(reply).encode()

@@ -37,7 +37,7 @@ class VerifiedEapiConnection(EapiConnection):
     """pyeapi's eAPI connection over a VerifiedHTTPSConnection: the certificate is checked as the TLS session
     opens, before the request (and its Authorization header) is written."""
 
-    def __init__(self, host: str, port: int, username: str, password: str, timeout: float, trust: TlsTrust) -> None:
+    def __init__(self, host: str, port: int, username: str, password: str, timeout: float, *, trust: TlsTrust) -> None:
         super().__init__()
         self.transport = VerifiedHTTPSConnection(host, port, trust, timeout, path="/command-api")
         self.authentication(username, password)
@@ -66,7 +66,7 @@ class GpufabricEOSDriver(EOSDriver):
 
     def open(self) -> None:
         connection = VerifiedEapiConnection(
-            self.hostname, self.eapi_port, self.username, self.password, self.timeout, self.trust
+            self.hostname, self.eapi_port, self.username, self.password, self.timeout, trust=self.trust
         )
         self.device = pyeapi.client.Node(connection, enablepwd=self.enablepwd)
         version = self._run_commands(["show version"])[0]["version"]
@@ -79,7 +79,7 @@ class GpufabricEOSDriver(EOSDriver):
         if not self._sessions_checked:
             self.clear_stale_sessions()
             self._sessions_checked = True
-        if self.config_session is None:
+        if getattr(self, "config_session", None) is None:  # NAPALM's attribute, untyped there
             self._loads += 1
             self.config_session = f"{SESSION_PREFIX}{self.push_id}-{self._loads}"
         super()._load_config(filename, config, replace)

@@ -57,7 +57,7 @@ class VerifiedRPCClient(RPCClient):
     """NAPALM's NX-API JSON-RPC client, posting over a VerifiedHTTPSConnection instead of `requests`
     (whose `verify=False` NAPALM sets by default)."""
 
-    def __init__(self, host: str, username: str, password: str, port: int, timeout: int, trust: TlsTrust) -> None:
+    def __init__(self, host: str, username: str, password: str, port: int, timeout: int, *, trust: TlsTrust) -> None:
         super().__init__(host, username, password, transport="https", port=port, timeout=timeout, verify=True)
         self.host, self.port, self.trust = host, port, trust
 
@@ -107,7 +107,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         self.device = NXOSDevice(self.hostname, self.username, self.password, transport="https",
                                  port=self.port, timeout=self.timeout, verify=True, api_format="jsonrpc")  # fmt: skip
         self.device.api = VerifiedRPCClient(
-            self.hostname, self.username, self.password, self.port, self.timeout, self.trust
+            self.hostname, self.username, self.password, self.port, self.timeout, trust=self.trust
         )
         try:
             self._send_command("show hostname")
@@ -146,7 +146,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         finally:
             ssh.close()
         shown = str(self._send_command(f"show file bootflash:{name} md5sum", raw_text=True) or "").strip()
-        if shown.lower() != hashlib.md5(data).hexdigest():  # noqa: S324 (NX-OS's own integrity check)
+        if shown.lower() != hashlib.md5(data).hexdigest():
             raise ReplaceConfigException(f"{self.hostname}: bootflash:{name} does not match what was sent")
 
     def _exec(self, command: str) -> str:
@@ -167,7 +167,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         for name in names:
             try:
                 self._delete(name)
-            except Exception:  # noqa: S112 (a file already gone, or a session lost: the change's state is reported elsewhere)
+            except Exception:
                 continue
 
     # -- candidate and diff ----------------------------------------------------------------

@@ -1,7 +1,7 @@
-"""Which driver class a platform's connections use. EOS and NX-OS get gpufabric's subclasses of NAPALM's
-drivers (verified TLS, a revert armed on the switch, sessions and files named after the push): NAPALM's
-own `eos` / `nxos` would trust any certificate. Every other name goes to NAPALM's lookup (`frr` and
-`cumulus` live in the napalm_frr / napalm_cumulus packages)."""
+"""Which driver class a platform's connections use: the platform's own `driver_class` where it names one
+(EOS and NX-OS: gpufabric's subclasses of NAPALM's drivers, with verified TLS and a revert armed on the
+switch; NAPALM's own would trust any certificate), else NAPALM's lookup of the name (`frr` and `cumulus`
+live in the napalm_frr / napalm_cumulus packages)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import importlib
 from napalm import get_network_driver
 from napalm.base.base import NetworkDriver
 
-OWN = {"eos": "gpufabric.drivers.eos:GpufabricEOSDriver", "nxos": "gpufabric.drivers.nxos:GpufabricNXOSDriver"}
+from gpufabric.platforms import all_platforms
 
 
 def network_driver(name: str) -> type[NetworkDriver]:
-    if name in OWN:
-        module, cls = OWN[name].split(":")
-        found: type[NetworkDriver] = getattr(importlib.import_module(module), cls)
-        return found
+    for spec in all_platforms():
+        if spec.napalm_driver == name and spec.driver_class:
+            module, cls = spec.driver_class.split(":")
+            found: type[NetworkDriver] = getattr(importlib.import_module(module), cls)
+            return found
     return get_network_driver(name)

@@ -63,6 +63,9 @@ class PlatformSpec:
     hash_rounds: int = 5000
     # None: the driver's own `get_ethtool_stats` where it has one (Linux switches), else nothing.
     lossless_reader: LosslessReader | None = None
+    # "module:Class" of the NAPALM driver gpufabric opens for it, where it has its own (None: NAPALM's lookup
+    # of `napalm_driver`). EOS and NX-OS subclass NAPALM's drivers to verify TLS and arm a switch-side revert.
+    driver_class: str | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
 
-
 # Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
 # `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
 # Release 7.x edition on, the timer taking 30-3600 seconds. Every release below has it; the push arms it.
@@ -38,6 +37,7 @@ PLATFORM = PlatformSpec(
     reader=file_reader("gpufabric.verify.read_nxos", "read_nxos", ".cfg"),
     running_reader=running_reader("gpufabric.verify.read_nxos", "nxos_facts"),
     lossless_reader=lossless_reader("gpufabric.telemetry.nxos", "read_lossless"),
+    driver_class="gpufabric.drivers.nxos:GpufabricNXOSDriver",
     confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",

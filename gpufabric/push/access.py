@@ -22,7 +22,6 @@ from gpufabric.lab.credentials import load_login
 from gpufabric.lab.state import LabState
 from gpufabric.push.args import CONNECT_TIMEOUT
 
-
 TLS_KNOWN_HOSTS = "known_tls_hosts"  # beside the SSH known_hosts file, unless --tls-known-hosts names one
 
 
@@ -56,6 +55,7 @@ def env_access(
     known_hosts: Path | None = None,
     accept_new: bool = False,
     vault: dict[str, str] | None = None,
+    *,
     ca_file: Path | None = None,
     tls_known_hosts: Path | None = None,
 ) -> Access:
@@ -90,7 +90,7 @@ class RevealingNapalm(Napalm):
     """nornir_napalm's connection, given the password itself only at the moment it logs in, and opening
     gpufabric's own EOS and NX-OS drivers (verified TLS, switch-side revert) where NAPALM would open its own."""
 
-    def open(
+    def open(  # noqa: PLR0917 (nornir's connection-plugin signature)
         self,
         hostname: str | None,
         username: str | None,
