@@ -314,3 +314,15 @@ def test_a_release_without_a_rendered_commit_timeout_is_refused():
     with pytest.raises(Exception, match=r"runs NX-OS 9\.3\(8\).*10\.3"):
         driver._check_release({"nxos_ver_str": "9.3(8)"})
     driver._check_release({"nxos_ver_str": "10.4(2)"})
+
+
+def test_the_cli_refuses_a_confirm_timeout_nxos_cannot_arm_before_any_connection():
+    from conftest import run
+
+    done = run(
+        "nornir", "push", "inventory/examples/multi-vendor.yml", "--device", "biz-border1",
+        "--confirm-timeout", "25", "--check-timeout", "1", "--timeout", "1",
+        GPUFABRIC_SWITCH_PASSWORD="unused", GPUFABRIC_SALT_KEY="unused", GPUFABRIC_SNMP_COMMUNITY="unused",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--confirm-timeout 25 s: Cisco NX-OS (Nexus 9000) takes a revert timer of 30-3600 s" in done.stderr

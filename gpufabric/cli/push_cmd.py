@@ -16,6 +16,7 @@ from rich.table import Table
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.config.secrets import secret_values
+from gpufabric.platforms import platform
 from gpufabric.push.candidates import candidate
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
 from gpufabric.push.expect import Expectation, expectations
@@ -23,7 +24,7 @@ from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
 from gpufabric.push.lock import FabricBusyError, fabric_lock
 from gpufabric.push.rollout import Rollout, run
 from gpufabric.push.targets import Batch, batches
-from gpufabric.push.timing import TimingError, check_timing
+from gpufabric.push.timing import TimingError, check_platform_timers, check_timing
 from nornir_tasks.push import DeviceOutcome, PushOptions
 
 STYLE = {
@@ -170,6 +171,8 @@ def push_cmd(
             largest_batch=max(len(b.devices) for b in plan_batches),
             workers=WORKERS,
         )
+        if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
+            check_platform_timers(confirm_timeout, (platform(d.platform) for d in fleet.targets))
     except TimingError as exc:
         raise click.UsageError(str(exc)) from None
     with ExitStack() as stack:

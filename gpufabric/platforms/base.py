@@ -66,6 +66,9 @@ class PlatformSpec:
     # "module:Class" of the NAPALM driver gpufabric opens for it, where it has its own (None: NAPALM's lookup
     # of `napalm_driver`). EOS and NX-OS subclass NAPALM's drivers to verify TLS and arm a switch-side revert.
     driver_class: str | None = None
+    # The revert timers the device accepts, in seconds (NX-OS's commit-timeout: 30-3600): --confirm-timeout
+    # must fall inside for every targeted switch.
+    confirm_timeout_range: tuple[int, int] = (10, 3600)
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -38,6 +38,7 @@ PLATFORM = PlatformSpec(
     running_reader=running_reader("gpufabric.verify.read_nxos", "nxos_facts"),
     lossless_reader=lossless_reader("gpufabric.telemetry.nxos", "read_lossless"),
     driver_class="gpufabric.drivers.nxos:GpufabricNXOSDriver",
+    confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
     confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
