@@ -261,6 +261,13 @@ def test_a_rollback_the_switch_refuses_is_a_failure_not_a_success(switch):
     assert switch.running == BEFORE and switch.startup == BEFORE
 
 
+def test_a_session_lost_during_the_replace_is_not_counted_as_a_change(switch):
+    switch.drop_on = {"configure replace bootflash:"}
+    outcome = push(NEW).outcomes["sw1"]
+    assert outcome.status == "rolled back" and "session dropped" in outcome.reason
+    assert switch.running == BEFORE and switch.startup == BEFORE
+
+
 def test_a_connection_lost_during_the_rollback_is_a_failure(switch):
     MockNexusDriver.healthy["sw1"] = [True, False]
     switch.drop_on = {"rollback running-config"}
@@ -282,7 +289,8 @@ def test_a_second_push_finds_the_first_ones_pending_replace_and_refuses(switch):
     assert f"gpufabric-{PUSH_A}.cfg" in switch.files
 
 
-def test_files_on_bootflash_carry_the_push_id_and_no_candidate_is_written_locally(switch, tmp_path, monkeypatch):
+def test_files_on_bootflash_carry_the_push_id(switch, tmp_path, monkeypatch):
+    # (The upload itself is the double's here; tests/test_nxos_scp_keys.py shows the real one writes nothing locally.)
     local = tmp_path / "tmp"
     local.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(local))

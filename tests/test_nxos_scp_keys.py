@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 import socket
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,9 @@ def test_a_changed_host_key_is_refused_even_with_accept_new(tmp_path):
 
 
 def test_a_recorded_host_key_lets_the_candidate_through_from_memory(tmp_path, monkeypatch):
+    local = tmp_path / "tmp"  # where NAPALM's own driver wrote the candidate (0644, kept on failure)
+    local.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(local))
     key = new_key()
     known = tmp_path / "known_hosts"
     text = "!gpufabric push x\nhostname sw1\nsnmp-server community s3cret ro\n"
@@ -147,3 +151,4 @@ def test_a_recorded_host_key_lets_the_candidate_through_from_memory(tmp_path, mo
     assert server.record["passwords"] == [PASSWORD]
     assert server.record["commands"] == ["scp -t bootflash:gpufabric-x.cfg"]
     assert server.record["files"] == {"bootflash:gpufabric-x.cfg": ("C0600", text.encode())}
+    assert list(local.iterdir()) == []  # no copy of the candidate, with its secrets, on the controller
