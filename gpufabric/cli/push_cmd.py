@@ -129,8 +129,9 @@ def push_cmd(
     then the failure domains, leaves first; a batch takes the next domain of each data plane (their
     switches share no link), the OOB plane goes last and alone. Per switch: load and diff again,
     commit with a revert timer armed on the switch (NX-OS: a configuration replace commit-timeout),
-    wait for its BGP sessions and ports that were up to come back, then confirm; or roll back. The first failing batch is rolled
-    back whole and stops the rollout. A second identical push changes nothing and says so.
+    wait for its BGP sessions and ports that were up to come back, then confirm; or roll back. The
+    first failing batch is rolled back whole and stops the rollout. A second identical push changes
+    nothing and says so.
 
     \b
     Targets the real switches, with the password from the variable the intent names; the local
