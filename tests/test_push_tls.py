@@ -78,7 +78,7 @@ def test_a_recorded_fingerprint_lets_the_login_through(tmp_path, address, kind):
 @pytest.mark.parametrize("kind", ["eos", "nxos"])
 def test_accept_new_records_the_first_certificate_and_refuses_a_changed_one(tmp_path, address, kind):
     first, second = make_pki(tmp_path, address, "a"), make_pki(tmp_path, address, "b")
-    pins = tmp_path / "known_tls_hosts"
+    pins = tmp_path / "new-dir" / "known_tls_hosts"
     with TlsServer(first, address) as server:
         login(kind, server, tls_known_hosts=str(pins), accept_new=True)
         port = server.port

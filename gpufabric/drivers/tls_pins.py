@@ -74,6 +74,7 @@ def read_pins(path: str) -> dict[str, str]:
 def record_pin(path: str, host: str, print_: str) -> None:
     """Append HOST FINGERPRINT (the file is created 0600: it decides whom the password goes to)."""
     with _WRITE:
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # ~/.ssh may not exist yet
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", encoding="ascii") as fh:
             fh.write(f"{host} {print_}\n")
