@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from napalm.base.exceptions import ConnectionException
 from tls_server import TlsServer, make_pki
 
 from gpufabric.drivers.eos import GpufabricEOSDriver
@@ -142,3 +143,10 @@ def test_the_tls_fingerprints_live_beside_known_hosts_unless_named(tmp_path, mon
     assert beside["tls_known_hosts"] == str(tmp_path / "ssh" / "known_tls_hosts") and "tls_ca_file" not in beside
     named = env_access(intent, ca_file=tmp_path / "ca.pem", tls_known_hosts=tmp_path / "pins").optional_args
     assert named["tls_ca_file"] == str(tmp_path / "ca.pem") and named["tls_known_hosts"] == str(tmp_path / "pins")
+
+
+def test_a_refused_eapi_connection_names_the_switch(address):
+    # Nothing listens there: the reason names the switch instead of pyeapi's bare error.
+    driver = GpufabricEOSDriver(address, "admin", PASSWORD, timeout=2, optional_args={"port": 9})
+    with pytest.raises(ConnectionException, match=f"{address}: cannot log in to eAPI"):
+        driver.open()

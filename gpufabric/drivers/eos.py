@@ -69,7 +69,10 @@ class GpufabricEOSDriver(EOSDriver):
             self.hostname, self.eapi_port, self.username, self.password, self.timeout, trust=self.trust
         )
         self.device = pyeapi.client.Node(connection, enablepwd=self.enablepwd)
-        version = self._run_commands(["show version"])[0]["version"]
+        try:
+            version = self._run_commands(["show version"])[0]["version"]
+        except pyeapi.eapilib.ConnectionError as exc:  # unreachable, or the login refused (401)
+            raise ConnectionException(f"{self.hostname}: cannot log in to eAPI ({exc.message})") from None
         self._eos_version = EOSVersion(version)
         if self._eos_version < EOSVersion("4.23.0"):
             raise ConnectionException(f"{self.hostname}: EOS {version} is older than 4.23, which NAPALM needs")
