@@ -35,6 +35,7 @@ class MockEapi(GpufabricEOSDriver):
         self.table = sessions
         self.timer_name = timer_name  # EOS >= 4.32 names the timed session at the top level
         self.sent: list[str] = []
+        self.flash: set[str] = set()
 
     def _run_commands(self, commands: list[str], **kwargs: Any) -> list[Any]:
         out: list[Any] = []
@@ -51,7 +52,17 @@ class MockEapi(GpufabricEOSDriver):
             return shown
         if command == "show version":
             return {"version": "4.33.1F", "uptime": 100.0}
-        if m := re.fullmatch(r"configure session (\S+) abort", command):
+        if command == "dir flash:":
+            return {"output": "\n".join(f"  -rw-  100  Jan 1 00:00  {name}" for name in sorted(self.flash))}
+        if m := re.fullmatch(r"copy startup-config flash:(\S+)", command):
+            self.flash.add(m.group(1))
+        elif m := re.fullmatch(r"delete flash:(\S+)", command):
+            self.flash.discard(m.group(1))
+        elif m := re.fullmatch(r"configure session (\S+) commit timer \S+", command):
+            self.table[m.group(1)]["state"] = "pendingCommitTimer"
+        elif m := re.fullmatch(r"configure session (\S+) commit", command):
+            self.table[m.group(1)]["state"] = "completed"
+        elif m := re.fullmatch(r"configure session (\S+) abort", command):
             self.table.pop(m.group(1), None)
         elif m := re.fullmatch(r"configure session (\S+)", command):
             self.table.setdefault(m.group(1), {"state": "pending", "description": "", "instances": {}})
@@ -114,9 +125,53 @@ def test_pending_push_names_our_timed_session_and_nothing_else():
     assert timed.pending_push() == {"push_id": OLD, "started": "2020-01-01T00:00:00+00:00", "controller": ""}
 
 
-def test_commit_with_a_timer_and_confirm_use_the_named_session():
-    eos = MockEapi({})
+def loaded(table: dict | None = None) -> MockEapi:
+    eos = MockEapi(table or {})
     eos.load_replace_candidate(config="hostname eos1\n")
-    eos.table[eos.config_session or ""]["state"] = "pending"
+    return eos
+
+
+def test_commit_arms_the_timer_on_the_named_session_and_keeps_startup_under_the_push_id():
+    eos = loaded()
     eos.commit_config(revert_in=120)
-    assert f"configure session gpufabric-{NOW}-1 commit timer 00:02:00" in eos.sent
+    assert eos.sent[-2:] == [f"copy startup-config flash:gpufabric-{NOW}-startup.cfg",
+                             f"configure session gpufabric-{NOW}-1 commit timer 00:02:00"]  # fmt: skip
+    assert eos.pending_push() == {"push_id": NOW, "started": "2026-01-01T00:00:00+00:00", "controller": ""}
+    eos.confirm_commit()
+    assert eos.sent[-2:] == [f"configure session gpufabric-{NOW}-1 commit", "write memory"]
+    assert eos.pending_push() is None
+
+
+def test_commit_without_a_timer_is_refused_before_anything_changes():
+    eos = loaded()
+    with pytest.raises(Exception, match="commit timer armed"):
+        eos.commit_config()
+    assert not any("commit" in c or c.startswith("copy") for c in eos.sent)
+
+
+def test_rollback_aborts_the_pending_session_or_replaces_back_a_confirmed_change():
+    pending = loaded()
+    pending.commit_config(revert_in=120)
+    pending.rollback()
+    assert pending.sent[-1] == f"configure session gpufabric-{NOW}-1 abort" and pending.table == {}
+    confirmed = loaded()
+    confirmed.commit_config(revert_in=120)
+    confirmed.confirm_commit()
+    confirmed.rollback()
+    assert confirmed.sent[-2:] == [f"configure replace flash:gpufabric-{NOW}-startup.cfg", "write memory"]
+
+
+def test_rollback_leaves_another_push_pending_commit_alone_and_says_so():
+    eos = loaded()
+    eos.table[f"gpufabric-{OLD}-9"] = {"state": "pendingCommitTimer", "description": ""}
+    with pytest.raises(Exception, match="not this push's"):
+        eos.rollback()
+    assert not any(c.endswith(" abort") or c.startswith("configure replace") for c in eos.sent)
+
+
+def test_startup_copies_of_old_pushes_are_removed_and_recent_ones_kept():
+    recent = live_push_id()
+    eos = MockEapi({})
+    eos.flash = {f"gpufabric-{OLD}-startup.cfg", f"gpufabric-{recent}-startup.cfg", "startup-config"}
+    eos.load_replace_candidate(config="hostname eos1\n")
+    assert eos.flash == {f"gpufabric-{recent}-startup.cfg", "startup-config"}

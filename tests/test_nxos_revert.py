@@ -212,7 +212,31 @@ def test_a_confirmed_change_arms_the_timer_first_and_saves_startup_only_at_the_c
     assert replace < commit < save  # startup is written only after the confirm
     assert not any(c.startswith("copy run") for c in switch.commands[:commit])
     assert switch.running == NEW and switch.startup == NEW and switch.pending is None
-    assert not any(name.startswith(f"gpufabric-{PUSH_A}") for name in switch.files)  # its files removed
+    # Its candidate is removed; the pre-change checkpoint stays for a batch that fails after this confirm.
+    assert {n for n in switch.files if n.startswith("gpufabric-")} == {f"gpufabric-{PUSH_A}-before.cfg"}
+
+
+def test_a_confirmed_change_rolled_back_later_restores_running_and_startup(switch):
+    driver = MockNexusDriver("sw1", "admin", "pw", optional_args={"push_id": PUSH_A})
+    driver.open()
+    driver.load_replace_candidate(config=NEW)
+    driver.commit_config(revert_in=120)
+    driver.confirm_commit()
+    assert switch.running == NEW and switch.startup == NEW
+    driver.rollback()  # its batch failed after this switch was confirmed
+    assert switch.running == BEFORE and switch.startup == BEFORE and switch.pending is None
+
+
+def test_checkpoints_of_old_pushes_are_removed_at_the_next_push(switch):
+    from gpufabric.drivers.push_id import new_push_id
+
+    live = new_push_id()
+    switch.files |= {f"gpufabric-{PUSH_A}-before.cfg": BEFORE, f"gpufabric-{live}-before.cfg": BEFORE}
+    driver = MockNexusDriver("sw1", "admin", "pw", optional_args={"push_id": PUSH_B})
+    driver.open()
+    driver.load_replace_candidate(config=NEW)
+    assert f"gpufabric-{PUSH_A}-before.cfg" not in switch.files  # from 2026-01-01: long done
+    assert f"gpufabric-{live}-before.cfg" in switch.files  # a push of the last hour may still roll back
 
 
 def test_a_session_dropped_after_the_commit_leaves_the_revert_armed_on_the_switch(switch):

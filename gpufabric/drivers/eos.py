@@ -17,10 +17,12 @@ which a session without a timer cannot belong to a running push; default 3600, t
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Any
 
 import pyeapi
-from napalm.base.exceptions import ConnectionException, SessionLockedException
+from napalm.base.exceptions import CommitError, ConnectionException, SessionLockedException
 from napalm.eos.eos import EOSDriver
 from napalm.eos.utils.versions import EOSVersion
 from pyeapi.eapilib import EapiConnection
@@ -44,6 +46,8 @@ class VerifiedEapiConnection(EapiConnection):
 
 
 class GpufabricEOSDriver(EOSDriver):
+    config_session: str | None  # NAPALM's (untyped there): the session this connection loaded, if any
+
     def __init__(
         self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
     ) -> None:
@@ -60,6 +64,7 @@ class GpufabricEOSDriver(EOSDriver):
         self.eapi_port = int(args.get("port", 443))
         self._sessions_checked = False
         self._loads = 0
+        self._confirmed = False  # this push's change confirmed on the switch (rollback replaces it back)
         ours = {"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
                 "stale_after", "controller", "port"}  # fmt: skip
         super().__init__(hostname, username, password, timeout, {k: v for k, v in args.items() if k not in ours})
@@ -81,8 +86,9 @@ class GpufabricEOSDriver(EOSDriver):
     def _load_config(self, filename: str | None = None, config: Any = None, replace: bool = True) -> None:
         if not self._sessions_checked:
             self.clear_stale_sessions()
+            self._forget_old_startup_copies()
             self._sessions_checked = True
-        if getattr(self, "config_session", None) is None:  # NAPALM's attribute, untyped there
+        if self.config_session is None:
             self._loads += 1
             self.config_session = f"{SESSION_PREFIX}{self.push_id}-{self._loads}"
         super()._load_config(filename, config, replace)
@@ -129,3 +135,66 @@ class GpufabricEOSDriver(EOSDriver):
             if name.startswith(SESSION_PREFIX) and found and (entry.get("state") == TIMER_STATE or name == timed):
                 return {"push_id": found.group(0), "started": started(found.group(0)), "controller": ""}
         return None
+
+    # -- commit, confirm, roll back --------------------------------------------------------
+    @property
+    def startup_copy(self) -> str:
+        """Where the startup configuration is kept while this push's change is pending (named after the push:
+        NAPALM's one `flash:rollback-0` is shared by every push)."""
+        return f"flash:{SESSION_PREFIX}{self.push_id}-startup.cfg"
+
+    def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
+        if message:
+            raise NotImplementedError("commit messages are not kept on EOS")
+        if revert_in is None:
+            raise CommitError(f"{self.hostname}: EOS changes go in only with the switch's commit timer armed")
+        pending = self.pending_push()
+        if pending is not None or self.has_pending_commit():
+            who = f" (push {pending['push_id']})" if pending else ""
+            raise CommitError(f"{self.hostname}: a commit already waits for its confirm here{who}")
+        timer = time.strftime("%H:%M:%S", time.gmtime(revert_in))
+        self._run_commands(
+            [
+                f"copy startup-config {self.startup_copy}",
+                f"configure session {self.config_session} commit timer {timer}",
+            ],
+            encoding="text",
+        )
+
+    def confirm_commit(self) -> None:
+        # NAPALM's test reads the seconds left as a truth value: a confirm in the timer's last second fails there.
+        if self.config_session not in self._get_pending_commits():
+            raise CommitError(
+                f"{self.hostname}: no commit of this push waits for its confirm (its timer may have run out)"
+            )
+        self._run_commands([f"configure session {self.config_session} commit", "write memory"], encoding="text")
+        self.config_session = None
+        self._confirmed = True  # the startup copy stays: a batch that fails later rolls this switch back to it
+
+    def rollback(self) -> None:
+        """This push's change undone: its pending session aborted, or, once confirmed, the configuration from
+        before it replaced back and saved. Any failure raises; another push's pending commit is not touched."""
+        pending = self._get_pending_commits()
+        session = self.config_session
+        if session is not None and session in pending:
+            commands = [f"configure session {session} abort"]  # running returns to what it was before
+        elif pending:
+            raise CommitError(f"{self.hostname}: the pending commit is not this push's; not touching it")
+        elif self._confirmed:
+            commands = [f"configure replace {self.startup_copy}", "write memory"]
+        else:
+            return  # nothing of this push's went in (its commit was refused before it changed anything)
+        self._run_commands(commands, encoding="text")
+        self.config_session = None
+        self._confirmed = False
+
+    def _forget_old_startup_copies(self) -> None:
+        """Delete the startup copies of pushes older than `stale_after`: none of them can still roll back."""
+        if self._get_pending_commits():
+            return  # whoever's it is, its startup copy may still be needed
+        listing = self._run_commands(["dir flash:"], encoding="text")[0].get("output", "")
+        for found in sorted(set(re.findall(rf"{SESSION_PREFIX}({PUSH_ID.pattern})-startup\.cfg", listing))):
+            push = found[0]
+            age = age_seconds(push)
+            if push != self.push_id and age is not None and age > self.stale_after:
+                self._run_commands([f"delete flash:{SESSION_PREFIX}{push}-startup.cfg"], encoding="text")

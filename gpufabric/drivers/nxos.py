@@ -32,7 +32,8 @@ from napalm.nxapi_plumbing.api_client import RPCClient
 from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPIConnectionError
 from napalm.nxos.nxos import NXOSDriver
 
-from gpufabric.drivers.push_id import PUSH_ID, controller_name, push_id_of, started
+from gpufabric.drivers.eos import STALE_AFTER
+from gpufabric.drivers.push_id import PUSH_ID, age_seconds, controller_name, push_id_of, started
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post
 from gpufabric.hidden import reveal
 from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
@@ -101,6 +102,8 @@ class GpufabricNXOSDriver(NXOSDriver):
         self.rollback_cfg = f"{FILE_PREFIX}{self.push_id}-before.cfg"
         self.snapshot_cfg = f"{FILE_PREFIX}{self.push_id}-running.cfg"
         self._armed = False  # a replace of this driver's may be in effect on the switch
+        self._confirmed = False  # this push's change confirmed and saved (rollback restores and saves back)
+        self._tidied = False
 
     # -- session ---------------------------------------------------------------------------
     def open(self) -> None:
@@ -177,6 +180,9 @@ class GpufabricNXOSDriver(NXOSDriver):
                 raise ReplaceConfigException("filename or config must be given")
             with open(filename, encoding="utf-8") as fh:
                 config = fh.read()
+        if not self._tidied:
+            self._forget_old_checkpoints()
+            self._tidied = True
         self._upload(self.candidate_cfg, f"{MARK} {self.push_id} controller {self.controller}\n{config}")
         self.replace, self.loaded = True, True
 
@@ -237,22 +243,35 @@ class GpufabricNXOSDriver(NXOSDriver):
                 f"{self.hostname}: no configuration replace waits for its commit (its timer may have reverted it)"
             )
         self._exec("configure replace commit")
-        self._armed = False
+        self._armed, self._confirmed = False, True
         self._copy_run_start()  # the change is kept across a reload only now that it is confirmed
-        self._delete_quietly(self.candidate_cfg, self.rollback_cfg)
+        # The pre-change checkpoint stays: a batch that fails after this confirm rolls this switch back to it.
+        self._delete_quietly(self.candidate_cfg)
 
     def rollback(self) -> None:
         """Back to the checkpoint taken just before the commit. Any failure, a lost session included, raises:
-        the switch's own timer is then what reverts the change."""
-        if not self._armed:
+        while the replace is pending, the switch's own timer then reverts the change."""
+        if not (self._armed or self._confirmed):
             return  # the commit was refused before it changed anything: nothing to undo
         self._exec(f"rollback running-config file bootflash:{self.rollback_cfg}")
-        self._armed = False
-        if self.has_pending_commit():
+        if self._confirmed:
+            self._copy_run_start()  # the confirm saved the change: the startup configuration goes back too
+        elif self.has_pending_commit():
             # Running is the pre-change configuration again: closing the replace keeps it, and frees the
             # switch for the next push instead of leaving a timer that would only restore the same state.
             self._exec("configure replace commit")
+        self._armed = self._confirmed = False
         self._delete_quietly(self.candidate_cfg, self.rollback_cfg)
+
+    def _forget_old_checkpoints(self) -> None:
+        """Delete the pre-change checkpoints of pushes older than STALE_AFTER: none of them can still roll back."""
+        if self.has_pending_commit():
+            return  # whoever's it is, its checkpoint may still be needed
+        listing = str(self._send_command("dir bootflash:", raw_text=True) or "")
+        for found in sorted(set(re.findall(rf"{FILE_PREFIX}({PUSH_ID.pattern})-before\.cfg", listing))):
+            age = age_seconds(found[0])
+            if found[0] != self.push_id and age is not None and age > STALE_AFTER:
+                self._delete_quietly(f"{FILE_PREFIX}{found[0]}-before.cfg")
 
     def pending_push(self) -> dict[str, str] | None:
         """The gpufabric push whose replace waits for its commit on this switch, else None."""
