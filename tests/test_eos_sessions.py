@@ -80,6 +80,19 @@ def test_a_stale_session_of_ours_is_aborted_before_the_candidate_is_loaded():
     assert "hostname eos1" in eos.compare_config()
 
 
+def test_a_session_an_earlier_connection_of_this_push_left_is_aborted_too():
+    eos = MockEapi({f"gpufabric-{NOW}-1": {"state": "pending", "description": ""}})
+    eos.load_replace_candidate(config="hostname eos1\n")
+    assert f"configure session gpufabric-{NOW}-1 abort" in eos.sent
+    assert set(eos.table) == {f"gpufabric-{NOW}-1"}  # then loaded again, fresh
+
+
+def test_a_new_session_never_reuses_the_name_of_one_the_switch_keeps():
+    eos = MockEapi({f"gpufabric-{NOW}-1": {"state": "completed", "description": ""}})
+    eos.load_replace_candidate(config="hostname eos1\n")
+    assert eos.config_session == f"gpufabric-{NOW}-2"
+
+
 def test_a_pending_commit_timer_of_another_push_refuses_naming_it():
     other = live_push_id()
     eos = MockEapi({f"gpufabric-{other}-2": {"state": "pendingCommitTimer", "description": ""}})

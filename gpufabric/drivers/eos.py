@@ -64,6 +64,7 @@ class GpufabricEOSDriver(EOSDriver):
         self.eapi_port = int(args.get("port", 443))
         self._sessions_checked = False
         self._loads = 0
+        self._kept: set[str] = set()  # session names the switch still has (finished ones included)
         self._confirmed = False  # this push's change confirmed on the switch (rollback replaces it back)
         ours = {"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
                 "stale_after", "controller", "port"}  # fmt: skip
@@ -89,7 +90,10 @@ class GpufabricEOSDriver(EOSDriver):
             self._forget_old_startup_copies()
             self._sessions_checked = True
         if self.config_session is None:
+            # A fresh name each load: EOS keeps committed sessions, and one cannot be entered again.
             self._loads += 1
+            while f"{SESSION_PREFIX}{self.push_id}-{self._loads}" in self._kept:
+                self._loads += 1
             self.config_session = f"{SESSION_PREFIX}{self.push_id}-{self._loads}"
         super()._load_config(filename, config, replace)
 
@@ -105,10 +109,15 @@ class GpufabricEOSDriver(EOSDriver):
         aborted: list[str] = []
         for name, entry in sorted(sessions.items()):
             found = PUSH_ID.search(name)
-            if not name.startswith(SESSION_PREFIX) or found is None or found.group(0) == self.push_id:
+            if not name.startswith(SESSION_PREFIX) or found is None:
                 continue
             other = found.group(0)
             state = entry.get("state", "")
+            if other == self.push_id:  # an earlier connection of this push left it (this one has loaded nothing)
+                if state == "pending" and name != timed:
+                    self._run_commands([f"configure session {name} abort"], encoding="text")
+                    aborted.append(name)
+                continue
             if state == TIMER_STATE or name == timed:
                 raise SessionLockedException(
                     f"{self.hostname}: push {other} (started {started(other)}) has a change pending its confirm "
@@ -124,6 +133,7 @@ class GpufabricEOSDriver(EOSDriver):
                 )
             self._run_commands([f"configure session {name} abort"], encoding="text")
             aborted.append(name)
+        self._kept = set(sessions) - set(aborted)
         return aborted
 
     def pending_push(self) -> dict[str, str] | None:
