@@ -2,8 +2,8 @@
 stage (diff, commit, post-change checks), confirm, roll back.
 
 Plain task functions, as Nornir's own: they take a Task and return a Result whose `result`
-is a `DeviceOutcome`. Staging leaves a good change pending (armed revert timer, or NX-OS
-checkpoint) so the rollout can confirm a batch only when the whole batch is healthy.
+is a `DeviceOutcome`. Staging leaves a good change pending (a revert timer armed on the switch)
+so the rollout can confirm a batch only when the whole batch is healthy.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from gpufabric.platforms import all_platforms
 from gpufabric.push.expect import Expectation, Health, health, regressions
 from gpufabric.push.push_id import describe
 
-# NAPALM drivers without commit-confirm: a checkpoint taken by the commit is what rollback returns to.
-CHECKPOINT_PLATFORMS = frozenset({p.napalm_driver for p in all_platforms() if not p.confirm_timer} | {"nxos_ssh"})
+# Drivers without a switch-side revert timer (none of gpufabric's platforms today): a checkpoint taken by
+# the commit is what rollback returns to, and nothing reverts the switch if the controller is lost.
+CHECKPOINT_PLATFORMS = frozenset(p.napalm_driver for p in all_platforms() if not p.confirm_timer)
 
 
 POLL = 0.5  # seconds between two health checks of a switch after its commit
@@ -159,7 +160,7 @@ def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, ba
         else:
             before = _health(conn, expect)
             checkpoint = task.host.platform in CHECKPOINT_PLATFORMS
-            committed = True  # from here on, any failure rolls back (NX-OS has no timer to do it)
+            committed = True  # from here on, any failure rolls back (the timer too, if the controller is lost)
             conn.commit_config(revert_in=None if checkpoint else opts.confirm_timeout)
             problems = _wait_healthy(conn, expect, before, opts)
             if problems:

@@ -2,10 +2,11 @@
 
 No EOS or NX-OS device runs here. The hosts keep their real platform (eos / nxos), which decides
 how the push stages a change; the connection is NAPALM's `mock` driver answering from files. What
-is shown: EOS gets a commit with a revert timer and an explicit confirm; NX-OS, which has no
-commit-confirm, gets a commit without a timer (its checkpoint is the rollback point), no confirm
-call, and a rollback when its post-change checks fail. Not shown: NAPALM's eos/nxos code itself
-talking to a device (README, "not shown on real equipment").
+is shown: EOS and NX-OS both get a commit with a revert timer on the switch (EOS's commit timer, NX-OS's
+configuration replace commit-timeout) and an explicit confirm, and a rollback when their post-change
+checks fail. gpufabric's own NX-OS driver behind that interface is shown against a test double of a
+switch in tests/test_nxos_revert.py. Not shown: the drivers talking to a real device (README, "not
+shown on real equipment").
 """
 
 from __future__ import annotations
@@ -133,17 +134,25 @@ def test_mock_eos_commits_with_a_timer_and_confirms(tmp_path, rollbacks):
     assert not dev.has_pending_commit() and rollbacks == []
 
 
-def test_mock_nxos_commits_on_a_checkpoint_without_timer_or_confirm(tmp_path, rollbacks):
+def test_mock_nxos_commits_with_a_switch_side_timer_and_confirms(tmp_path, rollbacks, monkeypatch):
+    timers: list[int | None] = []
+    original = MockDriver.commit_config
+
+    def commit(self, message="", revert_in=None):
+        timers.append(revert_in)
+        original(self, message, revert_in)
+
+    monkeypatch.setattr(MockDriver, "commit_config", commit)
     nr = fleet(tmp_path, {"nxos1": ("nxos", "+hostname x", True)})
     result = push(nr, [Batch(1, "canary", ("nxos1",))])
     assert result.converged and result.outcomes["nxos1"].status == "changed"
     dev = driver(nr, "nxos1")
-    # The mock marks a commit pending only when revert_in was given: NX-OS must never get one.
-    assert dev.calls["commit_config"] == 1 and not dev.has_pending_commit()
-    assert "confirm_commit" not in dev.calls and rollbacks == []
+    # The revert is armed on the switch with the push's confirm timeout, then confirmed.
+    assert timers == [300] and dev.calls["confirm_commit"] == 1
+    assert not dev.has_pending_commit() and rollbacks == []
 
 
-def test_mock_nxos_failing_its_checks_is_rolled_back_to_the_checkpoint(tmp_path, rollbacks):
+def test_mock_nxos_failing_its_checks_is_rolled_back(tmp_path, rollbacks):
     nr = fleet(tmp_path, {"nxos1": ("nxos", "+router bgp 65100", False), "eos1": ("eos", "+hostname x", True)})
     result = push(nr, [Batch(1, "canary", ("nxos1",)), Batch(2, "fd-2", ("eos1",))])
     bad = result.outcomes["nxos1"]

@@ -71,8 +71,21 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool) -> Callable[..., A
             click.option(
                 "--accept-new",
                 is_flag=True,
-                help="Record the host key of a switch seen for the first time in --known-hosts (a changed key is "
-                "still refused).",
+                help="Record the host key (and HTTPS certificate) of a switch seen for the first time in "
+                "--known-hosts (and --tls-known-hosts); a changed key or certificate is still refused.",
+            ),
+            click.option(
+                "--ca-file",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                help="CA bundle (PEM) the switches' HTTPS API certificates (EOS eAPI, NX-API) must chain to, their "
+                "address or name included. Without it, the certificate fingerprints in --tls-known-hosts decide.",
+            ),
+            click.option(
+                "--tls-known-hosts",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="SHA-256 fingerprints of the switches' HTTPS API certificates, one `HOST FINGERPRINT` line "
+                "each; a switch whose certificate is missing or different is refused before any login is sent. "
+                "[default: known_tls_hosts beside --known-hosts]",
             ),
             click.option(
                 "--vault-file",

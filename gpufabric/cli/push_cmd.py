@@ -16,6 +16,7 @@ from rich.table import Table
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.config.secrets import secret_values
+from gpufabric.platforms import platform
 from gpufabric.push.candidates import candidate
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
 from gpufabric.push.expect import Expectation, expectations
@@ -24,7 +25,7 @@ from gpufabric.push.lock import FabricBusyError, LockPathError, fabric_lock
 from gpufabric.push.push_id import PushId, new_push_id, tag
 from gpufabric.push.rollout import OtherPushPendingError, Rollout, run
 from gpufabric.push.targets import Batch, batches
-from gpufabric.push.timing import TimingError, check_timing
+from gpufabric.push.timing import TimingError, check_platform_timers, check_timing
 from nornir_tasks.push import DeviceOutcome, PushOptions
 
 STYLE = {
@@ -134,10 +135,10 @@ def push_cmd(
     switches that change go out: a canary first (one that changes), then the failure domains,
     leaves first; a batch takes the next domain of each data plane (their
     switches share no link), the OOB plane goes last and alone. Per switch: load and diff again,
-    commit with a revert timer on the switch (NX-OS: a checkpoint), wait for its BGP sessions and
-    ports that were up to come back, then confirm the batch; or roll back. The first failing batch
-    is rolled back whole (switches already confirmed too, when a confirm fails) and stops the
-    rollout. A second identical push changes nothing and says so.
+    commit with a revert timer armed on the switch (NX-OS: a configuration replace commit-timeout),
+    wait for its BGP sessions and ports that were up to come back, then confirm the batch; or roll
+    back. The first failing batch is rolled back whole (switches already confirmed too, when a
+    confirm fails) and stops the rollout. A second identical push changes nothing and says so.
 
     \b
     Targets the real switches, with the password from the variable the intent names; the local
@@ -183,6 +184,8 @@ def push_cmd(
             largest_batch=max(len(b.devices) for b in plan_batches),
             workers=WORKERS,
         )
+        if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
+            check_platform_timers(confirm_timeout, (platform(d.platform) for d in fleet.targets))
     except TimingError as exc:
         raise click.UsageError(str(exc)) from None
     if not as_json:

@@ -128,12 +128,34 @@ class SSHTransport:
         # Never trust a host key on sight: whoever answers on the management network would collect the
         # fabric's password. Keys come from known_hosts; a first-seen one is recorded only when asked.
         self.client = paramiko.SSHClient()
+        self.known_hosts = known_hosts
         if known_hosts and os.path.exists(known_hosts):
             self.client.load_host_keys(known_hosts)
         if known_hosts and accept_new:
             self.client.set_missing_host_key_policy(AcceptNewPolicy(known_hosts))
         else:
             self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            self._connect(
+                host, username, password, port=port, timeout=timeout, key_file=key_file, private_key=private_key
+            )
+        except BaseException:
+            self.client.close()  # a refused or failed login leaves no session thread behind
+            raise
+        self.timeout = timeout
+
+    def _connect(
+        self,
+        host: str,
+        username: str,
+        password: str | None,
+        *,
+        port: int,
+        timeout: float,
+        key_file: str | None,
+        private_key: str | None,
+    ) -> None:
+        known_hosts = self.known_hosts
         try:
             self.client.connect(
                 host,
@@ -164,7 +186,6 @@ class SSHTransport:
             ) from None
         except (TimeoutError, OSError) as exc:
             raise ConnectionException(f"{host}:{port}: cannot connect ({exc or type(exc).__name__})") from None
-        self.timeout = timeout
 
     def run(self, command: str, stdin: str | None = None) -> Output:
         chan_in, chan_out, chan_err = self.client.exec_command(command, timeout=max(self.timeout, 60.0))

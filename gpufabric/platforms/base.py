@@ -54,7 +54,7 @@ class PlatformSpec:
     port_name: PortNamer
     reader: Reader
     running_reader: RunningReader
-    confirm_timer: bool  # the device reverts an unconfirmed commit by itself (NX-OS: no; a checkpoint instead)
+    confirm_timer: bool  # the device reverts an unconfirmed commit by itself (EOS commit timer, NX-OS commit-timeout)
     ecn_unit_bytes: int  # the unit the CLI takes ECN thresholds in (kbytes of 1,000 on EOS and NX-OS)
     docs: str  # the vendor document the configuration follows, for docs/configs.md
     builder: Builder | None = None
@@ -63,6 +63,12 @@ class PlatformSpec:
     hash_rounds: int = 5000
     # None: the driver's own `get_ethtool_stats` where it has one (Linux switches), else nothing.
     lossless_reader: LosslessReader | None = None
+    # "module:Class" of the NAPALM driver gpufabric opens for it, where it has its own (None: NAPALM's lookup
+    # of `napalm_driver`). EOS and NX-OS subclass NAPALM's drivers to verify TLS and arm a switch-side revert.
+    driver_class: str | None = None
+    # The revert timers the device accepts, in seconds (NX-OS's commit-timeout: 30-3600): --confirm-timeout
+    # must fall inside for every targeted switch.
+    confirm_timeout_range: tuple[int, int] = (10, 3600)
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

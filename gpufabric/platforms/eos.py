@@ -39,6 +39,7 @@ PLATFORM = PlatformSpec(
     reader=file_reader("gpufabric.verify.read_eos", "read_eos", ".cfg"),
     running_reader=running_reader("gpufabric.verify.read_eos", "eos_facts"),
     lossless_reader=lossless_reader("gpufabric.telemetry.eos", "read_lossless"),
+    driver_class="gpufabric.drivers.eos:GpufabricEOSDriver",
     confirm_timer=True,
     ecn_unit_bytes=1000,
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
 
+# Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
+# `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
+# Release 7.x edition on, the timer taking 30-3600 seconds. Every release below has it; the push arms it.
+COMMIT_TIMEOUT_SINCE = (7, 0)  # the 7.x train: the oldest guide that documents it (its first sub-release unchecked)
+COMMIT_TIMEOUT_RANGE = (30, 3600)
+
 
 def port_name(cage: int, lane: int, split: int) -> str:
     return f"Ethernet1/{cage}" if split == 1 else f"Ethernet1/{cage}/{lane + 1}"
@@ -31,7 +37,9 @@ PLATFORM = PlatformSpec(
     reader=file_reader("gpufabric.verify.read_nxos", "read_nxos", ".cfg"),
     running_reader=running_reader("gpufabric.verify.read_nxos", "nxos_facts"),
     lossless_reader=lossless_reader("gpufabric.telemetry.nxos", "read_lossless"),
-    confirm_timer=False,
+    driver_class="gpufabric.drivers.nxos:GpufabricNXOSDriver",
+    confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
+    confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
 )

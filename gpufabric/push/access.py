@@ -14,12 +14,15 @@ from nornir.core.inventory import ConnectionOptions, Inventory
 from nornir_napalm.plugins.connections import Napalm
 
 from gpufabric.config.secrets import SecretUnavailableError
+from gpufabric.drivers.registry import network_driver
 from gpufabric.hidden import Hidden, reveal
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 from gpufabric.lab.credentials import load_login, load_secrets
 from gpufabric.lab.state import LabState
 from gpufabric.push.args import CONNECT_TIMEOUT
+
+TLS_KNOWN_HOSTS = "known_tls_hosts"  # beside the SSH known_hosts file, unless --tls-known-hosts names one
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ def env_access(
     known_hosts: Path | None = None,
     accept_new: bool = False,
     vault: dict[str, str] | None = None,
+    *,
+    ca_file: Path | None = None,
+    tls_known_hosts: Path | None = None,
 ) -> Access:
     cred = intent.credentials.switches
     if cred.password is None and cred.ssh_key is None:
@@ -64,6 +70,10 @@ def env_access(
     secrets = {**os.environ, **(vault or {})}
     hosts = known_hosts or Path.home() / ".ssh" / "known_hosts"
     args: dict[str, Any] = {"known_hosts": str(hosts), "accept_new": accept_new}
+    # HTTPS APIs (EOS eAPI, NX-API): a CA bundle, else certificate fingerprints recorded beside known_hosts.
+    args["tls_known_hosts"] = str(tls_known_hosts or hosts.with_name(TLS_KNOWN_HOSTS))
+    if ca_file is not None:
+        args["tls_ca_file"] = str(ca_file)
     password = _secret(secrets, cred.password, "credentials.switches.password") if cred.password else ""
     if cred.ssh_key is not None:
         # The key's text, in memory only: it is never written to a file for paramiko to read.
@@ -79,10 +89,27 @@ def _secret(secrets: dict[str, str], ref: SecretRef, field: str) -> str:
 
 
 class RevealingNapalm(Napalm):
-    """nornir_napalm's connection, given the password itself only at the moment it logs in."""
+    """nornir_napalm's connection, given the password itself only at the moment it logs in, and opening
+    gpufabric's own EOS and NX-OS drivers (verified TLS, switch-side revert) where NAPALM would open its own."""
 
-    def open(self, hostname: Any, username: Any, password: Any, *args: Any, **kwargs: Any) -> None:
-        super().open(hostname, username, reveal(password), *args, **kwargs)
+    def open(  # noqa: PLR0917 (nornir's connection-plugin signature)
+        self,
+        hostname: str | None,
+        username: str | None,
+        password: Any,
+        port: int | None,
+        platform: str | None,
+        extras: dict[str, Any] | None = None,
+        configuration: Any = None,
+    ) -> None:
+        parameters: dict[str, Any] = {"hostname": hostname, "username": username, "optional_args": {}}
+        parameters.update(extras or {})
+        parameters["password"] = reveal(password)
+        if port and "port" not in parameters["optional_args"]:
+            parameters["optional_args"]["port"] = port
+        connection = network_driver(str(platform))(**parameters)
+        connection.open()
+        self.connection = connection
 
 
 def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) -> None:

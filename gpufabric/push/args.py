@@ -21,6 +21,10 @@ class FleetArgs:
     state_dir: Path | None = None  # naming a lab's state dir asks for that lab
     timeout: int = CONNECT_TIMEOUT
     known_hosts: Path | None = None  # real switches: their SSH host keys (default ~/.ssh/known_hosts)
-    accept_new: bool = False  # record a first-seen host key instead of refusing it
+    accept_new: bool = False  # record a first-seen host key (or TLS certificate) instead of refusing it
+    ca_file: Path | None = None  # CA bundle the switches' HTTPS API certificates are checked against
+    tls_known_hosts: Path | None = (
+        None  # else their recorded fingerprints (default: known_tls_hosts beside known_hosts)
+    )
     vault_file: Path | None = None  # an Ansible Vault file holding the intent's {vault: NAME} secrets
     vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)

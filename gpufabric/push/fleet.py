@@ -58,7 +58,9 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
         return topology(loaded).plan, lab_login
     plan = build_plan(loaded)
     vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else None
-    chosen = access_mod.env_access(intent, args.known_hosts, args.accept_new, vault)
+    chosen = access_mod.env_access(
+        intent, args.known_hosts, args.accept_new, vault, ca_file=args.ca_file, tls_known_hosts=args.tls_known_hosts
+    )
     if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
         click.echo(
             f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "

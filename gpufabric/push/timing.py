@@ -9,6 +9,11 @@ them as staged, and the confirm then fails or, worse, confirms nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpufabric.platforms.base import PlatformSpec
 
 # Per switch, besides the checks: SSH login, candidate upload, diff and commit (seconds, generous).
 STAGE_OVERHEAD = 15.0
@@ -54,3 +59,13 @@ def check_timing(
             f"a batch of {largest_batch} switches is staged in {waves} waves of {workers}; its first switches "
             f"would revert before the last are checked: use --confirm-timeout {need} or more, or --batch {workers}"
         )
+
+
+def check_platform_timers(confirm_timeout: int, platforms: Iterable[PlatformSpec]) -> None:
+    """The revert timer must be one every targeted platform accepts (NX-OS's commit-timeout: 30-3600 s)."""
+    for spec in sorted(set(platforms), key=lambda s: s.name):
+        low, high = spec.confirm_timeout_range
+        if not low <= confirm_timeout <= high:
+            raise TimingError(
+                f"--confirm-timeout {confirm_timeout} s: {spec.title} takes a revert timer of {low}-{high} s"
+            )

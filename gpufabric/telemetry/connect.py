@@ -20,10 +20,10 @@ TIMEOUT = 10
 
 
 def switch_connector(access: Access) -> Connect:
-    from napalm import get_network_driver  # the automation stack only when a scrape needs it
+    from gpufabric.drivers.registry import network_driver  # the automation stack only when a scrape needs it
 
     def connect(t: SwitchTarget) -> Any:
-        driver = get_network_driver("frr" if access.lab else platform(t.platform).napalm_driver)
+        driver = network_driver("frr" if access.lab else platform(t.platform).napalm_driver)
         conn = driver(t.address, access.username, access.password, timeout=TIMEOUT,
                       optional_args=dict(access.optional_args))  # fmt: skip
         conn.open()

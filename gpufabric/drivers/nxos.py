@@ -1,0 +1,292 @@
+"""Cisco NX-OS through NX-API: NAPALM's `nxos` driver, verified, with a revert armed on the switch.
+
+What changes from NAPALM's driver:
+- NX-API over HTTPS only, the switch's certificate verified before the login is sent
+  (`gpufabric.drivers.tls_pins`); the candidate travels by SCP over an SSH session whose host key must be
+  in the same known_hosts every other SSH login uses (NAPALM's netmiko path accepts any key), straight
+  from memory: no candidate file (it holds resolved secrets) is ever written on the controller.
+- The change goes in with Cisco's configuration replace with a commit timeout:
+  `configure replace bootflash:<candidate> commit-timeout <seconds>` arms the switch's own timer before
+  anything changes; unless `configure replace commit` follows in time, the switch rolls the replace back
+  by itself, whatever happened to the controller or the session. The startup configuration is saved only
+  at the confirm. A failed or cut-off rollback is reported as a failure, never as success.
+- The files it leaves on bootflash (candidate, pre-change checkpoint, the diff's snapshot) carry the push
+  id, so two pushes never overwrite each other's.
+- The switch must run a release gpufabric renders for (`gpufabric.platforms.nxos`), all of which have the
+  commit timeout; an older one is refused at login.
+
+Optional args: `push_id`, `tls_ca_file`, `tls_known_hosts`, `known_hosts`, `accept_new`, `private_key`
+(a `gpufabric.hidden.Hidden`), `port` (NX-API, 443), `ssh_port` (SCP, 22), `controller`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from typing import Any
+
+from napalm.base.exceptions import CommitError, ConnectionException, ReplaceConfigException
+from napalm.nxapi_plumbing import Device as NXOSDevice
+from napalm.nxapi_plumbing.api_client import RPCClient
+from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPIConnectionError
+from napalm.nxos.nxos import NXOSDriver
+
+from gpufabric.drivers.eos import STALE_AFTER
+from gpufabric.drivers.push_id import PUSH_ID, age_seconds, controller_name, push_id_of, started
+from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post
+from gpufabric.hidden import reveal
+from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
+
+FILE_PREFIX = "gpufabric-"
+MARK = "!gpufabric push"  # the candidate's first line: which push wrote it, from which controller
+_FAILED = re.compile(r"\b(fail(ed|ure)?|error|abort(ed)?|invalid)\b", re.IGNORECASE)
+
+
+def _release(text: str) -> tuple[int, int] | None:
+    found = re.match(r"\s*(\d+)\.(\d+)", text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def replace_pending(status: str) -> bool:
+    """Whether `show config-replace status` says a replace with a commit timeout waits for its commit."""
+    text = status.lower()
+    return bool(re.search(r"commit[- ]timeout", text)) and "waiting" in text
+
+
+class VerifiedRPCClient(RPCClient):
+    """NAPALM's NX-API JSON-RPC client, posting over a VerifiedHTTPSConnection instead of `requests`
+    (whose `verify=False` NAPALM sets by default)."""
+
+    def __init__(self, host: str, username: str, password: str, port: int, timeout: int, *, trust: TlsTrust) -> None:
+        super().__init__(host, username, password, transport="https", port=port, timeout=timeout, verify=True)
+        self.host, self.port, self.trust = host, port, trust
+
+    def _send_request(self, commands: list[str], method: str) -> Any:
+        payload = self._build_payload(commands, method)
+        conn = VerifiedHTTPSConnection(self.host, self.port, self.trust, self.timeout, path="/ins")
+        try:
+            reply = post(conn, "/ins", payload, self.headers, (self.username, self.password))
+        except TlsTrustError:
+            raise
+        except OSError as exc:
+            raise NXAPIConnectionError(f"{self.host}: {exc}") from None
+        if reply.status_code == 401:
+            raise NXAPIAuthError(f"{self.host}: NX-API refused the login for {self.username}")
+        return reply
+
+
+class GpufabricNXOSDriver(NXOSDriver):
+    def __init__(
+        self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
+    ) -> None:
+        args = dict(optional_args or {})
+        transport = args.get("transport", args.get("nxos_protocol", "https"))
+        if transport != "https":
+            raise ConnectionException(
+                f"{hostname}: NX-API transport {transport!r} refused: only HTTPS with a verified certificate "
+                "keeps the login from whoever answers"
+            )
+        self.trust = TlsTrust.from_args(args)
+        self.push_id = push_id_of(args)
+        self.controller = controller_name(args)
+        self.known_hosts = args.get("known_hosts")
+        self.accept_new = bool(args.get("accept_new", False))
+        self.private_key = args.get("private_key")
+        self.ssh_port = int(args.get("ssh_port", 22))
+        ours = {"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
+                "controller", "ssh_port"}  # fmt: skip
+        super().__init__(hostname, username, password, timeout, {k: v for k, v in args.items() if k not in ours})
+        # Named after the push: a second push's files never replace this one's.
+        self.candidate_cfg = f"{FILE_PREFIX}{self.push_id}.cfg"
+        self.rollback_cfg = f"{FILE_PREFIX}{self.push_id}-before.cfg"
+        self.snapshot_cfg = f"{FILE_PREFIX}{self.push_id}-running.cfg"
+        self._armed = False  # a replace of this driver's may be in effect on the switch
+        self._confirmed = False  # this push's change confirmed and saved (rollback restores and saves back)
+        self._tidied = False
+
+    # -- session ---------------------------------------------------------------------------
+    def open(self) -> None:
+        self.device = NXOSDevice(self.hostname, self.username, self.password, transport="https",
+                                 port=self.port, timeout=self.timeout, verify=True, api_format="jsonrpc")  # fmt: skip
+        self.device.api = VerifiedRPCClient(
+            self.hostname, self.username, self.password, self.port, self.timeout, trust=self.trust
+        )
+        try:
+            self._send_command("show hostname")
+            version = self._send_command("show version") or {}
+        except (NXAPIConnectionError, NXAPIAuthError) as exc:
+            raise ConnectionException(f"{self.hostname}: cannot log in to NX-API ({exc})") from None
+        self._check_release(version)
+
+    def _check_release(self, version: dict[str, Any]) -> None:
+        text = str(version.get("nxos_ver_str") or version.get("sys_ver_str") or version.get("kickstart_ver_str") or "")
+        running = _release(text)
+        oldest = _release(PLATFORM.releases[0])
+        if running is None or oldest is None or running < oldest:
+            raise ConnectionException(
+                f"{self.hostname}: runs NX-OS {text or '(unknown release)'}; gpufabric pushes to "
+                f"{', '.join(PLATFORM.releases)}, whose configuration replace with a commit timeout arms the revert"
+            )
+
+    def _upload(self, name: str, text: str) -> None:
+        """The file onto bootflash by SCP, from memory, over an SSH session whose host key is verified."""
+        import scp  # paramiko's SCP client; netmiko's file_transfer would need the text in a local file
+
+        from gpufabric.drivers.transport import SSHTransport
+
+        data = text.encode()
+        ssh = SSHTransport(
+            self.hostname, self.username, self.password, port=self.ssh_port, timeout=float(self.timeout),
+            private_key=reveal(self.private_key) if self.private_key is not None else None,
+            known_hosts=self.known_hosts, accept_new=self.accept_new,
+        )  # fmt: skip
+        try:
+            transport = ssh.client.get_transport()
+            assert transport is not None
+            with scp.SCPClient(transport, socket_timeout=float(self.timeout)) as client:
+                client.putfo(io.BytesIO(data), f"bootflash:{name}", mode="0600")
+        finally:
+            ssh.close()
+        shown = str(self._send_command(f"show file bootflash:{name} md5sum", raw_text=True) or "").strip()
+        if shown.lower() != hashlib.md5(data).hexdigest():
+            raise ReplaceConfigException(f"{self.hostname}: bootflash:{name} does not match what was sent")
+
+    def _exec(self, command: str) -> str:
+        """One exec command with confirmations off; its text, or ReplaceConfigException if it reports a failure."""
+        assert self.device is not None, "open() first"
+        # One request: NX-API runs its commands in one session, so `terminal dont-ask` holds for the command.
+        results = self.device.show_list(["terminal dont-ask", command, "no terminal dont-ask"], raw_text=True)
+        text = str(results[1].get("result") or "") if len(results) > 1 else ""
+        if _FAILED.search(text):
+            raise ReplaceConfigException(f"{self.hostname}: `{command}`: {text.strip()[:300]}")
+        return text
+
+    def _delete(self, name: str) -> None:
+        assert self.device is not None, "open() first"
+        self.device.show_list(["terminal dont-ask", f"delete bootflash:{name}", "no terminal dont-ask"], raw_text=True)
+
+    def _delete_quietly(self, *names: str) -> None:
+        for name in names:
+            try:
+                self._delete(name)
+            except Exception:
+                continue
+
+    # -- candidate and diff ----------------------------------------------------------------
+    def load_replace_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        if config is None:
+            if filename is None:
+                raise ReplaceConfigException("filename or config must be given")
+            with open(filename, encoding="utf-8") as fh:
+                config = fh.read()
+        if not self._tidied:
+            self._forget_old_checkpoints()
+            self._tidied = True
+        self._upload(self.candidate_cfg, f"{MARK} {self.push_id} controller {self.controller}\n{config}")
+        self.replace, self.loaded = True, True
+
+    def load_merge_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        raise NotImplementedError("gpufabric replaces the whole configuration, with a revert armed on the switch")
+
+    def _get_diff(self) -> str:
+        self._delete_quietly(self.snapshot_cfg)
+        self._exec(f"checkpoint file bootflash:{self.snapshot_cfg}")
+        try:
+            shown = self._send_command(
+                f"show diff rollback-patch file bootflash:{self.snapshot_cfg} file bootflash:{self.candidate_cfg}",
+                raw_text=True,
+            )
+        finally:
+            self._delete_quietly(self.snapshot_cfg)
+        text = str(shown or "")
+        if "Generating Rollback Patch" not in text:
+            raise ReplaceConfigException(f"{self.hostname}: NX-OS gave no rollback patch for the candidate")
+        patch = text.split("Generating Rollback Patch", 1)[1].replace("Rollback Patch is Empty", "")
+        return "\n".join(line.rstrip() for line in patch.strip().splitlines() if line.strip()[:1] not in ("", "!", "."))
+
+    def discard_config(self) -> None:
+        if self.loaded:
+            self._delete(self.candidate_cfg)
+        self.loaded = False
+
+    # -- commit, confirm, roll back --------------------------------------------------------
+    def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
+        if message:
+            raise NotImplementedError("commit messages are not kept on NX-OS")
+        low, high = COMMIT_TIMEOUT_RANGE
+        if revert_in is None or not low <= revert_in <= high:
+            raise CommitError(
+                f"{self.hostname}: NX-OS changes go in only with the switch's revert armed: a commit timeout of "
+                f"{low}-{high} s (asked: {revert_in})"
+            )
+        if not self.loaded:
+            raise ReplaceConfigException("no candidate loaded")
+        if self.has_pending_commit():
+            other = self.pending_push()
+            raise CommitError(
+                f"{self.hostname}: a configuration replace already waits for its commit here"
+                + (f" (push {other['push_id']} from {other['controller']})" if other else "")
+            )
+        self._delete_quietly(self.rollback_cfg)
+        self._exec(f"checkpoint file bootflash:{self.rollback_cfg}")  # what rollback() returns to early
+        self.loaded = False
+        self._armed = True  # from here the switch may change: rollback() has something to undo
+        self._exec(f"configure replace bootflash:{self.candidate_cfg} commit-timeout {revert_in}")
+
+    def has_pending_commit(self) -> bool:
+        return replace_pending(str(self._send_command("show config-replace status", raw_text=True) or ""))
+
+    def confirm_commit(self) -> None:
+        if not self.has_pending_commit():
+            raise CommitError(
+                f"{self.hostname}: no configuration replace waits for its commit (its timer may have reverted it)"
+            )
+        self._exec("configure replace commit")
+        self._armed, self._confirmed = False, True
+        self._copy_run_start()  # the change is kept across a reload only now that it is confirmed
+        # The pre-change checkpoint stays: a batch that fails after this confirm rolls this switch back to it.
+        self._delete_quietly(self.candidate_cfg)
+
+    def rollback(self) -> None:
+        """Back to the checkpoint taken just before the commit. Any failure, a lost session included, raises:
+        while the replace is pending, the switch's own timer then reverts the change."""
+        if not (self._armed or self._confirmed):
+            return  # the commit was refused before it changed anything: nothing to undo
+        self._exec(f"rollback running-config file bootflash:{self.rollback_cfg}")
+        if self._confirmed:
+            self._copy_run_start()  # the confirm saved the change: the startup configuration goes back too
+        elif self.has_pending_commit():
+            # Running is the pre-change configuration again: closing the replace keeps it, and frees the
+            # switch for the next push instead of leaving a timer that would only restore the same state.
+            self._exec("configure replace commit")
+        self._armed = self._confirmed = False
+        self._delete_quietly(self.candidate_cfg, self.rollback_cfg)
+
+    def _forget_old_checkpoints(self) -> None:
+        """Delete the pre-change checkpoints of pushes older than STALE_AFTER: none of them can still roll back."""
+        if self.has_pending_commit():
+            return  # whoever's it is, its checkpoint may still be needed
+        listing = str(self._send_command("dir bootflash:", raw_text=True) or "")
+        for found in sorted(set(re.findall(rf"{FILE_PREFIX}({PUSH_ID.pattern})-before\.cfg", listing))):
+            age = age_seconds(found[0])
+            if found[0] != self.push_id and age is not None and age > STALE_AFTER:
+                self._delete_quietly(f"{FILE_PREFIX}{found[0]}-before.cfg")
+
+    def pending_push(self) -> dict[str, str] | None:
+        """The gpufabric push whose replace waits for its commit on this switch, else None."""
+        status = str(self._send_command("show config-replace status", raw_text=True) or "")
+        if not replace_pending(status):
+            return None
+        named = re.search(rf"{FILE_PREFIX}({PUSH_ID.pattern})\.cfg", status)
+        if named is None:
+            listing = str(self._send_command("dir bootflash:", raw_text=True) or "")
+            ours = sorted(re.findall(rf"{FILE_PREFIX}({PUSH_ID.pattern})\.cfg\b", listing))
+            if not ours:
+                return None
+            push = ours[-1][0] if isinstance(ours[-1], tuple) else ours[-1]
+        else:
+            push = named.group(1)
+        head = str(self._send_command(f"show file bootflash:{FILE_PREFIX}{push}.cfg", raw_text=True) or "")
+        mark = re.match(rf"{re.escape(MARK)} (\S+) controller (\S+)", head.lstrip())
+        return {"push_id": push, "started": started(push), "controller": mark.group(2) if mark else ""}

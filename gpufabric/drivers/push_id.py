@@ -1,0 +1,45 @@
+"""The push id a vendor driver marks its switch-side state with (EOS config sessions, NX-OS bootflash
+files): `gf-YYYYmmddTHHMMSSZ-<6 hex>`, given by the push (`optional_args["push_id"]`) or made here."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+PUSH_ID = re.compile(r"gf-(\d{8}T\d{6}Z)-([0-9a-f]{6})")
+
+
+def new_push_id(now: datetime | None = None) -> str:
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"gf-{stamp}-{secrets.token_hex(3)}"
+
+
+def push_id_of(optional_args: dict[str, Any]) -> str:
+    given = optional_args.get("push_id")
+    if given is None:
+        return new_push_id()
+    if not PUSH_ID.fullmatch(str(given)):
+        raise ValueError(f"push_id {given!r} is not of the form gf-YYYYmmddTHHMMSSZ-<6 hex>")
+    return str(given)
+
+
+def started(push_id: str) -> str:
+    """When the push began, as ISO 8601 UTC (read from its id)."""
+    found = PUSH_ID.search(push_id)
+    if found is None:
+        return ""
+    return datetime.strptime(found.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
+
+
+def age_seconds(push_id: str, now: datetime | None = None) -> float | None:
+    stamp = started(push_id)
+    if not stamp:
+        return None
+    return ((now or datetime.now(UTC)) - datetime.fromisoformat(stamp)).total_seconds()
+
+
+def controller_name(optional_args: dict[str, Any]) -> str:
+    return str(optional_args.get("controller") or socket.gethostname())

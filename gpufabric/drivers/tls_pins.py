@@ -1,0 +1,167 @@
+"""Who an HTTPS management API (EOS eAPI, NX-API) is, checked before the login travels.
+
+Two ways to trust a switch's certificate, as SSH has its known_hosts:
+- a CA bundle (`--ca-file`): the handshake itself verifies the chain and the switch's name or address;
+- fingerprints recorded per switch (`--tls-known-hosts`): the SHA-256 of the certificate the switch
+  presented, one `HOST FINGERPRINT` line each. A switch seen for the first time is recorded only
+  with `--accept-new`; a changed certificate is refused, naming the switch and both fingerprints.
+
+Either way the check happens on the connection the request then uses, right after the TLS handshake
+and before any HTTP byte is written: the Authorization header (the fabric's password) never reaches a
+peer that has not proven who it is. Plain HTTP has no such proof and is refused by the drivers.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import os
+import ssl
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from napalm.base.exceptions import ConnectionException
+
+_WRITE = threading.Lock()
+
+
+class TlsTrustError(ConnectionException):
+    """The peer did not prove it is the switch: nothing (no login) was sent to it."""
+
+
+@dataclass(frozen=True)
+class TlsTrust:
+    ca_file: str | None = None  # verify the chain and name against this CA bundle
+    known_hosts: str | None = None  # else: SHA-256 fingerprints recorded per switch
+    accept_new: bool = False  # record the fingerprint of a switch seen for the first time
+
+    @classmethod
+    def from_args(cls, optional_args: dict[str, Any]) -> TlsTrust:
+        return cls(
+            ca_file=optional_args.get("tls_ca_file") or None,
+            known_hosts=optional_args.get("tls_known_hosts") or None,
+            accept_new=bool(optional_args.get("accept_new", False)),
+        )
+
+
+def fingerprint(der: bytes) -> str:
+    """SHA-256 of a DER certificate, spelled as `openssl x509 -noout -fingerprint -sha256` prints it."""
+    digest = hashlib.sha256(der).hexdigest().upper()
+    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
+
+
+def host_key(host: str, port: int) -> str:
+    return host if port == 443 else f"[{host}]:{port}"
+
+
+def read_pins(path: str) -> dict[str, str]:
+    """HOST -> FINGERPRINT from a TLS known-hosts file (missing file: none recorded)."""
+    pins: dict[str, str] = {}
+    try:
+        text = Path(path).read_text(encoding="ascii")
+    except FileNotFoundError:
+        return pins
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2:
+            pins[fields[0]] = fields[1].upper()
+    return pins
+
+
+def record_pin(path: str, host: str, print_: str) -> None:
+    """Append HOST FINGERPRINT (the file is created 0600: it decides whom the password goes to)."""
+    with _WRITE:
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # ~/.ssh may not exist yet
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="ascii") as fh:
+            fh.write(f"{host} {print_}\n")
+
+
+def check_certificate(trust: TlsTrust, host: str, port: int, der: bytes) -> None:
+    """Raise TlsTrustError unless the certificate `der` is the one recorded for host:port (or record it,
+    first time, with accept_new)."""
+    seen = fingerprint(der)
+    where = trust.known_hosts or "a TLS known-hosts file"
+    key = host_key(host, port)
+    known = read_pins(trust.known_hosts).get(key) if trust.known_hosts else None
+    if known is None:
+        if trust.accept_new and trust.known_hosts:
+            record_pin(trust.known_hosts, key, seen)
+            return
+        raise TlsTrustError(
+            f"{host}: its TLS certificate is not trusted: no --ca-file, and no fingerprint recorded for it in "
+            f"{where}; refusing to send the login. It presented SHA-256 {seen}: compare it with the switch's "
+            "own certificate, then run once with --accept-new to record it (or pass --ca-file)"
+        )
+    if known != seen:
+        raise TlsTrustError(
+            f"{host}: its TLS certificate changed: {where} records SHA-256 {known}, it presented SHA-256 {seen}; "
+            "refusing to send the login (someone may be answering in its place). If the switch's certificate was "
+            "replaced, verify the new one and replace its line"
+        )
+
+
+class VerifiedHTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that proves the peer (CA or recorded fingerprint) as it connects, before any
+    request line or header is written on it."""
+
+    def __init__(self, host: str, port: int, trust: TlsTrust, timeout: float, path: str = "/") -> None:
+        self.trust = trust
+        self.path = path  # pyeapi reads it
+        super().__init__(host, port, timeout=timeout, context=_context(trust))
+
+    def connect(self) -> None:
+        try:
+            super().connect()  # TCP, then the TLS handshake (which checks the chain and name with a CA)
+        except ssl.SSLCertVerificationError as exc:
+            raise TlsTrustError(
+                f"{self.host}: its TLS certificate does not verify against {self.trust.ca_file} "
+                f"({exc.verify_message}); refusing to send the login"
+            ) from None
+        if self.trust.ca_file:
+            return
+        der = self.sock.getpeercert(binary_form=True) if isinstance(self.sock, ssl.SSLSocket) else None
+        try:
+            if not der:
+                raise TlsTrustError(f"{self.host}: presented no TLS certificate; refusing to send the login")
+            check_certificate(self.trust, self.host, self.port, der)
+        except TlsTrustError:
+            self.close()
+            raise
+
+
+def _context(trust: TlsTrust) -> ssl.SSLContext:
+    if trust.ca_file:
+        if not os.path.isfile(trust.ca_file):
+            raise TlsTrustError(f"--ca-file {trust.ca_file}: no such file")
+        context = ssl.create_default_context(cafile=trust.ca_file)  # chain and host name checked in the handshake
+    else:
+        # The chain is not judged here (a switch's certificate is usually self-signed): its fingerprint is,
+        # right after the handshake and before anything is written (VerifiedHTTPSConnection.connect).
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+@dataclass
+class Reply:
+    """What NAPALM's NX-API client reads of a response (requests' names)."""
+
+    status_code: int
+    text: str
+
+
+def post(conn: VerifiedHTTPSConnection, path: str, body: str, headers: dict[str, str], login: tuple[str, str]) -> Reply:
+    """One POST on a verified connection, with HTTP Basic authorization (sent only once it is verified)."""
+    token = base64.b64encode(f"{login[0]}:{login[1]}".encode()).decode()
+    try:
+        conn.request("POST", path, body=body.encode(), headers={**headers, "Authorization": f"Basic {token}"})
+        response = conn.getresponse()
+        return Reply(response.status, response.read().decode(errors="replace"))
+    finally:
+        conn.close()
