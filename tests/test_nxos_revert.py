@@ -27,6 +27,7 @@ from nornir.plugins.runners import ThreadedRunner
 from gpufabric.drivers.nxos import GpufabricNXOSDriver
 from gpufabric.push import rollout
 from gpufabric.push.expect import Expectation
+from gpufabric.push.rollout import OtherPushPendingError
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import PushOptions
 
@@ -305,9 +306,10 @@ def test_a_second_push_finds_the_first_ones_pending_replace_and_refuses(switch):
     driver = MockNexusDriver("sw1", "admin", "pw", optional_args={"push_id": PUSH_B})
     driver.open()
     assert driver.pending_push() == {"push_id": PUSH_A, "started": "2026-01-01T00:00:00+00:00", "controller": "ctl-a"}
-    outcome = push(NEW + "ntp server 10.0.0.5\n", push_id=PUSH_B).outcomes["sw1"]
-    # Refused before anything changed (the generic push calls that "rolled back": there was nothing to undo).
-    assert outcome.status in ("failed", "rolled back") and PUSH_A in outcome.reason and "ctl-a" in outcome.reason
+    # The rollout asks every switch for a pending push first and refuses before anything is read or loaded.
+    with pytest.raises(OtherPushPendingError) as refused:
+        push(NEW + "ntp server 10.0.0.5\n", push_id=PUSH_B)
+    assert PUSH_A in str(refused.value) and "ctl-a" in str(refused.value)
     assert not any(c.startswith("rollback running-config") for c in switch.commands)
     assert switch.pending is not None and switch.pending.file == f"gpufabric-{PUSH_A}.cfg"  # untouched
     assert f"gpufabric-{PUSH_A}.cfg" in switch.files
@@ -358,3 +360,12 @@ def test_the_cli_refuses_a_confirm_timeout_nxos_cannot_arm_before_any_connection
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--confirm-timeout 25 s: Cisco NX-OS (Nexus 9000) takes a revert timer of 30-3600 s" in done.stderr
+
+
+def test_the_controller_the_push_names_is_the_one_marked_on_bootflash(switch):
+    # The push gives its controller as `push_controller` (gpufabric.push.push_id.tag); a marker naming
+    # this machine instead would send an operator to the wrong controller.
+    driver = MockNexusDriver("sw1", "admin", "pw", optional_args={"push_id": PUSH_B, "push_controller": "ctl c;x"})
+    driver.open()
+    driver.load_replace_candidate(config=NEW)
+    assert switch.files[f"gpufabric-{PUSH_B}.cfg"].splitlines()[0] == f"!gpufabric push {PUSH_B} controller ctl_c_x"

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 PUSH_ID = re.compile(r"gf-(\d{8}T\d{6}Z)-([0-9a-f]{6})")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")  # what a controller's name may carry into a file on a switch
 
 
 def new_push_id(now: datetime | None = None) -> str:
@@ -41,5 +42,12 @@ def age_seconds(push_id: str, now: datetime | None = None) -> float | None:
     return ((now or datetime.now(UTC)) - datetime.fromisoformat(stamp)).total_seconds()
 
 
+def safe_controller(name: str) -> str:
+    """A controller's name reduced to what can be written into a marker on a switch unquoted."""
+    return _UNSAFE.sub("_", name)[:64] or "unknown"
+
+
 def controller_name(optional_args: dict[str, Any]) -> str:
-    return str(optional_args.get("controller") or socket.gethostname())
+    """The controller the push names (`push_controller`, as the push gives it), else this machine."""
+    given = optional_args.get("push_controller") or optional_args.get("controller")
+    return safe_controller(str(given or socket.gethostname()))

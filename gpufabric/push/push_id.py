@@ -9,7 +9,6 @@ names the push it belongs to. Another controller reads it back through the drive
 
 from __future__ import annotations
 
-import re
 import secrets
 import socket
 from dataclasses import dataclass
@@ -18,8 +17,9 @@ from typing import Any
 
 from nornir.core.inventory import ConnectionOptions, Inventory
 
-PATTERN = re.compile(r"gf-(\d{8}T\d{6}Z)-([0-9a-f]{6})")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")  # what a hostname may carry into a file on a switch
+from gpufabric.drivers.push_id import PUSH_ID, safe_controller
+
+PATTERN = PUSH_ID  # the one form, shared with the vendor drivers that name switch-side state after it
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class PushId:
 
 def controller_name() -> str:
     """This machine's name, reduced to what can be written into a marker file on a switch unquoted."""
-    return _UNSAFE.sub("_", socket.gethostname())[:64] or "unknown"
+    return safe_controller(socket.gethostname())
 
 
 def new_push_id(now: datetime | None = None, controller: str | None = None) -> PushId:
