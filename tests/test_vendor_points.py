@@ -187,3 +187,12 @@ def test_a_border_that_originates_the_default_route_has_one_toward_the_edge(plat
             assert sorted(static) == edge_peers
         else:
             assert sorted(re.findall(r"^ip route 0\.0\.0\.0/0 (\S+)$", text, re.M)) == edge_peers
+
+
+def test_eos_admin_logs_in_to_privileged_exec(eos):
+    """EOS applies a local user's privilege 15 at login only under exec authorization; without it the
+    admin lands in user exec and NAPALM's `show running-config` would need `enable` first."""
+    for ctx, text in eos.values():
+        lines = text.splitlines()
+        assert "aaa authorization exec default local" in lines, ctx.device.name
+        assert any(ln.startswith(f"username {ctx.mgmt.users[0].name} privilege 15 ") for ln in lines)

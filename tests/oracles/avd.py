@@ -27,6 +27,7 @@ def structured_config(ctx: DeviceContext) -> SC:
         "local_users": [
             {"name": u.name, "privilege": 15, "role": "network-admin", "sha512_password": u.hashed} for u in m.users
         ],
+        "aaa_authorization": {"exec": {"default": "local"}},
         "vrfs": [{"name": vrf, "ip_routing": False}],
         "ip_routing": True,
         "standard_access_lists": [
