@@ -13,9 +13,23 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.plan.model import ip
-from gpufabric.platforms.eos import breakout_speed
 
 SC = dict[str, Any]
+
+# Arista's lane rule, written out here rather than taken from gpufabric: an OSFP or QSFP-DD cage has 8
+# electrical lanes (Arista's Layer 1 Profiles page: an OSFP cage numbered 1 exposes Ethernet1/1 to
+# Ethernet1/8), and the forced `speed` of a port on a split cage names its rate and the lanes it takes.
+# 400G cages run 50G lanes, 800G cages 100G lanes. (cage rate in Gb/s, ways) -> `speed`.
+ARISTA_BREAKOUT = {
+    (400, 1): "400g-8",
+    (400, 2): "200g-4",
+    (400, 4): "100g-2",
+    (400, 8): "50g-1",
+    (800, 1): "800g-8",
+    (800, 2): "400g-4",
+    (800, 4): "200g-2",
+    (800, 8): "100g-1",
+}
 
 
 def structured_config(ctx: DeviceContext) -> SC:
@@ -202,7 +216,7 @@ def _interfaces(ctx: DeviceContext, sc: SC) -> None:
             "shutdown": False,
         }
         if p.split > 1:
-            e["speed"] = breakout_speed(p.speed, p.split)
+            e["speed"] = ARISTA_BREAKOUT[(p.speed * p.split, p.split)]
         if p.kind == "peer":
             e["channel_group"] = {"id": 2000, "mode": "active"}
         elif p.bond is not None:
