@@ -42,14 +42,15 @@ def _expected_l3(ctx: DeviceContext) -> dict[str, str]:
 
 
 def _expected_acl_interfaces(ctx: DeviceContext) -> dict[str, str]:
+    base = {ctx.device.mgmt_port: "MGMT0-IN"}  # NX-API, SSH, gNMI and SNMP guarded on the management port
     acl = ctx.acl
     if acl is None:
-        return {}
+        return base
     out = {p.name: "BIZ-HOST-IN" for p in ctx.ports if p.kind == "host" and p.address}
     out |= {p.name: "BIZ-EDGE-IN" for p in ctx.ports if p.kind == "edge"}
     if ctx.mlag and acl.host_ports:
         out[f"Vlan{ctx.mlag.vlan}"] = "BIZ-HOST-IN"
-    return out
+    return out | base
 
 
 def _read(text: str) -> dict[str, Any]:
@@ -82,7 +83,7 @@ def _problems(ctx: DeviceContext, text: str) -> list[str]:
     used = set(applied.values()) | {"MGMT-IN"}
     same("ACLs defined", defined, used)
     if ctx.acl:
-        for name in used - {"MGMT-IN"}:
+        for name in used - {"MGMT-IN", "MGMT0-IN"}:
             aces = next(a["aces"] for afi in got["acls"] for a in afi["acls"] if a["name"] == name)
             denied = {a["destination"].get("prefix") for a in aces if a["grant"] == "deny" and a["protocol"] == "ip"}
             same(f"{name} protects", denied, set(ctx.acl.protected))

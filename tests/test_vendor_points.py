@@ -196,3 +196,54 @@ def test_eos_admin_logs_in_to_privileged_exec(eos):
         lines = text.splitlines()
         assert "aaa authorization exec default local" in lines, ctx.device.name
         assert any(ln.startswith(f"username {ctx.mgmt.users[0].name} privilege 15 ") for ln in lines)
+
+
+def _acl_verdict(aces: list[dict], proto: str, src: str, dport: int, sport: int = 40000) -> str:
+    """First match of a packet against ACEs as Cisco's `cisco.nxos` parser read them (source prefix or
+    any; protocol ip, tcp or udp; destination `eq` port or any; source `eq` port or any)."""
+    from ipaddress import ip_address, ip_network
+
+    for ace in aces:
+        if ace["protocol"] not in ("ip", proto):
+            continue
+        s = ace["source"]
+        if "prefix" in s and ip_address(src) not in ip_network(s["prefix"]):
+            continue
+        if "host" in s and src != s["host"]:
+            continue
+        if int(ace["destination"].get("port_protocol", {}).get("eq", dport)) != dport:
+            continue
+        if int(s.get("port_protocol", {}).get("eq", sport)) != sport:
+            continue
+        return ace["grant"]
+    return "deny"  # NX-OS's implicit rule
+
+
+def test_nxos_nxapi_answers_only_the_management_prefixes_as_ssh_does(nxos):
+    """NX-API takes no ACL of its own: HTTPS only, in the management VRF, and mgmt0's ACL drops NX-API,
+    SSH, gNMI and SNMP from anywhere but the prefixes the VTYs allow. Read back by Cisco's parsers."""
+    from tests.oracles import nxos as cisco
+
+    for ctx, text in nxos.values():
+        name, lines = ctx.device.name, text.splitlines()
+        assert {"feature nxapi", "nxapi https port 443", "no nxapi http", "nxapi use-vrf management"} <= set(lines)
+        bound = {
+            i["name"]: [a["name"] for g in i.get("access_groups", []) for a in g["acls"] if a["direction"] == "in"]
+            for i in cisco.parsed("acl_interfaces", text)
+        }
+        assert bound[ctx.device.mgmt_port] == ["MGMT0-IN"], name
+        acls = {a["name"]: a["aces"] for afi in cisco.parsed("acls", text) for a in afi["acls"]}
+        vty = [a["source"]["prefix"] for a in acls["MGMT-IN"] if a["grant"] == "permit"]
+        assert vty == ctx.mgmt.allow  # what SSH on the VTYs takes
+        guard = acls["MGMT0-IN"]
+        for src in ctx.mgmt.allow:
+            inside = src.split("/")[0]
+            assert _acl_verdict(guard, "tcp", inside, 443) == "permit", (name, src)
+        outside = "192.0.2.7"  # TEST-NET-1: in no plan's management prefixes
+        for proto, port in (("tcp", 443), ("tcp", 80), ("tcp", 22), ("tcp", 9339), ("tcp", 50051), ("udp", 161)):
+            assert _acl_verdict(guard, proto, outside, port) == "deny", (name, proto, port)
+        # the switch's own clients still hear their replies, from servers beyond the management prefixes too
+        for server in [*ctx.mgmt.ntp, outside]:
+            assert _acl_verdict(guard, "udp", server, 40000, sport=123) == "permit"
+        for server in [*ctx.mgmt.dns, outside]:
+            assert _acl_verdict(guard, "udp", server, 40000, sport=53) == "permit"
