@@ -13,8 +13,8 @@ import pytest
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
+from gpufabric.verify.vendor import avd
 from tests.conftest import ALL_INTENTS, plan_doc
-from tests.oracles import avd
 from tests.vendor_variants import variants
 
 # No difference is accepted today; an entry would name the block and the Arista document behind it.

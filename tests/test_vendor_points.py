@@ -18,8 +18,8 @@ from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
 from gpufabric.platforms.cumulus.document import DEFAULT_CONTROL_PLANE_ACLS
+from gpufabric.verify.vendor import nvue
 from tests.conftest import INVENTORY, plan_doc
-from tests.oracles import nvue
 from tests.vendor_variants import one_platform
 
 SUPERPOD = INVENTORY / "examples" / "superpod-1su.yml"

@@ -1,18 +1,23 @@
-"""Arista's own renderer as the judge of gpufabric's EOS text (PyPI `pyavd`, AVD's eos_cli_config_gen).
+"""Arista's own renderer as the judge of EOS text (PyPI `pyavd`, AVD's eos_cli_config_gen; optional).
 
 Each EOS switch's planned facts are written as AVD structured config (the schema AVD users write),
-validated by pyavd's schema, rendered by pyavd's templates, and compared with gpufabric's EOS text
-block by block, order aside. gpufabric's templates are not involved on this side.
+validated by pyavd's schema, rendered by pyavd's templates, and compared with the EOS text block by
+block, order aside. gpufabric's templates are not involved on this side. The test suite judges
+every rendered configuration with it; `verify` judges the files on disk, and where a differing
+line carries a value AVD's schema knows (a port's `speed`, its `mtu`), asks the schema about it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.plan.model import ip
+from gpufabric.verify.facts import Finding
 
 SC = dict[str, Any]
 
@@ -344,3 +349,97 @@ def compare(ours: str, arista: str) -> list[str]:
             missing = sorted(set(b[header]) - set(a[header]))
             diffs.append(f"{header}: gpufabric adds {extra}, pyavd adds {missing}")
     return diffs
+
+
+def numbered_blocks(text: str) -> dict[str, tuple[int, list[tuple[int, str]]]]:
+    """`blocks`, with the line of each header and of each line under it."""
+    out: dict[str, tuple[int, list[tuple[int, str]]]] = {}
+    header: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if _NOISE.match(line) or line.strip() == "end":
+            continue
+        if not line.startswith(" "):
+            header = line.rstrip()
+            out.setdefault(header, (number, []))
+        elif header is not None:
+            out[header][1].append((number, line.rstrip()))
+    return out
+
+
+# Lines whose value AVD's schema holds under a port: (pattern, structured-config key, as a number).
+_PORT_VALUES = ((re.compile(r"^\s+speed (.+)$"), "speed", False), (re.compile(r"^\s+mtu (.+)$"), "mtu", True))
+_PORT = re.compile(r"^interface (Ethernet\S+)$")
+
+
+def _schema_says(header: str, line: str) -> str | None:
+    """AVD's schema on the value of a port line it models (`speed 100g-3`), or None."""
+    port = _PORT.match(header)
+    for pattern, key, number in _PORT_VALUES if port else ():
+        m = pattern.match(line)
+        if m:
+            value: object = int(m.group(1)) if number and m.group(1).isdigit() else m.group(1)
+            violations = render({"ethernet_interfaces": [{"name": port.group(1), key: value}]}).violations  # type: ignore[union-attr]
+            return "; ".join(_short(v, str(value)) for v in violations) or None
+    return None
+
+
+def _short(violation: str, value: str) -> str:
+    """AVD lists every valid value (about 90 speeds): keep the ones of the same rate as the value."""
+    head, _, valid = violation.partition(" is not among the valid values ")
+    if not valid:
+        return violation
+    rate = value.split("-", maxsplit=1)[0]
+    near = [v for v in json.loads(valid.rstrip(".")) if v.split("-")[0] == rate]
+    return f"{head} is not among AVD's valid values" + (f"; for {rate}: {', '.join(near)}" if near else "")
+
+
+def _hashes_from(text: str, sc: SC) -> None:
+    """The users' hashes as the file has them: `verify` never holds the password that made them."""
+    found = dict(re.findall(r"^username (\S+) .*secret sha512 (\S+)$", text, re.M))
+    for user in sc.get("local_users", []):
+        user["sha512_password"] = found.get(user["name"], user["sha512_password"])
+
+
+def judge(ctx: DeviceContext, path: Path) -> list[Finding]:
+    """pyavd's rendering of the switch's plan against the file: each line of the file AVD would not
+    write, at its line (with the schema's complaint where it has one), and each block AVD writes that
+    the file lacks."""
+    text, device, file = path.read_text(), ctx.device.name, path.name
+    sc = structured_config(ctx)
+    _hashes_from(text, sc)
+    result = render(sc)
+    out = [
+        Finding("vendor-avd", device, file, 1, "structured config AVD's schema accepts", v) for v in result.violations
+    ]
+    ours, arista = numbered_blocks(text), blocks(result.text)
+    for header, (at, lines) in ours.items():
+        if header not in arista:
+            out.append(Finding("vendor-avd", device, file, at, "a block pyavd renders for this switch", header))
+            continue
+        expected = arista[header]
+        missing = sorted(set(expected) - {line for _, line in lines})
+        for number, line in lines:
+            if line not in expected:
+                said = _schema_says(header, line)
+                want = f"pyavd (AVD eos_cli_config_gen) under `{header}`: " + (
+                    " | ".join(s.strip() for s in missing) or "no such line"
+                )
+                out.append(
+                    Finding(
+                        "vendor-avd", device, file, number, want, f"{line.strip()}" + (f" ({said})" if said else "")
+                    )
+                )
+        if missing and all(line in expected for _, line in lines):
+            out.append(
+                Finding(
+                    "vendor-avd",
+                    device,
+                    file,
+                    at,
+                    f"under `{header}`: " + " | ".join(s.strip() for s in missing),
+                    "missing",
+                )
+            )
+    for header in arista.keys() - ours.keys():
+        out.append(Finding("vendor-avd", device, file, 1, f"a block pyavd renders: {header}", "missing"))
+    return out
