@@ -38,6 +38,8 @@ def _expected_l3(ctx: DeviceContext) -> dict[str, str]:
         out[d.mgmt_port] = ctx.mgmt.address
     if ctx.mlag:
         out[f"Vlan{ctx.mlag.vlan}"] = ctx.mlag.svi
+        if ctx.mlag.l3_vlan:
+            out[f"Vlan{ctx.mlag.l3_vlan}"] = ctx.mlag.l3_local
     return out
 
 

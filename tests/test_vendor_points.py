@@ -247,3 +247,100 @@ def test_nxos_nxapi_answers_only_the_management_prefixes_as_ssh_does(nxos):
             assert _acl_verdict(guard, "udp", server, 40000, sport=123) == "permit"
         for server in [*ctx.mgmt.dns, outside]:
             assert _acl_verdict(guard, "udp", server, 40000, sport=53) == "permit"
+
+
+def _pairs(plan: Plan) -> list[tuple[str, str, str]]:
+    """(plane, first leaf, second leaf) of every MLAG/vPC pair, read off the plan's peer cables, in order."""
+    return [(link.plane, link.a, link.b) for link in plan.links() if link.kind == "peer"]
+
+
+def _block(text: str, header: str) -> list[str]:
+    return text.split(f"\n{header}\n", 1)[1].split("\n!", 1)[0].splitlines()
+
+
+@pytest.mark.parametrize("platform", ["eos", "nxos"])
+def test_an_mlag_pair_routes_over_its_peer_link_on_a_planned_31(platform, eos, nxos):
+    """Each pair peers in BGP over an SVI carried by the peer link only, on the /31 the plan counts down
+    from the top of the plane's p2p pool (pair 1 the last /31, pair 2 the one below): a leaf that loses
+    its uplinks still routes through its partner."""
+    plan, rendered = (eos_plan(), eos) if platform == "eos" else (nxos_plan(), nxos)
+    vlan = 4093 if platform == "eos" else 3967  # NX-OS keeps 3968-4094 for itself
+    pairs = _pairs(plan)
+    assert len(pairs) == 2
+    for number, (plane, first, second) in enumerate(pairs, 1):
+        pool = getattr(plan.intent.planes, plane).addressing.p2p
+        low = pool.broadcast_address + 1 - 2 * number
+        for me, partner, mine, theirs in ((first, second, low, low + 1), (second, first, low + 1, low)):
+            _, text = rendered[me]
+            assert f"  ip address {mine}/31" in "\n".join(_block(text, f"interface Vlan{vlan}")), me
+            partner_asn = next(d.asn for d in plan.devices() if d.name == partner)
+            if platform == "eos":
+                assert f"   neighbor {theirs} remote-as {partner_asn}\n" in text, me
+                assert f"vlan {vlan}\n   name mlag-l3-peer\n   trunk group MLAGPEER\n" in text
+            else:
+                session = text.split(f"  neighbor {theirs}\n", 1)[1].split("\n  neighbor", 1)[0]
+                assert f"    remote-as {partner_asn}" in session, me
+    ends = [ctx.mlag.l3_local for ctx, _ in rendered.values() if ctx.mlag]
+    assert len(ends) == len(set(ends)) == 4
+
+
+def test_cumulus_mlag_pairs_peer_over_the_peerlink_and_roce_covers_it(cumulus):
+    """Cumulus peers unnumbered over peerlink.4094; `qos roce` is global, so the peerlink's members
+    carry it as every switch port does (verify counts them)."""
+    from gpufabric.verify.read_nvue import nvue_facts
+
+    pairs = [(ctx, text) for ctx, text in cumulus.values() if ctx.mlag]
+    assert pairs
+    for ctx, text in pairs:
+        tree = nvue.set_tree(text)
+        session = tree["vrf"]["default"]["router"]["bgp"]["neighbor"]["peerlink.4094"]
+        partner = next(d for d in cumulus_plan().devices() if d.name == ctx.mlag.peer)
+        assert (session["type"], session["remote-as"]) == ("unnumbered", partner.asn)
+        if ctx.qos:
+            assert tree["qos"]["roce"]
+            members = set(tree["interface"]["peerlink"]["bond"]["member"])
+            assert members == {p.name for p in ctx.ports if p.kind == "peer"}
+            assert members <= set(nvue_facts(ctx.device.name, text, "x.yaml").qos_ports)
+
+
+@pytest.mark.parametrize("platform", ["eos", "nxos"])
+def test_the_peer_link_carries_the_fabric_s_roce_profile(platform, eos, nxos):
+    rendered = eos if platform == "eos" else nxos
+    pairs = [(ctx, text) for ctx, text in rendered.values() if ctx.mlag and ctx.qos]
+    assert pairs
+    for ctx, text in pairs:
+        members = [p.name for p in ctx.ports if p.kind == "peer"]
+        assert members
+        if platform == "eos":
+            fabric = next(p.name for p in ctx.ports if p.kind == "fabric")
+            assert "   service-profile ROCE" in _block(text, f"interface {fabric}")
+            for port in [*members, "Port-Channel2000"]:
+                assert "   service-profile ROCE" in _block(text, f"interface {port}"), (ctx.device.name, port)
+        else:
+            channel = _block(text, "interface port-channel2000")
+            assert "  priority-flow-control mode on" in channel
+            assert "  service-policy type qos input QOS_CLASSIFICATION" in channel
+            for port in members:
+                assert "  channel-group 2000 mode active" in _block(text, f"interface {port}")
+
+
+def test_verify_finds_a_peer_link_member_without_the_roce_profile(tmp_path):
+    from gpufabric.verify.runner import verify
+
+    plan = eos_plan()
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    index = LinkIndex(plan)
+    ctxs = {d.name: build(plan, d, index) for d in plan.devices()}
+    for ctx in ctxs.values():
+        for name, text in render_context(ctx).items():
+            (folder / name).write_text(text)
+    assert verify(plan, folder, vendor_judges=False).findings == []
+    member = next(p.name for p in ctxs["sto-leaf1a"].ports if p.kind == "peer")
+    target = folder / "sto-leaf1a.cfg"
+    before, after = target.read_text().split(f"interface {member}\n", 1)
+    target.write_text(before + f"interface {member}\n" + after.replace("   service-profile ROCE\n", "", 1))
+    found = verify(plan, folder, vendor_judges=False).findings
+    assert [(f.check, f.device, f.expected) for f in found] == [
+        ("qos-port", "sto-leaf1a", f"{member}: RoCE policy applied")
+    ]

@@ -74,7 +74,7 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
             table.add_row(*(Text(c) for c in (f.device, f.check, f"{f.file}:{f.line}", f.expected, f.found)))
         out.print(table)
     for name, count in sorted(report.judged.items()):
-        err.print(f"vendor judge for {name}: {vendor.JUDGES[name].title} judged {count} files")
+        err.print(f"vendor judge for {name}: {vendor.title(name)} judged {count} files")
     for name, why in report.skipped.items():
         err.print(f"vendor judge for {name} skipped: {why}", markup=False)
     err.print(

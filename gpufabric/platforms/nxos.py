@@ -34,4 +34,5 @@ PLATFORM = PlatformSpec(
     confirm_timer=False,
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
+    mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
 )

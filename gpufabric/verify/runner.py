@@ -46,7 +46,7 @@ class Report:
 
 def _judges(plan: Plan, names: Sequence[str], index: LinkIndex, wanted: bool) -> tuple[set[str], dict[str, str]]:
     """The platforms whose vendor judge runs, and why each other one with a judge does not."""
-    present = {index.devices[n].platform for n in names} & set(vendor.JUDGES)
+    present = {p for p in {index.devices[n].platform for n in names} if platform(p).judge is not None}
     if not wanted:
         return set(), {p: "not asked for (--no-vendor)" for p in sorted(present)}
     running = {p for p in present if vendor.installed(p)}

@@ -164,14 +164,22 @@ def _mlag(ctx: DeviceContext, sc: SC) -> None:
     if mlag is None:
         return
     mtu = ctx.device.mtu
-    sc["vlans"] = [{"id": mlag.vlan, "name": "hosts"}, {"id": 4094, "name": "mlag-peer", "trunk_groups": ["MLAGPEER"]}]
-    sc["spanning_tree"] = {"no_spanning_tree_vlan": "4094"}
+    l3 = [{"id": mlag.l3_vlan, "name": "mlag-l3-peer", "trunk_groups": ["MLAGPEER"]}] if mlag.l3_vlan else []
+    sc["vlans"] = [
+        {"id": mlag.vlan, "name": "hosts"},
+        *l3,
+        {"id": 4094, "name": "mlag-peer", "trunk_groups": ["MLAGPEER"]},
+    ]
+    sc["spanning_tree"] = {"no_spanning_tree_vlan": f"{mlag.l3_vlan},4094" if mlag.l3_vlan else "4094"}
+    peer_link: SC = {
+        "name": "Port-Channel2000",
+        "description": f"mlag peer link: {mlag.peer}",
+        "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": ["MLAGPEER"]}},
+    }
+    if ctx.qos:
+        peer_link["service_profile"] = "ROCE"
     sc["port_channel_interfaces"] = [
-        {
-            "name": "Port-Channel2000",
-            "description": f"mlag peer link: {mlag.peer}",
-            "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": ["MLAGPEER"]}},
-        },
+        peer_link,
         *(
             {
                 "name": f"Port-Channel{b.id}",
@@ -192,8 +200,21 @@ def _mlag(ctx: DeviceContext, sc: SC) -> None:
     }
     if ctx.acl and ctx.acl.host_ports:
         host_svi["access_group_in"] = "BIZ-HOST-IN"
+    l3_svi = (
+        [
+            {
+                "name": f"Vlan{mlag.l3_vlan}",
+                "description": f"mlag l3 peer: {mlag.peer}",
+                "mtu": mtu,
+                "ip_address": mlag.l3_local,
+            }
+        ]
+        if mlag.l3_vlan
+        else []
+    )
     sc["vlan_interfaces"] = [
         {"name": "Vlan4094", "description": "mlag peer", "mtu": mtu, "no_autostate": True, "ip_address": mlag.local_ip},
+        *l3_svi,
         host_svi,
     ]
     sc["ip_virtual_router_mac_address"] = "00:1c:73:00:00:99"
@@ -232,7 +253,7 @@ def _interfaces(ctx: DeviceContext, sc: SC) -> None:
             e["switchport"] = {"enabled": False}
             if p.address:
                 e["ip_address"] = p.address
-        if ctx.qos and p.kind in ("fabric", "host"):
+        if ctx.qos and p.kind in ("fabric", "host", "peer"):
             e["service_profile"] = "ROCE"
         if ctx.acl and p.kind == "host" and p.address:
             e["access_group_in"] = "BIZ-HOST-IN"

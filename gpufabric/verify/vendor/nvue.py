@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from gpufabric.config.context import DeviceContext
 from gpufabric.verify.facts import Finding
 from gpufabric.verify.yaml_block import Lines, load_block_yaml
 
@@ -157,9 +158,9 @@ def _line(lines: Lines | None, tree: dict[str, Any], index: int, path: str) -> i
     return lines.line(tuple(keys)) or 1
 
 
-def judge(device: str, path: Path, release: str) -> list[Finding]:
-    """NVIDIA's model of `release` on the file: one finding per key or value it refuses, at its line."""
-    text = path.read_text()
+def judge(ctx: DeviceContext, path: Path) -> list[Finding]:
+    """NVIDIA's model of the pinned release on the file: one finding per key or value it refuses, at its line."""
+    device, release, text = ctx.device.name, ctx.release, path.read_text()
     try:
         tree, lines, index = _read(text)
     except (yaml.YAMLError, StopIteration, TypeError):
