@@ -7,6 +7,8 @@ lists, route maps and static routes; each is compared with the plan's facts for 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -199,3 +201,43 @@ def test_a_route_after_a_vrf_context_lands_in_that_vrf():
     hop = ctx.border.default_next_hops[0]
     moved = text.replace(f"ip route 0.0.0.0/0 {hop}\n", "") + f"vrf context management\nip route 0.0.0.0/0 {hop}\n"
     assert any(f.startswith("static routes") for f in _problems(ctx, moved))
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "configs.md"
+
+
+def _documented() -> tuple[set[str], tuple[int, int]]:
+    """The unjudged families docs/configs.md lists, and the figure it gives (unjudged, all lines)."""
+    text = DOCS.read_text()
+    listed = text.split("<!-- nxos-unjudged:start -->\n", 1)[1].split("<!-- nxos-unjudged:end -->", 1)[0]
+    figure = re.search(r"where they are\s+([\d,]+) of ([\d,]+) lines", text)
+    assert figure is not None
+    counts = tuple(int(g.replace(",", "")) for g in figure.groups())
+    return {line[3:-1] for line in listed.splitlines()}, (counts[0], counts[1])
+
+
+def test_the_lines_no_cisco_parser_reads_are_exactly_the_documented_ones():
+    """Every rendered NX-OS line family that no `cisco.nxos` parser reads (deleting it changes no
+    parser's result) is listed under "What no oracle covers", and nothing else is."""
+    texts = [
+        render_context(build(plan, d, index))[f"{d.name}.cfg"]
+        for plan in PLANS.values()
+        for index in [LinkIndex(plan)]
+        for d in plan.devices()
+        if d.platform == "nxos"
+    ]
+    every, unread, counts = nxos.unjudged_families(texts)
+    listed, (unjudged_lines, all_lines) = _documented()
+    assert unread == listed
+    assert (sum(counts[f] for f in unread), sum(counts.values())) == (unjudged_lines, all_lines)
+    # the measure tells the two apart: the RoCE QoS policy is unread, a port's MTU and BGP sessions are read
+    assert "system qos > service-policy type queuing output <v>" in unread
+    assert {"interface <v> > mtu <v>", "router bgp <v> > neighbor <v> > remote-as <v>"} <= every - unread
+
+
+def test_a_line_family_is_judged_only_when_a_parser_reads_it():
+    text = "interface breakout module 1 port 1 map 100g-4x\ninterface Ethernet1/1/1\n  mtu 9216\n  no shutdown\n"
+    every, unread, _ = nxos.unjudged_families([text])
+    # acl_interfaces lists the breakout line as an interface name without reading it
+    assert unread == {"interface breakout module <v> port <v> map <v>"}
+    assert every - unread == {"interface <v>", "interface <v> > mtu <v>", "interface <v> > no shutdown"}
