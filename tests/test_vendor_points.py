@@ -344,3 +344,25 @@ def test_verify_finds_a_peer_link_member_without_the_roce_profile(tmp_path):
     assert [(f.check, f.device, f.expected) for f in found] == [
         ("qos-port", "sto-leaf1a", f"{member}: RoCE policy applied")
     ]
+
+
+def test_the_p2p_pool_must_hold_the_pairs_31s_too():
+    """8 storage fabric links fill a /28; the two pairs' /31s then need a /27, and take its top."""
+    from gpufabric.intent.errors import IntentError
+    from gpufabric.plan.model import ip
+
+    doc = one_platform("eos")
+    doc["planes"]["storage"]["addressing"]["p2p"] = "10.21.0.0/28"
+    with pytest.raises(IntentError, match=r"8 fabric links and 2 MLAG/vPC pairs \(a /31 each\) need 20"):
+        _plan(doc)
+    doc["planes"]["storage"]["addressing"]["p2p"] = "10.21.0.0/27"
+    plan = _plan(doc)
+    ends = {d.name: ip(d.peer_l3_ip) for d in plan.devices() if d.peer_l3_ip is not None}
+    assert ends == {
+        "sto-leaf1a": "10.21.0.30",
+        "sto-leaf1b": "10.21.0.31",
+        "sto-leaf2a": "10.21.0.28",
+        "sto-leaf2b": "10.21.0.29",
+    }
+    fabric = {ip(a) for link in plan.links() if link.plane == "storage" for a in (link.a_ip, link.b_ip) if a}
+    assert fabric.isdisjoint(ends.values())
