@@ -2,7 +2,9 @@
 
 The `cisco.nxos` collection's resource modules (tests/oracles/nxos.py) read interfaces, L3
 addresses, BGP (global, address family, per neighbor), ACLs and where they are applied, prefix
-lists, route maps and static routes; each is compared with the plan's facts for the switch.
+lists, route maps and static routes; each is compared with the plan's facts for the switch. The
+line families no parser reads are measured (tests/oracles/nxos.py) and must be the ones
+docs/configs.md lists under "What no oracle covers".
 """
 
 from __future__ import annotations

@@ -408,3 +408,21 @@ def test_a_vendor_model_that_is_not_installed_is_named_with_how_to_install_it(re
         in done.stderr
     )
     assert "vendor judge for cumulus: NVIDIA's NVUE object model judged 10 files" in done.stderr
+
+
+def test_a_vendor_model_that_fails_on_a_file_is_a_finding_not_a_crash(rendered, tmp_path, monkeypatch):
+    """A release the installed nvueschema lacks (a test double for its model lookup) is reported on
+    the file, and verify carries on."""
+    from gpufabric.verify.vendor import nvue
+
+    plan, folder = rendered["multi-vendor"]
+
+    def missing(release: str):
+        raise ModuleNotFoundError(f"No module named 'nvueschema.models.v{release.replace('.', '_')}'")
+
+    monkeypatch.setattr(nvue, "model", missing)
+    findings = verify(plan, folder).findings
+    errors = [f for f in findings if f.check == "vendor-error"]
+    assert {f.file for f in errors} == {f"{d.name}.yaml" for d in plan.devices() if d.platform == "cumulus"}
+    assert all("nvueschema.models" in f.found for f in errors)
+    assert {f.check for f in findings} == {"vendor-error"}

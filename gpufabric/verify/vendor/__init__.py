@@ -48,7 +48,10 @@ def judge(ctx: DeviceContext, folder: Path) -> list[Finding]:
     spec = platform(ctx.device.platform)
     if spec.judge is None:
         return []
-    found: list[Finding] = importlib.import_module(spec.judge.module).judge(
-        ctx, folder / f"{ctx.device.name}{spec.candidate_suffix}"
-    )
+    path = folder / f"{ctx.device.name}{spec.candidate_suffix}"
+    try:
+        found: list[Finding] = importlib.import_module(spec.judge.module).judge(ctx, path)
+    except Exception as exc:  # a vendor's code on a hand-edited file: a finding, never a crash
+        what = f"{type(exc).__name__}: {exc}"[:300]
+        return [Finding("vendor-error", ctx.device.name, path.name, 1, f"{spec.judge.title} to judge the file", what)]
     return found
