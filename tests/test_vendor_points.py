@@ -366,3 +366,19 @@ def test_the_p2p_pool_must_hold_the_pairs_31s_too():
     }
     fabric = {ip(a) for link in plan.links() if link.plane == "storage" for a in (link.a_ip, link.b_ip) if a}
     assert fabric.isdisjoint(ends.values())
+
+
+def test_nxos_bonded_host_ports_are_classified_on_their_port_channel(nxos):
+    """Cisco's Nexus 9000 QoS guide: a policy on a port-channel's member port does not take effect, the
+    port-channel's does. Every LACP host port-channel carries PFC and the classification; no member does."""
+    bonded = [(ctx, text) for ctx, text in nxos.values() if ctx.mlag and ctx.qos and ctx.mlag.bonds]
+    assert bonded
+    for ctx, text in bonded:
+        for bond in ctx.mlag.bonds:
+            channel = _block(text, f"interface port-channel{bond.id}")
+            assert "  priority-flow-control mode on" in channel, (ctx.device.name, bond.id)
+            assert "  service-policy type qos input QOS_CLASSIFICATION" in channel
+            for port in bond.members:
+                member = _block(text, f"interface {port}")
+                assert f"  channel-group {bond.id} mode active" in member
+                assert not any("service-policy" in line for line in member), (ctx.device.name, port)
