@@ -115,8 +115,10 @@ def measure(runs: int, avd_sample: int, parent: Path) -> list[dict[str, Any]]:
         render = [*GPUFABRIC, "render", str(EXAMPLE), "-o", str(configs)]
         row("gpufabric render 32k (fresh folder)", 2.5, _series(render, runs, fresh_folder))
         row("gpufabric render 32k (again, unchanged)", None, _series(render, runs))
-        verify = [*GPUFABRIC, "verify", str(EXAMPLE), "--configs", str(configs)]
+        # gpufabric's own readers and checks; NVIDIA's model, where installed, is a row of its own
+        verify = [*GPUFABRIC, "verify", str(EXAMPLE), "--configs", str(configs), "--no-vendor"]
         row("gpufabric verify 32k", 5.0, _series(verify, runs))
+        row("gpufabric verify 32k + NVUE model", None, _series(verify[:-1], runs))
         rows += _avd_rows(avd_sample)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -126,9 +128,8 @@ def measure(runs: int, avd_sample: int, parent: Path) -> list[dict[str, Any]]:
 def _avd_rows(sample: int) -> list[dict[str, Any]]:
     """pyavd and a bare Jinja2 loop against gpufabric on the same EOS switches, in this process."""
     try:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from oracles.avd import render as avd_render  # needs pyavd (the bench extra)
-        from oracles.avd import structured_config
+        from gpufabric.verify.vendor.avd import render as avd_render  # needs pyavd (the bench extra)
+        from gpufabric.verify.vendor.avd import structured_config
     except ImportError as exc:
         return [{"figure": "pyavd eos_cli_config_gen (anchor)", "note": f"not installed: {exc}"}]
     import jinja2

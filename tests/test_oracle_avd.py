@@ -13,8 +13,8 @@ import pytest
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
+from gpufabric.verify.vendor import avd
 from tests.conftest import ALL_INTENTS, plan_doc
-from tests.oracles import avd
 from tests.vendor_variants import variants
 
 # No difference is accepted today; an entry would name the block and the Arista document behind it.
@@ -79,3 +79,43 @@ def test_comparison_catches_a_planted_difference():
     assert any("mtu 9000" in d for d in diffs)
     assert any("qos profile ROCE" in d and "qos trust cos" in d for d in diffs)
     assert avd.compare(ours, arista) == []
+
+
+def test_the_lane_table_is_arista_s_not_the_renderer_s():
+    """The oracle's `speed` comes from its own table of Arista's forms, never from gpufabric's code; each
+    entry takes lanes x lane rate = the port's rate, all 8 lanes of the cage, and is a value AVD accepts."""
+    import inspect
+
+    assert "gpufabric.platforms" not in inspect.getsource(avd)
+    for (cage, ways), speed in avd.ARISTA_BREAKOUT.items():
+        rate, lanes = speed.split("g-")
+        assert int(rate) * ways == cage
+        assert int(lanes) * ways == 8
+        assert int(rate) // int(lanes) == cage // 8  # one lane rate per cage: 50G on 400G, 100G on 800G
+    sc = {
+        "ethernet_interfaces": [
+            {"name": f"Ethernet{i}/1", "speed": s} for i, s in enumerate(avd.ARISTA_BREAKOUT.values(), 1)
+        ]
+    }
+    assert avd.render(sc).violations == []
+
+
+def test_a_wrong_lane_count_in_the_renderer_is_caught(monkeypatch):
+    """Mutation check: gpufabric's EOS lane count made wrong (16 lanes to a cage: `100g-4`, a value AVD's
+    schema accepts) must differ from Arista's `100g-2` on a 400G cage split four ways. An oracle that
+    asked gpufabric for the form would follow the mutation and see no difference."""
+    from gpufabric.platforms import eos
+
+    plan = PLANS["multi-vendor"]
+    index = LinkIndex(plan)
+    ctxs = [build(plan, d, index) for d in plan.devices() if d.platform == "eos"]
+    ctx = next(c for c in ctxs if any(p.split == 4 and p.speed == 100 for p in c.ports))
+    assert avd.compare(render_context(ctx)[f"{ctx.device.name}.cfg"], avd.render(avd.structured_config(ctx)).text) == []
+    monkeypatch.setattr(eos, "CAGE_LANES", 16)
+    mutated = render_context(ctx)[f"{ctx.device.name}.cfg"]
+    assert "   speed 100g-4\n" in mutated
+    arista = avd.render(avd.structured_config(ctx)).text
+    assert "   speed 100g-2\n" in arista
+    diffs = avd.compare(mutated, arista)
+    assert diffs
+    assert all("speed 100g-4" in d and "speed 100g-2" in d for d in diffs)

@@ -2,11 +2,15 @@
 
 The `cisco.nxos` collection's resource modules (tests/oracles/nxos.py) read interfaces, L3
 addresses, BGP (global, address family, per neighbor), ACLs and where they are applied, prefix
-lists, route maps and static routes; each is compared with the plan's facts for the switch.
+lists, route maps and static routes; each is compared with the plan's facts for the switch. The
+line families no parser reads are measured (tests/oracles/nxos.py) and must be the ones
+docs/configs.md lists under "What no oracle covers".
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,18 +42,21 @@ def _expected_l3(ctx: DeviceContext) -> dict[str, str]:
         out[d.mgmt_port] = ctx.mgmt.address
     if ctx.mlag:
         out[f"Vlan{ctx.mlag.vlan}"] = ctx.mlag.svi
+        if ctx.mlag.l3_vlan:
+            out[f"Vlan{ctx.mlag.l3_vlan}"] = ctx.mlag.l3_local
     return out
 
 
 def _expected_acl_interfaces(ctx: DeviceContext) -> dict[str, str]:
+    base = {ctx.device.mgmt_port: "MGMT0-IN"}  # NX-API, SSH, gNMI and SNMP guarded on the management port
     acl = ctx.acl
     if acl is None:
-        return {}
+        return base
     out = {p.name: "BIZ-HOST-IN" for p in ctx.ports if p.kind == "host" and p.address}
     out |= {p.name: "BIZ-EDGE-IN" for p in ctx.ports if p.kind == "edge"}
     if ctx.mlag and acl.host_ports:
         out[f"Vlan{ctx.mlag.vlan}"] = "BIZ-HOST-IN"
-    return out
+    return out | base
 
 
 def _read(text: str) -> dict[str, Any]:
@@ -82,7 +89,7 @@ def _problems(ctx: DeviceContext, text: str) -> list[str]:
     used = set(applied.values()) | {"MGMT-IN"}
     same("ACLs defined", defined, used)
     if ctx.acl:
-        for name in used - {"MGMT-IN"}:
+        for name in used - {"MGMT-IN", "MGMT0-IN"}:
             aces = next(a["aces"] for afi in got["acls"] for a in afi["acls"] if a["name"] == name)
             denied = {a["destination"].get("prefix") for a in aces if a["grant"] == "deny" and a["protocol"] == "ip"}
             same(f"{name} protects", denied, set(ctx.acl.protected))
@@ -196,3 +203,43 @@ def test_a_route_after_a_vrf_context_lands_in_that_vrf():
     hop = ctx.border.default_next_hops[0]
     moved = text.replace(f"ip route 0.0.0.0/0 {hop}\n", "") + f"vrf context management\nip route 0.0.0.0/0 {hop}\n"
     assert any(f.startswith("static routes") for f in _problems(ctx, moved))
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "configs.md"
+
+
+def _documented() -> tuple[set[str], tuple[int, int]]:
+    """The unjudged families docs/configs.md lists, and the figure it gives (unjudged, all lines)."""
+    text = DOCS.read_text()
+    listed = text.split("<!-- nxos-unjudged:start -->\n", 1)[1].split("<!-- nxos-unjudged:end -->", 1)[0]
+    figure = re.search(r"where they are\s+([\d,]+) of ([\d,]+) lines", text)
+    assert figure is not None
+    counts = tuple(int(g.replace(",", "")) for g in figure.groups())
+    return {line[3:-1] for line in listed.splitlines()}, (counts[0], counts[1])
+
+
+def test_the_lines_no_cisco_parser_reads_are_exactly_the_documented_ones():
+    """Every rendered NX-OS line family that no `cisco.nxos` parser reads (deleting it changes no
+    parser's result) is listed under "What no oracle covers", and nothing else is."""
+    texts = [
+        render_context(build(plan, d, index))[f"{d.name}.cfg"]
+        for plan in PLANS.values()
+        for index in [LinkIndex(plan)]
+        for d in plan.devices()
+        if d.platform == "nxos"
+    ]
+    every, unread, counts = nxos.unjudged_families(texts)
+    listed, (unjudged_lines, all_lines) = _documented()
+    assert unread == listed
+    assert (sum(counts[f] for f in unread), sum(counts.values())) == (unjudged_lines, all_lines)
+    # the measure tells the two apart: the RoCE QoS policy is unread, a port's MTU and BGP sessions are read
+    assert "system qos > service-policy type queuing output <v>" in unread
+    assert {"interface <v> > mtu <v>", "router bgp <v> > neighbor <v> > remote-as <v>"} <= every - unread
+
+
+def test_a_line_family_is_judged_only_when_a_parser_reads_it():
+    text = "interface breakout module 1 port 1 map 100g-4x\ninterface Ethernet1/1/1\n  mtu 9216\n  no shutdown\n"
+    every, unread, _ = nxos.unjudged_families([text])
+    # acl_interfaces lists the breakout line as an interface name without reading it
+    assert unread == {"interface breakout module <v> port <v> map <v>"}
+    assert every - unread == {"interface <v>", "interface <v> > mtu <v>", "interface <v> > no shutdown"}

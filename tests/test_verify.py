@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, default_doc, plan_doc, run, set_path
+from conftest import INVENTORY, ROOT, default_doc, plan_doc, run, set_path
 from render_helpers import render_into
 
 from gpufabric.intent import load_intent
@@ -48,7 +48,9 @@ def test_every_example_renders_and_verifies_clean(example, tmp_path):
     path = str(INVENTORY / example)
     done = run("nornir", "render", path, "-o", str(out))
     assert done.returncode == 0, done.stderr
-    checked = run("nornir", "verify", path, "--configs", str(out), "--json")
+    # The 32k fabric's 1,280 documents are judged by NVIDIA's model in test_oracle_nvue.py, in memory.
+    judges = ["--no-vendor"] if "32k" in example else []
+    checked = run("nornir", "verify", path, "--configs", str(out), "--json", *judges)
     report = json.loads(checked.stdout)
     assert report["findings"] == [] and checked.returncode == 0
     assert report["switches"] == len(build_plan(load_intent(path)).devices())
@@ -346,3 +348,81 @@ def test_every_frr_nftables_file_passes_nft_check(rendered, tmp_path):
     broken = tmp_path / "broken.nft"
     broken.write_text("table inet x {\n chain c { ip dscp 26 meta priorty set 0:3 }\n}\n")
     assert run("nft", "-c", "-f", str(broken)).returncode != 0
+
+
+def _plant(folder: Path, file: str, old: str, new: str) -> int:
+    """Replace the first `old` in `file`; the line the change starts on."""
+    target = folder / file
+    text = target.read_text()
+    at = text.index(old)
+    target.write_text(text.replace(old, new, 1))
+    return text[:at].count("\n") + 1 + old[: len(old) - len(old.lstrip("\n"))].count("\n")
+
+
+def test_the_vendors_models_judge_what_verify_does_not_read(rendered, tmp_path):
+    """An NVUE enum typo and an EOS `speed 100g-3` pass verify's own readers; NVIDIA's NVUE model and
+    Arista's AVD refuse them, and `verify` exits 1 naming file, line and the vendor's complaint."""
+    plan, folder = rendered["multi-vendor"]
+    copy = tmp_path / "mv"
+    shutil.copytree(folder, copy)
+    nvue_line = (
+        _plant(
+            copy,
+            "cmp-su1-leaf1.yaml",
+            "      snmp-server:\n        state: enabled\n",
+            "      snmp-server:\n        state: enabeld\n",
+        )
+        + 1
+    )
+    eos_line = _plant(copy, "sto-leaf1a.cfg", "   speed 100g-2\n", "   speed 100g-3\n")
+    assert verify(plan, copy, vendor_judges=False).findings == []  # the readers alone pass both
+    done = run("nornir", "verify", str(INVENTORY / "examples" / "multi-vendor.yml"), "--configs", str(copy), "--json")
+    assert done.returncode == 1, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    nvue = [f for f in findings if f["check"] == "vendor-nvue"]
+    assert [(f["file"], f["line"]) for f in nvue] == [("cmp-su1-leaf1.yaml", nvue_line)]
+    assert "enabled" in nvue[0]["found"] and "/system/snmp-server/state" in nvue[0]["expected"]
+    eos = [f for f in findings if f["check"] == "vendor-avd"]
+    assert [(f["file"], f["line"]) for f in eos] == [("sto-leaf1a.cfg", eos_line)]
+    assert eos[0]["found"].startswith("speed 100g-3 (ethernet_interfaces.0.speed: The value")
+    assert "not among AVD's valid values; for 100g: 100g, 100g-1, 100g-2, 100g-4" in eos[0]["found"]
+    assert "speed 100g-2" in eos[0]["expected"]
+    assert {f["check"] for f in findings} == {"vendor-nvue", "vendor-avd"}
+    assert "vendor judge for cumulus: NVIDIA's NVUE object model judged 10 files" in done.stderr
+
+
+def test_a_vendor_model_that_is_not_installed_is_named_with_how_to_install_it(rendered, tmp_path):
+    """With pyavd unimportable (a stand-in package that raises ImportError, first on the path) verify
+    still runs, says the EOS judge was skipped and how to install it."""
+    _, folder = rendered["multi-vendor"]
+    hide = tmp_path / "hide" / "pyavd"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    path = f"{hide.parent}:{ROOT}"
+    done = run(
+        "nornir", "verify", str(INVENTORY / "examples" / "multi-vendor.yml"), "--configs", str(folder), PYTHONPATH=path
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        "vendor judge for eos skipped: Arista's AVD eos_cli_config_gen not installed: pip install 'pyavd>=5,<7'"
+        in done.stderr
+    )
+    assert "vendor judge for cumulus: NVIDIA's NVUE object model judged 10 files" in done.stderr
+
+
+def test_a_vendor_model_that_fails_on_a_file_is_a_finding_not_a_crash(rendered, tmp_path, monkeypatch):
+    """A release the installed nvueschema lacks (a test double for its model lookup) is reported on
+    the file, and verify carries on."""
+    from gpufabric.verify.vendor import nvue
+
+    plan, folder = rendered["multi-vendor"]
+
+    def missing(release: str):
+        raise ModuleNotFoundError(f"No module named 'nvueschema.models.v{release.replace('.', '_')}'")
+
+    monkeypatch.setattr(nvue, "model", missing)
+    findings = verify(plan, folder).findings
+    errors = [f for f in findings if f.check == "vendor-error"]
+    assert {f.file for f in errors} == {f"{d.name}.yaml" for d in plan.devices() if d.platform == "cumulus"}
+    assert all("nvueschema.models" in f.found for f in errors)
+    assert {f.check for f in findings} == {"vendor-error"}

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufabric.platforms.yaml_text import mapping_lines, scalar
-from tests.oracles.nvue import NvueLoader
+from gpufabric.verify.vendor.nvue import NvueLoader
 
 TRICKY = [
     "on",

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.intent.types import ALL_PLANES
+from gpufabric.verify import vendor
 from gpufabric.verify.runner import verify
 
 
@@ -26,7 +28,14 @@ from gpufabric.verify.runner import verify
     help="Folder that `render` wrote.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON on stdout.")
-def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool) -> int:
+@click.option(
+    "--vendor/--no-vendor",
+    "vendor_judges",
+    default=True,
+    show_default=True,
+    help="Also judge each file with its vendor's model where installed (NVUE: nvueschema; EOS: pyavd).",
+)
+def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool, vendor_judges: bool) -> int:
     """Read the rendered configs back and check them against the plan, without any device.
 
     Checks per switch: hostname; BGP ASN, every planned neighbour with the peer's ASN and no
@@ -34,6 +43,9 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
     RoCE the DSCP map, PFC priority, CNP strict queue, ECN thresholds, PFC watchdog and the
     policy on every fabric and host port; no OOB route or session toward a data plane;
     passwords hashed and communities referenced. Per link: both ends agree on MTU, /31 and ASN.
+    Where installed, the vendors' own models judge every line too: NVIDIA's NVUE object model
+    (nvueschema) each Cumulus file, Arista's AVD (pyavd) each EOS file; the summary says which
+    judges ran and how to install one that was skipped.
 
     Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable.
     """
@@ -43,13 +55,14 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
         )
     started = time.perf_counter()
     plan = load_plan(file)
-    report = verify(plan, configs, plane)
+    report = verify(plan, configs, plane, vendor_judges=vendor_judges)
     if as_json:
         doc = {
             "switches": report.switches,
             "files": report.files,
             "passed": not report.findings,
             "findings": [f.as_dict() for f in report.findings],
+            "vendor_judges": {"judged": report.judged, "skipped": report.skipped},
         }
         out.print_json(json.dumps(doc))
     elif report.findings:
@@ -57,8 +70,13 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
         for column in ("device", "check", "where", "expected", "found"):
             table.add_column(column)
         for f in report.findings:
-            table.add_row(f.device, f.check, f"{f.file}:{f.line}", f.expected, f.found)
+            # Text cells: a vendor's message may hold `[...]`, which rich would read as markup.
+            table.add_row(*(Text(c) for c in (f.device, f.check, f"{f.file}:{f.line}", f.expected, f.found)))
         out.print(table)
+    for name, count in sorted(report.judged.items()):
+        err.print(f"vendor judge for {name}: {vendor.title(name)} judged {count} files")
+    for name, why in report.skipped.items():
+        err.print(f"vendor judge for {name} skipped: {why}", markup=False)
     err.print(
         f"verified {report.switches} switches ({report.files} files) in {configs} "
         f"in {time.perf_counter() - started:.2f} s: {len(report.findings)} findings"

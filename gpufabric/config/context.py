@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpufabric.config.context_types import Neighbor, Port
-from gpufabric.config.mlag import Mlag, mlag
+from gpufabric.config.mlag import Mlag, mlag, peer_session
 from gpufabric.config.policy import Acl, BorderRouting, border_routing, business_acl
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.config.services import Mgmt, management
@@ -60,6 +60,10 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
     profile = plan.intent.qos_profiles.get(plane.qos) if plane.qos and plane.carries_roce else None
     peer_link = next((p for p in ports if p.kind == "peer"), None)
     mlag_peer = index.devices.get(peer_link.peer) if peer_link else None
+    pair = mlag(device, ports, mlag_peer)
+    session = peer_session(device, pair) if pair else None
+    if session is not None:
+        neighbors.append(session)
     return DeviceContext(
         device,
         ports,
@@ -68,7 +72,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         ecmp=int(plane.routing.get("ecmp", 64)),  # type: ignore[call-overload]
         qos=profile,
         mgmt=management(plan, device, index.hasher),
-        mlag=mlag(device, ports, mlag_peer),
+        mlag=pair,
         acl=business_acl(plan, device, ports),
         border=border_routing(plan, device, neighbors),
         release=plan.intent.release(device.platform),

@@ -26,7 +26,7 @@ class Neighbor:
 
     peer: str
     remote_asn: int
-    kind: str  # fabric | edge
+    kind: str  # fabric | edge | mlag (the two leaves of an MLAG/vPC pair, over their peer link)
     interface: str | None = None
     address: str | None = None
 

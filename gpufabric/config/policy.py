@@ -16,6 +16,10 @@ from gpufabric.plan.model import Device, Plan
 # SSH, SNMP, gNMI (Arista 6030, the gNMI default 9339 on NX-OS and others)
 MGMT_TCP_PORTS = (22, 6030, 9339)
 MGMT_UDP_PORTS = (161,)
+# NX-OS: NX-API (HTTPS 443, HTTP 80) takes no access list of its own (Cisco's `nxapi` commands set
+# ports, VRF, certificate and TLS only), so the ACL on mgmt0 guards its ports together with SSH (and
+# SCP), gNMI (9339, and NX-OS's older gRPC port 50051) and SNMP: only the management prefixes reach them.
+NXOS_MGMT0_TCP_PORTS = (22, 80, 443, 9339, 50051)
 
 
 @dataclass(slots=True)

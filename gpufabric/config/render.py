@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from gpufabric.config.context import DeviceContext, LinkIndex, breakouts, build
+from gpufabric.config.policy import MGMT_UDP_PORTS, NXOS_MGMT0_TCP_PORTS
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
 from gpufabric.platforms.eos import breakout_speed as eos_breakout_speed
@@ -41,6 +42,7 @@ def environment() -> jinja2.Environment:
     env.filters["kbytes"] = kbytes
     env.filters["eos_speed"] = eos_breakout_speed
     env.filters["yq"] = yaml_scalar
+    env.globals["mgmt0_guard"] = {"tcp": NXOS_MGMT0_TCP_PORTS, "udp": MGMT_UDP_PORTS}
     return env
 
 

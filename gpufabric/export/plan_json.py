@@ -105,6 +105,7 @@ def device_dict(d: Device) -> dict[str, Any]:
         "failure_domain": d.failure_domain,
         "host_subnet": f"{ip(d.host_subnet)}/{d.host_prefixlen}" if d.host_subnet is not None else None,
         "svi_ip": ip(d.svi_ip),
+        "peer_l3_ip": ip(d.peer_l3_ip),
     }
 
 

@@ -36,7 +36,7 @@ def asdict(value: Any) -> Any:
 
 def _device(d: Device) -> dict[str, Any]:
     out = asdict(d)
-    for key in ("loopback", "mgmt_ip", "host_subnet", "svi_ip"):
+    for key in ("loopback", "mgmt_ip", "host_subnet", "svi_ip", "peer_l3_ip"):
         out[key] = ip(out[key])
     return out
 

@@ -94,11 +94,12 @@ class PlaneBuilder:
             p.addressing.loopbacks, switches + 1, (*at, "addressing", "loopbacks"), f"{switches} switch loopbacks"
         )
         if p.routing.addressing == "p2p31":
+            pairs = sum(width // 2 for width in s.unit_leaves) if p.host_links == "lacp" else 0
             problems += need_addresses(
                 p.addressing.p2p,
-                2 * fabric_links,
+                2 * (fabric_links + pairs),
                 (*at, "addressing", "p2p"),
-                f"{fabric_links} fabric links (a /31 each)",
+                f"{fabric_links} fabric links" + (f" and {pairs} MLAG/vPC pairs" if pairs else "") + " (a /31 each)",
             )
         problems += need_addresses(
             p.addressing.hosts,
@@ -361,8 +362,17 @@ class PlaneBuilder:
         by_unit: dict[int, list[Device]] = {}
         for k, leaf in enumerate(self.leaves):
             by_unit.setdefault(self.unit_of_leaf[k], []).append(leaf)
+        # Each pair peers over a /31 on its peer link, counted down from the top of the p2p pool by pair
+        # (fabric links count up from its bottom): a pair keeps its /31 when units are added.
+        p2p = self.plane.addressing.p2p if self._p2p() is not None else None
+        top = int(p2p.broadcast_address) + 1 if p2p is not None else None
+        number = 0
         for pair in by_unit.values():
             for first, second in zip(pair[::2], pair[1::2], strict=False):
+                number += 1
+                if top is not None:
+                    first.peer_l3_ip = top - 2 * number
+                    second.peer_l3_ip = first.peer_l3_ip + 1
                 self.out.links.append(
                     Link(
                         self.name,

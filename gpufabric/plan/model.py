@@ -37,6 +37,9 @@ class Device:
     host_subnet: int | None = None  # leaves: the block their host ports are addressed from
     host_prefixlen: int | None = None
     svi_ip: int | None = None  # leaves with LACP hosts: this leaf's address in the unit's subnet
+    # MLAG/vPC leaves on a /31 plane: this leaf's end of the /31 its pair peers over (BGP on a VLAN
+    # of the peer link), taken from the top of the plane's p2p pool by pair number
+    peer_l3_ip: int | None = None
     failure_domain: str = ""
 
 

@@ -33,6 +33,16 @@ Builder = Callable[["DeviceContext"], dict[str, str]]
 
 
 @dataclass(frozen=True)
+class VendorJudge:
+    """The vendor's own model that `verify` hands this platform's files to, where it is installed."""
+
+    title: str  # whose model it is
+    package: str  # the import name of the vendor's package
+    requirement: str  # what to install
+    module: str  # gpufabric's module that runs it, with `judge(ctx, path) -> list[Finding]`
+
+
+@dataclass(frozen=True)
 class PlatformSpec:
     name: str  # the intent's `platform:` value
     title: str  # what a person calls it
@@ -69,6 +79,11 @@ class PlatformSpec:
     # The revert timers the device accepts, in seconds (NX-OS's commit-timeout: 30-3600): --confirm-timeout
     # must fall inside for every targeted switch.
     confirm_timeout_range: tuple[int, int] = (10, 3600)
+    # An MLAG/vPC pair's BGP session over its peer link: on an SVI of this VLAN (carried by the peer
+    # link only, on the /31 the plan gives the pair), or unnumbered on this interface.
+    mlag_l3_vlan: int | None = None
+    mlag_l3_interface: str | None = None
+    judge: VendorJudge | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
+from gpufabric.platforms.base import PlatformSpec, VendorJudge, file_reader, lossless_reader, running_reader
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8
@@ -43,4 +43,6 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,
     ecn_unit_bytes=1000,
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
+    mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
+    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.verify.vendor.avd"),
 )

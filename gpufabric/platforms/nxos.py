@@ -42,4 +42,5 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
+    mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
 )

@@ -172,7 +172,7 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
     if q.cnp_priority not in facts.strict:
         yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
     for p in ctx.ports:
-        if p.kind in ("fabric", "host") and p.name not in facts.qos_ports:
+        if p.kind in ("fabric", "host", "peer") and p.name not in facts.qos_ports:
             yield _finding("qos-port", facts, facts.mtu.get(p.name), f"{p.name}: RoCE policy applied", "not applied")
 
 

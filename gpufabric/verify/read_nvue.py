@@ -151,6 +151,10 @@ def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
         if roce_fact is not None and swp:
             # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
             facts.qos_ports[port] = roce_fact
+        bond = spec.get("bond")
+        if roce_fact is not None and isinstance(bond, dict) and isinstance(bond.get("member"), dict):
+            for member in bond["member"]:  # bond members (the peerlink's too) are switch ports as well
+                facts.qos_ports.setdefault(str(member), roce_fact)
         qos = spec.get("qos")
         if facts.watchdog is None and isinstance(qos, dict) and qos.get("pfc-watchdog") is not None:
             facts.watchdog = fact_in(True, qos, "pfc-watchdog")

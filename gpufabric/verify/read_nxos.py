@@ -23,9 +23,15 @@ def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:
     facts = SwitchFacts(device, "nxos", [file])
     conf = parse(text.splitlines(), "nxos")
     read_common(facts, conf, file)
+    members: dict[str, str] = {}  # port -> its port-channel
     for obj, m in sections(conf, r"^interface (\S+)"):
         for child, _ in children(obj, r"service-policy type qos input QOS_CLASSIFICATION"):
             facts.qos_ports[m.group(1)] = Fact("QOS_CLASSIFICATION", file, line(child))
+        for _, cm in children(obj, r"channel-group (\d+)(?: mode \S+)?"):
+            members[m.group(1)] = f"port-channel{cm.group(1)}"
+    for port, channel in members.items():  # a port-channel's policy is its members' (NX-OS sets it there)
+        if channel in facts.qos_ports and port not in facts.qos_ports:
+            facts.qos_ports[port] = facts.qos_ports[channel]
     for obj, m in sections(conf, r"^router bgp (\d+)$"):
         facts.asn = Fact(int(m.group(1)), file, line(obj))
         facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn

@@ -19,6 +19,7 @@ from gpufabric.intent.types import SecretRef
 from gpufabric.parallel import chunked, cores, fork_map
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
+from gpufabric.verify import vendor
 from gpufabric.verify.checks import check_device, check_link
 from gpufabric.verify.facts import Finding, LinkEnd
 
@@ -39,9 +40,22 @@ class Report:
     switches: int = 0
     files: int = 0
     findings: list[Finding] = field(default_factory=list)
+    judged: dict[str, int] = field(default_factory=dict)  # platform -> files its vendor's model judged
+    skipped: dict[str, str] = field(default_factory=dict)  # platform -> why its vendor's model did not run
 
 
-def _check_chunk(plan: Plan, index: LinkIndex, folder: Path, names: Sequence[str]) -> tuple[Report, list[LinkEnd]]:
+def _judges(plan: Plan, names: Sequence[str], index: LinkIndex, wanted: bool) -> tuple[set[str], dict[str, str]]:
+    """The platforms whose vendor judge runs, and why each other one with a judge does not."""
+    present = {p for p in {index.devices[n].platform for n in names} if platform(p).judge is not None}
+    if not wanted:
+        return set(), {p: "not asked for (--no-vendor)" for p in sorted(present)}
+    running = {p for p in present if vendor.installed(p)}
+    return running, {p: vendor.skipped_note(p) for p in sorted(present - running)}
+
+
+def _check_chunk(
+    plan: Plan, index: LinkIndex, folder: Path, judged: set[str], names: Sequence[str]
+) -> tuple[Report, list[LinkEnd]]:
     report, ends = Report(), []
     with gc_paused():
         for name in names:
@@ -58,20 +72,29 @@ def _check_chunk(plan: Plan, index: LinkIndex, folder: Path, names: Sequence[str
             report.files += len(found.files)
             ctx = build(plan, device, index)
             report.findings += check_device(plan, ctx, found)
+            if device.platform in judged and not any(f.check == "parse" for f in found.problems):
+                report.findings += vendor.judge(ctx, folder)
+                report.judged[device.platform] = report.judged.get(device.platform, 0) + 1
             ends.append(LinkEnd.of(found, {p.name for p in ctx.ports if p.kind in LINK_CHECKED}))
     return report, ends
 
 
-def verify(plan: Plan, folder: Path, plane: str | None = None, workers: int | None = None) -> Report:
+def verify(
+    plan: Plan, folder: Path, plane: str | None = None, workers: int | None = None, vendor_judges: bool = True
+) -> Report:
+    """`vendor_judges`: also hand each file to its vendor's model where that is installed."""
     index = LinkIndex(plan, _NoSecrets(plan.intent.fabric.name))
     names = [d.name for d in plan.devices() if plane is None or d.plane == plane]
     workers = (workers or cores()) if len(names) >= PARALLEL_FROM else 1
-    report = Report()
+    judged, skipped = _judges(plan, names, index, vendor_judges)
+    report = Report(skipped=skipped)
     link_ends: dict[str, LinkEnd] = {}
-    for part, ends in fork_map(partial(_check_chunk, plan, index, folder), chunked(names, CHUNK), workers):
+    for part, ends in fork_map(partial(_check_chunk, plan, index, folder, judged), chunked(names, CHUNK), workers):
         report.switches += part.switches
         report.files += part.files
         report.findings += part.findings
+        for name, count in part.judged.items():
+            report.judged[name] = report.judged.get(name, 0) + count
         link_ends.update((e.device, e) for e in ends)
     for link in plan.links():
         if link.kind in LINK_CHECKED and (plane is None or link.plane == plane):

@@ -1,21 +1,40 @@
-"""Arista's own renderer as the judge of gpufabric's EOS text (PyPI `pyavd`, AVD's eos_cli_config_gen).
+"""Arista's own renderer as the judge of EOS text (PyPI `pyavd`, AVD's eos_cli_config_gen; optional).
 
 Each EOS switch's planned facts are written as AVD structured config (the schema AVD users write),
-validated by pyavd's schema, rendered by pyavd's templates, and compared with gpufabric's EOS text
-block by block, order aside. gpufabric's templates are not involved on this side.
+validated by pyavd's schema, rendered by pyavd's templates, and compared with the EOS text block by
+block, order aside. gpufabric's templates are not involved on this side. The test suite judges
+every rendered configuration with it; `verify` judges the files on disk, and where a differing
+line carries a value AVD's schema knows (a port's `speed`, its `mtu`), asks the schema about it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.plan.model import ip
-from gpufabric.platforms.eos import breakout_speed
+from gpufabric.verify.facts import Finding
 
 SC = dict[str, Any]
+
+# Arista's lane rule, written out here rather than taken from gpufabric: an OSFP or QSFP-DD cage has 8
+# electrical lanes (Arista's Layer 1 Profiles page: an OSFP cage numbered 1 exposes Ethernet1/1 to
+# Ethernet1/8), and the forced `speed` of a port on a split cage names its rate and the lanes it takes.
+# 400G cages run 50G lanes, 800G cages 100G lanes. (cage rate in Gb/s, ways) -> `speed`.
+ARISTA_BREAKOUT = {
+    (400, 1): "400g-8",
+    (400, 2): "200g-4",
+    (400, 4): "100g-2",
+    (400, 8): "50g-1",
+    (800, 1): "800g-8",
+    (800, 2): "400g-4",
+    (800, 4): "200g-2",
+    (800, 8): "100g-1",
+}
 
 
 def structured_config(ctx: DeviceContext) -> SC:
@@ -27,6 +46,7 @@ def structured_config(ctx: DeviceContext) -> SC:
         "local_users": [
             {"name": u.name, "privilege": 15, "role": "network-admin", "sha512_password": u.hashed} for u in m.users
         ],
+        "aaa_authorization": {"exec": {"default": "local"}},
         "vrfs": [{"name": vrf, "ip_routing": False}],
         "ip_routing": True,
         "standard_access_lists": [
@@ -144,14 +164,22 @@ def _mlag(ctx: DeviceContext, sc: SC) -> None:
     if mlag is None:
         return
     mtu = ctx.device.mtu
-    sc["vlans"] = [{"id": mlag.vlan, "name": "hosts"}, {"id": 4094, "name": "mlag-peer", "trunk_groups": ["MLAGPEER"]}]
-    sc["spanning_tree"] = {"no_spanning_tree_vlan": "4094"}
+    l3 = [{"id": mlag.l3_vlan, "name": "mlag-l3-peer", "trunk_groups": ["MLAGPEER"]}] if mlag.l3_vlan else []
+    sc["vlans"] = [
+        {"id": mlag.vlan, "name": "hosts"},
+        *l3,
+        {"id": 4094, "name": "mlag-peer", "trunk_groups": ["MLAGPEER"]},
+    ]
+    sc["spanning_tree"] = {"no_spanning_tree_vlan": f"{mlag.l3_vlan},4094" if mlag.l3_vlan else "4094"}
+    peer_link: SC = {
+        "name": "Port-Channel2000",
+        "description": f"mlag peer link: {mlag.peer}",
+        "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": ["MLAGPEER"]}},
+    }
+    if ctx.qos:
+        peer_link["service_profile"] = "ROCE"
     sc["port_channel_interfaces"] = [
-        {
-            "name": "Port-Channel2000",
-            "description": f"mlag peer link: {mlag.peer}",
-            "switchport": {"enabled": True, "mode": "trunk", "trunk": {"groups": ["MLAGPEER"]}},
-        },
+        peer_link,
         *(
             {
                 "name": f"Port-Channel{b.id}",
@@ -172,8 +200,21 @@ def _mlag(ctx: DeviceContext, sc: SC) -> None:
     }
     if ctx.acl and ctx.acl.host_ports:
         host_svi["access_group_in"] = "BIZ-HOST-IN"
+    l3_svi = (
+        [
+            {
+                "name": f"Vlan{mlag.l3_vlan}",
+                "description": f"mlag l3 peer: {mlag.peer}",
+                "mtu": mtu,
+                "ip_address": mlag.l3_local,
+            }
+        ]
+        if mlag.l3_vlan
+        else []
+    )
     sc["vlan_interfaces"] = [
         {"name": "Vlan4094", "description": "mlag peer", "mtu": mtu, "no_autostate": True, "ip_address": mlag.local_ip},
+        *l3_svi,
         host_svi,
     ]
     sc["ip_virtual_router_mac_address"] = "00:1c:73:00:00:99"
@@ -201,7 +242,7 @@ def _interfaces(ctx: DeviceContext, sc: SC) -> None:
             "shutdown": False,
         }
         if p.split > 1:
-            e["speed"] = breakout_speed(p.speed, p.split)
+            e["speed"] = ARISTA_BREAKOUT[(p.speed * p.split, p.split)]
         if p.kind == "peer":
             e["channel_group"] = {"id": 2000, "mode": "active"}
         elif p.bond is not None:
@@ -212,7 +253,7 @@ def _interfaces(ctx: DeviceContext, sc: SC) -> None:
             e["switchport"] = {"enabled": False}
             if p.address:
                 e["ip_address"] = p.address
-        if ctx.qos and p.kind in ("fabric", "host"):
+        if ctx.qos and p.kind in ("fabric", "host", "peer"):
             e["service_profile"] = "ROCE"
         if ctx.acl and p.kind == "host" and p.address:
             e["access_group_in"] = "BIZ-HOST-IN"
@@ -329,3 +370,97 @@ def compare(ours: str, arista: str) -> list[str]:
             missing = sorted(set(b[header]) - set(a[header]))
             diffs.append(f"{header}: gpufabric adds {extra}, pyavd adds {missing}")
     return diffs
+
+
+def numbered_blocks(text: str) -> dict[str, tuple[int, list[tuple[int, str]]]]:
+    """`blocks`, with the line of each header and of each line under it."""
+    out: dict[str, tuple[int, list[tuple[int, str]]]] = {}
+    header: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if _NOISE.match(line) or line.strip() == "end":
+            continue
+        if not line.startswith(" "):
+            header = line.rstrip()
+            out.setdefault(header, (number, []))
+        elif header is not None:
+            out[header][1].append((number, line.rstrip()))
+    return out
+
+
+# Lines whose value AVD's schema holds under a port: (pattern, structured-config key, as a number).
+_PORT_VALUES = ((re.compile(r"^\s+speed (.+)$"), "speed", False), (re.compile(r"^\s+mtu (.+)$"), "mtu", True))
+_PORT = re.compile(r"^interface (Ethernet\S+)$")
+
+
+def _schema_says(header: str, line: str) -> str | None:
+    """AVD's schema on the value of a port line it models (`speed 100g-3`), or None."""
+    port = _PORT.match(header)
+    for pattern, key, number in _PORT_VALUES if port else ():
+        m = pattern.match(line)
+        if m:
+            value: object = int(m.group(1)) if number and m.group(1).isdigit() else m.group(1)
+            violations = render({"ethernet_interfaces": [{"name": port.group(1), key: value}]}).violations  # type: ignore[union-attr]
+            return "; ".join(_short(v, str(value)) for v in violations) or None
+    return None
+
+
+def _short(violation: str, value: str) -> str:
+    """AVD lists every valid value (about 90 speeds): keep the ones of the same rate as the value."""
+    head, _, valid = violation.partition(" is not among the valid values ")
+    if not valid:
+        return violation
+    rate = value.split("-", maxsplit=1)[0]
+    near = [v for v in json.loads(valid.rstrip(".")) if v.split("-")[0] == rate]
+    return f"{head} is not among AVD's valid values" + (f"; for {rate}: {', '.join(near)}" if near else "")
+
+
+def _hashes_from(text: str, sc: SC) -> None:
+    """The users' hashes as the file has them: `verify` never holds the password that made them."""
+    found = dict(re.findall(r"^username (\S+) .*secret sha512 (\S+)$", text, re.M))
+    for user in sc.get("local_users", []):
+        user["sha512_password"] = found.get(user["name"], user["sha512_password"])
+
+
+def judge(ctx: DeviceContext, path: Path) -> list[Finding]:
+    """pyavd's rendering of the switch's plan against the file: each line of the file AVD would not
+    write, at its line (with the schema's complaint where it has one), and each block AVD writes that
+    the file lacks."""
+    text, device, file = path.read_text(), ctx.device.name, path.name
+    sc = structured_config(ctx)
+    _hashes_from(text, sc)
+    result = render(sc)
+    out = [
+        Finding("vendor-avd", device, file, 1, "structured config AVD's schema accepts", v) for v in result.violations
+    ]
+    ours, arista = numbered_blocks(text), blocks(result.text)
+    for header, (at, lines) in ours.items():
+        if header not in arista:
+            out.append(Finding("vendor-avd", device, file, at, "a block pyavd renders for this switch", header))
+            continue
+        expected = arista[header]
+        missing = sorted(set(expected) - {line for _, line in lines})
+        for number, line in lines:
+            if line not in expected:
+                said = _schema_says(header, line)
+                want = f"pyavd (AVD eos_cli_config_gen) under `{header}`: " + (
+                    " | ".join(s.strip() for s in missing) or "no such line"
+                )
+                out.append(
+                    Finding(
+                        "vendor-avd", device, file, number, want, f"{line.strip()}" + (f" ({said})" if said else "")
+                    )
+                )
+        if missing and all(line in expected for _, line in lines):
+            out.append(
+                Finding(
+                    "vendor-avd",
+                    device,
+                    file,
+                    at,
+                    f"under `{header}`: " + " | ".join(s.strip() for s in missing),
+                    "missing",
+                )
+            )
+    for header in arista.keys() - ours.keys():
+        out.append(Finding("vendor-avd", device, file, 1, f"a block pyavd renders: {header}", "missing"))
+    return out
