@@ -384,8 +384,9 @@ def test_networkmanager_reads_the_bond_and_its_ports(rendered):
     port = configparser.ConfigParser(interpolation=None)
     port.read_string(readings["gpufabric-ens5f0np0.nmconnection"])
     assert (port["connection"]["master"], port["connection"]["slave-type"]) == ("bond-storage", "bond")
-    # The role writes keyfiles NetworkManager accepts unchanged in meaning: mode 0600 is the role's task's.
-    assert 'mode: "0600"' in (ROLE / "tasks" / "persist-NetworkManager.yml").read_text()
+    # NetworkManager ignores a keyfile others can read: both of the role's keyfile tasks write mode 0600.
+    tasks = yaml.safe_load((ROLE / "tasks" / "persist-NetworkManager.yml").read_text())
+    assert [t["ansible.builtin.template"]["mode"] for t in tasks] == ["0600", "0600"]
 
 
 # --- systemd-networkd's own parser -------------------------------------------------------------------------
