@@ -90,3 +90,21 @@ ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH,
     fi
     export PATH="$PWD/$dir/usr/bin:$PATH"
 }
+
+ensure_unpacked() {  # ensure_unpacked DIR PACKAGE...: Debian packages unpacked into DIR, not installed: no
+    # maintainer script runs, so no service is enabled or started and this machine's network is left alone.
+    # The tests run the programs from DIR (with DIR's libraries); nothing is put on PATH.
+    local dir=$1; shift
+    [ -f "$dir/.unpacked" ] && [ "$(cat "$dir/.unpacked")" = "$*" ] && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "note: cannot fetch $* here (needs apt-get): the tests that need them are skipped" >&2
+        return 0
+    fi
+    echo "unpacking $* into $dir ..." >&2
+    rm -rf "$dir" && mkdir -p "$dir"
+    [ "$(id -u)" -eq 0 ] && apt_update_once
+    # apt warns that root downloads unsandboxed into a folder _apt cannot write: expected here.
+    (cd "$dir" && apt-get download -qq "$@" 2>&1 | grep -v unsandboxed >&2 || true
+     for deb in ./*.deb; do dpkg -x "$deb" . && rm -f "$deb"; done)
+    echo "$*" >"$dir/.unpacked"
+}

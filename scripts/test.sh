@@ -52,6 +52,9 @@ want_apt zstd zstd                         # the cached root filesystem image
 want_apt iperf3 iperf3                     # the acceptance stand-in's output is read from the real tool
 install_wanted
 ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
+# host_network's files are judged by each backend's own parser: netplan's generator, nmcli --offline.
+ensure_unpacked .cache/netplan netplan.io libnetplan0
+ensure_unpacked .cache/network-manager network-manager libnm0
 ensure_venv .venv test
 export PATH="$PWD/.venv/bin:$PATH"
 

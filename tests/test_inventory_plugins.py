@@ -8,6 +8,8 @@ import pytest
 from conftest import INVENTORY, ROOT, run
 from nornir import InitNornir
 
+from gpufabric.plan.model import ip
+
 CANARY = "canary-Secret-7c1e"
 
 
@@ -46,6 +48,44 @@ def test_ansible_host_vars_carry_the_nics(default_plan):
     assert hostvars["gpufabric_planes"]["compute"]["qos"]["roce_dscp"] == 26
     assert hostvars["gpufabric_planes"]["compute"]["qos"]["host_tos"] == 106
     assert "qos" not in hostvars["gpufabric_planes"]["storage"]
+
+
+def test_a_bonded_hosts_address_is_given_once_on_its_bond():
+    """Planes with `host_links: lacp`: the bond carries the address, MTU, gateway, members and LACP settings;
+    its members carry none of those, so no address is on two interfaces of a host."""
+    from gpufabric.export.inventory import ansible_vars, build
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    plan = build_plan(load_intent(str(INVENTORY / "examples" / "multi-vendor.yml")))
+    hosts = {h.name: ansible_vars(h) for h in build(plan) if "servers" in h.groups}
+    bonded = hosts["nvme01"]
+    members = [n for n in bonded["gpufabric_nics"] if n["bond"]]
+    assert [n["interface"] for n in members] == ["ens1f0np0", "ens1f1np1"]
+    assert all("address" not in n and "gateway" not in n and "prefixlen" not in n for n in members)
+    server = next(s for s in plan.servers if s.name == "nvme01")
+    assert bonded["gpufabric_bonds"] == [
+        {
+            "interface": "bond-storage",
+            "plane": "storage",
+            "members": ["ens1f0np0", "ens1f1np1"],
+            "mtu": 9000,
+            "address": ip(server.nics[0].address),
+            "prefixlen": server.nics[0].prefixlen,
+            "gateway": ip(server.nics[0].gateway),
+            "mode": "802.3ad",
+            "transmit_hash_policy": "layer3+4",
+            "lacp_rate": "fast",
+            "miimon": 100,
+        }
+    ]
+    for name, hv in hosts.items():
+        addresses = [n["address"] for n in hv["gpufabric_nics"] if "address" in n]
+        addresses += [b["address"] for b in hv["gpufabric_bonds"]]
+        assert len(addresses) == len(set(addresses)), f"{name}: an address on two interfaces"
+    # A plane of routed hosts: no bond, every NIC keeps its own address.
+    assert hosts["gpu001"]["gpufabric_bonds"][0]["members"] == ["ens5f0np0", "ens5f1np1"]
+    assert all("address" in n for n in hosts["gpu001"]["gpufabric_nics"] if not n["bond"])
 
 
 def test_ansible_plugin_reports_a_bad_intent(tmp_path):

@@ -1,5 +1,8 @@
 """`molecule test` on booted Debian hosts (systemd-nspawn): every role through site.yml, idempotence,
 read-back, jumbo pings, a --check --diff run with zero changes, and this machine's sysctls untouched.
+Once per host_network backend, one scenario after the other (they boot hosts of the same names):
+`default` (systemd-networkd, Debian's own), `netplan` (netplan installed, as on Ubuntu and DGX OS) and
+`networkmanager` (NetworkManager running on the data NICs).
 
 Real: systemd, systemd-networkd, sshd, apt, the kernel's routing and MTU handling inside the hosts.
 Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts as SKIPPED).
@@ -39,8 +42,17 @@ def _machine_sysctls() -> dict[str, str]:
     return {k: v for k, v in pairs if not VOLATILE.search(k)}
 
 
-@pytest.fixture(scope="module")
-def molecule_run():
+# Scenario -> the task of host_network that writes that backend's files (the probe chose it).
+SCENARIOS = {
+    "default": "Write a .network file per routed NIC and per bond",
+    "netplan": "Write the data NICs as one netplan file",
+    "networkmanager": "Write a NetworkManager keyfile per routed NIC and per bond",
+}
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
+def molecule_run(request):
+    scenario = request.param
     if os.geteuid() != 0:
         pytest.skip("Molecule's hosts need root (network namespaces, systemd-nspawn)")
     missing = _missing()
@@ -52,7 +64,7 @@ def molecule_run():
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
     started = time.perf_counter()
     done = subprocess.run(
-        [str(BIN / "molecule"), "test"],
+        [str(BIN / "molecule"), "test", "--scenario-name", scenario],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -63,22 +75,31 @@ def molecule_run():
     seconds = time.perf_counter() - started
     text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
     (ROOT / "build").mkdir(exist_ok=True)
-    (ROOT / "build" / "molecule-test.log").write_text(text)
-    print(f"\nmolecule test: {seconds:.0f} s (log: build/molecule-test.log)")
-    return done.returncode, text, before, _machine_sysctls()
+    (ROOT / "build" / f"molecule-test-{scenario}.log").write_text(text)
+    print(f"\nmolecule test -s {scenario}: {seconds:.0f} s (log: build/molecule-test-{scenario}.log)")
+    return done.returncode, text, before, _machine_sysctls(), scenario
 
 
 def test_molecule_test_passes_every_step(molecule_run):
-    rc, text, _, _ = molecule_run
+    rc, text, _, _, scenario = molecule_run
     assert rc == 0, text[-3000:]
-    for step in ("create", "converge", "idempotence", "verify", "destroy"):
+    steps = ("create", "prepare", "converge", "idempotence", "verify", "destroy")
+    for step in steps if scenario != "default" else [s for s in steps if s != "prepare"]:
         # Molecule's summary line; it writes "➜" instead of ">" on a terminal.
-        assert re.search(rf"default (>|➜) {step}: Executed: Successful", text), f"{step} did not run successfully"
+        assert re.search(rf"{scenario} (>|➜) {step}: Executed: Successful", text), f"{step} did not run successfully"
 
 
-def _last_recap_before(text: str, step: str, host: str) -> tuple[int, int]:
+def test_host_network_persisted_through_the_scenarios_backend(molecule_run):
+    _, text, _, _, scenario = molecule_run
+    # host_network's probe (host_network_backend: auto) found the backend the scenario installed.
+    assert re.search(rf"^TASK \[host_network : {re.escape(SCENARIOS[scenario])}\]", text, re.M)
+    others = [task for name, task in SCENARIOS.items() if name != scenario]
+    assert not any(f"TASK [host_network : {task}]" in text for task in others)
+
+
+def _last_recap_before(text: str, step: str, host: str, scenario: str) -> tuple[int, int]:
     """(ok, changed) of the host's last recap before Molecule logged the step as done."""
-    done = re.search(rf"\[default (?:>|➜) {step}\] Executed", text)
+    done = re.search(rf"\[{scenario} (?:>|➜) {step}\] Executed", text)
     assert done, f"no {step} step in the log"
     recaps = re.findall(rf"^{host}\s+: ok=(\d+)\s+changed=(\d+)", text[: done.start()], re.M)
     assert recaps, f"no recap of {host} before {step} ended"
@@ -86,12 +107,12 @@ def _last_recap_before(text: str, step: str, host: str) -> tuple[int, int]:
 
 
 def test_idempotence_and_check_mode_show_zero_changes(molecule_run):
-    _, text, _, _ = molecule_run
+    _, text, _, _, scenario = molecule_run
     # site.yml's recaps: converge's, then idempotence's (its second run).
     for host in ("gpu01", "gpu02"):
-        ok, changed = _last_recap_before(text, "converge", host)
+        ok, changed = _last_recap_before(text, "converge", host, scenario)
         assert ok > 30 and changed > 0, (ok, changed)  # converge ran every role and changed things
-        ok, changed = _last_recap_before(text, "idempotence", host)
+        ok, changed = _last_recap_before(text, "idempotence", host, scenario)
         assert ok > 30 and changed == 0, f"idempotence: {host} changed {changed} tasks"
     # verify's --check --diff run reports both hosts' recaps in its success message.
     recap = r"\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0"
@@ -99,19 +120,19 @@ def test_idempotence_and_check_mode_show_zero_changes(molecule_run):
 
 
 def test_jumbo_pings_crossed_every_rail(molecule_run):
-    _, text, _, _ = molecule_run
+    _, text, _, _, _ = molecule_run
     pinged = set(re.findall(r"ok: \[(gpu0[12])\] => \(item=(eth\d) \(\w+ rail \d\) ->", text))
     assert pinged == {(h, f"eth{i}") for h in ("gpu01", "gpu02") for i in range(1, 5)}
 
 
 def test_runtime_parts_that_cannot_run_here_are_reported_skipped(molecule_run):
-    _, text, _, _ = molecule_run
+    _, text, _, _, _ = molecule_run
     for role in ("ofed", "roce_qos", "hugepages"):
         assert f"{role} runtime SKIPPED" in text
 
 
 def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
-    _, _, before, after = molecule_run
+    _, _, before, after, _ = molecule_run
     changed = {k: (before[k], after.get(k)) for k in before if before[k] != after.get(k)}
     # An interface that came or went meanwhile is not a setting anything changed; every other key must match.
     changed = {k: v for k, v in changed.items() if not (PER_INTERFACE.match(k) and v[1] is None)}

@@ -7,12 +7,12 @@ Group names are valid in both tools (letters, digits, underscores):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpufabric.export.plan_json import nic_dict
 from gpufabric.export.yaml_out import dump_yaml
-from gpufabric.plan.model import Device, Plan, Server, ip
+from gpufabric.plan.model import LACP_BOND, Device, HostNic, Plan, Server, ip
 
 VAR_PREFIX = "gpufabric_"
 
@@ -72,6 +72,42 @@ def _switch(plan: Plan, d: Device) -> InventoryHost:
     return InventoryHost(d.name, d.platform, ip(d.mgmt_ip), groups, data)
 
 
+# What a bond member's entry leaves out: the bond carries them, once.
+_BOND_CARRIES = ("address", "prefixlen", "gateway")
+
+
+def host_nics(s: Server) -> list[dict[str, Any]]:
+    """Every data NIC of the server; a bond member names its bond and carries no address of its own."""
+    out = []
+    for n in s.nics:
+        entry = nic_dict(n)
+        if n.bond is not None:
+            entry = {k: v for k, v in entry.items() if k not in _BOND_CARRIES}
+        out.append(entry)
+    return out
+
+
+def host_bonds(s: Server) -> list[dict[str, Any]]:
+    """The server's LACP bonds: name (as `interface`), members, and the one address, MTU and gateway they share."""
+    members: dict[str, list[HostNic]] = {}
+    for n in s.nics:
+        if n.bond is not None:
+            members.setdefault(n.bond, []).append(n)
+    return [
+        {
+            "interface": name,
+            "plane": nics[0].plane,
+            "members": [n.interface for n in nics],
+            "mtu": nics[0].mtu,
+            "address": ip(nics[0].address),
+            "prefixlen": nics[0].prefixlen,
+            "gateway": ip(nics[0].gateway),
+            **asdict(LACP_BOND),
+        }
+        for name, nics in members.items()
+    ]
+
+
 def _server(plan: Plan, s: Server, facts: dict[str, dict[str, Any]]) -> InventoryHost:
     groups = ["servers", f"group_{_gname(s.group)}"]
     for plane, unit in s.units.items():
@@ -85,7 +121,8 @@ def _server(plan: Plan, s: Server, facts: dict[str, dict[str, Any]]) -> Inventor
         "units": s.units,
         "mgmt_interface": s.mgmt_interface,
         "mgmt_ip": ip(s.mgmt_ip),
-        "nics": [nic_dict(n) for n in s.nics],
+        "nics": host_nics(s),
+        "bonds": host_bonds(s),
         "planes": {p: f for p, f in facts.items() if p in attached},
     }
     return InventoryHost(s.name, "linux", ip(s.mgmt_ip), groups, data)

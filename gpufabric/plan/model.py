@@ -67,6 +67,25 @@ class Link:
     number: int = 0  # 1-based place in its plane at the build-out: the cable's label, stable as the fabric grows
 
 
+@dataclass(frozen=True, slots=True)
+class LacpBond:
+    """How a server bonds its two NICs toward an MLAG/vPC leaf pair (planes with `host_links: lacp`).
+
+    The switches run LACP active on the pair's port-channel; the host matches with 802.3ad. The hash
+    takes the layer-4 ports, so one storage client's many connections to one target spread over both
+    leaves (a layer-2 or layer-3 hash would keep every flow between two addresses on one link). A fast
+    LACP rate asks the leaves for a PDU every second: a dead member leaves the bond after 3 s, not 90 s.
+    """
+
+    mode: str = "802.3ad"
+    transmit_hash_policy: str = "layer3+4"
+    lacp_rate: str = "fast"
+    miimon: int = 100  # ms between carrier checks of each member
+
+
+LACP_BOND = LacpBond()
+
+
 @dataclass(slots=True)
 class HostNic:
     """A server's NIC on a data plane, and the leaf port at its other end."""

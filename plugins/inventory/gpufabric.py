@@ -17,8 +17,10 @@ description:
     role_<role>, platform_<platform>, <plane>_su<N> or <plane>_unit<N>, <plane>_rail<N>,
     <plane>_pod<N> and group_<server group>.
   - Variables are prefixed gpufabric_; servers get gpufabric_nics (one entry per data NIC with
-    plane, interface, rail, address, prefixlen, gateway, leaf, leaf_port, mtu, bond) and
-    gpufabric_planes (per plane MTU and the QoS contract where RoCE runs).
+    plane, interface, rail, address, prefixlen, gateway, leaf, leaf_port, mtu, bond; a bond member
+    has no address, prefixlen or gateway of its own), gpufabric_bonds (one entry per LACP bond with
+    interface, plane, members, mtu, address, prefixlen, gateway, mode, transmit_hash_policy,
+    lacp_rate, miimon) and gpufabric_planes (per plane MTU and the QoS contract where RoCE runs).
   - Needs gpufabric installed in the Python that runs Ansible (pip install -e .).
 options:
   plugin:
