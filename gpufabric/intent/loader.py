@@ -57,7 +57,7 @@ def load_intent(file: str | None = None) -> LoadedIntent:
 
 
 def load_intent_text(text: str, file: str = "<intent>") -> LoadedIntent:
-    data, lines = load_yaml(text, file)
+    data, lines = load_yaml(text, file, core_schema=True)
     if not isinstance(data, dict):
         raise IntentError(
             file,

@@ -11,7 +11,16 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    Strict,
+    model_validator,
+)
 
 
 def _address_text(value: Any) -> Any:
@@ -21,8 +30,16 @@ def _address_text(value: Any) -> Any:
     return value
 
 
-Network = Annotated[IPv4Network, BeforeValidator(_address_text)]
-Address = Annotated[IPv4Address, BeforeValidator(_address_text)]
+def whole_number(value: Any) -> Any:
+    """For Literal numbers, which strict mode still matches by equality (2.0 == 2)."""
+    if isinstance(value, float):
+        raise ValueError(f"{value!r} is not a whole number; write {int(value) if value.is_integer() else 2}")
+    return value
+
+
+# Strict(False): addresses arrive as text, which strict mode would refuse (it wants IPv4Address objects).
+Network = Annotated[IPv4Network, BeforeValidator(_address_text), Strict(False)]
+Address = Annotated[IPv4Address, BeforeValidator(_address_text), Strict(False)]
 
 # (Patterns run on pydantic's regex engine: no look-around.)
 # Strings of the intent that reach switch configurations, host files and shells: each has a pattern
