@@ -8,10 +8,12 @@ The intent is read as YAML 1.2's core schema with strict types. Under PyYAML's Y
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, cli_env, run
 
 from gpufabric.intent import IntentError, load_intent_text
 
@@ -135,3 +137,176 @@ def test_escape_sequences_are_not_echoed(tmp_path):
     assert code == 2
     assert "\x1b" not in stderr and "\x07" not in stderr
     assert "\\x1b]0;pwned\\x07\\x1b[2J400G" in stderr, stderr
+
+
+# (id, old text, new text, field, words): values of the wrong kind that planned without a word before.
+WRONG_KIND = [
+    (
+        "multicast ntp",
+        "ntp_servers: [172.20.0.1]",
+        "ntp_servers: [224.0.1.1]",
+        "management.ntp_servers[0]",
+        "multicast",
+    ),
+    ("loopback ntp", "ntp_servers: [172.20.0.1]", "ntp_servers: [127.0.0.1]", "management.ntp_servers[0]", "loopback"),
+    (
+        "link-local dns",
+        "domain: lab",
+        "dns_servers: [169.254.1.1]\n  domain: lab",
+        "management.dns_servers[0]",
+        "link-local",
+    ),
+    (
+        "class E pool",
+        "loopbacks: 10.0.0.0/24",
+        "loopbacks: 240.0.0.0/24",
+        "planes.compute.addressing.loopbacks",
+        "class E",
+    ),
+    (
+        "broadcast ntp",
+        "ntp_servers: [172.20.0.1]",
+        "ntp_servers: [255.255.255.255]",
+        "management.ntp_servers[0]",
+        "broadcast",
+    ),
+    (
+        "this-network pool",
+        "hosts: 10.10.0.0/16",
+        "hosts: 0.0.0.0/16",
+        "planes.compute.addressing.hosts",
+        "this network",
+    ),
+    (
+        "unspecified ntp",
+        "ntp_servers: [172.20.0.1]",
+        "ntp_servers: [0.0.0.0]",
+        "management.ntp_servers[0]",
+        "this network",
+    ),
+    (
+        "multicast pool",
+        "edge_p2p: 10.250.0.0/29",
+        "edge_p2p: 239.0.0.0/29",
+        "planes.business.border.edge_p2p",
+        "multicast",
+    ),
+    (
+        "gateway on the network address",
+        "subnet: 172.20.0.0/24",
+        "subnet: 172.20.0.0/24\n    gateway: 172.20.0.0",
+        "planes.oob.gateway",
+        "network address",
+    ),
+    (
+        "server named like a leaf",
+        'naming: "stor{index:02d}"',
+        'naming: "sto-leaf{index}"',
+        "server_groups[1].naming",
+        "the storage leaf switch sto-leaf1",
+    ),
+    (
+        "edge router named like a server",
+        "{name: edge1, asn: 65000}",
+        "{name: gpu01, asn: 65000}",
+        "planes.business.border.edge_routers[0].name",
+        "server gpu01",
+    ),
+    (
+        "edge router named like a switch",
+        "{name: edge1, asn: 65000}",
+        "{name: biz-border1, asn: 65000}",
+        "planes.business.border.edge_routers[0].name",
+        "business border switch",
+    ),
+    (
+        "NIC named lo",
+        "interfaces: [eth4]",
+        "interfaces: [lo]",
+        "server_groups[0].nics.business.interfaces[0]",
+        "reserves",
+    ),
+    (
+        "NIC named all",
+        "interfaces: [eth3]",
+        "interfaces: [all]",
+        "server_groups[0].nics.storage.interfaces[0]",
+        "reserves",
+    ),
+    (
+        "NIC named default",
+        "interfaces: [eth4]",
+        "interfaces: [default]",
+        "server_groups[0].nics.business.interfaces[0]",
+        "reserves",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "field", "words"), [c[1:] for c in WRONG_KIND], ids=[c[0] for c in WRONG_KIND])
+def test_values_of_the_wrong_kind_are_refused(tmp_path, old, new, field, words):
+    text = _edited(old, new)
+    code, stderr = _cli(tmp_path, text, "verify", "--configs", str(tmp_path))
+    assert code == 2, stderr
+    assert f": {field}: " in stderr and words in stderr and "fix:" in stderr, stderr
+    line = int(re.search(rf"fabric\.yml:(\d+): {re.escape(field)}:", stderr).group(1))  # type: ignore[union-attr]
+    key = re.sub(r"\[\d+\]$", "", field).rsplit(".", 1)[-1]
+    assert key in text.splitlines()[line - 1], (line, stderr)
+
+
+def test_a_server_named_like_a_leaf_no_longer_replaces_it_in_the_inventory(tmp_path):
+    """Before, `sto-leaf1` the server took the switch's place among the Nornir hosts."""
+    text = _edited('naming: "stor{index:02d}"', 'naming: "sto-leaf{index}"')
+    with pytest.raises(IntentError) as info:
+        from gpufabric.plan import build_plan
+
+        build_plan(load_intent_text(text, "f.yml"))
+    assert [p.field for p in info.value.problems] == ["server_groups[1].naming"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "large"])
+def test_files_that_are_not_an_intent_end_quickly(tmp_path, kind):
+    """A FIFO with no writer hung the read; /dev/zero ran out of memory; both are refused before reading."""
+    import os
+    import time
+
+    if kind == "fifo":
+        target = tmp_path / "fabric.yml"
+        os.mkfifo(target)
+        words = "is a FIFO, not a regular file"
+    elif kind == "device":
+        target = Path("/dev/zero")
+        words = "is a device, not a regular file"
+    else:
+        target = tmp_path / "fabric.yml"
+        target.write_text("# " + "x" * (5 << 20) + "\n")
+        words = "is larger than 4 MiB"
+    started = time.monotonic()
+    done = subprocess.run(
+        ["gpufabric", "plan", str(target)], check=False, capture_output=True, text=True, timeout=30, env=cli_env()
+    )
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_fan_out_is_bounded_before_servers_are_built(tmp_path):
+    """256 groups of 65,536 servers ran 106 s into MemoryError; now one located error at once."""
+    import time
+
+    import yaml
+    from conftest import default_doc
+
+    doc = default_doc()
+    group = {**doc["server_groups"][1], "count": 65536}
+    doc["server_groups"] = [
+        doc["server_groups"][0],
+        *({**group, "name": f"s{i}", "naming": f"s{i}-{{index}}"} for i in range(256)),
+    ]
+    text = yaml.safe_dump(doc, sort_keys=False)
+    started = time.monotonic()
+    code, stderr = _cli(tmp_path, text, "plan")
+    assert code == 2
+    assert "server_groups[1].count: the groups add up to 16,777,220 servers" in stderr, stderr
+    assert "at most 16,384" in stderr
+    assert time.monotonic() - started < 30

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from gpufabric.cli.output import err
-from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
 from gpufabric.intent.types import ALL_PLANES
@@ -36,8 +36,16 @@ from gpufabric.push.targets import select
     type=click.IntRange(min=1),
     help="Worker processes (default: every core this process may use; fabrics under 64 switches use one).",
 )
+@strict_option
 def render_cmd(
-    file: str | None, *, plane: str | None, devices: tuple[str, ...], role: str | None, output: Path, jobs: int | None
+    file: str | None,
+    *,
+    plane: str | None,
+    devices: tuple[str, ...],
+    role: str | None,
+    output: Path,
+    jobs: int | None,
+    strict: bool,
 ) -> int:
     """Render the configuration of every planned switch (or the ones selected) into a folder.
 
@@ -50,6 +58,7 @@ def render_cmd(
     """
     started = time.perf_counter()
     plan = load_plan(file)
+    print_warnings(plan)
     index = LinkIndex(plan)
     index.hasher.require(plan.intent.credentials.switches.password, "credentials.switches.password")
     unknown = [d for d in devices if d not in index.devices]
@@ -69,7 +78,7 @@ def render_cmd(
         f"rendered {result.files} files for {result.switches} switches into {output} "
         f"in {time.perf_counter() - started:.2f} s"
     )
-    return 1 if result.errors else 0
+    return warnings_exit(plan, strict, 1 if result.errors else 0)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from gpufabric.cli.output import err, out
-from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.verify.runner import verify
 
@@ -26,7 +26,8 @@ from gpufabric.verify.runner import verify
     help="Folder that `render` wrote.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON on stdout.")
-def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool) -> int:
+@strict_option
+def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool, strict: bool) -> int:
     """Read the rendered configs back and check them against the plan, without any device.
 
     Checks per switch: hostname; BGP ASN, every planned neighbour with the peer's ASN and no
@@ -35,7 +36,8 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
     policy on every fabric and host port; no OOB route or session toward a data plane;
     passwords hashed and communities referenced. Per link: both ends agree on MTU, /31 and ASN.
 
-    Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable.
+    Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable, 3 with
+    --strict when nothing is found but the intent or the plan has warnings.
     """
     if not configs.is_dir():
         raise click.BadParameter(
@@ -43,6 +45,7 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
         )
     started = time.perf_counter()
     plan = load_plan(file)
+    print_warnings(plan)
     report = verify(plan, configs, plane)
     if as_json:
         doc = {
@@ -63,4 +66,4 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
         f"verified {report.switches} switches ({report.files} files) in {configs} "
         f"in {time.perf_counter() - started:.2f} s: {len(report.findings)} findings"
     )
-    return 1 if report.findings else 0
+    return warnings_exit(plan, strict, 1 if report.findings else 0)

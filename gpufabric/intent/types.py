@@ -100,7 +100,21 @@ def _printable(limit: int) -> Any:
 
 
 Text = Annotated[str, _printable(200)]
-InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN)]
+# Names the kernel gives a meaning of its own: `lo` is the loopback, and /proc/sys/net/*/conf/{all,default}
+# set every interface at once, so a host role writing "its NIC's" settings there would change them all.
+RESERVED_INTERFACES = frozenset({"lo", "all", "default"})
+
+
+def _not_reserved(value: str) -> str:
+    if value in RESERVED_INTERFACES:
+        raise ValueError(
+            f"'{value}' is a name the kernel reserves (the loopback, or the settings of all interfaces); "
+            "write the NIC's own name, e.g. eth1"
+        )
+    return value
+
+
+InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN), AfterValidator(_not_reserved)]
 UserName = Annotated[str, Field(pattern=USER_PATTERN)]
 ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
 DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]

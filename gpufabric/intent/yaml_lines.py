@@ -13,13 +13,16 @@ boolean, saying what to write. Explicit tags beyond the core ones (`!!set`, `!!b
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from gpufabric.intent.errors import IntentError, Path, Problem
 
-_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+if TYPE_CHECKING:
+    _Base = yaml.SafeLoader
+else:
+    _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TAG = "tag:yaml.org,2002:"
 NULL, BOOL, INT, FLOAT, STR, SEQ, MAP = (_TAG + t for t in ("null", "bool", "int", "float", "str", "seq", "map"))
@@ -51,8 +54,9 @@ _OTHER_TAGS = {
 class _CoreLoader(_Base):
     """PyYAML's safe loader, resolving and constructing plain values by YAML 1.2's core schema."""
 
-    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {}
-    yaml_constructors: ClassVar[dict[Any, Any]] = {}
+    # Class-level tables, as PyYAML keeps them: empty here, so nothing of YAML 1.1 is inherited.
+    yaml_implicit_resolvers = {}  # type: ignore[var-annotated] # noqa: RUF012
+    yaml_constructors = {}  # type: ignore[var-annotated] # noqa: RUF012
 
 
 def _construct_null(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> None:
@@ -102,9 +106,9 @@ _CoreLoader.add_constructor(NULL, _construct_null)
 _CoreLoader.add_constructor(BOOL, _construct_bool)
 _CoreLoader.add_constructor(INT, _construct_int)
 _CoreLoader.add_constructor(FLOAT, _construct_float)
-_CoreLoader.add_constructor(STR, _Base.construct_yaml_str)
-_CoreLoader.add_constructor(SEQ, _Base.construct_yaml_seq)
-_CoreLoader.add_constructor(MAP, _Base.construct_yaml_map)
+_CoreLoader.add_constructor(STR, _Base.construct_yaml_str)  # type: ignore[type-var]
+_CoreLoader.add_constructor(SEQ, _Base.construct_yaml_seq)  # type: ignore[type-var]
+_CoreLoader.add_constructor(MAP, _Base.construct_yaml_map)  # type: ignore[type-var]
 
 
 # Bounds on what one document may cost to read: an intent is a few hundred lines; 470 bytes of
