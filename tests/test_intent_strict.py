@@ -310,3 +310,44 @@ def test_fan_out_is_bounded_before_servers_are_built(tmp_path):
     assert "server_groups[1].count: the groups add up to 16,777,220 servers" in stderr, stderr
     assert "at most 16,384" in stderr
     assert time.monotonic() - started < 30
+
+
+def test_template_syntax_reaching_the_static_inventory_is_unsafe_for_ansible(tmp_path, default_plan):
+    """Defence behind the intent's refusal: should a value with template syntax reach the exported
+    inventory, Ansible itself (its ad-hoc `debug`, which templates the variable) reads it literally."""
+    import copy
+
+    from gpufabric.export.inventory import render_ansible
+
+    plan = copy.deepcopy(default_plan)
+    plan.servers[0].gpu_model = "{{ 6 * 7 }}"
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(render_ansible(plan))
+    assert "gpufabric_gpu_model: !unsafe '{{ 6 * 7 }}'" in inventory.read_text()
+    done = run(
+        "ansible",
+        "-i",
+        str(inventory),
+        plan.servers[0].name,
+        "-m",
+        "debug",
+        "-a",
+        "var=gpufabric_gpu_model",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"gpufabric_gpu_model": "{{ 6 * 7 }}"' in done.stdout, done.stdout
+    # Unmarked, Ansible would have evaluated it: the test proves the marking, not a quiet Ansible.
+    inventory.write_text(inventory.read_text().replace("!unsafe ", ""))
+    bare = run(
+        "ansible",
+        "-i",
+        str(inventory),
+        plan.servers[0].name,
+        "-m",
+        "debug",
+        "-a",
+        "var=gpufabric_gpu_model",
+        cwd=tmp_path,
+    )
+    assert '"gpufabric_gpu_model": 42' in bare.stdout, bare.stdout

@@ -7,6 +7,7 @@ import os
 
 from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
+from ansible.utils.unsafe_proxy import wrap_var
 
 DOCUMENTATION = r"""
 name: gpufabric
@@ -81,6 +82,18 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
     }
 
 
+def _marked(value: object) -> bool:
+    from gpufabric.export.yaml_out import UnsafeText
+
+    if isinstance(value, UnsafeText):
+        return True
+    if isinstance(value, dict):
+        return any(_marked(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_marked(v) for v in value)
+    return False
+
+
 class InventoryModule(BaseInventoryPlugin):
     NAME = "gpufabric"
 
@@ -115,7 +128,8 @@ class InventoryModule(BaseInventoryPlugin):
                     self.inventory.add_child(group, host.name)
                 self._nest(group)
             for key, value in (ansible_vars(host) | lab.get(host.name, {})).items():
-                self.inventory.set_variable(host.name, key, value)
+                # Text gpufabric marked as holding template syntax is handed over as unsafe: data, not a template.
+                self.inventory.set_variable(host.name, key, wrap_var(value) if _marked(value) else value)
 
     @staticmethod
     def _is_parent(group: str) -> bool:
