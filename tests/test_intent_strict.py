@@ -351,3 +351,10 @@ def test_template_syntax_reaching_the_static_inventory_is_unsafe_for_ansible(tmp
         cwd=tmp_path,
     )
     assert '"gpufabric_gpu_model": 42' in bare.stdout, bare.stdout
+
+
+def test_a_number_of_thousands_of_digits_is_an_error_not_a_crash(tmp_path):
+    """Python refuses to convert 4,300 digits or more; that ended as an internal error (exit 1)."""
+    code, stderr = _cli(tmp_path, _edited("count: 4\n", "count: " + "9" * 5000 + "\n"), "check")
+    assert code == 2, stderr
+    assert "server_groups[0].count: '99999" in stderr and "is not an integer" in stderr

@@ -28,11 +28,13 @@ _TAG = "tag:yaml.org,2002:"
 NULL, BOOL, INT, FLOAT, STR, SEQ, MAP = (_TAG + t for t in ("null", "bool", "int", "float", "str", "seq", "map"))
 CORE_TAGS = frozenset({NULL, BOOL, INT, FLOAT, STR, SEQ, MAP})
 
-# YAML 1.2.2, 10.3.2 (core schema), with one narrowing: a decimal with a leading zero (`024`) stays
-# text, because YAML 1.1 readers (Ansible, PyYAML) take it for octal; the schema then asks for `24`.
+# YAML 1.2.2, 10.3.2 (core schema), with two narrowings: a decimal with a leading zero (`024`) stays
+# text, because YAML 1.1 readers (Ansible, PyYAML) take it for octal, and the schema then asks for `24`;
+# hexadecimal and octal forms (0x1A, 0o17) stay text too, which no field of the intent takes.
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$")
+# At most 20 digits: Python refuses to convert 4,300 digits or more (a ValueError, not a YAML error).
+_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9]{0,19})$")
 _FLOAT = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
