@@ -303,13 +303,28 @@ def test_fan_out_is_bounded_before_servers_are_built(tmp_path):
         doc["server_groups"][0],
         *({**group, "name": f"s{i}", "naming": f"s{i}-{{index}}"} for i in range(256)),
     ]
-    text = yaml.safe_dump(doc, sort_keys=False)
+    f = tmp_path / "fabric.yml"
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
     started = time.monotonic()
-    code, stderr = _cli(tmp_path, text, "plan")
-    assert code == 2
-    assert "server_groups[1].count: the groups add up to 16,777,220 servers" in stderr, stderr
-    assert "at most 16,384" in stderr
+    done = subprocess.run(
+        ["gpufabric", "plan", str(f)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=cli_env(),
+        preexec_fn=_two_gib,  # the bound a malformed intent must stay within
+    )
+    assert done.returncode == 2, done.stderr
+    assert "server_groups[1].count: the groups add up to 16,777,220 servers" in done.stderr, done.stderr
+    assert "at most 16,384" in done.stderr and "Traceback" not in done.stderr
     assert time.monotonic() - started < 30
+
+
+def _two_gib() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
 def test_template_syntax_reaching_the_static_inventory_is_unsafe_for_ansible(tmp_path, default_plan):
