@@ -373,3 +373,39 @@ def test_a_number_of_thousands_of_digits_is_an_error_not_a_crash(tmp_path):
     code, stderr = _cli(tmp_path, _edited("count: 4\n", "count: " + "9" * 5000 + "\n"), "check")
     assert code == 2, stderr
     assert "server_groups[0].count: '99999" in stderr and "is not an integer" in stderr
+
+
+def test_template_syntax_reaching_the_inventory_plugin_stays_literal(tmp_path):
+    """The dynamic plugin hands marked text to Ansible as unsafe (ansible-core 2.19 also distrusts plugin
+    values by itself; older releases, which the project supports, evaluated them). A test double of the
+    plan's inventory data, installed through sitecustomize, plants the value the intent would refuse."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import gpufabric.export.inventory as inv\n"
+        "_build = inv.build\n"
+        "def build(plan):\n"
+        "    hosts = _build(plan)\n"
+        "    for h in hosts:\n"
+        "        if h.name == 'gpu01':\n"
+        "            h.data['gpu_model'] = '{{ 6 * 7 }}'\n"
+        "            h.data['nics'][0]['interface'] = '{% raw %}x'\n"
+        "    return hosts\n"
+        "inv.build = build\n"
+    )
+    import os
+
+    from conftest import ROOT
+
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", str(ROOT))])
+    done = run(
+        "ansible",
+        "-i",
+        str(INVENTORY / "gpufabric.yml"),
+        "gpu01",
+        "-m",
+        "debug",
+        "-a",
+        "msg={{ [gpufabric_gpu_model, gpufabric_nics[0].interface] }}",
+        PYTHONPATH=path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"{{ 6 * 7 }}"' in done.stdout and '"{% raw %}x"' in done.stdout, done.stdout

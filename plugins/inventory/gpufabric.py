@@ -82,16 +82,18 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
     }
 
 
-def _marked(value: object) -> bool:
+def _literal(value: object) -> object:
+    """`value` with each text gpufabric marked as holding template syntax handed over as unsafe: Ansible
+    takes it as data, never as a template to evaluate on the controller."""
     from gpufabric.export.yaml_out import UnsafeText
 
     if isinstance(value, UnsafeText):
-        return True
+        return wrap_var(str(value))
     if isinstance(value, dict):
-        return any(_marked(v) for v in value.values())
+        return {k: _literal(v) for k, v in value.items()}
     if isinstance(value, list):
-        return any(_marked(v) for v in value)
-    return False
+        return [_literal(v) for v in value]
+    return value
 
 
 class InventoryModule(BaseInventoryPlugin):
@@ -128,8 +130,7 @@ class InventoryModule(BaseInventoryPlugin):
                     self.inventory.add_child(group, host.name)
                 self._nest(group)
             for key, value in (ansible_vars(host) | lab.get(host.name, {})).items():
-                # Text gpufabric marked as holding template syntax is handed over as unsafe: data, not a template.
-                self.inventory.set_variable(host.name, key, wrap_var(value) if _marked(value) else value)
+                self.inventory.set_variable(host.name, key, _literal(value))
 
     @staticmethod
     def _is_parent(group: str) -> bool:
