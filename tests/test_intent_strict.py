@@ -409,3 +409,33 @@ def test_template_syntax_reaching_the_inventory_plugin_stays_literal(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"{{ 6 * 7 }}"' in done.stdout and '"{% raw %}x"' in done.stdout, done.stdout
+
+
+def _leaves(node: object, path: tuple = ()) -> list[tuple[tuple, object]]:
+    if isinstance(node, dict):
+        return [leaf for k, v in node.items() for leaf in _leaves(v, (*path, k))]
+    if isinstance(node, list):
+        return [leaf for i, v in enumerate(node) for leaf in _leaves(v, (*path, i))]
+    return [(path, node)]
+
+
+def test_every_number_and_boolean_of_the_default_fabric_refuses_yaml11_spellings():
+    """Property over the whole default fabric: wherever it has a number or a boolean, the spellings
+    YAML 1.1 would silently convert (yes, on, a leading zero, base 60, a decimal point) are refused at
+    that field, never planned."""
+    import yaml
+    from conftest import default_doc, set_path
+
+    from gpufabric.intent.errors import dotted
+
+    doc = default_doc()
+    typed = [(p, v) for p, v in _leaves(doc) if isinstance(v, int) and p[-1] not in ("tiers",)]
+    assert len(typed) >= 30
+    for path, value in typed:
+        spellings = ["yes", "off"] if isinstance(value, bool) else ["on", f"0{value}", f"{value}.0", "1:30"]
+        for spelling in spellings:
+            text = yaml.safe_dump(set_path(doc, path, "@@X@@"), sort_keys=False).replace("'@@X@@'", spelling)
+            with pytest.raises(IntentError) as info:
+                load_intent_text(text, "f.yml")
+            fields = [p.field for p in info.value.problems]
+            assert dotted(path) in fields, (path, spelling, fields)
