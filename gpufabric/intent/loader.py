@@ -45,7 +45,7 @@ def default_fabric_text() -> tuple[str, str]:
     """The fabric to use when no file is named: ./inventory/fabric.yml, else the one shipped in the package."""
     local = FsPath(DEFAULT_FABRIC)
     if local.is_file():
-        return local.read_text(encoding="utf-8"), DEFAULT_FABRIC
+        return read_intent_file(DEFAULT_FABRIC), DEFAULT_FABRIC
     text = resources.files("gpufabric.data").joinpath("fabric.yml").read_text(encoding="utf-8")
     return text, "<embedded default fabric>"
 
