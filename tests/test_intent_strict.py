@@ -439,3 +439,12 @@ def test_every_number_and_boolean_of_the_default_fabric_refuses_yaml11_spellings
                 load_intent_text(text, "f.yml")
             fields = [p.field for p in info.value.problems]
             assert dotted(path) in fields, (path, spelling, fields)
+
+
+def test_a_key_with_brackets_is_named_as_written():
+    """pydantic's own location parts are dropped, a user's key is not: it was reported as field '0'."""
+    text = _edited("  - name: gpu\n", "  - name: gpu\n    x[1]: 1\n")
+    with pytest.raises(IntentError) as info:
+        load_intent_text(text, "f.yml")
+    assert [(p.field, p.message) for p in info.value.problems] == [("server_groups[0].x[1]", "unknown field 'x[1]'")]
+    assert info.value.line_of(info.value.problems[0].path) == _line(text, "x[1]: 1")
