@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gpufabric.cli.output import err, write_stdout
-from gpufabric.cli.plan_cmd import load_plan
+from gpufabric.cli.plan_cmd import load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.export import containerlab, drawing, structured
 from gpufabric.export.atomic import write_atomic
 from gpufabric.export.registry import EXPORTERS
@@ -37,19 +37,21 @@ Kinds:
     metavar="PLATFORM=IMAGE",
     help="containerlab only: image per platform (cumulus, eos, nxos, frr, host, edge).",
 )
-def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...]) -> int:
+@strict_option
+def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...], strict: bool) -> int:
     plan = load_plan(file)
+    print_warnings(plan)
     if kind == "drawing" and output is not None:
-        return _drawing_dir(plan, output)
+        return warnings_exit(plan, strict, _drawing_dir(plan, output))
     if kind == "structured" and output is not None:
-        return _structured_dir(plan, output)
+        return warnings_exit(plan, strict, _structured_dir(plan, output))
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
     if output is None:
         write_stdout(text)
     else:
         write_atomic(output, text)
         err.print(f"wrote {output}")
-    return 0
+    return warnings_exit(plan, strict)
 
 
 def _images(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 EXIT_WARNINGS = 3
 file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False))
+strict_option = click.option(
+    "--strict", is_flag=True, help="Exit 3 when the intent or the plan has warnings (after doing the work)."
+)
 
 
 def load_plan(file: str | None) -> Plan:
@@ -24,21 +27,32 @@ def load_plan(file: str | None) -> Plan:
     return build_plan(loaded)
 
 
-@click.command("check")
-@file_arg
-def check_cmd(file: str | None) -> int:
-    """Validate an intent file without writing anything (exit 2 with located errors when it is wrong)."""
-    plan = load_plan(file)
+def print_warnings(plan: Plan) -> None:
+    """Every warning of the intent and the plan, on stderr, one line each."""
     for w in plan.warnings:
         err.print(f"warning: {w}", markup=False)
+
+
+def warnings_exit(plan: Plan, strict: bool, code: int = 0) -> int:
+    """`code`, or EXIT_WARNINGS when it is 0, `--strict` was given and there are warnings."""
+    return EXIT_WARNINGS if code == 0 and strict and plan.warnings else code
+
+
+@click.command("check")
+@file_arg
+@strict_option
+def check_cmd(file: str | None, strict: bool) -> int:
+    """Validate an intent file without writing anything (exit 2 with located errors when it is wrong)."""
+    plan = load_plan(file)
+    print_warnings(plan)
     err.print(f"{plan.source}: valid; {len(plan.devices())} switches, {len(plan.servers)} servers")
-    return 0
+    return warnings_exit(plan, strict)
 
 
 @click.command("plan")
 @file_arg
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (errors as JSON too).")
-@click.option("--strict", is_flag=True, help="Exit 3 when the plan has warnings.")
+@strict_option
 def plan_cmd(file: str | None, as_json: bool, strict: bool) -> int:
     """Plan the fabric and print a summary per plane.
 
@@ -62,9 +76,8 @@ def plan_cmd(file: str | None, as_json: bool, strict: bool) -> int:
         out.print(_table(plan, doc))
         for line in _reach_notes(doc):
             out.print(line, markup=False)
-    for w in plan.warnings:
-        err.print(f"warning: {w}", markup=False)
-    return EXIT_WARNINGS if strict and plan.warnings else 0
+    print_warnings(plan)
+    return warnings_exit(plan, strict)
 
 
 def _rails(rails: list[int]) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from gpufabric.cli.output import err
-from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
 from gpufabric.intent.types import ALL_PLANES
@@ -49,6 +49,7 @@ from gpufabric.push.targets import select
     type=click.IntRange(min=1),
     help="Worker processes (default: every core this process may use; fabrics under 64 switches use one).",
 )
+@strict_option
 def render_cmd(
     file: str | None,
     *,
@@ -59,6 +60,7 @@ def render_cmd(
     lab: bool,
     state_dir: Path | None,
     jobs: int | None,
+    strict: bool,
 ) -> int:
     """Render the configuration of every planned switch (or the ones selected) into a folder.
 
@@ -75,6 +77,7 @@ def render_cmd(
     else:
         plan = load_plan(file)
         index = LinkIndex(plan)
+    print_warnings(plan)
     index.hasher.require(plan.intent.credentials.switches.password, "credentials.switches.password")
     unknown = [d for d in devices if d not in index.devices]
     if unknown:
@@ -93,7 +96,7 @@ def render_cmd(
         f"rendered {result.files} files for {result.switches} switches into {output} "
         f"in {time.perf_counter() - started:.2f} s"
     )
-    return 1 if result.errors else 0
+    return warnings_exit(plan, strict, 1 if result.errors else 0)
 
 
 def _for_lab(file: str | None, state_dir: Path | None) -> tuple[Plan, LinkIndex]:

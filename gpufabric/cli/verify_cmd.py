@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpufabric.cli.output import err, out
-from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.verify import vendor
 from gpufabric.verify.runner import verify
@@ -35,7 +35,10 @@ from gpufabric.verify.runner import verify
     show_default=True,
     help="Also judge each file with its vendor's model where installed (NVUE: nvueschema; EOS: pyavd).",
 )
-def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool, vendor_judges: bool) -> int:
+@strict_option
+def verify_cmd(
+    file: str | None, plane: str | None, configs: Path, *, as_json: bool, vendor_judges: bool, strict: bool
+) -> int:
     """Read the rendered configs back and check them against the plan, without any device.
 
     Checks per switch: hostname; BGP ASN, every planned neighbour with the peer's ASN and no
@@ -47,7 +50,8 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
     (nvueschema) each Cumulus file, Arista's AVD (pyavd) each EOS file; the summary says which
     judges ran and how to install one that was skipped.
 
-    Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable.
+    Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable, 3 with
+    --strict when nothing is found but the intent or the plan has warnings.
     """
     if not configs.is_dir():
         raise click.BadParameter(
@@ -55,6 +59,7 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
         )
     started = time.perf_counter()
     plan = load_plan(file)
+    print_warnings(plan)
     report = verify(plan, configs, plane, vendor_judges=vendor_judges)
     if as_json:
         doc = {
@@ -81,4 +86,4 @@ def verify_cmd(file: str | None, plane: str | None, configs: Path, as_json: bool
         f"verified {report.switches} switches ({report.files} files) in {configs} "
         f"in {time.perf_counter() - started:.2f} s: {len(report.findings)} findings"
     )
-    return 1 if report.findings else 0
+    return warnings_exit(plan, strict, 1 if report.findings else 0)

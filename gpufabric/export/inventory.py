@@ -11,10 +11,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpufabric.export.plan_json import nic_dict
-from gpufabric.export.yaml_out import dump_yaml
+from gpufabric.export.yaml_out import UnsafeText, dump_yaml
 from gpufabric.plan.model import LACP_BOND, Device, HostNic, Plan, Server, ip
 
 VAR_PREFIX = "gpufabric_"
+# Ansible evaluates these in inventory values on the controller (a `lookup('pipe', ...)` runs a command).
+# The intent refuses them; values that hold one all the same are marked so Ansible reads them literally.
+TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
 @dataclass
@@ -135,8 +138,19 @@ def build(plan: Plan) -> list[InventoryHost]:
     return hosts
 
 
+def literal(value: Any) -> Any:
+    """`value` with every text holding template syntax as UnsafeText, in lists and mappings too."""
+    if isinstance(value, str):
+        return UnsafeText(value) if any(m in value for m in TEMPLATE_MARKERS) else value
+    if isinstance(value, dict):
+        return {k: literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    return value
+
+
 def ansible_vars(h: InventoryHost) -> dict[str, Any]:
-    out: dict[str, Any] = {f"{VAR_PREFIX}{k}": v for k, v in h.data.items()}
+    out: dict[str, Any] = {f"{VAR_PREFIX}{k}": literal(v) for k, v in h.data.items()}
     if h.hostname:
         out["ansible_host"] = h.hostname
     return out

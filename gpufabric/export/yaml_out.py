@@ -30,7 +30,15 @@ def dump_yaml(data: Any) -> str:
     return "\n".join(out) + "\n"
 
 
+class UnsafeText(str):
+    """Text Ansible must take literally, never as a template: written with YAML's `!unsafe` tag."""
+
+    __slots__ = ()
+
+
 def _scalar(value: object) -> str:
+    if isinstance(value, UnsafeText):
+        return "!unsafe " + scalar(str(value))
     if value is None:
         return "null"
     if type(value) is float:

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from gpufabric.intent.model import Intent
+from gpufabric.intent.rules import MAX_SERVERS
 from gpufabric.intent.types import AsnRange, SecretRef
 
 # Types users write as one value, though they are models inside.
@@ -128,6 +129,8 @@ def render() -> str:
             lines.append(f"| `{name}` | {_field_type(field)}{_limits(field)} | {_default(field)} | {desc} |")
         lines.append("")
     lines += ["## Cross-field rules", ""] + [f"- {rule}" for rule in RULES] + [""]
+    lines += ["## YAML 1.2 and strict types", "", *YAML12, ""]
+    lines += ["## Warnings", "", *WARNINGS_INTRO, ""] + [f"- {w}" for w in WARNINGS] + [""]
     return "\n".join(lines)
 
 
@@ -148,5 +151,50 @@ RULES = [
     "links, one OOB address per switch and server); ASN pools are private, do not overlap, and hold one ASN "
     "per leaf and border plus one per spine group; edge router ASNs are outside every pool.",
     "`host_links: lacp` needs two NICs per server and a leaf platform with MLAG (cumulus, eos, nxos).",
+    f"At most {MAX_SERVERS:,} servers per intent, counted at `build_out` (four times the largest example); "
+    "the count is checked before any server is built.",
+    "Pools and service addresses (NTP, syslog, DNS, the OOB gateway) are unicast: nothing in 0.0.0.0/8, "
+    "127.0.0.0/8 (syslog excepted: it warns), 169.254.0.0/16, 224.0.0.0/4 or 240.0.0.0/4 (with "
+    "255.255.255.255); no service on the management subnet's network or broadcast address.",
+    "Servers, switches and edge routers have distinct names: they are hosts of one inventory.",
+    "NIC names are not `lo`, `all` or `default` (the kernel's loopback and all-interface settings).",
+    "No value holds template syntax (`{{`, `{%`, `{#`): Ansible would evaluate it when it reads the "
+    "inventory. Exported inventories mark such text unsafe for Ansible all the same.",
     "Secrets are references (`{env: NAME}` or `{vault: NAME}`), never values; switches have a password or key.",
+]
+
+YAML12 = [
+    "The intent is read as YAML 1.2's core schema, not YAML 1.1 as PyYAML and Ansible read it, and every "
+    "field has one type, never converted:",
+    "",
+    "- `yes`, `no`, `on`, `off` are text: `count: yes` or `roce_priority: on` is an error; booleans are "
+    "`true` and `false`.",
+    "- A number with a leading zero is refused (`roce_dscp: 024` was octal 20 in YAML 1.1): write `24`.",
+    "- `1:30` is text, not the base-60 number 90; an unquoted `3:1` is an oversubscription ratio.",
+    "- Whole-number fields take whole numbers only: `count: 4.0` and `count: '4'` are errors; a boolean "
+    "field takes `true`/`false`, not `1`.",
+    "- Tags beyond the core ones (`!!set`, `!!binary`, `!!timestamp`, `!!omap`, `!!python/...`) are refused; "
+    "a `!!set` of interfaces would change rail order from run to run.",
+    "- The file must be a regular file of at most 4 MiB (a FIFO or a device is refused before it is read).",
+    "",
+    "Error messages show control characters and terminal escape sequences escaped (`\\x1b`).",
+]
+
+WARNINGS_INTRO = [
+    "Valid but dubious intents plan with a warning on stderr that names the file, line, field and the "
+    "risk. Commands that read an intent (`check`, `plan`, `render`, `verify`, `export`) take `--strict` "
+    "to exit 3 when there is any warning (after doing their work; errors still exit 2). Warnings:",
+]
+
+WARNINGS = [
+    "An address listed twice under `ntp_servers`, `syslog_servers` or `dns_servers`.",
+    "`ecn_min_bytes` under two frames of the plane's `host_mtu`, or further than 100 µs of queue at the "
+    "plane's slowest RoCE port speed.",
+    "`host_mtu` equal to the plane's `mtu`: no room for a tag or an encapsulation header.",
+    "A `management_prefixes` entry wider than the OOB subnet it contains, or shorter than /8.",
+    "An NTP or syslog server in a data-plane pool (the management VRF has no route there) or named "
+    "without an oob plane.",
+    "A service address that is a switch's own loopback; syslog to 127.0.0.0/8.",
+    "Non-ASCII look-alike letters (Cyrillic, Greek, fullwidth, ...) in `description` or the SNMP `location`.",
+    "Plan warnings: oversubscription above its target, ECMP narrower than a leaf's uplinks, no `salt_key`.",
 ]

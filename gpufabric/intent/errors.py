@@ -20,6 +20,14 @@ class Problem:
         return dotted(self.path)
 
 
+def printable(text: str) -> str:
+    """`text` with every control character (terminal escape sequences among them) written as an escape:
+    a value echoed in a message must not repaint or retitle the operator's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 MAX_SHOWN = 50  # problems printed; the count says how many more there are
 
 
@@ -53,19 +61,26 @@ class IntentError(Exception):
         rows = []
         for p in self.problems[:limit]:
             line = self.line_of(p.path)
-            where = f"{self.file}:{line}" if line else self.file
-            rows.append(f"error: {where}: {p.field}: {p.message}")
+            file = printable(self.file)
+            where = f"{file}:{line}" if line else file
+            rows.append(f"error: {where}: {printable(p.field)}: {printable(p.message)}")
             if p.hint:
-                rows.append(f"  fix: {p.hint}")
+                rows.append(f"  fix: {printable(p.hint)}")
         n = len(self.problems)
         if n > limit:
             rows.append(f"... and {n - limit} more (the first {limit} are shown)")
-        rows.append(f"{n} problem{'s' if n != 1 else ''} in {self.file}; nothing was planned or written.")
+        rows.append(f"{n} problem{'s' if n != 1 else ''} in {printable(self.file)}; nothing was planned or written.")
         return "\n".join(rows)
 
     def as_dicts(self) -> list[dict[str, object]]:
         return [
-            {"file": self.file, "line": self.line_of(p.path), "field": p.field, "message": p.message, "hint": p.hint}
+            {
+                "file": self.file,
+                "line": self.line_of(p.path),
+                "field": printable(p.field),
+                "message": printable(p.message),
+                "hint": printable(p.hint),
+            }
             for p in self.problems
         ]
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path as FsPath
 
 from pydantic import ValidationError
 
-from gpufabric.intent.errors import IntentError, Path, Problem
+from gpufabric.intent.errors import IntentError, Path, Problem, printable
 from gpufabric.intent.model import Intent
 from gpufabric.intent.partial import rule_problems_despite
 from gpufabric.intent.rules import check_rules
 from gpufabric.intent.schema_errors import problems_from
-from gpufabric.intent.yaml_lines import load_yaml
+from gpufabric.intent.yaml_lines import MAX_BYTES, load_yaml
 
 DEFAULT_FABRIC = "inventory/fabric.yml"
 
@@ -28,12 +30,22 @@ class LoadedIntent:
         """An error for problems found later (by the planner), located in this file."""
         return IntentError(self.file, problems, self.lines)
 
+    def located(self, problems: list[Problem]) -> list[str]:
+        """Warnings as one line each: file:line, field, what is dubious, and the risk."""
+        error = self.error(problems)
+        out = []
+        for p in problems:
+            line = error.line_of(p.path)
+            where = f"{printable(self.file)}:{line}" if line else printable(self.file)
+            out.append(f"{where}: {printable(p.field)}: {printable(p.message)}; risk: {printable(p.hint)}")
+        return out
+
 
 def default_fabric_text() -> tuple[str, str]:
     """The fabric to use when no file is named: ./inventory/fabric.yml, else the one shipped in the package."""
     local = FsPath(DEFAULT_FABRIC)
     if local.is_file():
-        return local.read_text(encoding="utf-8"), DEFAULT_FABRIC
+        return read_intent_file(DEFAULT_FABRIC), DEFAULT_FABRIC
     text = resources.files("gpufabric.data").joinpath("fabric.yml").read_text(encoding="utf-8")
     return text, "<embedded default fabric>"
 
@@ -42,22 +54,68 @@ def load_intent(file: str | None = None) -> LoadedIntent:
     if file is None:
         text, name = default_fabric_text()
         return load_intent_text(text, name)
-    path = FsPath(file)
+    return load_intent_text(read_intent_file(file), file)
+
+
+def read_intent_file(file: str) -> str:
+    """The text of `file`, which must be a regular file of at most MAX_BYTES: a FIFO would block the
+    read forever and /dev/zero would fill memory, so the kind is checked before opening, the open
+    does not block, and no more than the limit is ever read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        kind = os.stat(file).st_mode
     except FileNotFoundError:
         raise IntentError(
             file, [Problem((), "no such file", "name an intent file, e.g. inventory/fabric.yml")]
         ) from None
-    except IsADirectoryError:
-        raise IntentError(file, [Problem((), "is a directory", "name the intent file inside it")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IntentError(file, [Problem((), f"cannot be read: {exc}")]) from None
-    return load_intent_text(text, file)
+    except OSError as exc:
+        raise IntentError(file, [Problem((), f"cannot be read: {exc.strerror}")]) from None
+    if stat.S_ISDIR(kind):
+        raise IntentError(file, [Problem((), "is a directory", "name the intent file inside it")])
+    if not stat.S_ISREG(kind):
+        raise IntentError(file, [_not_regular(kind)])
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise IntentError(file, [Problem((), f"cannot be read: {exc.strerror}")]) from None
+    try:
+        kind = os.fstat(fd).st_mode  # what was opened, should the name have changed since the check
+        if not stat.S_ISREG(kind):
+            raise IntentError(file, [_not_regular(kind)])
+        raw = _read_at_most(fd, MAX_BYTES + 1)
+    except OSError as exc:
+        raise IntentError(file, [Problem((), f"cannot be read: {exc.strerror}")]) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        raise IntentError(
+            file, [Problem((), f"is larger than {MAX_BYTES >> 20} MiB; an intent is a few hundred lines", "split it")]
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = Problem((), f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")
+        raise IntentError(file, [problem]) from None
+
+
+def _not_regular(mode: int) -> Problem:
+    what = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    return Problem((), f"is {what}, not a regular file", "name the intent file itself (write it to a file first)")
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def load_intent_text(text: str, file: str = "<intent>") -> LoadedIntent:
-    data, lines = load_yaml(text, file)
+    data, lines = load_yaml(text, file, core_schema=True)
     if not isinstance(data, dict):
         raise IntentError(
             file,

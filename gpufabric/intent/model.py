@@ -31,13 +31,15 @@ from gpufabric.intent.types import (
     Text,
     TimeZone,
     UserName,
+    whole_number,
 )
 
 
 class Model(BaseModel):
-    """Base of every intent section: unknown fields are errors, values are immutable."""
+    """Base of every intent section: unknown fields are errors, values are immutable, and types are
+    strict: `count: 4.0`, `count: "4"` or `lossless: 1` are refused, not quietly converted."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class FabricInfo(Model):
@@ -182,7 +184,9 @@ class DataPlane(Model):
         description="`rail-optimized`: NIC r of every node in a scalable unit lands on that unit's leaf r; "
         "`clos`: servers fill racks, NIC i on the rack's leaf i."
     )
-    tiers: Literal[2, 3] = Field(2, description="2 (leaf-spine) or 3 (leaf-spine-superspine in pods).")
+    tiers: Annotated[Literal[2, 3], BeforeValidator(whole_number)] = Field(
+        2, description="2 (leaf-spine) or 3 (leaf-spine-superspine in pods)."
+    )
     prefix: str = Field(pattern=PREFIX_PATTERN, description="Switch name prefix, e.g. `cmp`.")
     unit_nodes: int | None = Field(
         None,
@@ -323,7 +327,9 @@ class Intent(Model):
     fabric: FabricInfo = Field(description="Identity of the cluster.")
     server_groups: list[ServerGroup] = Field(min_length=1, description="Servers, by group.")
     planes: Planes = Field(description="The networks.")
-    qos_profiles: dict[str, QosProfile] = Field(default_factory=dict, description="QoS contracts by name.")
+    qos_profiles: dict[Annotated[str, Field(pattern=NAME_PATTERN)], QosProfile] = Field(
+        default_factory=dict, description="QoS contracts by name (lower-case letters, digits and '-')."
+    )
     credentials: Credentials = Field(description="Logins, by reference.")
     management: Management = Field(default_factory=Management, description="Management services.")
     platforms: dict[Platform, PlatformSettings] = Field(

@@ -9,6 +9,7 @@ cannot be taken out (a required field, a whole list entry), only the schema prob
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,9 +21,18 @@ from gpufabric.intent.model import Intent
 ROUNDS = 3  # taking a field out can uncover another problem beneath it; a few rounds settle it
 
 
+# pydantic's synthetic location parts: "[key]" (a mapping's key), validator and union-branch names such
+# as "function-after[...]" or "list[int]". A user's own key may hold brackets ("x[1]"): it stays.
+_SYNTHETIC = re.compile(
+    r"^(?:\[key\]|function-\w+\[.*|(?:list|dict|set|tuple|frozenset|union|tagged-union|nullable|literal|"
+    r"lax-or-strict|json-or-python|chain|is-instance|constrained-\w+)\[.*)$",
+    re.DOTALL,
+)
+
+
 def clean_path(loc: tuple[Any, ...]) -> Path:
     """pydantic's location without its synthetic parts (validator names, union branches)."""
-    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+    return tuple(p for p in loc if not (isinstance(p, str) and _SYNTHETIC.match(p)))
 
 
 def rule_problems_despite(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from ipaddress import IPv4Network
+from ipaddress import IPv4Address, IPv4Network
 from string import Formatter
 
 from gpufabric.intent.errors import Path, Problem
@@ -17,6 +17,8 @@ from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import NAMES, platform
 
 # BGP unnumbered (RFC 5549) is rendered only where it is the platform's common idiom.
+SERVICE_LISTS = ("ntp_servers", "syslog_servers", "dns_servers")
+
 NUMBERED_ONLY_PLATFORMS = frozenset(n for n in NAMES if platform(n).numbered_only)
 MLAG_PLATFORMS = tuple(n for n in NAMES if platform(n).mlag)
 
@@ -33,8 +35,25 @@ def uplink_speed(role: SwitchRole) -> int:
     return role.uplink_speed or role.port_speed
 
 
+# Servers one intent may plan, counted at build-out before anything is built: four times the largest
+# shipped design (inventory/examples/three-tier-32k.yml, 4,096 servers). Without a bound, 256 groups
+# of 65,536 servers ran for minutes and ended in MemoryError.
+MAX_SERVERS = 4 * 4096
+
+# Ranges that are never a pool or a service address: they do not route as unicast to one host.
+SPECIAL_RANGES = (
+    (IPv4Network("0.0.0.0/8"), "'this network' (0.0.0.0/8), which no host may use as its address"),
+    (IPv4Network("127.0.0.0/8"), "loopback (127.0.0.0/8), which never leaves the host"),
+    (IPv4Network("169.254.0.0/16"), "link-local (169.254.0.0/16), which no router forwards"),
+    (IPv4Network("224.0.0.0/4"), "multicast (224.0.0.0/4), not one host's address"),
+    (IPv4Network("240.0.0.0/4"), "reserved (class E, 240.0.0.0/4, with the broadcast address), which hosts refuse"),
+)
+
+
 def check_rules(intent: Intent) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = _fan_out(intent)
+    if problems:
+        return problems  # the other rules walk every server name: not for a design this large
     problems += _server_groups(intent)
     for name, plane in intent.data_planes():
         problems += _data_plane(intent, name, plane)
@@ -46,9 +65,68 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _credentials(intent)
     problems += _releases(intent)
     problems += _prefixes(intent)
+    problems += _address_kinds(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
     return problems
+
+
+def _fan_out(intent: Intent) -> list[Problem]:
+    total = sum(max(g.count, g.build_out or 0) for g in intent.server_groups)
+    if total <= MAX_SERVERS:
+        return []
+    gi = max(range(len(intent.server_groups)), key=lambda i: intent.server_groups[i].count)
+    return [
+        Problem(
+            ("server_groups", gi, "count"),
+            f"the groups add up to {total:,} servers (count or build_out); gpufabric plans at most {MAX_SERVERS:,}",
+            f"plan at most {MAX_SERVERS:,} servers per intent (split the cluster into several intents)",
+        )
+    ]
+
+
+def _address_kinds(intent: Intent) -> list[Problem]:
+    """Pools and service addresses must be unicast addresses a host can hold."""
+    problems: list[Problem] = []
+    for path, net in address_pools(intent):
+        what = next((w for special, w in SPECIAL_RANGES if net.overlaps(special)), None)
+        if what is not None:
+            problems.append(
+                Problem(path, f"{net} reaches into {what}", "use a private unicast range such as 10.0.0.0/8")
+            )
+    oob = intent.planes.oob
+    services: list[tuple[Path, IPv4Address]] = [
+        (("management", key, i), a) for key in SERVICE_LISTS for i, a in enumerate(getattr(intent.management, key))
+    ]
+    if oob is not None and oob.gateway is not None:
+        services.append((("planes", "oob", "gateway"), oob.gateway))
+    for path, address in services:
+        problem = _service_kind(path, address, oob)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def _service_kind(path: Path, address: IPv4Address, oob: OobPlane | None) -> Problem | None:
+    # Syslog to the switch's own loopback can be a local relay: a warning (advice.py), not an error.
+    local_syslog = path[:2] == ("management", "syslog_servers") and address.is_loopback
+    what = next((w for special, w in SPECIAL_RANGES if address in special and not local_syslog), None)
+    if address == IPv4Address("255.255.255.255"):
+        what = "the broadcast address"
+    if what is not None:
+        return Problem(path, f"{address} is {what}", "write the unicast address of the server")
+    if (
+        oob is None
+        or oob.subnet.prefixlen >= 31
+        or address not in (oob.subnet.network_address, oob.subnet.broadcast_address)
+    ):
+        return None
+    edge = "network" if address == oob.subnet.network_address else "broadcast"
+    return Problem(
+        path,
+        f"{address} is the {edge} address of the management subnet {oob.subnet}, not a host",
+        f"use a host address inside {oob.subnet}, e.g. {oob.subnet.network_address + 1}",
+    )
 
 
 def _prefixes(intent: Intent) -> list[Problem]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import reprlib
 from typing import Any
 
@@ -46,20 +47,61 @@ def _one(err: Any, root: type[BaseModel]) -> Problem:
     if kind in ("too_short", "too_long"):
         return Problem(path, err["msg"].replace("List", "the list").replace("Dictionary", "the mapping"))
     if kind == "value_error":
-        msg = str(err.get("ctx", {}).get("error", err["msg"]))
-        return Problem(path, msg.removeprefix("Value error, "))
+        msg = str(err.get("ctx", {}).get("error", err["msg"])).removeprefix("Value error, ")
+        # Validators say "what is wrong; write what is right": the second half is the fix.
+        what, _, fix = msg.rpartition("; ")
+        if what and fix.startswith(("write ", "use ")):
+            return Problem(path, what, fix)
+        return Problem(path, msg)
     if kind.startswith(("ip_v4", "ip_any")):
         return Problem(
             path,
             f"{_show(err.get('input'))} is not an IPv4 {'network' if 'network' in kind else 'address'}",
             "write it like 10.0.0.0/24 (host bits zero)" if "network" in kind else "write it like 10.0.0.1",
         )
+    if kind in ("int_type", "bool_type", "int_from_float", "float_type"):
+        return _typed(path, kind, err.get("input"))
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         return Problem(path, f"expected a mapping of fields, found {_kind_of(err.get('input'))}")
     if kind == "list_type":
         return Problem(path, f"expected a list, found {_kind_of(err.get('input'))}")
     # Pydantic's own message is clear enough for the rest (int_parsing, bool_parsing, ...).
     return Problem(path, f"{err['msg']} (found {_show(err.get('input'))})")
+
+
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9]+$")
+_OCTAL = re.compile(r"^[-+]?0[0-7]+$")
+_BASE60 = re.compile(r"^[-+]?[0-9]+(:[0-5]?[0-9])+$")
+_YAML11_BOOLS = {"yes", "no", "on", "off", "y", "n"}
+
+
+def _typed(path: Path, kind: str, value: Any) -> Problem:
+    """A value of the wrong type, with what YAML 1.1 would have made of it and what to write."""
+    want = "true or false" if kind == "bool_type" else ("a number" if kind == "float_type" else "a whole number")
+    found = f"{_show(value)} is not {'an integer' if want == 'a whole number' else want}"
+    if isinstance(value, str):
+        text = value.strip()
+        if _LEADING_ZERO.match(text):
+            octal = f" (YAML 1.1 reads it as the octal {int(text, 8)})" if _OCTAL.match(text) else ""
+            return Problem(path, f"{found}: a leading zero is ambiguous{octal}", f"write {int(text, 10)}")
+        if _BASE60.match(text):
+            sixty = 0
+            for part in text.lstrip("+-").split(":"):
+                sixty = sixty * 60 + int(part)
+            return Problem(
+                path, f"{found} (YAML 1.1 reads {text} as the base-60 number {sixty})", f"write {want}, without a colon"
+            )
+        if text.lower() in _YAML11_BOOLS | {"true", "false"}:
+            fix = "write true or false" if kind == "bool_type" else f"write {want}, not yes/no/on/off"
+            return Problem(path, f"{found} (in YAML 1.2, {text} is text)", fix)
+        return Problem(path, found, f"write {want}, unquoted")
+    if isinstance(value, float) and value.is_integer() and kind != "bool_type":
+        return Problem(path, f"{found}", f"write {int(value)}, without the decimal point")
+    if isinstance(value, bool):
+        return Problem(path, found, f"write {want}, not true/false")
+    if isinstance(value, int) and kind == "bool_type":
+        return Problem(path, found, f"write {'true' if value else 'false'} (a number is not a yes/no answer)")
+    return Problem(path, found, f"write {want}")
 
 
 _SHOW = reprlib.Repr()

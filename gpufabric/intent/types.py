@@ -11,7 +11,16 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    Strict,
+    model_validator,
+)
 
 
 def _address_text(value: Any) -> Any:
@@ -21,8 +30,16 @@ def _address_text(value: Any) -> Any:
     return value
 
 
-Network = Annotated[IPv4Network, BeforeValidator(_address_text)]
-Address = Annotated[IPv4Address, BeforeValidator(_address_text)]
+def whole_number(value: Any) -> Any:
+    """For Literal numbers, which strict mode still matches by equality (2.0 == 2)."""
+    if isinstance(value, float):
+        raise ValueError(f"{value!r} is not a whole number; write {int(value) if value.is_integer() else 2}")
+    return value
+
+
+# Strict(False): addresses arrive as text, which strict mode would refuse (it wants IPv4Address objects).
+Network = Annotated[IPv4Network, BeforeValidator(_address_text), Strict(False)]
+Address = Annotated[IPv4Address, BeforeValidator(_address_text), Strict(False)]
 
 # (Patterns run on pydantic's regex engine: no look-around.)
 # Strings of the intent that reach switch configurations, host files and shells: each has a pattern
@@ -83,7 +100,21 @@ def _printable(limit: int) -> Any:
 
 
 Text = Annotated[str, _printable(200)]
-InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN)]
+# Names the kernel gives a meaning of its own: `lo` is the loopback, and /proc/sys/net/*/conf/{all,default}
+# set every interface at once, so a host role writing "its NIC's" settings there would change them all.
+RESERVED_INTERFACES = frozenset({"lo", "all", "default"})
+
+
+def _not_reserved(value: str) -> str:
+    if value in RESERVED_INTERFACES:
+        raise ValueError(
+            f"'{value}' is a name the kernel reserves (the loopback, or the settings of all interfaces); "
+            "write the NIC's own name, e.g. eth1"
+        )
+    return value
+
+
+InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN), AfterValidator(_not_reserved)]
 UserName = Annotated[str, Field(pattern=USER_PATTERN)]
 ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
 DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpufabric.gc_pause import gc_paused
+from gpufabric.intent.advice import intent_warnings
 from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
@@ -61,7 +62,43 @@ def _build_for(loaded: LoadedIntent, intent: Intent) -> Plan:
             problems += exc.problems
         if problems:
             raise loaded.error(problems)
-    return Plan(intent, loaded.file, planes, servers, _warnings(planes) + _credential_warnings(intent))
+    problems = _name_clashes(intent, planes, servers)
+    if problems:
+        raise loaded.error(problems)
+    loopbacks = {d.loopback: d.name for p in planes.values() for d in p.devices if d.loopback is not None}
+    dubious = loaded.located(intent_warnings(loaded.intent, loopbacks))
+    return Plan(intent, loaded.file, planes, servers, dubious + _warnings(planes) + _credential_warnings(intent))
+
+
+def _name_clashes(intent: Intent, planes: dict[str, PlanePlan], servers: list[Server]) -> list[Problem]:
+    """Servers, switches and edge routers are hosts of one inventory, by name: a server named like a leaf
+    would take the leaf's place there, and `push --device` would then reach the server."""
+    owners: dict[str, str] = {d.name: f"the {d.plane} {d.role} switch" for p in planes.values() for d in p.devices}
+    problems: list[Problem] = []
+    group_index = {g.name: gi for gi, g in enumerate(intent.server_groups)}
+    reported: set[str] = set()
+    for s in servers:
+        if s.name in owners and s.group not in reported:
+            reported.add(s.group)
+            problems.append(
+                Problem(
+                    ("server_groups", group_index[s.group], "naming"),
+                    f"server '{s.name}' has the name of {owners[s.name]} {s.name}",
+                    "give servers names that no switch has (switch names start with their plane's prefix)",
+                )
+            )
+    owners.update({s.name: f"server {s.name} (group {s.group})" for s in servers})
+    for name, plane in intent.data_planes():
+        for ei, edge in enumerate(plane.border.edge_routers if plane.border else []):
+            if edge.name in owners:
+                problems.append(
+                    Problem(
+                        ("planes", name, "border", "edge_routers", ei, "name"),
+                        f"edge router '{edge.name}' has the name of {owners[edge.name]}",
+                        "give the edge router a name no switch or server has",
+                    )
+                )
+    return problems
 
 
 def _servers(intent: Intent) -> list[Server]:

@@ -7,6 +7,7 @@ import os
 
 from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin
+from ansible.utils.unsafe_proxy import wrap_var
 
 DOCUMENTATION = r"""
 name: gpufabric
@@ -83,6 +84,20 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
     }
 
 
+def _literal(value: object) -> object:
+    """`value` with each text gpufabric marked as holding template syntax handed over as unsafe: Ansible
+    takes it as data, never as a template to evaluate on the controller."""
+    from gpufabric.export.yaml_out import UnsafeText
+
+    if isinstance(value, UnsafeText):
+        return wrap_var(str(value))
+    if isinstance(value, dict):
+        return {k: _literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_literal(v) for v in value]
+    return value
+
+
 class InventoryModule(BaseInventoryPlugin):
     NAME = "gpufabric"
 
@@ -117,7 +132,7 @@ class InventoryModule(BaseInventoryPlugin):
                     self.inventory.add_child(group, host.name)
                 self._nest(group)
             for key, value in (ansible_vars(host) | lab.get(host.name, {})).items():
-                self.inventory.set_variable(host.name, key, value)
+                self.inventory.set_variable(host.name, key, _literal(value))
 
     @staticmethod
     def _is_parent(group: str) -> bool:
