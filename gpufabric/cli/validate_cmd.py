@@ -6,6 +6,7 @@ import time
 
 import click
 
+from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.push.candidates import candidate
@@ -67,6 +68,7 @@ def validate_cmd(
     """
     started = time.perf_counter()
     fleet = open_fleet(fleet_args)
+    show_notes(fleet.access)
     names = [d.name for d in fleet.targets]
     expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}

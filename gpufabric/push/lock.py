@@ -25,15 +25,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gpufabric.push.errors import PushRefusedError
+
 SYSTEM_DIR = Path("/run/lock/gpufabric")  # root's pushes; /run/lock is a tmpfs every Linux has
 USER_DIR = ".gpufabric/lock"  # under a non-root user's home directory
 
 
-class FabricBusyError(Exception):
+class FabricBusyError(PushRefusedError):
     """Another process holds this fabric's push lock."""
 
 
-class LockPathError(Exception):
+class LockPathError(PushRefusedError):
     """The lock's folder or file is not safe to use (owned by someone else, writable by others, a link)."""
 
 

@@ -1,0 +1,33 @@
+"""The command line's side of the library's domain errors: the one place they become click's usage
+errors (message, `Usage:` hint, exit code 2), and the notes the library leaves for the user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from gpufabric.cli.output import err
+from gpufabric.push.access import Access
+from gpufabric.push.errors import PushRefusedError
+
+
+def usage_error(exc: PushRefusedError) -> click.UsageError:
+    if exc.bad_value:
+        return click.BadParameter(str(exc), param_hint=exc.option)
+    return click.UsageError(str(exc))
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Inside a command: a refusal from the library exits 2 with its message, as a usage error."""
+    try:
+        yield
+    except PushRefusedError as exc:
+        raise usage_error(exc) from None
+
+
+def show_notes(access: Access) -> None:
+    for note in access.notes:
+        err.print(note, markup=False, highlight=False)
