@@ -12,9 +12,11 @@ import ast
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import test_push_batch_atomic as atomic
 from conftest import ROOT
+from napalm.base import NetworkDriver
 from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 from test_push_batch_atomic import NEW, fleet, push
@@ -229,3 +231,67 @@ def test_the_library_refusals_keep_their_messages_and_exit_code_on_the_command_l
     assert code == 2 and "Error: no switch matches the selection (--plane/--device/--role)" in err
     code, err = run("push", "--device", "cmp-spine1", "--dry-run", "--from", str(tmp_path))
     assert code == 2 and f"Error: Invalid value: {tmp_path} has no rendered file for cmp-spine1" in err
+
+
+class ReadOnlyDouble(NetworkDriver):
+    """Test double of a switch `validate` reads: its running configuration differs from the rendered one
+    in the SNMP community, and `broken` switches refuse the session with the secret in the error."""
+
+    SECRET = "validate-canary-community-5e1f"
+
+    def __init__(self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: Any = None):
+        self.hostname = hostname
+
+    def open(self) -> None:
+        if self.hostname == "broken":
+            raise ConnectionRefusedError(f"refused, community {self.SECRET}")
+
+    def close(self) -> None:
+        pass
+
+    def compare_running(self, candidate: str) -> str:
+        return f"-snmp-server community old-{self.SECRET}\n+snmp-server community {self.SECRET}\n"
+
+    def get_route_to(self, destination: str = "", protocol: str = "", longer: bool = False) -> dict[str, Any]:
+        return {}
+
+    def get_interfaces(self) -> dict[str, Any]:
+        return {}
+
+
+def test_validate_sets_failed_and_the_masked_drift_as_nornirs_diff(monkeypatch):
+    from nornir.core import Nornir
+    from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Hosts, Inventory
+    from nornir.core.plugins.connections import ConnectionPluginRegister
+    from nornir.plugins.runners import ThreadedRunner
+    from nornir_napalm.plugins import connections as napalm_connections
+    from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
+
+    from gpufabric.validate.checks import Planned
+    from nornir_tasks.validate import validate_device
+
+    monkeypatch.setattr(napalm_connections, "get_network_driver", lambda platform: ReadOnlyDouble)
+    monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)
+    hosts = Hosts()
+    for name in ("drifted", "broken"):
+        hosts[name] = Host(name=name, hostname=name, username="u", password="p", platform="readonly")
+        hosts[name].connection_options["napalm"] = ConnectionOptions(extras={"optional_args": {}})
+    nr = Nornir(inventory=Inventory(hosts=hosts, groups=Groups(), defaults=Defaults()), runner=ThreadedRunner(2))
+    names = ["drifted", "broken"]
+    secret = ReadOnlyDouble.SECRET
+    results = run_per_host_results(
+        nr,
+        names,
+        validate_device,
+        planned={n: Planned(n, "frr") for n in names},
+        candidate=dict.fromkeys(names, "rendered"),
+        limits=dict.fromkeys(names, None),
+        masked=dict.fromkeys(names, (secret,)),
+    )
+    drifted, broken = results["drifted"][0], results["broken"][0]
+    assert (drifted.failed, drifted.changed) == (True, False)
+    assert drifted.diff == "-snmp-server community old-********\n+snmp-server community ********\n"
+    assert [(r.check, r.ok) for r in drifted.result] == [("reachable", True), ("config-drift", False)]
+    assert secret not in drifted.result[1].observed and "community ********" in drifted.result[1].observed
+    assert broken.failed and broken.result[0].observed == "ConnectionRefusedError: refused, community ********"
+    assert set(results.failed_hosts) == {"drifted", "broken"}

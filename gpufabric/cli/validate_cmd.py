@@ -9,6 +9,7 @@ import click
 from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
+from gpufabric.config.secrets import secret_values
 from gpufabric.push.candidates import candidate
 from gpufabric.push.fleet import FleetArgs, open_fleet
 from gpufabric.validate import report
@@ -75,7 +76,10 @@ def validate_cmd(
 
     with err.status(f"validating {len(names)} switches ..."):
         limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
-        results = run_per_host(fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits)
+        masked = dict.fromkeys(names, secret_values(fleet.plan.intent, fleet.access.secrets))
+        results = run_per_host(
+            fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits, masked=masked
+        )
     fleet.nr.close_connections()
     found: list[CheckResult] = [r for name in names for r in results[name]]
     seconds = time.perf_counter() - started
