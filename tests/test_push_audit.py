@@ -323,3 +323,24 @@ def test_gpufabric_audit_reads_the_trail_back_filtered(tmp_path, capsys, monkeyp
     assert code == 0 and "rolled back" in out and "port swp1 went down" in out and "abababababab" in out
     code, _, err = audit("--since", "yesterday")
     assert code == 2 and "is not an ISO 8601 time" in err
+
+
+def test_logs_are_quiet_unless_asked_for(switches, capsys, monkeypatch, quiet_again):
+    switches(cmp_su1_leaf1="change")
+    dry = ["push", INTENT, "--dry-run", "--json", "--device", "cmp-su1-leaf1"]
+
+    def stderr(*args: str) -> str:
+        with pytest.raises(SystemExit):
+            main(list(args))
+        return capsys.readouterr().err
+
+    quiet = stderr(*dry)
+    assert " INFO " not in quiet and " DEBUG " not in quiet
+    info = stderr("-v", *dry)
+    assert " INFO nornir_tasks.push: cmp-su1-leaf1: preview would change sha256:" in info
+    assert " INFO gpufabric.push.fleet: target: the real switches of fabric multi-vendor, as admin" in info
+    assert " DEBUG " not in info
+    monkeypatch.setenv("GPUFABRIC_LOG_LEVEL", "debug")
+    debug = stderr(*dry)
+    assert " DEBUG nornir_tasks.push: cmp-su1-leaf1: connecting (cumulus)" in debug
+    assert " DEBUG gpufabric.push.audit: audit log " in debug

@@ -250,8 +250,10 @@ def _push(
         fleet.nr.close_connections()
         trail.refused(names, str(exc))
         raise
-    except BaseException as exc:  # a bug or an interrupt: the trail still names every switch
-        trail.refused(names, f"the push stopped: {type(exc).__name__}")
+    except BaseException as exc:  # a bug or an interrupt: the trail still names every switch not yet recorded
+        why = f"the push stopped: {type(exc).__name__} (a change still pending reverts by its timer)"
+        for name in names:
+            trail.record(name, Status.FAILED, why)
         raise
     _audit(trail, [rollout.outcomes[n] for n in names if n in rollout.outcomes])  # skipped ones, and the rest
     settled = None
