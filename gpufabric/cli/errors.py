@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from gpufabric.cli.output import err
-from gpufabric.push.access import Access
-from gpufabric.push.errors import PushRefusedError
+from gpufabric.push.errors import PushRefusedError  # light: the options of every command load it
+
+if TYPE_CHECKING:
+    from gpufabric.push.access import Access  # NAPALM and Nornir: only where a command reaches switches
 
 
 def usage_error(exc: PushRefusedError) -> click.UsageError:
