@@ -100,7 +100,7 @@ def mask(text: str, secrets: tuple[str, ...]) -> str:
 
 
 def _connect(task: Task) -> Any:
-    log.debug("%s: connecting (%s)", task.host.name, task.host.platform)
+    """The switch's NAPALM session: opened on first use (gpufabric.push.access logs it), then reused."""
     return task.host.get_connection("napalm", task.nornir.config)
 
 

@@ -209,7 +209,7 @@ def test_no_secret_in_the_trail_or_the_debug_log(switches, capsys, caplog, quiet
     logged = captured.err + "\n".join(r.getMessage() for r in caplog.records)
     # What was checked holds what it should: the diffs were there (masked), the log has the push's steps.
     assert "********" in captured.out
-    for step in ("connecting", "preview would change", "commit sha256:", "confirm changed", "rolled back"):
+    for step in ("connect ", "preview would change", "commit sha256:", "confirm changed", "rolled back"):
         assert step in logged, step
     assert "Running task 'preview'" in logged  # Nornir's own INFO line, with its arguments
     for name, value in CANARIES.items():
@@ -342,5 +342,28 @@ def test_logs_are_quiet_unless_asked_for(switches, capsys, monkeypatch, quiet_ag
     assert " DEBUG " not in info
     monkeypatch.setenv("GPUFABRIC_LOG_LEVEL", "debug")
     debug = stderr(*dry)
-    assert " DEBUG nornir_tasks.push: cmp-su1-leaf1: connecting (cumulus)" in debug
+    assert " INFO gpufabric.push.access: connect " in debug and " as admin (cumulus)" in debug
+    assert " DEBUG gpufabric.push.access: connected " in debug
     assert " DEBUG gpufabric.push.audit: audit log " in debug
+
+
+def test_a_push_refused_for_another_pushs_pending_change_is_recorded(switches, capsys, monkeypatch):
+    """sto-leaf1a has another push's change awaiting confirmation: nothing is changed anywhere, and both
+    targeted switches' records say the push was refused, and why."""
+    path = switches(cmp_su1_leaf1="change", sto_leaf1a="change")
+    other = {"push_id": "gf-20261123T101500Z-a1b2c3", "started": "2026-11-23T10:15:00Z", "controller": "ctl-a"}
+    busy = {h for h, how in AuditSwitchDouble.BEHAVE.items() if how == "change"}
+    hostname = sorted(busy)[-1]
+
+    def pending_push(self: AuditSwitchDouble) -> dict[str, str] | None:
+        return other if self.hostname == hostname else None
+
+    monkeypatch.setattr(AuditSwitchDouble, "pending_push", pending_push, raising=False)
+    assert push("--device", "cmp-su1-leaf1", "--device", "sto-leaf1a") == 2
+    found = records(path)
+    assert sorted((r["switch"], r["status"]) for r in found) == [
+        ("cmp-su1-leaf1", "refused"),
+        ("sto-leaf1a", "refused"),
+    ]
+    assert all(r["reason"].startswith("another push is in progress: gf-20261123T101500Z-a1b2c3") for r in found)
+    assert AuditSwitchDouble.RUNNING == {}  # not even a candidate diffed

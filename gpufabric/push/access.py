@@ -4,6 +4,7 @@ printed: both travel as `Hidden` values that only the driver reveals, at login."
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ from gpufabric.lab.credentials import load_login, load_secrets
 from gpufabric.lab.state import LabState
 from gpufabric.push.args import CONNECT_TIMEOUT
 from gpufabric.push.errors import MissingLoginError
+
+log = logging.getLogger(__name__)
 
 TLS_KNOWN_HOSTS = "known_tls_hosts"  # beside the SSH known_hosts file, unless --tls-known-hosts names one
 
@@ -109,7 +112,9 @@ class RevealingNapalm(Napalm):
         if port and "port" not in parameters["optional_args"]:
             parameters["optional_args"]["port"] = port
         connection = network_driver(str(platform))(**parameters)
+        log.info("connect %s as %s (%s)", hostname, username, platform)  # never the password or the key
         connection.open()
+        log.debug("connected %s", hostname)
         self.connection = connection
 
 
