@@ -16,7 +16,7 @@ from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.cli.push_progress import PushProgress
-from gpufabric.config.secrets import secret_values
+from gpufabric.config.secrets import SecretUnavailableError, secret_values
 from gpufabric.platforms import platform
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, default_path
@@ -246,7 +246,7 @@ def _push(
             diff=diff,
             from_dir=from_dir,
         )
-    except PushRefusedError as exc:  # nothing was changed: every targeted switch's record says why
+    except (PushRefusedError, SecretUnavailableError) as exc:  # nothing was changed: each record says why
         fleet.nr.close_connections()
         trail.refused(names, str(exc))
         raise
@@ -423,7 +423,7 @@ def _report(
         )
     else:
         _print_human(ordered)
-        changed = sum(o.status in ("changed", "would change") for o in ordered)
+        changed = sum(o.status in (Status.CHANGED, Status.WOULD_CHANGE) for o in ordered)
         if changed == 0 and rollout.converged:
             err.print(
                 f"no changes: all {len(ordered)} switches already run the planned configuration ({elapsed:.1f} s)"
