@@ -6,7 +6,7 @@ import dataclasses
 import json
 import time
 from contextlib import ExitStack
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
@@ -32,6 +32,22 @@ from gpufabric.push.status import Status
 from gpufabric.push.targets import Batch, batches
 from gpufabric.push.timing import check_platform_timers, check_timing
 from nornir_tasks.push import DeviceOutcome, PushOptions, digest
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the command line asked of this push, beyond which switches and how to reach them."""
+
+    as_json: bool
+    dry_run: bool
+    confirm_timeout: int
+    check_timeout: float
+    batch_size: int | None
+    one_plane_at_a_time: bool
+    diff: bool
+    from_dir: Path | None
+    wait_seconds: float
+
 
 STYLE = {
     Status.UNCHANGED: "dim",
@@ -174,42 +190,16 @@ def push_cmd(
     """
     started = time.perf_counter()
     push = new_push_id()
+    asked = Asked(
+        as_json, dry_run, confirm_timeout, check_timeout, batch_size, one_plane_at_a_time, diff, from_dir, wait_seconds
+    )
     # Opened before anything is read: a push that cannot leave its trail changes nothing.
     with AuditLog(audit_log or default_path()) as trail_file:
-        return _push(
-            trail_file,
-            push,
-            started,
-            fleet_args=fleet_args,
-            as_json=as_json,
-            dry_run=dry_run,
-            confirm_timeout=confirm_timeout,
-            check_timeout=check_timeout,
-            batch_size=batch_size,
-            one_plane_at_a_time=one_plane_at_a_time,
-            diff=diff,
-            from_dir=from_dir,
-            wait_seconds=wait_seconds,
-            changed_from=changed_from,
-        )
+        return _push(trail_file, push, started, fleet_args, asked=asked, changed_from=changed_from)
 
 
 def _push(
-    trail_file: AuditLog,
-    push: PushId,
-    started: float,
-    *,
-    fleet_args: FleetArgs,
-    as_json: bool,
-    dry_run: bool,
-    confirm_timeout: int,
-    check_timeout: float,
-    batch_size: int | None,
-    one_plane_at_a_time: bool,
-    diff: bool,
-    from_dir: Path | None,
-    wait_seconds: float,
-    changed_from: str | None,
+    trail_file: AuditLog, push: PushId, started: float, fleet_args: FleetArgs, *, asked: Asked, changed_from: str | None
 ) -> int:
     if changed_from is not None:
         narrowed = _changed_since(fleet_args, changed_from)
@@ -227,25 +217,12 @@ def _push(
         push.started,
         fleet.plan.intent.fabric.name,
         Who.now(fleet.access.username, push.controller),
-        dry_run,
+        asked.dry_run,
         "lab" if fleet.access.lab else "switches",
         {d.name: SwitchFacts(d.platform, d.plane) for d in fleet.targets},
     )
     try:
-        rollout, plan_batches = _guarded(
-            fleet,
-            push,
-            trail,
-            fleet_args=fleet_args,
-            as_json=as_json,
-            dry_run=dry_run,
-            confirm_timeout=confirm_timeout,
-            check_timeout=check_timeout,
-            batch_size=batch_size,
-            one_plane_at_a_time=one_plane_at_a_time,
-            diff=diff,
-            from_dir=from_dir,
-        )
+        rollout, plan_batches = _guarded(fleet, push, trail, fleet_args, asked)
     except (PushRefusedError, SecretUnavailableError) as exc:  # nothing was changed: each record says why
         fleet.nr.close_connections()
         trail.refused(names, str(exc))
@@ -257,10 +234,10 @@ def _push(
         raise
     _audit(trail, [rollout.outcomes[n] for n in names if n in rollout.outcomes])  # skipped ones, and the rest
     settled = None
-    if rollout.converged and not dry_run and wait_seconds > 0:
+    if rollout.converged and not asked.dry_run and asked.wait_seconds > 0:
         sessions = fabric_sessions(fleet.plan, fleet.index, names)
-        with err.status(f"waiting up to {wait_seconds:g} s for {sum(map(len, sessions.values()))} BGP sessions"):
-            settled = wait_converged(fleet.nr, sessions, wait_seconds)
+        with err.status(f"waiting up to {asked.wait_seconds:g} s for {sum(map(len, sessions.values()))} BGP sessions"):
+            settled = wait_converged(fleet.nr, sessions, asked.wait_seconds)
     fleet.nr.close_connections()
     elapsed = time.perf_counter() - started
     code = _report(
@@ -268,8 +245,8 @@ def _push(
         rollout,
         push=push,
         plan_batches=plan_batches,
-        dry_run=dry_run,
-        as_json=as_json,
+        dry_run=asked.dry_run,
+        as_json=asked.as_json,
         elapsed=elapsed,
         settled=settled,
     )
@@ -280,48 +257,36 @@ def _push(
 
 
 def _guarded(
-    fleet: Fleet,
-    push: PushId,
-    trail: Trail,
-    *,
-    fleet_args: FleetArgs,
-    as_json: bool,
-    dry_run: bool,
-    confirm_timeout: int,
-    check_timeout: float,
-    batch_size: int | None,
-    one_plane_at_a_time: bool,
-    diff: bool,
-    from_dir: Path | None,
+    fleet: Fleet, push: PushId, trail: Trail, fleet_args: FleetArgs, asked: Asked
 ) -> tuple[Rollout, list[Batch]]:
     """Everything of a push that may refuse it before a change (PushRefusedError), then the rollout."""
     names = [d.name for d in fleet.targets]
-    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
+    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, asked.from_dir) for n in names}
     expects = expectations(fleet.plan, fleet.index, names)
     plan_batches = batches(
-        fleet.plan, fleet.targets, batch_size, width=WORKERS, one_plane_at_a_time=one_plane_at_a_time
+        fleet.plan, fleet.targets, asked.batch_size, width=WORKERS, one_plane_at_a_time=asked.one_plane_at_a_time
     )
     opts = PushOptions(
-        dry_run=dry_run,
-        confirm_timeout=confirm_timeout,
-        check_timeout=check_timeout,
+        dry_run=asked.dry_run,
+        confirm_timeout=asked.confirm_timeout,
+        check_timeout=asked.check_timeout,
         masked=secret_values(fleet.plan.intent, fleet.access.secrets),
         push_id=push.id,
     )
     check_timing(
-        confirm_timeout=confirm_timeout,
-        check_timeout=check_timeout,
+        confirm_timeout=asked.confirm_timeout,
+        check_timeout=asked.check_timeout,
         settle=opts.settle,
         connect_timeout=fleet_args.timeout,
         largest_batch=max(len(b.devices) for b in plan_batches),
         workers=WORKERS,
     )
     if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
-        check_platform_timers(confirm_timeout, (platform(d.platform) for d in fleet.targets))
-    if not as_json:
+        check_platform_timers(asked.confirm_timeout, (platform(d.platform) for d in fleet.targets))
+    if not asked.as_json:
         err.print(f"push {push.id} from {push.controller}", highlight=False)
     with ExitStack() as stack:
-        if not dry_run:
+        if not asked.dry_run:
             stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
         rollout = _rollout(
             fleet,
@@ -330,7 +295,7 @@ def _guarded(
             expects=expects,
             opts=opts,
             total=len(names),
-            show_diff=diff and not as_json,
+            show_diff=asked.diff and not asked.as_json,
             trail=trail,
         )
     return rollout, plan_batches
