@@ -227,7 +227,7 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def confirm(task: Task, outcome: DeviceOutcome) -> Result:
+def confirm(task: Task, outcome: DeviceOutcome, masked: tuple[str, ...] = ()) -> Result:
     """Confirm a staged change. Failed or not, the switch holds the change when this ends (a failed
     confirm leaves it pending, for the rollout's rollback or the switch's timer)."""
     try:
@@ -236,18 +236,18 @@ def confirm(task: Task, outcome: DeviceOutcome) -> Result:
             conn.confirm_commit()
         outcome.status = Status.CHANGED
     except Exception as exc:
-        outcome.status, outcome.reason = Status.FAILED, f"confirm failed: {_reason(exc)}"
+        outcome.status, outcome.reason = Status.FAILED, mask(f"confirm failed: {_reason(exc)}", masked)
     log.info("%s: confirm %s %s", task.host.name, outcome.status, outcome.reason)
     return _result(task, outcome, failed=outcome.status == Status.FAILED, changed=True, diff=outcome.diff)
 
 
-def rollback(task: Task, outcome: DeviceOutcome, why: str) -> Result:
+def rollback(task: Task, outcome: DeviceOutcome, why: str, masked: tuple[str, ...] = ()) -> Result:
     """Return the switch to its configuration from before the push; a failed rollback keeps the change."""
     try:
         _connect(task).rollback()
         outcome.status, outcome.reason = Status.ROLLED_BACK, why
     except Exception as exc:
-        outcome.status, outcome.reason = Status.FAILED, f"{why}; rollback failed: {_reason(exc)}"
+        outcome.status, outcome.reason = Status.FAILED, mask(f"{why}; rollback failed: {_reason(exc)}", masked)
     log.info("%s: rollback %s %s", task.host.name, outcome.status, outcome.reason)
     failed = outcome.status == Status.FAILED
     return _result(task, outcome, failed=failed, changed=failed)

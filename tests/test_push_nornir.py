@@ -295,3 +295,36 @@ def test_validate_sets_failed_and_the_masked_drift_as_nornirs_diff(monkeypatch):
     assert secret not in drifted.result[1].observed and "community ********" in drifted.result[1].observed
     assert broken.failed and broken.result[0].observed == "ConnectionRefusedError: refused, community ********"
     assert set(results.failed_hosts) == {"drifted", "broken"}
+
+
+def test_confirm_and_rollback_reasons_are_masked_too(switches, monkeypatch):
+    """A driver that echoes what it holds into its errors: the reasons of a failed confirm and of a failed
+    rollback (the report, the audit trail, the log) show no secret."""
+    from test_push_batch_atomic import SwitchDouble
+
+    secret = "confirm-canary-3b7e"
+
+    def confirm_commit(self):
+        raise ConnectionError(f"confirm lost ({secret})")
+
+    def rollback(self):
+        raise ConnectionError(f"rollback refused ({secret})")
+
+    monkeypatch.setattr(SwitchDouble, "confirm_commit", confirm_commit)
+    monkeypatch.setattr(SwitchDouble, "rollback", rollback)
+    nr = fleet(["s1"])
+    from gpufabric.push import rollout
+
+    result = rollout.run(
+        nr,
+        plan_batches=[Batch(1, "canary", ("s1",))],
+        candidates={"s1": NEW},
+        expects={"s1": Expectation("s1")},
+        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, masked=(secret,)),
+    )
+    outcome = result.outcomes["s1"]
+    assert outcome.status == Status.FAILED and secret not in outcome.reason
+    assert outcome.reason == (
+        "confirm failed: ConnectionError: confirm lost (********); the batch is rolled back; "
+        "rollback failed: ConnectionError: rollback refused (********)"
+    )

@@ -139,19 +139,30 @@ def _roll_out(
             if pending:
                 rollout.outcomes.update(
                     run_per_host(
-                        nr, pending, rollback, outcome={n: staged[n] for n in pending}, why=dict.fromkeys(pending, why)
+                        nr,
+                        pending,
+                        rollback,
+                        outcome={n: staged[n] for n in pending},
+                        why=dict.fromkeys(pending, why),
+                        masked=dict.fromkeys(pending, opts.masked),
                     )
                 )
             rollout.stopped_at = batch
         elif pending:
             log.info("batch %d: every switch staged and healthy; confirming", batch.number)
-            results = run_per_host_results(nr, pending, confirm, outcome={n: staged[n] for n in pending})
+            results = run_per_host_results(
+                nr,
+                pending,
+                confirm,
+                outcome={n: staged[n] for n in pending},
+                masked=dict.fromkeys(pending, opts.masked),
+            )
             confirmed = _outcomes(results)
             rollout.outcomes.update(confirmed)
             refused = [n for n in pending if n in results.failed_hosts]
             if refused:
                 log.info("batch %d: confirm failed on %s; rolling the batch back", batch.number, ", ".join(refused))
-                rollout.outcomes.update(_undo_batch(nr, confirmed, refused))
+                rollout.outcomes.update(_undo_batch(nr, confirmed, refused, opts.masked))
                 rollout.stopped_at = batch  # nothing more goes out
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
@@ -160,7 +171,9 @@ def _roll_out(
             return
 
 
-def _undo_batch(nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[str]) -> dict[str, DeviceOutcome]:
+def _undo_batch(
+    nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[str], masked: tuple[str, ...]
+) -> dict[str, DeviceOutcome]:
     """A batch is all or nothing: when a switch's confirm fails, every switch of the batch is rolled
     back, those already confirmed too (each driver keeps the configuration from before its commit:
     FRR its rollback files, Cumulus the revision saved before the apply, EOS `flash:rollback-0`, NX-OS
@@ -177,7 +190,9 @@ def _undo_batch(nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[s
         for n in confirmed
     }
     names = list(confirmed)
-    return run_per_host(nr, names, rollback, outcome={n: confirmed[n] for n in names}, why=why)
+    return run_per_host(
+        nr, names, rollback, outcome={n: confirmed[n] for n in names}, why=why, masked=dict.fromkeys(names, masked)
+    )
 
 
 def _skip_the_rest(rollout: Rollout, why: str) -> None:
