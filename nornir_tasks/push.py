@@ -1,14 +1,21 @@
 """Nornir tasks of a push, one switch each: check for another push's pending change, preview (diff),
 stage (diff, commit, post-change checks), confirm, roll back.
 
-Plain task functions, as Nornir's own: they take a Task and return a Result whose `result`
-is a `DeviceOutcome`. Staging leaves a good change pending (a revert timer armed on the switch)
-so the rollout can confirm a batch only when the whole batch is healthy.
+Plain task functions, as Nornir's own: they take a Task and return a Result whose `result` is a
+`DeviceOutcome` (what the report and the audit trail say of the switch) and whose flags say what
+Nornir means by them: `failed` when the task did not do what it is for (a switch unreadable, a stage
+rolled back, a confirm or rollback refused), so `AggregatedResult.failed_hosts` and
+`nr.data.failed_hosts` name them; `changed` when the switch's configuration differs from before the
+push once the task ends (a preview that finds a diff counts, as nornir_napalm's dry run does);
+`diff` the masked diff. Staging leaves a good change pending (a revert timer armed on the switch) so
+the rollout can confirm a batch only when the whole batch is healthy.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +25,9 @@ from nornir.core.task import Result, Task
 from gpufabric.platforms import all_platforms
 from gpufabric.push.expect import Expectation, Health, health, regressions
 from gpufabric.push.push_id import describe
+from gpufabric.push.status import Status
+
+log = logging.getLogger(__name__)
 
 # Drivers without a switch-side revert timer (none of gpufabric's platforms today): a checkpoint taken by
 # the commit is what rollback returns to, and nothing reverts the switch if the controller is lost.
@@ -40,13 +50,21 @@ class PushOptions:
 @dataclass
 class DeviceOutcome:
     device: str
-    # unchanged | would change | staged | changed | rolled back | failed | skipped; check_pending: clear | busy
-    status: str
+    status: Status
     reason: str = ""
     diff: str = ""
     seconds: float = 0.0
     batch: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _result(task: Task, outcome: DeviceOutcome, *, failed: bool, changed: bool, diff: str = "") -> Result:
+    return Result(host=task.host, result=outcome, failed=failed, changed=changed, diff=diff)
+
+
+def digest(diff: str) -> str | None:
+    """What logs and the audit trail carry of a diff: its SHA-256 (of the masked text), never the text."""
+    return "sha256:" + hashlib.sha256(diff.encode()).hexdigest() if diff.strip() else None
 
 
 def _health(conn: Any, expect: Expectation) -> Health:
@@ -81,42 +99,51 @@ def mask(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def _connect(task: Task) -> Any:
+    """The switch's NAPALM session: opened on first use (gpufabric.push.access logs it), then reused."""
+    return task.host.get_connection("napalm", task.nornir.config)
+
+
 def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
     """Load the candidate, diff it and discard it: whether this switch would change, read from every
     switch at once before any of them changes. A switch that cannot be reached, logged into or read
     here fails the push before anything changes."""
     started = time.monotonic()
-    outcome = DeviceOutcome(task.host.name, "failed")
+    outcome = DeviceOutcome(task.host.name, Status.FAILED)
     conn: Any = None
     try:
-        conn = task.host.get_connection("napalm", task.nornir.config)
+        conn = _connect(task)
         conn.load_replace_candidate(config=candidate)
         outcome.diff = mask(conn.compare_config(), opts.masked)
         conn.discard_config()
-        outcome.status = "would change" if outcome.diff.strip() else "unchanged"
+        outcome.status = Status.WOULD_CHANGE if outcome.diff.strip() else Status.UNCHANGED
     except Exception as exc:  # its outcome: the rollout then changes nothing
         outcome.reason = mask(_reason(exc), opts.masked)
         _discard_quietly(conn)
     outcome.seconds = time.monotonic() - started
-    return Result(host=task.host, result=outcome)
+    log.info("%s: preview %s %s", task.host.name, outcome.status, digest(outcome.diff) or outcome.reason)
+    failed = outcome.status == Status.FAILED
+    return _result(task, outcome, failed=failed, changed=outcome.status == Status.WOULD_CHANGE, diff=outcome.diff)
 
 
 def check_pending(task: Task, opts: PushOptions) -> Result:
     """Whether another push has a change awaiting confirmation on this switch (`busy`, the push in
     `extra["pending_push"]`), asked of every targeted switch before any of them is even read: a
     candidate loaded for a diff could disturb the other push's pending change (NVUE's pending
-    revision, say). A switch that cannot be asked fails the push as an unreadable one does."""
+    revision, say). A switch that cannot be asked fails the push as an unreadable one does; a busy
+    one fails this task too (this push may not go there)."""
     started = time.monotonic()
-    outcome = DeviceOutcome(task.host.name, "clear")
+    outcome = DeviceOutcome(task.host.name, Status.CLEAR)
     try:
-        other = other_push(task.host.get_connection("napalm", task.nornir.config), opts.push_id)
+        other = other_push(_connect(task), opts.push_id)
         if other is not None:
-            outcome.status, outcome.extra["pending_push"] = "busy", other
+            outcome.status, outcome.extra["pending_push"] = Status.BUSY, other
             outcome.reason = f"another push has a change pending confirmation here: {describe(other)}"
     except Exception as exc:
-        outcome.status, outcome.reason = "failed", mask(_reason(exc), opts.masked)
+        outcome.status, outcome.reason = Status.FAILED, mask(_reason(exc), opts.masked)
     outcome.seconds = time.monotonic() - started
-    return Result(host=task.host, result=outcome)
+    log.info("%s: pending-push check %s %s", task.host.name, outcome.status, outcome.reason)
+    return _result(task, outcome, failed=outcome.status != Status.CLEAR, changed=False)
 
 
 def other_push(conn: Any, own: str) -> dict[str, Any] | None:
@@ -144,45 +171,55 @@ def _discard_quietly(conn: Any) -> None:
 
 def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:
     started = time.monotonic()
-    outcome = DeviceOutcome(task.host.name, "failed", batch=batch)
+    outcome = DeviceOutcome(task.host.name, Status.FAILED, batch=batch)
     committed = False
     conn: Any = None
     try:
-        conn = task.host.get_connection("napalm", task.nornir.config)
+        conn = _connect(task)
         conn.load_replace_candidate(config=candidate)
         outcome.diff = mask(conn.compare_config(), opts.masked)
         if not outcome.diff.strip():
             conn.discard_config()
-            outcome.status = "unchanged"
+            outcome.status = Status.UNCHANGED
         elif opts.dry_run:
             conn.discard_config()
-            outcome.status = "would change"
+            outcome.status = Status.WOULD_CHANGE
         else:
             before = _health(conn, expect)
             checkpoint = task.host.platform in CHECKPOINT_PLATFORMS
             committed = True  # from here on, any failure rolls back (the timer too, if the controller is lost)
-            conn.commit_config(revert_in=None if checkpoint else opts.confirm_timeout)
+            timer = None if checkpoint else opts.confirm_timeout
+            log.info("%s: commit %s (revert timer %s s, batch %d)", task.host.name, digest(outcome.diff), timer, batch)
+            conn.commit_config(revert_in=timer)
             problems = _wait_healthy(conn, expect, before, opts)
             if problems:
+                log.info("%s: checks failed, rolling back: %s", task.host.name, mask("; ".join(problems), opts.masked))
                 conn.rollback()
-                outcome.status, outcome.reason = "rolled back", "; ".join(problems)
+                outcome.status, outcome.reason = Status.ROLLED_BACK, "; ".join(problems)
             else:
-                outcome.status = "staged"
+                outcome.status = Status.STAGED
     except Exception as exc:  # a device's failure is its outcome; the rollout decides what it means
         outcome.reason = _reason(exc)
         if committed:
             outcome.status, outcome.reason = _roll_back_after(conn, outcome.reason)
     outcome.reason = mask(outcome.reason, opts.masked)
     outcome.seconds = time.monotonic() - started
-    return Result(host=task.host, result=outcome)
+    log.info("%s: stage %s %s", task.host.name, outcome.status, outcome.reason)
+    # A failure after the commit whose rollback failed too leaves the change on the switch.
+    kept = outcome.status == Status.STAGED or (committed and outcome.status == Status.FAILED)
+    failed = outcome.status in (Status.FAILED, Status.ROLLED_BACK)
+    return _result(task, outcome, failed=failed, changed=kept, diff=outcome.diff)
 
 
-def _roll_back_after(conn: Any, reason: str) -> tuple[str, str]:
+def _roll_back_after(conn: Any, reason: str) -> tuple[Status, str]:
     try:
         conn.rollback()
     except Exception as exc:
-        return "failed", f"{reason}; rollback failed: {_reason(exc)} (a timer, where the platform has one, reverts)"
-    return "rolled back", f"{reason} (after the commit: rolled back)"
+        return (
+            Status.FAILED,
+            f"{reason}; rollback failed: {_reason(exc)} (a timer, where the platform has one, reverts)",
+        )
+    return Status.ROLLED_BACK, f"{reason} (after the commit: rolled back)"
 
 
 def _reason(exc: Exception) -> str:
@@ -190,31 +227,37 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def confirm(task: Task, outcome: DeviceOutcome) -> Result:
+def confirm(task: Task, outcome: DeviceOutcome, masked: tuple[str, ...] = ()) -> Result:
+    """Confirm a staged change. Failed or not, the switch holds the change when this ends (a failed
+    confirm leaves it pending, for the rollout's rollback or the switch's timer)."""
     try:
-        conn = task.host.get_connection("napalm", task.nornir.config)
+        conn = _connect(task)
         if task.host.platform not in CHECKPOINT_PLATFORMS:
             conn.confirm_commit()
-        outcome.status = "changed"
+        outcome.status = Status.CHANGED
     except Exception as exc:
-        outcome.status, outcome.reason = "failed", f"confirm failed: {_reason(exc)}"
-    return Result(host=task.host, result=outcome)
+        outcome.status, outcome.reason = Status.FAILED, mask(f"confirm failed: {_reason(exc)}", masked)
+    log.info("%s: confirm %s %s", task.host.name, outcome.status, outcome.reason)
+    return _result(task, outcome, failed=outcome.status == Status.FAILED, changed=True, diff=outcome.diff)
 
 
-def rollback(task: Task, outcome: DeviceOutcome, why: str) -> Result:
+def rollback(task: Task, outcome: DeviceOutcome, why: str, masked: tuple[str, ...] = ()) -> Result:
+    """Return the switch to its configuration from before the push; a failed rollback keeps the change."""
     try:
-        task.host.get_connection("napalm", task.nornir.config).rollback()
-        outcome.status, outcome.reason = "rolled back", why
+        _connect(task).rollback()
+        outcome.status, outcome.reason = Status.ROLLED_BACK, why
     except Exception as exc:
-        outcome.status, outcome.reason = "failed", f"{why}; rollback failed: {_reason(exc)}"
-    return Result(host=task.host, result=outcome)
+        outcome.status, outcome.reason = Status.FAILED, mask(f"{why}; rollback failed: {_reason(exc)}", masked)
+    log.info("%s: rollback %s %s", task.host.name, outcome.status, outcome.reason)
+    failed = outcome.status == Status.FAILED
+    return _result(task, outcome, failed=failed, changed=failed)
 
 
 def sessions_down(task: Task, peers: dict[str, int]) -> Result:
     """The planned BGP sessions of this switch that are not established (with the planned ASN) now."""
     try:
-        conn = task.host.get_connection("napalm", task.nornir.config)
+        conn = _connect(task)
         up = health(Expectation(task.host.name, peers, ()), conn.get_bgp_neighbors(), {}).peers_up
         return Result(host=task.host, result=sorted(set(peers) - up))
     except Exception as exc:  # unreachable now: every session counts as down, with the reason
-        return Result(host=task.host, result=[f"({_reason(exc)})"])
+        return Result(host=task.host, result=[f"({_reason(exc)})"], failed=True)

@@ -13,7 +13,9 @@ from gpufabric.plan.model import Plan
 
 
 def render_config(task: Task, plan: Plan, index: LinkIndex, out_dir: Path | None = None) -> Result:
-    """Render task.host's configuration files; write them into out_dir when given (each whole or not at all)."""
+    """Render task.host's configuration files; write them into out_dir when given (each whole or not at all).
+    `changed` when a file was written with new content; a rendering error is Nornir's failed Result
+    (the exception, as Nornir records it). No `diff`: the files may hold secrets' hashes."""
     if out_dir is None:
         return Result(host=task.host, result=render_device(plan, index.devices[task.host.name], index).files)
     files, written = render_switch(plan, index, task.host.name, out_dir)

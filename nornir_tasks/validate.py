@@ -1,4 +1,8 @@
-"""Nornir task of `validate`: read one switch's state through NAPALM getters and check it. Changes nothing."""
+"""Nornir task of `validate`: read one switch's state through NAPALM getters and check it. Changes nothing.
+
+Its Result is Nornir's: `failed` when a check failed (or the switch could not be read), never
+`changed`, and `diff` the configuration drift (the running configuration against the rendered one),
+with every secret value masked, as in the drift check's own result."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from gpufabric.validate import checks, counters
 from gpufabric.validate.checks import Planned
 from gpufabric.validate.counters import Limits
 from gpufabric.validate.results import CheckResult
+from nornir_tasks.push import mask
 
 
 def _drift(conn: Any, candidate: str) -> str:
@@ -27,9 +32,12 @@ def _drift(conn: Any, candidate: str) -> str:
         conn.discard_config()
 
 
-def validate_device(task: Task, planned: Planned, candidate: str | None, limits: Limits | None = None) -> Result:
+def validate_device(
+    task: Task, planned: Planned, candidate: str | None, limits: Limits | None = None, masked: tuple[str, ...] = ()
+) -> Result:
     """All checks of one switch; a switch that cannot be read is one failing `reachable` result."""
     p = planned
+    drift = ""
     try:
         conn = task.host.get_connection("napalm", task.nornir.config)
         found: list[CheckResult] = [checks.result("reachable", p.device, "management", "reachable", "reachable")]
@@ -37,7 +45,8 @@ def validate_device(task: Task, planned: Planned, candidate: str | None, limits:
         if limits is not None and limits.window > 0:  # the window runs while the other checks read
             first, started = counters.sample(conn, p.platform, sorted(p.ports)), time.monotonic()
         if candidate is not None:
-            found += checks.drift(p, _drift(conn, candidate))
+            drift = mask(_drift(conn, candidate), masked)
+            found += checks.drift(p, drift)
         routes = conn.get_route_to()
         found += checks.bgp(p, conn.get_bgp_neighbors() if p.peers else {})
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})
@@ -54,7 +63,11 @@ def validate_device(task: Task, planned: Planned, candidate: str | None, limits:
         reason = str(exc).strip().splitlines()
         found = [
             checks.result(
-                "reachable", p.device, "management", "reachable", f"{type(exc).__name__}: {reason[0] if reason else ''}"
+                "reachable",
+                p.device,
+                "management",
+                "reachable",
+                mask(f"{type(exc).__name__}: {reason[0] if reason else ''}", masked),
             )
         ]
-    return Result(host=task.host, result=found)
+    return Result(host=task.host, result=found, failed=not all(r.ok for r in found), changed=False, diff=drift)

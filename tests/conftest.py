@@ -85,6 +85,19 @@ os.environ.setdefault("GPUFABRIC_SNMP_COMMUNITY", SNMP_CANARY)
 os.environ["VTYSH_HISTFILE"] = "/dev/null"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def audit_log_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Pushes the tests run (in process or as commands) keep their audit trail in a temporary folder,
+    never in the account's own (~/.local/state/gpufabric, or /var/log/gpufabric for root)."""
+    before = os.environ.get("GPUFABRIC_AUDIT_LOG")
+    os.environ["GPUFABRIC_AUDIT_LOG"] = str(tmp_path_factory.mktemp("audit") / "audit.jsonl")
+    yield
+    if before is None:
+        os.environ.pop("GPUFABRIC_AUDIT_LOG", None)
+    else:
+        os.environ["GPUFABRIC_AUDIT_LOG"] = before
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"

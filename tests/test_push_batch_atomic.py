@@ -106,8 +106,8 @@ def switches(monkeypatch):
     SWITCHES.clear()
     real = napalm_connections.get_network_driver
     monkeypatch.setattr(napalm_connections, "get_network_driver", lambda p: SwitchDouble if p == "double" else real(p))
-    if CONNECTION_NAME not in ConnectionPluginRegister.available:
-        ConnectionPluginRegister.register(CONNECTION_NAME, Napalm)
+    # nornir_napalm's own plugin, whatever an earlier test's `nornir push` registered under its name.
+    monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)
     yield SWITCHES
     SWITCHES.clear()
 

@@ -38,6 +38,7 @@ COMMANDS = {
     "telemetry": "gpufabric.cli.telemetry_cmd:telemetry_cmd",
     "docs": "gpufabric.cli.docs_cmd:docs_cmd",
     "schema": "gpufabric.cli.docs_cmd:schema_cmd",
+    "audit": "gpufabric.cli.audit_cmd:audit_cmd",
 }
 
 
@@ -65,7 +66,15 @@ BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs"
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="gpufabric")
-def cli() -> None:
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    envvar="GPUFABRIC_LOG_LEVEL",
+    help="Log gpufabric's steps (connect, preview, commit, confirm, rollback, lock) on stderr at this level. "
+    "Never a secret or a diff: diffs appear as their SHA-256. [env: GPUFABRIC_LOG_LEVEL; default: quiet]",
+)
+@click.option("-v", "--verbose", count=True, help="Shorthand: -v logs at info, -vv at debug.")
+def cli(log_level: str | None, verbose: int) -> None:
     """Bring up the networks of a GPU cluster from one intent file.
 
     FILE defaults to ./inventory/fabric.yml, else the default fabric shipped with gpufabric.
@@ -80,6 +89,10 @@ def cli() -> None:
 
     Exit codes: 0 ok, 1 internal error, 2 bad intent or usage, 3 warnings with --strict.
     """
+    if log_level or verbose:
+        from gpufabric.cli import logs
+
+        logs.configure(logs.level_for(log_level, verbose))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -99,11 +99,13 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     key), one pair at a time, and write their outputs for `report`. Collectives run through Slurm
     (`acceptance scripts`). Exit 0 when every job produced output."""
     from gpufabric.acceptance.run import run_suite
+    from gpufabric.cli.errors import show_notes
     from gpufabric.lab.state import DEFAULT_DIR
     from gpufabric.push.fleet import reach
     from gpufabric.telemetry.connect import host_shell
 
     plan, access = reach(fleet_args)
+    show_notes(access)
     shell = host_shell(plan, access, (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None,
                        fleet_args.known_hosts)  # fmt: skip
     if shell is None:

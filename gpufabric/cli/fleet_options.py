@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from gpufabric.cli.errors import refusals
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.lab.state import DEFAULT_DIR
@@ -33,7 +34,10 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool) -> Callable[..., A
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
-        return fn(fleet_args=FleetArgs(**{key: kwargs.pop(key) for key in FLEET_KEYS}), **kwargs)
+        # The commands that reach switches share the library's refusals (no lab up, no switch
+        # selected, lock held, ...): each exits 2 with its message.
+        with refusals():
+            return fn(fleet_args=FleetArgs(**{key: kwargs.pop(key) for key in FLEET_KEYS}), **kwargs)
 
     for option in reversed(
         [

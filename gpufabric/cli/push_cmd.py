@@ -6,35 +6,56 @@ import dataclasses
 import json
 import time
 from contextlib import ExitStack
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
-from gpufabric.config.secrets import secret_values
+from gpufabric.cli.push_progress import PushProgress
+from gpufabric.config.secrets import SecretUnavailableError, secret_values
 from gpufabric.platforms import platform
+from gpufabric.push.audit import ENV as AUDIT_ENV
+from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, default_path
 from gpufabric.push.candidates import candidate
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
+from gpufabric.push.errors import PushRefusedError
 from gpufabric.push.expect import Expectation, expectations
 from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
-from gpufabric.push.lock import FabricBusyError, LockPathError, fabric_lock
+from gpufabric.push.lock import fabric_lock
 from gpufabric.push.push_id import PushId, new_push_id, tag
-from gpufabric.push.rollout import OtherPushPendingError, Rollout, run
+from gpufabric.push.rollout import Rollout, run
+from gpufabric.push.status import Status
 from gpufabric.push.targets import Batch, batches
-from gpufabric.push.timing import TimingError, check_platform_timers, check_timing
-from nornir_tasks.push import DeviceOutcome, PushOptions
+from gpufabric.push.timing import check_platform_timers, check_timing
+from nornir_tasks.push import DeviceOutcome, PushOptions, digest
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the command line asked of this push, beyond which switches and how to reach them."""
+
+    as_json: bool
+    dry_run: bool
+    confirm_timeout: int
+    check_timeout: float
+    batch_size: int | None
+    one_plane_at_a_time: bool
+    diff: bool
+    from_dir: Path | None
+    wait_seconds: float
+
 
 STYLE = {
-    "unchanged": "dim",
-    "changed": "green",
-    "would change": "yellow",
-    "rolled back": "red",
-    "failed": "bold red",
-    "skipped": "yellow",
+    Status.UNCHANGED: "dim",
+    Status.CHANGED: "green",
+    Status.WOULD_CHANGE: "yellow",
+    Status.ROLLED_BACK: "red",
+    Status.FAILED: "bold red",
+    Status.SKIPPED: "yellow",
 }
 
 
@@ -112,6 +133,14 @@ def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Push the files `render` wrote into this folder (as reviewed) instead of rendering again.",
 )
+@click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=AUDIT_ENV,
+    help="Append one JSON line per switch this push touches here (`gpufabric audit` reads it back). "
+    f"[env: {AUDIT_ENV}; default: /var/log/gpufabric/audit.jsonl for root, "
+    "~/.local/state/gpufabric/audit.jsonl otherwise]",
+)
 def push_cmd(
     *,
     fleet_args: FleetArgs,
@@ -125,6 +154,7 @@ def push_cmd(
     from_dir: Path | None,
     wait_seconds: float,
     changed_from: str | None,
+    audit_log: Path | None,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain of a plane at a time.
 
@@ -148,12 +178,29 @@ def push_cmd(
     changes); --confirm-timeout must outlive the checks of a whole batch (it is checked).
     Secrets are resolved in memory and never printed or shown in a diff.
 
-    Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back;
-    2 bad intent, options, timeouts that cannot protect a batch, missing credentials, or another
-    push of the fabric running.
+    \b
+    Every switch the push touches gets one JSON line in the audit log (who, from where, when, the
+    switch, the push id, the SHA-256 of its masked diff, how it ended), dry runs and refused pushes
+    too; a push that cannot append to the log stops before it reads a switch.
+
+    Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back, or an
+    audit record could not be written; 2 bad intent, options, timeouts that cannot protect a
+    batch, missing credentials, an audit log that cannot be written, or another push of the
+    fabric running.
     """
     started = time.perf_counter()
     push = new_push_id()
+    asked = Asked(
+        as_json, dry_run, confirm_timeout, check_timeout, batch_size, one_plane_at_a_time, diff, from_dir, wait_seconds
+    )
+    # Opened before anything is read: a push that cannot leave its trail changes nothing.
+    with AuditLog(audit_log or default_path()) as trail_file:
+        return _push(trail_file, push, started, fleet_args, asked=asked, changed_from=changed_from)
+
+
+def _push(
+    trail_file: AuditLog, push: PushId, started: float, fleet_args: FleetArgs, *, asked: Asked, changed_from: str | None
+) -> int:
     if changed_from is not None:
         narrowed = _changed_since(fleet_args, changed_from)
         if narrowed is None:
@@ -161,59 +208,36 @@ def push_cmd(
             return 0
         fleet_args = narrowed
     fleet = open_fleet(fleet_args)
+    show_notes(fleet.access)
     tag(fleet.nr.inventory, push)  # every driver learns the push id (after open_fleet set their options)
     names = [d.name for d in fleet.targets]
-    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, from_dir) for n in names}
-    expects = expectations(fleet.plan, fleet.index, names)
-    plan_batches = batches(
-        fleet.plan, fleet.targets, batch_size, width=WORKERS, one_plane_at_a_time=one_plane_at_a_time
-    )
-    opts = PushOptions(
-        dry_run=dry_run,
-        confirm_timeout=confirm_timeout,
-        check_timeout=check_timeout,
-        masked=secret_values(fleet.plan.intent, fleet.access.secrets),
-        push_id=push.id,
+    trail = Trail(
+        trail_file,
+        push.id,
+        push.started,
+        fleet.plan.intent.fabric.name,
+        Who.now(fleet.access.username, push.controller),
+        asked.dry_run,
+        "lab" if fleet.access.lab else "switches",
+        {d.name: SwitchFacts(d.platform, d.plane) for d in fleet.targets},
     )
     try:
-        check_timing(
-            confirm_timeout=confirm_timeout,
-            check_timeout=check_timeout,
-            settle=opts.settle,
-            connect_timeout=fleet_args.timeout,
-            largest_batch=max(len(b.devices) for b in plan_batches),
-            workers=WORKERS,
-        )
-        if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
-            check_platform_timers(confirm_timeout, (platform(d.platform) for d in fleet.targets))
-    except TimingError as exc:
-        raise click.UsageError(str(exc)) from None
-    if not as_json:
-        err.print(f"push {push.id} from {push.controller}", highlight=False)
-    with ExitStack() as stack:
-        if not dry_run:
-            try:
-                stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
-            except (FabricBusyError, LockPathError) as exc:
-                raise click.UsageError(str(exc)) from None
-        try:
-            rollout = _rollout(
-                fleet,
-                plan_batches=plan_batches,
-                candidates=candidates,
-                expects=expects,
-                opts=opts,
-                total=len(names),
-                show_diff=diff and not as_json,
-            )
-        except OtherPushPendingError as exc:
-            fleet.nr.close_connections()
-            raise click.UsageError(str(exc)) from None
+        rollout, plan_batches = _guarded(fleet, push, trail, fleet_args, asked)
+    except (PushRefusedError, SecretUnavailableError) as exc:  # nothing was changed: each record says why
+        fleet.nr.close_connections()
+        trail.refused(names, str(exc))
+        raise
+    except BaseException as exc:  # a bug or an interrupt: the trail still names every switch not yet recorded
+        why = f"the push stopped: {type(exc).__name__} (a change still pending reverts by its timer)"
+        for name in names:
+            trail.record(name, Status.FAILED, why)
+        raise
+    _audit(trail, [rollout.outcomes[n] for n in names if n in rollout.outcomes])  # skipped ones, and the rest
     settled = None
-    if rollout.converged and not dry_run and wait_seconds > 0:
+    if rollout.converged and not asked.dry_run and asked.wait_seconds > 0:
         sessions = fabric_sessions(fleet.plan, fleet.index, names)
-        with err.status(f"waiting up to {wait_seconds:g} s for {sum(map(len, sessions.values()))} BGP sessions"):
-            settled = wait_converged(fleet.nr, sessions, wait_seconds)
+        with err.status(f"waiting up to {asked.wait_seconds:g} s for {sum(map(len, sessions.values()))} BGP sessions"):
+            settled = wait_converged(fleet.nr, sessions, asked.wait_seconds)
     fleet.nr.close_connections()
     elapsed = time.perf_counter() - started
     code = _report(
@@ -221,12 +245,60 @@ def push_cmd(
         rollout,
         push=push,
         plan_batches=plan_batches,
-        dry_run=dry_run,
-        as_json=as_json,
+        dry_run=asked.dry_run,
+        as_json=asked.as_json,
         elapsed=elapsed,
         settled=settled,
     )
+    if trail.error is not None:
+        err.print(f"error: {trail.error}; this push's trail is incomplete", markup=False)
+        code = 1
     return code if settled is None or settled.converged else 1
+
+
+def _guarded(
+    fleet: Fleet, push: PushId, trail: Trail, fleet_args: FleetArgs, asked: Asked
+) -> tuple[Rollout, list[Batch]]:
+    """Everything of a push that may refuse it before a change (PushRefusedError), then the rollout."""
+    names = [d.name for d in fleet.targets]
+    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, asked.from_dir) for n in names}
+    expects = expectations(fleet.plan, fleet.index, names)
+    plan_batches = batches(
+        fleet.plan, fleet.targets, asked.batch_size, width=WORKERS, one_plane_at_a_time=asked.one_plane_at_a_time
+    )
+    opts = PushOptions(
+        dry_run=asked.dry_run,
+        confirm_timeout=asked.confirm_timeout,
+        check_timeout=asked.check_timeout,
+        masked=secret_values(fleet.plan.intent, fleet.access.secrets),
+        push_id=push.id,
+    )
+    check_timing(
+        confirm_timeout=asked.confirm_timeout,
+        check_timeout=asked.check_timeout,
+        settle=opts.settle,
+        connect_timeout=fleet_args.timeout,
+        largest_batch=max(len(b.devices) for b in plan_batches),
+        workers=WORKERS,
+    )
+    if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
+        check_platform_timers(asked.confirm_timeout, (platform(d.platform) for d in fleet.targets))
+    if not asked.as_json:
+        err.print(f"push {push.id} from {push.controller}", highlight=False)
+    with ExitStack() as stack:
+        if not asked.dry_run:
+            stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
+        rollout = _rollout(
+            fleet,
+            plan_batches=plan_batches,
+            candidates=candidates,
+            expects=expects,
+            opts=opts,
+            total=len(names),
+            show_diff=asked.diff and not asked.as_json,
+            trail=trail,
+        )
+    return rollout, plan_batches
 
 
 def _rollout(
@@ -238,55 +310,25 @@ def _rollout(
     opts: PushOptions,
     total: int,
     show_diff: bool,
+    trail: Trail,
 ) -> Rollout:
     """Run the push under a progress bar (a terminal only), printing each diff once all are read,
-    before the first batch goes out, and a line per batch as it ends."""
+    before the first batch goes out, and a line per batch as it ends; each switch's audit record is
+    written as soon as its outcome is final."""
     where = "the lab" if fleet.access.lab else "the switches"
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
-        bar = progress.add_task(f"push to {where}: reading every switch's diff", total=total)
-        batches_out = 0
+    with PushProgress(where, total, show_diff=show_diff, dry_run=opts.dry_run) as progress:
 
         def on_preview(read: Rollout) -> None:
-            nonlocal batches_out
-            batches_out = len(read.batches)
-            progress.update(
-                bar,
-                advance=sum(o.status != "would change" for o in read.outcomes.values()),
-                description=f"push to {where}: batch 1/{batches_out}",
-            )
-            for name in read.unreadable:
-                err.print(f"[red]{name} failed[/red]: {read.outcomes[name].reason}", highlight=False)
-            if show_diff and read.batches:
-                # Stopped while the diffs print: a running bar sends what goes to stdout to its own
-                # stream (stderr), and results belong on stdout.
-                progress.stop()
-                _print_diffs(read, opts.dry_run)
-                progress.start()
+            progress.on_preview(read)
+            # A dry run ends here; otherwise the switches that would change end with their batch (or skipped).
+            _audit(trail, [o for o in read.outcomes.values() if opts.dry_run or o.status != Status.WOULD_CHANGE])
 
         def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
-            progress.update(bar, advance=len(done), description=f"push to {where}: batch {b.number + 1}/{batches_out}")
-            confirmed = [o.device for o in done.values() if o.status == "changed"]
-            if confirmed:
-                err.print(
-                    f"batch {b.number}/{batches_out} ({b.domain}): committed, checked and confirmed: "
-                    + ", ".join(confirmed),
-                    highlight=False,
-                )
-            for o in done.values():
-                if o.status not in ("unchanged", "changed", "would change"):
-                    err.print(
-                        f"[red]batch {b.number} ({b.domain}): {o.device} {o.status}[/red]: {o.reason}", highlight=False
-                    )
+            progress.on_batch(b, done)
+            _audit(trail, list(done.values()))
 
         return run(
-            fleet.nr,
+            fleet.nr.with_processors([progress]),
             plan_batches=plan_batches,
             candidates=candidates,
             expects=expects,
@@ -294,6 +336,11 @@ def _rollout(
             on_preview=on_preview,
             on_batch=on_batch,
         )
+
+
+def _audit(trail: Trail, outcomes: list[DeviceOutcome]) -> None:
+    for o in outcomes:
+        trail.record(o.device, o.status, o.reason, digest=digest(o.diff), batch=o.batch)
 
 
 def _report(
@@ -341,7 +388,7 @@ def _report(
         )
     else:
         _print_human(ordered)
-        changed = sum(o.status in ("changed", "would change") for o in ordered)
+        changed = sum(o.status in (Status.CHANGED, Status.WOULD_CHANGE) for o in ordered)
         if changed == 0 and rollout.converged:
             err.print(
                 f"no changes: all {len(ordered)} switches already run the planned configuration ({elapsed:.1f} s)"
@@ -353,17 +400,6 @@ def _report(
                 f"{elapsed:.1f} s"
             )
     return 0 if rollout.converged else 1
-
-
-def _print_diffs(read: Rollout, dry_run: bool) -> None:
-    """Each switch's diff as the preview read it, in the order the switches go out: once, before the
-    first commit (the summary after the push does not repeat them)."""
-    for batch in read.batches:
-        for name in batch.devices:
-            o = read.outcomes[name]
-            when = "would change" if dry_run or read.unreadable else f"batch {batch.number}, {batch.domain}"
-            out.print(f"[bold]--- {name}[/bold] ({when})", highlight=False)
-            out.print(o.diff, markup=False, highlight=False)
 
 
 def _print_human(ordered: list[DeviceOutcome]) -> None:

@@ -101,11 +101,13 @@ def render_cmd(
 
 def _for_lab(file: str | None, state_dir: Path | None) -> tuple[Plan, LinkIndex]:
     """The lab's plan and secrets, exactly as a push to the lab renders them."""
+    from gpufabric.cli.errors import refusals
     from gpufabric.config.secrets import PasswordHasher
     from gpufabric.push.args import FleetArgs
     from gpufabric.push.fleet import reach  # Nornir and NAPALM: loaded only for the lab
 
-    plan, access = reach(FleetArgs(file=file, lab=True, state_dir=state_dir))
+    with refusals():  # no lab up: exit 2, as a usage error
+        plan, access = reach(FleetArgs(file=file, lab=True, state_dir=state_dir))
     return plan, LinkIndex(plan, PasswordHasher.for_intent(plan.intent, access.secrets))
 
 

@@ -30,6 +30,7 @@ def telemetry_cmd() -> None:
 
 
 def _collector(fleet_args: FleetArgs, workers: int) -> Any:
+    from gpufabric.cli.errors import show_notes
     from gpufabric.lab.state import DEFAULT_DIR
     from gpufabric.push.fleet import reach
     from gpufabric.telemetry.connect import host_shell, switch_connector
@@ -37,6 +38,7 @@ def _collector(fleet_args: FleetArgs, workers: int) -> Any:
     from gpufabric.telemetry.targets import nic_targets, switch_targets
 
     plan, access = reach(fleet_args)
+    show_notes(access)
     switches = [t for t in switch_targets(plan, fleet_args.plane) if t.address is not None]
     if fleet_args.devices:
         switches = [t for t in switches if t.device in fleet_args.devices]

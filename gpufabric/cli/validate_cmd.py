@@ -6,8 +6,10 @@ import time
 
 import click
 
+from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
+from gpufabric.config.secrets import secret_values
 from gpufabric.push.candidates import candidate
 from gpufabric.push.fleet import FleetArgs, open_fleet
 from gpufabric.validate import report
@@ -67,13 +69,17 @@ def validate_cmd(
     """
     started = time.perf_counter()
     fleet = open_fleet(fleet_args)
+    show_notes(fleet.access)
     names = [d.name for d in fleet.targets]
     expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
 
     with err.status(f"validating {len(names)} switches ..."):
         limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
-        results = run_per_host(fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits)
+        masked = dict.fromkeys(names, secret_values(fleet.plan.intent, fleet.access.secrets))
+        results = run_per_host(
+            fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits, masked=masked
+        )
     fleet.nr.close_connections()
     found: list[CheckResult] = [r for name in names for r in results[name]]
     seconds = time.perf_counter() - started

@@ -4,12 +4,12 @@ printed: both travel as `Hidden` values that only the driver reveals, at login."
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
 from nornir.core.inventory import ConnectionOptions, Inventory
 from nornir_napalm.plugins.connections import Napalm
 
@@ -21,6 +21,9 @@ from gpufabric.intent.types import SecretRef
 from gpufabric.lab.credentials import load_login, load_secrets
 from gpufabric.lab.state import LabState
 from gpufabric.push.args import CONNECT_TIMEOUT
+from gpufabric.push.errors import MissingLoginError
+
+log = logging.getLogger(__name__)
 
 TLS_KNOWN_HOSTS = "known_tls_hosts"  # beside the SSH known_hosts file, unless --tls-known-hosts names one
 
@@ -32,6 +35,7 @@ class Access:
     password: str = field(repr=False)
     optional_args: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # what rendering may need, by reference name
+    notes: tuple[str, ...] = ()  # for the person running the command (the CLI prints them)
 
 
 def lab_access(state_dir: Path, intent: Intent) -> Access | None:
@@ -63,7 +67,7 @@ def env_access(
 ) -> Access:
     cred = intent.credentials.switches
     if cred.password is None and cred.ssh_key is None:
-        raise click.UsageError(
+        raise MissingLoginError(
             "the intent names no switch login secret (credentials.switches.password or ssh_key: {env: NAME}); "
             "or target a lab with --lab"
         )
@@ -108,7 +112,9 @@ class RevealingNapalm(Napalm):
         if port and "port" not in parameters["optional_args"]:
             parameters["optional_args"]["port"] = port
         connection = network_driver(str(platform))(**parameters)
+        log.info("connect %s as %s (%s)", hostname, username, platform)  # never the password or the key
         connection.open()
+        log.debug("connected %s", hostname)
         self.connection = connection
 
 

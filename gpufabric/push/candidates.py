@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import click
-
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
 from gpufabric.config.secrets import declared, resolve_tokens
 from gpufabric.drivers.frr_files import join_candidate
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
+from gpufabric.push.errors import RenderedFilesMissingError
 
 
 def candidate(
@@ -39,5 +38,7 @@ def candidate(
 def _from_folder(folder: Path, name: str) -> dict[str, str]:
     files = {p.name: p.read_text() for p in folder.glob(f"{name}.*") if p.is_file()}
     if not files:
-        raise click.BadParameter(f"{folder} has no rendered file for {name} (run `gpufabric render -o {folder}`)")
+        raise RenderedFilesMissingError(
+            f"{folder} has no rendered file for {name} (run `gpufabric render -o {folder}`)"
+        )
     return files

@@ -8,9 +8,10 @@ the same fabric is up: leftover lab state must never decide where a change goes.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass
 
-import click
 from nornir.core import Nornir
 from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
@@ -27,8 +28,11 @@ from gpufabric.plan.model import Device, Plan
 from gpufabric.push import access as access_mod
 from gpufabric.push.access import Access
 from gpufabric.push.args import FleetArgs
+from gpufabric.push.errors import EmptySelectionError, NoLabError, UnknownSwitchError
 from gpufabric.push.targets import select
 from nornir_tasks.inventory import inventory_from_plan
+
+log = logging.getLogger(__name__)
 
 WORKERS = 32  # SSH sessions in flight; each spends its time waiting on the device
 
@@ -51,22 +55,24 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
     state_dir = args.state_dir or DEFAULT_DIR
     lab_login = access_mod.lab_access(state_dir, intent) if wants_lab else None
     if wants_lab and lab_login is None:
-        raise click.UsageError(
+        raise NoLabError(
             f"no lab of fabric '{intent.fabric.name}' is up (state dir {state_dir}): run `gpufabric lab up`"
         )
     if lab_login is not None:
+        log.info("target: the lab of fabric %s (state dir %s)", intent.fabric.name, state_dir)
         return topology(loaded).plan, lab_login
     plan = build_plan(loaded)
     vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else None
     chosen = access_mod.env_access(
         intent, args.known_hosts, args.accept_new, vault, ca_file=args.ca_file, tls_known_hosts=args.tls_known_hosts
     )
+    log.info("target: the real switches of fabric %s, as %s", intent.fabric.name, chosen.username)
     if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
-        click.echo(
+        note = (
             f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
-            "(pass --lab to target the lab)",
-            err=True,
+            "(pass --lab to target the lab)"
         )
+        chosen = dataclasses.replace(chosen, notes=(*chosen.notes, note))
     return plan, chosen
 
 
@@ -76,10 +82,10 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
     index = LinkIndex(plan, PasswordHasher.for_intent(intent, chosen.secrets))
     unknown = [d for d in args.devices if d not in index.devices]
     if unknown:
-        raise click.BadParameter(f"no switch named {', '.join(unknown)} in the plan", param_hint="--device")
+        raise UnknownSwitchError(f"no switch named {', '.join(unknown)} in the plan")
     targets = select(plan, args.plane, args.devices, args.role)
     if not targets:
-        raise click.UsageError("no switch matches the selection (--plane/--device/--role)")
+        raise EmptySelectionError("no switch matches the selection (--plane/--device/--role)")
     inventory = inventory_from_plan(plan)
     wanted = {d.name for d in targets}
     for name in list(inventory.hosts):

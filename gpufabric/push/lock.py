@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import pwd
 import stat
@@ -25,15 +26,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gpufabric.push.errors import PushRefusedError
+
+log = logging.getLogger(__name__)
+
 SYSTEM_DIR = Path("/run/lock/gpufabric")  # root's pushes; /run/lock is a tmpfs every Linux has
 USER_DIR = ".gpufabric/lock"  # under a non-root user's home directory
 
 
-class FabricBusyError(Exception):
+class FabricBusyError(PushRefusedError):
     """Another process holds this fabric's push lock."""
 
 
-class LockPathError(Exception):
+class LockPathError(PushRefusedError):
     """The lock's folder or file is not safe to use (owned by someone else, writable by others, a link)."""
 
 
@@ -106,6 +111,8 @@ def fabric_lock(fabric: str, directory: Path | None = None, uid: int | None = No
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        log.info("lock %s taken", path)
         yield path
     finally:
         os.close(fd)  # closing releases the lock
+        log.debug("lock %s closed", path)

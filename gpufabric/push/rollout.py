@@ -3,22 +3,25 @@ stage the batch in parallel, then confirm it whole or roll it back whole."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nornir.core import Nornir
 
+from gpufabric.push.errors import PushRefusedError
 from gpufabric.push.expect import Expectation
 from gpufabric.push.push_id import describe, started_of
+from gpufabric.push.status import CONVERGED, Status
 from gpufabric.push.targets import Batch, narrow
-from nornir_tasks.per_host import run_per_host
+from nornir_tasks.per_host import run_per_host, run_per_host_results
 from nornir_tasks.push import DeviceOutcome, PushOptions, check_pending, confirm, preview, rollback, stage
 
-CONVERGED = frozenset({"unchanged", "changed", "would change"})
+log = logging.getLogger(__name__)
 
 
-class OtherPushPendingError(Exception):
+class OtherPushPendingError(PushRefusedError):
     """Another push has a change awaiting confirmation on a targeted switch: this push changes nothing."""
 
     def __init__(self, switches: list[str], pending: list[dict[str, Any]]) -> None:
@@ -64,19 +67,35 @@ def run(
     targeted switch."""
     names = [n for b in plan_batches for n in b.devices]
     rollout = Rollout()
-    checked = run_per_host(nr, names, check_pending, opts=dict.fromkeys(names, opts))
-    busy = [n for n in names if checked[n].status == "busy"]
+    nr.data.reset_failed_hosts()  # from here, Nornir's failed hosts are this push's
+    checked = _outcomes(run_per_host_results(nr, names, check_pending, opts=dict.fromkeys(names, opts)))
+    busy = [n for n in names if checked[n].status == Status.BUSY]
     if busy:
+        log.info("refused: another push is pending on %s", ", ".join(busy))
         raise OtherPushPendingError(busy, [checked[n].extra["pending_push"] for n in busy])
-    rollout.outcomes.update({n: o for n, o in checked.items() if o.status == "failed"})
+    rollout.outcomes.update({n: o for n, o in checked.items() if o.status == Status.FAILED})
     readable = [n for n in names if n not in rollout.outcomes]
     rollout.outcomes.update(
-        run_per_host(
-            nr, readable, preview, candidate={n: candidates[n] for n in readable}, opts=dict.fromkeys(readable, opts)
+        _outcomes(
+            run_per_host_results(
+                nr,
+                readable,
+                preview,
+                candidate={n: candidates[n] for n in readable},
+                opts=dict.fromkeys(readable, opts),
+            )
         )
     )
-    rollout.unreadable = [n for n in names if rollout.outcomes[n].status == "failed"]
-    rollout.batches = narrow(plan_batches, {n for n in names if rollout.outcomes[n].status == "would change"})
+    # Nornir's failed hosts: those the pending-push check or the preview could not read.
+    rollout.unreadable = [n for n in names if n in nr.data.failed_hosts]
+    rollout.batches = narrow(plan_batches, {n for n in names if rollout.outcomes[n].status == Status.WOULD_CHANGE})
+    log.info(
+        "preview: %d switches, %d change, %d unreadable, %d batches",
+        len(names),
+        sum(len(b.devices) for b in rollout.batches),
+        len(rollout.unreadable),
+        len(rollout.batches),
+    )
     for batch in rollout.batches:
         for name in batch.devices:
             rollout.outcomes[name].batch = batch.number
@@ -100,7 +119,8 @@ def _roll_out(
 ) -> None:
     for batch in rollout.batches:
         names = list(batch.devices)
-        staged = run_per_host(
+        log.info("batch %d (%s): staging %s", batch.number, batch.domain, ", ".join(names))
+        results = run_per_host_results(
             nr,
             names,
             stage,
@@ -109,24 +129,40 @@ def _roll_out(
             opts=dict.fromkeys(names, opts),
             batch=dict.fromkeys(names, batch.number),
         )
+        staged = _outcomes(results)
         rollout.outcomes.update(staged)
-        pending = [n for n, o in staged.items() if o.status == "staged"]
-        failed = [n for n, o in staged.items() if o.status not in CONVERGED and o.status != "staged"]
+        pending = [n for n in names if staged[n].status == Status.STAGED]
+        failed = [n for n in names if n in results.failed_hosts]  # rolled back, or failed outright
         if failed:
             why = f"rolled back with its batch: {failed[0]} {staged[failed[0]].status}"
+            log.info("batch %d: %s; rolling back %s", batch.number, why, ", ".join(pending) or "nothing")
             if pending:
                 rollout.outcomes.update(
                     run_per_host(
-                        nr, pending, rollback, outcome={n: staged[n] for n in pending}, why=dict.fromkeys(pending, why)
+                        nr,
+                        pending,
+                        rollback,
+                        outcome={n: staged[n] for n in pending},
+                        why=dict.fromkeys(pending, why),
+                        masked=dict.fromkeys(pending, opts.masked),
                     )
                 )
             rollout.stopped_at = batch
         elif pending:
-            confirmed = run_per_host(nr, pending, confirm, outcome={n: staged[n] for n in pending})
+            log.info("batch %d: every switch staged and healthy; confirming", batch.number)
+            results = run_per_host_results(
+                nr,
+                pending,
+                confirm,
+                outcome={n: staged[n] for n in pending},
+                masked=dict.fromkeys(pending, opts.masked),
+            )
+            confirmed = _outcomes(results)
             rollout.outcomes.update(confirmed)
-            refused = [n for n in pending if confirmed[n].status != "changed"]
+            refused = [n for n in pending if n in results.failed_hosts]
             if refused:
-                rollout.outcomes.update(_undo_batch(nr, confirmed, refused))
+                log.info("batch %d: confirm failed on %s; rolling the batch back", batch.number, ", ".join(refused))
+                rollout.outcomes.update(_undo_batch(nr, confirmed, refused, opts.masked))
                 rollout.stopped_at = batch  # nothing more goes out
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
@@ -135,7 +171,9 @@ def _roll_out(
             return
 
 
-def _undo_batch(nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[str]) -> dict[str, DeviceOutcome]:
+def _undo_batch(
+    nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[str], masked: tuple[str, ...]
+) -> dict[str, DeviceOutcome]:
     """A batch is all or nothing: when a switch's confirm fails, every switch of the batch is rolled
     back, those already confirmed too (each driver keeps the configuration from before its commit:
     FRR its rollback files, Cumulus the revision saved before the apply, EOS `flash:rollback-0`, NX-OS
@@ -152,11 +190,18 @@ def _undo_batch(nr: Nornir, confirmed: dict[str, DeviceOutcome], refused: list[s
         for n in confirmed
     }
     names = list(confirmed)
-    return run_per_host(nr, names, rollback, outcome={n: confirmed[n] for n in names}, why=why)
+    return run_per_host(
+        nr, names, rollback, outcome={n: confirmed[n] for n in names}, why=why, masked=dict.fromkeys(names, masked)
+    )
 
 
 def _skip_the_rest(rollout: Rollout, why: str) -> None:
     """Switches that would have changed in a later batch."""
     for name, outcome in rollout.outcomes.items():
-        if outcome.status == "would change":
-            rollout.outcomes[name] = DeviceOutcome(name, "skipped", why, diff=outcome.diff, batch=outcome.batch)
+        if outcome.status == Status.WOULD_CHANGE:
+            rollout.outcomes[name] = DeviceOutcome(name, Status.SKIPPED, why, diff=outcome.diff, batch=outcome.batch)
+
+
+def _outcomes(results: Any) -> dict[str, DeviceOutcome]:
+    """Each host's DeviceOutcome, from a run of one of the push's tasks."""
+    return {name: multi[0].result for name, multi in results.items()}

@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from gpufabric.push.errors import PushRefusedError
+
 if TYPE_CHECKING:
     from gpufabric.platforms.base import PlatformSpec
 
@@ -20,7 +22,7 @@ STAGE_OVERHEAD = 15.0
 MARGIN = 1.25  # the confirm must land well before the timer, not just before it
 
 
-class TimingError(Exception):
+class TimingError(PushRefusedError):
     """The timeouts cannot protect the batches as asked."""
 
 

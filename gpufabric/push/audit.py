@@ -1,0 +1,219 @@
+"""The audit trail: one JSON line per switch a push touched, appended to a file the push keeps open.
+
+Each record says who (the switch login and the local account), from where (the controller), when
+(UTC), what (fabric, switch, platform, plane, push id, the SHA-256 of the masked diff) and how it
+ended (status, reason). Never a diff, never a secret: diffs are masked before anything sees them and
+only their digest is kept; reasons are masked as the report's are.
+
+The file is opened before the push reads anything: a push that cannot write its trail fails before
+it changes a switch. It is opened with O_APPEND and each record is one write(2), so the records of
+pushes running at once never interleave within a line. Made 0600 in a folder made 0700.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import pwd
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpufabric.push.errors import PushRefusedError
+from gpufabric.push.status import Status
+
+log = logging.getLogger(__name__)
+
+ENV = "GPUFABRIC_AUDIT_LOG"
+SYSTEM_PATH = Path("/var/log/gpufabric/audit.jsonl")  # root's pushes
+USER_PATH = ".local/state/gpufabric/audit.jsonl"  # under a non-root user's home directory
+
+
+class AuditError(PushRefusedError):
+    """The audit trail cannot be written: the push does not start."""
+
+
+def default_path(uid: int | None = None) -> Path:
+    """Where the trail is kept unless --audit-log or GPUFABRIC_AUDIT_LOG says: like the push lock, from
+    the password database rather than $HOME, so a cron job and a shell of one account share it."""
+    uid = os.geteuid() if uid is None else uid
+    if uid == 0:
+        return SYSTEM_PATH
+    return Path(pwd.getpwuid(uid).pw_dir) / USER_PATH
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Who:
+    login_user: str  # the account the push logs into the switches as
+    os_user: str  # the local account running the push (from the password database, not $USER)
+    sudo_user: str | None  # who ran it through sudo, as sudo says (SUDO_USER)
+    controller: str  # this machine
+
+    @classmethod
+    def now(cls, login_user: str, controller: str) -> Who:
+        uid = os.getuid()
+        try:
+            name = pwd.getpwuid(uid).pw_name
+        except KeyError:  # a uid with no entry (a container): its number
+            name = str(uid)
+        return cls(login_user, name, os.environ.get("SUDO_USER") or None, controller)
+
+
+class AuditLog:
+    """The trail's file, open for appending for as long as the push runs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = _open(path)
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, sort_keys=False, separators=(",", ":")) + "\n").encode()
+        try:
+            written = os.write(self._fd, line)  # one write per record: O_APPEND keeps it whole
+        except OSError as exc:
+            raise AuditError(f"cannot write the audit log {self.path}: {exc.strerror}") from None
+        if written != len(line):
+            raise AuditError(f"cannot write the audit log {self.path}: short write ({written} of {len(line)} bytes)")
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _open(path: Path) -> int:
+    hint = f"choose another file with --audit-log or {ENV}"
+    try:
+        if not path.parent.exists():
+            path.parent.mkdir(mode=0o700, parents=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            reason += " (the push needs to append to it before it changes anything)"
+        raise AuditError(f"cannot open the audit log {path}: {reason}; {hint}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise AuditError(f"the audit log {path} is not a plain file; {hint}")
+    if info.st_mode & 0o022:
+        os.close(fd)
+        raise AuditError(
+            f"the audit log {path} may be written by others (mode {stat.S_IMODE(info.st_mode):04o}): "
+            f"chmod 600 {path}, or {hint}"
+        )
+    log.debug("audit log %s open", path)
+    return fd
+
+
+@dataclass(frozen=True)
+class SwitchFacts:
+    """What the trail says of a switch besides its outcome."""
+
+    platform: str
+    plane: str
+
+
+@dataclass
+class Trail:
+    """One push's records: each switch's once, as soon as its fate is known."""
+
+    log: AuditLog
+    push_id: str
+    started: str
+    fabric: str
+    who: Who
+    dry_run: bool
+    target: str  # "lab" or "switches"
+    switches: dict[str, SwitchFacts]
+    written: set[str] = field(default_factory=set)
+    error: AuditError | None = None  # the first record that could not be written
+
+    def record(self, device: str, status: Status | str, reason: str = "", *, digest: str | None = None,
+               batch: int = 0) -> None:  # fmt: skip
+        if device in self.written:
+            return
+        facts = self.switches.get(device, SwitchFacts("", ""))
+        entry = {
+            "time": utc_now(),
+            "push_id": self.push_id,
+            "push_started": self.started,
+            "fabric": self.fabric,
+            "switch": device,
+            "platform": facts.platform,
+            "plane": facts.plane,
+            "batch": batch,
+            "status": str(status),
+            "reason": reason,
+            "diff_sha256": digest,
+            "dry_run": self.dry_run,
+            "target": self.target,
+            "login_user": self.who.login_user,
+            "os_user": self.who.os_user,
+            "sudo_user": self.who.sudo_user,
+            "controller": self.who.controller,
+        }
+        try:
+            self.log.append(entry)
+        except AuditError as exc:
+            # Mid-push a switch must still be confirmed or rolled back: the push goes on and fails at the end.
+            log.info("%s", exc)
+            self.error = self.error or exc
+            return
+        self.written.add(device)
+        log.debug("audit: %s %s %s", device, status, digest)
+
+    def refused(self, devices: Iterable[str], reason: str) -> None:
+        for device in devices:
+            self.record(device, Status.REFUSED, reason)
+
+
+def read(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """(line number, record) for each line; None for a line that is not a JSON object (a torn write
+    by a process killed mid-record, a hand edit): the reader says so and goes on."""
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                yield number, None
+                continue
+            yield number, value if isinstance(value, dict) else None
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time; one without a zone is UTC. Raises ValueError."""
+    when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def matches(
+    record: dict[str, Any], *, push_id: str | None = None, devices: tuple[str, ...] = (), since: datetime | None = None
+) -> bool:
+    if push_id is not None and record.get("push_id") != push_id:
+        return False
+    if devices and record.get("switch") not in devices:
+        return False
+    if since is not None:
+        try:
+            return parse_time(str(record.get("time", ""))) >= since
+        except ValueError:
+            return False
+    return True
