@@ -28,7 +28,10 @@ Kinds:
 @click.argument("kind", type=click.Choice(list(EXPORTERS)))
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="File to write (a directory for drawing, structured and k8s-network)."
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="File to write (a directory for drawing, structured and k8s-network).",
 )
 @click.option(
     "--image",

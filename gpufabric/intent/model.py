@@ -347,9 +347,7 @@ class Intent(Model):
         description="Per network OS, the release its configuration follows; a platform not listed gets its "
         "default release (docs/configs.md).",
     )
-    kubernetes: Kubernetes = Field(
-        default_factory=lambda: Kubernetes(), description="How Kubernetes pods reach the RDMA rails."
-    )
+    kubernetes: Kubernetes = Field(default_factory=Kubernetes, description="How Kubernetes pods reach the RDMA rails.")
 
     def release(self, platform: str) -> str:
         """The pinned release of a platform, or its default."""
