@@ -47,6 +47,13 @@ EXPORTERS: dict[str, Exporter] = {
             structured.render,
         ),
         Exporter("slurm", "Slurm topology.conf for the tree plugin", ".conf", slurm.render),
+        Exporter(
+            "slurm-block",
+            "Slurm topology.conf for the block plugin: NVLink domains (23.11+)",
+            ".conf",
+            slurm.render_block,
+        ),
+        Exporter("slurm-yaml", "Slurm topology.yaml: tree and NVLink blocks (25.05+)", ".yaml", slurm.render_yaml),
         Exporter("k8s-labels", "Kubernetes node labels as YAML", ".yaml", k8s_labels.render),
         Exporter(
             "k8s-network",
