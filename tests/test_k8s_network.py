@@ -147,6 +147,9 @@ def pool_problems(pool: dict[str, Any], plan: Plan, expected: set[tuple[str, str
         hosts = list(net)
         if ipaddress.ip_address(gateway) != hosts[spec["gatewayIndex"]]:
             problems.append(f"{node}: gateway {gateway} is not index {spec['gatewayIndex']} of {prefix}")
+    excluded = {i for r in spec.get("perNodeExclusions", []) for i in range(r["startIndex"], r["endIndex"] + 1)}
+    if excluded != {spec["gatewayIndex"]}:
+        problems.append(f"per-node exclusions {sorted(excluded)} are not just the gateway's index")
     if [r["dst"] for r in spec["routes"]] != [str(cidr)]:
         problems.append("the route to the rest of the plane is missing")
     return problems
@@ -182,6 +185,9 @@ def test_planted_errors_fail(schemas: Any) -> None:
     outside = copy.deepcopy(pool)
     outside["spec"]["staticAllocations"][0]["prefix"] = "192.168.0.0/31"  # an address outside the plane's pool
     assert any("192.168.0.0/31" in p for p in pool_problems(outside, plan, expected["compute-rail1"]))
+    host_excluded = copy.deepcopy(pool)
+    host_excluded["spec"]["perNodeExclusions"] = [{"startIndex": 0, "endIndex": 1}]  # the host's own address too
+    assert any("exclusions [0, 1]" in p for p in pool_problems(host_excluded, plan, expected["compute-rail1"]))
     wrong_gw = copy.deepcopy(pool)
     wrong_gw["spec"]["staticAllocations"][1]["gateway"] = "10.10.0.3"
     assert any("gateway 10.10.0.3" in p for p in pool_problems(wrong_gw, plan, expected["compute-rail1"]))

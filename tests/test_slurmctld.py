@@ -173,19 +173,29 @@ def read_back(env: dict[str, str]) -> dict[str, tuple[set[str], set[str]]]:
 
 
 def expected(plan: Plan) -> dict[str, tuple[set[str], set[str]]]:
-    """From the plan's servers: a switch per scalable unit with its nodes; the spines above them all."""
+    """From the plan's servers and leaves: a switch per scalable unit with its nodes; above them the
+    spines (2 tiers), or a switch per pod and the superspines above the pods (3 tiers)."""
     plane = plan.planes["compute"]
     units: dict[str, set[str]] = {}
     for s in plan.servers:
         if "compute" in s.units:
             units.setdefault(f"{plane.prefix}-su{s.units['compute']}", set()).add(s.name)
     out = {name: (nodes, set()) for name, nodes in units.items()}
+    everyone = set().union(*units.values())
     # scontrol lists under an upper switch every node beneath it.
-    out[f"{plane.prefix}-spines"] = (set().union(*units.values()), set(units))
+    if plane.tiers == 2:
+        out[f"{plane.prefix}-spines"] = (everyone, set(units))
+        return out
+    pods: dict[str, set[str]] = {}
+    for leaf in (d for d in plane.devices if d.role == "leaf" and f"{plane.prefix}-su{d.unit}" in units):
+        pods.setdefault(f"{plane.prefix}-pod{leaf.pod}", set()).add(f"{plane.prefix}-su{leaf.unit}")
+    for pod, members in pods.items():
+        out[pod] = (set().union(*(units[u] for u in members)), members)
+    out[f"{plane.prefix}-superspines"] = (everyone, set(pods))
     return out
 
 
-@pytest.mark.parametrize("name", ["fabric.yml", "examples/superpod-4su.yml"])
+@pytest.mark.parametrize("name", ["fabric.yml", "examples/superpod-4su.yml", "examples/three-tier-32k.yml"])
 def test_slurmctld_reads_the_exported_tree(name: str) -> None:
     _need()
     path = INVENTORY / name

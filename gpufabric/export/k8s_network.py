@@ -168,8 +168,10 @@ def cidr_pool(plan: Plan, rail: Rail) -> dict[str, Any]:
         "spec": {
             "cidr": cidr,
             "perNodeNetworkPrefix": 31,
-            # Index 0 of each /31 is the leaf (the plan gives the upper tier the even address).
+            # Index 0 of each /31 is the leaf (the plan gives the upper tier the even address); it is
+            # also excluded, so a pod can only ever get index 1, the host's address in the plan.
             "gatewayIndex": 0,
+            "perNodeExclusions": [{"startIndex": 0, "endIndex": 0}],
             "routes": [{"dst": cidr}],
             "staticAllocations": allocations,
             "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": rail.label, "operator": "Exists"}]}]},
@@ -250,15 +252,19 @@ def kubelet_settings() -> dict[str, Any]:
 
 def pairing(plan: Plan, found: list[Rail]) -> dict[str, dict[str, str]]:
     """Per GPU node: rail NIC -> the GPU it serves (rail r pairs with GPU r-1 when rails and GPUs match)."""
+    nics: dict[str, list[HostNic]] = {}
+    for rail in found:
+        for node, nic in rail.nics:
+            nics.setdefault(node, []).append(nic)
     out: dict[str, dict[str, str]] = {}
     for server in plan.servers:
-        mine = [(rail, nic) for rail in found for node, nic in rail.nics if node == server.name]
+        mine = nics.get(server.name, [])
         if not mine or not server.gpus:
             continue
         per_nic = max(1, server.gpus // len(mine))
         out[server.name] = {
             nic.interface: ",".join(str(g) for g in range((nic.rail - 1) * per_nic, nic.rail * per_nic))
-            for _, nic in mine
+            for nic in mine
             if (nic.rail - 1) * per_nic < server.gpus
         }
     return out
