@@ -50,6 +50,9 @@ want_apt debootstrap debootstrap           # their root filesystem (built once, 
 want_apt socat socat                       # their path to this machine's Debian mirror
 want_apt zstd zstd                         # the cached root filesystem image
 want_apt iperf3 iperf3                     # the acceptance stand-in's output is read from the real tool
+want_apt slurmctld slurmctld               # the exported topology.conf is read back by Slurm's own controller
+want_apt scontrol slurm-client             # ... and shown by scontrol
+want_apt munged munge                      # ... which authenticates through a munged of the test's own
 install_wanted
 ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
 # host_network's files are judged by each backend's own parser: netplan's generator, nmcli --offline.

@@ -20,6 +20,8 @@ ALL_INTENTS = [INVENTORY / "fabric.yml", *EXAMPLES]
 BIN = Path(sys.executable).parent
 # containerlab's schema sits in ../shared beside a clone (CI has it); tests that need it say so when it is absent.
 CLAB_SCHEMA = ROOT.parent / "shared" / "schemas" / "containerlab-topology.schema.json"
+# The Network Operator's, nv-ipam's and SR-IOV's CRDs, also in ../shared (GPUFABRIC_SHARED names another folder).
+K8S_CRDS = Path(os.environ.get("GPUFABRIC_SHARED", ROOT.parent / "shared")) / "schemas" / "k8s-network"
 
 
 def default_doc() -> dict[str, Any]:

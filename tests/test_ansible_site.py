@@ -116,6 +116,48 @@ def test_gpu_operator_values_follow_the_host(tmp_path, extra, driver_enabled, ho
     assert "Install the GPU Operator" not in done.stdout  # gpu_operator_deploy: false never reaches helm
 
 
+def _network_play(tmp_path: Path, **extra: object) -> subprocess.CompletedProcess[str]:
+    host = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "gpu_operator_deploy": False,
+        "gpu_operator_record": str(tmp_path / "gpu-operator.json"),
+        "gpu_operator_network_operator": True,
+        "gpu_operator_network_dir": str(tmp_path / "net"),
+        **extra,
+    }
+    (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpuX": host}}}))
+    (tmp_path / "play.yml").write_text(
+        yaml.safe_dump([{"name": "networks", "hosts": "all", "gather_facts": False, "roles": ["gpu_operator"]}])
+    )
+    return ansible("ansible-playbook", "-i", str(tmp_path / "inv.yml"), str(tmp_path / "play.yml"), cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_gpu_operator_applies_the_exported_rdma_networks_in_order(tmp_path):
+    from gpufabric.export import k8s_network
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    plan = build_plan(load_intent(str(ROOT / "inventory" / "fabric.yml")))
+    (tmp_path / "net").mkdir()
+    for name, text in k8s_network.documents(plan).items():
+        (tmp_path / "net" / name).write_text(text)
+    done = _network_play(tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    record = json.loads((tmp_path / "gpu-operator.json").read_text())
+    net = tmp_path / "net"
+    assert record["network_manifests"] == [
+        str(net / f) for f in ("nic-cluster-policy.yaml", "ip-pools.yaml", "networks.yaml")
+    ]
+    # The export is host-device; a role told to run SR-IOV refuses before anything is applied.
+    done = _network_play(tmp_path, gpu_operator_network_sriov=True)
+    assert done.returncode != 0 and "gpu_operator_network_sriov disagree" in done.stdout
+    (net / "ip-pools.yaml").unlink()
+    done = _network_play(tmp_path)
+    assert done.returncode != 0 and "ip-pools.yaml is missing" in done.stdout
+
+
 def test_the_read_back_verdict_lists_every_setting_found_other_than_expected():
     import importlib.util
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, run
 
-from gpufabric.export import bom, cabling, containerlab, drawing, k8s_labels, plan_json, slurm
+from gpufabric.export import bom, cabling, containerlab, drawing, k8s_labels, k8s_network, plan_json, slurm
 from gpufabric.export.hostlist import compress
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.intent import load_intent
@@ -54,6 +54,14 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         return {n for line in text.splitlines() if "Nodes=" in line for n in _expand(line.split("Nodes=")[1])}
     if kind == "k8s-labels":
         return set(_load(text))
+    if kind == "k8s-network":
+        docs = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "CIDRPool"]
+        return {a["nodeName"] for d in docs for a in d["spec"]["staticAllocations"]}
+    if kind == "slurm-block":
+        return {n for line in text.splitlines() if "Nodes=" in line for n in _expand(line.split("Nodes=")[1])}
+    if kind == "slurm-yaml":
+        tops = _load(text)
+        return {n for t in tops if "tree" in t for sw in t["tree"]["switches"] for n in _expand(sw.get("nodes", ""))}
     if kind == "containerlab":
         return set(_load(text)["topology"]["nodes"])
     if kind == "structured":
@@ -71,6 +79,10 @@ def _parsed_names(kind: str, text: str) -> set[str]:
 def test_every_export_renders_every_example(path, kind):
     """Each export parses in its own format and names what the plan has."""
     plan = plan_of(path)
+    if kind == "k8s-network" and not k8s_network.rails(plan):  # no routed RoCE plane: a clear refusal
+        with pytest.raises(k8s_network.K8sNetworkError, match="carries_roce"):
+            EXPORTERS[kind].render(plan)
+        return
     names = _parsed_names(kind, EXPORTERS[kind].render(plan))
     switches = {d.name for d in plan.devices()}
     servers = {s.name for s in plan.servers}
@@ -79,6 +91,9 @@ def test_every_export_renders_every_example(path, kind):
         "ansible-inventory": switches | servers,
         "k8s-labels": servers,
         "slurm": {s.name for s in plan.servers if "compute" in s.units},
+        "slurm-yaml": {s.name for s in plan.servers if "compute" in s.units},
+        "slurm-block": {n for nodes in slurm.blocks(plan).values() for n in nodes},
+        "k8s-network": {node for rail in k8s_network.rails(plan) for node, _ in rail.nics},
         "containerlab": {d.name for d in plan.devices() if d.plane != "oob"} | {s.name for s in plan.servers if s.nics},
         "bom": set(plan.planes) | {"total"},
         "structured": switches,
@@ -284,12 +299,14 @@ def test_drawing_directory_with_svg(tmp_path):
 @pytest.mark.parametrize("kind", list(EXPORTERS))
 def test_exports_are_byte_identical_across_runs(tmp_path, kind):
     outs = []
+    # multi-vendor's RoCE plane bonds its hosts: no rail a pod could take (k8s-network refuses it).
+    intent = INVENTORY / ("fabric.yml" if kind == "k8s-network" else "examples/multi-vendor.yml")
     for seed in ("1", "2"):
         done = run(
             "gpufabric",
             "export",
             kind,
-            str(INVENTORY / "examples" / "multi-vendor.yml"),
+            str(intent),
             check=True,
             text=False,
             PYTHONHASHSEED=seed,

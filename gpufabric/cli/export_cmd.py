@@ -8,7 +8,7 @@ import click
 
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.cli.plan_cmd import load_plan, print_warnings, strict_option, warnings_exit
-from gpufabric.export import containerlab, drawing, structured
+from gpufabric.export import containerlab, drawing, k8s_network, structured
 from gpufabric.export.atomic import write_atomic
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.plan import Plan
@@ -28,7 +28,10 @@ Kinds:
 @click.argument("kind", type=click.Choice(list(EXPORTERS)))
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="File to write (a directory for drawing and structured)."
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="File to write (a directory for drawing, structured and k8s-network).",
 )
 @click.option(
     "--image",
@@ -41,17 +44,27 @@ Kinds:
 def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...], strict: bool) -> int:
     plan = load_plan(file)
     print_warnings(plan)
+    try:
+        code = _export(plan, kind, output, images)
+    except k8s_network.K8sNetworkError as exc:
+        raise click.ClickException(f"{plan.source}: {exc}") from None
+    return warnings_exit(plan, strict, code)
+
+
+def _export(plan: Plan, kind: str, output: Path | None, images: tuple[str, ...]) -> int:
     if kind == "drawing" and output is not None:
-        return warnings_exit(plan, strict, _drawing_dir(plan, output))
+        return _drawing_dir(plan, output)
     if kind == "structured" and output is not None:
-        return warnings_exit(plan, strict, _structured_dir(plan, output))
+        return _structured_dir(plan, output)
+    if kind == "k8s-network" and output is not None:
+        return _k8s_network_dir(plan, output)
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
     if output is None:
         write_stdout(text)
     else:
         write_atomic(output, text)
         err.print(f"wrote {output}")
-    return warnings_exit(plan, strict)
+    return 0
 
 
 def _images(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -74,6 +87,16 @@ def _structured_dir(plan: Plan, directory: Path) -> int:
     for name, text in files.items():
         write_atomic(directory / name, text)
     err.print(f"wrote {len(files)} structured config file(s) to {directory}")
+    return 0
+
+
+def _k8s_network_dir(plan: Plan, directory: Path) -> int:
+    if directory.exists() and not directory.is_dir():
+        raise click.BadParameter(f"{directory} is a file; k8s-network writes one file per object kind", param_hint="-o")
+    files = k8s_network.documents(plan)
+    for name, text in files.items():
+        write_atomic(directory / name, text)
+    err.print(f"wrote {len(files)} Kubernetes network file(s) to {directory}")
     return 0
 
 

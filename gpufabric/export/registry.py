@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpufabric.export import bom, cabling, containerlab, drawing, inventory, k8s_labels, plan_json, slurm, structured
+from gpufabric.export import (
+    bom,
+    cabling,
+    containerlab,
+    drawing,
+    inventory,
+    k8s_labels,
+    k8s_network,
+    plan_json,
+    slurm,
+    structured,
+)
 from gpufabric.plan.model import Plan
 
 
@@ -36,7 +47,20 @@ EXPORTERS: dict[str, Exporter] = {
             structured.render,
         ),
         Exporter("slurm", "Slurm topology.conf for the tree plugin", ".conf", slurm.render),
+        Exporter(
+            "slurm-block",
+            "Slurm topology.conf for the block plugin: NVLink domains (23.11+)",
+            ".conf",
+            slurm.render_block,
+        ),
+        Exporter("slurm-yaml", "Slurm topology.yaml: tree and NVLink blocks (25.05+)", ".yaml", slurm.render_yaml),
         Exporter("k8s-labels", "Kubernetes node labels as YAML", ".yaml", k8s_labels.render),
+        Exporter(
+            "k8s-network",
+            "Kubernetes RDMA networks per rail: Network Operator objects (a directory with -o)",
+            ".yaml",
+            k8s_network.render,
+        ),
         Exporter("containerlab", "containerlab topology (*.clab.yml)", ".clab.yml", containerlab.render),
         Exporter(
             "ansible-inventory",

@@ -91,6 +91,13 @@ class ServerGroup(Model):
     nics: dict[PlaneName, NicSet] = Field(
         description="NICs per plane. `oob` is the BMC / management port. A plane not listed is not attached.",
     )
+    nvlink_domain: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="Servers per NVLink domain (e.g. 18 for an NVL72 rack of 4-GPU trays): consecutive servers "
+        "of the group, in index order, share one. Feeds Slurm's block topology and the Kubernetes accelerator label.",
+    )
 
 
 class SwitchRole(Model):
@@ -321,6 +328,15 @@ class PlatformSettings(Model):
     )
 
 
+class Kubernetes(Model):
+    """How pods reach the rails (`gpufabric export k8s-network`)."""
+
+    rdma: Literal["host-device", "sriov"] = Field(
+        "host-device",
+        description="`host-device`: a pod takes a rail's NIC whole; `sriov`: a pod takes a virtual function of it.",
+    )
+
+
 class Intent(Model):
     """The whole cluster: the single source of truth."""
 
@@ -337,6 +353,7 @@ class Intent(Model):
         description="Per network OS, the release its configuration follows; a platform not listed gets its "
         "default release (docs/configs.md).",
     )
+    kubernetes: Kubernetes = Field(default_factory=Kubernetes, description="How Kubernetes pods reach the RDMA rails.")
 
     def release(self, platform: str) -> str:
         """The pinned release of a platform, or its default."""

@@ -1,0 +1,299 @@
+"""Kubernetes RDMA networks from the plan: NVIDIA Network Operator objects, one network per rail.
+
+Every plane that carries RoCE gets, per rail:
+- an nv-ipam CIDRPool. The plan's host ports are routed /31s (leaf even, host odd), so each node
+  has its own gateway on each rail: that is nv-ipam's CIDRPool (per-node prefix and gateway),
+  not its IPPool (one flat subnet, one gateway). The pool pins every node to the /31 the plan
+  gave its rail NIC (`staticAllocations`), so a pod on that NIC has the address the leaf routes.
+- a network: HostDeviceNetwork (`kubernetes.rdma: host-device`, the default: the pod takes the
+  rail's NIC whole) or SriovNetworkNodePolicy + SriovNetwork (`sriov`: one virtual function per
+  rail NIC, because the plan gives each rail port exactly one host address).
+- the NetworkAttachmentDefinition the operator derives from that network (exported too, for
+  clusters that run Multus without the operator's network controllers).
+Plus one NicClusterPolicy and the kubelet settings that keep a pod's GPUs and rail NICs on one
+NUMA node. docs/kubernetes.md explains each object and what was proven.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufabric.export.yaml_out import dump_yaml
+from gpufabric.plan.model import HostNic, Plan, PlanePlan, ip
+
+OPERATOR_NS = "nvidia-network-operator"
+WORKLOAD_NS = "default"
+RESOURCE_PREFIX = "nvidia.com"
+MELLANOX_VENDOR = "15b3"
+
+# Images the NicClusterPolicy names. Pin them to the Network Operator release you install (its
+# release notes list the matching tags); the role's gpu_operator_network_operator_version is that release.
+IMAGES: dict[str, tuple[str, str, str]] = {
+    "ofedDriver": ("doca-driver", "nvcr.io/nvidia/mellanox", "25.04-0.6.1.0-2"),
+    "nvIpam": ("nvidia-k8s-ipam", "ghcr.io/mellanox", "v0.3.7"),
+    "multus": ("multus-cni", "ghcr.io/k8snetworkplumbingwg", "v4.1.0"),
+    "cniPlugins": ("plugins", "ghcr.io/k8snetworkplumbingwg", "v1.5.0"),
+    "sriovDevicePlugin": ("sriov-network-device-plugin", "ghcr.io/k8snetworkplumbingwg", "v3.9.0"),
+}
+
+FILES = (
+    "nic-cluster-policy.yaml",
+    "ip-pools.yaml",
+    "networks.yaml",
+    "network-attachment-definitions.yaml",
+    "kubelet-topology.yaml",
+)
+
+
+class K8sNetworkError(ValueError):
+    """The plan cannot be given Kubernetes RDMA networks (the message says why and what to change)."""
+
+
+@dataclass
+class Rail:
+    """One rail of a RoCE plane: every server NIC on it."""
+
+    plane: PlanePlan
+    number: int
+    nics: list[tuple[str, HostNic]] = field(default_factory=list)  # (node, NIC)
+
+    @property
+    def name(self) -> str:
+        return f"{self.plane.name}-rail{self.number}"
+
+    @property
+    def resource(self) -> str:
+        """The device plugin's resource name, without its prefix (DNS label characters, no dash)."""
+        return f"{self.plane.name}_rail{self.number}"
+
+    @property
+    def interfaces(self) -> list[str]:
+        return sorted({nic.interface for _, nic in self.nics})
+
+    @property
+    def label(self) -> str:
+        """The k8s-labels export's key every node on this rail carries."""
+        word = "rail" if self.plane.topology == "rail-optimized" else "nic"
+        return f"gpufabric.io/{self.plane.name}-{word}{self.number}-leaf"
+
+
+def rails(plan: Plan) -> list[Rail]:
+    """The rails of every plane that carries RoCE, in plane then rail order."""
+    out: list[Rail] = []
+    for plane in plan.planes.values():
+        # A bonded plane (host_links: lacp) has no rail a pod could take alone: its RDMA stays the host's.
+        if not plane.carries_roce or _host_links(plan, plane.name) != "routed":
+            continue
+        by_number: dict[int, Rail] = {}
+        for server in plan.servers:
+            for nic in server.nics:
+                if nic.plane == plane.name:
+                    by_number.setdefault(nic.rail, Rail(plane, nic.rail)).nics.append((server.name, nic))
+        out.extend(by_number[n] for n in sorted(by_number))
+    return out
+
+
+def _host_links(plan: Plan, plane: str) -> str:
+    return str(getattr(plan.intent.planes, plane).host_links)
+
+
+def _check(found: list[Rail]) -> None:
+    if not found:
+        raise K8sNetworkError(
+            "no plane has both `carries_roce: true` and `host_links: routed`: there is no RDMA rail a pod "
+            "could take (a bonded plane's NICs stay the host's)"
+        )
+
+
+def _ipam(rail: Rail) -> str:
+    return json.dumps({"type": "nv-ipam", "poolName": rail.name, "poolType": "cidrpool"}, separators=(",", ":"))
+
+
+def _meta(name: str, namespace: str | None, plan: Plan, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = {"app.kubernetes.io/managed-by": "gpufabric", "gpufabric.io/cluster": plan.intent.fabric.name}
+    meta.update(extra)
+    return meta
+
+
+def _image(key: str) -> dict[str, str]:
+    image, repository, version = IMAGES[key]
+    return {"image": image, "repository": repository, "version": version}
+
+
+def _device_plugin_config(found: list[Rail]) -> str:
+    """sriov-network-device-plugin's resource list: one resource per rail, selected by PF name."""
+    resources = [
+        {
+            "resourceName": rail.resource,
+            "resourcePrefix": RESOURCE_PREFIX,
+            "selectors": {"vendors": [MELLANOX_VENDOR], "pfNames": rail.interfaces, "isRdma": True},
+        }
+        for rail in found
+    ]
+    return json.dumps({"resourceList": resources}, separators=(",", ":"))
+
+
+def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "ofedDriver": {**_image("ofedDriver"), "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1}},
+        "nvIpam": {**_image("nvIpam"), "enableWebhook": False},
+        "secondaryNetwork": {"multus": _image("multus"), "cniPlugins": _image("cniPlugins")},
+    }
+    if mode == "host-device":
+        # With SR-IOV the SR-IOV Network Operator runs its own device plugin; two would fight.
+        spec["sriovDevicePlugin"] = {**_image("sriovDevicePlugin"), "config": _device_plugin_config(found)}
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "NicClusterPolicy",
+        "metadata": _meta("nic-cluster-policy", None, plan),
+        "spec": spec,
+    }
+
+
+def cidr_pool(plan: Plan, rail: Rail) -> dict[str, Any]:
+    cidr = _hosts(plan, rail)
+    allocations = [
+        {"nodeName": node, "prefix": f"{ip(nic.address - 1)}/31", "gateway": ip(nic.gateway)}
+        for node, nic in sorted(rail.nics, key=lambda pair: pair[1].address)
+    ]
+    return {
+        "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
+        "kind": "CIDRPool",
+        "metadata": _meta(rail.name, OPERATOR_NS, plan),
+        "spec": {
+            "cidr": cidr,
+            "perNodeNetworkPrefix": 31,
+            # Index 0 of each /31 is the leaf (the plan gives the upper tier the even address); it is
+            # also excluded, so a pod can only ever get index 1, the host's address in the plan.
+            "gatewayIndex": 0,
+            "perNodeExclusions": [{"startIndex": 0, "endIndex": 0}],
+            "routes": [{"dst": cidr}],
+            "staticAllocations": allocations,
+            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": rail.label, "operator": "Exists"}]}]},
+        },
+    }
+
+
+def _hosts(plan: Plan, rail: Rail) -> str:
+    plane = getattr(plan.intent.planes, rail.plane.name)
+    return str(plane.addressing.hosts)
+
+
+def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for rail in found:
+        if mode == "host-device":
+            out.append(
+                {
+                    "apiVersion": "mellanox.com/v1alpha1",
+                    "kind": "HostDeviceNetwork",
+                    "metadata": _meta(rail.name, None, plan),
+                    "spec": {"networkNamespace": WORKLOAD_NS, "resourceName": rail.resource, "ipam": _ipam(rail)},
+                }
+            )
+            continue
+        out.append(
+            {
+                "apiVersion": "sriovnetwork.openshift.io/v1",
+                "kind": "SriovNetworkNodePolicy",
+                "metadata": _meta(rail.name, OPERATOR_NS, plan),
+                "spec": {
+                    "resourceName": rail.resource,
+                    "nodeSelector": {"gpufabric.io/cluster": plan.intent.fabric.name},
+                    "nicSelector": {"vendor": MELLANOX_VENDOR, "pfNames": rail.interfaces},
+                    # One VF: the plan gives each rail port one host address (its /31).
+                    "numVfs": 1,
+                    "deviceType": "netdevice",
+                    "isRdma": True,
+                    "linkType": "eth",
+                    "mtu": rail.plane.host_mtu,
+                },
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "sriovnetwork.openshift.io/v1",
+                "kind": "SriovNetwork",
+                "metadata": _meta(rail.name, OPERATOR_NS, plan),
+                "spec": {"resourceName": rail.resource, "networkNamespace": WORKLOAD_NS, "ipam": _ipam(rail)},
+            }
+        )
+    return out
+
+
+def attachment(plan: Plan, rail: Rail, mode: str) -> dict[str, Any]:
+    cni = "host-device" if mode == "host-device" else "sriov"
+    config = {"cniVersion": "0.3.1", "name": rail.name, "type": cni, "ipam": json.loads(_ipam(rail))}
+    annotations = {"k8s.v1.cni.cncf.io/resourceName": f"{RESOURCE_PREFIX}/{rail.resource}"}
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": _meta(rail.name, WORKLOAD_NS, plan, annotations=annotations),
+        "spec": {"config": json.dumps(config, separators=(",", ":"))},
+    }
+
+
+def kubelet_settings() -> dict[str, Any]:
+    """The KubeletConfiguration fields that make the topology manager align GPUs and rail NICs."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "cpuManagerPolicy": "static",
+        "topologyManagerPolicy": "single-numa-node",
+        "topologyManagerScope": "pod",
+        "reservedSystemCPUs": "0-1",
+    }
+
+
+def pairing(plan: Plan, found: list[Rail]) -> dict[str, dict[str, str]]:
+    """Per GPU node: rail NIC -> the GPU it serves (rail r pairs with GPU r-1 when rails and GPUs match)."""
+    nics: dict[str, list[HostNic]] = {}
+    for rail in found:
+        for node, nic in rail.nics:
+            nics.setdefault(node, []).append(nic)
+    out: dict[str, dict[str, str]] = {}
+    for server in plan.servers:
+        mine = nics.get(server.name, [])
+        if not mine or not server.gpus:
+            continue
+        per_nic = max(1, server.gpus // len(mine))
+        out[server.name] = {
+            nic.interface: ",".join(str(g) for g in range((nic.rail - 1) * per_nic, nic.rail * per_nic))
+            for nic in mine
+            if (nic.rail - 1) * per_nic < server.gpus
+        }
+    return out
+
+
+def documents(plan: Plan) -> dict[str, str]:
+    """File name -> YAML text (several documents where a file holds several objects)."""
+    found = rails(plan)
+    _check(found)
+    mode = plan.intent.kubernetes.rdma
+    head = f"# Generated by gpufabric from {plan.source} (kubernetes.rdma: {mode}). Do not edit: regenerate.\n"
+    files = {
+        "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode)],
+        "ip-pools.yaml": [cidr_pool(plan, rail) for rail in found],
+        "networks.yaml": networks(plan, found, mode),
+        "network-attachment-definitions.yaml": [attachment(plan, rail, mode) for rail in found],
+    }
+    out = {name: head + "---\n".join(dump_yaml(obj) for obj in objs) for name, objs in files.items()}
+    lines = [
+        head.rstrip("\n"),
+        "# Merge into each GPU node's kubelet configuration: the topology manager then admits a pod only",
+        "# when its GPUs and rail NICs sit on one NUMA node. Rail NIC -> GPU pairing by rail:",
+    ]
+    for node, pairs in pairing(plan, found).items():
+        lines.append(f"#   {node}: " + ", ".join(f"{nic}->GPU{gpus}" for nic, gpus in pairs.items()))
+    out["kubelet-topology.yaml"] = "\n".join(lines) + "\n" + dump_yaml(kubelet_settings())
+    return out
+
+
+def render(plan: Plan) -> str:
+    """Every file's objects in one YAML stream (kubectl apply -f reads it)."""
+    return "---\n".join(documents(plan)[name] for name in FILES)
