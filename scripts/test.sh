@@ -50,6 +50,9 @@ want_apt debootstrap debootstrap           # their root filesystem (built once, 
 want_apt socat socat                       # their path to this machine's Debian mirror
 want_apt zstd zstd                         # the cached root filesystem image
 want_apt iperf3 iperf3                     # the acceptance stand-in's output is read from the real tool
+want_apt opensm opensm                     # InfiniBand: the real subnet manager, on the simulated fabric
+want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
+want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)
 install_wanted
 ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
 ensure_venv .venv test
