@@ -148,8 +148,9 @@ class OpenSm:
         self.stdout = workdir / "opensm.out"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 120.0) -> float:
-        """Start OpenSM (no daemon); seconds until its first sweep reports SUBNET UP."""
+    def start(self, timeout: float = 120.0, ready: str = "SUBNET UP") -> float:
+        """Start OpenSM (no daemon); seconds until its log says `ready`: the master's first sweep
+        reports SUBNET UP, a standby "Entering STANDBY state"."""
         env = self.sim.env(self.host)
         env["OSM_CACHE_DIR"] = env["OSM_TMP_DIR"] = str(self.workdir)  # guid2lid & co. stay here
         with self.stdout.open("wb") as out:
@@ -161,7 +162,7 @@ class OpenSm:
                 env=env,
                 start_new_session=True,
             )
-        return _wait_for(self.log, "SUBNET UP", timeout, self.proc, "opensm")
+        return _wait_for(self.log, ready, timeout, self.proc, "opensm")
 
     def stop(self) -> None:
         if self.proc is not None:
