@@ -1,0 +1,155 @@
+"""`gpufabric ib ...`: an InfiniBand compute fabric from its YAML file (docs/infiniband.md).
+
+plan, export-topology (ibnetdiscover's format), discover (names -> GUIDs from ibnetdiscover's
+output, refusing names the plan does not have), configs (OpenSM's files), diff (cabling).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from gpufabric.cli.output import err, out, write_stdout
+from gpufabric.export.atomic import write_atomic
+from gpufabric.ib import discovery, opensm, topology
+from gpufabric.ib.design_file import IbIntent, load
+from gpufabric.ib.errors import IbError
+from gpufabric.intent.errors import IntentError
+from gpufabric.intent.errors import Problem as IntentProblem
+
+FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+OUTPUT = click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (stdout when omitted).")
+
+
+@click.group("ib")
+def ib_cmd() -> None:
+    """InfiniBand compute fabrics: plan, topology, discovery, OpenSM files, cabling diff."""
+
+
+def _intent(file: Path) -> IbIntent:
+    return load(file.read_text(), str(file))
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        write_stdout(text)
+    else:
+        write_atomic(output, text)
+        err.print(f"wrote {output}")
+
+
+def _as_input_error(exc: IbError) -> IntentError:
+    """A file the tools wrote (topology, discovery) that does not fit: exit 2 with where and fix."""
+    first = exc.problems[0].where.split(":")[0] if exc.problems else "input"
+    return IntentError(first, [IntentProblem((), f"{p.where}: {p.message}", p.fix) for p in exc.problems])
+
+
+@ib_cmd.command("plan")
+@FILE
+@click.option("--json", "as_json", is_flag=True, help="Counts as JSON.")
+def plan_cmd(file: Path, as_json: bool) -> int:
+    """Switches, nodes and cables per tier."""
+    intent = _intent(file)
+    counts = {"tiers": intent.fabric.tiers, **intent.fabric.counts()}
+    if as_json:
+        write_stdout(json.dumps(counts, indent=2) + "\n")
+    else:
+        for key, value in counts.items():
+            out.print(f"{key:18} {value}")
+    return 0
+
+
+@ib_cmd.command("export-topology")
+@FILE
+@click.option("--discovery", "disc", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Write GUIDs.")
+@OUTPUT
+def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> int:
+    """The planned fabric in ibnetdiscover's format (what ibsim reads; what to diff against)."""
+    intent = _intent(file)
+    try:
+        guids = discovery.load(disc).node_guids() if disc else None
+        _emit(topology.render(intent.fabric, guids), output)
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    except KeyError as exc:
+        raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
+    return 0
+
+
+def _live_or_file(source: str) -> tuple[str, str]:
+    if source == "live":  # the real ibnetdiscover on this machine's fabric
+        done = subprocess.run(["ibnetdiscover"], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise click.ClickException(f"ibnetdiscover exited {done.returncode}: {done.stderr.strip()[-300:]}")
+        return done.stdout, "ibnetdiscover"
+    if source == "-":
+        return sys.stdin.read(), "<stdin>"
+    path = Path(source)
+    if not path.is_file():
+        raise click.BadParameter(
+            f"{source}: no such file (give ibnetdiscover's output, '-' or 'live')", param_hint="--from"
+        )
+    return path.read_text(), source
+
+
+FROM = click.option("--from", "source", required=True, help="ibnetdiscover's output: a file, '-' for stdin, or 'live'.")
+
+
+@ib_cmd.command("discover")
+@FILE
+@FROM
+@OUTPUT
+def discover_cmd(file: Path, source: str, output: Path | None) -> int:
+    """Record planned name -> GUID; refuses a fabric whose node descriptions are not the plan's."""
+    intent = _intent(file)
+    text, name = _live_or_file(source)
+    try:
+        found = discovery.discover(intent.fabric, topology.parse(text, name), name)
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    _emit(found.dumps(), output)
+    return 0
+
+
+@ib_cmd.command("configs")
+@FILE
+@click.option("--discovery", "disc", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder.")
+@click.option("--role", type=click.Choice(["primary", "standby"]), default="primary", show_default=True)
+@click.option("--sm-dir", type=click.Path(path_type=Path), help="Where OpenSM will find the files (default: -o).")
+def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | None) -> int:
+    """opensm.conf, partitions.conf, qos-policy.conf, root/CN GUID files and the node-name map."""
+    intent = _intent(file)
+    try:
+        found = discovery.load(disc)
+        files = opensm.render(intent.fabric, found, intent.settings, (sm_dir or output).absolute(), role)  # type: ignore[arg-type]
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    except KeyError as exc:
+        raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
+    for name, text in files.items():
+        write_atomic(output / name, text)
+    err.print(f"wrote {len(files)} OpenSM file(s) to {output}")
+    return 0
+
+
+@ib_cmd.command("diff")
+@FILE
+@FROM
+def diff_cmd(file: Path, source: str) -> int:
+    """Every planned cable port for port and nothing else; exit 1 when the fabric differs."""
+    intent = _intent(file)
+    text, name = _live_or_file(source)
+    try:
+        diff = discovery.compare(intent.fabric, topology.parse(text, name))
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    for line in diff.lines():
+        out.print(line, markup=False)
+    if diff.clean:
+        err.print(f"{len(intent.fabric.cables)} cables as planned")
+    return 0 if diff.clean else 1
