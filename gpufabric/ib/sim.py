@@ -8,6 +8,9 @@ FIFO it holds open for both reading and writing, so it never sees end of file (o
 file ibsim spins) and `console()` can write to it at any time.
 
 Every process is started in its own session, remembered by PID, and stopped by that PID.
+`libumad2sim.so` gives each tool a fake sysfs, `./sys-<pid>`, in its working directory, and
+removes it when the tool exits normally: tools run in the simulator's folder, and what a
+killed tool leaves there is removed with the folder's other files when the simulator stops.
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout)
+
+
+def _drop_fake_sysfs(folder: Path) -> None:
+    """The `sys-<pid>` folders libumad2sim.so made in `folder` for tools that did not exit cleanly."""
+    for leftover in folder.glob("sys-[0-9]*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _wait_for(path: Path, text: str, timeout: float, proc: subprocess.Popen[bytes], what: str) -> float:
@@ -116,6 +126,7 @@ class Simulator:
             capture_output=True,
             text=True,
             env=self.env(host),
+            cwd=self.workdir,
             timeout=timeout,
             check=False,
         )
@@ -134,6 +145,7 @@ class Simulator:
             self.proc = None
         with contextlib.suppress(FileNotFoundError):
             self.fifo.unlink()
+        _drop_fake_sysfs(self.workdir)
 
 
 class OpenSm:
@@ -160,6 +172,7 @@ class OpenSm:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+                cwd=self.workdir,
                 start_new_session=True,
             )
         return _wait_for(self.log, ready, timeout, self.proc, "opensm")
@@ -168,6 +181,7 @@ class OpenSm:
         if self.proc is not None:
             _stop(self.proc)
             self.proc = None
+        _drop_fake_sysfs(self.workdir)
 
 
 @contextlib.contextmanager
