@@ -57,11 +57,12 @@ def _sm(
     found: discovery.Discovery,
     workdir: Path,
     *,
-    engine: opensm.Engine = "ftree",
+    engine: opensm.Engine = "updn",
     role: Literal["primary", "standby"] = "primary",
+    qos: bool = True,
 ) -> tuple[sim.OpenSm, str]:
     """OpenSM's files rendered into `workdir`, and the OpenSM (not started) on the planned SM port."""
-    settings = opensm.SmSettings(routing_engine=engine, partitions=(TENANT,))
+    settings = opensm.SmSettings(routing_engine=engine, partitions=(TENANT,), qos=qos)
     opensm.write(opensm.render(fabric, found, settings, workdir, role=role), workdir)
     name = fabric.sm.primary if role == "primary" else fabric.sm.standby
     assert name is not None
@@ -147,13 +148,8 @@ def _path_pkeys(lab: Lab, src: str, dst: str) -> list[str]:
     return re.findall(r"pkey\.+(0x[0-9A-Fa-f]+)", out)
 
 
-def test_fat_tree_routing_recognizes_the_rail_optimized_layout(lab: Lab) -> None:
-    log = lab.primary.log.read_text()
-    assert "FatTree rank (roots to leaf switches): 2" in log
-    assert "Fabric has 4 switches at rank 0 (roots)" in log
-    assert "Fabric has 8 switches at rank 1 (8 of them leafs)" in log
-    assert "248 of them CNs" in log  # the compute adapters; the UFM ports are not compute nodes
-    assert "ftree tables configured on all switches" in log
+def test_routes_stay_on_the_planned_tiers(lab: Lab) -> None:
+    assert "updn tables configured on all switches" in lab.primary.log.read_text()
     # Same rail: one leaf. Across rails: leaf, a spine, the other rail's leaf.
     assert _hops(lab, "dgx001 mlx5_0", "dgx031 mlx5_0") == ["su1-leaf1"]
     across = _hops(lab, "dgx001 mlx5_0", "dgx002 mlx5_1")
@@ -168,6 +164,7 @@ def _hops(lab: Lab, src: str, dst: str) -> list[str]:
 
 
 def _uplink_load(lab_sim: sim.Simulator, host: str, fabric: IbFabric) -> list[int]:
+    """Adapter LIDs su1-leaf1 forwards through each uplink, sorted (its linear forwarding table)."""
     seen = topology.parse(lab_sim.run("ibnetdiscover", host=host))
     by = seen.by_name()
     routes = lab_sim.run("ibroute", str(by["su1-leaf1"].lid), host=host)
@@ -192,7 +189,13 @@ def test_routing_engines_on_the_rail_optimized_layout_and_after_a_cut(tmp_path: 
         sm, host = _sm(s, fabric, found, tmp_path / "sm", engine=engine)
         try:
             sm.start()
-            assert f"{engine} tables configured on all switches" in sm.log.read_text()
+            log = sm.log.read_text()
+            assert f"{engine} tables configured on all switches" in log
+            if engine == "ftree":  # OpenSM's fat-tree engine takes the layout for a fat tree
+                assert "FatTree rank (roots to leaf switches): 2" in log
+                assert "Fabric has 4 switches at rank 0 (roots)" in log
+                assert "Fabric has 8 switches at rank 1 (8 of them leafs)" in log
+                assert "248 of them CNs" in log  # the compute adapters, not the UFM ports
             load = _uplink_load(s, host, fabric)
             assert len(load) == 32 and load[-1] - load[0] <= 1  # 220 remote adapters over 32 uplinks
             # Cut every cable between su1-leaf1 and spine01 (8 of its 32 uplinks) on ibsim's console.
@@ -219,3 +222,45 @@ def test_routing_engines_on_the_rail_optimized_layout_and_after_a_cut(tmp_path: 
                 assert load.count(load[0]) == 16 and min(load[16:]) >= 2 * load[0] - 1, load
         finally:
             sm.stop()
+
+
+@pytest.mark.parametrize("engine", ["ftree", "updn"])
+def test_four_su_two_cables_per_leaf_spine_pair_balance(tmp_path: Path, engine: opensm.Engine) -> None:
+    """The 48-switch SuperPOD: each leaf has two cables to each of 16 spines. Up/down spreads the
+    988 remote adapters over a leaf's 32 uplinks evenly (30-31 each); fat-tree routing does not
+    (23-33, measured). QoS is off here: it only adds SL-to-VL programming time."""
+    fabric = plan_fabric(superpod("dgx-h100", 4))
+    topo = tmp_path / "fabric.topo"
+    topo.write_text(topology.render(fabric))
+    with sim.running(tmp_path, topo) as s:
+        found = discovery.discover(fabric, topology.parse(s.run("ibnetdiscover")))
+        sm, host = _sm(s, fabric, found, tmp_path / "sm", engine=engine, qos=False)
+        try:
+            sm.start()
+            seen = topology.parse(s.run("ibnetdiscover", host=host))
+            assert len(seen.nodes) == 48 + 1020 and discovery.compare(fabric, seen, rates=False).clean
+            load = _uplink_load(s, host, fabric)
+            assert len(load) == 32 and sum(load) == 1020 - 32
+            if engine == "updn":
+                assert load[-1] - load[0] <= 1, load
+            else:
+                assert load[-1] - load[0] >= 4, load
+        finally:
+            sm.stop()
+
+
+def test_stopping_leaves_no_process_and_no_file_of_the_simulator(tmp_path: Path) -> None:
+    fabric = plan_fabric(superpod("dgx-h100", 1))
+    topo = tmp_path / "fabric.topo"
+    topo.write_text(topology.render(fabric))
+    with sim.running(tmp_path, topo) as s:
+        found = discovery.discover(fabric, topology.parse(s.run("ibnetdiscover")))
+        sm, _ = _sm(s, fabric, found, tmp_path / "sm", qos=False)
+        sm.start()
+        assert s.proc is not None and sm.proc is not None
+        pids = [s.proc.pid, sm.proc.pid]
+        sm.stop()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not list(tmp_path.rglob("sys-*")) and not (tmp_path / "ibsim.console").exists()

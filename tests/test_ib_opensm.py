@@ -14,7 +14,7 @@ from gpufabric.ib.planner import plan_fabric
 RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = IbDesign("mini", su_count=2, nodes_per_su=4, rails=2, fabric_manager_ports=2, fabric_manager_ports_per_host=1)
 TENANT = opensm.Partition("tenant-a", 0x0101, ("dgx001", "dgx002"), sl=2)
-SETTINGS = opensm.SmSettings(routing_engine="ftree", partitions=(TENANT,))
+SETTINGS = opensm.SmSettings(partitions=(TENANT,))
 DIR = Path("/srv/sm")
 
 
@@ -34,7 +34,7 @@ def test_opensm_conf_binds_the_primary_sm_port_with_its_priority_and_engine(file
     # ufm1 mlx5_0's port GUID in the recorded fabric (its node GUID is 0x10001c, port 1 is +1).
     assert conf["guid"] == "0x000000000010001d"
     assert conf["sm_priority"] == "15"
-    assert conf["routing_engine"] == "ftree"
+    assert conf["routing_engine"] == "updn"  # the default (docs/infiniband.md, "Routing engine")
     assert conf["qos"] == "TRUE"
     assert conf["qos_ca_sl2vl"] == "0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7"
     assert conf["lmc"] == "0"

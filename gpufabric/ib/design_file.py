@@ -4,7 +4,7 @@
       name: pod-a
       superpod: dgx-h100          # NVIDIA's published sizes (dgx-h100 or dgx-b200), or give
       su_count: 1                 # nodes_per_su, rails, switch_model, hca_rate, ... yourself
-      routing_engine: ftree       # or updn (the top tier as roots); minhop
+      routing_engine: updn        # the top tier as roots (default); ftree, minhop
       partitions:
         - {name: tenant-a, pkey: 0x0101, hosts: [dgx001, dgx002], sl: 2}
 
@@ -98,7 +98,7 @@ def _design(body: dict[str, Any]) -> IbDesign:
 
 
 def _settings(body: dict[str, Any]) -> SmSettings:
-    engine = body.get("routing_engine", "ftree")
+    engine = body.get("routing_engine", "updn")
     if engine not in ENGINES:
         raise IbError([_ib("design.routing_engine", f"routing engine {engine!r}", f"use one of {', '.join(ENGINES)}")])
     parts = body.get("partitions") or []
@@ -110,6 +110,7 @@ def _settings(body: dict[str, Any]) -> SmSettings:
         extra["sl2vl"] = tuple(int(v) for v in body["sl2vl"])
     if "max_vls" in body:
         extra["max_vls"] = int(body["max_vls"])
+
     return SmSettings(routing_engine=engine, partitions=partitions, **extra)
 
 
