@@ -41,7 +41,7 @@ def mini(tmp_path: Path) -> Path:
     ],
 )
 def test_plan_examples(example: str, counts: dict[str, int]) -> None:
-    done = run("gpufabric", "ib", "plan", str(INVENTORY / "infiniband" / example), "--json", check=True)
+    done = run("gpufabric", "ib", "plan", str(INVENTORY / "examples" / "infiniband" / example), "--json", check=True)
     got = json.loads(done.stdout)
     assert {k: got[k] for k in counts} == counts
 
