@@ -4,11 +4,13 @@ exits 2 with file, line, field and fix."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import INVENTORY, run
+from tests.conftest import BIN, INVENTORY, run
 
 RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
@@ -120,3 +122,61 @@ def test_bad_fabric_files_exit_2_with_line_and_fix(tmp_path: Path, text: str, li
     if line is not None:
         assert f"{path}:{line}:" in done.stderr
     assert "fix:" in done.stderr and "Traceback" not in done.stderr
+
+
+REPLAY = """\
+import json, sys
+answers = json.load(open({recorded!r}))
+edits = json.loads({edits!r})
+key = " ".join([sys.argv[1], *sys.argv[2:]])
+text = answers[key]
+for old, new in edits.get(key, []):
+    text = text.replace(old, new)
+sys.stdout.write(text)
+"""
+
+
+def _stub_tools(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> str:
+    """Test doubles for infiniband-diags: each tool prints what the real one printed in the lab
+    (tests/recorded/ib/mini-validate.json), with `edits` applied. Returns a PATH with them first."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    recorded = str(Path(__file__).parent / "recorded" / "ib" / "mini-validate.json")
+    (bin_dir / "replay.py").write_text(REPLAY.format(recorded=recorded, edits=json.dumps(edits)))
+    for tool in ("ibnetdiscover", "iblinkinfo", "sminfo", "smpquery", "ibtracert"):
+        stub = bin_dir / tool
+        stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{bin_dir / "replay.py"}" {tool} "$@"\n')
+        stub.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: Path) -> None:
+    path = _stub_tools(tmp_path, {})
+    done = run("gpufabric", "ib", "validate", str(mini), "--no-rates", "--format", "json", PATH=path)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert all(r["ok"] for r in rows) and {r["check"] for r in rows} >= {"cabling", "sm", "partition", "route"}
+    swapped = tmp_path / "swapped"
+    swapped.mkdir()
+    path = _stub_tools(
+        swapped,
+        {
+            "ibnetdiscover": [
+                ('"H-0000000000100012"[1](100013)', "\0"),
+                ('"H-0000000000100016"[1](100017)', '"H-0000000000100012"[1](100013)'),
+                ("\0", '"H-0000000000100016"[1](100017)'),
+                ('"S-0000000000200003"[1]', "\0"),
+                ('"S-0000000000200003"[2]', '"S-0000000000200003"[1]'),
+                ("\0", '"S-0000000000200003"[2]'),
+            ]
+        },
+    )
+    done = run("gpufabric", "ib", "validate", str(mini), "--no-rates", "--check", "cabling", PATH=path)
+    assert done.returncode == 1
+    assert 'cabling    FAIL    "dgx005 mlx5_1"[1] - "su2-leaf2"[1]' in done.stdout
+    assert "4 failed" in done.stdout
+
+
+def test_validate_without_the_tools_exits_2(mini: Path, tmp_path: Path) -> None:
+    done = run("gpufabric", "ib", "validate", str(mini), PATH=f"{BIN}{os.pathsep}{tmp_path}")
+    assert done.returncode == 2 and "ibnetdiscover not found: install infiniband-diags" in done.stderr

@@ -1,7 +1,8 @@
 """`gpufabric ib ...`: an InfiniBand compute fabric from its YAML file (docs/infiniband.md).
 
 plan, export-topology (ibnetdiscover's format), discover (names -> GUIDs from ibnetdiscover's
-output, refusing names the plan does not have), configs (OpenSM's files), diff (cabling).
+output, refusing names the plan does not have), configs (OpenSM's files), diff (cabling),
+validate (the live fabric through infiniband-diags, read-only).
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.export.atomic import write_atomic
-from gpufabric.ib import discovery, opensm, topology
+from gpufabric.ib import discovery, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
 from gpufabric.intent.errors import IntentError
@@ -153,3 +155,37 @@ def diff_cmd(file: Path, source: str) -> int:
     if diff.clean:
         err.print(f"{len(intent.fabric.cables)} cables as planned")
     return 0 if diff.clean else 1
+
+
+def _run_tool(args: Sequence[str]) -> str:
+    """One of infiniband-diags on this machine's fabric; a failure is the input's (exit 2)."""
+    try:
+        done = subprocess.run(list(args), capture_output=True, text=True, check=False, timeout=300)
+    except FileNotFoundError:
+        raise click.ClickException(f"{args[0]} not found: install infiniband-diags") from None
+    if done.returncode != 0:
+        raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
+@ib_cmd.command("validate")
+@FILE
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--all", "show_all", is_flag=True, help="Table: passed results too.")
+@click.option("--check", "checks", multiple=True, type=click.Choice(validate.CHECKS), help="Only these (repeat).")
+@click.option("--no-rates", is_flag=True, help="Compare link widths, not speeds.")
+def validate_cmd(file: Path, fmt: str, show_all: bool, checks: tuple[str, ...], no_rates: bool) -> int:
+    """Read-only: the live fabric (infiniband-diags on this host) against the plan; exit 1 on a failure."""
+    intent = _intent(file)
+    results = validate.validate(
+        intent.fabric, intent.settings, _run_tool, rates=not no_rates, checks=checks or validate.CHECKS
+    )
+    if fmt == "json":
+        rows = [
+            {"check": r.check, "item": r.item, "expected": r.expected, "observed": r.observed, "ok": r.ok}
+            for r in results
+        ]
+        write_stdout(json.dumps(rows, indent=2) + "\n")
+    else:
+        write_stdout(validate.render_table(results, show_all))
+    return 0 if all(r.ok for r in results) else 1
