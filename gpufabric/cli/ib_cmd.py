@@ -17,7 +17,7 @@ import click
 
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.export.atomic import write_atomic
-from gpufabric.ib import discovery, opensm, topology, validate
+from gpufabric.ib import discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
 from gpufabric.intent.errors import IntentError
@@ -173,13 +173,21 @@ def _run_tool(args: Sequence[str]) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--all", "show_all", is_flag=True, help="Table: passed results too.")
 @click.option("--check", "checks", multiple=True, type=click.Choice(validate.CHECKS), help="Only these (repeat).")
-@click.option("--no-rates", is_flag=True, help="Compare link widths, not speeds.")
-def validate_cmd(file: Path, fmt: str, show_all: bool, checks: tuple[str, ...], no_rates: bool) -> int:
-    """Read-only: the live fabric (infiniband-diags on this host) against the plan; exit 1 on a failure."""
+@click.option("--no-rates", is_flag=True, help="Compare link widths, not speeds (ibsim runs its own).")
+@click.option("--lab", "lab_dir", type=click.Path(file_okay=False, path_type=Path), help="The lab's state folder.")
+def validate_cmd(  # click passes every option by name
+    file: Path, *, fmt: str, show_all: bool, checks: tuple[str, ...], no_rates: bool, lab_dir: Path | None
+) -> int:
+    """Read-only: the live fabric (infiniband-diags on this host, or the lab's) against the plan;
+    exit 1 on a failure."""
     intent = _intent(file)
-    results = validate.validate(
-        intent.fabric, intent.settings, _run_tool, rates=not no_rates, checks=checks or validate.CHECKS
-    )
+    try:
+        run = lab.runner(lab_dir) if lab_dir else _run_tool
+        results = validate.validate(
+            intent.fabric, intent.settings, run, rates=not no_rates, checks=checks or validate.CHECKS
+        )
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
     if fmt == "json":
         rows = [
             {"check": r.check, "item": r.item, "expected": r.expected, "observed": r.observed, "ok": r.ok}
@@ -189,3 +197,60 @@ def validate_cmd(file: Path, fmt: str, show_all: bool, checks: tuple[str, ...], 
     else:
         write_stdout(validate.render_table(results, show_all))
     return 0 if all(r.ok for r in results) else 1
+
+
+STATE_DIR = click.option(
+    "--state-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="The lab's own folder."
+)
+
+
+@ib_cmd.group("lab")
+def lab_cmd() -> None:
+    """The planned fabric in ibsim with the real OpenSM (primary and standby), left running."""
+
+
+@lab_cmd.command("up")
+@FILE
+@STATE_DIR
+def lab_up_cmd(file: Path, state_dir: Path) -> int:
+    """Export, start ibsim, discover, render OpenSM's files, start the SMs; record what runs."""
+    intent = _intent(file)
+    try:
+        done = lab.up(intent, state_dir)
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    pids = ", ".join(f"{name} {pid}" for name, pid in done.processes.items())
+    timing = f"ibsim ready in {done.ibsim_seconds:.2f} s, SUBNET UP in {done.subnet_up_seconds:.2f} s"
+    err.print(f"{done.fabric}: {timing} ({pids})")
+    return 0
+
+
+@lab_cmd.command("down")
+@STATE_DIR
+def lab_down_cmd(state_dir: Path) -> int:
+    """Stop exactly what `up` started (by PID) and remove its files."""
+    stopped = lab.down(state_dir)
+    err.print(f"stopped {', '.join(stopped) or 'nothing (no lab recorded here)'}")
+    return 0
+
+
+@lab_cmd.command("status")
+@STATE_DIR
+def lab_status_cmd(state_dir: Path) -> int:
+    """Each recorded process: running or gone; exit 1 unless all run."""
+    states = lab.status(state_dir)
+    for name, running in states.items():
+        out.print(f"{name:8} {'running' if running else 'gone'}")
+    return 0 if states and all(states.values()) else 1
+
+
+@lab_cmd.command("console")
+@STATE_DIR
+@click.argument("command")
+def lab_console_cmd(state_dir: Path, command: str) -> int:
+    """One command for ibsim's console, e.g. 'unlink "S-su1-leaf1"[33]' or 'relink "S-su1-leaf1"[33]'."""
+    try:
+        lab.console(state_dir, command)
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    return 0

@@ -81,10 +81,11 @@ def _wait_for(path: Path, text: str, timeout: float, proc: subprocess.Popen[byte
 class Simulator:
     """One ibsim on one topology file, with its console FIFO and its tools' environment."""
 
-    def __init__(self, workdir: Path, topology: Path) -> None:
+    def __init__(self, workdir: Path, topology: Path, sockname: str | None = None) -> None:
         self.workdir = workdir
         self.topology = topology
-        self.sockname = f"gpufabric-{os.getpid()}-{id(self):x}"
+        # Given: an ibsim another process started (a lab's record); the tools reach it by this name.
+        self.sockname = sockname or f"gpufabric-{os.getpid()}-{id(self):x}"
         self.fifo = workdir / "ibsim.console"
         self.log = workdir / "ibsim.log"
         self.proc: subprocess.Popen[bytes] | None = None
