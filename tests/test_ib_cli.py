@@ -143,7 +143,7 @@ def _stub_tools(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> str:
     bin_dir.mkdir()
     recorded = str(Path(__file__).parent / "recorded" / "ib" / "mini-validate.json")
     (bin_dir / "replay.py").write_text(REPLAY.format(recorded=recorded, edits=json.dumps(edits)))
-    for tool in ("ibnetdiscover", "iblinkinfo", "sminfo", "smpquery", "ibtracert"):
+    for tool in ("ibnetdiscover", "iblinkinfo", "sminfo", "smpquery", "ibtracert", "perfquery"):
         stub = bin_dir / tool
         stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{bin_dir / "replay.py"}" {tool} "$@"\n')
         stub.chmod(0o755)
@@ -180,3 +180,9 @@ def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: 
 def test_validate_without_the_tools_exits_2(mini: Path, tmp_path: Path) -> None:
     done = run("gpufabric", "ib", "validate", str(mini), PATH=f"{BIN}{os.pathsep}{tmp_path}")
     assert done.returncode == 2 and "ibnetdiscover not found: install infiniband-diags" in done.stderr
+
+
+def test_metrics_from_the_recorded_tools(mini: Path, tmp_path: Path) -> None:
+    done = run("gpufabric", "ib", "metrics", str(mini), PATH=_stub_tools(tmp_path, {}), check=True)
+    assert 'node="su2-leaf2",role="leaf",port="5",peer="spine01",peer_port="13",tier="leaf-spine"' in done.stdout
+    assert done.stdout.count("\n") == 2 + (16 + 32) * 6

@@ -57,6 +57,21 @@ def test_lab_up_validate_cut_and_down(tmp_path: Path) -> None:
         assert cut.returncode == 1
         failed = [(r["check"], r["item"], r["observed"]) for r in json.loads(cut.stdout) if not r["ok"]]
         assert ("cabling", '"su1-leaf2"[40] - "spine04"[10]', "missing") in failed
+        # Symbol errors on dgx001's rail-1 cable, set on ibsim's console: validate names the port,
+        # and the metric carries the value with the plan's labels.
+        console = 'PerformanceSet "S-su1-leaf1"[1] PortCounters.SymbolErrorCounter=5'
+        run("gpufabric", "ib", "lab", "console", "--state-dir", str(state), console, check=True)
+        errors = run(
+            "gpufabric", "ib", "validate", FABRIC, "--lab", str(state), "--check", "counters", "--format", "json"
+        )
+        assert errors.returncode == 1
+        bad = [(r["item"], r["expected"], r["observed"]) for r in json.loads(errors.stdout) if not r["ok"]]
+        assert bad == [('"su1-leaf1"[1] (to "dgx001 mlx5_0"[1])', "SymbolErrorCounter <= 0", "5")]
+        metrics = run("gpufabric", "ib", "metrics", FABRIC, "--lab", str(state), check=True).stdout
+        assert (
+            'gpufabric_ib_port_counter{fabric="superpod-h100-1su",node="su1-leaf1",role="leaf",port="1",'
+            'peer="dgx001 mlx5_0",peer_port="1",tier="node-leaf",rail="1",su="1",counter="SymbolErrorCounter"} 5'
+        ) in metrics.splitlines()
     finally:
         down = run("gpufabric", "ib", "lab", "down", "--state-dir", str(state))
     assert down.returncode == 0 and "stopped standby, primary, ibsim" in down.stderr

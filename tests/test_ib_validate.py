@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpufabric.ib import opensm, validate
+from gpufabric.ib import counters, opensm, topology, validate
 from gpufabric.ib.design import IbDesign
 from gpufabric.ib.planner import plan_fabric
 
@@ -43,10 +43,21 @@ def _failed(edits: dict[str, tuple[str, str]] | None = None) -> list[tuple[str, 
 def test_recorded_fabric_is_green_and_every_check_ran() -> None:
     results = validate.validate(plan_fabric(MINI), SETTINGS, _replay(), rates=False)
     assert [r for r in results if not r.ok] == []
-    assert [r.check for r in results] == ["cabling", "nodes", "lid", "port", "sm", "sm", "partition", "route", "route"]
+    assert [r.check for r in results] == [
+        "cabling",
+        "nodes",
+        "lid",
+        "port",
+        "sm",
+        "sm",
+        "partition",
+        "route",
+        "route",
+        "counters",
+    ]
     table = validate.render_table(results, show_all=True)
     assert "route      ok      rail 2: dgx001 mlx5_1 -> dgx005 mlx5_1" in table
-    assert table.endswith("9 results, 0 failed\n")
+    assert table.endswith("10 results, 0 failed\n")
 
 
 def test_with_rates_ibsim_speeds_are_named_per_cable() -> None:
@@ -84,3 +95,38 @@ def test_a_renamed_node_stops_at_the_node_check() -> None:
     failed = _failed({"ibnetdiscover": ('"su1-leaf1"', '"leaf-x"')})
     assert ("nodes", "unplanned node 'leaf-x'", "as planned", "differs") in failed
     assert ("nodes", "planned node 'su1-leaf1' not found", "as planned", "differs") in failed
+
+
+def _perfquery_key(switch: str) -> str:
+    lid = {"su1-leaf1": 2}[switch]
+    return f"perfquery -l {lid} 255"
+
+
+def test_an_error_counter_over_its_limit_is_named_with_the_cable() -> None:
+    text = RECORDED[_perfquery_key("su1-leaf1")]
+    block = text[text.index("# Port counters: Lid 2 port 5 ") :]
+    old = block[: block.index("LinkErrorRecoveryCounter")]
+    failed = _failed(
+        {
+            _perfquery_key("su1-leaf1"): (
+                old,
+                old.replace("SymbolErrorCounter:..............0", "SymbolErrorCounter:..............7"),
+            )
+        }
+    )
+    assert failed == [("counters", '"su1-leaf1"[5] (to "spine01"[1])', "SymbolErrorCounter <= 0", "7")]
+
+
+def test_metrics_carry_the_plan_labels() -> None:
+    fabric = plan_fabric(MINI)
+    seen = topology.parse(RECORDED["ibnetdiscover"])
+    values = counters.read(fabric, seen, _replay())
+    text = counters.metrics(fabric, values)
+    assert text.startswith("# HELP gpufabric_ib_port_counter ")
+    line = (
+        'gpufabric_ib_port_counter{fabric="mini",node="su1-leaf1",role="leaf",port="1",peer="dgx001 mlx5_0",'
+        'peer_port="1",tier="node-leaf",rail="1",su="1",counter="PortXmitWait"} 0'
+    )
+    assert line in text.splitlines()
+    # Every planned switch end, six counters each: 16 node-leaf leaf ends + 2 x 16 leaf-spine ends.
+    assert sum(1 for x in text.splitlines() if not x.startswith("#")) == (16 + 32) * 6

@@ -96,7 +96,7 @@ def test_green_as_planned(fabric: Fabric) -> None:
     results = fabric.validate()
     assert _failed(results) == []
     checks = {r.check for r in results}
-    assert checks == {"cabling", "nodes", "lid", "port", "sm", "partition", "route"}
+    assert checks == {"cabling", "nodes", "lid", "port", "sm", "partition", "route", "counters"}
     routes = [r for r in results if r.check == "route"]
     assert len(routes) == 8 and all(r.observed.startswith(f"su1-leaf{i}") for i, r in enumerate(routes, 1))
 

@@ -17,7 +17,7 @@ import click
 
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.export.atomic import write_atomic
-from gpufabric.ib import discovery, lab, opensm, topology, validate
+from gpufabric.ib import counters, discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
 from gpufabric.intent.errors import IntentError
@@ -197,6 +197,21 @@ def validate_cmd(  # click passes every option by name
     else:
         write_stdout(validate.render_table(results, show_all))
     return 0 if all(r.ok for r in results) else 1
+
+
+@ib_cmd.command("metrics")
+@FILE
+@click.option("--lab", "lab_dir", type=click.Path(file_okay=False, path_type=Path), help="The lab's state folder.")
+def metrics_cmd(file: Path, lab_dir: Path | None) -> int:
+    """Every planned switch port's counters (perfquery) as Prometheus text, labelled with the plan."""
+    intent = _intent(file)
+    try:
+        run = lab.runner(lab_dir) if lab_dir else _run_tool
+        seen = topology.parse(run(["ibnetdiscover"]), "ibnetdiscover")
+        write_stdout(counters.metrics(intent.fabric, counters.read(intent.fabric, seen, run)))
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    return 0
 
 
 STATE_DIR = click.option(

@@ -21,7 +21,7 @@ from typing import Any
 from gpufabric.ib import discovery, opensm, sim, topology
 from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import fail
-from gpufabric.ib.validate import Runner
+from gpufabric.ib.results import Runner
 from gpufabric.lab import processes
 
 STATE = "ib-lab.json"

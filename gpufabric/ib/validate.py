@@ -9,39 +9,30 @@ the lab: the same tools on ibsim) and compares what it prints with the plan:
 - ports: every planned cable end Active/LinkUp (iblinkinfo) and every node with a LID;
 - partitions: every compute port's PKey table holds exactly the default partition (limited) and
   the tenants its host is in (full), so a port outside a partition does not see it (smpquery);
-- routes: per rail, between hosts of two SUs, ibtracert goes leaf, spine, leaf on that rail.
+- routes: per rail, between hosts of two SUs, ibtracert goes leaf, spine, leaf on that rail;
+- counters: the error counters of every planned switch port within limits (perfquery).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
-from gpufabric.ib import discovery, topology
+from gpufabric.ib import counters, discovery, topology
 from gpufabric.ib.errors import IbError
 from gpufabric.ib.model import IbFabric
 from gpufabric.ib.opensm import DEFAULT_PKEY, SmSettings
+from gpufabric.ib.results import Result, Runner
 
-Runner = Callable[[Sequence[str]], str]  # runs a diagnostic with its arguments, returns its stdout
 # Diagnostics at once (ibsim serves ten clients, two of them the subnet managers).
 PARALLEL_QUERIES = 4
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    check: str
-    item: str
-    expected: str
-    observed: str
-    ok: bool
 
 
 _LINK = re.compile(r'^(0x[0-9a-f]+)\s+"\s*([^"]*)"\s+(\d+)\s+(\d+)\[[^\]]*\]\s+==\((.*?)\)==>', re.MULTILINE)
 
 
-CHECKS = ("cabling", "ports", "sm", "partitions", "routes")
+CHECKS = ("cabling", "ports", "sm", "partitions", "routes", "counters")
 
 
 def validate(
@@ -65,6 +56,8 @@ def validate(
         results += _partitions(fabric, settings, seen, run)
     if "routes" in checks:
         results += _routes(fabric, seen, run)
+    if "counters" in checks:
+        results += counters.check(fabric, counters.read(fabric, seen, run))
     return results
 
 
