@@ -71,7 +71,8 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
     fabric = intent.fabric
     topo = state_dir / "fabric.topo"
     topo.write_text(topology.render(fabric))
-    simulator = sim.Simulator(state_dir, topo)
+    size = sim.limits(len(fabric.nodes), len(fabric.switches), sum(n.ports + 1 for n in fabric.nodes))
+    simulator = sim.Simulator(state_dir, topo, limits=size)
     sms: list[sim.OpenSm] = []
     try:
         ibsim_seconds = simulator.start()

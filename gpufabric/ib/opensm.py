@@ -38,8 +38,8 @@ class Partition:
 
 @dataclass(frozen=True)
 class SmSettings:
-    # up/down with the plan's top tier as roots: on the SuperPOD layouts it spreads destinations
-    # evenly over parallel leaf-spine cables and after a cut, where fat-tree routing does not
+    # up/down with the plan's top tier as roots: on the SuperPOD 4-SU layout and after a leaf loses
+    # a spine it spreads destinations evenly over a leaf's uplinks, where fat-tree routing does not
     # (measured with the real OpenSM; docs/infiniband.md, "Routing engine").
     routing_engine: Engine = "updn"
     partitions: tuple[Partition, ...] = ()

@@ -81,9 +81,12 @@ def _wait_for(path: Path, text: str, timeout: float, proc: subprocess.Popen[byte
 class Simulator:
     """One ibsim on one topology file, with its console FIFO and its tools' environment."""
 
-    def __init__(self, workdir: Path, topology: Path, sockname: str | None = None) -> None:
+    def __init__(
+        self, workdir: Path, topology: Path, sockname: str | None = None, limits: tuple[int, int, int] | None = None
+    ) -> None:
         self.workdir = workdir
         self.topology = topology
+        self.limits = limits  # nodes, switches, ports: ibsim's -N -S -P, past its defaults (2048, 256, 13312)
         # Given: an ibsim another process started (a lab's record); the tools reach it by this name.
         self.sockname = sockname or f"gpufabric-{os.getpid()}-{id(self):x}"
         self.fifo = workdir / "ibsim.console"
@@ -98,8 +101,9 @@ class Simulator:
         console = os.open(self.fifo, os.O_RDWR)  # both ends held: no end of file, ever
         try:
             with self.log.open("wb") as log:
+                sizes = [f"-{flag}{n}" for flag, n in zip("NSP", self.limits or (), strict=False)]
                 self.proc = subprocess.Popen(
-                    [_tool("ibsim"), "-s", str(self.topology)],
+                    [_tool("ibsim"), *sizes, "-s", str(self.topology)],
                     stdin=console,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -185,10 +189,17 @@ class OpenSm:
         _drop_fake_sysfs(self.workdir)
 
 
+def limits(nodes: int, switches: int, ports: int) -> tuple[int, int, int] | None:
+    """ibsim's -N -S -P for a fabric past its defaults (None within them), with room to spare."""
+    if nodes <= 2048 and switches <= 256 and ports <= 13312:
+        return None
+    return max(2048, nodes + 64), max(256, switches + 16), max(13312, ports + 1024)
+
+
 @contextlib.contextmanager
-def running(workdir: Path, topology: Path) -> Iterator[Simulator]:
+def running(workdir: Path, topology: Path, size: tuple[int, int, int] | None = None) -> Iterator[Simulator]:
     """ibsim for the duration of a `with`, stopped (by PID) whatever happens."""
-    sim = Simulator(workdir, topology)
+    sim = Simulator(workdir, topology, limits=size)
     try:
         sim.start()
         yield sim
