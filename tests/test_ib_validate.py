@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpufabric.ib import counters, opensm, topology, validate
 from gpufabric.ib.design import IbDesign
+from gpufabric.ib.errors import fail
 from gpufabric.ib.planner import plan_fabric
 
 RECORDED = json.loads((Path(__file__).parent / "recorded" / "ib" / "mini-validate.json").read_text())
@@ -130,3 +131,17 @@ def test_metrics_carry_the_plan_labels() -> None:
     assert line in text.splitlines()
     # Every planned switch end, six counters each: 16 node-leaf leaf ends + 2 x 16 leaf-spine ends.
     assert sum(1 for x in text.splitlines() if not x.startswith("#")) == (16 + 32) * 6
+
+
+def test_a_standby_that_does_not_answer_is_a_failure_not_a_crash() -> None:
+    replay = _replay()
+
+    def run(args: Sequence[str]) -> str:
+        if list(args) == ["sminfo", "21"]:  # ufm2's port: as sminfo fails when no SM runs there
+            raise fail("sminfo", "exited 255: ibwarn: mad_rpc: _do_madrpc failed; dport (Lid 21)", "see the log")
+        return replay(args)
+
+    results = validate.validate(plan_fabric(MINI), SETTINGS, run, rates=False)
+    failed = [(r.check, r.item) for r in results if not r.ok]
+    assert failed == [("sm", "standby ufm2 mlx5_0")]
+    assert next(r for r in results if not r.ok).observed.startswith("no answer (exited 255: ibwarn")

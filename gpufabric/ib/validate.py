@@ -105,7 +105,10 @@ def _sm(fabric: IbFabric, found: discovery.Discovery, seen: topology.Topology, r
     out = [Result("sm", f"master {fabric.sm.primary}", f"0x{want:x} MASTER", master.strip(), ok)]
     if fabric.sm.standby:
         lid = seen.by_name()[fabric.sm.standby].lid
-        standby = run(["sminfo", str(lid)]) if lid else "no LID"
+        try:
+            standby = run(["sminfo", str(lid)]) if lid else "no LID"
+        except IbError as exc:  # no SM on that port answers: the standby is not running
+            standby = f"no answer ({exc.problems[0].message[:120]})"
         out.append(
             Result("sm", f"standby {fabric.sm.standby}", "STANDBY", standby.strip(), "SMINFO_STANDBY" in standby)
         )
