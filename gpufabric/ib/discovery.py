@@ -52,7 +52,7 @@ def loads(text: str, source: str) -> Discovery:
         return Discovery(str(body["fabric"]), nodes)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise IbError(
-            [Problem(source, f"not a discovery file ({exc})", "write it with the discovery's dumps()")]
+            [Problem(source, f"not a discovery file ({exc})", "write it with 'gpufabric ib discover'")]
         ) from None
 
 
