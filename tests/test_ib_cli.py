@@ -186,3 +186,18 @@ def test_metrics_from_the_recorded_tools(mini: Path, tmp_path: Path) -> None:
     done = run("gpufabric", "ib", "metrics", str(mini), PATH=_stub_tools(tmp_path, {}), check=True)
     assert 'node="su2-leaf2",role="leaf",port="5",peer="spine01",peer_port="13",tier="leaf-spine"' in done.stdout
     assert done.stdout.count("\n") == 2 + (16 + 32) * 6
+
+
+def test_acceptance_json(mini: Path) -> None:
+    done = run("gpufabric", "ib", "acceptance", str(mini), "--json", check=True)
+    body = json.loads(done.stdout)
+    assert body["nccl_env"] == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_NET": "IB"}
+    assert body["pairs"][1] == {
+        "rail": 1,
+        "path": "spine",
+        "server": "dgx001",
+        "client": "dgx005",
+        "device": "mlx5_0",
+        "server_command": "ib_write_bw -d mlx5_0 -i 1 -F --report_gbits",
+        "client_command": "ib_write_bw -d mlx5_0 -i 1 -F --report_gbits dgx001",
+    }

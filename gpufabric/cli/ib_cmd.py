@@ -17,7 +17,7 @@ import click
 
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.export.atomic import write_atomic
-from gpufabric.ib import counters, discovery, lab, opensm, topology, validate
+from gpufabric.ib import acceptance, counters, discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
 from gpufabric.intent.errors import IntentError
@@ -212,6 +212,30 @@ def metrics_cmd(file: Path, lab_dir: Path | None) -> int:
     except IbError as exc:
         raise click.ClickException(str(exc)) from None
     return 0
+
+
+@ib_cmd.command("acceptance")
+@FILE
+@click.option("--tool", type=click.Choice(acceptance.PERFTEST), default="ib_write_bw", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def acceptance_cmd(file: Path, tool: str, as_json: bool) -> int:
+    """perftest pairs per rail (same leaf, across SUs) and NCCL's IB environment; no GID options."""
+    intent = _intent(file)
+    pairs = acceptance.pairs(intent.fabric, tool)
+    env = acceptance.nccl_env(intent.fabric)
+    if as_json:
+        body = {"pairs": [_pair(p) for p in pairs], "nccl_env": env}
+        write_stdout(json.dumps(body, indent=2) + "\n")
+        return 0
+    for p in pairs:
+        out.print(f"rail {p.rail} {p.path:5} {p.server}: {p.server_command}", markup=False)
+        out.print(f"{'':13} {p.client}: {p.client_command}", markup=False)
+    out.print(" ".join(f"{k}={v}" for k, v in env.items()), markup=False)
+    return 0
+
+
+def _pair(p: acceptance.Pair) -> dict[str, object]:
+    return {f: getattr(p, f) for f in p.__slots__}
 
 
 STATE_DIR = click.option(
