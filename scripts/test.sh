@@ -53,6 +53,9 @@ want_apt iperf3 iperf3                     # the acceptance stand-in's output is
 want_apt slurmctld slurmctld               # the exported topology.conf is read back by Slurm's own controller
 want_apt scontrol slurm-client             # ... and shown by scontrol
 want_apt munged munge                      # ... which authenticates through a munged of the test's own
+want_apt opensm opensm                     # InfiniBand: the real subnet manager, on the simulated fabric
+want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
+want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)
 install_wanted
 ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
 # host_network's files are judged by each backend's own parser: netplan's generator, nmcli --offline.

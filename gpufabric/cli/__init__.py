@@ -27,6 +27,7 @@ COMMANDS = {
     "check": "gpufabric.cli.plan_cmd:check_cmd",
     "plan": "gpufabric.cli.plan_cmd:plan_cmd",
     "export": "gpufabric.cli.export_cmd:export_cmd",
+    "ib": "gpufabric.cli.ib_cmd:ib_cmd",
     "render": "gpufabric.cli.render_cmd:render_cmd",
     "diff": "gpufabric.cli.diff_cmd:diff_cmd",
     "verify": "gpufabric.cli.verify_cmd:verify_cmd",

@@ -1,0 +1,295 @@
+"""`gpufabric ib ...`: an InfiniBand compute fabric from its YAML file (docs/infiniband.md).
+
+plan, export-topology (ibnetdiscover's format), discover (names -> GUIDs from ibnetdiscover's
+output, refusing names the plan does not have), configs (OpenSM's files), diff (cabling),
+validate (the live fabric through infiniband-diags, read-only).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from gpufabric.cli.output import err, out, write_stdout
+from gpufabric.export.atomic import write_atomic
+from gpufabric.ib import acceptance, counters, discovery, lab, opensm, topology, validate
+from gpufabric.ib.design_file import IbIntent, load
+from gpufabric.ib.errors import IbError
+from gpufabric.intent.errors import IntentError
+from gpufabric.intent.errors import Problem as IntentProblem
+
+FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+OUTPUT = click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (stdout when omitted).")
+
+
+@click.group("ib")
+def ib_cmd() -> None:
+    """InfiniBand compute fabrics: plan, topology, discovery, OpenSM files, cabling diff."""
+
+
+def _intent(file: Path) -> IbIntent:
+    return load(file.read_text(), str(file))
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        write_stdout(text)
+    else:
+        write_atomic(output, text)
+        err.print(f"wrote {output}")
+
+
+def _as_input_error(exc: IbError) -> IntentError:
+    """A file the tools wrote (topology, discovery) that does not fit: exit 2 with where and fix."""
+    first = exc.problems[0].where.split(":")[0] if exc.problems else "input"
+    return IntentError(first, [IntentProblem((), f"{p.where}: {p.message}", p.fix) for p in exc.problems])
+
+
+@ib_cmd.command("plan")
+@FILE
+@click.option("--json", "as_json", is_flag=True, help="Counts as JSON.")
+def plan_cmd(file: Path, as_json: bool) -> int:
+    """Switches, nodes and cables per tier."""
+    intent = _intent(file)
+    counts = {"tiers": intent.fabric.tiers, **intent.fabric.counts()}
+    if as_json:
+        write_stdout(json.dumps(counts, indent=2) + "\n")
+    else:
+        for key, value in counts.items():
+            out.print(f"{key:18} {value}")
+    return 0
+
+
+@ib_cmd.command("export-topology")
+@FILE
+@click.option("--discovery", "disc", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Write GUIDs.")
+@OUTPUT
+def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> int:
+    """The planned fabric in ibnetdiscover's format (what ibsim reads; what to diff against)."""
+    intent = _intent(file)
+    try:
+        guids = discovery.load(disc).node_guids() if disc else None
+        _emit(topology.render(intent.fabric, guids), output)
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    except KeyError as exc:
+        raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
+    return 0
+
+
+def _live_or_file(source: str) -> tuple[str, str]:
+    if source == "live":  # the real ibnetdiscover on this machine's fabric
+        done = subprocess.run(["ibnetdiscover"], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise click.ClickException(f"ibnetdiscover exited {done.returncode}: {done.stderr.strip()[-300:]}")
+        return done.stdout, "ibnetdiscover"
+    if source == "-":
+        return sys.stdin.read(), "<stdin>"
+    path = Path(source)
+    if not path.is_file():
+        raise click.BadParameter(
+            f"{source}: no such file (give ibnetdiscover's output, '-' or 'live')", param_hint="--from"
+        )
+    return path.read_text(), source
+
+
+FROM = click.option("--from", "source", required=True, help="ibnetdiscover's output: a file, '-' for stdin, or 'live'.")
+
+
+@ib_cmd.command("discover")
+@FILE
+@FROM
+@OUTPUT
+def discover_cmd(file: Path, source: str, output: Path | None) -> int:
+    """Record planned name -> GUID; refuses a fabric whose node descriptions are not the plan's."""
+    intent = _intent(file)
+    text, name = _live_or_file(source)
+    try:
+        found = discovery.discover(intent.fabric, topology.parse(text, name), name)
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    _emit(found.dumps(), output)
+    return 0
+
+
+@ib_cmd.command("configs")
+@FILE
+@click.option("--discovery", "disc", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder.")
+@click.option("--role", type=click.Choice(["primary", "standby"]), default="primary", show_default=True)
+@click.option("--sm-dir", type=click.Path(path_type=Path), help="Where OpenSM will find the files (default: -o).")
+def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | None) -> int:
+    """opensm.conf, partitions.conf, qos-policy.conf, root/CN GUID files and the node-name map."""
+    intent = _intent(file)
+    try:
+        found = discovery.load(disc)
+        files = opensm.render(intent.fabric, found, intent.settings, (sm_dir or output).absolute(), role)  # type: ignore[arg-type]
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    except KeyError as exc:
+        raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
+    for name, text in files.items():
+        write_atomic(output / name, text)
+    err.print(f"wrote {len(files)} OpenSM file(s) to {output}")
+    return 0
+
+
+@ib_cmd.command("diff")
+@FILE
+@FROM
+def diff_cmd(file: Path, source: str) -> int:
+    """Every planned cable port for port and nothing else; exit 1 when the fabric differs."""
+    intent = _intent(file)
+    text, name = _live_or_file(source)
+    try:
+        diff = discovery.compare(intent.fabric, topology.parse(text, name))
+    except IbError as exc:
+        raise _as_input_error(exc) from None
+    for line in diff.lines():
+        out.print(line, markup=False)
+    if diff.clean:
+        err.print(f"{len(intent.fabric.cables)} cables as planned")
+    return 0 if diff.clean else 1
+
+
+def _run_tool(args: Sequence[str]) -> str:
+    """One of infiniband-diags on this machine's fabric; a failure is the input's (exit 2)."""
+    try:
+        done = subprocess.run(list(args), capture_output=True, text=True, check=False, timeout=300)
+    except FileNotFoundError:
+        raise click.ClickException(f"{args[0]} not found: install infiniband-diags") from None
+    if done.returncode != 0:
+        raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
+@ib_cmd.command("validate")
+@FILE
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--all", "show_all", is_flag=True, help="Table: passed results too.")
+@click.option("--check", "checks", multiple=True, type=click.Choice(validate.CHECKS), help="Only these (repeat).")
+@click.option("--no-rates", is_flag=True, help="Compare link widths, not speeds (ibsim runs its own).")
+@click.option("--lab", "lab_dir", type=click.Path(file_okay=False, path_type=Path), help="The lab's state folder.")
+def validate_cmd(  # click passes every option by name
+    file: Path, *, fmt: str, show_all: bool, checks: tuple[str, ...], no_rates: bool, lab_dir: Path | None
+) -> int:
+    """Read-only: the live fabric (infiniband-diags on this host, or the lab's) against the plan;
+    exit 1 on a failure."""
+    intent = _intent(file)
+    try:
+        run = lab.runner(lab_dir) if lab_dir else _run_tool
+        results = validate.validate(
+            intent.fabric, intent.settings, run, rates=not no_rates, checks=checks or validate.CHECKS
+        )
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    if fmt == "json":
+        rows = [
+            {"check": r.check, "item": r.item, "expected": r.expected, "observed": r.observed, "ok": r.ok}
+            for r in results
+        ]
+        write_stdout(json.dumps(rows, indent=2) + "\n")
+    else:
+        write_stdout(validate.render_table(results, show_all))
+    return 0 if all(r.ok for r in results) else 1
+
+
+@ib_cmd.command("metrics")
+@FILE
+@click.option("--lab", "lab_dir", type=click.Path(file_okay=False, path_type=Path), help="The lab's state folder.")
+def metrics_cmd(file: Path, lab_dir: Path | None) -> int:
+    """Every planned switch port's counters (perfquery) as Prometheus text, labelled with the plan."""
+    intent = _intent(file)
+    try:
+        run = lab.runner(lab_dir) if lab_dir else _run_tool
+        seen = topology.parse(run(["ibnetdiscover"]), "ibnetdiscover")
+        write_stdout(counters.metrics(intent.fabric, counters.read(intent.fabric, seen, run)))
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    return 0
+
+
+@ib_cmd.command("acceptance")
+@FILE
+@click.option("--tool", type=click.Choice(acceptance.PERFTEST), default="ib_write_bw", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def acceptance_cmd(file: Path, tool: str, as_json: bool) -> int:
+    """perftest pairs per rail (same leaf, across SUs) and NCCL's IB environment; no GID options."""
+    intent = _intent(file)
+    pairs = acceptance.pairs(intent.fabric, tool)
+    env = acceptance.nccl_env(intent.fabric)
+    if as_json:
+        body = {"pairs": [_pair(p) for p in pairs], "nccl_env": env}
+        write_stdout(json.dumps(body, indent=2) + "\n")
+        return 0
+    for p in pairs:
+        out.print(f"rail {p.rail} {p.path:5} {p.server}: {p.server_command}", markup=False)
+        out.print(f"{'':13} {p.client}: {p.client_command}", markup=False)
+    out.print(" ".join(f"{k}={v}" for k, v in env.items()), markup=False)
+    return 0
+
+
+def _pair(p: acceptance.Pair) -> dict[str, object]:
+    return {f: getattr(p, f) for f in p.__slots__}
+
+
+STATE_DIR = click.option(
+    "--state-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="The lab's own folder."
+)
+
+
+@ib_cmd.group("lab")
+def lab_cmd() -> None:
+    """The planned fabric in ibsim with the real OpenSM (primary and standby), left running."""
+
+
+@lab_cmd.command("up")
+@FILE
+@STATE_DIR
+def lab_up_cmd(file: Path, state_dir: Path) -> int:
+    """Export, start ibsim, discover, render OpenSM's files, start the SMs; record what runs."""
+    intent = _intent(file)
+    try:
+        done = lab.up(intent, state_dir)
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    pids = ", ".join(f"{name} {pid}" for name, pid in done.processes.items())
+    timing = f"ibsim ready in {done.ibsim_seconds:.2f} s, SUBNET UP in {done.subnet_up_seconds:.2f} s"
+    err.print(f"{done.fabric}: {timing} ({pids})")
+    return 0
+
+
+@lab_cmd.command("down")
+@STATE_DIR
+def lab_down_cmd(state_dir: Path) -> int:
+    """Stop exactly what `up` started (by PID) and remove its files."""
+    stopped = lab.down(state_dir)
+    err.print(f"stopped {', '.join(stopped) or 'nothing (no lab recorded here)'}")
+    return 0
+
+
+@lab_cmd.command("status")
+@STATE_DIR
+def lab_status_cmd(state_dir: Path) -> int:
+    """Each recorded process: running or gone; exit 1 unless all run."""
+    states = lab.status(state_dir)
+    for name, running in states.items():
+        out.print(f"{name:8} {'running' if running else 'gone'}")
+    return 0 if states and all(states.values()) else 1
+
+
+@lab_cmd.command("console")
+@STATE_DIR
+@click.argument("command")
+def lab_console_cmd(state_dir: Path, command: str) -> int:
+    """One command for ibsim's console, e.g. 'unlink "S-su1-leaf1"[33]' or 'relink "S-su1-leaf1"[33]'."""
+    try:
+        lab.console(state_dir, command)
+    except IbError as exc:
+        raise click.ClickException(str(exc)) from None
+    return 0

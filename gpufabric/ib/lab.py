@@ -1,0 +1,150 @@
+"""`gpufabric ib lab up|down|status`: the planned fabric in ibsim with the real OpenSM, left running.
+
+`up` exports the topology, starts ibsim, reads the fabric with the real ibnetdiscover (the
+discovery), renders OpenSM's files and starts the primary and the standby SM, each in its own
+session so they outlive the command. It records in the state folder what it started (PID and
+the kernel's start time of each process, so a recycled PID is never signalled) and what it
+wrote. `down` stops exactly those processes, by PID, and removes the state folder. The tools
+reach the lab through `runner()` (the recorded socket name and the SM's node).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpufabric.ib import discovery, opensm, sim, topology
+from gpufabric.ib.design_file import IbIntent
+from gpufabric.ib.errors import fail
+from gpufabric.ib.results import Runner
+from gpufabric.lab import processes
+
+STATE = "ib-lab.json"
+
+
+@dataclass(frozen=True)
+class LabUp:
+    fabric: str
+    ibsim_seconds: float
+    subnet_up_seconds: float
+    processes: dict[str, int]
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _record(state_dir: Path) -> dict[str, Any] | None:
+    path = state_dir / STATE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def status(state_dir: Path) -> dict[str, bool]:
+    """Each recorded process: still the one `up` started, and running."""
+    state = _record(state_dir)
+    if state is None:
+        return {}
+    return {name: _ours(p) for name, p in state["processes"].items()}
+
+
+def _ours(proc: dict[str, int]) -> bool:
+    return processes.alive(proc["pid"]) and _start_time(proc["pid"]) == proc["start"]
+
+
+def up(intent: IbIntent, state_dir: Path) -> LabUp:
+    if any(status(state_dir).values()):
+        raise fail(str(state_dir), "an InfiniBand lab is already up here", "run 'gpufabric ib lab down' first")
+    if missing := sim.missing():
+        raise fail("ib lab", f"missing {', '.join(missing)}", "apt-get install ibsim-utils opensm infiniband-diags")
+    created = not state_dir.exists()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fabric = intent.fabric
+    topo = state_dir / "fabric.topo"
+    topo.write_text(topology.render(fabric))
+    size = sim.limits(len(fabric.nodes), len(fabric.switches), sum(n.ports + 1 for n in fabric.nodes))
+    simulator = sim.Simulator(state_dir, topo, limits=size)
+    sms: list[sim.OpenSm] = []
+    try:
+        ibsim_seconds = simulator.start()
+        found = discovery.discover(fabric, topology.parse(simulator.run("ibnetdiscover"), "ibnetdiscover"))
+        (state_dir / "discovery.json").write_text(found.dumps())
+        roles = ("primary", "standby") if fabric.sm.standby else ("primary",)
+        up_seconds = 0.0
+        for role in roles:
+            folder = state_dir / role
+            opensm.write(opensm.render(fabric, found, intent.settings, folder, role=role), folder)  # type: ignore[arg-type]
+            name = fabric.sm.primary if role == "primary" else fabric.sm.standby
+            assert name is not None
+            sm = sim.OpenSm(simulator, folder, folder / "opensm.conf", topology.node_id(fabric.by_name[name]))
+            sms.append(sm)
+            seconds = sm.start(ready="SUBNET UP" if role == "primary" else "Entering STANDBY state")
+            up_seconds = up_seconds or seconds
+        procs = {"ibsim": simulator.proc, **{role: sm.proc for role, sm in zip(roles, sms, strict=True)}}
+        state = {
+            "fabric": fabric.design.name,
+            "sockname": simulator.sockname,
+            "sm_host": sms[0].host,
+            "created": created,
+            "processes": {n: {"pid": p.pid, "start": _start_time(p.pid)} for n, p in procs.items() if p},
+        }
+        (state_dir / STATE).write_text(json.dumps(state, indent=2) + "\n")
+        return LabUp(fabric.design.name, ibsim_seconds, up_seconds, {n: p.pid for n, p in procs.items() if p})
+    except BaseException:
+        for sm in reversed(sms):
+            sm.stop()
+        simulator.stop()
+        if created:
+            shutil.rmtree(state_dir, ignore_errors=True)
+        raise
+
+
+def down(state_dir: Path) -> list[str]:
+    """Stop what `up` recorded (standby, primary, ibsim), by PID; remove the state folder's files."""
+    state = _record(state_dir)
+    if state is None:
+        return []
+    stopped = []
+    for name in reversed(list(state["processes"])):
+        proc = state["processes"][name]
+        if _ours(proc):
+            processes.stop([proc["pid"]], grace=10.0)
+            stopped.append(name)
+    if state.get("created"):
+        shutil.rmtree(state_dir, ignore_errors=True)
+    else:
+        for name in (STATE, "fabric.topo", "discovery.json", "ibsim.log", "ibsim.console"):
+            with contextlib.suppress(FileNotFoundError):
+                (state_dir / name).unlink()
+        for folder in ("primary", "standby"):
+            shutil.rmtree(state_dir / folder, ignore_errors=True)
+    return stopped
+
+
+def runner(state_dir: Path) -> Runner:
+    """Run infiniband-diags on the lab's fabric, from the SM's node."""
+    state = _record(state_dir)
+    if state is None or not status(state_dir).get("ibsim"):
+        raise fail(str(state_dir), "no InfiniBand lab is up here", "run 'gpufabric ib lab up' first")
+    simulator = sim.Simulator(state_dir, state_dir / "fabric.topo", sockname=state["sockname"])
+
+    def run(args: Sequence[str]) -> str:
+        return simulator.run(*args, host=state["sm_host"])
+
+    return run
+
+
+def console(state_dir: Path, command: str) -> None:
+    """One command for ibsim's console (unlink, relink, link ...)."""
+    if not status(state_dir).get("ibsim"):
+        raise fail(str(state_dir), "no InfiniBand lab is up here", "run 'gpufabric ib lab up' first")
+    sim.Simulator(state_dir, state_dir / "fabric.topo").console(command)

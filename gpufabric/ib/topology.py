@@ -1,0 +1,162 @@
+"""The fabric in ibnetdiscover's topology format: written from the plan, read from the tools.
+
+Written: one record per node (`Switch N "id"  # "description" ...` or `Ca N "id"  # "..."`),
+then one line per cabled port, `[port] "peer id"[peer port]  # "peer description" lid 0 4xNDR`.
+This is what ibsim reads as a fabric and what operators diff against ibnetdiscover's output.
+Without GUIDs the ids are the planned names (S-/H- and the description); with a discovery the
+records carry the GUIDs as ibnetdiscover prints them (`switchguid=0x...`, ids `S-<guid>`).
+
+Read: ibnetdiscover's own output (the same format, GUID ids) into nodes and links named by
+node description, so a live fabric compares with its plan name for name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gpufabric.ib.errors import IbError, Problem
+from gpufabric.ib.model import IbFabric, IbNode, PortRef
+
+
+def node_id(node: IbNode, guids: Mapping[str, int] | None = None) -> str:
+    prefix = "S" if node.kind == "switch" else "H"
+    if guids is not None:
+        return f"{prefix}-{guids[node.name]:016x}"
+    return f"{prefix}-{node.name}"
+
+
+def render(fabric: IbFabric, guids: Mapping[str, int] | None = None) -> str:
+    """The planned fabric in ibnetdiscover's format; `guids` (node description -> node GUID) optional."""
+    design = fabric.design
+    out = [
+        f"# {design.name}: planned InfiniBand fabric ({fabric.tiers} tiers, {len(fabric.switches)} switches,",
+        f"# {len(fabric.adapters)} adapters, {len(fabric.cables)} cables), in ibnetdiscover's topology format",
+        "",
+    ]
+    ports: dict[str, list[tuple[int, PortRef, str]]] = {n.name: [] for n in fabric.nodes}
+    for cable in fabric.cables:
+        ports[cable.down.node].append((cable.down.port, cable.up, cable.rate.label))
+        ports[cable.up.node].append((cable.up.port, cable.down, cable.rate.label))
+    for node in fabric.nodes:
+        out += _record(node, sorted(ports[node.name]), fabric, guids)
+    return "\n".join(out) + "\n"
+
+
+def _record(
+    node: IbNode, ports: list[tuple[int, PortRef, str]], fabric: IbFabric, guids: Mapping[str, int] | None
+) -> list[str]:
+    lines = []
+    nid = node_id(node, guids)
+    if node.kind == "switch":
+        if guids is not None:
+            lines.append(f"switchguid=0x{guids[node.name]:x}({guids[node.name]:x})")
+        lines.append(f'Switch\t{node.ports} "{nid}"\t\t# "{node.name}" enhanced port 0 lid 0 lmc 0')
+    else:
+        if guids is not None:
+            lines.append(f"caguid=0x{guids[node.name]:x}")
+        lines.append(f'Ca\t{node.ports} "{nid}"\t\t# "{node.name}"')
+    for port, peer, label in ports:
+        pid = node_id(fabric.by_name[peer.node], guids)
+        lid = "lid 0 lmc 0 " if node.kind == "ca" else ""
+        lines.append(f'[{port}]\t"{pid}"[{peer.port}]\t\t# {lid}"{peer.node}" lid 0 {label}')
+    return [*lines, ""]
+
+
+# --- reading ibnetdiscover's output --------------------------------------------------------
+
+_HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)")?(.*)$')
+_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s*(?:#\s*(.*))?$')
+_GUID = re.compile(r"^(switchguid|caguid|rtguid)=(0x[0-9a-fA-F]+)")
+_LID = re.compile(r"\blid (\d+)")
+_RATE = re.compile(r"\b(\d+)x([A-Z0-9]+)\s*$")
+
+
+@dataclass
+class SeenNode:
+    id: str
+    kind: str  # switch | ca
+    ports: int
+    name: str  # node description
+    guid: int | None
+    lid: int | None = None  # a switch's (port 0) or, for a CA, its first port's
+    port_guids: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SeenLink:
+    a: PortRef
+    b: PortRef
+    rate: str  # 4xNDR, as the tool printed it
+
+
+@dataclass
+class Topology:
+    nodes: dict[str, SeenNode]  # by node id
+    links: list[SeenLink]  # each cable once, ends named by node description
+
+    def by_name(self) -> dict[str, SeenNode]:
+        return {n.name: n for n in self.nodes.values()}
+
+
+def parse(text: str, source: str = "topology") -> Topology:
+    """Read ibnetdiscover's output (or an exported topology) into nodes and links by description."""
+    nodes: dict[str, SeenNode] = {}
+    raw: list[tuple[str, int, str, int, str]] = []
+    guid: int | None = None
+    current: SeenNode | None = None
+    problems: list[Problem] = []
+    for lineno, raw_line in enumerate(text.splitlines(), 1):
+        line = raw_line.strip()
+        if not line or line.startswith("#"):
+            current = None if not line else current
+            continue
+        if m := _GUID.match(line):
+            guid = int(m[2], 16)
+        elif m := _HEADER.match(line):
+            kind = "switch" if m[1] == "Switch" else "ca"
+            lid = _LID.search(m[5] or "")
+            current = SeenNode(m[3], kind, int(m[2]), m[4] or m[3], guid, int(lid[1]) if lid else None)
+            nodes[current.id] = current
+            guid = None
+        elif (m := _PORT.match(line)) and current is not None:
+            _port(current, m, raw)
+        elif "=" not in line:
+            problems.append(
+                Problem(f"{source}:{lineno}", f"unreadable line {line[:60]!r}", "give ibnetdiscover's output")
+            )
+    if problems:
+        raise IbError(problems)
+    return Topology(nodes, _links(nodes, raw, source))
+
+
+def _port(node: SeenNode, m: re.Match[str], raw: list[tuple[str, int, str, int, str]]) -> None:
+    port = int(m[1])
+    if m[2]:
+        node.port_guids[port] = int(m[2], 16)
+    comment = m[6] or ""
+    if node.kind == "ca" and node.lid is None and (lid := _LID.search(comment)):
+        node.lid = int(lid[1])  # "# lid 4 lmc 0 ..." : the adapter port's own LID comes first
+    rate = _RATE.search(comment)
+    raw.append((node.id, port, m[3], int(m[4]), f"{rate[1]}x{rate[2]}" if rate else ""))
+
+
+def _links(nodes: dict[str, SeenNode], raw: list[tuple[str, int, str, int, str]], source: str) -> list[SeenLink]:
+    """Each cable once (both ends list it), ends renamed from ids to descriptions."""
+    seen: dict[frozenset[tuple[str, int]], SeenLink] = {}
+    for nid, port, peer, peer_port, rate in raw:
+        if peer not in nodes:
+            raise IbError(
+                [
+                    Problem(
+                        source,
+                        f"port {port} of {nodes[nid].name!r} names unknown node {peer!r}",
+                        "give a whole topology",
+                    )
+                ]
+            )
+        key = frozenset({(nid, port), (peer, peer_port)})
+        a, b = sorted([PortRef(nodes[nid].name, port), PortRef(nodes[peer].name, peer_port)])
+        seen.setdefault(key, SeenLink(a, b, rate))
+    return sorted(seen.values())
