@@ -39,7 +39,8 @@ def run_per_host_results(
 def run_per_host(
     nr: Nornir, names: list[str], task: Callable[..., Result], **per_host: dict[str, Any]
 ) -> dict[str, Any]:
-    """`task` on each of `names`; every keyword is a mapping host name -> that host's value. Returns name -> result."""
+    """`task` on each of `names`; every keyword is a mapping host name -> that host's value (it may hold
+    other hosts too: only those of `names` are read). Returns name -> result."""
     return {name: multi[0].result for name, multi in run_per_host_results(nr, names, task, **per_host).items()}
 
 

@@ -31,13 +31,13 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible_helpers import run_play
 
 from gpufabric.export.inventory import ansible_vars, build
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 ROLE = ROOT / "roles" / "host_network"
 CACHE = ROOT / ".cache"
 HOST = "gpu001"
@@ -119,18 +119,7 @@ def _render_play(out: Path) -> list[dict[str, Any]]:
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("host_network")
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, **_host_vars()}
-    (out / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": {HOST: host}}}))
-    (out / "render.yml").write_text(yaml.safe_dump(_render_play(out)))
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOME": str(out / "ansible")}
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(out / "inventory.yml"), str(out / "render.yml")],
-        cwd=out,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    run_play(out, {HOST: host}, _render_play(out))
     return out
 
 

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from ansible_helpers import run_play
 
 from gpufabric.export.inventory import ansible_vars, build
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 ROLE = ROOT / "roles" / "host_network"
 
 pytestmark = pytest.mark.slow  # an ansible-playbook run
@@ -89,7 +87,6 @@ def checks(tmp_path_factory) -> dict[str, list[dict[str, str]]]:
         }
         for name in ("planned", "broken")
     }
-    (out / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     play = [
         {
             "name": "The role's checks over the double's readings",
@@ -107,17 +104,7 @@ def checks(tmp_path_factory) -> dict[str, list[dict[str, str]]]:
             ],
         }
     ]
-    (out / "play.yml").write_text(yaml.safe_dump(play))
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOME": str(out / "ansible")}
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(out / "inventory.yml"), str(out / "play.yml")],
-        cwd=out,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    run_play(out, hosts, play)
     return {name: json.loads((out / f"{name}.json").read_text()) for name in hosts}
 
 

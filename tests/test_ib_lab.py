@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from ib_sim_helpers import simulated
 
 from gpufabric.ib import discovery, opensm, sim, topology
 from gpufabric.ib.design import superpod
@@ -74,11 +75,7 @@ def _sm(
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     workdir = tmp_path_factory.mktemp("ib-lab")
     fabric = plan_fabric(superpod("dgx-h100", 1))
-    topo = workdir / "fabric.topo"
-    topo.write_text(topology.render(fabric))
-    with sim.running(workdir, topo) as s:
-        before = s.run("ibnetdiscover")
-        found = discovery.discover(fabric, topology.parse(before, "ibnetdiscover"))
+    with simulated(workdir, fabric) as (s, before, found):
         primary, host = _sm(s, fabric, found, workdir / "sm-primary")
         standby, _ = _sm(s, fabric, found, workdir / "sm-standby", role="standby")
         try:
@@ -182,10 +179,7 @@ def test_routing_engines_on_the_rail_optimized_layout_and_after_a_cut(tmp_path: 
     destinations evenly over a leaf's 32 uplinks, and reroute when a leaf loses a spine; only
     up/down spreads the rerouted destinations evenly again (docs/infiniband.md, routing)."""
     fabric = plan_fabric(superpod("dgx-h100", 1))
-    topo = tmp_path / "fabric.topo"
-    topo.write_text(topology.render(fabric))
-    with sim.running(tmp_path, topo) as s:
-        found = discovery.discover(fabric, topology.parse(s.run("ibnetdiscover")))
+    with simulated(tmp_path, fabric) as (s, _, found):
         sm, host = _sm(s, fabric, found, tmp_path / "sm", engine=engine)
         try:
             sm.start()
@@ -230,10 +224,7 @@ def test_four_su_two_cables_per_leaf_spine_pair_balance(tmp_path: Path, engine: 
     988 remote adapters over a leaf's 32 uplinks evenly (30-31 each); fat-tree routing does not
     (23-33, measured). QoS is off here: it only adds SL-to-VL programming time."""
     fabric = plan_fabric(superpod("dgx-h100", 4))
-    topo = tmp_path / "fabric.topo"
-    topo.write_text(topology.render(fabric))
-    with sim.running(tmp_path, topo) as s:
-        found = discovery.discover(fabric, topology.parse(s.run("ibnetdiscover")))
+    with simulated(tmp_path, fabric) as (s, _, found):
         sm, host = _sm(s, fabric, found, tmp_path / "sm", engine=engine, qos=False)
         try:
             sm.start()
@@ -251,10 +242,7 @@ def test_four_su_two_cables_per_leaf_spine_pair_balance(tmp_path: Path, engine: 
 
 def test_stopping_leaves_no_process_and_no_file_of_the_simulator(tmp_path: Path) -> None:
     fabric = plan_fabric(superpod("dgx-h100", 1))
-    topo = tmp_path / "fabric.topo"
-    topo.write_text(topology.render(fabric))
-    with sim.running(tmp_path, topo) as s:
-        found = discovery.discover(fabric, topology.parse(s.run("ibnetdiscover")))
+    with simulated(tmp_path, fabric) as (s, _, found):
         sm, _ = _sm(s, fabric, found, tmp_path / "sm", qos=False)
         sm.start()
         assert s.proc is not None and sm.proc is not None

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ib_sim_helpers import simulated
 
-from gpufabric.ib import discovery, opensm, sim, topology, validate
+from gpufabric.ib import opensm, sim, topology, validate
 from gpufabric.ib.design import superpod
 from gpufabric.ib.model import IbFabric
 from gpufabric.ib.planner import plan_fabric
@@ -65,10 +66,7 @@ class Fabric:
 def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fabric]:
     workdir = tmp_path_factory.mktemp("ib-validate")
     plan = plan_fabric(superpod("dgx-h100", 2))
-    topo = workdir / "fabric.topo"
-    topo.write_text(topology.render(plan))
-    with sim.running(workdir, topo) as s:
-        found = discovery.discover(plan, topology.parse(s.run("ibnetdiscover")))
+    with simulated(workdir, plan) as (s, _, found):
         sms = []
         for role in ("primary", "standby"):
             folder: Path = workdir / role

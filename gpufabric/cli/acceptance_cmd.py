@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from gpufabric.cli.fleet_options import fleet_options
-from gpufabric.cli.output import err, out, write_stdout
+from gpufabric.cli.output import err, out, write_files, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.push.args import FleetArgs
 
@@ -79,13 +79,10 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
 def scripts_cmd(file: str | None, output: Path) -> int:
     """Write a Slurm batch script per job (run from a login node: `sh submit.sh`)."""
     from gpufabric.acceptance.slurm import scripts
-    from gpufabric.export.atomic import write_atomic
 
     files = scripts(_suite(file))
     output.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        write_atomic(output / name, text)
-    err.print(f"wrote {len(files)} files into {output}")
+    err.print(f"wrote {write_files(output, files)} files into {output}")
     return 0
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gpufabric.cli.output import err, write_stdout
+from gpufabric.cli.output import emit, err, write_files
 from gpufabric.cli.plan_cmd import load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.export import containerlab, drawing, k8s_network, structured
 from gpufabric.export.atomic import write_atomic
@@ -59,11 +59,7 @@ def _export(plan: Plan, kind: str, output: Path | None, images: tuple[str, ...])
     if kind == "k8s-network" and output is not None:
         return _k8s_network_dir(plan, output)
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
-    if output is None:
-        write_stdout(text)
-    else:
-        write_atomic(output, text)
-        err.print(f"wrote {output}")
+    emit(text, output)
     return 0
 
 
@@ -81,23 +77,21 @@ def _images(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def _structured_dir(plan: Plan, directory: Path) -> int:
-    if directory.exists() and not directory.is_dir():
-        raise click.BadParameter(f"{directory} is a file; structured writes one JSON file per switch", param_hint="-o")
-    files = structured.documents(plan)
-    for name, text in files.items():
-        write_atomic(directory / name, text)
-    err.print(f"wrote {len(files)} structured config file(s) to {directory}")
+    _into_dir(directory, "structured writes one JSON file per switch")
+    err.print(f"wrote {write_files(directory, structured.documents(plan))} structured config file(s) to {directory}")
     return 0
 
 
 def _k8s_network_dir(plan: Plan, directory: Path) -> int:
-    if directory.exists() and not directory.is_dir():
-        raise click.BadParameter(f"{directory} is a file; k8s-network writes one file per object kind", param_hint="-o")
-    files = k8s_network.documents(plan)
-    for name, text in files.items():
-        write_atomic(directory / name, text)
-    err.print(f"wrote {len(files)} Kubernetes network file(s) to {directory}")
+    _into_dir(directory, "k8s-network writes one file per object kind")
+    err.print(f"wrote {write_files(directory, k8s_network.documents(plan))} Kubernetes network file(s) to {directory}")
     return 0
+
+
+def _into_dir(directory: Path, why: str) -> None:
+    """Refuse (-o) a directory output that names an existing file, before anything is rendered."""
+    if directory.exists() and not directory.is_dir():
+        raise click.BadParameter(f"{directory} is a file; {why}", param_hint="-o")
 
 
 def _drawing_dir(plan: Plan, directory: Path) -> int:

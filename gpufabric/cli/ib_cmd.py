@@ -15,8 +15,7 @@ from pathlib import Path
 
 import click
 
-from gpufabric.cli.output import err, out, write_stdout
-from gpufabric.export.atomic import write_atomic
+from gpufabric.cli.output import emit, err, out, write_files, write_stdout
 from gpufabric.ib import acceptance, counters, discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
@@ -34,14 +33,6 @@ def ib_cmd() -> None:
 
 def _intent(file: Path) -> IbIntent:
     return load(file.read_text(), str(file))
-
-
-def _emit(text: str, output: Path | None) -> None:
-    if output is None:
-        write_stdout(text)
-    else:
-        write_atomic(output, text)
-        err.print(f"wrote {output}")
 
 
 def _as_input_error(exc: IbError) -> IntentError:
@@ -74,7 +65,7 @@ def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> i
     intent = _intent(file)
     try:
         guids = discovery.load(disc).node_guids() if disc else None
-        _emit(topology.render(intent.fabric, guids), output)
+        emit(topology.render(intent.fabric, guids), output)
     except IbError as exc:
         raise _as_input_error(exc) from None
     except KeyError as exc:
@@ -113,7 +104,7 @@ def discover_cmd(file: Path, source: str, output: Path | None) -> int:
         found = discovery.discover(intent.fabric, topology.parse(text, name), name)
     except IbError as exc:
         raise _as_input_error(exc) from None
-    _emit(found.dumps(), output)
+    emit(found.dumps(), output)
     return 0
 
 
@@ -133,9 +124,7 @@ def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | 
         raise _as_input_error(exc) from None
     except KeyError as exc:
         raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
-    for name, text in files.items():
-        write_atomic(output / name, text)
-    err.print(f"wrote {len(files)} OpenSM file(s) to {output}")
+    err.print(f"wrote {write_files(output, files)} OpenSM file(s) to {output}")
     return 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import login_options
-from gpufabric.cli.output import err, write_stdout
+from gpufabric.cli.output import emit, err, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.push.args import FleetArgs
 
@@ -104,7 +104,7 @@ def rules_cmd(output: Path | None, hold: str) -> int:
     from gpufabric.telemetry.rules import Thresholds, rules_yaml
 
     text = rules_yaml(Thresholds(hold=hold))
-    _emit(text, output)
+    emit(text, output)
     return 0
 
 
@@ -115,15 +115,5 @@ def dashboard_cmd(file: str | None, output: Path | None) -> int:
     """A Grafana dashboard (JSON model) with a row per plane and a panel per rail."""
     from gpufabric.telemetry.dashboard import dashboard
 
-    _emit(json.dumps(dashboard(load_plan(file)), indent=2) + "\n", output)
+    emit(json.dumps(dashboard(load_plan(file)), indent=2) + "\n", output)
     return 0
-
-
-def _emit(text: str, output: Path | None) -> None:
-    from gpufabric.export.atomic import write_atomic
-
-    if output is None:
-        write_stdout(text)
-    else:
-        write_atomic(output, text)
-        err.print(f"wrote {output}")

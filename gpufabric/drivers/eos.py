@@ -27,7 +27,8 @@ from napalm.eos.eos import EOSDriver
 from napalm.eos.utils.versions import EOSVersion
 from pyeapi.eapilib import EapiConnection
 
-from gpufabric.drivers.push_id import PUSH_ID, age_seconds, push_id_of, started
+from gpufabric.drivers.https_args import https_args
+from gpufabric.drivers.push_id import PUSH_ID, age_seconds, started
 from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection
 
 SESSION_PREFIX = "gpufabric-"
@@ -51,24 +52,20 @@ class GpufabricEOSDriver(EOSDriver):
     def __init__(
         self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
     ) -> None:
-        args = dict(optional_args or {})
-        transport = args.get("transport", args.get("eos_transport", "https"))
-        if transport != "https":
-            raise ConnectionException(
-                f"{hostname}: eAPI transport {transport!r} refused: only HTTPS with a verified certificate "
-                "keeps the login from whoever answers"
-            )
-        self.trust = TlsTrust.from_args(args)
-        self.push_id = push_id_of(args)
+        args, self.trust, self.push_id, napalm_args = https_args(
+            hostname,
+            optional_args,
+            api="eAPI",
+            transport_keys=("transport", "eos_transport"),
+            own=("stale_after", "port"),
+        )
         self.stale_after = float(args.get("stale_after", STALE_AFTER))
         self.eapi_port = int(args.get("port", 443))
         self._sessions_checked = False
         self._loads = 0
         self._kept: set[str] = set()  # session names the switch still has (finished ones included)
         self._confirmed = False  # this push's change confirmed on the switch (rollback replaces it back)
-        ours = {"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
-                "stale_after", "controller", "port"}  # fmt: skip
-        super().__init__(hostname, username, password, timeout, {k: v for k, v in args.items() if k not in ours})
+        super().__init__(hostname, username, password, timeout, napalm_args)
 
     def open(self) -> None:
         connection = VerifiedEapiConnection(

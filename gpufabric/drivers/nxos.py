@@ -33,7 +33,8 @@ from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPIConnectionError
 from napalm.nxos.nxos import NXOSDriver
 
 from gpufabric.drivers.eos import STALE_AFTER
-from gpufabric.drivers.push_id import PUSH_ID, age_seconds, controller_name, push_id_of, started
+from gpufabric.drivers.https_args import https_args
+from gpufabric.drivers.push_id import PUSH_ID, age_seconds, controller_name, started
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post
 from gpufabric.hidden import reveal
 from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
@@ -80,23 +81,15 @@ class GpufabricNXOSDriver(NXOSDriver):
     def __init__(
         self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
     ) -> None:
-        args = dict(optional_args or {})
-        transport = args.get("transport", args.get("nxos_protocol", "https"))
-        if transport != "https":
-            raise ConnectionException(
-                f"{hostname}: NX-API transport {transport!r} refused: only HTTPS with a verified certificate "
-                "keeps the login from whoever answers"
-            )
-        self.trust = TlsTrust.from_args(args)
-        self.push_id = push_id_of(args)
+        args, self.trust, self.push_id, napalm_args = https_args(
+            hostname, optional_args, api="NX-API", transport_keys=("transport", "nxos_protocol"), own=("ssh_port",)
+        )
         self.controller = controller_name(args)
         self.known_hosts = args.get("known_hosts")
         self.accept_new = bool(args.get("accept_new", False))
         self.private_key = args.get("private_key")
         self.ssh_port = int(args.get("ssh_port", 22))
-        ours = {"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
-                "controller", "ssh_port"}  # fmt: skip
-        super().__init__(hostname, username, password, timeout, {k: v for k, v in args.items() if k not in ours})
+        super().__init__(hostname, username, password, timeout, napalm_args)
         # Named after the push: a second push's files never replace this one's.
         self.candidate_cfg = f"{FILE_PREFIX}{self.push_id}.cfg"
         self.rollback_cfg = f"{FILE_PREFIX}{self.push_id}-before.cfg"

@@ -145,15 +145,23 @@ def _two_tiers(leaves: list[IbNode], down: int, up: int, model: SwitchModel, cab
             "use 3 tiers (leave tiers unset) or fewer SUs",
         )
     spines = [IbNode(f"spine{i:02d}", "switch", "spine", model.ports, model.name) for i in range(1, count + 1)]
-    per_pair = up // count
+    _leaf_spine_cables(leaves, spines, down, up, rate=model.rate, cables=cables)
+    return spines
+
+
+def _leaf_spine_cables(
+    leaves: list[IbNode], spines: list[IbNode], down: int, up: int, *, rate: Rate, cables: list[IbCable]
+) -> None:
+    """Each leaf's `up` uplinks (the ports after its `down` node ports) round-robin over `spines`; a spine's
+    ports go to the leaves in order, `up // len(spines)` to each."""
+    per_pair = up // len(spines)
     for li, leaf in enumerate(leaves):
         for k in range(up):
-            s = k % count
-            spine_port = li * per_pair + k // count + 1
+            spine_port = li * per_pair + k // len(spines) + 1
+            spine = spines[k % len(spines)]
             cables.append(
-                IbCable(PortRef(leaf.name, down + k + 1), PortRef(spines[s].name, spine_port), model.rate, "leaf-spine")
+                IbCable(PortRef(leaf.name, down + k + 1), PortRef(spine.name, spine_port), rate, "leaf-spine")
             )
-    return spines
 
 
 def _three_tiers(
@@ -171,7 +179,6 @@ def _three_tiers(
     group_spines = ceil(block * up / spine_down)
     if up % group_spines or spine_down % block:
         raise fail("design", f"{up} leaf uplinks do not spread over {group_spines} spines", "use 32 nodes per SU")
-    per_leaf_pair = up // group_spines
     blocks = ceil(design.su_count / block)
     groups = design.rails * blocks
     group_cores = _divisor_at_least(spine_up, ceil(groups * spine_up / model.ports))
@@ -194,13 +201,7 @@ def _three_tiers(
         ]
         nodes += spines
         members = [leaves[su, rail] for su in range(blk * block + 1, min(design.su_count, (blk + 1) * block) + 1)]
-        for li, leaf in enumerate(members):
-            for k in range(up):
-                s = k % group_spines
-                port = li * per_leaf_pair + k // group_spines + 1
-                cables.append(
-                    IbCable(PortRef(leaf.name, down + k + 1), PortRef(spines[s].name, port), model.rate, "leaf-spine")
-                )
+        _leaf_spine_cables(members, spines, down, up, rate=model.rate, cables=cables)
         for k, spine in enumerate(spines):
             for j in range(spine_up):
                 core = cores[k][j % group_cores]

@@ -364,3 +364,11 @@ class Intent(Model):
 
     def data_planes(self) -> list[tuple[PlaneName, DataPlane]]:
         return [(n, p) for n in DATA_PLANES if (p := getattr(self.planes, n)) is not None]
+
+    def edge_routers(self) -> list[tuple[tuple[str | int, ...], EdgeRouter]]:
+        """Every data plane's edge routers, plane by plane, each with its path in the intent (for messages)."""
+        return [
+            (("planes", name, "border", "edge_routers", i), edge)
+            for name, plane in self.data_planes()
+            for i, edge in enumerate(plane.border.edge_routers if plane.border else [])
+        ]

@@ -583,19 +583,16 @@ def _asn_overlaps(intent: Intent) -> list[Problem]:
                         "give each plane its own ASN range",
                     )
                 )
-    for name, plane in planes:
-        if plane.border is None:
-            continue
-        for ei, edge in enumerate(plane.border.edge_routers):
-            for other, p in planes:
-                if p.routing.asn_pool.first <= edge.asn <= p.routing.asn_pool.last:
-                    problems.append(
-                        Problem(
-                            ("planes", name, "border", "edge_routers", ei, "asn"),
-                            f"edge ASN {edge.asn} lies inside the {other} fabric pool",
-                            "use the edge's own ASN, outside every fabric pool",
-                        )
+    for at, edge in intent.edge_routers():
+        for other, p in planes:
+            if p.routing.asn_pool.first <= edge.asn <= p.routing.asn_pool.last:
+                problems.append(
+                    Problem(
+                        (*at, "asn"),
+                        f"edge ASN {edge.asn} lies inside the {other} fabric pool",
+                        "use the edge's own ASN, outside every fabric pool",
                     )
+                )
     return problems
 
 

@@ -88,16 +88,15 @@ def _name_clashes(intent: Intent, planes: dict[str, PlanePlan], servers: list[Se
                 )
             )
     owners.update({s.name: f"server {s.name} (group {s.group})" for s in servers})
-    for name, plane in intent.data_planes():
-        for ei, edge in enumerate(plane.border.edge_routers if plane.border else []):
-            if edge.name in owners:
-                problems.append(
-                    Problem(
-                        ("planes", name, "border", "edge_routers", ei, "name"),
-                        f"edge router '{edge.name}' has the name of {owners[edge.name]}",
-                        "give the edge router a name no switch or server has",
-                    )
+    for at, edge in intent.edge_routers():
+        if edge.name in owners:
+            problems.append(
+                Problem(
+                    (*at, "name"),
+                    f"edge router '{edge.name}' has the name of {owners[edge.name]}",
+                    "give the edge router a name no switch or server has",
                 )
+            )
     return problems
 
 

@@ -81,7 +81,7 @@ def run(
                 nr,
                 readable,
                 preview,
-                candidate={n: candidates[n] for n in readable},
+                candidate=candidates,
                 opts=dict.fromkeys(readable, opts),
             )
         )
@@ -124,8 +124,8 @@ def _roll_out(
             nr,
             names,
             stage,
-            candidate={n: candidates[n] for n in names},
-            expect={n: expects[n] for n in names},
+            candidate=candidates,
+            expect=expects,
             opts=dict.fromkeys(names, opts),
             batch=dict.fromkeys(names, batch.number),
         )
@@ -142,7 +142,7 @@ def _roll_out(
                         nr,
                         pending,
                         rollback,
-                        outcome={n: staged[n] for n in pending},
+                        outcome=staged,
                         why=dict.fromkeys(pending, why),
                         masked=dict.fromkeys(pending, opts.masked),
                     )
@@ -154,7 +154,7 @@ def _roll_out(
                 nr,
                 pending,
                 confirm,
-                outcome={n: staged[n] for n in pending},
+                outcome=staged,
                 masked=dict.fromkeys(pending, opts.masked),
             )
             confirmed = _outcomes(results)
@@ -190,9 +190,7 @@ def _undo_batch(
         for n in confirmed
     }
     names = list(confirmed)
-    return run_per_host(
-        nr, names, rollback, outcome={n: confirmed[n] for n in names}, why=why, masked=dict.fromkeys(names, masked)
-    )
+    return run_per_host(nr, names, rollback, outcome=confirmed, why=why, masked=dict.fromkeys(names, masked))
 
 
 def _skip_the_rest(rollout: Rollout, why: str) -> None:
