@@ -90,18 +90,18 @@ molecule_pid=""
 trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; drop_tmp' EXIT
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
-nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m molecule "$@" >"$molecule_log" 2>&1 &
+nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
 echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
-python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -m "lab and not molecule" "$@" || lab=$?
+python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -m "lab and not molecule and not beside_lab" "$@" || lab=$?
 offline=0
 wait "$offline_pid" || offline=$?
 offline_pid=""
 molecule=0
 wait "$molecule_pid" || molecule=$?
 molecule_pid=""
-echo "== pytest (Molecule)"
+echo "== pytest (Molecule, and the lab tests that need no namespace: InfiniBand on ibsim, slurmctld)"
 cat "$molecule_log"
 echo "== static checks and pytest (offline)"
 cat "$offline_log"

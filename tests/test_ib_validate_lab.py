@@ -21,6 +21,7 @@ from gpufabric.ib.planner import plan_fabric
 
 pytestmark = [
     pytest.mark.lab,
+    pytest.mark.beside_lab,
     pytest.mark.root,
     pytest.mark.skipif(os.geteuid() != 0, reason="the InfiniBand lab runs as root (ibsim's tools preload a library)"),
     pytest.mark.skipif(bool(sim.missing()), reason=f"InfiniBand lab needs: {', '.join(sim.missing())}"),

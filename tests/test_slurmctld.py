@@ -31,7 +31,7 @@ from gpufabric.export.hostlist import compress
 from gpufabric.plan import Plan
 from tests.conftest import INVENTORY, plan_text
 
-pytestmark = [pytest.mark.lab, pytest.mark.root]
+pytestmark = [pytest.mark.lab, pytest.mark.beside_lab, pytest.mark.root]
 
 DAEMONS = ("slurmctld", "scontrol", "munged")
 
