@@ -80,6 +80,12 @@ def test_the_readme_lab_sequence_passes_as_written_with_nothing_exported():
         for done in outputs:
             assert salt_key not in done.stdout + done.stderr
         assert "no changes" in outputs[2].stderr
+        # The pushes' audit trail is the lab's: in its state folder, one record per switch of the first push
+        # (every record names its push), none holding the salt key; `lab down` takes it away with the lab.
+        trail = [json.loads(line) for line in (DEFAULT_DIR / "audit.jsonl").read_text().splitlines()]
+        first = {r["push_id"] for r in trail if r["push_id"] in outputs[1].stderr}
+        assert len(first) == 1 and sum(r["push_id"] in first for r in trail) >= 1
+        assert salt_key not in (DEFAULT_DIR / "audit.jsonl").read_text()
         assert re.search(r"converged: all \d+ BGP sessions", outputs[1].stderr), outputs[1].stderr
     finally:
         down = _shell(setup, lines[-1])

@@ -17,6 +17,7 @@ from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.cli.push_progress import PushProgress
 from gpufabric.config.secrets import SecretUnavailableError, secret_values
+from gpufabric.lab import state as lab_state
 from gpufabric.platforms import platform
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, default_path
@@ -138,8 +139,8 @@ def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
     type=click.Path(dir_okay=False, path_type=Path),
     envvar=AUDIT_ENV,
     help="Append one JSON line per switch this push touches here (`gpufabric audit` reads it back). "
-    f"[env: {AUDIT_ENV}; default: /var/log/gpufabric/audit.jsonl for root, "
-    "~/.local/state/gpufabric/audit.jsonl otherwise]",
+    f"[env: {AUDIT_ENV}; default: the lab's state folder for a push to the lab (removed by `lab down`), "
+    "/var/log/gpufabric/audit.jsonl for root, ~/.local/state/gpufabric/audit.jsonl otherwise]",
 )
 def push_cmd(
     *,
@@ -194,8 +195,18 @@ def push_cmd(
         as_json, dry_run, confirm_timeout, check_timeout, batch_size, one_plane_at_a_time, diff, from_dir, wait_seconds
     )
     # Opened before anything is read: a push that cannot leave its trail changes nothing.
-    with AuditLog(audit_log or default_path()) as trail_file:
+    with AuditLog(audit_log or _default_trail(fleet_args)) as trail_file:
         return _push(trail_file, push, started, fleet_args, asked=asked, changed_from=changed_from)
+
+
+def _default_trail(fleet_args: FleetArgs) -> Path:
+    """A push to a lab that is up keeps its trail in the lab's state folder, which `lab down` removes
+    with the lab; any other push, the system's or the account's trail."""
+    if fleet_args.lab or fleet_args.state_dir is not None:
+        state_dir = fleet_args.state_dir or lab_state.DEFAULT_DIR
+        if lab_state.LabState.load(state_dir) is not None:
+            return state_dir / lab_state.AUDIT_FILE
+    return default_path()
 
 
 def _push(

@@ -11,7 +11,7 @@ from gpufabric.lab import daemons, lldp_node, netlink, wiring
 from gpufabric.lab.credentials import SECRETS_FILE, ensure_login, ensure_secrets
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
-from gpufabric.lab.state import LabState, remove_leftovers, remove_state_dir
+from gpufabric.lab.state import AUDIT_FILE, LabState, remove_leftovers, remove_state_dir
 from gpufabric.lab.topology import BRIDGE, LabTopology
 
 REQUIRED = {
@@ -117,7 +117,7 @@ def down(state_dir: Path) -> Teardown | None:
         lldp_node.RUN_DIR.rmdir()
     if done.problems:
         return done  # the state stays: `lab down` again removes what is left
-    files = ("login.json", SECRETS_FILE, "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
+    files = ("login.json", SECRETS_FILE, AUDIT_FILE, "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     remove_state_dir(state_dir)

@@ -10,6 +10,8 @@ from pathlib import Path
 from gpufabric.export.atomic import write_atomic
 
 DEFAULT_DIR = Path("/var/lib/gpufabric/lab")
+# The audit trail of pushes to this lab: kept with the lab, gone with it (a lab that is down leaves nothing).
+AUDIT_FILE = "audit.jsonl"
 
 
 @dataclass
