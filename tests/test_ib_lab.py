@@ -17,20 +17,14 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from ib_sim_helpers import simulated
+from ib_sim_helpers import LAB_MARKS, simulated
 
 from gpufabric.ib import discovery, opensm, sim, topology
 from gpufabric.ib.design import superpod
 from gpufabric.ib.model import IbFabric
 from gpufabric.ib.planner import plan_fabric
 
-pytestmark = [
-    pytest.mark.lab,
-    pytest.mark.beside_lab,
-    pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the InfiniBand lab runs as root (ibsim's tools preload a library)"),
-    pytest.mark.skipif(bool(sim.missing()), reason=f"InfiniBand lab needs: {', '.join(sim.missing())}"),
-]
+pytestmark = LAB_MARKS
 
 TENANT = opensm.Partition("tenant-a", 0x0101, ("dgx001", "dgx002", "dgx003", "dgx004"), sl=2)
 

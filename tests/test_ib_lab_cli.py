@@ -8,18 +8,11 @@ import json
 import os
 from pathlib import Path
 
-import pytest
+from ib_sim_helpers import LAB_MARKS
 
-from gpufabric.ib import sim
 from tests.conftest import INVENTORY, run
 
-pytestmark = [
-    pytest.mark.lab,
-    pytest.mark.beside_lab,
-    pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the InfiniBand lab runs as root (ibsim's tools preload a library)"),
-    pytest.mark.skipif(bool(sim.missing()), reason=f"InfiniBand lab needs: {', '.join(sim.missing())}"),
-]
+pytestmark = LAB_MARKS
 
 FABRIC = str(INVENTORY / "examples" / "infiniband" / "superpod-h100-1su.yml")
 

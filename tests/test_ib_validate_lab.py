@@ -5,27 +5,20 @@ pair named (ibsim's console unlinks and links them), and green again once restor
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ib_sim_helpers import simulated
+from ib_sim_helpers import LAB_MARKS, simulated
 
 from gpufabric.ib import opensm, sim, topology, validate
 from gpufabric.ib.design import superpod
 from gpufabric.ib.model import IbFabric
 from gpufabric.ib.planner import plan_fabric
 
-pytestmark = [
-    pytest.mark.lab,
-    pytest.mark.beside_lab,
-    pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the InfiniBand lab runs as root (ibsim's tools preload a library)"),
-    pytest.mark.skipif(bool(sim.missing()), reason=f"InfiniBand lab needs: {', '.join(sim.missing())}"),
-]
+pytestmark = LAB_MARKS
 
 SETTINGS = opensm.SmSettings(
     partitions=(
