@@ -182,6 +182,12 @@ def test_validate_without_the_tools_exits_2(mini: Path, tmp_path: Path) -> None:
     assert done.returncode == 2 and "ibnetdiscover not found: install infiniband-diags" in done.stderr
 
 
+def test_live_discovery_without_the_tools_exits_2(mini: Path, tmp_path: Path) -> None:
+    done = run("gpufabric", "ib", "discover", str(mini), "--from", "live", PATH=f"{BIN}{os.pathsep}{tmp_path}")
+    assert done.returncode == 2 and "ibnetdiscover not found: install infiniband-diags" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
 def test_metrics_from_the_recorded_tools(mini: Path, tmp_path: Path) -> None:
     done = run("gpufabric", "ib", "metrics", str(mini), PATH=_stub_tools(tmp_path, {}), check=True)
     assert 'node="su2-leaf2",role="leaf",port="5",peer="spine01",peer_port="13",tier="leaf-spine"' in done.stdout

@@ -75,10 +75,7 @@ def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> i
 
 def _live_or_file(source: str) -> tuple[str, str]:
     if source == "live":  # the real ibnetdiscover on this machine's fabric
-        done = subprocess.run(["ibnetdiscover"], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise click.ClickException(f"ibnetdiscover exited {done.returncode}: {done.stderr.strip()[-300:]}")
-        return done.stdout, "ibnetdiscover"
+        return _run_tool(["ibnetdiscover"]), "ibnetdiscover"
     if source == "-":
         return sys.stdin.read(), "<stdin>"
     path = Path(source)
