@@ -13,8 +13,8 @@ import yaml
 from click.testing import CliRunner
 from conftest import ROOT, run
 
-from gpufabric.cli import cli
-from gpufabric.docsite import commands, platforms
+from gpufabric.cli import cli, help_pages
+from gpufabric.docsite import platforms
 from gpufabric.docsite.pages import NavBlockError, stale_pages, with_nav_block, write_pages
 from gpufabric.platforms import all_platforms
 
@@ -49,13 +49,13 @@ def _help_blocks(page: str) -> dict[str, str]:
 
 
 def test_the_command_pages_say_exactly_what_help_says():
-    generated = commands.generate(cli)
+    generated = help_pages.generate(cli)
     runner = CliRunner()
     sections = 0
     for name, page in generated.pages.items():
         for path, block in _help_blocks(page).items():
             args = path.split()[1:]
-            done = runner.invoke(cli, [*args, "--help"], prog_name="gpufabric", terminal_width=commands.WIDTH)
+            done = runner.invoke(cli, [*args, "--help"], prog_name="gpufabric", terminal_width=help_pages.WIDTH)
             assert done.exit_code == 0, (path, done.output)
             assert done.output.rstrip() == block, f"{name}: {path}"
             sections += 1

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli import help_pages
 from gpufabric.cli.output import err, write_stdout
-from gpufabric.docsite import commands, platforms
+from gpufabric.docsite import platforms
 from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
 from gpufabric.export.atomic import write_atomic, write_if_changed
 from gpufabric.intent import docs
@@ -105,11 +106,11 @@ def platforms_cmd(output: Path, nav_file: Path, check: bool) -> int:
 
 
 @docs_cmd.command("commands")
-@_site_options(commands.FOLDER)
+@_site_options(help_pages.FOLDER)
 @click.pass_context
 def commands_cmd(ctx: click.Context, output: Path, nav_file: Path, check: bool) -> int:
     """One page per command, made of each command's and subcommand's --help."""
-    return _site_pages("commands", commands.generate(ctx.find_root().command), output, nav_file, check)
+    return _site_pages("commands", help_pages.generate(ctx.find_root().command), output, nav_file, check)
 
 
 @click.command("schema")

@@ -1,5 +1,6 @@
-"""One page per command, made of click's own help for the command and each of its subcommands, so the
-pages say exactly what `--help` says."""
+"""The site's command pages: one per command, made of click's own help for the command and each of its
+subcommands, so the pages say exactly what `--help` says. (Here, not in gpufabric/docsite/: only the
+command line imports click.)"""
 
 from __future__ import annotations
 
