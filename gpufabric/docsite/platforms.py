@@ -36,9 +36,12 @@ def _yes(flag: bool, yes: str, no: str) -> str:
 
 def _rows(spec: PlatformSpec) -> list[tuple[str, str]]:
     low, high = spec.confirm_timeout_range
-    files = "<br>".join(f"`NAME{suffix}` (from `{source}`)" for suffix, source in spec.outputs)
+    # A platform with a builder makes its document in Python; the others render a Jinja2 template.
+    made = "built as a document tree" if spec.builder is not None else "Jinja2 template `{}`"
+    files = "<br>".join(f"`NAME{suffix}` ({made.format(source)})" for suffix, source in spec.outputs)
     judge = (
-        "none: `verify` checks the files against the plan only"
+        "none: `verify` checks the files against the plan (the test suite's oracles: "
+        "[Switch configurations](../configs.md))"
         if spec.judge is None
         else f"{spec.judge.title} (install `{spec.judge.requirement}`)"
     )
