@@ -74,18 +74,20 @@ def test_the_platform_pages_follow_each_spec():
         assert f"(default `{spec.default_release}`)" in page and f"{spec.max_mtu} bytes" in page
         assert f"| push: NAPALM driver | `{spec.napalm_driver}` |" in page
         assert f"  {spec.name}: {{release: '{spec.default_release}'}}" in page
-        assert f"[{spec.title}]({spec.name}.md)" in generated.pages["index.md"]
+        assert f"| [{spec.title}]({spec.name}.md) (`{spec.name}`) |" in generated.pages["index.md"]
     eos = generated.pages["eos.md"]
     assert "split 4 ways: `Ethernet1/1`, `Ethernet1/3`, `Ethernet1/5`, `Ethernet1/7`" in eos
     assert "numbered /31s only" in eos and "Arista's AVD" in eos
 
 
 def test_a_new_platform_gets_its_page_and_nav_entry_with_no_change_to_the_generator(monkeypatch):
-    newcomer = dataclasses.replace(all_platforms()[0], name="testos", title="Test OS", releases=("1.0",))
+    newcomer = dataclasses.replace(
+        all_platforms()[0], name="testos", title="Test OS", releases=("1.0",), default_release="1.0"
+    )
     monkeypatch.setattr(platforms, "all_platforms", lambda: [*all_platforms(), newcomer])
     generated = platforms.generate()
     assert "# Test OS\n" in generated.pages["testos.md"]
-    assert "| [Test OS](testos.md) | `testos` |" in generated.pages["index.md"]
+    assert "| [Test OS](testos.md) (`testos`) | 1.0 (1.0) |" in generated.pages["index.md"]
     config = with_nav_block(CONFIG.read_text(), generated, "platforms", CONFIG)
     assert '      - "Test OS": platforms/testos.md\n' in config
     assert [e for e in _nav_files(yaml.safe_load(config)["nav"]) if e.startswith("platforms/")][-1] == (

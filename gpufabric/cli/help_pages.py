@@ -12,8 +12,9 @@ from gpufabric.docsite.pages import Generated
 
 MARKER = "Generated from the command's own `--help` by `gpufabric docs commands`"
 FOLDER = "commands"
-# The help is laid out for this many columns whatever the terminal that runs the generator.
-WIDTH = 100
+# The help is laid out for this many columns whatever the terminal that runs the generator: what
+# `--help` prints on an 80-column terminal (or with no terminal), and what fits the site's page width.
+WIDTH = 80
 
 
 def _context(command: click.Command, name: str, parent: click.Context | None) -> click.Context:
@@ -70,7 +71,7 @@ def generate(root: click.Command, prog: str = "gpufabric", alias: str = "nornir"
     """Pages for every visible command under `root` (the program's click group), named `prog` in them."""
     top = _context(root, prog, None)
     pages: dict[str, str] = {}
-    nav = [("Command reference", "index.md")]
+    nav = [("Overview", "index.md")]
     subs = list(_subcommands(top))
     for sub in subs:
         pages[f"{sub.info_name}.md"] = _page(sub, alias)

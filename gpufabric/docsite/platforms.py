@@ -74,7 +74,7 @@ def _page(spec: PlatformSpec) -> str:
         "",
         f"{MARKER} (the `{spec.name}` platform's spec); do not edit by hand.",
         "",
-        "| | |",
+        "| fact | value |",
         "| --- | --- |",
         *(f"| {key} | {value} |" for key, value in _rows(spec)),
         "",
@@ -101,16 +101,16 @@ def _index(specs: list[PlatformSpec]) -> str:
         "Every network OS gpufabric configures, as its spec describes it. A plane's switch roles name one",
         "(`platform:` in the intent); the intent's `platforms:` section pins each one's release.",
         "",
-        "| platform | intent value | releases (default) | largest MTU | BGP | MLAG | NAPALM driver | vendor model |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| platform | releases (default) | largest MTU | BGP | MLAG | vendor model in `verify` |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for spec in specs:
         releases = ", ".join(spec.releases)
         bgp = _yes(spec.numbered_only, "/31 only", "unnumbered or /31")
         judge = "—" if spec.judge is None else spec.judge.title
         lines.append(
-            f"| [{spec.title}]({spec.name}.md) | `{spec.name}` | {releases} ({spec.default_release}) | {spec.max_mtu} "
-            f"| {bgp} | {_yes(spec.mlag, 'yes', 'no')} | `{spec.napalm_driver}` | {judge} |"
+            f"| [{spec.title}]({spec.name}.md) (`{spec.name}`) | {releases} ({spec.default_release}) | {spec.max_mtu} "
+            f"| {bgp} | {_yes(spec.mlag, 'yes', 'no')} | {judge} |"
         )
     lines.append("")
     return "\n".join(lines)
