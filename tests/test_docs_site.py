@@ -11,7 +11,7 @@ import shutil
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import ROOT, run
+from conftest import BIN, ROOT, run
 
 from gpufabric.cli import cli, help_pages
 from gpufabric.docsite import platforms
@@ -129,3 +129,24 @@ def test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift(tmp_path)
     assert config.read_text() == CONFIG.read_text()
     done = run("gpufabric", "docs", "-o", str(tmp_path / "x.md"), "platforms")
     assert done.returncode == 2 and "after the subcommand" in done.stderr
+
+
+def _build(root, site):
+    return run(BIN / "mkdocs", "build", "--strict", "--site-dir", str(site), cwd=root, NO_MKDOCS_2_WARNING="1")
+
+
+@pytest.mark.skipif(not (BIN / "mkdocs").exists(), reason="mkdocs is not installed (the docs extra)")
+def test_the_site_builds_strictly_and_fails_on_a_page_outside_the_nav_or_a_broken_link(tmp_path):
+    done = _build(ROOT, tmp_path / "site")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "site" / "platforms" / "eos.html").exists()
+    copy = tmp_path / "copy"
+    shutil.copytree(DOCS, copy / "docs")
+    shutil.copy(CONFIG, copy / "mkdocs.yml")
+    (copy / "docs" / "stray.md").write_text("# A page no one linked\n")
+    done = _build(copy, tmp_path / "site2")
+    assert done.returncode != 0 and "stray.md" in done.stderr and '"nav"' in done.stderr
+    (copy / "docs" / "stray.md").unlink()
+    (copy / "docs" / "lab.md").write_text((DOCS / "lab.md").read_text() + "\n[gone](no-such-page.md)\n")
+    done = _build(copy, tmp_path / "site3")
+    assert done.returncode != 0 and "no-such-page.md" in done.stderr
