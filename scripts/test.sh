@@ -73,6 +73,12 @@ static_and_offline() {
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
     echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
+    echo "== the platform and command pages match the registry and --help" && gpufabric docs platforms --check &&
+        gpufabric docs commands --check || return 1
+    # Built into the run's temporary folder: nothing is written into the checkout. Strict: a page
+    # missing from the nav, a broken link or anchor fails the build (mkdocs.yml's validation).
+    echo "== the documentation site builds (mkdocs --strict)" &&
+        NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$test_tmp/site" || return 1
     echo "== pytest (offline, on every core)"
     exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
 }

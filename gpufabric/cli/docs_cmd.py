@@ -1,23 +1,39 @@
-"""`gpufabric docs` (the intent reference) and `gpufabric schema` (JSON Schema for editors)."""
+"""`gpufabric docs` (the intent reference, and the site's generated pages) and `gpufabric schema`."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from gpufabric.cli import help_pages
 from gpufabric.cli.output import err, write_stdout
-from gpufabric.export.atomic import write_atomic
+from gpufabric.docsite import platforms
+from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
+from gpufabric.export.atomic import write_atomic, write_if_changed
 from gpufabric.intent import docs
 from gpufabric.intent.model import Intent
 
 
-@click.command("docs")
+@click.group("docs", invoke_without_command=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here instead of stdout.")
 @click.option("--check", is_flag=True, help="Exit 1 if the file at -o differs from the schema (for CI).")
-def docs_cmd(output: Path | None, check: bool) -> int:
-    """Print the intent reference (docs/intent.md), generated from the schema."""
+@click.pass_context
+def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
+    """Print the intent reference (docs/intent.md), generated from the schema.
+
+    \b
+    The documentation site's other generated pages:
+      gpufabric docs platforms   one page per network OS, from the platform registry
+      gpufabric docs commands    one page per command, from each command's --help
+    """
+    if ctx.invoked_subcommand is not None:
+        if output is not None or check:
+            sub = ctx.invoked_subcommand
+            raise click.UsageError(f"give -o and --check after the subcommand: gpufabric docs {sub} ...")
+        return 0
     text = docs.render()
     if output is None:
         write_stdout(text)
@@ -31,6 +47,70 @@ def docs_cmd(output: Path | None, check: bool) -> int:
     write_atomic(output, text)
     err.print(f"wrote {output}")
     return 0
+
+
+def _site_options(default_folder: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    def decorate(func: Callable[..., int]) -> Callable[..., int]:
+        func = click.option(
+            "--check", is_flag=True, help="Write nothing; exit 1 if a page or the nav block is out of date (for CI)."
+        )(func)
+        func = click.option(
+            "--nav",
+            "nav_file",
+            type=click.Path(path_type=Path),
+            default=Path("mkdocs.yml"),
+            show_default=True,
+            help="The site's configuration, whose generated nav block lists these pages.",
+        )(func)
+        return click.option(
+            "-o",
+            "--output",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path("docs") / default_folder,
+            show_default=True,
+            help="The folder of the pages (under the site's docs folder).",
+        )(func)
+
+    return decorate
+
+
+def _site_pages(name: str, generated: Generated, folder: Path, nav_file: Path, check: bool) -> int:
+    """Write (or, with check, compare) the pages in `folder` and the nav block in `nav_file`."""
+    try:
+        config = nav_file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {nav_file}: {exc.strerror}", param_hint="--nav") from exc
+    try:
+        wanted = with_nav_block(config, generated, folder.name, nav_file)
+    except NavBlockError as exc:
+        raise click.BadParameter(str(exc), param_hint="--nav") from exc
+    if check:
+        stale = [str(folder / page) for page in stale_pages(folder, generated)]
+        stale += [str(nav_file)] if wanted != config else []
+        if stale:
+            err.print(f"out of date: {', '.join(stale)}: run `gpufabric docs {name} -o {folder} --nav {nav_file}`")
+            return 1
+        return 0
+    changed = [str(folder / page) for page in write_pages(folder, generated)]
+    changed += [str(nav_file)] if write_if_changed(nav_file, wanted) else []
+    done = f"updated {', '.join(changed)}" if changed else "all current"
+    err.print(f"{len(generated.pages)} pages in {folder}; {done}")
+    return 0
+
+
+@docs_cmd.command("platforms")
+@_site_options(platforms.FOLDER)
+def platforms_cmd(output: Path, nav_file: Path, check: bool) -> int:
+    """One page per network OS and an index table, from the platform registry."""
+    return _site_pages("platforms", platforms.generate(), output, nav_file, check)
+
+
+@docs_cmd.command("commands")
+@_site_options(help_pages.FOLDER)
+@click.pass_context
+def commands_cmd(ctx: click.Context, output: Path, nav_file: Path, check: bool) -> int:
+    """One page per command, made of each command's and subcommand's --help."""
+    return _site_pages("commands", help_pages.generate(ctx.find_root().command), output, nav_file, check)
 
 
 @click.command("schema")
