@@ -77,7 +77,9 @@ def test_rendered_config_db_conforms_to_sonic_yang(name: str) -> None:
 
 
 def _spine() -> Doc:
-    return copy.deepcopy(next(doc for doc in _rendered().values() if doc["DEVICE_METADATA"]["localhost"]["hwsku"] == "ACS-SN5600"))
+    return copy.deepcopy(
+        next(doc for doc in _rendered().values() if doc["DEVICE_METADATA"]["localhost"]["hwsku"] == "ACS-SN5600")
+    )
 
 
 def _first_port(doc: Doc) -> str:

@@ -68,5 +68,6 @@ PLATFORM = PlatformSpec(
     confirm_timer=False,  # SONiC has no commit timer; a push arms its own revert on the switch
     ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
     builder=_build,
-    docs="SONiC CONFIG_DB schema (sonic-yang-models), SONiC generic config updater (config replace/checkpoint/rollback); FRR user guide",
+    docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
+    "(config checkpoint, replace, rollback); FRR user guide",
 )

@@ -88,18 +88,18 @@ def _ports(ctx: DeviceContext, hw: Sku) -> Tables:
         for lane in range(ways):
             name = port_name(cage, lane, ways)
             first = (cage - 1) * LANES_PER_CAGE + lane * width
-            p = planned.get(name)
+            used = planned.get(name)
             entry = {
                 "alias": alias(cage, lane, ways),
                 "index": str(cage),
                 "lanes": ",".join(str(n) for n in range(first, first + width)),
                 "speed": str(speed * 1000),
-                "mtu": str(p.mtu if p else ctx.device.mtu),
+                "mtu": str(used.mtu if used else ctx.device.mtu),
                 "fec": "rs",  # 50G and 100G PAM4 lanes run Reed-Solomon FEC
-                "admin_status": "up" if p else "down",
+                "admin_status": "up" if used else "down",
             }
-            if p:
-                entry["description"] = f"{p.kind}: {p.peer} {p.peer_port}".rstrip()
+            if used:
+                entry["description"] = f"{used.kind}: {used.peer} {used.peer_port}".rstrip()
             port[name] = entry
     unknown = sorted(set(planned) - set(port))
     if unknown:

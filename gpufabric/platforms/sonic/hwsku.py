@@ -83,7 +83,7 @@ def sku(model: str) -> Sku:
 
 
 def port_name(cage: int, lane: int, split: int) -> str:
-    """SONiC's name of a cage's port: its first SerDes lane (Ethernet0, Ethernet8; split 2 ways: Ethernet0, Ethernet4)."""
+    """SONiC names a port by its first SerDes lane: Ethernet0, Ethernet8; split 2 ways, Ethernet0, Ethernet4."""
     return f"Ethernet{(cage - 1) * LANES_PER_CAGE + lane * (LANES_PER_CAGE // split)}"
 
 

@@ -32,7 +32,7 @@ def _lines(text: str) -> dict[tuple[str, ...], int]:
     for n, row in enumerate(text.splitlines(), 1):
         m = _KEY.search(row)
         if m:
-            del path[depth:]
+            del path[max(depth - 1, 0) :]
             path.append(m.group(1))
             found.setdefault(tuple(path), n)
         bare = _STRING.sub("", row)
