@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.platforms.base import PlatformSpec, file_reader
+from gpufabric.platforms.sonic.candidate import join, split
 from gpufabric.platforms.sonic.hwsku import port_name
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def _running(text: str) -> SwitchFacts:
     """`validate` reads the QoS contract out of a running CONFIG_DB dump (`show runningconfiguration all`)."""
     from gpufabric.platforms.sonic.verify import configdb_facts
 
-    return configdb_facts("", text, "running-config")
+    return configdb_facts("", split(text)[0], "running-config")
 
 
 PLATFORM = PlatformSpec(
@@ -59,15 +60,17 @@ PLATFORM = PlatformSpec(
     outputs=((CONFIG_DB, "sonic"), (FRR_CONF, "sonic")),  # built by gpufabric.platforms.sonic, not Jinja alone
     candidate_suffix=CONFIG_DB,
     napalm_driver="sonic",
+    driver_class="gpufabric.platforms.sonic.driver:SonicDriver",
     containerlab_kind="sonic-vs",
     containerlab_image="docker-sonic-vs:latest",
     eth_numbering=True,  # containerlab's sonic-vs: eth1 is Ethernet0
     port_name=port_name,
     reader=file_reader("gpufabric.platforms.sonic.verify", "read_sonic", CONFIG_DB),
     running_reader=_running,
-    confirm_timer=False,  # SONiC has no commit timer; a push arms its own revert on the switch
+    confirm_timer=True,  # the project's driver arms a revert timer on the switch before `config replace`
     ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
     builder=_build,
+    candidate_joiner=join,
     docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
     "(config checkpoint, replace, rollback); FRR user guide",
 )
