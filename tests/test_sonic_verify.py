@@ -5,6 +5,9 @@ without the RoCE binding, a BGP neighbour lost from frr.conf, the MTU) are found
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,3 +103,17 @@ def test_lost_bgp_neighbour_is_found(plan_and_files: tuple[Any, Path], tmp_path:
     conf.write_text("\n".join(lines) + "\n")
     found = [f for f in _findings(plan, tmp_path) if f["device"] == LEAF]
     assert [f["check"] for f in found] == ["bgp-neighbor"]
+
+
+def test_frr_conf_passes_frrs_own_parser(plan_and_files: tuple[Any, Path]) -> None:
+    """The frr.conf a SONiC switch's bgp container reads passes `vtysh -C` (FRR's parser, dry run)."""
+    if shutil.which("vtysh") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI installs frr; vtysh should be on PATH")
+        pytest.skip("vtysh (frr) is not installed")
+    _, folder = plan_and_files
+    confs = sorted(folder.glob("cmp-*.frr.conf"))
+    assert len(confs) == 10
+    for conf in confs:
+        done = subprocess.run(["vtysh", "-C", "-f", str(conf)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{conf.name}: {done.stdout}{done.stderr}"

@@ -13,13 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
+from gpufabric.plan.model import Plan
 from gpufabric.platforms.sonic.yang import ConfigDbError, validate
-from tests.conftest import ALL_INTENTS, SONIC_YANG
+from tests.conftest import ALL_INTENTS, INVENTORY, SONIC_YANG, plan_doc
+
+SONIC_EXAMPLE = INVENTORY / "examples" / "sonic.yml"
 
 Doc = dict[str, Any]
 
@@ -39,21 +43,30 @@ def _judge_available() -> None:
         pytest.skip(f"not installed: {missing}")
 
 
+def _unnumbered() -> Plan:
+    """The SONiC example with BGP unnumbered (IPv6 link-local only on the fabric ports)."""
+    doc = yaml.safe_load(SONIC_EXAMPLE.read_text())
+    doc["planes"]["compute"]["routing"]["addressing"] = "unnumbered"
+    del doc["planes"]["compute"]["addressing"]["p2p"]
+    return plan_doc(doc, "sonic-unnumbered")
+
+
 @cache
 def _rendered() -> dict[str, Doc]:
-    """config_db.json of every SONiC switch of every example, rendered in memory (only those switches)."""
-    out: dict[str, Doc] = {}
+    """config_db.json of every SONiC switch of every example (and of the SONiC example made unnumbered),
+    rendered in memory, only those switches."""
+    plans: dict[str, Plan] = {}
     for path in ALL_INTENTS:
-        if "sonic" not in path.read_text():
-            continue  # planning the 32k examples takes seconds; only intents naming SONiC are planned
-        plan = build_plan(load_intent(path))
-        devices = [d for d in plan.devices() if d.platform == "sonic"]
-        if not devices:
-            continue
+        if "sonic" in path.read_text():  # planning the 32k examples takes seconds: only intents naming SONiC
+            plans[path.stem] = build_plan(load_intent(path))
+    plans["sonic-unnumbered"] = _unnumbered()
+    out: dict[str, Doc] = {}
+    for stem, plan in plans.items():
         index = LinkIndex(plan)
-        for d in devices:
-            files = render_device(plan, d, index).files
-            out[f"{path.stem}/{d.name}"] = json.loads(files[f"{d.name}.config_db.json"])
+        for d in plan.devices():
+            if d.platform == "sonic":
+                files = render_device(plan, d, index).files
+                out[f"{stem}/{d.name}"] = json.loads(files[f"{d.name}.config_db.json"])
     return out
 
 
@@ -66,9 +79,13 @@ def _judge() -> None:
     _judge_available()
 
 
-def test_examples_have_sonic_switches_of_both_skus() -> None:
-    skus = {doc["DEVICE_METADATA"]["localhost"]["hwsku"] for doc in _rendered().values()}
-    assert skus == {"ACS-SN5600", "ACS-MSN4700"}
+def test_examples_have_sonic_switches_of_both_skus_numbered_and_unnumbered() -> None:
+    docs = _rendered()
+    assert {doc["DEVICE_METADATA"]["localhost"]["hwsku"] for doc in docs.values()} == {"ACS-SN5600", "ACS-MSN4700"}
+    unnumbered = [
+        row for name, doc in docs.items() if name.startswith("sonic-unnumbered/") for row in doc["INTERFACE"].values()
+    ]
+    assert {"ipv6_use_link_local_only": "enable"} in unnumbered
 
 
 @pytest.mark.parametrize("name", _names())
