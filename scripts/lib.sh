@@ -25,6 +25,11 @@ want_apt() {  # want_apt COMMAND PACKAGE...: PACKAGE(s) to install unless COMMAN
     command -v "$cmd" >/dev/null 2>&1 || apt_wanted+=("$@")
 }
 
+want_file() {  # want_file FILE PACKAGE...: PACKAGE(s) to install unless FILE exists (headers, libraries)
+    local file=$1; shift
+    [ -e "$file" ] || apt_wanted+=("$@")
+}
+
 install_wanted() {  # what want_apt found missing, in one apt-get run (one download, one round of triggers)
     [ ${#apt_wanted[@]} -eq 0 ] || apt_install "${apt_wanted[@]}"
     apt_wanted=()
@@ -70,6 +75,13 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
     [ ${#used[@]} -eq 0 ] || "$dir/bin/python" -m compileall -q -j 0 "${used[@]}" >/dev/null 2>&1 || true
     echo "$want" >"$stamp"
     echo "the virtualenv $dir is ready" >&2
+}
+
+ensure_pip() {  # ensure_pip DIR MODULE REQUIREMENT: pip installs REQUIREMENT into DIR's venv unless MODULE imports
+    local dir=$1 module=$2 requirement=$3
+    "$dir/bin/python" -c "import $module" >/dev/null 2>&1 && return 0
+    echo "installing $requirement into the virtualenv $dir (pip) ..." >&2
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check "$requirement"
 }
 
 ensure_prometheus() {  # ensure_prometheus DIR: promtool and prometheus on PATH, unpacked from Debian's

@@ -56,12 +56,17 @@ want_apt munged munge                      # ... which authenticates through a m
 want_apt opensm opensm                     # InfiniBand: the real subnet manager, on the simulated fabric
 want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
 want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)
+# SONiC's config_db.json files are judged by SONiC's YANG models through libyang: the C library's headers
+# here, its Python binding (built against them) in the virtualenv below. 2.7.1 is the newest binding
+# that builds against Debian 12's libyang 2.1.
+want_file /usr/include/libyang/libyang.h libyang2-dev
 install_wanted
 ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
 # host_network's files are judged by each backend's own parser: netplan's generator, nmcli --offline.
 ensure_unpacked .cache/netplan netplan.io libnetplan0
 ensure_unpacked .cache/network-manager network-manager libnm0
 ensure_venv .venv test
+ensure_pip .venv libyang 'libyang==2.7.1'
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff" && ruff check . && ruff format --check .

@@ -22,6 +22,8 @@ BIN = Path(sys.executable).parent
 CLAB_SCHEMA = ROOT.parent / "shared" / "schemas" / "containerlab-topology.schema.json"
 # The Network Operator's, nv-ipam's and SR-IOV's CRDs, also in ../shared (GPUFABRIC_SHARED names another folder).
 K8S_CRDS = Path(os.environ.get("GPUFABRIC_SHARED", ROOT.parent / "shared")) / "schemas" / "k8s-network"
+# SONiC's YANG models for CONFIG_DB (sonic-yang-models), in the same folder.
+SONIC_YANG = Path(os.environ.get("GPUFABRIC_SHARED", ROOT.parent / "shared")) / "schemas" / "sonic-yang"
 
 
 def default_doc() -> dict[str, Any]:

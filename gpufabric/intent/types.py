@@ -120,7 +120,7 @@ ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
 DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]
 LabelValue = Annotated[str, Field(pattern=LABEL_PATTERN)]
 
-Platform = Literal["cumulus", "eos", "nxos", "frr"]  # gpufabric.platforms.NAMES; a test keeps them equal
+Platform = Literal["cumulus", "eos", "nxos", "frr", "sonic"]  # gpufabric.platforms.NAMES; a test keeps them equal
 
 
 def _time_zone(value: Any) -> Any:

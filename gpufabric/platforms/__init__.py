@@ -11,7 +11,7 @@ from functools import cache
 
 from gpufabric.platforms.base import PlatformSpec
 
-_MODULES = ("cumulus", "eos", "nxos", "frr")
+_MODULES = ("cumulus", "eos", "nxos", "frr", "sonic")
 NAMES: tuple[str, ...] = _MODULES
 
 

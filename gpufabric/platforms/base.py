@@ -8,7 +8,7 @@ the templates follow) asks the platform's `PlatformSpec` rather than keeping a t
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,9 @@ LosslessReader = Callable[[Any, list[str]], "dict[str, PortCounters]"]
 # A platform whose configuration is a data document, not CLI text, builds it in Python:
 # DeviceContext -> {file name: text}. None: the Jinja2 templates in `outputs` render it.
 Builder = Callable[["DeviceContext"], dict[str, str]]
+# How a switch's rendered files become the one candidate text its driver loads: (device, files) -> text.
+# None: the file named by `candidate_suffix`, alone.
+CandidateJoiner = Callable[[str, Mapping[str, str]], str]
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class PlatformSpec:
     mlag_l3_vlan: int | None = None
     mlag_l3_interface: str | None = None
     judge: VendorJudge | None = None
+    candidate_joiner: CandidateJoiner | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -30,6 +30,8 @@ def candidate(
             files.get(f"{name}.system.yaml"),
             files.get(f"{name}.interfaces"),
         )
+    elif (joiner := platform(device.platform).candidate_joiner) is not None:
+        text = joiner(name, files)
     else:
         text = files[f"{name}{platform(device.platform).candidate_suffix}"]
     return resolve_tokens(text, secrets, declared(plan.intent))

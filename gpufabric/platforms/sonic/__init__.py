@@ -1,0 +1,76 @@
+"""NVIDIA Spectrum switches running SONiC: CONFIG_DB (`config_db.json`) plus FRR's frr.conf in split mode."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpufabric.platforms.base import PlatformSpec, file_reader
+from gpufabric.platforms.sonic.candidate import join, split
+from gpufabric.platforms.sonic.hwsku import port_name
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from gpufabric.config.context import DeviceContext
+    from gpufabric.verify.facts import SwitchFacts
+
+CONFIG_DB = ".config_db.json"
+FRR_CONF = ".frr.conf"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@cache
+def _frr_template() -> jinja2.Template:
+    """The switch's frr.conf: SONiC's own preamble around the FRR platform's BGP template (one BGP
+    template for every FRR-routed platform), loaded through the renderer's environment."""
+    from gpufabric.config.render import environment
+
+    return environment().from_string((TEMPLATES / "frr.conf.j2").read_text())
+
+
+def _build(ctx: DeviceContext) -> dict[str, str]:
+    from gpufabric.config.render import variables
+    from gpufabric.platforms.sonic.configdb import text
+
+    name = ctx.device.name
+    return {f"{name}{CONFIG_DB}": text(ctx), f"{name}{FRR_CONF}": _frr_template().render(variables(ctx))}
+
+
+def _running(text: str) -> SwitchFacts:
+    """`validate` reads the QoS contract out of a running CONFIG_DB dump (`show runningconfiguration all`)."""
+    from gpufabric.platforms.sonic.verify import configdb_facts
+
+    return configdb_facts("", split(text)[0], "running-config")
+
+
+PLATFORM = PlatformSpec(
+    name="sonic",
+    title="NVIDIA Spectrum with SONiC",
+    releases=("202411", "202505"),
+    default_release="202411",
+    mgmt_port="eth0",
+    mgmt_vrf="mgmt",
+    max_mtu=9216,  # sonic-port.yang: PORT mtu 68..9216
+    hash_algorithm="sha512",
+    hash_prefix="$6$",
+    numbered_only=False,
+    mlag=False,  # SONiC's MCLAG is not rendered
+    outputs=((CONFIG_DB, "sonic"), (FRR_CONF, "sonic")),  # built by gpufabric.platforms.sonic, not Jinja alone
+    candidate_suffix=CONFIG_DB,
+    napalm_driver="sonic",
+    driver_class="gpufabric.platforms.sonic.driver:SonicDriver",
+    containerlab_kind="sonic-vs",
+    containerlab_image="docker-sonic-vs:latest",
+    eth_numbering=True,  # containerlab's sonic-vs: eth1 is Ethernet0
+    port_name=port_name,
+    reader=file_reader("gpufabric.platforms.sonic.verify", "read_sonic", CONFIG_DB),
+    running_reader=_running,
+    confirm_timer=True,  # the project's driver arms a revert timer on the switch before `config replace`
+    ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
+    builder=_build,
+    candidate_joiner=join,
+    docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
+    "(config checkpoint, replace, rollback); FRR user guide",
+)

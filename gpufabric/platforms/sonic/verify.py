@@ -1,0 +1,133 @@
+"""A SONiC switch's rendered files read back into facts: config_db.json (ports, addresses, the RoCE
+contract in SONiC's QoS tables) and frr.conf (BGP, which FRR owns in split mode)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from gpufabric.verify.cli_text import children, line, parse, sections
+from gpufabric.verify.facts import Fact, SwitchFacts
+
+_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def read_sonic(device: str, path: Path) -> SwitchFacts:
+    facts = configdb_facts(device, path.read_text(), path.name)
+    frr = path.with_name(path.name.replace(".config_db.json", ".frr.conf"))
+    if frr.is_file():
+        _frr(facts, frr)
+    return facts
+
+
+def _lines(text: str) -> dict[tuple[str, ...], int]:
+    """The line of every key of a pretty-printed JSON document, by its path of keys (tables, rows and
+    fields each start a line in config_db.json): a finding points at the text."""
+    found: dict[tuple[str, ...], int] = {}
+    path: list[str] = []
+    depth = 0
+    for n, row in enumerate(text.splitlines(), 1):
+        m = _KEY.search(row)
+        if m:
+            del path[max(depth - 1, 0) :]
+            path.append(m.group(1))
+            found.setdefault(tuple(path), n)
+        bare = _STRING.sub("", row)
+        depth += bare.count("{") - bare.count("}")
+        depth = max(depth, 0)
+    return found
+
+
+def configdb_facts(device: str, text: str, file: str) -> SwitchFacts:
+    facts = SwitchFacts(device, "sonic", [file])
+    try:
+        db = json.loads(text)
+    except json.JSONDecodeError as e:
+        facts.problem("parse", file, e.lineno, "a CONFIG_DB JSON document", e.msg)
+        return facts
+    if not isinstance(db, dict):
+        facts.problem("parse", file, 1, "a CONFIG_DB JSON document", type(db).__name__)
+        return facts
+    where = _lines(text)
+
+    def at(*path: str) -> int:
+        return where.get(tuple(path), 1)
+
+    meta = _table(db, "DEVICE_METADATA").get("localhost", {})
+    if "hostname" in meta:
+        facts.hostname = Fact(meta["hostname"], file, at("DEVICE_METADATA", "localhost", "hostname"))
+    for name, port in _table(db, "PORT").items():
+        facts.anchors[f"interface {name}"] = Fact(name, file, at("PORT", name))
+        if str(port.get("mtu", "")).isdigit():
+            facts.mtu[name] = Fact(int(port["mtu"]), file, at("PORT", name, "mtu"))
+    for key in _table(db, "INTERFACE"):
+        if "|" in key:
+            name, prefix = key.split("|", 1)
+            facts.address[name] = Fact(prefix, file, at("INTERFACE", key))
+    _qos(facts, db, file, at)
+    return facts
+
+
+def _table(db: dict[str, Any], name: str) -> dict[str, Any]:
+    table = db.get(name)
+    return table if isinstance(table, dict) else {}
+
+
+def _qos(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
+    """The contract as the switch applies it: the DSCP map the ports bind, PFC and its watchdog on
+    the bound ports, ECN of the WRED profile on a queue, strict schedulers."""
+    bindings = {k: v for k, v in _table(db, "PORT_QOS_MAP").items() if isinstance(v, dict)}
+    maps = _table(db, "DSCP_TO_TC_MAP")
+    bound = [(k, v["dscp_to_tc_map"]) for k, v in bindings.items() if "dscp_to_tc_map" in v]
+    if bound:
+        key, name = bound[0]
+        facts.trust_dscp = Fact(True, file, at("PORT_QOS_MAP", key, "dscp_to_tc_map"))
+        facts.anchors["qos"] = facts.trust_dscp
+        for dscp, tc in maps.get(name, {}).items():
+            if str(dscp).isdigit() and str(tc).isdigit():
+                facts.dscp_map[int(dscp)] = Fact(int(tc), file, at("DSCP_TO_TC_MAP", name, dscp))
+    watchdog = _table(db, "PFC_WD")
+    for port, v in bindings.items():
+        if port == "global":
+            continue
+        if "dscp_to_tc_map" in v or "pfc_enable" in v:
+            facts.qos_ports[port] = Fact(port, file, at("PORT_QOS_MAP", port))
+        for p in str(v.get("pfc_enable", "")).split(","):
+            if p.isdigit():
+                facts.pfc.setdefault(int(p), Fact(int(p), file, at("PORT_QOS_MAP", port, "pfc_enable")))
+        if v.get("pfcwd_sw_enable") and port in watchdog and facts.watchdog is None:
+            facts.watchdog = Fact(True, file, at("PFC_WD", port))
+    schedulers = _table(db, "SCHEDULER")
+    wred = _table(db, "WRED_PROFILE")
+    for key, v in _table(db, "QUEUE").items():
+        if not isinstance(v, dict) or "|" not in key:
+            continue
+        queue = key.split("|", 1)[1]
+        if not queue.isdigit():
+            continue
+        q = int(queue)
+        profile = wred.get(v.get("wred_profile", ""), {})
+        if profile.get("ecn", "ecn_none") != "ecn_none" and q not in facts.ecn:
+            low, high = profile.get("green_min_threshold", ""), profile.get("green_max_threshold", "")
+            if str(low).isdigit() and str(high).isdigit():
+                facts.ecn[q] = Fact((int(low), int(high)), file, at("WRED_PROFILE", v["wred_profile"]))
+        if schedulers.get(v.get("scheduler", ""), {}).get("type") == "STRICT" and q not in facts.strict:
+            facts.strict[q] = Fact(True, file, at("QUEUE", key, "scheduler"))
+
+
+def _frr(facts: SwitchFacts, path: Path) -> None:
+    """BGP from frr.conf, read as the FRR platform's reader reads it."""
+    facts.files.append(path.name)
+    conf = parse(path.read_text().splitlines(), "ios")
+    for obj, m in sections(conf, r"^router bgp (\d+)$"):
+        facts.asn = Fact(int(m.group(1)), path.name, line(obj))
+        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
+        for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
+            facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), path.name, line(child))
+        for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
+            facts.multipath_relax = Fact(True, path.name, line(child))
+        for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
+            facts.max_paths = Fact(int(cm.group(1)), path.name, line(child))
