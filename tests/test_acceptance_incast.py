@@ -246,3 +246,8 @@ def test_the_report_command_judges_incasts(tmp_path, linux_plan):
     report = judge(suite, results)
     xml = junit(report)
     assert f'name="{suite.incast[0].id}"><failure message="not a pass: no PFC pause' in xml
+
+
+def test_an_unknown_incast_job_is_bad_input():
+    done = run("gpufabric", "acceptance", "counters", "--job", "incast.nope", "--phase", "before", "--results", "r")
+    assert done.returncode == 2 and "no incast job 'incast.nope'" in done.stderr

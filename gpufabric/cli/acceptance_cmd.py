@@ -142,13 +142,12 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     from gpufabric.telemetry.connect import switch_connector
     from gpufabric.telemetry.targets import switch_targets
 
-    plan, access = reach(fleet_args)
-    show_notes(access)
-    suite = _suite(fleet_args.file)
-    job = next((j for j in suite.incast if j.id == job_id), None)
-    if job is None:
+    job = next((j for j in _suite(fleet_args.file).incast if j.id == job_id), None)
+    if job is None:  # before any login: a wrong id is bad input
         raise click.BadParameter(f"no incast job {job_id!r} in the plan (see `gpufabric acceptance plan`)",
                                  param_hint="--job")  # fmt: skip
+    plan, access = reach(fleet_args)
+    show_notes(access)
     targets = {t.device: t for t in switch_targets(plan, job.plane) if t.device in job.crosses}
     connect = switch_connector(access)
     snapshot = snapshot_switches(job, {n: t.platform for n, t in targets.items()}, lambda n: connect(targets[n]))
