@@ -11,6 +11,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 from conftest import INVENTORY, run
+from incast_evidence import lossless_results
 
 from gpufabric.acceptance.parse import OutputError, nccl_busbw, perftest_bw, perftest_lat
 from gpufabric.acceptance.report import judge, junit
@@ -157,6 +158,7 @@ def _results(tmp_path: Path, suite, bad: set[str]) -> Path:
         (folder / f"{j.id}.txt").write_text(text)
     for n in suite.nccl:
         (folder / f"{n.id}.txt").write_text(_nccl(n.expected))
+    lossless_results(_plan(INVENTORY / "fabric.yml"), suite, folder)
     return folder
 
 

@@ -218,6 +218,22 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         assert password not in done.stdout + done.stderr
 
 
+def test_an_incasts_switch_counters_are_read_from_the_lab(lab, tmp_path):
+    """`acceptance counters --lab` reads every switch port an incast crosses through the FRR driver: the
+    lab's veths report no PFC or queue counter, so what it proves is the reach and the ports read."""
+    from gpufabric.acceptance.suite import build_suite
+
+    job = next(j for j in build_suite(PLAN).incast if j.rail == 1)
+    done = run("gpufabric", "acceptance", "counters", "--lab", "--state-dir", str(lab), "--job", job.id,
+               "--phase", "before", "--results", str(tmp_path), "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["errors"] == {}
+    snapshot = json.loads((tmp_path / job.id / "switches.before.json").read_text())
+    assert set(snapshot) == set(job.crosses)
+    for switch, port in job.ports:
+        assert {"discards.rx", "discards.tx"} <= set(snapshot[switch][port]), (switch, port)
+
+
 def test_frr_driver_getters_match_napalm_models(lab, pushed):
     from napalm.base import models
     from napalm.base.test.helpers import test_model as complies

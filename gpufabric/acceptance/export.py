@@ -15,7 +15,16 @@ def suite_dict(suite: Suite) -> dict[str, Any]:
         doc["commands"] = {"server": j.command("server"), "client": j.command("client")}
         perf.append(doc)
     nccl = [{**asdict(j), "ranks": j.ranks, "command": j.command()} for j in suite.nccl]
+    incast = []
+    for i in suite.incast:
+        doc = asdict(i)
+        doc["commands"] = {
+            "listeners": [i.command("server", n) for n in range(len(i.senders))],
+            "senders": [i.command("client", n) for n in range(len(i.senders))],
+        }
+        incast.append(doc)
     counts: dict[str, int] = {}
     for job in suite.jobs():
-        counts[job.tool] = counts.get(job.tool, 0) + 1
-    return {"fabric": suite.fabric, "counts": counts, "perftest": perf, "nccl": nccl}
+        key = "incast" if job in suite.incast else job.tool
+        counts[key] = counts.get(key, 0) + 1
+    return {"fabric": suite.fabric, "counts": counts, "perftest": perf, "nccl": nccl, "incast": incast}

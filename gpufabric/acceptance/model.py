@@ -111,11 +111,57 @@ class NcclJob:
         return [self.tool, "-b", "8", "-e", "8G", "-f", "2", "-g", "1"]
 
 
+# Incast: N senders write to one receiver at once, so the receiver's leaf port is offered N times its
+# line rate. Eight senders are far past what ECN alone absorbs at the incast's onset (the queue fills
+# before the first CNP reaches a sender), so PFC must engage; more adds processes on the receiver (one
+# perftest listener per sender), not a harder test.
+INCAST_MAX_SENDERS = 8
+INCAST_MIN_SENDERS = 2  # one sender is a pair, not an incast: it never offers more than line rate
+INCAST_BASE_PORT = 18515  # perftest's default port; listener i takes base + i
+
+
+@dataclass(frozen=True, slots=True)
+class IncastJob:
+    """N senders write to one receiver at once: judged by the counters of the ports it crosses (no drop,
+    PFC pauses and ECN marks that rose) and by the receiver's aggregate rate."""
+
+    id: str
+    tool: str  # ib_write_bw
+    plane: str
+    rail: int
+    path: str  # leaf (senders under the receiver's leaf) | spine (senders under other leaves of the rail)
+    receiver: Endpoint
+    senders: tuple[Endpoint, ...]
+    why: str  # how N was chosen, in words
+    traffic_class: int
+    gid_index: int
+    priority: int  # the lossless priority whose pauses and drops are read
+    qps: int
+    expected: float  # aggregate Gb/s at the receiver
+    threshold: float
+    unit: str
+    crosses: tuple[str, ...]
+    cables: tuple[str, ...]
+    ports: tuple[tuple[str, str], ...]  # (switch, port) the traffic may cross, read before and after
+    congested: tuple[str, str]  # (leaf, port): the egress toward the receiver, where the queue builds
+
+    def command(self, side: str, index: int) -> list[str]:
+        """Listener `index` on the receiver (side `server`) or sender `index` (side `client`)."""
+        end = self.receiver if side == "server" else self.senders[index]
+        cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F",
+               "--report_gbits", "-q", str(self.qps), "-D", "10", "-p", str(INCAST_BASE_PORT + index)]  # fmt: skip
+        return cmd + ([self.receiver.address] if side == "client" else [])
+
+    def servers(self) -> list[Endpoint]:
+        return [self.receiver, *self.senders]
+
+
 @dataclass(slots=True)
 class Suite:
     fabric: str
     perf: list[PerfJob] = field(default_factory=list)
     nccl: list[NcclJob] = field(default_factory=list)
+    incast: list[IncastJob] = field(default_factory=list)
 
-    def jobs(self) -> list[PerfJob | NcclJob]:
-        return [*self.perf, *self.nccl]
+    def jobs(self) -> list[PerfJob | NcclJob | IncastJob]:
+        return [*self.perf, *self.nccl, *self.incast]

@@ -15,6 +15,7 @@ class Fabric:
     up: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # switch -> [(upper switch, cable)]
     host_cable: dict[tuple[str, str], str] = field(default_factory=dict)  # (server, interface) -> cable
     host_speed: dict[tuple[str, str], int] = field(default_factory=dict)  # (server, interface) -> Gb/s
+    ends: dict[str, tuple[tuple[str, str], tuple[str, str]]] = field(default_factory=dict)  # fabric cable -> ports
 
     @classmethod
     def of(cls, plan: Plan, plane: str) -> Fabric:
@@ -24,6 +25,7 @@ class Fabric:
             cable = cable_id(p.prefix, link.number)
             if link.kind == "fabric":
                 fabric.up.setdefault(link.a, []).append((link.b, cable))
+                fabric.ends[cable] = ((link.a, link.a_port), (link.b, link.b_port))
             elif link.kind == "host":
                 fabric.host_cable[(link.a, link.a_port)] = cable
                 fabric.host_speed[(link.a, link.a_port)] = link.speed

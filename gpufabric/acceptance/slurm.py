@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from gpufabric.acceptance.model import NcclJob, PerfJob, Suite
+from gpufabric.acceptance.counters import nic_command
+from gpufabric.acceptance.model import IncastJob, NcclJob, PerfJob, Suite
 
 JOB_NAME = "gpufabric-acceptance"  # with --dependency=singleton: one job of this name runs at a time
 
@@ -52,10 +53,49 @@ def nccl_script(job: NcclJob) -> str:
     return "\n".join(lines) + "\n"
 
 
+def incast_script(job: IncastJob) -> str:
+    """Counters before, N listeners on the receiver, N senders at once, counters after. The switches'
+    counters come from `gpufabric acceptance counters` on the batch host (it needs the intent and the
+    switch logins: GPUFABRIC_ARGS, e.g. `inventory/fabric.yml --known-hosts FILE`)."""
+    q = shlex.quote
+    folder = f"results/{job.id}"
+    nodes = sorted({e.server for e in job.servers()})
+    lines = _header(job.id, len(nodes), [f"#SBATCH --nodelist={','.join(nodes)}"])
+    lines += [
+        f"# {job.why}; expected: no drop, PFC pauses on priority {job.priority} and ECN marks/CNPs that rise,",
+        f"# about {job.expected} Gb/s in all at {job.receiver.server}",
+        f"out={q(folder)}",
+        'mkdir -p "$out"',
+        "snapshot() {  # $1: before | after",
+        f'  ${{GPUFABRIC:-gpufabric}} acceptance counters --job {q(job.id)} --phase "$1" --results results '
+        '${GPUFABRIC_ARGS:-} || echo "switch counters not all read ($1): the report will say which" >&2',
+    ]
+    for end in job.servers():
+        lines.append(f"  srun --overlap --nodes=1 --ntasks=1 --nodelist={q(end.server)} bash -c "
+                     f'{q(nic_command(end))} > "$out/nic.$1.{end.server}.txt"')  # fmt: skip
+    lines += ["}", "snapshot before", "listeners=()"]
+    for i in range(len(job.senders)):
+        cmd = " ".join(q(c) for c in job.command("server", i))
+        lines += [f"srun --overlap --nodes=1 --ntasks=1 --nodelist={q(job.receiver.server)} {cmd} >/dev/null &",
+                  "listeners+=($!)"]  # fmt: skip
+    lines += ["sleep 3  # the listeners are up before the senders connect", "senders=()"]
+    for i, s in enumerate(job.senders):
+        cmd = " ".join(q(c) for c in job.command("client", i))
+        lines += [f'srun --overlap --nodes=1 --ntasks=1 --nodelist={q(s.server)} {cmd} > "$out/{s.server}.txt" &',
+                  "senders+=($!)"]  # fmt: skip
+    lines += [
+        'status=0; for p in "${senders[@]}" "${listeners[@]}"; do wait "$p" || status=1; done',
+        "snapshot after",
+        'exit "$status"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def scripts(suite: Suite) -> dict[str, str]:
     """File name -> text: a script per job and `submit.sh`, which queues them all."""
     files = {f"{j.id}.sbatch": perf_script(j) for j in suite.perf}
     files |= {f"{j.id}.sbatch": nccl_script(j) for j in suite.nccl}
+    files |= {f"{j.id}.sbatch": incast_script(j) for j in suite.incast}
     submit = ["#!/bin/sh", "# Queue every acceptance job; they run one at a time (singleton), in this order.", "set -e"]
     submit += [f"sbatch {shlex.quote(name)}" for name in files]
     files["submit.sh"] = "\n".join(submit) + "\n"

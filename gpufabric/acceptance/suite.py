@@ -9,7 +9,8 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from gpufabric.acceptance import model as m
-from gpufabric.acceptance.model import Endpoint, NcclJob, PerfJob, Suite
+from gpufabric.acceptance.incast import Rail, incast_jobs
+from gpufabric.acceptance.model import Endpoint, IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.paths import Fabric
 from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, Server, ip
 
@@ -57,7 +58,34 @@ def build_suite(plan: Plan) -> Suite:
                 route = _route(ctx, pair)
                 suite.perf += [_perf(ctx, tool, rail, pair, route) for tool in ("ib_write_bw", "ib_write_lat")]
         suite.nccl += _nccl(plan, plane, fabric, hcas, tos)
+        suite.incast += _incast(plan, ctx, hcas)
     return suite
+
+
+def _incast(plan: Plan, ctx: _Plane, hcas: dict[tuple[str, str], str]) -> list[IncastJob]:
+    profile = plan.intent.qos_profiles.get(ctx.plane.qos) if ctx.plane.qos else None
+    priority = profile.roce_priority if profile is not None else 3
+    leaves, by_rail = _by_rail(plan, ctx.plane, hcas)
+    jobs = []
+    for rail in sorted(by_rail):
+        under = by_rail[rail]
+        pods: dict[int, list[tuple[str, list[Endpoint]]]] = defaultdict(list)
+        for n in sorted(under, key=lambda n: _place(leaves[n])):
+            pods[leaves[n].pod or 0].append((n, under[n]))
+        jobs += incast_jobs(Rail(ctx.plane, ctx.fabric, rail, ctx.tos, priority), pods)
+    return jobs
+
+
+def _by_rail(plan: Plan, plane: PlanePlan, hcas: dict[tuple[str, str], str]
+             ) -> tuple[dict[str, Device], dict[int, dict[str, list[Endpoint]]]]:  # fmt: skip
+    """The plane's leaves by name, and per rail the endpoints under each leaf."""
+    leaves = {d.name: d for d in plane.devices if d.role == "leaf"}
+    by_rail: dict[int, dict[str, list[Endpoint]]] = defaultdict(lambda: defaultdict(list))
+    for s in plan.servers:
+        for nic in s.nics:
+            if nic.plane == plane.name and nic.leaf in leaves:
+                by_rail[nic.rail][nic.leaf].append(_endpoint(s, nic, hcas))
+    return leaves, by_rail
 
 
 def _tos(plan: Plan, plane: PlanePlan) -> int:
@@ -85,12 +113,7 @@ def _pairs(plan: Plan, plane: PlanePlan, hcas: dict[tuple[str, str], str]) -> di
     (every leaf, through the spine layer) and a chain across the pods (through the superspines).
     Where a rail has one leaf in a pod (one scalable unit), no same-rail pair reaches the spines: a
     chain across the rails does (rail-optimized jobs keep to their rail, but the cables must carry it)."""
-    leaves = {d.name: d for d in plane.devices if d.role == "leaf"}
-    by_rail: dict[int, dict[str, list[Endpoint]]] = defaultdict(lambda: defaultdict(list))
-    for s in plan.servers:
-        for nic in s.nics:
-            if nic.plane == plane.name and nic.leaf in leaves:
-                by_rail[nic.rail][nic.leaf].append(_endpoint(s, nic, hcas))
+    leaves, by_rail = _by_rail(plan, plane, hcas)
     out: dict[int, list[Pair]] = {}
     lone: dict[int, list[list[Endpoint]]] = defaultdict(list)  # pod -> the endpoints of rails with one leaf there
     for rail in sorted(by_rail):

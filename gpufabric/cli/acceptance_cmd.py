@@ -1,4 +1,4 @@
-"""`gpufabric acceptance plan|scripts|report`: the acceptance suite of the plan, and its verdict."""
+"""`gpufabric acceptance plan|scripts|run|counters|report`: the acceptance suite of the plan, and its verdict."""
 
 from __future__ import annotations
 
@@ -19,12 +19,15 @@ EXIT_FAILED = 1
 @click.group("acceptance")
 def acceptance_cmd() -> None:
     """Acceptance tests derived from the plan: perftest pairs across every leaf and spine of every
-    rail, nccl-tests per scalable unit and for the cluster, each with its expected figure.
+    rail, nccl-tests per scalable unit and for the cluster, N-to-1 incasts per leaf and across the
+    spines judged by the switch and NIC counters (no drop; PFC pauses and ECN marks that rise), each
+    with its expected figure.
 
     \b
       gpufabric acceptance plan              the jobs, expected figures and thresholds
-      gpufabric acceptance scripts -o DIR    Slurm batch scripts (results/<job>.txt)
+      gpufabric acceptance scripts -o DIR    Slurm batch scripts (results/<job>.txt, results/<incast>/)
       gpufabric acceptance run --results DIR  the pair jobs over SSH (--lab --stand-in in the lab)
+      gpufabric acceptance counters --job ID --phase before|after --results DIR   an incast's switch counters
       gpufabric acceptance report --results DIR [--junit F]   expected vs observed
     """
 
@@ -57,8 +60,8 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
     if as_json:
         write_stdout(json.dumps(suite_dict(suite), indent=2) + "\n")
         return 0
-    t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs",
-              title_justify="left")  # fmt: skip
+    t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs, "
+              f"{len(suite.incast)} incast jobs", title_justify="left")  # fmt: skip
     for col in ("job", "between", "expected", "fails below/above"):
         t.add_column(col)
     for j in suite.perf:
@@ -68,6 +71,9 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
     for n in suite.nccl:
         t.add_row(n.id, f"{len(n.servers)} servers x {n.gpus_per_server} GPUs", f"{n.expected} GB/s busbw",
                   f"below {n.threshold}")  # fmt: skip
+    for i in suite.incast:
+        t.add_row(i.id, f"{i.why} -> {i.receiver.server}:{i.receiver.hca}", f"{i.expected} Gb/s in all, no drop, "
+                  f"PFC prio {i.priority} and ECN rise", f"below {i.threshold}")  # fmt: skip
     out.print(t)
     return 0
 
@@ -119,6 +125,44 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     return 0 if done == len(suite.perf) else EXIT_FAILED
 
 
+@acceptance_cmd.command("counters")
+@fleet_options
+@click.option("--job", "job_id", required=True, metavar="ID", help="The incast job (`acceptance plan`).")
+@click.option("--phase", type=click.Choice(["before", "after"]), required=True, help="Before or after the job.")
+@click.option("--results", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder of the tools' outputs; writes <job id>/switches.<phase>.json.")  # fmt: skip
+def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, results: Path) -> int:
+    """Read the lossless counters (PFC pauses, ECN marks, queue drops, discards) of every switch port
+    an incast job crosses, for `report` to compare before and after. The incast's Slurm script runs it
+    around the job. Exit 1 when a switch could not be read (recorded in the snapshot)."""
+    from gpufabric.acceptance.counters import dump, snapshot_switches
+    from gpufabric.cli.errors import show_notes
+    from gpufabric.export.atomic import write_atomic
+    from gpufabric.push.fleet import reach
+    from gpufabric.telemetry.connect import switch_connector
+    from gpufabric.telemetry.targets import switch_targets
+
+    job = next((j for j in _suite(fleet_args.file).incast if j.id == job_id), None)
+    if job is None:  # before any login: a wrong id is bad input
+        raise click.BadParameter(f"no incast job {job_id!r} in the plan (see `gpufabric acceptance plan`)",
+                                 param_hint="--job")  # fmt: skip
+    plan, access = reach(fleet_args)
+    show_notes(access)
+    targets = {t.device: t for t in switch_targets(plan, job.plane) if t.device in job.crosses}
+    connect = switch_connector(access)
+    snapshot = snapshot_switches(job, {n: t.platform for n, t in targets.items()}, lambda n: connect(targets[n]))
+    path = results / job.id / f"switches.{phase}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, dump(snapshot))
+    errors = {n: s["error"] for n, s in snapshot.items() if "error" in s}
+    if as_json:
+        write_stdout(json.dumps({"job": job.id, "phase": phase, "path": str(path), "errors": errors}) + "\n")
+    for name, error in sorted(errors.items()):
+        err.print(f"{name}: not read: {error}", markup=False)
+    err.print(f"wrote {path}", markup=False)
+    return EXIT_FAILED if errors else 0
+
+
 @acceptance_cmd.command("report")
 @file_arg
 @click.option("--results", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
@@ -128,8 +172,11 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
 @stand_in_option
 def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | None, stand_in: bool) -> int:
     """Judge the outputs: expected vs observed per job, and the switches and cables that failing jobs
-    share. Exit 0 when every job passed, 1 when any failed or has no readable result."""
+    share. An incast passes on its counters: no drop anywhere, PFC pauses and ECN marks or CNPs that
+    rose; one that raised neither congested nothing and is `unstressed`, not a pass. Exit 0 when every
+    job passed, 1 when any failed or has no readable result."""
     from gpufabric.acceptance import report as r
+    from gpufabric.acceptance.model import IncastJob
     from gpufabric.export.atomic import write_atomic
 
     report = r.judge(_suite(file, stand_in), results)
@@ -141,6 +188,9 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
         out.print(_report_table(report))
         for part, failing, passing in report.suspects():
             err.print(f"suspect: {part}: in {failing} failing jobs, {passing} passing", markup=False)
+        for v in report.verdicts:
+            if isinstance(v.job, IncastJob) and not v.passed:
+                err.print(f"{v.job.id}: {v.status}: {v.detail}", markup=False)
     return EXIT_FAILED if report.failed else 0
 
 
