@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpufabric.platforms.base import PlatformSpec, VendorJudge, file_reader, linux_port, running_reader
 from gpufabric.platforms.cumulus.dialect import DEFAULT_RELEASE, RELEASES
+from gpufabric.platforms.spec import PlatformSpec, VendorJudge, file_reader, linux_port, running_reader
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -42,6 +42,7 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,
     ecn_unit_bytes=1,
     builder=_build,
+    rank=0,
     docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
     mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered
     judge=VendorJudge("NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.verify.vendor.nvue"),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from gpufabric.platforms.base import PlatformSpec, linux_port
+from gpufabric.platforms.spec import PlatformSpec, linux_port
 from gpufabric.verify.facts import SwitchFacts
 
 
@@ -24,6 +25,18 @@ def _running(text: str) -> SwitchFacts:
     return facts
 
 
+def _candidate(name: str, files: Mapping[str, str]) -> str:
+    """The driver loads FRR's configuration with the nftables, system and interfaces files joined to it."""
+    from gpufabric.drivers.frr_files import join_candidate
+
+    return join_candidate(
+        files[f"{name}.frr.conf"],
+        files.get(f"{name}.nft"),
+        files.get(f"{name}.system.yaml"),
+        files.get(f"{name}.interfaces"),
+    )
+
+
 PLATFORM = PlatformSpec(
     name="frr",
     title="Linux + FRR",
@@ -38,10 +51,10 @@ PLATFORM = PlatformSpec(
     numbered_only=False,
     mlag=False,
     outputs=(
-        (".frr.conf", "frr/frr.conf.j2"),
-        (".interfaces", "frr/interfaces.j2"),
-        (".nft", "frr/nftables.j2"),
-        (".system.yaml", "frr/system.yaml.j2"),
+        (".frr.conf", "frr.conf.j2"),
+        (".interfaces", "interfaces.j2"),
+        (".nft", "nftables.j2"),
+        (".system.yaml", "system.yaml.j2"),
     ),
     candidate_suffix=".frr.conf",
     napalm_driver="frr",
@@ -53,5 +66,9 @@ PLATFORM = PlatformSpec(
     running_reader=_running,
     confirm_timer=True,  # the project's driver arms a revert timer on the switch
     ecn_unit_bytes=1,
+    rank=3,
+    assemble_candidate=_candidate,
+    lossless_qos=False,  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
+    templates_package=__name__,
     docs="FRR user guide (bgpd, zebra, frr-reload.py); nftables wiki",
 )

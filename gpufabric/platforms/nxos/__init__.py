@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
+from gpufabric.platforms.spec import PlatformSpec, file_reader, lossless_reader, running_reader
 
 # Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
 # `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
@@ -27,7 +27,7 @@ PLATFORM = PlatformSpec(
     hash_prefix="$5$",
     numbered_only=True,
     mlag=True,
-    outputs=((".cfg", "nxos/config.j2"),),
+    outputs=((".cfg", "config.j2"),),
     candidate_suffix=".cfg",
     napalm_driver="nxos",
     containerlab_kind="cisco_n9kv",
@@ -41,6 +41,9 @@ PLATFORM = PlatformSpec(
     confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
     confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
+    rank=2,
+    password_login=True,  # NX-API
+    templates_package=__name__,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
     mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
 )
