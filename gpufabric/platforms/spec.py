@@ -140,6 +140,16 @@ def running_reader(module: str, function: str, **options: object) -> RunningRead
     return read
 
 
+def lazy(module: str, function: str) -> Callable[..., Any]:
+    """MODULE.FUNCTION, imported on its first call: a platform's spec names its code without loading it."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = f"{module}.{function}"
+    return call
+
+
 def linux_port(cage: int, lane: int, split: int) -> str:
     """Linux switch ports (Cumulus, FRR): swp1, or swp1s0.. for a split cage."""
     return f"swp{cage}" if split == 1 else f"swp{cage}s{lane}"

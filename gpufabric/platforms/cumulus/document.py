@@ -378,3 +378,8 @@ def _static(ctx: DeviceContext) -> Tree:
         return {}
     via = {h: {"type": "ipv4-address"} for h in hops}
     return {"static": {"0.0.0.0/0": {"address-family": "ipv4-unicast", "via": via}}}
+
+
+def build(ctx: DeviceContext) -> dict[str, str]:
+    """The platform's builder: one NVUE startup document per switch."""
+    return {f"{ctx.device.name}.yaml": text(ctx)}

@@ -36,10 +36,10 @@ PLATFORM = PlatformSpec(
     containerlab_image="ceos:4.33.1F",
     eth_numbering=True,
     port_name=port_name,
-    reader=file_reader("gpufabric.verify.read_eos", "read_eos", ".cfg"),
-    running_reader=running_reader("gpufabric.verify.read_eos", "eos_facts"),
-    lossless_reader=lossless_reader("gpufabric.telemetry.eos", "read_lossless"),
-    driver_class="gpufabric.drivers.eos:GpufabricEOSDriver",
+    reader=file_reader("gpufabric.platforms.eos.verify", "read_eos", ".cfg"),
+    running_reader=running_reader("gpufabric.platforms.eos.verify", "eos_facts"),
+    lossless_reader=lossless_reader("gpufabric.platforms.eos.telemetry", "read_lossless"),
+    driver_class="gpufabric.platforms.eos.driver:GpufabricEOSDriver",
     confirm_timer=True,
     ecn_unit_bytes=1000,
     rank=1,
@@ -48,5 +48,5 @@ PLATFORM = PlatformSpec(
     filters=(("eos_speed", breakout_speed),),
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
     mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
-    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.verify.vendor.avd"),
+    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.platforms.eos.judge"),
 )

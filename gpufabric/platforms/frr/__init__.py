@@ -2,41 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
+from gpufabric.platforms.spec import PlatformSpec, lazy, linux_port
 
-from gpufabric.platforms.spec import PlatformSpec, linux_port
-from gpufabric.verify.facts import SwitchFacts
-
-
-def _read(name: str, folder: Path) -> SwitchFacts:
-    from gpufabric.verify.read_frr import read_frr
-
-    return read_frr(name, folder)
-
-
-def _running(text: str) -> SwitchFacts:
-    """QoS classification on a Linux switch lives in the nftables part of the running candidate."""
-    from gpufabric.drivers.frr_files import split_candidate
-    from gpufabric.verify.read_frr import nft_facts
-
-    facts = SwitchFacts("", "frr", ["running-config"])
-    nft_facts(facts, split_candidate(text)[1] or "", "running-config")
-    return facts
-
-
-def _candidate(name: str, files: Mapping[str, str]) -> str:
-    """The driver loads FRR's configuration with the nftables, system and interfaces files joined to it."""
-    from gpufabric.drivers.frr_files import join_candidate
-
-    return join_candidate(
-        files[f"{name}.frr.conf"],
-        files.get(f"{name}.nft"),
-        files.get(f"{name}.system.yaml"),
-        files.get(f"{name}.interfaces"),
-    )
-
-
+# Every reference below is imported on first use: checking an intent loads this file only.
 PLATFORM = PlatformSpec(
     name="frr",
     title="Linux + FRR",
@@ -62,12 +30,12 @@ PLATFORM = PlatformSpec(
     containerlab_image="frrouting/frr:10.2.1",
     eth_numbering=False,
     port_name=linux_port,
-    reader=_read,
-    running_reader=_running,
+    reader=lazy("gpufabric.platforms.frr.verify", "read_frr"),
+    running_reader=lazy("gpufabric.platforms.frr.verify", "running_facts"),
     confirm_timer=True,  # the project's driver arms a revert timer on the switch
     ecn_unit_bytes=1,
     rank=3,
-    assemble_candidate=_candidate,
+    assemble_candidate=lazy("gpufabric.platforms.frr.files", "assemble_candidate"),
     lossless_qos=False,  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
     templates_package=__name__,
     docs="FRR user guide (bgpd, zebra, frr-reload.py); nftables wiki",
