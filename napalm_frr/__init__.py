@@ -1,5 +1,5 @@
 """NAPALM finds the `frr` driver here: `napalm.get_network_driver("frr")`."""
 
-from gpufabric.drivers.frr import FrrDriver
+from gpufabric.platforms.frr.driver import FrrDriver
 
 __all__ = ["FrrDriver"]

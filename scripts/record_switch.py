@@ -14,10 +14,10 @@ import os
 import sys
 from pathlib import Path
 
-from gpufabric.drivers.cumulus import CumulusDriver
-from gpufabric.drivers.frr import FrrDriver
 from gpufabric.drivers.recording import RecordingTransport, save
 from gpufabric.drivers.transport import SSHTransport
+from gpufabric.platforms.cumulus.driver import CumulusDriver
+from gpufabric.platforms.frr.driver import FrrDriver
 
 DRIVERS = {"cumulus": CumulusDriver, "frr": FrrDriver}
 

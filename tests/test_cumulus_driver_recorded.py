@@ -22,11 +22,11 @@ from napalm.base.test.helpers import test_model as complies
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
-from gpufabric.drivers import nvue
 from gpufabric.drivers.recording import ReplayTransport, load
 from gpufabric.drivers.transport import Output
 from gpufabric.intent import load_intent
 from gpufabric.lab.topology import topology
+from gpufabric.platforms.cumulus import nvue
 from gpufabric.validate import checks, qos_map
 from gpufabric.validate.planned import planned
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from gpufabric.drivers import frr_system
-from gpufabric.drivers.frr_files import candidate_parts, join_candidate
+from gpufabric.platforms.frr import system as frr_system
+from gpufabric.platforms.frr.files import candidate_parts, join_candidate
 
 STANDINS = ("hostname", "getent", "useradd", "usermod", "ln", "ip", "chronyc", "systemctl")
 HOSTILE = "x'; touch /tmp/pwned-$$; echo '\n$(reboot)`id`"

@@ -132,7 +132,7 @@ CASES = [
         "unknown platform",
         [((*C, "switches", "leaf", "platform"), "junos")],
         "planes.compute.switches.leaf.platform",
-        "'cumulus'",
+        "'junos' is not a registered platform: cumulus, eos, nxos, frr",
     ),
     (
         "uneven breakout",

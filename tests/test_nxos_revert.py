@@ -24,7 +24,7 @@ from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Host, Hos
 from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
 
-from gpufabric.drivers.nxos import GpufabricNXOSDriver
+from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver
 from gpufabric.push import rollout
 from gpufabric.push.expect import Expectation
 from gpufabric.push.rollout import OtherPushPendingError

@@ -21,7 +21,7 @@ import paramiko
 import pytest
 from napalm.base.exceptions import ConnectionException
 
-from gpufabric.drivers.nxos import GpufabricNXOSDriver
+from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver
 
 PASSWORD = "fabric-secret-91c2"
 

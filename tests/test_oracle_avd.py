@@ -13,7 +13,7 @@ import pytest
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
-from gpufabric.verify.vendor import avd
+from gpufabric.platforms.eos import judge as avd
 from tests.conftest import ALL_INTENTS, plan_doc
 from tests.vendor_variants import variants
 

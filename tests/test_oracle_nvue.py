@@ -13,8 +13,8 @@ from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_device
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
+from gpufabric.platforms.cumulus import judge as nvue
 from gpufabric.platforms.cumulus.document import document
-from gpufabric.verify.vendor import nvue
 from tests.conftest import ALL_INTENTS, INVENTORY, plan_doc
 
 SMALL_INTENTS = [p for p in ALL_INTENTS if "32k" not in p.name]

@@ -17,8 +17,8 @@ from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.plan import build_plan
+from gpufabric.platforms.cumulus.verify import nvue_facts
 from gpufabric.verify import runner, yaml_block
-from gpufabric.verify.read_nvue import nvue_facts
 from gpufabric.verify.runner import verify
 from gpufabric.verify.yaml_block import load_block_yaml
 

@@ -15,6 +15,7 @@ from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import environment, render_device
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan, ip
+from gpufabric.platforms import platform
 
 CANARY = "canary-Render-51d2"
 
@@ -103,7 +104,7 @@ def test_interface_files_carry_plan_mtu_and_addresses(default_rendered):
 
 def test_templates_fail_loudly_on_a_missing_value():
     with pytest.raises(jinja2.UndefinedError):
-        environment().from_string("hostname {{ d.nmae }}").render(d={})
+        environment(platform("frr")).from_string("hostname {{ d.nmae }}").render(d={})
 
 
 def test_render_command_writes_every_frr_switch_and_no_secret(tmp_path):

@@ -6,8 +6,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpufabric.platforms.cumulus.judge import NvueLoader
 from gpufabric.platforms.yaml_text import mapping_lines, scalar
-from gpufabric.verify.vendor.nvue import NvueLoader
 
 TRICKY = [
     "on",

@@ -1,4 +1,7 @@
-"""Render switch configurations from templates/<platform>/, in-process, with one Jinja2 environment.
+"""Render switch configurations in-process from each platform's templates, one Jinja2 environment per platform.
+
+The templates are package data of the platform's own package (gpufabric/platforms/<os>/templates/),
+so an installed wheel renders exactly as a checkout does.
 
 StrictUndefined turns a missing value into an error instead of an empty string in a
 config that would still load. Which files a switch gets is its platform's (gpufabric/platforms/);
@@ -9,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import jinja2
 
@@ -17,10 +19,8 @@ from gpufabric.config.context import DeviceContext, LinkIndex, breakouts, build
 from gpufabric.config.policy import MGMT_UDP_PORTS, NXOS_MGMT0_TCP_PORTS
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.platforms.eos import breakout_speed as eos_breakout_speed
+from gpufabric.platforms.spec import PlatformSpec
 from gpufabric.platforms.yaml_text import scalar as yaml_scalar
-
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 
 def kbytes(value: int) -> int:
@@ -28,10 +28,17 @@ def kbytes(value: int) -> int:
     return value // 1000
 
 
+class NoTemplatesError(LookupError):
+    """A platform names template outputs but no package holding them."""
+
+
 @cache
-def environment() -> jinja2.Environment:
+def environment(spec: PlatformSpec) -> jinja2.Environment:
+    """The platform's templates, loaded as resources of its package: an installed wheel renders as a checkout does."""
+    if spec.templates_package is None:
+        raise NoTemplatesError(f"platform {spec.name} names no templates_package for {spec.outputs}")
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.PackageLoader(spec.templates_package, "templates"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -40,8 +47,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters["ip"] = ip
     env.filters["kbytes"] = kbytes
-    env.filters["eos_speed"] = eos_breakout_speed
     env.filters["yq"] = yaml_scalar
+    env.filters.update(dict(spec.filters))
     env.globals["mgmt0_guard"] = {"tcp": NXOS_MGMT0_TCP_PORTS, "udp": MGMT_UDP_PORTS}
     return env
 
@@ -74,7 +81,7 @@ def render_context(ctx: DeviceContext) -> dict[str, str]:
     spec = platform(ctx.device.platform)
     if spec.builder is not None:
         return spec.builder(ctx)
-    env = environment()
+    env = environment(spec)
     values = variables(ctx)
     return {f"{name}{suffix}": env.get_template(tpl).render(values) for suffix, tpl in spec.outputs}
 

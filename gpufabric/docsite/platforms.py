@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpufabric.docsite.pages import Generated
 from gpufabric.platforms import all_platforms
-from gpufabric.platforms.base import PlatformSpec
+from gpufabric.platforms.spec import PlatformSpec
 
 MARKER = "Generated from the platform registry by `gpufabric docs platforms`"
 FOLDER = "platforms"

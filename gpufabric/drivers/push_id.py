@@ -10,6 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 PUSH_ID = re.compile(r"gf-(\d{8}T\d{6}Z)-([0-9a-f]{6})")
+# Switch-side state of a push older than this (seconds) is stale: the longest --confirm-timeout; no running
+# push holds an untimed session or checkpoint longer.
+STALE_AFTER = 3600
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")  # what a controller's name may carry into a file on a switch
 
 

@@ -12,9 +12,19 @@ from pydantic_core import PydanticUndefined
 from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import MAX_SERVERS
 from gpufabric.intent.types import AsnRange, SecretRef
+from gpufabric.platforms import names as platform_names
 
 # Types users write as one value, though they are models inside.
 _SCALAR_MODELS: dict[type, str] = {AsnRange: "ASN range `FIRST-LAST`", SecretRef: "`{env: NAME}` or `{vault: NAME}`"}
+
+
+def _validator_names(metadata: typing.Iterable[Any]) -> set[str]:
+    return {getattr(getattr(m, "func", None), "__name__", "") for m in metadata}
+
+
+def _platforms() -> str:
+    """A platform is a string the registry knows: the reference lists the ones registered where it is generated."""
+    return " \\| ".join(f"`{n}`" for n in platform_names())
 
 
 def _type_name(annotation: Any) -> str:
@@ -24,6 +34,8 @@ def _type_name(annotation: Any) -> str:
         return _SCALAR_MODELS[annotation]
     if origin is typing.Annotated:
         base = args[0]
+        if "_registered_platform" in _validator_names(args[1:]):
+            return _platforms()
         meta = " ".join(type(m).__name__ for m in args[1:])
         if "PlainSerializer" in meta and base is int:
             return "speed (e.g. `400G`)"
@@ -48,6 +60,8 @@ def _type_name(annotation: Any) -> str:
 
 def _field_type(field: Any) -> str:
     """Pydantic moves Annotated metadata off the annotation; the validator tells speeds and ratios apart."""
+    if "_registered_platform" in _validator_names(field.metadata):
+        return _platforms()
     for m in field.metadata:
         func = getattr(getattr(m, "func", None), "__name__", "")
         if func == "_parse_speed":

@@ -14,13 +14,19 @@ from string import Formatter
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, OobPlane, ServerGroup, SwitchRole
 from gpufabric.intent.types import ALL_PLANES, PlaneName
-from gpufabric.platforms import NAMES, platform
+from gpufabric.platforms import names, platform
 
 # BGP unnumbered (RFC 5549) is rendered only where it is the platform's common idiom.
 SERVICE_LISTS = ("ntp_servers", "syslog_servers", "dns_servers")
 
-NUMBERED_ONLY_PLATFORMS = frozenset(n for n in NAMES if platform(n).numbered_only)
-MLAG_PLATFORMS = tuple(n for n in NAMES if platform(n).mlag)
+
+def _numbered_only_platforms() -> frozenset[str]:
+    return frozenset(n for n in names() if platform(n).numbered_only)
+
+
+def _mlag_platforms() -> tuple[str, ...]:
+    return tuple(n for n in names() if platform(n).mlag)
+
 
 BREAKOUTS = (1, 2, 4, 8)
 _SPEC = re.compile(r"^(0?[1-9])?d?$")
@@ -327,7 +333,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
                 "add addressing.p2p, e.g. 10.1.0.0/20, or use routing.addressing: unnumbered",
             )
         )
-    numbered_only = sorted({r.platform for r in roles.values() if r.platform in NUMBERED_ONLY_PLATFORMS})
+    numbered_only = sorted({r.platform for r in roles.values() if r.platform in _numbered_only_platforms()})
     if plane.routing.addressing == "unnumbered" and numbered_only:
         problems.append(
             Problem(
@@ -336,7 +342,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
                 "set routing.addressing: p2p31 and add an addressing.p2p pool (a /31 per fabric link)",
             )
         )
-    if plane.host_links == "lacp" and "leaf" in roles and roles["leaf"].platform not in MLAG_PLATFORMS:
+    if plane.host_links == "lacp" and "leaf" in roles and roles["leaf"].platform not in _mlag_platforms():
         problems.append(
             Problem(
                 (*at, "host_links"),
@@ -614,7 +620,7 @@ def _credentials(intent: Intent) -> list[Problem]:
             if (plane := getattr(intent.planes, name)) is not None
             for r in _roles_present(plane).values()
         }
-        api = sorted(used & {"eos", "nxos"})
+        api = [n for n in names() if n in used and platform(n).password_login]
         if api:
             problems.append(
                 Problem(

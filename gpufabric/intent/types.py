@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from gpufabric.platforms import names
+
 
 def _address_text(value: Any) -> Any:
     """Addresses are written as text: pydantic would read `true` as 0.0.0.1 and 167772160 as 10.0.0.0."""
@@ -120,7 +122,23 @@ ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
 DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]
 LabelValue = Annotated[str, Field(pattern=LABEL_PATTERN)]
 
-Platform = Literal["cumulus", "eos", "nxos", "frr", "sonic"]  # gpufabric.platforms.NAMES; a test keeps them equal
+PLATFORM_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+_PLATFORM_NAME = re.compile(PLATFORM_PATTERN)
+
+
+def _registered_platform(value: str) -> str:
+    """A network OS some installed distribution registers (entry-point group `gpufabric.platforms`)."""
+    if not _PLATFORM_NAME.fullmatch(value) or value not in names():
+        raise ValueError(f"{value!r} is not a registered platform: {', '.join(names())}")
+    return value
+
+
+def _platform_schema(schema: dict[str, Any]) -> None:
+    # The editor's completion lists what is registered where the schema is printed.
+    schema["enum"] = list(names())
+
+
+Platform = Annotated[str, AfterValidator(_registered_platform), Field(json_schema_extra=_platform_schema)]
 
 
 def _time_zone(value: Any) -> Any:

@@ -8,7 +8,6 @@ from pathlib import Path
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
 from gpufabric.config.secrets import declared, resolve_tokens
-from gpufabric.drivers.frr_files import join_candidate
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.push.errors import RenderedFilesMissingError
@@ -23,17 +22,11 @@ def candidate(
     """
     device = index.devices[name]
     files = _from_folder(folder, name) if folder else render_device(plan, device, index).files
-    if device.platform == "frr":
-        text = join_candidate(
-            files[f"{name}.frr.conf"],
-            files.get(f"{name}.nft"),
-            files.get(f"{name}.system.yaml"),
-            files.get(f"{name}.interfaces"),
-        )
-    elif (joiner := platform(device.platform).candidate_joiner) is not None:
-        text = joiner(name, files)
+    spec = platform(device.platform)
+    if spec.assemble_candidate is not None:
+        text = spec.assemble_candidate(name, files)
     else:
-        text = files[f"{name}{platform(device.platform).candidate_suffix}"]
+        text = files[f"{name}{spec.candidate_suffix}"]
     return resolve_tokens(text, secrets, declared(plan.intent))
 
 

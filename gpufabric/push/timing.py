@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from gpufabric.push.errors import PushRefusedError
 
 if TYPE_CHECKING:
-    from gpufabric.platforms.base import PlatformSpec
+    from gpufabric.platforms.spec import PlatformSpec
 
 # Per switch, besides the checks: SSH login, candidate upload, diff and commit (seconds, generous).
 STAGE_OVERHEAD = 15.0

@@ -7,11 +7,11 @@ read one way.
 
 from __future__ import annotations
 
-from gpufabric.platforms import NAMES, platform
+from gpufabric.platforms import names, platform
 
 
 def dscp_map(platform_name: str, running: str) -> dict[int, int]:
-    if platform_name not in NAMES:
+    if platform_name not in names():
         return {}
     facts = platform(platform_name).running_reader(running)
     return {dscp: int(fact.value) for dscp, fact in facts.dscp_map.items()}

@@ -148,8 +148,8 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
                 f"only DSCP {q.roce_dscp}/{q.cnp_dscp} in priorities {q.roce_priority}/{q.cnp_priority}",
                 f"DSCP {dscp} -> {got.value}",
             )
-    if facts.platform == "frr":
-        return  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
+    if not platform(facts.platform).lossless_qos:
+        return  # e.g. Linux (frr): no PFC, ECN queue or scheduler to configure, the lab shows classification only
     if q.lossless:
         if set(facts.pfc) != {q.roce_priority}:
             first = next(iter(facts.pfc.values()), None)

@@ -2,20 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from gpufabric.platforms.base import PlatformSpec, VendorJudge, file_reader, linux_port, running_reader
 from gpufabric.platforms.cumulus.dialect import DEFAULT_RELEASE, RELEASES
-
-if TYPE_CHECKING:
-    from gpufabric.config.context import DeviceContext
-
-
-def _build(ctx: DeviceContext) -> dict[str, str]:
-    from gpufabric.platforms.cumulus.document import text
-
-    return {f"{ctx.device.name}.yaml": text(ctx)}
-
+from gpufabric.platforms.spec import PlatformSpec, VendorJudge, file_reader, lazy, linux_port, running_reader
 
 PLATFORM = PlatformSpec(
     name="cumulus",
@@ -37,12 +25,15 @@ PLATFORM = PlatformSpec(
     containerlab_image="cumulusvx:5.14",
     eth_numbering=False,
     port_name=linux_port,
-    reader=file_reader("gpufabric.verify.read_nvue", "read_nvue", ".yaml"),
-    running_reader=running_reader("gpufabric.verify.read_nvue", "nvue_facts", tree_ok=True),
+    reader=file_reader("gpufabric.platforms.cumulus.verify", "read_nvue", ".yaml"),
+    running_reader=running_reader("gpufabric.platforms.cumulus.verify", "nvue_facts", tree_ok=True),
     confirm_timer=True,
     ecn_unit_bytes=1,
-    builder=_build,
+    builder=lazy("gpufabric.platforms.cumulus.document", "build"),
+    rank=0,
     docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
     mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered
-    judge=VendorJudge("NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.verify.vendor.nvue"),
+    judge=VendorJudge(
+        "NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.platforms.cumulus.judge"
+    ),
 )

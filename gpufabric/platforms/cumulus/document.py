@@ -14,8 +14,8 @@ from typing import Any
 from gpufabric.config.context import DeviceContext, breakouts
 from gpufabric.config.policy import MGMT_TCP_PORTS, MGMT_UDP_PORTS
 from gpufabric.plan.model import ip
-from gpufabric.platforms.base import linux_port
 from gpufabric.platforms.cumulus.dialect import Dialect
+from gpufabric.platforms.spec import linux_port
 from gpufabric.platforms.yaml_text import Shared, mapping_lines, scalar
 
 Tree = dict[str, Any]
@@ -378,3 +378,8 @@ def _static(ctx: DeviceContext) -> Tree:
         return {}
     via = {h: {"type": "ipv4-address"} for h in hops}
     return {"static": {"0.0.0.0/0": {"address-family": "ipv4-unicast", "via": via}}}
+
+
+def build(ctx: DeviceContext) -> dict[str, str]:
+    """The platform's builder: one NVUE startup document per switch."""
+    return {f"{ctx.device.name}.yaml": text(ctx)}

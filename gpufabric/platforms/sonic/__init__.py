@@ -6,9 +6,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpufabric.platforms.base import PlatformSpec, file_reader
 from gpufabric.platforms.sonic.candidate import join, split
 from gpufabric.platforms.sonic.hwsku import port_name
+from gpufabric.platforms.spec import PlatformSpec, file_reader
 
 if TYPE_CHECKING:
     import jinja2
@@ -24,10 +24,11 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 @cache
 def _frr_template() -> jinja2.Template:
     """The switch's frr.conf: SONiC's own preamble around the FRR platform's BGP template (one BGP
-    template for every FRR-routed platform), loaded through the renderer's environment."""
+    template for every FRR-routed platform), loaded through the FRR platform's environment."""
     from gpufabric.config.render import environment
+    from gpufabric.platforms.frr import PLATFORM as FRR
 
-    return environment().from_string((TEMPLATES / "frr.conf.j2").read_text())
+    return environment(FRR).from_string((TEMPLATES / "frr.conf.j2").read_text())
 
 
 def _build(ctx: DeviceContext) -> dict[str, str]:
@@ -70,7 +71,8 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,  # the project's driver arms a revert timer on the switch before `config replace`
     ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
     builder=_build,
-    candidate_joiner=join,
+    assemble_candidate=join,
+    rank=4,
     docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
     "(config checkpoint, replace, rollback); FRR user guide",
 )

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from napalm.base.exceptions import CommitError
 
-from gpufabric.drivers.frr_files import DeviceFiles
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, Output, Transport, put_files
+from gpufabric.platforms.frr.files import DeviceFiles
 from gpufabric.platforms.sonic.candidate import FRR_MARKER, split
 
 CONFIG_DB = "/etc/sonic/config_db.json"

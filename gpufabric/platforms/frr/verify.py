@@ -93,3 +93,12 @@ def _system(facts: SwitchFacts, path: Path) -> None:
     host = facts.hostname
     if isinstance(data, dict) and "hostname" in data and host is not None and data["hostname"] != host.value:
         facts.problem("hostname", path.name, 1, str(host.value), str(data["hostname"]))
+
+
+def running_facts(text: str) -> SwitchFacts:
+    """QoS classification on a Linux switch lives in the nftables part of the running candidate."""
+    from gpufabric.platforms.frr.files import split_candidate
+
+    facts = SwitchFacts("", "frr", ["running-config"])
+    nft_facts(facts, split_candidate(text)[1] or "", "running-config")
+    return facts

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpufabric.drivers import frr_system
-from gpufabric.drivers.frr_system import INTERFACES_MARKER, SYSTEM_MARKER
+import gpufabric.platforms.frr.system as frr_system
+from gpufabric.platforms.frr.system import INTERFACES_MARKER, SYSTEM_MARKER
 
 NFT_MARKER = "! gpufabric: nftables"
 NFT_TABLE = "inet gpufabric"
@@ -268,3 +269,13 @@ class DeviceFiles:
     def confirm_script(self) -> str:
         """Keep the change: disarm the timer, then save the configuration (only now: see apply_script)."""
         return f"set -e\n{self.disarm_body(required=True)}\n{self.save_command}\n"
+
+
+def assemble_candidate(name: str, files: Mapping[str, str]) -> str:
+    """The driver loads FRR's configuration with the nftables, system and interfaces files joined to it."""
+    return join_candidate(
+        files[f"{name}.frr.conf"],
+        files.get(f"{name}.nft"),
+        files.get(f"{name}.system.yaml"),
+        files.get(f"{name}.interfaces"),
+    )

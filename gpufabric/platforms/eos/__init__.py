@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.base import PlatformSpec, VendorJudge, file_reader, lossless_reader, running_reader
+from gpufabric.platforms.spec import PlatformSpec, VendorJudge, file_reader, lossless_reader, running_reader
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8
@@ -29,20 +29,24 @@ PLATFORM = PlatformSpec(
     hash_prefix="$6$",
     numbered_only=True,
     mlag=True,
-    outputs=((".cfg", "eos/config.j2"),),
+    outputs=((".cfg", "config.j2"),),
     candidate_suffix=".cfg",
     napalm_driver="eos",
     containerlab_kind="arista_ceos",
     containerlab_image="ceos:4.33.1F",
     eth_numbering=True,
     port_name=port_name,
-    reader=file_reader("gpufabric.verify.read_eos", "read_eos", ".cfg"),
-    running_reader=running_reader("gpufabric.verify.read_eos", "eos_facts"),
-    lossless_reader=lossless_reader("gpufabric.telemetry.eos", "read_lossless"),
-    driver_class="gpufabric.drivers.eos:GpufabricEOSDriver",
+    reader=file_reader("gpufabric.platforms.eos.verify", "read_eos", ".cfg"),
+    running_reader=running_reader("gpufabric.platforms.eos.verify", "eos_facts"),
+    lossless_reader=lossless_reader("gpufabric.platforms.eos.telemetry", "read_lossless"),
+    driver_class="gpufabric.platforms.eos.driver:GpufabricEOSDriver",
     confirm_timer=True,
     ecn_unit_bytes=1000,
+    rank=1,
+    password_login=True,  # eAPI
+    templates_package=__name__,
+    filters=(("eos_speed", breakout_speed),),
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
     mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
-    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.verify.vendor.avd"),
+    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.platforms.eos.judge"),
 )

@@ -28,11 +28,10 @@ from napalm.eos.utils.versions import EOSVersion
 from pyeapi.eapilib import EapiConnection
 
 from gpufabric.drivers.https_args import https_args
-from gpufabric.drivers.push_id import PUSH_ID, age_seconds, started
+from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, started
 from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection
 
 SESSION_PREFIX = "gpufabric-"
-STALE_AFTER = 3600  # seconds: the longest --confirm-timeout; no running push holds an untimed session longer
 TIMER_STATE = "pendingCommitTimer"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.base import PlatformSpec, file_reader, lossless_reader, running_reader
+from gpufabric.platforms.spec import PlatformSpec, file_reader, lossless_reader, running_reader
 
 # Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
 # `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
@@ -27,20 +27,23 @@ PLATFORM = PlatformSpec(
     hash_prefix="$5$",
     numbered_only=True,
     mlag=True,
-    outputs=((".cfg", "nxos/config.j2"),),
+    outputs=((".cfg", "config.j2"),),
     candidate_suffix=".cfg",
     napalm_driver="nxos",
     containerlab_kind="cisco_n9kv",
     containerlab_image="vrnetlab/cisco_n9kv:10.4.2",
     eth_numbering=True,
     port_name=port_name,
-    reader=file_reader("gpufabric.verify.read_nxos", "read_nxos", ".cfg"),
-    running_reader=running_reader("gpufabric.verify.read_nxos", "nxos_facts"),
-    lossless_reader=lossless_reader("gpufabric.telemetry.nxos", "read_lossless"),
-    driver_class="gpufabric.drivers.nxos:GpufabricNXOSDriver",
+    reader=file_reader("gpufabric.platforms.nxos.verify", "read_nxos", ".cfg"),
+    running_reader=running_reader("gpufabric.platforms.nxos.verify", "nxos_facts"),
+    lossless_reader=lossless_reader("gpufabric.platforms.nxos.telemetry", "read_lossless"),
+    driver_class="gpufabric.platforms.nxos.driver:GpufabricNXOSDriver",
     confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
     confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
+    rank=2,
+    password_login=True,  # NX-API
+    templates_package=__name__,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
     mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
 )

@@ -21,8 +21,11 @@ from dataclasses import replace
 
 from napalm.base.exceptions import CommitError
 
-from gpufabric.drivers import frr_getters, frr_system
-from gpufabric.drivers.frr_files import (
+import gpufabric.platforms.frr.system as frr_system
+from gpufabric.drivers import frr_getters
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
+from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
+from gpufabric.platforms.frr.files import (
     NFT_MARKER,
     NFT_TABLE,
     CandidateParts,
@@ -30,8 +33,6 @@ from gpufabric.drivers.frr_files import (
     candidate_parts,
     join_candidate,
 )
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
-from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 
 
 class FrrDriver(LinuxSwitchDriver):

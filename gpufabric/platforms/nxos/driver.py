@@ -32,9 +32,8 @@ from napalm.nxapi_plumbing.api_client import RPCClient
 from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPIConnectionError
 from napalm.nxos.nxos import NXOSDriver
 
-from gpufabric.drivers.eos import STALE_AFTER
 from gpufabric.drivers.https_args import https_args
-from gpufabric.drivers.push_id import PUSH_ID, age_seconds, controller_name, started
+from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, controller_name, started
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post
 from gpufabric.hidden import reveal
 from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM

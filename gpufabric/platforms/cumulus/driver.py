@@ -26,9 +26,9 @@ from typing import Any
 import yaml
 from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
-from gpufabric.drivers import nvue
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, one_line, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_file
+from gpufabric.platforms.cumulus import nvue
 
 VENDOR = "NVIDIA"
 

@@ -1,4 +1,4 @@
-"""What gpufabric knows about one network OS, in one place (as netlab keeps a device file per platform).
+"""What gpufabric knows about one network OS, in one place: the bottom layer of the platform registry.
 
 Every module that needs a platform fact (port names, the management VRF, the password hash, which
 files a switch gets, how `verify` reads them, the NAPALM driver, the containerlab kind, the releases
@@ -11,28 +11,32 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from gpufabric.config.context import DeviceContext
-    from gpufabric.telemetry.ethtool import PortCounters
-    from gpufabric.verify.facts import SwitchFacts
+# This module imports nothing of gpufabric's, not even for type checking: the layers above (intent, plan,
+# config, verify, telemetry) import the registry, so a type of theirs named here would close a circle.
+# Their objects appear as `Any`; each reader's own module types them exactly.
+SwitchFacts = Any  # gpufabric.verify.facts.SwitchFacts
+PortCounters = Any  # gpufabric.telemetry.ethtool.PortCounters
+DeviceContext = Any  # gpufabric.config.context.DeviceContext
 
 # A logical port is (physical cage, lane) on a cage split `split` ways: the platform spells it.
 PortNamer = Callable[[int, int, int], str]
 # How `verify` reads a switch's rendered files back: (device name, folder) -> facts.
-Reader = Callable[[str, Path], "SwitchFacts"]
+Reader = Callable[[str, Path], SwitchFacts]
 # How `validate` reads the QoS map out of a running configuration the driver returned.
-RunningReader = Callable[[str], "SwitchFacts"]
+RunningReader = Callable[[str], SwitchFacts]
 # How telemetry and `validate --counter-window` read a switch's lossless counters (PFC pauses,
 # watchdog events, ECN marks, queue drops) through its open NAPALM connection: (conn, ports) -> per port.
-LosslessReader = Callable[[Any, list[str]], "dict[str, PortCounters]"]
+LosslessReader = Callable[[Any, list[str]], dict[str, PortCounters]]
 # A platform whose configuration is a data document, not CLI text, builds it in Python:
 # DeviceContext -> {file name: text}. None: the Jinja2 templates in `outputs` render it.
-Builder = Callable[["DeviceContext"], dict[str, str]]
-# How a switch's rendered files become the one candidate text its driver loads: (device, files) -> text.
-# None: the file named by `candidate_suffix`, alone.
-CandidateJoiner = Callable[[str, Mapping[str, str]], str]
+Builder = Callable[[DeviceContext], dict[str, str]]
+# How push assembles the one candidate text its driver loads from a switch's rendered files:
+# (device name, {file name: text}) -> text. None: the file named by `candidate_suffix`, as rendered.
+CandidateAssembler = Callable[[str, Mapping[str, str]], str]
+# A Jinja2 filter a platform's templates use (EOS spells a split port's speed its own way).
+TemplateFilter = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,20 @@ class PlatformSpec:
     mlag_l3_vlan: int | None = None
     mlag_l3_interface: str | None = None
     judge: VendorJudge | None = None
-    candidate_joiner: CandidateJoiner | None = None
+    # The package whose `templates/` folder holds the Jinja2 templates `outputs` names (package data, so an
+    # installed wheel renders; a third-party platform ships its own). None: a `builder` makes every file.
+    templates_package: str | None = None
+    # Filters the platform's templates use beyond the shared ones (ip, kbytes, yq).
+    filters: tuple[tuple[str, TemplateFilter], ...] = ()
+    # Where the platform sorts among the registered ones: every listing (docs, exports, containerlab
+    # kinds) follows (rank, name). The built-ins take 0-3; a third party keeps the default and sorts after.
+    rank: int = 1000
+    # None: push loads NAME<candidate_suffix> as it is; else this joins several rendered files into one candidate.
+    assemble_candidate: CandidateAssembler | None = None
+    # Reached through an HTTPS API (eAPI, NX-API) that logs in with a password, never an SSH key alone.
+    password_login: bool = False
+    # The configuration sets PFC, ECN queues and a scheduler (verify checks them); False: classification only.
+    lossless_qos: bool = True
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]
@@ -121,6 +138,16 @@ def running_reader(module: str, function: str, **options: object) -> RunningRead
         return facts
 
     return read
+
+
+def lazy(module: str, function: str) -> Callable[..., Any]:
+    """MODULE.FUNCTION, imported on its first call: a platform's spec names its code without loading it."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = f"{module}.{function}"
+    return call
 
 
 def linux_port(cage: int, lane: int, split: int) -> str:

@@ -2,28 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from gpufabric.platforms.spec import PlatformSpec, lazy, linux_port
 
-from gpufabric.platforms.base import PlatformSpec, linux_port
-from gpufabric.verify.facts import SwitchFacts
-
-
-def _read(name: str, folder: Path) -> SwitchFacts:
-    from gpufabric.verify.read_frr import read_frr
-
-    return read_frr(name, folder)
-
-
-def _running(text: str) -> SwitchFacts:
-    """QoS classification on a Linux switch lives in the nftables part of the running candidate."""
-    from gpufabric.drivers.frr_files import split_candidate
-    from gpufabric.verify.read_frr import nft_facts
-
-    facts = SwitchFacts("", "frr", ["running-config"])
-    nft_facts(facts, split_candidate(text)[1] or "", "running-config")
-    return facts
-
-
+# Every reference below is imported on first use: checking an intent loads this file only.
 PLATFORM = PlatformSpec(
     name="frr",
     title="Linux + FRR",
@@ -38,10 +19,10 @@ PLATFORM = PlatformSpec(
     numbered_only=False,
     mlag=False,
     outputs=(
-        (".frr.conf", "frr/frr.conf.j2"),
-        (".interfaces", "frr/interfaces.j2"),
-        (".nft", "frr/nftables.j2"),
-        (".system.yaml", "frr/system.yaml.j2"),
+        (".frr.conf", "frr.conf.j2"),
+        (".interfaces", "interfaces.j2"),
+        (".nft", "nftables.j2"),
+        (".system.yaml", "system.yaml.j2"),
     ),
     candidate_suffix=".frr.conf",
     napalm_driver="frr",
@@ -49,9 +30,13 @@ PLATFORM = PlatformSpec(
     containerlab_image="frrouting/frr:10.2.1",
     eth_numbering=False,
     port_name=linux_port,
-    reader=_read,
-    running_reader=_running,
+    reader=lazy("gpufabric.platforms.frr.verify", "read_frr"),
+    running_reader=lazy("gpufabric.platforms.frr.verify", "running_facts"),
     confirm_timer=True,  # the project's driver arms a revert timer on the switch
     ecn_unit_bytes=1,
+    rank=3,
+    assemble_candidate=lazy("gpufabric.platforms.frr.files", "assemble_candidate"),
+    lossless_qos=False,  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
+    templates_package=__name__,
     docs="FRR user guide (bgpd, zebra, frr-reload.py); nftables wiki",
 )
