@@ -1,4 +1,4 @@
-"""Linux switches routed by FRR: the lab's platform, and the control plane of SONiC and Cumulus."""
+"""Linux switches routed by FRR: the lab's platform, and the routing part of the Linux-based network OSes."""
 
 from __future__ import annotations
 
