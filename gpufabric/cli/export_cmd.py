@@ -38,7 +38,7 @@ Kinds:
     "images",
     multiple=True,
     metavar="PLATFORM=IMAGE",
-    help="containerlab only: image per platform (cumulus, eos, nxos, frr, host, edge).",
+    help="containerlab only: image per platform (a registered platform's name, host or edge).",
 )
 @strict_option
 def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...], strict: bool) -> int:

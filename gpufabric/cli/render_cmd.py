@@ -64,9 +64,9 @@ def render_cmd(
 ) -> int:
     """Render the configuration of every planned switch (or the ones selected) into a folder.
 
-    Each file is written whole or not at all: NAME.cfg for eos and nxos, NAME.yaml (an NVUE startup
-    document) for cumulus, and for frr NAME.frr.conf, NAME.interfaces (addresses, MTU), NAME.nft
-    (QoS classification, ACLs) and NAME.system.yaml (users, NTP, syslog, SNMP).
+    Each file is written whole or not at all, the files each platform's switch gets (`gpufabric docs
+    platforms` lists them per platform): NAME.cfg on eos and nxos, an NVUE startup document NAME.yaml on
+    cumulus, NAME.frr.conf with its host files on frr, and so on for every registered platform.
 
     The switch password is read from the variable the intent names and written only as a salted
     SHA-crypt hash; an SNMP community stays a reference token that `push` resolves in memory.

@@ -103,7 +103,7 @@ class ServerGroup(Model):
 class SwitchRole(Model):
     """The switch model used for one role of a plane."""
 
-    platform: Platform = Field(description="Network OS: `cumulus` (NVUE), `eos`, `nxos` or `frr`.")
+    platform: Platform = Field(description="Network OS: the name of a registered platform (the schema lists them).")
     model: ModelName = Field(description="Hardware model, for the bill of material (e.g. SN5600, 7060X6-64PE).")
     ports: int = Field(ge=1, le=512, description="Physical front-panel ports (the radix before breakout).")
     port_speed: Speed = Field(description="Speed of one physical port, e.g. 800G.")
