@@ -135,7 +135,7 @@ def test_pending_push_names_our_timed_session_and_nothing_else():
     assert MockEapi({"maint": {"state": "pendingCommitTimer", "description": ""}}).pending_push() is None
     assert MockEapi({f"gpufabric-{OLD}-1": {"state": "pending", "description": ""}}).pending_push() is None
     timed = MockEapi({f"gpufabric-{OLD}-3": {"state": "pendingCommitTimer", "description": ""}})
-    assert timed.pending_push() == {"push_id": OLD, "started": "2020-01-01T00:00:00+00:00", "controller": ""}
+    assert timed.pending_push() == {"push_id": OLD, "started": "2020-01-01T00:00:00Z", "controller": ""}
 
 
 def loaded(table: dict | None = None) -> MockEapi:
@@ -149,7 +149,7 @@ def test_commit_arms_the_timer_on_the_named_session_and_keeps_startup_under_the_
     eos.commit_config(revert_in=120)
     assert eos.sent[-2:] == [f"copy startup-config flash:gpufabric-{NOW}-startup.cfg",
                              f"configure session gpufabric-{NOW}-1 commit timer 00:02:00"]  # fmt: skip
-    assert eos.pending_push() == {"push_id": NOW, "started": "2026-01-01T00:00:00+00:00", "controller": ""}
+    assert eos.pending_push() == {"push_id": NOW, "started": "2026-01-01T00:00:00Z", "controller": ""}
     eos.confirm_commit()
     assert eos.sent[-2:] == [f"configure session gpufabric-{NOW}-1 commit", "write memory"]
     assert eos.pending_push() is None

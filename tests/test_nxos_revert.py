@@ -305,7 +305,7 @@ def test_a_second_push_finds_the_first_ones_pending_replace_and_refuses(switch):
     switch._answer(f"configure replace bootflash:gpufabric-{PUSH_A}.cfg commit-timeout 300")
     driver = MockNexusDriver("sw1", "admin", "pw", optional_args={"push_id": PUSH_B})
     driver.open()
-    assert driver.pending_push() == {"push_id": PUSH_A, "started": "2026-01-01T00:00:00+00:00", "controller": "ctl-a"}
+    assert driver.pending_push() == {"push_id": PUSH_A, "started": "2026-01-01T00:00:00Z", "controller": "ctl-a"}
     # The rollout asks every switch for a pending push first and refuses before anything is read or loaded.
     with pytest.raises(OtherPushPendingError) as refused:
         push(NEW + "ntp server 10.0.0.5\n", push_id=PUSH_B)

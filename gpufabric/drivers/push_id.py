@@ -16,8 +16,11 @@ STALE_AFTER = 3600
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")  # what a controller's name may carry into a file on a switch
 
 
+STAMP = "%Y%m%dT%H%M%SZ"
+
+
 def new_push_id(now: datetime | None = None) -> str:
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime(STAMP)
     return f"gf-{stamp}-{secrets.token_hex(3)}"
 
 
@@ -30,19 +33,26 @@ def push_id_of(optional_args: dict[str, Any]) -> str:
     return str(given)
 
 
-def started(push_id: str) -> str:
-    """When the push began, as ISO 8601 UTC (read from its id)."""
+def started_at(push_id: str) -> datetime | None:
+    """When the push began (read from its id); None when it carries no gpufabric push id."""
     found = PUSH_ID.search(push_id)
-    if found is None:
-        return ""
-    return datetime.strptime(found.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
+    return None if found is None else datetime.strptime(found.group(1), STAMP).replace(tzinfo=UTC)
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC to the second, `Z`-suffixed: the one form a push's start is shown and recorded in."""
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def started(push_id: str) -> str:
+    """When the push began, as ISO 8601 UTC (read from its id); empty when it carries none."""
+    moment = started_at(push_id)
+    return "" if moment is None else iso(moment)
 
 
 def age_seconds(push_id: str, now: datetime | None = None) -> float | None:
-    stamp = started(push_id)
-    if not stamp:
-        return None
-    return ((now or datetime.now(UTC)) - datetime.fromisoformat(stamp)).total_seconds()
+    moment = started_at(push_id)
+    return None if moment is None else ((now or datetime.now(UTC)) - moment).total_seconds()
 
 
 def safe_controller(name: str) -> str:

@@ -9,14 +9,14 @@ names the push it belongs to. Another controller reads it back through the drive
 
 from __future__ import annotations
 
-import secrets
 import socket
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from nornir.core.inventory import ConnectionOptions, Inventory
 
+from gpufabric.drivers import push_id as ids
 from gpufabric.drivers.push_id import PUSH_ID, safe_controller
 
 PATTERN = PUSH_ID  # the one form, shared with the vendor drivers that name switch-side state after it
@@ -38,17 +38,13 @@ def controller_name() -> str:
 
 
 def new_push_id(now: datetime | None = None, controller: str | None = None) -> PushId:
-    start = (now or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
-    ident = f"gf-{start:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-    return PushId(ident, start.isoformat().replace("+00:00", "Z"), controller or controller_name())
+    ident = ids.new_push_id(now)
+    return PushId(ident, ids.started(ident), controller or controller_name())
 
 
 def started_from_id(push_id: str) -> str:
     """The start a push id carries, as ISO 8601 (empty when it is not a gpufabric push id)."""
-    m = PATTERN.fullmatch(push_id)
-    if not m:
-        return ""
-    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
+    return ids.started(push_id) if PATTERN.fullmatch(push_id) else ""
 
 
 def tag(inventory: Inventory, push: PushId) -> None:
