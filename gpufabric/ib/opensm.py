@@ -13,11 +13,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gpufabric.export.atomic import write_atomic
 from gpufabric.ib.discovery import Discovery
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric
@@ -113,13 +114,14 @@ def render(
 
 
 def write(files: dict[str, str], directory: Path) -> None:
+    """Each file written whole (OpenSM, started or re-read meanwhile, never sees half a file)."""
     directory.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
-        (directory / name).write_text(text)
+        write_atomic(directory / name, text)
 
 
-def _guids(guids: object) -> str:
-    return "".join(f"0x{g:016x}\n" for g in guids)  # type: ignore[attr-defined]
+def _guids(guids: Iterable[int]) -> str:
+    return "".join(f"0x{g:016x}\n" for g in guids)
 
 
 def _opensm_conf(fabric: IbFabric, found: Discovery, settings: SmSettings, d: Path, *, sm: str, role: str) -> str:
