@@ -35,6 +35,11 @@ def _intent(file: Path) -> IbIntent:
     return load(file.read_text(), str(file))
 
 
+def _no_guid(discovered: Path | None, missing: KeyError) -> IntentError:
+    """A node of the design the discovery file has no GUID for: the fabric changed since it was read."""
+    return IntentError(str(discovered), [IntentProblem((), f"no GUID for {missing}", "discover the fabric again")])
+
+
 def _as_input_error(exc: IbError) -> IntentError:
     """A file the tools wrote (topology, discovery) that does not fit: exit 2 with where and fix."""
     first = exc.problems[0].where.split(":")[0] if exc.problems else "input"
@@ -69,7 +74,7 @@ def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> i
     except IbError as exc:
         raise _as_input_error(exc) from None
     except KeyError as exc:
-        raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
+        raise _no_guid(disc, exc) from None
     return 0
 
 
@@ -120,7 +125,7 @@ def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | 
     except IbError as exc:
         raise _as_input_error(exc) from None
     except KeyError as exc:
-        raise IntentError(str(disc), [IntentProblem((), f"no GUID for {exc}", "discover the fabric again")]) from None
+        raise _no_guid(disc, exc) from None
     err.print(f"wrote {write_files(output, files)} OpenSM file(s) to {output}")
     return 0
 
