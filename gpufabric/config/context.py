@@ -33,6 +33,19 @@ class DeviceContext:
     acl: Acl | None
     border: BorderRouting | None
     release: str  # the platform's OS release the configuration follows (the intent pins it)
+    # The plane's choice: "ecmp" (a per-flow hash) or "adaptive" (the ASIC steers by link load). The rules
+    # refuse "adaptive" where the platform has none, so a template only prints it.
+    load_balancing: str = "ecmp"
+
+    @property
+    def adaptive(self) -> bool:
+        """Adaptive routing on this switch: its plane asks for it and it routes over fabric links (an OOB
+        switch or a fabric-less one has no equal-cost uplinks to choose among)."""
+        return (
+            self.load_balancing == "adaptive"
+            and self.device.asn is not None
+            and any(p.kind == "fabric" for p in self.ports)
+        )
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -76,6 +89,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         acl=business_acl(plan, device, ports),
         border=border_routing(plan, device, neighbors),
         release=plan.intent.release(device.platform),
+        load_balancing=plane.load_balancing,
     )
 
 

@@ -219,6 +219,14 @@ class DataPlane(Model):
     )
     routing: Routing = Field(description="The eBGP underlay.")
     addressing: Addressing = Field(description="Address pools.")
+    load_balancing: Literal["ecmp", "adaptive"] = Field(
+        "ecmp",
+        description="How a switch spreads flows over its equal-cost uplinks. `ecmp`: a per-flow hash (on Linux "
+        "switches over the L4 ports too, so RoCE's varied UDP source ports spread); `adaptive`: the ASIC picks "
+        "the least loaded uplink per packet or flowlet (Cumulus adaptive routing, EOS dynamic load balancing), "
+        "which reorders packets: use it only where the NICs tolerate out-of-order RoCE. "
+        "Refused on platforms without it.",
+    )
     carries_roce: bool = Field(False, description="Whether RoCE traffic crosses this plane (needs a lossless `qos`).")
     qos: str | None = Field(None, description="Name of a profile under `qos_profiles`.")
     border: Border | None = Field(None, description="Edge connectivity; business plane only.")
