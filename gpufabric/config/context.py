@@ -36,6 +36,11 @@ class DeviceContext:
     # The plane's choice: "ecmp" (a per-flow hash) or "adaptive" (the ASIC steers by link load). The rules
     # refuse "adaptive" where the platform has none, so a template only prints it.
     load_balancing: str = "ecmp"
+    cable_length: str = "5m"  # the plane's cable length class ("5m", "30m", "100m"): PFC headroom is sized for it
+
+    @property
+    def cable_metres(self) -> int:
+        return int(self.cable_length.rstrip("m"))
 
     @property
     def adaptive(self) -> bool:
@@ -90,6 +95,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         border=border_routing(plan, device, neighbors),
         release=plan.intent.release(device.platform),
         load_balancing=plane.load_balancing,
+        cable_length=plane.cable_length,
     )
 
 

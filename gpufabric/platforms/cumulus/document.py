@@ -251,7 +251,11 @@ def _qos(ctx: DeviceContext, nv: Dialect) -> Tree:
         },
     }
     if q.lossless:
-        out["pfc"] = {"default-global": {"switch-priority": _set([str(q.roce_priority)])}}
+        # `cable-length` (metres, NVIDIA's NVUE object model: /qos/pfc/<profile>/cable-length) is what the
+        # switch sizes the lossless priority group's headroom from, with the port speed and MTU.
+        out["pfc"] = {
+            "default-global": {"cable-length": ctx.cable_metres, "switch-priority": _set([str(q.roce_priority)])}
+        }
     out["congestion-control"] = {
         "default-global": {
             "traffic-class": {
