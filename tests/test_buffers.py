@@ -82,3 +82,33 @@ def test_a_length_outside_the_classes_is_refused():
     with pytest.raises(IntentError) as info:
         load_intent_text(yaml.safe_dump(doc, sort_keys=False), "superpod.yml")
     assert any(p.path[:3] == ("planes", "compute", "cable_length") for p in info.value.problems)
+
+
+def test_verify_finds_a_cable_length_changed_in_a_rendered_file(tmp_path):
+    from gpufabric.verify.runner import verify
+    from tests.render_helpers import render_into
+
+    plan = _plan(SUPERPOD, "30m", "5.14")
+    render_into(plan, tmp_path)
+    assert [f for f in verify(plan, tmp_path, vendor_judges=False).findings if f.check == "qos-cable-length"] == []
+    target = tmp_path / "cmp-su1-leaf1.yaml"
+    text = target.read_text()
+    assert "cable-length: 30\n" in text
+    target.write_text(text.replace("cable-length: 30\n", "cable-length: 5\n"))
+    found = [f for f in verify(plan, tmp_path, vendor_judges=False).findings if f.check == "qos-cable-length"]
+    assert [(f.device, f.file, f.found) for f in found] == [("cmp-su1-leaf1", "cmp-su1-leaf1.yaml", "5")]
+    assert found[0].line > 1
+
+
+def test_verify_finds_a_sonic_port_with_another_cable_length(tmp_path):
+    from gpufabric.verify.runner import verify
+    from tests.render_helpers import render_into
+
+    plan = _plan(SONIC, "100m")
+    files = render_into(plan, tmp_path)
+    assert [f for f in verify(plan, tmp_path, vendor_judges=False).findings if f.check == "qos-cable-length"] == []
+    name = next(n for n, t in files.items() if n.endswith(".json") and '"CABLE_LENGTH"' in t)
+    target = tmp_path / name
+    target.write_text(target.read_text().replace('"100m"', '"5m"', 1))
+    found = [f for f in verify(plan, tmp_path, vendor_judges=False).findings if f.check == "qos-cable-length"]
+    assert len(found) == 1 and found[0].found == "5" and found[0].file == name

@@ -105,6 +105,9 @@ class PlatformSpec:
     password_login: bool = False
     # The configuration sets PFC, ECN queues and a scheduler (verify checks them); False: classification only.
     lossless_qos: bool = True
+    # The switch sizes PFC headroom itself from the plane's cable length class, which gpufabric renders
+    # (Cumulus `qos pfc ... cable-length`, SONiC's dynamic buffer model `CABLE_LENGTH`); verify reads it back.
+    cable_length: bool = False
     # The ASIC can steer flows by link load (`load_balancing: adaptive`): Cumulus adaptive routing, EOS dynamic
     # load balancing. False: the intent's `adaptive` is refused for a plane with this platform's switches.
     adaptive_routing: bool = False

@@ -198,6 +198,14 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
             f"ECN on queue {q.roce_priority}, {want[0]}-{want[1]} bytes",
             ecn.value if ecn else "none",
         )
+    if q.lossless and platform(facts.platform).cable_length:
+        if not facts.cable_length:
+            yield _finding("qos-cable-length", facts, None, f"cable length {ctx.cable_length} for PFC headroom", "none")
+        for where, got in sorted(facts.cable_length.items()):
+            if got.value != ctx.cable_metres:
+                yield _finding(
+                    "qos-cable-length", facts, got, f"{where}: cable length {ctx.cable_length}", f"{got.value}"
+                )
     if q.cnp_priority not in facts.strict:
         yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
     for p in ctx.ports:

@@ -61,6 +61,9 @@ class SwitchFacts:
     # Load balancing: adaptive routing / dynamic load balancing switched on globally (True) or off (False, or
     # None when the text does not say), the ports it is on where the platform sets it per port, and a Linux
     # switch's ECMP hash policy (net.ipv4.fib_multipath_hash_policy: 0 L3, 1 L4 five-tuple).
+    # Cable length (metres) the switch sizes PFC headroom from: per port (SONiC CABLE_LENGTH) or for the
+    # switch's PFC profile (Cumulus `qos pfc default-global`, keyed by the profile).
+    cable_length: dict[str, Fact] = field(default_factory=dict)
     adaptive: Fact | None = None
     adaptive_ports: dict[str, Fact] = field(default_factory=dict)
     multipath_hash: Fact | None = None

@@ -32,6 +32,7 @@ PLATFORM = PlatformSpec(
     builder=lazy("gpufabric.platforms.cumulus.document", "build"),
     rank=0,
     adaptive_routing=True,
+    cable_length=True,
     adaptive_per_port=True,
     docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
     mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered

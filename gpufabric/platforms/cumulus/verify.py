@@ -191,6 +191,9 @@ def _qos(facts: SwitchFacts, doc: _Doc) -> None:
         if isinstance(spec, dict) and "switch-priority" in spec:
             where = (*q, "dscp", dscp, "switch-priority")
             facts.dscp_map[_int(dscp, *where[:-1])] = doc.fact(_int(spec["switch-priority"], *where), *where)
+    where = ("qos", "pfc", "default-global", "cable-length")
+    if (length := doc.get(*where)) is not None:
+        facts.cable_length["default-global"] = doc.fact(_int(length, *where), *where)
     for prio in doc.get("qos", "pfc", "default-global", "switch-priority") or {}:
         where = ("qos", "pfc", "default-global", "switch-priority", prio)
         facts.pfc[_int(prio, *where)] = doc.fact(True, *where)
