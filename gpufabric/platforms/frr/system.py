@@ -154,6 +154,11 @@ def snapshot_script(archive: str, absent: str, host: str) -> str:
         f'present=\'\'\nfor f in {files}; do if [ -e "$f" ] || [ -L "$f" ]; then present="$present $f"; '
         f'else echo "$f" >> {absent}; fi; done\n'
         f"tar -cpf {archive} -P $present\n"
+        # The kernel's running values too: restoring SYSCTL alone would leave them as the push set them.
+        + "".join(
+            f"rm -f {archive}.{k}; if [ -r {_proc(k)} ]; then cat {_proc(k)} > {archive}.{k}; fi\n"
+            for k in sorted(SYSCTLS)
+        )
     )
 
 
@@ -163,7 +168,15 @@ def restore_script(archive: str, absent: str, host: str) -> str:
         f"if [ -f {archive} ]; then tar -xpf {archive} -P; fi\n"
         f'if [ -f {absent} ]; then while read -r f; do rm -f "$f"; done < {absent}; fi\n'
         f'if [ -s {host} ]; then hostname "$(cat {host})"; fi\n'
+        + "".join(
+            f"if [ -s {archive}.{k} ]; then cat {archive}.{k} > {_proc(k)} || true; fi\n" for k in sorted(SYSCTLS)
+        )
     )
+
+
+def _proc(name: str) -> str:
+    """The /proc/sys file of a kernel setting (names are from SYSCTLS: no shell metacharacters)."""
+    return "/proc/sys/" + name.replace(".", "/")
 
 
 _SECRET_LINE = re.compile(r"(?m)^(\s*(?:-\s+)?(?:community|hashed_password):\s*)(?!null\s*$)(\S.*)$")
