@@ -52,7 +52,9 @@ def validate_device(
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})
         found += checks.interfaces(p, conn.get_interfaces())
         found += checks.ecmp(p, routes)
-        found += checks.qos(p, conn.get_config(retrieve="running")["running"] if p.qos else "")
+        running = conn.get_config(retrieve="running")["running"] if p.reads_running else ""
+        found += checks.qos(p, running)
+        found += checks.load_balancing(p, running)
         found += checks.oob_isolation(p, routes)
         if first is not None and limits is not None:
             time.sleep(max(0.0, limits.window - (time.monotonic() - started)))

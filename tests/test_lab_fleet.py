@@ -204,6 +204,7 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         "interface",
         "ecmp-width",
         "qos-contract",
+        "load-balancing",
         "oob-isolation",
     }
     widths = {(r["device"], r["item"]): r["observed"] for r in results if r["check"] == "ecmp-width"}

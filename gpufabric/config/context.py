@@ -33,6 +33,24 @@ class DeviceContext:
     acl: Acl | None
     border: BorderRouting | None
     release: str  # the platform's OS release the configuration follows (the intent pins it)
+    # The plane's choice: "ecmp" (a per-flow hash) or "adaptive" (the ASIC steers by link load). The rules
+    # refuse "adaptive" where the platform has none, so a template only prints it.
+    load_balancing: str = "ecmp"
+    cable_length: str = "5m"  # the plane's cable length class ("5m", "30m", "100m"): PFC headroom is sized for it
+
+    @property
+    def cable_metres(self) -> int:
+        return int(self.cable_length.rstrip("m"))
+
+    @property
+    def adaptive(self) -> bool:
+        """Adaptive routing on this switch: its plane asks for it and it routes over fabric links (an OOB
+        switch or a fabric-less one has no equal-cost uplinks to choose among)."""
+        return (
+            self.load_balancing == "adaptive"
+            and self.device.asn is not None
+            and any(p.kind == "fabric" for p in self.ports)
+        )
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -76,6 +94,8 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         acl=business_acl(plan, device, ports),
         border=border_routing(plan, device, neighbors),
         release=plan.intent.release(device.platform),
+        load_balancing=plane.load_balancing,
+        cable_length=plane.cable_length,
     )
 
 

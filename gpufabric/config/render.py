@@ -72,6 +72,7 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
         "acl": ctx.acl,
         "border": ctx.border,
         "release": ctx.release,
+        "adaptive": ctx.adaptive,
         "breakouts": breakouts(ctx),
     }
 

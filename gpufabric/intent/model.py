@@ -219,6 +219,22 @@ class DataPlane(Model):
     )
     routing: Routing = Field(description="The eBGP underlay.")
     addressing: Addressing = Field(description="Address pools.")
+    load_balancing: Literal["ecmp", "adaptive"] = Field(
+        "ecmp",
+        description="How a switch spreads flows over its equal-cost uplinks. `ecmp`: a per-flow hash (on Linux "
+        "switches over the L4 ports too, so RoCE's varied UDP source ports spread); `adaptive`: the ASIC picks "
+        "the least loaded uplink per packet or flowlet (Cumulus adaptive routing, EOS dynamic load balancing), "
+        "which reorders packets: use it only where the NICs tolerate out-of-order RoCE. "
+        "Refused on platforms without it.",
+    )
+    cable_length: Literal["5m", "30m", "100m"] = Field(
+        "5m",
+        description="Length class of the plane's longest lossless link (5m: within a rack, 30m: a row, 100m: "
+        "a hall). PFC headroom must absorb what is in flight on the cable while a pause takes effect, so it "
+        "grows with length and speed: Cumulus (`qos pfc ... cable-length`) and SONiC's dynamic buffer model "
+        "(`CABLE_LENGTH`) size it from this, the port speed and the MTU. A class shorter than the cable "
+        "leaves too little headroom, and lossless traffic is dropped.",
+    )
     carries_roce: bool = Field(False, description="Whether RoCE traffic crosses this plane (needs a lossless `qos`).")
     qos: str | None = Field(None, description="Name of a profile under `qos_profiles`.")
     border: Border | None = Field(None, description="Edge connectivity; business plane only.")

@@ -350,9 +350,28 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
                 "use host_links: routed, or a leaf platform with MLAG (cumulus, eos, nxos)",
             )
         )
+    problems += _load_balancing(plane, roles, at)
     if plane.border is not None:
         problems += _border(plane, (*at, "border"))
     return problems
+
+
+def _load_balancing(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    """`adaptive` needs every routed switch of the plane to steer by link load; half a plane adaptive would
+    leave the other half hashing flows onto the links the adaptive half avoids."""
+    if plane.load_balancing != "adaptive":
+        return []
+    without = sorted({r.platform for r in roles.values() if not platform(r.platform).adaptive_routing})
+    if not without:
+        return []
+    having = ", ".join(n for n in names() if platform(n).adaptive_routing)
+    return [
+        Problem(
+            (*at, "load_balancing"),
+            f"{', '.join(without)} switches have no adaptive routing gpufabric can configure",
+            f"use load_balancing: ecmp, or switches of a platform with it ({having})",
+        )
+    ]
 
 
 def _speeds(role: SwitchRole, at: Path) -> list[Problem]:

@@ -66,6 +66,8 @@ class PlaneBuilder:
             host_mtu=plane.host_mtu,
             qos=plane.qos,
             carries_roce=plane.carries_roce,
+            load_balancing=plane.load_balancing,
+            cable_length=plane.cable_length,
             routing={
                 "protocol": plane.routing.protocol,
                 "addressing": plane.routing.addressing,

@@ -157,6 +157,10 @@ class PlanePlan:
     sizing: dict[str, int] = field(default_factory=dict)
     qos: str | None = None
     carries_roce: bool = False
+    load_balancing: str = "ecmp"
+    cable_length: str = (
+        "5m"  # the length class lossless headroom is sized for  # ecmp | adaptive, as the intent chooses for the plane
+    )
     routing: dict[str, object] = field(default_factory=dict)
 
     def count_by_role(self) -> dict[str, int]:

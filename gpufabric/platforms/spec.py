@@ -105,6 +105,18 @@ class PlatformSpec:
     password_login: bool = False
     # The configuration sets PFC, ECN queues and a scheduler (verify checks them); False: classification only.
     lossless_qos: bool = True
+    # The switch sizes PFC headroom itself from the plane's cable length class, which gpufabric renders
+    # (Cumulus `qos pfc ... cable-length`, SONiC's dynamic buffer model `CABLE_LENGTH`); verify reads it back.
+    cable_length: bool = False
+    # The ASIC can steer flows by link load (`load_balancing: adaptive`): Cumulus adaptive routing, EOS dynamic
+    # load balancing. False: the intent's `adaptive` is refused for a plane with this platform's switches.
+    adaptive_routing: bool = False
+    # Adaptive routing is also switched on per port (NVUE: interface <port> router adaptive-routing), not only
+    # globally: verify expects it on every fabric port of an adaptive plane.
+    adaptive_per_port: bool = False
+    # A Linux kernel forwards the traffic, and its ECMP hash is set by sysctl: gpufabric renders
+    # net.ipv4.fib_multipath_hash_policy=1 (the L4 five-tuple) in the host settings.
+    linux_multipath_hash: bool = False
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -27,6 +27,13 @@ class Planned:
     qos: tuple[tuple[int, int, str], ...] = ()  # (DSCP, priority, what)
     mgmt_port: str | None = None
     mgmt_subnet: str | None = None
+    adaptive: bool | None = None  # adaptive routing on (True) or off; None: the platform has none to check
+    multipath_hash: int | None = None  # a Linux switch's net.ipv4.fib_multipath_hash_policy; None: not kept
+
+    @property
+    def reads_running(self) -> bool:
+        """A check needs the running configuration's text."""
+        return bool(self.qos) or self.adaptive is not None or self.multipath_hash is not None
 
 
 def drift(p: Planned, diff: str) -> Iterator[CheckResult]:
@@ -76,6 +83,29 @@ def qos(p: Planned, running: str) -> Iterator[CheckResult]:
             f"{what} DSCP {dscp}",
             f"priority {prio}",
             "unmapped" if got is None else f"priority {got}",
+        )
+
+
+def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
+    """The plane's load balancing as the switch runs it: adaptive routing on or off, the kernel's ECMP hash."""
+    if p.adaptive is None and p.multipath_hash is None:
+        return
+    facts = qos_map.running_facts(p.platform, running)
+    if facts is None:
+        return
+    if p.adaptive is not None:
+        on = bool(facts.adaptive and facts.adaptive.value)
+        yield result(
+            "load-balancing", p.device, "adaptive routing", "on" if p.adaptive else "off", "on" if on else "off"
+        )
+    if p.multipath_hash is not None:
+        got = facts.multipath_hash
+        yield result(
+            "load-balancing",
+            p.device,
+            "net.ipv4.fib_multipath_hash_policy",
+            str(p.multipath_hash),
+            "not shown" if got is None else str(got.value),
         )
 
 

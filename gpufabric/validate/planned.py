@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.plan.model import Plan
+from gpufabric.platforms import platform
 from gpufabric.validate.checks import Planned
 from gpufabric.validate.ecmp import expected_widths
 
@@ -16,6 +17,7 @@ def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -
     for name, ctx in contexts.items():
         d = ctx.device
         q = ctx.qos
+        spec = platform(d.platform)
         out[name] = Planned(
             device=name,
             platform=d.platform,
@@ -26,5 +28,7 @@ def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -
             qos=((q.roce_dscp, q.roce_priority, "RoCE"), (q.cnp_dscp, q.cnp_priority, "CNP")) if q else (),
             mgmt_port=d.mgmt_port if d.mgmt_ip is not None else None,
             mgmt_subnet=str(oob.subnet) if oob is not None and d.mgmt_ip is not None else None,
+            adaptive=ctx.adaptive if spec.adaptive_routing and d.asn is not None else None,
+            multipath_hash=1 if spec.linux_multipath_hash else None,
         )
     return out

@@ -7,11 +7,21 @@ read one way.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpufabric.platforms import names, platform
 
 
-def dscp_map(platform_name: str, running: str) -> dict[int, int]:
+def running_facts(platform_name: str, running: str) -> Any:
+    """The facts of a running configuration (gpufabric.verify.facts.SwitchFacts), or None for a platform
+    no installed distribution registers."""
     if platform_name not in names():
+        return None
+    return platform(platform_name).running_reader(running)
+
+
+def dscp_map(platform_name: str, running: str) -> dict[int, int]:
+    facts = running_facts(platform_name, running)
+    if facts is None:
         return {}
-    facts = platform(platform_name).running_reader(running)
     return {dscp: int(fact.value) for dscp, fact in facts.dscp_map.items()}

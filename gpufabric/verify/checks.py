@@ -46,6 +46,7 @@ def check_device(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator
         yield _finding("hostname", facts, facts.hostname, d.name, facts.hostname.value if facts.hostname else "none")
     yield from _bgp(ctx, facts)
     yield from _ports(plan, ctx, facts)
+    yield from _load_balancing(ctx, facts)
     if ctx.qos is not None:
         yield from _qos(ctx, ctx.qos, facts)
     if d.plane == "oob":
@@ -126,6 +127,34 @@ def _ports(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Findi
                 )
 
 
+def _load_balancing(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    """The plane's `load_balancing` as the text says it: adaptive routing on (and on every fabric port where
+    the platform sets it per port) or off, and a Linux switch's kernel hashing ECMP over the L4 ports."""
+    spec = platform(facts.platform)
+    if spec.adaptive_routing:
+        on = bool(facts.adaptive and facts.adaptive.value)
+        if on != ctx.adaptive:
+            want = "adaptive routing on" if ctx.adaptive else "no adaptive routing (load_balancing: ecmp)"
+            yield _finding("load-balancing", facts, facts.adaptive, want, "on" if on else "off", anchor="bgp")
+        for p in ctx.ports:
+            if spec.adaptive_per_port and ctx.adaptive and p.kind == "fabric" and p.name not in facts.adaptive_ports:
+                got = facts.mtu.get(p.name)
+                yield _finding("load-balancing", facts, got, f"{p.name}: adaptive routing on", "off")
+        if not ctx.adaptive:
+            for port, got in facts.adaptive_ports.items():
+                yield _finding("load-balancing", facts, got, f"{port}: no adaptive routing", "on")
+    if spec.linux_multipath_hash:
+        got = facts.multipath_hash
+        if got is None or got.value != 1:
+            yield _finding(
+                "load-balancing",
+                facts,
+                got,
+                "net.ipv4.fib_multipath_hash_policy 1 (ECMP hash over the L4 ports)",
+                got.value if got else "not set",
+            )
+
+
 def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Finding]:
     if facts.trust_dscp is None:
         yield _finding("qos-trust", facts, None, "trust dscp", "missing")
@@ -169,6 +198,14 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
             f"ECN on queue {q.roce_priority}, {want[0]}-{want[1]} bytes",
             ecn.value if ecn else "none",
         )
+    if q.lossless and platform(facts.platform).cable_length:
+        if not facts.cable_length:
+            yield _finding("qos-cable-length", facts, None, f"cable length {ctx.cable_length} for PFC headroom", "none")
+        for where, got in sorted(facts.cable_length.items()):
+            if got.value != ctx.cable_metres:
+                yield _finding(
+                    "qos-cable-length", facts, got, f"{where}: cable length {ctx.cable_length}", f"{got.value}"
+                )
     if q.cnp_priority not in facts.strict:
         yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
     for p in ctx.ports:

@@ -58,6 +58,15 @@ class SwitchFacts:
     strict: dict[int, Fact] = field(default_factory=dict)  # strict-priority traffic classes
     watchdog: Fact | None = None
     qos_ports: dict[str, Fact] = field(default_factory=dict)  # ports the RoCE policy is applied to
+    # Load balancing: adaptive routing / dynamic load balancing switched on globally (True) or off (False, or
+    # None when the text does not say), the ports it is on where the platform sets it per port, and a Linux
+    # switch's ECMP hash policy (net.ipv4.fib_multipath_hash_policy: 0 L3, 1 L4 five-tuple).
+    # Cable length (metres) the switch sizes PFC headroom from: per port (SONiC CABLE_LENGTH) or for the
+    # switch's PFC profile (Cumulus `qos pfc default-global`, keyed by the profile).
+    cable_length: dict[str, Fact] = field(default_factory=dict)
+    adaptive: Fact | None = None
+    adaptive_ports: dict[str, Fact] = field(default_factory=dict)
+    multipath_hash: Fact | None = None
     routes: list[Fact] = field(default_factory=list)  # (vrf or None, prefix) static routes
     secrets: list[Fact] = field(default_factory=list)  # lines that would carry a password or community
     problems: list[Finding] = field(default_factory=list)  # the text did not parse as expected

@@ -147,6 +147,10 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     bridge: Tree | None = Shared({"domain": {BRIDGE: {"access": OOB_VLAN}}}) if d.plane == "oob" else None
     host_acl: Tree | None = Shared({"BIZ-HOST-IN": {"inbound": {}}}) if ctx.acl else None
     edge_acl: Tree | None = Shared({"BIZ-EDGE-IN": {"inbound": {}}}) if ctx.acl else None
+    # `nv set interface swpN router adaptive-routing enable on` (5.15+: `state enabled`): NVUE's object
+    # model has adaptive routing per interface as well as globally (/router/adaptive-routing); the fabric
+    # ports are the equal-cost uplinks and downlinks it chooses among.
+    adaptive: Tree | None = Shared({"adaptive-routing": nv.enabled()}) if ctx.adaptive else None
     for p in ctx.ports:
         kind = p.kind
         if kind == "peer":
@@ -162,6 +166,8 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
             port["bridge"] = bridge
         if watchdog and kind in ("fabric", "host"):
             port["qos"] = watchdog
+        if adaptive and kind == "fabric":
+            port["router"] = adaptive
         if host_acl and kind == "host" and p.address:
             port["acl"] = host_acl
         elif edge_acl and kind == "edge":
@@ -245,7 +251,11 @@ def _qos(ctx: DeviceContext, nv: Dialect) -> Tree:
         },
     }
     if q.lossless:
-        out["pfc"] = {"default-global": {"switch-priority": _set([str(q.roce_priority)])}}
+        # `cable-length` (metres, NVIDIA's NVUE object model: /qos/pfc/<profile>/cable-length) is what the
+        # switch sizes the lossless priority group's headroom from, with the port speed and MTU.
+        out["pfc"] = {
+            "default-global": {"cable-length": ctx.cable_metres, "switch-priority": _set([str(q.roce_priority)])}
+        }
     out["congestion-control"] = {
         "default-global": {
             "traffic-class": {
@@ -324,6 +334,8 @@ def _router(ctx: DeviceContext, nv: Dialect) -> Tree:
         out["bgp"] = {**nv.enabled(), "autonomous-system": d.asn, "router-id": ip(d.loopback)}
     if ctx.mlag:
         out["vrr"] = nv.enabled()
+    if ctx.adaptive:
+        out["adaptive-routing"] = nv.enabled()
     border = ctx.border
     if border:
         accept: Tree = {str(i * 10): {"match": {net: {}}, "action": "permit"} for i, net in enumerate(border.accept, 1)}

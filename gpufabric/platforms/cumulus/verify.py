@@ -155,6 +155,10 @@ def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
         if roce_fact is not None and isinstance(bond, dict) and isinstance(bond.get("member"), dict):
             for member in bond["member"]:  # bond members (the peerlink's too) are switch ports as well
                 facts.qos_ports.setdefault(str(member), roce_fact)
+        router = spec.get("router")
+        ar = router.get("adaptive-routing") if isinstance(router, dict) else None
+        if isinstance(ar, dict) and (_on(ar.get("enable")) or _on(ar.get("state"))):
+            facts.adaptive_ports[port] = fact_in(True, router, "adaptive-routing")
         qos = spec.get("qos")
         if facts.watchdog is None and isinstance(qos, dict) and qos.get("pfc-watchdog") is not None:
             facts.watchdog = fact_in(True, qos, "pfc-watchdog")
@@ -164,6 +168,9 @@ def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
     where: tuple[Any, ...] = ("router", "bgp", "autonomous-system")
     if (asn := doc.get(*where)) is not None:
         facts.asn = doc.fact(_int(asn, *where), *where)
+    ar = doc.get("router", "adaptive-routing")
+    if isinstance(ar, dict):  # `enable: on` until Cumulus Linux 5.14, `state: enabled` from 5.15
+        facts.adaptive = doc.fact(_on(ar.get("enable")) or _on(ar.get("state")), "router", "adaptive-routing")
     bgp = ("vrf", "default", "router", "bgp")
     for key, spec in (doc.get(*bgp, "neighbor") or {}).items():
         if isinstance(spec, dict) and "remote-as" in spec:
@@ -184,6 +191,9 @@ def _qos(facts: SwitchFacts, doc: _Doc) -> None:
         if isinstance(spec, dict) and "switch-priority" in spec:
             where = (*q, "dscp", dscp, "switch-priority")
             facts.dscp_map[_int(dscp, *where[:-1])] = doc.fact(_int(spec["switch-priority"], *where), *where)
+    where = ("qos", "pfc", "default-global", "cable-length")
+    if (length := doc.get(*where)) is not None:
+        facts.cable_length["default-global"] = doc.fact(_int(length, *where), *where)
     for prio in doc.get("qos", "pfc", "default-global", "switch-priority") or {}:
         where = ("qos", "pfc", "default-global", "switch-priority", prio)
         facts.pfc[_int(prio, *where)] = doc.fact(True, *where)

@@ -90,6 +90,8 @@ def structured_config(ctx: DeviceContext) -> SC:
     _mlag(ctx, sc)
     _interfaces(ctx, sc)
     _bgp(ctx, sc)
+    if ctx.adaptive:
+        sc["ip_hardware"] = {"fib": {"load_balance_distribution": {"dynamic": {"enabled": True}}}}
     return sc
 
 

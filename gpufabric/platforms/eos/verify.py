@@ -33,6 +33,8 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
     for obj, m in sections(conf, r"^qos map dscp ([\d ]+) to traffic-class (\d+)$"):
         for dscp in m.group(1).split():
             facts.dscp_map[int(dscp)] = Fact(int(m.group(2)), file, line(obj))
+    for obj, _ in sections(conf, r"^ip hardware fib load-balance distribution dynamic$"):
+        facts.adaptive = Fact(True, file, line(obj))
     for obj, _ in sections(conf, r"^qos profile ROCE$"):
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
         _profile(facts, obj, file)

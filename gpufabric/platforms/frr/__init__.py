@@ -35,6 +35,7 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,  # the project's driver arms a revert timer on the switch
     ecn_unit_bytes=1,
     rank=3,
+    linux_multipath_hash=True,
     assemble_candidate=lazy("gpufabric.platforms.frr.files", "assemble_candidate"),
     lossless_qos=False,  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
     templates_package=__name__,

@@ -28,6 +28,7 @@ from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 from gpufabric.platforms.frr.files import (
     NFT_MARKER,
     NFT_TABLE,
+    SYSCTL_MARKER,
     CandidateParts,
     DeviceFiles,
     candidate_parts,
@@ -180,6 +181,12 @@ class FrrDriver(LinuxSwitchDriver):
         self._run(f"sh {self.files.path('revert.sh')}")
 
     # -- getters -------------------------------------------------------------------------------
+    def _running_sysctl(self) -> str:
+        """The kernel settings the system file manages, as the switch runs them (one round trip)."""
+        assert self.transport is not None, "call open() first"
+        commands = {k: f"cat /proc/sys/{k.replace('.', '/')}" for k in sorted(frr_system.SYSCTLS)}
+        return _sysctl_section({k: v.strip() for k, v in read_many(self.transport, commands).items()})
+
     def get_config(
         self, retrieve: str = "all", full: bool = False, sanitized: bool = False, format: str = "text"
     ) -> dict[str, str]:
@@ -188,6 +195,8 @@ class FrrDriver(LinuxSwitchDriver):
             running = frr_getters.strip_header(self._vtysh("show running-config"))
             nft = self._run(f"nft -s list table {NFT_TABLE} 2>/dev/null || true")
             result["running"] = join_candidate(running, nft) if nft.strip() else running
+            if sysctl := self._running_sysctl():
+                result["running"] = result["running"].rstrip("\n") + "\n" + sysctl
         if retrieve in ("all", "startup"):
             saved = self._run(f"cat {self.files.confdir}/frr.conf")
             nft = self._run(f"cat {self.files.path('applied.nft')} 2>/dev/null || true")
@@ -195,6 +204,12 @@ class FrrDriver(LinuxSwitchDriver):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+
+def _sysctl_section(values: dict[str, str]) -> str:
+    """The kernel settings a running configuration shows, after SYSCTL_MARKER; nothing if none was read."""
+    shown = [f"{k} = {v}" for k, v in sorted(values.items()) if v]
+    return "".join(f"{row}\n" for row in [SYSCTL_MARKER, *shown]) if shown else ""
 
 
 def _system_diff(candidate: str, applied: str, same_secrets: bool) -> str:

@@ -17,13 +17,17 @@ import gpufabric.platforms.frr.system as frr_system
 from gpufabric.platforms.frr.system import INTERFACES_MARKER, SYSTEM_MARKER
 
 NFT_MARKER = "! gpufabric: nftables"
+# Only in a running configuration `get_config` returns: the kernel settings the system file sets, as the
+# switch runs them (`name = value` lines), so `validate` sees a setting changed behind gpufabric's back.
+SYSCTL_MARKER = "! gpufabric: sysctl"
 NFT_TABLE = "inet gpufabric"
 REMOVE_TABLE = f"table {NFT_TABLE}\ndelete table {NFT_TABLE}\n"
 RELOAD = "/usr/lib/frr/frr-reload.py"
 
 
 _SECTION = re.compile(
-    f"^({re.escape(NFT_MARKER)}|{re.escape(SYSTEM_MARKER)}|{re.escape(INTERFACES_MARKER)})$", re.MULTILINE
+    f"^({re.escape(NFT_MARKER)}|{re.escape(SYSTEM_MARKER)}|{re.escape(INTERFACES_MARKER)}|{re.escape(SYSCTL_MARKER)})$",
+    re.MULTILINE,
 )
 
 
@@ -33,12 +37,19 @@ class CandidateParts:
     nft: str | None = None
     system: str | None = None
     interfaces: str | None = None
+    sysctl: str | None = None
 
 
 def candidate_parts(text: str) -> CandidateParts:
     pieces = _SECTION.split(text)
     found = {marker: body.lstrip("\n") for marker, body in zip(pieces[1::2], pieces[2::2], strict=True)}
-    return CandidateParts(pieces[0], found.get(NFT_MARKER), found.get(SYSTEM_MARKER), found.get(INTERFACES_MARKER))
+    return CandidateParts(
+        pieces[0],
+        found.get(NFT_MARKER),
+        found.get(SYSTEM_MARKER),
+        found.get(INTERFACES_MARKER),
+        found.get(SYSCTL_MARKER),
+    )
 
 
 def split_candidate(text: str) -> tuple[str, str | None]:

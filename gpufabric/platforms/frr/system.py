@@ -24,6 +24,7 @@ RSYSLOG = "/etc/rsyslog.d/90-gpufabric.conf"
 SNMPD = "/etc/snmp/snmpd.conf.d/gpufabric.conf"
 RESOLV = "/etc/resolv.conf"
 INTERFACES = "/etc/network/interfaces.d/gpufabric"
+SYSCTL = "/etc/sysctl.d/90-gpufabric.conf"  # read again at boot by systemd-sysctl
 # Every file the system part may change; saved before a commit and put back by a revert.
 MANAGED = (
     "/etc/hostname",
@@ -38,7 +39,11 @@ MANAGED = (
     SNMPD,
     RESOLV,
     INTERFACES,
+    SYSCTL,
 )
+# The kernel settings the system file may carry: each is written to its /proc/sys file at once and to
+# SYSCTL for the next boot. A name outside this list is refused, so the file cannot reach any other path.
+SYSCTLS = frozenset({"net.ipv4.fib_multipath_hash_policy"})
 _IFACE = re.compile(r"^iface\s+(\S+)")
 _MTU = re.compile(r"^\s+mtu\s+(\d+)$")
 
@@ -57,6 +62,7 @@ class SystemSettings:
     allow: list[str]
     port_mtu: dict[str, int] = field(default_factory=dict)  # data ports only; management is left alone
     interfaces_file: str = ""
+    sysctl: dict[str, int] = field(default_factory=dict)
 
 
 def parse(system_yaml: str, interfaces: str = "") -> SystemSettings:
@@ -74,7 +80,15 @@ def parse(system_yaml: str, interfaces: str = "") -> SystemSettings:
         allow=[str(p) for p in (doc.get("management") or {}).get("allow") or []],
         port_mtu=_port_mtus(interfaces, str((doc.get("management") or {}).get("port") or "")),
         interfaces_file=interfaces,
+        sysctl=_sysctl(doc.get("sysctl") or {}),
     )
+
+
+def _sysctl(found: dict[str, Any]) -> dict[str, int]:
+    unknown = sorted(set(found) - SYSCTLS)
+    if unknown:
+        raise ValueError(f"system file: sysctl {', '.join(unknown)} is not one gpufabric sets")
+    return {str(k): int(v) for k, v in found.items()}
 
 
 def _port_mtus(interfaces: str, mgmt_port: str) -> dict[str, int]:
@@ -116,6 +130,8 @@ def apply_script(s: SystemSettings) -> str:
         snmp += f"sysLocation {s.snmp_location}\n" if s.snmp_location else ""
     lines.append(_write(SNMPD, snmp))
     lines.append(_write(INTERFACES, s.interfaces_file))
+    lines.append(_write(SYSCTL, "".join(f"{k} = {v}\n" for k, v in sorted(s.sysctl.items()))))
+    lines += [f"echo {v} > /proc/sys/{k.replace('.', '/')}" for k, v in sorted(s.sysctl.items())]
     lines += [
         f"if ip link show dev {q(port)} >/dev/null 2>&1; then ip link set dev {q(port)} mtu {mtu} up; fi"
         for port, mtu in sorted(s.port_mtu.items())
@@ -138,6 +154,11 @@ def snapshot_script(archive: str, absent: str, host: str) -> str:
         f'present=\'\'\nfor f in {files}; do if [ -e "$f" ] || [ -L "$f" ]; then present="$present $f"; '
         f'else echo "$f" >> {absent}; fi; done\n'
         f"tar -cpf {archive} -P $present\n"
+        # The kernel's running values too: restoring SYSCTL alone would leave them as the push set them.
+        + "".join(
+            f"rm -f {archive}.{k}; if [ -r {_proc(k)} ]; then cat {_proc(k)} > {archive}.{k}; fi\n"
+            for k in sorted(SYSCTLS)
+        )
     )
 
 
@@ -147,7 +168,15 @@ def restore_script(archive: str, absent: str, host: str) -> str:
         f"if [ -f {archive} ]; then tar -xpf {archive} -P; fi\n"
         f'if [ -f {absent} ]; then while read -r f; do rm -f "$f"; done < {absent}; fi\n'
         f'if [ -s {host} ]; then hostname "$(cat {host})"; fi\n'
+        + "".join(
+            f"if [ -s {archive}.{k} ]; then cat {archive}.{k} > {_proc(k)} || true; fi\n" for k in sorted(SYSCTLS)
+        )
     )
+
+
+def _proc(name: str) -> str:
+    """The /proc/sys file of a kernel setting (names are from SYSCTLS: no shell metacharacters)."""
+    return "/proc/sys/" + name.replace(".", "/")
 
 
 _SECRET_LINE = re.compile(r"(?m)^(\s*(?:-\s+)?(?:community|hashed_password):\s*)(?!null\s*$)(\S.*)$")

@@ -14,6 +14,7 @@ import yaml
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
 from gpufabric.verify.facts import Fact, SwitchFacts
 
+HASH_POLICY = "net.ipv4.fib_multipath_hash_policy"
 _IFACE = re.compile(r"^iface (\S+)")
 _SETTING = re.compile(r"^\s+(mtu|address) (\S+)")
 # A rendered file writes DSCP values as numbers; `nft list` prints well-known ones by name.
@@ -90,15 +91,28 @@ def _system(facts: SwitchFacts, path: Path) -> None:
     except yaml.YAMLError as exc:
         facts.problem("parse", path.name, 1, "a YAML mapping", f"YAML error: {exc}")
         return
+    sysctl = data.get("sysctl") if isinstance(data, dict) else None
+    if isinstance(sysctl, dict) and (policy := sysctl.get(HASH_POLICY)) is not None:
+        facts.multipath_hash = Fact(policy, path.name, _line_of(text, HASH_POLICY))
     host = facts.hostname
     if isinstance(data, dict) and "hostname" in data and host is not None and data["hostname"] != host.value:
         facts.problem("hostname", path.name, 1, str(host.value), str(data["hostname"]))
 
 
+def _line_of(text: str, key: str) -> int:
+    return next((n for n, row in enumerate(text.splitlines(), 1) if row.strip().startswith(f"{key}:")), 1)
+
+
 def running_facts(text: str) -> SwitchFacts:
-    """QoS classification on a Linux switch lives in the nftables part of the running candidate."""
-    from gpufabric.platforms.frr.files import split_candidate
+    """QoS classification on a Linux switch lives in the nftables part of the running candidate, the
+    kernel's ECMP hash policy in its sysctl part (`name = value`, as the driver reads /proc/sys)."""
+    from gpufabric.platforms.frr.files import candidate_parts
 
     facts = SwitchFacts("", "frr", ["running-config"])
-    nft_facts(facts, split_candidate(text)[1] or "", "running-config")
+    parts = candidate_parts(text)
+    nft_facts(facts, parts.nft or "", "running-config")
+    for n, row in enumerate((parts.sysctl or "").splitlines(), 1):
+        name, _, value = row.partition("=")
+        if name.strip() == HASH_POLICY and value.strip().lstrip("-").isdigit():
+            facts.multipath_hash = Fact(int(value), "running-config", n)
     return facts

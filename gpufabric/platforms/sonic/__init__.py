@@ -73,6 +73,7 @@ PLATFORM = PlatformSpec(
     builder=_build,
     assemble_candidate=join,
     rank=4,
+    cable_length=True,  # CABLE_LENGTH, read by the dynamic buffer model
     docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
     "(config checkpoint, replace, rollback); FRR user guide",
 )

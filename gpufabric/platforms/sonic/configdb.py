@@ -30,7 +30,7 @@ DEVICE_TYPE = {
     "border": "LeafRouter",
     "mgmt": "MgmtToRRouter",
 }
-CABLE_LENGTH = "5m"  # within a rack row; the dynamic buffer model sizes the lossless headroom from it
+
 PFC_WD_MS = "200"  # detection and restoration time: SONiC's defaults
 PFC_WD_POLL_MS = "200"
 GNMI_PORT = "9339"
@@ -236,7 +236,7 @@ def _qos(ctx: DeviceContext, q: QosProfile) -> Tables:
         },
         "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": MAP}},
         "QUEUE": {},
-        "CABLE_LENGTH": {"AZURE": {p: CABLE_LENGTH for p in ports}},
+        "CABLE_LENGTH": {"AZURE": {p: ctx.cable_length for p in ports}},  # the dynamic model sizes headroom from it
     }
     pfc = ",".join(str(p) for p in lossless)
     for name in ports:

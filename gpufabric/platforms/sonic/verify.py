@@ -100,6 +100,11 @@ def _qos(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
                 facts.pfc.setdefault(int(p), Fact(int(p), file, at("PORT_QOS_MAP", port, "pfc_enable")))
         if v.get("pfcwd_sw_enable") and port in watchdog and facts.watchdog is None:
             facts.watchdog = Fact(True, file, at("PFC_WD", port))
+    for port, length in (_table(db, "CABLE_LENGTH").get("AZURE") or {}).items():
+        metres = str(length).removesuffix("m")
+        facts.cable_length[port] = Fact(
+            int(metres) if metres.isdigit() else str(length), file, at("CABLE_LENGTH", "AZURE", port)
+        )
     schedulers = _table(db, "SCHEDULER")
     wred = _table(db, "WRED_PROFILE")
     for key, v in _table(db, "QUEUE").items():
