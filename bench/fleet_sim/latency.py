@@ -1,0 +1,52 @@
+"""How long each simulated operation takes on a switch, in seconds, before `--latency-scale`.
+
+No vendor publishes these timings, so each figure is an assumption, stated with what it rests on;
+`--latency-scale` (or a measured table) replaces them without touching the simulator. The figures
+matter to the rollout benchmark in one way only: the plan's lower bound is its number of waves times
+the commit-check-confirm time these give, and the controller is measured against that bound.
+
+| operation (Cumulus 5.x)              | s    | basis |
+|--------------------------------------|------|-------|
+| any command: SSH exec channel, shell | 0.03 | a switch control-plane CPU forking sshd's session shell; same order as the lab's FRR namespaces |
+| `nv config detach`                   | 0.5  | NVUE CLI calls are a Python client of the nvued REST service (NVIDIA's NVUE API guide); assumed 0.5-1 s per call |
+| `nv config replace FILE`             | 1.0  | as above, plus parsing and validating the file against NVUE's object model |
+| `nv config diff`                     | 1.0  | as above |
+| `nv config show -r applied`          | 1.0  | as above |
+| `nv config apply` (with or without --confirm) | 8.0 | NVUE regenerates and reloads the files of every service the change touches (frr, ifupdown2, switchd); assumed, a full replace on a switch with 64 ports and 100+ BGP sessions |
+| `nv config apply --confirm-yes/--confirm-no` | 1.0 | a CLI call; `--confirm-no` reloads the previous revision, taken as 1 s here as well |
+| `nv config apply --confirm-status`   | 0.5  | a CLI call |
+| `vtysh -c 'show ... json'`           | 0.1  | vtysh connecting to the FRR daemons and printing JSON for 100+ peers |
+| `ip -j link show`, files, `cat`      | 0.0  | plain system calls (only the exec channel's 0.03 s) |
+"""
+
+from __future__ import annotations
+
+EXEC = "exec"
+NV_DETACH = "nv config detach"
+NV_REPLACE = "nv config replace"
+NV_DIFF = "nv config diff"
+NV_SHOW = "nv config show"
+NV_APPLY = "nv config apply"
+NV_CONFIRM = "nv config apply --confirm-yes|no"
+NV_STATUS = "nv config apply --confirm-status"
+VTYSH = "vtysh"
+
+LATENCY: dict[str, float] = {
+    EXEC: 0.03,
+    NV_DETACH: 0.5,
+    NV_REPLACE: 1.0,
+    NV_DIFF: 1.0,
+    NV_SHOW: 1.0,
+    NV_APPLY: 8.0,
+    NV_CONFIRM: 1.0,
+    NV_STATUS: 0.5,
+    VTYSH: 0.1,
+}
+
+
+def commit_check_confirm(settle: float, scale: float = 1.0) -> float:
+    """The least time one switch's change can take, commit to confirm, by these figures: stage the
+    candidate (replace), diff it, apply it with the timer, hold the checks `settle` seconds, confirm.
+    Every wave of a rollout takes at least this, however many switches it holds."""
+    device = LATENCY[NV_REPLACE] + LATENCY[NV_DIFF] + LATENCY[NV_APPLY] + LATENCY[NV_CONFIRM] + 4 * LATENCY[EXEC]
+    return device * scale + settle

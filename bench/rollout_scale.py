@@ -1,0 +1,275 @@
+"""`nornir push` of every plane of the 32k example against a simulated fleet, timed against the bound
+the plan allows.
+
+    python bench/rollout_scale.py                         # the whole fabric (1,309 switches)
+    python bench/rollout_scale.py --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
+    python bench/rollout_scale.py --scale 1/8 --latency-scale 0.1 --json out.json
+
+Each fraction is the 32k example with that share of its GPU nodes (1/8: one pod), plus an
+out-of-band plane (Cumulus management switches) whose subnet gives every switch its address: the
+example names none, and a push reaches switches at their management address. The run happens in a
+network namespace of its own whose loopback holds that subnet, so the simulator (bench/fleet_sim, a
+test double, one asyncio process) listens on every switch's address and `nornir push`, run as a user
+runs it (a fresh process, the installed command), reaches them as it would real ones: SSH with the
+host keys in a known_hosts file the simulator wrote, the password from the variable the intent names.
+
+Per fraction, in order: `push --dry-run` (every switch's diff), the push, and the same push again
+(every diff must be empty). From one run it prints wall time, waves (the batches that went out), the
+controller's peak RSS and CPU, the simulator's CPU, the lower bound (waves x one switch's
+commit-check-confirm time by the simulator's latencies, plus the checks' 2 s settle) and the ratio;
+from the simulator's event log it checks that never more than one failure domain of a plane was down
+(committed and not yet confirmed) at any moment. `--push-budget S` stops a push taking longer
+(a whole-fabric push at full latency takes hours: the bound alone is 806 waves x 15 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import ipaddress
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
+from fleet_sim import latency
+
+from gpufabric.intent import load_intent
+from gpufabric.plan import build_plan
+
+BENCH = Path(__file__).resolve().parent
+NODES = 4096  # the 32k example's GPU nodes
+SUBNET = ipaddress.ip_network("10.254.0.0/16")  # the OOB plane's, made local inside the namespace
+FABRIC = "fleet-sim-32k"  # its own name: its push lock and trail are this benchmark's
+SETTLE = 2.0  # nornir_tasks.push.PushOptions.settle: how long a switch's checks must hold
+PASSWORD_ENV = "GPUFABRIC_SWITCH_PASSWORD"
+INSIDE = "FLEET_SIM_NETNS"  # set once the benchmark runs in its own network namespace
+BUDGET_S = 60.0  # dry run and validate at 32k
+use_placeholder_secrets()
+
+
+def intent_text(fraction: Fraction) -> str:
+    doc: Any = yaml.safe_load((EXAMPLES / "three-tier-32k.yml").read_text())
+    doc = copy.deepcopy(doc)
+    doc["fabric"]["name"] = FABRIC
+    doc["server_groups"][0]["count"] = int(NODES * fraction)
+    doc["planes"]["oob"] = {
+        "prefix": "oob",
+        "subnet": str(SUBNET),
+        "switches": {
+            "mgmt": {"platform": "cumulus", "model": "SN2201", "ports": 48, "port_speed": "1G"},
+            "spine": {"platform": "cumulus", "model": "SN2201", "ports": 48, "port_speed": "10G"},
+        },
+    }
+    doc["credentials"]["switches"]["password"] = {"env": PASSWORD_ENV}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _enter_namespace() -> None:
+    """Re-run this script in a new network namespace (a user namespace too when not root) whose
+    loopback holds SUBNET: nothing outside it sees the simulated switches, and nothing is left behind."""
+    if os.environ.get(INSIDE):
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "addr", "add", f"{SUBNET.network_address + 1}/{SUBNET.prefixlen}", "dev", "lo"],
+                       check=True)  # fmt: skip
+        return
+    unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
+    env = {**os.environ, INSIDE: "1"}
+    sys.exit(subprocess.run([*unshare, sys.executable, *sys.argv], env=env, check=False).returncode)
+
+
+def _raise_file_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket per switch, on both sides
+
+
+class Simulator:
+    def __init__(self, folder: Path, switches: list[dict[str, str]], scale: float) -> None:
+        self.folder = folder
+        spec = folder / "switches.json"
+        spec.write_text(json.dumps(switches))
+        self.known_hosts = folder / "known_hosts"
+        self.events, self.stats = folder / "events.jsonl", folder / "sim-stats.json"
+        env = {**os.environ, "PYTHONPATH": str(BENCH)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fleet_sim", "--switches", str(spec), "--username", "cumulus",
+             "--password-env", PASSWORD_ENV, "--known-hosts", str(self.known_hosts), "--events", str(self.events),
+             "--stats", str(self.stats), "--latency-scale", str(scale)],
+            stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.proc.kill()
+            raise SystemExit(f"the simulator did not start: {line!r}")
+
+    def stop(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+        events = [json.loads(ln) for ln in self.events.read_text().splitlines() if ln.strip()]
+        return events, json.loads(self.stats.read_text())
+
+
+def timed(argv: list[str], budget: float | None = None) -> dict[str, Any]:
+    """Run a command as a user does; its wall time, exit code, JSON output, and peak RSS and CPU (wait4)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # cumulative; the caller takes differences
+    try:
+        result = json.loads(out) if out.strip().startswith("{") else None
+    except ValueError:
+        result = None
+    return {"wall_s": wall, "rc": proc.returncode, "result": result, "stderr": err[-3000:], "usage": usage}
+
+
+def _nornir(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "nornir"), *args]
+
+
+def max_domains_down(events: list[dict[str, Any]], domain_of: dict[str, tuple[str, str]]) -> int:
+    """The most failure domains of one plane with a switch committed and not yet confirmed, at any moment."""
+    down: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    worst = 0
+    for ev in sorted(events, key=lambda e: (e["time"], e["event"] == "commit")):  # an end before a start
+        plane, domain = domain_of[ev["switch"]]
+        if ev["event"] == "commit":
+            down[plane][domain] += 1
+        elif ev["event"] in ("confirm", "revert", "abort"):
+            down[plane][domain] -= 1
+            if not down[plane][domain]:
+                del down[plane][domain]
+        worst = max(worst, len(down[plane]))
+    return worst
+
+
+def _cpu(before: resource.struct_rusage, after: resource.struct_rusage) -> float:
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def measure(fraction: Fraction, scale: float, budget: float | None, keep: Path | None) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="fleet-sim-"))
+    try:
+        intent = folder / "fabric.yml"
+        intent.write_text(intent_text(fraction))
+        plan = build_plan(load_intent(str(intent)))
+        devices = list(plan.devices())
+        switches = [{"name": d.name, "address": str(ipaddress.IPv4Address(d.mgmt_ip)), "platform": d.platform}
+                    for d in devices]  # fmt: skip
+        domain_of = {d.name: (d.plane, d.failure_domain or d.name) for d in devices}
+        for p in plan.planes.values():
+            for fd in p.failure_domains:
+                for n in fd.devices:
+                    domain_of[n] = (p.name, fd.name)
+        sim = Simulator(folder, switches, scale)
+        common = [str(intent), "--known-hosts", str(sim.known_hosts), "--audit-log", str(folder / "audit.jsonl"),
+                  "--json", "--no-diff", "--wait", "0", "--confirm-timeout", "600"]  # fmt: skip
+        try:
+            dry = timed(_nornir("push", "--dry-run", *common), budget)
+            push = timed(_nornir("push", *common), budget)
+            again = timed(_nornir("push", *common), budget)
+        finally:
+            events, sim_stats = sim.stop()
+        if keep is not None:
+            shutil.copy(folder / "events.jsonl", keep.with_suffix(f".{fraction.numerator}-{fraction.denominator}.events.jsonl"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _row(fraction, scale, len(switches), dry, push, again, events, sim_stats, domain_of)
+
+
+def _row(fraction: Fraction, scale: float, n: int, dry: dict[str, Any], push: dict[str, Any], again: dict[str, Any],
+         events: list[dict[str, Any]], sim_stats: dict[str, Any], domain_of: dict[str, tuple[str, str]]) -> dict[str, Any]:  # fmt: skip
+    result = push["result"] or {}
+    waves = len(result.get("batches", []))
+    changed = sum(d["status"] == "changed" for d in result.get("devices", []))
+    again_changed = [d["device"] for d in (again["result"] or {}).get("devices", []) if d["status"] != "unchanged"]
+    per_wave = latency.commit_check_confirm(SETTLE, scale)
+    bound = waves * per_wave
+    for name, run in (("dry run", dry), ("push", push), ("second push", again)):
+        if run["rc"] != 0:
+            print(f"{name} exited {run['rc']}: {run['stderr']}", file=sys.stderr)
+    return {
+        "fraction": str(fraction),
+        "switches": n,
+        "latency_scale": scale,
+        "dry_run_s": round(dry["wall_s"], 2),
+        "dry_run_rc": dry["rc"],
+        "wall_s": round(push["wall_s"], 2),
+        "push_rc": push["rc"],
+        "changed": changed,
+        "waves": waves,
+        "lower_bound_s": round(bound, 2),
+        "per_wave_bound_s": round(per_wave, 3),
+        "ratio": round(push["wall_s"] / bound, 2) if bound else None,
+        "second_push_s": round(again["wall_s"], 2),
+        "second_push_not_unchanged": len(again_changed),
+        "peak_rss_mib": round(push["usage"].ru_maxrss / 1024, 1),
+        "controller_cpu_s": round(_cpu(dry["usage"], push["usage"]), 2),
+        "dry_run_cpu_s": round(dry["usage"].ru_utime + dry["usage"].ru_stime - sim_stats.get("_", 0), 2),
+        "simulator_cpu_s": round(sim_stats["user_s"] + sim_stats["sys_s"], 2),
+        "simulator_commands": sim_stats["commands"],
+        "max_domains_down_per_plane": max_domains_down(events, domain_of),
+        "commits": sum(e["event"] == "commit" for e in events),
+        "reverts": sum(e["event"] == "revert" for e in events),
+    }
+
+
+COLUMNS = [
+    ("fraction", "scale", "{}"), ("switches", "switches", "{}"), ("dry_run_s", "dry-run s", "{:.1f}"),
+    ("wall_s", "push s", "{:.1f}"), ("waves", "waves", "{}"), ("lower_bound_s", "bound s", "{:.1f}"),
+    ("ratio", "ratio", "{}"), ("second_push_s", "again s", "{:.1f}"), ("peak_rss_mib", "ctl MiB", "{:.0f}"),
+    ("controller_cpu_s", "ctl cpu s", "{:.1f}"), ("simulator_cpu_s", "sim cpu s", "{:.1f}"),
+    ("max_domains_down_per_plane", "max down", "{}"),
+]  # fmt: skip
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    widths = [max(len(title), 9) for _, title, _ in COLUMNS]
+    print(" ".join(title.rjust(w) for (_, title, _), w in zip(COLUMNS, widths, strict=True)))
+    for row in rows:
+        cells = [fmt.format(row[key]) if row[key] is not None else "-" for key, _, fmt in COLUMNS]
+        print(" ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+    print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = waves x "
+          f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
+          "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", default="1", help="fractions of the 32k fabric, comma-separated (1/8,1/4,1/2,1)")
+    parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply the simulator's latencies")
+    parser.add_argument("--push-budget", type=float, default=None, help="stop any one push after this many seconds")
+    parser.add_argument("--json", type=Path, help="write the rows here as JSON")
+    parser.add_argument("--keep-events", type=Path, help="keep each run's event log beside this path")
+    args = parser.parse_args()
+    fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
+    _enter_namespace()
+    _raise_file_limit()
+    os.environ.setdefault(PASSWORD_ENV, PLACEHOLDER_SECRETS[PASSWORD_ENV])
+    rows = []
+    for fraction in fractions:
+        print(f"measuring {fraction} of the fabric ...", file=sys.stderr)
+        rows.append(measure(fraction, args.latency_scale, args.push_budget, args.keep_events))
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows if len(rows) > 1 else rows[0], indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
