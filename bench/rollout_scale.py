@@ -35,8 +35,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -90,7 +92,7 @@ def _enter_namespace() -> None:
 
 
 def _raise_file_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket per switch, on both sides
 
 
@@ -122,21 +124,35 @@ class Simulator:
 
 
 def timed(argv: list[str], budget: float | None = None) -> dict[str, Any]:
-    """Run a command as a user does; its wall time, exit code, JSON output, and peak RSS and CPU (wait4)."""
+    """Run a command as a user does: its wall time, exit code, JSON output, and its own peak RSS and CPU
+    (wait4 on its process; with py-spy wrapping it, py-spy's and the command's together)."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=budget)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate()
+    outputs: dict[str, str] = {}
+
+    def drain(name: str, stream: Any) -> None:
+        outputs[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(n, s)) for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    stopper = threading.Timer(budget, proc.send_signal, (signal.SIGINT,)) if budget else None
+    if stopper:
+        stopper.start()
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # cumulative; the caller takes differences
+    if stopper:
+        stopper.cancel()
+    for r in readers:
+        r.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out = outputs.get("out", "")
     try:
         result = json.loads(out) if out.strip().startswith("{") else None
     except ValueError:
         result = None
-    return {"wall_s": wall, "rc": proc.returncode, "result": result, "stderr": err[-3000:], "usage": usage}
+    return {"wall_s": wall, "rc": proc.returncode, "result": result, "stderr": outputs.get("err", "")[-3000:],
+            "usage": usage}  # fmt: skip
 
 
 def _nornir(*args: str) -> list[str]:
@@ -159,11 +175,30 @@ def max_domains_down(events: list[dict[str, Any]], domain_of: dict[str, tuple[st
     return worst
 
 
-def _cpu(before: resource.struct_rusage, after: resource.struct_rusage) -> float:
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
 
 
-def measure(fraction: Fraction, scale: float, budget: float | None, keep: Path | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Options:
+    scale: float  # of the simulator's latencies
+    budget: float | None  # seconds any one push may take
+    keep: Path | None  # keep the event logs beside this path
+    role: str | None  # push only this role's switches (a small fleet of the same fabric)
+    profile: Path | None  # record each push with py-spy (raw collapsed stacks) into this folder
+    push: bool  # False: the dry run alone
+
+
+def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
+    if opts.profile is None:
+        return argv
+    opts.profile.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).parent / "py-spy")
+    return [spy, "record", "--format", "raw", "--rate", "100", "--threads", "--nonblocking",
+            "-o", str(opts.profile / f"{name}.txt"), "--", *argv]  # fmt: skip
+
+
+def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="fleet-sim-"))
     try:
         intent = folder / "fabric.yml"
@@ -177,24 +212,42 @@ def measure(fraction: Fraction, scale: float, budget: float | None, keep: Path |
             for fd in p.failure_domains:
                 for n in fd.devices:
                     domain_of[n] = (p.name, fd.name)
-        sim = Simulator(folder, switches, scale)
+        if opts.role:
+            switches = [s for s, d in zip(switches, devices, strict=True) if d.role == opts.role]
+        sim = Simulator(folder, switches, opts.scale)
         common = [str(intent), "--known-hosts", str(sim.known_hosts), "--audit-log", str(folder / "audit.jsonl"),
                   "--json", "--no-diff", "--wait", "0", "--confirm-timeout", "600"]  # fmt: skip
+        common += ["--role", opts.role] if opts.role else []
+        tag = f"{fraction.numerator}-{fraction.denominator}"
+        skipped = {"wall_s": 0.0, "rc": None, "result": None, "stderr": ""}
         try:
-            dry = timed(_nornir("push", "--dry-run", *common), budget)
-            push = timed(_nornir("push", *common), budget)
-            again = timed(_nornir("push", *common), budget)
+            dry = timed(_wrap(_nornir("push", "--dry-run", *common), opts, f"dry-run.{tag}"), opts.budget)
+            push, again = dict(skipped), dict(skipped)
+            if opts.push:
+                push = timed(_wrap(_nornir("push", *common), opts, f"push.{tag}"), opts.budget)
+                again = timed(_nornir("push", *common), opts.budget)
+            push.setdefault("usage", dry["usage"])
+            again.setdefault("usage", dry["usage"])
         finally:
             events, sim_stats = sim.stop()
-        if keep is not None:
-            shutil.copy(folder / "events.jsonl", keep.with_suffix(f".{fraction.numerator}-{fraction.denominator}.events.jsonl"))
+        if opts.keep is not None:
+            shutil.copy(folder / "events.jsonl", opts.keep.with_suffix(f".{tag}.events.jsonl"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return _row(fraction, scale, len(switches), dry, push, again, events, sim_stats, domain_of)
+    return _row(fraction, opts.scale, len(switches), dry, push, again, events, sim_stats, domain_of)
 
 
-def _row(fraction: Fraction, scale: float, n: int, dry: dict[str, Any], push: dict[str, Any], again: dict[str, Any],
-         events: list[dict[str, Any]], sim_stats: dict[str, Any], domain_of: dict[str, tuple[str, str]]) -> dict[str, Any]:  # fmt: skip
+def _row(  # noqa: PLR0917 (one row from everything one fraction's run measured)
+    fraction: Fraction,
+    scale: float,
+    n: int,
+    dry: dict[str, Any],
+    push: dict[str, Any],
+    again: dict[str, Any],
+    events: list[dict[str, Any]],
+    sim_stats: dict[str, Any],
+    domain_of: dict[str, tuple[str, str]],
+) -> dict[str, Any]:
     result = push["result"] or {}
     waves = len(result.get("batches", []))
     changed = sum(d["status"] == "changed" for d in result.get("devices", []))
@@ -220,8 +273,9 @@ def _row(fraction: Fraction, scale: float, n: int, dry: dict[str, Any], push: di
         "second_push_s": round(again["wall_s"], 2),
         "second_push_not_unchanged": len(again_changed),
         "peak_rss_mib": round(push["usage"].ru_maxrss / 1024, 1),
-        "controller_cpu_s": round(_cpu(dry["usage"], push["usage"]), 2),
-        "dry_run_cpu_s": round(dry["usage"].ru_utime + dry["usage"].ru_stime - sim_stats.get("_", 0), 2),
+        "controller_cpu_s": round(_cpu(push["usage"]), 2),
+        "dry_run_cpu_s": round(_cpu(dry["usage"]), 2),
+        "dry_run_peak_rss_mib": round(dry["usage"].ru_maxrss / 1024, 1),
         "simulator_cpu_s": round(sim_stats["user_s"] + sim_stats["sys_s"], 2),
         "simulator_commands": sim_stats["commands"],
         "max_domains_down_per_plane": max_domains_down(events, domain_of),
@@ -257,7 +311,12 @@ def main() -> None:
     parser.add_argument("--push-budget", type=float, default=None, help="stop any one push after this many seconds")
     parser.add_argument("--json", type=Path, help="write the rows here as JSON")
     parser.add_argument("--keep-events", type=Path, help="keep each run's event log beside this path")
+    parser.add_argument("--role", choices=["leaf", "spine", "superspine", "mgmt"], help="only this role's switches")
+    parser.add_argument("--profile", type=Path, help="record each push with py-spy into this folder")
+    parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
     args = parser.parse_args()
+    opts = Options(args.latency_scale, args.push_budget, args.keep_events, args.role, args.profile,
+                   not args.dry_run_only)  # fmt: skip
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     _enter_namespace()
     _raise_file_limit()
@@ -265,7 +324,7 @@ def main() -> None:
     rows = []
     for fraction in fractions:
         print(f"measuring {fraction} of the fabric ...", file=sys.stderr)
-        rows.append(measure(fraction, args.latency_scale, args.push_budget, args.keep_events))
+        rows.append(measure(fraction, opts))
     print_table(rows)
     if args.json:
         args.json.write_text(json.dumps(rows if len(rows) > 1 else rows[0], indent=2) + "\n")

@@ -40,7 +40,7 @@ def factory_config(username: str) -> str:
 
 def set_tree(text: str) -> dict[str, Any]:
     """The configuration an NVUE document list sets (its `set` trees merged in order)."""
-    data = yaml.load(text, Loader=Loader)  # noqa: S506 (a safe loader)
+    data = yaml.load(text, Loader=Loader)  # a safe loader (libyaml's when present)
     tree: dict[str, Any] = {}
     for doc in data if isinstance(data, list) else [data]:
         if isinstance(doc, dict) and isinstance(doc.get("set"), dict):
@@ -232,10 +232,13 @@ class CumulusSwitch:
         if args[:2] != ["link", "show"]:
             return Result(1, "", f"ip {' '.join(args)}: not simulated\n")
         ports = sorted((self.applied_tree.get("interface") or {}).keys(), key=str)
-        links = [{"ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "mtu": 65536, "address": "00:00:00:00:00:00"}]
-        links += [{"ifname": str(p), "flags": ["BROADCAST", "UP", "LOWER_UP"], "mtu": 9216, "address": "02:00:00:00:00:01"}
-                  for p in ports]  # fmt: skip
+        links = [_link("lo", "LOOPBACK", 65536)] + [_link(str(p), "BROADCAST", 9216) for p in ports]
         return Result(0, json.dumps(links) + "\n")
+
+
+def _link(name: str, kind: str, mtu: int) -> dict[str, Any]:
+    """A port as `ip -j link show` prints it: every configured port up (no cable is simulated)."""
+    return {"ifname": name, "flags": [kind, "UP", "LOWER_UP"], "mtu": mtu, "address": "02:00:00:00:00:01"}
 
 
 def _mkdir(sw: CumulusSwitch, args: list[str], stdin: str | None) -> Result:

@@ -5,18 +5,20 @@ No vendor publishes these timings, so each figure is an assumption, stated with 
 matter to the rollout benchmark in one way only: the plan's lower bound is its number of waves times
 the commit-check-confirm time these give, and the controller is measured against that bound.
 
-| operation (Cumulus 5.x)              | s    | basis |
-|--------------------------------------|------|-------|
-| any command: SSH exec channel, shell | 0.03 | a switch control-plane CPU forking sshd's session shell; same order as the lab's FRR namespaces |
-| `nv config detach`                   | 0.5  | NVUE CLI calls are a Python client of the nvued REST service (NVIDIA's NVUE API guide); assumed 0.5-1 s per call |
-| `nv config replace FILE`             | 1.0  | as above, plus parsing and validating the file against NVUE's object model |
-| `nv config diff`                     | 1.0  | as above |
-| `nv config show -r applied`          | 1.0  | as above |
-| `nv config apply` (with or without --confirm) | 8.0 | NVUE regenerates and reloads the files of every service the change touches (frr, ifupdown2, switchd); assumed, a full replace on a switch with 64 ports and 100+ BGP sessions |
-| `nv config apply --confirm-yes/--confirm-no` | 1.0 | a CLI call; `--confirm-no` reloads the previous revision, taken as 1 s here as well |
-| `nv config apply --confirm-status`   | 0.5  | a CLI call |
-| `vtysh -c 'show ... json'`           | 0.1  | vtysh connecting to the FRR daemons and printing JSON for 100+ peers |
-| `ip -j link show`, files, `cat`      | 0.0  | plain system calls (only the exec channel's 0.03 s) |
+| operation (Cumulus 5.x)             | s    | basis (no vendor figure: assumptions) |
+|-------------------------------------|------|----------------------------------------|
+| any command (SSH exec channel)      | 0.03 | sshd forking a session shell on a switch's control-plane CPU |
+| `nv config detach`                  | 0.5  | the `nv` CLI is a Python client of the nvued REST service |
+|                                     |      | (NVIDIA's NVUE API guide): 0.5-1 s a call assumed |
+| `nv config replace FILE`            | 1.0  | as above, plus checking the file against NVUE's object model |
+| `nv config diff`                    | 1.0  | as above |
+| `nv config show -r applied`         | 1.0  | as above |
+| `nv config apply` (timer or not)    | 8.0  | NVUE rewrites and reloads what the change touches (FRR, |
+|                                     |      | ifupdown2, switchd): a full replace, 64 ports, 100+ sessions |
+| `--confirm-yes`, `--confirm-no`     | 1.0  | a CLI call (`--confirm-no` reloads the previous revision) |
+| `nv config apply --confirm-status`  | 0.5  | a CLI call |
+| `vtysh -c 'show ... json'`          | 0.1  | vtysh reaching the FRR daemons, JSON for 100+ peers |
+| `ip -j link show`, files, `cat`     | 0    | system calls: only the exec channel's 0.03 s |
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ import json
 import os
 import resource
 import signal
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -75,7 +74,8 @@ class Fleet:
         process.stderr.write(result.stderr)
         process.exit(result.rc)
 
-    async def serve(self, keys: dict[str, asyncssh.SSHKey]) -> list[asyncssh.SSHAcceptor]:
+    async def serve(self, keys: dict[str, asyncssh.SSHKey], port: int = 22) -> list[asyncssh.SSHAcceptor]:
+        """A listener per switch address (`port` 0: any free port, as a test takes)."""
         servers = []
         for address, (_platform, switch) in self.switches.items():
 
@@ -86,12 +86,16 @@ class Fleet:
             async def session(process: asyncssh.SSHServerProcess[str], sw: CumulusSwitch = switch) -> None:
                 await self._session(sw, process)
 
-            servers.append(
-                await asyncssh.create_server(
-                    login, host=address, port=22, server_host_keys=[keys[address]], process_factory=session,
-                    backlog=128, encoding="utf-8",
-                )  # fmt: skip
+            server = await asyncssh.create_server(
+                login,
+                host=address,
+                port=port,
+                server_host_keys=[keys[address]],
+                process_factory=session,
+                backlog=128,
+                encoding="utf-8",
             )
+            servers.append(server)
         return servers
 
 
@@ -147,4 +151,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
