@@ -116,6 +116,16 @@ class Simulator:
             self.proc.kill()
             raise SystemExit(f"the simulator did not start: {line!r}")
 
+    def snapshot(self) -> dict[str, Any]:
+        """The simulator's counts and CPU time so far."""
+        self.stats.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR1)
+        for _ in range(200):
+            if self.stats.exists():
+                return dict(json.loads(self.stats.read_text()))
+            time.sleep(0.05)
+        raise SystemExit("the simulator did not answer a snapshot request")
+
     def stop(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=120)
@@ -187,6 +197,7 @@ class Options:
     role: str | None  # push only this role's switches (a small fleet of the same fabric)
     profile: Path | None  # record each push with py-spy (raw collapsed stacks) into this folder
     push: bool  # False: the dry run alone
+    validate: bool  # time `nornir validate` too (after the push, or alone)
 
 
 def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
@@ -218,79 +229,120 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         common = [str(intent), "--known-hosts", str(sim.known_hosts), "--audit-log", str(folder / "audit.jsonl"),
                   "--json", "--no-diff", "--wait", "0", "--confirm-timeout", "600"]  # fmt: skip
         common += ["--role", opts.role] if opts.role else []
+        vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]
+        vcommon += ["--role", opts.role] if opts.role else []
         tag = f"{fraction.numerator}-{fraction.denominator}"
-        skipped = {"wall_s": 0.0, "rc": None, "result": None, "stderr": ""}
+        phases = [("dry", _nornir("push", "--dry-run", *common))]
+        if opts.push:
+            phases += [("push", _nornir("push", *common)), ("again", _nornir("push", *common))]
+        if opts.validate:
+            phases += [("validate", _nornir("validate", *vcommon))]
+        runs: dict[str, dict[str, Any]] = {}
         try:
-            dry = timed(_wrap(_nornir("push", "--dry-run", *common), opts, f"dry-run.{tag}"), opts.budget)
-            push, again = dict(skipped), dict(skipped)
-            if opts.push:
-                push = timed(_wrap(_nornir("push", *common), opts, f"push.{tag}"), opts.budget)
-                again = timed(_nornir("push", *common), opts.budget)
-            push.setdefault("usage", dry["usage"])
-            again.setdefault("usage", dry["usage"])
+            for name, argv in phases:
+                before = sim.snapshot()
+                runs[name] = timed(_wrap(argv, opts, f"{name}.{tag}") if name != "again" else argv, opts.budget)
+                runs[name]["sim"] = _delta(before, sim.snapshot())
         finally:
-            events, sim_stats = sim.stop()
+            events, _ = sim.stop()
         if opts.keep is not None:
             shutil.copy(folder / "events.jsonl", opts.keep.with_suffix(f".{tag}.events.jsonl"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return _row(fraction, opts.scale, len(switches), dry, push, again, events, sim_stats, domain_of)
+    return _row(fraction, opts.scale, len(switches), runs=runs, events=events, domain_of=domain_of)
 
 
-def _row(  # noqa: PLR0917 (one row from everything one fraction's run measured)
+def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's work during one phase: CPU seconds, logins, commands (and by kind)."""
+    kinds = {k: n - before["kinds"].get(k, 0) for k, n in after["kinds"].items() if n > before["kinds"].get(k, 0)}
+    return {
+        "cpu_s": (after["user_s"] + after["sys_s"]) - (before["user_s"] + before["sys_s"]),
+        "logins": after["logins"] - before["logins"],
+        "commands": after["commands"] - before["commands"],
+        "kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def _row(
     fraction: Fraction,
     scale: float,
     n: int,
-    dry: dict[str, Any],
-    push: dict[str, Any],
-    again: dict[str, Any],
+    *,
+    runs: dict[str, dict[str, Any]],
     events: list[dict[str, Any]],
-    sim_stats: dict[str, Any],
     domain_of: dict[str, tuple[str, str]],
 ) -> dict[str, Any]:
-    result = push["result"] or {}
+    for name, run in runs.items():
+        if run["rc"] not in (0, None) and name != "validate":  # validate finds what no simulated switch has
+            print(f"{name} exited {run['rc']}: {run['stderr']}", file=sys.stderr)
+    dry, push, again = runs["dry"], runs.get("push"), runs.get("again")
+    result = (push or {}).get("result") or {}
     waves = len(result.get("batches", []))
-    changed = sum(d["status"] == "changed" for d in result.get("devices", []))
-    again_changed = [d["device"] for d in (again["result"] or {}).get("devices", []) if d["status"] != "unchanged"]
+    again_changed = [
+        d["device"] for d in ((again or {}).get("result") or {}).get("devices", []) if d["status"] != "unchanged"
+    ]
     per_wave = latency.commit_check_confirm(SETTLE, scale)
     bound = waves * per_wave
-    for name, run in (("dry run", dry), ("push", push), ("second push", again)):
-        if run["rc"] != 0:
-            print(f"{name} exited {run['rc']}: {run['stderr']}", file=sys.stderr)
-    return {
+    row: dict[str, Any] = {
         "fraction": str(fraction),
         "switches": n,
         "latency_scale": scale,
         "dry_run_s": round(dry["wall_s"], 2),
         "dry_run_rc": dry["rc"],
-        "wall_s": round(push["wall_s"], 2),
-        "push_rc": push["rc"],
-        "changed": changed,
-        "waves": waves,
-        "lower_bound_s": round(bound, 2),
-        "per_wave_bound_s": round(per_wave, 3),
-        "ratio": round(push["wall_s"] / bound, 2) if bound else None,
-        "second_push_s": round(again["wall_s"], 2),
-        "second_push_not_unchanged": len(again_changed),
-        "peak_rss_mib": round(push["usage"].ru_maxrss / 1024, 1),
-        "controller_cpu_s": round(_cpu(push["usage"]), 2),
         "dry_run_cpu_s": round(_cpu(dry["usage"]), 2),
         "dry_run_peak_rss_mib": round(dry["usage"].ru_maxrss / 1024, 1),
-        "simulator_cpu_s": round(sim_stats["user_s"] + sim_stats["sys_s"], 2),
-        "simulator_commands": sim_stats["commands"],
-        "max_domains_down_per_plane": max_domains_down(events, domain_of),
-        "commits": sum(e["event"] == "commit" for e in events),
-        "reverts": sum(e["event"] == "revert" for e in events),
-    }
+        "dry_run_simulator_cpu_s": round(dry["sim"]["cpu_s"], 2),
+        "dry_run_commands_per_switch": round(dry["sim"]["commands"] / n, 1),
+        "wall_s": None, "push_rc": None, "changed": None, "waves": None, "lower_bound_s": None, "ratio": None,
+        "overhead_per_wave_s": None, "second_push_s": None, "second_push_not_unchanged": None, "peak_rss_mib": None,
+        "controller_cpu_s": None, "simulator_cpu_s": None, "push_commands_per_switch": None,
+        "max_domains_down_per_plane": None, "commits": None, "reverts": None, "validate_s": None, "validate_rc": None,
+        "per_wave_bound_s": round(per_wave, 3),
+    }  # fmt: skip
+    if push is not None and again is not None:
+        row.update({
+            "wall_s": round(push["wall_s"], 2),
+            "push_rc": push["rc"],
+            "changed": sum(d["status"] == "changed" for d in result.get("devices", [])),
+            "waves": waves,
+            "lower_bound_s": round(bound, 2),
+            "ratio": round(push["wall_s"] / bound, 2) if bound else None,
+            # What each wave costs beyond the bound, the preview of every switch (as long as the dry run) aside.
+            "overhead_per_wave_s": round((push["wall_s"] - dry["wall_s"] - bound) / waves, 2) if waves else None,
+            "second_push_s": round(again["wall_s"], 2),
+            "second_push_not_unchanged": len(again_changed),
+            "peak_rss_mib": round(push["usage"].ru_maxrss / 1024, 1),
+            "controller_cpu_s": round(_cpu(push["usage"]), 2),
+            "simulator_cpu_s": round(push["sim"]["cpu_s"], 2),
+            "push_commands_per_switch": round(push["sim"]["commands"] / n, 1),
+            "push_command_kinds": push["sim"]["kinds"],
+            "max_domains_down_per_plane": max_domains_down(events, domain_of),
+            "commits": sum(e["event"] == "commit" for e in events),
+            "reverts": sum(e["event"] == "revert" for e in events),
+        })  # fmt: skip
+    if "validate" in runs:
+        row["validate_s"], row["validate_rc"] = round(runs["validate"]["wall_s"], 2), runs["validate"]["rc"]
+        row["validate_cpu_s"] = round(_cpu(runs["validate"]["usage"]), 2)
+    return row
 
 
 COLUMNS = [
-    ("fraction", "scale", "{}"), ("switches", "switches", "{}"), ("dry_run_s", "dry-run s", "{:.1f}"),
-    ("wall_s", "push s", "{:.1f}"), ("waves", "waves", "{}"), ("lower_bound_s", "bound s", "{:.1f}"),
-    ("ratio", "ratio", "{}"), ("second_push_s", "again s", "{:.1f}"), ("peak_rss_mib", "ctl MiB", "{:.0f}"),
-    ("controller_cpu_s", "ctl cpu s", "{:.1f}"), ("simulator_cpu_s", "sim cpu s", "{:.1f}"),
+    ("fraction", "scale", "{}"),
+    ("switches", "switches", "{}"),
+    ("dry_run_s", "dry-run s", "{:.1f}"),
+    ("wall_s", "push s", "{:.1f}"),
+    ("waves", "waves", "{}"),
+    ("lower_bound_s", "bound s", "{:.1f}"),
+    ("ratio", "ratio", "{}"),
+    ("overhead_per_wave_s", "over/wave", "{:.2f}"),
+    ("second_push_s", "again s", "{:.1f}"),
+    ("peak_rss_mib", "ctl MiB", "{:.0f}"),
+    ("controller_cpu_s", "ctl cpu s", "{:.1f}"),
+    ("simulator_cpu_s", "sim cpu s", "{:.1f}"),
     ("max_domains_down_per_plane", "max down", "{}"),
-]  # fmt: skip
+    ("dry_run_cpu_s", "dry cpu s", "{:.1f}"),
+    ("validate_s", "validate s", "{:.1f}"),
+]
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -314,9 +366,10 @@ def main() -> None:
     parser.add_argument("--role", choices=["leaf", "spine", "superspine", "mgmt"], help="only this role's switches")
     parser.add_argument("--profile", type=Path, help="record each push with py-spy into this folder")
     parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
+    parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
     args = parser.parse_args()
     opts = Options(args.latency_scale, args.push_budget, args.keep_events, args.role, args.profile,
-                   not args.dry_run_only)  # fmt: skip
+                   not args.dry_run_only, args.validate)  # fmt: skip
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     _enter_namespace()
     _raise_file_limit()

@@ -129,6 +129,9 @@ class CumulusSwitch:
             return await self._sudo(args, stdin)
         if name == "vtysh":
             return await self._vtysh(args)
+        if name == "lldpcli" and args == ["show", "neighbors", "-f", "json"]:
+            await self.pause(lat.VTYSH)
+            return Result(0, '{"lldp": {}}\n')  # no cable is simulated: no neighbor is seen
         if name == "ip" and args[:1] == ["-j"]:
             return self._ip(args[1:])
         return Result(127, "", f"sh: {name}: command not found\n")
@@ -223,7 +226,8 @@ class CumulusSwitch:
         command = args[1]
         if command == "show version":
             return Result(0, "FRRouting 8.4.3 (simulated) on Linux(5.10.0-cl-1-amd64).\n")
-        if command in ("show bgp vrf all summary json", "show bgp vrf all neighbors json", "show interface json"):
+        if command in ("show bgp vrf all summary json", "show bgp vrf all neighbors json", "show interface json",
+                       "show ip route json"):  # fmt: skip
             # No FRR runs here: no BGP session is up before or after, so the checks hold nothing against a change.
             return Result(0, "{}\n")
         return Result(1, "", f"% Unknown command: {command}\n")

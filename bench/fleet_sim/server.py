@@ -13,9 +13,11 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import resource
 import signal
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,7 @@ class Fleet:
         self.events: list[Event] = []
         self.commands = 0
         self.logins = 0
+        self.kinds: Counter[str] = Counter()  # commands by their first words (`nv config apply`, `vtysh`, ...)
 
     def log(self, event: Event) -> None:
         self.events.append(event)
@@ -67,6 +70,7 @@ class Fleet:
     async def _session(self, switch: CumulusSwitch, process: asyncssh.SSHServerProcess[str]) -> None:
         line = process.command or ""
         self.commands += 1
+        self.kinds[_kind(line)] += 1
         stdin = await process.stdin.read() if _needs_stdin(line) else None
         await switch.pause(lat.EXEC)
         result = await run_line(line, stdin, switch.run, switch.write)
@@ -99,6 +103,13 @@ class Fleet:
         return servers
 
 
+def _kind(line: str) -> str:
+    """A command line's kind, for counting: its first words, without file names or quoted arguments."""
+    words = line.replace("sudo -S -p ''", "").split()
+    keep = [w.strip("'") for w in words[:5] if re.fullmatch(r"'?-{0,2}[a-z][a-z-]*", w)]
+    return " ".join(keep[:4]) or "?"
+
+
 def _cpu() -> dict[str, float]:
     use = resource.getrusage(resource.RUSAGE_SELF)
     return {"user_s": use.ru_utime, "sys_s": use.ru_stime, "peak_rss_mib": use.ru_maxrss / 1024}
@@ -125,6 +136,7 @@ async def main_async(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, lambda: _snapshot(args.stats, fleet))  # counts so far, on request
     print("ready", flush=True)
     await stop.wait()
     for server in servers:
@@ -133,7 +145,13 @@ async def main_async(args: argparse.Namespace) -> None:
     with open(args.events, "w", encoding="utf-8") as fh:
         for ev in fleet.events:
             fh.write(json.dumps({**asdict(ev), "time": wall0 + ev.time - loop0}) + "\n")
-    Path(args.stats).write_text(json.dumps({**_cpu(), "commands": fleet.commands, "logins": fleet.logins}))
+    _snapshot(args.stats, fleet)
+
+
+def _snapshot(path: str, fleet: Fleet) -> None:
+    stats = {**_cpu(), "commands": fleet.commands, "logins": fleet.logins, "kinds": dict(fleet.kinds)}
+    Path(f"{path}.tmp").write_text(json.dumps(stats))
+    os.replace(f"{path}.tmp", path)
 
 
 def main(argv: list[str] | None = None) -> None:
