@@ -195,7 +195,7 @@ class Options:
     budget: float | None  # seconds any one push may take
     keep: Path | None  # keep the event logs beside this path
     role: str | None  # push only this role's switches (a small fleet of the same fabric)
-    profile: Path | None  # record each push with py-spy (raw collapsed stacks) into this folder
+    profile: Path | None  # record each run with py-spy (raw stacks, only the thread holding the GIL) here
     push: bool  # False: the dry run alone
     validate: bool  # time `nornir validate` too (after the push, or alone)
 
@@ -205,7 +205,7 @@ def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
         return argv
     opts.profile.mkdir(parents=True, exist_ok=True)
     spy = str(Path(sys.executable).parent / "py-spy")
-    return [spy, "record", "--format", "raw", "--rate", "100", "--threads", "--nonblocking",
+    return [spy, "record", "--format", "raw", "--rate", "100", "--gil", "--nonblocking",
             "-o", str(opts.profile / f"{name}.txt"), "--", *argv]  # fmt: skip
 
 

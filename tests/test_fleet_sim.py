@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 import napalm
 import pytest
 
@@ -20,6 +19,7 @@ from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.push.candidates import candidate
 
+asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
