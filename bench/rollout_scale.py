@@ -197,6 +197,7 @@ class Options:
     role: str | None  # push only this role's switches (a small fleet of the same fabric)
     profile: Path | None  # record each run with py-spy (raw stacks, only the thread holding the GIL) here
     push: bool  # False: the dry run alone
+    json_output: bool  # run push with --json (every diff printed as JSON) instead of its table
     validate: bool  # time `nornir validate` too (after the push, or alone)
 
 
@@ -226,15 +227,18 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         if opts.role:
             switches = [s for s, d in zip(switches, devices, strict=True) if d.role == opts.role]
         sim = Simulator(folder, switches, opts.scale)
-        common = [str(intent), "--known-hosts", str(sim.known_hosts), "--audit-log", str(folder / "audit.jsonl"),
-                  "--json", "--no-diff", "--wait", "0", "--confirm-timeout", "600"]  # fmt: skip
+        # As a person runs it (a table, diffs not printed) unless --json-output; what each switch became is
+        # read from the push's audit trail, one file per run.
+        common = [str(intent), "--known-hosts", str(sim.known_hosts), "--no-diff", "--wait", "0",
+                  "--confirm-timeout", "600"] + (["--json"] if opts.json_output else [])  # fmt: skip
         common += ["--role", opts.role] if opts.role else []
         vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]
         vcommon += ["--role", opts.role] if opts.role else []
         tag = f"{fraction.numerator}-{fraction.denominator}"
-        phases = [("dry", _nornir("push", "--dry-run", *common))]
+        trail = {name: folder / f"audit.{name}.jsonl" for name in ("dry", "push", "again")}
+        phases = [("dry", _nornir("push", "--dry-run", "--audit-log", str(trail["dry"]), *common))]
         if opts.push:
-            phases += [("push", _nornir("push", *common)), ("again", _nornir("push", *common))]
+            phases += [(name, _nornir("push", "--audit-log", str(trail[name]), *common)) for name in ("push", "again")]
         if opts.validate:
             phases += [("validate", _nornir("validate", *vcommon))]
         runs: dict[str, dict[str, Any]] = {}
@@ -243,6 +247,8 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
                 before = sim.snapshot()
                 runs[name] = timed(_wrap(argv, opts, f"{name}.{tag}") if name != "again" else argv, opts.budget)
                 runs[name]["sim"] = _delta(before, sim.snapshot())
+                if name in trail:
+                    runs[name]["result"] = _from_trail(trail[name])
         finally:
             events, _ = sim.stop()
         if opts.keep is not None:
@@ -250,6 +256,16 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return _row(fraction, opts.scale, len(switches), runs=runs, events=events, domain_of=domain_of)
+
+
+def _from_trail(path: Path) -> dict[str, Any]:
+    """What a push did, from its audit trail: each switch's status, and the batches that went out."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    went_out = sorted({r["batch"] for r in records if r["batch"] and r["status"] != "skipped"})
+    return {
+        "batches": went_out,
+        "devices": [{"device": r["switch"], "status": r["status"]} for r in records],
+    }
 
 
 def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -367,9 +383,18 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="record each push with py-spy into this folder")
     parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
     parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
+    parser.add_argument("--json-output", action="store_true", help="run push with --json instead of its table")
     args = parser.parse_args()
-    opts = Options(args.latency_scale, args.push_budget, args.keep_events, args.role, args.profile,
-                   not args.dry_run_only, args.validate)  # fmt: skip
+    opts = Options(
+        scale=args.latency_scale,
+        budget=args.push_budget,
+        keep=args.keep_events,
+        role=args.role,
+        profile=args.profile,
+        push=not args.dry_run_only,
+        json_output=args.json_output,
+        validate=args.validate,
+    )
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     _enter_namespace()
     _raise_file_limit()
