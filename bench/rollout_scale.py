@@ -133,11 +133,30 @@ class Simulator:
         return events, json.loads(self.stats.read_text())
 
 
-def timed(argv: list[str], budget: float | None = None) -> dict[str, Any]:
+LIBYAML_HOOK = """import yaml
+
+def _c_safe_load(stream):
+    return yaml.load(stream, Loader=yaml.CSafeLoader)
+
+yaml.safe_load = _c_safe_load
+"""
+
+
+def libyaml_env(folder: Path) -> dict[str, str]:
+    """An experiment, not a fix: the controller's processes with yaml.safe_load swapped for libyaml's loader
+    (a sitecustomize module on PYTHONPATH), to measure what the drivers' candidate checks cost in PyYAML's
+    pure-Python reader. gpufabric itself is not changed."""
+    hook = folder / "libyaml-hook"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(LIBYAML_HOOK)
+    return {**os.environ, "PYTHONPATH": str(hook)}
+
+
+def timed(argv: list[str], budget: float | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run a command as a user does: its wall time, exit code, JSON output, and its own peak RSS and CPU
     (wait4 on its process; with py-spy wrapping it, py-spy's and the command's together)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     outputs: dict[str, str] = {}
 
     def drain(name: str, stream: Any) -> None:
@@ -199,6 +218,7 @@ class Options:
     push: bool  # False: the dry run alone
     json_output: bool  # run push with --json (every diff printed as JSON) instead of its table
     validate: bool  # time `nornir validate` too (after the push, or alone)
+    libyaml: bool  # an A/B experiment: the controller's yaml.safe_load made libyaml's (see _libyaml_env)
 
 
 def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
@@ -242,10 +262,13 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         if opts.validate:
             phases += [("validate", _nornir("validate", *vcommon))]
         runs: dict[str, dict[str, Any]] = {}
+        env = libyaml_env(folder) if opts.libyaml else None
         try:
-            for name, argv in phases:
+            for name, command in phases:
                 before = sim.snapshot()
-                runs[name] = timed(_wrap(argv, opts, f"{name}.{tag}") if name != "again" else argv, opts.budget)
+                runs[name] = timed(
+                    _wrap(command, opts, f"{name}.{tag}") if name != "again" else command, opts.budget, env
+                )
                 runs[name]["sim"] = _delta(before, sim.snapshot())
                 if name in trail:
                     runs[name]["result"] = _from_trail(trail[name])
@@ -384,6 +407,7 @@ def main() -> None:
     parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
     parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
     parser.add_argument("--json-output", action="store_true", help="run push with --json instead of its table")
+    parser.add_argument("--libyaml", action="store_true", help="experiment: the controller's yaml.safe_load on libyaml")
     args = parser.parse_args()
     opts = Options(
         scale=args.latency_scale,
@@ -394,6 +418,7 @@ def main() -> None:
         push=not args.dry_run_only,
         json_output=args.json_output,
         validate=args.validate,
+        libyaml=args.libyaml,
     )
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     _enter_namespace()
