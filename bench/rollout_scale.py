@@ -37,7 +37,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import Any
 import yaml
 from fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
 from fleet_sim import latency
+from fleet_sim.events import max_domains_down
 
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
@@ -186,22 +186,6 @@ def timed(argv: list[str], budget: float | None = None, env: dict[str, str] | No
 
 def _nornir(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "nornir"), *args]
-
-
-def max_domains_down(events: list[dict[str, Any]], domain_of: dict[str, tuple[str, str]]) -> int:
-    """The most failure domains of one plane with a switch committed and not yet confirmed, at any moment."""
-    down: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    worst = 0
-    for ev in sorted(events, key=lambda e: (e["time"], e["event"] == "commit")):  # an end before a start
-        plane, domain = domain_of[ev["switch"]]
-        if ev["event"] == "commit":
-            down[plane][domain] += 1
-        elif ev["event"] in ("confirm", "revert", "abort"):
-            down[plane][domain] -= 1
-            if not down[plane][domain]:
-                del down[plane][domain]
-        worst = max(worst, len(down[plane]))
-    return worst
 
 
 def _cpu(usage: resource.struct_rusage) -> float:

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from fleet_sim.cumulus import CumulusSwitch, Event  # noqa: E402 (bench/ is not a package)
+from fleet_sim.events import max_domains_down  # noqa: E402
 from fleet_sim.server import Fleet  # noqa: E402
 from fleet_sim.shell import parse, run_line  # noqa: E402
 
@@ -160,3 +161,18 @@ def test_the_real_driver_pushes_to_the_simulator_and_a_second_push_is_empty(serv
         driver.close()
     assert [e.event for e in served["fleet"].events] == ["commit", "confirm"]
     assert served["fleet"].logins == 1
+
+
+def test_the_benchmark_counts_failure_domains_down_at_once() -> None:
+    domains = {"a1": ("compute", "A"), "a2": ("compute", "A"), "b1": ("compute", "B"), "o1": ("oob", "O")}
+
+    def ev(t: float, switch: str, event: str) -> dict[str, Any]:
+        return {"time": t, "switch": switch, "event": event}
+
+    one_at_a_time = [
+        *(ev(0, "a1", "commit"), ev(1, "a2", "commit"), ev(2, "a1", "confirm"), ev(2, "a2", "confirm")),
+        *(ev(2, "b1", "commit"), ev(3, "o1", "commit"), ev(4, "b1", "revert"), ev(4, "o1", "confirm")),
+    ]
+    assert max_domains_down(one_at_a_time, domains) == 1
+    overlapping = [ev(0, "a1", "commit"), ev(1, "b1", "commit"), ev(2, "a1", "confirm"), ev(3, "b1", "confirm")]
+    assert max_domains_down(overlapping, domains) == 2
