@@ -61,7 +61,7 @@ BUDGET_S = 60.0  # dry run and validate at 32k
 use_placeholder_secrets()
 
 
-def intent_text(fraction: Fraction) -> str:
+def intent_text(fraction: Fraction, data_platform: str = "cumulus") -> str:
     doc: Any = yaml.safe_load((EXAMPLES / "three-tier-32k.yml").read_text())
     doc = copy.deepcopy(doc)
     doc["fabric"]["name"] = FABRIC
@@ -75,6 +75,12 @@ def intent_text(fraction: Fraction) -> str:
         },
     }
     doc["credentials"]["switches"]["password"] = {"env": PASSWORD_ENV}
+    if data_platform == "eos":  # as bench/fabrics.eos_32k_text: EOS takes /31 links, not unnumbered ones
+        compute = doc["planes"]["compute"]
+        for role in compute["switches"].values():
+            role["platform"] = "eos"
+        compute["routing"]["addressing"] = "p2p31"
+        compute["addressing"]["p2p"] = "10.64.0.0/14"
     return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -98,6 +104,7 @@ def _raise_file_limit() -> None:
 
 class Simulator:
     def __init__(self, folder: Path, switches: list[dict[str, str]], scale: float) -> None:
+        self.ca_file = folder / "ca.pem"  # written when the fleet holds EOS switches
         self.folder = folder
         spec = folder / "switches.json"
         spec.write_text(json.dumps(switches))
@@ -107,7 +114,7 @@ class Simulator:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fleet_sim", "--switches", str(spec), "--username", "cumulus",
              "--password-env", PASSWORD_ENV, "--known-hosts", str(self.known_hosts), "--events", str(self.events),
-             "--stats", str(self.stats), "--latency-scale", str(scale)],
+             "--stats", str(self.stats), "--latency-scale", str(scale), "--tls-dir", str(folder)],
             stdout=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
         assert self.proc.stdout is not None
@@ -202,6 +209,7 @@ class Options:
     push: bool  # False: the dry run alone
     json_output: bool  # run push with --json (every diff printed as JSON) instead of its table
     validate: bool  # time `nornir validate` too (after the push, or alone)
+    platform: str  # the data planes' switches: cumulus (SSH) or eos (eAPI over HTTPS)
     libyaml: bool  # an A/B experiment: the controller's yaml.safe_load made libyaml's (see _libyaml_env)
 
 
@@ -218,7 +226,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="fleet-sim-"))
     try:
         intent = folder / "fabric.yml"
-        intent.write_text(intent_text(fraction))
+        intent.write_text(intent_text(fraction, opts.platform))
         plan = build_plan(load_intent(str(intent)))
         devices = list(plan.devices())
         switches = [{"name": d.name, "address": str(ipaddress.IPv4Address(d.mgmt_ip)), "platform": d.platform}
@@ -236,7 +244,10 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         common = [str(intent), "--known-hosts", str(sim.known_hosts), "--no-diff", "--wait", "0",
                   "--confirm-timeout", "600"] + (["--json"] if opts.json_output else [])  # fmt: skip
         common += ["--role", opts.role] if opts.role else []
+        if sim.ca_file.exists():  # the EOS switches' eAPI certificates chain to the run's CA
+            common += ["--ca-file", str(sim.ca_file)]
         vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]
+        vcommon += ["--ca-file", str(sim.ca_file)] if sim.ca_file.exists() else []
         vcommon += ["--role", opts.role] if opts.role else []
         tag = f"{fraction.numerator}-{fraction.denominator}"
         trail = {name: folder / f"audit.{name}.jsonl" for name in ("dry", "push", "again")}
@@ -262,15 +273,20 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
             shutil.copy(folder / "events.jsonl", opts.keep.with_suffix(f".{tag}.events.jsonl"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return _row(fraction, opts.scale, len(switches), runs=runs, events=events, domain_of=domain_of)
+    return _row(fraction, opts, len(switches), runs=runs, events=events, domain_of=domain_of)
 
 
 def _from_trail(path: Path) -> dict[str, Any]:
     """What a push did, from its audit trail: each switch's status, and the batches that went out."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
     went_out = sorted({r["batch"] for r in records if r["batch"] and r["status"] != "skipped"})
+    platforms: dict[int, set[str]] = {}
+    for r in records:
+        if r["batch"] in went_out:
+            platforms.setdefault(r["batch"], set()).add(r["platform"])
     return {
         "batches": went_out,
+        "platforms": [sorted(platforms[b]) for b in went_out],  # each wave's platforms
         "devices": [{"device": r["switch"], "status": r["status"]} for r in records],
     }
 
@@ -288,7 +304,7 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 
 def _row(
     fraction: Fraction,
-    scale: float,
+    opts: Options,
     n: int,
     *,
     runs: dict[str, dict[str, Any]],
@@ -304,8 +320,10 @@ def _row(
     again_changed = [
         d["device"] for d in ((again or {}).get("result") or {}).get("devices", []) if d["status"] != "unchanged"
     ]
-    per_wave = latency.commit_check_confirm(SETTLE, scale)
-    bound = waves * per_wave
+    scale = opts.scale
+    # Each wave takes at least its slowest switch's commit-check-confirm, by that switch's platform.
+    per_wave = max(latency.commit_check_confirm(SETTLE, scale, p) for p in {"cumulus", opts.platform})
+    bound = sum(max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps) for ps in result.get("platforms", []))
     row: dict[str, Any] = {
         "fraction": str(fraction),
         "switches": n,
@@ -374,7 +392,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         cells = [fmt.format(row[key]) if row[key] is not None else "-" for key, _, fmt in COLUMNS]
         print(" ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
-    print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = waves x "
+    print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = per wave, up to "
           f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
           "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
 
@@ -391,6 +409,7 @@ def main() -> None:
     parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
     parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
     parser.add_argument("--json-output", action="store_true", help="run push with --json instead of its table")
+    parser.add_argument("--platform", choices=["cumulus", "eos"], default="cumulus", help="the data planes' switches")
     parser.add_argument("--libyaml", action="store_true", help="experiment: the controller's yaml.safe_load on libyaml")
     args = parser.parse_args()
     opts = Options(
@@ -403,6 +422,7 @@ def main() -> None:
         json_output=args.json_output,
         validate=args.validate,
         libyaml=args.libyaml,
+        platform=args.platform,
     )
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     _enter_namespace()

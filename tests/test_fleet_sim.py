@@ -176,3 +176,50 @@ def test_the_benchmark_counts_failure_domains_down_at_once() -> None:
     assert max_domains_down(one_at_a_time, domains) == 1
     overlapping = [ev(0, "a1", "commit"), ev(1, "b1", "commit"), ev(2, "a1", "confirm"), ev(3, "b1", "confirm")]
     assert max_domains_down(overlapping, domains) == 2
+
+
+def _driver_class(platform_name: str) -> Any:
+    """The class a push opens for this platform (gpufabric's own for EOS: verified TLS, the commit timer)."""
+    import importlib
+
+    from gpufabric.platforms import platform
+
+    module, cls = str(platform(platform_name).driver_class).split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def test_the_real_eos_driver_pushes_to_the_simulator_over_verified_https(tmp_path: Path) -> None:
+    from fleet_sim.eapi import Ca, serve
+    from fleet_sim.eos import EosSwitch
+
+    events: list[Event] = []
+    switch = EosSwitch("spine1", "admin", PASSWORD, events.append, scale=0.0)
+    ca = Ca(tmp_path)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = asyncio.run_coroutine_threadsafe(
+        serve(switch, "127.0.0.1", 0, ca.server_context("spine1", "127.0.0.1")), loop
+    ).result(10)
+    port = server.sockets[0].getsockname()[1]
+    text = "hostname spine1\nusername admin privilege 15 role network-admin\ninterface Ethernet1\n   mtu 9214\n"
+    args = {"port": port, "tls_ca_file": str(ca.ca_file), "push_id": "gf-20260101T000000Z-abcdef"}
+    try:
+        driver = _driver_class("eos")("127.0.0.1", "admin", PASSWORD, timeout=10, optional_args=args)
+        driver.open()
+        assert driver.pending_push() is None
+        driver.load_replace_candidate(config=text)
+        assert "+interface Ethernet1" in driver.compare_config()
+        driver.commit_config(revert_in=120)
+        assert driver.pending_push() is not None and driver.get_interfaces()["Ethernet1"]["is_up"]
+        driver.confirm_commit()
+        assert driver.pending_push() is None
+        driver.load_replace_candidate(config=text)
+        assert driver.compare_config() == ""
+        driver.discard_config()
+        driver.close()
+    finally:
+        loop.call_soon_threadsafe(server.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert [e.event for e in events] == ["commit", "confirm"]

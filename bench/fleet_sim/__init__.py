@@ -5,6 +5,9 @@ transport those drivers use, with each switch's configuration and pending state 
 each operation delayed by a figure from `latency.LATENCY`. One asyncio process serves every switch,
 each on an address of its own (`python -m fleet_sim --help`, with `bench/` on the path).
 
-Simulated today: NVIDIA Cumulus Linux 5.x reached over SSH (NVUE's transactions, the confirm timer,
-vtysh and iproute2 reads). Not yet: FRR over SSH (frr-reload), EOS eAPI and NX-API over HTTPS.
+Simulated today: NVIDIA Cumulus Linux 5.x over SSH (NVUE's transactions, the confirm timer, vtysh,
+lldpcli and iproute2 reads) and Arista EOS over eAPI on HTTPS (config sessions, the commit timer,
+flash copies; a certificate per switch from a CA the run makes). Not yet: FRR over SSH (frr-reload),
+NX-API; and no BGP session or LLDP neighbour is simulated (every configured port is up), so the
+post-change checks hold nothing against a change and `validate` reports every session down.
 """

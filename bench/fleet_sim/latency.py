@@ -20,6 +20,14 @@ the commit-check-confirm time these give, and the controller is measured against
 | `nv config apply --confirm-status`  | 0.5  | a CLI call |
 | `vtysh -c 'show ... json'`          | 0.1  | vtysh reaching the FRR daemons, JSON for 100+ peers |
 | `ip -j link show`, files, `cat`     | 0    | system calls: only the exec channel's 0.05 s |
+
+| operation (EOS, eAPI)                 | s    | basis (assumptions) |
+|---------------------------------------|------|---------------------|
+| a `show` command (JSON)               | 0.1  | EOS's CLI agent answering eAPI |
+| `show session-config named X diffs`   | 0.5  | the session compared with running |
+| `configure session X commit timer`, `configure replace` | 3.0 | ConfigAgent applying a full replace |
+| `configure session X commit` (confirm)| 0.5  | the timer cancelled, the session kept |
+| anything else (config lines, `copy`)  | 0    | plus the HTTPS request itself, measured (not simulated) |
 """
 
 from __future__ import annotations
@@ -33,6 +41,10 @@ NV_APPLY = "nv config apply"
 NV_CONFIRM = "nv config apply --confirm-yes|no"
 NV_STATUS = "nv config apply --confirm-status"
 VTYSH = "vtysh"
+EOS_SHOW = "eos show"
+EOS_DIFF = "eos session diff"
+EOS_COMMIT = "eos commit"
+EOS_CONFIRM = "eos confirm"
 
 LATENCY: dict[str, float] = {
     EXEC: 0.05,
@@ -44,12 +56,20 @@ LATENCY: dict[str, float] = {
     NV_CONFIRM: 1.0,
     NV_STATUS: 0.5,
     VTYSH: 0.1,
+    EOS_SHOW: 0.1,
+    EOS_DIFF: 0.5,
+    EOS_COMMIT: 3.0,
+    EOS_CONFIRM: 0.5,
 }
 
 
-def commit_check_confirm(settle: float, scale: float = 1.0) -> float:
+def commit_check_confirm(settle: float, scale: float = 1.0, platform: str = "cumulus") -> float:
     """The least time one switch's change can take, commit to confirm, by these figures: stage the
-    candidate (replace), diff it, apply it with the timer, hold the checks `settle` seconds, confirm.
-    Every wave of a rollout takes at least this, however many switches it holds."""
-    device = LATENCY[NV_REPLACE] + LATENCY[NV_DIFF] + LATENCY[NV_APPLY] + LATENCY[NV_CONFIRM] + 4 * LATENCY[EXEC]
-    return device * scale + settle
+    candidate, diff it, commit it with the timer, hold the checks `settle` seconds, confirm (plus four
+    exec channels or HTTPS requests). Every wave of a rollout takes at least this, however many
+    switches it holds."""
+    if platform == "eos":
+        device = LATENCY[EOS_DIFF] + LATENCY[EOS_COMMIT] + LATENCY[EOS_CONFIRM]
+    else:
+        device = LATENCY[NV_REPLACE] + LATENCY[NV_DIFF] + LATENCY[NV_APPLY] + LATENCY[NV_CONFIRM]
+    return (device + 4 * LATENCY[EXEC]) * scale + settle

@@ -1,4 +1,5 @@
-"""Serve a simulated fleet: one SSH listener per switch address, all in one asyncio process.
+"""Serve a simulated fleet: per switch address an SSH listener (Cumulus) or eAPI over HTTPS (EOS, with
+a certificate from a CA the run makes), all in one asyncio process.
 
 Run it where those addresses are local (`rollout_scale.py` makes a network namespace whose loopback
 holds the management subnet). The login's password comes from the environment variable named by
@@ -24,8 +25,11 @@ from typing import Any
 
 import asyncssh
 
+from fleet_sim import eapi
 from fleet_sim import latency as lat
 from fleet_sim.cumulus import CumulusSwitch, Event
+from fleet_sim.eapi import Ca
+from fleet_sim.eos import EosSwitch
 from fleet_sim.shell import parse, run_line
 
 
@@ -67,10 +71,13 @@ class Fleet:
     def log(self, event: Event) -> None:
         self.events.append(event)
 
+    def count(self, kind: str) -> None:
+        self.commands += 1
+        self.kinds[kind] += 1
+
     async def _session(self, switch: CumulusSwitch, process: asyncssh.SSHServerProcess[str]) -> None:
         line = process.command or ""
-        self.commands += 1
-        self.kinds[_kind(line)] += 1
+        self.count(_kind(line))
         stdin = await process.stdin.read() if _needs_stdin(line) else None
         await switch.pause(lat.EXEC)
         result = await run_line(line, stdin, switch.run, switch.write)
@@ -121,7 +128,14 @@ async def main_async(args: argparse.Namespace) -> None:
     fleet = Fleet({})
     keys: dict[str, asyncssh.SSHKey] = {}
     lines = []
+    https: list[asyncio.Server] = []
+    ca = Ca(Path(args.tls_dir)) if any(e["platform"] == "eos" for e in spec) else None
     for entry in spec:
+        if entry["platform"] == "eos" and ca is not None:
+            eos = EosSwitch(entry["name"], args.username, password, fleet.log, scale=args.latency_scale)
+            context = ca.server_context(entry["name"], entry["address"])
+            https.append(await eapi.serve(eos, entry["address"], 443, context, fleet.count))
+            continue
         if entry["platform"] != "cumulus":
             raise SystemExit(f"{entry['name']}: platform {entry['platform']} is not simulated yet")
         switch = CumulusSwitch(entry["name"], args.username, password, fleet.log, scale=args.latency_scale)
@@ -141,6 +155,8 @@ async def main_async(args: argparse.Namespace) -> None:
     await stop.wait()
     for server in servers:
         server.close()
+    for web in https:
+        web.close()
     wall0, loop0 = clock0
     with open(args.events, "w", encoding="utf-8") as fh:
         for ev in fleet.events:
@@ -163,6 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--known-hosts", required=True, help="write the switches' host keys here")
     parser.add_argument("--events", required=True, help="write the event log here (JSON lines) on exit")
     parser.add_argument("--stats", required=True, help="write the simulator's own CPU time here on exit")
+    parser.add_argument("--tls-dir", default=".", help="EOS switches: write the run's CA here (ca.pem, for --ca-file)")
     parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply every latency (0: none)")
     args = parser.parse_args(argv)
     asyncio.run(main_async(args))
