@@ -266,7 +266,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
                 )
                 runs[name]["sim"] = _delta(before, sim.snapshot())
                 if name in trail:
-                    runs[name]["result"] = _from_trail(trail[name])
+                    runs[name]["json"], runs[name]["result"] = runs[name]["result"], _from_trail(trail[name])
         finally:
             events, _ = sim.stop()
         if opts.keep is not None:
@@ -361,6 +361,10 @@ def _row(
             "commits": sum(e["event"] == "commit" for e in events),
             "reverts": sum(e["event"] == "revert" for e in events),
         })  # fmt: skip
+    printed = (push or {}).get("json") or {}
+    staged = sorted(d["seconds"] for d in printed.get("devices", []) if d.get("status") == "changed")
+    if staged:  # --json-output: how long each switch's own stage took (diff, commit, checks), the median
+        row["stage_median_s"] = round(staged[len(staged) // 2], 2)
     if "validate" in runs:
         row["validate_s"], row["validate_rc"] = round(runs["validate"]["wall_s"], 2), runs["validate"]["rc"]
         row["validate_cpu_s"] = round(_cpu(runs["validate"]["usage"]), 2)
