@@ -399,6 +399,22 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = per wave, up to "
           f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
           "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
+    for row in rows:
+        phases = [("dry run", row["dry_run_s"], row["dry_run_cpu_s"], row["dry_run_simulator_cpu_s"]),
+                  ("push", row["wall_s"], row["controller_cpu_s"], row["simulator_cpu_s"])]  # fmt: skip
+        said = [f"{name}: {verdict(wall, ctl, sim)}" for name, wall, ctl, sim in phases if wall]
+        print(f"{row['fraction']}: " + "; ".join(said))
+
+
+def verdict(wall: float, controller_cpu: float, simulator_cpu: float) -> str:
+    """What bounded a run, from the CPU each side used over its wall time (one core is 1.0)."""
+    ctl, sim = controller_cpu / wall, simulator_cpu / wall
+    shares = f"controller {ctl:.2f} cores, simulator {sim:.2f}"
+    if sim >= 0.8:
+        return f"the simulator's CPU ({shares}): the figure says little of the controller"
+    if ctl >= 0.8:
+        return f"the controller's CPU ({shares})"
+    return f"waiting on the switches and the settle ({shares})"
 
 
 def main() -> None:
