@@ -140,22 +140,44 @@ class Simulator:
         return events, json.loads(self.stats.read_text())
 
 
-LIBYAML_HOOK = """import yaml
+# A/B experiments on the controller, not fixes: each is a few lines a sitecustomize module on PYTHONPATH
+# runs as the controller's Python starts, changing one thing gpufabric itself does not.
+HOOKS = {
+    # the drivers' candidate checks parse YAML with libyaml's reader instead of PyYAML's pure-Python one
+    "libyaml": """
+import yaml
 
 def _c_safe_load(stream):
     return yaml.load(stream, Loader=yaml.CSafeLoader)
 
 yaml.safe_load = _c_safe_load
-"""
+""",
+    # every SSH session's socket with TCP_NODELAY, as OpenSSH's client sets for interactive sessions
+    "nodelay": """
+import socket
+import paramiko
+
+_transport_init = paramiko.Transport.__init__
+
+def _nodelay_init(self, sock, *args, **kwargs):
+    _transport_init(self, sock, *args, **kwargs)
+    try:
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (AttributeError, OSError):
+        pass
+
+paramiko.Transport.__init__ = _nodelay_init
+""",
+}
 
 
-def libyaml_env(folder: Path) -> dict[str, str]:
-    """An experiment, not a fix: the controller's processes with yaml.safe_load swapped for libyaml's loader
-    (a sitecustomize module on PYTHONPATH), to measure what the drivers' candidate checks cost in PyYAML's
-    pure-Python reader. gpufabric itself is not changed."""
-    hook = folder / "libyaml-hook"
+def experiment_env(folder: Path, names: tuple[str, ...]) -> dict[str, str] | None:
+    """The controller's environment with the named experiments' sitecustomize on PYTHONPATH (None: none)."""
+    if not names:
+        return None
+    hook = folder / "experiments"
     hook.mkdir(exist_ok=True)
-    (hook / "sitecustomize.py").write_text(LIBYAML_HOOK)
+    (hook / "sitecustomize.py").write_text("\n".join(HOOKS[n] for n in names))
     return {**os.environ, "PYTHONPATH": str(hook)}
 
 
@@ -210,7 +232,7 @@ class Options:
     json_output: bool  # run push with --json (every diff printed as JSON) instead of its table
     validate: bool  # time `nornir validate` too (after the push, or alone)
     platform: str  # the data planes' switches: cumulus (SSH) or eos (eAPI over HTTPS)
-    libyaml: bool  # an A/B experiment: the controller's yaml.safe_load made libyaml's (see _libyaml_env)
+    experiments: tuple[str, ...]  # A/B experiments on the controller (HOOKS)
 
 
 def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
@@ -257,7 +279,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         if opts.validate:
             phases += [("validate", _nornir("validate", *vcommon))]
         runs: dict[str, dict[str, Any]] = {}
-        env = libyaml_env(folder) if opts.libyaml else None
+        env = experiment_env(folder, opts.experiments)
         try:
             for name, command in phases:
                 before = sim.snapshot()
@@ -430,7 +452,7 @@ def main() -> None:
     parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
     parser.add_argument("--json-output", action="store_true", help="run push with --json instead of its table")
     parser.add_argument("--platform", choices=["cumulus", "eos"], default="cumulus", help="the data planes' switches")
-    parser.add_argument("--libyaml", action="store_true", help="experiment: the controller's yaml.safe_load on libyaml")
+    parser.add_argument("--experiment", default="", help=f"A/B on the controller, comma-separated: {', '.join(HOOKS)}")
     args = parser.parse_args()
     opts = Options(
         scale=args.latency_scale,
@@ -441,10 +463,13 @@ def main() -> None:
         push=not args.dry_run_only,
         json_output=args.json_output,
         validate=args.validate,
-        libyaml=args.libyaml,
+        experiments=tuple(e for e in args.experiment.split(",") if e),
         platform=args.platform,
     )
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
+    unknown = [e for e in args.experiment.split(",") if e and e not in HOOKS]
+    if unknown:
+        parser.error(f"no experiment named {', '.join(unknown)} (known: {', '.join(HOOKS)})")
     _enter_namespace()
     _raise_file_limit()
     os.environ.setdefault(PASSWORD_ENV, PLACEHOLDER_SECRETS[PASSWORD_ENV])
