@@ -152,7 +152,7 @@ def _c_safe_load(stream):
 
 yaml.safe_load = _c_safe_load
 """,
-    # every SSH session's socket with TCP_NODELAY, as OpenSSH's client sets for interactive sessions
+    # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
     "nodelay": """
 import socket
 import paramiko
