@@ -18,8 +18,13 @@ Per fraction, in order: `push --dry-run` (every switch's diff), the push, and th
 controller's peak RSS and CPU, the simulator's CPU, the lower bound (waves x one switch's
 commit-check-confirm time by the simulator's latencies, plus the checks' 2 s settle) and the ratio;
 from the simulator's event log it checks that never more than one failure domain of a plane was down
-(committed and not yet confirmed) at any moment. `--push-budget S` stops a push taking longer
-(a whole-fabric push at full latency takes hours: the bound alone is 806 waves x 15 s).
+(committed and not yet confirmed) at any moment, and says per run whether the controller's CPU,
+the simulator's, or waiting bounded it. `--push-budget S` stops any one run taking longer (a
+whole-fabric push at full latency takes hours: the bound alone is 806 waves x 13.2 s).
+
+`--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
+(the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
+`--experiment nodelay,libyaml` (A/B changes to the controller, see HOOKS), `--json-output`.
 """
 
 from __future__ import annotations
