@@ -1,0 +1,3 @@
+from fleet_sim.server import main
+
+main()

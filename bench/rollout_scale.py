@@ -1,0 +1,491 @@
+"""`nornir push` of every plane of the 32k example against a simulated fleet, timed against the bound
+the plan allows.
+
+    python bench/rollout_scale.py                         # the whole fabric (1,309 switches)
+    python bench/rollout_scale.py --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
+    python bench/rollout_scale.py --scale 1/8 --latency-scale 0.1 --json out.json
+
+Each fraction is the 32k example with that share of its GPU nodes (1/8: one pod), plus an
+out-of-band plane (Cumulus management switches) whose subnet gives every switch its address: the
+example names none, and a push reaches switches at their management address. The run happens in a
+network namespace of its own whose loopback holds that subnet, so the simulator (bench/fleet_sim, a
+test double, one asyncio process) listens on every switch's address and `nornir push`, run as a user
+runs it (a fresh process, the installed command), reaches them as it would real ones: SSH with the
+host keys in a known_hosts file the simulator wrote, the password from the variable the intent names.
+
+Per fraction, in order: `push --dry-run` (every switch's diff), the push, and the same push again
+(every diff must be empty). From one run it prints wall time, waves (the batches that went out), the
+controller's peak RSS and CPU, the simulator's CPU, the lower bound (waves x one switch's
+commit-check-confirm time by the simulator's latencies, plus the checks' 2 s settle) and the ratio;
+from the simulator's event log it checks that never more than one failure domain of a plane was down
+(committed and not yet confirmed) at any moment, and says per run whether the controller's CPU,
+the simulator's, or waiting bounded it. `--push-budget S` stops any one run taking longer (a
+whole-fabric push at full latency takes hours: the bound alone is 806 waves x 13.2 s).
+
+`--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
+(the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
+`--experiment nodelay,libyaml` (A/B changes to the controller, see HOOKS), `--json-output`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import ipaddress
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
+from fleet_sim import latency
+from fleet_sim.events import max_domains_down
+
+from gpufabric.intent import load_intent
+from gpufabric.plan import build_plan
+
+BENCH = Path(__file__).resolve().parent
+NODES = 4096  # the 32k example's GPU nodes
+SUBNET = ipaddress.ip_network("10.254.0.0/16")  # the OOB plane's, made local inside the namespace
+FABRIC = "fleet-sim-32k"  # its own name: its push lock and trail are this benchmark's
+SETTLE = 2.0  # nornir_tasks.push.PushOptions.settle: how long a switch's checks must hold
+PASSWORD_ENV = "GPUFABRIC_SWITCH_PASSWORD"
+INSIDE = "FLEET_SIM_NETNS"  # set once the benchmark runs in its own network namespace
+BUDGET_S = 60.0  # dry run and validate at 32k
+use_placeholder_secrets()
+
+
+def intent_text(fraction: Fraction, data_platform: str = "cumulus") -> str:
+    doc: Any = yaml.safe_load((EXAMPLES / "three-tier-32k.yml").read_text())
+    doc = copy.deepcopy(doc)
+    doc["fabric"]["name"] = FABRIC
+    doc["server_groups"][0]["count"] = int(NODES * fraction)
+    doc["planes"]["oob"] = {
+        "prefix": "oob",
+        "subnet": str(SUBNET),
+        "switches": {
+            "mgmt": {"platform": "cumulus", "model": "SN2201", "ports": 48, "port_speed": "1G"},
+            "spine": {"platform": "cumulus", "model": "SN2201", "ports": 48, "port_speed": "10G"},
+        },
+    }
+    doc["credentials"]["switches"]["password"] = {"env": PASSWORD_ENV}
+    if data_platform == "eos":  # as bench/fabrics.eos_32k_text: EOS takes /31 links, not unnumbered ones
+        compute = doc["planes"]["compute"]
+        for role in compute["switches"].values():
+            role["platform"] = "eos"
+        compute["routing"]["addressing"] = "p2p31"
+        compute["addressing"]["p2p"] = "10.64.0.0/14"
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _enter_namespace() -> None:
+    """Re-run this script in a new network namespace (a user namespace too when not root) whose
+    loopback holds SUBNET: nothing outside it sees the simulated switches, and nothing is left behind."""
+    if os.environ.get(INSIDE):
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "addr", "add", f"{SUBNET.network_address + 1}/{SUBNET.prefixlen}", "dev", "lo"],
+                       check=True)  # fmt: skip
+        return
+    unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
+    env = {**os.environ, INSIDE: "1"}
+    sys.exit(subprocess.run([*unshare, sys.executable, *sys.argv], env=env, check=False).returncode)
+
+
+def _raise_file_limit() -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket per switch, on both sides
+
+
+class Simulator:
+    def __init__(self, folder: Path, switches: list[dict[str, str]], scale: float) -> None:
+        self.ca_file = folder / "ca.pem"  # written when the fleet holds EOS switches
+        self.folder = folder
+        spec = folder / "switches.json"
+        spec.write_text(json.dumps(switches))
+        self.known_hosts = folder / "known_hosts"
+        self.events, self.stats = folder / "events.jsonl", folder / "sim-stats.json"
+        env = {**os.environ, "PYTHONPATH": str(BENCH)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fleet_sim", "--switches", str(spec), "--username", "cumulus",
+             "--password-env", PASSWORD_ENV, "--known-hosts", str(self.known_hosts), "--events", str(self.events),
+             "--stats", str(self.stats), "--latency-scale", str(scale), "--tls-dir", str(folder)],
+            stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.proc.kill()
+            raise SystemExit(f"the simulator did not start: {line!r}")
+
+    def snapshot(self) -> dict[str, Any]:
+        """The simulator's counts and CPU time so far."""
+        self.stats.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR1)
+        for _ in range(200):
+            if self.stats.exists():
+                return dict(json.loads(self.stats.read_text()))
+            time.sleep(0.05)
+        raise SystemExit("the simulator did not answer a snapshot request")
+
+    def stop(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+        events = [json.loads(ln) for ln in self.events.read_text().splitlines() if ln.strip()]
+        return events, json.loads(self.stats.read_text())
+
+
+# A/B experiments on the controller, not fixes: each is a few lines a sitecustomize module on PYTHONPATH
+# runs as the controller's Python starts, changing one thing gpufabric itself does not.
+HOOKS = {
+    # the drivers' candidate checks parse YAML with libyaml's reader instead of PyYAML's pure-Python one
+    "libyaml": """
+import yaml
+
+def _c_safe_load(stream):
+    return yaml.load(stream, Loader=yaml.CSafeLoader)
+
+yaml.safe_load = _c_safe_load
+""",
+    # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
+    "nodelay": """
+import socket
+import paramiko
+
+_transport_init = paramiko.Transport.__init__
+
+def _nodelay_init(self, sock, *args, **kwargs):
+    _transport_init(self, sock, *args, **kwargs)
+    try:
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (AttributeError, OSError):
+        pass
+
+paramiko.Transport.__init__ = _nodelay_init
+""",
+}
+
+
+def experiment_env(folder: Path, names: tuple[str, ...]) -> dict[str, str] | None:
+    """The controller's environment with the named experiments' sitecustomize on PYTHONPATH (None: none)."""
+    if not names:
+        return None
+    hook = folder / "experiments"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text("\n".join(HOOKS[n] for n in names))
+    return {**os.environ, "PYTHONPATH": str(hook)}
+
+
+def timed(argv: list[str], budget: float | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a command as a user does: its wall time, exit code, JSON output, and its own peak RSS and CPU
+    (wait4 on its process; with py-spy wrapping it, py-spy's and the command's together)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    outputs: dict[str, str] = {}
+
+    def drain(name: str, stream: Any) -> None:
+        outputs[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(n, s)) for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    stopper = threading.Timer(budget, proc.send_signal, (signal.SIGINT,)) if budget else None
+    if stopper:
+        stopper.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if stopper:
+        stopper.cancel()
+    for r in readers:
+        r.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out = outputs.get("out", "")
+    try:
+        result = json.loads(out) if out.strip().startswith("{") else None
+    except ValueError:
+        result = None
+    return {"wall_s": wall, "rc": proc.returncode, "result": result, "stderr": outputs.get("err", "")[-3000:],
+            "usage": usage}  # fmt: skip
+
+
+def _nornir(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "nornir"), *args]
+
+
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass(frozen=True)
+class Options:
+    scale: float  # of the simulator's latencies
+    budget: float | None  # seconds any one push may take
+    keep: Path | None  # keep the event logs beside this path
+    role: str | None  # push only this role's switches (a small fleet of the same fabric)
+    profile: Path | None  # record each run with py-spy (raw stacks, only the thread holding the GIL) here
+    push: bool  # False: the dry run alone
+    json_output: bool  # run push with --json (every diff printed as JSON) instead of its table
+    validate: bool  # time `nornir validate` too (after the push, or alone)
+    platform: str  # the data planes' switches: cumulus (SSH) or eos (eAPI over HTTPS)
+    experiments: tuple[str, ...]  # A/B experiments on the controller (HOOKS)
+
+
+def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
+    if opts.profile is None:
+        return argv
+    opts.profile.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).parent / "py-spy")
+    return [spy, "record", "--format", "raw", "--rate", "100", "--gil", "--nonblocking",
+            "-o", str(opts.profile / f"{name}.txt"), "--", *argv]  # fmt: skip
+
+
+def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="fleet-sim-"))
+    try:
+        intent = folder / "fabric.yml"
+        intent.write_text(intent_text(fraction, opts.platform))
+        plan = build_plan(load_intent(str(intent)))
+        devices = list(plan.devices())
+        switches = [{"name": d.name, "address": str(ipaddress.IPv4Address(d.mgmt_ip)), "platform": d.platform}
+                    for d in devices]  # fmt: skip
+        domain_of = {d.name: (d.plane, d.failure_domain or d.name) for d in devices}
+        for p in plan.planes.values():
+            for fd in p.failure_domains:
+                for n in fd.devices:
+                    domain_of[n] = (p.name, fd.name)
+        if opts.role:
+            switches = [s for s, d in zip(switches, devices, strict=True) if d.role == opts.role]
+        sim = Simulator(folder, switches, opts.scale)
+        # As a person runs it (a table, diffs not printed) unless --json-output; what each switch became is
+        # read from the push's audit trail, one file per run.
+        common = [str(intent), "--known-hosts", str(sim.known_hosts), "--no-diff", "--wait", "0",
+                  "--confirm-timeout", "600"] + (["--json"] if opts.json_output else [])  # fmt: skip
+        common += ["--role", opts.role] if opts.role else []
+        if sim.ca_file.exists():  # the EOS switches' eAPI certificates chain to the run's CA
+            common += ["--ca-file", str(sim.ca_file)]
+        vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]
+        vcommon += ["--ca-file", str(sim.ca_file)] if sim.ca_file.exists() else []
+        vcommon += ["--role", opts.role] if opts.role else []
+        tag = f"{fraction.numerator}-{fraction.denominator}"
+        trail = {name: folder / f"audit.{name}.jsonl" for name in ("dry", "push", "again")}
+        phases = [("dry", _nornir("push", "--dry-run", "--audit-log", str(trail["dry"]), *common))]
+        if opts.push:
+            phases += [(name, _nornir("push", "--audit-log", str(trail[name]), *common)) for name in ("push", "again")]
+        if opts.validate:
+            phases += [("validate", _nornir("validate", *vcommon))]
+        runs: dict[str, dict[str, Any]] = {}
+        env = experiment_env(folder, opts.experiments)
+        try:
+            for name, command in phases:
+                before = sim.snapshot()
+                runs[name] = timed(
+                    _wrap(command, opts, f"{name}.{tag}") if name != "again" else command, opts.budget, env
+                )
+                runs[name]["sim"] = _delta(before, sim.snapshot())
+                if name in trail:
+                    runs[name]["json"], runs[name]["result"] = runs[name]["result"], _from_trail(trail[name])
+        finally:
+            events, _ = sim.stop()
+        if opts.keep is not None:
+            shutil.copy(folder / "events.jsonl", opts.keep.with_suffix(f".{tag}.events.jsonl"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _row(fraction, opts, len(switches), runs=runs, events=events, domain_of=domain_of)
+
+
+def _from_trail(path: Path) -> dict[str, Any]:
+    """What a push did, from its audit trail: each switch's status, and the batches that went out."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    went_out = sorted({r["batch"] for r in records if r["batch"] and r["status"] != "skipped"})
+    platforms: dict[int, set[str]] = {}
+    for r in records:
+        if r["batch"] in went_out:
+            platforms.setdefault(r["batch"], set()).add(r["platform"])
+    return {
+        "batches": went_out,
+        "platforms": [sorted(platforms[b]) for b in went_out],  # each wave's platforms
+        "devices": [{"device": r["switch"], "status": r["status"]} for r in records],
+    }
+
+
+def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's work during one phase: CPU seconds, logins, commands (and by kind)."""
+    kinds = {k: n - before["kinds"].get(k, 0) for k, n in after["kinds"].items() if n > before["kinds"].get(k, 0)}
+    return {
+        "cpu_s": (after["user_s"] + after["sys_s"]) - (before["user_s"] + before["sys_s"]),
+        "logins": after["logins"] - before["logins"],
+        "commands": after["commands"] - before["commands"],
+        "kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def _row(
+    fraction: Fraction,
+    opts: Options,
+    n: int,
+    *,
+    runs: dict[str, dict[str, Any]],
+    events: list[dict[str, Any]],
+    domain_of: dict[str, tuple[str, str]],
+) -> dict[str, Any]:
+    for name, run in runs.items():
+        if run["rc"] not in (0, None) and name != "validate":  # validate finds what no simulated switch has
+            print(f"{name} exited {run['rc']}: {run['stderr']}", file=sys.stderr)
+    dry, push, again = runs["dry"], runs.get("push"), runs.get("again")
+    result = (push or {}).get("result") or {}
+    waves = len(result.get("batches", []))
+    again_changed = [
+        d["device"] for d in ((again or {}).get("result") or {}).get("devices", []) if d["status"] != "unchanged"
+    ]
+    scale = opts.scale
+    # Each wave takes at least its slowest switch's commit-check-confirm, by that switch's platform.
+    per_wave = max(latency.commit_check_confirm(SETTLE, scale, p) for p in {"cumulus", opts.platform})
+    bound = sum(max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps) for ps in result.get("platforms", []))
+    row: dict[str, Any] = {
+        "fraction": str(fraction),
+        "switches": n,
+        "latency_scale": scale,
+        "dry_run_s": round(dry["wall_s"], 2),
+        "dry_run_rc": dry["rc"],
+        "dry_run_cpu_s": round(_cpu(dry["usage"]), 2),
+        "dry_run_peak_rss_mib": round(dry["usage"].ru_maxrss / 1024, 1),
+        "dry_run_simulator_cpu_s": round(dry["sim"]["cpu_s"], 2),
+        "dry_run_commands_per_switch": round(dry["sim"]["commands"] / n, 1),
+        "wall_s": None, "push_rc": None, "changed": None, "waves": None, "lower_bound_s": None, "ratio": None,
+        "overhead_per_wave_s": None, "second_push_s": None, "second_push_not_unchanged": None, "peak_rss_mib": None,
+        "controller_cpu_s": None, "simulator_cpu_s": None, "push_commands_per_switch": None,
+        "max_domains_down_per_plane": None, "commits": None, "reverts": None, "validate_s": None, "validate_rc": None,
+        "per_wave_bound_s": round(per_wave, 3),
+    }  # fmt: skip
+    if push is not None and again is not None:
+        row.update({
+            "wall_s": round(push["wall_s"], 2),
+            "push_rc": push["rc"],
+            "changed": sum(d["status"] == "changed" for d in result.get("devices", [])),
+            "waves": waves,
+            "lower_bound_s": round(bound, 2),
+            "ratio": round(push["wall_s"] / bound, 2) if bound else None,
+            # What each wave costs beyond the bound, the preview of every switch (as long as the dry run) aside.
+            "overhead_per_wave_s": round((push["wall_s"] - dry["wall_s"] - bound) / waves, 2) if waves else None,
+            "second_push_s": round(again["wall_s"], 2),
+            "second_push_not_unchanged": len(again_changed),
+            "peak_rss_mib": round(push["usage"].ru_maxrss / 1024, 1),
+            "controller_cpu_s": round(_cpu(push["usage"]), 2),
+            "simulator_cpu_s": round(push["sim"]["cpu_s"], 2),
+            "push_commands_per_switch": round(push["sim"]["commands"] / n, 1),
+            "push_command_kinds": push["sim"]["kinds"],
+            "max_domains_down_per_plane": max_domains_down(events, domain_of),
+            "commits": sum(e["event"] == "commit" for e in events),
+            "reverts": sum(e["event"] == "revert" for e in events),
+        })  # fmt: skip
+    printed = (push or {}).get("json") or {}
+    staged = sorted(d["seconds"] for d in printed.get("devices", []) if d.get("status") == "changed")
+    if staged:  # --json-output: how long each switch's own stage took (diff, commit, checks), the median
+        row["stage_median_s"] = round(staged[len(staged) // 2], 2)
+    if "validate" in runs:
+        row["validate_s"], row["validate_rc"] = round(runs["validate"]["wall_s"], 2), runs["validate"]["rc"]
+        row["validate_cpu_s"] = round(_cpu(runs["validate"]["usage"]), 2)
+    return row
+
+
+COLUMNS = [
+    ("fraction", "scale", "{}"),
+    ("switches", "switches", "{}"),
+    ("dry_run_s", "dry-run s", "{:.1f}"),
+    ("wall_s", "push s", "{:.1f}"),
+    ("waves", "waves", "{}"),
+    ("lower_bound_s", "bound s", "{:.1f}"),
+    ("ratio", "ratio", "{}"),
+    ("overhead_per_wave_s", "over/wave", "{:.2f}"),
+    ("second_push_s", "again s", "{:.1f}"),
+    ("peak_rss_mib", "ctl MiB", "{:.0f}"),
+    ("controller_cpu_s", "ctl cpu s", "{:.1f}"),
+    ("simulator_cpu_s", "sim cpu s", "{:.1f}"),
+    ("max_domains_down_per_plane", "max down", "{}"),
+    ("dry_run_cpu_s", "dry cpu s", "{:.1f}"),
+    ("validate_s", "validate s", "{:.1f}"),
+]
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    widths = [max(len(title), 9) for _, title, _ in COLUMNS]
+    print(" ".join(title.rjust(w) for (_, title, _), w in zip(COLUMNS, widths, strict=True)))
+    for row in rows:
+        cells = [fmt.format(row[key]) if row[key] is not None else "-" for key, _, fmt in COLUMNS]
+        print(" ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+    print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = per wave, up to "
+          f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
+          "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
+    for row in rows:
+        phases = [("dry run", row["dry_run_s"], row["dry_run_cpu_s"], row["dry_run_simulator_cpu_s"]),
+                  ("push", row["wall_s"], row["controller_cpu_s"], row["simulator_cpu_s"])]  # fmt: skip
+        said = [f"{name}: {verdict(wall, ctl, sim)}" for name, wall, ctl, sim in phases if wall]
+        print(f"{row['fraction']}: " + "; ".join(said))
+
+
+def verdict(wall: float, controller_cpu: float, simulator_cpu: float) -> str:
+    """What bounded a run, from the CPU each side used over its wall time (one core is 1.0)."""
+    ctl, sim = controller_cpu / wall, simulator_cpu / wall
+    shares = f"controller {ctl:.2f} cores, simulator {sim:.2f}"
+    if sim >= 0.8:
+        return f"the simulator's CPU ({shares}): the figure says little of the controller"
+    if ctl >= 0.8:
+        return f"the controller's CPU ({shares})"
+    return f"waiting on the switches and the settle ({shares})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", default="1", help="fractions of the 32k fabric, comma-separated (1/8,1/4,1/2,1)")
+    parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply the simulator's latencies")
+    parser.add_argument("--push-budget", type=float, default=None, help="stop any one push after this many seconds")
+    parser.add_argument("--json", type=Path, help="write the rows here as JSON")
+    parser.add_argument("--keep-events", type=Path, help="keep each run's event log beside this path")
+    parser.add_argument("--role", choices=["leaf", "spine", "superspine", "mgmt"], help="only this role's switches")
+    parser.add_argument("--profile", type=Path, help="record each push with py-spy into this folder")
+    parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
+    parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
+    parser.add_argument("--json-output", action="store_true", help="run push with --json instead of its table")
+    parser.add_argument("--platform", choices=["cumulus", "eos"], default="cumulus", help="the data planes' switches")
+    parser.add_argument("--experiment", default="", help=f"A/B on the controller, comma-separated: {', '.join(HOOKS)}")
+    args = parser.parse_args()
+    opts = Options(
+        scale=args.latency_scale,
+        budget=args.push_budget,
+        keep=args.keep_events,
+        role=args.role,
+        profile=args.profile,
+        push=not args.dry_run_only,
+        json_output=args.json_output,
+        validate=args.validate,
+        experiments=tuple(e for e in args.experiment.split(",") if e),
+        platform=args.platform,
+    )
+    fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
+    unknown = [e for e in args.experiment.split(",") if e and e not in HOOKS]
+    if unknown:
+        parser.error(f"no experiment named {', '.join(unknown)} (known: {', '.join(HOOKS)})")
+    _enter_namespace()
+    _raise_file_limit()
+    os.environ.setdefault(PASSWORD_ENV, PLACEHOLDER_SECRETS[PASSWORD_ENV])
+    rows = []
+    for fraction in fractions:
+        print(f"measuring {fraction} of the fabric ...", file=sys.stderr)
+        rows.append(measure(fraction, opts))
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows if len(rows) > 1 else rows[0], indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
