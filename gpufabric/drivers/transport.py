@@ -6,6 +6,7 @@ import base64
 import io
 import os
 import shlex
+import socket
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -109,6 +110,43 @@ def load_private_key(text: str) -> paramiko.PKey:
     )
 
 
+_KNOWN_HOSTS_READ = threading.Lock()
+_known_hosts_cache: dict[str, tuple[tuple[int, int], paramiko.HostKeys]] = {}
+
+
+def _known_keys(path: str) -> paramiko.HostKeys:
+    """The known_hosts file, read once per version of it (its mtime and size), not once per login.
+
+    paramiko's own load compares each line with every entry read before it: over a push to a thousand
+    switches, reading the whole file at every login grew with the cube of the fleet.
+    """
+    stat = os.stat(path)
+    version = (stat.st_mtime_ns, stat.st_size)
+    with _KNOWN_HOSTS_READ:
+        cached = _known_hosts_cache.get(path)
+        if cached is None or cached[0] != version:
+            cached = (version, paramiko.HostKeys(path))
+            _known_hosts_cache[path] = cached
+        return cached[1]
+
+
+def _trust_known_keys(client: paramiko.SSHClient, path: str, host: str, port: int) -> None:
+    """Give the client the keys known_hosts holds for this host (as `[host]:port` off port 22), and no others."""
+    name = host if port == 22 else f"[{host}]:{port}"
+    found = _known_keys(path).lookup(name)
+    for key_type, key in (found or {}).items():
+        client.get_host_keys().add(name, key_type, key)
+
+
+def _no_delay(client: paramiko.SSHClient) -> None:
+    """Send each command at once: with Nagle's algorithm on (paramiko leaves it so), every exec channel
+    after the first waited about 40 ms on the switch's delayed ACK."""
+    transport = client.get_transport()
+    sock = getattr(transport, "sock", None)
+    if isinstance(sock, socket.socket):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class SSHTransport:
     """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
 
@@ -130,7 +168,7 @@ class SSHTransport:
         self.client = paramiko.SSHClient()
         self.known_hosts = known_hosts
         if known_hosts and os.path.exists(known_hosts):
-            self.client.load_host_keys(known_hosts)
+            _trust_known_keys(self.client, known_hosts, host, port)
         if known_hosts and accept_new:
             self.client.set_missing_host_key_policy(AcceptNewPolicy(known_hosts))
         else:
@@ -142,6 +180,7 @@ class SSHTransport:
         except BaseException:
             self.client.close()  # a refused or failed login leaves no session thread behind
             raise
+        _no_delay(self.client)
         self.timeout = timeout
 
     def _connect(
