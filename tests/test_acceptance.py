@@ -21,7 +21,12 @@ from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
 OUTPUTS = Path(__file__).parent / "acceptance_outputs"
-EXAMPLES = [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.yml"))]
+# The RoCE suite; an InfiniBand compute plane has its own (`gpufabric ib acceptance`, tests/test_ib_acceptance.py).
+EXAMPLES = [
+    p
+    for p in [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.yml"))]
+    if "transport: infiniband" not in p.read_text()
+]
 
 
 def _plan(path: Path):

@@ -16,9 +16,10 @@ import pytest
 import yaml
 from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, run
 
-from gpufabric.export import bom, cabling, containerlab, drawing, k8s_labels, k8s_network, plan_json, slurm
+from gpufabric.export import bom, cabling, containerlab, drawing, ib_topology, k8s_labels, k8s_network, plan_json, slurm
 from gpufabric.export.hostlist import compress
 from gpufabric.export.registry import EXPORTERS
+from gpufabric.ib.topology import parse as ib_topology_parse
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan, ip
 
@@ -69,6 +70,8 @@ def _parsed_names(kind: str, text: str) -> set[str]:
     if kind == "ansible-inventory":
         groups = _load(text)["all"]["children"]
         return {h for g in groups.values() for h in g["hosts"]}
+    if kind == "ib-topology":  # read back by the topology parser (ibnetdiscover's format): hosts by adapter
+        return {name.split(" ")[0] for name in ib_topology_parse(text).by_name()}
     assert kind == "bom"
     rows = list(csv.DictReader(io.StringIO(text)))
     return {r["plane"] for r in rows}
@@ -81,6 +84,10 @@ def test_every_export_renders_every_example(path, kind):
     plan = plan_of(path)
     if kind == "k8s-network" and not k8s_network.rails(plan):  # no routed RoCE plane: a clear refusal
         with pytest.raises(k8s_network.K8sNetworkError, match="carries_roce"):
+            EXPORTERS[kind].render(plan)
+        return
+    if kind == "ib-topology" and plan.infiniband is None:  # an Ethernet compute plane: a clear refusal
+        with pytest.raises(ib_topology.NotInfinibandError, match="not InfiniBand"):
             EXPORTERS[kind].render(plan)
         return
     names = _parsed_names(kind, EXPORTERS[kind].render(plan))
@@ -106,15 +113,23 @@ def test_every_export_renders_every_example(path, kind):
         drawn = {d.name for d in plan.devices() if d.role != "leaf" or (d.unit or 0) <= drawing.DRAWN_UNITS}
         upper = {d.name for d in plan.devices() if d.role in ("spine", "superspine")}
         assert names >= drawn - upper
+    elif kind == "ib-topology":  # every InfiniBand switch and every host on the plane, nothing else
+        assert plan.infiniband is not None
+        assert names == {n.name for n in plan.infiniband.fabric.switches} | set(plan.infiniband.fabric.hosts) | {
+            n.host for n in plan.infiniband.fabric.role("fabric-manager")
+        }
     else:  # cabling names every switch
         assert names >= {d.name for p in plan.planes.values() for d in p.devices}
+        if plan.infiniband is not None:
+            assert names >= {n.name for n in plan.infiniband.fabric.switches}
 
 
 @pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
 def test_cabling_has_one_row_per_cable(path):
     plan = plan_of(path)
     rows = list(csv.DictReader(io.StringIO(cabling.render(plan))))
-    assert len(rows) == plan_json.totals(plan)["cables"] == len(plan.links())
+    ib_cables = len(plan.infiniband.fabric.cables) if plan.infiniband is not None else 0
+    assert len(rows) == plan_json.totals(plan)["cables"] == len(plan.links()) + ib_cables
     assert len({r["cable_id"] for r in rows}) == len(rows)
     ends = [(r["a_device"], r["a_port"]) for r in rows] + [(r["b_device"], r["b_port"]) for r in rows if r["b_port"]]
     assert len(ends) == len(set(ends))  # no port is cabled twice
@@ -173,6 +188,8 @@ def test_slurm_places_every_compute_node_once(path):
     text = slurm.render(plan)
     nodes = [n for line in text.splitlines() if "Nodes=" in line for n in _expand(line.split("Nodes=")[1])]
     compute = [s.name for s in plan.servers if "compute" in s.units]
+    if plan.infiniband is not None:
+        compute = plan.infiniband.fabric.hosts
     assert sorted(nodes) == sorted(compute)
     assert text.count("SwitchName=") >= 2
 
@@ -300,7 +317,9 @@ def test_drawing_directory_with_svg(tmp_path):
 def test_exports_are_byte_identical_across_runs(tmp_path, kind):
     outs = []
     # multi-vendor's RoCE plane bonds its hosts: no rail a pod could take (k8s-network refuses it).
-    intent = INVENTORY / ("fabric.yml" if kind == "k8s-network" else "examples/multi-vendor.yml")
+    intent = INVENTORY / {"k8s-network": "fabric.yml", "ib-topology": "examples/superpod-ib.yml"}.get(
+        kind, "examples/multi-vendor.yml"
+    )
     for seed in ("1", "2"):
         done = run(
             "gpufabric",

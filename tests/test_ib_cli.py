@@ -110,7 +110,8 @@ def test_discover_refuses_a_fabric_named_otherwise_exit_2(mini: Path, tmp_path: 
         ("infiniband:\n  su_count: 1\n  hca_rate: HDR\n  switch_model: QM8700\n", 4, "QM8700 has 40"),
         ("infiniband:\n  superpod: dgx-h100\n  routing_engine: lash\n", 3, "routing engine 'lash'"),
         ("infiniband:\n  superpod: dgx-h100\n  spines: 4\n", 3, "unknown field 'spines'"),
-        ("fabric:\n  name: x\n", None, "infiniband: missing"),
+        # Without `infiniband:` at the top the file is read as a cluster intent.
+        ("fabric:\n  name: x\n", 1, "server_groups: is required"),
     ],
 )
 def test_bad_fabric_files_exit_2_with_line_and_fix(tmp_path: Path, text: str, line: int | None, says: str) -> None:

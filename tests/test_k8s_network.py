@@ -90,12 +90,17 @@ def _mode(doc: dict[str, Any], mode: str) -> Plan:
     return plan_doc(set_path(doc, ("kubernetes",), {"rdma": mode}))
 
 
+# An InfiniBand compute plane has no RoCE rail (the RDMA networks here are RoCE rails; IPoIB networks are not
+# exported yet), so the export refuses it like any intent without a routed RoCE plane.
+_INFINIBAND = [p for p in ALL_INTENTS if "transport: infiniband" in p.read_text()]
+
+
 def _roce_intents() -> list[Path]:
-    return [p for p in ALL_INTENTS if p.name != "multi-vendor.yml"]
+    return [p for p in ALL_INTENTS if p.name != "multi-vendor.yml" and p not in _INFINIBAND]
 
 
 @pytest.mark.parametrize("mode", ["host-device", "sriov"])
-@pytest.mark.parametrize("path", ALL_INTENTS, ids=[p.name for p in ALL_INTENTS])
+@pytest.mark.parametrize("path", [p for p in ALL_INTENTS if p not in _INFINIBAND], ids=lambda p: p.name)
 def test_every_object_validates_against_its_crd(path: Path, mode: str, schemas: Any) -> None:
     doc = yaml.safe_load(path.read_text())
     if path.name == "multi-vendor.yml":

@@ -8,9 +8,10 @@ import click
 
 from gpufabric.cli.output import emit, err, write_files
 from gpufabric.cli.plan_cmd import load_plan, print_warnings, strict_option, warnings_exit
-from gpufabric.export import containerlab, drawing, k8s_network, structured
+from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured
 from gpufabric.export.atomic import write_atomic
 from gpufabric.export.registry import EXPORTERS
+from gpufabric.intent.errors import IntentError, Problem
 from gpufabric.plan import Plan
 
 _KINDS_HELP = "\n".join(f"  {e.name:18} {e.summary}" for e in EXPORTERS.values())
@@ -48,6 +49,9 @@ def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[s
         code = _export(plan, kind, output, images)
     except k8s_network.K8sNetworkError as exc:
         raise click.ClickException(f"{plan.source}: {exc}") from None
+    except ib_topology.NotInfinibandError as exc:
+        fix = "give planes.compute transport: infiniband (docs/infiniband.md)"
+        raise IntentError(plan.source, [Problem(("planes", "compute"), str(exc), fix)]) from None
     return warnings_exit(plan, strict, code)
 
 

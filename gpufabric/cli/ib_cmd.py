@@ -8,6 +8,7 @@ validate (the live fabric through infiniband-diags, read-only).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,6 +22,8 @@ from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.errors import Problem as IntentProblem
+from gpufabric.intent.loader import load_intent_text, read_intent_file
+from gpufabric.plan.planner import build_plan
 
 FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 OUTPUT = click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (stdout when omitted).")
@@ -31,8 +34,29 @@ def ib_cmd() -> None:
     """InfiniBand compute fabrics: plan, topology, discovery, OpenSM files, cabling diff."""
 
 
+# An InfiniBand fabric file starts with this key; anything else is read as a cluster intent.
+_FABRIC_FILE = re.compile(r"^infiniband:", re.MULTILINE)
+
+
 def _intent(file: Path) -> IbIntent:
-    return load(file.read_text(), str(file))
+    """An InfiniBand fabric file (`infiniband:` at the top), or a cluster intent whose compute plane is
+    InfiniBand (`transport: infiniband`)."""
+    text = read_intent_file(str(file))
+    if _FABRIC_FILE.search(text):
+        return load(text, str(file))
+    loaded = load_intent_text(text, str(file))
+    plan = build_plan(loaded)
+    if plan.infiniband is None:
+        raise loaded.error(
+            [
+                IntentProblem(
+                    ("planes", "compute"),
+                    "the compute plane is not InfiniBand",
+                    "give planes.compute transport: infiniband, or use the Ethernet commands (nornir validate, ...)",
+                )
+            ]
+        )
+    return IbIntent(plan.infiniband.fabric, plan.infiniband.settings)
 
 
 def _no_guid(discovered: Path | None, missing: KeyError) -> IntentError:

@@ -140,6 +140,23 @@ def _table(plan: Plan, doc: dict) -> Table:
             str(p["transceivers"]),
             str(p["cables"]),
         )
+    if "infiniband" in doc:
+        ib = doc["infiniband"]
+        c = ib["counts"]
+        t.add_row(
+            f"{ib['plane']} (InfiniBand)",
+            f"rail-optimized fat tree, {ib['tiers']} tiers",
+            ", ".join(f"{c[r]} {r}" for r in ("leaf", "spine", "core") if c[r]) + f" ({ib['switch_model']})",
+            ", ".join(
+                f"{c[k]} {k.removesuffix('_cables').replace('_', '-')}"
+                for k in ("node_leaf_cables", "leaf_spine_cables", "spine_core_cables")
+                if c[k]
+            ),
+            "1:1 (non-blocking)",
+            str(c["node_leaf_cables"]),
+            "-",
+            str(sum(c[k] for k in ("node_leaf_cables", "leaf_spine_cables", "spine_core_cables"))),
+        )
     tot = doc["totals"]
     t.add_section()
     t.add_row(

@@ -13,6 +13,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 
+from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Plan, PlanePlan
 
 COPPER_BELOW_GBPS = 25
@@ -76,6 +77,19 @@ def render(plan: Plan) -> str:
         for category, item, n in rows:
             w.writerow([name, category, item, n])
             total[(category, item)] = total.get((category, item), 0) + n
+    if plan.infiniband is not None:
+        for category, item, n in infiniband_rows(plan.infiniband):
+            w.writerow([plan.infiniband.plane, category, item, n])
+            total[(category, item)] = total.get((category, item), 0) + n
     for (category, item), n in total.items():
         w.writerow(["total", category, item, n])
     return out.getvalue()
+
+
+def infiniband_rows(ib: IbPlan) -> list[tuple[str, str, int]]:
+    """Switches per role and model, and cables per rate; the InfiniBand transceivers are not counted here."""
+    switches = Counter((n.role, n.model) for n in ib.fabric.switches)
+    cables = Counter(c.rate.label for c in ib.fabric.cables)
+    rows = [("switch", f"{model} (infiniband, {role})", n) for (role, model), n in switches.items()]
+    rows += [("cable", f"{label} InfiniBand", n) for label, n in cables.items()]
+    return rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Plan
 
 HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed"]
@@ -33,4 +34,27 @@ def render(plan: Plan) -> str:
                     f"{link.speed}G",
                 ]
             )
+    if plan.infiniband is not None:
+        w.writerows(infiniband_rows(plan.infiniband))
     return out.getvalue()
+
+
+def infiniband_rows(ib: IbPlan) -> list[list[str]]:
+    """The InfiniBand compute fabric's cables in plan order: `a` the end nearer the adapters, ports by number."""
+    return [
+        [
+            cable_id("ib", i),
+            ib.plane,
+            c.tier,
+            *_ib_end(c.down.node, c.down.port),
+            *_ib_end(c.up.node, c.up.port),
+            f"{c.rate.gbps}G",
+        ]
+        for i, c in enumerate(ib.fabric.cables, 1)
+    ]
+
+
+def _ib_end(node: str, port: int) -> tuple[str, str]:
+    """(device, port) of a cable end: an adapter "dgx001 mlx5_0" is the host and its adapter's port 1."""
+    host, _, adapter = node.partition(" ")
+    return (host, f"{adapter}/{port}") if adapter else (node, str(port))

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpufabric.export.plan_json import nic_dict
 from gpufabric.export.yaml_out import UnsafeText, dump_yaml
+from gpufabric.plan.infiniband import IB_MTU, IbPlan
 from gpufabric.plan.model import LACP_BOND, Device, HostNic, Plan, Server, ip
 
 VAR_PREFIX = "gpufabric_"
@@ -111,10 +112,52 @@ def host_bonds(s: Server) -> list[dict[str, Any]]:
     ]
 
 
+def infiniband_host(ib: IbPlan, host: str) -> dict[str, Any] | None:
+    """What a host needs of its InfiniBand compute plane: its adapters (rail order) and their leaf ports, its
+    partitions, and its IPoIB interface where the intent asks for one (None: the host is not on the plane)."""
+    adapters = [n for n in ib.fabric.role("compute") if n.host == host]
+    if not adapters:
+        return None
+    ports = {c.down.node: c for c in ib.fabric.cables if c.tier == "node-leaf"}
+    ipoib = ib.ipoib.get(host)
+    return {
+        "mtu": IB_MTU,
+        "su": adapters[0].su,
+        "adapters": [
+            {
+                "device": n.name.split(" ", 1)[1],
+                "rail": n.rail,
+                "leaf": ports[n.name].up.node,
+                "leaf_port": ports[n.name].up.port,
+                "rate": ports[n.name].rate.label,
+            }
+            for n in adapters
+        ],
+        "partitions": [
+            {"name": p.name, "pkey": f"0x{p.pkey:04x}", "sl": p.sl, "ipoib": p.ipoib} for p in ib.partitions_of(host)
+        ],
+        "ipoib": []
+        if ipoib is None
+        else [
+            {
+                "device": ipoib.device,
+                "pkey": f"0x{ipoib.pkey:04x}",
+                "address": ip(ipoib.address),
+                "prefixlen": ipoib.prefixlen,
+                "mtu": ipoib.mtu,
+                "mode": ipoib.mode,
+            }
+        ],
+    }
+
+
 def _server(plan: Plan, s: Server, facts: dict[str, dict[str, Any]]) -> InventoryHost:
     groups = ["servers", f"group_{_gname(s.group)}"]
     for plane, unit in s.units.items():
         groups += [f"plane_{plane}", f"{plane}_servers", _unit_group(plane, plan.planes[plane].topology, unit)]
+    ib = infiniband_host(plan.infiniband, s.name) if plan.infiniband is not None else None
+    if ib is not None:
+        groups += ["plane_compute", "compute_servers", f"compute_su{ib['su']}"]
     attached = {n.plane for n in s.nics}
     data = {
         "group": s.group,
@@ -127,6 +170,7 @@ def _server(plan: Plan, s: Server, facts: dict[str, dict[str, Any]]) -> Inventor
         "nics": host_nics(s),
         "bonds": host_bonds(s),
         "planes": {p: f for p, f in facts.items() if p in attached},
+        **({"infiniband": ib} if ib is not None else {}),
     }
     return InventoryHost(s.name, "linux", ip(s.mgmt_ip), groups, data)
 

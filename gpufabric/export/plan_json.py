@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from gpufabric.export.bom import PlaneBom, plane_bom
+from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
 from gpufabric.plan.reach import rail_reach
 
@@ -65,13 +66,36 @@ def _reach(plane: PlanePlan) -> dict[str, Any]:
 
 def totals(plan: Plan, boms: list[PlaneBom] | None = None) -> dict[str, int]:
     boms = boms or [plane_bom(p) for p in plan.planes.values()]
+    ib = plan.infiniband.fabric if plan.infiniband is not None else None
+    ib_switches, ib_cables = (len(ib.switches), len(ib.cables)) if ib is not None else (0, 0)
     return {
-        "switches": sum(len(p.devices) for p in plan.planes.values()),
+        "switches": sum(len(p.devices) for p in plan.planes.values()) + ib_switches,
         "servers": len(plan.servers),
         "gpus": sum(s.gpus for s in plan.servers),
-        "links": sum(len(p.links) for p in plan.planes.values()),
+        "links": sum(len(p.links) for p in plan.planes.values()) + ib_cables,
+        # InfiniBand cables are counted; their transceivers are not planned (docs/infiniband.md).
         "transceivers": sum(b.transceiver_total for b in boms),
-        "cables": sum(b.cable_total for b in boms),
+        "cables": sum(b.cable_total for b in boms) + ib_cables,
+    }
+
+
+def infiniband_summary(ib: IbPlan) -> dict[str, Any]:
+    """The InfiniBand compute plane: counts as NVIDIA's reference tables give them, and the subnet manager."""
+    fabric = ib.fabric
+    return {
+        "plane": ib.plane,
+        "transport": "infiniband",
+        "tiers": fabric.tiers,
+        "switch_model": fabric.design.switch_model,
+        "rate": fabric.design.hca_rate,
+        "scalable_units": fabric.design.su_count,
+        "counts": fabric.counts(),
+        "subnet_manager": {"primary": fabric.sm.primary, "standby": fabric.sm.standby},
+        "routing_engine": ib.settings.routing_engine,
+        "partitions": [
+            {"name": p.name, "pkey": f"0x{p.pkey:04x}", "sl": p.sl, "ipoib": p.ipoib, "hosts": len(p.hosts)}
+            for p in ib.settings.partitions
+        ],
     }
 
 
@@ -82,6 +106,7 @@ def summary(plan: Plan) -> dict[str, Any]:
         "fabric": plan.intent.fabric.name,
         "source": plan.source,
         "planes": {name: plane_summary(p, boms[name]) for name, p in plan.planes.items()},
+        **({"infiniband": infiniband_summary(plan.infiniband)} if plan.infiniband is not None else {}),
         "totals": totals(plan, list(boms.values())),
         "warnings": plan.warnings,
     }

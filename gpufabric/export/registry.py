@@ -10,6 +10,7 @@ from gpufabric.export import (
     cabling,
     containerlab,
     drawing,
+    ib_topology,
     inventory,
     k8s_labels,
     k8s_network,
@@ -60,6 +61,12 @@ EXPORTERS: dict[str, Exporter] = {
             "Kubernetes RDMA networks per rail: Network Operator objects (a directory with -o)",
             ".yaml",
             k8s_network.render,
+        ),
+        Exporter(
+            "ib-topology",
+            "the InfiniBand compute fabric in ibnetdiscover's topology format (what ibsim reads)",
+            ".topo",
+            ib_topology.render,
         ),
         Exporter("containerlab", "containerlab topology (*.clab.yml)", ".clab.yml", containerlab.render),
         Exporter(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gpufabric.export.hostlist import compress
 from gpufabric.export.yaml_out import dump_yaml
+from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Plan, PlanePlan
 
 
@@ -43,8 +44,34 @@ def unit_word(plane: PlanePlan) -> str:
     return "su" if plane.topology == "rail-optimized" else "unit"
 
 
+def ib_tree(ib: IbPlan) -> list[Switch]:
+    """An InfiniBand compute fabric's tree: a scalable unit per leaf-level switch (its nodes sit on every rail
+    leaf of the unit), then the spine groups' blocks of units (three tiers), the top tier last."""
+    fabric = ib.fabric
+    nodes_by_su: dict[int, list[str]] = {}
+    for n in fabric.role("compute"):
+        if n.host is not None and n.su is not None and n.rail == 1:
+            nodes_by_su.setdefault(n.su, []).append(n.host)
+    out = [Switch(f"ib-su{su}", nodes=tuple(hosts)) for su, hosts in nodes_by_su.items()]
+    units = tuple(s.name for s in out)
+    if fabric.tiers == 2:
+        return [*out, Switch("ib-spines", switches=units)]
+    # Three tiers: units whose rail-1 leaves share their spines form one block under the cores.
+    spines_of: dict[str, set[str]] = {}
+    for c in fabric.cables:
+        if c.tier == "leaf-spine":
+            spines_of.setdefault(c.down.node, set()).add(c.up.node)
+    blocks: dict[frozenset[str], list[str]] = {}
+    for su in nodes_by_su:
+        blocks.setdefault(frozenset(spines_of.get(f"su{su}-leaf1", ())), []).append(f"ib-su{su}")
+    block_switches = [Switch(f"ib-block{i}", switches=tuple(m)) for i, m in enumerate(blocks.values(), 1)]
+    return [*out, *block_switches, Switch("ib-cores", switches=tuple(b.name for b in block_switches))]
+
+
 def tree(plan: Plan) -> list[Switch]:
     """The tree, leaf-level switches first, the root last (empty without a data plane)."""
+    if plan.infiniband is not None:
+        return ib_tree(plan.infiniband)
     plane = _plane(plan)
     if plane is None:
         return []
@@ -101,13 +128,19 @@ def render(plan: Plan) -> str:
         "# TopologyPlugin=topology/tree in slurm.conf. Do not edit: regenerate with",
         "#   gpufabric export slurm -o topology.conf",
     ]
-    if plane is None:
+    if plan.infiniband is not None:
+        lines.append(
+            f"# Plane: compute (InfiniBand, {plan.infiniband.fabric.tiers} tiers); "
+            "leaf-level switches are scalable units."
+        )
+    elif plane is None:
         lines.append("# No data plane: nothing to describe.")
         return "\n".join(lines) + "\n"
-    lines.append(
-        f"# Plane: {plane.name} ({plane.topology}, {plane.tiers} tiers); "
-        f"leaf-level switches are {'scalable units' if unit_word(plane) == 'su' else 'racks'}."
-    )
+    else:
+        lines.append(
+            f"# Plane: {plane.name} ({plane.topology}, {plane.tiers} tiers); "
+            f"leaf-level switches are {'scalable units' if unit_word(plane) == 'su' else 'racks'}."
+        )
     for sw in tree(plan):
         children = f"Nodes={compress(list(sw.nodes))}" if sw.nodes else f"Switches={compress(list(sw.switches))}"
         lines.append(f"SwitchName={sw.name} {children}")

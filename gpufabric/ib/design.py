@@ -28,6 +28,10 @@ class IbDesign:
     node_name: str = "dgx{index:03d}"  # index counts nodes from 1 across the SUs
     hca_names: tuple[str, ...] = field(default=())  # per rail; mlx5_<rail-1> when empty
     tiers: int | None = None  # 2 or 3; the fewest that carry the design when None
+    # The compute hosts by name, in slot order, when an intent names them (its server groups): they
+    # fill the node slots from the first; slots after the last stay free (leaves are still sized
+    # for a full SU). Empty: every slot holds a node named by `node_name`.
+    hosts: tuple[str, ...] = ()
 
     def hca_name(self, rail: int) -> str:
         return self.hca_names[rail - 1] if self.hca_names else f"mlx5_{rail - 1}"
@@ -42,6 +46,8 @@ class IbDesign:
 
     @property
     def node_count(self) -> int:
+        if self.hosts:
+            return len(self.hosts)
         return self.node_slots - self.slots_for_fabric_manager
 
 

@@ -62,6 +62,14 @@ def _check(design: IbDesign) -> None:
         problems.append(
             Problem("design.hca_names", f"{len(design.hca_names)} names", f"give one per rail ({design.rails})")
         )
+    if design.hosts and len(design.hosts) > design.node_slots - design.slots_for_fabric_manager:
+        problems.append(
+            Problem(
+                "design.su_count",
+                f"{len(design.hosts)} hosts in {design.su_count} SUs of {design.nodes_per_su} node slots",
+                "plan more SUs",
+            )
+        )
     if design.tiers not in (None, 2, 3):
         problems.append(Problem("design.tiers", f"{design.tiers} tiers", "use 2 or 3"))
     if problems:
@@ -109,7 +117,9 @@ def _adapters(
             if design.fabric_manager_ports and (su, slot) == last_slot:
                 continue
             index += 1
-            host = design.node_name.format(index=index, su=su, slot=slot)
+            if design.hosts and index > len(design.hosts):
+                continue
+            host = design.hosts[index - 1] if design.hosts else design.node_name.format(index=index, su=su, slot=slot)
             for r in range(1, design.rails + 1):
                 out.append(_adapter(f"{host} {design.hca_name(r)}", "compute", host, su=su, r=r, hca=hca))
                 cables.append(IbCable(PortRef(out[-1].name, 1), PortRef(leaves[su, r].name, slot), hca, "node-leaf"))

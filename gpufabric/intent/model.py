@@ -8,9 +8,9 @@ in the planner's sizing, so each message can name every field involved.
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
 from gpufabric.intent.types import (
     DATA_PLANES,
@@ -187,6 +187,9 @@ class Border(Model):
 class DataPlane(Model):
     """A routed plane: compute (RoCE), storage or business/frontend."""
 
+    transport: Literal["ethernet"] = Field(
+        "ethernet", description="`ethernet` (the default; compute may say `infiniband`, see InfinibandPlane)."
+    )
     topology: Literal["rail-optimized", "clos"] = Field(
         description="`rail-optimized`: NIC r of every node in a scalable unit lands on that unit's leaf r; "
         "`clos`: servers fill racks, NIC i on the rack's leaf i."
@@ -240,6 +243,107 @@ class DataPlane(Model):
     border: Border | None = Field(None, description="Edge connectivity; business plane only.")
 
 
+def _pkey(value: Any) -> Any:
+    """A PKey as written: a whole number, or its hexadecimal text ("0x0101", as OpenSM and smpquery show it)."""
+    if isinstance(value, str) and value.lower().startswith("0x"):
+        try:
+            return int(value, 16)
+        except ValueError:
+            return value
+    return whole_number(value)
+
+
+class IbPartition(Model):
+    """A tenant's InfiniBand partition: every adapter port of its server groups' hosts is a full member."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="Partition name (OpenSM's partitions.conf).")
+    pkey: Annotated[int, BeforeValidator(_pkey)] = Field(
+        ge=0x0001,
+        le=0x7FFE,
+        description="Partition key, 0x0001-0x7ffe (0x7fff is the default partition); written as a number or "
+        "as hexadecimal text such as `0x0101`.",
+    )
+    groups: list[Annotated[str, Field(pattern=NAME_PATTERN)]] = Field(
+        default_factory=list,
+        description="The tenant: server groups attached to this plane whose hosts' adapters are full members. "
+        "Hosts outside every partition are limited members of the default partition only, and so reach "
+        "nobody but the subnet manager.",
+    )
+    sl: int = Field(0, ge=0, le=15, description="Service level of the partition's traffic (qos-policy.conf).")
+    ipoib: bool = Field(True, description="Whether the partition carries an IPoIB broadcast group (MTU 4096).")
+
+
+class IbIpoib(Model):
+    """IP over InfiniBand on one adapter of every host of the plane."""
+
+    subnet: Network = Field(description="Addresses for the hosts' IPoIB interfaces, one each, in plan order.")
+    rail: int = Field(1, ge=1, le=16, description="The rail whose adapter carries the IPoIB interface.")
+    mode: Literal["datagram", "connected"] = Field(
+        "datagram", description="IPoIB mode: `datagram` (MTU 4092 on a 4096 fabric) or `connected` (up to 65520)."
+    )
+
+
+class InfinibandPlane(Model):
+    """An InfiniBand compute fabric, planned without IP or BGP (docs/infiniband.md).
+
+    What it has instead: node names, ports, cables, partitions, service levels and the subnet manager.
+    """
+
+    transport: Literal["infiniband"] = Field(description="`infiniband`: this plane is an InfiniBand fabric.")
+    topology: Literal["rail-optimized"] = Field(
+        "rail-optimized",
+        description="Adapter (rail) r of every node of a scalable unit lands on that unit's leaf r, node slot n on "
+        "port n; leaves and spines form a non-blocking fat tree (NVIDIA's DGX SuperPOD layout).",
+    )
+    tiers: Annotated[Literal[2, 3] | None, BeforeValidator(whole_number)] = Field(
+        None, description="2 (leaf-spine) or 3 (with a core tier). Default: the fewest that carry the design."
+    )
+    unit_nodes: int = Field(32, ge=1, le=128, description="Node slots per scalable unit (SU).")
+    switch_model: Literal["QM9700", "QM8700"] = Field(
+        "QM9700",
+        description="`QM9700` (Quantum-2: 64 NDR ports, 128 as NDR200 split ports) or `QM8700` (Quantum: 40 HDR "
+        "ports, 80 as HDR100). The adapters' rate follows the compute NICs' speed: 400G NDR, 200G NDR200 on a "
+        "QM9700 and HDR on a QM8700, 100G HDR100.",
+    )
+    fabric_manager_ports: int = Field(
+        0,
+        ge=0,
+        le=16,
+        description="Ports of fabric-manager appliances (UFM, where the subnet manager runs), one per rail from "
+        "rail 1 in the last node slot of the last SU (NVIDIA's DGX H100 SuperPOD uses 4). 0: the subnet manager "
+        "runs on the first two compute hosts.",
+    )
+    fabric_manager_ports_per_host: int = Field(2, ge=1, le=16, description="Ports per fabric-manager appliance.")
+    routing_engine: Literal["updn", "ftree", "minhop"] = Field(
+        "updn",
+        description="OpenSM's routing engine. `updn` (up/down with the top tier as roots) keeps a leaf's uplinks "
+        "balanced on the SuperPOD layouts and after a cut; `ftree` does not there.",
+    )
+    partitions: list[IbPartition] = Field(default_factory=list, description="Tenants' partitions (PKeys).")
+    sl2vl: list[int] | None = Field(
+        None,
+        min_length=16,
+        max_length=16,
+        description="Virtual lane per service level 0-15. Default: SL n on VL n mod 8.",
+    )
+    max_vls: int = Field(8, ge=1, le=15, description="Data virtual lanes in use.")
+    mtu: Literal[4096] = Field(4096, description="InfiniBand MTU of every port and partition.")
+    ipoib: IbIpoib | None = Field(None, description="IPoIB interfaces on the hosts; none unless given.")
+
+
+def _transport(value: Any) -> str:
+    """Which kind of compute plane a mapping describes: Ethernet unless it says `transport: infiniband`."""
+    raw = value.get("transport", "ethernet") if isinstance(value, dict) else getattr(value, "transport", "ethernet")
+    return f"transport:{raw if isinstance(raw, str) else repr(raw)}"
+
+
+# The union branch's tag is part of pydantic's error locations; intent/partial.py drops it.
+ComputePlane = Annotated[
+    Annotated[DataPlane, Tag("transport:ethernet")] | Annotated[InfinibandPlane, Tag("transport:infiniband")],
+    Discriminator(_transport),
+]
+
+
 class OobPlane(Model):
     """The out-of-band management plane: a flat switched network, no routing toward the data planes."""
 
@@ -258,7 +362,9 @@ class OobPlane(Model):
 class Planes(Model):
     """The four planes; a cluster may leave some out."""
 
-    compute: DataPlane | None = Field(None, description="The GPU-to-GPU RoCE fabric.")
+    compute: ComputePlane | None = Field(
+        None, description="The GPU-to-GPU fabric: RoCE (Ethernet), or InfiniBand with `transport: infiniband`."
+    )
     storage: DataPlane | None = Field(None, description="The storage fabric (NVMe-oF, parallel file systems).")
     business: DataPlane | None = Field(None, description="The frontend / in-band plane with the cluster's border.")
     oob: OobPlane | None = Field(None, description="Out-of-band management.")
@@ -379,7 +485,14 @@ class Intent(Model):
         return pinned.release if pinned is not None else spec(platform).default_release
 
     def data_planes(self) -> list[tuple[PlaneName, DataPlane]]:
-        return [(n, p) for n in DATA_PLANES if (p := getattr(self.planes, n)) is not None]
+        """The routed Ethernet planes (an InfiniBand compute plane is not one)."""
+        return [(n, p) for n in DATA_PLANES if isinstance(p := getattr(self.planes, n), DataPlane)]
+
+    @property
+    def infiniband(self) -> InfinibandPlane | None:
+        """The compute plane when it is InfiniBand."""
+        compute = self.planes.compute
+        return compute if isinstance(compute, InfinibandPlane) else None
 
     def edge_routers(self) -> list[tuple[tuple[str | int, ...], EdgeRouter]]:
         """Every data plane's edge routers, plane by plane, each with its path in the intent (for messages)."""

@@ -25,7 +25,7 @@ ROUNDS = 3  # taking a field out can uncover another problem beneath it; a few r
 # as "function-after[...]" or "list[int]". A user's own key may hold brackets ("x[1]"): it stays.
 _SYNTHETIC = re.compile(
     r"^(?:\[key\]|function-\w+\[.*|(?:list|dict|set|tuple|frozenset|union|tagged-union|nullable|literal|"
-    r"lax-or-strict|json-or-python|chain|is-instance|constrained-\w+)\[.*)$",
+    r"lax-or-strict|json-or-python|chain|is-instance|constrained-\w+)\[.*|transport:\w+)$",
     re.DOTALL,
 )
 

@@ -12,7 +12,8 @@ from ipaddress import IPv4Address, IPv4Network
 from string import Formatter
 
 from gpufabric.intent.errors import Path, Problem
-from gpufabric.intent.model import DataPlane, Intent, OobPlane, ServerGroup, SwitchRole
+from gpufabric.intent.infiniband_rules import infiniband_rules
+from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
 from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import names, platform
 
@@ -63,6 +64,8 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _server_groups(intent)
     for name, plane in intent.data_planes():
         problems += _data_plane(intent, name, plane)
+    if intent.infiniband is not None:
+        problems += infiniband_rules(intent, intent.infiniband)
     if intent.planes.oob is not None:
         problems += _oob_plane(intent.planes.oob)
     problems += _qos_profiles(intent)
@@ -142,7 +145,7 @@ def _prefixes(intent: Intent) -> list[Problem]:
     seen: dict[str, str] = {}
     for name in ALL_PLANES:
         plane = getattr(intent.planes, name)
-        if plane is None:
+        if plane is None or isinstance(plane, InfinibandPlane):  # InfiniBand switches are named by the plan
             continue
         if plane.prefix in seen:
             problems.append(
@@ -574,6 +577,8 @@ def address_pools(intent: Intent) -> list[tuple[Path, IPv4Network]]:
                 pools.append((("planes", name, "addressing", key), net))
         if plane.border is not None:
             pools.append((("planes", name, "border", "edge_p2p"), plane.border.edge_p2p))
+    if intent.infiniband is not None and intent.infiniband.ipoib is not None:
+        pools.append((("planes", "compute", "ipoib", "subnet"), intent.infiniband.ipoib.subnet))
     if intent.planes.oob is not None:
         pools.append((("planes", "oob", "subnet"), intent.planes.oob.subnet))
     return pools
@@ -636,7 +641,7 @@ def _credentials(intent: Intent) -> list[Problem]:
         used = {
             r.platform
             for name in ALL_PLANES
-            if (plane := getattr(intent.planes, name)) is not None
+            if (plane := getattr(intent.planes, name)) is not None and not isinstance(plane, InfinibandPlane)
             for r in _roles_present(plane).values()
         }
         api = [n for n in names() if n in used and platform(n).password_login]

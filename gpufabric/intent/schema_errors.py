@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpufabric.intent.errors import Path, Problem
+from gpufabric.intent.model import DataPlane, InfinibandPlane
 from gpufabric.intent.partial import clean_path
 from gpufabric.intent.types import PATTERN_HINTS
 
@@ -25,13 +26,39 @@ def problems_from(exc: ValidationError, root: type[BaseModel]) -> list[Problem]:
     return problems
 
 
+# Fields of an Ethernet compute plane that mean nothing on InfiniBand, with why and what to give instead.
+_NOT_ON_INFINIBAND = {
+    **dict.fromkeys(
+        ("qos", "carries_roce", "cable_length", "pfc", "ecn", "dscp", "lossless"),
+        (
+            "is a RoCE (Ethernet) setting; InfiniBand's flow control is credit-based and lossless by design",
+            "drop it; give service levels per partition (partitions[].sl) and sl2vl instead",
+        ),
+    ),
+    **dict.fromkeys(
+        ("routing", "addressing", "host_links", "host_mtu", "load_balancing"),
+        (
+            "is an IP/BGP setting; an InfiniBand plane has no IP and no BGP (the subnet manager routes it)",
+            "drop it; choose routing_engine, and ipoib for addresses on the hosts",
+        ),
+    ),
+    "switches": ("lists Ethernet switch roles", "drop it; give switch_model (QM9700 or QM8700)"),
+}
+
+
 def _one(err: Any, root: type[BaseModel]) -> Problem:
     path = clean_path(err["loc"])
     kind = err["type"]
     if kind == "missing":
         return Problem(path, "is required but missing", f"add `{path[-1]}:` here (see docs/intent.md)")
+    if kind == "union_tag_invalid":
+        tag = str(err.get("ctx", {}).get("tag", "")).removeprefix("transport:")
+        return Problem((*path, "transport"), f"{tag} is not allowed", "use ethernet (the default) or infiniband")
+    if kind == "extra_forbidden" and "transport:infiniband" in err["loc"] and path[-1] in _NOT_ON_INFINIBAND:
+        what, fix = _NOT_ON_INFINIBAND[str(path[-1])]
+        return Problem(path, f"'{path[-1]}' {what}", fix)
     if kind == "extra_forbidden":
-        allowed = _fields_at(root, path[:-1])
+        allowed = _fields_at(root, tuple(err["loc"][:-1]))
         close = difflib.get_close_matches(str(path[-1]), allowed, n=1, cutoff=0.75)
         hint = f"did you mean `{close[0]}`?" if close else f"known fields here: {', '.join(sorted(allowed))}"
         return Problem(path, f"unknown field '{path[-1]}'", hint)
@@ -68,6 +95,8 @@ def _one(err: Any, root: type[BaseModel]) -> Problem:
     # Pydantic's own message is clear enough for the rest (int_parsing, bool_parsing, ...).
     return Problem(path, f"{err['msg']} (found {_show(err.get('input'))})")
 
+
+_TRANSPORTS: dict[str, type[BaseModel]] = {"transport:ethernet": DataPlane, "transport:infiniband": InfinibandPlane}
 
 _LEADING_ZERO = re.compile(r"^[-+]?0[0-9]+$")
 _OCTAL = re.compile(r"^[-+]?0[0-7]+$")
@@ -121,11 +150,14 @@ def _kind_of(value: Any) -> str:
     )
 
 
-def _fields_at(root: type[BaseModel], path: Path) -> list[str]:
-    """Names of the fields allowed at `path`, for 'did you mean'."""
+def _fields_at(root: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Names of the fields allowed at pydantic's location `loc`, for 'did you mean'."""
     model: Any = root
-    for part in path:
+    for part in loc:
         if isinstance(part, int) or model is None:
+            continue
+        if isinstance(part, str) and part.startswith("transport:"):
+            model = _TRANSPORTS.get(part, model)  # the union branch pydantic took
             continue
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpufabric.intent.model import Intent
+
+if TYPE_CHECKING:
+    from gpufabric.plan.infiniband import IbPlan
 
 
 def ip(value: int | None) -> str | None:
@@ -177,6 +181,7 @@ class Plan:
     planes: dict[str, PlanePlan]
     servers: list[Server]
     warnings: list[str]
+    infiniband: IbPlan | None = None  # the compute plane, when it is InfiniBand (not in `planes`)
 
     def devices(self) -> list[Device]:
         return [d for p in self.planes.values() for d in p.devices]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpufabric.gc_pause import gc_paused
+from gpufabric.ib.errors import IbError
 from gpufabric.intent.advice import intent_warnings
 from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
@@ -10,6 +11,7 @@ from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
+from gpufabric.plan.infiniband import located, plan_infiniband
 from gpufabric.plan.model import Plan, PlanePlan, Server
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.sizing import SizingError, size_plane
@@ -22,11 +24,18 @@ def build_plan(loaded: LoadedIntent) -> Plan:
 
 
 def _build(loaded: LoadedIntent) -> Plan:
-    plan = _build_for(loaded, at_build_out(loaded.intent))
+    build_out = at_build_out(loaded.intent)
+    plan = _build_for(loaded, build_out)
     for plane in plan.planes.values():
         for i, link in enumerate(plane.links, 1):
             link.number = i
-    return installed(plan, loaded.intent)
+    plan = installed(plan, loaded.intent)
+    if loaded.intent.infiniband is not None:
+        try:
+            plan.infiniband = plan_infiniband(loaded.intent, build_out)
+        except IbError as exc:
+            raise loaded.error(located(exc, loaded.intent)) from None
+    return plan
 
 
 def _build_for(loaded: LoadedIntent, intent: Intent) -> Plan:
