@@ -10,9 +10,18 @@ from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out
 from gpufabric.config.secrets import secret_values
+from gpufabric.ib import lab as ib_lab
+from gpufabric.ib.errors import IbError
+from gpufabric.intent import load_intent
+from gpufabric.lab.control import infiniband_dir
+from gpufabric.lab.state import DEFAULT_DIR
+from gpufabric.plan import build_plan
+from gpufabric.plan.infiniband import IbPlan
+from gpufabric.push.args import FleetArgs
 from gpufabric.push.candidates import candidate
-from gpufabric.push.fleet import FleetArgs, open_fleet
-from gpufabric.validate import report
+from gpufabric.push.errors import NoLabError
+from gpufabric.push.fleet import open_fleet
+from gpufabric.validate import infiniband, report
 from gpufabric.validate.counters import Limits
 from gpufabric.validate.planned import planned
 from gpufabric.validate.results import CheckResult
@@ -68,6 +77,10 @@ def validate_cmd(
     Exit codes: 0 every check passed; 1 a check failed; 2 bad intent or options.
     """
     started = time.perf_counter()
+    if fleet_args.plane == "compute":
+        ib = build_plan(load_intent(fleet_args.file)).infiniband
+        if ib is not None:
+            return _validate_infiniband(ib, fleet_args, "json" if as_json else fmt, show_all, started)
     fleet = open_fleet(fleet_args)
     show_notes(fleet.access)
     names = [d.name for d in fleet.targets]
@@ -83,12 +96,38 @@ def validate_cmd(
     fleet.nr.close_connections()
     found: list[CheckResult] = [r for name in names for r in results[name]]
     seconds = time.perf_counter() - started
-    if as_json or fmt == "json":
+    return _report(found, "json" if as_json else fmt, show_all, seconds, f"{len(names)} switches")
+
+
+def _validate_infiniband(ib: IbPlan, args: FleetArgs, fmt: str, show_all: bool, started: float) -> int:
+    """The InfiniBand compute plane, read with infiniband-diags: on the lab's ibsim fabric with --lab (or
+    --state-dir), else on this host, which must have a port on the fabric (the subnet manager's host)."""
+    if args.devices or args.role:
+        raise click.UsageError("--device and --role select Ethernet switches; the InfiniBand plane is checked whole")
+    wants_lab = args.lab or args.state_dir is not None
+    lab_state = infiniband_dir(args.state_dir or DEFAULT_DIR)
+    running = ib_lab.status(lab_state)
+    if wants_lab and not (running and all(running.values())):
+        raise NoLabError(f"the lab's InfiniBand compute plane is not up (state {lab_state}): run `gpufabric lab up`")
+    run = infiniband.lab_runner(lab_state) if wants_lab else infiniband.local_runner
+    with err.status(f"validating the InfiniBand compute plane ({len(ib.fabric.nodes)} nodes) ..."):
+        try:
+            # ibsim reports its own link speeds: in the lab the widths are compared, not the rates.
+            found = infiniband.check_plane(ib, run, rates=not wants_lab)
+        except IbError as exc:
+            raise click.ClickException(f"InfiniBand compute plane: {exc}") from None
+    return _report(
+        found, fmt, show_all, time.perf_counter() - started, f"{len(ib.fabric.switches)} InfiniBand switches"
+    )
+
+
+def _report(found: list[CheckResult], fmt: str, show_all: bool, seconds: float, what: str) -> int:
+    if fmt == "json":
         out.print(report.as_json(found, seconds), markup=False, highlight=False, soft_wrap=True)
     elif fmt == "junit":
         out.print(report.as_junit(found, seconds), markup=False, highlight=False, soft_wrap=True)
     else:
         report.print_table(out, found, show_all)
         failed = sum(not r.ok for r in found)
-        err.print(f"{len(names)} switches, {len(found)} checks, {failed} failed, {seconds:.1f} s")
+        err.print(f"{what}, {len(found)} checks, {failed} failed, {seconds:.1f} s")
     return 0 if all(r.ok for r in found) else 1

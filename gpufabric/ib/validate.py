@@ -57,7 +57,10 @@ def validate(
     if "routes" in checks:
         results += _routes(fabric, seen, run)
     if "counters" in checks:
-        results += counters.check(fabric, counters.read(fabric, seen, run))
+        try:
+            results += counters.check(fabric, counters.read(fabric, seen, run))
+        except IbError as exc:  # a switch that does not answer perfquery: the check fails, naming why
+            results.append(Result("counters", "switch ports", "read", f"not read: {exc}"[:200], False))
     return results
 
 
@@ -115,12 +118,18 @@ def _sm(fabric: IbFabric, found: discovery.Discovery, seen: topology.Topology, r
     return out
 
 
+NO_ANSWER = "no answer to smpquery"
+
+
 def _pkey_tables(run: Runner, lids: dict[str, int]) -> dict[str, set[str]]:
     """Node description -> the PKeys in its port's table, one SMP per port (smpquery pkeys), four
     at a time. (OpenSM's SA answers a PKeyTableRecord table query for one switch only.)"""
 
     def table(lid: int) -> set[str]:
-        return set(re.findall(r"0x[0-9a-f]{4}", run(["smpquery", "pkeys", str(lid)]))) - {"0x0000"}
+        try:
+            return set(re.findall(r"0x[0-9a-f]{4}", run(["smpquery", "pkeys", str(lid)]))) - {"0x0000"}
+        except IbError:  # the port did not answer (down, or its LID moved since the discovery): named below
+            return {NO_ANSWER}
 
     with ThreadPoolExecutor(max_workers=PARALLEL_QUERIES) as pool:
         return dict(zip(lids, pool.map(table, lids.values()), strict=True))
@@ -131,8 +140,12 @@ def _partitions(fabric: IbFabric, settings: SmSettings, seen: topology.Topology,
     compute = fabric.role("compute")
     tables = _pkey_tables(run, {n.name: by[n.name].lid or 0 for n in compute})
     out = []
+    # The subnet managers' ports are full members of the default partition (partitions.conf: the SM's
+    # own port and the planned SM ports `=full`): 0xffff where every other adapter holds 0x7fff.
+    sm_ports = {fabric.sm.primary, fabric.sm.standby}
     for node in compute:
-        want = {f"0x{DEFAULT_PKEY:04x}"} | {
+        default = DEFAULT_PKEY | (0x8000 if node.name in sm_ports else 0)
+        want = {f"0x{default:04x}"} | {
             f"0x{0x8000 | p.pkey:04x}" for p in settings.partitions if node.host in set(p.hosts)
         }
         got = tables[node.name]
@@ -154,7 +167,13 @@ def _routes(fabric: IbFabric, seen: topology.Topology, run: Runner) -> list[Resu
     for rail in range(1, fabric.design.rails + 1):
         src = next(n for n in first if n.rail == rail)
         dst = next(n for n in last if n.rail == rail)
-        route = run(["ibtracert", str(by[src.name].lid), str(by[dst.name].lid)])
+        want = [f"su1-leaf{rail}", "spine", f"su{fabric.design.su_count}-leaf{rail}"]
+        try:
+            route = run(["ibtracert", str(by[src.name].lid), str(by[dst.name].lid)])
+        except IbError as exc:  # no route (a port down on the way): a failed check, the others still run
+            item = f"rail {rail}: {src.name} -> {dst.name}"
+            out.append(Result("route", item, " -> ".join(want), f"no route: {exc}"[:200], False))
+            continue
         hops = re.findall(r'-> switch port \{[^}]*\}\[\d+\] lid \d+-\d+ "([^"]+)"', route)
         want = [f"su1-leaf{rail}", "spine", f"su{fabric.design.su_count}-leaf{rail}"]
         ok = len(hops) == 3 and hops[0] == want[0] and fabric.by_name[hops[1]].role == "spine" and hops[2] == want[2]

@@ -7,12 +7,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufabric.ib import lab as ib_lab
+from gpufabric.ib import sim
+from gpufabric.ib.design_file import IbIntent
+from gpufabric.ib.errors import IbError
 from gpufabric.lab import daemons, lldp_node, netlink, wiring
 from gpufabric.lab.credentials import SECRETS_FILE, ensure_login, ensure_secrets
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
 from gpufabric.lab.state import AUDIT_FILE, LabState, remove_leftovers, remove_state_dir
 from gpufabric.lab.topology import BRIDGE, LabTopology
+from gpufabric.plan.infiniband import IbPlan
+
+IB_DIR = "infiniband"
 
 REQUIRED = {
     "/usr/lib/frr/frrinit.sh": "frr",
@@ -41,6 +48,8 @@ def up(
     state = wiring.up(topo, state_dir, hosts=hosts)
     login = ensure_login(state_dir, topo.plan.intent.credentials.switches.username)
     ensure_secrets(state_dir, topo.plan.intent)
+    if topo.plan.infiniband is not None:
+        infiniband_up(topo.plan.infiniband, state_dir, say)
     if not (hosts and topo.gateway):
         daemons.start_all(topo, state, state_dir, login)
         return state
@@ -57,6 +66,34 @@ def up(
     return state
 
 
+def infiniband_dir(state_dir: Path) -> Path:
+    """Where the InfiniBand compute plane's simulator and subnet managers keep their state."""
+    return state_dir / IB_DIR
+
+
+def infiniband_up(ib: IbPlan, state_dir: Path, say: Callable[[str], None]) -> None:
+    """The InfiniBand compute plane in ibsim with the real OpenSM (primary and standby), unless already up."""
+    folder = infiniband_dir(state_dir)
+    running = ib_lab.status(folder)
+    if running and all(running.values()):
+        return
+    if running:  # a process of an earlier `up` is gone: start the plane afresh
+        ib_lab.down(folder)
+    if missing := sim.missing():
+        raise netlink.LabCommandError(
+            f"the InfiniBand compute plane needs {', '.join(missing)}: apt-get install ibsim-utils opensm "
+            "infiniband-diags"
+        )
+    try:
+        done = ib_lab.up(IbIntent(ib.fabric, ib.settings), folder)
+    except IbError as exc:
+        raise netlink.LabCommandError(f"InfiniBand compute plane: {exc}") from None
+    say(
+        f"InfiniBand compute plane: {len(ib.fabric.switches)} switches and {len(ib.fabric.adapters)} adapters in "
+        f"ibsim ({done.ibsim_seconds:.1f} s), OpenSM primary and standby, SUBNET UP in {done.subnet_up_seconds:.1f} s"
+    )
+
+
 def _unstub(topo: LabTopology) -> None:
     """A lab first brought up without hosts has stubs on the server ports: make room for the hosts' NICs."""
     for stub in topo.stubs:
@@ -70,12 +107,14 @@ class Teardown:
 
     state: LabState
     problems: list[str] = field(default_factory=list)
+    ib_stopped: list[str] = field(default_factory=list)  # the InfiniBand plane's processes: ibsim, the SMs
 
     def summary(self) -> str:
         s = self.state
+        ib = f", InfiniBand {' and '.join(self.ib_stopped)}" if self.ib_stopped else ""
         return (
             f"{len(s.namespaces)} namespaces, {len(s.root_links)} links, {len(s.pids)} processes, "
-            f"{len(s.paths)} directories"
+            f"{len(s.paths)} directories{ib}"
         )
 
 
@@ -84,10 +123,12 @@ def down(state_dir: Path) -> Teardown | None:
 
     Every step runs whatever the one before did: a part already gone, or one that fails, must not
     leave the rest of the lab behind."""
+    # The InfiniBand plane's processes run outside the namespaces: stopped first, whatever the rest holds.
+    ib_stopped = ib_lab.down(infiniband_dir(state_dir))
     state = LabState.load(state_dir)
     if state is None:
         return None
-    done = Teardown(state)
+    done = Teardown(state, ib_stopped=ib_stopped)
     # The hosts and the switches' daemons stop side by side; both before the namespaces go (the hosts'
     # NICs end in the switches' namespaces).
     with ThreadPoolExecutor(max_workers=2) as pool:
