@@ -60,11 +60,12 @@ def test_default_partition_is_limited_and_the_tenant_has_its_hosts_ports_full(fi
         "Default=0x7fff, ipoib, mtu=5, defmember=limited : ALL_CAS=limited, ALL_SWITCHES=full, SELF=full,"
         " 0x000000000010001d=full, 0x000000000010001f=full ;"
     )
-    # dgx001 and dgx002, both rails: port GUIDs from the recorded ibnetdiscover output.
-    assert lines[1] == (
-        "tenant-a=0x0101, ipoib, mtu=5, defmember=full : 0x0000000000100001=full, 0x0000000000100003=full,"
-        " 0x0000000000100005=full, 0x0000000000100007=full ;"
-    )
+    # dgx001 and dgx002, both rails, a host per line: port GUIDs from the recorded ibnetdiscover output.
+    assert lines[1:4] == [
+        "tenant-a=0x0101, ipoib, mtu=5, defmember=full :",
+        "    0x0000000000100001=full, 0x0000000000100003=full,",
+        "    0x0000000000100005=full, 0x0000000000100007=full ;",
+    ]
 
 
 def test_qos_policy_puts_the_tenant_on_its_service_level(files: dict[str, str]) -> None:

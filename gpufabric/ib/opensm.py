@@ -172,11 +172,19 @@ def _partitions(fabric: IbFabric, found: Discovery, settings: SmSettings) -> str
         + " ;",
     ]
     for part in settings.partitions:
-        members = [n for n in fabric.role("compute") if n.host in set(part.hosts)]
-        ports = ", ".join(f"0x{found.nodes[n.name].port:016x}=full" for n in members)
+        hosts = set(part.hosts)
+        by_host: dict[str, list[str]] = {}
+        for n in fabric.role("compute"):
+            if n.host in hosts:
+                by_host.setdefault(n.host, []).append(f"0x{found.nodes[n.name].port:016x}=full")
         flags = f", ipoib, mtu={MTU_4096}" if part.ipoib else ""
-        out.append(f"# {part.name}: {', '.join(part.hosts)}")
-        out.append(f"{part.name}=0x{part.pkey:04x}{flags}, defmember=full : {ports} ;")
+        out.append(f"# {part.name}: {len(by_host)} hosts, every adapter port a full member")
+        # One host's ports per line: OpenSM reads this file a line at a time into a fixed buffer, and a
+        # line of a large tenant's every port (thousands of GUIDs) fails to parse ("bad PortGUID"); a
+        # definition runs on over lines until its ';'.
+        lines = [", ".join(ports) for ports in by_host.values()]
+        out.append(f"{part.name}=0x{part.pkey:04x}{flags}, defmember=full :")
+        out += [f"    {line}{',' if i < len(lines) - 1 else ' ;'}" for i, line in enumerate(lines)]
     return "\n".join(out) + "\n"
 
 
