@@ -83,6 +83,8 @@ def validate_cmd(
             return _validate_infiniband(ib, fleet_args, "json" if as_json else fmt, show_all, started)
     fleet = open_fleet(fleet_args)
     show_notes(fleet.access)
+    if fleet_args.plane is None and fleet.plan.infiniband is not None:
+        err.print("note: the InfiniBand compute plane is not among these switches: `--plane compute` checks it")
     names = [d.name for d in fleet.targets]
     expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}

@@ -8,7 +8,8 @@
       partitions:
         - {name: tenant-a, pkey: 0x0101, hosts: [dgx001, dgx002], sl: 2}
 
-This stands beside the Ethernet intent until a compute plane can say `transport: infiniband`.
+The cluster intent describes the same with `transport: infiniband` on its compute plane
+(gpufabric.plan.infiniband); this file describes an InfiniBand fabric on its own.
 InfiniBand has no PFC, ECN or DSCP (credit-based flow control is lossless by design): such
 RoCE settings are refused with the InfiniBand equivalent named.
 """
