@@ -199,6 +199,15 @@ def test_acceptance_json(mini: Path) -> None:
     done = run("gpufabric", "ib", "acceptance", str(mini), "--json", check=True)
     body = json.loads(done.stdout)
     assert body["nccl_env"] == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_NET": "IB"}
+    # tenant-a (dgx001, dgx002) is the only partition: every other adapter is a limited member of the
+    # default partition and reaches no host, so the pairs stay inside tenant-a, under one leaf.
+    assert [(p["rail"], p["path"], p["server"], p["client"]) for p in body["pairs"]] == [
+        (1, "leaf", "dgx001", "dgx002"),
+        (2, "leaf", "dgx001", "dgx002"),
+    ]
+    # A tenant across both SUs gets its pair across the spines too.
+    mini.write_text(mini.read_text().replace("hosts: [dgx001, dgx002]", "hosts: [dgx001, dgx002, dgx005]"))
+    body = json.loads(run("gpufabric", "ib", "acceptance", str(mini), "--json", check=True).stdout)
     assert body["pairs"][1] == {
         "rail": 1,
         "path": "spine",

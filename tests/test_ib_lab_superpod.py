@@ -7,8 +7,10 @@ per line.)"""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import yaml
 from ib_sim_helpers import LAB_MARKS
 
 from gpufabric.ib import lab, topology
@@ -20,6 +22,7 @@ from tests.conftest import INVENTORY, run
 pytestmark = LAB_MARKS
 
 EXAMPLE = str(INVENTORY / "examples" / "superpod-ib.yml")
+LAB = str(INVENTORY / "examples" / "lab-infiniband.yml")
 
 
 def test_the_4_su_example_comes_up_as_planned_and_validates_green(tmp_path: Path) -> None:
@@ -46,3 +49,26 @@ def test_the_4_su_example_comes_up_as_planned_and_validates_green(tmp_path: Path
     finally:
         run("gpufabric", "ib", "lab", "down", "--state-dir", str(state))
     assert not state.exists()
+
+
+def test_without_partitions_every_host_reaches_every_other(tmp_path: Path) -> None:
+    """The lab cluster's InfiniBand plane with its partitions left out: OpenSM accepts the default partition
+    with every adapter full, validate expects exactly that, and the SA has a path between any two hosts."""
+    doc = yaml.safe_load(Path(LAB).read_text())
+    del doc["planes"]["compute"]["partitions"]
+    intent = tmp_path / "fabric.yml"
+    intent.write_text(yaml.safe_dump(doc, sort_keys=False))
+    state = tmp_path / "ib"
+    up = run("gpufabric", "ib", "lab", "up", str(intent), "--state-dir", str(state))
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "PARSE ERROR" not in (state / "primary" / "opensm.log").read_text()
+        done = run("gpufabric", "ib", "validate", str(intent), "--lab", str(state), "--no-rates", "--format", "json")
+        results = json.loads(done.stdout)
+        assert done.returncode == 0, [r for r in results if not r["ok"]]
+        diag = lab.runner(state)
+        by = topology.parse(diag(["ibnetdiscover"]), "ibnetdiscover").by_name()
+        path = diag(["saquery", "-p", "--src-to-dst", f"{by['gpu01 mlx5_1'].lid}:{by['gpu04 mlx5_1'].lid}"])
+        assert re.findall(r"pkey\.+(0x[0-9A-Fa-f]+)", path) == ["0xFFFF"]
+    finally:
+        run("gpufabric", "ib", "lab", "down", "--state-dir", str(state))

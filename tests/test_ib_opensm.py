@@ -54,6 +54,15 @@ def test_standby_gets_its_own_port_and_a_lower_priority() -> None:
     assert (conf["guid"], conf["sm_priority"]) == (f"0x{found.nodes['ufm2 mlx5_0'].port:016x}", "14")
 
 
+def test_without_tenants_every_adapter_is_a_full_member_of_the_default_partition() -> None:
+    """Limited with no tenant partition, no two adapters could talk: one cluster, one full default."""
+    fabric = plan_fabric(MINI)
+    found = discovery.discover(fabric, topology.parse(RECORDED.read_text()))
+    text = opensm.render(fabric, found, opensm.SmSettings(), DIR)["partitions.conf"]
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert lines == ["Default=0x7fff, ipoib, mtu=5, defmember=full : ALL, ALL_SWITCHES=full, SELF=full ;"]
+
+
 def test_default_partition_is_limited_and_the_tenant_has_its_hosts_ports_full(files: dict[str, str]) -> None:
     lines = [line for line in files["partitions.conf"].splitlines() if not line.startswith("#")]
     assert lines[0] == (

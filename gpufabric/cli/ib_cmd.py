@@ -236,7 +236,7 @@ def metrics_cmd(file: Path, lab_dir: Path | None) -> int:
 def acceptance_cmd(file: Path, tool: str, as_json: bool) -> int:
     """perftest pairs per rail (same leaf, across SUs) and NCCL's IB environment; no GID options."""
     intent = _intent(file)
-    pairs = acceptance.pairs(intent.fabric, tool)
+    pairs = acceptance.pairs(intent.fabric, tool, intent.settings.partitions)
     env = acceptance.nccl_env(intent.fabric)
     if as_json:
         body = {"pairs": [_pair(p) for p in pairs], "nccl_env": env}

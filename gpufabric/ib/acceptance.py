@@ -8,9 +8,11 @@ each on the rail's adapter at both ends; NCCL gets every rail's adapter, port 1,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpufabric.ib.model import IbFabric, IbNode
+from gpufabric.ib.opensm import Partition
 
 PERFTEST = ("ib_write_bw", "ib_read_lat")
 
@@ -36,16 +38,24 @@ def _command(tool: str, device: str, peer: str | None) -> str:
     return f"{tool} -d {device} -i 1 -F{extra}" + (f" {peer}" if peer else "")
 
 
-def pairs(fabric: IbFabric, tool: str = "ib_write_bw") -> list[Pair]:
+def pairs(fabric: IbFabric, tool: str = "ib_write_bw", partitions: Sequence[Partition] = ()) -> list[Pair]:
+    """With partitions, both hosts of a pair share one: two tenants' adapters cannot reach each other."""
     compute = fabric.role("compute")
+    shared = _sharing(partitions)
     out = []
     for rail in range(1, fabric.design.rails + 1):
         on_rail = [n for n in compute if n.rail == rail]
         first_su = [n for n in on_rail if n.su == 1]
-        candidates = [("leaf", first_su[0], first_su[1])] if len(first_su) > 1 else []
         last_su = [n for n in on_rail if n.su == fabric.design.su_count]
-        if fabric.design.su_count > 1 and last_su:
-            candidates.append(("spine", first_su[0], last_su[0]))
+        candidates: list[tuple[str, IbNode, IbNode]] = []
+        leaf = _first_pair(first_su, first_su, shared)
+        if leaf is not None:
+            candidates.append(("leaf", *leaf))
+        if fabric.design.su_count > 1:
+            others = [n for n in on_rail if n.su != 1]
+            spine = _first_pair(first_su, last_su, shared) or _first_pair(first_su, others, shared)
+            if spine is not None:
+                candidates.append(("spine", *spine))
         for path, server, client in candidates:
             device = _adapter(server)
             out.append(
@@ -60,6 +70,26 @@ def pairs(fabric: IbFabric, tool: str = "ib_write_bw") -> list[Pair]:
                 )
             )
     return out
+
+
+def _sharing(partitions: Sequence[Partition]) -> Callable[[str, str], bool]:
+    if not partitions:
+        return lambda a, b: True
+    member: dict[str, set[int]] = {}
+    for p in partitions:
+        for h in p.hosts:
+            member.setdefault(h, set()).add(p.pkey)
+    return lambda a, b: bool(member.get(a, set()) & member.get(b, set()))
+
+
+def _first_pair(
+    servers: list[IbNode], clients: list[IbNode], shared: Callable[[str, str], bool]
+) -> tuple[IbNode, IbNode] | None:
+    for s in servers:
+        for c in clients:
+            if s.host != c.host and shared(str(s.host), str(c.host)):
+                return s, c
+    return None
 
 
 def nccl_env(fabric: IbFabric) -> dict[str, str]:

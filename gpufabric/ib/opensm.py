@@ -162,6 +162,14 @@ def _sm_ports(fabric: IbFabric, found: Discovery) -> list[int]:
 
 
 def _partitions(fabric: IbFabric, found: Discovery, settings: SmSettings) -> str:
+    if not settings.partitions:
+        # No tenants: one cluster, every adapter a full member of the default partition (OpenSM's own
+        # default); limited, no two adapters could talk at all.
+        return (
+            "# No tenant partitions: every adapter a full member of the default partition.\n"
+            f"Default=0x{DEFAULT_PKEY:04x}, ipoib, mtu={MTU_4096}, defmember=full :"
+            " ALL, ALL_SWITCHES=full, SELF=full ;\n"
+        )
     sms = ", ".join(f"0x{g:016x}=full" for g in _sm_ports(fabric, found))
     out = [
         "# The default partition limited: adapters are limited members (they reach the SM and the",

@@ -142,9 +142,11 @@ def _partitions(fabric: IbFabric, settings: SmSettings, seen: topology.Topology,
     out = []
     # The subnet managers' ports are full members of the default partition (partitions.conf: the SM's
     # own port and the planned SM ports `=full`): 0xffff where every other adapter holds 0x7fff.
+    # Without tenant partitions every adapter is a full member of the default partition.
     sm_ports = {fabric.sm.primary, fabric.sm.standby}
     for node in compute:
-        default = DEFAULT_PKEY | (0x8000 if node.name in sm_ports else 0)
+        full = node.name in sm_ports or not settings.partitions
+        default = DEFAULT_PKEY | (0x8000 if full else 0)
         want = {f"0x{default:04x}"} | {
             f"0x{0x8000 | p.pkey:04x}" for p in settings.partitions if node.host in set(p.hosts)
         }
