@@ -19,6 +19,7 @@ from gpufabric.plan import build_plan
 
 H100 = INVENTORY / "examples" / "superpod-ib.yml"
 B200 = INVENTORY / "examples" / "superpod-b200-ib.yml"
+LAB = INVENTORY / "examples" / "lab-infiniband.yml"
 
 
 def _doc(path: Path) -> dict[str, Any]:
@@ -198,3 +199,10 @@ def test_bad_infiniband_intents_exit_2_with_line_field_and_fix(tmp_path: Path, c
     assert f"{path}:" in done.stderr and "fix:" in done.stderr and "Traceback" not in done.stderr
     line = done.stderr.split(f"{path}:")[1].split(":")[0]
     assert line.isdigit()
+
+
+def test_push_to_an_infiniband_compute_plane_says_what_configures_it() -> None:
+    env = {"GPUFABRIC_SWITCH_PASSWORD": "not-used", "GPUFABRIC_SALT_KEY": "not-used"}
+    done = run("nornir", "push", "--plane", "compute", "--dry-run", str(LAB), **env)
+    assert done.returncode == 2, done.stderr
+    assert "the compute plane is InfiniBand" in done.stderr and "Traceback" not in done.stderr

@@ -84,6 +84,11 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
     if unknown:
         raise UnknownSwitchError(f"no switch named {', '.join(unknown)} in the plan")
     targets = select(plan, args.plane, args.devices, args.role)
+    if not targets and args.plane == "compute" and plan.infiniband is not None:
+        raise EmptySelectionError(
+            "the compute plane is InfiniBand: its switches are configured by the subnet manager, not logged in "
+            "to (gpufabric ib configs writes OpenSM's files; nornir validate --plane compute checks the fabric)"
+        )
     if not targets:
         raise EmptySelectionError("no switch matches the selection (--plane/--device/--role)")
     inventory = inventory_from_plan(plan)
