@@ -119,6 +119,11 @@ def _uplink(state: Path, src: str, dst: str) -> str | None:
 
 
 def test_validate_is_green_on_the_planned_fabric(lab: Path) -> None:
+    status = run("gpufabric", "lab", "status", EXAMPLE, "--state-dir", str(lab), "--json")
+    assert json.loads(status.stdout)["infiniband"] == {
+        "processes": {"ibsim": True, "primary": True, "standby": True},
+        "up": True,
+    }
     doc = _green(lab)
     assert doc["ok"] is True
     checks = {r["check"] for r in doc["results"]}

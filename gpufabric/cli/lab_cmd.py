@@ -13,9 +13,10 @@ from gpufabric.cli.lab_hosts_cmd import hosts_cmd
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.cli.privileges import require_root
+from gpufabric.ib import lab as ib_lab
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
-from gpufabric.lab.control import down, up
+from gpufabric.lab.control import down, infiniband_dir, up
 from gpufabric.lab.daemons import daemon_status
 from gpufabric.lab.hosts.apt_mirror import MirrorError
 from gpufabric.lab.hosts.rootfs import RootfsError
@@ -117,8 +118,14 @@ def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
                 "up": wired and all(running.values()),
             }
         )
+    # The InfiniBand compute plane: the simulator and the two subnet managers, each running or not.
+    ib = ib_lab.status(infiniband_dir(state_dir)) if topo.plan.infiniband is not None else None
+    ib_up = ib is None or (bool(ib) and all(ib.values()))
     if as_json:
-        out.print_json(json.dumps({"fabric": topo.fabric, "switches": rows}))
+        doc: dict[str, object] = {"fabric": topo.fabric, "switches": rows}
+        if ib is not None:
+            doc["infiniband"] = {"processes": ib, "up": ib_up}
+        out.print_json(json.dumps(doc))
     else:
         table = Table(title=f"lab {topo.fabric}: every platform runs as frr")
         for column in ("switch", "planned platform", "runs as", "management", "frr / sshd / lldpd", "up"):
@@ -133,4 +140,7 @@ def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
                 "yes" if r["up"] else "no",
             )
         out.print(table)
-    return 0 if all(r["up"] for r in rows) else 1
+        if ib is not None:
+            ib_text = ", ".join(f"{name} {'running' if ok else 'gone'}" for name, ok in ib.items()) or "not started"
+            out.print(f"InfiniBand compute plane (ibsim, OpenSM): {ib_text}", markup=False)
+    return 0 if all(r["up"] for r in rows) and ib_up else 1
