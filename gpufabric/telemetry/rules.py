@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from gpufabric.ib import alerts as ib_alerts
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -83,7 +85,8 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
             "{{ $labels.host }} {{ $labels.interface }} sees RoCE packets out of sequence: the lossless class drops",
         ),
     ]
-    return {"groups": [{"name": "gpufabric", "rules": rules}]}
+    # The InfiniBand fabric's rules (over `gpufabric ib metrics`): a group of their own, idle without it.
+    return {"groups": [{"name": "gpufabric", "rules": rules}, ib_alerts.alert_group()]}
 
 
 def rules_yaml(t: Thresholds = Thresholds()) -> str:
