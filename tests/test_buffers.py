@@ -25,6 +25,9 @@ def _plan(path, length: str | None = None, release: str | None = None) -> Plan:
     doc = yaml.safe_load(path.read_text())
     if length is not None:
         doc = set_path(doc, ("planes", "compute", "cable_length"), length)
+    else:  # the default class (5m): the example's own class and the lengths that need it left out
+        for key in ("cable_length", "lengths"):
+            doc["planes"]["compute"].pop(key, None)
     if release is not None:
         doc["platforms"] = {"cumulus": {"release": release}}
     return plan_doc(doc, path.name)

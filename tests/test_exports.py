@@ -364,5 +364,5 @@ def test_export_writes_atomically(tmp_path):
     target = tmp_path / "out" / "cabling.csv"
     done = run("gpufabric", "export", "cabling", "-o", str(target), cwd=INVENTORY.parent)
     assert done.returncode == 0
-    assert target.read_text().startswith("cable_id,plane,kind,a_device,a_port,b_device,b_port,speed\n")
+    assert target.read_text().startswith("cable_id,plane,kind,a_device,a_port,b_device,b_port,speed,medium,length_m\n")
     assert [p.name for p in target.parent.iterdir()] == ["cabling.csv"]  # no temporary file left behind

@@ -13,10 +13,11 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 
+from gpufabric import media
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.plan.model import Plan, PlanePlan
+from gpufabric.plan.model import Plan, PlanePlan, link_length
 
-COPPER_BELOW_GBPS = 25
+COPPER_BELOW_GBPS = media.COPPER_BELOW_GBPS
 
 
 @dataclass
@@ -40,6 +41,8 @@ def _module(speed: int, split: int) -> str:
 
 def plane_bom(plane: PlanePlan) -> PlaneBom:
     """Counted over the plane's links (a 32k-GPU plane has ~100k) with comprehensions, then named."""
+    if plane.lengths is not None:
+        return _bom_by_reach(plane)
     bom = PlaneBom()
     switches = {d.name for d in plane.devices}
     for d in plane.devices:
@@ -93,3 +96,34 @@ def infiniband_rows(ib: IbPlan) -> list[tuple[str, str, int]]:
     rows = [("switch", f"{model} (infiniband, {role})", n) for (role, model), n in switches.items()]
     rows += [("cable", f"{label} InfiniBand", n) for label, n in cables.items()]
     return rows
+
+
+def _bom_by_reach(plane: PlanePlan) -> PlaneBom:
+    """Each cable by its medium and length (media.py): copper and active cables carry their own ends;
+    fibre needs a transceiver in each cage it uses (one per cage, as above) and in each server NIC."""
+    bom = PlaneBom()
+    switches = {d.name for d in plane.devices}
+    roles = {d.name: d.role for d in plane.devices}
+    for d in plane.devices:
+        key = (d.role, d.platform, d.model)
+        bom.switches[key] = bom.switches.get(key, 0) + 1
+    cables: Counter[str] = Counter()
+    cages: dict[tuple[str, int], tuple[int, int]] = {}
+    nic_ports: Counter[int] = Counter()
+    for link in plane.links:
+        length = link_length(plane, link, roles) or 0
+        medium = media.choose(link.speed, length)
+        cables[f"{link.speed}G {medium.name if medium else 'beyond every reach'}, {length} m"] += 1
+        if medium is None or not medium.transceivers:
+            continue
+        for end, cage, split in ((link.a, link.a_cage, link.a_split), (link.b, link.b_cage, link.b_split)):
+            if end in switches:
+                cages[(end, cage)] = (link.speed, split)
+        if link.kind == "host" and link.a not in switches:
+            nic_ports[link.speed] += 1
+    bom.cables = dict(cables)
+    for (speed, ways), n in Counter(cages.values()).items():
+        bom.transceivers[_module(speed, ways)] = n
+    for speed, n in nic_ports.items():
+        bom.transceivers[f"{speed}G module (server NIC)"] = n
+    return bom

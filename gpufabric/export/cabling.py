@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import io
 
+from gpufabric import media
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.plan.model import Plan
+from gpufabric.plan.model import Plan, link_length
 
-HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed"]
+HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed", "medium", "length_m"]
 
 
 def cable_id(prefix: str, index: int) -> str:
@@ -21,7 +22,10 @@ def render(plan: Plan) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(HEADER)
     for name, plane in plan.planes.items():
+        roles = {d.name: d.role for d in plane.devices}
         for link in plane.links:
+            length = link_length(plane, link, roles)
+            medium = media.choose(link.speed, length) if length is not None else None
             w.writerow(
                 [
                     cable_id(plane.prefix, link.number),
@@ -32,6 +36,8 @@ def render(plan: Plan) -> str:
                     link.b,
                     link.b_port,
                     f"{link.speed}G",
+                    medium.name if medium is not None else "",
+                    "" if length is None else length,
                 ]
             )
     if plan.infiniband is not None:
@@ -49,6 +55,8 @@ def infiniband_rows(ib: IbPlan) -> list[list[str]]:
             *_ib_end(c.down.node, c.down.port),
             *_ib_end(c.up.node, c.up.port),
             f"{c.rate.gbps}G",
+            "",
+            "",
         ]
         for i, c in enumerate(ib.fabric.cables, 1)
     ]

@@ -184,6 +184,23 @@ class Border(Model):
     )
 
 
+class LinkLengths(Model):
+    """How long a plane's cables run, in metres, by where their ends sit."""
+
+    host: int = Field(
+        ge=1,
+        le=10_000,
+        description="A server's NIC to its leaf port (in the rack, or across the row to the leaves' rack).",
+    )
+    leaf_spine: int = Field(ge=1, le=10_000, description="A leaf to a spine (to the spines' rack or row).")
+    spine_superspine: int | None = Field(
+        None, ge=1, le=10_000, description="A spine to a superspine (3-tier planes). Default: as `leaf_spine`."
+    )
+    edge: int | None = Field(
+        None, ge=1, le=10_000, description="A border leaf to an edge router. Default: as `leaf_spine`."
+    )
+
+
 class DataPlane(Model):
     """A routed plane: compute (RoCE), storage or business/frontend."""
 
@@ -240,6 +257,13 @@ class DataPlane(Model):
     )
     carries_roce: bool = Field(False, description="Whether RoCE traffic crosses this plane (needs a lossless `qos`).")
     qos: str | None = Field(None, description="Name of a profile under `qos_profiles`.")
+    lengths: LinkLengths | None = Field(
+        None,
+        description="Cable lengths by position. With them the bill of material and the cabling plan pick each "
+        "cable's medium by reach and speed (DAC, active copper, AOC, multimode or single-mode fibre with "
+        "transceivers); without them cables are counted by speed only. On a RoCE plane the longest must fit "
+        "`cable_length`, which the PFC headroom is sized for.",
+    )
     border: Border | None = Field(None, description="Edge connectivity; business plane only.")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Network
 from string import Formatter
 
+from gpufabric import media
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.infiniband_rules import infiniband_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
@@ -327,6 +328,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
     problems += _tier_speeds(roles, sw)
     problems += _attached_nics(intent, name, plane, roles, at)
     problems += _mtu(plane, roles, at)
+    problems += _lengths(plane, roles, at)
     problems += _qos_ref(intent, plane, at)
     if plane.routing.addressing == "p2p31" and plane.addressing.p2p is None:
         problems.append(
@@ -442,6 +444,47 @@ def _attached_nics(
                     "list two interfaces, one per leaf of the pair",
                 )
             )
+    return problems
+
+
+def _lengths(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    """Every cable within some medium's reach at its speed; on a RoCE plane, within the length class the
+    PFC headroom is sized for (a longer cable holds more in flight than the headroom absorbs)."""
+    lengths = plane.lengths
+    leaf = roles.get("leaf")
+    if lengths is None or leaf is None:
+        return []
+    spine = roles.get("spine")
+    given = {
+        "host": (lengths.host, downlink_speed(leaf)),
+        "leaf_spine": (lengths.leaf_spine, uplink_speed(leaf)),
+    }
+    if lengths.spine_superspine is not None and spine is not None:
+        given["spine_superspine"] = (lengths.spine_superspine, uplink_speed(spine))
+    problems: list[Problem] = []
+    for key, (metres, speed) in given.items():
+        reach = media.longest_reach(speed)
+        if metres > reach:
+            problems.append(
+                Problem(
+                    (*at, "lengths", key),
+                    f"{metres} m at {speed}G is beyond every medium's reach ({reach} m)",
+                    f"place the ends within {reach} m of each other",
+                )
+            )
+    longest_key = max(given, key=lambda k: given[k][0])
+    longest = given[longest_key][0]
+    allowed = int(plane.cable_length.rstrip("m"))
+    if plane.carries_roce and longest > allowed:
+        wider = next((c for c in ("30m", "100m") if int(c.rstrip("m")) >= longest), None)
+        problems.append(
+            Problem(
+                (*at, "lengths", longest_key),
+                f"a {longest} m cable on a lossless RoCE plane whose PFC headroom is sized for {plane.cable_length} "
+                "(cable_length): what is in flight on it while a pause takes effect would be dropped",
+                f"set cable_length: {wider}" if wider else "keep lossless RoCE cables within 100 m",
+            )
+        )
     return problems
 
 

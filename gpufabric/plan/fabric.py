@@ -68,6 +68,7 @@ class PlaneBuilder:
             carries_roce=plane.carries_roce,
             load_balancing=plane.load_balancing,
             cable_length=plane.cable_length,
+            lengths=plane.lengths.model_dump() if plane.lengths is not None else None,
             routing={
                 "protocol": plane.routing.protocol,
                 "addressing": plane.routing.addressing,

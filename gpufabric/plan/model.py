@@ -161,9 +161,10 @@ class PlanePlan:
     sizing: dict[str, int] = field(default_factory=dict)
     qos: str | None = None
     carries_roce: bool = False
-    load_balancing: str = "ecmp"
-    cable_length: str = (
-        "5m"  # the length class lossless headroom is sized for  # ecmp | adaptive, as the intent chooses for the plane
+    load_balancing: str = "ecmp"  # ecmp | adaptive, as the intent chooses for the plane
+    cable_length: str = "5m"  # the length class lossless headroom is sized for
+    lengths: dict[str, int | None] | None = (
+        None  # metres by position (host, leaf_spine, ...), when the intent gives them
     )
     routing: dict[str, object] = field(default_factory=dict)
 
@@ -194,3 +195,17 @@ class Plan:
             if d.name == name:
                 return d
         raise KeyError(name)
+
+
+def link_length(plane: PlanePlan, link: Link, roles: dict[str, str]) -> int | None:
+    """A link's length in metres from the plane's lengths by position (None: the intent gives none)."""
+    lengths = plane.lengths
+    if lengths is None:
+        return None
+    if link.kind in ("host", "peer"):  # an MLAG pair's peer link runs where its hosts' cables do
+        return lengths["host"]
+    if link.kind == "edge":
+        return lengths.get("edge") or lengths["leaf_spine"]
+    if "superspine" in (roles.get(link.a), roles.get(link.b)):
+        return lengths.get("spine_superspine") or lengths["leaf_spine"]
+    return lengths["leaf_spine"]
