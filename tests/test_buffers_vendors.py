@@ -1,7 +1,7 @@
 """Lossless buffers on EOS and NX-OS: the headroom formula (gpufabric/config/headroom.py), the NX-OS
 ingress queuing policy that carries its result (read back by `verify` from files and by `validate` from a
-running config, a planted change caught), Cisco's parsers on the result, and EOS's PFC no-drop priority
-with the AVD schema's state that leaves EOS without a headroom setting (docs/configs.md)."""
+running config, a planted change caught), Cisco's parsers on the result; EOS's PFC headroom in the MMU
+queue profile it applies, as Arista's AVD renders it, read back the same ways (docs/configs.md)."""
 
 from __future__ import annotations
 
@@ -167,47 +167,91 @@ def test_validate_reads_the_pause_buffer_from_a_running_config(nxos_folder):
     assert f"pause-threshold {pause + 1}" in results[0].observed
 
 
-# -- EOS: PFC no-drop on the RoCE priority; no headroom setting AVD models for the examples' switches -------
+# -- EOS: PFC no-drop on the RoCE priority and the ports' headroom in the applied MMU queue profile ---------
+
+_HEADROOM = re.compile(r"^platform trident mmu queue profile ROCE\n    ingress headroom (\d+)$", re.M)
 
 
-def test_eos_compute_switches_carry_pfc_no_drop_on_the_roce_priority():
-    texts = _compute(_plan("eos", "100m"))
+@pytest.mark.parametrize(("length", "metres"), LENGTHS)
+def test_eos_compute_switches_carry_the_formulas_headroom_as_pyavd_renders_it(length, metres):
+    from gpufabric.platforms.eos import judge
+
+    plan = _plan("eos", length)
+    index = LinkIndex(plan)
+    texts = _compute(plan)
     assert texts
     for name, text in texts.items():
+        ctx = build(plan, index.devices[name], index)
+        fastest = max(p.speed for p in ctx.ports if p.kind in ("fabric", "host", "peer"))
+        assert [int(h) for h in _HEADROOM.findall(text)] == [headroom_bytes(fastest, metres, ctx.device.mtu)], name
+        assert "\nplatform trident mmu queue profile ROCE apply\n" in text
         profile = text[text.index("\nqos profile ROCE\n") :].split("\n!")[0]
-        assert "   priority-flow-control on\n" in profile, name
         assert re.findall(r"priority-flow-control priority (\d+) no-drop", profile) == ["3"], name
+    # Arista's renderer, given the same facts as AVD structured config, writes the same blocks
+    name, text = next(iter(texts.items()))
+    arista = judge.render(judge.structured_config(build(plan, index.devices[name], index)))
+    assert arista.violations == []
+    assert "    ingress headroom" in arista.text
+    assert judge.compare(text, arista.text) == []
 
 
-def test_avds_schema_models_headroom_only_for_trident_switches():
-    """Why EOS renders no headroom: in Arista's eos_cli_config_gen schema the only headroom settings are
-    under `platform.trident.mmu` (Trident-family MMU queue profiles); the examples' EOS switches are
-    7060X5 (Tomahawk 4). If AVD models headroom elsewhere this fails, and the EOS renderer should use it."""
-    from pyavd._eos_cli_config_gen.schema import EosCliConfigGen as Root
+def test_avds_schema_refuses_a_headroom_unit_it_does_not_know():
+    from gpufabric.platforms.eos import judge
 
-    found: list[str] = []
-
-    def walk(model: type, path: str) -> None:
-        for key, spec in getattr(model, "_fields", {}).items():
-            here = f"{path}.{key}" if path else key
-            if any(w in key for w in ("headroom", "cable_length", "pause_buffer")):
-                found.append(here)
-            child = spec.get("type")
-            item = getattr(child, "_item_type", None)
-            for nested in (child, item):
-                if isinstance(nested, type) and hasattr(nested, "_fields") and here.count(".") < 8:
-                    walk(nested, here)
-
-    walk(Root, "")
-    assert found, "the schema walk found nothing: AVD's model layout changed"
-    assert all(f.startswith("platform.trident.mmu.") for f in found), found
+    sc = {"platform": {"trident": {"mmu": {"queue_profiles": [{"name": "ROCE", "ingress": {"headroom": {}}}]}}}}
+    sc["platform"]["trident"]["mmu"]["queue_profiles"][0]["ingress"]["headroom"] = {"memory": 70932, "unit": "kb"}
+    assert any("headroom.unit" in v for v in judge.render(sc).violations)
 
 
-def test_verify_finds_a_planted_eos_no_drop_priority(tmp_path):
-    plan = _plan("eos")
-    render_into(plan, tmp_path)
-    target = tmp_path / "cmp-spine1.cfg"
+@pytest.fixture(scope="module")
+def eos_folder(tmp_path_factory):
+    plan = _plan("eos", "100m")
+    folder = tmp_path_factory.mktemp("eos-100m")
+    render_into(plan, folder)
+    return plan, folder
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "found_words"),
+    [
+        ("ingress headroom {h}\n", "ingress headroom {less}\n", "{less} bytes"),
+        ("platform trident mmu queue profile ROCE apply\n", "", "none"),
+    ],
+    ids=["headroom", "not-applied"],
+)
+def test_verify_finds_a_planted_eos_headroom_change(eos_folder, tmp_path, old, new, found_words):
+    plan, folder = eos_folder
+    assert _headroom_findings(plan, folder) == []
+    copy = tmp_path / "files"
+    shutil.copytree(folder, copy)
+    target = copy / "cmp-spine1.cfg"
+    text = target.read_text()
+    h = int(_HEADROOM.findall(text)[0])
+    old, new = old.format(h=h), new.format(less=h // 2)
+    assert old in text
+    target.write_text(text.replace(old, new, 1))
+    found = _headroom_findings(plan, copy)
+    assert [(f.device, f.file) for f in found] == [("cmp-spine1", "cmp-spine1.cfg")]
+    assert found[0].found == found_words.format(less=h // 2) and "100m" in found[0].expected
+
+
+def test_validate_reads_the_eos_headroom_from_a_running_config(eos_folder):
+    plan, folder = eos_folder
+    p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
+    assert p.headroom is not None and p.pause_buffer is None and p.reads_running
+    running = (folder / "cmp-spine1.cfg").read_text()
+    assert [(r.ok, r.observed) for r in checks.buffers(p, running)] == [(True, f"{p.headroom} bytes")]
+    planted = running.replace(f"ingress headroom {p.headroom}\n", "ingress headroom 64000\n")
+    assert planted != running
+    assert [(r.ok, r.observed) for r in checks.buffers(p, planted)] == [(False, "64000 bytes")]
+
+
+def test_verify_finds_a_planted_eos_no_drop_priority(eos_folder, tmp_path):
+    plan, folder = eos_folder
+    copy = tmp_path / "files"
+    shutil.copytree(folder, copy)
+    target = copy / "cmp-spine1.cfg"
     text = target.read_text()
     target.write_text(text.replace("priority 3 no-drop", "priority 4 no-drop"))
-    found = [f for f in verify(plan, tmp_path, vendor_judges=False).findings if f.check == "qos-pfc"]
+    found = [f for f in verify(plan, copy, vendor_judges=False).findings if f.check == "qos-pfc"]
     assert [(f.device, f.found) for f in found] == [("cmp-spine1", "[4]")]

@@ -33,6 +33,7 @@ class Planned:
     # headroom from it) and (traffic class, buffer size, pause threshold, resume threshold) in bytes (NX-OS).
     cable_metres: int | None = None
     pause_buffer: tuple[int, int, int, int] | None = None
+    headroom: int | None = None  # PFC headroom in bytes the switch is given (EOS)
 
     @property
     def reads_running(self) -> bool:
@@ -43,6 +44,7 @@ class Planned:
             or self.multipath_hash is not None
             or self.cable_metres is not None
             or self.pause_buffer is not None
+            or self.headroom is not None
         )
 
 
@@ -122,7 +124,7 @@ def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
 def buffers(p: Planned, running: str) -> Iterator[CheckResult]:
     """The lossless buffer settings the switch runs: the cable length it sizes headroom from, or the pause
     buffer sizes it is given (gpufabric/config/headroom.py)."""
-    if p.cable_metres is None and p.pause_buffer is None:
+    if p.cable_metres is None and p.pause_buffer is None and p.headroom is None:
         return
     facts = qos_map.running_facts(p.platform, running)
     if facts is None:
@@ -141,6 +143,10 @@ def buffers(p: Planned, running: str) -> Iterator[CheckResult]:
             "buffer-size {} pause-threshold {} resume-threshold {}".format(*sizes),
             "not shown" if got is None else "buffer-size {} pause-threshold {} resume-threshold {}".format(*got.value),
         )
+    if p.headroom is not None:
+        shown = facts.headroom
+        observed = "not shown" if shown is None else f"{shown.value} bytes"
+        yield result("qos-headroom", p.device, "PFC headroom", f"{p.headroom} bytes", observed)
 
 
 def oob_isolation(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckResult]:

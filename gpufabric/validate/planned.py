@@ -37,5 +37,6 @@ def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -
                 if q is not None and lossless is not None and spec.pause_buffer
                 else None
             ),
+            headroom=lossless.headroom if lossless is not None and spec.ingress_headroom else None,
         )
     return out

@@ -208,6 +208,8 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
                 )
     if q.lossless and platform(facts.platform).pause_buffer:
         yield from _pause_buffer(ctx, facts, q.roce_priority)
+    if q.lossless and platform(facts.platform).ingress_headroom:
+        yield from _ingress_headroom(ctx, facts)
     if q.cnp_priority not in facts.strict:
         yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
     for p in ctx.ports:
@@ -227,6 +229,17 @@ def _pause_buffer(ctx: DeviceContext, facts: SwitchFacts, tc: int) -> Iterator[F
     if got is None or got.value != sizes:
         found = "none" if got is None else "buffer-size {} pause-threshold {} resume-threshold {}".format(*got.value)
         yield _finding("qos-headroom", facts, got, f"{expected} ({ctx.cable_length} cables)", found)
+
+
+def _ingress_headroom(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    """The ports' PFC headroom equals the formula's (gpufabric/config/headroom.py)."""
+    want = ctx.lossless_buffer
+    if want is None:
+        return
+    got = facts.headroom
+    if got is None or got.value != want.headroom:
+        expected = f"PFC headroom {want.headroom} bytes ({ctx.cable_length} cables), applied"
+        yield _finding("qos-headroom", facts, got, expected, "none" if got is None else f"{got.value} bytes")
 
 
 def _oob(plan: Plan, facts: SwitchFacts) -> Iterator[Finding]:
