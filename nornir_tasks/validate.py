@@ -55,6 +55,7 @@ def validate_device(
         running = conn.get_config(retrieve="running")["running"] if p.reads_running else ""
         found += checks.qos(p, running)
         found += checks.load_balancing(p, running)
+        found += checks.buffers(p, running)
         found += checks.oob_isolation(p, routes)
         if first is not None and limits is not None:
             time.sleep(max(0.0, limits.window - (time.monotonic() - started)))

@@ -115,3 +115,22 @@ def test_verify_finds_a_sonic_port_with_another_cable_length(tmp_path):
     target.write_text(target.read_text().replace('"100m"', '"5m"', 1))
     found = [f for f in verify(plan, tmp_path, vendor_judges=False).findings if f.check == "qos-cable-length"]
     assert len(found) == 1 and found[0].found == "5" and found[0].file == name
+
+
+def test_validate_reads_the_cable_length_from_a_running_cumulus_config(tmp_path):
+    """`nornir validate` reads the NVUE running config (the same reader as `verify`): the plane's class passes,
+    a switch left at another length fails."""
+    from gpufabric.config.context import LinkIndex
+    from gpufabric.validate import checks
+    from gpufabric.validate.planned import planned
+    from tests.render_helpers import render_into
+
+    plan = _plan(SUPERPOD, "100m", "5.14")
+    files = render_into(plan, tmp_path)
+    p = planned(plan, LinkIndex(plan), ["cmp-su1-leaf1"], "compute")["cmp-su1-leaf1"]
+    assert p.cable_metres == 100 and p.pause_buffer is None and p.reads_running
+    running = files["cmp-su1-leaf1.yaml"]
+    assert [(r.ok, r.observed) for r in checks.buffers(p, running)] == [(True, "100 m")]
+    planted = running.replace("cable-length: 100\n", "cable-length: 5\n")
+    assert planted != running
+    assert [(r.ok, r.observed) for r in checks.buffers(p, planted)] == [(False, "5 m")]

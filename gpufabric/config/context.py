@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpufabric.config.context_types import Neighbor, Port
+from gpufabric.config.headroom import LosslessBuffer, lossless_buffer
 from gpufabric.config.mlag import Mlag, mlag, peer_session
 from gpufabric.config.policy import Acl, BorderRouting, border_routing, business_acl
 from gpufabric.config.secrets import PasswordHasher
@@ -41,6 +42,15 @@ class DeviceContext:
     @property
     def cable_metres(self) -> int:
         return int(self.cable_length.rstrip("m"))
+
+    @property
+    def lossless_buffer(self) -> LosslessBuffer | None:
+        """PFC headroom and thresholds for the lossless priority, sized for the switch's fastest RoCE port
+        (NX-OS applies one ingress queuing policy to every port), or None without PFC."""
+        speeds = [p.speed for p in self.ports if p.kind in ("fabric", "host", "peer")]
+        if self.qos is None or not self.qos.lossless or not speeds:
+            return None
+        return lossless_buffer(max(speeds), self.cable_metres, self.device.mtu)
 
     @property
     def adaptive(self) -> bool:

@@ -73,6 +73,7 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
         "border": ctx.border,
         "release": ctx.release,
         "adaptive": ctx.adaptive,
+        "lossless_buffer": ctx.lossless_buffer,
         "breakouts": breakouts(ctx),
     }
 

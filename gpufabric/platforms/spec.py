@@ -108,6 +108,12 @@ class PlatformSpec:
     # The switch sizes PFC headroom itself from the plane's cable length class, which gpufabric renders
     # (Cumulus `qos pfc ... cable-length`, SONiC's dynamic buffer model `CABLE_LENGTH`); verify reads it back.
     cable_length: bool = False
+    # The switch is given the lossless queue's buffer sizes (NX-OS ingress queuing `pause buffer-size ...
+    # pause-threshold ... resume-threshold ...`), computed by gpufabric/config/headroom.py; verify reads them back.
+    pause_buffer: bool = False
+    # The switch is given the lossless ports' PFC headroom in bytes (EOS `platform trident mmu queue profile`
+    # `ingress headroom`), computed by gpufabric/config/headroom.py; verify and validate read it back.
+    ingress_headroom: bool = False
     # The ASIC can steer flows by link load (`load_balancing: adaptive`): Cumulus adaptive routing, EOS dynamic
     # load balancing. False: the intent's `adaptive` is refused for a plane with this platform's switches.
     adaptive_routing: bool = False

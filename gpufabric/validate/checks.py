@@ -29,11 +29,23 @@ class Planned:
     mgmt_subnet: str | None = None
     adaptive: bool | None = None  # adaptive routing on (True) or off; None: the platform has none to check
     multipath_hash: int | None = None  # a Linux switch's net.ipv4.fib_multipath_hash_policy; None: not kept
+    # Lossless buffers as the switch is given them: the cable length class in metres (Cumulus, SONiC size the
+    # headroom from it) and (traffic class, buffer size, pause threshold, resume threshold) in bytes (NX-OS).
+    cable_metres: int | None = None
+    pause_buffer: tuple[int, int, int, int] | None = None
+    headroom: int | None = None  # PFC headroom in bytes the switch is given (EOS)
 
     @property
     def reads_running(self) -> bool:
         """A check needs the running configuration's text."""
-        return bool(self.qos) or self.adaptive is not None or self.multipath_hash is not None
+        return (
+            bool(self.qos)
+            or self.adaptive is not None
+            or self.multipath_hash is not None
+            or self.cable_metres is not None
+            or self.pause_buffer is not None
+            or self.headroom is not None
+        )
 
 
 def drift(p: Planned, diff: str) -> Iterator[CheckResult]:
@@ -107,6 +119,34 @@ def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
             str(p.multipath_hash),
             "not shown" if got is None else str(got.value),
         )
+
+
+def buffers(p: Planned, running: str) -> Iterator[CheckResult]:
+    """The lossless buffer settings the switch runs: the cable length it sizes headroom from, or the pause
+    buffer sizes it is given (gpufabric/config/headroom.py)."""
+    if p.cable_metres is None and p.pause_buffer is None and p.headroom is None:
+        return
+    facts = qos_map.running_facts(p.platform, running)
+    if facts is None:
+        return
+    if p.cable_metres is not None:
+        lengths = {f"{f.value}" for f in facts.cable_length.values()}
+        observed = ", ".join(sorted(lengths)) + " m" if lengths else "not shown"
+        yield result("qos-headroom", p.device, "PFC cable length", f"{p.cable_metres} m", observed)
+    if p.pause_buffer is not None:
+        tc, *sizes = p.pause_buffer
+        got = facts.pause_buffer.get(tc)
+        yield result(
+            "qos-headroom",
+            p.device,
+            f"class {tc} pause buffer",
+            "buffer-size {} pause-threshold {} resume-threshold {}".format(*sizes),
+            "not shown" if got is None else "buffer-size {} pause-threshold {} resume-threshold {}".format(*got.value),
+        )
+    if p.headroom is not None:
+        shown = facts.headroom
+        observed = "not shown" if shown is None else f"{shown.value} bytes"
+        yield result("qos-headroom", p.device, "PFC headroom", f"{p.headroom} bytes", observed)
 
 
 def oob_isolation(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckResult]:

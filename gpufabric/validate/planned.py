@@ -18,6 +18,7 @@ def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -
         d = ctx.device
         q = ctx.qos
         spec = platform(d.platform)
+        lossless = ctx.lossless_buffer
         out[name] = Planned(
             device=name,
             platform=d.platform,
@@ -30,5 +31,12 @@ def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -
             mgmt_subnet=str(oob.subnet) if oob is not None and d.mgmt_ip is not None else None,
             adaptive=ctx.adaptive if spec.adaptive_routing and d.asn is not None else None,
             multipath_hash=1 if spec.linux_multipath_hash else None,
+            cable_metres=ctx.cable_metres if lossless is not None and spec.cable_length else None,
+            pause_buffer=(
+                (q.roce_priority, lossless.buffer_size, lossless.pause_threshold, lossless.resume_threshold)
+                if q is not None and lossless is not None and spec.pause_buffer
+                else None
+            ),
+            headroom=lossless.headroom if lossless is not None and spec.ingress_headroom else None,
         )
     return out

@@ -206,11 +206,40 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
                 yield _finding(
                     "qos-cable-length", facts, got, f"{where}: cable length {ctx.cable_length}", f"{got.value}"
                 )
+    if q.lossless and platform(facts.platform).pause_buffer:
+        yield from _pause_buffer(ctx, facts, q.roce_priority)
+    if q.lossless and platform(facts.platform).ingress_headroom:
+        yield from _ingress_headroom(ctx, facts)
     if q.cnp_priority not in facts.strict:
         yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
     for p in ctx.ports:
         if p.kind in ("fabric", "host", "peer") and p.name not in facts.qos_ports:
             yield _finding("qos-port", facts, facts.mtu.get(p.name), f"{p.name}: RoCE policy applied", "not applied")
+
+
+def _pause_buffer(ctx: DeviceContext, facts: SwitchFacts, tc: int) -> Iterator[Finding]:
+    """The lossless class's ingress reservation equals the headroom formula's for the plane's cable length
+    class, the switch's fastest RoCE port and its MTU (gpufabric/config/headroom.py)."""
+    want = ctx.lossless_buffer
+    if want is None:
+        return
+    sizes = (want.buffer_size, want.pause_threshold, want.resume_threshold)
+    expected = f"class {tc}: pause buffer-size {sizes[0]} pause-threshold {sizes[1]} resume-threshold {sizes[2]}"
+    got = facts.pause_buffer.get(tc)
+    if got is None or got.value != sizes:
+        found = "none" if got is None else "buffer-size {} pause-threshold {} resume-threshold {}".format(*got.value)
+        yield _finding("qos-headroom", facts, got, f"{expected} ({ctx.cable_length} cables)", found)
+
+
+def _ingress_headroom(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    """The ports' PFC headroom equals the formula's (gpufabric/config/headroom.py)."""
+    want = ctx.lossless_buffer
+    if want is None:
+        return
+    got = facts.headroom
+    if got is None or got.value != want.headroom:
+        expected = f"PFC headroom {want.headroom} bytes ({ctx.cable_length} cables), applied"
+        yield _finding("qos-headroom", facts, got, expected, "none" if got is None else f"{got.value} bytes")
 
 
 def _oob(plan: Plan, facts: SwitchFacts) -> Iterator[Finding]:

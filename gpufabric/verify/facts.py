@@ -64,6 +64,12 @@ class SwitchFacts:
     # Cable length (metres) the switch sizes PFC headroom from: per port (SONiC CABLE_LENGTH) or for the
     # switch's PFC profile (Cumulus `qos pfc default-global`, keyed by the profile).
     cable_length: dict[str, Fact] = field(default_factory=dict)
+    # Buffer sizes given to the switch for a lossless traffic class: class -> (buffer size, pause threshold,
+    # resume threshold) in bytes (NX-OS ingress queuing `pause buffer-size ...`).
+    pause_buffer: dict[int, Fact] = field(default_factory=dict)
+    # PFC headroom in bytes of the ports, as the switch is given it (EOS: the applied MMU queue profile's
+    # `ingress headroom`); None when the text sets none.
+    headroom: Fact | None = None
     adaptive: Fact | None = None
     adaptive_ports: dict[str, Fact] = field(default_factory=dict)
     multipath_hash: Fact | None = None

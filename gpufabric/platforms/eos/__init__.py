@@ -43,6 +43,7 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,
     ecn_unit_bytes=1000,
     rank=1,
+    ingress_headroom=True,  # platform trident mmu queue profile ROCE / ingress headroom <bytes>
     adaptive_routing=True,  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
     password_login=True,  # eAPI
     templates_package=__name__,

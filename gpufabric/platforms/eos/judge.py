@@ -135,6 +135,10 @@ def _qos(ctx: DeviceContext, sc: SC) -> None:
             "watchdog": {"enabled": q.pfc_watchdog},
         }
     sc["qos_profiles"] = [profile]
+    buffer = ctx.lossless_buffer
+    if buffer is not None:  # bytes, AVD's default unit
+        queue_profile = {"name": "ROCE", "ingress": {"headroom": {"memory": buffer.headroom}}}
+        sc["platform"] = {"trident": {"mmu": {"active_profile": "ROCE", "queue_profiles": [queue_profile]}}}
 
 
 def _acls(ctx: DeviceContext, sc: SC) -> None:

@@ -35,10 +35,21 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
             facts.dscp_map[int(dscp)] = Fact(int(m.group(2)), file, line(obj))
     for obj, _ in sections(conf, r"^ip hardware fib load-balance distribution dynamic$"):
         facts.adaptive = Fact(True, file, line(obj))
+    _mmu(facts, conf, file)
     for obj, _ in sections(conf, r"^qos profile ROCE$"):
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
         _profile(facts, obj, file)
     return facts
+
+
+def _mmu(facts: SwitchFacts, conf: object, file: str) -> None:
+    """The `ingress headroom` of the MMU queue profile the switch applies (a profile not applied is inert)."""
+    headroom: dict[str, Fact] = {}
+    for obj, m in sections(conf, r"^platform trident mmu queue profile (\S+)$"):
+        for child, cm in children(obj, r"ingress headroom (\d+)"):
+            headroom[m.group(1)] = Fact(int(cm.group(1)), file, line(child))
+    for _, m in sections(conf, r"^platform trident mmu queue profile (\S+) apply$"):
+        facts.headroom = headroom.get(m.group(1))
 
 
 def _profile(facts: SwitchFacts, obj: object, file: str) -> None:

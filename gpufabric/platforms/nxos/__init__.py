@@ -42,6 +42,7 @@ PLATFORM = PlatformSpec(
     confirm_timer=True,  # configuration replace with a commit timeout
     ecn_unit_bytes=1000,
     rank=2,
+    pause_buffer=True,  # ingress queuing policy: pause buffer-size / pause-threshold / resume-threshold
     password_login=True,  # NX-API
     templates_package=__name__,
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",

@@ -76,5 +76,9 @@ def _qos(facts: SwitchFacts, conf: Any, file: str) -> None:
                 facts.ecn[tc] = Fact((int(em.group(1)) * 1000, int(em.group(2)) * 1000), file, line(child))
             for child, _ in children(cls, r"priority level 1"):
                 facts.strict[tc] = Fact(True, file, line(child))
+        for cls, qm in children(obj, r"class type queuing c-in-q(\d+)"):
+            for child, pm in children(cls, r"pause buffer-size (\d+) pause-threshold (\d+) resume-threshold (\d+)"):
+                sizes = (int(pm.group(1)), int(pm.group(2)), int(pm.group(3)))
+                facts.pause_buffer[int(qm.group(1))] = Fact(sizes, file, line(child))
     for obj, _ in sections(conf, r"^priority-flow-control watch-dog-interval on$"):
         facts.watchdog = Fact(True, file, line(obj))
