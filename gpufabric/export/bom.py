@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gpufabric import media
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.plan.model import Plan, PlanePlan, link_length
+from gpufabric.plan.model import Link, Plan, PlanePlan, link_length
 
 COPPER_BELOW_GBPS = media.COPPER_BELOW_GBPS
 
@@ -111,9 +111,8 @@ def _bom_by_reach(plane: PlanePlan) -> PlaneBom:
     cages: dict[tuple[str, int], tuple[int, int]] = {}
     nic_ports: Counter[int] = Counter()
     for link in plane.links:
-        length = link_length(plane, link, roles) or 0
-        medium = media.choose(link.speed, length)
-        cables[f"{link.speed}G {medium.name if medium else 'beyond every reach'}, {length} m"] += 1
+        medium = media.choose(link.speed, link_length(plane, link, roles) or 0)
+        cables[cable_name(plane, link, roles)] += 1
         if medium is None or not medium.transceivers:
             continue
         for end, cage, split in ((link.a, link.a_cage, link.a_split), (link.b, link.b_cage, link.b_split)):
@@ -127,3 +126,13 @@ def _bom_by_reach(plane: PlanePlan) -> PlaneBom:
     for speed, n in nic_ports.items():
         bom.transceivers[f"{speed}G module (server NIC)"] = n
     return bom
+
+
+def cable_name(plane: PlanePlan, link: Link, roles: dict[str, str]) -> str:
+    """What a cable is called in the bill of material and the work order: its medium and length where the
+    plane gives lengths, else its speed and copper or fibre."""
+    length = link_length(plane, link, roles)
+    if length is None:
+        return f"{link.speed}G {'copper' if link.speed < COPPER_BELOW_GBPS else 'fiber'}"
+    medium = media.choose(link.speed, length)
+    return f"{link.speed}G {medium.name if medium else 'beyond every reach'}, {length} m"

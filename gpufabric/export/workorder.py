@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from gpufabric.export.bom import cable_name
 from gpufabric.export.cabling import cable_id
 from gpufabric.plan.diff import PlanDiff
 from gpufabric.plan.model import Link, Plan
@@ -29,8 +30,10 @@ def _ids(plan: Plan) -> dict[tuple[str, str, str], str]:
     }
 
 
-def _cable(link: Link) -> str:
-    return f"{link.speed}G {'copper' if link.speed < 25 else 'fiber'}"
+def _cable(plan: Plan, link: Link) -> str:
+    """The cable as the bill of material names it (its medium and length where the plane gives lengths)."""
+    plane = plan.planes[link.plane]
+    return cable_name(plane, link, {d.name: d.role for d in plane.devices})
 
 
 def render(diff: PlanDiff, old: Plan, new: Plan) -> str:
@@ -42,7 +45,7 @@ def render(diff: PlanDiff, old: Plan, new: Plan) -> str:
     for link in diff.links_removed:
         key = (link.plane, link.a, link.a_port)
         w.writerow(["remove", old_ids[key], link.plane, racks.get(link.a, ""), link.a, link.a_port, link.b, link.b_port,
-                    _cable(link)])  # fmt: skip
+                    _cable(old, link)])  # fmt: skip
     for m in diff.links_moved:
         plane, a, a_port = m.key
         w.writerow(["move", new_ids[m.key], plane, racks.get(a, ""), a, a_port, *m.new,
@@ -50,5 +53,5 @@ def render(diff: PlanDiff, old: Plan, new: Plan) -> str:
     for link in diff.links_added:
         key = (link.plane, link.a, link.a_port)
         w.writerow(["add", new_ids[key], link.plane, racks.get(link.a, ""), link.a, link.a_port, link.b, link.b_port,
-                    _cable(link)])  # fmt: skip
+                    _cable(new, link)])  # fmt: skip
     return out.getvalue()
