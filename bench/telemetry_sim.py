@@ -42,9 +42,10 @@ class SimFleet:
 
     def env(self) -> dict[str, str]:
         bin_dir = str(Path(sys.executable).parent)
-        return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                PASSWORD_ENV: os.environ.get(PASSWORD_ENV, PLACEHOLDER_SECRETS[PASSWORD_ENV]),
-                "GPUFABRIC_SALT_KEY": os.environ.get("GPUFABRIC_SALT_KEY", PLACEHOLDER_SECRETS["GPUFABRIC_SALT_KEY"])}  # fmt: skip
+        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        for name, value in PLACEHOLDER_SECRETS.items():  # the simulated fleet's, unless the caller set its own
+            env.setdefault(name, value)
+        return env
 
     def start(self, argv: list[str], log: str) -> subprocess.Popen[Any]:
         """A command inside the namespace, its output to folder/log."""
@@ -55,8 +56,8 @@ class SimFleet:
         return proc
 
     def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ip", "netns", "exec", self.netns, *argv], capture_output=True, text=True,
-                              env=self.env(), **kwargs)  # fmt: skip
+        return subprocess.run(["ip", "netns", "exec", self.netns, *argv], check=False, capture_output=True,
+                              text=True, env=self.env(), **kwargs)  # fmt: skip
 
     def serve(self, shard: str, listen: str, workers: int = 16) -> subprocess.Popen[Any]:
         argv = ["gpufabric", "telemetry", "serve", str(self.intent), "--known-hosts", str(self.known_hosts),

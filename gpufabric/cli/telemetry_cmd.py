@@ -156,7 +156,7 @@ def dashboard_cmd(file: str | None, output: Path | None) -> int:
 @click.option("--plane", help="Only this plane's switches (as serve --plane).")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for prometheus.yml, targets/shard-I.json, shards.json and gpufabric.rules.yml.")  # fmt: skip
-def prometheus_cmd(file: str | None, count: int, listen_base: str, interval: str, plane: str | None,
+def prometheus_cmd(*, file: str | None, count: int, listen_base: str, interval: str, plane: str | None,
                    out_dir: Path) -> int:  # fmt: skip
     """Prometheus's configuration for N exporter shards: one file_sd target per shard, labelled with
     it, the alert rules beside it, and shards.json naming the switches and servers each shard reads."""
@@ -184,4 +184,38 @@ def prometheus_cmd(file: str | None, count: int, listen_base: str, interval: str
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     err.print(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})")
+    return 0
+
+
+@telemetry_cmd.command("gnmi")
+@file_arg
+@click.option("--interval", default="30s", show_default=True, metavar="DURATION", help="Sample interval.")
+@click.option("--plane", help="Only this plane's switches.")
+@click.option("--listen", default=":9804", show_default=True, metavar="ADDR:PORT",
+              help="Where gnmic's Prometheus output serves /metrics.")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+def gnmi_cmd(*, file: str | None, interval: str, plane: str | None, listen: str, output: Path | None) -> int:
+    """gnmic's configuration: per switch whose OS streams gNMI (EOS, NX-OS, SONiC, Cumulus) its address
+    and the OpenConfig paths of its planned ports (counters, state, egress queues) and BGP sessions."""
+    import yaml
+
+    from gpufabric.telemetry.gnmi import GnmiError, gnmi_targets, gnmic_config
+
+    if not _DURATION.fullmatch(interval):
+        raise click.BadParameter(f"a duration (30s, 1m), not {interval!r}", param_hint="--interval")
+    if not re.fullmatch(r"[A-Za-z0-9.\[\]:-]*:[0-9]{1,5}", listen):
+        raise click.BadParameter(f"write ADDR:PORT (:9804), not {listen!r}", param_hint="--listen")
+    plan = load_plan(file)
+    if plane is not None and plane not in plan.planes:
+        raise click.BadParameter(f"no plane {plane!r} (planes: {', '.join(plan.planes)})", param_hint="--plane")
+    try:
+        targets, left = gnmi_targets(plan, plane)
+    except GnmiError as exc:
+        raise click.ClickException(str(exc)) from None
+    emit(yaml.safe_dump(gnmic_config(targets, interval=interval, listen=listen), sort_keys=False), output)
+    if not plan.intent.management.gnmi:
+        err.print("note: management.gnmi is off in the intent: the rendered configurations do not start gNMI")
+    if left:
+        err.print(f"{len(left)} switches have no gNMI server (FRR) or no management address: they stay with `telemetry serve`: {', '.join(left[:5])}"
+                  + (" ..." if len(left) > 5 else ""))  # fmt: skip
     return 0
