@@ -216,6 +216,9 @@ def gnmi_cmd(*, file: str | None, interval: str, plane: str | None, listen: str,
     if not plan.intent.management.gnmi:
         err.print("note: management.gnmi is off in the intent: the rendered configurations do not start gNMI")
     if left:
-        err.print(f"{len(left)} switches have no gNMI server (FRR) or no management address: they stay with `telemetry serve`: {', '.join(left[:5])}"
-                  + (" ..." if len(left) > 5 else ""))  # fmt: skip
+        names = ", ".join(left[:5]) + (" ..." if len(left) > 5 else "")
+        err.print(
+            f"{len(left)} switches have no gNMI server (FRR) or no management address: "
+            f"they stay with `telemetry serve`: {names}"
+        )
     return 0
