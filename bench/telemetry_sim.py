@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,3 +118,5 @@ def sim_fleet(fraction: Fraction, latency_scale: float = 1.0, folder: Path | Non
         if fleet is not None:
             fleet.stop()
         subprocess.run(["ip", "netns", "delete", netns], check=False)
+        if folder is None:  # ours: the intent, keys and logs go with the run
+            shutil.rmtree(where, ignore_errors=True)
