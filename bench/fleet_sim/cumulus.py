@@ -134,6 +134,8 @@ class CumulusSwitch:
             return Result(0, '{"lldp": {}}\n')  # no cable is simulated: no neighbor is seen
         if name == "ip" and args[:1] == ["-j"]:
             return self._ip(args[1:])
+        if name == "ip" and args[:3] == ["-s", "-s", "-j"]:  # the counters and carrier changes telemetry reads
+            return self._ip(args[3:], stats=True)
         return Result(127, "", f"sh: {name}: command not found\n")
 
     # -- NVUE ---------------------------------------------------------------------------------
@@ -232,11 +234,15 @@ class CumulusSwitch:
             return Result(0, "{}\n")
         return Result(1, "", f"% Unknown command: {command}\n")
 
-    def _ip(self, args: list[str]) -> Result:
+    def _ip(self, args: list[str], stats: bool = False) -> Result:
         if args[:2] != ["link", "show"]:
             return Result(1, "", f"ip {' '.join(args)}: not simulated\n")
         ports = sorted((self.applied_tree.get("interface") or {}).keys(), key=str)
         links = [_link("lo", "LOOPBACK", 65536)] + [_link(str(p), "BROADCAST", 9216) for p in ports]
+        if stats:  # no traffic is simulated: every counter 0, no carrier ever lost
+            zero = {"bytes": 0, "packets": 0, "errors": 0, "dropped": 0}
+            for link in links:
+                link["stats64"] = {"rx": dict(zero), "tx": {**zero, "carrier_changes": 0}}
         return Result(0, json.dumps(links) + "\n")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 from pathlib import Path
@@ -14,6 +15,8 @@ from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import emit, err, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.push.args import FleetArgs
+
+_DURATION = re.compile(r"[1-9][0-9]{0,5}(ms|s|m|h)")
 
 
 @click.group("telemetry")
@@ -29,7 +32,18 @@ def telemetry_cmd() -> None:
     """
 
 
-def _collector(fleet_args: FleetArgs, workers: int) -> Any:
+def _shard(text: str | None) -> Any:
+    from gpufabric.telemetry.shards import ShardError, parse_shard
+
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ShardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
+
+
+def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None) -> Any:
     from gpufabric.cli.errors import show_notes
     from gpufabric.lab.state import DEFAULT_DIR
     from gpufabric.push.fleet import reach
@@ -42,9 +56,13 @@ def _collector(fleet_args: FleetArgs, workers: int) -> Any:
     switches = [t for t in switch_targets(plan, fleet_args.plane) if t.address is not None]
     if fleet_args.devices:
         switches = [t for t in switches if t.device in fleet_args.devices]
+    nics = nic_targets(plan, fleet_args.plane)
+    if shard is not None:  # this exporter's share: the same split `telemetry prometheus` writes down
+        switches = [t for t in switches if shard.owns(t.device)]
+        nics = {name: n for name, n in nics.items() if shard.owns(name)}
     state_dir = (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None
     shell = host_shell(plan, access, state_dir, fleet_args.known_hosts)
-    return FabricCollector(switches, switch_connector(access), nic_targets(plan, fleet_args.plane), shell, workers)
+    return FabricCollector(switches, switch_connector(access), nics, shell, workers)
 
 
 @telemetry_cmd.command("serve")
@@ -53,22 +71,28 @@ def _collector(fleet_args: FleetArgs, workers: int) -> Any:
               help="Where Prometheus scrapes /metrics (every scrape reads the fabric).")  # fmt: skip
 @click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True,
               help="Switches and servers read at once.")  # fmt: skip
-def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int) -> int:
+@click.option("--shard", "shard_text", metavar="I/N",
+              help="Read only shard I of N (counted from 0): the switches and servers whose name hashes "
+                   "to I (Prometheus's hashmod). `telemetry prometheus --shards N` configures the N.")  # fmt: skip
+def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int, shard_text: str | None) -> int:
     """Serve the fabric's counters for Prometheus until interrupted (SIGINT or SIGTERM)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
     host, _, port = listen.rpartition(":")
     if not port.isdigit() or not host:
         raise click.BadParameter("write ADDR:PORT, e.g. 127.0.0.1:9108", param_hint="--listen")
+    shard = _shard(shard_text)
     registry = CollectorRegistry()
-    collector = _collector(fleet_args, workers)
+    collector = _collector(fleet_args, workers, shard)
     registry.register(collector)
     server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    share = f" (shard {shard})" if shard is not None else ""
     err.print(
-        f"serving {len(collector.switches)} switches and {len(collector.hosts)} servers on http://{listen}/metrics"
+        f"serving {len(collector.switches)} switches and {len(collector.hosts)} servers{share} "
+        f"on http://{listen}/metrics"
     )
     stop.wait()
     server.shutdown()
@@ -80,12 +104,14 @@ def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int) -> int:
 @telemetry_cmd.command("scrape")
 @login_options
 @click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True)
-def scrape_cmd(fleet_args: FleetArgs, workers: int) -> int:
+@click.option("--shard", "shard_text", metavar="I/N", help="Read only shard I of N (counted from 0), as serve does.")
+def scrape_cmd(fleet_args: FleetArgs, workers: int, shard_text: str | None) -> int:
     """Read the fabric once and print what `serve` would serve (Prometheus text format)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
+    shard = _shard(shard_text)
     registry = CollectorRegistry()
-    collector = _collector(fleet_args, workers)
+    collector = _collector(fleet_args, workers, shard)
     registry.register(collector)
     try:
         write_stdout(generate_latest(registry).decode())
@@ -116,4 +142,83 @@ def dashboard_cmd(file: str | None, output: Path | None) -> int:
     from gpufabric.telemetry.dashboard import dashboard
 
     emit(json.dumps(dashboard(load_plan(file)), indent=2) + "\n", output)
+    return 0
+
+
+@telemetry_cmd.command("prometheus")
+@file_arg
+@click.option("--shards", "count", type=int, required=True, metavar="N",
+              help="Exporter shards (`serve --shard 0/N` .. `--shard N-1/N`).")  # fmt: skip
+@click.option("--listen-base", default="127.0.0.1:9108", show_default=True, metavar="HOST:PORT",
+              help="Shard I listens on PORT+I of HOST.")  # fmt: skip
+@click.option("--interval", default="30s", show_default=True, metavar="DURATION",
+              help="Scrape interval (and timeout): the time a shard has to read its share.")  # fmt: skip
+@click.option("--plane", help="Only this plane's switches (as serve --plane).")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for prometheus.yml, targets/shard-I.json, shards.json and gpufabric.rules.yml.")  # fmt: skip
+def prometheus_cmd(*, file: str | None, count: int, listen_base: str, interval: str, plane: str | None,
+                   out_dir: Path) -> int:  # fmt: skip
+    """Prometheus's configuration for N exporter shards: one file_sd target per shard, labelled with
+    it, the alert rules beside it, and shards.json naming the switches and servers each shard reads."""
+    from gpufabric.telemetry.prometheus_config import ListenError, parse_listen, render
+    from gpufabric.telemetry.rules import Thresholds, rules_yaml
+    from gpufabric.telemetry.shards import ShardError, check_count
+
+    try:
+        check_count(count)
+    except ShardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shards") from None
+    try:
+        listen = parse_listen(listen_base, count)
+    except ListenError as exc:
+        raise click.BadParameter(str(exc), param_hint="--listen-base") from None
+    if not _DURATION.fullmatch(interval):
+        raise click.BadParameter(f"a Prometheus duration (30s, 1m), not {interval!r}", param_hint="--interval")
+    plan = load_plan(file)
+    if plane is not None and plane not in plan.planes:
+        raise click.BadParameter(f"no plane {plane!r} (planes: {', '.join(plan.planes)})", param_hint="--plane")
+    files = render(plan, count, listen, interval=interval, plane=plane)
+    files["gpufabric.rules.yml"] = rules_yaml(Thresholds())
+    for name, text in files.items():
+        path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    err.print(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})")
+    return 0
+
+
+@telemetry_cmd.command("gnmi")
+@file_arg
+@click.option("--interval", default="30s", show_default=True, metavar="DURATION", help="Sample interval.")
+@click.option("--plane", help="Only this plane's switches.")
+@click.option("--listen", default=":9804", show_default=True, metavar="ADDR:PORT",
+              help="Where gnmic's Prometheus output serves /metrics.")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+def gnmi_cmd(*, file: str | None, interval: str, plane: str | None, listen: str, output: Path | None) -> int:
+    """gnmic's configuration: per switch whose OS streams gNMI (EOS, NX-OS, SONiC, Cumulus) its address
+    and the OpenConfig paths of its planned ports (counters, state, egress queues) and BGP sessions."""
+    import yaml
+
+    from gpufabric.telemetry.gnmi import GnmiError, gnmi_targets, gnmic_config
+
+    if not _DURATION.fullmatch(interval):
+        raise click.BadParameter(f"a duration (30s, 1m), not {interval!r}", param_hint="--interval")
+    if not re.fullmatch(r"[A-Za-z0-9.\[\]:-]*:[0-9]{1,5}", listen):
+        raise click.BadParameter(f"write ADDR:PORT (:9804), not {listen!r}", param_hint="--listen")
+    plan = load_plan(file)
+    if plane is not None and plane not in plan.planes:
+        raise click.BadParameter(f"no plane {plane!r} (planes: {', '.join(plan.planes)})", param_hint="--plane")
+    try:
+        targets, left = gnmi_targets(plan, plane)
+    except GnmiError as exc:
+        raise click.ClickException(str(exc)) from None
+    emit(yaml.safe_dump(gnmic_config(targets, interval=interval, listen=listen), sort_keys=False), output)
+    if not plan.intent.management.gnmi:
+        err.print("note: management.gnmi is off in the intent: the rendered configurations do not start gNMI")
+    if left:
+        names = ", ".join(left[:5]) + (" ..." if len(left) > 5 else "")
+        err.print(
+            f"{len(left)} switches have no gNMI server (FRR) or no management address: "
+            f"they stay with `telemetry serve`: {names}"
+        )
     return 0
