@@ -13,7 +13,7 @@ from conftest import run
 
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
-from gpufabric.telemetry.gnmi import GNMI_PORT, GnmiError, gnmi_targets, paths
+from gpufabric.telemetry.gnmi import GnmiError, gnmi_port, gnmi_targets, paths
 from gpufabric.telemetry.targets import SwitchTarget, switch_targets
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "inventory" / "examples"
@@ -29,12 +29,12 @@ def test_every_streaming_switch_and_every_planned_port_is_subscribed(tmp_path, e
     assert set(doc) >= {"targets", "subscriptions", "outputs"}
     assert doc["outputs"]["prometheus"]["type"] == "prometheus"
     planned = {t.device: t for t in switch_targets(plan)}
-    streaming = {n for n, t in planned.items() if t.platform in GNMI_PORT and t.address is not None}
+    streaming = {n for n, t in planned.items() if gnmi_port(t.platform) is not None and t.address is not None}
     assert set(doc["targets"]) == streaming and streaming
     for name in streaming:
         t = planned[name]
         target = doc["targets"][name]
-        assert target["address"] == f"{t.address}:{GNMI_PORT[t.platform]}"
+        assert target["address"] == f"{t.address}:{gnmi_port(t.platform)}"
         sub = doc["subscriptions"][target["subscriptions"][0]]
         assert sub["mode"] == "stream" and sub["stream-mode"] == "sample" and sub["sample-interval"] == "10s"
         subscribed = {p.split("[name=")[1].split("]")[0] for p in sub["paths"] if p.startswith("/interfaces/")}
@@ -42,7 +42,7 @@ def test_every_streaming_switch_and_every_planned_port_is_subscribed(tmp_path, e
         sessions = {p.split("neighbor-address=")[1].split("]")[0] for p in sub["paths"] if "neighbor-address" in p}
         assert sessions == set(t.sessions), name
     left = set(planned) - streaming
-    assert all(planned[n].platform not in GNMI_PORT or planned[n].address is None for n in left)
+    assert all(gnmi_port(planned[n].platform) is None or planned[n].address is None for n in left)
     if left:
         assert "stay with `telemetry serve`" in done.stderr
 

@@ -123,6 +123,9 @@ class PlatformSpec:
     # A Linux kernel forwards the traffic, and its ECMP hash is set by sysctl: gpufabric renders
     # net.ipv4.fib_multipath_hash_policy=1 (the L4 five-tuple) in the host settings.
     linux_multipath_hash: bool = False
+    # The port the OS's gNMI server listens on by default (what `telemetry gnmi` subscribes to); None: the
+    # OS streams nothing, and the SSH exporter reads it.
+    gnmi_port: int | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -3,8 +3,9 @@ its gNMI address and the OpenConfig paths of what the plan expects there: counte
 planned port, the state of every planned BGP session, and the egress queues of the planned ports.
 
 Which OS streams, on which port (the vendors' defaults, the same the management ACLs open,
-gpufabric/config/policy.py): Arista EOS `management api gnmi` on 6030; Cisco NX-OS `feature grpc`
-on 9339 (releases before 10.x: 50051, change `GNMI_PORT` here); SONiC's gnmi service, and NVIDIA
+gpufabric/config/policy.py; each platform's spec holds its `gnmi_port`): Arista EOS
+`management api gnmi` on 6030; Cisco NX-OS `feature grpc`
+on 9339 (releases before 10.x: 50051); SONiC's gnmi service, and NVIDIA
 Cumulus Linux 5.x's gNMI server, on 9339. FRR on a Linux host has no gNMI server: it is left to the
 SSH exporter. OpenConfig has no PFC model: PFC pause and watchdog counters stay with the exporter's
 CLI readers (docs/telemetry.md).
@@ -19,9 +20,15 @@ import re
 from dataclasses import dataclass, field
 
 from gpufabric.plan.model import Plan
+from gpufabric.platforms import platform
 from gpufabric.telemetry.targets import SwitchTarget, switch_targets
 
-GNMI_PORT = {"eos": 6030, "nxos": 9339, "sonic": 9339, "cumulus": 9339}
+
+def gnmi_port(platform_name: str) -> int | None:
+    """The platform's gNMI port, from its spec (None: it streams nothing)."""
+    return platform(platform_name).gnmi_port
+
+
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:-]{0,63}")
 BGP = "/network-instances/network-instance[name=default]/protocols/protocol[identifier=BGP]/bgp/neighbors"
 
@@ -64,7 +71,7 @@ def gnmi_targets(plan: Plan, plane: str | None = None) -> tuple[list[GnmiTarget]
     """The switches that stream (with an address), and the names of those left to the SSH exporter."""
     streams, left = [], []
     for t in switch_targets(plan, plane):
-        port = GNMI_PORT.get(t.platform)
+        port = gnmi_port(t.platform)
         if port is None or t.address is None:
             left.append(t.device)
             continue

@@ -34,6 +34,7 @@ PLATFORM = PlatformSpec(
     adaptive_routing=True,
     cable_length=True,
     adaptive_per_port=True,
+    gnmi_port=9339,  # Cumulus Linux 5.x's gNMI server
     docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
     mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered
     judge=VendorJudge(

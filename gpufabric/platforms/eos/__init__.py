@@ -48,6 +48,7 @@ PLATFORM = PlatformSpec(
     password_login=True,  # eAPI
     templates_package=__name__,
     filters=(("eos_speed", breakout_speed),),
+    gnmi_port=6030,  # management api gnmi
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
     mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
     judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.platforms.eos.judge"),

@@ -45,6 +45,7 @@ PLATFORM = PlatformSpec(
     pause_buffer=True,  # ingress queuing policy: pause buffer-size / pause-threshold / resume-threshold
     password_login=True,  # NX-API
     templates_package=__name__,
+    gnmi_port=9339,  # feature grpc (releases before 10.x: 50051)
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
     mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
 )

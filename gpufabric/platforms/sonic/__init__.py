@@ -74,6 +74,7 @@ PLATFORM = PlatformSpec(
     assemble_candidate=join,
     rank=4,
     cable_length=True,  # CABLE_LENGTH, read by the dynamic buffer model
+    gnmi_port=9339,  # the gnmi service
     docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
     "(config checkpoint, replace, rollback); FRR user guide",
 )
