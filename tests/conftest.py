@@ -64,6 +64,33 @@ LAB_MODULES = {
     "test_molecule",
 }
 SLOW_MODULES = {"test_fuzz_intents", "test_fuzz_designs"}
+# The largest designs: a test run once per example over these is slow (seconds each), so the fast tier
+# keeps the smaller examples (the default fabric, multi-vendor, sonic, superpod-1su, lab-infiniband) and
+# CI runs these too.
+LARGE_EXAMPLES = ("32k", "28k", "superpod-4su", "superpod-ib", "superpod-b200-ib")
+# Tests of 1.5-4.5 s each (most start the CLI or Ansible several times, or build the docs site): the fast
+# tier leaves them to CI so it stays under 90 s on two cores; `scripts/test.sh` runs them all.
+SLOW_TESTS = {
+    "test_docs_site.py::test_the_site_builds_strictly_and_fails_on_a_page_outside_the_nav_or_a_broken_link",
+    "test_docs_site.py::test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift",
+    "test_push_audit.py::test_one_record_per_switch_touched_with_its_outcome",
+    "test_push_audit.py::test_no_secret_in_the_trail_or_the_debug_log",
+    "test_intent_strict.py::test_every_number_and_boolean_of_the_default_fabric_refuses_yaml11_spellings",
+    "test_intent_strict.py::test_template_syntax_reaching_the_static_inventory_is_unsafe_for_ansible",
+    "test_verify.py::test_the_vendors_models_judge_what_verify_does_not_read",
+    "test_verify.py::test_a_vendor_model_that_is_not_installed_is_named_with_how_to_install_it",
+    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/multi-vendor.yml]",
+    "test_intent_warnings.py::test_strict_verify_exits_3_when_the_configs_pass_but_the_intent_warns",
+    "test_nxos_scp_keys.py::test_an_unknown_host_key_gets_no_password_and_no_file",
+    "test_nxos_scp_keys.py::test_a_changed_host_key_is_refused_even_with_accept_new",
+    "test_inventory_plugins.py::test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded",
+    "test_ansible_site.py::test_site_syntax_and_hosts_from_the_plan",
+    "test_oracle_nxos.py::test_the_lines_no_cisco_parser_reads_are_exactly_the_documented_ones",
+    "test_ib_cli.py::test_validate_green_then_a_swapped_cable_named_exit_1",
+    "test_secrets.py::test_the_rendered_hash_is_the_password_hash",
+    "test_acceptance.py::test_iperf3_and_ping_outputs_are_read_from_the_real_tools",
+    "test_sonic_driver.py::test_an_unconfirmed_change_reverts_by_itself",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -74,7 +101,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.root)
         if module == "test_molecule":
             item.add_marker(pytest.mark.molecule)
-        if module in SLOW_MODULES or "32k" in item.nodeid or "28k" in item.nodeid:  # the largest designs
+        slow_test = item.nodeid.rsplit("/", 1)[-1] in SLOW_TESTS
+        if module in SLOW_MODULES or slow_test or any(name in item.nodeid for name in LARGE_EXAMPLES):
             item.add_marker(pytest.mark.slow)
 
 
