@@ -101,7 +101,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.root)
         if module == "test_molecule":
             item.add_marker(pytest.mark.molecule)
-        slow_test = item.nodeid.rsplit("/", 1)[-1] in SLOW_TESTS
+        path, _, name = item.nodeid.partition("::")
+        slow_test = f"{path.rsplit('/', 1)[-1]}::{name}" in SLOW_TESTS
         if module in SLOW_MODULES or slow_test or any(name in item.nodeid for name in LARGE_EXAMPLES):
             item.add_marker(pytest.mark.slow)
 
