@@ -56,6 +56,7 @@ want_apt munged munge                      # ... which authenticates through a m
 want_apt opensm opensm                     # InfiniBand: the real subnet manager, on the simulated fabric
 want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
 want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)
+want_apt ethtool ethtool                   # optics telemetry: the real ethtool decodes module memory the tests write
 # SONiC's config_db.json files are judged by SONiC's YANG models through libyang: the C library's headers
 # here, its Python binding (built against them) in the virtualenv below. 2.7.1 is the newest binding
 # that builds against Debian 12's libyang 2.1.

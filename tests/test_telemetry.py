@@ -247,7 +247,7 @@ def test_rules_pass_promtool_and_watch_only_served_metrics(tmp_path):
     path.write_text(rules_yaml())
     done = subprocess.run([_promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 16 rules found" in done.stdout  # 10 Ethernet, 6 InfiniBand (tests/test_ib_alerts.py)
+    assert "SUCCESS: 23 rules found" in done.stdout  # 10 Ethernet, 7 optics (tests/test_optics_alerts.py), 6 InfiniBand
     used = {
         w
         for r in alert_rules()["groups"][0]["rules"]

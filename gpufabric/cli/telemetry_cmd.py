@@ -126,7 +126,9 @@ def scrape_cmd(fleet_args: FleetArgs, workers: int, shard_text: str | None) -> i
               help="How long a condition lasts before it alerts (Prometheus duration).")  # fmt: skip
 def rules_cmd(output: Path | None, hold: str) -> int:
     """Prometheus alert rules: unreachable switch, link down or flapped, BGP down, ECMP narrower than
-    planned, PFC pause storm and watchdog, CNP and ECN surges, RoCE loss."""
+    planned, PFC pause storm and watchdog, CNP and ECN surges, RoCE loss; optics: low receive power, hot
+    transceiver, high or rising pre-FEC bit error rate, uncorrectable codewords, symbol errors; and the
+    InfiniBand port counters."""
     from gpufabric.telemetry.rules import Thresholds, rules_yaml
 
     text = rules_yaml(Thresholds(hold=hold))

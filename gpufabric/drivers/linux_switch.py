@@ -210,6 +210,31 @@ class LinuxSwitchDriver(NetworkDriver):
                 current.append(line)
         return {port: "\n".join(lines) for port, lines in found.items() if lines}
 
+    def get_link_quality_text(self, ports: list[str]) -> dict[str, dict[str, str]]:
+        """Per port, ethtool's module diagnostics (`-m`), FEC statistics (`-I --show-fec`) and the link's
+        speed in Mb/s, as text by section (`module`, `fec`, `speed`); a section the port cannot give is
+        absent. Reading a module's memory needs CAP_NET_ADMIN: a login that is not root tries sudo -n."""
+        names = [p for p in ports if _PORT.fullmatch(p)]
+        if not names:
+            return {}
+        each = (
+            'echo "@@port $p"; echo @@module; ethtool -m "$p" 2>/dev/null || sudo -n ethtool -m "$p" 2>/dev/null; '
+            'echo @@fec; ethtool -I --show-fec "$p" 2>/dev/null; '
+            'echo @@speed; cat "/sys/class/net/$p/speed" 2>/dev/null'
+        )
+        script = f"command -v ethtool >/dev/null || exit 0; for p in {' '.join(names)}; do {each}; done"
+        found: dict[str, dict[str, list[str]]] = {}
+        port: dict[str, list[str]] | None = None
+        current: list[str] | None = None
+        for line in self._try(script).stdout.splitlines():
+            if line.startswith("@@port "):
+                port, current = found.setdefault(line[7:], {}), None
+            elif port is not None and line in ("@@module", "@@fec", "@@speed"):
+                current = port.setdefault(line[2:], [])
+            elif current is not None:
+                current.append(line)
+        return {p: {k: "\n".join(v) for k, v in sections.items() if v} for p, sections in found.items()}
+
     def get_interfaces_ip(self) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
         return frr_getters.interfaces_ip(self._run("ip -j address show"))
 

@@ -29,6 +29,9 @@ RunningReader = Callable[[str], SwitchFacts]
 # How telemetry and `validate --counter-window` read a switch's lossless counters (PFC pauses,
 # watchdog events, ECN marks, queue drops) through its open NAPALM connection: (conn, ports) -> per port.
 LosslessReader = Callable[[Any, list[str]], dict[str, PortCounters]]
+# How telemetry reads a switch's transceivers and FEC counters: (conn, ports) -> per port, an
+# Optics (gpufabric.telemetry.optics) with None where the switch does not say.
+OpticsReader = Callable[[Any, list[str]], dict[str, Any]]
 # A platform whose configuration is a data document, not CLI text, builds it in Python:
 # DeviceContext -> {file name: text}. None: the Jinja2 templates in `outputs` render it.
 Builder = Callable[[DeviceContext], dict[str, str]]
@@ -80,6 +83,8 @@ class PlatformSpec:
     hash_rounds: int = 5000
     # None: the driver's own `get_ethtool_stats` where it has one (Linux switches), else nothing.
     lossless_reader: LosslessReader | None = None
+    # None: the driver's own `get_link_quality_text` (ethtool) where it has one (Linux switches), else nothing.
+    optics_reader: OpticsReader | None = None
     # "module:Class" of the NAPALM driver gpufabric opens for it, where it has its own (None: NAPALM's lookup
     # of `napalm_driver`). EOS and NX-OS subclass NAPALM's drivers to verify TLS and arm a switch-side revert.
     driver_class: str | None = None
@@ -146,6 +151,16 @@ def lossless_reader(module: str, function: str) -> LosslessReader:
 
     def read(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
         found: dict[str, PortCounters] = getattr(importlib.import_module(module), function)(conn, ports)
+        return found
+
+    return read
+
+
+def optics_reader(module: str, function: str) -> OpticsReader:
+    """The platform's optics and link-quality reader, imported on first use."""
+
+    def read(conn: Any, ports: list[str]) -> dict[str, Any]:
+        found: dict[str, Any] = getattr(importlib.import_module(module), function)(conn, ports)
         return found
 
     return read

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 SWITCH = ("plane", "device", "role")
 PORT = (*SWITCH, "port", "peer", "peer_port", "rail", "unit")
 NIC = ("plane", "host", "interface", "rail", "leaf")
+# One end of a cable, on a switch port or a server NIC alike (a server's `device` is the host, its
+# `role` "server", its `peer` the leaf): the optics and FEC alerts then need one expression, not two.
+OPTICS = ("plane", "device", "role", "port", "peer", "rail")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,33 @@ METRICS = {
         Metric("gpufabric_nic_cnp_handled_total", "counter", NIC, "congestion notifications acted on (reaction point)"),
         Metric("gpufabric_nic_ecn_marked_roce_packets_total", "counter", NIC, "RoCE packets received with CE"),
         Metric("gpufabric_nic_out_of_sequence_total", "counter", NIC, "RoCE packets out of sequence (loss)"),
+        Metric("gpufabric_optics_temperature_celsius", "gauge", OPTICS, "transceiver temperature"),
+        Metric(
+            "gpufabric_optics_temperature_high_warning_celsius",
+            "gauge",
+            OPTICS,
+            "the transceiver's own high-temperature warning threshold",
+        ),
+        Metric("gpufabric_optics_rx_power_dbm", "gauge", (*OPTICS, "lane"), "optical power received on a lane"),
+        Metric("gpufabric_optics_tx_power_dbm", "gauge", (*OPTICS, "lane"), "optical power sent on a lane"),
+        Metric("gpufabric_optics_bias_milliamperes", "gauge", (*OPTICS, "lane"), "laser bias current of a lane"),
+        Metric(
+            "gpufabric_optics_rx_power_low_warning_dbm",
+            "gauge",
+            OPTICS,
+            "the transceiver's own low receive-power warning threshold",
+        ),
+        Metric("gpufabric_fec_corrected_codewords_total", "counter", OPTICS, "codewords FEC corrected"),
+        Metric(
+            "gpufabric_fec_uncorrected_codewords_total",
+            "counter",
+            OPTICS,
+            "codewords FEC could not correct (frames lost)",
+        ),
+        Metric("gpufabric_fec_corrected_bits_total", "counter", OPTICS, "bits FEC corrected (pre-FEC bit errors)"),
+        Metric("gpufabric_phy_received_bits_total", "counter", OPTICS, "bits received at the PHY, where counted"),
+        Metric("gpufabric_symbol_errors_total", "counter", OPTICS, "symbol errors FEC did not correct"),
+        Metric("gpufabric_link_speed_bits_per_second", "gauge", OPTICS, "the link's rate as the OS reports it"),
     )
 }
 

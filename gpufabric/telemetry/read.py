@@ -13,7 +13,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from gpufabric.telemetry.ethtool import parse_ethtool, parse_hw_counters
+from gpufabric.telemetry.link_quality import read_link_quality
 from gpufabric.telemetry.lossless import read_lossless
+from gpufabric.telemetry.optics import Optics, from_linux
+from gpufabric.telemetry.optics import samples as optics_samples
 from gpufabric.telemetry.targets import NicTarget, SwitchTarget
 
 RDMA_COUNTERS = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "out_of_sequence")
@@ -77,7 +80,15 @@ def _optional(conn: Any, t: SwitchTarget) -> list[Sample]:
             out.append(Sample("gpufabric_ecn_marked_packets_total", labels, found.ecn_marked))
         for queue, n in sorted(found.queue_drops.items()):
             out.append(Sample("gpufabric_queue_dropped_packets_total", {**labels, "queue": queue}, n))
+    for port, optics in sorted((read_link_quality(conn, t.platform, sorted(t.ports)) or {}).items()):
+        extra = t.ports[port]
+        out += _optics({**t.labels, "port": port, "peer": extra["peer"], "rail": extra["rail"]}, optics)
     return out
+
+
+def _optics(labels: dict[str, str], found: Optics) -> list[Sample]:
+    """One cable end's transceiver and FEC samples; labelled alike on switches and servers (OPTICS)."""
+    return [Sample(metric, {**labels, **extra}, value) for metric, extra, value in optics_samples(found)]
 
 
 def host_script(nics: list[NicTarget]) -> str:
@@ -85,7 +96,10 @@ def host_script(nics: list[NicTarget]) -> str:
     names = " ".join(shlex.quote(n.interface) for n in nics)
     counters = " ".join(f"/sys/class/infiniband/*/ports/*/hw_counters/{c}" for c in RDMA_COUNTERS)
     return (
-        f'for p in {names}; do echo "@@port $p"; ethtool -S "$p" 2>/dev/null; done; '
+        f'for p in {names}; do echo "@@port $p"; ethtool -S "$p" 2>/dev/null; '
+        'echo "@@module $p"; ethtool -m "$p" 2>/dev/null || sudo -n ethtool -m "$p" 2>/dev/null; '
+        'echo "@@fec $p"; ethtool -I --show-fec "$p" 2>/dev/null; '
+        'echo "@@speed $p"; cat "/sys/class/net/$p/speed" 2>/dev/null; done; '
         f"echo @@rdma; grep -H . {counters} 2>/dev/null; "
         "echo @@netdev; for d in /sys/class/infiniband/*; do "
         '[ -d "$d" ] && echo "$(basename "$d") $(ls "$d/device/net" 2>/dev/null | head -1)"; done; '
@@ -109,6 +123,9 @@ def read_host(output: str, nics: list[NicTarget]) -> list[Sample]:
             )
         for level, n in sorted(found.storm.items()):
             out.append(Sample("gpufabric_nic_pause_storm_events_total", {**labels, "level": level}, n))
+        linux = {k: sections[k].get(port, "") for k in ("module", "fec", "speed")}
+        end = {"plane": nic.plane, "device": nic.host, "role": "server", "port": port, "peer": nic.leaf}
+        out += _optics({**end, "rail": nic.rail}, from_linux(linux, text))
     netdev = dict(line.split(" ", 1) for line in sections["netdev"].get("", "").splitlines() if " " in line)
     for hca, values in parse_hw_counters(sections["rdma"].get("", "")).items():
         nic = by_if.get(netdev.get(hca, "").strip())
@@ -134,12 +151,15 @@ def _nic_labels(nic: NicTarget) -> dict[str, str]:
 
 
 def _sections(output: str) -> dict[str, dict[str, str]]:
-    """The host script's output by marker: @@port NAME blocks, and the @@rdma, @@netdev, @@links ones."""
-    found: dict[str, dict[str, list[str]]] = {"port": {}, "rdma": {}, "netdev": {}, "links": {}}
+    """The host script's output by marker: @@port/@@module/@@fec/@@speed NAME blocks, and @@rdma, @@netdev, @@links."""
+    found: dict[str, dict[str, list[str]]] = {
+        "port": {}, "module": {}, "fec": {}, "speed": {}, "rdma": {}, "netdev": {}, "links": {},
+    }  # fmt: skip
     current: list[str] | None = None
     for line in output.splitlines():
-        if line.startswith("@@port "):
-            current = found["port"].setdefault(line[7:], [])
+        marker, _, name = line.partition(" ")
+        if marker in ("@@port", "@@module", "@@fec", "@@speed") and name:
+            current = found[marker[2:]].setdefault(name, [])
         elif line.strip() in ("@@rdma", "@@netdev", "@@links"):
             current = found[line.strip()[2:]].setdefault("", [])
         elif current is not None:

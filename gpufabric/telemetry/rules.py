@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import yaml
 
 from gpufabric.ib import alerts as ib_alerts
+from gpufabric.telemetry.optics_rules import optics_group
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
         ),
     ]
     # The InfiniBand fabric's rules (over `gpufabric ib metrics`): a group of their own, idle without it.
-    return {"groups": [{"name": "gpufabric", "rules": rules}, ib_alerts.alert_group()]}
+    groups = [{"name": "gpufabric", "rules": rules}, optics_group(), ib_alerts.alert_group()]
+    return {"groups": groups}
 
 
 def rules_yaml(t: Thresholds = Thresholds()) -> str:

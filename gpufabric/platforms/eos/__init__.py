@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.spec import PlatformSpec, VendorJudge, file_reader, lossless_reader, running_reader
+from gpufabric.platforms.spec import (
+    PlatformSpec,
+    VendorJudge,
+    file_reader,
+    lossless_reader,
+    optics_reader,
+    running_reader,
+)
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8
@@ -39,6 +46,7 @@ PLATFORM = PlatformSpec(
     reader=file_reader("gpufabric.platforms.eos.verify", "read_eos", ".cfg"),
     running_reader=running_reader("gpufabric.platforms.eos.verify", "eos_facts"),
     lossless_reader=lossless_reader("gpufabric.platforms.eos.telemetry", "read_lossless"),
+    optics_reader=optics_reader("gpufabric.platforms.eos.telemetry", "read_optics"),
     driver_class="gpufabric.platforms.eos.driver:GpufabricEOSDriver",
     confirm_timer=True,
     ecn_unit_bytes=1000,

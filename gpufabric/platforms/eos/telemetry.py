@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from gpufabric.telemetry.ethtool import PortCounters
+from gpufabric.telemetry.optics import Lane, Optics
 
 PFC_COUNTERS = "show priority-flow-control counters"
 PFC_WATCHDOG = "show priority-flow-control counters watchdog | json"
@@ -58,3 +59,33 @@ def read_lossless(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
         if port in pfc:
             counters.storm = {"watchdog": watchdog.get(port, 0)}
     return out
+
+
+# `show interfaces transceiver | json`: {"interfaces": {NAME: {"temperature": C, "txPower": dBm, "rxPower":
+# dBm, "txBias": mA, ...}}}, one entry per interface whose transceiver has digital diagnostics (the fields
+# NAPALM's EOS `get_optics` reads too). FEC counters are not read yet.
+TRANSCEIVER = "show interfaces transceiver | json"
+
+
+def parse_transceivers(doc: dict[str, Any]) -> dict[str, Optics]:
+    """Interface (long name) -> its module's temperature and power, as one lane."""
+    out: dict[str, Optics] = {}
+    for name, data in (doc.get("interfaces") or {}).items():
+        if not isinstance(data, dict):
+            continue
+        found = Optics(temperature_c=_number(data.get("temperature")))
+        lane = Lane(_number(data.get("rxPower")), _number(data.get("txPower")), _number(data.get("txBias")))
+        if lane != Lane():
+            found.lanes[1] = lane
+        out[long_name(name)] = found
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def read_optics(conn: Any, ports: list[str]) -> dict[str, Optics]:
+    answers = conn.cli([TRANSCEIVER])
+    found = parse_transceivers(json.loads(answers.get(TRANSCEIVER) or "{}"))
+    return {port: found[port] for port in ports if port in found}

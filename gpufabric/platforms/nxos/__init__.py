@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.spec import PlatformSpec, file_reader, lossless_reader, running_reader
+from gpufabric.platforms.spec import PlatformSpec, file_reader, lossless_reader, optics_reader, running_reader
 
 # Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
 # `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
@@ -37,6 +37,7 @@ PLATFORM = PlatformSpec(
     reader=file_reader("gpufabric.platforms.nxos.verify", "read_nxos", ".cfg"),
     running_reader=running_reader("gpufabric.platforms.nxos.verify", "nxos_facts"),
     lossless_reader=lossless_reader("gpufabric.platforms.nxos.telemetry", "read_lossless"),
+    optics_reader=optics_reader("gpufabric.platforms.nxos.telemetry", "read_optics"),
     driver_class="gpufabric.platforms.nxos.driver:GpufabricNXOSDriver",
     confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
     confirm_timer=True,  # configuration replace with a commit timeout

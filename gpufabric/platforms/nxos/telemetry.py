@@ -16,10 +16,12 @@ table has one row.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from gpufabric.telemetry.ethtool import PortCounters
+from gpufabric.telemetry.optics import Optics
 
 PFC_COUNTERS = "show interface priority-flow-control | json"
 _VALUES = ("eq-uc-stat-value", "eq-oobfc-uc-stat-value", "eq-mc-stat-value")
@@ -85,3 +87,56 @@ def read_lossless(conn: Any, ports: list[str]) -> dict[str, PortCounters]:
         queuing = json.loads(answers.get(queuing_command(port)) or "{}")
         counters.queue_drops, counters.ecn_marked = parse_queuing(queuing)
     return out
+
+
+# `show interface transceiver details` (text: the release's `| json` keys are not relied on): a block
+# per interface that starts with its name (`Ethernet1/1`), then `transceiver is present`, and per lane
+# (`Lane Number:N Network Lane` before each on a multi-lane module) a table whose rows are `Temperature`,
+# `Voltage`, `Current`, `Tx Power` and `Rx Power`: the measurement, then the alarm high and low and the
+# warning high and low thresholds, each a number and its unit (C, V, mA, dBm), a flag (`--`, `++`) after
+# a value beyond one. The rows NAPALM's NX-OS (SSH) `get_optics` reads too. FEC counters are not read yet.
+TRANSCEIVER = "show interface transceiver details"
+_BLOCK = re.compile(r"^(Ethernet\d+(?:/\d+)+)\s*$")
+_LANE = re.compile(r"Lane Number:\s*(\d+)")
+_ROW = re.compile(r"\s*(Temperature|Current|Tx Power|Rx Power)\s+(.*)")
+_MEASURE = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:C|V|mA|dBm)(?=\s|$)")
+
+
+def parse_transceivers(text: str) -> dict[str, Optics]:
+    """Interface -> its module's temperature, per-lane power and bias, and the module's thresholds."""
+    out: dict[str, Optics] = {}
+    found: Optics | None = None
+    lane = 1
+    for line in text.splitlines():
+        if m := _BLOCK.match(line.strip()):
+            found, lane = out.setdefault(m.group(1), Optics()), 1
+        elif found is None:
+            continue
+        elif m := _LANE.search(line):
+            lane = int(m.group(1))
+        elif (m := _ROW.fullmatch(line.rstrip())) and not m.group(2).strip().startswith("N/A"):
+            _row(found, lane, m.group(1), [float(v) for v in _MEASURE.findall(m.group(2))])
+    return {name: found for name, found in out.items() if not found.is_empty()}
+
+
+def _row(found: Optics, lane: int, what: str, values: list[float]) -> None:
+    """One table row: [measurement, alarm high, alarm low, warning high, warning low]."""
+    if not values:
+        return
+    if what == "Temperature":
+        found.temperature_c = values[0]
+        if len(values) == 5:
+            found.temperature_high_alarm_c, found.temperature_high_warning_c = values[1], values[3]
+    elif what == "Rx Power":
+        found.lane(lane).rx_dbm = values[0]
+        if len(values) == 5:
+            found.rx_low_alarm_dbm, found.rx_low_warning_dbm = values[2], values[4]
+    elif what == "Tx Power":
+        found.lane(lane).tx_dbm = values[0]
+    else:
+        found.lane(lane).bias_ma = values[0]
+
+
+def read_optics(conn: Any, ports: list[str]) -> dict[str, Optics]:
+    found = parse_transceivers(conn.cli([TRANSCEIVER]).get(TRANSCEIVER, ""))
+    return {port: found[port] for port in ports if port in found}
