@@ -1,4 +1,3 @@
-# ruff: noqa: E501 (promtool test series are one line each)
 """The optics and link-quality rules under promtool (Prometheus's own rule checker and evaluator): each
 alert fires on the series that should fire it and not on those that should not, the pre-FEC bit error
 rate is the quotient it should be, and every rule watches a metric the exporter serves."""
@@ -124,14 +123,13 @@ def _tests() -> str:
           - labels: '{BER}{{{D}}}'
             value: 1e-4
 """
-    return f"""rule_files: [rules.yml]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-{series}    alert_rule_test:
-{checks}    promql_expr_test:
-{ber}"""
+    return _file(series, checks) + f"    promql_expr_test:\n{ber}"
+
+
+def _file(series: str, checks: str) -> str:
+    """A promtool test file over rules.yml: one test group at 1m steps."""
+    head = "rule_files: [rules.yml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n"
+    return f"{head}{series}    alert_rule_test:\n{checks}"
 
 
 def _rising() -> str:
@@ -142,13 +140,8 @@ def _rising() -> str:
     for labels, first, then in ((e, "6e2", "6e4"), (f, "6e4", "6e4"), (g, "6", "60")):
         series += _series("gpufabric_phy_received_bits_total", labels, "0+6e11x130")
         series += _series("gpufabric_fec_corrected_bits_total", labels, f"0+{first}x65 {float(first) * 66:g}+{then}x64")
-    return f"""rule_files: [rules.yml]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-{series}    alert_rule_test:
-{_firing("GpufabricPreFecBerRising", "55m", [])}{_firing("GpufabricPreFecBerRising", "75m", _alerting([(e, {})], "warning"))}"""
+    rising = "GpufabricPreFecBerRising"
+    return _file(series, _firing(rising, "55m", []) + _firing(rising, "75m", _alerting([(e, {})], "warning")))
 
 
 @pytest.mark.parametrize("case", ["thresholds", "rising"])
