@@ -144,7 +144,11 @@ def load_yaml(text: str, file: str, *, core_schema: bool = False) -> tuple[Any, 
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        problem = Problem((), f"not valid YAML: {exc.problem or exc.context}", "fix the syntax at the line shown")
+        said = exc.problem or exc.context or ""
+        if "nesting depth" in said:  # libyaml 0.2.5+ stops at its own depth limit (PyYAML 6.0.4's wheels)
+            problem = Problem((), f"nests deeper than {MAX_DEPTH} levels", "flatten the document")
+        else:
+            problem = Problem((), f"not valid YAML: {said}", "fix the syntax at the line shown")
         raise IntentError(file, [problem], {(): line} if line else {}) from None
     except yaml.YAMLError as exc:
         raise IntentError(file, [Problem((), f"not valid YAML: {exc}")]) from None
