@@ -1,11 +1,13 @@
 """A Grafana dashboard from the plan: a row per plane, a traffic panel per rail, the plane's health
-(links, BGP, ECMP against the plan, flaps) and, on planes that carry RoCE, its lossless counters."""
+(links, BGP, ECMP against the plan, flaps, the weakest optics and worst pre-FEC error rates) and, on
+planes that carry RoCE, its lossless counters."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpufabric.plan.model import Plan
+from gpufabric.telemetry.optics_rules import BER
 from gpufabric.telemetry.targets import switch_targets
 
 WIDTH, HEIGHT = 24, 8
@@ -44,6 +46,12 @@ def plane_panels(plane: str, rails: list[str], roce: bool) -> list[dict[str, Any
         ),
         _panel(f"{plane}: ECMP paths against the plan", [(ecmp, "{{device}}")], "percentunit"),
         _panel(f"{plane}: link flaps (10 min)", [(flaps, "{{device}}")]),
+    ]
+    # Optics: the ten weakest receivers and the ten worst pre-FEC error rates, not thousands of lines.
+    weakest = f"bottomk(10, min by (device, port) (gpufabric_optics_rx_power_dbm{{{sel}}}))"
+    panels += [
+        _panel(f"{plane}: optics, weakest receive power", [(weakest, "{{device}} {{port}}")], "dBm"),
+        _panel(f"{plane}: pre-FEC bit error rate, worst", [(f"topk(10, {BER}{{{sel}}})", "{{device}} {{port}}")]),
     ]
     if roce:
         rx = f'{sel},direction="rx"'
