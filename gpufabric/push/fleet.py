@@ -34,7 +34,12 @@ from nornir_tasks.inventory import inventory_from_plan
 
 log = logging.getLogger(__name__)
 
-WORKERS = 32  # SSH sessions in flight; each spends its time waiting on the device
+WORKERS = 32  # SSH sessions in flight while a batch changes; each spends its time waiting on the device
+# Sessions in flight while every switch is only read (the pending-push check, the diffs, validate): a
+# switch's read is seconds of waiting on NVUE for milliseconds of the controller's CPU, so reading
+# 1,309 switches in a minute takes about a hundred at once (docs/benchmarks.md). The threads wait on
+# sockets; the controller's CPU, not their number, bounds them.
+READ_WORKERS = 128
 
 
 @dataclass
@@ -77,6 +82,7 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
+    """The plan, the targets and a Nornir over them whose runner keeps `workers` hosts in flight."""
     plan, chosen = reach(args)
     intent = plan.intent
     index = LinkIndex(plan, PasswordHasher.for_intent(intent, chosen.secrets))

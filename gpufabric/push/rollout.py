@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nornir.core import Nornir
+from nornir.plugins.runners import ThreadedRunner
 
 from gpufabric.push.errors import PushRefusedError
 from gpufabric.push.expect import Expectation
+from gpufabric.push.fleet import READ_WORKERS
 from gpufabric.push.push_id import describe, started_of
 from gpufabric.push.status import CONVERGED, Status
 from gpufabric.push.targets import Batch, narrow
@@ -61,14 +63,19 @@ def run(
     opts: PushOptions,
     on_preview: Callable[[Rollout], None] | None = None,
     on_batch: Callable[[Batch, dict[str, DeviceOutcome]], None] | None = None,
+    read_workers: int = READ_WORKERS,
 ) -> Rollout:
     """`plan_batches` hold every targeted switch; the batches that go out hold only those that change.
+    The pending-push check and the preview read `read_workers` switches at once.
     Raises OtherPushPendingError, before anything changes, when another push's change is pending on a
     targeted switch."""
     names = [n for b in plan_batches for n in b.devices]
     rollout = Rollout()
     nr.data.reset_failed_hosts()  # from here, Nornir's failed hosts are this push's
-    checked = _outcomes(run_per_host_results(nr, names, check_pending, opts=dict.fromkeys(names, opts)))
+    # Every switch is only read until the first batch: more of them at once (the same Nornir, its data
+    # and processors; only the runner is wider). The batches keep the runner they were planned for.
+    reader = nr.with_runner(ThreadedRunner(num_workers=read_workers))
+    checked = _outcomes(run_per_host_results(reader, names, check_pending, opts=dict.fromkeys(names, opts)))
     busy = [n for n in names if checked[n].status == Status.BUSY]
     if busy:
         log.info("refused: another push is pending on %s", ", ".join(busy))
@@ -78,7 +85,7 @@ def run(
     rollout.outcomes.update(
         _outcomes(
             run_per_host_results(
-                nr,
+                reader,
                 readable,
                 preview,
                 candidate=candidates,
