@@ -391,10 +391,10 @@ def test_validate_drift_on_cumulus_stages_nothing():
 
 def test_tree_diff_says_what_would_change_as_nvue_commands():
     """The drift validate reports: every set and unset taking the applied tree to the candidate."""
-    applied = {"system": {"hostname": "a"}, "interface": {"swp1": {"link": {"mtu": 9216, "state": {"up": {}}}},
-                                                          "swp2": {"link": {"mtu": 9216}}}}  # fmt: skip
-    candidate = {"system": {"hostname": "b"}, "interface": {"swp1": {"link": {"mtu": 9216, "state": {"up": {}}}},
-                                                            "swp3": {}}, "router": {"bgp": {"enable": True}}}  # fmt: skip
+    swp1 = {"link": {"mtu": 9216, "state": {"up": {}}}}
+    applied = {"system": {"hostname": "a"}, "interface": {"swp1": swp1, "swp2": {"link": {"mtu": 9216}}}}
+    bgp = {"bgp": {"enable": True}}
+    candidate = {"system": {"hostname": "b"}, "interface": {"swp1": swp1, "swp3": {}}, "router": bgp}
     assert nvue.tree_diff(applied, candidate).splitlines() == [
         "nv unset interface swp2",
         "nv set interface swp3",
