@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import click
 
@@ -15,6 +16,7 @@ from gpufabric.ib.errors import IbError
 from gpufabric.intent import load_intent
 from gpufabric.lab.control import infiniband_dir
 from gpufabric.lab.state import DEFAULT_DIR
+from gpufabric.parallel import cores
 from gpufabric.plan import build_plan
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.push.args import FleetArgs
@@ -25,7 +27,7 @@ from gpufabric.validate import infiniband, report
 from gpufabric.validate.counters import Limits
 from gpufabric.validate.planned import planned
 from gpufabric.validate.results import CheckResult
-from nornir_tasks.per_host import run_per_host
+from nornir_tasks.per_host import FORK_FROM, run_per_host_forked
 from nornir_tasks.validate import validate_device
 
 
@@ -89,11 +91,23 @@ def validate_cmd(
     expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
 
-    with err.status(f"validating {len(names)} switches ..."):
-        limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
-        masked = dict.fromkeys(names, secret_values(fleet.plan.intent, fleet.access.secrets))
-        results = run_per_host(
-            fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits, masked=masked
+    limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
+    masked = dict.fromkeys(names, secret_values(fleet.plan.intent, fleet.access.secrets))
+    # A large fleet is read from a process per core; no spinner then (its thread would not survive a fork).
+    processes = cores() if len(names) >= FORK_FROM else 1
+    reading = nullcontext() if processes > 1 else err.status(f"validating {len(names)} switches ...")
+    if processes > 1:
+        err.print(f"validating {len(names)} switches from {processes} processes ...")
+    with reading:
+        results = run_per_host_forked(
+            fleet.nr,
+            names,
+            validate_device,
+            processes,
+            planned=expected,
+            candidate=candidates,
+            limits=limits,
+            masked=masked,
         )
     fleet.nr.close_connections()
     found: list[CheckResult] = [r for name in names for r in results[name]]
