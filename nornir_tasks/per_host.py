@@ -59,23 +59,42 @@ FORK_FROM = 64
 def run_per_host_forked(
     nr: Nornir, names: list[str], task: Callable[..., Result], processes: int, **per_host: dict[str, Any]
 ) -> dict[str, Any]:
-    """As `run_per_host`, with the hosts dealt out to `processes` forked processes, each running its
-    share on a runner with its share of `nr`'s workers: a read of a whole fabric is CPU in the
-    interpreter (parsing every switch's configuration, the SSH sessions), which one process runs on
-    one core at a time. Only for tasks that change nothing and keep nothing: a host's session opens
-    and ends in its process. Each host's result comes back (pickled) as `run_per_host` returns it.
-    Call it with no other thread running (a fork copies only the calling thread, and locks as they were)."""
+    """As `run_per_host`, with the hosts dealt out to `processes` forked processes (see
+    `run_per_host_results_forked`)."""
+    return {
+        name: value
+        for name, (value, _failed) in run_per_host_results_forked(nr, names, task, processes, **per_host).items()
+    }
+
+
+def run_per_host_results_forked(
+    nr: Nornir, names: list[str], task: Callable[..., Result], processes: int, **per_host: dict[str, Any]
+) -> dict[str, tuple[Any, bool]]:
+    """`task` on each of `names`, dealt out to `processes` forked processes, each running its share on a
+    runner with its share of `nr`'s workers: a read of a whole fabric is CPU in the interpreter (parsing
+    every switch's configuration, the SSH sessions), which one process runs on one core at a time.
+    Returns name -> (result, failed); a failed host is added to `nr.data.failed_hosts` as Nornir does.
+    Below FORK_FROM hosts, or with one process, it runs in-process on `nr` itself.
+
+    Only for tasks that change nothing and keep nothing: a host's session opens and ends in its process.
+    The children run without `nr`'s processors (those belong to the parent's display). Call it with no
+    other thread of the parent holding a lock a child could need (a fork copies only the calling thread)."""
     if processes <= 1 or len(names) < FORK_FROM:
-        return run_per_host(nr, names, task, **per_host)
+        return {
+            name: (multi[0].result, multi.failed)
+            for name, multi in run_per_host_results(nr, names, task, **per_host).items()
+        }
     shares = [names[i::processes] for i in range(processes)]  # dealt out: each share holds every role
     workers = max(1, getattr(nr.runner, "num_workers", 20) // processes)
-    found: dict[str, Any] = {}
-    for part in fork_map(partial(_share, nr, task, per_host, workers), shares, processes):
+    found: dict[str, tuple[Any, bool]] = {}
+    for part in fork_map(partial(_share, nr.with_processors([]), task, per_host, workers), shares, processes):
         found.update(part)
+    nr.data.failed_hosts.update(name for name, (_value, failed) in found.items() if failed)
     return found
 
 
 def _share(
     nr: Nornir, task: Callable[..., Result], per_host: dict[str, dict[str, Any]], workers: int, names: list[str]
-) -> dict[str, Any]:
-    return run_per_host(nr.with_runner(ThreadedRunner(num_workers=workers)), names, task, **per_host)
+) -> dict[str, tuple[Any, bool]]:
+    results = run_per_host_results(nr.with_runner(ThreadedRunner(num_workers=workers)), names, task, **per_host)
+    return {name: (multi[0].result, multi.failed) for name, multi in results.items()}
