@@ -42,7 +42,7 @@ def _nice_top(value: float) -> float:
 def _panel(rows: list[dict[str, Any]], series: list[tuple[str, str, str]], x0: int, title: str, *, unit: str,
            budget: float | None = None) -> list[str]:  # fmt: skip
     xs = [r["switches"] for r in rows]
-    values = [r.get(key) for r in rows for key, _, _ in series if r.get(key) is not None]
+    values: list[float] = [float(r[key]) for r in rows for key, _, _ in series if r.get(key) is not None]
     top = _nice_top(max([*values, budget or 0.0, 1.0]))
     right = _nice_top(max(xs))
     w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
