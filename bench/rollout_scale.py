@@ -22,9 +22,15 @@ from the simulator's event log it checks that never more than one failure domain
 the simulator's, or waiting bounded it. `--push-budget S` stops any one run taking longer (a
 whole-fabric push at full latency takes hours: the bound alone is 806 waves x 13.2 s).
 
+Before the runs of each fraction it measures the floor in the same namespace: one SSH login and one
+command to every switch through the drivers' transport (bench/ssh_floor.py), the least any read of the
+fleet costs here. With `--dry-run-only` the table is the reads': wall time beside that floor, and the
+CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
+cores). `--json` writes the rows `bench/plot_scaling.py` draws docs/scaling.svg from.
+
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
-`--experiment nodelay,libyaml` (A/B changes to the controller, see HOOKS), `--json-output`.
+`--experiment nodelay,libyaml,switchinterval` (A/B changes to the controller, see HOOKS), `--json-output`.
 """
 
 from __future__ import annotations
@@ -252,7 +258,7 @@ def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
         return argv
     opts.profile.mkdir(parents=True, exist_ok=True)
     spy = str(Path(sys.executable).parent / "py-spy")
-    return [spy, "record", "--format", "raw", "--rate", "100", "--gil", "--nonblocking",
+    return [spy, "record", "--format", "raw", "--rate", "100", "--gil", "--nonblocking", "--subprocesses",
             "-o", str(opts.profile / f"{name}.txt"), "--", *argv]  # fmt: skip
 
 
