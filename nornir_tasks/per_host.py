@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -93,8 +94,31 @@ def run_per_host_results_forked(
     return found
 
 
+# A forked reader's threads hand the interpreter over every 50 ms rather than every 5: its threads
+# parse configurations of 2,000 lines side by side, and switching between them every 5 ms cost up to
+# 1.75x the CPU of parsing them one after another (bench/rollout_scale.py; docs/benchmarks.md).
+# Threads waiting on a switch wait seconds; a few ms more for the interpreter changes nothing there.
+READER_SWITCH_INTERVAL = 0.05
+
+
 def _share(
     nr: Nornir, task: Callable[..., Result], per_host: dict[str, dict[str, Any]], workers: int, names: list[str]
 ) -> dict[str, tuple[Any, bool]]:
-    results = run_per_host_results(nr.with_runner(ThreadedRunner(num_workers=workers)), names, task, **per_host)
+    sys.setswitchinterval(READER_SWITCH_INTERVAL)  # this forked process's own
+    reader = nr.with_runner(ThreadedRunner(num_workers=workers))
+    results = run_per_host_results(reader, names, _hanging_up(task), **per_host)
     return {name: (multi[0].result, multi.failed) for name, multi in results.items()}
+
+
+def _hanging_up(task_fn: Callable[..., Result]) -> Callable[..., Result]:
+    """The task, then the host's sessions end: the process ends with its share, and until then each open
+    paramiko session keeps a thread polling its socket ten times a second."""
+
+    def run(task: Task, **kwargs: Any) -> Result:
+        try:
+            return task_fn(task, **kwargs)
+        finally:
+            task.host.close_connections()
+
+    run.__name__ = task_fn.__name__  # Nornir names the task after it
+    return run

@@ -88,7 +88,7 @@ def validate_cmd(
     if fleet_args.plane is None and fleet.plan.infiniband is not None:
         err.print("note: the InfiniBand compute plane is not among these switches: `--plane compute` checks it")
     names = [d.name for d in fleet.targets]
-    expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
+    expected = planned(fleet.plan, fleet.index, names, fleet_args.plane, processes=cores())  # no thread runs yet
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
 
     limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
