@@ -30,7 +30,7 @@ cores). `--json` writes the rows `bench/plot_scaling.py` draws docs/scaling.svg 
 
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
-`--experiment nodelay,libyaml,switchinterval` (A/B changes to the controller, see HOOKS), `--json-output`.
+`--experiment nodelay,libyaml,switchinterval,readers64,readers128,readers512` (A/B changes to the controller, see HOOKS), `--json-output`.
 """
 
 from __future__ import annotations
@@ -169,6 +169,22 @@ yaml.safe_load = _c_safe_load
 import sys
 
 sys.setswitchinterval(0.05)
+""",
+    # the reads of every switch (pending-push check, preview, validate) with 64, 128 or 512 sessions in flight
+    "readers64": """
+import gpufabric.push.fleet
+
+gpufabric.push.fleet.READ_WORKERS = 64
+""",
+    "readers128": """
+import gpufabric.push.fleet
+
+gpufabric.push.fleet.READ_WORKERS = 128
+""",
+    "readers512": """
+import gpufabric.push.fleet
+
+gpufabric.push.fleet.READ_WORKERS = 512
 """,
     # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
     "nodelay": """

@@ -36,10 +36,10 @@ log = logging.getLogger(__name__)
 
 WORKERS = 32  # SSH sessions in flight while a batch changes; each spends its time waiting on the device
 # Sessions in flight while every switch is only read (the pending-push check, the diffs, validate): a
-# switch's read is seconds of waiting on NVUE for milliseconds of the controller's CPU, so reading
-# 1,309 switches in a minute takes about a hundred at once (docs/benchmarks.md). The threads wait on
-# sockets; the controller's CPU, not their number, bounds them.
-READ_WORKERS = 128
+# switch's read is seconds of waiting on NVUE for tens of milliseconds of the controller's CPU. By
+# measurement (bench/rollout_scale.py, 655 switches, docs/benchmarks.md): 64 at once 76 s for the dry
+# run, 128 56 s, 256 46 s. The threads wait on sockets; shared between the reading processes.
+READ_WORKERS = 256
 
 
 @dataclass
