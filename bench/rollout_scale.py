@@ -30,7 +30,8 @@ cores). `--json` writes the rows `bench/plot_scaling.py` draws docs/scaling.svg 
 
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
-`--experiment nodelay,libyaml,switchinterval,readers64,readers128,readers512` (A/B changes to the controller, see HOOKS), `--json-output`.
+`--experiment nodelay,libyaml,switchinterval,readers64,readers128,readers512` (A/B changes to the
+controller, see HOOKS), `--json-output`.
 """
 
 from __future__ import annotations
