@@ -22,9 +22,16 @@ from the simulator's event log it checks that never more than one failure domain
 the simulator's, or waiting bounded it. `--push-budget S` stops any one run taking longer (a
 whole-fabric push at full latency takes hours: the bound alone is 806 waves x 13.2 s).
 
+Before the runs of each fraction it measures the floor in the same namespace: one SSH login and one
+command to every switch through the drivers' transport (bench/ssh_floor.py), the least any read of the
+fleet costs here. With `--dry-run-only` the table is the reads': wall time beside that floor, and the
+CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
+cores). `--json` writes the rows `bench/plot_scaling.py` draws docs/scaling.svg from.
+
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
-`--experiment nodelay,libyaml` (A/B changes to the controller, see HOOKS), `--json-output`.
+`--experiment nodelay,libyaml,switchinterval,readers64,readers128,readers512` (A/B changes to the
+controller, see HOOKS), `--json-output`.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from fleet_sim.events import max_domains_down
 
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
+from gpufabric.push.fleet import READ_WORKERS
 
 BENCH = Path(__file__).resolve().parent
 NODES = 4096  # the 32k example's GPU nodes
@@ -157,6 +165,28 @@ def _c_safe_load(stream):
 
 yaml.safe_load = _c_safe_load
 """,
+    # the interpreter hands the GIL over every 50 ms instead of 5 (fewer switches between the threads)
+    "switchinterval": """
+import sys
+
+sys.setswitchinterval(0.05)
+""",
+    # the reads of every switch (pending-push check, preview, validate) with 64, 128 or 512 sessions in flight
+    "readers64": """
+import gpufabric.push.fleet
+
+gpufabric.push.fleet.READ_WORKERS = 64
+""",
+    "readers128": """
+import gpufabric.push.fleet
+
+gpufabric.push.fleet.READ_WORKERS = 128
+""",
+    "readers512": """
+import gpufabric.push.fleet
+
+gpufabric.push.fleet.READ_WORKERS = 512
+""",
     # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
     "nodelay": """
 import socket
@@ -245,7 +275,7 @@ def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
         return argv
     opts.profile.mkdir(parents=True, exist_ok=True)
     spy = str(Path(sys.executable).parent / "py-spy")
-    return [spy, "record", "--format", "raw", "--rate", "100", "--gil", "--nonblocking",
+    return [spy, "record", "--format", "raw", "--rate", "100", "--gil", "--nonblocking", "--subprocesses",
             "-o", str(opts.profile / f"{name}.txt"), "--", *argv]  # fmt: skip
 
 
@@ -286,6 +316,8 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         runs: dict[str, dict[str, Any]] = {}
         env = experiment_env(folder, opts.experiments)
         try:
+            if any(s["platform"] == "cumulus" for s in switches):
+                runs["floor"] = floor(sim, folder, [s["address"] for s in switches if s["platform"] == "cumulus"])
             for name, command in phases:
                 before = sim.snapshot()
                 runs[name] = timed(
@@ -301,6 +333,22 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return _row(fraction, opts, len(switches), runs=runs, events=events, domain_of=domain_of)
+
+
+def floor(sim: Simulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
+    """What the machine allows: one SSH login and one command (`hostname`, the exec channel's latency
+    alone) to every switch, through the drivers' own transport, from as many threads as a read of the
+    fleet uses (bench/ssh_floor.py, a fresh process), in this namespace against this simulator."""
+    listed = folder / "addresses"
+    listed.write_text("\n".join(addresses) + "\n")
+    argv = [sys.executable, str(BENCH / "ssh_floor.py"), "--addresses", str(listed), "--known-hosts",
+            str(sim.known_hosts), "--workers", str(READ_WORKERS)]  # fmt: skip
+    before = sim.snapshot()
+    run = timed(argv)
+    run["sim"] = _delta(before, sim.snapshot())
+    if run["rc"] != 0:
+        raise SystemExit(f"the SSH floor run failed: {run['stderr']}")
+    return run
 
 
 def _from_trail(path: Path) -> dict[str, Any]:
@@ -393,8 +441,23 @@ def _row(
     if staged:  # --json-output: how long each switch's own stage took (diff, commit, checks), the median
         row["stage_median_s"] = round(staged[len(staged) // 2], 2)
     if "validate" in runs:
-        row["validate_s"], row["validate_rc"] = round(runs["validate"]["wall_s"], 2), runs["validate"]["rc"]
-        row["validate_cpu_s"] = round(_cpu(runs["validate"]["usage"]), 2)
+        val = runs["validate"]
+        row["validate_s"], row["validate_rc"] = round(val["wall_s"], 2), val["rc"]
+        row["validate_cpu_s"] = round(_cpu(val["usage"]), 2)
+        row["validate_peak_rss_mib"] = round(val["usage"].ru_maxrss / 1024, 1)
+        row["validate_simulator_cpu_s"] = round(val["sim"]["cpu_s"], 2)
+        row["validate_commands_per_switch"] = round(val["sim"]["commands"] / n, 1)
+    if "floor" in runs:  # one login and one command to every switch: the least any read of the fleet costs
+        fl = runs["floor"]
+        row["floor_s"] = round(fl["wall_s"], 2)
+        row["floor_cpu_s"] = round(_cpu(fl["usage"]), 2)
+        row["floor_simulator_cpu_s"] = round(fl["sim"]["cpu_s"], 2)
+    # CPU per switch, the controller's and the simulator's (ms): what the two cores must find per switch.
+    row["dry_run_cpu_ms_per_switch"] = round(1000 * row["dry_run_cpu_s"] / n, 1)
+    row["dry_run_simulator_cpu_ms_per_switch"] = round(1000 * row["dry_run_simulator_cpu_s"] / n, 1)
+    if "validate_cpu_s" in row:
+        row["validate_cpu_ms_per_switch"] = round(1000 * row["validate_cpu_s"] / n, 1)
+        row["validate_simulator_cpu_ms_per_switch"] = round(1000 * row["validate_simulator_cpu_s"] / n, 1)
     return row
 
 
@@ -417,12 +480,47 @@ COLUMNS = [
 ]
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
-    widths = [max(len(title), 9) for _, title, _ in COLUMNS]
-    print(" ".join(title.rjust(w) for (_, title, _), w in zip(COLUMNS, widths, strict=True)))
+# The reads of every switch (`--dry-run-only`, `--validate`): wall time beside the floor, and the CPU each
+# side spends per switch (ms), which with the machine's cores bounds the wall time at any size.
+READ_COLUMNS = [
+    ("fraction", "scale", "{}"),
+    ("switches", "switches", "{}"),
+    ("floor_s", "floor s", "{:.1f}"),
+    ("dry_run_s", "dry-run s", "{:.1f}"),
+    ("dry_run_cpu_ms_per_switch", "ctl ms/sw", "{:.1f}"),
+    ("dry_run_simulator_cpu_ms_per_switch", "sim ms/sw", "{:.1f}"),
+    ("dry_run_peak_rss_mib", "ctl MiB", "{:.0f}"),
+    ("validate_s", "validate s", "{:.1f}"),
+    ("validate_cpu_ms_per_switch", "ctl ms/sw", "{:.1f}"),
+    ("validate_simulator_cpu_ms_per_switch", "sim ms/sw", "{:.1f}"),
+    ("validate_peak_rss_mib", "ctl MiB", "{:.0f}"),
+]
+
+
+def _print_columns(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> None:
+    widths = [max(len(title), 9) for _, title, _ in columns]
+    print(" ".join(title.rjust(w) for (_, title, _), w in zip(columns, widths, strict=True)))
     for row in rows:
-        cells = [fmt.format(row[key]) if row[key] is not None else "-" for key, _, fmt in COLUMNS]
+        cells = [fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns]
         print(" ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    if all(row["wall_s"] is None for row in rows):  # no push: the reads alone
+        _print_columns(rows, READ_COLUMNS)
+        print("(seconds; floor = one SSH login and one command to every switch, "
+              f"{READ_WORKERS} at a time; ms/sw = CPU milliseconds per switch, the controller's (ctl, its "
+              "whole run: start, plan and render included) and the simulator's (sim); MiB = the controller's "
+              "peak RSS)")  # fmt: skip
+        for row in rows:
+            said = [f"dry run: {verdict(row['dry_run_s'], row['dry_run_cpu_s'], row['dry_run_simulator_cpu_s'])}"]
+            if row.get("validate_s"):
+                said.append(
+                    f"validate: {verdict(row['validate_s'], row['validate_cpu_s'], row['validate_simulator_cpu_s'])}"
+                )
+            print(f"{row['fraction']}: " + "; ".join(said))
+        return
+    _print_columns(rows, COLUMNS)
     print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = per wave, up to "
           f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
           "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
@@ -437,6 +535,8 @@ def verdict(wall: float, controller_cpu: float, simulator_cpu: float) -> str:
     """What bounded a run, from the CPU each side used over its wall time (one core is 1.0)."""
     ctl, sim = controller_cpu / wall, simulator_cpu / wall
     shares = f"controller {ctl:.2f} cores, simulator {sim:.2f}"
+    if ctl + sim >= 0.8 * (os.cpu_count() or 1):
+        return f"the machine's CPU, both sides together ({shares} of {os.cpu_count()})"
     if sim >= 0.8:
         return f"the simulator's CPU ({shares}): the figure says little of the controller"
     if ctl >= 0.8:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from nornir.core import Nornir
 from nornir.core.task import AggregatedResult, Result, Task
+from nornir.plugins.runners import ThreadedRunner
+
+from gpufabric.parallel import fork_map
 
 
 class PerHost(dict[str, dict[str, Any]]):
@@ -46,3 +51,75 @@ def run_per_host(
 
 def _dispatch(task: Task, task_fn: Callable[..., Result], per_host: dict[str, dict[str, Any]]) -> Result:
     return task_fn(task, **{key: values[task.host.name] for key, values in per_host.items()})
+
+
+# Below this many hosts a second process costs more than the CPU it would share.
+FORK_FROM = 64
+
+
+def run_per_host_forked(
+    nr: Nornir, names: list[str], task: Callable[..., Result], processes: int, **per_host: dict[str, Any]
+) -> dict[str, Any]:
+    """As `run_per_host`, with the hosts dealt out to `processes` forked processes (see
+    `run_per_host_results_forked`)."""
+    return {
+        name: value
+        for name, (value, _failed) in run_per_host_results_forked(nr, names, task, processes, **per_host).items()
+    }
+
+
+def run_per_host_results_forked(
+    nr: Nornir, names: list[str], task: Callable[..., Result], processes: int, **per_host: dict[str, Any]
+) -> dict[str, tuple[Any, bool]]:
+    """`task` on each of `names`, dealt out to `processes` forked processes, each running its share on a
+    runner with its share of `nr`'s workers: a read of a whole fabric is CPU in the interpreter (parsing
+    every switch's configuration, the SSH sessions), which one process runs on one core at a time.
+    Returns name -> (result, failed); a failed host is added to `nr.data.failed_hosts` as Nornir does.
+    Below FORK_FROM hosts, or with one process, it runs in-process on `nr` itself.
+
+    Only for tasks that change nothing and keep nothing: a host's session opens and ends in its process.
+    The children run without `nr`'s processors (those belong to the parent's display). Call it with no
+    other thread of the parent holding a lock a child could need (a fork copies only the calling thread)."""
+    if processes <= 1 or len(names) < FORK_FROM:
+        return {
+            name: (multi[0].result, multi.failed)
+            for name, multi in run_per_host_results(nr, names, task, **per_host).items()
+        }
+    shares = [names[i::processes] for i in range(processes)]  # dealt out: each share holds every role
+    workers = max(1, getattr(nr.runner, "num_workers", 20) // processes)
+    found: dict[str, tuple[Any, bool]] = {}
+    for part in fork_map(partial(_share, nr.with_processors([]), task, per_host, workers), shares, processes):
+        found.update(part)
+    nr.data.failed_hosts.update(name for name, (_value, failed) in found.items() if failed)
+    return found
+
+
+# A forked reader's threads hand the interpreter over every 50 ms rather than every 5: its threads
+# parse configurations of 2,000 lines side by side, and switching between them every 5 ms cost about
+# 1.4x the CPU of parsing them one after another (bench/parse_threads.py: 33 ms a parse in 8 or 40
+# threads, 23 ms in one; 22-28 ms at 50 ms).
+# Threads waiting on a switch wait seconds; a few ms more for the interpreter changes nothing there.
+READER_SWITCH_INTERVAL = 0.05
+
+
+def _share(
+    nr: Nornir, task: Callable[..., Result], per_host: dict[str, dict[str, Any]], workers: int, names: list[str]
+) -> dict[str, tuple[Any, bool]]:
+    sys.setswitchinterval(READER_SWITCH_INTERVAL)  # this forked process's own
+    reader = nr.with_runner(ThreadedRunner(num_workers=workers))
+    results = run_per_host_results(reader, names, _hanging_up(task), **per_host)
+    return {name: (multi[0].result, multi.failed) for name, multi in results.items()}
+
+
+def _hanging_up(task_fn: Callable[..., Result]) -> Callable[..., Result]:
+    """The task, then the host's sessions end: the process ends with its share, and until then each open
+    paramiko session keeps a thread polling its socket ten times a second."""
+
+    def run(task: Task, **kwargs: Any) -> Result:
+        try:
+            return task_fn(task, **kwargs)
+        finally:
+            task.host.close_connections()
+
+    run.__name__ = task_fn.__name__  # Nornir names the task after it
+    return run

@@ -104,6 +104,13 @@ def _connect(task: Task) -> Any:
     return task.host.get_connection("napalm", task.nornir.config)
 
 
+def hang_up(task: Task) -> None:
+    """End the switch's session once everything it is asked is read: each open paramiko session keeps a
+    thread polling its socket ten times a second (validate reads a whole fabric at once)."""
+    with contextlib.suppress(Exception):  # the session may already be gone; what was read stands
+        task.host.close_connection("napalm")
+
+
 def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
     """Load the candidate, diff it and discard it: whether this switch would change, read from every
     switch at once before any of them changes. A switch that cannot be reached, logged into or read

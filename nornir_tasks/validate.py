@@ -6,6 +6,7 @@ with every secret value masked, as in the drift check's own result."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import replace
 from typing import Any
@@ -16,14 +17,17 @@ from gpufabric.validate import checks, counters
 from gpufabric.validate.checks import Planned
 from gpufabric.validate.counters import Limits
 from gpufabric.validate.results import CheckResult
-from nornir_tasks.push import mask
+from nornir_tasks.push import hang_up, mask
 
 
-def _drift(conn: Any, candidate: str) -> str:
+def _drift(conn: Any, candidate: str, running: str | None = None) -> str:
     """The running configuration against the plan's, without changing anything on the switch: drivers
-    that can diff in place do (Cumulus: NVUE's staged revision is shared, never ours to touch); the FRR
-    driver's candidate lives in this session's own folder and is removed by the discard."""
+    that can diff in place do (Cumulus: NVUE's staged revision is shared, never ours to touch), from the
+    running text already read when they take it; the FRR driver's candidate lives in this session's own
+    folder and is removed by the discard."""
     if hasattr(conn, "compare_running"):
+        if running is not None and "running" in inspect.signature(conn.compare_running).parameters:
+            return str(conn.compare_running(candidate, running=running))
         return str(conn.compare_running(candidate))
     conn.load_replace_candidate(config=candidate)
     try:
@@ -44,18 +48,19 @@ def validate_device(
         first = None
         if limits is not None and limits.window > 0:  # the window runs while the other checks read
             first, started = counters.sample(conn, p.platform, sorted(p.ports)), time.monotonic()
+        # Read once: the drift check and the running-configuration checks read the same text.
+        running = conn.get_config(retrieve="running")["running"] if p.reads_running else None
         if candidate is not None:
-            drift = mask(_drift(conn, candidate), masked)
+            drift = mask(_drift(conn, candidate, running), masked)
             found += checks.drift(p, drift)
         routes = conn.get_route_to()
         found += checks.bgp(p, conn.get_bgp_neighbors() if p.peers else {})
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})
         found += checks.interfaces(p, conn.get_interfaces())
         found += checks.ecmp(p, routes)
-        running = conn.get_config(retrieve="running")["running"] if p.reads_running else ""
-        found += checks.qos(p, running)
-        found += checks.load_balancing(p, running)
-        found += checks.buffers(p, running)
+        found += checks.qos(p, running or "")
+        found += checks.load_balancing(p, running or "")
+        found += checks.buffers(p, running or "")
         found += checks.oob_isolation(p, routes)
         if first is not None and limits is not None:
             time.sleep(max(0.0, limits.window - (time.monotonic() - started)))
@@ -73,4 +78,5 @@ def validate_device(
                 mask(f"{type(exc).__name__}: {reason[0] if reason else ''}", masked),
             )
         ]
+    hang_up(task)  # this switch is read: its session and its thread end now, not with the whole run
     return Result(host=task.host, result=found, failed=not all(r.ok for r in found), changed=False, diff=drift)

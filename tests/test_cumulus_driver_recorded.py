@@ -381,5 +381,24 @@ def test_validate_drift_on_cumulus_stages_nothing():
     header = "- header:\n    rev-id: 1.0\n"
     assert _drift(dev, header + applied) == ""
     changed = _drift(dev, header + applied.replace("9216", "1500"))
-    assert "+      mtu: 1500" in changed and "-      mtu: 9216" in changed
+    assert changed == "nv set interface swp1 link mtu 1500"  # as `nv config diff -o commands` says it
     assert set(switch.commands) == {nvue.SHOW_APPLIED}
+    # Given the applied text validate already read (get_config), the switch is not asked again.
+    switch.commands.clear()
+    assert _drift(dev, header + applied, running=applied) == ""
+    assert switch.commands == []
+
+
+def test_tree_diff_says_what_would_change_as_nvue_commands():
+    """The drift validate reports: every set and unset taking the applied tree to the candidate."""
+    swp1 = {"link": {"mtu": 9216, "state": {"up": {}}}}
+    applied = {"system": {"hostname": "a"}, "interface": {"swp1": swp1, "swp2": {"link": {"mtu": 9216}}}}
+    bgp = {"bgp": {"enable": True}}
+    candidate = {"system": {"hostname": "b"}, "interface": {"swp1": swp1, "swp3": {}}, "router": bgp}
+    assert nvue.tree_diff(applied, candidate).splitlines() == [
+        "nv unset interface swp2",
+        "nv set interface swp3",
+        "nv set router bgp enable true",
+        "nv set system hostname b",
+    ]
+    assert nvue.tree_diff(candidate, candidate) == ""

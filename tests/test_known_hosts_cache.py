@@ -35,3 +35,24 @@ def test_a_login_gets_only_its_hosts_keys_and_a_changed_file_is_read_again(tmp_p
     fresh = paramiko.SSHClient()
     _trust_known_keys(fresh, str(known), "10.0.0.1", 22)
     assert fresh.get_host_keys().lookup("10.0.0.1")["ssh-rsa"].get_base64() == c.get_base64()
+
+
+def test_hashed_and_several_name_entries_give_the_keys_paramikos_own_lookup_gives(tmp_path):
+    """The index by host name answers as paramiko's HostKeys.lookup does: an entry naming two hosts, a
+    hashed name (HashKnownHosts), a host with keys of two types, and a host the file does not name."""
+    rsa, ed, other = paramiko.RSAKey.generate(1024), paramiko.ECDSAKey.generate(), paramiko.RSAKey.generate(1024)
+    known = tmp_path / "known_hosts"
+    known.write_text(
+        _line("10.0.0.1,sw1", rsa)
+        + _line("10.0.0.1", ed)
+        + _line(paramiko.HostKeys.hash_host("10.0.0.9"), other)
+        + _line("10.0.0.2", other)
+    )
+    own = paramiko.HostKeys(str(known))
+    for host in ("10.0.0.1", "sw1", "10.0.0.9", "10.0.0.2", "10.0.0.3"):
+        client = paramiko.SSHClient()
+        _trust_known_keys(client, str(known), host, 22)
+        got = client.get_host_keys().lookup(host) or {}
+        expected = own.lookup(host) or {}
+        assert {t: k.get_base64() for t, k in got.items()} == {t: k.get_base64() for t, k in expected.items()}
+    assert _known_keys(str(known)).by_name["10.0.0.1"].keys() == {"ssh-rsa", "ecdsa-sha2-nistp256"}

@@ -214,3 +214,61 @@ def test_every_driver_is_given_the_push_id(switches):
     assert switches["s1"].push_ids == switches["s2"].push_ids == [ident.id]
     options = nr.inventory.hosts["s1"].connection_options["napalm"].extras["optional_args"]
     assert options == {"push_id": ident.id, "push_controller": "ctl-b"}
+
+
+def _push_from(nr: Nornir, batches: list[Batch], processes: int) -> rollout.Rollout:
+    names = [n for b in batches for n in b.devices]
+    return rollout.run(
+        nr,
+        plan_batches=batches,
+        candidates=dict.fromkeys(names, NEW),
+        expects={n: Expectation(n, {}, ()) for n in names},
+        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, push_id="gf-20261123T120000Z-000001"),
+        processes=processes,
+    )
+
+
+def test_a_large_fleet_is_read_from_forked_processes_with_the_same_outcomes_and_guards(switches):
+    """The pending-push check and the preview of a fleet of FORK_FROM or more switches run in forked
+    processes (the double's state there is a copy: what they read comes back, nothing they did stays).
+    Outcomes are those of one process; a switch that cannot be read is unreadable and nothing changes;
+    another push's pending change refuses the push; the batches go out from this process."""
+    from nornir_tasks.per_host import FORK_FROM
+
+    names = [f"s{i}" for i in range(FORK_FROM + 4)]
+    batches = [Batch(1, "canary", (names[0],)), Batch(2, "fd-1", tuple(names[1:]))]
+    nr = fleet(names)
+    for n in names[::3]:
+        switches[n].running = NEW  # already as planned: unchanged
+    result = _push_from(nr, batches, processes=2)
+    assert result.converged
+    assert {n: o.status for n, o in result.outcomes.items()} == {
+        n: "unchanged" if i % 3 == 0 else "changed" for i, n in enumerate(names)
+    }
+    assert all(switches[n].running == NEW for n in names)
+    assert switches[names[1]].calls == ["load", "commit", "confirm"]  # the preview's load was in a child
+
+    nr = fleet(names)
+    switches[names[5]].pending_push = {"push_id": "gf-20261123T110000Z-0000aa", "started": "x", "controller": "c"}
+    with pytest.raises(rollout.OtherPushPendingError):
+        _push_from(nr, batches, processes=2)
+    assert not any(switches[n].calls for n in names)  # refused before any switch was even read
+
+    nr = fleet(names)
+    switches[names[7]].fail_confirm = True
+    bad = names[9]
+    SWITCHES[bad] = SwitchState(running="unreadable")
+    original = SwitchDouble.compare_config
+
+    def compare(self: SwitchDouble) -> str:
+        if self.hostname == bad:
+            raise ConnectionError("session dropped")
+        return original(self)
+
+    SwitchDouble.compare_config = compare  # type: ignore[method-assign]
+    try:
+        result = _push_from(nr, batches, processes=2)
+    finally:
+        SwitchDouble.compare_config = original  # type: ignore[method-assign]
+    assert result.unreadable == [bad] and not result.converged
+    assert not any("commit" in switches[n].calls for n in names)

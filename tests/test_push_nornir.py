@@ -328,3 +328,42 @@ def test_confirm_and_rollback_reasons_are_masked_too(switches, monkeypatch):
         "confirm failed: ConnectionError: confirm lost (********); the batch is rolled back; "
         "rollback failed: ConnectionError: rollback refused (********)"
     )
+
+
+def _whose(task: Task, tag: str) -> Any:
+    """A stand-in read-only task: which process read which host, with the host's own argument."""
+    import os
+
+    from nornir.core.task import Result
+
+    return Result(host=task.host, result=(task.host.name, tag, os.getpid()))
+
+
+def test_a_large_read_is_dealt_out_to_forked_processes_and_every_result_comes_back():
+    """run_per_host_forked (validate over a whole fabric): each host read once, in one of the processes,
+    with its own arguments, and the results as run_per_host gives them; below FORK_FROM, in-process."""
+    import os
+
+    from nornir.core import Nornir
+    from nornir.core.inventory import Defaults, Groups, Hosts, Inventory
+    from nornir.plugins.runners import ThreadedRunner
+
+    from nornir_tasks.per_host import FORK_FROM, run_per_host, run_per_host_forked
+
+    hosts = Hosts()
+    names = [f"sw{i}" for i in range(FORK_FROM + 6)]
+    for name in names:
+        hosts[name] = Host(name=name, hostname=name)
+    nr = Nornir(inventory=Inventory(hosts=hosts, groups=Groups(), defaults=Defaults()), runner=ThreadedRunner(8))
+    tags = {n: f"tag-{n}" for n in names}
+    found = run_per_host_forked(nr, names, _whose, 2, tag=tags)
+    assert sorted(found) == sorted(names)
+    assert all(found[n][:2] == (n, tags[n]) for n in names)
+    pids = {found[n][2] for n in names}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2  # forked processes read them all, the parent none
+    few = names[: FORK_FROM - 1]
+    in_process = run_per_host_forked(nr, few, _whose, 2, tag=tags)
+    assert {v[2] for v in in_process.values()} == {os.getpid()}
+    assert {n: v[:2] for n, v in in_process.items()} == {
+        n: v[:2] for n, v in run_per_host(nr, few, _whose, tag=tags).items()
+    }

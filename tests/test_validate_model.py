@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from xml.etree import ElementTree as ET
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpufabric.plan.model import ip
 from gpufabric.validate import report
@@ -42,3 +46,35 @@ def test_reports_carry_every_field():
     suites = {s.get("name"): s for s in xml}
     assert suites["bgp-session"].get("failures") == "1" and suites["interface"].get("failures") == "0"
     assert "observed down, AS 1" in suites["bgp-session"][0][0].get("message")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=12), st.text(max_size=12), st.text(max_size=12), st.text(max_size=12), st.booleans()
+        ),
+        max_size=6,
+    ),
+    st.floats(min_value=0, max_value=1e6, allow_nan=False),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_json_report_is_what_json_dumps_writes_character_for_character(rows, seconds):
+    """report.as_json writes each result itself (a whole fabric is 1.5 million of them): the text must be
+    the standard library's json.dumps(indent=2) of the same report, escapes and all."""
+    from gpufabric.validate.results import CheckResult
+
+    results = [
+        CheckResult("ecmp-width", device, item, expected, observed, ok) for device, item, expected, observed, ok in rows
+    ]
+    failed = [r for r in results if not r.ok]
+    oracle = json.dumps(
+        {
+            "ok": not failed,
+            "checked": len(results),
+            "failed": len(failed),
+            "seconds": round(seconds, 2),
+            "results": [{**dataclasses.asdict(r), "verdict": r.verdict} for r in results],
+        },
+        indent=2,
+    )
+    assert report.as_json(results, seconds) == oracle

@@ -91,6 +91,7 @@ class CumulusSwitch:
     applied: str = ""
     applied_tree: dict[str, Any] = field(default_factory=dict)
     pending: str | None = None
+    pending_tree: dict[str, Any] = field(default_factory=dict)  # the pending revision, parsed once at replace
     previous: tuple[str, dict[str, Any]] | None = None  # what a revert returns to
     timer: asyncio.TimerHandle | None = None
     deadline: float = 0.0
@@ -151,16 +152,16 @@ class CumulusSwitch:
             if text is None:
                 return Result(1, "", f"Error: {args[2]}: no such file\n")
             try:
-                set_tree(text)
+                tree = set_tree(text)
             except yaml.YAMLError as exc:
                 return Result(1, "", f"Error: invalid YAML: {exc}\n")
-            self.pending = text
+            self.pending, self.pending_tree = text, tree
             return Result()
         if words == "config diff -o commands":
             await self.pause(lat.NV_DIFF)
             if self.pending is None:
                 return Result()
-            return Result(0, "".join(f"{ln}\n" for ln in diff_commands(self.applied_tree, set_tree(self.pending))))
+            return Result(0, "".join(f"{ln}\n" for ln in diff_commands(self.applied_tree, self.pending_tree)))
         if words == "config show -r applied -o yaml":
             await self.pause(lat.NV_SHOW)
             return Result(0, self.applied)
@@ -193,7 +194,7 @@ class CumulusSwitch:
         await self.pause(lat.NV_APPLY)
         pending, self.pending = self.pending, None
         self.previous = (self.applied, self.applied_tree)
-        self.applied, self.applied_tree = pending, set_tree(pending)
+        self.applied, self.applied_tree = pending, self.pending_tree
         loop = asyncio.get_running_loop()
         if timer:
             self.deadline = loop.time() + timer

@@ -18,6 +18,7 @@ from gpufabric.cli.output import err, out
 from gpufabric.cli.push_progress import PushProgress
 from gpufabric.config.secrets import SecretUnavailableError, secret_values
 from gpufabric.lab import state as lab_state
+from gpufabric.parallel import cores
 from gpufabric.platforms import platform
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, default_path
@@ -346,6 +347,7 @@ def _rollout(
             opts=opts,
             on_preview=on_preview,
             on_batch=on_batch,
+            processes=cores(),
         )
 
 

@@ -43,6 +43,9 @@ class PushProgress:
             TimeElapsedColumn(),
             console=err,
             transient=True,
+            # Redrawn on each event, by no thread of its own: the reads of a large fleet fork processes,
+            # and a fork must not copy a lock a display thread happened to hold.
+            auto_refresh=False,
         )
         self.bar = self.progress.add_task(f"push to {where}: reading every switch's diff", total=total)
         self.batches_out = 0
@@ -76,6 +79,7 @@ class PushProgress:
                 return
             self._done.add(host.name)
         self.progress.advance(self.bar)
+        self.progress.refresh()
 
     def subtask_instance_started(self, task: Task, host: Host) -> None:
         pass
@@ -87,7 +91,9 @@ class PushProgress:
 
     def on_preview(self, read: Rollout) -> None:
         self.batches_out = len(read.batches)
-        self.progress.update(self.bar, description=f"push to {self.where}: batch 1/{self.batches_out}")
+        done = sum(o.status in DONE["preview"] for o in read.outcomes.values())  # read from other processes too
+        self.progress.update(self.bar, completed=done, description=f"push to {self.where}: batch 1/{self.batches_out}")
+        self.progress.refresh()
         for name in read.unreadable:
             err.print(f"[red]{name} failed[/red]: {read.outcomes[name].reason}", highlight=False)
         if self.show_diff and read.batches:
@@ -99,6 +105,7 @@ class PushProgress:
 
     def on_batch(self, b: Batch, done: dict[str, DeviceOutcome]) -> None:
         self.progress.update(self.bar, description=f"push to {self.where}: batch {b.number + 1}/{self.batches_out}")
+        self.progress.refresh()
         confirmed = [o.device for o in done.values() if o.status == Status.CHANGED]
         if confirmed:
             err.print(

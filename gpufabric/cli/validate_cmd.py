@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import click
 
 from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
-from gpufabric.cli.output import err, out
+from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.config.secrets import secret_values
 from gpufabric.ib import lab as ib_lab
 from gpufabric.ib.errors import IbError
 from gpufabric.intent import load_intent
 from gpufabric.lab.control import infiniband_dir
 from gpufabric.lab.state import DEFAULT_DIR
+from gpufabric.parallel import cores
 from gpufabric.plan import build_plan
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.push.args import FleetArgs
 from gpufabric.push.candidates import candidate
 from gpufabric.push.errors import NoLabError
-from gpufabric.push.fleet import open_fleet
+from gpufabric.push.fleet import READ_WORKERS, open_fleet
 from gpufabric.validate import infiniband, report
 from gpufabric.validate.counters import Limits
 from gpufabric.validate.planned import planned
 from gpufabric.validate.results import CheckResult
-from nornir_tasks.per_host import run_per_host
+from nornir_tasks.per_host import FORK_FROM, run_per_host_forked
 from nornir_tasks.validate import validate_device
 
 
@@ -81,19 +83,31 @@ def validate_cmd(
         ib = build_plan(load_intent(fleet_args.file)).infiniband
         if ib is not None:
             return _validate_infiniband(ib, fleet_args, "json" if as_json else fmt, show_all, started)
-    fleet = open_fleet(fleet_args)
+    fleet = open_fleet(fleet_args, workers=READ_WORKERS)  # validate only reads
     show_notes(fleet.access)
     if fleet_args.plane is None and fleet.plan.infiniband is not None:
         err.print("note: the InfiniBand compute plane is not among these switches: `--plane compute` checks it")
     names = [d.name for d in fleet.targets]
-    expected = planned(fleet.plan, fleet.index, names, fleet_args.plane)
+    expected = planned(fleet.plan, fleet.index, names, fleet_args.plane, processes=cores())  # no thread runs yet
     candidates = {n: None if no_drift else candidate(fleet.plan, fleet.index, n, fleet.access.secrets) for n in names}
 
-    with err.status(f"validating {len(names)} switches ..."):
-        limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
-        masked = dict.fromkeys(names, secret_values(fleet.plan.intent, fleet.access.secrets))
-        results = run_per_host(
-            fleet.nr, names, validate_device, planned=expected, candidate=candidates, limits=limits, masked=masked
+    limits = dict.fromkeys(names, Limits(counter_window, max_error_rate, max_discard_rate, max_pause_rate))
+    masked = dict.fromkeys(names, secret_values(fleet.plan.intent, fleet.access.secrets))
+    # A large fleet is read from a process per core; no spinner then (its thread would not survive a fork).
+    processes = cores() if len(names) >= FORK_FROM else 1
+    reading = nullcontext() if processes > 1 else err.status(f"validating {len(names)} switches ...")
+    if processes > 1:
+        err.print(f"validating {len(names)} switches from {processes} processes ...")
+    with reading:
+        results = run_per_host_forked(
+            fleet.nr,
+            names,
+            validate_device,
+            processes,
+            planned=expected,
+            candidate=candidates,
+            limits=limits,
+            masked=masked,
         )
     fleet.nr.close_connections()
     found: list[CheckResult] = [r for name in names for r in results[name]]
@@ -125,9 +139,10 @@ def _validate_infiniband(ib: IbPlan, args: FleetArgs, fmt: str, show_all: bool, 
 
 def _report(found: list[CheckResult], fmt: str, show_all: bool, seconds: float, what: str) -> int:
     if fmt == "json":
-        out.print(report.as_json(found, seconds), markup=False, highlight=False, soft_wrap=True)
+        # Written as is: rich would split the text into segments first (a quarter of a 200-switch run).
+        write_stdout(report.as_json(found, seconds) + "\n")
     elif fmt == "junit":
-        out.print(report.as_junit(found, seconds), markup=False, highlight=False, soft_wrap=True)
+        write_stdout(report.as_junit(found, seconds) + "\n")
     else:
         report.print_table(out, found, show_all)
         failed = sum(not r.ok for r in found)

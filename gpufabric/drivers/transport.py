@@ -111,21 +111,39 @@ def load_private_key(text: str) -> paramiko.PKey:
 
 
 _KNOWN_HOSTS_READ = threading.Lock()
-_known_hosts_cache: dict[str, tuple[tuple[int, int], paramiko.HostKeys]] = {}
 
 
-def _known_keys(path: str) -> paramiko.HostKeys:
-    """The known_hosts file, read once per version of it (its mtime and size), not once per login.
+@dataclass(frozen=True)
+class _KnownHosts:
+    keys: paramiko.HostKeys
+    by_name: dict[str, dict[str, paramiko.PKey]]  # the entries naming a host in clear, by that name
 
-    paramiko's own load compares each line with every entry read before it: over a push to a thousand
-    switches, reading the whole file at every login grew with the cube of the fleet.
+
+_known_hosts_cache: dict[str, tuple[tuple[int, int], _KnownHosts]] = {}
+
+
+def _known_keys(path: str) -> _KnownHosts:
+    """The known_hosts file, read once per version of it (its mtime and size), not once per login, with
+    its entries indexed by host name.
+
+    paramiko's own load compares each line with every entry read before it, and its lookup walks every
+    entry: over a push to a thousand switches, reading the whole file at every login grew with the cube
+    of the fleet, and looking a host up in it with the square.
     """
     stat = os.stat(path)
     version = (stat.st_mtime_ns, stat.st_size)
     with _KNOWN_HOSTS_READ:
         cached = _known_hosts_cache.get(path)
         if cached is None or cached[0] != version:
-            cached = (version, paramiko.HostKeys(path))
+            keys = paramiko.HostKeys(path)
+            by_name: dict[str, dict[str, paramiko.PKey]] = {}
+            for entry in keys._entries:  # paramiko keeps them in file order; no public iterator gives the keys
+                if entry.key is None:
+                    continue
+                for name in entry.hostnames:
+                    if not name.startswith("|1|"):  # a hashed name matches only through lookup()
+                        by_name.setdefault(name, {}).setdefault(entry.key.get_name(), entry.key)
+            cached = (version, _KnownHosts(keys, by_name))
             _known_hosts_cache[path] = cached
         return cached[1]
 
@@ -133,7 +151,8 @@ def _known_keys(path: str) -> paramiko.HostKeys:
 def _trust_known_keys(client: paramiko.SSHClient, path: str, host: str, port: int) -> None:
     """Give the client the keys known_hosts holds for this host (as `[host]:port` off port 22), and no others."""
     name = host if port == 22 else f"[{host}]:{port}"
-    found = _known_keys(path).lookup(name)
+    known = _known_keys(path)
+    found = known.by_name.get(name) or known.keys.lookup(name)
     for key_type, key in (found or {}).items():
         client.get_host_keys().add(name, key_type, key)
 

@@ -34,7 +34,12 @@ from nornir_tasks.inventory import inventory_from_plan
 
 log = logging.getLogger(__name__)
 
-WORKERS = 32  # SSH sessions in flight; each spends its time waiting on the device
+WORKERS = 32  # SSH sessions in flight while a batch changes; each spends its time waiting on the device
+# Sessions in flight while every switch is only read (the pending-push check, the diffs, validate): a
+# switch's read is seconds of waiting on NVUE for tens of milliseconds of the controller's CPU. By
+# measurement (bench/rollout_scale.py, 655 switches, docs/benchmarks.md): 64 at once 76 s for the dry
+# run, 128 56 s, 256 46 s. The threads wait on sockets; shared between the reading processes.
+READ_WORKERS = 256
 
 
 @dataclass
@@ -77,6 +82,7 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
+    """The plan, the targets and a Nornir over them whose runner keeps `workers` hosts in flight."""
     plan, chosen = reach(args)
     intent = plan.intent
     index = LinkIndex(plan, PasswordHasher.for_intent(intent, chosen.secrets))

@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nornir.core import Nornir
+from nornir.plugins.runners import ThreadedRunner
 
 from gpufabric.push.errors import PushRefusedError
 from gpufabric.push.expect import Expectation
+from gpufabric.push.fleet import READ_WORKERS
 from gpufabric.push.push_id import describe, started_of
 from gpufabric.push.status import CONVERGED, Status
 from gpufabric.push.targets import Batch, narrow
-from nornir_tasks.per_host import run_per_host, run_per_host_results
+from nornir_tasks.per_host import run_per_host, run_per_host_results, run_per_host_results_forked
 from nornir_tasks.push import DeviceOutcome, PushOptions, check_pending, confirm, preview, rollback, stage
 
 log = logging.getLogger(__name__)
@@ -61,14 +63,21 @@ def run(
     opts: PushOptions,
     on_preview: Callable[[Rollout], None] | None = None,
     on_batch: Callable[[Batch, dict[str, DeviceOutcome]], None] | None = None,
+    read_workers: int = READ_WORKERS,
+    processes: int = 1,
 ) -> Rollout:
     """`plan_batches` hold every targeted switch; the batches that go out hold only those that change.
+    The pending-push check and the preview read `read_workers` switches at once, from `processes`
+    forked processes when there are many (the batches go out from this one).
     Raises OtherPushPendingError, before anything changes, when another push's change is pending on a
     targeted switch."""
     names = [n for b in plan_batches for n in b.devices]
     rollout = Rollout()
     nr.data.reset_failed_hosts()  # from here, Nornir's failed hosts are this push's
-    checked = _outcomes(run_per_host_results(nr, names, check_pending, opts=dict.fromkeys(names, opts)))
+    # Every switch is only read until the first batch: more of them at once (the same Nornir, its data
+    # and processors; only the runner is wider). The batches keep the runner they were planned for.
+    reader = nr.with_runner(ThreadedRunner(num_workers=read_workers))
+    checked = _read(reader, names, check_pending, processes, opts=dict.fromkeys(names, opts))
     busy = [n for n in names if checked[n].status == Status.BUSY]
     if busy:
         log.info("refused: another push is pending on %s", ", ".join(busy))
@@ -76,15 +85,7 @@ def run(
     rollout.outcomes.update({n: o for n, o in checked.items() if o.status == Status.FAILED})
     readable = [n for n in names if n not in rollout.outcomes]
     rollout.outcomes.update(
-        _outcomes(
-            run_per_host_results(
-                nr,
-                readable,
-                preview,
-                candidate=candidates,
-                opts=dict.fromkeys(readable, opts),
-            )
-        )
+        _read(reader, readable, preview, processes, candidate=candidates, opts=dict.fromkeys(readable, opts))
     )
     # Nornir's failed hosts: those the pending-push check or the preview could not read.
     rollout.unreadable = [n for n in names if n in nr.data.failed_hosts]
@@ -198,6 +199,18 @@ def _skip_the_rest(rollout: Rollout, why: str) -> None:
     for name, outcome in rollout.outcomes.items():
         if outcome.status == Status.WOULD_CHANGE:
             rollout.outcomes[name] = DeviceOutcome(name, Status.SKIPPED, why, diff=outcome.diff, batch=outcome.batch)
+
+
+def _read(
+    nr: Nornir, names: list[str], task: Callable[..., Any], processes: int, **per_host: Any
+) -> dict[str, DeviceOutcome]:
+    """Each switch's outcome of a task that only reads (the pending-push check, the preview): every switch
+    is asked before the next task starts, whether from this process or dealt out to forked ones (their
+    sessions end with them; a batch logs in again from here). Nornir's failed hosts are this process's."""
+    return {
+        name: outcome
+        for name, (outcome, _failed) in run_per_host_results_forked(nr, names, task, processes, **per_host).items()
+    }
 
 
 def _outcomes(results: Any) -> dict[str, DeviceOutcome]:

@@ -8,30 +8,49 @@ with multipath-relax installs every neighbour offering the shortest AS path, up 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
+from gpufabric.parallel import chunked, fork_map
 from gpufabric.plan.model import Plan, ip
 
+# From this many origins the path vector runs on every core (a process each); below, in this one.
+PARALLEL_FROM = 256
 
-def expected_widths(plan: Plan, plane: str | None, cap: dict[str, int]) -> dict[str, dict[str, int]]:
-    """device -> {"a.b.c.d/32": width} for every remote loopback it should reach (unreachable ones left out)."""
+
+def expected_widths(
+    plan: Plan, plane: str | None, cap: dict[str, int], processes: int = 1
+) -> dict[str, dict[str, int]]:
+    """device -> {"a.b.c.d/32": width} for every remote loopback it should reach (unreachable ones left out).
+
+    One path vector per origin: all pairs, so at 32k (1,280 switches) seconds of CPU, which `processes`
+    forked processes share (only from a caller with no other thread running)."""
     devices = {d.name: d for d in plan.devices() if (plane is None or d.plane == plane) and d.asn is not None}
     adjacent: dict[str, list[str]] = defaultdict(list)  # one entry per link: parallel links are parallel paths
     for link in plan.links():
         if link.kind == "fabric" and link.a in devices and link.b in devices:
             adjacent[link.a].append(link.b)
             adjacent[link.b].append(link.a)
+    origins = [(origin, f"{ip(od.loopback)}/32") for origin, od in devices.items() if od.loopback is not None]
+    processes = processes if len(origins) >= PARALLEL_FROM else 1
+    share = -(-len(origins) // max(1, processes))
     widths: dict[str, dict[str, int]] = defaultdict(dict)
-    for origin, od in devices.items():
-        if od.loopback is None:
-            continue
-        prefix = f"{ip(od.loopback)}/32"
-        for name, width in _paths_from(origin, devices, adjacent).items():
-            widths[name][prefix] = min(width, cap.get(name, width))
+    for part in fork_map(partial(_widths_from, devices, adjacent), chunked(origins, share), processes):
+        for prefix, found in part:
+            for name, width in found.items():
+                widths[name][prefix] = min(width, cap.get(name, width))
     return dict(widths)
 
 
-def _paths_from(origin: str, devices: dict, adjacent: dict[str, list[str]]) -> dict[str, int]:  # type: ignore[type-arg]
-    asn = {n: d.asn for n, d in devices.items()}
+def _widths_from(
+    devices: dict[str, Any], adjacent: dict[str, list[str]], origins: Sequence[tuple[str, str]]
+) -> list[tuple[str, dict[str, int]]]:
+    asn = {n: d.asn for n, d in devices.items()}  # once, not once per origin
+    return [(prefix, _paths_from(origin, asn, adjacent)) for origin, prefix in origins]
+
+
+def _paths_from(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]) -> dict[str, int]:
     path: dict[str, tuple[int, ...]] = {origin: (asn[origin],)}  # the AS path each switch advertises
     width: dict[str, int] = {}
     frontier = [origin]

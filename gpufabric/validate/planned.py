@@ -9,9 +9,12 @@ from gpufabric.validate.checks import Planned
 from gpufabric.validate.ecmp import expected_widths
 
 
-def planned(plan: Plan, index: LinkIndex, names: list[str], plane: str | None) -> dict[str, Planned]:
+def planned(
+    plan: Plan, index: LinkIndex, names: list[str], plane: str | None, processes: int = 1
+) -> dict[str, Planned]:
+    """What each switch should show; the ECMP widths computed by `processes` forked processes."""
     contexts = {n: build(plan, index.devices[n], index) for n in names}
-    widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()})
+    widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()}, processes)
     oob = plan.intent.planes.oob
     out = {}
     for name, ctx in contexts.items():

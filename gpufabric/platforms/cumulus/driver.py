@@ -91,11 +91,13 @@ class CumulusDriver(LinuxSwitchDriver):
         self._stage()
         return nvue.diff_text(self._run(nvue.DIFF))
 
-    def compare_running(self, candidate: str) -> str:
+    def compare_running(self, candidate: str, running: str | None = None) -> str:
         """The difference between the applied configuration and `candidate`, computed here: nothing is
         uploaded or staged, so a read-only check (validate) never touches NVUE's pending revision, which
-        may be someone else's."""
-        return nvue.tree_diff(nvue.set_tree(self._run(nvue.SHOW_APPLIED)), nvue.set_tree(candidate))
+        may be someone else's. `running`: the applied configuration as `get_config` just read it (one
+        read of the switch, not two)."""
+        applied = self._run(nvue.SHOW_APPLIED) if running is None else running
+        return nvue.tree_diff(nvue.set_tree(applied), nvue.set_tree(candidate))
 
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
         if self.has_pending_commit():
