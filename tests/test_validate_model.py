@@ -26,6 +26,13 @@ def test_ecmp_model_follows_ebgp_loop_prevention(default_plan):
     assert capped["cmp-su1-leaf1"][lo["cmp-su2-leaf2"]] == 1  # maximum-paths caps the width
 
 
+def test_a_plane_with_no_bgp_switch_expects_no_paths(default_plan):
+    """The OOB plane's switches run no BGP: no origin, no width, on one core or several."""
+    assert expected_widths(default_plan, "oob", {}) == {}
+    assert expected_widths(default_plan, "oob", {}, processes=2) == {}
+    assert expected_widths(default_plan, "no-such-plane", {}, processes=4) == {}
+
+
 def test_reports_carry_every_field():
     results = [
         result("bgp-session", "leaf1", "swp3", "Established, AS 1", "down, AS 1"),

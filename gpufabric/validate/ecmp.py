@@ -34,7 +34,7 @@ def expected_widths(
             adjacent[link.b].append(link.a)
     origins = [(origin, f"{ip(od.loopback)}/32") for origin, od in devices.items() if od.loopback is not None]
     processes = processes if len(origins) >= PARALLEL_FROM else 1
-    share = -(-len(origins) // max(1, processes))
+    share = max(1, -(-len(origins) // max(1, processes)))  # a plane with no BGP switch has no origin
     widths: dict[str, dict[str, int]] = defaultdict(dict)
     for part in fork_map(partial(_widths_from, devices, adjacent), chunked(origins, share), processes):
         for prefix, found in part:
