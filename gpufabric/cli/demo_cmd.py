@@ -60,6 +60,9 @@ def demo_cmd(file: str | None, json_path: Path | None, chaos: bool, keep: bool, 
             chaos_step.run(runner, plan, intent, DEFAULT_DIR, report)
     except DemoStepError as exc:
         raise click.ClickException(f"{exc}\n(the lab is left up to look at; `gpufabric lab down` removes it)") from None
+    except Exception:
+        err.print("the demo stopped on an error of its own; the lab is left up (`gpufabric lab down` removes it)")
+        raise
     if not keep:
         runner.run("lab down", [runner.tool("gpufabric"), "lab", "down"], check=False)
     report.seconds = time.perf_counter() - started
