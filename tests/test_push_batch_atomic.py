@@ -121,7 +121,9 @@ def fleet(names: list[str]) -> Nornir:
     return Nornir(inventory=Inventory(hosts=hosts, groups=Groups(), defaults=Defaults()), runner=ThreadedRunner(4))
 
 
-def push(nr: Nornir, batches: list[Batch], push_id: str = "gf-20261123T120000Z-000001") -> rollout.Rollout:
+def push(
+    nr: Nornir, batches: list[Batch], push_id: str = "gf-20261123T120000Z-000001", processes: int = 1
+) -> rollout.Rollout:
     names = [n for b in batches for n in b.devices]
     return rollout.run(
         nr,
@@ -129,6 +131,7 @@ def push(nr: Nornir, batches: list[Batch], push_id: str = "gf-20261123T120000Z-0
         candidates=dict.fromkeys(names, NEW),
         expects={n: Expectation(n, {}, ()) for n in names},
         opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, push_id=push_id),
+        processes=processes,
     )
 
 
@@ -216,18 +219,6 @@ def test_every_driver_is_given_the_push_id(switches):
     assert options == {"push_id": ident.id, "push_controller": "ctl-b"}
 
 
-def _push_from(nr: Nornir, batches: list[Batch], processes: int) -> rollout.Rollout:
-    names = [n for b in batches for n in b.devices]
-    return rollout.run(
-        nr,
-        plan_batches=batches,
-        candidates=dict.fromkeys(names, NEW),
-        expects={n: Expectation(n, {}, ()) for n in names},
-        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, push_id="gf-20261123T120000Z-000001"),
-        processes=processes,
-    )
-
-
 def test_a_large_fleet_is_read_from_forked_processes_with_the_same_outcomes_and_guards(switches):
     """The pending-push check and the preview of a fleet of FORK_FROM or more switches run in forked
     processes (the double's state there is a copy: what they read comes back, nothing they did stays).
@@ -240,7 +231,7 @@ def test_a_large_fleet_is_read_from_forked_processes_with_the_same_outcomes_and_
     nr = fleet(names)
     for n in names[::3]:
         switches[n].running = NEW  # already as planned: unchanged
-    result = _push_from(nr, batches, processes=2)
+    result = push(nr, batches, processes=2)
     assert result.converged
     assert {n: o.status for n, o in result.outcomes.items()} == {
         n: "unchanged" if i % 3 == 0 else "changed" for i, n in enumerate(names)
@@ -251,7 +242,7 @@ def test_a_large_fleet_is_read_from_forked_processes_with_the_same_outcomes_and_
     nr = fleet(names)
     switches[names[5]].pending_push = {"push_id": "gf-20261123T110000Z-0000aa", "started": "x", "controller": "c"}
     with pytest.raises(rollout.OtherPushPendingError):
-        _push_from(nr, batches, processes=2)
+        push(nr, batches, processes=2)
     assert not any(switches[n].calls for n in names)  # refused before any switch was even read
 
     nr = fleet(names)
@@ -267,7 +258,7 @@ def test_a_large_fleet_is_read_from_forked_processes_with_the_same_outcomes_and_
 
     SwitchDouble.compare_config = compare  # type: ignore[method-assign]
     try:
-        result = _push_from(nr, batches, processes=2)
+        result = push(nr, batches, processes=2)
     finally:
         SwitchDouble.compare_config = original  # type: ignore[method-assign]
     assert result.unreadable == [bad] and not result.converged
