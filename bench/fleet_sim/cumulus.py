@@ -22,11 +22,7 @@ import yaml
 
 from fleet_sim import latency as lat
 from fleet_sim.shell import Result
-
-try:  # libyaml's reader when present: the simulator parses every candidate the fleet is sent
-    from yaml import CSafeLoader as Loader
-except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as Loader  # type: ignore[assignment]
+from gpufabric.platforms.cumulus.nvue import set_tree as _nvue_set_tree
 
 HOME = "/home/cumulus"
 STARTUP = "/etc/nvue.d/startup.yaml"
@@ -39,21 +35,10 @@ def factory_config(username: str) -> str:
 
 
 def set_tree(text: str) -> dict[str, Any]:
-    """The configuration an NVUE document list sets (its `set` trees merged in order)."""
-    data = yaml.load(text, Loader=Loader)  # a safe loader (libyaml's when present)
-    tree: dict[str, Any] = {}
-    for doc in data if isinstance(data, list) else [data]:
-        if isinstance(doc, dict) and isinstance(doc.get("set"), dict):
-            _merge(tree, doc["set"])
-    return tree
-
-
-def _merge(into: dict[str, Any], tree: dict[str, Any]) -> None:
-    for key, value in tree.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
+    """The configuration an NVUE document list sets (its `set` trees merged in order), read as the
+    controller reads it: the simulator parses every candidate the fleet is sent, on the controller's cores
+    (on real switches, on theirs), so it takes the same fast reader (PyYAML for what that leaves aside)."""
+    return _nvue_set_tree(text)
 
 
 def diff_commands(old: dict[str, Any], new: dict[str, Any], path: tuple[str, ...] = ()) -> list[str]:
