@@ -11,6 +11,7 @@ from collections import Counter
 
 from conftest import plan_doc
 from fabric_builders import role, single_plane
+from fabric_graph import cut_off_leaves, switch_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,3 +100,9 @@ def test_designs_plan_consistently_or_explain(doc: dict):
     # Every leaf reaches every spine of its pod with the same number of links.
     per_pair = Counter((link.a, link.b) for link in plane.links if link.kind == "fabric" and link.a in leaves)
     assert len(set(per_pair.values())) <= 1
+    # A failure domain (what one batch of a push takes down) cuts off no leaf that one of its switches
+    # alone would leave connected.
+    graph = switch_graph(plane)
+    for domain in plane.failure_domains:
+        alone = set().union(*(cut_off_leaves(plane, graph, [d]) for d in domain.devices))
+        assert cut_off_leaves(plane, graph, domain.devices) <= alone, domain.name

@@ -425,9 +425,24 @@ class PlaneBuilder:
         at the same position across units may change together: each server loses one
         rail (or one side of its bond) and keeps the others. A single-leaf unit is
         its servers' only way in, so that leaf is a domain of its own.
+
+        With three tiers the same holds a tier up. The spines at one position of every
+        pod change together: each pod loses one spine, as when one of its spines alone
+        changes (every leaf keeps the other spines of its group), and the superspines
+        that position uplinks to lose their downlinks, which the other positions' carry.
+        The superspines at one place in every group change together: each spine loses one
+        of its group's superspines and keeps the others. Where a leaf has a single spine
+        to go to, or a spine a single superspine, those stay one at a time.
         """
-        domains, name = self.out.failure_domains, self.name
-        for d in self.superspines + self.spines + self.borders:
+        domains, name, s = self.out.failure_domains, self.name, self.s
+        by_position = self.plane.tiers == 3 and s.pods > 1 and s.spines_per_group > 1
+        by_place = self.plane.tiers == 3 and s.superspines_per_group > 1
+        for pos in range(s.spines if by_position else 0):
+            self._domain(f"{name}:spines-{pos + 1}", [self.spines[pod * s.spines + pos] for pod in range(s.pods)])
+        for j in range(s.superspines_per_group if by_place else 0):
+            self._domain(f"{name}:superspines-{j + 1}", self.superspines[j :: s.superspines_per_group])
+        alone = ([] if by_place else self.superspines) + ([] if by_position else self.spines) + self.borders
+        for d in alone:
             d.failure_domain = f"{name}:{d.name}"
             domains.append(FailureDomain(d.failure_domain, name, [d.name]))
         by_side: dict[int, list[str]] = {}
@@ -444,6 +459,11 @@ class PlaneBuilder:
         for side in sorted(by_side):
             label = f"rail{side}" if self.plane.topology == "rail-optimized" else f"side-{_letter(side - 1)}"
             domains.append(FailureDomain(f"{name}:leaves-{label}", name, by_side[side]))
+
+    def _domain(self, domain: str, members: list[Device]) -> None:
+        for d in members:
+            d.failure_domain = domain
+        self.out.failure_domains.append(FailureDomain(domain, self.name, [d.name for d in members]))
 
     def _stats(self) -> None:
         s, sw, target = self.s, self.plane.switches, self.plane.oversubscription
