@@ -20,7 +20,7 @@ commit-check-confirm time by the simulator's latencies, plus the checks' 2 s set
 from the simulator's event log it checks that never more than one failure domain of a plane was down
 (committed and not yet confirmed) at any moment, and says per run whether the controller's CPU,
 the simulator's, or waiting bounded it. `--push-budget S` stops any one run taking longer (a
-whole-fabric push at full latency takes hours: the bound alone is 806 waves x 13.2 s).
+whole-fabric push at full latency takes over half an hour: the bound alone is 106 waves x 13.2 s).
 
 Before the runs of each fraction it measures the floor in the same namespace: one SSH login and one
 command to every switch through the drivers' transport (bench/ssh_floor.py), the least any read of the
