@@ -17,6 +17,7 @@ from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.plan import build_plan
+from gpufabric.platforms.cumulus import nvue
 from gpufabric.platforms.cumulus.verify import nvue_facts
 from gpufabric.verify import runner, yaml_block
 from gpufabric.verify.runner import verify
@@ -64,6 +65,22 @@ def test_nvue_facts_are_the_same_when_pyyaml_reads_the_document():
         commented = text.replace("        type: swp\n", "        type: swp # a switch port\n")
         assert load_block_yaml(commented) is None, name
         assert nvue_facts(name, commented, name) == nvue_facts(name, text, name), name
+
+
+def test_the_cumulus_driver_reads_candidates_and_applied_text_as_pyyaml_does():
+    """The driver's candidate check and validate's trees take the block reader's fast path on what the
+    renderer and NVUE write, and PyYAML's reading on the rest: the same documents, users and trees."""
+    docs = sorted(_nvue_documents("examples/multi-vendor.yml", None).items())[:4]
+    assert len(docs) == 4
+    for name, text in docs:
+        commented = text.replace("        type: swp\n", "        type: swp # a switch port\n")
+        flow = yaml.safe_dump(yaml.safe_load(text), default_flow_style=True)
+        for variant in (text, commented, flow):
+            assert nvue.documents(variant) == yaml.safe_load(text), name
+            assert nvue.set_tree(variant) == yaml.safe_load(text)[1]["set"], name
+        assert nvue.users(nvue.documents(text)) == set(yaml.safe_load(text)[1]["set"]["system"]["aaa"]["user"])
+    with pytest.raises(yaml.YAMLError):
+        nvue.documents("- set:\n    system: [unclosed\n")
 
 
 @pytest.mark.parametrize(
