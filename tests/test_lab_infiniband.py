@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -54,11 +55,16 @@ def test_lab_down_stops_the_simulator_and_both_subnet_managers(tmp_path: Path) -
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    state = tmp_path_factory.mktemp("lab") / "state"
+    folder = tmp_path_factory.mktemp("lab")
+    state = folder / "state"
     up = run("gpufabric", "lab", "up", EXAMPLE, "--no-hosts", "--state-dir", str(state))
     assert up.returncode == 0, up.stderr
     assert "InfiniBand compute plane: 5 switches and 8 adapters in ibsim" in up.stderr
     yield state
+    # The simulator's and the subnet managers' logs outlive `lab down`, beside the state folder: a failure
+    # here is read in OpenSM's own words.
+    for log in (state / "infiniband").rglob("*.log"):
+        shutil.copy(log, folder / "-".join(log.relative_to(state).parts))
     run("gpufabric", "lab", "down", "--state-dir", str(state))
 
 
