@@ -275,7 +275,7 @@ def lab_up_cmd(file: Path, state_dir: Path) -> int:
         raise click.ClickException(str(exc)) from None
     pids = ", ".join(f"{name} {pid}" for name, pid in done.processes.items())
     timing = f"ibsim ready in {done.ibsim_seconds:.2f} s, SUBNET UP in {done.subnet_up_seconds:.2f} s"
-    err.print(f"{done.fabric}: {timing} ({pids})")
+    err.print(f"{done.fabric}: {timing} ({pids}){done.restarted}")
     return 0
 
 

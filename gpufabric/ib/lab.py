@@ -33,6 +33,14 @@ class LabUp:
     ibsim_seconds: float
     subnet_up_seconds: float
     processes: dict[str, int]
+    primary_restarts: int = 0  # the primary started again: it had stopped sweeping when the standby joined
+
+    @property
+    def restarted(self) -> str:
+        """What an operator is told of a restart of the primary ("" when there was none)."""
+        if not self.primary_restarts:
+            return ""
+        return "; the primary subnet manager stopped sweeping when the standby joined and was started again"
 
 
 def _start_time(pid: int) -> int | None:
@@ -87,8 +95,10 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
             assert name is not None
             sm = sim.OpenSm(simulator, folder, folder / "opensm.conf", topology.node_id(fabric.by_name[name]))
             sms.append(sm)
+            swept = sms[0].sweeps()  # the primary's, before this SM starts
             seconds = sm.start(ready="SUBNET UP" if role == "primary" else "Entering STANDBY state")
             up_seconds = up_seconds or seconds
+        restarts = _primary_sweeping(sms[0], swept) if len(sms) > 1 else 0
         procs = {"ibsim": simulator.proc, **{role: sm.proc for role, sm in zip(roles, sms, strict=True)}}
         state = {
             "fabric": fabric.design.name,
@@ -98,7 +108,7 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
             "processes": {n: {"pid": p.pid, "start": _start_time(p.pid)} for n, p in procs.items() if p},
         }
         (state_dir / STATE).write_text(json.dumps(state, indent=2) + "\n")
-        return LabUp(fabric.design.name, ibsim_seconds, up_seconds, {n: p.pid for n, p in procs.items() if p})
+        return LabUp(fabric.design.name, ibsim_seconds, up_seconds, {n: p.pid for n, p in procs.items() if p}, restarts)
     except BaseException:
         for sm in reversed(sms):
             sm.stop()
@@ -106,6 +116,26 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
         if created:
             shutil.rmtree(state_dir, ignore_errors=True)
         raise
+
+
+# The primary sweeps again when the standby's port announces its SM (a trap): within a tenth of a second
+# on an idle machine. What it waits for past this is an answer that will not come (below).
+SWEEP_AFTER_STANDBY_S = 15.0
+
+
+def _primary_sweeping(primary: sim.OpenSm, before: int) -> int:
+    """Make sure the primary swept once the standby joined; 1 when it had to be started again.
+
+    ibsim's MAD layer (libumad2sim) has no timeouts: where the kernel would answer a request that got no
+    reply with a timeout, here the request waits for ever. One lost while the standby binds its agents
+    leaves the primary waiting in that sweep for good: it still answers SMInfo (so it looks master) but
+    never sweeps again, and no cut cable, relinked port or new partition is ever acted on. Seen under
+    load. Started again it finds the standby settled, and `start` returns once it has swept."""
+    if primary.swept(before, SWEEP_AFTER_STANDBY_S):
+        return 0
+    primary.stop()
+    primary.start(ready="SUBNET UP")
+    return 1
 
 
 def down(state_dir: Path) -> list[str]:

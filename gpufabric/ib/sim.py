@@ -167,7 +167,10 @@ class OpenSm:
 
     def start(self, timeout: float = 120.0, ready: str = "SUBNET UP") -> float:
         """Start OpenSM (no daemon); seconds until its log says `ready`: the master's first sweep
-        reports SUBNET UP, a standby "Entering STANDBY state"."""
+        reports SUBNET UP, a standby "Entering STANDBY state". A log of an earlier run is kept
+        beside, as opensm.log.1: OpenSM appends, and `ready` must be this run's."""
+        if self.log.exists():
+            self.log.replace(self.log.with_name(self.log.name + ".1"))
         env = self.sim.env(self.host)
         env["OSM_CACHE_DIR"] = env["OSM_TMP_DIR"] = str(self.workdir)  # guid2lid & co. stay here
         with self.stdout.open("wb") as out:
@@ -181,6 +184,19 @@ class OpenSm:
                 start_new_session=True,
             )
         return _wait_for(self.log, ready, timeout, self.proc, "opensm")
+
+    def sweeps(self) -> int:
+        """How many sweeps this run has finished (its log's SUBNET UP lines)."""
+        return self.log.read_text(errors="replace").count("SUBNET UP") if self.log.exists() else 0
+
+    def swept(self, after: int, timeout: float) -> bool:
+        """Whether a sweep past the first `after` ends within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.sweeps() <= after:
+            if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
+                return False
+            time.sleep(0.05)
+        return True
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -91,6 +91,7 @@ def infiniband_up(ib: IbPlan, state_dir: Path, say: Callable[[str], None]) -> No
     say(
         f"InfiniBand compute plane: {len(ib.fabric.switches)} switches and {len(ib.fabric.adapters)} adapters in "
         f"ibsim ({done.ibsim_seconds:.1f} s), OpenSM primary and standby, SUBNET UP in {done.subnet_up_seconds:.1f} s"
+        + done.restarted
     )
 
 
