@@ -74,8 +74,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         primary, host = _sm(s, fabric, found, workdir / "sm-primary")
         standby, _ = _sm(s, fabric, found, workdir / "sm-standby", role="standby")
         try:
-            up = primary.start()
-            standby.start(ready="Entering STANDBY state")
+            up = sim.start_managers(primary, standby).subnet_up_seconds
             yield Lab(fabric, s, found, before, host, primary, standby, up)
         finally:
             standby.stop()

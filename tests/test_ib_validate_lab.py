@@ -43,16 +43,16 @@ class Fabric:
 
     def change(self, *commands: str) -> None:
         """Console commands, then wait until OpenSM has swept them (no new SUBNET UP for 1 s)."""
-        sweeps = self.primary.log.read_text().count("SUBNET UP")
+        sweeps = self.primary.sweeps()
         for command in commands:
             self.simulator.console(command)
+        if not self.primary.swept(sweeps, 60):
+            pytest.fail(f"OpenSM (PID {self.primary.proc and self.primary.proc.pid}) did not sweep {commands} in 60 s")
         deadline = time.monotonic() + 60
-        while self.primary.log.read_text().count("SUBNET UP") == sweeps and time.monotonic() < deadline:
-            time.sleep(0.1)
         while True:
-            sweeps = self.primary.log.read_text().count("SUBNET UP")
+            sweeps = self.primary.sweeps()
             time.sleep(1)
-            if self.primary.log.read_text().count("SUBNET UP") == sweeps or time.monotonic() > deadline:
+            if self.primary.sweeps() == sweeps or time.monotonic() > deadline:
                 return
 
 
@@ -69,8 +69,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fabric]:
             assert name is not None
             sms.append(sim.OpenSm(s, folder, folder / "opensm.conf", topology.node_id(plan.by_name[name])))
         try:
-            sms[0].start()
-            sms[1].start(ready="Entering STANDBY state")
+            sim.start_managers(sms[0], sms[1])
             yield Fabric(plan, s, sms[0])
         finally:
             for sm in reversed(sms):

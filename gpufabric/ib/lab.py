@@ -87,18 +87,13 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
         found = discovery.discover(fabric, topology.parse(simulator.run("ibnetdiscover"), "ibnetdiscover"))
         (state_dir / "discovery.json").write_text(found.dumps())
         roles = ("primary", "standby") if fabric.sm.standby else ("primary",)
-        up_seconds = 0.0
         for role in roles:
             folder = state_dir / role
             opensm.write(opensm.render(fabric, found, intent.settings, folder, role=role), folder)  # type: ignore[arg-type]
             name = fabric.sm.primary if role == "primary" else fabric.sm.standby
             assert name is not None
-            sm = sim.OpenSm(simulator, folder, folder / "opensm.conf", topology.node_id(fabric.by_name[name]))
-            sms.append(sm)
-            swept = sms[0].sweeps()  # the primary's, before this SM starts
-            seconds = sm.start(ready="SUBNET UP" if role == "primary" else "Entering STANDBY state")
-            up_seconds = up_seconds or seconds
-        restarts = _primary_sweeping(sms[0], swept) if len(sms) > 1 else 0
+            sms.append(sim.OpenSm(simulator, folder, folder / "opensm.conf", topology.node_id(fabric.by_name[name])))
+        started = sim.start_managers(sms[0], sms[1] if len(sms) > 1 else None)
         procs = {"ibsim": simulator.proc, **{role: sm.proc for role, sm in zip(roles, sms, strict=True)}}
         state = {
             "fabric": fabric.design.name,
@@ -108,7 +103,13 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
             "processes": {n: {"pid": p.pid, "start": _start_time(p.pid)} for n, p in procs.items() if p},
         }
         (state_dir / STATE).write_text(json.dumps(state, indent=2) + "\n")
-        return LabUp(fabric.design.name, ibsim_seconds, up_seconds, {n: p.pid for n, p in procs.items() if p}, restarts)
+        return LabUp(
+            fabric.design.name,
+            ibsim_seconds,
+            started.subnet_up_seconds,
+            {n: p.pid for n, p in procs.items() if p},
+            started.primary_restarts,
+        )
     except BaseException:
         for sm in reversed(sms):
             sm.stop()
@@ -116,26 +117,6 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
         if created:
             shutil.rmtree(state_dir, ignore_errors=True)
         raise
-
-
-# The primary sweeps again when the standby's port announces its SM (a trap): within a tenth of a second
-# on an idle machine. What it waits for past this is an answer that will not come (below).
-SWEEP_AFTER_STANDBY_S = 15.0
-
-
-def _primary_sweeping(primary: sim.OpenSm, before: int) -> int:
-    """Make sure the primary swept once the standby joined; 1 when it had to be started again.
-
-    ibsim's MAD layer (libumad2sim) has no timeouts: where the kernel would answer a request that got no
-    reply with a timeout, here the request waits for ever. One lost while the standby binds its agents
-    leaves the primary waiting in that sweep for good: it still answers SMInfo (so it looks master) but
-    never sweeps again, and no cut cable, relinked port or new partition is ever acted on. Seen under
-    load. Started again it finds the standby settled, and `start` returns once it has swept."""
-    if primary.swept(before, SWEEP_AFTER_STANDBY_S):
-        return 0
-    primary.stop()
-    primary.start(ready="SUBNET UP")
-    return 1
 
 
 def down(state_dir: Path) -> list[str]:

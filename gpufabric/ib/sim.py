@@ -23,6 +23,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpufabric.ib.errors import fail
@@ -203,6 +204,39 @@ class OpenSm:
             _stop(self.proc)
             self.proc = None
         _drop_fake_sysfs(self.workdir)
+
+
+# The primary sweeps again when the standby's port announces its SM (a trap): within a tenth of a second
+# on an idle machine. What it waits for past this is an answer that will not come (below).
+SWEEP_AFTER_STANDBY_S = 15.0
+
+
+@dataclass(frozen=True)
+class Managers:
+    """The subnet managers started: the primary's time to its first SUBNET UP, and its restarts."""
+
+    subnet_up_seconds: float
+    primary_restarts: int = 0  # started again: it had stopped sweeping when the standby joined
+
+
+def start_managers(primary: OpenSm, standby: OpenSm | None = None, timeout: float = 120.0) -> Managers:
+    """The primary to its first SUBNET UP, then the standby, then proof that the primary still sweeps.
+
+    ibsim's MAD layer (libumad2sim) has no timeouts: where the kernel would answer a request that got no
+    reply with a timeout, here the request waits for ever. One lost while the standby binds its agents
+    leaves the primary waiting in that sweep for good: it still answers SMInfo (so it looks master) but
+    never sweeps again, and no cut cable, relinked port or new partition is ever acted on. Seen under
+    load. Started again once, it finds the standby settled, and `start` returns once it has swept."""
+    up = primary.start(timeout=timeout, ready="SUBNET UP")
+    if standby is None:
+        return Managers(up)
+    before = primary.sweeps()
+    standby.start(timeout=timeout, ready="Entering STANDBY state")
+    if primary.swept(before, SWEEP_AFTER_STANDBY_S):
+        return Managers(up)
+    primary.stop()
+    primary.start(timeout=timeout, ready="SUBNET UP")
+    return Managers(up, primary_restarts=1)
 
 
 def limits(nodes: int, switches: int, ports: int) -> tuple[int, int, int] | None:
