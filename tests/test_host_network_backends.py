@@ -25,13 +25,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from ansible_helpers import run_play
+from networkd_helpers import networkd_log
 
 from gpufabric.export.inventory import ansible_vars, build
 from gpufabric.intent import load_intent
@@ -380,45 +380,11 @@ def test_networkmanager_reads_the_bond_and_its_ports(rendered):
 
 # --- systemd-networkd's own parser -------------------------------------------------------------------------
 
-NETWORKD = Path("/lib/systemd/systemd-networkd")
-
-
-def _networkd_log(folder: Path) -> str:
-    """systemd-networkd loading `folder` as its only configuration, in a network and mount namespace of its
-    own (only a loopback there; /run, /etc/systemd/network and /usr/lib/systemd/network are empty tmpfs
-    but for these files). Stopped by its PID once it has enumerated links (its configuration is loaded
-    before that), or after 60 s."""
-    if os.geteuid() != 0 or not NETWORKD.exists() or shutil.which("unshare") is None:
-        pytest.skip("needs root, unshare and systemd-networkd (Debian's systemd)")
-    script = (
-        "set -e; for d in /run /etc/systemd/network /usr/lib/systemd/network; do mount -t tmpfs tmpfs $d; done; "
-        'mkdir -p /run/systemd/network; cp "$1"/* /run/systemd/network/; '
-        f"exec env SYSTEMD_LOG_LEVEL=debug SYSTEMD_LOG_TARGET=console {NETWORKD}"
-    )
-    proc = subprocess.Popen(
-        ["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c", script, "sh", str(folder)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    deadline = time.monotonic() + 60
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line.rstrip())
-            if "Enumeration completed" in line or time.monotonic() > deadline:
-                break
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    return "\n".join(lines)
-
 
 @pytest.mark.parametrize("source", ["systemd-networkd", "netplan"])
 def test_systemd_networkd_loads_every_file_without_a_complaint(rendered, source):
     folder = rendered / "systemd-networkd" if source == "systemd-networkd" else _netplan_generate(rendered)
-    log = _networkd_log(folder)
+    log = networkd_log(folder)
     assert "Enumeration completed" in log, log[-2000:]
     complaints = [ln for ln in log.splitlines() if "/run/systemd/network/" in ln]
     assert not complaints, "\n".join(complaints)  # networkd names the file and line of every rejected setting

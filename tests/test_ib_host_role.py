@@ -9,6 +9,7 @@ device/net/<ipoib interface>). Real: Ansible, the role's tasks, templates and fi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from networkd_helpers import networkd_log
 
 from gpufabric.export import inventory
 from gpufabric.intent import load_intent
@@ -106,6 +108,23 @@ def test_nccl_and_ipoib_from_the_plan_and_a_second_run_changes_nothing(tmp_path:
     assert "Address=10.140.0.97/24" in files["30-gpufabric-child.network"]
     again = _play(tmp_path, facts)
     assert again.returncode == 0 and _recap(again.stdout)["changed"] == 0, again.stdout[-2000:]
+
+
+@pytest.mark.parametrize("mode", ["datagram", "connected"])
+def test_systemd_networkd_takes_the_ipoib_files_as_written(tmp_path: Path, mode: str) -> None:
+    """systemd-networkd's own parser reads the partition child's .netdev (kind, PartitionKey, Mode: the mode is
+    configuration, so it holds across a reboot) and both .network files without rejecting or ignoring a line."""
+    facts = _host_facts()
+    facts["gpufabric_infiniband"]["ipoib"][0]["mode"] = mode
+    _sysfs(tmp_path / "sys", _devices(facts))
+    done = _play(tmp_path, facts)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"Mode={mode}\n" in (tmp_path / "etc" / "network" / "30-gpufabric-ib0.8102.netdev").read_text()
+    log = networkd_log(tmp_path / "etc" / "network")
+    assert "Enumeration completed" in log, log[-2000:]
+    complaints = [ln for ln in log.splitlines() if "/run/systemd/network/" in ln]
+    assert not complaints, "\n".join(complaints)  # networkd names the file and line of every setting it refuses
+    assert re.search(r"^ib0\.8102: loaded \"?ipoib\"?", log, re.M), log[-2000:]
 
 
 def test_no_ipoib_files_unless_the_plan_asks(tmp_path: Path) -> None:
