@@ -68,9 +68,30 @@ SLOW_MODULES = {"test_fuzz_intents", "test_fuzz_designs"}
 # keeps the smaller examples (the default fabric, multi-vendor, sonic, superpod-1su, lab-infiniband) and
 # CI runs these too.
 LARGE_EXAMPLES = ("32k", "28k", "superpod-4su", "superpod-ib", "superpod-b200-ib")
-# Tests of 1.5-4.5 s each (most start the CLI or Ansible several times, or build the docs site): the fast
-# tier leaves them to CI so it stays under 90 s on two cores; `scripts/test.sh` runs them all.
+# Tests of 1-4.5 s each (most start the CLI or Ansible several times, run a vendor's model over a whole
+# fabric, or build the docs site): the fast tier leaves them to CI so it stays under 90 s on two slow
+# cores; `scripts/test.sh` runs them all. The default fabric's own cases of the per-example tests stay.
 SLOW_TESTS = {
+    "test_oracle_avd.py::test_every_eos_config_says_what_pyavd_renders[all-eos-from-edge]",
+    "test_oracle_avd.py::test_every_eos_config_says_what_pyavd_renders[all-eos-originate]",
+    "test_telemetry.py::test_commands_that_log_in_say_when_no_lab_is_up[command0]",
+    "test_telemetry.py::test_commands_that_log_in_say_when_no_lab_is_up[command1]",
+    "test_telemetry.py::test_commands_that_log_in_say_when_no_lab_is_up[command2]",
+    "test_load_balancing.py::test_cumulus_adaptive_routing_fits_nvidias_model[5.11]",
+    "test_load_balancing.py::test_cumulus_adaptive_routing_fits_nvidias_model[5.18]",
+    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/sonic.yml]",
+    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/lab-infiniband.yml]",
+    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/superpod-1su.yml]",
+    "test_cli.py::test_both_commands_are_the_same_cli[nornir]",
+    "test_oracle_nvue.py::test_every_supported_release_accepts_its_documents[superpod-1su-5.11]",
+    "test_oracle_nvue.py::test_every_supported_release_accepts_its_documents[superpod-1su-5.15]",
+    "test_oracle_nvue.py::test_every_supported_release_accepts_its_documents[superpod-1su-5.18]",
+    "test_growth.py::test_without_a_build_out_growth_renumbers_and_says_so",
+    "test_growth.py::test_diff_drawing_shows_what_the_growth_adds_in_green",
+    "test_buffers.py::test_cumulus_pfc_carries_the_cable_length_nvidias_model_accepts[5.14-None-5]",
+    "test_buffers.py::test_cumulus_pfc_carries_the_cable_length_nvidias_model_accepts[5.15-None-5]",
+    "test_fleet_sim.py::test_the_confirm_timer_reverts_by_itself",
+    "test_intent_warnings.py::test_strict_exits_3_on_a_warning[render]",
     "test_docs_site.py::test_the_site_builds_strictly_and_fails_on_a_page_outside_the_nav_or_a_broken_link",
     "test_docs_site.py::test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift",
     "test_push_audit.py::test_one_record_per_switch_touched_with_its_outcome",
