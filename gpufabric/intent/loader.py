@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path as FsPath
@@ -58,60 +56,11 @@ def load_intent(file: str | None = None) -> LoadedIntent:
 
 
 def read_intent_file(file: str) -> str:
-    """The text of `file`, which must be a regular file of at most MAX_BYTES: a FIFO would block the
-    read forever and /dev/zero would fill memory, so the kind is checked before opening, the open
-    does not block, and no more than the limit is ever read."""
-    try:
-        kind = os.stat(file).st_mode
-    except FileNotFoundError:
-        raise IntentError(
-            file, [Problem((), "no such file", "name an intent file, e.g. inventory/fabric.yml")]
-        ) from None
-    except OSError as exc:
-        raise IntentError(file, [Problem((), f"cannot be read: {exc.strerror}")]) from None
-    if stat.S_ISDIR(kind):
-        raise IntentError(file, [Problem((), "is a directory", "name the intent file inside it")])
-    if not stat.S_ISREG(kind):
-        raise IntentError(file, [_not_regular(kind)])
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise IntentError(file, [Problem((), f"cannot be read: {exc.strerror}")]) from None
-    try:
-        kind = os.fstat(fd).st_mode  # what was opened, should the name have changed since the check
-        if not stat.S_ISREG(kind):
-            raise IntentError(file, [_not_regular(kind)])
-        raw = _read_at_most(fd, MAX_BYTES + 1)
-    except OSError as exc:
-        raise IntentError(file, [Problem((), f"cannot be read: {exc.strerror}")]) from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_BYTES:
-        raise IntentError(
-            file, [Problem((), f"is larger than {MAX_BYTES >> 20} MiB; an intent is a few hundred lines", "split it")]
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        problem = Problem((), f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")
-        raise IntentError(file, [problem]) from None
+    """The text of `file`: a regular file of at most MAX_BYTES, UTF-8, read the one way outside input
+    is read (gpufabric.inputs: no FIFO, device or directory, never more than the bound)."""
+    from gpufabric.inputs import read_text  # gpufabric.inputs imports this package's errors
 
-
-def _not_regular(mode: int) -> Problem:
-    what = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-    return Problem((), f"is {what}, not a regular file", "name the intent file itself (write it to a file first)")
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+    return read_text(file, what="an intent file, e.g. inventory/fabric.yml", max_bytes=MAX_BYTES)
 
 
 def load_intent_text(text: str, file: str = "<intent>") -> LoadedIntent:
