@@ -88,7 +88,11 @@ def open_input(path: str | Path, *, what: str, follow_links: bool = True) -> Ite
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise _error(path, f"is {_kind(mode)}, not a regular file (expected {what})", "name the file itself (write what you have to a file first)")
+            raise _error(
+                path,
+                f"is {_kind(mode)}, not a regular file (expected {what})",
+                "name the file itself (write what you have to a file first)",
+            )
         os.set_blocking(fd, True)
         fh = os.fdopen(fd, "rb")
     except BaseException:
