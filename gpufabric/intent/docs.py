@@ -211,7 +211,9 @@ WARNINGS = [
     "`ecn_min_bytes` under two frames of the plane's `host_mtu`, or further than 100 µs of queue at the "
     "plane's slowest RoCE port speed.",
     "`host_mtu` equal to the plane's `mtu`: no room for a tag or an encapsulation header.",
-    "A `management_prefixes` entry wider than the OOB subnet it contains, or shorter than /8.",
+    "A `management_prefixes` entry wider than the OOB subnet it contains, or shorter than /8, or reaching "
+    "into one of the fabric's own pools (its servers and switches would reach switch management).",
+    "A port listed twice under `api_ports`.",
     "An NTP or syslog server in a data-plane pool (the management VRF has no route there) or named "
     "without an oob plane.",
     "A service address that is a switch's own loopback; syslog to 127.0.0.0/8.",
