@@ -3,6 +3,7 @@ platform's configuration so that the platform's reader gets back exactly the val
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -19,6 +20,9 @@ from gpufabric.intent.errors import MAX_SHOWN
 # Printable, but full of what quoting gets wrong: quotes, comment and shell characters, YAML
 # indicators, a colon-space, braces, a token-like word that is not the token syntax.
 HOSTILE = 'O\'Brien hall "B" #2 ! ; $(reboot) `id` {x}: [y] & *z | > % @secret'
+# NX-OS reads ';' as a command separator, so an intent with NX-OS switches refuses it (see the test below);
+# everything else of HOSTILE still reaches the multi-vendor fabric's NX-OS switches verbatim.
+HOSTILE_BUT_SEPARATOR = HOSTILE.replace(" ;", "")
 
 
 def _multi_vendor_doc() -> dict:
@@ -33,23 +37,24 @@ def _with_location(doc: dict, location: str) -> dict:
 @pytest.mark.parametrize("base", ["default", "multi-vendor"])
 def test_a_hostile_location_reaches_every_platform_exactly(base):
     doc = default_doc() if base == "default" else _multi_vendor_doc()
+    value = HOSTILE if base == "default" else HOSTILE_BUT_SEPARATOR
     plain = render_all(plan_doc(_with_location(doc, "row 1")))
-    hostile = render_all(plan_doc(_with_location(doc, HOSTILE)))
+    hostile = render_all(plan_doc(_with_location(doc, value)))
     platforms_seen = set()
     for name, text in hostile.items():
         # No extra line anywhere: the hostile value took the place of the plain one, nothing more.
         assert text.count("\n") == plain[name].count("\n"), name
         if name.endswith((".cfg",)):
             lines = [line for line in text.splitlines() if line.startswith("snmp-server location ")]
-            assert lines == [f"snmp-server location {HOSTILE}"], name
+            assert lines == [f"snmp-server location {value}"], name
             platforms_seen.add("cli")
         elif name.endswith(".system.yaml"):
-            assert yaml.safe_load(text)["snmp"]["location"] == HOSTILE, name
+            assert yaml.safe_load(text)["snmp"]["location"] == value, name
             platforms_seen.add("frr")
         elif name.endswith(".yaml"):
             nvue = yaml.safe_load(text)[1]["set"]
             snmp = nvue.get("system", {}).get("snmp-server") or nvue["service"]["snmp-server"]
-            assert snmp["system-location"] == HOSTILE, name
+            assert snmp["system-location"] == value, name
             platforms_seen.add("nvue")
     assert platforms_seen == ({"frr"} if base == "default" else {"cli", "nvue", "frr"})
 
@@ -226,3 +231,109 @@ def test_a_leaf_with_no_room_for_a_host_is_not_told_to_take_zero():
         plan_doc(doc)
     hints = " ".join(p.hint or "" for p in caught.value.problems)
     assert "no room for a host" in hints and "to 0 or less" not in hints
+
+
+def _refusal(doc: dict) -> IntentError:
+    """The intent's error, rendered with file and line (the field's line in the dumped YAML)."""
+    with pytest.raises(IntentError) as caught:
+        load_intent_text(yaml.safe_dump(doc, sort_keys=False), "intent.yml")
+    return caught.value
+
+
+def _located(error: IntentError, field: str) -> str:
+    """The one rendered line about `field`, which must carry the file and a line number."""
+    rows = [row for row in error.render().splitlines() if f": {field}: " in row]
+    assert len(rows) == 1, error.render()
+    assert re.match(rf"error: intent\.yml:\d+: {re.escape(field)}: ", rows[0]), rows[0]
+    return rows[0]
+
+
+EDGE_ASN = ("planes", "business", "border", "edge_routers", 0, "asn")
+
+
+@pytest.mark.parametrize(
+    ("asn", "says"),
+    [
+        (23456, "AS_TRANS"),
+        (64496, "documentation"),
+        (64511, "documentation"),
+        (65535, "reserved"),
+        (65536, "documentation"),
+        (65551, "documentation"),
+    ],
+)
+def test_a_reserved_edge_asn_is_refused(asn, says):
+    """AS_TRANS (RFC 6793) stands for every 4-octet ASN on a 2-octet session; the documentation ranges
+    (RFC 5398) and the last ASNs (RFC 7300) number no real router."""
+    row = _located(_refusal(set_path(default_doc(), EDGE_ASN, asn)), "planes.business.border.edge_routers[0].asn")
+    assert says in row and str(asn)[:3] in row
+
+
+@pytest.mark.parametrize("asn", [0, 4294967295])
+def test_the_first_and_last_asn_stay_refused(asn):
+    _located(_refusal(set_path(default_doc(), EDGE_ASN, asn)), "planes.business.border.edge_routers[0].asn")
+
+
+@pytest.mark.parametrize("asn", [1, 23455, 23457, 64495, 64512, 65534, 65552, 4294967294])
+def test_asns_beside_the_reserved_ones_are_accepted(asn):
+    plan = plan_doc(set_path(default_doc(), EDGE_ASN, asn))
+    assert plan.intent.planes.business.border.edge_routers[0].asn == asn
+
+
+@pytest.mark.parametrize("pool", ["64500-64600", "65500-65535", "65530-65540", "4294967000-4294967295"])
+def test_an_asn_pool_reaching_a_reserved_asn_is_refused(pool):
+    """The pools are private ranges (RFC 6996), which hold no reserved ASN; a pool reaching one is refused."""
+    row = _located(
+        _refusal(set_path(default_doc(), ("planes", "compute", "routing", "asn_pool"), pool)),
+        "planes.compute.routing.asn_pool",
+    )
+    assert pool in row
+
+
+def test_no_planned_asn_is_reserved():
+    from conftest import ALL_INTENTS
+
+    from gpufabric.intent.types import reserved_asn
+    from gpufabric.plan import build_plan
+
+    for intent in ALL_INTENTS:
+        if "32k" in intent.name or "28k" in intent.name:
+            continue  # the large designs are slow; their pools are checked like these
+        plan = build_plan(load_intent_text(intent.read_text(), intent.name))
+        asns = {d.asn for d in plan.devices() if d.asn is not None}
+        assert asns and not [a for a in asns if reserved_asn(a)], intent.name
+
+
+@pytest.mark.parametrize(
+    ("naming", "start", "example"),
+    [("{index}", 1, "'1'"), ("{index:03d}", 1, "'001'"), ("10{index:02d}", 0, "'1000'")],
+)
+def test_a_naming_pattern_that_makes_all_numeric_host_names_is_refused(naming, start, example):
+    """RFC 1123 host names are never all digits: `ssh 17` goes to 0.0.0.17, Slurm and inventories read 17
+    as a number."""
+    doc = set_path(default_doc(), ("server_groups", 0, "naming"), naming)
+    doc = set_path(doc, ("server_groups", 0, "start_index"), start)
+    row = _located(_refusal(doc), "server_groups[0].naming")
+    assert "all-numeric" in row and example in row and "RFC 1123" in row
+
+
+def test_a_naming_pattern_with_a_letter_is_accepted():
+    doc = set_path(default_doc(), ("server_groups", 0, "naming"), "1n{index:02d}")
+    names = [s.name for s in plan_doc(doc).servers if s.group == doc["server_groups"][0]["name"]]
+    assert names[:2] == ["1n01", "1n02"]
+
+
+@pytest.mark.parametrize("location", ["hall B ; no feature ssh", "hall B;row 3", "; reload"])
+def test_an_nxos_fabric_refuses_a_location_with_its_command_separator(location):
+    row = _located(_refusal(_with_location(_multi_vendor_doc(), location)), "management.snmp.location")
+    assert "nxos switches" in row and "command separator" in row
+
+
+def test_a_location_with_a_semicolon_reaches_platforms_without_a_separator():
+    """FRR's snmpd and the other non-NX-OS platforms carry ';' verbatim: only NX-OS refuses it."""
+    from gpufabric.platforms import names, platform
+
+    plan = plan_doc(_with_location(default_doc(), "hall B ; row 3"))
+    assert plan.intent.management.snmp.location == "hall B ; row 3"
+    refusing = [n for n in names() if platform(n).free_text_problem("hall B ; row 3")]
+    assert refusing == ["nxos"]

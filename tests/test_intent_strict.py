@@ -130,6 +130,29 @@ def test_qos_profile_name_has_a_pattern(tmp_path):
     assert "qos_profiles.Ro CE" in stderr and "lower-case letters" in stderr
 
 
+@pytest.mark.parametrize(
+    ("word", "written"),
+    [(w, w) for w in ("no", "off", "yes", "on", "none", "n", "y")] + [(w, f"'{w}'") for w in ("true", "false", "null")],
+)
+def test_a_qos_profile_named_like_a_yaml11_boolean_is_refused(word, written):
+    """`qos: no` reads as "no QoS" to a person and to YAML 1.1 (Ansible), yet with a profile named `no` the
+    plane got that profile's lossless PFC queues, silently. (Unquoted, `true`, `false` and `null` are not
+    text in YAML 1.2 and were refused already; quoted, they are names like `no`.)"""
+    text = _edited("qos_profiles:\n  roce:", f"qos_profiles:\n  {written}:").replace("qos: roce", f"qos: {written}")
+    with pytest.raises(IntentError) as info:
+        load_intent_text(text, "fabric.yml")
+    rows = [r for r in info.value.render().splitlines() if f": qos_profiles.{word}: " in r]
+    assert len(rows) == 1, info.value.render()
+    line = _line(text, f"  {written}:")
+    assert rows[0].startswith(f"error: fabric.yml:{line}: qos_profiles.{word}: a QoS profile may not be named")
+    assert "YAML 1.1 (Ansible, PyYAML) reads it as" in rows[0] and f"`qos: {word}` as no QoS" in rows[0]
+
+
+def test_a_qos_profile_name_holding_a_yaml11_word_is_accepted():
+    text = _edited("qos_profiles:\n  roce:", "qos_profiles:\n  no-drop:").replace("qos: roce", "qos: no-drop")
+    assert "no-drop" in load_intent_text(text, "fabric.yml").intent.qos_profiles
+
+
 def test_escape_sequences_are_not_echoed(tmp_path):
     """A value that would retitle or clear the operator's terminal is shown escaped."""
     text = _edited("speed: 400G", 'speed: "\\e]0;pwned\\a\\e[2J400G"')

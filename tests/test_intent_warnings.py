@@ -89,6 +89,30 @@ CASES = [
         ["0.0.0.0/0 is wider than the OOB plane", "SSH, gNMI, SNMP"],
     ),
     (
+        "management ACL reaching into the fabric's pools",
+        [("management_prefixes: [10.100.0.0/16]", "management_prefixes: [10.100.0.0/16, 10.0.0.0/9]")],
+        "management_prefixes:",
+        "planes.business.border.management_prefixes[1]",
+        [
+            "10.0.0.0/9 reaches into the fabric's own pool 10.0.0.0/24 (planes.compute.addressing.loopbacks)",
+            "answers the fabric's servers and switches",
+        ],
+    ),
+    (
+        "management ACL inside a host pool",
+        [("management_prefixes: [10.100.0.0/16]", "management_prefixes: [10.12.4.0/24]")],
+        "management_prefixes:",
+        "planes.business.border.management_prefixes[0]",
+        ["10.12.4.0/24 reaches into the fabric's own pool 10.12.0.0/16 (planes.business.addressing.hosts)"],
+    ),
+    (
+        "API port listed twice",
+        [("api_prefixes: [10.200.0.0/16]", "api_prefixes: [10.200.0.0/16]\n      api_ports: [443, 6443, 443]")],
+        "api_ports:",
+        "planes.business.border.api_ports[2]",
+        ["port 443 is listed twice (also [0])", "one API is opened where two were meant"],
+    ),
+    (
         "NTP in a data-plane pool",
         [("ntp_servers: [172.20.0.1]", "ntp_servers: [10.10.0.7]")],
         "ntp_servers:",

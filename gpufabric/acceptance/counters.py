@@ -18,7 +18,6 @@ NAPALM's per-port discards.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.acceptance.model import Endpoint, IncastJob
+from gpufabric.outputs import json_dumps
 from gpufabric.telemetry.ethtool import PortCounters
 from gpufabric.telemetry.lossless import read_lossless
 
@@ -117,7 +117,7 @@ def snapshot_switches(job: IncastJob, platforms: dict[str, str], connect: Callab
 
 
 def dump(snapshot: dict[str, Any]) -> str:
-    return json.dumps(snapshot, indent=1, sort_keys=True) + "\n"
+    return json_dumps(snapshot, indent=1, sort_keys=True) + "\n"
 
 
 # -- what the differences show ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from xml.etree import ElementTree as ET
 from gpufabric.acceptance.counters import Evidence, SnapshotError, judge_nic, judge_switches, parse_nic
 from gpufabric.acceptance.model import IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.parse import OutputError, observed, perftest_bw
+from gpufabric.outputs import xml_text
 
 Job = PerfJob | NcclJob | IncastJob
 MAX_OUTPUT = 4 << 20  # bytes read from one result file: perftest and nccl-tests print a few KiB
@@ -157,6 +158,7 @@ def as_dict(report: Report) -> dict[str, object]:
 
 
 def junit(report: Report) -> str:
+    """JUnit XML. Details quote the tools' own output: every text passes through outputs.xml_text."""
     suite = ET.Element(
         "testsuite",
         name="gpufabric-acceptance",
@@ -165,19 +167,24 @@ def junit(report: Report) -> str:
         errors=str(sum(v.status in ("missing", "unreadable") for v in report.verdicts)),
     )
     for v in report.verdicts:
-        case = ET.SubElement(suite, "testcase", classname=f"acceptance.{v.job.plane}.{v.job.tool}", name=v.job.id)
+        case = ET.SubElement(
+            suite, "testcase", classname=xml_text(f"acceptance.{v.job.plane}.{v.job.tool}"), name=xml_text(v.job.id)
+        )
+        path = xml_text(f"crosses: {', '.join(v.job.crosses)}\ncables: {', '.join(v.job.cables)}")
         if isinstance(v.job, IncastJob) and v.status in ("failed", "unstressed"):
-            node = ET.SubElement(case, "failure", message=v.detail)
-            node.text = f"crosses: {', '.join(v.job.crosses)}\ncables: {', '.join(v.job.cables)}"
+            node = ET.SubElement(case, "failure", message=xml_text(v.detail))
+            node.text = path
         elif v.status == "failed":
             relation = ">" if v.job.tool in ("ib_write_lat", "ping") else "<"
             node = ET.SubElement(
                 case,
                 "failure",
-                message=f"observed {v.observed} {v.job.unit} {relation} threshold {v.job.threshold} "
-                f"(expected {v.job.expected})",
+                message=xml_text(
+                    f"observed {v.observed} {v.job.unit} {relation} threshold {v.job.threshold} "
+                    f"(expected {v.job.expected})"
+                ),
             )
-            node.text = f"crosses: {', '.join(v.job.crosses)}\ncables: {', '.join(v.job.cables)}"
+            node.text = path
         elif v.status != "passed":
-            ET.SubElement(case, "error", message=v.detail)
+            ET.SubElement(case, "error", message=xml_text(v.detail))
     return ET.tostring(suite, encoding="unicode") + "\n"

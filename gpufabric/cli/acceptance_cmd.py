@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -11,6 +10,7 @@ from rich.table import Table
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_files, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.outputs import json_dumps
 from gpufabric.push.args import FleetArgs
 
 EXIT_FAILED = 1
@@ -58,7 +58,7 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
 
     suite = _suite(file, stand_in)
     if as_json:
-        write_stdout(json.dumps(suite_dict(suite), indent=2) + "\n")
+        write_stdout(json_dumps(suite_dict(suite), indent=2) + "\n")
         return 0
     t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs, "
               f"{len(suite.incast)} incast jobs", title_justify="left")  # fmt: skip
@@ -119,7 +119,7 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     suite = _suite(fleet_args.file, stand_in)
     done = run_suite(suite, shell, results, lambda job: err.print(f"running {job.id}", markup=False))
     if as_json:
-        write_stdout(json.dumps({"jobs": len(suite.perf), "with_output": done, "results": str(results)}) + "\n")
+        write_stdout(json_dumps({"jobs": len(suite.perf), "with_output": done, "results": str(results)}) + "\n")
     err.print(f"{done} of {len(suite.perf)} jobs produced output in {results}; "
               f"next: gpufabric acceptance report --results {results}{' --stand-in' if stand_in else ''}")  # fmt: skip
     return 0 if done == len(suite.perf) else EXIT_FAILED
@@ -156,7 +156,7 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     write_atomic(path, dump(snapshot))
     errors = {n: s["error"] for n, s in snapshot.items() if "error" in s}
     if as_json:
-        write_stdout(json.dumps({"job": job.id, "phase": phase, "path": str(path), "errors": errors}) + "\n")
+        write_stdout(json_dumps({"job": job.id, "phase": phase, "path": str(path), "errors": errors}) + "\n")
     for name, error in sorted(errors.items()):
         err.print(f"{name}: not read: {error}", markup=False)
     err.print(f"wrote {path}", markup=False)
@@ -183,7 +183,7 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
     if junit is not None:
         write_atomic(junit, r.junit(report))
     if as_json:
-        write_stdout(json.dumps(r.as_dict(report), indent=2) + "\n")
+        write_stdout(json_dumps(r.as_dict(report), indent=2) + "\n")
     else:
         out.print(_report_table(report))
         for part, failing, passing in report.suspects():

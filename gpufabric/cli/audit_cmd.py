@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import click
 from rich.table import Table
 
 from gpufabric.cli.output import err, out
+from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV, default_path, matches, parse_time, read
 
 COLUMNS = ("time", "push_id", "switch", "platform", "plane", "status", "os_user", "login_user", "controller")
@@ -52,7 +52,7 @@ def audit_cmd(
         records = _load(path)
     found = [r for r in records if matches(r, push_id=push_id, devices=devices, since=since)]
     if as_json:
-        out.print_json(json.dumps(found))
+        out.print_json(json_dumps(found))
         return 0
     table = Table(title=f"audit {path}")
     for column in (*COLUMNS, "diff", "reason"):

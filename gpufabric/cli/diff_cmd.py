@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
@@ -13,6 +12,7 @@ from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.intent import IntentError, load_intent
 from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent, load_intent_text
+from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.diff import PlanDiff
 
@@ -78,7 +78,7 @@ def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | Non
     if drawing is not None:
         _draw(diff, after, drawing)
     if as_json:
-        write_stdout(json.dumps(_as_dict(diff), indent=2) + "\n")
+        write_stdout(json_dumps(_as_dict(diff), indent=2) + "\n")
     else:
         _print(diff, show_configs)
     if diff.empty:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_
 from gpufabric.export.atomic import write_atomic, write_if_changed
 from gpufabric.intent import docs
 from gpufabric.intent.model import Intent
+from gpufabric.outputs import json_dumps
 
 
 @click.group("docs", invoke_without_command=True)
@@ -116,5 +116,5 @@ def commands_cmd(ctx: click.Context, output: Path, nav_file: Path, check: bool) 
 @click.command("schema")
 def schema_cmd() -> int:
     """Print the intent's JSON Schema (point your editor's YAML language server at it)."""
-    write_stdout(json.dumps(Intent.model_json_schema(), indent=2) + "\n")
+    write_stdout(json_dumps(Intent.model_json_schema(), indent=2) + "\n")
     return 0

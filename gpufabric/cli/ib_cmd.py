@@ -7,7 +7,6 @@ validate (the live fabric through infiniband-diags, read-only).
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from gpufabric.ib.errors import IbError
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.errors import Problem as IntentProblem
 from gpufabric.intent.loader import load_intent_text, read_intent_file
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.planner import build_plan
 
 FILE = click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -78,7 +78,7 @@ def plan_cmd(file: Path, as_json: bool) -> int:
     intent = _intent(file)
     counts = {"tiers": intent.fabric.tiers, **intent.fabric.counts()}
     if as_json:
-        write_stdout(json.dumps(counts, indent=2) + "\n")
+        write_stdout(json_dumps(counts, indent=2) + "\n")
     else:
         for key, value in counts.items():
             out.print(f"{key:18} {value}")
@@ -208,7 +208,7 @@ def validate_cmd(  # click passes every option by name
             {"check": r.check, "item": r.item, "expected": r.expected, "observed": r.observed, "ok": r.ok}
             for r in results
         ]
-        write_stdout(json.dumps(rows, indent=2) + "\n")
+        write_stdout(json_dumps(rows, indent=2) + "\n")
     else:
         write_stdout(validate.render_table(results, show_all))
     return 0 if all(r.ok for r in results) else 1
@@ -240,7 +240,7 @@ def acceptance_cmd(file: Path, tool: str, as_json: bool) -> int:
     env = acceptance.nccl_env(intent.fabric)
     if as_json:
         body = {"pairs": [_pair(p) for p in pairs], "nccl_env": env}
-        write_stdout(json.dumps(body, indent=2) + "\n")
+        write_stdout(json_dumps(body, indent=2) + "\n")
         return 0
     for p in pairs:
         out.print(f"rail {p.rail} {p.path:5} {p.server}: {p.server_command}", markup=False)

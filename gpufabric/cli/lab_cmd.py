@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from gpufabric.lab.hosts.apt_mirror import MirrorError
 from gpufabric.lab.hosts.rootfs import RootfsError
 from gpufabric.lab.state import DEFAULT_DIR, LabState
 from gpufabric.lab.topology import topology
+from gpufabric.outputs import json_dumps
 
 state_dir_option = click.option(
     "--state-dir",
@@ -125,7 +125,7 @@ def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
         doc: dict[str, object] = {"fabric": topo.fabric, "switches": rows}
         if ib is not None:
             doc["infiniband"] = {"processes": ib, "up": ib_up}
-        out.print_json(json.dumps(doc))
+        out.print_json(json_dumps(doc))
     else:
         table = Table(title=f"lab {topo.fabric}: every platform runs as frr")
         for column in ("switch", "planned platform", "runs as", "management", "frr / sshd / lldpd", "up"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from gpufabric.lab.hosts.apt_mirror import MirrorError
 from gpufabric.lab.hosts.from_plan import UnknownHostError, standin_specs
 from gpufabric.lab.hosts.rootfs import RootfsError
 from gpufabric.lab.hosts.spec import LAB_PREFIX
+from gpufabric.outputs import json_dumps
 
 PREFIX = re.compile(r"[a-z0-9]{1,4}-")
 
@@ -98,7 +98,7 @@ def hosts_up(
             }
             for s in specs
         ]
-        out.print_json(json.dumps(instances))
+        out.print_json(json_dumps(instances))
     return 0
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
@@ -10,6 +9,7 @@ import click
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.export.plan_json import summary
 from gpufabric.intent import IntentError, load_intent
+from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan, build_plan
 
 if TYPE_CHECKING:
@@ -67,11 +67,11 @@ def plan_cmd(file: str | None, as_json: bool, strict: bool) -> int:
     except IntentError as exc:
         if not as_json:
             raise
-        write_stdout(json.dumps({"errors": exc.as_dicts()}, indent=2) + "\n")
+        write_stdout(json_dumps({"errors": exc.as_dicts()}, indent=2) + "\n")
         return 2
     doc = summary(plan)
     if as_json:
-        write_stdout(json.dumps(doc, indent=2) + "\n")
+        write_stdout(json_dumps(doc, indent=2) + "\n")
     else:
         out.print(_table(plan, doc))
         for line in _reach_notes(doc):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -18,6 +17,7 @@ from gpufabric.cli.output import err, out
 from gpufabric.cli.push_progress import PushProgress
 from gpufabric.config.secrets import SecretUnavailableError, secret_values
 from gpufabric.lab import state as lab_state
+from gpufabric.outputs import json_dumps
 from gpufabric.parallel import cores
 from gpufabric.platforms import platform
 from gpufabric.push.audit import ENV as AUDIT_ENV
@@ -384,7 +384,7 @@ def _report(
                 )
     if as_json:
         out.print_json(
-            json.dumps(
+            json_dumps(
                 {
                     "push_id": push.id,
                     "started": push.started,

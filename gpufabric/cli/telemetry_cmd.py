@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import threading
@@ -14,6 +13,7 @@ import click
 from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import emit, err, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.outputs import json_dumps
 from gpufabric.push.args import FleetArgs
 
 _DURATION = re.compile(r"[1-9][0-9]{0,5}(ms|s|m|h)")
@@ -143,7 +143,7 @@ def dashboard_cmd(file: str | None, output: Path | None) -> int:
     """A Grafana dashboard (JSON model) with a row per plane and a panel per rail."""
     from gpufabric.telemetry.dashboard import dashboard
 
-    emit(json.dumps(dashboard(load_plan(file)), indent=2) + "\n", output)
+    emit(json_dumps(dashboard(load_plan(file)), indent=2) + "\n", output)
     return 0
 
 

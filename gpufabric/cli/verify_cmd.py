@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from rich.text import Text
 from gpufabric.cli.output import err, out
 from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.intent.types import ALL_PLANES
+from gpufabric.outputs import json_dumps
 from gpufabric.verify import vendor
 from gpufabric.verify.runner import verify
 
@@ -69,7 +69,7 @@ def verify_cmd(
             "findings": [f.as_dict() for f in report.findings],
             "vendor_judges": {"judged": report.judged, "skipped": report.skipped},
         }
-        out.print_json(json.dumps(doc))
+        out.print_json(json_dumps(doc))
     elif report.findings:
         table = Table(title=f"{len(report.findings)} findings")
         for column in ("device", "check", "where", "expected", "found"):

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 from rich.table import Table
 
 from gpufabric.demo.fact import Fact
 from gpufabric.demo.flow import Report
+from gpufabric.outputs import json_dumps
 
 
 def as_json(report: Report) -> str:
-    return json.dumps(
+    return json_dumps(
         {
             "fabric": report.fabric,
             "passed": report.passed,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.export.yaml_out import dump_yaml
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, ip
 
 OPERATOR_NS = "nvidia-network-operator"
@@ -108,7 +109,7 @@ def _check(found: list[Rail]) -> None:
 
 
 def _ipam(rail: Rail) -> str:
-    return json.dumps({"type": "nv-ipam", "poolName": rail.name, "poolType": "cidrpool"}, separators=(",", ":"))
+    return json_dumps({"type": "nv-ipam", "poolName": rail.name, "poolType": "cidrpool"}, separators=(",", ":"))
 
 
 def _meta(name: str, namespace: str | None, plan: Plan, **extra: Any) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def _device_plugin_config(found: list[Rail]) -> str:
         }
         for rail in found
     ]
-    return json.dumps({"resourceList": resources}, separators=(",", ":"))
+    return json_dumps({"resourceList": resources}, separators=(",", ":"))
 
 
 def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str) -> dict[str, Any]:
@@ -234,7 +235,7 @@ def attachment(plan: Plan, rail: Rail, mode: str) -> dict[str, Any]:
         "apiVersion": "k8s.cni.cncf.io/v1",
         "kind": "NetworkAttachmentDefinition",
         "metadata": _meta(rail.name, WORKLOAD_NS, plan, annotations=annotations),
-        "spec": {"config": json.dumps(config, separators=(",", ":"))},
+        "spec": {"config": json_dumps(config, separators=(",", ":"))},
     }
 
 

@@ -5,11 +5,11 @@ Keys are stable and documented in docs/plan-json.md; add keys, never rename them
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 from gpufabric.export.bom import PlaneBom, plane_bom
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
 from gpufabric.plan.reach import rail_reach
@@ -202,4 +202,4 @@ def full(plan: Plan) -> dict[str, Any]:
 
 
 def render(plan: Plan) -> str:
-    return json.dumps(full(plan), indent=1) + "\n"
+    return json_dumps(full(plan), indent=1) + "\n"

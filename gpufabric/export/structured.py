@@ -7,12 +7,12 @@ appear as the references the intent names, never as values or hashes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import fields, is_dataclass
 from typing import Any
 
 from gpufabric.config.context import DeviceContext, LinkIndex, build
 from gpufabric.config.secrets import ReferenceHasher
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import Device, Plan, ip
 
 _FIELDS: dict[type, tuple[str, ...] | None] = {}  # class -> its dataclass fields (None: not a dataclass)
@@ -67,7 +67,7 @@ def documents(plan: Plan, names: set[str] | None = None) -> dict[str, str]:
     """File name -> JSON text for every switch (or the named ones)."""
     index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name))
     return {
-        f"{d.name}.json": json.dumps(structured(build(plan, d, index)), indent=2, sort_keys=True) + "\n"
+        f"{d.name}.json": json_dumps(structured(build(plan, d, index)), indent=2, sort_keys=True) + "\n"
         for d in plan.devices()
         if names is None or d.name in names
     }
@@ -79,7 +79,7 @@ def render(plan: Plan) -> str:
     switches); the per-switch files of `documents` are indented for review."""
     index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name))
     lines = [
-        f"{json.dumps(d.name)}: {json.dumps(structured(build(plan, d, index)), sort_keys=True)}"
+        f"{json_dumps(d.name)}: {json_dumps(structured(build(plan, d, index)), sort_keys=True)}"
         for d in sorted(plan.devices(), key=lambda d: d.name)
     ]
     return "{\n" + ",\n".join(lines) + "\n}\n"

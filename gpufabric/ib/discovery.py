@@ -15,6 +15,7 @@ from pathlib import Path
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric, PortRef
 from gpufabric.ib.topology import Topology
+from gpufabric.outputs import json_dumps
 
 MAX_LISTED = 20  # problems named one by one before the rest are counted
 
@@ -42,7 +43,7 @@ class Discovery:
                 for n, g in sorted(self.nodes.items())
             },
         }
-        return json.dumps(body, indent=2) + "\n"
+        return json_dumps(body, indent=2) + "\n"
 
 
 def loads(text: str, source: str) -> Discovery:

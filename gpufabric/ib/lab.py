@@ -23,6 +23,7 @@ from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import fail
 from gpufabric.ib.results import Runner
 from gpufabric.lab import processes
+from gpufabric.outputs import json_dumps
 
 STATE = "ib-lab.json"
 
@@ -102,7 +103,7 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
             "created": created,
             "processes": {n: {"pid": p.pid, "start": _start_time(p.pid)} for n, p in procs.items() if p},
         }
-        (state_dir / STATE).write_text(json.dumps(state, indent=2) + "\n")
+        (state_dir / STATE).write_text(json_dumps(state, indent=2) + "\n")
         return LabUp(
             fabric.design.name,
             ibsim_seconds,

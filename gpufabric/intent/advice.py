@@ -30,6 +30,7 @@ def intent_warnings(intent: Intent, switch_loopbacks: dict[int, str] | None = No
     found += _duplicate_services(intent)
     found += _service_reach(intent, switch_loopbacks or {})
     found += _acl_width(intent)
+    found += _duplicate_api_ports(intent)
     for name, plane in intent.data_planes():
         found += _mtu_room(name, plane)
         found += _ecn(intent, name, plane)
@@ -117,6 +118,7 @@ def _acl_width(intent: Intent) -> list[Problem]:
         return []
     oob = intent.planes.oob
     found = []
+    pools = _data_pools(intent)
     for i, prefix in enumerate(business.border.management_prefixes):
         at: Path = ("planes", "business", "border", "management_prefixes", i)
         wider = oob is not None and prefix != oob.subnet and oob.subnet.subnet_of(prefix)
@@ -130,6 +132,46 @@ def _acl_width(intent: Intent) -> list[Problem]:
                     "not only the management hosts; name the jump hosts' own prefix",
                 )
             )
+            continue  # one warning per prefix: the widest reason says it
+        over = _acl_over_pools(at, prefix, pools)
+        if over is not None:
+            found.append(over)
+    return found
+
+
+def _acl_over_pools(at: Path, prefix: IPv4Network, pools: list[tuple[Path, IPv4Network]]) -> Problem | None:
+    """A management prefix that reaches into the fabric's own pools lets its servers' addresses (and the
+    switches' loopbacks and links) reach every switch's SSH, gNMI and SNMP: any tenant on a GPU node could."""
+    hit = next(((path, net) for path, net in pools if prefix.overlaps(net)), None)
+    if hit is None:
+        return None
+    path, net = hit
+    return Problem(
+        at,
+        f"{prefix} reaches into the fabric's own pool {net} ({'.'.join(map(str, path))})",
+        "switch management (SSH, gNMI, SNMP) then answers the fabric's servers and switches themselves, not "
+        "only the management hosts; name the jump hosts' own prefix",
+    )
+
+
+def _duplicate_api_ports(intent: Intent) -> list[Problem]:
+    """A port listed twice in `api_ports` is most likely a typo for another API's port (8443, 2379, ...):
+    the border then filters that API's clients away while the intent looks as if it let them in."""
+    found = []
+    for name, plane in intent.data_planes():
+        if plane.border is None:
+            continue
+        first: dict[int, int] = {}
+        for i, port in enumerate(plane.border.api_ports):
+            if port in first:
+                found.append(
+                    Problem(
+                        ("planes", name, "border", "api_ports", i),
+                        f"port {port} is listed twice (also [{first[port]}])",
+                        "one API is opened where two were meant: the other stays closed to its clients",
+                    )
+                )
+            first.setdefault(port, i)
     return found
 
 

@@ -149,7 +149,8 @@ def render() -> str:
 
 
 RULES = [
-    "Server group names, and the server names their patterns make, are unique; `naming` contains `{index}`.",
+    "Server group names, and the server names their patterns make, are unique; `naming` contains `{index}` "
+    "and never makes an all-numeric host name (RFC 1123).",
     "Every plane a server group lists under `nics` is defined under `planes`; every data plane has servers.",
     "`rails` number 1..n, one per interface; the `oob` NIC set has exactly one interface.",
     "A data plane has `leaf` and `spine`; `superspine` exactly when `tiers: 3`; `border` only on business, "
@@ -160,10 +161,13 @@ RULES = [
     "(and superspines) have ports for every leaf's uplinks, spread evenly.",
     "`host_mtu` is not above the plane's `mtu` nor the leaf platform's maximum (EOS 9214).",
     "A plane with `carries_roce: true` names a QoS profile with `lossless: true`; RoCE and CNP use different "
-    "DSCPs and priorities; ECN minimum is below maximum.",
+    "DSCPs and priorities; ECN minimum is below maximum. No profile is named like a YAML 1.1 boolean or null "
+    "(`no`, `off`, `yes`, `true`, `null`, `none`, ...): `qos: no` would read as no QoS yet apply it.",
     "Address pools do not overlap and are large enough (loopbacks, /31s, host ports for full units, edge "
     "links, one OOB address per switch and server); ASN pools are private, do not overlap, and hold one ASN "
-    "per leaf and border plus one per spine group; edge router ASNs are outside every pool.",
+    "per leaf and border plus one per spine group; edge router ASNs are outside every pool. No ASN is "
+    "reserved: 0 (RFC 7607), AS_TRANS 23456 (RFC 6793), 65535 and 4294967295 (RFC 7300), the documentation "
+    "ranges 64496-64511 and 65536-65551 (RFC 5398).",
     "`host_links: lacp` needs two NICs per server and a leaf platform with MLAG (cumulus, eos, nxos).",
     f"At most {MAX_SERVERS:,} servers per intent, counted at `build_out` (four times the largest example); "
     "the count is checked before any server is built.",
@@ -175,6 +179,8 @@ RULES = [
     "No value holds template syntax (`{{`, `{%`, `{#`): Ansible would evaluate it when it reads the "
     "inventory. Exported inventories mark such text unsafe for Ansible all the same.",
     "Secrets are references (`{env: NAME}` or `{vault: NAME}`), never values; switches have a password or key.",
+    "The SNMP `location` is text every platform of the fabric reads back exactly: no `;` with NX-OS switches "
+    "(its command separator).",
 ]
 
 YAML12 = [
@@ -205,7 +211,9 @@ WARNINGS = [
     "`ecn_min_bytes` under two frames of the plane's `host_mtu`, or further than 100 µs of queue at the "
     "plane's slowest RoCE port speed.",
     "`host_mtu` equal to the plane's `mtu`: no room for a tag or an encapsulation header.",
-    "A `management_prefixes` entry wider than the OOB subnet it contains, or shorter than /8.",
+    "A `management_prefixes` entry wider than the OOB subnet it contains, or shorter than /8, or reaching "
+    "into one of the fabric's own pools (its servers and switches would reach switch management).",
+    "A port listed twice under `api_ports`.",
     "An NTP or syslog server in a data-plane pool (the management VRF has no route there) or named "
     "without an oob plane.",
     "A service address that is a switch's own loopback; syslog to 127.0.0.0/8.",

@@ -17,6 +17,7 @@ from gpufabric.intent.types import (
     NAME_PATTERN,
     PREFIX_PATTERN,
     Address,
+    Asn,
     AsnRange,
     DomainName,
     InterfaceName,
@@ -161,7 +162,10 @@ class EdgeRouter(Model):
     """A router outside the fabric that the border leaves peer with."""
 
     name: str = Field(description="Name of the edge router.", pattern=NAME_PATTERN)
-    asn: int = Field(ge=1, le=4294967294, description="Its AS number (public or private).")
+    asn: Asn = Field(
+        description="Its AS number (public or private; not 0, AS_TRANS 23456, 65535, 4294967295 or the "
+        "documentation ranges 64496-64511 and 65536-65551)."
+    )
 
 
 class Border(Model):

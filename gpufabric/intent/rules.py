@@ -76,6 +76,8 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _releases(intent)
     problems += _prefixes(intent)
     problems += _address_kinds(intent)
+    problems += _snmp_location_text(intent)
+    problems += _qos_profile_names(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
     return problems
@@ -157,6 +159,38 @@ def _prefixes(intent: Intent) -> list[Problem]:
                 )
             )
         seen.setdefault(plane.prefix, name)
+    return problems
+
+
+def _switch_platforms(intent: Intent) -> dict[str, Path]:
+    """Each platform the intent's switches run, with the first role that names it (for messages)."""
+    used: dict[str, Path] = {}
+    for name in ALL_PLANES:
+        plane = getattr(intent.planes, name)
+        if plane is None or isinstance(plane, InfinibandPlane):
+            continue
+        for role_name, role in _roles_present(plane).items():
+            used.setdefault(role.platform, ("planes", name, "switches", role_name, "platform"))
+    return used
+
+
+def _snmp_location_text(intent: Intent) -> list[Problem]:
+    """Every switch is configured with the SNMP location; a platform that would not read it back exactly
+    (NX-OS and ';') refuses it, whichever plane its switches serve."""
+    snmp = intent.management.snmp
+    if snmp is None or not snmp.location:
+        return []
+    problems = []
+    for name, role in _switch_platforms(intent).items():
+        why = platform(name).free_text_problem(snmp.location)
+        if why is not None:
+            problems.append(
+                Problem(
+                    ("management", "snmp", "location"),
+                    f"{why} ({name} switches: {'.'.join(map(str, role[:-1]))})",
+                    "write the location without it, e.g. 'hall B, row 3'",
+                )
+            )
     return problems
 
 
@@ -259,6 +293,9 @@ def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem
                 "include {index} once, optionally zero-padded: gpu{index:03d}",
             )
         ]
+    numeric = _all_numeric_name(group, at)
+    if numeric is not None:
+        return [numeric]
     problems: list[Problem] = []
     for name in server_names(group):
         if not _HOSTNAME.match(name):
@@ -277,6 +314,20 @@ def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem
             break
         names[name] = group.name
     return problems
+
+
+def _all_numeric_name(group: ServerGroup, at: Path) -> Problem | None:
+    """RFC 1123 (2.1) keeps host names from being all digits, so that a name is never read as an address:
+    `ping 1` goes to 0.0.0.1, and inventories, /etc/hosts and Slurm take `17` for a number."""
+    name = next((n for n in server_names(group) if n.isdigit()), None)
+    if name is None:
+        return None
+    return Problem(
+        (*at, "naming"),
+        f"'{group.naming}' makes all-numeric host names such as '{name}', which RFC 1123 forbids "
+        "(they read as addresses or numbers)",
+        "put a letter in the pattern, e.g. gpu{index:03d}",
+    )
 
 
 def _rails(rails: list[int], n: int, at: Path) -> list[Problem]:
@@ -576,6 +627,34 @@ def _oob_plane(oob: OobPlane) -> list[Problem]:
         problems.append(
             Problem((*at, "gateway"), f"{oob.gateway} is outside {oob.subnet}", f"use an address inside {oob.subnet}")
         )
+    return problems
+
+
+# Profile names that say "no profile" instead of naming one. The intent reads YAML 1.2, where `qos: no` is
+# the text "no"; YAML 1.1 (PyYAML, Ansible, most editors' linters) reads these as booleans or null, and a
+# person reads `qos: no` or `qos: off` as "no QoS". With a profile of that name the plane would silently
+# get lossless PFC queues where none were meant.
+YAML11_WORDS = {
+    **dict.fromkeys(("y", "yes", "on", "true"), "true"),
+    **dict.fromkeys(("n", "no", "off", "false"), "false"),
+    "null": "null",
+    "none": "None (no value)",
+}
+
+
+def _qos_profile_names(intent: Intent) -> list[Problem]:
+    problems = []
+    for name in intent.qos_profiles:
+        if name in YAML11_WORDS:
+            problems.append(
+                Problem(
+                    ("qos_profiles", name),
+                    f"a QoS profile may not be named '{name}': YAML 1.1 (Ansible, PyYAML) reads it as "
+                    f"{YAML11_WORDS[name]} and a person reads `qos: {name}` as no QoS, yet the plane would get "
+                    "this profile",
+                    "give the profile a name that says what it is, e.g. roce; leave `qos` out of a plane for none",
+                )
+            )
     return problems
 
 

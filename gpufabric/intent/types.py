@@ -221,6 +221,36 @@ Ratio = Annotated[
 PRIVATE_ASN_2B = (64512, 65534)
 PRIVATE_ASN_4B = (4200000000, 4294967294)
 
+# AS numbers no BGP speaker may be numbered with, (first, last, why). A router configured with one
+# either cannot peer at all (0, the two last ones) or is mistaken for something else (AS_TRANS is what
+# a 2-octet speaker sees in place of every 4-octet ASN, so a real AS 23456 is indistinguishable from
+# "some 4-octet AS"); the documentation ranges are examples, owned by no network.
+RESERVED_ASNS: tuple[tuple[int, int, str], ...] = (
+    (0, 0, "AS 0 is reserved and never numbers a BGP speaker (RFC 7607)"),
+    (23456, 23456, "AS 23456 is AS_TRANS, which 2-octet speakers see for every 4-octet ASN (RFC 6793)"),
+    (64496, 64511, "64496-64511 are for documentation and examples (RFC 5398)"),
+    (65535, 65535, "AS 65535 is reserved, the last 2-octet ASN (RFC 7300)"),
+    (65536, 65551, "65536-65551 are for documentation and examples (RFC 5398)"),
+    (4294967295, 4294967295, "AS 4294967295 is reserved, the last 4-octet ASN (RFC 7300)"),
+)
+
+
+def reserved_asn(first: int, last: int | None = None) -> str | None:
+    """Why an ASN (or any of first..last) may not number a BGP speaker; None when none is reserved."""
+    last = first if last is None else last
+    return next((why for lo, hi, why in RESERVED_ASNS if lo <= last and first <= hi), None)
+
+
+def _usable_asn(value: int) -> int:
+    why = reserved_asn(value)
+    if why is not None:
+        raise ValueError(f"{why}; use the AS number the router is really configured with")
+    return value
+
+
+# One AS number a router is configured with: public or private, never a reserved one.
+Asn = Annotated[int, Field(ge=1, le=4294967294), AfterValidator(_usable_asn)]
+
 
 def _in_private(first: int, last: int) -> bool:
     return any(lo <= first and last <= hi for lo, hi in (PRIVATE_ASN_2B, PRIVATE_ASN_4B))
@@ -250,6 +280,12 @@ class AsnRange(BaseModel):
     def _private(self) -> AsnRange:
         if self.first > self.last:
             raise ValueError(f"the range {self.first}-{self.last} runs backwards; put the smaller ASN first")
+        why = reserved_asn(self.first, self.last)
+        if why is not None:  # the private ranges hold none today; this keeps it so if they are ever widened
+            raise ValueError(
+                f"{self.first}-{self.last} reaches a reserved ASN: {why}; use a private range inside "
+                "64512-65534 or 4200000000-4294967294 (RFC 6996)"
+            )
         if not _in_private(self.first, self.last):
             raise ValueError(
                 f"{self.first}-{self.last} is not inside a private ASN range; use 64512-65534 "

@@ -22,6 +22,7 @@ from gpufabric.config.vault import vault_key
 from gpufabric.export.atomic import write_atomic
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
+from gpufabric.outputs import json_dumps
 
 SECRETS_FILE = "secrets.json"
 
@@ -58,7 +59,7 @@ def ensure_login(state_dir: Path, username: str) -> LabLogin:
         )
     login = LabLogin(username, secrets.token_urlsafe(18), key)
     path = _path(state_dir)
-    write_atomic(path, json.dumps({"username": username, "password": login.password, "key_file": str(key)}))
+    write_atomic(path, json_dumps({"username": username, "password": login.password, "key_file": str(key)}))
     os.chmod(path, 0o600)
     return login
 
@@ -91,7 +92,7 @@ def ensure_secrets(state_dir: Path, intent: Intent) -> None:
     if wanted.items() <= kept.items():
         return
     path = state_dir / SECRETS_FILE
-    write_atomic(path, json.dumps({**kept, **wanted}))  # a temporary file made 0600, renamed into place
+    write_atomic(path, json_dumps({**kept, **wanted}))  # a temporary file made 0600, renamed into place
     os.chmod(path, 0o600)
 
 

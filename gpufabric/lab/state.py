@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gpufabric.export.atomic import write_atomic
+from gpufabric.outputs import json_dumps
 
 DEFAULT_DIR = Path("/var/lib/gpufabric/lab")
 # The audit trail of pushes to this lab: kept with the lab, gone with it (a lab that is down leaves nothing).
@@ -28,7 +29,7 @@ class LabState:
         return state_dir / "state.json"
 
     def save(self, state_dir: Path) -> None:
-        write_atomic(self.path(state_dir), json.dumps(asdict(self), indent=2) + "\n")
+        write_atomic(self.path(state_dir), json_dumps(asdict(self), indent=2) + "\n")
 
     @classmethod
     def load(cls, state_dir: Path) -> LabState | None:

@@ -40,6 +40,14 @@ Builder = Callable[[DeviceContext], dict[str, str]]
 CandidateAssembler = Callable[[str, Mapping[str, str]], str]
 # A Jinja2 filter a platform's templates use (EOS spells a split port's speed its own way).
 TemplateFilter = Callable[..., Any]
+# Why a platform's configuration would not carry a free-text value (the SNMP location) exactly: a reason, or
+# None when it would.
+TextCheck = Callable[[str], str | None]
+
+
+def any_text(value: str) -> str | None:
+    """The default: the value is carried as it is (the intent already keeps it printable and on one line)."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -131,9 +139,16 @@ class PlatformSpec:
     # The port the OS's gNMI server listens on by default (what `telemetry gnmi` subscribes to); None: the
     # OS streams nothing, and the SSH exporter reads it.
     gnmi_port: int | None = None
+    # How the platform's configuration carries free text (see `free_text_problem`).
+    free_text: TextCheck = any_text
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]
+
+    def free_text_problem(self, value: str) -> str | None:
+        """Why this OS would not read `value` back exactly where the configuration writes free text (the SNMP
+        location): the intent refuses such a value for a fabric with this platform's switches. None: it would."""
+        return self.free_text(value)
 
 
 def file_reader(module: str, function: str, suffix: str) -> Reader:

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpufabric.outputs import json_dumps
 from gpufabric.push.errors import PushRefusedError
 from gpufabric.push.status import Status
 
@@ -76,7 +77,7 @@ class AuditLog:
         self._fd = _open(path)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, sort_keys=False, separators=(",", ":")) + "\n").encode()
+        line = (json_dumps(record, sort_keys=False, separators=(",", ":")) + "\n").encode()
         try:
             written = os.write(self._fd, line)  # one write per record: O_APPEND keeps it whole
         except OSError as exc:

@@ -9,10 +9,10 @@ a shard whose cycle does not fit the interval shows as a failed scrape (`up == 0
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from dataclasses import dataclass
 
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import Plan
 from gpufabric.telemetry.shards import check_count, split
 
@@ -93,13 +93,13 @@ def render(
     """Every file, by its path relative to the output folder: prometheus.yml, targets/shard-I.json,
     shards.json (who reads what)."""
     fabric = plan.intent.fabric.name
-    out = {"prometheus.yml": json.dumps(prometheus_config(fabric, count, listen, interval=interval, rules=rules,
+    out = {"prometheus.yml": json_dumps(prometheus_config(fabric, count, listen, interval=interval, rules=rules,
                                                          sd_dir=sd_dir), indent=2) + "\n"}  # fmt: skip
     for i in range(count):
-        out[f"targets/shard-{i}.json"] = json.dumps(file_sd(listen, i, count, fabric), indent=2) + "\n"
+        out[f"targets/shard-{i}.json"] = json_dumps(file_sd(listen, i, count, fabric), indent=2) + "\n"
     manifest = {
         "fabric": fabric, "shards": count, "hash": "md5 of the device name, last 8 bytes, modulo shards (hashmod)",
         "members": [{"shard": i, "listen": listen.address(i), **m} for i, m in enumerate(owners(plan, count, plane))],
     }  # fmt: skip
-    out["shards.json"] = json.dumps(manifest, indent=2) + "\n"
+    out["shards.json"] = json_dumps(manifest, indent=2) + "\n"
     return out

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from xml.etree import ElementTree as ET
 
 from rich.console import Console
 from rich.table import Table
 
+from gpufabric.outputs import NOTE_SUFFIX, json_number, xml_text
 from gpufabric.validate.results import CheckResult
 
 
@@ -22,12 +24,20 @@ def as_json(results: list[CheckResult], seconds: float) -> str:
         f'  "ok": {_JSON_BOOL[not failed]},',
         f'  "checked": {len(results)},',
         f'  "failed": {failed},',
-        f'  "seconds": {json.dumps(round(seconds, 2))},',
+        *_seconds(seconds),
     ]
     if not results:
         return "\n".join([*head, '  "results": []', "}"])
     items = ",\n".join(map(_json_result, results))
     return "\n".join([*head, '  "results": [', items, "  ]", "}"])
+
+
+def _seconds(seconds: float) -> list[str]:
+    """Strict JSON has no NaN or Infinity (a clock read from elsewhere, the demo's report, may hold one):
+    null then, and a field saying what it was, as outputs.json_dumps writes it."""
+    if math.isfinite(seconds):
+        return [f'  "seconds": {json_number(round(seconds, 2))},']
+    return ['  "seconds": null,', f'  "seconds{NOTE_SUFFIX}": {_string(repr(seconds))},']
 
 
 _JSON_BOOL = {True: "true", False: "false"}
@@ -49,25 +59,33 @@ def _json_result(r: CheckResult) -> str:
 
 
 def as_junit(results: list[CheckResult], seconds: float) -> str:
+    """JUnit XML. Device names, items and observed values come from the switches: every text passes through
+    outputs.xml_text (ElementTree escapes markup but would write ESC or NUL as they are, which no XML reader
+    accepts)."""
     suites = ET.Element(
         "testsuites",
         name="gpufabric validate",
         tests=str(len(results)),
         failures=str(sum(not r.ok for r in results)),
-        time=f"{seconds:.2f}",
+        time=f"{seconds:.2f}" if math.isfinite(seconds) else "0",
     )
     by_check: dict[str, list[CheckResult]] = {}
     for r in results:
         by_check.setdefault(r.check, []).append(r)
     for check, items in by_check.items():
         suite = ET.SubElement(
-            suites, "testsuite", name=check, tests=str(len(items)), failures=str(sum(not r.ok for r in items))
+            suites,
+            "testsuite",
+            name=xml_text(check),
+            tests=str(len(items)),
+            failures=str(sum(not r.ok for r in items)),
         )
         for r in items:
-            case = ET.SubElement(suite, "testcase", classname=f"{check}.{r.device}", name=r.item)
+            case = ET.SubElement(suite, "testcase", classname=xml_text(f"{check}.{r.device}"), name=xml_text(r.item))
             if not r.ok:
-                failure = ET.SubElement(case, "failure", message=f"expected {r.expected}, observed {r.observed}")
-                failure.text = f"{r.device} {r.item}: expected {r.expected}\nobserved {r.observed}"
+                expected, observed = xml_text(r.expected), xml_text(r.observed)
+                failure = ET.SubElement(case, "failure", message=f"expected {expected}, observed {observed}")
+                failure.text = f"{xml_text(r.device)} {xml_text(r.item)}: expected {expected}\nobserved {observed}"
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gpufabric.export.atomic import write_atomic
 from gpufabric.lab.hosts.rootfs import PYTHON
+from gpufabric.outputs import json_dumps
 
 
 @dataclass
@@ -38,7 +39,7 @@ class HostsState:
         return state_dir / "hosts.json"
 
     def save(self, state_dir: Path) -> None:
-        write_atomic(self.path(state_dir), json.dumps(asdict(self), indent=2) + "\n")
+        write_atomic(self.path(state_dir), json_dumps(asdict(self), indent=2) + "\n")
 
     @classmethod
     def load(cls, state_dir: Path) -> HostsState | None:

@@ -11,6 +11,15 @@ COMMIT_TIMEOUT_SINCE = (7, 0)  # the 7.x train: the oldest guide that documents 
 COMMIT_TIMEOUT_RANGE = (30, 3600)
 
 
+def free_text(value: str) -> str | None:
+    """NX-OS reads ' ; ' as the end of one command and the start of another, at the prompt and in NX-API's
+    command lists alike: `snmp-server location hall ; no feature ssh` is two commands. Refused, not quoted:
+    a ';' alone is refused too, as no NX-OS document says which quoting keeps it inside a free-text value."""
+    if ";" in value:
+        return "holds ';', which NX-OS reads as a command separator: the rest of the text would run as a command"
+    return None
+
+
 def port_name(cage: int, lane: int, split: int) -> str:
     return f"Ethernet1/{cage}" if split == 1 else f"Ethernet1/{cage}/{lane + 1}"
 
@@ -49,4 +58,5 @@ PLATFORM = PlatformSpec(
     gnmi_port=9339,  # feature grpc (releases before 10.x: 50051)
     docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
     mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
+    free_text=free_text,
 )

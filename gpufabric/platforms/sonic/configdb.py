@@ -8,12 +8,12 @@ frr.conf, rendered by the FRR platform's BGP template.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.config.context_types import Port
 from gpufabric.intent.model import QosProfile
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import ip
 from gpufabric.platforms.sonic.hwsku import LANES_PER_CAGE, Sku, UnknownSkuError, alias, port_name, sku
 
@@ -37,7 +37,7 @@ GNMI_PORT = "9339"
 
 
 def text(ctx: DeviceContext) -> str:
-    return json.dumps(tables(ctx), indent=4, sort_keys=True) + "\n"
+    return json_dumps(tables(ctx), indent=4, sort_keys=True) + "\n"
 
 
 def tables(ctx: DeviceContext) -> Tables:

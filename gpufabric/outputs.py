@@ -1,0 +1,76 @@
+"""Writing for strict readers: JSON without NaN or Infinity, XML with only the characters XML 1.0 allows.
+
+The counterpart of inputs.py. Python's json module writes `NaN` and `Infinity` by default, which are not
+JSON (RFC 8259): jq, Go, JavaScript's JSON.parse and most CI tools refuse the whole document. And
+ElementTree escapes `<`, `&` and quotes but writes control characters as they are, which no XML 1.0
+parser accepts: a switch's answer holding ESC or NUL would make a JUnit file no CI system can read.
+Every JSON and XML writer of gpufabric goes through here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+# Beside a value that JSON cannot hold (now null), this field says what it was.
+NOTE_SUFFIX = "_not_finite"
+
+
+def json_dumps(
+    value: Any,
+    *,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+) -> str:
+    """`json.dumps` for strict readers: a non-finite float becomes null and, inside an object, a sibling
+    field `<key>_not_finite` says which it was ("nan", "inf", "-inf"). Other values are written as
+    json.dumps writes them, so the common case (all finite) costs one plain dump."""
+    try:
+        return json.dumps(value, indent=indent, sort_keys=sort_keys, separators=separators, allow_nan=False)
+    except ValueError as exc:
+        if "Out of range float values" not in str(exc):
+            raise  # a circular reference: not ours to mend
+    return json.dumps(_finite(value), indent=indent, sort_keys=sort_keys, separators=separators, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            out[key] = _finite(item)
+            if isinstance(item, float) and not math.isfinite(item):
+                note = f"{key}{NOTE_SUFFIX}"
+                if note not in value:
+                    out[note] = repr(item)  # 'nan', 'inf' or '-inf'
+        return out
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]  # a list has no room for a note: null alone
+    return value
+
+
+def json_number(value: float | int) -> str:
+    """One number as JSON text, for writers that assemble JSON by hand: null when it is not finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "null"
+    return json.dumps(value)
+
+
+# XML 1.0 (section 2.2): tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF. Everything else (the C0
+# controls, lone surrogates, U+FFFE and U+FFFF) is refused by every conforming parser, even as &#1;.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with every character XML 1.0 forbids written as a visible escape (`\\x1b`, `\\x00`, `\\ud800`),
+    so the reader sees that something was there. Markup (`<`, `&`, `]]>`) is the XML writer's to escape."""
+    return _NOT_XML.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
