@@ -148,7 +148,7 @@ def _stub_tools(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> str:
         stub = bin_dir / tool
         stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{bin_dir / "replay.py"}" {tool} "$@"\n')
         stub.chmod(0o755)
-    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    return f"{bin_dir}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}"  # this venv's gpufabric, as run() gives
 
 
 def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: Path) -> None:
