@@ -48,7 +48,7 @@ def emit(text: str, output: Path | None) -> None:
         write_stdout(text)
     else:
         write_atomic(output, text)
-        err.print(f"wrote {output}")
+        err.print(shown(f"wrote {output}"))
 
 
 def write_files(directory: Path, files: Mapping[str, str]) -> int:

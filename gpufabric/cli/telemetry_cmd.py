@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import login_options
-from gpufabric.cli.output import emit, err, write_stdout
+from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.push.args import FleetArgs
 
@@ -185,7 +185,7 @@ def prometheus_cmd(*, file: str | None, count: int, listen_base: str, interval: 
         path = out_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    err.print(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})")
+    err.print(shown(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})"))
     return 0
 
 
