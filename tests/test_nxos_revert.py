@@ -4,9 +4,11 @@ No NX-OS device runs here: `MockNexus` is a test double of a Nexus switch behind
 bootflash files, running, startup and a pending configuration replace with its commit timeout, follows
 the commands the driver sends (as Cisco documents them: `configure replace bootflash:F commit-timeout S`,
 `configure replace commit`, `rollback running-config file`, `checkpoint file`, `copy run startup-config`)
-and reverts a pending replace when its timer lapses. Its `show config-replace status` text is the double's
-own wording, not a capture from a switch. The push itself (gpufabric.push.rollout and nornir_tasks.push)
-is the real code; only the device is the double.
+and reverts a pending replace when its timer lapses. A command it refuses comes back as NX-API's JSON-RPC
+error does (NXAPICommandError). Its `show config-replace status` answers JSON in the shape the driver
+assumes (`operation_status`, `last_operation`): that shape is gpufabric's assumption, not a capture from
+a switch (see STATUS_KEY in the driver and docs/push-trust.md). The push itself (gpufabric.push.rollout
+and nornir_tasks.push) is the real code; only the device is the double.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from napalm.nxapi_plumbing.errors import NXAPICommandError
 from nornir.core import Nornir
 from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Host, Hosts, Inventory
 from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
 
-from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver
+from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver, Phase, ReplaceStatusError, parse_replace_status
 from gpufabric.push import rollout
 from gpufabric.push.expect import Expectation
 from gpufabric.push.rollout import OtherPushPendingError
@@ -56,7 +59,12 @@ class MockNexus:
     clock: float = 0.0
     commands: list[str] = field(default_factory=list)
     drop_on: set[str] = field(default_factory=set)  # command prefixes whose session is cut before they run
-    refuse_on: dict[str, str] = field(default_factory=dict)  # command prefix -> the message NX-OS answers
+    refuse_on: dict[str, str] = field(default_factory=dict)  # command prefix -> NX-API's error for it
+    ignore_on: set[str] = field(default_factory=set)  # command prefixes answered as done that change nothing
+    status: str | None = None  # `operation_status` of the last replace (None: no replace recorded)
+    operation: str = ""
+    status_answer: Any = "as the double's state says"  # anything else: what `show config-replace status` gives
+    commit_fails: bool = False  # `configure replace commit` is taken, but the switch reports the replace failed
 
     # the NX-API device interface NAPALM's driver calls
     def show(self, command: str, raw_text: bool = False) -> Any:
@@ -80,6 +88,7 @@ class MockNexus:
         self.clock += seconds
         if self.pending is not None and self.clock >= self.pending.lapses_at:
             self.running, self.pending = self.pending.before, None
+            self.status, self.operation = "Success", "rollback after the commit timeout"
 
     def _run(self, command: str) -> Any:
         self.commands.append(command)
@@ -87,7 +96,9 @@ class MockNexus:
             raise ConnectionResetError(f"session dropped during `{command}`")
         for prefix, message in self.refuse_on.items():
             if command.startswith(prefix):
-                return message
+                raise NXAPICommandError(command, message)
+        if any(command.startswith(p) for p in self.ignore_on):
+            return "Done."
         return self._answer(command)
 
     def _answer(self, command: str) -> Any:
@@ -105,18 +116,23 @@ class MockNexus:
             return "#Generating Rollback Patch\n" + ("\n".join(patch) or "Rollback Patch is Empty")
         elif m := re.fullmatch(r"configure replace bootflash:(\S+) commit-timeout (\d+)", command):
             if self.pending is not None:
-                return "Error: a configuration replace is already pending"
+                raise NXAPICommandError(command, "a configuration replace is already pending")
             self.pending = Pending(m.group(1), self.running, self.clock + int(m.group(2)))
             self.running = _body(self.files[m.group(1)])
+            self.status, self.operation = "Waiting for commit", command
             return "Configure replace completed successfully"
         elif command == "configure replace commit":
+            if self.commit_fails:
+                self.status = "Failed"  # the change stays pending: the switch's timer reverts it
+                return ""
             self.pending = None
+            self.status = "Success"
         elif command == "show config-replace status":
-            if self.pending is None:
-                return "Last operation: configure replace\nStatus: committed"
-            left = int(self.pending.lapses_at - self.clock)
-            return (f"Last operation: configure replace bootflash:{self.pending.file} with commit-timeout\n"
-                    f"Status: waiting for commit, {left} seconds left")  # fmt: skip
+            if self.status_answer != "as the double's state says":
+                return self.status_answer
+            if self.status is None:
+                return None  # NX-API's body for a command with no output
+            return {"operation_status": self.status, "last_operation": self.operation}
         elif m := re.fullmatch(r"rollback running-config file bootflash:(\S+)", command):
             self.running = _body(self.files[m.group(1)])
             return "Rollback completed successfully"
@@ -369,3 +385,97 @@ def test_the_controller_the_push_names_is_the_one_marked_on_bootflash(switch):
     driver.open()
     driver.load_replace_candidate(config=NEW)
     assert switch.files[f"gpufabric-{PUSH_B}.cfg"].splitlines()[0] == f"!gpufabric push {PUSH_B} controller ctl_c_x"
+
+
+# -- the replace's state, read as structure ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "phase"),
+    [
+        (None, Phase.NONE),
+        ({}, Phase.NONE),
+        ({"operation_status": "Success", "last_operation": "configure replace commit"}, Phase.DONE),
+        ({"operation_status": "  waiting   FOR commit "}, Phase.PENDING),
+        ({"operation_status": "In Progress"}, Phase.RUNNING),
+        ({"operation_status": "Failed."}, Phase.FAILED),
+    ],
+)
+def test_the_replace_status_is_read_from_its_json(body, phase):
+    assert parse_replace_status(body).phase is phase
+
+
+WRONG = [
+    pytest.param("Last operation: configure replace\nStatus: committed", "not a JSON object", id="text"),
+    pytest.param([{"operation_status": "Success"}], "list, not a JSON object", id="list"),
+    pytest.param(7, "int, not a JSON object", id="number"),
+    pytest.param(
+        {"TABLE_status": {"ROW_status": {"operation_status": "Success"}}}, "no text 'operation_status'", id="table"
+    ),
+    pytest.param({"status": "Success"}, "no text 'operation_status' in its answer (keys: status)", id="other-key"),
+    pytest.param({"operation_status": 1}, "no text 'operation_status'", id="not-text"),
+    pytest.param({"operation_status": None}, "no text 'operation_status'", id="null"),
+    pytest.param({"operation_status": "Success", "last_operation": ["x"]}, "'last_operation' is list", id="op-list"),
+    pytest.param({"operation_status": ""}, "unknown operation_status ''", id="empty"),
+    pytest.param({"operation_status": "Rolled back"}, "unknown operation_status 'Rolled back'", id="unknown"),
+    pytest.param({"operation_status": "success, waiting"}, "unknown operation_status", id="two-words"),
+    pytest.param({"operation_status": "Success\x1b[2J"}, r"unknown operation_status 'Success\x1b[2J'", id="escape"),
+]
+
+
+@pytest.mark.parametrize(("body", "why"), WRONG)
+def test_a_replace_status_of_another_shape_or_value_is_refused(body, why):
+    with pytest.raises(ReplaceStatusError) as refused:
+        parse_replace_status(body, "sw1")
+    assert why in str(refused.value) and "\x1b" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("body", "why"), WRONG)
+def test_a_switch_whose_replace_state_is_unknown_is_never_changed(switch, body, why):
+    """The pending-push check cannot read the replace's state: the push fails on that switch, sends no
+    replace, and says why; never `changed`."""
+    switch.status_answer = body
+    outcome = push(NEW).outcomes["sw1"]
+    assert outcome.status == "failed" and why in outcome.reason
+    assert not any(c.startswith("configure replace") for c in switch.commands)
+    assert switch.running == BEFORE and switch.pending is None
+
+
+def test_a_commit_the_switch_reports_failed_is_not_a_change(switch):
+    """`configure replace commit` goes through NX-API, but the switch reports the replace failed: the push
+    does not call the switch changed; it rolls it back (running and startup as before)."""
+    switch.commit_fails = True
+    result = push(NEW)
+    outcome = result.outcomes["sw1"]
+    assert outcome.status == "rolled back" and not result.converged
+    assert "after `configure replace commit` the switch reports the replace failed ('Failed')" in outcome.reason
+    assert switch.running == BEFORE and switch.startup == BEFORE
+
+
+def test_a_rollback_the_switch_answers_but_does_not_do_is_a_failure(switch):
+    """`rollback running-config` comes back without an error, but the running configuration is still the
+    pushed one: the rollback failed, whatever the switch's words."""
+    MockNexusDriver.healthy["sw1"] = [True, False]
+    switch.ignore_on = {"rollback running-config"}
+    outcome = push(NEW).outcomes["sw1"]
+    assert outcome.status == "failed" and "rollback failed" in outcome.reason
+    assert "the running configuration still differs from bootflash:" in outcome.reason
+    assert switch.running == NEW and switch.pending is not None  # the switch's timer is what reverts it now
+    switch.lapse(120)
+    assert switch.running == BEFORE
+
+
+def test_a_replace_reported_in_progress_is_waited_for(switch, monkeypatch):
+    from gpufabric.platforms.nxos import driver as nxos_driver
+
+    monkeypatch.setattr(nxos_driver, "POLL", 0.0)
+    answers = iter([{"operation_status": "In Progress"}, {"operation_status": "In Progress"}])
+    original = switch._answer
+
+    def answer(command: str) -> Any:
+        if command == "show config-replace status" and switch.pending is not None:
+            return next(answers, None) or original(command)
+        return original(command)
+
+    switch._answer = answer  # type: ignore[method-assign]
+    assert push(NEW).outcomes["sw1"].status == "changed" and switch.running == NEW and switch.pending is None

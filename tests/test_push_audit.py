@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -40,12 +41,15 @@ CANARIES = {
     "GPUFABRIC_SALT_KEY": "canary-audit-Salt-3fa80e",
 }
 OLD = "hostname old\n"
+# A switch's error holding Rich markup (one that does not parse among it), a screen clear and a title change.
+HOSTILE = "rejected [/] [bold red]loud[/bold red] \x1b[2J\x1b]0;pwned\x07 end"
 
 
 class AuditSwitchDouble(NetworkDriver):
     """Test double of a switch's NAPALM driver; its behaviour per switch comes from BEHAVE[hostname]."""
 
-    BEHAVE: ClassVar[dict[str, str]] = {}  # hostname -> "change" | "in sync" | "refuse commit"
+    # hostname -> "change" | "in sync" | "refuse commit" | "refuse commit, hostile words" | "refuse rollback"
+    BEHAVE: ClassVar[dict[str, str]] = {}
     RUNNING: ClassVar[dict[str, str]] = {}
     OPENED: ClassVar[list[str]] = []
 
@@ -76,12 +80,16 @@ class AuditSwitchDouble(NetworkDriver):
         if self.BEHAVE[self.hostname] == "refuse commit":
             # A driver that echoes what it was given into its error: the reason must still show no secret.
             raise CommitError(f"rejected for {self.password}: {self.candidate[-400:]}")
+        if self.BEHAVE[self.hostname] == "refuse commit, hostile words":
+            raise CommitError(HOSTILE)
         self.before, self.RUNNING[self.hostname] = self.RUNNING[self.hostname], self.candidate
 
     def confirm_commit(self) -> None:
         pass
 
     def rollback(self) -> None:
+        if self.BEHAVE[self.hostname] == "refuse rollback":
+            raise ConnectionError("session dropped")
         if self.before is not None:
             self.RUNNING[self.hostname] = self.before
 
@@ -367,3 +375,91 @@ def test_a_push_refused_for_another_pushs_pending_change_is_recorded(switches, c
     ]
     assert all(r["reason"].startswith("another push is in progress: gf-20261123T101500Z-a1b2c3") for r in found)
     assert AuditSwitchDouble.RUNNING == {}  # not even a candidate diffed
+
+
+BATCH_TWO = ("cmp-su1-leaf1", "biz-leaf1", "cmp-su2-leaf1")
+
+
+@pytest.fixture
+def no_settling(monkeypatch):
+    """The doubles' checks pass at once: no two seconds of settling per batch."""
+    import functools
+
+    from nornir_tasks.push import PushOptions
+
+    monkeypatch.setattr(cmd, "PushOptions", functools.partial(PushOptions, settle=0.0))
+
+
+def test_a_printer_that_fails_costs_the_trail_no_batch_record(switches, no_settling, capsys, monkeypatch):
+    """The canary cmp-su1-leaf1 changes; in the next batch biz-leaf1 refuses its commit and cmp-su2-leaf1's
+    rollback fails. The line printed for that batch raises: the trail still holds what really happened
+    to both, the failed rollback included, not "the push stopped"."""
+    from gpufabric.cli.push_progress import PushProgress
+
+    path = switches(cmp_su1_leaf1="change", biz_leaf1="refuse commit", cmp_su2_leaf1="refuse rollback")
+    printed: list[int] = []
+
+    def printer(self: PushProgress, b: Any, done: Any) -> None:
+        printed.append(b.number)
+        if b.number == 2:
+            raise RuntimeError("the terminal went away")
+
+    monkeypatch.setattr(PushProgress, "on_batch", printer)
+    code = push(*[arg for name in BATCH_TWO for arg in ("--device", name)])
+    assert code == 1 and printed == [1, 2]
+    assert "internal error: RuntimeError: the terminal went away" in capsys.readouterr().err
+    by = {r["switch"]: r for r in records(path)}
+    assert sorted(by) == sorted(BATCH_TWO)  # one record each, none replaced by "the push stopped"
+    assert by["cmp-su2-leaf1"]["status"] == "failed"
+    assert by["cmp-su2-leaf1"]["reason"] == (
+        "rolled back with its batch: biz-leaf1 rolled back; rollback failed: ConnectionError: session dropped"
+    )
+    assert by["biz-leaf1"]["status"] == "rolled back" and "(after the commit: rolled back)" in by["biz-leaf1"]["reason"]
+    assert by["cmp-su1-leaf1"]["status"] == "changed" and by["cmp-su1-leaf1"]["batch"] == 1
+
+
+def test_a_switchs_error_with_markup_and_escapes_is_reported_as_text(switches, no_settling, capsys):
+    """biz-leaf1's refusal holds `[/]`, `[bold red]` and escape sequences: the report and the batch's line
+    show them literally, no escape reaches the terminal, and the push ends with its findings' code (1, a
+    switch rolled back), not as a crash; the trail keeps the switch's words as they were."""
+    path = switches(cmp_su1_leaf1="change", biz_leaf1="refuse commit, hostile words", cmp_su2_leaf1="change")
+    with pytest.raises(SystemExit) as done:
+        main(["push", INTENT, "--wait", "0", "--check-timeout", "3", "--no-diff",
+              *[arg for name in BATCH_TWO for arg in ("--device", name)]])  # fmt: skip
+    captured = capsys.readouterr()
+    assert done.value.code == 1
+    assert "internal error" not in captured.err
+    shown = r"rejected [/] [bold red]loud[/bold red] \x1b[2J\x1b]0;pwned\x07 end"
+    assert shown in captured.err  # the batch's line, on one line
+    table = "".join(ch for ch in captured.out if ch not in " \n│┃|")
+    assert "".join(shown.split()) in table  # the report's table (its column may wrap the reason)
+    for control in ("\x1b", "\x07"):
+        assert control not in captured.out + captured.err
+    by = {r["switch"]: r for r in records(path)}
+    assert by["biz-leaf1"]["status"] == "rolled back" and HOSTILE in by["biz-leaf1"]["reason"]
+
+
+def test_a_dry_runs_diff_shows_a_switchs_escapes_and_keeps_our_colour(switches, capsys, monkeypatch):
+    """cmp-su1-leaf1's running configuration holds a title change (OSC) and a screen clear (CSI): the dry
+    run's diff, on a colour terminal, shows both escaped; the only escape sequences written are our own
+    styling (the bold header)."""
+    import io
+
+    from rich.console import Console
+
+    from gpufabric.cli import push_progress
+
+    switches(cmp_su1_leaf1="change")
+    hostname = next(h for h, how in AuditSwitchDouble.BEHAVE.items() if how == "change")
+    AuditSwitchDouble.RUNNING[hostname] = "hostname old\x1b]0;title\x07\n\x1b[2J banner\r\n"
+    terminal = io.StringIO()
+    monkeypatch.setattr(push_progress, "out", Console(file=terminal, force_terminal=True, color_system="standard"))
+    with pytest.raises(SystemExit) as done:
+        main(["push", INTENT, "--dry-run", "--device", "cmp-su1-leaf1"])
+    assert done.value.code == 0
+    shown = terminal.getvalue()
+    assert r"-hostname old\x1b]0;title\x07" in shown and r"\x1b[2J banner" in shown
+    assert "\x1b]" not in shown and "\x1b[2J" not in shown and "\x07" not in shown and "\r" not in shown
+    assert "\x1b[1m--- cmp-su1-leaf1" in shown  # our colour stays
+    assert set(re.findall(r"\x1b\[[0-9;]*m", shown)) <= {"\x1b[1m", "\x1b[0m"}
+    assert "\x1b" not in capsys.readouterr().out

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from gpufabric.cli.fleet_options import fleet_options
-from gpufabric.cli.output import err, out, write_files, write_stdout
+from gpufabric.cli.output import err, out, shown, write_files, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.outputs import json_dumps
 from gpufabric.push.args import FleetArgs
@@ -88,7 +88,7 @@ def scripts_cmd(file: str | None, output: Path) -> int:
 
     files = scripts(_suite(file))
     output.mkdir(parents=True, exist_ok=True)
-    err.print(f"wrote {write_files(output, files)} files into {output}")
+    err.print(shown(f"wrote {write_files(output, files)} files into {output}"))
     return 0
 
 
@@ -120,8 +120,8 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     done = run_suite(suite, shell, results, lambda job: err.print(f"running {job.id}", markup=False))
     if as_json:
         write_stdout(json_dumps({"jobs": len(suite.perf), "with_output": done, "results": str(results)}) + "\n")
-    err.print(f"{done} of {len(suite.perf)} jobs produced output in {results}; "
-              f"next: gpufabric acceptance report --results {results}{' --stand-in' if stand_in else ''}")  # fmt: skip
+    then = f"next: gpufabric acceptance report --results {results}{' --stand-in' if stand_in else ''}"
+    err.print(shown(f"{done} of {len(suite.perf)} jobs produced output in {results}; {then}"))
     return 0 if done == len(suite.perf) else EXIT_FAILED
 
 
@@ -158,8 +158,8 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     if as_json:
         write_stdout(json_dumps({"job": job.id, "phase": phase, "path": str(path), "errors": errors}) + "\n")
     for name, error in sorted(errors.items()):
-        err.print(f"{name}: not read: {error}", markup=False)
-    err.print(f"wrote {path}", markup=False)
+        err.print(shown(f"{name}: not read: {error}"))  # the switch's own words
+    err.print(shown(f"wrote {path}"))
     return EXIT_FAILED if errors else 0
 
 
@@ -187,10 +187,10 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
     else:
         out.print(_report_table(report))
         for part, failing, passing in report.suspects():
-            err.print(f"suspect: {part}: in {failing} failing jobs, {passing} passing", markup=False)
+            err.print(shown(f"suspect: {part}: in {failing} failing jobs, {passing} passing"))
         for v in report.verdicts:
             if isinstance(v.job, IncastJob) and not v.passed:
-                err.print(f"{v.job.id}: {v.status}: {v.detail}", markup=False)
+                err.print(shown(f"{v.job.id}: {v.status}: {v.detail}"))  # read from the tools' outputs
     return EXIT_FAILED if report.failed else 0
 
 

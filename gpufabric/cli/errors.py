@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gpufabric.cli.output import err
+from gpufabric.cli.output import err, shown
 from gpufabric.push.errors import PushRefusedError  # light: the options of every command load it
 
 if TYPE_CHECKING:
@@ -33,4 +33,4 @@ def refusals() -> Iterator[None]:
 
 def show_notes(access: Access) -> None:
     for note in access.notes:
-        err.print(note, markup=False, highlight=False)
+        err.print(shown(note))  # may name a file or a variable the user gave: text, never markup

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import click
 
-from gpufabric.cli.output import emit, err, out, write_files, write_stdout
+from gpufabric.cli.output import emit, err, out, shown, shown_lines, write_files, write_stdout
 from gpufabric.ib import acceptance, counters, discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
-from gpufabric.intent.errors import IntentError
+from gpufabric.intent.errors import IntentError, printable
 from gpufabric.intent.errors import Problem as IntentProblem
 from gpufabric.intent.loader import load_intent_text, read_intent_file
 from gpufabric.outputs import json_dumps
@@ -150,7 +150,7 @@ def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | 
         raise _as_input_error(exc) from None
     except KeyError as exc:
         raise _no_guid(disc, exc) from None
-    err.print(f"wrote {write_files(output, files)} OpenSM file(s) to {output}")
+    err.print(shown(f"wrote {write_files(output, files)} OpenSM file(s) to {output}"))
     return 0
 
 
@@ -165,8 +165,8 @@ def diff_cmd(file: Path, source: str) -> int:
         diff = discovery.compare(intent.fabric, topology.parse(text, name))
     except IbError as exc:
         raise _as_input_error(exc) from None
-    for line in diff.lines():
-        out.print(line, markup=False)
+    for line in diff.lines():  # node descriptions as the fabric (or the file) gave them: text, escaped
+        out.print(shown(line))
     if diff.clean:
         err.print(f"{len(intent.fabric.cables)} cables as planned")
     return 0 if diff.clean else 1
@@ -179,7 +179,8 @@ def _run_tool(args: Sequence[str]) -> str:
     except FileNotFoundError:
         raise click.ClickException(f"{args[0]} not found: install infiniband-diags") from None
     if done.returncode != 0:
-        raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+        why = printable(done.stderr.strip()[-300:])  # the tool's words: escaped before they reach the terminal
+        raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {why}")
     return done.stdout
 
 
@@ -202,7 +203,7 @@ def validate_cmd(  # click passes every option by name
             intent.fabric, intent.settings, run, rates=not no_rates, checks=checks or validate.CHECKS
         )
     except IbError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(printable(str(exc))) from None
     if fmt == "json":
         rows = [
             {"check": r.check, "item": r.item, "expected": r.expected, "observed": r.observed, "ok": r.ok}
@@ -210,7 +211,7 @@ def validate_cmd(  # click passes every option by name
         ]
         write_stdout(json_dumps(rows, indent=2) + "\n")
     else:
-        write_stdout(validate.render_table(results, show_all))
+        write_stdout(shown_lines(validate.render_table(results, show_all)).plain)  # what the tools answered
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -225,7 +226,7 @@ def metrics_cmd(file: Path, lab_dir: Path | None) -> int:
         seen = topology.parse(run(["ibnetdiscover"]), "ibnetdiscover")
         write_stdout(counters.metrics(intent.fabric, counters.read(intent.fabric, seen, run)))
     except IbError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(printable(str(exc))) from None
     return 0
 
 
@@ -272,7 +273,7 @@ def lab_up_cmd(file: Path, state_dir: Path) -> int:
     try:
         done = lab.up(intent, state_dir)
     except IbError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(printable(str(exc))) from None
     pids = ", ".join(f"{name} {pid}" for name, pid in done.processes.items())
     timing = f"ibsim ready in {done.ibsim_seconds:.2f} s, SUBNET UP in {done.subnet_up_seconds:.2f} s"
     err.print(f"{done.fabric}: {timing} ({pids}){done.restarted}")
@@ -306,5 +307,5 @@ def lab_console_cmd(state_dir: Path, command: str) -> int:
     try:
         lab.console(state_dir, command)
     except IbError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(printable(str(exc))) from None
     return 0

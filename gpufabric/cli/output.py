@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from gpufabric.export.atomic import write_atomic
 
@@ -15,6 +16,25 @@ from gpufabric.export.atomic import write_atomic
 # Tables piped to a file or CI log keep their full width instead of Rich's 80 columns.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def shown(text: object, style: str = "") -> Text:
+    """Text that came from outside (a switch's answer, a file, a tool's output) as Rich prints it: a
+    `Text`, so `[/]` or `[bold red]` in it is never read as markup (markup that does not parse would
+    crash the report) nor `:name:` as an emoji, and every control character written as an escape (an
+    ESC sequence from a switch must not recolour, clear or retitle the operator's terminal). `style` is
+    our own colour around it."""
+    from gpufabric.intent.errors import printable  # the intent package: only where outside text is shown
+
+    return Text(printable(str(text)), style=style)
+
+
+def shown_lines(text: str, style: str = "") -> Text:
+    """Outside text of several lines (a switch's diff) as `shown` gives one line: each line's control
+    characters escaped, the line breaks kept (a CR before one is a Windows line end, dropped)."""
+    from gpufabric.intent.errors import printable
+
+    return Text("\n".join(printable(line.removesuffix("\r")) for line in text.split("\n")), style=style)
 
 
 def write_stdout(text: str) -> None:
@@ -28,7 +48,7 @@ def emit(text: str, output: Path | None) -> None:
         write_stdout(text)
     else:
         write_atomic(output, text)
-        err.print(f"wrote {output}")
+        err.print(shown(f"wrote {output}"))
 
 
 def write_files(directory: Path, files: Mapping[str, str]) -> int:

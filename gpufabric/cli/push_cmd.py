@@ -10,10 +10,11 @@ from pathlib import Path
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
-from gpufabric.cli.output import err, out
+from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.cli.push_progress import PushProgress
 from gpufabric.config.secrets import SecretUnavailableError, secret_values
 from gpufabric.lab import state as lab_state
@@ -73,8 +74,8 @@ def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
         changed &= set(args.devices)
     if not changed:
         return None
-    err.print(f"{len(changed)} switches differ from {old}: {', '.join(sorted(changed)[:10])}"
-              + (", ..." if len(changed) > 10 else ""))  # fmt: skip
+    err.print(shown(f"{len(changed)} switches differ from {old}: {', '.join(sorted(changed)[:10])}"
+                    + (", ..." if len(changed) > 10 else "")))  # fmt: skip
     return dataclasses.replace(args, devices=tuple(sorted(changed)))
 
 
@@ -216,7 +217,7 @@ def _push(
     if changed_from is not None:
         narrowed = _changed_since(fleet_args, changed_from)
         if narrowed is None:
-            err.print(f"no switch's configuration differs from {changed_from}: nothing to push")
+            err.print(shown(f"no switch's configuration differs from {changed_from}: nothing to push"))
             return 0
         fleet_args = narrowed
     fleet = open_fleet(fleet_args)
@@ -263,7 +264,7 @@ def _push(
         settled=settled,
     )
     if trail.error is not None:
-        err.print(f"error: {trail.error}; this push's trail is incomplete", markup=False)
+        err.print(shown(f"error: {trail.error}; this push's trail is incomplete"))
         code = 1
     return code if settled is None or settled.converged else 1
 
@@ -296,7 +297,7 @@ def _guarded(
     if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
         check_platform_timers(asked.confirm_timeout, (platform(d.platform) for d in fleet.targets))
     if not asked.as_json:
-        err.print(f"push {push.id} from {push.controller}", highlight=False)
+        err.print(shown(f"push {push.id} from {push.controller}"))
     with ExitStack() as stack:
         if not asked.dry_run:
             stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
@@ -326,18 +327,19 @@ def _rollout(
 ) -> Rollout:
     """Run the push under a progress bar (a terminal only), printing each diff once all are read,
     before the first batch goes out, and a line per batch as it ends; each switch's audit record is
-    written as soon as its outcome is final."""
+    written as soon as its outcome is final, before anything about it is printed: a report that
+    cannot be printed must not cost the trail a batch's real outcome (a failed rollback above all)."""
     where = "the lab" if fleet.access.lab else "the switches"
     with PushProgress(where, total, show_diff=show_diff, dry_run=opts.dry_run) as progress:
 
         def on_preview(read: Rollout) -> None:
-            progress.on_preview(read)
             # A dry run ends here; otherwise the switches that would change end with their batch (or skipped).
             _audit(trail, [o for o in read.outcomes.values() if opts.dry_run or o.status != Status.WOULD_CHANGE])
+            progress.on_preview(read)
 
         def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
-            progress.on_batch(b, done)
             _audit(trail, list(done.values()))
+            progress.on_batch(b, done)
 
         return run(
             fleet.nr.with_processors([progress]),
@@ -378,12 +380,12 @@ def _report(
             )
         else:
             for name, down in sorted(settled.down.items()):
-                err.print(
-                    f"[red]not converged after {settled.seconds:.0f} s[/red]: {name}: {', '.join(down)}",
-                    highlight=False,
-                )
+                # What is down may carry a switch's own words (why it could not be asked): text, not markup.
+                head = Text(f"not converged after {settled.seconds:.0f} s", "red")
+                err.print(Text.assemble(head, ": ", shown(f"{name}: {', '.join(down)}")))
     if as_json:
-        out.print_json(
+        # Written as is (strict JSON: no NaN or Infinity, every control character and non-ASCII escaped).
+        write_stdout(
             json_dumps(
                 {
                     "push_id": push.id,
@@ -396,8 +398,10 @@ def _report(
                     "batches": [asdict(b) for b in rollout.batches],
                     "devices": [asdict(o) for o in ordered],
                     "sessions": None if settled is None else asdict(settled),
-                }
+                },
+                indent=2,
             )
+            + "\n"
         )
     else:
         _print_human(ordered)
@@ -420,5 +424,7 @@ def _print_human(ordered: list[DeviceOutcome]) -> None:
     for column in ("batch", "switch", "result", "seconds", "reason"):
         table.add_column(column)
     for o in ordered:
-        table.add_row(str(o.batch), o.device, f"[{STYLE.get(o.status, '')}]{o.status}[/]", f"{o.seconds:.1f}", o.reason)
+        # The reason is the switch's own words (an error it gave): shown as text, never read as markup.
+        status = Text(str(o.status), STYLE.get(o.status, ""))
+        table.add_row(str(o.batch), shown(o.device), status, f"{o.seconds:.1f}", shown(o.reason))
     out.print(table)

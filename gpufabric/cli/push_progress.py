@@ -12,8 +12,9 @@ from types import TracebackType
 from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
-from gpufabric.cli.output import err, out
+from gpufabric.cli.output import err, out, shown, shown_lines
 from gpufabric.push.rollout import Rollout
 from gpufabric.push.status import CONVERGED, Status
 from gpufabric.push.targets import Batch
@@ -94,8 +95,8 @@ class PushProgress:
         done = sum(o.status in DONE["preview"] for o in read.outcomes.values())  # read from other processes too
         self.progress.update(self.bar, completed=done, description=f"push to {self.where}: batch 1/{self.batches_out}")
         self.progress.refresh()
-        for name in read.unreadable:
-            err.print(f"[red]{name} failed[/red]: {read.outcomes[name].reason}", highlight=False)
+        for name in read.unreadable:  # the reasons are the switches' own words: text, never markup
+            err.print(Text.assemble(shown(f"{name} failed", "red"), ": ", shown(read.outcomes[name].reason)))
         if self.show_diff and read.batches:
             # Stopped while the diffs print: a running bar sends what goes to stdout to its own
             # stream (stderr), and results belong on stdout.
@@ -109,15 +110,15 @@ class PushProgress:
         confirmed = [o.device for o in done.values() if o.status == Status.CHANGED]
         if confirmed:
             err.print(
-                f"batch {b.number}/{self.batches_out} ({b.domain}): committed, checked and confirmed: "
-                + ", ".join(confirmed),
-                highlight=False,
+                shown(
+                    f"batch {b.number}/{self.batches_out} ({b.domain}): committed, checked and confirmed: "
+                    + ", ".join(confirmed)
+                )
             )
         for o in done.values():
             if o.status not in CONVERGED:
-                err.print(
-                    f"[red]batch {b.number} ({b.domain}): {o.device} {o.status}[/red]: {o.reason}", highlight=False
-                )
+                head = shown(f"batch {b.number} ({b.domain}): {o.device} {o.status}", "red")
+                err.print(Text.assemble(head, ": ", shown(o.reason)))
 
 
 def print_diffs(read: Rollout, dry_run: bool) -> None:
@@ -127,5 +128,6 @@ def print_diffs(read: Rollout, dry_run: bool) -> None:
         for name in batch.devices:
             o = read.outcomes[name]
             when = "would change" if dry_run or read.unreadable else f"batch {batch.number}, {batch.domain}"
-            out.print(f"[bold]--- {name}[/bold] ({when})", highlight=False)
-            out.print(o.diff, markup=False, highlight=False)
+            out.print(Text.assemble(shown(f"--- {name}", "bold"), f" ({when})"))
+            # The switch's own text: its escape sequences are shown, never sent to the terminal.
+            out.print(shown_lines(o.diff))

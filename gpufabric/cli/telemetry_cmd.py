@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 import threading
@@ -11,7 +12,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import login_options
-from gpufabric.cli.output import emit, err, write_stdout
+from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.outputs import json_dumps
 from gpufabric.push.args import FleetArgs
@@ -43,14 +44,35 @@ def _shard(text: str | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
-def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None) -> Any:
+def _budget_options(command: Any) -> Any:
+    """--scrape-budget and --switch-deadline: how long a scrape, and one switch within it, may take."""
+    from gpufabric.telemetry.shards import SCRAPE_BUDGET, SWITCH_DEADLINE
+
+    command = click.option(
+        "--switch-deadline", type=click.FloatRange(0.1, 3600), default=SWITCH_DEADLINE, show_default=True,
+        metavar="SECONDS", help="A switch (or server) not read this long after its read started is reported as "
+        "not read for that scrape (gpufabric_scrape_ok 0); the others are served.",
+    )(command)  # fmt: skip
+    return click.option(
+        "--scrape-budget", type=click.FloatRange(0.1, 3600), default=SCRAPE_BUDGET, show_default=True,
+        metavar="SECONDS", help="A scrape answers within this, whatever the switches do: keep it below "
+        "Prometheus's scrape timeout (`telemetry prometheus` sets that to the interval, 30s by default).",
+    )(command)  # fmt: skip
+
+
+def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None, *, budget: float, deadline: float) -> Any:
     from gpufabric.cli.errors import show_notes
     from gpufabric.lab.state import DEFAULT_DIR
     from gpufabric.push.fleet import reach
-    from gpufabric.telemetry.connect import host_shell, switch_connector
+    from gpufabric.telemetry.connect import TIMEOUT, host_shell, switch_connector
     from gpufabric.telemetry.exporter import FabricCollector
     from gpufabric.telemetry.targets import nic_targets, switch_targets
 
+    if deadline > budget:  # before any login: bad options
+        raise click.BadParameter(
+            f"{deadline:g} s does not fit a scrape budget of {budget:g} s (--scrape-budget)",
+            param_hint="--switch-deadline",
+        )
     plan, access = reach(fleet_args)
     show_notes(access)
     switches = [t for t in switch_targets(plan, fleet_args.plane) if t.address is not None]
@@ -62,7 +84,9 @@ def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None) -> Any:
         nics = {name: n for name, n in nics.items() if shard.owns(name)}
     state_dir = (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None
     shell = host_shell(plan, access, state_dir, fleet_args.known_hosts)
-    return FabricCollector(switches, switch_connector(access), nics, shell, workers)
+    # A switch's session gives up no later than its deadline: the thread of a read past it is freed soon after.
+    connect = switch_connector(access, timeout=min(TIMEOUT, max(1, math.ceil(deadline))))
+    return FabricCollector(switches, connect, nics, shell, workers, budget=budget, deadline=deadline)
 
 
 @telemetry_cmd.command("serve")
@@ -74,7 +98,9 @@ def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None) -> Any:
 @click.option("--shard", "shard_text", metavar="I/N",
               help="Read only shard I of N (counted from 0): the switches and servers whose name hashes "
                    "to I (Prometheus's hashmod). `telemetry prometheus --shards N` configures the N.")  # fmt: skip
-def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int, shard_text: str | None) -> int:
+@_budget_options
+def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: str | None, scrape_budget: float,
+              switch_deadline: float) -> int:  # fmt: skip
     """Serve the fabric's counters for Prometheus until interrupted (SIGINT or SIGTERM)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
@@ -83,7 +109,7 @@ def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int, shard_text: str 
         raise click.BadParameter("write ADDR:PORT, e.g. 127.0.0.1:9108", param_hint="--listen")
     shard = _shard(shard_text)
     registry = CollectorRegistry()
-    collector = _collector(fleet_args, workers, shard)
+    collector = _collector(fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline)
     registry.register(collector)
     server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
     stop = threading.Event()
@@ -105,13 +131,15 @@ def serve_cmd(fleet_args: FleetArgs, listen: str, workers: int, shard_text: str 
 @login_options
 @click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True)
 @click.option("--shard", "shard_text", metavar="I/N", help="Read only shard I of N (counted from 0), as serve does.")
-def scrape_cmd(fleet_args: FleetArgs, workers: int, shard_text: str | None) -> int:
+@_budget_options
+def scrape_cmd(*, fleet_args: FleetArgs, workers: int, shard_text: str | None, scrape_budget: float,
+               switch_deadline: float) -> int:  # fmt: skip
     """Read the fabric once and print what `serve` would serve (Prometheus text format)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
     shard = _shard(shard_text)
     registry = CollectorRegistry()
-    collector = _collector(fleet_args, workers, shard)
+    collector = _collector(fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline)
     registry.register(collector)
     try:
         write_stdout(generate_latest(registry).decode())
@@ -185,7 +213,7 @@ def prometheus_cmd(*, file: str | None, count: int, listen_base: str, interval: 
         path = out_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    err.print(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})")
+    err.print(shown(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})"))
     return 0
 
 

@@ -14,6 +14,7 @@ from gpufabric.config.secrets import secret_values
 from gpufabric.ib import lab as ib_lab
 from gpufabric.ib.errors import IbError
 from gpufabric.intent import load_intent
+from gpufabric.intent.errors import printable
 from gpufabric.lab.control import infiniband_dir
 from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.parallel import cores
@@ -131,7 +132,8 @@ def _validate_infiniband(ib: IbPlan, args: FleetArgs, fmt: str, show_all: bool, 
             # ibsim reports its own link speeds: in the lab the widths are compared, not the rates.
             found = infiniband.check_plane(ib, run, rates=not wants_lab)
         except IbError as exc:
-            raise click.ClickException(f"InfiniBand compute plane: {exc}") from None
+            # The tools' own words may be in it: escaped, as everything outside shown to the user.
+            raise click.ClickException(printable(f"InfiniBand compute plane: {exc}")) from None
     return _report(
         found, fmt, show_all, time.perf_counter() - started, f"{len(ib.fabric.switches)} InfiniBand switches"
     )

@@ -16,15 +16,16 @@ from gpufabric.push.access import Access
 from gpufabric.telemetry.exporter import Connect, RunOnHost
 from gpufabric.telemetry.targets import SwitchTarget
 
-TIMEOUT = 10
+TIMEOUT = 10  # seconds a switch's or server's session waits for an answer
 
 
-def switch_connector(access: Access) -> Connect:
+def switch_connector(access: Access, timeout: int = TIMEOUT) -> Connect:
+    """Opens a switch's driver; its session gives up after `timeout` seconds without an answer."""
     from gpufabric.drivers.registry import network_driver  # the automation stack only when a scrape needs it
 
     def connect(t: SwitchTarget) -> Any:
         driver = network_driver("frr" if access.lab else platform(t.platform).napalm_driver)
-        conn = driver(t.address, access.username, access.password, timeout=TIMEOUT,
+        conn = driver(t.address, access.username, access.password, timeout=timeout,
                       optional_args=dict(access.optional_args))  # fmt: skip
         conn.open()
         return conn

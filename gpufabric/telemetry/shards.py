@@ -16,6 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 MAX_SHARDS = 1024
+# A shard answers a scrape within its budget, below `telemetry prometheus`'s 30 s scrape timeout, and
+# gives each switch (or server) a deadline inside it (gpufabric.telemetry.exporter).
+SCRAPE_BUDGET = 25.0
+SWITCH_DEADLINE = 10.0
 _SPEC = re.compile(r"(\d{1,4})/(\d{1,4})")
 
 

@@ -9,7 +9,9 @@ from xml.etree import ElementTree as ET
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from gpufabric.intent.errors import printable
 from gpufabric.outputs import NOTE_SUFFIX, json_number, xml_text
 from gpufabric.validate.results import CheckResult
 
@@ -97,9 +99,10 @@ def print_table(console: Console, results: list[CheckResult], show_all: bool) ->
         for column in ("check", "device", "item", "expected", "observed", "verdict"):
             table.add_column(column)
         for r in rows:
-            table.add_row(
-                r.check, r.device, r.item, r.expected, r.observed, "[green]pass[/]" if r.ok else "[red]fail[/]"
-            )
+            # What a switch answered (observed, and items named from its output) is text: never markup
+            # (a `[/]` in it crashed the table), its control characters escaped (never sent to the terminal).
+            cells = (Text(printable(v)) for v in (r.check, r.device, r.item, r.expected, r.observed))
+            table.add_row(*cells, Text("pass", "green") if r.ok else Text("fail", "red"))
         console.print(table)
     summary = Table(title="validate: per check")
     for column in ("check", "passed", "failed"):

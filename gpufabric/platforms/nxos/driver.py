@@ -10,6 +10,11 @@ What changes from NAPALM's driver:
   anything changes; unless `configure replace commit` follows in time, the switch rolls the replace back
   by itself, whatever happened to the controller or the session. The startup configuration is saved only
   at the confirm. A failed or cut-off rollback is reported as a failure, never as success.
+- Whether a command failed, and whether a replace waits for its commit, are read from structure, never
+  from words in the switch's text: a command NX-API refuses comes back as its JSON-RPC error; the state
+  of the replace from `show config-replace status` as JSON (`parse_replace_status`, which refuses any
+  shape or value it does not know: an unknown state is never taken as committed, confirmed or rolled
+  back); a rollback is checked by comparing the running configuration with its checkpoint afterwards.
 - The files it leaves on bootflash (candidate, pre-change checkpoint, the diff's snapshot) carry the push
   id, so two pushes never overwrite each other's.
 - The switch must run a release gpufabric renders for (`gpufabric.platforms.nxos`), all of which have the
@@ -24,34 +29,108 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+import time
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from napalm.base.exceptions import CommitError, ConnectionException, ReplaceConfigException
 from napalm.nxapi_plumbing import Device as NXOSDevice
 from napalm.nxapi_plumbing.api_client import RPCClient
-from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPIConnectionError
+from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPICommandError, NXAPIConnectionError
 from napalm.nxos.nxos import NXOSDriver
 
 from gpufabric.drivers.https_args import https_args
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, controller_name, started
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post
 from gpufabric.hidden import reveal
+from gpufabric.intent.errors import printable
 from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
 
 FILE_PREFIX = "gpufabric-"
 MARK = "!gpufabric push"  # the candidate's first line: which push wrote it, from which controller
-_FAILED = re.compile(r"\b(fail(ed|ure)?|error|abort(ed)?|invalid)\b", re.IGNORECASE)
+SETTLE = 60.0  # seconds a replace the switch reports in progress gets to finish before it counts as failed
+POLL = 1.0
+
+# `show config-replace status` over NX-API (the `cli` method: its JSON body). NOT ESTABLISHED FROM A
+# SWITCH: no capture of this command's JSON is in the repository, so the keys and values below are
+# gpufabric's assumption, to be checked on a real Nexus (docs/push-trust.md). The parser demands them;
+# any other shape or value is refused (ReplaceStatusError), and the driver then acts as for an unknown
+# state: nothing is committed, confirmed or called rolled back on its strength.
+STATUS_COMMAND = "show config-replace status"
+STATUS_KEY = "operation_status"  # required (when the body is not empty): one of STATUS_VALUES
+OPERATION_KEY = "last_operation"  # optional text; names the file of the replace (whose push it is)
+
+
+class Phase(StrEnum):
+    """Where the switch's last configuration replace stands."""
+
+    NONE = "no replace recorded"
+    DONE = "completed"
+    PENDING = "waiting for its commit"
+    RUNNING = "in progress"
+    FAILED = "failed"
+
+
+STATUS_VALUES = {
+    "success": Phase.DONE,
+    "completed": Phase.DONE,
+    "waiting for commit": Phase.PENDING,
+    "commit pending": Phase.PENDING,
+    "in progress": Phase.RUNNING,
+    "failed": Phase.FAILED,
+    "failure": Phase.FAILED,
+}
+
+
+class ReplaceStatusError(ReplaceConfigException):
+    """`show config-replace status` did not answer in the structure gpufabric knows: its state is unknown."""
+
+
+@dataclass(frozen=True)
+class ReplaceStatus:
+    phase: Phase
+    said: str = ""  # the switch's own words for it, escaped
+    operation: str = ""  # OPERATION_KEY's text, as given
+
+    def __str__(self) -> str:
+        return f"{self.phase} ('{self.said}')" if self.said else str(self.phase)
+
+
+def parse_replace_status(body: Any, host: str = "") -> ReplaceStatus:
+    """The replace's state from the JSON body of `show config-replace status`. An empty body (NX-API's
+    answer for a command with no output) is NONE; an object must hold STATUS_KEY with one of
+    STATUS_VALUES (case and spacing aside), and OPERATION_KEY, when there, must be text. Anything else
+    raises ReplaceStatusError, naming what was wrong."""
+    where = f"{host}: `{STATUS_COMMAND}`" if host else f"`{STATUS_COMMAND}`"
+    if body is None or body == {}:
+        return ReplaceStatus(Phase.NONE)
+    if not isinstance(body, dict):
+        raise ReplaceStatusError(
+            f"{where}: answered {type(body).__name__}, not a JSON object; the replace's state is unknown"
+        )
+    said = body.get(STATUS_KEY)
+    if not isinstance(said, str):
+        keys = ", ".join(printable(str(k))[:40] for k in list(body)[:8])
+        raise ReplaceStatusError(
+            f"{where}: no text {STATUS_KEY!r} in its answer (keys: {keys}); the replace's state is unknown"
+        )
+    operation = body.get(OPERATION_KEY, "")
+    if not isinstance(operation, str):
+        raise ReplaceStatusError(f"{where}: {OPERATION_KEY!r} is {type(operation).__name__}, not text")
+    phase = STATUS_VALUES.get(" ".join(said.lower().split()).rstrip("."))
+    shown = printable(said[:120])
+    if phase is None:
+        raise ReplaceStatusError(
+            f"{where}: unknown {STATUS_KEY} '{shown}' (known: {', '.join(sorted(STATUS_VALUES))}); "
+            "the replace's state is unknown"
+        )
+    return ReplaceStatus(phase, shown, operation)
 
 
 def _release(text: str) -> tuple[int, int] | None:
     found = re.match(r"\s*(\d+)\.(\d+)", text)
     return (int(found.group(1)), int(found.group(2))) if found else None
-
-
-def replace_pending(status: str) -> bool:
-    """Whether `show config-replace status` says a replace with a commit timeout waits for its commit."""
-    text = status.lower()
-    return bool(re.search(r"commit[- ]timeout", text)) and "waiting" in text
 
 
 class VerifiedRPCClient(RPCClient):
@@ -145,14 +224,36 @@ class GpufabricNXOSDriver(NXOSDriver):
             raise ReplaceConfigException(f"{self.hostname}: bootflash:{name} does not match what was sent")
 
     def _exec(self, command: str) -> str:
-        """One exec command with confirmations off; its text, or ReplaceConfigException if it reports a failure."""
+        """One exec command with confirmations off; its text. A command NX-API reports as failed (its
+        JSON-RPC error) raises ReplaceConfigException. Whether the command did what it is for is read
+        afterwards, from the switch's state (the replace's status, the running configuration), not from
+        the words of this answer."""
         assert self.device is not None, "open() first"
         # One request: NX-API runs its commands in one session, so `terminal dont-ask` holds for the command.
-        results = self.device.show_list(["terminal dont-ask", command, "no terminal dont-ask"], raw_text=True)
-        text = str(results[1].get("result") or "") if len(results) > 1 else ""
-        if _FAILED.search(text):
-            raise ReplaceConfigException(f"{self.hostname}: `{command}`: {text.strip()[:300]}")
-        return text
+        try:
+            results = self.device.show_list(["terminal dont-ask", command, "no terminal dont-ask"], raw_text=True)
+        except NXAPICommandError as exc:
+            said = printable(str(exc.message).strip()[:300])
+            raise ReplaceConfigException(f"{self.hostname}: `{command}` failed: {said}") from None
+        return str(results[1].get("result") or "") if len(results) > 1 else ""
+
+    def replace_status(self) -> ReplaceStatus:
+        """The state of the switch's configuration replace, read as JSON (ReplaceStatusError: unknown)."""
+        try:
+            body = self._send_command(STATUS_COMMAND)
+        except NXAPICommandError as exc:
+            said = printable(str(exc.message).strip()[:200])
+            raise ReplaceStatusError(f"{self.hostname}: `{STATUS_COMMAND}` failed: {said}") from None
+        return parse_replace_status(body, self.hostname)
+
+    def _settled_status(self) -> ReplaceStatus:
+        """The replace's state once it is no longer in progress (at most SETTLE seconds)."""
+        deadline = time.monotonic() + SETTLE
+        status = self.replace_status()
+        while status.phase is Phase.RUNNING and time.monotonic() < deadline:
+            time.sleep(POLL)
+            status = self.replace_status()
+        return status
 
     def _delete(self, name: str) -> None:
         assert self.device is not None, "open() first"
@@ -182,18 +283,21 @@ class GpufabricNXOSDriver(NXOSDriver):
         raise NotImplementedError("gpufabric replaces the whole configuration, with a revert armed on the switch")
 
     def _get_diff(self) -> str:
+        return self._from_running(self.candidate_cfg)
+
+    def _from_running(self, target: str) -> str:
+        """The patch that takes the running configuration (a checkpoint of it, removed after) to `target`."""
         self._delete_quietly(self.snapshot_cfg)
         self._exec(f"checkpoint file bootflash:{self.snapshot_cfg}")
         try:
             shown = self._send_command(
-                f"show diff rollback-patch file bootflash:{self.snapshot_cfg} file bootflash:{self.candidate_cfg}",
-                raw_text=True,
+                f"show diff rollback-patch file bootflash:{self.snapshot_cfg} file bootflash:{target}", raw_text=True
             )
         finally:
             self._delete_quietly(self.snapshot_cfg)
         text = str(shown or "")
         if "Generating Rollback Patch" not in text:
-            raise ReplaceConfigException(f"{self.hostname}: NX-OS gave no rollback patch for the candidate")
+            raise ReplaceConfigException(f"{self.hostname}: NX-OS gave no rollback patch for bootflash:{target}")
         patch = text.split("Generating Rollback Patch", 1)[1].replace("Rollback Patch is Empty", "")
         return "\n".join(line.rstrip() for line in patch.strip().splitlines() if line.strip()[:1] not in ("", "!", "."))
 
@@ -225,16 +329,30 @@ class GpufabricNXOSDriver(NXOSDriver):
         self.loaded = False
         self._armed = True  # from here the switch may change: rollback() has something to undo
         self._exec(f"configure replace bootflash:{self.candidate_cfg} commit-timeout {revert_in}")
+        status = self._settled_status()
+        if status.phase is not Phase.PENDING:  # failed, or no timer armed: the change must not stand
+            raise ReplaceConfigException(
+                f"{self.hostname}: after `configure replace ... commit-timeout {revert_in}` the switch reports the "
+                f"replace {status}, not waiting for its commit"
+            )
 
     def has_pending_commit(self) -> bool:
-        return replace_pending(str(self._send_command("show config-replace status", raw_text=True) or ""))
+        """A replace waits for its commit, or is still being applied (ReplaceStatusError: unknown)."""
+        return self.replace_status().phase in (Phase.PENDING, Phase.RUNNING)
 
     def confirm_commit(self) -> None:
-        if not self.has_pending_commit():
+        status = self.replace_status()
+        if status.phase is not Phase.PENDING:
             raise CommitError(
-                f"{self.hostname}: no configuration replace waits for its commit (its timer may have reverted it)"
+                f"{self.hostname}: no configuration replace waits for its commit (the switch reports it {status}; "
+                "its timer may have reverted it)"
             )
         self._exec("configure replace commit")
+        status = self.replace_status()
+        if status.phase is not Phase.DONE:
+            raise CommitError(
+                f"{self.hostname}: after `configure replace commit` the switch reports the replace {status}"
+            )
         self._armed, self._confirmed = False, True
         self._copy_run_start()  # the change is kept across a reload only now that it is confirmed
         # The pre-change checkpoint stays: a batch that fails after this confirm rolls this switch back to it.
@@ -246,14 +364,32 @@ class GpufabricNXOSDriver(NXOSDriver):
         if not (self._armed or self._confirmed):
             return  # the commit was refused before it changed anything: nothing to undo
         self._exec(f"rollback running-config file bootflash:{self.rollback_cfg}")
+        left = self._from_running(self.rollback_cfg)  # rolled back is what the running configuration shows
+        if left:
+            raise ReplaceConfigException(
+                f"{self.hostname}: after `rollback running-config` the running configuration still differs from "
+                f"bootflash:{self.rollback_cfg} ({len(left.splitlines())} lines): not rolled back"
+            )
         if self._confirmed:
             self._copy_run_start()  # the confirm saved the change: the startup configuration goes back too
-        elif self.has_pending_commit():
-            # Running is the pre-change configuration again: closing the replace keeps it, and frees the
-            # switch for the next push instead of leaving a timer that would only restore the same state.
-            self._exec("configure replace commit")
+        else:
+            self._close_replace()
         self._armed = self._confirmed = False
         self._delete_quietly(self.candidate_cfg, self.rollback_cfg)
+
+    def _close_replace(self) -> None:
+        """After a rollback, a replace still waiting for its commit is closed: running is the pre-change
+        configuration again, and closing keeps it and frees the switch for the next push instead of leaving
+        a timer that would only restore the same state."""
+        status = self.replace_status()
+        if status.phase is Phase.PENDING:
+            self._exec("configure replace commit")
+            status = self.replace_status()
+        if status.phase in (Phase.PENDING, Phase.RUNNING):
+            raise ReplaceConfigException(
+                f"{self.hostname}: rolled back to bootflash:{self.rollback_cfg}, but the replace is still {status} "
+                "(its timer ends it)"
+            )
 
     def _forget_old_checkpoints(self) -> None:
         """Delete the pre-change checkpoints of pushes older than STALE_AFTER: none of them can still roll back."""
@@ -267,10 +403,10 @@ class GpufabricNXOSDriver(NXOSDriver):
 
     def pending_push(self) -> dict[str, str] | None:
         """The gpufabric push whose replace waits for its commit on this switch, else None."""
-        status = str(self._send_command("show config-replace status", raw_text=True) or "")
-        if not replace_pending(status):
+        status = self.replace_status()
+        if status.phase not in (Phase.PENDING, Phase.RUNNING):
             return None
-        named = re.search(rf"{FILE_PREFIX}({PUSH_ID.pattern})\.cfg", status)
+        named = re.search(rf"{FILE_PREFIX}({PUSH_ID.pattern})\.cfg", status.operation)
         if named is None:
             listing = str(self._send_command("dir bootflash:", raw_text=True) or "")
             ours = sorted(re.findall(rf"{FILE_PREFIX}({PUSH_ID.pattern})\.cfg\b", listing))
