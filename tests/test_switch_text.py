@@ -75,3 +75,23 @@ def test_a_path_the_user_gave_is_named_as_given(tmp_path):
     done = run("gpufabric", "telemetry", "rules", "-o", str(target))
     assert done.returncode == 0, done.stderr
     assert target.is_file() and f"wrote {target}" in " ".join(done.stderr.split())
+
+
+def test_a_log_line_shows_a_switchs_words_escaped(monkeypatch):
+    """-v logs carry switches' words (why a read failed): a newline cannot forge a second record and an
+    escape sequence never reaches the terminal."""
+    import logging
+    import sys
+
+    from gpufabric.cli import logs
+
+    screen = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", screen)
+    logs.configure(logging.INFO)
+    try:
+        logging.getLogger("gpufabric.test").info("leaf1 answered %s", "bad\nINFO gpufabric: forged\x1b[2J")
+    finally:
+        logs.configure(logging.WARNING)
+    written = screen.getvalue()
+    assert written.count("\n") == 1, written
+    assert "\x1b" not in written and r"bad\nINFO gpufabric: forged\x1b[2J" in written

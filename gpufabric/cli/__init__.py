@@ -129,18 +129,18 @@ def _report(exc: Exception) -> int:
     start-up: they pull in the intent schema, which `--version` and `--help` do not need."""
     from gpufabric.config.secrets import SecretUnavailableError
     from gpufabric.config.vault import VaultError
-    from gpufabric.intent.errors import IntentError
+    from gpufabric.intent.errors import IntentError, printable
 
     err = _err()
     if isinstance(exc, IntentError):
         err.print(exc.render(), markup=False)
         return EXIT_INPUT
     if isinstance(exc, SecretUnavailableError | VaultError):
-        err.print(f"error: {exc}", markup=False)
+        err.print(f"error: {printable(str(exc))}", markup=False)
         return EXIT_INPUT
     if os.environ.get("GPUFABRIC_DEBUG"):
         traceback.print_exc()
-    err.print(f"internal error: {type(exc).__name__}: {exc}", markup=False)
+    err.print(f"internal error: {type(exc).__name__}: {printable(str(exc))}", markup=False)
     err.print(
         "this is a bug in gpufabric; please report it with the intent file (set GPUFABRIC_DEBUG=1 to see the traceback)"
     )

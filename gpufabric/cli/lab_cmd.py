@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from gpufabric.cli.lab_hosts_cmd import hosts_cmd
-from gpufabric.cli.output import err, out
+from gpufabric.cli.output import err, out, shown
 from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.cli.privileges import require_root
 from gpufabric.ib import lab as ib_lab
@@ -84,7 +85,7 @@ def lab_down(state_dir: Path) -> int:
         err.print("no lab is up")
         return 0
     for problem in done.problems:
-        err.print(f"[red]could not remove[/red] {problem}", highlight=False)
+        err.print(Text.assemble(("could not remove", "red"), " ", shown(problem)))
     if done.problems:
         err.print(
             f"lab {done.state.fabric}: not all removed; run `gpufabric lab down` again (state kept in {state_dir})"

@@ -34,6 +34,18 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _Printable(logging.Formatter):
+    """A log line holds switches' and tools' words (why a read failed, what a switch answered): its
+    control characters are written as escapes, so a line can neither forge a second record nor send an
+    escape sequence to the terminal or to whatever collects stderr."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's own name)
+        from gpufabric.intent.errors import printable
+
+        record.message = printable(record.message)  # the message only: a traceback below it is ours
+        return super().formatMessage(record)
+
+
 def level_for(name: str | None, verbose: int) -> int:
     """--log-level wins; else -v gives INFO, -vv DEBUG; else WARNING (nothing in a normal run)."""
     if name:
@@ -42,7 +54,7 @@ def level_for(name: str | None, verbose: int) -> int:
 
 
 def configure(level: int) -> None:
-    formatter = logging.Formatter(FORMAT, datefmt="%Y-%m-%dT%H:%M:%SZ")
+    formatter = _Printable(FORMAT, datefmt="%Y-%m-%dT%H:%M:%SZ")
     formatter.converter = time.gmtime
     for package in PACKAGES:
         logger = logging.getLogger(package)

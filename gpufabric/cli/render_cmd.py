@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from gpufabric.cli.output import err
+from gpufabric.cli.output import err, shown
 from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
@@ -91,7 +91,7 @@ def render_cmd(
         where = exc.filename or output
         raise click.ClickException(f"cannot write {where}: {exc.strerror}; choose another --output") from None
     for name in sorted(result.errors):
-        err.print(f"error: {name}: {result.errors[name]}", markup=False)
+        err.print(shown(f"error: {name}: {result.errors[name]}"))
     err.print(
         f"rendered {result.files} files for {result.switches} switches into {output} "
         f"in {time.perf_counter() - started:.2f} s"

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from gpufabric.cli.output import err, out
+from gpufabric.cli.output import err, out, shown
 from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.outputs import json_dumps
@@ -81,7 +81,7 @@ def verify_cmd(
     for name, count in sorted(report.judged.items()):
         err.print(f"vendor judge for {name}: {vendor.title(name)} judged {count} files")
     for name, why in report.skipped.items():
-        err.print(f"vendor judge for {name} skipped: {why}", markup=False)
+        err.print(shown(f"vendor judge for {name} skipped: {why}"))
     err.print(
         f"verified {report.switches} switches ({report.files} files) in {configs} "
         f"in {time.perf_counter() - started:.2f} s: {len(report.findings)} findings"
