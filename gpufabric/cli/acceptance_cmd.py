@@ -58,7 +58,7 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
 
     suite = _suite(file, stand_in)
     if as_json:
-        write_stdout(json.dumps(suite_dict(suite), indent=2) + "\n")
+        write_stdout(json.dumps(suite_dict(suite), indent=2, allow_nan=False) + "\n")
         return 0
     t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs, "
               f"{len(suite.incast)} incast jobs", title_justify="left")  # fmt: skip
@@ -174,23 +174,22 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
     """Judge the outputs: expected vs observed per job, and the switches and cables that failing jobs
     share. An incast passes on its counters: no drop anywhere, PFC pauses and ECN marks or CNPs that
     rose; one that raised neither congested nothing and is `unstressed`, not a pass. Exit 0 when every
-    job passed, 1 when any failed or has no readable result."""
+    job passed, 1 when any failed or has no verdict (`missing`, `unreadable`, `invalid`, `unknown`). A
+    result file that is no regular file, is larger than 4 MiB or is not UTF-8 is bad input (exit 2)."""
     from gpufabric.acceptance import report as r
-    from gpufabric.acceptance.model import IncastJob
     from gpufabric.export.atomic import write_atomic
 
     report = r.judge(_suite(file, stand_in), results)
     if junit is not None:
         write_atomic(junit, r.junit(report))
     if as_json:
-        write_stdout(json.dumps(r.as_dict(report), indent=2) + "\n")
+        write_stdout(json.dumps(r.as_dict(report), indent=2, allow_nan=False) + "\n")
     else:
         out.print(_report_table(report))
         for part, failing, passing in report.suspects():
             err.print(f"suspect: {part}: in {failing} failing jobs, {passing} passing", markup=False)
-        for v in report.verdicts:
-            if isinstance(v.job, IncastJob) and not v.passed:
-                err.print(f"{v.job.id}: {v.status}: {v.detail}", markup=False)
+        for v in report.failed:  # what was wrong: the table shows figures, not why a job has none
+            err.print(f"{v.job.id}: {v.status}: {v.detail}", markup=False)
     return EXIT_FAILED if report.failed else 0
 
 
