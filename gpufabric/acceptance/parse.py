@@ -206,7 +206,7 @@ def perftest_lat(text: str, expect: Expect | None = None) -> Observed:
 # -- nccl-tests ------------------------------------------------------------------------------------
 
 _NCCL_PARAMS = re.compile(
-    r"#\s*nThread (?P<threads>[0-9]+) nGpus (?P<gpus>[0-9]+) minBytes (?P<min>[0-9]+) maxBytes (?P<max>[0-9]+) "
+    r"#\s*nThread [0-9]+ nGpus [0-9]+ minBytes (?P<min>[0-9]+) maxBytes (?P<max>[0-9]+) "
     r"step: (?P<step>[0-9]+)\((?P<how>factor|bytes)\) warmup iters: [0-9]+ iters: (?P<iters>[0-9]+) "
     r"(?:agg iters: [0-9]+ )?validation: (?P<check>[0-9]+)\b.*"
 )
@@ -298,7 +298,9 @@ def nccl_busbw(text: str, expect: Expect | None = None) -> Observed:
         return Observed(0.0, "GB/s", wrong, True)
     largest = int(params["max"])
     ranks = max(expect.ranks, sum(line.lstrip("# ").startswith("Rank ") for line in text.splitlines()), 1)
-    if last.size > largest or last.size <= largest - ranks * _CHUNK:
+    if last.size > largest:
+        raise InvalidOutputError(f"a row of {last.size} bytes, beyond the maxBytes {largest} the run printed")
+    if last.size <= largest - ranks * _CHUNK:
         raise OutputError(f"the run stopped at {last.size} bytes, before the job's largest size, {largest} bytes: "
                           "it died or was cut short")  # fmt: skip
     footer = [line for line in text.splitlines() if "Out of bounds values" in line]
