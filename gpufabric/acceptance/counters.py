@@ -36,6 +36,7 @@ _NIC_DROPS = re.compile(
 )
 _NIC_PAUSE = re.compile(r"(rx|tx)_prio(\d)_pause")
 _NIC_ECN = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class SnapshotError(ValueError):
@@ -60,8 +61,11 @@ def parse_nic(text: str) -> Counters:
             name = path.rsplit("/", 1)[-1]
         else:
             name, _, value = line.strip().partition(":")
-        if value.strip().isdigit() and name:
-            found[name.strip()] = int(value)
+        if _DIGITS.fullmatch(value.strip()) and name:  # ASCII digits: isdigit() takes '²', int() refuses it
+            name, n = name.strip(), int(value)
+            if found.get(name, n) != n:  # two snapshots in one file: which is this one cannot be told
+                raise SnapshotError(f"{name} read twice ({found[name]}, then {n}): more than one snapshot in the file")
+            found[name] = n
     if not found:
         raise SnapshotError("no counters: not `ethtool -S` output, or the NIC is gone")
     return found
@@ -120,6 +124,29 @@ def dump(snapshot: dict[str, Any]) -> str:
     return json_dumps(snapshot, indent=1, sort_keys=True) + "\n"
 
 
+def check_snapshot(doc: Any, name: str) -> dict[str, Any]:
+    """A switch snapshot as `dump` writes it: {switch: {port: {counter: whole number}}}, or
+    {switch: {"error": text}} for a switch that could not be read. Anything else is refused: a
+    counter that is text, fractional or negative would compare as no rise, and so as no drop."""
+    if not isinstance(doc, dict):
+        raise SnapshotError(f"{name}: not a switch snapshot (an object of switches)")
+    for switch, ports in doc.items():
+        if not isinstance(ports, dict):
+            raise SnapshotError(f"{name}: {switch}: not an object of ports")
+        if "error" in ports:
+            if not isinstance(ports["error"], str):
+                raise SnapshotError(f"{name}: {switch}: error is not text")
+            continue
+        for port, counters in ports.items():
+            if not isinstance(counters, dict):
+                raise SnapshotError(f"{name}: {switch} {port}: not an object of counters")
+            for counter, value in counters.items():
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise SnapshotError(f"{name}: {switch} {port} {counter}: {value!r} is not a counter "
+                                        "(a whole number, zero or more)")  # fmt: skip
+    return doc
+
+
 # -- what the differences show ---------------------------------------------------------------------
 
 
@@ -130,6 +157,7 @@ class Evidence:
     ecn: list[str] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # evidence that could not be read
     blind: list[str] = field(default_factory=list)  # ports whose OS reports no drop counter the reader knows
+    unknown: list[str] = field(default_factory=list)  # drop counters whose change cannot be told (cleared, gone)
 
 
 def _rose(before: Counters, after: Counters) -> Counters:
@@ -137,7 +165,33 @@ def _rose(before: Counters, after: Counters) -> Counters:
     return {k: after[k] - before[k] for k in after if k in before and after[k] > before[k]}
 
 
+def _untold(ev: Evidence, where: str, before: Counters, after: Counters, is_drop: Callable[[str], bool]) -> None:
+    """Drop counters whose rise cannot be read: one that went down (cleared, or wrapped, during the
+    test: the drops before the reset are lost), one read before but not after, or one read after only
+    and above zero. Each leaves the drops unknown, which is never the same as none."""
+    for name in sorted(set(before) | set(after)):
+        if not is_drop(name):
+            continue
+        if name not in after:
+            ev.unknown.append(f"{where}: {name} read before ({before[name]}), not after")
+        elif name not in before:
+            if after[name] > 0:
+                ev.unknown.append(f"{where}: {name} read after ({after[name]}), not before")
+        elif after[name] < before[name]:
+            ev.unknown.append(f"{where}: {name} went down from {before[name]} to {after[name]} (cleared or wrapped "
+                              "during the test)")  # fmt: skip
+
+
+def _nic_drop(name: str) -> bool:
+    return _NIC_DROPS.fullmatch(name) is not None
+
+
+def _switch_drop(name: str) -> bool:
+    return name.startswith(("drops.", "discards.")) or name == "pfc_watchdog"
+
+
 def judge_nic(ev: Evidence, where: str, before: Counters, after: Counters, priority: int) -> None:
+    _untold(ev, where, before, after, _nic_drop)
     for name, n in sorted(_rose(before, after).items()):
         if (m := _NIC_DROPS.fullmatch(name)) is not None:
             prio = m.group(2)
@@ -152,6 +206,7 @@ def judge_nic(ev: Evidence, where: str, before: Counters, after: Counters, prior
 def judge_switch_port(ev: Evidence, where: str, before: Counters, after: Counters, priority: int) -> None:
     if not any(k.startswith(("drops.", "discards.")) for k in after):
         ev.blind.append(where)
+    _untold(ev, where, before, after, _switch_drop)
     for name, n in sorted(_rose(before, after).items()):
         if name.startswith("drops.queue."):
             ev.drops.append(f"{where} queue {name.removeprefix('drops.queue.')}: +{n} packets dropped")

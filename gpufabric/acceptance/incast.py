@@ -70,5 +70,5 @@ def _job(ctx: Rail, path: str, receiver: Endpoint, senders: list[Endpoint], why:
         why=why, traffic_class=ctx.tos, gid_index=m.GID_INDEX, priority=ctx.priority, qps=qps,
         expected=round(expected, 2), threshold=round(expected * m.BW_TOLERANCE, 2), unit="Gb/s",
         crosses=tuple(sorted(switches)), cables=tuple(sorted(cables)), ports=tuple(sorted(ports)),
-        congested=(receiver.leaf, receiver.leaf_port),
+        congested=(receiver.leaf, receiver.leaf_port), line_rate=float(speed),
     )  # fmt: skip

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpufabric.acceptance.parse import Expect
+
 # RoCEv2 carries at most 4096 bytes of payload per packet (the largest RDMA MTU that fits a 9000-byte
 # Ethernet MTU). Each packet adds Ethernet (14 + 4 FCS + 20 preamble and gap), IPv4 (20), UDP (8),
 # BTH (12) and ICRC (4) bytes: 82 bytes of overhead, so large writes reach 4096 / 4178 of line rate.
@@ -26,6 +28,15 @@ LAT_TOLERANCE = 1.5  # fails above 1.5x its expected figure
 NCCL_EFFICIENCY = {"all_reduce_perf": 0.90, "all_to_all_perf": 0.75}
 NCCL_TOLERANCE = 0.90
 
+# What each tool runs, and what its output is checked against: perftest's bandwidth tests write
+# messages of its default size (no -s), for a duration (-D) rather than a count; its latency test writes
+# 2-byte messages 10000 times; nccl-tests steps from 8 bytes to 8 GiB by a factor of 2, 20 iterations
+# each, checking every result (-c 1).
+PERFTEST_BW_SIZE = 65536  # perftest's DEF_SIZE_BW
+PERFTEST_BW_SECONDS = 10
+PERFTEST_LAT_SIZE, PERFTEST_LAT_ITERATIONS = 2, 10000
+NCCL_MIN_BYTES, NCCL_MAX_BYTES, NCCL_FACTOR, NCCL_ITERATIONS = 8, 8 << 30, 2, 20
+
 GID_INDEX = 3  # RoCEv2 over IPv4 in ConnectX's default GID table (the roce_qos role's NCCL_IB_GID_INDEX)
 
 # The lab's stand-in (no RDMA NIC there): iperf3 over TCP for bandwidth, ping for latency, between the
@@ -34,6 +45,12 @@ GID_INDEX = 3  # RoCEv2 over IPv4 in ConnectX's default GID table (the roce_qos 
 STAND_IN_GBPS, STAND_IN_GBPS_FLOOR = 1.0, 0.2
 STAND_IN_RTT_US, STAND_IN_RTT_CEILING_US = 500.0, 5000.0
 STAND_IN_TOOLS = {"ib_write_bw": "iperf3", "ib_write_lat": "ping"}
+STAND_IN_SECONDS, STAND_IN_PROBES = 1, 5  # iperf3 -t, ping -c
+
+
+def line_rate_ceiling(gbits: float | None) -> tuple[float | None, str]:
+    """No perftest pair or sender reports more than its link's line rate (its payload is less)."""
+    return gbits, f"the {gbits:g} Gb/s line rate" if gbits is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,24 +83,37 @@ class PerfJob:
     crosses: tuple[str, ...]  # switches the traffic may cross
     cables: tuple[str, ...]  # cable ids it may cross
     port: int = 5201  # the stand-in's TCP port
+    line_rate: float | None = None  # Gb/s of the slower NIC of the pair; none for the stand-in (veths)
 
     def command(self, side: str) -> list[str]:
         """The tool's command line on one side: `server` waits, `client` connects to the server."""
         if self.tool == "iperf3":
             if side == "server":
                 return ["iperf3", "-s", "-1", "-B", self.server.address, "-p", str(self.port)]
-            return ["iperf3", "-c", self.server.address, "-B", self.client.address, "-p", str(self.port), "-t", "1",
-                    "-P", str(self.qps), "-J"]  # fmt: skip
+            return ["iperf3", "-c", self.server.address, "-B", self.client.address, "-p", str(self.port), "-t",
+                    str(STAND_IN_SECONDS), "-P", str(self.qps), "-J"]  # fmt: skip
         if self.tool == "ping":
-            return [] if side == "server" else ["ping", "-c", "5", "-i", "0.2", "-I", self.client.address,
-                                                 self.server.address]  # fmt: skip
+            return [] if side == "server" else ["ping", "-c", str(STAND_IN_PROBES), "-i", "0.2", "-I",
+                                                 self.client.address, self.server.address]  # fmt: skip
         end = self.server if side == "server" else self.client
         cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F"]
         if self.tool == "ib_write_bw":
-            cmd += ["--report_gbits", "-q", str(self.qps), "-D", "10"]
+            cmd += ["--report_gbits", "-q", str(self.qps), "-D", str(PERFTEST_BW_SECONDS)]
         else:
-            cmd += ["-s", "2", "-n", "10000"]
+            cmd += ["-s", str(PERFTEST_LAT_SIZE), "-n", str(PERFTEST_LAT_ITERATIONS)]
         return cmd + ([self.server.address] if side == "client" else [])
+
+    def expect(self) -> Expect:
+        """What the client's output must show: this tool, this test type, the sizes and counts above."""
+        if self.tool == "ib_write_bw":
+            ceiling, what = line_rate_ceiling(self.line_rate)
+            return Expect(self.tool, size=PERFTEST_BW_SIZE, ceiling=ceiling, ceiling_what=what)
+        if self.tool == "ib_write_lat":
+            return Expect(self.tool, size=PERFTEST_LAT_SIZE, iterations=PERFTEST_LAT_ITERATIONS)
+        if self.tool == "iperf3":
+            ceiling, what = line_rate_ceiling(self.line_rate)
+            return Expect(self.tool, streams=self.qps, seconds=STAND_IN_SECONDS, ceiling=ceiling, ceiling_what=what)
+        return Expect(self.tool, iterations=STAND_IN_PROBES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +132,21 @@ class NcclJob:
     unit: str = "GB/s"
     crosses: tuple[str, ...] = ()
     cables: tuple[str, ...] = ()
+    ceiling: float | None = None  # GB/s of bus bandwidth no run can reach over the servers' NICs
 
     @property
     def ranks(self) -> int:
         return len(self.servers) * self.gpus_per_server
 
     def command(self) -> list[str]:
-        return [self.tool, "-b", "8", "-e", "8G", "-f", "2", "-g", "1"]
+        return [self.tool, "-b", str(NCCL_MIN_BYTES), "-e", f"{NCCL_MAX_BYTES >> 30}G", "-f", str(NCCL_FACTOR),
+                "-g", "1", "-n", str(NCCL_ITERATIONS), "-c", "1"]  # fmt: skip
+
+    def expect(self) -> Expect:
+        what = f"{self.ceiling:g} GB/s, twice what a server's NICs carry" if self.ceiling is not None else ""
+        return Expect(self.tool, size=NCCL_MIN_BYTES, max_size=NCCL_MAX_BYTES, factor=NCCL_FACTOR,
+                      iterations=NCCL_ITERATIONS, ranks=self.ranks, ceiling=self.ceiling,
+                      ceiling_what=what)  # fmt: skip
 
 
 # Incast: N senders write to one receiver at once, so the receiver's leaf port is offered N times its
@@ -144,13 +182,20 @@ class IncastJob:
     cables: tuple[str, ...]
     ports: tuple[tuple[str, str], ...]  # (switch, port) the traffic may cross, read before and after
     congested: tuple[str, str]  # (leaf, port): the egress toward the receiver, where the queue builds
+    line_rate: float | None = None  # Gb/s of the receiver's NIC: no sender's flow into it can exceed it
 
     def command(self, side: str, index: int) -> list[str]:
         """Listener `index` on the receiver (side `server`) or sender `index` (side `client`)."""
         end = self.receiver if side == "server" else self.senders[index]
         cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F",
-               "--report_gbits", "-q", str(self.qps), "-D", "10", "-p", str(INCAST_BASE_PORT + index)]  # fmt: skip
+               "--report_gbits", "-q", str(self.qps), "-D", str(PERFTEST_BW_SECONDS), "-p",
+               str(INCAST_BASE_PORT + index)]  # fmt: skip
         return cmd + ([self.receiver.address] if side == "client" else [])
+
+    def expect(self) -> Expect:
+        """What each sender's output must show."""
+        ceiling, what = line_rate_ceiling(self.line_rate)
+        return Expect(self.tool, size=PERFTEST_BW_SIZE, ceiling=ceiling, ceiling_what=what)
 
     def servers(self) -> list[Endpoint]:
         return [self.receiver, *self.senders]

@@ -3,27 +3,51 @@ that failing jobs share (two failing pairs through one optic point at that optic
 
 from __future__ import annotations
 
-import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
-from gpufabric.acceptance.counters import Evidence, SnapshotError, judge_nic, judge_switches, parse_nic
+from gpufabric.acceptance.counters import (
+    Counters,
+    Evidence,
+    SnapshotError,
+    check_snapshot,
+    judge_nic,
+    judge_switches,
+    parse_nic,
+)
 from gpufabric.acceptance.model import IncastJob, NcclJob, PerfJob, Suite
-from gpufabric.acceptance.parse import OutputError, observed, perftest_bw
+from gpufabric.acceptance.parse import (
+    FailedOutputError,
+    InvalidOutputError,
+    Observed,
+    OutputError,
+    observed,
+    perftest_bw,
+)
+from gpufabric.inputs import InputError, MiB, json_text, read_text
 from gpufabric.outputs import xml_text
 
 Job = PerfJob | NcclJob | IncastJob
-MAX_OUTPUT = 4 << 20  # bytes read from one result file: perftest and nccl-tests print a few KiB
+MAX_OUTPUT = 4 * MiB  # bytes of one result file: perftest and nccl-tests print a few KiB, a snapshot less
+NO_VERDICT = ("missing", "unreadable", "invalid", "unknown")  # JUnit errors: the job could not be judged
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """status: passed | failed | unstressed (an incast that congested nothing) | missing (no output) |
+    unreadable (not the tool's output of a finished run) | invalid (another tool, test type, size or
+    count than the job's, several runs in one file, or a figure no link can produce) | unknown (an
+    incast whose drop counters cannot be compared)."""
+
     job: Job
-    status: str  # passed | failed | missing | unreadable | unstressed (an incast that congested nothing)
+    status: str
     observed: float | None
     detail: str
+    fault: bool = False  # failed on what the output shows (wrong data, loss), not on the threshold
 
     @property
     def passed(self) -> bool:
@@ -62,36 +86,76 @@ def judge(suite: Suite, results: Path) -> Report:
         if isinstance(job, IncastJob):
             report.verdicts.append(incast_verdict(job, results / job.id))
         else:
-            report.verdicts.append(_verdict(job, results / f"{job.id}.txt"))
+            report.verdicts.append(job_verdict(job, results / f"{job.id}.txt"))
     return report
 
 
-def _read(path: Path) -> str:
-    with path.open("rb") as fh:
-        return fh.read(MAX_OUTPUT).decode("utf-8", errors="replace")
+def _read(path: Path, what: str) -> str:
+    """A result file, read as outside input: a regular file (a FIFO would block the report forever,
+    /dev/zero fill its memory), at most MAX_OUTPUT bytes, UTF-8. Anything else is an InputError,
+    which the command line shows located and exits 2 on."""
+    return read_text(path, what=what, max_bytes=MAX_OUTPUT)
+
+
+class _AbsentError(Exception):
+    """A file of the evidence that is not there: the job left no verdict."""
+
+
+def _evidence(path: Path, what: str) -> str:
+    if not path.exists():
+        raise _AbsentError(f"no {what} ({path.parent.name}/{path.name})")
+    return _read(path, what)
+
+
+def _rates(job: IncastJob, folder: Path) -> list[float] | Verdict:
+    rates = []
+    for s in job.senders:
+        try:
+            text = _evidence(folder / f"{s.server}.txt", f"output of sender {s.server}")
+            rates.append(perftest_bw(text, job.expect()).value)
+        except _AbsentError as exc:
+            return Verdict(job, "missing", None, str(exc))
+        except OutputError as exc:
+            return _unusable(job, exc, f"sender {s.server}: ")
+    return rates
+
+
+def _snapshots(job: IncastJob, folder: Path) -> tuple[list[tuple[Counters, Counters]], list[Any]]:
+    nics = []
+    for end in job.servers():
+        before, after = (
+            parse_nic(_evidence(folder / f"nic.{when}.{end.server}.txt", f"NIC counters of {end.server} ({when})"))
+            for when in ("before", "after")
+        )
+        nics.append((before, after))
+    switches = []
+    for when in ("before", "after"):
+        name = f"switches.{when}.json"
+        text = _evidence(folder / name, f"switch counters ({when})")
+        try:
+            doc = json_text(text, folder / name, "a switch snapshot")
+        except InputError as exc:  # the file was read; what it holds is this job's evidence, unreadable
+            raise SnapshotError(f"{name}: {exc.problems[0].message}") from None
+        switches.append(check_snapshot(doc, name))
+    return nics, switches
 
 
 def incast_verdict(job: IncastJob, folder: Path) -> Verdict:
     """From `<job id>/`: each sender's perftest output (`<server>.txt`), every NIC's counters before
     and after (`nic.before.<server>.txt`), the switches' (`switches.before.json`)."""
-    rates = []
-    for s in job.senders:
-        path = folder / f"{s.server}.txt"
-        if not path.is_file():
-            return Verdict(job, "missing", None, f"no output of sender {s.server} ({folder.name}/{path.name})")
-        try:
-            rates.append(perftest_bw(_read(path)).value)
-        except (OutputError, ValueError, IndexError) as exc:
-            return Verdict(job, "unreadable", None, f"sender {s.server}: {exc}")
+    rates = _rates(job, folder)
+    if isinstance(rates, Verdict):
+        return rates
     aggregate = round(sum(rates), 2)
-    ev = Evidence()
     try:
-        for end in job.servers():
-            before, after = (parse_nic(_read(folder / f"nic.{when}.{end.server}.txt")) for when in ("before", "after"))
-            judge_nic(ev, f"{end.server} {end.interface}", before, after, job.priority)
-        switches = [json.loads(_read(folder / f"switches.{when}.json")) for when in ("before", "after")]
-    except (OSError, SnapshotError, ValueError) as exc:
+        nics, switches = _snapshots(job, folder)
+    except _AbsentError as exc:
         return Verdict(job, "missing", aggregate, f"counter snapshot: {exc}")
+    except SnapshotError as exc:
+        return Verdict(job, "unreadable", aggregate, f"counter snapshot: {exc}")
+    ev = Evidence()
+    for end, (before, after) in zip(job.servers(), nics, strict=True):
+        judge_nic(ev, f"{end.server} {end.interface}", before, after, job.priority)
     judge_switches(ev, job, switches[0], switches[1])
     status, detail = _incast_status(job, ev, aggregate)
     if ev.blind:
@@ -105,6 +169,8 @@ def _incast_status(job: IncastJob, ev: Evidence, aggregate: float) -> tuple[str,
         return "failed", "dropped: " + "; ".join(ev.drops)
     if ev.unread:
         return "missing", "switch counters unread: " + "; ".join(ev.unread)
+    if ev.unknown:
+        return "unknown", "drops unknown, not none: " + "; ".join(ev.unknown)
     if not ev.pauses and not ev.ecn:
         return "unstressed", (f"not a pass: no PFC pause on priority {p} and no ECN mark or CNP on any port or NIC "
                               "of the job, so the incast congested nothing (the senders did not overlap, or ran "
@@ -121,17 +187,35 @@ def _incast_status(job: IncastJob, ev: Evidence, aggregate: float) -> tuple[str,
     return "passed", f"no drops; PFC: {'; '.join(ev.pauses)}; ECN: {'; '.join(ev.ecn)}"
 
 
-def _verdict(job: PerfJob | NcclJob, path: Path) -> Verdict:
-    if not path.is_file():
+def _unusable(job: Job, exc: OutputError, where: str = "") -> Verdict:
+    if isinstance(exc, FailedOutputError):
+        return Verdict(job, "failed", None, f"{where}{exc}", fault=True)
+    status = "invalid" if isinstance(exc, InvalidOutputError) else "unreadable"
+    return Verdict(job, status, None, f"{where}{exc}")
+
+
+def job_verdict(job: PerfJob | NcclJob, path: Path) -> Verdict:
+    if not path.exists():
         return Verdict(job, "missing", None, f"no result file {path.name}")
-    text = _read(path)
+    text = _read(path, f"{job.tool}'s output")
     try:
-        seen = observed(job.tool, text)
-    except (OutputError, ValueError, IndexError) as exc:
-        return Verdict(job, "unreadable", None, str(exc))
+        seen: Observed = observed(job.expect(), text)
+    except OutputError as exc:
+        return _unusable(job, exc)
+    if seen.failed:
+        return Verdict(job, "failed", seen.value, seen.detail, fault=True)
     lower_is_better = job.tool in ("ib_write_lat", "ping")
     ok = seen.value <= job.threshold if lower_is_better else seen.value >= job.threshold
-    return Verdict(job, "passed" if ok else "failed", seen.value, seen.detail)
+    if ok:
+        return Verdict(job, "passed", seen.value, seen.detail)
+    side = "above" if lower_is_better else "below"
+    detail = f"{seen.value:g} {job.unit} {side} the threshold {job.threshold:g} {job.unit} ({seen.detail})"
+    return Verdict(job, "failed", seen.value, detail)
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no NaN or Infinity: a figure that is not finite is no figure (the parsers refuse them)."""
+    return value if value is None or math.isfinite(value) else None
 
 
 def as_dict(report: Report) -> dict[str, object]:
@@ -143,7 +227,7 @@ def as_dict(report: Report) -> dict[str, object]:
                 "status": v.status,
                 "expected": v.job.expected,
                 "threshold": v.job.threshold,
-                "observed": v.observed,
+                "observed": _finite(v.observed),
                 "unit": v.job.unit,
                 "detail": v.detail,
                 "crosses": list(v.job.crosses),
@@ -164,14 +248,14 @@ def junit(report: Report) -> str:
         name="gpufabric-acceptance",
         tests=str(len(report.verdicts)),
         failures=str(sum(v.status in ("failed", "unstressed") for v in report.verdicts)),
-        errors=str(sum(v.status in ("missing", "unreadable") for v in report.verdicts)),
+        errors=str(sum(v.status in NO_VERDICT for v in report.verdicts)),
     )
     for v in report.verdicts:
         case = ET.SubElement(
             suite, "testcase", classname=xml_text(f"acceptance.{v.job.plane}.{v.job.tool}"), name=xml_text(v.job.id)
         )
         path = xml_text(f"crosses: {', '.join(v.job.crosses)}\ncables: {', '.join(v.job.cables)}")
-        if isinstance(v.job, IncastJob) and v.status in ("failed", "unstressed"):
+        if (isinstance(v.job, IncastJob) or v.fault) and v.status in ("failed", "unstressed"):
             node = ET.SubElement(case, "failure", message=xml_text(v.detail))
             node.text = path
         elif v.status == "failed":

@@ -37,7 +37,7 @@ def stand_in(suite: Suite) -> Suite:
         tool = m.STAND_IN_TOOLS[j.tool]
         bw = tool == "iperf3"
         out.perf.append(dataclasses.replace(
-            j, tool=tool, id=j.id.replace(j.tool, f"{tool}-stand-in", 1), port=5201 + i % 100,
+            j, tool=tool, id=j.id.replace(j.tool, f"{tool}-stand-in", 1), port=5201 + i % 100, line_rate=None,
             expected=m.STAND_IN_GBPS if bw else m.STAND_IN_RTT_US,
             threshold=m.STAND_IN_GBPS_FLOOR if bw else m.STAND_IN_RTT_CEILING_US,
         ))  # fmt: skip
@@ -163,7 +163,7 @@ def _perf(ctx: _Plane, tool: str, rail: int, pair: Pair, route: tuple[tuple[str,
         id=f"{tool}.{plane.name}.rail{rail}.{path}.{client.server}-{server.server}",
         tool=tool, plane=plane.name, rail=rail, path=path, server=server, client=client, traffic_class=ctx.tos,
         gid_index=m.GID_INDEX, qps=qps, expected=round(expected, 2), threshold=round(threshold, 2), unit=unit,
-        crosses=route[0], cables=route[1],
+        crosses=route[0], cables=route[1], line_rate=float(speed),
     )  # fmt: skip
 
 
@@ -184,6 +184,11 @@ def _nccl(plan: Plan, plane: PlanePlan, fabric: Fabric, hcas: dict[tuple[str, st
         first = members[0]
         nics = [n for n in first.nics if n.plane == plane.name]
         per_gpu = sum(n.speed for n in nics) / max(1, first.gpus) / 8  # GB/s
+        # Bus bandwidth counts what each rank would move in a ring, so reduction inside the server
+        # (NVLink) or in the switches lifts it above the per-GPU share of the NICs; but every byte a
+        # server sends or receives still crosses its NICs, which bounds an all-reduce's below twice
+        # their bandwidth (and an all-to-all's below twice the per-GPU share): above is no measurement.
+        ceiling = 2 * sum(n.speed for n in nics) / 8
         factor = 1.0 if scope != "cluster" or len(units) == 1 else 1 / max(1.0, leaf_ratio)
         env = {
             "NCCL_IB_HCA": ",".join(hcas[(first.name, n.interface)] for n in nics),
@@ -200,7 +205,7 @@ def _nccl(plan: Plan, plane: PlanePlan, fabric: Fabric, hcas: dict[tuple[str, st
                 id=f"{tool}.{plane.name}.{scope}", tool=tool, plane=plane.name, scope=scope,
                 servers=tuple(s.name for s in members), gpus_per_server=first.gpus, env=env,
                 expected=round(expected, 2), threshold=round(expected * m.NCCL_TOLERANCE, 2),
-                crosses=tuple(sorted(switches)), cables=tuple(sorted(cables)),
+                crosses=tuple(sorted(switches)), cables=tuple(sorted(cables)), ceiling=ceiling,
             ))  # fmt: skip
     return jobs
 

@@ -174,9 +174,9 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
     """Judge the outputs: expected vs observed per job, and the switches and cables that failing jobs
     share. An incast passes on its counters: no drop anywhere, PFC pauses and ECN marks or CNPs that
     rose; one that raised neither congested nothing and is `unstressed`, not a pass. Exit 0 when every
-    job passed, 1 when any failed or has no readable result."""
+    job passed, 1 when any failed or has no verdict (`missing`, `unreadable`, `invalid`, `unknown`). A
+    result file that is no regular file, is larger than 4 MiB or is not UTF-8 is bad input (exit 2)."""
     from gpufabric.acceptance import report as r
-    from gpufabric.acceptance.model import IncastJob
     from gpufabric.export.atomic import write_atomic
 
     report = r.judge(_suite(file, stand_in), results)
@@ -188,9 +188,8 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
         out.print(_report_table(report))
         for part, failing, passing in report.suspects():
             err.print(shown(f"suspect: {part}: in {failing} failing jobs, {passing} passing"))
-        for v in report.verdicts:
-            if isinstance(v.job, IncastJob) and not v.passed:
-                err.print(shown(f"{v.job.id}: {v.status}: {v.detail}"))  # read from the tools' outputs
+        for v in report.failed:  # what was wrong: the table shows figures, not why a job has none
+            err.print(shown(f"{v.job.id}: {v.status}: {v.detail}"))  # read from the tools' outputs
     return EXIT_FAILED if report.failed else 0
 
 
