@@ -52,6 +52,8 @@ class InputError(IntentError):
     """Input that cannot be read as what it should be. Located like an intent's problems (file,
     line, field), so the command line prints it the same way and exits 2."""
 
+    OUTCOME = "nothing was written"
+
 
 def _error(file: str | Path, message: str, hint: str = "", line: int | None = None) -> InputError:
     return InputError(str(file), [Problem((), message, hint)], {(): line} if line else {})

@@ -49,6 +49,9 @@ class IntentError(Exception):
     problems: list[Problem]
     lines: dict[Path, int] = field(default_factory=dict)
 
+    # What the command did about it, said last; an input read for a report or a push plans nothing.
+    OUTCOME = "nothing was planned or written"
+
     def line_of(self, path: Path) -> int | None:
         """The line of the deepest part of `path` that exists in the file."""
         for cut in range(len(path), -1, -1):
@@ -69,7 +72,7 @@ class IntentError(Exception):
         n = len(self.problems)
         if n > limit:
             rows.append(f"... and {n - limit} more (the first {limit} are shown)")
-        rows.append(f"{n} problem{'s' if n != 1 else ''} in {printable(self.file)}; nothing was planned or written.")
+        rows.append(f"{n} problem{'s' if n != 1 else ''} in {printable(self.file)}; {self.OUTCOME}.")
         return "\n".join(rows)
 
     def as_dicts(self) -> list[dict[str, object]]:
