@@ -132,7 +132,10 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
         roles = ("primary", "standby") if fabric.sm.standby else ("primary",)
         for role in roles:
             folder = state_dir / role
-            opensm.write(opensm.render(fabric, found, intent.settings, folder, role=role), folder)  # type: ignore[arg-type]
+            # OpenSM runs in `folder` and takes its files' paths as written: absolute, so a relative
+            # --state-dir does not name them twice over (and opensm.conf takes only absolute paths).
+            files = opensm.render(fabric, found, intent.settings, folder.absolute(), role=role)  # type: ignore[arg-type]
+            opensm.write(files, folder)
             name = fabric.sm.primary if role == "primary" else fabric.sm.standby
             assert name is not None
             sms.append(sim.OpenSm(simulator, folder, folder / "opensm.conf", topology.node_id(fabric.by_name[name])))
