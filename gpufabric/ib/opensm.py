@@ -68,7 +68,11 @@ def check(fabric: IbFabric, settings: SmSettings) -> None:
     named: set[str] = set()
     if settings.routing_engine not in ENGINES:
         problems.append(
-            Problem("design.routing_engine", f"routing engine {settings.routing_engine!r}", f"use one of {ENGINES}")
+            Problem(
+                "design.routing_engine",
+                f"routing engine {str(settings.routing_engine)[:40]!r}",
+                f"use one of {', '.join(ENGINES)}",
+            )
         )
     for i, part in enumerate(settings.partitions):
         where = f"partitions[{i}] ({printable(part.name)[:40]})"
