@@ -38,6 +38,7 @@ __all__ = [
     "open_input",
     "read_bytes",
     "read_json",
+    "read_stream",
     "read_text",
     "read_yaml",
     "yaml_text",
@@ -146,6 +147,19 @@ def decode_text(raw: bytes, file: str | Path, what: str) -> str:
 def read_text(path: str | Path, *, what: str, max_bytes: int, follow_links: bool = True) -> str:
     """read_bytes, decoded as UTF-8."""
     return decode_text(read_bytes(path, what=what, max_bytes=max_bytes, follow_links=follow_links), path, what)
+
+
+def read_stream(stream: IO[bytes], *, name: str, what: str, max_bytes: int) -> str:
+    """What an already open stream (standard input) holds, read as read_text reads a file: at most
+    `max_bytes` (refused, not cut, when more arrives), decoded as UTF-8. A stream has no kind to check:
+    its end is what the writer says it is."""
+    try:
+        raw = _read_at_most(stream, max_bytes + 1)
+    except OSError as exc:
+        raise _error(name, f"cannot be read: {exc.strerror}") from None
+    if len(raw) > max_bytes:
+        raise _error(name, f"holds more than {_size(max_bytes)}, more than {what} can be", "give the right input")
+    return decode_text(raw, name, what)
 
 
 def yaml_text(text: str, file: str) -> tuple[Any, dict[FieldPath, int]]:

@@ -57,16 +57,16 @@ infiniband:
 
 
 def test_ib_diff_shows_a_fabrics_node_description_escaped(tmp_path):
-    """A node whose description (as ibnetdiscover gives it) holds escapes: the unplanned cable to it is
-    named with them escaped."""
+    """A node whose description (as ibnetdiscover gives it) holds escapes: refused at its line, and the
+    refusal names the character escaped; nothing reaches the terminal raw."""
     intent = tmp_path / "mini.yml"
     intent.write_text(MINI)
     live = tmp_path / "live.topo"
     live.write_text(RECORDED.read_text().replace('"dgx005 mlx5_1"', '"dgx005\x1b[2J\x1b]0;pwned\x07 [/]mlx5_1"'))
     done = run("gpufabric", "ib", "diff", str(intent), "--from", str(live))
-    assert done.returncode == 1, done.stderr
-    assert r'unplanned cable "dgx005\x1b[2J\x1b]0;pwned\x07 [/]mlx5_1"' in done.stdout
-    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout
+    assert done.returncode == 2, done.stderr
+    assert "live.topo:11: holds the control character '\\x1b'" in done.stderr
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr
 
 
 def test_a_path_the_user_gave_is_named_as_given(tmp_path):

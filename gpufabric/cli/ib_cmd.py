@@ -19,6 +19,7 @@ from gpufabric.cli.output import emit, err, out, shown, shown_lines, write_files
 from gpufabric.ib import acceptance, counters, discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
 from gpufabric.ib.errors import IbError
+from gpufabric.inputs import decode_text, read_stream, read_text
 from gpufabric.intent.errors import IntentError, printable
 from gpufabric.intent.errors import Problem as IntentProblem
 from gpufabric.intent.loader import load_intent_text, read_intent_file
@@ -102,17 +103,17 @@ def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> i
     return 0
 
 
+TOPOLOGY = "ibnetdiscover's output (a file of it, '-' for standard input, or 'live')"
+
+
 def _live_or_file(source: str) -> tuple[str, str]:
+    """ibnetdiscover's output, read the one way outside input is read: a regular file (no FIFO or
+    device), at most topology.MAX_BYTES, UTF-8, each failure located (exit 2)."""
     if source == "live":  # the real ibnetdiscover on this machine's fabric
         return _run_tool(["ibnetdiscover"]), "ibnetdiscover"
     if source == "-":
-        return sys.stdin.read(), "<stdin>"
-    path = Path(source)
-    if not path.is_file():
-        raise click.BadParameter(
-            f"{source}: no such file (give ibnetdiscover's output, '-' or 'live')", param_hint="--from"
-        )
-    return path.read_text(), source
+        return read_stream(sys.stdin.buffer, name="<stdin>", what=TOPOLOGY, max_bytes=topology.MAX_BYTES), "<stdin>"
+    return read_text(source, what=TOPOLOGY, max_bytes=topology.MAX_BYTES), source
 
 
 FROM = click.option("--from", "source", required=True, help="ibnetdiscover's output: a file, '-' for stdin, or 'live'.")
@@ -173,15 +174,18 @@ def diff_cmd(file: Path, source: str) -> int:
 
 
 def _run_tool(args: Sequence[str]) -> str:
-    """One of infiniband-diags on this machine's fabric; a failure is the input's (exit 2)."""
+    """One of infiniband-diags on this machine's fabric; a failure is the input's (exit 2), and so is
+    output that is not UTF-8 text or larger than ibnetdiscover's for the largest subnet."""
     try:
-        done = subprocess.run(list(args), capture_output=True, text=True, check=False, timeout=300)
+        done = subprocess.run(list(args), capture_output=True, check=False, timeout=300)
     except FileNotFoundError:
         raise click.ClickException(f"{args[0]} not found: install infiniband-diags") from None
     if done.returncode != 0:
-        why = printable(done.stderr.strip()[-300:])  # the tool's words: escaped before they reach the terminal
-        raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {why}")
-    return done.stdout
+        said = printable(done.stderr.decode("utf-8", "replace").strip()[-300:])
+        raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {said}")
+    if len(done.stdout) > topology.MAX_BYTES:
+        raise IntentError(args[0], [IntentProblem((), "printed more than any fabric's output can be")])
+    return decode_text(done.stdout, args[0], f"{args[0]}'s output")
 
 
 @ib_cmd.command("validate")

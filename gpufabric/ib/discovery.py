@@ -8,16 +8,24 @@ rendered from the plan plus a discovery. `compare()` names every cable that diff
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from gpufabric.ib import names
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric, PortRef
 from gpufabric.ib.topology import Topology
+from gpufabric.inputs import MiB, json_text, read_text
+from gpufabric.intent.errors import printable
 from gpufabric.outputs import json_dumps
 
 MAX_LISTED = 20  # problems named one by one before the rest are counted
+# A discovery of the largest subnet (49,151 LIDs) as `dumps` writes it is under 7 MiB.
+MAX_BYTES = 16 * MiB
+WHAT = "a discovery file (what 'gpufabric ib discover' writes)"
+_GUID_TEXT = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
 
 
 @dataclass(frozen=True)
@@ -47,18 +55,43 @@ class Discovery:
 
 
 def loads(text: str, source: str) -> Discovery:
-    try:
-        body = json.loads(text)
-        nodes = {name: Guids(int(v["node_guid"], 16), int(v["port_guid"], 16)) for name, v in body["nodes"].items()}
-        return Discovery(str(body["fabric"]), nodes)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise IbError(
-            [Problem(source, f"not a discovery file ({exc})", "write it with 'gpufabric ib discover'")]
-        ) from None
+    """A discovery as `dumps` writes it: every name a node description, every GUID 0x and at most
+    sixteen hex digits (they are written into OpenSM's files as they are read here)."""
+    body = json_text(text, source, WHAT)
+    fix = "write it with 'gpufabric ib discover'"
+    if not isinstance(body, dict) or not isinstance(body.get("fabric"), str) or not isinstance(body.get("nodes"), dict):
+        raise IbError([Problem(source, "not a discovery file (it needs fabric and nodes)", fix)])
+    nodes: dict[str, Guids] = {}
+    problems: list[Problem] = []
+    for name, entry in body["nodes"].items():
+        shown = printable(name[:70])
+        if not names.NODE.match(name) or len(name.encode()) > names.NODE_DESCRIPTION_BYTES:
+            problems.append(Problem(source, f"not a discovery file: {shown!r} is no planned node description", fix))
+            continue
+        node, port = (_guid(entry.get(k)) if isinstance(entry, dict) else None for k in ("node_guid", "port_guid"))
+        if node is None or port is None:
+            problems.append(
+                Problem(
+                    source,
+                    f"not a discovery file: node {shown!r} needs node_guid and port_guid of 0x and 1-16 hex digits",
+                    fix,
+                )
+            )
+            continue
+        nodes[name] = Guids(node, port)
+    if problems:
+        raise IbError(_listed(problems))
+    return Discovery(body["fabric"], nodes)
+
+
+def _guid(value: Any) -> int | None:
+    if not isinstance(value, str) or not _GUID_TEXT.match(value):
+        return None
+    return int(value, 16) or None
 
 
 def load(path: Path) -> Discovery:
-    return loads(path.read_text(), str(path))
+    return loads(read_text(path, what=WHAT, max_bytes=MAX_BYTES), str(path))
 
 
 def discover(fabric: IbFabric, seen: Topology, source: str = "ibnetdiscover") -> Discovery:

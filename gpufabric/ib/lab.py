@@ -11,7 +11,8 @@ reach the lab through `runner()` (the recorded socket name and the SM's node).
 from __future__ import annotations
 
 import contextlib
-import json
+import os
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from gpufabric.ib import discovery, opensm, sim, topology
 from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import fail
 from gpufabric.ib.results import Runner
+from gpufabric.inputs import InputError, json_text, read_text
+from gpufabric.intent.errors import Problem
 from gpufabric.lab import processes
 from gpufabric.outputs import json_dumps
 
@@ -53,9 +56,48 @@ def _start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+STATE_MAX_BYTES = 64 * 1024  # a record names three processes, a socket and a node
+_SOCKNAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_NODE_ID = re.compile(r'^[^"\x00-\x1f\x7f]{1,130}$')
+PID_MAX = 1 << 22  # the kernel's largest pid_max
+
+
 def _record(state_dir: Path) -> dict[str, Any] | None:
+    """What `up` recorded, read as outside input (the folder is the user's): a regular file, not a
+    link planted in its place, bounded, and of the shape `up` writes; its PIDs are signalled by `down`."""
     path = state_dir / STATE
-    return json.loads(path.read_text()) if path.exists() else None
+    if not os.path.lexists(path):
+        return None
+    what = f"the InfiniBand lab's record ({STATE}, written by 'gpufabric ib lab up')"
+    state = json_text(read_text(path, what=what, max_bytes=STATE_MAX_BYTES, follow_links=False), path, what)
+    if not _well_formed(state):
+        raise InputError(
+            str(path),
+            [Problem((), f"is not {what}", "stop what runs by hand, remove the folder, and bring the lab up again")],
+        )
+    return dict(state)
+
+
+def _well_formed(state: Any) -> bool:
+    if not isinstance(state, dict) or not isinstance(state.get("processes"), dict):
+        return False
+    procs = state["processes"].items()
+    return (
+        all(name in ("ibsim", "primary", "standby") and _process(p) for name, p in procs)
+        and isinstance(state.get("sockname"), str)
+        and _SOCKNAME.match(state["sockname"]) is not None
+        and isinstance(state.get("sm_host"), str)
+        and _NODE_ID.match(state["sm_host"]) is not None
+        and isinstance(state.get("created", False), bool)
+    )
+
+
+def _process(proc: Any) -> bool:
+    """{pid, start}: a PID that is no kernel thread or init, and a start time (or none, when unread)."""
+    if not isinstance(proc, dict) or set(proc) != {"pid", "start"}:
+        return False
+    pid, start = proc["pid"], proc["start"]
+    return type(pid) is int and 1 < pid <= PID_MAX and (start is None or (type(start) is int and start >= 0))
 
 
 def status(state_dir: Path) -> dict[str, bool]:
@@ -90,7 +132,10 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
         roles = ("primary", "standby") if fabric.sm.standby else ("primary",)
         for role in roles:
             folder = state_dir / role
-            opensm.write(opensm.render(fabric, found, intent.settings, folder, role=role), folder)  # type: ignore[arg-type]
+            # OpenSM runs in `folder` and takes its files' paths as written: absolute, so a relative
+            # --state-dir does not name them twice over (and opensm.conf takes only absolute paths).
+            files = opensm.render(fabric, found, intent.settings, folder.absolute(), role=role)  # type: ignore[arg-type]
+            opensm.write(files, folder)
             name = fabric.sm.primary if role == "primary" else fabric.sm.standby
             assert name is not None
             sms.append(sim.OpenSm(simulator, folder, folder / "opensm.conf", topology.node_id(fabric.by_name[name])))

@@ -9,6 +9,9 @@
 - qos-policy.conf: the service level per partition (qos-ulps).
 - root-guids.conf / cn-guids.conf: the top tier's node GUIDs, the compute adapters' port GUIDs.
 - node-name-map: GUID -> planned name, for OpenSM's log and the diagnostics' output.
+
+Every value is checked on its way into a line (gpufabric.ib.names): a name, GUID or path that
+would end the line, start a comment or read as the format's syntax is refused, never written.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from pathlib import Path
 from typing import Literal
 
 from gpufabric.export.atomic import write_atomic
+from gpufabric.ib import names
 from gpufabric.ib.discovery import Discovery
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric
+from gpufabric.intent.errors import printable
 
 DEFAULT_PKEY = 0x7FFF
 MTU_4096 = 5  # the IBTA encoding OpenSM's partition flags take
 Engine = Literal["ftree", "updn", "minhop"]
+ENGINES: tuple[Engine, ...] = ("updn", "ftree", "minhop")
 
 
 @dataclass(frozen=True)
@@ -54,12 +60,29 @@ class SmSettings:
 
 
 def check(fabric: IbFabric, settings: SmSettings) -> None:
-    """Partitions with members that exist, PKeys in range and once each, SLs and the SL-to-VL table."""
+    """Partitions named once each and by the name pattern, with members that exist, PKeys in range
+    and once each, SLs and the SL-to-VL table."""
     problems: list[Problem] = []
     hosts = set(fabric.hosts)
     seen: dict[int, str] = {DEFAULT_PKEY: "Default"}
+    named: set[str] = set()
+    if settings.routing_engine not in ENGINES:
+        problems.append(
+            Problem(
+                "design.routing_engine",
+                f"routing engine {str(settings.routing_engine)[:40]!r}",
+                f"use one of {', '.join(ENGINES)}",
+            )
+        )
     for i, part in enumerate(settings.partitions):
-        where = f"partitions[{i}] ({part.name})"
+        where = f"partitions[{i}] ({printable(part.name)[:40]})"
+        try:
+            names.partition_name(part.name, where)
+        except IbError as exc:
+            problems += exc.problems
+        if part.name in named:
+            problems.append(Problem(where, f"partition {part.name!r} is defined twice", "give each its own name"))
+        named.add(part.name)
         if not 0x0001 <= part.pkey <= 0x7FFE:
             problems.append(
                 Problem(
@@ -103,14 +126,23 @@ def render(
     sm = fabric.sm.primary if role == "primary" else fabric.sm.standby
     if sm is None:
         raise IbError([Problem("sm", "no standby planned", "plan a second fabric-manager or compute host")])
+    names.fabric_name(fabric.design.name)
     return {
         "opensm.conf": _opensm_conf(fabric, found, settings, directory, sm=sm, role=role),
         "partitions.conf": _partitions(fabric, found, settings),
         "qos-policy.conf": _qos_policy(settings),
         "root-guids.conf": _guids(found.nodes[n.name].node for n in fabric.roots),
         "cn-guids.conf": _guids(found.nodes[n.name].port for n in fabric.role("compute")),
-        "node-name-map": "".join(f'0x{found.nodes[n.name].node:016x} "{n.name}"\n' for n in fabric.nodes),
+        "node-name-map": _node_name_map(fabric, found),
     }
+
+
+def _node_name_map(fabric: IbFabric, found: Discovery) -> str:
+    # `GUID "name"`: the reader takes the name up to the next double quote, and has no escape for one.
+    return "".join(
+        f'{names.guid(found.nodes[n.name].node, n.name)} "{names.node_description(n.name, "node-name-map")}"\n'
+        for n in fabric.nodes
+    )
 
 
 def write(files: dict[str, str], directory: Path) -> None:
@@ -121,13 +153,14 @@ def write(files: dict[str, str], directory: Path) -> None:
 
 
 def _guids(guids: Iterable[int]) -> str:
-    return "".join(f"0x{g:016x}\n" for g in guids)
+    return "".join(f"{names.guid(g, 'GUID file')}\n" for g in guids)
 
 
 def _opensm_conf(fabric: IbFabric, found: Discovery, settings: SmSettings, d: Path, *, sm: str, role: str) -> str:
-    sl2vl = ",".join(str(v) for v in settings.sl2vl)
+    sl2vl = ",".join(str(int(v)) for v in settings.sl2vl)
+    d = Path(names.sm_path(d))
     options: list[tuple[str, object]] = [
-        ("guid", f"0x{found.nodes[sm].port:016x}"),
+        ("guid", names.guid(found.nodes[sm].port, sm)),
         ("sm_priority", settings.priority_primary if role == "primary" else settings.priority_standby),
         ("lmc", 0),
         ("sweep_interval", settings.sweep_interval),
@@ -150,11 +183,12 @@ def _opensm_conf(fabric: IbFabric, found: Discovery, settings: SmSettings, d: Pa
         ("torus_config", d / "torus-2QoS.conf"),
         *settings.extra.items(),
     ]
+    names.node_description(sm, "opensm.conf")
     head = [
-        f"# OpenSM for {fabric.design.name}: {role} subnet manager on {sm!r}",
+        f"# OpenSM for {names.fabric_name(fabric.design.name)}: {role} subnet manager on {sm!r}",
         f"# routing {settings.routing_engine} with the {fabric.roots[0].role} tier as roots; MTU 4096 per partition",
     ]
-    return "\n".join([*head, *(f"{k} {v}" for k, v in options)]) + "\n"
+    return "\n".join([*head, *(" ".join(names.option(k, v)) for k, v in options)]) + "\n"
 
 
 def _sm_ports(fabric: IbFabric, found: Discovery) -> list[int]:
@@ -170,7 +204,7 @@ def _partitions(fabric: IbFabric, found: Discovery, settings: SmSettings) -> str
             f"Default=0x{DEFAULT_PKEY:04x}, ipoib, mtu={MTU_4096}, defmember=full :"
             " ALL, ALL_SWITCHES=full, SELF=full ;\n"
         )
-    sms = ", ".join(f"0x{g:016x}=full" for g in _sm_ports(fabric, found))
+    sms = ", ".join(f"{names.guid(g, 'subnet manager port')}=full" for g in _sm_ports(fabric, found))
     out = [
         "# The default partition limited: adapters are limited members (they reach the SM and the",
         "# switches, not each other); switches and the subnet managers full members.",
@@ -179,19 +213,22 @@ def _partitions(fabric: IbFabric, found: Discovery, settings: SmSettings) -> str
         + (f", {sms}" if sms else "")
         + " ;",
     ]
-    for part in settings.partitions:
-        hosts = set(part.hosts)
-        by_host: dict[str, list[str]] = {}
-        for n in fabric.role("compute"):
-            if n.host in hosts:
-                by_host.setdefault(n.host, []).append(f"0x{found.nodes[n.name].port:016x}=full")
+    ports: dict[str, list[str]] = {}  # host -> its adapter ports, once (not once per partition)
+    for n in fabric.role("compute"):
+        if n.host:
+            ports.setdefault(n.host, []).append(f"{names.guid(found.nodes[n.name].port, n.name)}=full")
+    order = {h: i for i, h in enumerate(ports)}
+    for i, part in enumerate(settings.partitions):
+        name = names.partition_name(part.name, f"partitions[{i}]")
+        members = sorted(set(part.hosts) & ports.keys(), key=order.__getitem__)  # in plan order
+        by_host = {h: ports[h] for h in members}
         flags = f", ipoib, mtu={MTU_4096}" if part.ipoib else ""
-        out.append(f"# {part.name}: {len(by_host)} hosts, every adapter port a full member")
+        out.append(f"# {name}: {len(by_host)} hosts, every adapter port a full member")
         # One host's ports per line: OpenSM reads this file a line at a time into a fixed buffer, and a
         # line of a large tenant's every port (thousands of GUIDs) fails to parse ("bad PortGUID"); a
         # definition runs on over lines until its ';'.
         lines = [", ".join(ports) for ports in by_host.values()]
-        out.append(f"{part.name}=0x{part.pkey:04x}{flags}, defmember=full :")
+        out.append(f"{name}=0x{part.pkey:04x}{flags}, defmember=full :")
         out += [f"    {line}{',' if i < len(lines) - 1 else ' ;'}" for i, line in enumerate(lines)]
     return "\n".join(out) + "\n"
 

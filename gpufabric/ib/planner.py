@@ -21,6 +21,7 @@ from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import IbError, Problem, fail
 from gpufabric.ib.hardware import Rate, SwitchModel, rate, switch_model
 from gpufabric.ib.model import IbCable, IbFabric, IbNode, PortRef, Role, SmPlacement
+from gpufabric.ib.names import MAX_LIDS, NODE, NODE_DESCRIPTION_BYTES
 
 
 def plan_fabric(design: IbDesign) -> IbFabric:
@@ -39,6 +40,7 @@ def plan_fabric(design: IbDesign) -> IbFabric:
         nodes += _two_tiers(leaf_list, leaf_down, leaf_up, model, cables)
     else:
         nodes += _three_tiers(design, leaves, leaf_down, leaf_up, model=model, cables=cables)
+    _check_names(design, nodes)
     fabric = IbFabric(design, tiers, tuple(nodes), tuple(cables), _sm(design, nodes))
     _check_ports(fabric)
     return fabric
@@ -72,8 +74,35 @@ def _check(design: IbDesign) -> None:
         )
     if design.tiers not in (None, 2, 3):
         problems.append(Problem("design.tiers", f"{design.tiers} tiers", "use 2 or 3"))
+    if not problems:
+        problems += _lids(design)
     if problems:
         raise IbError(problems)
+
+
+def lids_needed(design: IbDesign) -> int:
+    """LIDs the design takes at the least, known before anything is built: one per adapter port and
+    one per leaf (spines and cores come on top)."""
+    adapters = max(0, design.node_count) * design.rails + design.fabric_manager_ports
+    return adapters + design.su_count * design.rails
+
+
+def _lids(design: IbDesign) -> list[Problem]:
+    """One subnet has MAX_LIDS unicast LIDs. Checked on the design's numbers alone, so a design of
+    millions of adapters is refused at once instead of built first (which takes minutes and gigabytes)."""
+    needed = lids_needed(design)
+    if needed <= MAX_LIDS:
+        return []
+    per_su = design.nodes_per_su * design.rails + design.rails
+    return [
+        Problem(
+            "design.su_count",
+            f"{design.su_count:,} SUs of {design.nodes_per_su} nodes and {design.rails} rails need at least "
+            f"{needed:,} LIDs (adapter ports and leaves); one InfiniBand subnet has {MAX_LIDS:,}",
+            f"plan at most {max(1, (MAX_LIDS - design.fabric_manager_ports) // per_su):,} SUs of this size, "
+            "or one subnet per part of the cluster",
+        )
+    ]
 
 
 def _leaf_radix(design: IbDesign, model: SwitchModel, hca: Rate) -> tuple[int, int, int]:
@@ -229,6 +258,26 @@ def _sm(design: IbDesign, nodes: list[IbNode]) -> SmPlacement:
     hosts = list(dict.fromkeys(n.host for n in pool))
     first = [next(n.name for n in pool if n.host == h) for h in hosts[:2]]
     return SmPlacement(first[0], first[1] if len(first) > 1 else None)
+
+
+def _check_names(design: IbDesign, nodes: list[IbNode]) -> None:
+    """Every node description made once and fit to be one (the files and the tools name nodes by it)."""
+    seen: set[str] = set()
+    for node in nodes:
+        if node.name in seen:
+            raise fail(
+                "design.hosts" if design.hosts else "design.node_name",
+                f"two nodes are named {node.name!r}",
+                "give hosts, adapters and the name pattern distinct names ({index}, or {su} and {slot} apart)",
+            )
+        if not NODE.match(node.name) or len(node.name.encode()) > NODE_DESCRIPTION_BYTES:
+            raise fail(
+                "design.hosts" if node.kind == "ca" else "design",
+                f"{node.name!r} cannot be a node description",
+                f"name hosts with lower-case letters, digits and '-', so that '<host> <adapter>' fits "
+                f"{NODE_DESCRIPTION_BYTES} bytes",
+            )
+        seen.add(node.name)
 
 
 def _check_ports(fabric: IbFabric) -> None:

@@ -16,8 +16,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpufabric.ib import names
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric, IbNode, PortRef
+from gpufabric.ib.names import NODE_DESCRIPTION_BYTES
 
 
 def node_id(node: IbNode, guids: Mapping[str, int] | None = None) -> str:
@@ -30,8 +32,9 @@ def node_id(node: IbNode, guids: Mapping[str, int] | None = None) -> str:
 def render(fabric: IbFabric, guids: Mapping[str, int] | None = None) -> str:
     """The planned fabric in ibnetdiscover's format; `guids` (node description -> node GUID) optional."""
     design = fabric.design
+    name = names.fabric_name(design.name)  # on a comment line of a file ibsim reads
     out = [
-        f"# {design.name}: planned InfiniBand fabric ({fabric.tiers} tiers, {len(fabric.switches)} switches,",
+        f"# {name}: planned InfiniBand fabric ({fabric.tiers} tiers, {len(fabric.switches)} switches,",
         f"# {len(fabric.adapters)} adapters, {len(fabric.cables)} cables), in ibnetdiscover's topology format",
         "",
     ]
@@ -49,6 +52,7 @@ def _record(
 ) -> list[str]:
     lines = []
     nid = node_id(node, guids)
+    names.node_description(node.name, "topology")  # written between double quotes, which it cannot hold
     if node.kind == "switch":
         if guids is not None:
             lines.append(f"switchguid=0x{guids[node.name]:x}({guids[node.name]:x})")
@@ -66,11 +70,19 @@ def _record(
 
 # --- reading ibnetdiscover's output --------------------------------------------------------
 
-_HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)")?(.*)$')
-_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s*(?:#\s*(.*))?$')
-_GUID = re.compile(r"^(switchguid|caguid|rtguid)=(0x[0-9a-fA-F]+)")
-_LID = re.compile(r"\blid (\d+)")
-_RATE = re.compile(r"\b(\d+)x([A-Z0-9]+)\s*$")
+# Numbers and GUIDs bounded as the tools print them (ports below 256 on any switch, LIDs of 16 bits,
+# GUIDs of 16 hex digits): a longer one is no output of theirs, and an unbounded run of digits would
+# reach int() (which refuses 4,300 digits or more) and then the node-name map or a check line.
+_HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d{1,3})\s+"([^"]+)"\s*(?:#\s*"([^"]*)")?(.*)$')
+_PORT = re.compile(
+    r'^\[(\d{1,3})\](?:\(([0-9a-fA-F]{1,16})\))?\s+"([^"]+)"\[(\d{1,3})\](?:\(([0-9a-fA-F]{1,16})\))?\s*(?:#\s*(.*))?$'
+)
+_GUID = re.compile(r"^(switchguid|caguid|rtguid)=(0x[0-9a-fA-F]{1,16})(?![0-9a-fA-F])")
+_GUID_LINE = re.compile(r"^(switchguid|caguid|rtguid)=")
+_LID = re.compile(r"\blid (\d{1,5})\b")
+_RATE = re.compile(r"\b(\d{1,2})x([A-Z0-9]{1,12})\s*$")
+MAX_BYTES = 64 << 20  # ibnetdiscover's output for the largest subnet (49,151 LIDs) is well under this
+MAX_ID = 128  # characters of a node id ("S-<guid>", or an exported topology's "H-<description>")
 
 
 @dataclass
@@ -112,12 +124,21 @@ def parse(text: str, source: str = "topology") -> Topology:
         if not line or line.startswith("#"):
             current = None if not line else current
             continue
-        if m := _GUID.match(line):
+        bad = _unfit(line)
+        if bad:
+            problems.append(Problem(f"{source}:{lineno}", bad, "give ibnetdiscover's own output"))
+        elif m := _GUID.match(line):
             guid = int(m[2], 16)
+        elif _GUID_LINE.match(line):
+            problems.append(
+                Problem(f"{source}:{lineno}", "a GUID of more than 16 hex digits", "give ibnetdiscover's output")
+            )
         elif m := _HEADER.match(line):
             kind = "switch" if m[1] == "Switch" else "ca"
             lid = _LID.search(m[5] or "")
             current = SeenNode(m[3], kind, int(m[2]), m[4] or m[3], guid, int(lid[1]) if lid else None)
+            if error := _name_error(current):
+                problems.append(Problem(f"{source}:{lineno}", error, "give each node a node description of text"))
             nodes[current.id] = current
             guid = None
         elif (m := _PORT.match(line)) and current is not None:
@@ -127,8 +148,33 @@ def parse(text: str, source: str = "topology") -> Topology:
                 Problem(f"{source}:{lineno}", f"unreadable line {line[:60]!r}", "give ibnetdiscover's output")
             )
     if problems:
-        raise IbError(problems)
+        raise IbError(_counted(problems))
     return Topology(nodes, _links(nodes, raw, source))
+
+
+def _unfit(line: str) -> str:
+    """Why a line is no line of ibnetdiscover's (a control character: a terminal escape in a node
+    description would repaint the table a check prints), or ""."""
+    bad = next((c for c in line if not c.isprintable() and c != "\t"), None)
+    return f"holds the control character {bad!r}" if bad is not None else ""
+
+
+def _name_error(node: SeenNode) -> str:
+    if len(node.id) > MAX_ID:
+        return f"a node id of {len(node.id)} characters (at most {MAX_ID})"
+    if len(node.name.encode()) > NODE_DESCRIPTION_BYTES:
+        return f"a node description of {len(node.name.encode())} bytes; a node description holds 64"
+    return ""
+
+
+MAX_LISTED = 20
+
+
+def _counted(problems: list[Problem]) -> list[Problem]:
+    if len(problems) <= MAX_LISTED:
+        return problems
+    rest = len(problems) - MAX_LISTED
+    return [*problems[:MAX_LISTED], Problem(problems[MAX_LISTED].where, f"and {rest} more", "fix the ones above first")]
 
 
 def _port(node: SeenNode, m: re.Match[str], raw: list[tuple[str, int, str, int, str]]) -> None:
