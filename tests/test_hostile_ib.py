@@ -535,3 +535,18 @@ def test_lab_status_on_a_fifo_record_exits_2_from_the_cli(tmp_path: Path, capsys
     os.mkfifo(state / lab.STATE)
     code, err = _main(capsys, ["ib", "lab", "status", "--state-dir", str(state)])
     assert code == 2 and "is a FIFO, not a regular file" in err, err
+
+
+def test_perfquery_numbers_longer_than_a_counter_are_refused_not_a_crash():
+    """Python refuses to convert 4,300 digits or more (a ValueError); a 64-bit counter has 20 at most."""
+    from gpufabric.ib.counters import parse
+    from gpufabric.ib.errors import IbError
+
+    good = parse("# Port counters: Lid 3 port 1\nSymbolErrorCounter:.......5\n", "s1")
+    assert list(good.values()) == [{"SymbolErrorCounter": 5}]
+    for text in (
+        "# Port counters: Lid 3 port 1\nSymbolErrorCounter:......." + "9" * 5000 + "\n",
+        "# Port counters: Lid 3 port " + "1" * 5000 + "\nSymbolErrorCounter:.......5\n",
+    ):
+        with pytest.raises(IbError, match="more digits than a counter"):
+            parse(text, "s1")

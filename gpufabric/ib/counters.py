@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from gpufabric.ib.errors import fail
 from gpufabric.ib.model import IbFabric, PortRef
 from gpufabric.ib.results import Result, Runner
 from gpufabric.ib.topology import Topology
@@ -26,6 +27,7 @@ EXPORTED = (*ERROR_LIMITS, "PortXmitWait")
 
 _BLOCK = re.compile(r"^# Port counters: Lid (\d+) port (\d+)", re.MULTILINE)
 _FIELD = re.compile(r"^(\w+):\.*(\d+)$", re.MULTILINE)
+MAX_DIGITS = 20  # a 64-bit counter; Python refuses to convert 4,300 digits (a crash, not a finding)
 
 Counters = dict[PortRef, dict[str, int]]
 
@@ -36,7 +38,11 @@ def parse(text: str, switch: str) -> Counters:
     starts = list(_BLOCK.finditer(text))
     for i, m in enumerate(starts):
         body = text[m.end() : starts[i + 1].start() if i + 1 < len(starts) else len(text)]
-        out[PortRef(switch, int(m[2]))] = {f: int(v) for f, v in _FIELD.findall(body)}
+        fields = _FIELD.findall(body)
+        too_long = [n for n, v in fields if len(v) > MAX_DIGITS] + (["the port number"] if len(m[2]) > 3 else [])
+        if too_long:
+            raise fail(f"perfquery of {switch}", f"{too_long[0]} has more digits than a counter", "rerun perfquery")
+        out[PortRef(switch, int(m[2]))] = {f: int(v) for f, v in fields}
     return out
 
 
