@@ -26,6 +26,7 @@ from gpufabric.ib.errors import IbError
 from gpufabric.ib.planner import plan_fabric
 from gpufabric.ib.results import Result as Check
 from gpufabric.intent.errors import IntentError
+from tests.conftest import ROOT, run
 
 RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
@@ -550,3 +551,15 @@ def test_perfquery_numbers_longer_than_a_counter_are_refused_not_a_crash():
     ):
         with pytest.raises(IbError, match="more digits than a counter"):
             parse(text, "s1")
+
+
+def test_the_intents_pkey_with_a_leading_zero_asks_for_hex_or_decimal(tmp_path):
+    """`pkey: 0101` in the cluster intent: neither read as 65 (YAML 1.1's octal) nor quietly as 101."""
+    text = (ROOT / "inventory/examples/lab-infiniband.yml").read_text()
+    assert "pkey: 0x0101" in text
+    bad = tmp_path / "pk.yml"
+    bad.write_text(text.replace("pkey: 0x0101", "pkey: 0101"))
+    done = run("gpufabric", "check", str(bad))
+    assert done.returncode == 2, done.stderr
+    assert "pk.yml:78: planes.compute.partitions[0].pkey: '0101' is ambiguous" in done.stderr
+    assert "fix: write 0x0101 for hexadecimal or 101 for decimal" in done.stderr

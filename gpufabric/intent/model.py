@@ -278,6 +278,12 @@ def _pkey(value: Any) -> Any:
             return int(value, 16)
         except ValueError:
             return value
+    if isinstance(value, str) and len(value) > 1 and value.isdigit() and value.startswith("0"):
+        # The schema's generic hint would be the decimal 101, but a PKey is usually written in hex.
+        raise ValueError(
+            f"{value!r} is ambiguous: a leading zero reads as octal in YAML 1.1 and PKeys are mostly written "
+            f"in hexadecimal; write 0x{value.lstrip('0').zfill(4)} for hexadecimal or {int(value)} for decimal"
+        )
     return whole_number(value)
 
 
