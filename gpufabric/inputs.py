@@ -116,7 +116,8 @@ def _read_at_most(fh: IO[bytes], limit: int) -> bytes:
 
 
 def _size(n: int) -> str:
-    return f"{n / MiB:g} MiB" if n >= MiB else f"{n:,} bytes"
+    """MiB when that is exact, else bytes: a blob one byte over 4 MiB must not read as "4 MiB"."""
+    return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n:,} bytes"
 
 
 def read_bytes(path: str | Path, *, what: str, max_bytes: int, follow_links: bool = True) -> bytes:
