@@ -22,7 +22,7 @@ import logging
 import os
 import pwd
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class LockPathError(PushRefusedError):
     """The lock's folder or file is not safe to use (owned by someone else, writable by others, a link)."""
 
 
+MakeError = Callable[[str], Exception]  # the error a caller's module raises, from its message
+
+
 def lock_dir(uid: int | None = None) -> Path:
     """The one folder this user's push locks live in."""
     uid = os.geteuid() if uid is None else uid
@@ -50,9 +53,7 @@ def lock_dir(uid: int | None = None) -> Path:
     return Path(pwd.getpwuid(uid).pw_dir) / USER_DIR
 
 
-def owned_dir(
-    path: Path, uid: int, what: str = "the push lock folder", error: type[PushRefusedError] = LockPathError
-) -> None:
+def owned_dir(path: Path, uid: int, what: str = "the push lock folder", error: MakeError = LockPathError) -> None:
     """Make `path` (0700) if it is missing, then refuse it unless it is a real folder of `uid` that
     no one else may write to: only then can no one else plant a file or a link in it. `what` names it
     in the error, which is raised as `error` (the push lock's, the audit trail's)."""
@@ -72,9 +73,7 @@ def owned_dir(
         raise error(f"{what} {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): chmod 700 {path}")
 
 
-def open_owned(
-    path: Path, uid: int, flags: int, what: str = "the push lock", error: type[PushRefusedError] = LockPathError
-) -> int:
+def open_owned(path: Path, uid: int, flags: int, what: str = "the push lock", error: MakeError = LockPathError) -> int:
     """`path` opened (created 0600 if missing) with `flags`, never through a link, never blocking on
     a FIFO, and refused unless what was opened is a plain file of `uid` with one name: a file or link
     planted there is never written through. In a folder checked by `owned_dir`."""
