@@ -65,6 +65,7 @@ def test_a_file_named_like_the_old_side_does_not_stand_in_for_gits_blob(repo):
     assert "switches removed: 1 (cmp-spine2)" in done.stdout and "no change" not in done.stdout
 
 
+@pytest.mark.slow
 def test_a_file_whose_name_has_a_colon_is_named_as_a_path(repo):
     (repo / "HEAD:fabric.yml").write_text(ONE_SPINE_LESS)
     done = diff(repo, "./HEAD:fabric.yml", "fabric.yml")
