@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, cli_env
 
-from gpufabric.inputs import InputError, read_lines
+from gpufabric.inputs import InputError
 from gpufabric.push import audit
 from gpufabric.push.audit import AuditError, AuditLog
 
@@ -174,6 +174,8 @@ def test_gpufabric_audit_prints_a_records_text_as_text(tmp_path, capsys):
 
 
 def test_read_lines_bounds_each_line_and_counts_lines_from_one(tmp_path):
+    from gpufabric.inputs import read_lines
+
     path = tmp_path / "lines"
     path.write_bytes(b"abcd\r\n" + b"x" * 8 + b"\nlast")
     assert list(read_lines(path, what="a test file", max_line=8, max_bytes=100)) == [
