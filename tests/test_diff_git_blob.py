@@ -81,7 +81,7 @@ def test_a_file_whose_name_has_a_colon_is_named_as_a_path(repo):
     ("encoded", "hint"),
     [
         (FABRIC.replace("# ", "# caf\u00e9 ", 1).encode("latin-1"), "save it as UTF-8"),
-        (FABRIC.encode("utf-16"), "save it as UTF-8 (it looks like UTF-16)"),
+        pytest.param(FABRIC.encode("utf-16"), "save it as UTF-8 (it looks like UTF-16)", marks=pytest.mark.slow),
     ],
     ids=["latin-1", "utf-16"],
 )
@@ -93,6 +93,7 @@ def test_a_blob_that_is_not_utf8_is_a_located_error(repo, encoded, hint):
     assert hint in done.stderr and "internal error" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_blob_over_the_bound_is_refused_from_its_size(repo):
     commit(repo, {"big.yml": b"#" * (MAX_BYTES + 1)})
     done = diff(repo, "HEAD:big.yml", "fabric.yml")

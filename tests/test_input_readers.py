@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from conftest import ROOT
@@ -175,6 +176,7 @@ def _modules() -> list[Path]:
     return sorted(p for pattern in SCANNED for folder in ROOT.glob(pattern) for p in folder.rglob("*.py"))
 
 
+@cache
 def all_reads() -> list[Read]:
     found: list[Read] = []
     for path in _modules():
