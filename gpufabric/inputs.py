@@ -38,6 +38,7 @@ __all__ = [
     "open_input",
     "read_bytes",
     "read_json",
+    "read_lines",
     "read_stream",
     "read_text",
     "read_yaml",
@@ -118,7 +119,8 @@ def _read_at_most(fh: IO[bytes], limit: int) -> bytes:
 
 
 def _size(n: int) -> str:
-    return f"{n / MiB:g} MiB" if n >= MiB else f"{n:,} bytes"
+    """MiB when that is exact, else bytes: a blob one byte over 4 MiB must not read as "4 MiB"."""
+    return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n:,} bytes"
 
 
 def read_bytes(path: str | Path, *, what: str, max_bytes: int, follow_links: bool = True) -> bytes:
@@ -133,13 +135,14 @@ def read_bytes(path: str | Path, *, what: str, max_bytes: int, follow_links: boo
     return raw
 
 
-def decode_text(raw: bytes, file: str | Path, what: str) -> str:
+def decode_text(raw: bytes, file: str | Path, what: str, first_line: int = 1) -> str:
     """UTF-8 text, or a located error naming the first byte that is not (Latin-1 and UTF-16 files
-    included: the fix is to save the file as UTF-8, never to guess its encoding)."""
+    included: the fix is to save the file as UTF-8, never to guess its encoding). `first_line`: the
+    line `raw` starts at, when it is a part of a file."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        line = raw[: exc.start].count(b"\n") + first_line
         hint = "save it as UTF-8" + (" (it looks like UTF-16)" if raw[:2] in {b"\xff\xfe", b"\xfe\xff"} else "")
         raise _error(file, f"{what} is not UTF-8 text (byte {exc.start})", hint, line) from None
 
@@ -162,6 +165,33 @@ def read_stream(stream: IO[bytes], *, name: str, what: str, max_bytes: int) -> s
     return decode_text(raw, name, what)
 
 
+def read_lines(
+    path: str | Path, *, what: str, max_line: int, max_bytes: int, follow_links: bool = True
+) -> Iterator[tuple[int, str]]:
+    """(line number, its text without the newline) for each line of `path`, a regular file read one
+    line at a time, for files too large to hold whole (a log that grows with every run). A line longer
+    than `max_line` bytes, a file longer than `max_bytes` and a line that is not UTF-8 are refused at
+    their line; nothing past a bound is read."""
+    with open_input(path, what=what, follow_links=follow_links) as fh:
+        total = 0
+        number = 0
+        while True:
+            number += 1
+            try:
+                raw = fh.readline(max_line + 1)
+            except OSError as exc:
+                raise _error(path, f"cannot be read: {exc.strerror}", line=number) from None
+            if not raw:
+                return
+            total += len(raw)
+            if len(raw) > max_line and not raw.endswith(b"\n"):  # readline stopped at the bound, not a newline
+                message = f"line {number} is longer than {_size(max_line)}, more than {what} has"
+                raise _error(path, message, "name the right file", number)
+            if total > max_bytes:
+                raise _error(path, f"is larger than {_size(max_bytes)}, more than {what} can be", "", number)
+            yield number, decode_text(raw, path, what, number).removesuffix("\n").removesuffix("\r")
+
+
 def yaml_text(text: str, file: str) -> tuple[Any, dict[FieldPath, int]]:
     """YAML by the intent's rules: YAML 1.2's core schema (`0101` is no octal, `"false"` no boolean,
     `yes` is text), only the core tags, duplicate keys refused, depth and aliases bounded. The data and
@@ -171,8 +201,10 @@ def yaml_text(text: str, file: str) -> tuple[Any, dict[FieldPath, int]]:
     return load_yaml(text, file, core_schema=True)
 
 
-def read_yaml(path: str | Path, *, what: str, max_bytes: int = 4 * MiB) -> tuple[Any, dict[FieldPath, int]]:
-    return yaml_text(read_text(path, what=what, max_bytes=max_bytes), str(path))
+def read_yaml(
+    path: str | Path, *, what: str, max_bytes: int = 4 * MiB, follow_links: bool = True
+) -> tuple[Any, dict[FieldPath, int]]:
+    return yaml_text(read_text(path, what=what, max_bytes=max_bytes, follow_links=follow_links), str(path))
 
 
 def _no_constant(name: str) -> float:
@@ -201,8 +233,8 @@ def json_text(text: str, file: str | Path, what: str) -> Any:
         raise _error(file, f"{what} is not valid JSON: {exc}") from None
 
 
-def read_json(path: str | Path, *, what: str, max_bytes: int) -> Any:
-    return json_text(read_text(path, what=what, max_bytes=max_bytes), path, what)
+def read_json(path: str | Path, *, what: str, max_bytes: int, follow_links: bool = True) -> Any:
+    return json_text(read_text(path, what=what, max_bytes=max_bytes, follow_links=follow_links), path, what)
 
 
 # A revision as git's rev-parse takes one, without option-like or path-like starts: never `-x`.

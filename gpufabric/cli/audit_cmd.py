@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from gpufabric.cli.output import err, out
+from gpufabric.intent.errors import printable
 from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV, default_path, matches, parse_time, read
 
@@ -47,32 +50,35 @@ def audit_cmd(
     path = audit_log or default_path()
     if not path.exists():
         err.print(f"no audit log at {path} yet: no push has run with it", markup=False)
-        records: list[dict[str, Any]] = []
+        found: list[dict[str, Any]] = []
+        total = 0
     else:
-        records = _load(path)
-    found = [r for r in records if matches(r, push_id=push_id, devices=devices, since=since)]
+        found, total = _load(path, lambda r: matches(r, push_id=push_id, devices=devices, since=since))
     if as_json:
         out.print_json(json_dumps(found))
         return 0
-    table = Table(title=f"audit {path}")
+    table = Table(title=Text(f"audit {printable(str(path))}"))
     for column in (*COLUMNS, "diff", "reason"):
         table.add_column(column)
     for r in found:
         digest = str(r.get("diff_sha256") or "")
-        table.add_row(
-            *(str(r.get(c) or "") for c in COLUMNS), digest.removeprefix("sha256:")[:12], str(r.get("reason"))
-        )
+        cells = [*(str(r.get(c) or "") for c in COLUMNS), digest.removeprefix("sha256:")[:12], str(r.get("reason"))]
+        # Text cells, control characters escaped: a record is read from a file, never taken as markup.
+        table.add_row(*(Text(printable(c)) for c in cells))
     out.print(table)
-    err.print(f"{len(found)} of {len(records)} records")
+    err.print(f"{len(found)} of {total} records")
     return 0
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
-    try:
-        lines = list(read(path))
-    except OSError as exc:
-        raise click.FileError(str(path), exc.strerror) from None
-    for number, record in lines:
+def _load(path: Path, wanted: Callable[[dict[str, Any]], bool]) -> tuple[list[dict[str, Any]], int]:
+    """The records `wanted` keeps, and how many records the trail holds: read a line at a time, so a
+    long trail is never held whole."""
+    found, total = [], 0
+    for number, record in read(path):
         if record is None:
-            err.print(f"warning: {path}:{number}: not a JSON record; skipped", markup=False)
-    return [record for _, record in lines if record is not None]
+            err.print(f"warning: {printable(str(path))}:{number}: not a JSON record; skipped", markup=False)
+            continue
+        total += 1
+        if wanted(record):
+            found.append(record)
+    return found, total

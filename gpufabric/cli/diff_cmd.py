@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import click
 
 from gpufabric.cli.output import err, out, write_stdout
-from gpufabric.intent import IntentError, load_intent
+from gpufabric.inputs import InputError, git_blob
+from gpufabric.intent import load_intent
 from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent, load_intent_text
+from gpufabric.intent.yaml_lines import MAX_BYTES
 from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.diff import PlanDiff
@@ -21,17 +22,23 @@ _REVISION = re.compile(r"(?P<rev>[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,99}):(?P<path
 
 
 def load_side(spec: str) -> LoadedIntent:
-    """An intent file, or REV:PATH for the file as git holds it at that revision."""
-    if Path(spec).is_file() or not _REVISION.fullmatch(spec):
-        return load_intent(spec)
+    """An intent file, or REV:PATH for the file as git holds it at that revision.
+
+    A spec of the form REV:PATH (a letter or digit first, then a colon) is always read from git's
+    object store, never from a file in the working tree that happens to have that name: a change that
+    adds such a file must not decide what the CI gate compares against. A file whose name has a colon
+    is named as a path, ./NAME."""
     m = _REVISION.fullmatch(spec)
-    assert m is not None
-    done = subprocess.run(["git", "show", f"{m['rev']}:{m['path']}", "--"], capture_output=True, text=True,
-                          check=False, timeout=60)  # fmt: skip
-    if done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["git show failed"])[-1]
-        raise IntentError(spec, [Problem((), f"cannot read it from git: {reason}", "name a file, or REV:PATH")])
-    return load_intent_text(done.stdout, spec)
+    if m is None:
+        return load_intent(spec)
+    try:
+        text = git_blob(m["rev"], m["path"], what="an intent file", max_bytes=MAX_BYTES)
+    except InputError as exc:
+        if not Path(spec).exists():
+            raise
+        hint = f"{exc.problems[0].hint}; to compare the file named {spec} instead, write ./{spec}"
+        raise InputError(spec, [Problem((), exc.problems[0].message, hint)]) from None
+    return load_intent_text(text, spec)
 
 
 def compare(old: Plan, new: Plan) -> PlanDiff:

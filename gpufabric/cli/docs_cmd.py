@@ -9,7 +9,7 @@ import click
 
 from gpufabric.cli import help_pages
 from gpufabric.cli.output import err, write_stdout
-from gpufabric.docsite import platforms
+from gpufabric.docsite import pages, platforms
 from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
 from gpufabric.export.atomic import write_atomic, write_if_changed
 from gpufabric.intent import docs
@@ -39,7 +39,7 @@ def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
         write_stdout(text)
         return 0
     if check:
-        current = output.read_text(encoding="utf-8") if output.exists() else ""
+        current = pages.read_page(output) if output.exists() else ""
         if current != text:
             err.print(f"{output} is out of date: run `gpufabric docs -o {output}`")
             return 1
@@ -76,10 +76,7 @@ def _site_options(default_folder: str) -> Callable[[Callable[..., int]], Callabl
 
 def _site_pages(name: str, generated: Generated, folder: Path, nav_file: Path, check: bool) -> int:
     """Write (or, with check, compare) the pages in `folder` and the nav block in `nav_file`."""
-    try:
-        config = nav_file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise click.BadParameter(f"cannot read {nav_file}: {exc.strerror}", param_hint="--nav") from exc
+    config = pages.read_site_config(nav_file)
     try:
         wanted = with_nav_block(config, generated, folder.name, nav_file)
     except NavBlockError as exc:

@@ -14,6 +14,7 @@ import click
 from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.export.atomic import write_atomic
 from gpufabric.outputs import json_dumps
 from gpufabric.push.args import FleetArgs
 
@@ -210,9 +211,9 @@ def prometheus_cmd(*, file: str | None, count: int, listen_base: str, interval: 
     files = render(plan, count, listen, interval=interval, plane=plane)
     files["gpufabric.rules.yml"] = rules_yaml(Thresholds())
     for name, text in files.items():
-        path = out_dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        # Whole, by rename (a link planted at a target's name is replaced, never written through), and
+        # readable by Prometheus, which runs as an account of its own.
+        write_atomic(out_dir / name, text, mode=0o644)
     err.print(shown(f"wrote {out_dir / 'prometheus.yml'} and {count} shard target files (serve --shard I/{count})"))
     return 0
 

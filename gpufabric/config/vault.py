@@ -13,6 +13,13 @@ from pathlib import Path
 
 import yaml
 
+from gpufabric.inputs import MiB, read_bytes
+
+# A password file holds one line; a vault, a mapping of secrets (a few KiB, encrypted). Beyond these
+# bounds the file is not what it is named as, and is not read on.
+MAX_PASSWORD_FILE = 64 * 1024
+MAX_VAULT = 16 * MiB
+
 
 class VaultError(Exception):
     """The vault cannot be opened, or does not hold what the intent names."""
@@ -33,11 +40,9 @@ def open_vault(vault_file: Path, password_file: Path | None = None) -> dict[str,
             f"{vault_file} is an Ansible Vault: give its password file with --vault-password-file "
             "or ANSIBLE_VAULT_PASSWORD_FILE"
         )
-    try:
-        password = password_file.read_bytes().strip()
-        encrypted = vault_file.read_bytes()
-    except OSError as exc:
-        raise VaultError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    # Read the one way outside input is read: a FIFO or a device named here is refused, not waited on.
+    password = read_bytes(password_file, what="a vault password file", max_bytes=MAX_PASSWORD_FILE).strip()
+    encrypted = read_bytes(vault_file, what="an Ansible Vault file", max_bytes=MAX_VAULT)
     vault = VaultLib([("default", VaultSecret(password))])
     if not vault.is_encrypted(encrypted):
         raise VaultError(
@@ -47,7 +52,15 @@ def open_vault(vault_file: Path, password_file: Path | None = None) -> dict[str,
         plain = vault.decrypt(encrypted)
     except AnsibleVaultError:
         raise VaultError(f"{vault_file}: the password from {password_file} does not open it") from None
-    data = yaml.safe_load(plain)
+    try:
+        data = yaml.safe_load(plain)
+    except yaml.YAMLError as exc:
+        # Only where: the parser's message quotes the line, and the line holds a secret.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise VaultError(
+            f"{vault_file}: once decrypted, it is not YAML{where}; fix it with `ansible-vault edit`"
+        ) from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise VaultError(f"{vault_file}: expected a mapping of names to text values once decrypted")
     return {vault_key(k): v for k, v in data.items()}

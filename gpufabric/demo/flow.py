@@ -58,12 +58,12 @@ def prepare(runner: Runner, intent: Path, state_dir: Path) -> None:
     """The inventory Ansible uses: this intent's plan, and the lab's record of how to reach its hosts."""
     inv = runner.build / "demo-inventory"
     inv.mkdir(parents=True, exist_ok=True)
-    (inv / "gpufabric.yml").write_text(
-        f"plugin: gpufabric\nintent: {intent.resolve()}\nlab_state: {state_dir.resolve()}\n"
+    write_atomic(
+        inv / "gpufabric.yml", f"plugin: gpufabric\nintent: {intent.resolve()}\nlab_state: {state_dir.resolve()}\n"
     )
     (inv / "group_vars").mkdir(exist_ok=True)
     # No Kubernetes runs in the lab: gpu_operator derives and records its Helm values, helm is not called.
-    (inv / "group_vars" / "all.yml").write_text("gpu_operator_deploy: false\n")
+    write_atomic(inv / "group_vars" / "all.yml", "gpu_operator_deploy: false\n")
     runner.env.setdefault("GPUFABRIC_SWITCH_PASSWORD", secrets.token_urlsafe(18))
     runner.env.setdefault("GPUFABRIC_SALT_KEY", secrets.token_urlsafe(18))
     # Ansible's home (~/.ansible: its temporary files) in the demo's build folder, beside its other

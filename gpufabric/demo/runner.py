@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpufabric.export.atomic import write_atomic
+
 
 @dataclass
 class StepLog:
@@ -46,7 +48,7 @@ class Runner:
         self.steps.append(StepLog(name, " ".join(args), round(seconds, 1), done.returncode))
         log = self.build / "demo-logs" / f"{number:02d}-{name.replace(' ', '-')}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
+        write_atomic(log, done.stdout + "\n--- stderr ---\n" + done.stderr)
         verdict = "ok" if done.returncode == 0 else f"exit {done.returncode}"
         self.say(f"    [{number}] {name}: {verdict} in {seconds:.1f} s (log: {log})")
         if check and done.returncode != 0:

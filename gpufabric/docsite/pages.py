@@ -12,6 +12,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpufabric.export.atomic import write_if_changed
+from gpufabric.inputs import InputError, MiB, read_text
+
+MAX_PAGE = 16 * MiB  # a generated page is tens of KiB
+
+
+def read_page(path: Path) -> str:
+    """A page of the site as it is on disk, read the one way outside input is read (a FIFO or a device
+    in its place is refused, not waited on)."""
+    return read_text(path, what="a page of the documentation site", max_bytes=MAX_PAGE)
+
+
+def read_site_config(path: Path) -> str:
+    """The site's configuration (mkdocs.yml), whose nav block lists the generated pages."""
+    return read_text(path, what="the site's configuration (mkdocs.yml)", max_bytes=MAX_PAGE)
+
 
 Pages = Mapping[str, str]
 
@@ -32,8 +47,8 @@ class Generated:
 
 def _made_here(path: Path, marker: str) -> bool:
     try:
-        head = path.read_text(encoding="utf-8")[:2000]
-    except (OSError, UnicodeDecodeError):
+        head = read_page(path)[:2000]
+    except InputError:  # not a page this generator wrote, whatever it is
         return False
     return marker in head
 
@@ -44,7 +59,7 @@ def stale_pages(folder: Path, generated: Generated) -> list[str]:
     stale = []
     for name, text in generated.pages.items():
         path = folder / name
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        current = read_page(path) if path.exists() else None
         if current != text:
             stale.append(name)
     if folder.is_dir():

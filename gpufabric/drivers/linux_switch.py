@@ -160,8 +160,9 @@ class LinuxSwitchDriver(NetworkDriver):
             raise error("give a filename or a config")
         if config is None:
             assert filename is not None
-            with open(filename) as fh:
-                config = fh.read()
+            from gpufabric.verify.facts import read_rendered  # only for a caller that names a file
+
+            config = read_rendered(filename)
         return config
 
     # -- getters -------------------------------------------------------------------------------

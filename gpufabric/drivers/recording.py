@@ -17,6 +17,10 @@ from pathlib import Path
 import yaml
 
 from gpufabric.drivers.transport import Output, Transport
+from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import MiB, read_text
+
+MAX_RECORDING = 64 * MiB  # a switch's answers to a driver's getters: a few hundred KiB
 
 # Options that name this machine's lab plumbing (FRR pathspace, lldpd socket) or sudo, not the command.
 _INCIDENTAL = [re.compile(r"^sudo -S -p '' "), re.compile(r" -N \S+"), re.compile(r" -u \S+")]
@@ -54,13 +58,12 @@ class RecordingTransport:
 
 def save(exchanges: Iterable[Exchange], path: Path) -> None:
     text = yaml.safe_dump([asdict(e) for e in exchanges], sort_keys=False, width=1000, allow_unicode=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write_atomic(path, text, mode=0o644)  # a recording is checked in: readable like any source file
 
 
 def load(path: Path) -> list[Exchange]:
-    return [Exchange(**item) for item in yaml.safe_load(path.read_text()) or []]
+    text = read_text(path, what="a recording of a switch's answers (YAML)", max_bytes=MAX_RECORDING)
+    return [Exchange(**item) for item in yaml.safe_load(text) or []]
 
 
 class UnrecordedCommandError(AssertionError):

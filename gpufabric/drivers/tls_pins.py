@@ -14,10 +14,12 @@ peer that has not proven who it is. Plain HTTP has no such proof and is refused 
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import http.client
 import os
 import ssl
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,10 @@ from typing import Any
 
 from napalm.base.exceptions import ConnectionException
 
+from gpufabric.inputs import InputError, MiB, read_text
+
 _WRITE = threading.Lock()
+MAX_PINS = 32 * MiB  # a line of about 110 bytes per switch: a quarter of a million switches
 
 
 class TlsTrustError(ConnectionException):
@@ -58,12 +63,17 @@ def host_key(host: str, port: int) -> str:
 
 
 def read_pins(path: str) -> dict[str, str]:
-    """HOST -> FINGERPRINT from a TLS known-hosts file (missing file: none recorded)."""
+    """HOST -> FINGERPRINT from a TLS known-hosts file (missing file: none recorded). Read the one way
+    outside input is read (gpufabric.inputs): a FIFO, a device or a file beyond MAX_PINS there is
+    refused, and then no login is sent."""
     pins: dict[str, str] = {}
-    try:
-        text = Path(path).read_text(encoding="ascii")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return pins
+    try:
+        text = read_text(path, what="a TLS known-hosts file (HOST FINGERPRINT lines)", max_bytes=MAX_PINS)
+    except InputError as exc:
+        problem = exc.problems[0]
+        raise TlsTrustError(f"{path}: {problem.message}; refusing to send the login ({problem.hint})") from None
     for line in text.splitlines():
         fields = line.split("#", 1)[0].split()
         if len(fields) >= 2:
@@ -72,10 +82,21 @@ def read_pins(path: str) -> dict[str, str]:
 
 
 def record_pin(path: str, host: str, print_: str) -> None:
-    """Append HOST FINGERPRINT (the file is created 0600: it decides whom the password goes to)."""
+    """Append HOST FINGERPRINT (the file is created 0600: it decides whom the password goes to). An
+    append-only file: opened without following a link and without waiting on a FIFO, and refused
+    unless it is a plain file, so a link planted in its place is never written through."""
     with _WRITE:
         Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # ~/.ssh may not exist yet
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+            raise TlsTrustError(f"cannot record {host}'s certificate in {path}: {why}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise TlsTrustError(f"cannot record {host}'s certificate in {path}: not a plain file")
+        os.set_blocking(fd, True)
         with os.fdopen(fd, "a", encoding="ascii") as fh:
             fh.write(f"{host} {print_}\n")
 

@@ -1,4 +1,8 @@
-"""Files written whole or not at all: a reader never sees half a config or half a plan."""
+"""Files written whole or not at all: a reader never sees half a config or half a plan.
+
+The one way gpufabric writes a file (besides append-only logs and locks, which are opened without
+following a link): a temporary file beside the target, renamed over it. A rename replaces whatever
+is at the target's name, a link planted there included, and never writes through it."""
 
 from __future__ import annotations
 
@@ -10,11 +14,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file, and a link
+    at `path` is replaced, not followed. Owner-only (0600) unless `mode` says otherwise (a file another
+    account reads, as Prometheus reads its configuration)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if mode != 0o600:  # mkstemp's
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
@@ -26,13 +34,20 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 def write_if_changed(path: Path, data: str) -> bool:
     """write_atomic, unless the file already holds exactly `data`: a second render of a large fabric
     then creates no file (creating one is most of the cost of writing it) and keeps every unchanged
-    file's modification time, so rsync and make see only what changed. True when written."""
+    file's modification time, so rsync and make see only what changed. True when written. Only a
+    plain file is compared (read no further than `data`'s length): a link, a FIFO or a device at
+    `path` is replaced."""
+    from gpufabric.inputs import InputError, read_bytes  # loads the intent's package: not at start-up
+
     encoded = data.encode()
     try:
-        if path.stat().st_size == len(encoded) and path.read_bytes() == encoded:
-            return False
-    except OSError:
-        pass  # absent or unreadable: write it
+        same = path.lstat().st_size == len(encoded) and encoded == read_bytes(
+            path, what="a file being rewritten", max_bytes=len(encoded), follow_links=False
+        )
+    except (OSError, InputError):
+        same = False  # absent, unreadable or not a plain file: write it
+    if same:
+        return False
     write_atomic(path, encoded)
     return True
 

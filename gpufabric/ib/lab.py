@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpufabric.export.atomic import write_atomic
 from gpufabric.ib import discovery, opensm, sim, topology
 from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import fail
@@ -121,14 +122,14 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
     state_dir.mkdir(parents=True, exist_ok=True)
     fabric = intent.fabric
     topo = state_dir / "fabric.topo"
-    topo.write_text(topology.render(fabric))
+    write_atomic(topo, topology.render(fabric))
     size = sim.limits(len(fabric.nodes), len(fabric.switches), sum(n.ports + 1 for n in fabric.nodes))
     simulator = sim.Simulator(state_dir, topo, limits=size)
     sms: list[sim.OpenSm] = []
     try:
         ibsim_seconds = simulator.start()
         found = discovery.discover(fabric, topology.parse(simulator.run("ibnetdiscover"), "ibnetdiscover"))
-        (state_dir / "discovery.json").write_text(found.dumps())
+        write_atomic(state_dir / "discovery.json", found.dumps())
         roles = ("primary", "standby") if fabric.sm.standby else ("primary",)
         for role in roles:
             folder = state_dir / role
@@ -148,7 +149,7 @@ def up(intent: IbIntent, state_dir: Path) -> LabUp:
             "created": created,
             "processes": {n: {"pid": p.pid, "start": _start_time(p.pid)} for n, p in procs.items() if p},
         }
-        (state_dir / STATE).write_text(json_dumps(state, indent=2) + "\n")
+        write_atomic(state_dir / STATE, json_dumps(state, indent=2) + "\n")
         return LabUp(
             fabric.design.name,
             ibsim_seconds,

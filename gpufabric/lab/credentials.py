@@ -10,7 +10,6 @@ Nothing prints them.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import subprocess
@@ -22,9 +21,11 @@ from gpufabric.config.vault import vault_key
 from gpufabric.export.atomic import write_atomic
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
+from gpufabric.lab.state import read_record
 from gpufabric.outputs import json_dumps
 
 SECRETS_FILE = "secrets.json"
+MAX_SECRETS = 64 * 1024  # a login, or a few random values
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,12 @@ def ensure_login(state_dir: Path, username: str) -> LabLogin:
 
 
 def load_login(state_dir: Path) -> LabLogin | None:
-    path = _path(state_dir)
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text())
-    return LabLogin(data["username"], data["password"], Path(data["key_file"]))
+    return read_record(
+        _path(state_dir),
+        "the lab's login record (login.json)",
+        lambda data: LabLogin(str(data["username"]), str(data["password"]), Path(str(data["key_file"]))),
+        MAX_SECRETS,
+    )
 
 
 def _key(ref: SecretRef) -> str:
@@ -97,8 +99,10 @@ def ensure_secrets(state_dir: Path, intent: Intent) -> None:
 
 
 def load_secrets(state_dir: Path) -> dict[str, str]:
-    path = state_dir / SECRETS_FILE
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text())
-    return {str(k): str(v) for k, v in data.items()}
+    found = read_record(
+        state_dir / SECRETS_FILE,
+        "the lab's secrets record (secrets.json)",
+        lambda data: {str(k): str(v) for k, v in data.items()},
+        MAX_SECRETS,
+    )
+    return found or {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import read_text
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node
 from gpufabric.lab.credentials import LabLogin
 from gpufabric.lab.state import LabState
@@ -107,7 +108,10 @@ def _known_hosts(topo: LabTopology, state_dir: Path) -> None:
     for node in topo.nodes:
         key = node_dir(state_dir, node.name) / "ssh_host_ed25519_key.pub"
         if node.mgmt_ip and key.is_file():
-            kind, blob = key.read_text().split()[:2]
+            text = read_text(
+                key, what="a switch's SSH host key (ssh-keygen's .pub)", max_bytes=64 * 1024, follow_links=False
+            )
+            kind, blob = text.split()[:2]
             lines.append(f"{node.mgmt_ip.split('/')[0]} {kind} {blob}")
     write_atomic(state_dir / "known_hosts", "\n".join(lines) + "\n")
 

@@ -6,10 +6,11 @@ routing on it, as on a switch fresh out of zero-touch provisioning.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
+from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import read_text
 from gpufabric.lab import netlink
 
 FRR_ETC = Path("/etc/frr")
@@ -53,8 +54,7 @@ def write_pathspace(node: str) -> Path:
     d.mkdir(mode=0o750, exist_ok=True)
     files = {"daemons": DAEMONS, "frr.conf": EMPTY_CONFIG, "vtysh.conf": "service integrated-vtysh-config\n"}
     for name, text in files.items():
-        (d / name).write_text(text.format(node=node))
-        os.chmod(d / name, 0o640)
+        write_atomic(d / name, text.format(node=node), mode=0o640)
         shutil.chown(d / name, "frr", "frr")
     shutil.chown(d, "frr", "frr")
     return d
@@ -70,7 +70,9 @@ def pids(node: str) -> dict[str, int]:
     found = {}
     for f in sorted(run_dir(node).glob("*.pid")):
         try:
-            found[f.stem] = int(f.read_text().strip())
+            found[f.stem] = int(
+                read_text(f, what="an FRR daemon's PID file", max_bytes=4096, follow_links=False).strip()
+            )
         except ValueError:
             continue
     return found

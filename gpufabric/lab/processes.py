@@ -10,11 +10,14 @@ import time
 from pathlib import Path
 
 from gpufabric.lab import netlink
+from gpufabric.push.lock import open_owned
 
 
 def spawn(args: list[str], log: Path) -> int:
-    """Start a daemon in its own session (it outlives the CLI), its output in `log`; return its PID."""
-    with log.open("ab") as fh:
+    """Start a daemon in its own session (it outlives the CLI), its output in `log`; return its PID. The
+    log is appended to, opened as the push lock is: never through a link, only a plain file of ours."""
+    fd = open_owned(log, os.geteuid(), os.O_WRONLY | os.O_APPEND, "the daemon's log", netlink.LabCommandError)
+    with os.fdopen(fd, "ab") as fh:
         proc = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
         )

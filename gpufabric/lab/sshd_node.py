@@ -16,6 +16,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import MiB, read_text
 from gpufabric.lab.credentials import LabLogin
 from gpufabric.lab.processes import spawn
 
@@ -24,13 +26,17 @@ SSHD = "/usr/sbin/sshd"
 
 def _accounts(node_dir: Path, login: LabLogin) -> tuple[Path, Path]:
     passwd, shadow = node_dir / "passwd", node_dir / "shadow"
-    base_pw = [ln for ln in Path("/etc/passwd").read_text().splitlines() if not ln.startswith(f"{login.username}:")]
-    base_sh = [ln for ln in Path("/etc/shadow").read_text().splitlines() if not ln.startswith(f"{login.username}:")]
+    base_pw = [ln for ln in _system_file("/etc/passwd").splitlines() if not ln.startswith(f"{login.username}:")]
+    base_sh = [ln for ln in _system_file("/etc/shadow").splitlines() if not ln.startswith(f"{login.username}:")]
     # /bin/sh, not bash: bash started by sshd reads ~/.bashrc on every command, 100 ms each.
-    passwd.write_text("\n".join([*base_pw, f"{login.username}:x:0:0:gpufabric lab admin:/root:/bin/sh"]) + "\n")
-    shadow.write_text("\n".join([*base_sh, f"{login.username}:{login.password_hash}:19000:0:99999:7:::"]) + "\n")
-    shadow.chmod(0o600)
+    admin = f"{login.username}:x:0:0:gpufabric lab admin:/root:/bin/sh"
+    write_atomic(passwd, "\n".join([*base_pw, admin]) + "\n", mode=0o644)
+    write_atomic(shadow, "\n".join([*base_sh, f"{login.username}:{login.password_hash}:19000:0:99999:7:::"]) + "\n")
     return passwd, shadow
+
+
+def _system_file(path: str) -> str:
+    return read_text(path, what="this machine's account database", max_bytes=16 * MiB)
 
 
 def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_socket: Path) -> Path:
@@ -38,9 +44,13 @@ def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_s
     if not key.exists():
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     authorized = node_dir / "authorized_keys"
-    authorized.write_text(Path(f"{login.key_file}.pub").read_text())
+    public_key = read_text(
+        f"{login.key_file}.pub", what="the lab's SSH public key", max_bytes=64 * 1024, follow_links=False
+    )
+    write_atomic(authorized, public_key)
     config = node_dir / "sshd_config"
-    config.write_text(
+    write_atomic(
+        config,
         "\n".join(
             [
                 f"# gpufabric lab: {node}",
@@ -60,7 +70,8 @@ def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_s
                 "Subsystem sftp internal-sftp",
                 "",
             ]
-        )
+        ),
+        mode=0o644,
     )
     return config
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-import json
+import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import InputError, MiB, read_json
+from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps
+
+T = TypeVar("T")
+MAX_RECORD = 16 * MiB  # a lab of a thousand switches records a few hundred KiB
 
 DEFAULT_DIR = Path("/var/lib/gpufabric/lab")
 # The audit trail of pushes to this lab: kept with the lab, gone with it (a lab that is down leaves nothing).
@@ -33,10 +40,25 @@ class LabState:
 
     @classmethod
     def load(cls, state_dir: Path) -> LabState | None:
-        p = cls.path(state_dir)
-        if not p.is_file():
-            return None
-        return cls(**json.loads(p.read_text()))
+        return read_record(cls.path(state_dir), "the lab's state record (state.json)", lambda data: cls(**data))
+
+
+def read_record(path: Path, what: str, build: Callable[[dict[str, Any]], T], max_bytes: int = MAX_RECORD) -> T | None:
+    """A record the lab wrote (JSON, an object), built by `build`; None when there is none. Read the one
+    way outside input is read (gpufabric.inputs), without following a link (the lab writes each by
+    renaming a file into place: a link there was planted), and refused, located, when it is not what
+    the lab writes."""
+    if not os.path.lexists(path):
+        return None
+    data = read_json(path, what=what, max_bytes=max_bytes, follow_links=False)
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON object, not {type(data).__name__}")
+        return build(data)
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise InputError(
+            str(path), [Problem((), f"is not {what} as the lab writes it ({exc})", "remove it, or run `lab down`")]
+        ) from None
 
 
 def remove_state_dir(state_dir: Path) -> None:

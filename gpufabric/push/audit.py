@@ -7,12 +7,17 @@ only their digest is kept; reasons are masked as the report's are.
 
 The file is opened before the push reads anything: a push that cannot write its trail fails before
 it changes a switch. It is opened with O_APPEND and each record is one write(2), so the records of
-pushes running at once never interleave within a line. Made 0600 in a folder made 0700.
+pushes running at once never interleave within a line. Made 0600 in a folder made 0700, as the push
+lock is: the folder must belong to the account and be writable by no one else, and the file is opened
+without following a link, so a link planted in its place (to another file, or dangling) is refused,
+never appended through or created.
+
+`gpufabric audit` reads it back the one way outside input is read (gpufabric.inputs): a regular file
+only, one bounded line at a time, within a bound in total.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -24,8 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpufabric.inputs import MiB, read_lines
 from gpufabric.outputs import json_dumps
 from gpufabric.push.errors import PushRefusedError
+from gpufabric.push.lock import open_owned, owned_dir
 from gpufabric.push.status import Status
 
 log = logging.getLogger(__name__)
@@ -33,6 +40,10 @@ log = logging.getLogger(__name__)
 ENV = "GPUFABRIC_AUDIT_LOG"
 SYSTEM_PATH = Path("/var/log/gpufabric/audit.jsonl")  # root's pushes
 USER_PATH = ".local/state/gpufabric/audit.jsonl"  # under a non-root user's home directory
+# A record is about 600 bytes (a long failure reason, a few KiB); a trail of a million records, a few
+# hundred MiB: beyond either bound the file is not a trail (or wants rotating), and is not read on.
+MAX_RECORD = 64 * 1024
+MAX_TRAIL = 1024 * MiB
 
 
 class AuditError(PushRefusedError):
@@ -72,9 +83,11 @@ class Who:
 class AuditLog:
     """The trail's file, open for appending for as long as the push runs."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, uid: int | None = None) -> None:
+        """`uid`: the account the file and its folder must belong to (this process's, unless a test
+        says)."""
         self.path = path
-        self._fd = _open(path)
+        self._fd = _open(path, os.geteuid() if uid is None else uid)
 
     def append(self, record: dict[str, Any]) -> None:
         line = (json_dumps(record, sort_keys=False, separators=(",", ":")) + "\n").encode()
@@ -97,25 +110,18 @@ class AuditLog:
         self.close()
 
 
-def _open(path: Path) -> int:
+def _open(path: Path, uid: int) -> int:
     hint = f"choose another file with --audit-log or {ENV}"
     try:
-        if not path.parent.exists():
-            path.parent.mkdir(mode=0o700, parents=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            reason += " (the push needs to append to it before it changes anything)"
-        raise AuditError(f"cannot open the audit log {path}: {reason}; {hint}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise AuditError(f"the audit log {path} is not a plain file; {hint}")
-    if info.st_mode & 0o022:
+        owned_dir(path.parent, uid, "its folder", AuditError)
+        fd = open_owned(path, uid, os.O_WRONLY | os.O_APPEND, "the file", AuditError)
+    except AuditError as exc:
+        raise AuditError(f"cannot open the audit log {path}: {exc}; {hint}") from None
+    mode = os.fstat(fd).st_mode
+    if mode & 0o022:
         os.close(fd)
         raise AuditError(
-            f"the audit log {path} may be written by others (mode {stat.S_IMODE(info.st_mode):04o}): "
+            f"the audit log {path} may be written by others (mode {stat.S_IMODE(mode):04o}): "
             f"chmod 600 {path}, or {hint}"
         )
     log.debug("audit log %s open", path)
@@ -186,17 +192,23 @@ class Trail:
 
 def read(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     """(line number, record) for each line; None for a line that is not a JSON object (a torn write
-    by a process killed mid-record, a hand edit): the reader says so and goes on."""
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError:
-                yield number, None
-                continue
-            yield number, value if isinstance(value, dict) else None
+    by a process killed mid-record, a hand edit): the reader says so and goes on. A file that is no
+    trail (not a regular file, a line longer than any record, bytes that are not UTF-8, more than
+    MAX_TRAIL) raises InputError at its line."""
+    what = "the audit trail (one JSON record a line)"
+    for number, line in read_lines(path, what=what, max_line=MAX_RECORD, max_bytes=MAX_TRAIL):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line, parse_constant=_no_constant)
+        except ValueError:
+            yield number, None
+            continue
+        yield number, value if isinstance(value, dict) else None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse_time(text: str) -> datetime:

@@ -11,6 +11,7 @@ from gpufabric.config.secrets import declared, resolve_tokens
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.push.errors import RenderedFilesMissingError
+from gpufabric.verify.facts import read_rendered
 
 
 def candidate(
@@ -21,19 +22,21 @@ def candidate(
     With `folder`, the files `render` wrote there (reviewed, perhaps) instead of rendering again.
     """
     device = index.devices[name]
-    files = _from_folder(folder, name) if folder else render_device(plan, device, index).files
     spec = platform(device.platform)
-    if spec.assemble_candidate is not None:
-        text = spec.assemble_candidate(name, files)
-    else:
-        text = files[f"{name}{spec.candidate_suffix}"]
+    main = f"{name}{spec.candidate_suffix}"
+    files = _from_folder(folder, name, spec.files(name), main) if folder else render_device(plan, device, index).files
+    text = spec.assemble_candidate(name, files) if spec.assemble_candidate is not None else files[main]
     return resolve_tokens(text, secrets, declared(plan.intent))
 
 
-def _from_folder(folder: Path, name: str) -> dict[str, str]:
-    files = {p.name: p.read_text() for p in folder.glob(f"{name}.*") if p.is_file()}
+def _from_folder(folder: Path, name: str, expected: list[str], main: str) -> dict[str, str]:
+    """The switch's rendered files that are in `folder`, each read as outside input (gpufabric.inputs:
+    a FIFO or a device in a file's place is refused by name, never waited on; each bounded and UTF-8)."""
+    files = {file: read_rendered(folder / file) for file in expected if (folder / file).exists()}
     if not files:
         raise RenderedFilesMissingError(
             f"{folder} has no rendered file for {name} (run `gpufabric render -o {folder}`)"
         )
+    if main not in files:  # the configuration itself; the others (FRR's nftables, ...) may be left out
+        raise RenderedFilesMissingError(f"{folder} has no {main} for {name} (run `gpufabric render -o {folder}`)")
     return files

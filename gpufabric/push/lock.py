@@ -22,7 +22,7 @@ import logging
 import os
 import pwd
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class LockPathError(PushRefusedError):
     """The lock's folder or file is not safe to use (owned by someone else, writable by others, a link)."""
 
 
+MakeError = Callable[[str], Exception]  # the error a caller's module raises, from its message
+
+
 def lock_dir(uid: int | None = None) -> Path:
     """The one folder this user's push locks live in."""
     uid = os.geteuid() if uid is None else uid
@@ -50,44 +53,43 @@ def lock_dir(uid: int | None = None) -> Path:
     return Path(pwd.getpwuid(uid).pw_dir) / USER_DIR
 
 
-def _owned_dir(path: Path, uid: int) -> None:
+def owned_dir(path: Path, uid: int, what: str = "the push lock folder", error: MakeError = LockPathError) -> None:
     """Make `path` (0700) if it is missing, then refuse it unless it is a real folder of `uid` that
-    no one else may write to."""
+    no one else may write to: only then can no one else plant a file or a link in it. `what` names it
+    in the error, which is raised as `error` (the push lock's, the audit trail's)."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
     except OSError as exc:
-        raise LockPathError(f"cannot make the push lock folder {path}: {exc.strerror}") from None
+        raise error(f"cannot make {what} {path}: {exc.strerror}") from None
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode):
-        raise LockPathError(f"the push lock folder {path} is not a folder (a link or a file is there): remove it")
+        raise error(f"{what} {path} is not a folder (a link or a file is there): remove it")
     if info.st_uid != uid:
-        raise LockPathError(
-            f"the push lock folder {path} belongs to uid {info.st_uid}, not {uid}: remove it (someone else made it)"
-        )
+        raise error(f"{what} {path} belongs to uid {info.st_uid}, not {uid}: remove it (someone else made it)")
     if info.st_mode & 0o022:
-        raise LockPathError(
-            f"the push lock folder {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): "
-            f"chmod 700 {path}"
-        )
+        raise error(f"{what} {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): chmod 700 {path}")
 
 
-def _open_lock(path: Path, uid: int) -> int:
+def open_owned(path: Path, uid: int, flags: int, what: str = "the push lock", error: MakeError = LockPathError) -> int:
+    """`path` opened (created 0600 if missing) with `flags`, never through a link, never blocking on
+    a FIFO, and refused unless what was opened is a plain file of `uid` with one name: a file or link
+    planted there is never written through. In a folder checked by `owned_dir`."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise LockPathError(f"the push lock {path} is a symbolic link: refusing to follow it; remove it") from None
-        raise LockPathError(f"cannot open the push lock {path}: {exc.strerror}") from None
+            raise error(f"{what} {path} is a symbolic link: refusing to follow it; remove it") from None
+        raise error(f"cannot open {what} {path}: {exc.strerror}") from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_uid != uid or info.st_nlink != 1:
         os.close(fd)
-        raise LockPathError(
-            f"the push lock {path} is not a plain file of uid {uid} with one name (a planted file or hard link): "
-            "remove it"
+        raise error(
+            f"{what} {path} is not a plain file of uid {uid} with one name (a planted file or hard link): remove it"
         )
+    os.set_blocking(fd, True)
     return fd
 
 
@@ -97,9 +99,9 @@ def fabric_lock(fabric: str, directory: Path | None = None, uid: int | None = No
     lock folder and id (tests give their own)."""
     uid = os.geteuid() if uid is None else uid
     folder = directory or lock_dir(uid)
-    _owned_dir(folder, uid)
+    owned_dir(folder, uid)
     path = folder / f"gpufabric-push-{fabric}.lock"
-    fd = _open_lock(path, uid)
+    fd = open_owned(path, uid, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -7,7 +7,19 @@ plan are written once. A Fact keeps file and line so a finding can point at the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
+
+from gpufabric.inputs import MiB, read_text
+
+# A switch's rendered file is tens of KiB (a 128-port spine's, a few hundred): far more is not one.
+MAX_RENDERED = 16 * MiB
+
+
+def read_rendered(path: str | Path) -> str:
+    """A rendered file handed to `verify` or `push --configs`, read the one way outside input is read:
+    a regular file (a FIFO or a device is refused, not waited on), at most MAX_RENDERED, UTF-8."""
+    return read_text(path, what="a rendered configuration file", max_bytes=MAX_RENDERED)
 
 
 class Fact(NamedTuple):

@@ -61,7 +61,8 @@ def _check_chunk(
         for name in names:
             device = index.devices[name]
             spec = platform(device.platform)
-            missing = [f for f in spec.files(name) if not (folder / f).is_file()]
+            # Missing is missing; anything else there (a FIFO, a device, a folder) its reader refuses by name.
+            missing = [f for f in spec.files(name) if not (folder / f).exists()]
             if missing:
                 report.findings.append(
                     Finding("files", name, missing[0], 0, "a rendered file (run `nornir render`)", "missing")

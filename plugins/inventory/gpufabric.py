@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from ansible.errors import AnsibleError, AnsibleParserError
@@ -59,28 +58,30 @@ _PARENT_NAMES = ("switches", "servers")
 
 
 def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
-    """Connection variables for the hosts a lab runs as containers, from the lab's own record."""
+    """Connection variables for the hosts a lab runs as containers, from the lab's own record (read
+    as gpufabric reads it: a plain file, never through a link, bounded)."""
     if not state_dir:
         return {}
-    record = os.path.join(state_dir, "hosts.json")
-    if not os.path.isfile(record):
+    from pathlib import Path
+
+    from gpufabric.lab.hosts.state import HostsState
+
+    state = HostsState.load(Path(state_dir))
+    if state is None:
         return {}
-    with open(record, encoding="utf-8") as fh:
-        state = json.load(fh)
     # -F /dev/null: the lab's hosts are reached as the lab recorded, whatever ~/.ssh/config says (a
     # `Host *` ProxyJump there would break them), and ssh makes no ~/.ssh of its own on this machine.
-    ssh_args = f"-F /dev/null -o UserKnownHostsFile={state['known_hosts']} -o StrictHostKeyChecking=yes"
+    ssh_args = f"-F /dev/null -o UserKnownHostsFile={state.known_hosts} -o StrictHostKeyChecking=yes"
     return {
         name: {
-            "ansible_host": host["address"],
-            "ansible_user": state["user"],
-            "ansible_ssh_private_key_file": state["key_file"],
+            "ansible_host": host.address,
+            "ansible_user": state.user,
+            "ansible_ssh_private_key_file": state.key_file,
             "ansible_ssh_common_args": ssh_args,
-            # The lab built the image, so it knows the interpreter: no discovery (records before it said so
-            # fall back to discovery).
-            **({"ansible_python_interpreter": state["python"]} if state.get("python") else {}),
+            # The lab built the image, so it knows the interpreter: no discovery.
+            **({"ansible_python_interpreter": state.python} if state.python else {}),
         }
-        for name, host in state["hosts"].items()
+        for name, host in state.hosts.items()
     }
 
 
@@ -121,7 +122,10 @@ class InventoryModule(BaseInventoryPlugin):
         except IntentError as exc:
             raise AnsibleParserError(exc.render()) from None
         wanted = set(self.get_option("hosts") or [])
-        lab = _lab_connections(self.get_option("lab_state"))
+        try:
+            lab = _lab_connections(self.get_option("lab_state"))
+        except IntentError as exc:  # the lab's record, refused as gpufabric.inputs refuses it
+            raise AnsibleParserError(exc.render()) from None
         for host in build(plan):
             if wanted and host.name not in wanted:
                 continue

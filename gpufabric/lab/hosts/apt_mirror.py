@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from gpufabric.inputs import MiB, read_text
+
 APT_DIR = Path("/etc/apt")
 
 
@@ -60,13 +62,17 @@ def entries(apt_dir: Path = APT_DIR) -> list[dict[str, str]]:
     found: list[dict[str, str]] = []
     main = apt_dir / "sources.list"
     if main.is_file():
-        found += _one_line_entries(main.read_text())
+        found += _one_line_entries(_apt_file(main))
     parts = apt_dir / "sources.list.d"
     for path in sorted(parts.glob("*.list")) if parts.is_dir() else []:
-        found += _one_line_entries(path.read_text())
+        found += _one_line_entries(_apt_file(path))
     for path in sorted(parts.glob("*.sources")) if parts.is_dir() else []:
-        found += [e for e in _deb822_entries(path.read_text()) if e.get("enabled", "yes") != "no"]
+        found += [e for e in _deb822_entries(_apt_file(path)) if e.get("enabled", "yes") != "no"]
     return found
+
+
+def _apt_file(path: Path) -> str:
+    return read_text(path, what="an apt sources file", max_bytes=MiB)
 
 
 def debian_mirror(suite: str, apt_dir: Path = APT_DIR) -> Mirror:
@@ -87,7 +93,7 @@ def debian_mirror(suite: str, apt_dir: Path = APT_DIR) -> Mirror:
 
 def release() -> str:
     """This machine's Debian codename; the containers run the same release."""
-    for line in Path("/etc/os-release").read_text().splitlines():
+    for line in read_text("/etc/os-release", what="os-release(5)", max_bytes=64 * 1024).splitlines():
         if line.startswith("VERSION_CODENAME="):
             return line.split("=", 1)[1].strip().strip('"')
     raise MirrorError("/etc/os-release names no VERSION_CODENAME: the host containers need a Debian machine")

@@ -8,12 +8,13 @@ container except for net, so nothing a role does can change this machine's kerne
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import time
 from pathlib import Path
 
+from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import rootfs
 from gpufabric.lab.hosts.spec import HostSpec
@@ -84,32 +85,38 @@ def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, f
         folder.mkdir(parents=True, exist_ok=True)
     root = layer(root)  # the files below go into the host's own layer
     (root / "etc/ssh").mkdir(parents=True, exist_ok=True)
-    (root / "etc/hostname").write_text(spec.name + "\n")
+    # Written by rename, never through a link: the layer is the container's, and its root may have planted one.
+    write_atomic(root / "etc/hostname", spec.name + "\n", mode=0o644)
     # The container has no route out: the mirror's name points at the lab's forwarder on the bridge.
-    (root / "etc/hosts").write_text(
-        f"127.0.0.1\tlocalhost\n127.0.1.1\t{spec.name}\n{forwarder_ip}\t{mirror_host}\n::1\tlocalhost ip6-localhost\n"
+    write_atomic(
+        root / "etc/hosts",
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{spec.name}\n{forwarder_ip}\t{mirror_host}\n::1\tlocalhost ip6-localhost\n",
+        mode=0o644,
     )
     ssh = root / "root/.ssh"
     ssh.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (ssh / "authorized_keys").write_text(pubkey)
-    os.chmod(ssh / "authorized_keys", 0o600)
+    write_atomic(ssh / "authorized_keys", pubkey)  # 0600
     if not any((root / "etc/ssh").glob("ssh_host_*_key")):
         subprocess.run(["ssh-keygen", "-A", "-f", str(root)], check=True, capture_output=True)
     network = root / "etc/systemd/network"
     network.mkdir(parents=True, exist_ok=True)
-    (network / "10-mgmt.network").write_text(
+    write_atomic(
+        network / "10-mgmt.network",
         f"# The out-of-band management NIC (made by gpufabric's lab, not by the roles)\n[Match]\n"
         f"Name={spec.mgmt_interface}\n\n[Network]\nAddress={spec.mgmt_address}\nLinkLocalAddressing=no\n"
-        f"IPv6AcceptRA=no\n"
+        f"IPv6AcceptRA=no\n",
+        mode=0o644,
     )
     if spec.nics:
         # A cabled server's NICs have a link from the first boot; addresses come from the roles, whose
         # files (60-gpufabric-*) sort before this one and so take the NICs over once written.
         names = " ".join(nic.interface for nic in spec.nics)
-        (network / "90-lab-cabled.network").write_text(
+        write_atomic(
+            network / "90-lab-cabled.network",
             "# The data NICs, up with no address until the roles configure them (made by gpufabric's lab)\n"
             f"[Match]\nName={names}\n\n[Link]\nRequiredForOnline=no\n\n"
-            "[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nConfigureWithoutCarrier=yes\n"
+            "[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nConfigureWithoutCarrier=yes\n",
+            mode=0o644,
         )
     wants = root / "etc/systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
@@ -120,7 +127,12 @@ def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, f
 
 def host_key(root: Path) -> str:
     """The container's ed25519 host key, for a known_hosts line (so SSH checks it, not blindly trusts it)."""
-    return " ".join((layer(root) / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()[:2])
+    # Not through a link: the file is in the container's own layer, where its root could have planted one.
+    key = read_text(
+        layer(root) / "etc/ssh/ssh_host_ed25519_key.pub", what="a container's SSH host key", max_bytes=64 * 1024,
+        follow_links=False,
+    )  # fmt: skip
+    return " ".join(key.split()[:2])
 
 
 def boot(spec: HostSpec, image: Path, root: Path, log: Path) -> int:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gpufabric.export.atomic import write_atomic
+from gpufabric.inputs import read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import apt_mirror, container, rootfs
 from gpufabric.lab.hosts.spec import HostSpec, root_port_of
@@ -60,7 +62,9 @@ def up(
     for ns in routers:
         _router(state, state_dir, ns)
     gateway_ip = gateway.split("/", maxsplit=1)[0]
-    pubkey = Path(state.key_file + ".pub").read_text()
+    pubkey = read_text(
+        state.key_file + ".pub", what="the lab's SSH public key", max_bytes=64 * 1024, follow_links=False
+    )
     for spec in specs:
         state.hosts.setdefault(
             spec.name, HostRecord(spec.netns, str(state_dir / "hosts" / spec.name / "root"), spec.mgmt_ip)
@@ -136,7 +140,7 @@ def _forwarder(state: HostsState, state_dir: Path, listen_ip: str, mirror: apt_m
 def _known_hosts(state: HostsState, state_dir: Path) -> None:
     lines = [f"{r.address} {container.host_key(Path(r.root))}" for r in state.hosts.values()]
     path = state_dir / "hosts" / "known_hosts"  # the switches' known_hosts is the lab's own, beside it
-    path.write_text("\n".join(lines) + "\n")
+    write_atomic(path, "\n".join(lines) + "\n", mode=0o644)
     state.known_hosts = str(path)
     state.save(state_dir)
 

@@ -15,7 +15,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from gpufabric.export.atomic import write_atomic
 from gpufabric.lab.hosts.apt_mirror import Mirror
+from gpufabric.push.lock import open_owned
 
 CACHE_DIR = Path(os.environ.get("GPUFABRIC_ROOTFS_CACHE", "/var/cache/gpufabric/rootfs"))
 
@@ -75,7 +77,8 @@ def ensure_image(
     cache_dir.mkdir(parents=True, exist_ok=True)
     # One build at a time (the lab's hosts and Molecule's may start together): the second waits, then
     # finds the image the first built.
-    with open(cache_dir / ".build.lock", "w") as lock:
+    lock = open_owned(cache_dir / ".build.lock", os.geteuid(), os.O_WRONLY, "the image build lock", RootfsError)
+    with os.fdopen(lock, "w"):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if image.is_file():
             return image
@@ -129,7 +132,7 @@ def _generalise(root: Path) -> None:
     """Remove what must differ per container: host keys, machine id, package lists."""
     for key in (root / "etc/ssh").glob("ssh_host_*"):
         key.unlink()
-    (root / "etc/machine-id").write_text("")  # empty: systemd makes one at first boot
+    write_atomic(root / "etc/machine-id", "", mode=0o444)  # empty: systemd makes one at first boot
     shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
     (root / "var/lib/apt/lists/partial").mkdir(parents=True)
     os.utime(root / "var/lib/apt/lists", (0, 0))  # lists from 1970: apt's cache_valid_time must update them
@@ -143,8 +146,8 @@ def _container_conventions(root: Path) -> None:
     """What Debian's own container images set for apt and dpkg: no translated package descriptions
     (apt would fetch and index about 30 MB of them at every first update), and no fsync after each
     file dpkg unpacks (a container's root is thrown away, not recovered, if the machine stops)."""
-    (root / "etc/apt/apt.conf.d/90gpufabric-container").write_text('Acquire::Languages "none";\n')
-    (root / "etc/dpkg/dpkg.cfg.d/90gpufabric-container").write_text("force-unsafe-io\n")
+    write_atomic(root / "etc/apt/apt.conf.d/90gpufabric-container", 'Acquire::Languages "none";\n', mode=0o644)
+    write_atomic(root / "etc/dpkg/dpkg.cfg.d/90gpufabric-container", "force-unsafe-io\n", mode=0o644)
 
 
 def base_tree(image: Path) -> Path:

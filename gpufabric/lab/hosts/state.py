@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpufabric.export.atomic import write_atomic
 from gpufabric.lab.hosts.rootfs import PYTHON
+from gpufabric.lab.state import read_record
 from gpufabric.outputs import json_dumps
 
 
@@ -43,9 +44,9 @@ class HostsState:
 
     @classmethod
     def load(cls, state_dir: Path) -> HostsState | None:
-        p = cls.path(state_dir)
-        if not p.is_file():
-            return None
-        data = json.loads(p.read_text())
-        data["hosts"] = {k: HostRecord(**v) for k, v in data["hosts"].items()}
-        return cls(**data)
+        return read_record(cls.path(state_dir), "the host lab's state record (hosts.json)", cls._build)
+
+    @classmethod
+    def _build(cls, data: dict[str, Any]) -> HostsState:
+        hosts = {str(k): HostRecord(**v) for k, v in data["hosts"].items()}
+        return cls(**{**data, "hosts": hosts})

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from gpufabric.config.context import DeviceContext
-from gpufabric.verify.facts import Finding
+from gpufabric.verify.facts import Finding, read_rendered
 from gpufabric.verify.yaml_block import Lines, load_block_yaml
 
 
@@ -160,7 +160,7 @@ def _line(lines: Lines | None, tree: dict[str, Any], index: int, path: str) -> i
 
 def judge(ctx: DeviceContext, path: Path) -> list[Finding]:
     """NVIDIA's model of the pinned release on the file: one finding per key or value it refuses, at its line."""
-    device, release, text = ctx.device.name, ctx.release, path.read_text()
+    device, release, text = ctx.device.name, ctx.release, read_rendered(path)
     try:
         tree, lines, index = _read(text)
     except (yaml.YAMLError, StopIteration, TypeError):

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
-from gpufabric.verify.facts import Fact, SwitchFacts
+from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 from gpufabric.verify.yaml_block import Lines, load_block_yaml
 
 # Top-level keys of an NVUE `set` document (Cumulus Linux 5.x object model).
@@ -42,7 +42,7 @@ class _Doc:
 
 
 def read_nvue(device: str, path: Path) -> SwitchFacts:
-    return nvue_facts(device, path.read_text(), path.name)
+    return nvue_facts(device, read_rendered(path), path.name)
 
 
 def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> SwitchFacts:

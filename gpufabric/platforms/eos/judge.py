@@ -17,7 +17,7 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.plan.model import ip
-from gpufabric.verify.facts import Finding
+from gpufabric.verify.facts import Finding, read_rendered
 
 SC = dict[str, Any]
 
@@ -431,7 +431,7 @@ def judge(ctx: DeviceContext, path: Path) -> list[Finding]:
     """pyavd's rendering of the switch's plan against the file: each line of the file AVD would not
     write, at its line (with the schema's complaint where it has one), and each block AVD writes that
     the file lacks."""
-    text, device, file = path.read_text(), ctx.device.name, path.name
+    text, device, file = read_rendered(path), ctx.device.name, path.name
     sc = structured_config(ctx)
     _hashes_from(text, sc)
     result = render(sc)

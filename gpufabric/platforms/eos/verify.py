@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
-from gpufabric.verify.facts import Fact, SwitchFacts
+from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
 
 def read_eos(device: str, path: Path) -> SwitchFacts:
-    return eos_facts(device, path.read_text(), path.name)
+    return eos_facts(device, read_rendered(path), path.name)
 
 
 def eos_facts(device: str, text: str, file: str) -> SwitchFacts:

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
-from gpufabric.verify.facts import Fact, SwitchFacts
+from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
 HASH_POLICY = "net.ipv4.fib_multipath_hash_policy"
 _IFACE = re.compile(r"^iface (\S+)")
@@ -32,7 +32,7 @@ def read_frr(device: str, folder: Path) -> SwitchFacts:
     facts = SwitchFacts(device, "frr")
     conf_path = folder / f"{device}.frr.conf"
     facts.files.append(conf_path.name)
-    conf = parse(conf_path.read_text().splitlines(), "ios")
+    conf = parse(read_rendered(conf_path).splitlines(), "ios")
     read_common(facts, conf, conf_path.name, mtu=False)
     for obj, m in sections(conf, r"^router bgp (\d+)$"):
         facts.asn = Fact(int(m.group(1)), conf_path.name, line(obj))
@@ -52,7 +52,7 @@ def read_frr(device: str, folder: Path) -> SwitchFacts:
 def _interfaces(facts: SwitchFacts, path: Path) -> None:
     facts.files.append(path.name)
     port = None
-    for n, text in enumerate(path.read_text().splitlines(), 1):
+    for n, text in enumerate(read_rendered(path).splitlines(), 1):
         if m := _IFACE.match(text):
             port = m.group(1)
             facts.anchors[f"interface {port}"] = Fact(port, path.name, n)
@@ -65,7 +65,7 @@ def _interfaces(facts: SwitchFacts, path: Path) -> None:
 
 def _nft(facts: SwitchFacts, path: Path) -> None:
     facts.files.append(path.name)
-    nft_facts(facts, path.read_text(), path.name)
+    nft_facts(facts, read_rendered(path), path.name)
 
 
 def nft_facts(facts: SwitchFacts, text: str, file: str) -> None:
@@ -82,7 +82,7 @@ def nft_facts(facts: SwitchFacts, text: str, file: str) -> None:
 
 def _system(facts: SwitchFacts, path: Path) -> None:
     facts.files.append(path.name)
-    text = path.read_text()
+    text = read_rendered(path)
     for n, raw in enumerate(text.splitlines(), 1):
         if "password" in raw or "community" in raw:
             facts.secrets.append(Fact(raw.strip(), path.name, n))

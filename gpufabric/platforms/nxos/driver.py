@@ -271,8 +271,9 @@ class GpufabricNXOSDriver(NXOSDriver):
         if config is None:
             if filename is None:
                 raise ReplaceConfigException("filename or config must be given")
-            with open(filename, encoding="utf-8") as fh:
-                config = fh.read()
+            from gpufabric.verify.facts import read_rendered  # only for a caller that names a file
+
+            config = read_rendered(filename)
         if not self._tidied:
             self._forget_old_checkpoints()
             self._tidied = True

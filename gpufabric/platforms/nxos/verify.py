@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
-from gpufabric.verify.facts import Fact, SwitchFacts
+from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
 
 def read_nxos(device: str, path: Path) -> SwitchFacts:
-    return nxos_facts(device, path.read_text(), path.name)
+    return nxos_facts(device, read_rendered(path), path.name)
 
 
 def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:

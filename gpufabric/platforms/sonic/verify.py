@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.verify.cli_text import children, line, parse, sections
-from gpufabric.verify.facts import Fact, SwitchFacts
+from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
 _KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def read_sonic(device: str, path: Path) -> SwitchFacts:
-    facts = configdb_facts(device, path.read_text(), path.name)
+    facts = configdb_facts(device, read_rendered(path), path.name)
     frr = path.with_name(path.name.replace(".config_db.json", ".frr.conf"))
-    if frr.is_file():
+    if frr.exists():  # not is_file: a FIFO there is refused by its reader, not skipped
         _frr(facts, frr)
     return facts
 
@@ -126,7 +126,7 @@ def _qos(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
 def _frr(facts: SwitchFacts, path: Path) -> None:
     """BGP from frr.conf, read as the FRR platform's reader reads it."""
     facts.files.append(path.name)
-    conf = parse(path.read_text().splitlines(), "ios")
+    conf = parse(read_rendered(path).splitlines(), "ios")
     for obj, m in sections(conf, r"^router bgp (\d+)$"):
         facts.asn = Fact(int(m.group(1)), path.name, line(obj))
         facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
