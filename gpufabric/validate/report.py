@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpufabric.validate.results import CheckResult
 
@@ -79,9 +80,9 @@ def print_table(console: Console, results: list[CheckResult], show_all: bool) ->
         for column in ("check", "device", "item", "expected", "observed", "verdict"):
             table.add_column(column)
         for r in rows:
-            table.add_row(
-                r.check, r.device, r.item, r.expected, r.observed, "[green]pass[/]" if r.ok else "[red]fail[/]"
-            )
+            # Text cells: what a switch answered (an error's stderr included) is shown, never read as markup.
+            cells = [Text(cell) for cell in (r.check, r.device, r.item, r.expected, r.observed)]
+            table.add_row(*cells, "[green]pass[/]" if r.ok else "[red]fail[/]")
         console.print(table)
     summary = Table(title="validate: per check")
     for column in ("check", "passed", "failed"):
