@@ -243,9 +243,9 @@ def _no_delay(client: paramiko.SSHClient) -> None:
 
 class _Watchdog:
     """One thread for the process that runs an action once its deadline passes: it closes a channel
-    whose exec request the switch never answers (paramiko waits for that answer without a timeout),
-    or a login that never completes. Armed and disarmed per command; a disarmed entry is dropped when
-    its time comes."""
+    whose exec request the switch never answers (paramiko waits for that answer without a timeout; its
+    login steps, banner, key exchange and authentication, each have the driver's timeout). Armed and
+    disarmed per command; a disarmed entry is dropped when its time comes."""
 
     def __init__(self) -> None:
         self._reset()
@@ -367,23 +367,13 @@ class SSHTransport:
             self.client.set_missing_host_key_policy(AcceptNewPolicy(known_hosts))
         else:
             self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        # paramiko bounds each step of a login, not the whole: a switch answering its banner or each
-        # step slowly could hold one for ever. Past three timeouts the session is closed under it.
-        cut = threading.Event()
-        guard = _WATCHDOG.arm(time.monotonic() + 3 * timeout, _cut_off(cut, self.client.close))
         try:
             self._connect(
                 host, username, password, port=port, timeout=timeout, key_file=key_file, private_key=private_key
             )
         except BaseException:
             self.client.close()  # a refused or failed login leaves no session thread behind
-            if not cut.is_set():
-                raise
-        finally:
-            _WATCHDOG.disarm(guard)
-        if cut.is_set():
-            self.client.close()
-            raise ConnectionException(f"{host}:{port}: the login did not complete within {3 * timeout:g} s")
+            raise
         _no_delay(self.client)
         self.timeout = timeout
 
