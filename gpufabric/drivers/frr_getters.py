@@ -181,6 +181,7 @@ def routes(route_json: str) -> dict[str, list[dict[str, Any]]]:
     result: dict[str, list[dict[str, Any]]] = {}
     for prefix, entries in _object(route_json, ROUTES).items():
         for entry in as_dicts(entries, f"`{ROUTES}` {prefix}"):
+            preference = as_int(entry.get("distance", 0), f"`{ROUTES}` {prefix} distance")
             for hop in as_dicts(entry.get("nexthops", []), f"`{ROUTES}` {prefix} nexthops"):
                 result.setdefault(prefix, []).append(
                     {
@@ -191,7 +192,7 @@ def routes(route_json: str) -> dict[str, list[dict[str, Any]]]:
                         "next_hop": hop.get("ip", ""),
                         "outgoing_interface": hop.get("interfaceName", ""),
                         "selected_next_hop": bool(hop.get("fib")),
-                        "preference": as_int(entry.get("distance", 0), f"`{ROUTES}` {prefix} distance"),
+                        "preference": preference,
                         "inactive_reason": "",
                         "routing_table": "default",
                         "protocol_attributes": {},
@@ -212,7 +213,10 @@ def interfaces_counters(stats_json: str) -> tuple[dict[str, dict[str, int]], dic
         tx = as_dict(stats.get("tx", {}), f"`{LINK_STATS}` {name} tx")
 
         def count(side: dict[str, Any], field: str, direction: str, name: str = name) -> int:
-            return as_int(side.get(field, 0), f"`{LINK_STATS}` {name} {direction} {field}")
+            value = side.get(field, 0)
+            if type(value) is int:  # the usual answer, without composing the words of a finding
+                return value
+            return as_int(value, f"`{LINK_STATS}` {name} {direction} {field}")
 
         multicast = count(rx, "multicast", "rx")
         counters[name] = {
