@@ -318,6 +318,30 @@ def test_a_tls_pin_is_never_recorded_through_a_link(tmp_path):
     assert victim.read_text() == "precious\n"
 
 
+def test_a_first_seen_ssh_key_is_never_recorded_through_a_link_or_into_a_fifo(tmp_path):
+    """accept-new appends to known_hosts: a link planted there must not redirect the line, and a FIFO
+    must not hang the push."""
+    import os
+
+    import paramiko
+
+    from gpufabric.drivers.transport import AcceptNewPolicy
+
+    key = paramiko.RSAKey.generate(1024)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "known_hosts").symlink_to(victim)
+    with pytest.raises(paramiko.SSHException, match="it is a symbolic link"):
+        AcceptNewPolicy(str(tmp_path / "known_hosts")).missing_host_key(paramiko.SSHClient(), "leaf1", key)
+    assert victim.read_text() == "precious\n"
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(paramiko.SSHException, match="cannot record leaf1.s key"):  # ENXIO: no reader, no wait
+        AcceptNewPolicy(str(tmp_path / "fifo")).missing_host_key(paramiko.SSHClient(), "leaf1", key)
+    good = tmp_path / "ssh" / "known_hosts"
+    AcceptNewPolicy(str(good)).missing_host_key(paramiko.SSHClient(), "leaf1", key)
+    assert good.read_text() == f"leaf1 ssh-rsa {key.get_base64()}\n" and good.stat().st_mode & 0o777 == 0o600
+
+
 def test_the_labs_records_are_refused_through_a_link_or_when_they_are_not_json(tmp_path):
     from gpufabric.lab.credentials import load_secrets
     from gpufabric.lab.state import LabState

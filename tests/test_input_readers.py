@@ -52,7 +52,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     "run can see until it is renamed into place",
     ("gpufabric/push/lock.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
     "with one name, in a folder checked by owned_dir",
-    ("gpufabric/drivers/tls_pins.py", "record_pin"): "append-only TLS known-hosts file: O_NOFOLLOW, plain file only",
+    ("gpufabric/export/atomic.py", "append_line"): "append-only files (SSH and TLS known hosts): O_NOFOLLOW, "
+    "never blocking on a FIFO, plain file only",
     ("gpufabric/ib/lab.py", "_start_time"): "/proc/PID/stat of a simulator or subnet manager the lab started",
     # The InfiniBand lab's own logs, written by the simulator and OpenSM it started, in its state folder.
     ("gpufabric/ib/sim.py", "_wait_for"): "a log of a process the lab started, polled for a line",
@@ -62,8 +63,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/ib/sim.py", "OpenSm.sweeps"): "OpenSM's log, counted for its sweeps",
     # Standard input handed to gpufabric.inputs.read_stream (bounded, UTF-8 located).
     ("gpufabric/cli/ib_cmd.py", "_live_or_file"): "ibnetdiscover output on stdin, read by inputs.read_stream",
-    # converted by the parallel change; to be removed at merge
-    ("gpufabric/drivers/transport.py", "AcceptNewPolicy.missing_host_key"): "SSH known_hosts (the transport's)",
 }
 
 

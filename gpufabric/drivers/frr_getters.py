@@ -1,9 +1,16 @@
-"""Turn FRR, iproute2 and lldpd JSON into NAPALM's getter models. Pure functions, tested on recorded output."""
+"""Turn FRR, iproute2 and lldpd JSON into NAPALM's getter models. Pure functions, tested on recorded output.
+
+The JSON is a switch's answer: read by RFC 8259 (no NaN, nesting bounded: answers.switch_json), and each
+answer's outer shape checked (a list where a list is expected, objects in it). A finding raises
+answers.ShapeError naming the command; the driver names the switch (answers.located), and turns a
+KeyError or TypeError from a shape nobody checked for into the same named failure.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from gpufabric.drivers.answers import as_dict, as_dicts, as_float, as_int, switch_json
 
 FRR_VENDOR = "FRRouting"
 
@@ -40,6 +47,33 @@ def reload_diff(text: str) -> str:
     return "\n".join(out)
 
 
+LINKS = "ip -j link show"
+FRR_INTERFACES = "show interface json"
+ADDRESSES = "ip -j address show"
+BGP_NEIGHBORS = "show bgp vrf all neighbors json"
+BGP_SUMMARY = "show bgp vrf all summary json"
+LLDP = "lldpcli show neighbors -f json"
+ROUTES = "show ip route json"
+LINK_STATS = "ip -s -s -j link show"
+
+
+def _list(text: str, command: str) -> list[dict[str, Any]]:
+    """A JSON list of objects (iproute2's answers); nothing read from an empty answer."""
+    return as_dicts(switch_json(text, f"`{command}`"), f"`{command}`") if text.strip() else []
+
+
+def _object(text: str, command: str) -> dict[str, Any]:
+    """A JSON object (FRR's and lldpd's answers); nothing read from an empty answer."""
+    return as_dict(switch_json(text, f"`{command}`"), f"`{command}`") if text.strip() else {}
+
+
+def _objects(value: Any, what: str) -> dict[str, dict[str, Any]]:
+    """An object whose values are all objects (FRR's per-VRF, per-peer and per-prefix maps)."""
+    for name, item in as_dict(value, what).items():
+        as_dict(item, f"{what}[{name!r}]")
+    return value  # type: ignore[no-any-return]
+
+
 def facts(system: str, version: str, links_json: str) -> dict[str, Any]:
     hostname, fqdn, uptime = ([*system.splitlines(), "", "", "0"])[:3]
     os_version = next((ln.split(" on ")[0] for ln in version.splitlines() if ln.startswith("FRRouting")), "")
@@ -50,15 +84,15 @@ def facts(system: str, version: str, links_json: str) -> dict[str, Any]:
         "model": "Linux",
         "os_version": os_version.replace("FRRouting ", "").split(" (")[0],
         "serial_number": "",
-        "uptime": float(uptime.split()[0]) if uptime.split() else -1.0,
-        "interface_list": sorted(link["ifname"] for link in json.loads(links_json or "[]")),
+        "uptime": as_float(uptime.split()[0], "the uptime in /proc/uptime") if uptime.split() else -1.0,
+        "interface_list": sorted(str(link["ifname"]) for link in _list(links_json, LINKS)),
     }
 
 
 def interfaces(links_json: str, frr_json: str) -> dict[str, dict[str, Any]]:
-    frr = json.loads(frr_json or "{}")
+    frr = _objects(_object(frr_json, FRR_INTERFACES), f"`{FRR_INTERFACES}`")
     result = {}
-    for link in json.loads(links_json or "[]"):
+    for link in _list(links_json, LINKS):
         name = link["ifname"]
         flags = link.get("flags", [])
         info = frr.get(name, {})
@@ -67,8 +101,8 @@ def interfaces(links_json: str, frr_json: str) -> dict[str, dict[str, Any]]:
             "is_enabled": "UP" in flags,
             "description": info.get("description", ""),
             "last_flapped": -1.0,
-            "mtu": int(link.get("mtu", 0)),
-            "speed": float(info.get("speed", 0) or 0),
+            "mtu": as_int(link.get("mtu", 0), f"`{LINKS}` {name} mtu"),
+            "speed": as_float(info.get("speed", 0) or 0, f"`{FRR_INTERFACES}` {name} speed"),
             "mac_address": link.get("address", "").upper(),
         }
     return result
@@ -76,42 +110,46 @@ def interfaces(links_json: str, frr_json: str) -> dict[str, dict[str, Any]]:
 
 def interfaces_ip(addr_json: str) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     result: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
-    for link in json.loads(addr_json or "[]"):
-        for addr in link.get("addr_info", []):
+    for link in _list(addr_json, ADDRESSES):
+        for addr in as_dicts(link.get("addr_info", []), f"`{ADDRESSES}` addr_info"):
             family = {"inet": "ipv4", "inet6": "ipv6"}.get(addr.get("family", ""))
             if family:
                 entry = result.setdefault(link["ifname"], {})
-                entry.setdefault(family, {})[addr["local"]] = {"prefix_length": int(addr["prefixlen"])}
+                prefix_length = as_int(addr["prefixlen"], f"`{ADDRESSES}` prefixlen")
+                entry.setdefault(family, {})[addr["local"]] = {"prefix_length": prefix_length}
     return result
 
 
 def _peer(n: dict[str, Any]) -> dict[str, Any]:
     families = {}
-    for af, info in n.get("addressFamilyInfo", {}).items():
+    for af, info in _objects(n.get("addressFamilyInfo", {}), "addressFamilyInfo").items():
         name = {"ipv4Unicast": "ipv4", "ipv6Unicast": "ipv6"}.get(af, af)
         families[name] = {
-            "received_prefixes": int(info.get("acceptedPrefixCounter", 0)),
-            "accepted_prefixes": int(info.get("acceptedPrefixCounter", 0)),
-            "sent_prefixes": int(info.get("sentPrefixCounter", 0)),
+            "received_prefixes": as_int(info.get("acceptedPrefixCounter", 0), "acceptedPrefixCounter"),
+            "accepted_prefixes": as_int(info.get("acceptedPrefixCounter", 0), "acceptedPrefixCounter"),
+            "sent_prefixes": as_int(info.get("sentPrefixCounter", 0), "sentPrefixCounter"),
         }
+    up = n.get("bgpState") == "Established"
     return {
-        "local_as": int(n.get("localAs", 0)),
-        "remote_as": int(n.get("remoteAs", 0)),
+        "local_as": as_int(n.get("localAs", 0), "localAs"),
+        "remote_as": as_int(n.get("remoteAs", 0), "remoteAs"),
         "remote_id": n.get("remoteRouterId", "0.0.0.0"),
-        "is_up": n.get("bgpState") == "Established",
+        "is_up": up,
         "is_enabled": not n.get("adminShutDown", False),
         "description": n.get("nbrDesc", ""),
-        "uptime": int(n.get("bgpTimerUpMsec", 0)) // 1000 if n.get("bgpState") == "Established" else -1,
+        "uptime": as_int(n.get("bgpTimerUpMsec", 0), "bgpTimerUpMsec") // 1000 if up else -1,
         "address_family": families,
     }
 
 
 def bgp_neighbors(neighbors_json: str, summary_json: str) -> dict[str, Any]:
     """Peers keyed by address, or by interface name for unnumbered sessions (they have no address of their own)."""
-    summary = json.loads(summary_json or "{}")
+    summary = _objects(_object(summary_json, BGP_SUMMARY), f"`{BGP_SUMMARY}`")
     result: dict[str, Any] = {}
-    for vrf, peers in json.loads(neighbors_json or "{}").items():
-        router_id = summary.get(vrf, {}).get("ipv4Unicast", {}).get("routerId", "")
+    for vrf, peers in _objects(_object(neighbors_json, BGP_NEIGHBORS), f"`{BGP_NEIGHBORS}`").items():
+        router_id = as_dict(summary.get(vrf, {}).get("ipv4Unicast", {}), f"`{BGP_SUMMARY}` {vrf} ipv4Unicast").get(
+            "routerId", ""
+        )
         name = "global" if vrf == "default" else vrf
         result[name] = {
             "router_id": router_id,
@@ -121,13 +159,13 @@ def bgp_neighbors(neighbors_json: str, summary_json: str) -> dict[str, Any]:
 
 
 def lldp_neighbors(lldp_json: str) -> dict[str, list[dict[str, str]]]:
-    data = json.loads(lldp_json or "{}").get("lldp", {})
+    data = _object(lldp_json, LLDP).get("lldp", {})
     ifaces = data.get("interface", []) if isinstance(data, dict) else []
     if isinstance(ifaces, dict):  # lldpcli prints an object for one interface, a list for several
         ifaces = [{k: v} for k, v in ifaces.items()]
     result: dict[str, list[dict[str, str]]] = {}
-    for item in ifaces:
-        for local, info in item.items():
+    for item in as_dicts(ifaces, f"`{LLDP}` lldp.interface"):
+        for local, info in _objects(item, f"`{LLDP}` lldp.interface").items():
             chassis = info.get("chassis", {})
             hostname = next(iter(chassis), "") if isinstance(chassis, dict) else ""
             if "name" in chassis:  # lldpd names the chassis inside when it has no name key
@@ -141,9 +179,10 @@ def lldp_neighbors(lldp_json: str) -> dict[str, list[dict[str, str]]]:
 
 def routes(route_json: str) -> dict[str, list[dict[str, Any]]]:
     result: dict[str, list[dict[str, Any]]] = {}
-    for prefix, entries in json.loads(route_json or "{}").items():
-        for entry in entries:
-            for hop in entry.get("nexthops", []):
+    for prefix, entries in _object(route_json, ROUTES).items():
+        for entry in as_dicts(entries, f"`{ROUTES}` {prefix}"):
+            preference = as_int(entry.get("distance", 0), f"`{ROUTES}` {prefix} distance")
+            for hop in as_dicts(entry.get("nexthops", []), f"`{ROUTES}` {prefix} nexthops"):
                 result.setdefault(prefix, []).append(
                     {
                         "protocol": entry.get("protocol", ""),
@@ -153,7 +192,7 @@ def routes(route_json: str) -> dict[str, list[dict[str, Any]]]:
                         "next_hop": hop.get("ip", ""),
                         "outgoing_interface": hop.get("interfaceName", ""),
                         "selected_next_hop": bool(hop.get("fib")),
-                        "preference": int(entry.get("distance", 0)),
+                        "preference": preference,
                         "inactive_reason": "",
                         "routing_table": "default",
                         "protocol_attributes": {},
@@ -167,23 +206,32 @@ def interfaces_counters(stats_json: str) -> tuple[dict[str, dict[str, int]], dic
     (how often its link went down or up: Linux counts them per interface)."""
     counters: dict[str, dict[str, int]] = {}
     flaps: dict[str, int] = {}
-    for link in json.loads(stats_json or "[]"):
-        stats = link.get("stats64") or link.get("stats") or {}
-        rx, tx = stats.get("rx", {}), stats.get("tx", {})
-        multicast = int(rx.get("multicast", 0))
-        counters[link["ifname"]] = {
-            "tx_errors": int(tx.get("errors", 0)),
-            "rx_errors": int(rx.get("errors", 0)),
-            "tx_discards": int(tx.get("dropped", 0)),
-            "rx_discards": int(rx.get("dropped", 0)),
-            "tx_octets": int(tx.get("bytes", 0)),
-            "rx_octets": int(rx.get("bytes", 0)),
-            "tx_unicast_packets": int(tx.get("packets", 0)),
-            "rx_unicast_packets": int(rx.get("packets", 0)) - multicast,
+    for link in _list(stats_json, LINK_STATS):
+        name = str(link["ifname"])
+        stats = as_dict(link.get("stats64") or link.get("stats") or {}, f"`{LINK_STATS}` {name} stats")
+        rx = as_dict(stats.get("rx", {}), f"`{LINK_STATS}` {name} rx")
+        tx = as_dict(stats.get("tx", {}), f"`{LINK_STATS}` {name} tx")
+
+        def count(side: dict[str, Any], field: str, direction: str, name: str = name) -> int:
+            value = side.get(field, 0)
+            if type(value) is int:  # the usual answer, without composing the words of a finding
+                return value
+            return as_int(value, f"`{LINK_STATS}` {name} {direction} {field}")
+
+        multicast = count(rx, "multicast", "rx")
+        counters[name] = {
+            "tx_errors": count(tx, "errors", "tx"),
+            "rx_errors": count(rx, "errors", "rx"),
+            "tx_discards": count(tx, "dropped", "tx"),
+            "rx_discards": count(rx, "dropped", "rx"),
+            "tx_octets": count(tx, "bytes", "tx"),
+            "rx_octets": count(rx, "bytes", "rx"),
+            "tx_unicast_packets": count(tx, "packets", "tx"),
+            "rx_unicast_packets": count(rx, "packets", "rx") - multicast,
             "tx_multicast_packets": -1,  # Linux counts multicast on receive only
             "rx_multicast_packets": multicast,
             "tx_broadcast_packets": -1,
             "rx_broadcast_packets": -1,
         }
-        flaps[link["ifname"]] = int(tx.get("carrier_changes", 0))
+        flaps[name] = count(tx, "carrier_changes", "tx")
     return counters, flaps

@@ -13,7 +13,7 @@ from gpufabric.drivers.tls_pins import TlsTrust
 
 # Args every gpufabric HTTPS driver reads itself; NAPALM's drivers must not see them.
 OWN_ARGS = frozenset({"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
-                      "controller"})  # fmt: skip
+                      "controller", "read_bounds"})  # fmt: skip
 
 
 class HttpsArgs(NamedTuple):

@@ -12,17 +12,20 @@ import ipaddress
 import re
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from napalm.base import NetworkDriver
 from napalm.base.exceptions import MergeConfigException, ReplaceConfigException
 
 from gpufabric.drivers import frr_getters
+from gpufabric.drivers.answers import PARSE_FAILURES, bounds_of, located
 from gpufabric.drivers.transport import CommandFailedError, Output, SSHTransport, Transport, check
 from gpufabric.hidden import reveal
 
 NO_BGP = {"global": {"router_id": "", "peers": {}}}
+T = TypeVar("T")
 
 
 def one_line(command: str) -> str:
@@ -114,6 +117,7 @@ class LinuxSwitchDriver(NetworkDriver):
                 private_key=reveal(self.optional_args.get("private_key")),
                 known_hosts=self.optional_args.get("known_hosts"),
                 accept_new=bool(self.optional_args.get("accept_new", False)),
+                bounds=bounds_of(self.optional_args),
             )
 
     def close(self) -> None:
@@ -131,6 +135,14 @@ class LinuxSwitchDriver(NetworkDriver):
     def _try(self, command: str, stdin: str | None = None) -> Output:
         assert self.transport is not None, "call open() first"
         return self.transport.run(command, stdin)
+
+    def _parsed(self, command: str, parse: Callable[..., T], *answers: str) -> T:
+        """`parse(*answers)`, or the named failure of this switch's answer to `command` when the answer
+        is not of the shape the parser reads (a list for an object, a key missing, NaN, ...)."""
+        try:
+            return parse(*answers)
+        except PARSE_FAILURES as exc:
+            raise located(self.hostname, command, exc) from None
 
     def _vtysh_command(self, command: str) -> tuple[str, str | None]:
         """The shell command running one vtysh command, and what to feed its stdin."""
@@ -170,10 +182,12 @@ class LinuxSwitchDriver(NetworkDriver):
         return self._run("hostname; hostname -f 2>/dev/null || hostname; cat /proc/uptime")
 
     def get_facts(self) -> dict[str, Any]:
-        return frr_getters.facts(self._facts_system(), self._vtysh("show version"), self._run("ip -j link show"))
+        answers = (self._facts_system(), self._vtysh("show version"), self._run(frr_getters.LINKS))
+        return self._parsed(f"{frr_getters.LINKS} (facts)", frr_getters.facts, *answers)
 
     def get_interfaces(self) -> dict[str, dict[str, Any]]:
-        return frr_getters.interfaces(self._run("ip -j link show"), self._vtysh("show interface json"))
+        answers = (self._run(frr_getters.LINKS), self._vtysh(frr_getters.FRR_INTERFACES))
+        return self._parsed(f"{frr_getters.LINKS}; {frr_getters.FRR_INTERFACES}", frr_getters.interfaces, *answers)
 
     def _link_stats(self, getter: str) -> str:
         """LINK_STATS for one getter. The counters and the carrier changes come from the same command,
@@ -187,11 +201,11 @@ class LinuxSwitchDriver(NetworkDriver):
         return out
 
     def get_interfaces_counters(self) -> dict[str, dict[str, int]]:
-        return frr_getters.interfaces_counters(self._link_stats("counters"))[0]
+        return self._parsed(LINK_STATS, frr_getters.interfaces_counters, self._link_stats("counters"))[0]
 
     def get_carrier_changes(self) -> dict[str, int]:
         """gpufabric's getter beside NAPALM's: per port, how often its link went down or up."""
-        return frr_getters.interfaces_counters(self._link_stats("carrier"))[1]
+        return self._parsed(LINK_STATS, frr_getters.interfaces_counters, self._link_stats("carrier"))[1]
 
     def get_ethtool_stats(self, ports: list[str]) -> dict[str, str]:
         """`ethtool -S` per port, as text (PFC, ECN and buffer counters where the ASIC driver has them);
@@ -237,7 +251,7 @@ class LinuxSwitchDriver(NetworkDriver):
         return {p: {k: "\n".join(v) for k, v in sections.items() if v} for p, sections in found.items()}
 
     def get_interfaces_ip(self) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
-        return frr_getters.interfaces_ip(self._run("ip -j address show"))
+        return self._parsed(frr_getters.ADDRESSES, frr_getters.interfaces_ip, self._run(frr_getters.ADDRESSES))
 
     def get_bgp_neighbors(self) -> dict[str, Any]:
         shell, stdin = self._vtysh_command("show bgp vrf all summary json")
@@ -246,10 +260,11 @@ class LinuxSwitchDriver(NetworkDriver):
             return {k: dict(v) for k, v in NO_BGP.items()}  # no BGP daemon: no session is up
         if probe.rc != 0:
             raise CommandFailedError("show bgp vrf all summary json", probe)
-        return frr_getters.bgp_neighbors(self._vtysh("show bgp vrf all neighbors json"), probe.stdout)
+        neighbors = self._vtysh("show bgp vrf all neighbors json")
+        return self._parsed(frr_getters.BGP_NEIGHBORS, frr_getters.bgp_neighbors, neighbors, probe.stdout)
 
     def get_lldp_neighbors(self) -> dict[str, list[dict[str, str]]]:
-        return frr_getters.lldp_neighbors(self._lldpcli("show neighbors -f json"))
+        return self._parsed(frr_getters.LLDP, frr_getters.lldp_neighbors, self._lldpcli("show neighbors -f json"))
 
     def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
         return {command: self._vtysh(command) for command in commands}
@@ -260,4 +275,5 @@ class LinuxSwitchDriver(NetworkDriver):
                 destination = str(ipaddress.ip_network(destination, strict=False))
             except ValueError:
                 raise ValueError(f"get_route_to: {destination!r} is not an IPv4 or IPv6 prefix") from None
-        return frr_getters.routes(self._vtysh(f"show ip route {destination} json".replace("  ", " ")))
+        command = f"show ip route {destination} json".replace("  ", " ")
+        return self._parsed(command, frr_getters.routes, self._vtysh(command))

@@ -14,19 +14,30 @@ peer that has not proven who it is. Plain HTTP has no such proof and is refused 
 from __future__ import annotations
 
 import base64
-import errno
+import functools
 import hashlib
 import http.client
+import io
 import os
+import socket
 import ssl
-import stat
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from napalm.base.exceptions import ConnectionException
 
+from gpufabric.drivers.answers import (
+    DEFAULT_BOUNDS,
+    AnswerDeadlineError,
+    AnswerTooLargeError,
+    ReadBounds,
+    SwitchAnswerError,
+    size_text,
+)
+from gpufabric.export.atomic import AppendError, append_line
 from gpufabric.inputs import InputError, MiB, read_text
 
 _WRITE = threading.Lock()
@@ -86,19 +97,10 @@ def record_pin(path: str, host: str, print_: str) -> None:
     append-only file: opened without following a link and without waiting on a FIFO, and refused
     unless it is a plain file, so a link planted in its place is never written through."""
     with _WRITE:
-        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # ~/.ssh may not exist yet
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(path, flags, 0o600)
-        except OSError as exc:
-            why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
-            raise TlsTrustError(f"cannot record {host}'s certificate in {path}: {why}") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise TlsTrustError(f"cannot record {host}'s certificate in {path}: not a plain file")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "a", encoding="ascii") as fh:
-            fh.write(f"{host} {print_}\n")
+            append_line(Path(path), f"{host} {print_}\n")
+        except AppendError as exc:
+            raise TlsTrustError(f"cannot record {host}'s certificate in {path}: {exc}") from None
 
 
 def check_certificate(trust: TlsTrust, host: str, port: int, der: bytes) -> None:
@@ -129,10 +131,24 @@ class VerifiedHTTPSConnection(http.client.HTTPSConnection):
     """An HTTPS connection that proves the peer (CA or recorded fingerprint) as it connects, before any
     request line or header is written on it."""
 
-    def __init__(self, host: str, port: int, trust: TlsTrust, timeout: float, path: str = "/") -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        trust: TlsTrust,
+        timeout: float,
+        path: str = "/",
+        *,
+        bounds: ReadBounds = DEFAULT_BOUNDS,
+    ) -> None:
         self.trust = trust
         self.path = path  # pyeapi reads it
+        self.bounds = bounds
         super().__init__(host, port, timeout=timeout, context=_context(trust))
+        # Each response is read against a whole-answer deadline from the moment it is awaited (a byte a
+        # minute kept a socket timeout from ever firing), and its body against the byte bound (read_answer).
+        seconds = max(timeout, bounds.command_seconds)
+        self.response_class = functools.partial(_DeadlineResponse, host=host, seconds=seconds)  # type: ignore[assignment]
 
     def connect(self) -> None:
         try:
@@ -178,11 +194,79 @@ class Reply:
 
 
 def post(conn: VerifiedHTTPSConnection, path: str, body: str, headers: dict[str, str], login: tuple[str, str]) -> Reply:
-    """One POST on a verified connection, with HTTP Basic authorization (sent only once it is verified)."""
+    """One POST on a verified connection, with HTTP Basic authorization (sent only once it is verified).
+    The answer is read within the connection's bounds (read_answer)."""
     token = base64.b64encode(f"{login[0]}:{login[1]}".encode()).decode()
     try:
         conn.request("POST", path, body=body.encode(), headers={**headers, "Authorization": f"Basic {token}"})
         response = conn.getresponse()
-        return Reply(response.status, response.read().decode(errors="replace"))
+        return Reply(response.status, read_answer(response, conn.host, conn.bounds).decode(errors="replace"))
     finally:
         conn.close()
+
+
+ANSWER = "(the HTTPS answer)"  # what an error names until the caller names the commands (renamed)
+_CHUNK = 64 * 1024
+
+
+def read_answer(response: http.client.HTTPResponse, host: str, bounds: ReadBounds) -> bytes:
+    """The body of `response`, at most bounds.command_bytes: refused as soon as it announces more, or sends
+    more. Read a chunk at a time: http.client's own read() of a whole body allocates the length the
+    peer announced before a byte of it has come."""
+    length = response.getheader("Content-Length") or ""
+    if length.strip().isdigit() and int(length) > bounds.command_bytes:
+        raise AnswerTooLargeError(
+            host, ANSWER, f"announced {size_text(int(length))}, more than {size_text(bounds.command_bytes)}"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := response.read(_CHUNK):
+        size += len(chunk)
+        if size > bounds.command_bytes:
+            raise AnswerTooLargeError(host, ANSWER, f"answered more than {size_text(bounds.command_bytes)}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def renamed(exc: SwitchAnswerError, command: str) -> SwitchAnswerError:
+    """The same failure, naming the commands the request carried."""
+    return type(exc)(exc.host, command, exc.problem)
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An HTTP response whose every read from the socket gets only the time left until its deadline."""
+
+    def __init__(self, sock: socket.socket, *args: Any, host: str, seconds: float, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        raw = self.fp.detach()  # the socket's reader, unread: the deadline goes between it and the parser
+        self.fp = io.BufferedReader(_DeadlineReader(raw, sock, host, seconds))
+
+
+class _DeadlineReader(io.RawIOBase):
+    def __init__(self, raw: Any, sock: socket.socket, host: str, seconds: float) -> None:
+        super().__init__()
+        self.raw, self.sock, self.host, self.seconds = raw, sock, host, seconds
+        self.idle = sock.gettimeout()
+        self.deadline = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._late()
+        self.sock.settimeout(left if self.idle is None else min(left, self.idle))
+        try:
+            return int(self.raw.readinto(buffer) or 0)
+        except TimeoutError:
+            if time.monotonic() >= self.deadline:
+                raise self._late() from None
+            raise
+
+    def _late(self) -> AnswerDeadlineError:
+        return AnswerDeadlineError(self.host, ANSWER, f"no complete answer within the deadline of {self.seconds:g} s")
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()

@@ -3,16 +3,35 @@
 from __future__ import annotations
 
 import base64
+import binascii
+import heapq
 import io
+import itertools
 import os
+import re
+import secrets
 import shlex
 import socket
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import paramiko
 from napalm.base.exceptions import ConnectionException
+
+from gpufabric.drivers.answers import (
+    DEFAULT_BOUNDS,
+    AnswerDeadlineError,
+    AnswerFramingError,
+    AnswerTooLargeError,
+    ReadBounds,
+    shown,
+    size_text,
+)
+from gpufabric.export.atomic import AppendError, append_line
 
 
 @dataclass(frozen=True)
@@ -23,8 +42,12 @@ class Output:
 
 
 class CommandFailedError(Exception):
+    """A command that exited non-zero. Its stderr (or stdout) is shown as text: control characters
+    escaped, on one line (see answers.shown), so nothing the switch wrote can drive a terminal."""
+
     def __init__(self, command: str, output: Output) -> None:
-        super().__init__(f"`{command}` exited {output.rc}: {(output.stderr or output.stdout).strip()[:500]}")
+        said = shown((output.stderr or output.stdout).strip())
+        super().__init__(f"`{shown(command, 200)}` exited {output.rc}: {said}")
         self.command = command
         self.output = output
 
@@ -73,11 +96,65 @@ def put_files(transport: Transport, files: dict[str, tuple[str, int | None]], se
 
 def read_many(transport: Transport, commands: dict[str, str]) -> dict[str, str]:
     """The output of several read-only shell commands in one round trip (name -> command); a command that
-    fails reads as empty. Each output travels base64-encoded, so any byte comes back as it was."""
-    script = "".join(f"{{ {command}\n}} 2>/dev/null | base64 -w0; echo\n" for command in commands.values())
-    lines = check(transport, script).split("\n")  # no secret in it: the command line, not stdin (one less wait)
-    lines += [""] * (len(commands) - len(lines))
-    return {name: base64.b64decode(line).decode(errors="replace") for name, line in zip(commands, lines, strict=False)}
+    fails (exits non-zero) reads as empty. See read_each."""
+    return {name: out.stdout if out.rc == 0 else "" for name, out in read_each(transport, commands).items()}
+
+
+def read_each(transport: Transport, commands: dict[str, str]) -> dict[str, Output]:
+    """Several read-only shell commands in one round trip (name -> command): each one's stdout and exit
+    status (stderr is not kept).
+
+    Each answer comes back in a frame of its own, one line: `@gf-TOKEN-I:BASE64:TOKEN`, where TOKEN is
+    random for this call and I the command's place; the base64 holds the command's stdout and, after a
+    last newline, its exit status, so any byte comes back as it was. Lines that are not frames (a login
+    banner a shell's rc file prints) are passed over, and can no longer shift every answer by one; a
+    frame that is missing, repeated, out of order or garbled is an AnswerFramingError naming the
+    command, never an empty answer. Each command runs in a subshell (an `exit` in it ends it alone, and
+    its status is still framed), with /dev/null as stdin (one reading its stdin would wait on the
+    session's)."""
+    token = secrets.token_hex(8)
+    script = "".join(
+        f"printf '\\n@gf-{token}-{i}:'; {{ ( {command}\n) </dev/null 2>/dev/null; printf '\\n%d' \"$?\"; }} "
+        f"| base64 -w0; printf ':{token}\\n'\n"
+        for i, command in enumerate(commands.values())
+    )
+    text = check(transport, script)  # no secret in it: the command line, not stdin (one less wait)
+    host = getattr(transport, "host", "")
+    frames = _frames(text, token, host, list(commands.values()))
+    return {name: frames[i] for i, name in enumerate(commands)}
+
+
+def _frames(text: str, token: str, host: str, commands: list[str]) -> list[Output]:
+    frame = re.compile(rf"@gf-{token}-(\d+):([A-Za-z0-9+/=]*):{token}")
+    found: list[Output] = []
+    for line in text.split("\n"):
+        if f"@gf-{token}-" not in line:
+            continue  # not ours: a banner, a message of the day
+        m = frame.search(line)
+        index = int(m.group(1)) if m else -1
+        if index != len(found) or index >= len(commands):
+            where = commands[len(found)] if len(found) < len(commands) else "(after the last command)"
+            raise AnswerFramingError(
+                host, where, f"its answer's frame is missing or garbled (read {shown(line, 80)!r})"
+            )
+        assert m is not None
+        found.append(_unframe(m.group(2), host, commands[index]))
+    if len(found) != len(commands):
+        raise AnswerFramingError(
+            host, commands[len(found)], f"no answer came back for it ({len(found)} of {len(commands)} framed answers)"
+        )
+    return found
+
+
+def _unframe(encoded: str, host: str, command: str) -> Output:
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise AnswerFramingError(host, command, "its answer's frame is not base64") from None
+    body, _, status = raw.rpartition(b"\n")
+    if not status.isdigit() or len(status) > 3:
+        raise AnswerFramingError(host, command, "its answer's frame ends without an exit status")
+    return Output(int(status), body.decode(errors="replace"), "")
 
 
 _KNOWN_HOSTS_WRITE = threading.Lock()
@@ -93,8 +170,12 @@ class AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         client.get_host_keys().add(hostname, key.get_name(), key)
-        with _KNOWN_HOSTS_WRITE, open(self.known_hosts, "a", encoding="ascii") as fh:
-            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
+        with _KNOWN_HOSTS_WRITE:
+            try:
+                append_line(Path(self.known_hosts), line)  # never through a planted link or into a FIFO
+            except AppendError as exc:
+                raise paramiko.SSHException(f"cannot record {hostname}'s key in {self.known_hosts}: {exc}") from None
 
 
 def load_private_key(text: str) -> paramiko.PKey:
@@ -166,6 +247,101 @@ def _no_delay(client: paramiko.SSHClient) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
+class _Watchdog:
+    """One thread for the process that runs an action once its deadline passes: it closes a channel
+    whose exec request the switch never answers (paramiko waits for that answer without a timeout; its
+    login steps, banner, key exchange and authentication, each have the driver's timeout). Armed and
+    disarmed per command; a disarmed entry is dropped when its time comes."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cv = threading.Condition()
+        self._due: list[tuple[float, int, Callable[[], object]]] = []
+        self._disarmed: set[int] = set()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float, action: Callable[[], object]) -> int:
+        with self._cv:
+            ident = next(self._ids)
+            heapq.heappush(self._due, (deadline, ident, action))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="gpufabric-deadlines", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        return ident
+
+    def disarm(self, ident: int) -> None:
+        with self._cv:
+            self._disarmed.add(ident)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                if not self._due:
+                    self._cv.wait()
+                    continue
+                deadline, ident, action = self._due[0]
+                if ident in self._disarmed:
+                    heapq.heappop(self._due)
+                    self._disarmed.discard(ident)
+                    continue
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._cv.wait(left)
+                    continue
+                heapq.heappop(self._due)
+            try:
+                action()
+            except Exception:  # closing what is already broken: nothing more to do
+                continue
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _cut_off(flag: threading.Event, close: Callable[[], object]) -> Callable[[], None]:
+    """The watchdog's action: mark what it cut (so the caller names the deadline, not the broken
+    channel), then close it (which wakes whatever waits on it)."""
+
+    def act() -> None:
+        flag.set()
+        close()
+
+    return act
+
+
+os.register_at_fork(after_in_child=_WATCHDOG._reset)  # validate reads from forked workers: a thread each
+
+
+@dataclass
+class _Burst:
+    """What the commands of this session run back to back have used of its budget."""
+
+    seconds: float = 0.0
+    bytes: int = 0
+    ended: float = float("-inf")  # when the last command ended
+
+
+@dataclass(frozen=True)
+class _Allowance:
+    """What one command may use: bytes and a deadline, each with the words naming the bound it comes from."""
+
+    bytes: int
+    bytes_bound: str
+    deadline: float
+    time_bound: str
+
+    def late(self, host: str, command: str) -> AnswerDeadlineError:
+        return AnswerDeadlineError(host, command, f"no complete answer within {self.time_bound}")
+
+
+CHUNK = 32 * 1024  # one SSH packet's worth
+POLL = 0.2  # while stdout is quiet, how often stderr is looked at (a switch filling only stderr)
+
+
 class SSHTransport:
     """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
 
@@ -181,7 +357,12 @@ class SSHTransport:
         private_key: str | None = None,
         known_hosts: str | None = None,
         accept_new: bool = False,
+        bounds: ReadBounds = DEFAULT_BOUNDS,
     ) -> None:
+        self.host = host
+        self.bounds = bounds
+        self._burst = _Burst()
+        self._burst_lock = threading.Lock()
         # Never trust a host key on sight: whoever answers on the management network would collect the
         # fabric's password. Keys come from known_hosts; a first-seen one is recorded only when asked.
         self.client = paramiko.SSHClient()
@@ -246,13 +427,110 @@ class SSHTransport:
             raise ConnectionException(f"{host}:{port}: cannot connect ({exc or type(exc).__name__})") from None
 
     def run(self, command: str, stdin: str | None = None) -> Output:
-        chan_in, chan_out, chan_err = self.client.exec_command(command, timeout=max(self.timeout, 60.0))
-        if stdin is not None:
-            chan_in.write(stdin)
-            chan_in.channel.shutdown_write()
-        out = chan_out.read().decode(errors="replace")
-        err = chan_err.read().decode(errors="replace")
-        return Output(chan_out.channel.recv_exit_status(), out, err)
+        """One command on its own exec channel: its stdout, stderr and exit status, read within the
+        bounds (ReadBounds): its bytes, its deadline from the exec request to the exit status, and what
+        is left of the session burst's budget. Past a bound the channel is closed and the command fails
+        with an error naming the switch, the command and the bound."""
+        started = time.monotonic()
+        allowed = self._allowance(command, started)
+        transport = self.client.get_transport()
+        if transport is None or not transport.is_active():
+            raise ConnectionException(f"{self.host}: the SSH session is closed")
+        cut = threading.Event()
+        chan: paramiko.Channel | None = None
+        size = 0
+        try:
+            chan = opened = transport.open_session(timeout=max(0.1, allowed.deadline - started))
+            guard = _WATCHDOG.arm(allowed.deadline, _cut_off(cut, opened.close))
+            try:
+                opened.exec_command(command)
+                if stdin is not None:
+                    opened.settimeout(max(0.1, allowed.deadline - time.monotonic()))
+                    opened.sendall(stdin.encode())
+                    opened.shutdown_write()
+                out, err = self._collect(opened, command, allowed)
+                size = len(out) + len(err)
+                if not opened.status_event.wait(max(0.0, allowed.deadline - time.monotonic())) or cut.is_set():
+                    raise allowed.late(self.host, command)
+                return Output(opened.recv_exit_status(), out.decode(errors="replace"), err.decode(errors="replace"))
+            finally:
+                _WATCHDOG.disarm(guard)
+        except (TimeoutError, paramiko.SSHException, EOFError) as exc:
+            if cut.is_set() or time.monotonic() >= allowed.deadline:
+                raise allowed.late(self.host, command) from None
+            raise ConnectionException(f"{self.host}: `{shown(command, 120)}`: the session failed ({exc})") from None
+        except AnswerTooLargeError as exc:
+            size = exc.size
+            raise
+        finally:
+            if chan is not None:
+                chan.close()
+            self._spent(started, size)
+
+    def _allowance(self, command: str, now: float) -> _Allowance:
+        """This command's byte limit and deadline: its own bounds, or what is left of the session burst's
+        budget when that is less (a pause of rest_seconds before it starts a new burst)."""
+        b = self.bounds
+        with self._burst_lock:
+            if now - self._burst.ended >= b.rest_seconds:
+                self._burst = _Burst()
+            seconds_left = b.session_seconds - self._burst.seconds
+            bytes_left = b.session_bytes - self._burst.bytes
+        if seconds_left <= 0:
+            raise AnswerDeadlineError(
+                self.host, command, f"not run: the session's budget of {b.session_seconds:g} s of answers is spent"
+            )
+        if bytes_left <= 0:
+            raise AnswerTooLargeError(
+                self.host, command, f"not run: the session's budget of {size_text(b.session_bytes)} is spent"
+            )
+        own = max(self.timeout, b.command_seconds)
+        seconds = (own, f"the command's deadline of {own:g} s")
+        if seconds_left < own:
+            seconds = (seconds_left, f"the session's budget of {b.session_seconds:g} s of answers")
+        size = (b.command_bytes, f"the bound of {size_text(b.command_bytes)} on one command's answer")
+        if bytes_left < b.command_bytes:
+            size = (bytes_left, f"the session's budget of {size_text(b.session_bytes)} ({size_text(bytes_left)} left)")
+        return _Allowance(size[0], size[1], now + seconds[0], seconds[1])
+
+    def _spent(self, started: float, size: int) -> None:
+        now = time.monotonic()
+        with self._burst_lock:
+            self._burst.seconds += now - started
+            self._burst.bytes += size
+            self._burst.ended = now
+
+    def _collect(self, chan: paramiko.Channel, command: str, allowed: _Allowance) -> tuple[bytes, bytes]:
+        """Stdout and stderr until both end, within the allowance. Stdout is waited on; stderr is drained
+        whenever it holds something (a command filling stderr while its stdout is quiet must not stall
+        on a full window)."""
+        out, err = bytearray(), bytearray()
+        stdout_open = True
+        while True:
+            left = allowed.deadline - time.monotonic()
+            if left <= 0:
+                raise allowed.late(self.host, command)
+            if chan.recv_stderr_ready():
+                chunk, into = chan.recv_stderr(CHUNK), err
+            elif stdout_open:
+                chan.settimeout(min(left, POLL))
+                try:
+                    chunk, into = chan.recv(CHUNK), out
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    stdout_open = False
+                    continue
+            else:
+                chan.settimeout(left)
+                chunk, into = chan.recv_stderr(CHUNK), err  # stdout has ended: stderr's rest, then done
+                if not chunk:
+                    return bytes(out), bytes(err)
+            into += chunk
+            if len(out) + len(err) > allowed.bytes:
+                error = AnswerTooLargeError(self.host, command, f"answered more than {allowed.bytes_bound}")
+                error.size = len(out) + len(err)
+                raise error
 
     def close(self) -> None:
         self.client.close()

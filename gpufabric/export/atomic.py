@@ -6,8 +6,10 @@ is at the target's name, a link planted there included, and never writes through
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,3 +86,26 @@ def folder_written_whole(folder: Path) -> Iterator[tuple[Path, bool]]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+class AppendError(Exception):
+    """An append-only file that cannot be appended to safely: the reason, for the caller's own error."""
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append `line` to an append-only file (created 0600, with its folder 0700): opened without
+    following a link and without waiting on a FIFO, and refused unless it is a plain file, so a link
+    planted in its place is never written through. One write: O_APPEND keeps the line whole."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # ~/.ssh may not exist yet
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise AppendError("it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise AppendError("it is not a plain file")
+        os.set_blocking(fd, True)
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)

@@ -97,7 +97,7 @@ class CumulusDriver(LinuxSwitchDriver):
         may be someone else's. `running`: the applied configuration as `get_config` just read it (one
         read of the switch, not two)."""
         applied = self._run(nvue.SHOW_APPLIED) if running is None else running
-        return nvue.tree_diff(nvue.set_tree(applied), nvue.set_tree(candidate))
+        return nvue.tree_diff(self._parsed(nvue.SHOW_APPLIED, nvue.set_tree, applied), nvue.set_tree(candidate))
 
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
         if self.has_pending_commit():

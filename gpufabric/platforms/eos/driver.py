@@ -17,6 +17,7 @@ which a session without a timer cannot belong to a running push; default 3600, t
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
@@ -25,11 +26,29 @@ import pyeapi
 from napalm.base.exceptions import CommitError, ConnectionException, SessionLockedException
 from napalm.eos.eos import EOSDriver
 from napalm.eos.utils.versions import EOSVersion
-from pyeapi.eapilib import EapiConnection
+from pyeapi.eapilib import CommandError, EapiConnection
+from pyeapi.eapilib import ConnectionError as EapiConnectionError
 
+from gpufabric.drivers.answers import (
+    DEFAULT_BOUNDS,
+    PARSE_FAILURES,
+    ReadBounds,
+    ShapeError,
+    SwitchAnswerError,
+    as_dict,
+    as_dicts,
+    as_int,
+    as_str,
+    bounds_of,
+    key,
+    located,
+    named_reads,
+    shown,
+    switch_json,
+)
 from gpufabric.drivers.https_args import https_args
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, started
-from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection
+from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection, read_answer, renamed
 
 SESSION_PREFIX = "gpufabric-"
 TIMER_STATE = "pendingCommitTimer"
@@ -39,12 +58,72 @@ class VerifiedEapiConnection(EapiConnection):
     """pyeapi's eAPI connection over a VerifiedHTTPSConnection: the certificate is checked as the TLS session
     opens, before the request (and its Authorization header) is written."""
 
-    def __init__(self, host: str, port: int, username: str, password: str, timeout: float, *, trust: TlsTrust) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        username: str,
+        password: str,
+        timeout: float,
+        *,
+        trust: TlsTrust,
+        bounds: ReadBounds = DEFAULT_BOUNDS,
+    ) -> None:
         super().__init__()
-        self.transport = VerifiedHTTPSConnection(host, port, trust, timeout, path="/command-api")
+        self.transport = VerifiedHTTPSConnection(host, port, trust, timeout, path="/command-api", bounds=bounds)
         self.authentication(username, password)
 
+    def send(self, data: str) -> dict[str, Any]:
+        """pyeapi's request, with the answer read as a switch's answer: within the byte bound and the
+        deadline (tls_pins.read_answer), as RFC 8259 JSON, and of eAPI's shape (an object with a `result`
+        list of one object per command sent, or an `error` object); anything else is a named failure."""
+        conn = self.transport
+        asked = _asked(data)
+        body = data.encode()
+        try:
+            conn.putrequest("POST", "/command-api")
+            conn.putheader("Content-type", "application/json-rpc")
+            conn.putheader("Content-length", str(len(body)))
+            if self._auth:
+                conn.putheader(*self._auth)
+            conn.endheaders(message_body=body)
+            response = conn.getresponse()
+            content = read_answer(response, conn.host, conn.bounds).decode(errors="replace")
+            if response.status == 401:
+                raise EapiConnectionError(str(self), f"{shown(response.reason, 100)}. {shown(content, 200)}")
+            return self._answer(content, asked)
+        except SwitchAnswerError as exc:
+            raise renamed(exc, "; ".join(asked)) from None
+        except PARSE_FAILURES as exc:
+            raise located(conn.host, "; ".join(asked), exc) from None
+        except OSError as exc:
+            raise EapiConnectionError(str(self), f"Socket error during eAPI connection: {exc}") from None
+        finally:
+            conn.close()
 
+    def _answer(self, content: str, asked: list[str]) -> dict[str, Any]:
+        named = f"`{'; '.join(asked)}`"  # the parser's findings name the commands: said once (answers.located)
+        decoded = as_dict(switch_json(content, named), named)
+        if "error" in decoded:
+            error = as_dict(decoded["error"], "its error")
+            as_dicts(error.get("data", []), "its error's data")
+            code, message = as_int(key(error, "code", "its error"), "its code"), as_str(error.get("message"), "message")
+            message = shown(message)  # EOS's words as text: an error shows them
+            _, _, failed, output = self._parse_error_message(decoded)
+            raise CommandError(code, message, command_error=failed, output=output)
+        result = as_dicts(key(decoded, "result", named), f"{named} result")
+        if len(result) != len(asked):
+            raise ShapeError(f"{named} result holds {len(result)} answers for {len(asked)} commands")
+        return decoded
+
+
+def _asked(data: str) -> list[str]:
+    """The commands of an eAPI request pyeapi built (the `enable` password, an `input`, never shown)."""
+    cmds = json.loads(data)["params"]["cmds"]
+    return [c if isinstance(c, str) else str(c.get("cmd", "")) for c in cmds]
+
+
+@named_reads
 class GpufabricEOSDriver(EOSDriver):
     config_session: str | None  # NAPALM's (untyped there): the session this connection loaded, if any
 
@@ -60,6 +139,7 @@ class GpufabricEOSDriver(EOSDriver):
         )
         self.stale_after = float(args.get("stale_after", STALE_AFTER))
         self.eapi_port = int(args.get("port", 443))
+        self.read_bounds = bounds_of(args)
         self._sessions_checked = False
         self._loads = 0
         self._kept: set[str] = set()  # session names the switch still has (finished ones included)
@@ -68,13 +148,26 @@ class GpufabricEOSDriver(EOSDriver):
 
     def open(self) -> None:
         connection = VerifiedEapiConnection(
-            self.hostname, self.eapi_port, self.username, self.password, self.timeout, trust=self.trust
+            self.hostname,
+            self.eapi_port,
+            self.username,
+            self.password,
+            self.timeout,
+            trust=self.trust,
+            bounds=self.read_bounds,
         )
         self.device = pyeapi.client.Node(connection, enablepwd=self.enablepwd)
         try:
-            version = self._run_commands(["show version"])[0]["version"]
+            shown_version = self._run_commands(["show version"])[0]
         except pyeapi.eapilib.ConnectionError as exc:  # unreachable, or the login refused (401)
             raise ConnectionException(f"{self.hostname}: cannot log in to eAPI ({exc.message})") from None
+        version = self._read(
+            "show version", lambda: as_str(key(shown_version, "version", "`show version`"), "`show version` version")
+        )
+        if not re.fullmatch(r"\d+\.\d+\.\d+[\w.-]*", version):
+            raise located(
+                self.hostname, "show version", ShapeError(f"version {shown(version, 40)!r} is no EOS release")
+            )
         self._eos_version = EOSVersion(version)
         if self._eos_version < EOSVersion("4.23.0"):
             raise ConnectionException(f"{self.hostname}: EOS {version} is older than 4.23, which NAPALM needs")
@@ -95,8 +188,25 @@ class GpufabricEOSDriver(EOSDriver):
 
     def _sessions(self) -> tuple[dict[str, dict[str, Any]], str | None]:
         """Every config session (name -> its entry) and the one with the commit timer, if the switch names it."""
-        shown = self._run_commands(["show configuration sessions detail"])[0]
-        return shown.get("sessions", {}), shown.get("commitTimerSessionName") or None
+        command = "show configuration sessions detail"
+        answer = self._run_commands([command])[0]
+
+        def read() -> tuple[dict[str, dict[str, Any]], str | None]:
+            sessions = as_dict(answer.get("sessions", {}), "its sessions")
+            for name, entry in sessions.items():
+                as_dict(entry, f"session {name!r}")
+                as_str(entry.get("state", ""), f"session {name!r} state")
+            timed = answer.get("commitTimerSessionName") or None
+            return sessions, None if timed is None else as_str(timed, "commitTimerSessionName")
+
+        return self._read(command, read)
+
+    def _read(self, command: str, parse: Any) -> Any:
+        """`parse()` of an answer to `command`, or the named failure of this switch's answer."""
+        try:
+            return parse()
+        except PARSE_FAILURES as exc:
+            raise located(self.hostname, command, exc) from None
 
     def clear_stale_sessions(self) -> list[str]:
         """Abort the sessions an earlier gpufabric push left behind; refuse (SessionLockedException) when
@@ -198,7 +308,8 @@ class GpufabricEOSDriver(EOSDriver):
         """Delete the startup copies of pushes older than `stale_after`: none of them can still roll back."""
         if self._get_pending_commits():
             return  # whoever's it is, its startup copy may still be needed
-        listing = self._run_commands(["dir flash:"], encoding="text")[0].get("output", "")
+        answer = self._run_commands(["dir flash:"], encoding="text")[0]
+        listing = self._read("dir flash:", lambda: as_str(answer.get("output", ""), "its output"))
         for found in sorted(set(re.findall(rf"{SESSION_PREFIX}({PUSH_ID.pattern})-startup\.cfg", listing))):
             push = found[0]
             age = age_seconds(push)

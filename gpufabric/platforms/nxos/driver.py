@@ -40,9 +40,22 @@ from napalm.nxapi_plumbing.api_client import RPCClient
 from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPICommandError, NXAPIConnectionError
 from napalm.nxos.nxos import NXOSDriver
 
+from gpufabric.drivers.answers import (
+    DEFAULT_BOUNDS,
+    PARSE_FAILURES,
+    ReadBounds,
+    ShapeError,
+    SwitchAnswerError,
+    as_dict,
+    as_list,
+    bounds_of,
+    located,
+    named_reads,
+    switch_json,
+)
 from gpufabric.drivers.https_args import https_args
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, controller_name, started
-from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post
+from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post, renamed
 from gpufabric.hidden import reveal
 from gpufabric.intent.errors import printable
 from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
@@ -137,24 +150,59 @@ class VerifiedRPCClient(RPCClient):
     """NAPALM's NX-API JSON-RPC client, posting over a VerifiedHTTPSConnection instead of `requests`
     (whose `verify=False` NAPALM sets by default)."""
 
-    def __init__(self, host: str, username: str, password: str, port: int, timeout: int, *, trust: TlsTrust) -> None:
+    def __init__(
+        self,
+        host: str,
+        username: str,
+        password: str,
+        port: int,
+        timeout: int,
+        *,
+        trust: TlsTrust,
+        bounds: ReadBounds = DEFAULT_BOUNDS,
+    ) -> None:
         super().__init__(host, username, password, transport="https", port=port, timeout=timeout, verify=True)
-        self.host, self.port, self.trust = host, port, trust
+        self.host, self.port, self.trust, self.bounds = host, port, trust, bounds
 
     def _send_request(self, commands: list[str], method: str) -> Any:
         payload = self._build_payload(commands, method)
-        conn = VerifiedHTTPSConnection(self.host, self.port, self.trust, self.timeout, path="/ins")
+        conn = VerifiedHTTPSConnection(self.host, self.port, self.trust, self.timeout, path="/ins", bounds=self.bounds)
         try:
             reply = post(conn, "/ins", payload, self.headers, (self.username, self.password))
         except TlsTrustError:
             raise
+        except SwitchAnswerError as exc:
+            raise renamed(exc, "; ".join(commands)) from None
         except OSError as exc:
             raise NXAPIConnectionError(f"{self.host}: {exc}") from None
         if reply.status_code == 401:
             raise NXAPIAuthError(f"{self.host}: NX-API refused the login for {self.username}")
         return reply
 
+    def _process_api_response(self, response: Any, commands: list[str], raw_text: bool = False) -> list[Any]:
+        """NAPALM's reading of a JSON-RPC answer, once the answer is known to be RFC 8259 JSON of NX-API's
+        shape: one object (or a list of one object per command), each with a `result` object (or null)
+        or an `error` object. Anything else is the named failure of this switch and these commands."""
+        asked = "; ".join(commands)
+        named = f"`{asked}`"  # the parser's findings name the commands: said once (answers.located)
+        try:
+            answer = switch_json(response.text, named)
+            items = [answer] if isinstance(answer, dict) else as_list(answer, named)
+            if len(items) != len(commands):
+                raise ShapeError(f"{named} holds {len(items)} answers for {len(commands)} commands")
+            for i, item in enumerate(items):
+                as_dict(item, f"{named} [{i}]")
+                for part in ("result", "error"):
+                    if item.get(part) is not None:
+                        as_dict(item[part], f"{named} [{i}] {part}")
+                if isinstance(item.get("error"), dict) and "data" in item["error"]:
+                    as_dict(item["error"]["data"], f"{named} [{i}] error data")
+            return super()._process_api_response(response, commands, raw_text)  # type: ignore[no-any-return]
+        except PARSE_FAILURES as exc:
+            raise located(self.host, asked, exc) from None
 
+
+@named_reads
 class GpufabricNXOSDriver(NXOSDriver):
     def __init__(
         self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
@@ -167,6 +215,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         self.accept_new = bool(args.get("accept_new", False))
         self.private_key = args.get("private_key")
         self.ssh_port = int(args.get("ssh_port", 22))
+        self.read_bounds = bounds_of(args)
         super().__init__(hostname, username, password, timeout, napalm_args)
         # Named after the push: a second push's files never replace this one's.
         self.candidate_cfg = f"{FILE_PREFIX}{self.push_id}.cfg"
@@ -181,7 +230,13 @@ class GpufabricNXOSDriver(NXOSDriver):
         self.device = NXOSDevice(self.hostname, self.username, self.password, transport="https",
                                  port=self.port, timeout=self.timeout, verify=True, api_format="jsonrpc")  # fmt: skip
         self.device.api = VerifiedRPCClient(
-            self.hostname, self.username, self.password, self.port, self.timeout, trust=self.trust
+            self.hostname,
+            self.username,
+            self.password,
+            self.port,
+            self.timeout,
+            trust=self.trust,
+            bounds=self.read_bounds,
         )
         try:
             self._send_command("show hostname")
@@ -190,8 +245,12 @@ class GpufabricNXOSDriver(NXOSDriver):
             raise ConnectionException(f"{self.hostname}: cannot log in to NX-API ({exc})") from None
         self._check_release(version)
 
-    def _check_release(self, version: dict[str, Any]) -> None:
-        text = str(version.get("nxos_ver_str") or version.get("sys_ver_str") or version.get("kickstart_ver_str") or "")
+    def _check_release(self, version: Any) -> None:
+        try:
+            shown = as_dict(version, "`show version`")
+        except ShapeError as exc:
+            raise located(self.hostname, "show version", exc) from None
+        text = str(shown.get("nxos_ver_str") or shown.get("sys_ver_str") or shown.get("kickstart_ver_str") or "")
         running = _release(text)
         oldest = _release(PLATFORM.releases[0])
         if running is None or oldest is None or running < oldest:
@@ -210,7 +269,7 @@ class GpufabricNXOSDriver(NXOSDriver):
         ssh = SSHTransport(
             self.hostname, self.username, self.password, port=self.ssh_port, timeout=float(self.timeout),
             private_key=reveal(self.private_key) if self.private_key is not None else None,
-            known_hosts=self.known_hosts, accept_new=self.accept_new,
+            known_hosts=self.known_hosts, accept_new=self.accept_new, bounds=self.read_bounds,
         )  # fmt: skip
         try:
             transport = ssh.client.get_transport()
