@@ -335,7 +335,7 @@ def test_a_first_seen_ssh_key_is_never_recorded_through_a_link_or_into_a_fifo(tm
         AcceptNewPolicy(str(tmp_path / "known_hosts")).missing_host_key(paramiko.SSHClient(), "leaf1", key)
     assert victim.read_text() == "precious\n"
     os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(paramiko.SSHException, match="cannot record leaf1.s key"):  # ENXIO: no reader, no wait
+    with pytest.raises(paramiko.SSHException, match=r"cannot record leaf1's key"):  # ENXIO: no reader, no wait
         AcceptNewPolicy(str(tmp_path / "fifo")).missing_host_key(paramiko.SSHClient(), "leaf1", key)
     good = tmp_path / "ssh" / "known_hosts"
     AcceptNewPolicy(str(good)).missing_host_key(paramiko.SSHClient(), "leaf1", key)
