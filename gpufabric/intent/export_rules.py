@@ -27,7 +27,7 @@ def export_rules(intent: Intent) -> list[Problem]:
 
 def nvlink_domains(intent: Intent) -> list[Problem]:
     """`nvlink_domain` groups GPUs joined by NVLink: a group without GPUs has none, and the Slurm block
-    topology and the Kubernetes accelerator label would otherwise schedule jobs onto its servers as if."""
+    topology and the Kubernetes accelerator label would place jobs on its servers as if it had."""
     problems: list[Problem] = []
     for gi, group in enumerate(intent.server_groups):
         if group.nvlink_domain is None or (group.kind == "gpu" and group.gpus > 0):
