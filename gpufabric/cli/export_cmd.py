@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from gpufabric.cli.output import emit, err, write_files
-from gpufabric.cli.plan_cmd import load_plan, print_warnings, strict_option, warnings_exit
+from gpufabric.cli.plan_cmd import print_warnings, strict_option, warnings_exit
 from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured
 from gpufabric.export.atomic import write_atomic
 from gpufabric.export.registry import EXPORTERS
-from gpufabric.intent.errors import IntentError, Problem
-from gpufabric.plan import Plan
+from gpufabric.intent import load_intent
+from gpufabric.intent.errors import IntentError, Problem, printable
+from gpufabric.plan import Plan, build_plan
 
 _KINDS_HELP = "\n".join(f"  {e.name:18} {e.summary}" for e in EXPORTERS.values())
 
@@ -43,12 +44,15 @@ Kinds:
 )
 @strict_option
 def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...], strict: bool) -> int:
-    plan = load_plan(file)
+    loaded = load_intent(file)
+    plan = build_plan(loaded)
     print_warnings(plan)
     try:
         code = _export(plan, kind, output, images)
     except k8s_network.K8sNetworkError as exc:
-        raise click.ClickException(f"{plan.source}: {exc}") from None
+        if exc.problems:  # located in the intent: file, line, field
+            raise loaded.error(exc.problems) from None
+        raise click.ClickException(f"{printable(plan.source)}: {exc}") from None
     except ib_topology.NotInfinibandError as exc:
         fix = "give planes.compute transport: infiniband (docs/infiniband.md)"
         raise IntentError(plan.source, [Problem(("planes", "compute"), str(exc), fix)]) from None

@@ -158,10 +158,13 @@ def rules_cmd(output: Path | None, hold: str) -> int:
     planned, PFC pause storm and watchdog, CNP and ECN surges, RoCE loss; optics: low receive power, hot
     transceiver, high or rising pre-FEC bit error rate, uncorrectable codewords, symbol errors; and the
     InfiniBand port counters."""
-    from gpufabric.telemetry.rules import Thresholds, rules_yaml
+    from gpufabric.telemetry.rules import DurationError, Thresholds, rules_yaml
 
-    text = rules_yaml(Thresholds(hold=hold))
-    emit(text, output)
+    try:
+        thresholds = Thresholds(hold=hold)
+    except DurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--for") from None
+    emit(rules_yaml(thresholds), output)
     return 0
 
 

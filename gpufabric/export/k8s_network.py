@@ -20,7 +20,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufabric.export.header import comment_text
 from gpufabric.export.yaml_out import dump_yaml
+from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, ip
 
@@ -28,6 +30,7 @@ OPERATOR_NS = "nvidia-network-operator"
 WORKLOAD_NS = "default"
 RESOURCE_PREFIX = "nvidia.com"
 MELLANOX_VENDOR = "15b3"
+LABELS = "gpufabric.io"  # the k8s-labels export's domain: cluster, group, rails
 
 # Images the NicClusterPolicy names. Pin them to the Network Operator release you install (its
 # release notes list the matching tags); the role's gpu_operator_network_operator_version is that release.
@@ -49,7 +52,13 @@ FILES = (
 
 
 class K8sNetworkError(ValueError):
-    """The plan cannot be given Kubernetes RDMA networks (the message says why and what to change)."""
+    """The plan cannot be given Kubernetes RDMA networks (the message says why and what to change).
+
+    `problems`, when given, locate the cause in the intent (the CLI prints them as intent errors)."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
 
 
 @dataclass
@@ -59,6 +68,7 @@ class Rail:
     plane: PlanePlan
     number: int
     nics: list[tuple[str, HostNic]] = field(default_factory=list)  # (node, NIC)
+    groups: dict[str, str] = field(default_factory=dict)  # node -> its server group
 
     @property
     def name(self) -> str:
@@ -73,11 +83,12 @@ class Rail:
     def interfaces(self) -> list[str]:
         return sorted({nic.interface for _, nic in self.nics})
 
-    @property
-    def label(self) -> str:
-        """The k8s-labels export's key every node on this rail carries."""
-        word = "rail" if self.plane.topology == "rail-optimized" else "nic"
-        return f"gpufabric.io/{self.plane.name}-{word}{self.number}-leaf"
+    def group_interfaces(self) -> dict[str, list[str]]:
+        """Server group -> the interface names that serve this rail on its servers (intent order of groups)."""
+        out: dict[str, set[str]] = {}
+        for node, nic in self.nics:
+            out.setdefault(self.groups[node], set()).add(nic.interface)
+        return {group: sorted(names) for group, names in out.items()}
 
 
 def rails(plan: Plan) -> list[Rail]:
@@ -91,7 +102,9 @@ def rails(plan: Plan) -> list[Rail]:
         for server in plan.servers:
             for nic in server.nics:
                 if nic.plane == plane.name:
-                    by_number.setdefault(nic.rail, Rail(plane, nic.rail)).nics.append((server.name, nic))
+                    rail = by_number.setdefault(nic.rail, Rail(plane, nic.rail))
+                    rail.nics.append((server.name, nic))
+                    rail.groups[server.name] = server.group
         out.extend(by_number[n] for n in sorted(by_number))
     return out
 
@@ -106,6 +119,39 @@ def _check(found: list[Rail]) -> None:
             "no plane has both `carries_roce: true` and `host_links: routed`: there is no RDMA rail a pod "
             "could take (a bonded plane's NICs stay the host's)"
         )
+
+
+def shared_names(found: list[Rail]) -> dict[str, list[Rail]]:
+    """Interface name -> the rails it serves, where it serves more than one: two server groups name one
+    rail's NIC as another rail's. A selector by name (pfNames) on every node would then give each of those
+    rails' resources both NICs, and a pod could take a NIC of one rail with the address of the other."""
+    serving: dict[str, list[Rail]] = {}
+    for rail in found:
+        for name in rail.interfaces:
+            serving.setdefault(name, []).append(rail)
+    return {name: rails for name, rails in serving.items() if len(rails) > 1}
+
+
+def _refuse_shared_names(plan: Plan, shared: dict[str, list[Rail]]) -> None:
+    """host-device: the device plugin's one cluster-wide configuration selects NICs by name on every node,
+    so a name that serves two rails cannot be told apart. Refused, located at the groups that name it."""
+    group_index = {g.name: gi for gi, g in enumerate(plan.intent.server_groups)}
+    problems: list[Problem] = []
+    for name, rails in shared.items():
+        uses = [(group, rail) for rail in rails for group, names in rail.group_interfaces().items() if name in names]
+        said = "; ".join(f"group '{g}' on {r.name}" for g, r in uses)
+        group, rail = uses[-1]
+        problems.append(
+            Problem(
+                ("server_groups", group_index[group], "nics", rail.plane.name, "interfaces"),
+                f"'{name}' serves different rails in different groups ({said}): the device plugin selects a rail's "
+                "NICs by name on every node, so each of these rails' resources would take both NICs and a pod "
+                "could get a NIC on one rail with the address planned for the other",
+                "give each rail's NIC one name in every group (order `interfaces`, or `rails:` to say which rail "
+                "each serves), or set kubernetes.rdma: sriov (its node policies select each group's NIC)",
+            )
+        )
+    raise K8sNetworkError(problems[0].message, problems)
 
 
 def _ipam(rail: Rail) -> str:
@@ -158,9 +204,9 @@ def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str) -> dict[str, An
 
 def cidr_pool(plan: Plan, rail: Rail) -> dict[str, Any]:
     cidr = _hosts(plan, rail)
+    pinned = sorted(rail.nics, key=lambda pair: pair[1].address)
     allocations = [
-        {"nodeName": node, "prefix": f"{ip(nic.address - 1)}/31", "gateway": ip(nic.gateway)}
-        for node, nic in sorted(rail.nics, key=lambda pair: pair[1].address)
+        {"nodeName": node, "prefix": f"{ip(nic.address - 1)}/31", "gateway": ip(nic.gateway)} for node, nic in pinned
     ]
     return {
         "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
@@ -175,9 +221,16 @@ def cidr_pool(plan: Plan, rail: Rail) -> dict[str, Any]:
             "perNodeExclusions": [{"startIndex": 0, "endIndex": 0}],
             "routes": [{"dst": cidr}],
             "staticAllocations": allocations,
-            "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": rail.label, "operator": "Exists"}]}]},
+            # Exactly the nodes given a static allocation, by name (terms are ORed; a field requirement takes
+            # one value): nv-ipam allocates any other matching node a /31 of `cidr`, which every rail's
+            # pool shares, so a dynamic allocation could be another rail's (or leaf's) address.
+            "nodeSelector": {"nodeSelectorTerms": [_by_name(node) for node, _ in pinned]},
         },
     }
+
+
+def _by_name(node: str) -> dict[str, Any]:
+    return {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
 
 
 def _hosts(plan: Plan, rail: Rail) -> str:
@@ -187,6 +240,7 @@ def _hosts(plan: Plan, rail: Rail) -> str:
 
 def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    shared = {rail.name for rails in shared_names(found).values() for rail in rails}
     for rail in found:
         if mode == "host-device":
             out.append(
@@ -198,24 +252,12 @@ def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
                 }
             )
             continue
-        out.append(
-            {
-                "apiVersion": "sriovnetwork.openshift.io/v1",
-                "kind": "SriovNetworkNodePolicy",
-                "metadata": _meta(rail.name, OPERATOR_NS, plan),
-                "spec": {
-                    "resourceName": rail.resource,
-                    "nodeSelector": {"gpufabric.io/cluster": plan.intent.fabric.name},
-                    "nicSelector": {"vendor": MELLANOX_VENDOR, "pfNames": rail.interfaces},
-                    # One VF: the plan gives each rail port one host address (its /31).
-                    "numVfs": 1,
-                    "deviceType": "netdevice",
-                    "isRdma": True,
-                    "linkType": "eth",
-                    "mtu": rail.plane.host_mtu,
-                },
-            }
-        )
+        if rail.name in shared:
+            # A name this rail shares with another rail elsewhere: one policy per group, on its nodes only.
+            for group, names in rail.group_interfaces().items():
+                out.append(_node_policy(plan, rail, f"{rail.name}-{group}", names, {f"{LABELS}/group": group}))
+        else:
+            out.append(_node_policy(plan, rail, rail.name, rail.interfaces, {}))
         out.append(
             {
                 "apiVersion": "sriovnetwork.openshift.io/v1",
@@ -225,6 +267,27 @@ def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _node_policy(plan: Plan, rail: Rail, name: str, interfaces: list[str], nodes: dict[str, str]) -> dict[str, Any]:
+    """The SR-IOV operator's policy for the rail's NICs named `interfaces` on the nodes labelled `nodes`
+    (k8s-labels writes the labels); policies of one resource name on disjoint nodes make one resource."""
+    return {
+        "apiVersion": "sriovnetwork.openshift.io/v1",
+        "kind": "SriovNetworkNodePolicy",
+        "metadata": _meta(name, OPERATOR_NS, plan),
+        "spec": {
+            "resourceName": rail.resource,
+            "nodeSelector": {f"{LABELS}/cluster": plan.intent.fabric.name, **nodes},
+            "nicSelector": {"vendor": MELLANOX_VENDOR, "pfNames": interfaces},
+            # One VF: the plan gives each rail port one host address (its /31).
+            "numVfs": 1,
+            "deviceType": "netdevice",
+            "isRdma": True,
+            "linkType": "eth",
+            "mtu": rail.plane.host_mtu,
+        },
+    }
 
 
 def attachment(plan: Plan, rail: Rail, mode: str) -> dict[str, Any]:
@@ -276,7 +339,11 @@ def documents(plan: Plan) -> dict[str, str]:
     found = rails(plan)
     _check(found)
     mode = plan.intent.kubernetes.rdma
-    head = f"# Generated by gpufabric from {plan.source} (kubernetes.rdma: {mode}). Do not edit: regenerate.\n"
+    shared = shared_names(found)
+    if shared and mode == "host-device":
+        _refuse_shared_names(plan, shared)
+    source = comment_text(plan.source)
+    head = f"# Generated by gpufabric from {source} (kubernetes.rdma: {mode}). Do not edit: regenerate.\n"
     files = {
         "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode)],
         "ip-pools.yaml": [cidr_pool(plan, rail) for rail in found],

@@ -97,7 +97,8 @@ class ServerGroup(Model):
         ge=1,
         le=1024,
         description="Servers per NVLink domain (e.g. 18 for an NVL72 rack of 4-GPU trays): consecutive servers "
-        "of the group, in index order, share one. Feeds Slurm's block topology and the Kubernetes accelerator label.",
+        "of the group, in index order, share one. Feeds Slurm's block topology and the Kubernetes accelerator label. "
+        "Only on a group of GPU servers (`kind: gpu`, `gpus` above 0).",
     )
 
 

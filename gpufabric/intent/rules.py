@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Network
 from string import Formatter
 
-from gpufabric import media
 from gpufabric.intent.errors import Path, Problem
+from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
 from gpufabric.intent.types import ALL_PLANES, PlaneName
@@ -78,6 +78,7 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _address_kinds(intent)
     problems += _snmp_location_text(intent)
     problems += _qos_profile_names(intent)
+    problems += export_rules(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
     return problems
@@ -499,8 +500,8 @@ def _attached_nics(
 
 
 def _lengths(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
-    """Every cable within some medium's reach at its speed; on a RoCE plane, within the length class the
-    PFC headroom is sized for (a longer cable holds more in flight than the headroom absorbs)."""
+    """On a RoCE plane, every cable within the length class the PFC headroom is sized for (a longer cable
+    holds more in flight than the headroom absorbs). Reach by medium: export_rules.cable_reach."""
     lengths = plane.lengths
     leaf = roles.get("leaf")
     if lengths is None or leaf is None:
@@ -513,16 +514,6 @@ def _lengths(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[P
     if lengths.spine_superspine is not None and spine is not None:
         given["spine_superspine"] = (lengths.spine_superspine, uplink_speed(spine))
     problems: list[Problem] = []
-    for key, (metres, speed) in given.items():
-        reach = media.longest_reach(speed)
-        if metres > reach:
-            problems.append(
-                Problem(
-                    (*at, "lengths", key),
-                    f"{metres} m at {speed}G is beyond every medium's reach ({reach} m)",
-                    f"place the ends within {reach} m of each other",
-                )
-            )
     longest_key = max(given, key=lambda k: given[k][0])
     longest = given[longest_key][0]
     allowed = int(plane.cable_length.rstrip("m"))

@@ -38,6 +38,9 @@ Builder = Callable[[DeviceContext], dict[str, str]]
 # How push assembles the one candidate text its driver loads from a switch's rendered files:
 # (device name, {file name: text}) -> text. None: the file named by `candidate_suffix`, as rendered.
 CandidateAssembler = Callable[[str, Mapping[str, str]], str]
+# What a switch role of the intent asks of this platform's hardware that it does not have: SwitchRole ->
+# [(role field, what is wrong, what would be right)]; empty when the model can carry the role.
+RoleChecker = Callable[[Any], list[tuple[str, str, str]]]
 # A Jinja2 filter a platform's templates use (EOS spells a split port's speed its own way).
 TemplateFilter = Callable[..., Any]
 # Why a platform's configuration would not carry a free-text value (the SNMP location) exactly: a reason, or
@@ -141,6 +144,9 @@ class PlatformSpec:
     gnmi_port: int | None = None
     # How the platform's configuration carries free text (see `free_text_problem`).
     free_text: TextCheck = any_text
+    # The hardware facts a role's model, ports and speeds are checked against when the intent is read (SONiC's
+    # SKU table). None: the platform renders for any model the intent names.
+    role_checker: RoleChecker | None = None
 
     def files(self, device: str) -> list[str]:
         return [f"{device}{suffix}" for suffix, _ in self.outputs]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.platforms.sonic.candidate import join, split
-from gpufabric.platforms.sonic.hwsku import port_name
+from gpufabric.platforms.sonic.hwsku import port_name, role_problems
 from gpufabric.platforms.spec import PlatformSpec, file_reader
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ PLATFORM = PlatformSpec(
     rank=4,
     cable_length=True,  # CABLE_LENGTH, read by the dynamic buffer model
     gnmi_port=9339,  # the gnmi service
+    role_checker=role_problems,  # the SKU table: cages, speeds, breakouts
     docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
     "(config checkpoint, replace, rollback); FRR user guide",
 )

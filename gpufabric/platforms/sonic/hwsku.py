@@ -10,9 +10,12 @@ port (Ethernet512, a 25G management-side SFP) carries no fabric link and is not 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 LANES_PER_CAGE = 8
+_MODE = re.compile(r"^([0-9]+)x([0-9]+)G\[([0-9G,]*)\]$")
 
 
 class UnknownSkuError(ValueError):
@@ -36,6 +39,15 @@ class Sku:
             if split == ways:
                 return name
         raise UnknownSkuError(f"{self.model} has no {ways}-way breakout (it has {', '.join(n for _, n in self.modes)})")
+
+    def speeds(self, ways: int) -> tuple[int, ...]:
+        """The port speeds (Gb/s) a cage split `ways` ways runs at, fastest first; () when it cannot split so."""
+        for split, name in self.modes:
+            found = _MODE.match(name)
+            if split == ways and found is not None:
+                others = [int(s.rstrip("G")) for s in found.group(3).split(",") if s]
+                return (int(found.group(2)), *others)
+        return ()
 
 
 SKUS: dict[str, Sku] = {
@@ -90,3 +102,48 @@ def port_name(cage: int, lane: int, split: int) -> str:
 def alias(cage: int, lane: int, split: int) -> str:
     """The front-panel name NVIDIA gives the port: etp1, or etp1a, etp1b.. for a split cage."""
     return f"etp{cage}" if split == 1 else f"etp{cage}{'abcd'[lane]}"
+
+
+def role_problems(role: Any) -> list[tuple[str, str, str]]:
+    """What a switch role of the intent (model, ports, speeds) asks of a SONiC switch that its SKU does not
+    have, as (field, what is wrong, what would be right): the plan would put cables on cages that do not
+    exist, and CONFIG_DB could not be rendered for it. Checked when the intent is read, before any plan."""
+    hw = SKUS.get(role.model)
+    if hw is None:
+        return [
+            (
+                "model",
+                f"no SONiC hardware SKU is known for model {role.model!r}",
+                f"use one of {', '.join(sorted(SKUS))} (gpufabric/platforms/sonic/hwsku.py lists their facts)",
+            )
+        ]
+    problems: list[tuple[str, str, str]] = []
+    if role.ports > hw.cages:
+        problems.append(
+            ("ports", f"the {hw.model} has {hw.cages} cages, not {role.ports}", f"set ports: {hw.cages} or fewer")
+        )
+    whole = hw.speeds(1)
+    if role.port_speed not in whole:
+        problems.append(
+            (
+                "port_speed",
+                f"a {hw.model} cage does not run at {role.port_speed}G",
+                f"use one of {', '.join(f'{s}G' for s in whole)}",
+            )
+        )
+        return problems  # the breakouts are measured against the port speed
+    for key in ("downlink_speed", "uplink_speed"):
+        speed = getattr(role, key)
+        if speed is None or speed == role.port_speed or role.port_speed % speed:
+            continue  # unsplit, or an uneven split the general rules already refuse
+        ways = role.port_speed // speed
+        if speed not in hw.speeds(ways):
+            modes = "; ".join(name for _, name in hw.modes)
+            problems.append(
+                (
+                    key,
+                    f"a {hw.model} cage at {role.port_speed}G does not break out {ways} ways at {speed}G",
+                    f"use a breakout the SKU has ({modes})",
+                )
+            )
+    return problems
