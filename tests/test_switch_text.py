@@ -95,3 +95,12 @@ def test_a_log_line_shows_a_switchs_words_escaped(monkeypatch):
     written = screen.getvalue()
     assert written.count("\n") == 1, written
     assert "\x1b" not in written and r"bad\nINFO gpufabric: forged\x1b[2J" in written
+
+
+def test_check_names_a_hostile_file_name_as_text(tmp_path):
+    """`check`'s verdict names the file as given: brackets are the name's, an ESC is shown escaped."""
+    name = tmp_path / "[bold]x\x1b[2J.yml"
+    name.write_text((Path(__file__).parent.parent / "inventory/fabric.yml").read_text())
+    done = run("gpufabric", "check", str(name))
+    assert done.returncode == 0, done.stderr
+    assert r"[bold]x\x1b[2J.yml: valid;" in done.stderr and "\x1b" not in done.stderr

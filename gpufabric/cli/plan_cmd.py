@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gpufabric.cli.output import err, out, write_stdout
+from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.export.plan_json import summary
 from gpufabric.intent import IntentError, load_intent
 from gpufabric.outputs import json_dumps
@@ -30,7 +30,7 @@ def load_plan(file: str | None) -> Plan:
 def print_warnings(plan: Plan) -> None:
     """Every warning of the intent and the plan, on stderr, one line each."""
     for w in plan.warnings:
-        err.print(f"warning: {w}", markup=False)
+        err.print(shown(f"warning: {w}"))
 
 
 def warnings_exit(plan: Plan, strict: bool, code: int = 0) -> int:
@@ -45,7 +45,7 @@ def check_cmd(file: str | None, strict: bool) -> int:
     """Validate an intent file without writing anything (exit 2 with located errors when it is wrong)."""
     plan = load_plan(file)
     print_warnings(plan)
-    err.print(f"{plan.source}: valid; {len(plan.devices())} switches, {len(plan.servers)} servers")
+    err.print(shown(f"{plan.source}: valid; {len(plan.devices())} switches, {len(plan.servers)} servers"))
     return warnings_exit(plan, strict)
 
 
