@@ -14,7 +14,7 @@ from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
 from gpufabric.platforms.eos import judge as avd
-from tests.conftest import ALL_INTENTS, plan_doc
+from tests.conftest import ALL_INTENTS, example_plan
 from tests.vendor_variants import variants
 
 # No difference is accepted today; an entry would name the block and the Arista document behind it.
@@ -22,9 +22,8 @@ ACCEPTED: set[str] = set()
 
 
 def _plans() -> dict[str, Plan]:
-    import yaml
-
-    plans = {p.stem: plan_doc(yaml.safe_load(p.read_text()), p.name) for p in ALL_INTENTS if "32k" not in p.name}
+    # Planned once per test process, shared with the other files' per-example tests (conftest).
+    plans = {p.stem: example_plan(p) for p in ALL_INTENTS if "32k" not in p.name}
     plans = {k: v for k, v in plans.items() if any(d.platform == "eos" for d in v.devices())}
     return plans | variants("eos")
 
