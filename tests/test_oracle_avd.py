@@ -8,6 +8,8 @@ are listed in ACCEPTED with the reason, and in docs/configs.md.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from gpufabric.config.context import LinkIndex, build
@@ -118,3 +120,23 @@ def test_a_wrong_lane_count_in_the_renderer_is_caught(monkeypatch):
     diffs = avd.compare(mutated, arista)
     assert diffs
     assert all("speed 100g-4" in d and "speed 100g-2" in d for d in diffs)
+
+
+def test_the_templates_loaded_once_render_what_get_device_config_renders(monkeypatch):
+    """The judge keeps one pyavd Templar per process (get_device_config loads every template again at each
+    call): the text is pyavd's own, switch by switch; and a pyavd without that Templar gets
+    get_device_config itself."""
+    from pyavd import get_device_config, validate_structured_config
+
+    plan = PLANS["multi-vendor"]
+    index = LinkIndex(plan)
+    for device in (d for d in plan.devices() if d.platform == "eos"):
+        sc = avd.structured_config(build(plan, device, index))
+        assert avd.render(sc).text == get_device_config(validate_structured_config(sc).validated_data), device.name
+    assert avd._device_config() is not get_device_config  # this pyavd has the Templar: the cached path ran
+    avd._device_config.cache_clear()
+    monkeypatch.setitem(sys.modules, "pyavd.templater", None)  # an import of it fails
+    try:
+        assert avd._device_config() is get_device_config
+    finally:
+        avd._device_config.cache_clear()
