@@ -1,17 +1,26 @@
 from __future__ import annotations
 
 import copy
+import fcntl
+import functools
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from gpufabric.intent import load_intent_text
+from gpufabric.intent import load_intent, load_intent_text
 from gpufabric.plan import Plan, build_plan
+
+# Test modules import this file as `conftest` or as `tests.conftest`: one module either way, so the
+# caches below are made once per process, not once per name.
+sys.modules.setdefault("tests.conftest", sys.modules[__name__])
 
 ROOT = Path(__file__).resolve().parent.parent
 INVENTORY = ROOT / "inventory"
@@ -170,3 +179,57 @@ def run(
 @pytest.fixture(scope="session")
 def default_plan() -> Plan:
     return plan_doc(default_doc(), "inventory/fabric.yml")
+
+
+# -- what many tests read of the same shipped intent, made once ------------------------------------------
+# The per-example tests of a dozen files plan the same intents (the 32k fabric: seconds each time), and
+# two of them run `nornir render` on each. A plan is made once per test process (an xdist worker is one)
+# and shared: the tests read it and never change it. A rendering through the CLI is made once per run, by
+# the first worker that asks; the others wait on its lock and read its folder and output. It lives under
+# the run's temporary folder, so every run renders anew from the code under test.
+
+
+@functools.cache
+def _plan_of(resolved: str) -> Plan:
+    return build_plan(load_intent(resolved))
+
+
+def example_plan(path: Path | str) -> Plan:
+    """The plan of a shipped intent (inventory/...), made once per test process. Shared: never change it."""
+    return _plan_of(str(Path(path).resolve()))
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What `nornir render INTENT -o FOLDER` wrote and printed, run as a user runs it (with the planted
+    switch password and SNMP community). The folder is shared: read it, never write into it."""
+
+    folder: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def cli_rendering(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Rendering]:
+    base = tmp_path_factory.getbasetemp()
+    # An xdist worker's folder is one of the run's (<run>/popen-gwN): the run's own is shared by all.
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cli-renderings"
+    shared.mkdir(exist_ok=True)
+
+    def rendering(path: Path) -> Rendering:
+        key = str(Path(path).resolve().relative_to(ROOT)).replace("/", "--")
+        record = shared / f"{key}.json"
+        with open(shared / f"{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the lock file closes
+            if not record.exists():
+                folder = shared / key
+                secrets = {"GPUFABRIC_SWITCH_PASSWORD": SWITCH_PASSWORD_CANARY, "GPUFABRIC_SNMP_COMMUNITY": SNMP_CANARY}
+                done = run("nornir", "render", str(path), "-o", str(folder), **secrets)
+                made = {"folder": str(folder), "returncode": done.returncode, "stdout": done.stdout}
+                record.with_suffix(".new").write_text(json.dumps(made | {"stderr": done.stderr}))
+                record.with_suffix(".new").replace(record)
+        found = json.loads(record.read_text())
+        return Rendering(Path(found["folder"]), found["returncode"], found["stdout"], found["stderr"])
+
+    return rendering

@@ -14,31 +14,30 @@ import subprocess
 import jsonschema
 import pytest
 import yaml
-from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, run
+from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run
 
 from gpufabric.export import bom, cabling, containerlab, drawing, ib_topology, k8s_labels, k8s_network, plan_json, slurm
 from gpufabric.export.hostlist import compress
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.ib.topology import parse as ib_topology_parse
-from gpufabric.intent import load_intent
-from gpufabric.plan import Plan, build_plan, ip
+from gpufabric.plan import Plan, ip
 
 SMALL = [p for p in ALL_INTENTS if "32k" not in p.name]
-_plans: dict[str, Plan] = {}
 
 
 def plan_of(path) -> Plan:
-    if str(path) not in _plans:
-        _plans[str(path)] = build_plan(load_intent(str(path)))
-    return _plans[str(path)]
+    return example_plan(path)  # one per test process, shared with the other files' per-example tests
 
 
 def ids(paths):
     return [p.stem for p in paths]
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the 32k fabric's exports are 3-15 MB
+
+
 def _load(text: str):
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # 32k exports are 10 MB
+    return yaml.load(text, Loader=_LOADER)
 
 
 def _parsed_names(kind: str, text: str) -> set[str]:
@@ -56,7 +55,7 @@ def _parsed_names(kind: str, text: str) -> set[str]:
     if kind == "k8s-labels":
         return set(_load(text))
     if kind == "k8s-network":
-        docs = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "CIDRPool"]
+        docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d and d["kind"] == "CIDRPool"]
         return {a["nodeName"] for d in docs for a in d["spec"]["staticAllocations"]}
     if kind == "slurm-block":
         return {n for line in text.splitlines() if "Nodes=" in line for n in _expand(line.split("Nodes=")[1])}

@@ -10,12 +10,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import INVENTORY, plan_doc
+from conftest import INVENTORY, example_plan, plan_doc
 from fabric_builders import kary_three_tier, role, single_plane
 from fabric_graph import cut_off_leaves, switch_graph
-
-from gpufabric.intent import load_intent
-from gpufabric.plan import build_plan
 
 
 def _judge(plan) -> None:  # type: ignore[no-untyped-def]
@@ -77,7 +74,7 @@ def test_a_spine_that_is_its_leaves_only_way_up_stays_alone() -> None:
 @pytest.mark.slow
 def test_the_32k_example_rolls_out_in_76_domains() -> None:
     """8 rails of 64 leaves, 64 spine positions of 8 pods, 4 places of 64 superspine groups."""
-    plan = build_plan(load_intent(str(INVENTORY / "examples" / "three-tier-32k.yml")))
+    plan = example_plan(INVENTORY / "examples" / "three-tier-32k.yml")
     plane = plan.planes["compute"]
     by_name = {d.name: d for d in plane.devices}
     sizes = Counter((by_name[f.devices[0]].role, len(f.devices)) for f in plane.failure_domains)

@@ -137,7 +137,7 @@ def _rendered_leaf() -> str:
 def test_the_real_driver_pushes_to_the_simulator_and_a_second_push_is_empty(served: dict[str, Any]) -> None:
     text = _rendered_leaf()
     args = {"port": served["port"], "known_hosts": served["known_hosts"], "push_id": "gf-20260101T000000Z-abcdef"}
-    driver = napalm.get_network_driver("cumulus")("127.0.0.1", "cumulus", PASSWORD, timeout=10, optional_args=args)
+    driver = napalm.get_network_driver("cumulus")("127.0.0.1", "cumulus", PASSWORD, timeout=30, optional_args=args)
     driver.open()
     try:
         assert driver.pending_push() is None
@@ -205,7 +205,7 @@ def test_the_real_eos_driver_pushes_to_the_simulator_over_verified_https(tmp_pat
     text = "hostname spine1\nusername admin privilege 15 role network-admin\ninterface Ethernet1\n   mtu 9214\n"
     args = {"port": port, "tls_ca_file": str(ca.ca_file), "push_id": "gf-20260101T000000Z-abcdef"}
     try:
-        driver = _driver_class("eos")("127.0.0.1", "admin", PASSWORD, timeout=10, optional_args=args)
+        driver = _driver_class("eos")("127.0.0.1", "admin", PASSWORD, timeout=30, optional_args=args)
         driver.open()
         assert driver.pending_push() is None
         driver.load_replace_candidate(config=text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ALL_INTENTS, INVENTORY, run
+from conftest import ALL_INTENTS, INVENTORY, example_plan, run
 
 from gpufabric.intent import load_intent_text
 from gpufabric.plan import build_plan
@@ -177,7 +177,7 @@ def test_dubious_intent_warns_with_field_line_and_risk(edits, needle, field, wor
 def test_shipped_intents_raise_none_of_these_warnings(intent):
     """The examples stay quiet: every warning of theirs is a plan warning, not an intent one (the 28k and
     32k designs are marked slow by conftest, from their names)."""
-    warnings = build_plan(load_intent_text(intent.read_text(), intent.name)).warnings
+    warnings = example_plan(intent).warnings
     assert not [w for w in warnings if "; risk: " in w], warnings
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import revert_timer
 from conftest import INVENTORY, cli_env, run
 
 from gpufabric.intent import load_intent
@@ -65,8 +66,9 @@ def failures(results: list[dict]) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
-def wait_for(state: Path, condition: Callable[[list[dict]], bool], timeout: float = 30.0) -> list[dict]:
-    """Validate until `condition` holds (BGP and LLDP take a few seconds to notice a change)."""
+def wait_for(state: Path, condition: Callable[[list[dict]], bool], timeout: float = 120.0) -> list[dict]:
+    """Validate until `condition` holds (BGP and LLDP take a few seconds to notice a change; a loaded
+    machine more: the deadline only bounds a lab that never gets there)."""
     deadline = time.monotonic() + timeout
     while True:
         _, results = validate(state)
@@ -96,6 +98,11 @@ def _revert_timers() -> list[str]:
     return [str(p) for p in Path("/etc/frr").glob("*/gpufabric.pending")]
 
 
+def _pending(name: str) -> Path:
+    """The switch's pending marker: it names the revert timer armed by an unconfirmed commit."""
+    return Path("/etc/frr") / name / "gpufabric.pending"
+
+
 def test_push_converges_and_a_second_push_changes_nothing(lab, pushed):
     assert pushed["converged"] and pushed["target"] == "lab"
     assert _revert_timers() == []
@@ -123,7 +130,7 @@ def _driver(lab: Path, name: str):
 
     login = json.loads((lab / "login.json").read_text())
     known = {"known_hosts": str(lab / "known_hosts")}
-    return get_network_driver("frr")(mgmt(name), login["username"], login["password"], timeout=5, optional_args=known)
+    return get_network_driver("frr")(mgmt(name), login["username"], login["password"], timeout=30, optional_args=known)
 
 
 def _switch(lab: Path, name: str):
@@ -163,7 +170,8 @@ def test_push_applies_each_switch_host_settings_in_its_own_etc(lab, pushed):
 
 
 def test_an_unconfirmed_host_settings_change_reverts_with_the_routing(lab, pushed, tmp_path):
-    """The revert timer puts the host files back too: NTP changed, not confirmed, restored by the switch."""
+    """The revert timer puts the host files back too: NTP changed, not confirmed, restored by the switch
+    (its timer armed for minutes, then its wait ended: see tests/revert_timer.py)."""
     from gpufabric.platforms.frr.files import join_candidate
 
     login = json.loads((lab / "login.json").read_text())
@@ -181,15 +189,17 @@ def test_an_unconfirmed_host_settings_change_reverts_with_the_routing(lab, pushe
         diff = dev.compare_config()
         assert "+ntp_servers: ['192.0.2.123', " in diff and login["password"] not in diff
         assert "$6$" not in diff
-        dev.commit_config(revert_in=3)
+        dev.commit_config(revert_in=revert_timer.LONG)
+        assert dev.has_pending_commit()
         assert "server 192.0.2.123 iburst" in _host_files(dev)["/etc/chrony/sources.d/gpufabric.sources"]
-        dev.close()
-        time.sleep(6)
+        dev.close()  # the session ends: the timer runs on the switch, not in this process
+        revert_timer.fire_and_wait(_pending("cmp-su2-leaf2"))
         dev.open()
         assert not dev.has_pending_commit()
         assert _host_files(dev) == before
     finally:
         dev.close()
+        revert_timer.end_left_over(_pending("cmp-su2-leaf2"))
 
 
 def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
@@ -266,21 +276,27 @@ def test_frr_driver_getters_match_napalm_models(lab, pushed):
 
 
 def test_an_unconfirmed_commit_reverts_on_the_switch_by_itself(lab, pushed):
-    dev = _driver(lab, "cmp-su2-leaf1")
+    """The commit arms the switch's timer for ten minutes (what the pending state shows is read first, however
+    slow the machine); the session ends; the timer's wait is then ended and the switch's own timer shell
+    reverts, with no controller connected (tests/revert_timer.py). A timer left to run out by itself:
+    test_a_session_cut_during_the_commit_leaves_the_switch_reverting."""
+    name = "cmp-su2-leaf1"
+    dev = _driver(lab, name)
     dev.open()
     try:
         running = dev.get_config(retrieve="running")["running"]
         dev.load_replace_candidate(config=running.replace("description fabric: cmp-spine1", "description timer test"))
         assert "+  description timer test" in dev.compare_config()
-        dev.commit_config(revert_in=3)
+        dev.commit_config(revert_in=revert_timer.LONG)
         assert dev.has_pending_commit() and "timer test" in dev.get_config(retrieve="running")["running"]
         dev.close()  # the session ends: the timer runs on the switch, not in this process
-        time.sleep(6)
+        revert_timer.fire_and_wait(_pending(name))  # asserts it was armed for LONG seconds
         dev.open()
         assert not dev.has_pending_commit()
         assert "timer test" not in dev.get_config(retrieve="running")["running"]
     finally:
         dev.close()
+        revert_timer.end_left_over(_pending(name))
     healthy(lab)
 
 
@@ -387,7 +403,8 @@ def test_a_leaf_that_cannot_reestablish_bgp_is_rolled_back_and_the_others_untouc
     before = subprocess.run(
         ["vtysh", "-N", "cmp-su1-leaf2", "-c", "show running-config"], capture_output=True, text=True, check=True
     ).stdout
-    rc, out = push(lab, "--from", str(rendered), "--check-timeout", "8", "--confirm-timeout", "60")
+    # The session cannot come back: the push waits --check-timeout for nothing, then rolls back.
+    rc, out = push(lab, "--from", str(rendered), "--check-timeout", "8", "--confirm-timeout", "120")
     assert rc == 1 and not out["converged"]
     status = {d["device"]: d for d in out["devices"]}
     assert status["cmp-su1-leaf2"]["status"] == "rolled back"
@@ -494,7 +511,7 @@ def _commit_in_a_child(lab: Path, name: str, candidate: str, revert_in: int) -> 
         "import json, sys, time\n"
         "from napalm import get_network_driver\n"
         "a = json.loads(sys.stdin.readline())\n"
-        "dev = get_network_driver('frr')(a['host'], a['user'], a['password'], timeout=5,\n"
+        "dev = get_network_driver('frr')(a['host'], a['user'], a['password'], timeout=30,\n"
         "    optional_args={'known_hosts': a['known_hosts']})\n"
         "dev.open()\n"
         "dev.load_replace_candidate(config=a['candidate'])\n"
@@ -524,35 +541,43 @@ def _commit_in_a_child(lab: Path, name: str, candidate: str, revert_in: int) -> 
 
 
 def test_a_push_killed_between_commit_and_confirm_leaves_the_switch_reverting(lab, pushed):
+    """The pushing process dies after its commit (armed for minutes, so the change is seen applied first);
+    the timer's wait is then ended and the switch reverts by itself (tests/revert_timer.py)."""
     name = "cmp-su1-leaf2"
-    child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "killed push"), revert_in=4)
+    child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "killed push"), revert_in=revert_timer.LONG)
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "committed"
-        assert "killed push" in _running(lab, name)
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "committed"
+            assert "killed push" in _running(lab, name)
+        finally:
+            os.killpg(child.pid, 9)  # the push dies: no confirm, no rollback from this side
+            child.wait(timeout=30)
+        revert_timer.fire_and_wait(_pending(name))
+        assert "killed push" not in _running(lab, name)
+        assert _revert_timers() == []
     finally:
-        os.killpg(child.pid, 9)  # the push dies: no confirm, no rollback from this side
-        child.wait(timeout=30)
-    time.sleep(8)
-    assert "killed push" not in _running(lab, name)
-    assert _revert_timers() == []
+        revert_timer.end_left_over(_pending(name))
     healthy(lab)
 
 
+# The one timer the tests leave to run out by itself. Long enough that the apply it guards is done first,
+# and that the test sees the marker before it fires, however loaded the machine; the test then only waits.
+RUN_OUT = 30
+
+
 def test_a_session_cut_during_the_commit_leaves_the_switch_reverting(lab, pushed):
-    """The client dies as soon as the timer is armed, while the apply runs: the switch reverts alone."""
+    """The client dies as soon as the timer is armed, while the apply runs: the switch reverts alone,
+    when the timer's own seconds run out (nothing ends its wait)."""
     name = "cmp-su2-leaf2"
-    pending = Path("/etc/frr") / name / "gpufabric.pending"
+    pending = _pending(name)
     folders = set(Path("/tmp").glob("gpufabric-candidate.*"))
-    child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "cut session"), revert_in=4)
+    child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "cut session"), revert_in=RUN_OUT)
     try:
-        deadline = time.monotonic() + 30
-        while not pending.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert pending.exists(), "the revert timer was never armed"
+        revert_timer.until(pending.exists, "the revert timer armed", seconds=60)
     finally:
         os.killpg(child.pid, 9)  # the SSH session drops mid-commit
         child.wait(timeout=30)
-    time.sleep(10)
+    revert_timer.until(lambda: revert_timer.reverted(pending), "the timer running out", seconds=RUN_OUT + 120)
     assert "cut session" not in _running(lab, name)
     assert _revert_timers() == []
     # The cut session never removed its candidate folder (a switch clears /tmp at boot; the lab
@@ -655,7 +680,7 @@ def _prom(port: int, path: str, **params: str) -> dict:
     import urllib.request
 
     url = f"http://127.0.0.1:{port}{path}?{urllib.parse.urlencode(params)}"
-    with urllib.request.urlopen(url, timeout=5) as answer:
+    with urllib.request.urlopen(url, timeout=30) as answer:
         return json.loads(answer.read())
 
 
@@ -685,7 +710,9 @@ def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pu
     rules = tmp_path / "rules.yml"
     rules.write_text(run("gpufabric", "telemetry", "rules", "--for", "0s", check=True).stdout)
     config = {
-        "global": {"scrape_interval": "4s", "scrape_timeout": "4s", "evaluation_interval": "2s"},
+        # A scrape reads every switch over SSH: on a loaded machine a tight timeout fails scrapes (and so
+        # empties the series); the waits below are on what Prometheus holds, not on a number of seconds.
+        "global": {"scrape_interval": "6s", "scrape_timeout": "6s", "evaluation_interval": "2s"},
         "rule_files": [str(rules)],
         "scrape_configs": [{"job_name": "gpufabric", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
     }
@@ -707,14 +734,21 @@ def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pu
         def series(expr: str) -> list:
             return _prom(prom_port, "/api/v1/query", query=expr)["data"]["result"]
 
-        _until(lambda: len(series('gpufabric_link_up{plane="compute"}')) > 0, 90, "the exporter's first scrape")
-        time.sleep(10)  # rate() over [1m] needs two scrapes of each counter
+        _until(lambda: len(series('gpufabric_link_up{plane="compute"}')) > 0, 180, "the exporter's first scrape")
         board = dashboard(build_plan(load_intent(str(INVENTORY / "fabric.yml"))))
         compute = [(t, e) for t, e in queries(board) if t.startswith("compute:")]
         # No PFC/ECN hardware and no transceivers behind the lab's veths: those panels stay empty.
         lossless = [(t, e) for t, e in compute if any(w in t for w in ("PFC", "ECN", "optics", "pre-FEC"))]
-        empty = [t for t, e in compute if (t, e) not in lossless and not series(e)]
-        assert not empty, empty
+        empty: list[str] = []
+
+        def every_panel_has_series() -> bool:  # rate() over [1m] needs two scrapes of each counter
+            empty[:] = [t for t, e in compute if (t, e) not in lossless and not series(e)]
+            return not empty
+
+        try:
+            _until(every_panel_has_series, 120, "a series for every panel")
+        except AssertionError:
+            pytest.fail(f"panels without series: {empty}")
         assert lossless and all(not series(e) for _, e in lossless)  # no such counters in the lab: nothing faked
         assert {r["metric"]["rail"] for r in series('gpufabric_link_up{plane="compute",role="leaf"}')} == {"1", "2"}
 
@@ -725,9 +759,9 @@ def test_prometheus_scrapes_the_exporter_and_a_cut_link_fires_its_alerts(lab, pu
             alerts = _prom(prom_port, "/api/v1/alerts")["data"]["alerts"]
             return {(a["labels"]["alertname"], a["labels"].get("device", "")) for a in alerts if a["state"] == "firing"}
 
-        _until(lambda: ("GpufabricLinkFlapped", "cmp-su1-leaf1") in firing(), 60, "the flap alert")
-        _until(lambda: ("GpufabricEcmpNarrowerThanPlanned", "cmp-su1-leaf1") in firing(), 60, "the ECMP alert")
-        _until(lambda: any(a == "GpufabricLinkDown" for a, _ in firing()), 30, "the link-down alert")
+        _until(lambda: ("GpufabricLinkFlapped", "cmp-su1-leaf1") in firing(), 180, "the flap alert")
+        _until(lambda: ("GpufabricEcmpNarrowerThanPlanned", "cmp-su1-leaf1") in firing(), 180, "the ECMP alert")
+        _until(lambda: any(a == "GpufabricLinkDown" for a, _ in firing()), 180, "the link-down alert")
     finally:
         if cut:
             ns("cmp-su1-leaf1", "link", "set", "swp3", "up")

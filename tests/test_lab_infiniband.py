@@ -76,7 +76,7 @@ def _validate(state: Path, *extra: str) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
-def _green(state: Path, within: float = 60.0) -> dict:
+def _green(state: Path, within: float = 180.0) -> dict:
     """Validate until every check passes: after a relink the SM's next sweep brings the ports up.
     Fails with what is still failing, so a test never starts on a fabric an earlier one left broken."""
     deadline = time.monotonic() + within
@@ -108,7 +108,7 @@ def _lid(state: Path, name: str) -> str:
 
 def _clear(state: Path, switch: str, port: int) -> None:
     """Clear a port's counters, as an operator does after a repair (once the SM's sweep has the port up)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while True:
         try:
             _diag(state, "perfquery", "-R", _lid(state, switch), str(port))
@@ -163,7 +163,7 @@ def test_a_cut_cable_is_named_and_opensm_reroutes_around_it(lab: Path) -> None:
         assert code == 1
         assert ("ib-cabling", f'"su1-leaf1"[{port}] - {spine_end}', "missing") in _failed(doc)
         # OpenSM reroutes at its next sweep: leaf, spine, leaf still, over the leaf's other uplink.
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 180
         while (moved := _uplink(lab, "gpu01 mlx5_0", "gpu03 mlx5_0")) in (None, port) and time.monotonic() < deadline:
             time.sleep(2)
         assert moved not in (None, port)

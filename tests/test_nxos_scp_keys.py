@@ -109,7 +109,7 @@ class SshServer:
 
 
 def driver(server: SshServer, known_hosts: Path, **args: Any) -> GpufabricNXOSDriver:
-    found = GpufabricNXOSDriver(server.address, "admin", PASSWORD, timeout=5, optional_args={
+    found = GpufabricNXOSDriver(server.address, "admin", PASSWORD, timeout=30, optional_args={
         "push_id": "gf-20260101T000000Z-abcdef", "known_hosts": str(known_hosts), "ssh_port": server.port,
         "controller": "ctl", **args})  # fmt: skip
     return found

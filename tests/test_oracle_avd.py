@@ -8,13 +8,15 @@ are listed in ACCEPTED with the reason, and in docs/configs.md.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan
 from gpufabric.platforms.eos import judge as avd
-from tests.conftest import ALL_INTENTS, plan_doc
+from tests.conftest import ALL_INTENTS, example_plan
 from tests.vendor_variants import variants
 
 # No difference is accepted today; an entry would name the block and the Arista document behind it.
@@ -22,9 +24,8 @@ ACCEPTED: set[str] = set()
 
 
 def _plans() -> dict[str, Plan]:
-    import yaml
-
-    plans = {p.stem: plan_doc(yaml.safe_load(p.read_text()), p.name) for p in ALL_INTENTS if "32k" not in p.name}
+    # Planned once per test process, shared with the other files' per-example tests (conftest).
+    plans = {p.stem: example_plan(p) for p in ALL_INTENTS if "32k" not in p.name}
     plans = {k: v for k, v in plans.items() if any(d.platform == "eos" for d in v.devices())}
     return plans | variants("eos")
 
@@ -119,3 +120,23 @@ def test_a_wrong_lane_count_in_the_renderer_is_caught(monkeypatch):
     diffs = avd.compare(mutated, arista)
     assert diffs
     assert all("speed 100g-4" in d and "speed 100g-2" in d for d in diffs)
+
+
+def test_the_templates_loaded_once_render_what_get_device_config_renders(monkeypatch):
+    """The judge keeps one pyavd Templar per process (get_device_config loads every template again at each
+    call): the text is pyavd's own, switch by switch; and a pyavd without that Templar gets
+    get_device_config itself."""
+    from pyavd import get_device_config, validate_structured_config
+
+    plan = PLANS["multi-vendor"]
+    index = LinkIndex(plan)
+    for device in (d for d in plan.devices() if d.platform == "eos"):
+        sc = avd.structured_config(build(plan, device, index))
+        assert avd.render(sc).text == get_device_config(validate_structured_config(sc).validated_data), device.name
+    assert avd._device_config() is not get_device_config  # this pyavd has the Templar: the cached path ran
+    avd._device_config.cache_clear()
+    monkeypatch.setitem(sys.modules, "pyavd.templater", None)  # an import of it fails
+    try:
+        assert avd._device_config() is get_device_config
+    finally:
+        avd._device_config.cache_clear()

@@ -15,7 +15,7 @@ from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.platforms.cumulus import judge as nvue
 from gpufabric.platforms.cumulus.document import document
-from tests.conftest import ALL_INTENTS, INVENTORY, plan_doc
+from tests.conftest import ALL_INTENTS, INVENTORY, example_plan, plan_doc
 
 SMALL_INTENTS = [p for p in ALL_INTENTS if "32k" not in p.name]
 LARGE = INVENTORY / "examples" / "three-tier-32k.yml"
@@ -23,6 +23,8 @@ RELEASES = platform("cumulus").releases
 
 
 def _plan(path, release: str | None = None) -> Plan:
+    if release is None:
+        return example_plan(path)  # one per test process, shared with the other files' per-example tests
     doc = yaml.safe_load(path.read_text())
     if release is not None:
         doc["platforms"] = {"cumulus": {"release": release}}

@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpufabric.config.context import DeviceContext, LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan, ip
-from tests.conftest import ALL_INTENTS, plan_doc
+from tests.conftest import ALL_INTENTS, example_plan
 from tests.oracles import nxos
 from tests.vendor_variants import variants
 
 
 def _plans() -> dict[str, Plan]:
-    plans = {p.stem: plan_doc(yaml.safe_load(p.read_text()), p.name) for p in ALL_INTENTS if "32k" not in p.name}
+    # Planned once per test process, shared with the other files' per-example tests (conftest).
+    plans = {p.stem: example_plan(p) for p in ALL_INTENTS if "32k" not in p.name}
     plans = {k: v for k, v in plans.items() if any(d.platform == "nxos" for d in v.devices())}
     return plans | variants("nxos")
 

@@ -7,16 +7,14 @@ import os
 
 import pytest
 import yaml
-from conftest import INVENTORY, plan_doc
+from conftest import INVENTORY, example_plan, plan_doc
 from render_helpers import render_all as render_in_memory
 from render_helpers import render_into
 
 from gpufabric.config import batch
 from gpufabric.config.context import LinkIndex
-from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
-from gpufabric.plan import build_plan
 from gpufabric.platforms.cumulus import nvue
 from gpufabric.platforms.cumulus.verify import nvue_facts
 from gpufabric.verify import runner, yaml_block
@@ -163,7 +161,7 @@ def test_block_reader_reads_the_same_once_its_rows_are_dropped(monkeypatch):
 @pytest.fixture(scope="module")
 def nvue_plan():
     """A fabric of NVUE switches (the default fabric's are FRR): one file per switch."""
-    return build_plan(load_intent(str(INVENTORY / "examples" / "superpod-1su.yml")))
+    return example_plan(INVENTORY / "examples" / "superpod-1su.yml")
 
 
 @pytest.fixture

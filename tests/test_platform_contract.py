@@ -14,6 +14,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from conftest import example_plan
 from napalm.base import NetworkDriver
 
 from gpufabric import platforms
@@ -45,7 +46,7 @@ def rendered_by_platform():
     """One rendered switch per platform: (plan, index, device name, its files)."""
     found = {}
     for example in EXAMPLES:
-        plan = build_plan(load_intent(example))
+        plan = build_plan(load_intent(None)) if example is None else example_plan(example)
         index = LinkIndex(plan)
         for device in plan.devices():
             if device.platform not in found:

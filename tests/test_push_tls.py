@@ -29,7 +29,7 @@ def address() -> str:
 
 
 def login(kind: str, server: TlsServer, **args) -> object:
-    driver = DRIVERS[kind](server.address, "admin", PASSWORD, timeout=5, optional_args={"port": server.port, **args})
+    driver = DRIVERS[kind](server.address, "admin", PASSWORD, timeout=30, optional_args={"port": server.port, **args})
     driver.open()
     return driver
 
@@ -123,7 +123,7 @@ def test_the_push_connection_refuses_an_unverified_switch_before_the_password(tm
     with TlsServer(pki, address) as server:
         hosts = Hosts({"sw1": Host(name="sw1", hostname=address, port=server.port, platform=kind)})
         inventory = Inventory(hosts=hosts, groups=Groups(), defaults=Defaults())
-        access_mod.apply(inventory, login_, timeout=5)
+        access_mod.apply(inventory, login_, timeout=30)
         nr = Nornir(inventory=inventory)
         with pytest.raises(TlsTrustError, match="not trusted"):
             nr.inventory.hosts["sw1"].get_connection("napalm", nr.config)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import INVENTORY, plan_doc
+from conftest import INVENTORY, example_plan, plan_doc
 from fabric_builders import kary_three_tier, kary_two_tier, role, single_plane, superpod
 
 from gpufabric.intent import load_intent
@@ -71,7 +71,7 @@ def test_kary_three_tier(k):
 
 
 def test_three_tier_32k():
-    plan = build_plan(load_intent(str(INVENTORY / "examples" / "three-tier-32k.yml")))
+    plan = example_plan(INVENTORY / "examples" / "three-tier-32k.yml")
     plane = plan.planes["compute"]
     assert plane.count_by_role() == {"superspine": 256, "spine": 512, "leaf": 512}
     assert sum(s.gpus for s in plan.servers) == 32768
@@ -151,7 +151,7 @@ def test_host_ports_are_routed_31s(default_plan):
 
 
 def test_lacp_hosts_share_a_unit_subnet():
-    plan = build_plan(load_intent(str(INVENTORY / "examples" / "multi-vendor.yml")))
+    plan = example_plan(INVENTORY / "examples" / "multi-vendor.yml")
     storage = [n for s in plan.servers for n in s.nics if n.plane == "storage"]
     by_server: dict[tuple[int, int], set[str]] = {}
     for nic in storage:
@@ -183,7 +183,7 @@ def test_oob_gives_every_device_and_server_an_address(default_plan):
 
 @pytest.fixture(scope="module")
 def rail_28k():
-    return build_plan(load_intent(str(INVENTORY / "examples" / "rail-28k.yml")))
+    return example_plan(INVENTORY / "examples" / "rail-28k.yml")
 
 
 def test_the_28k_rail_design_plans_to_its_published_counts(rail_28k):

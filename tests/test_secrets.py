@@ -70,18 +70,11 @@ def test_without_a_salt_key_the_plan_warns(tmp_path):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_no_rendered_file_holds_a_planted_secret(path, tmp_path):
-    done = run(
-        "nornir",
-        "render",
-        str(path),
-        "-o",
-        str(tmp_path),
-        GPUFABRIC_SWITCH_PASSWORD=SWITCH_PASSWORD_CANARY,
-        GPUFABRIC_SNMP_COMMUNITY=SNMP_CANARY,
-    )
+def test_no_rendered_file_holds_a_planted_secret(path, cli_rendering):
+    """`nornir render` with the planted secrets (the run's one rendering of the example: conftest)."""
+    done = cli_rendering(path)
     assert done.returncode == 0, done.stderr
-    files = list(tmp_path.iterdir())
+    files = list(done.folder.iterdir())
     assert files
     for f in files:
         text = f.read_text()

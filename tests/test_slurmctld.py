@@ -137,7 +137,7 @@ def controller(topology: str, nodes: list[str]) -> Iterator[dict[str, str]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _wait_for(ready: Callable[[], bool], what: str, folder: Path, timeout: float = 30.0) -> None:
+def _wait_for(ready: Callable[[], bool], what: str, folder: Path, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ready():
@@ -148,7 +148,7 @@ def _wait_for(ready: Callable[[], bool], what: str, folder: Path, timeout: float
 
 
 def _scontrol(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["scontrol", *args], env=env, capture_output=True, text=True, timeout=20, check=False)
+    return subprocess.run(["scontrol", *args], env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
 def _hostnames(env: dict[str, str], expression: str) -> set[str]:

@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from napalm.base.exceptions import CommitError
 from gpufabric.drivers.registry import network_driver
 from gpufabric.platforms.sonic.candidate import join
 from gpufabric.platforms.sonic.driver import SonicDriver
+from tests import revert_timer
 from tests.sonic_switch_double import SonicSwitchDouble
 
 PUSH = "gf-20261123T221500Z-a1b2c3"
@@ -82,12 +82,12 @@ def _zombie(pid: int) -> bool:
 
 
 def test_an_unconfirmed_change_reverts_by_itself(switch, driver) -> None:
+    """Armed for minutes and seen applied first; then the timer's sleep is ended and its own shell reverts
+    (tests/revert_timer.py): a timer of a second raced the apply and the reads on a loaded machine."""
     driver.load_replace_candidate(config=_candidate(AFTER))
-    driver.commit_config(revert_in=1)
-    assert switch.running == AFTER
-    deadline = time.monotonic() + 10
-    while f"delete-checkpoint {PUSH}" not in switch.journal and time.monotonic() < deadline:
-        time.sleep(0.2)
+    driver.commit_config(revert_in=revert_timer.LONG)
+    assert switch.running == AFTER and driver.has_pending_commit()
+    revert_timer.fire_and_wait(switch.root / "etc/sonic/gpufabric.pending")
     assert switch.running == BEFORE and switch.frr == FRR_BEFORE
     reverted = [f"rollback {PUSH}", "frr-reload gpufabric.rollback.frr.conf", f"delete-checkpoint {PUSH}"]
     assert switch.journal[-3:] == reverted

@@ -12,10 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run
+from conftest import example_plan, run
 
-from gpufabric.intent import load_intent
-from gpufabric.plan import build_plan
 from gpufabric.telemetry.shards import ShardError, parse_shard, shard_of, split
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "inventory" / "examples" / "three-tier-32k.yml"
@@ -26,7 +24,7 @@ SIGMAS = 4
 
 @pytest.fixture(scope="module")
 def names() -> list[str]:
-    return [d.name for d in build_plan(load_intent(str(EXAMPLE))).devices()]
+    return [d.name for d in example_plan(EXAMPLE).devices()]
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 8, 13, 16])

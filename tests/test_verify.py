@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, ROOT, default_doc, plan_doc, run, set_path
+from conftest import INVENTORY, ROOT, default_doc, example_plan, plan_doc, run, set_path
 from render_helpers import render_into
 
 from gpufabric.intent import load_intent
@@ -43,17 +43,16 @@ def rendered(tmp_path_factory):
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_every_example_renders_and_verifies_clean(example, tmp_path):
-    out = tmp_path / "configs"
+def test_every_example_renders_and_verifies_clean(example, cli_rendering):
     path = str(INVENTORY / example)
-    done = run("nornir", "render", path, "-o", str(out))
+    done = cli_rendering(INVENTORY / example)  # `nornir render`, once per run per example (conftest)
     assert done.returncode == 0, done.stderr
     # The 32k fabric's 1,280 documents are judged by NVIDIA's model in test_oracle_nvue.py, in memory.
     judges = ["--no-vendor"] if "32k" in example else []
-    checked = run("nornir", "verify", path, "--configs", str(out), "--json", *judges)
+    checked = run("nornir", "verify", path, "--configs", str(done.folder), "--json", *judges)
     report = json.loads(checked.stdout)
     assert report["findings"] == [] and checked.returncode == 0
-    assert report["switches"] == len(build_plan(load_intent(path)).devices())
+    assert report["switches"] == len(example_plan(path).devices())
 
 
 def test_nxos_roce_verifies_clean(rendered):

@@ -24,7 +24,9 @@ from gpufabric.lab.state import LabState
 from gpufabric.lab.topology import LabTopology, Node
 
 WORKERS = 8
-READY_TIMEOUT = 20.0
+# Every switch's sshd and FRR, started together: seconds on a quiet machine, more on a loaded one (a CI
+# runner). Only a lab that never comes up waits this long.
+READY_TIMEOUT = 90.0
 
 
 class LabDaemonError(netlink.LabCommandError):

@@ -48,7 +48,7 @@ def wire(spec: HostSpec, bridge: str, leader: int) -> None:
         netlink.batch(peer, nic.peer_netns)
 
 
-def leader(nspawn_pid: int, timeout: float = 15.0) -> int:
+def leader(nspawn_pid: int, timeout: float = 60.0) -> int:
     """The container's init: the child of systemd-nspawn that has become systemd (earlier children are transient)."""
     deadline = time.monotonic() + timeout
     children = Path(f"/proc/{nspawn_pid}/task/{nspawn_pid}/children")
