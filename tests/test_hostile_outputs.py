@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-import pytest
 from conftest import INVENTORY, ROOT, run
 
 from gpufabric.acceptance.report import Report, Verdict, junit
@@ -160,6 +159,7 @@ def test_a_validate_junit_report_of_hostile_switch_text_is_well_formed_xml():
 
 def test_a_junit_report_is_read_by_a_junit_reader(tmp_path):
     import junitparser  # a test dependency: a JUnit reader no one here wrote
+
     path = tmp_path / "validate.xml"
     path.write_text(report.as_junit(_hostile_results(), 1.0), encoding="utf-8")
     xml = junitparser.JUnitXml.fromfile(str(path))
