@@ -422,7 +422,9 @@ def test_a_leaf_that_cannot_reestablish_bgp_is_rolled_back_and_the_others_untouc
 def test_an_unreachable_switch_fails_the_push_and_stops_the_rollout(lab, pushed):
     ns("cmp-su2-leaf2", "link", "set", "eth0", "down")
     try:
-        rc, out = push(lab, "--timeout", "2")
+        # The SSH timeout bounds every switch's handshake, the reachable ones' too: a loaded machine's sshd
+        # answers late. Only the unreachable switch waits it out.
+        rc, out = push(lab, "--timeout", "10")
     finally:
         ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
     status = {d["device"]: d for d in out["devices"]}
@@ -444,7 +446,7 @@ def test_a_switch_that_cannot_be_read_stops_the_push_before_any_switch_changes(l
     before = {name: _switch_files(name) for name in ("cmp-su1-leaf1", "cmp-spine1")}
     ns("cmp-su2-leaf2", "link", "set", "eth0", "down")
     try:
-        rc, out = push(lab, "--from", str(tmp_path), "--timeout", "2")
+        rc, out = push(lab, "--from", str(tmp_path), "--timeout", "10")  # see the test above
     finally:
         ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
     status = {d["device"]: d for d in out["devices"]}
