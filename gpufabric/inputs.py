@@ -127,12 +127,17 @@ def _size(n: int) -> str:
 def read_bytes(path: str | Path, *, what: str, max_bytes: int, follow_links: bool = True) -> bytes:
     """The bytes of `path`, a regular file of at most `max_bytes` (refused, not cut, when larger)."""
     with open_input(path, what=what, follow_links=follow_links) as fh:
-        try:
-            raw = _read_at_most(fh, max_bytes + 1)
-        except OSError as exc:
-            raise _error(path, f"cannot be read: {exc.strerror}") from None
+        return _bounded_read(fh, path, f"is larger than {_size(max_bytes)}, more than {what} can be", max_bytes)
+
+
+def _bounded_read(fh: IO[bytes], name: str | Path, too_large: str, max_bytes: int) -> bytes:
+    """At most `max_bytes` of `fh`; more is refused (never cut), as `too_large` says."""
+    try:
+        raw = _read_at_most(fh, max_bytes + 1)
+    except OSError as exc:
+        raise _error(name, f"cannot be read: {exc.strerror}") from None
     if len(raw) > max_bytes:
-        raise _error(path, f"is larger than {_size(max_bytes)}, more than {what} can be", "name the right file")
+        raise _error(name, too_large, "name the right input")
     return raw
 
 
@@ -157,12 +162,7 @@ def read_stream(stream: IO[bytes], *, name: str, what: str, max_bytes: int) -> s
     """What an already open stream (standard input) holds, read as read_text reads a file: at most
     `max_bytes` (refused, not cut, when more arrives), decoded as UTF-8. A stream has no kind to check:
     its end is what the writer says it is."""
-    try:
-        raw = _read_at_most(stream, max_bytes + 1)
-    except OSError as exc:
-        raise _error(name, f"cannot be read: {exc.strerror}") from None
-    if len(raw) > max_bytes:
-        raise _error(name, f"holds more than {_size(max_bytes)}, more than {what} can be", "give the right input")
+    raw = _bounded_read(stream, name, f"holds more than {_size(max_bytes)}, more than {what} can be", max_bytes)
     return decode_text(raw, name, what)
 
 
