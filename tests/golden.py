@@ -1,5 +1,10 @@
-"""Golden files: the default fabric and multi-vendor.yml rendered into tests/golden/<name>/, and their
-structured config (`gpufabric export structured`) into tests/golden/<name>/structured/.
+"""Golden files: what every example renders, so a change to the code shows as a reviewable diff.
+
+- tests/golden/<name>/: the smaller examples rendered in full (every switch's files), with their structured
+  config (`gpufabric export structured`) in tests/golden/<name>/structured/.
+- tests/golden/digests/<example>.sha256: every example, the largest included, as one SHA-256 per rendered
+  file and per export (`sha256sum` format): a byte changed anywhere in a 64 MB fabric shows, without
+  committing the files.
 
 Regenerate after an intended change, then review the diff before committing:
     python tests/golden.py
@@ -7,16 +12,26 @@ Regenerate after an intended change, then review the diff before committing:
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
+DIGESTS = GOLDEN / "digests"
+EXAMPLES = ROOT / "inventory" / "examples"
+# Rendered in full: every platform appears in at least one of these (SONiC only in sonic.yml).
 SOURCES = {
     "default": ROOT / "inventory" / "fabric.yml",
-    "multi-vendor": ROOT / "inventory" / "examples" / "multi-vendor.yml",
+    "multi-vendor": EXAMPLES / "multi-vendor.yml",
+    "sonic": EXAMPLES / "sonic.yml",
+    "lab-infiniband": EXAMPLES / "lab-infiniband.yml",
+    "superpod-1su": EXAMPLES / "superpod-1su.yml",
+    "superpod-ib": EXAMPLES / "superpod-ib.yml",
 }
+# Every example, as digests.
+DIGEST_SOURCES = {"default": ROOT / "inventory" / "fabric.yml"} | {p.stem: p for p in sorted(EXAMPLES.glob("*.yml"))}
 # Not a secret: a fixed password so the committed hashes never change by themselves.
 GOLDEN_ENV = {
     "GPUFABRIC_SWITCH_PASSWORD": "golden-password-not-a-secret",
@@ -25,16 +40,42 @@ GOLDEN_ENV = {
 }
 
 
-def render(name: str) -> dict[str, str]:
+def render_source(source: Path) -> dict[str, str]:
     from render_helpers import render_all
 
     from gpufabric.export import structured
     from gpufabric.intent import load_intent
     from gpufabric.plan import build_plan
 
-    plan = build_plan(load_intent(str(SOURCES[name])))
+    plan = build_plan(load_intent(str(source)))
     files = render_all(plan, GOLDEN_ENV)
     return files | {f"structured/{n}": text for n, text in structured.documents(plan).items()}
+
+
+def render_exports(source: Path) -> dict[str, str]:
+    """Every export kind of the example, or the reason it refuses (`export/<kind>.refused`)."""
+    from gpufabric.export.registry import EXPORTERS
+    from gpufabric.intent import load_intent
+    from gpufabric.intent.errors import IntentError
+    from gpufabric.plan import build_plan
+
+    plan = build_plan(load_intent(str(source)))
+    files: dict[str, str] = {}
+    for kind, exporter in sorted(EXPORTERS.items()):
+        try:
+            files[f"export/{kind}{exporter.suffix}"] = exporter.render(plan)
+        except (IntentError, ValueError) as refused:  # an export that does not apply to the example
+            files[f"export/{kind}.refused"] = str(refused)
+    return files
+
+
+def render(name: str) -> dict[str, str]:
+    return render_source(SOURCES[name])
+
+
+def digest_lines(files: dict[str, str]) -> str:
+    """`sha256sum`'s format, one line per file, sorted by name."""
+    return "".join(f"{hashlib.sha256(files[n].encode()).hexdigest()}  {n}\n" for n in sorted(files))
 
 
 def main() -> int:
@@ -48,6 +89,11 @@ def main() -> int:
             (folder / file).parent.mkdir(exist_ok=True)
             (folder / file).write_text(text)
         print(f"wrote {len(files)} files into {folder.relative_to(ROOT)}")
+    DIGESTS.mkdir(exist_ok=True)
+    for name, source in DIGEST_SOURCES.items():
+        files = render_source(source) | render_exports(source)
+        (DIGESTS / f"{name}.sha256").write_text(digest_lines(files))
+        print(f"wrote {len(files)} digests into {(DIGESTS / name).relative_to(ROOT)}.sha256")
     return 0
 
 
