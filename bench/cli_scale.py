@@ -128,8 +128,8 @@ def measure(runs: int, avd_sample: int, parent: Path) -> list[dict[str, Any]]:
 def _avd_rows(sample: int) -> list[dict[str, Any]]:
     """pyavd and a bare Jinja2 loop against gpufabric on the same EOS switches, in this process."""
     try:
-        from gpufabric.platforms.eos.judge import render as avd_render  # needs pyavd (the bench extra)
-        from gpufabric.platforms.eos.judge import structured_config
+        from gpufabric.nos.eos.judge import render as avd_render  # needs pyavd (the bench extra)
+        from gpufabric.nos.eos.judge import structured_config
     except ImportError as exc:
         return [{"figure": "pyavd eos_cli_config_gen (anchor)", "note": f"not installed: {exc}"}]
     import jinja2

@@ -23,8 +23,8 @@ from rollout_scale import intent_text
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.intent import load_intent
+from gpufabric.nos.cumulus import nvue
 from gpufabric.plan import build_plan
-from gpufabric.platforms.cumulus import nvue
 from gpufabric.push.candidates import candidate
 from nornir_tasks.per_host import READER_SWITCH_INTERVAL
 

@@ -1,5 +1,5 @@
 """NAPALM finds the `frr` driver here: `napalm.get_network_driver("frr")`."""
 
-from gpufabric.platforms.frr.driver import FrrDriver
+from gpufabric.nos.frr.driver import FrrDriver
 
 __all__ = ["FrrDriver"]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from gpufabric.drivers.recording import RecordingTransport, save
 from gpufabric.drivers.transport import SSHTransport
-from gpufabric.platforms.cumulus.driver import CumulusDriver
-from gpufabric.platforms.frr.driver import FrrDriver
+from gpufabric.nos.cumulus.driver import CumulusDriver
+from gpufabric.nos.frr.driver import FrrDriver
 
 DRIVERS = {"cumulus": CumulusDriver, "frr": FrrDriver}
 

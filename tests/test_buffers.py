@@ -13,8 +13,8 @@ import yaml
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.intent import IntentError, load_intent_text
+from gpufabric.nos.cumulus import judge as nvue
 from gpufabric.plan.model import Plan
-from gpufabric.platforms.cumulus import judge as nvue
 from tests.conftest import INVENTORY, SONIC_YANG, plan_doc, set_path
 
 SUPERPOD = INVENTORY / "examples" / "superpod-1su.yml"

@@ -14,8 +14,8 @@ import pytest
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.headroom import headroom_bytes, lossless_buffer
 from gpufabric.config.render import render_context
+from gpufabric.nos.nxos.verify import nxos_facts
 from gpufabric.plan.model import Plan
-from gpufabric.platforms.nxos.verify import nxos_facts
 from gpufabric.validate import checks
 from gpufabric.validate.planned import planned
 from gpufabric.verify.runner import verify
@@ -174,7 +174,7 @@ _HEADROOM = re.compile(r"^platform trident mmu queue profile ROCE\n    ingress h
 
 @pytest.mark.parametrize(("length", "metres"), LENGTHS)
 def test_eos_compute_switches_carry_the_formulas_headroom_as_pyavd_renders_it(length, metres):
-    from gpufabric.platforms.eos import judge
+    from gpufabric.nos.eos import judge
 
     plan = _plan("eos", length)
     index = LinkIndex(plan)
@@ -196,7 +196,7 @@ def test_eos_compute_switches_carry_the_formulas_headroom_as_pyavd_renders_it(le
 
 
 def test_avds_schema_refuses_a_headroom_unit_it_does_not_know():
-    from gpufabric.platforms.eos import judge
+    from gpufabric.nos.eos import judge
 
     sc = {"platform": {"trident": {"mmu": {"queue_profiles": [{"name": "ROCE", "ingress": {"headroom": {}}}]}}}}
     sc["platform"]["trident"]["mmu"]["queue_profiles"][0]["ingress"]["headroom"] = {"memory": 70932, "unit": "kb"}

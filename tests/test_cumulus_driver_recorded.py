@@ -26,7 +26,7 @@ from gpufabric.drivers.recording import ReplayTransport, load
 from gpufabric.drivers.transport import Output
 from gpufabric.intent import load_intent
 from gpufabric.lab.topology import topology
-from gpufabric.platforms.cumulus import nvue
+from gpufabric.nos.cumulus import nvue
 from gpufabric.validate import checks, qos_map
 from gpufabric.validate.planned import planned
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from napalm.base.exceptions import SessionLockedException
 
-from gpufabric.platforms.eos.driver import GpufabricEOSDriver
+from gpufabric.nos.eos.driver import GpufabricEOSDriver
 
 OLD = "gf-20200101T000000Z-0a0a0a"  # a push long gone (its controller was killed)
 NOW = "gf-20260101T000000Z-c0ffee"

@@ -23,7 +23,7 @@ from nornir.plugins.runners import ThreadedRunner
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
 from gpufabric.drivers.transport import Output
-from gpufabric.platforms.frr.files import DeviceFiles
+from gpufabric.nos.frr.files import DeviceFiles
 from gpufabric.push import rollout
 from gpufabric.push.expect import Expectation
 from gpufabric.push.targets import Batch

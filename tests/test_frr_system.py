@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from gpufabric.platforms.frr import system as frr_system
-from gpufabric.platforms.frr.files import candidate_parts, join_candidate
+from gpufabric.nos.frr import system as frr_system
+from gpufabric.nos.frr.files import candidate_parts, join_candidate
 
 STANDINS = ("hostname", "getent", "useradd", "usermod", "ln", "ip", "chronyc", "systemctl")
 HOSTILE = "x'; touch /tmp/pwned-$$; echo '\n$(reboot)`id`"

@@ -106,7 +106,7 @@ _OWN_JSON = {
     "gpufabric/outputs.py": "the helper itself",
     "gpufabric/validate/report.py": "writes a result at a time, its seconds through outputs.json_number",
     "gpufabric/docsite/pages.py": "quotes a page title (text only) as a YAML scalar",
-    "gpufabric/platforms/sonic/yang.py": "hands the document to libyang in memory, which judges it",
+    "gpufabric/nos/sonic/yang.py": "hands the document to libyang in memory, which judges it",
 }
 
 

@@ -271,7 +271,7 @@ def frr_script(wrong: dict[str, bytes]) -> Callable[[str], Reply]:
 
 
 def frr_driver(switch: HostileSshSwitch, folder: Path) -> Any:
-    from gpufabric.platforms.frr.driver import FrrDriver
+    from gpufabric.nos.frr.driver import FrrDriver
 
     args = {"transport": switch.connect(folder, ReadBounds()), "pathspace": "", "lldp_socket": "/run/lldpd.socket"}
     driver = FrrDriver(ADDRESS, "admin", "unused", optional_args=args)
@@ -336,7 +336,7 @@ def test_the_same_getters_read_good_answers_as_before(frr_switch: HostileSshSwit
 
 def test_nvue_yaml_with_aliases_is_a_named_failure(frr_switch: HostileSshSwitch, tmp_path: Path) -> None:
     """A few lines of YAML aliases are a tree of a billion nodes for whoever walks it (validate's drift)."""
-    from gpufabric.platforms.cumulus.driver import CumulusDriver
+    from gpufabric.nos.cumulus.driver import CumulusDriver
 
     bomb = b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
         f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n".encode() for p, c in zip("abcdefgh", "bcdefghi", strict=True)
@@ -371,8 +371,8 @@ def nxapi_script(version: Body) -> HttpScript:
 
 
 def api_driver(kind: str, api: HostileApiSwitch, bounds: ReadBounds) -> Any:
-    from gpufabric.platforms.eos.driver import GpufabricEOSDriver
-    from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver
+    from gpufabric.nos.eos.driver import GpufabricEOSDriver
+    from gpufabric.nos.nxos.driver import GpufabricNXOSDriver
 
     cls = GpufabricEOSDriver if kind == "eos" else GpufabricNXOSDriver
     args = {"port": api.port, "tls_ca_file": str(api.pki.ca_file), "read_bounds": bounds}

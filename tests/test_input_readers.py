@@ -37,7 +37,7 @@ INPUTS_MODULE = {"inputs", "gpufabric.inputs"}  # `inputs.read_text(...)` is the
 ALLOWED: dict[tuple[str, str], str] = {
     # Not outside input: what gpufabric ships, or what the kernel says of a process gpufabric started.
     ("gpufabric/intent/loader.py", "default_fabric_text"): "the fabric shipped in the package (importlib.resources)",
-    ("gpufabric/platforms/sonic/__init__.py", "_frr_template"): "a template shipped in the package",
+    ("gpufabric/nos/sonic/__init__.py", "_frr_template"): "a template shipped in the package",
     ("gpufabric/lab/processes.py", "alive"): "/proc/PID/status of a daemon the lab started",
     ("gpufabric/lab/hosts/container.py", "leader"): "/proc of the systemd-nspawn the lab started",
     ("gpufabric/lab/hosts/container.py", "_is_container_init"): "/proc/PID/comm of the container's init",
@@ -46,7 +46,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Not files: a NAPALM driver's or connection's open() logs in to a switch.
     ("gpufabric/push/access.py", "RevealingNapalm.open"): "a NAPALM connection's open, not a file",
     ("gpufabric/telemetry/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",
-    ("gpufabric/platforms/frr/driver.py", "FrrDriver.open"): "the parent driver's open (an SSH session)",
+    ("gpufabric/nos/frr/driver.py", "FrrDriver.open"): "the parent driver's open (an SSH session)",
     # Writes that are not whole files: a new file in a folder no one sees yet, locks, append-only logs.
     ("gpufabric/export/atomic.py", "write_new"): "O_CREAT|O_EXCL (never through a link) in a folder only this "
     "run can see until it is renamed into place",

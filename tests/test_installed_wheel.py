@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -19,8 +20,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "inventory" / "examples").glob("*.yml"))
-
-pytestmark = pytest.mark.slow
 
 
 def _run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -42,13 +41,27 @@ def installed(tmp_path_factory) -> Path:
     _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp / "dist", ROOT, cwd=tmp)
     (wheel,) = (tmp / "dist").glob("gpufabric-*.whl")
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".j2")}
-    in_checkout = {str(p.relative_to(ROOT)) for p in (ROOT / "gpufabric").rglob("*.j2")}
+    in_checkout = {f"gpufabric/{p.relative_to(ROOT)}" for p in (ROOT / "templates").rglob("*.j2")}
     assert shipped == in_checkout and shipped
     venv.create(tmp / "venv", with_pip=True)
     _run(tmp / "venv" / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=tmp)
     return tmp / "venv" / "bin" / "gpufabric"
 
 
+def test_the_listed_packages_are_every_package_of_the_checkout():
+    """pyproject.toml lists its packages (the templates tree is mapped into the package, which discovery
+    does not follow): a package added to the tree and not to the list would be missing from the wheel."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    in_tree = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    templates = {f"gpufabric.templates.{d.name}" for d in (ROOT / "templates").iterdir() if d.is_dir()}
+    assert listed == in_tree | templates | {"gpufabric.templates"}
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("example", [None, *EXAMPLES], ids=lambda e: "default" if e is None else e.stem)
 def test_the_installed_wheel_renders_as_the_checkout_does(installed, example, tmp_path):
     work = tmp_path / "elsewhere"  # no inventory/ here: the default fabric is the packaged one

@@ -172,7 +172,7 @@ def test_push_applies_each_switch_host_settings_in_its_own_etc(lab, pushed):
 def test_an_unconfirmed_host_settings_change_reverts_with_the_routing(lab, pushed, tmp_path):
     """The revert timer puts the host files back too: NTP changed, not confirmed, restored by the switch
     (its timer armed for minutes, then its wait ended: see tests/revert_timer.py)."""
-    from gpufabric.platforms.frr.files import join_candidate
+    from gpufabric.nos.frr.files import join_candidate
 
     login = json.loads((lab / "login.json").read_text())
     env = {"GPUFABRIC_SWITCH_PASSWORD": login["password"]}

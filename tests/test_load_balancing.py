@@ -13,12 +13,12 @@ import yaml
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
 from gpufabric.intent import IntentError, load_intent_text
+from gpufabric.nos.cumulus import judge as nvue
+from gpufabric.nos.eos import judge as avd
+from gpufabric.nos.frr import system as frr_system
+from gpufabric.nos.frr.files import SYSCTL_MARKER
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from gpufabric.platforms.cumulus import judge as nvue
-from gpufabric.platforms.eos import judge as avd
-from gpufabric.platforms.frr import system as frr_system
-from gpufabric.platforms.frr.files import SYSCTL_MARKER
 from gpufabric.validate import checks
 from gpufabric.validate.planned import planned
 from gpufabric.verify.runner import verify

@@ -27,7 +27,7 @@ from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Host, Hos
 from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
 
-from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver, Phase, ReplaceStatusError, parse_replace_status
+from gpufabric.nos.nxos.driver import GpufabricNXOSDriver, Phase, ReplaceStatusError, parse_replace_status
 from gpufabric.push import rollout
 from gpufabric.push.expect import Expectation
 from gpufabric.push.rollout import OtherPushPendingError
@@ -466,7 +466,7 @@ def test_a_rollback_the_switch_answers_but_does_not_do_is_a_failure(switch):
 
 
 def test_a_replace_reported_in_progress_is_waited_for(switch, monkeypatch):
-    from gpufabric.platforms.nxos import driver as nxos_driver
+    from gpufabric.nos.nxos import driver as nxos_driver
 
     monkeypatch.setattr(nxos_driver, "POLL", 0.0)
     answers = iter([{"operation_status": "In Progress"}, {"operation_status": "In Progress"}])

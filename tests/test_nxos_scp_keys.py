@@ -21,7 +21,7 @@ import paramiko
 import pytest
 from napalm.base.exceptions import ConnectionException
 
-from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver
+from gpufabric.nos.nxos.driver import GpufabricNXOSDriver
 
 PASSWORD = "fabric-secret-91c2"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from gpufabric.drivers.transport import Output
-from gpufabric.platforms.eos.telemetry import parse_transceivers as eos_transceivers
-from gpufabric.platforms.nxos.telemetry import parse_transceivers as nxos_transceivers
+from gpufabric.nos.eos.telemetry import parse_transceivers as eos_transceivers
+from gpufabric.nos.nxos.telemetry import parse_transceivers as nxos_transceivers
 from gpufabric.telemetry.link_quality import read_link_quality
 from gpufabric.telemetry.metrics import METRICS
 from gpufabric.telemetry.optics import Optics, parse_fec, parse_module, parse_phy_counters, samples

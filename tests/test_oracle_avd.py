@@ -14,8 +14,8 @@ import pytest
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
+from gpufabric.nos.eos import judge as avd
 from gpufabric.plan.model import Plan
-from gpufabric.platforms.eos import judge as avd
 from tests.conftest import ALL_INTENTS, example_plan
 from tests.vendor_variants import variants
 
@@ -105,7 +105,7 @@ def test_a_wrong_lane_count_in_the_renderer_is_caught(monkeypatch):
     """Mutation check: gpufabric's EOS lane count made wrong (16 lanes to a cage: `100g-4`, a value AVD's
     schema accepts) must differ from Arista's `100g-2` on a 400G cage split four ways. An oracle that
     asked gpufabric for the form would follow the mutation and see no difference."""
-    from gpufabric.platforms import eos
+    from gpufabric.nos import eos
 
     plan = PLANS["multi-vendor"]
     index = LinkIndex(plan)

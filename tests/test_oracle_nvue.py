@@ -11,10 +11,10 @@ import yaml
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_device
+from gpufabric.nos.cumulus import judge as nvue
+from gpufabric.nos.cumulus.document import document
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from gpufabric.platforms.cumulus import judge as nvue
-from gpufabric.platforms.cumulus.document import document
 from tests.conftest import ALL_INTENTS, INVENTORY, example_plan, plan_doc
 
 SMALL_INTENTS = [p for p in ALL_INTENTS if "32k" not in p.name]

@@ -15,8 +15,8 @@ from gpufabric.config import batch
 from gpufabric.config.context import LinkIndex
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
-from gpufabric.platforms.cumulus import nvue
-from gpufabric.platforms.cumulus.verify import nvue_facts
+from gpufabric.nos.cumulus import nvue
+from gpufabric.nos.cumulus.verify import nvue_facts
 from gpufabric.verify import runner, yaml_block
 from gpufabric.verify.runner import verify
 from gpufabric.verify.yaml_block import load_block_yaml

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import sys
 import textwrap
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from gpufabric.config.render import render_device
 from gpufabric.intent import load_intent, load_intent_text
 from gpufabric.intent.loader import default_fabric_text
 from gpufabric.plan import build_plan
+from gpufabric.platforms.spec import templates_root
 from gpufabric.push.candidates import candidate
 from gpufabric.verify.facts import SwitchFacts
 
@@ -72,12 +72,12 @@ def test_the_spec_is_sane(name):
 
 
 @pytest.mark.parametrize("name", platforms.names())
-def test_the_templates_are_resources_of_the_platform_package(name):
+def test_the_templates_are_in_the_templates_tree(name):
     spec = platforms.platform(name)
     if spec.builder is not None:
         return
-    assert spec.templates_package is not None
-    folder = files(spec.templates_package) / "templates"
+    assert spec.templates_dir is not None
+    folder = templates_root() / spec.templates_dir
     missing = [template for _, template in spec.outputs if not (folder / template).is_file()]
     assert missing == []
 
@@ -127,6 +127,7 @@ PLATFORM = replace(
     title="Acme OS (a test's platform)",
     outputs=((".acmeos.conf", "config.j2"),),
     candidate_suffix=".acmeos.conf",
+    templates_dir=None,
     templates_package=__name__,
     assemble_candidate=None,
     rank=1000,

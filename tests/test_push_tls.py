@@ -16,8 +16,8 @@ from napalm.base.exceptions import ConnectionException
 from tls_server import TlsServer, make_pki
 
 from gpufabric.drivers.tls_pins import TlsTrustError, fingerprint, read_pins
-from gpufabric.platforms.eos.driver import GpufabricEOSDriver
-from gpufabric.platforms.nxos.driver import GpufabricNXOSDriver
+from gpufabric.nos.eos.driver import GpufabricEOSDriver
+from gpufabric.nos.nxos.driver import GpufabricNXOSDriver
 
 DRIVERS = {"eos": GpufabricEOSDriver, "nxos": GpufabricNXOSDriver}
 PASSWORD = "fabric-secret-7f3a"

@@ -29,7 +29,7 @@ def _rendered(platform: str) -> str:
 def test_rendered_config_of_each_platform_reads_back_as_the_contract(platform):
     running = _rendered(platform)
     if platform == "frr":  # the FRR switch's running config carries its nftables section, as the driver shows it
-        from gpufabric.platforms.frr.files import join_candidate
+        from gpufabric.nos.frr.files import join_candidate
 
         files = render_all(plan_doc(default_doc()))
         running = join_candidate(files["cmp-spine1.frr.conf"], files.get("cmp-spine1.nft"))

@@ -15,8 +15,8 @@ import pytest
 from napalm.base.exceptions import CommitError
 
 from gpufabric.drivers.registry import network_driver
-from gpufabric.platforms.sonic.candidate import join
-from gpufabric.platforms.sonic.driver import SonicDriver
+from gpufabric.nos.sonic.candidate import join
+from gpufabric.nos.sonic.driver import SonicDriver
 from tests import revert_timer
 from tests.sonic_switch_double import SonicSwitchDouble
 

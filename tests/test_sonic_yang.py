@@ -18,9 +18,9 @@ import yaml
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
 from gpufabric.intent import load_intent
+from gpufabric.nos.sonic.yang import ConfigDbError, validate
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Plan
-from gpufabric.platforms.sonic.yang import ConfigDbError, validate
 from tests.conftest import ALL_INTENTS, INVENTORY, SONIC_YANG, plan_doc
 
 SONIC_EXAMPLE = INVENTORY / "examples" / "sonic.yml"

@@ -189,7 +189,7 @@ class _StandInSwitch:
 
 
 def test_eos_pfc_counters_and_watchdog_are_read():
-    from gpufabric.platforms.eos import telemetry as eos
+    from gpufabric.nos.eos import telemetry as eos
 
     pfc = eos.parse_pfc("switch>show priority-flow-control counters\n" + (OUTPUTS / "eos_pfc_counters.txt").read_text())
     assert pfc == {"Ethernet1/1": (0, 0), "Ethernet1/3": (48213, 1207), "Ethernet1/5": (0, 12), "Ethernet1/7": (3, 0)}
@@ -199,7 +199,7 @@ def test_eos_pfc_counters_and_watchdog_are_read():
 
 
 def test_nxos_pfc_and_queue_counters_are_read():
-    from gpufabric.platforms.nxos import telemetry as nxos
+    from gpufabric.nos.nxos import telemetry as nxos
 
     doc = json.loads((OUTPUTS / "nxos_pfc.json").read_text())
     assert nxos.parse_pfc(doc) == {"Ethernet1/1": (0, 0), "Ethernet1/2": (5120, 77)}

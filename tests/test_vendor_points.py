@@ -16,9 +16,9 @@ import yaml
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
+from gpufabric.nos.cumulus import judge as nvue
+from gpufabric.nos.cumulus.document import DEFAULT_CONTROL_PLANE_ACLS
 from gpufabric.plan.model import Plan
-from gpufabric.platforms.cumulus import judge as nvue
-from gpufabric.platforms.cumulus.document import DEFAULT_CONTROL_PLANE_ACLS
 from tests.conftest import INVENTORY, plan_doc
 from tests.vendor_variants import one_platform
 
@@ -287,7 +287,7 @@ def test_an_mlag_pair_routes_over_its_peer_link_on_a_planned_31(platform, eos, n
 def test_cumulus_mlag_pairs_peer_over_the_peerlink_and_roce_covers_it(cumulus):
     """Cumulus peers unnumbered over peerlink.4094; `qos roce` is global, so the peerlink's members
     carry it as every switch port does (verify counts them)."""
-    from gpufabric.platforms.cumulus.verify import nvue_facts
+    from gpufabric.nos.cumulus.verify import nvue_facts
 
     pairs = [(ctx, text) for ctx, text in cumulus.values() if ctx.mlag]
     assert pairs

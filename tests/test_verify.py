@@ -412,7 +412,7 @@ def test_a_vendor_model_that_is_not_installed_is_named_with_how_to_install_it(re
 def test_a_vendor_model_that_fails_on_a_file_is_a_finding_not_a_crash(rendered, tmp_path, monkeypatch):
     """A release the installed nvueschema lacks (a test double for its model lookup) is reported on
     the file, and verify carries on."""
-    from gpufabric.platforms.cumulus import judge as nvue
+    from gpufabric.nos.cumulus import judge as nvue
 
     plan, folder = rendered["multi-vendor"]
 

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpufabric.platforms.cumulus.judge import NvueLoader
+from gpufabric.nos.cumulus.judge import NvueLoader
 from gpufabric.platforms.yaml_text import mapping_lines, scalar
 
 TRICKY = [

@@ -22,7 +22,7 @@ import yaml
 
 from fleet_sim import latency as lat
 from fleet_sim.shell import Result
-from gpufabric.platforms.cumulus.nvue import set_tree as _nvue_set_tree
+from gpufabric.nos.cumulus.nvue import set_tree as _nvue_set_tree
 
 HOME = "/home/cumulus"
 STARTUP = "/etc/nvue.d/startup.yaml"

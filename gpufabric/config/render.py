@@ -1,11 +1,12 @@
 """Render switch configurations in-process from each platform's templates, one Jinja2 environment per platform.
 
-The templates are package data of the platform's own package (gpufabric/platforms/<os>/templates/),
-so an installed wheel renders exactly as a checkout does.
+The built-in platforms' templates sit in the project's templates tree (templates/<os>/), shipped in the
+wheel as package data, so an installed wheel renders exactly as a checkout does; a third-party platform's
+are package data of its own package.
 
 StrictUndefined turns a missing value into an error instead of an empty string in a
-config that would still load. Which files a switch gets is its platform's (gpufabric/platforms/);
-Cumulus NVUE documents are built as a tree (gpufabric/platforms/cumulus/document.py).
+config that would still load. Which files a switch gets is its platform's (gpufabric/nos/<os>/);
+Cumulus NVUE documents are built as a tree (gpufabric/nos/cumulus/document.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gpufabric.config.context import DeviceContext, LinkIndex, breakouts, build
 from gpufabric.config.policy import MGMT_UDP_PORTS, NXOS_MGMT0_TCP_PORTS
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.platforms.spec import PlatformSpec
+from gpufabric.platforms.spec import PlatformSpec, templates_root
 from gpufabric.platforms.yaml_text import scalar as yaml_scalar
 
 
@@ -35,10 +36,15 @@ class NoTemplatesError(LookupError):
 @cache
 def environment(spec: PlatformSpec) -> jinja2.Environment:
     """The platform's templates, loaded as resources of its package: an installed wheel renders as a checkout does."""
-    if spec.templates_package is None:
-        raise NoTemplatesError(f"platform {spec.name} names no templates_package for {spec.outputs}")
+    loader: jinja2.BaseLoader
+    if spec.templates_dir is not None:
+        loader = jinja2.FileSystemLoader(templates_root() / spec.templates_dir)
+    elif spec.templates_package is not None:
+        loader = jinja2.PackageLoader(spec.templates_package, "templates")
+    else:
+        raise NoTemplatesError(f"platform {spec.name} names no templates folder for {spec.outputs}")
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader(spec.templates_package, "templates"),
+        loader=loader,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -1,6 +1,6 @@
 """The network operating systems gpufabric configures, found through the `gpufabric.platforms` entry points.
 
-Each entry point names a `PlatformSpec` object (`eos = "gpufabric.platforms.eos:PLATFORM"`). The built-in
+Each entry point names a `PlatformSpec` object (`eos = "gpufabric.nos.eos:PLATFORM"`). The built-in
 platforms are declared in pyproject.toml exactly as a third party declares its own in its distribution's
 metadata: one folder (spec, templates, readers, driver) and one entry-point line, no edit to gpufabric.
 The intent, planner, renderer, verify, push and exports reach a platform only through this registry.

@@ -107,8 +107,11 @@ class PlatformSpec:
     mlag_l3_vlan: int | None = None
     mlag_l3_interface: str | None = None
     judge: VendorJudge | None = None
-    # The package whose `templates/` folder holds the Jinja2 templates `outputs` names (package data, so an
-    # installed wheel renders; a third-party platform ships its own). None: a `builder` makes every file.
+    # The folder of the project's templates tree (templates/<folder>/) holding the Jinja2 templates `outputs`
+    # names: the built-in platforms' templates sit apart from their code, shipped in the wheel as package data.
+    templates_dir: str | None = None
+    # A third-party platform's package whose `templates/` folder holds its own templates (package data).
+    # None for both: a `builder` makes every file.
     templates_package: str | None = None
     # Filters the platform's templates use beyond the shared ones (ip, kbytes, yq).
     filters: tuple[tuple[str, TemplateFilter], ...] = ()
@@ -155,6 +158,14 @@ class PlatformSpec:
         """Why this OS would not read `value` back exactly where the configuration writes free text (the SNMP
         location): the intent refuses such a value for a fabric with this platform's switches. None: it would."""
         return self.free_text(value)
+
+
+def templates_root() -> Path:
+    """The project's templates tree, one folder per OS: shipped in the wheel as gpufabric/templates/ (a
+    package-dir mapping), the repository's top-level templates/ in a checkout."""
+    package = Path(__file__).resolve().parents[1]
+    shipped = package / "templates"
+    return shipped if shipped.is_dir() else package.parent / "templates"
 
 
 def file_reader(module: str, function: str, suffix: str) -> Reader:

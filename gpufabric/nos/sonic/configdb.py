@@ -13,9 +13,9 @@ from typing import Any
 from gpufabric.config.context import DeviceContext
 from gpufabric.config.context_types import Port
 from gpufabric.intent.model import QosProfile
+from gpufabric.nos.sonic.hwsku import LANES_PER_CAGE, Sku, UnknownSkuError, alias, port_name, sku
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import ip
-from gpufabric.platforms.sonic.hwsku import LANES_PER_CAGE, Sku, UnknownSkuError, alias, port_name, sku
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 

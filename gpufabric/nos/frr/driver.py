@@ -21,11 +21,11 @@ from dataclasses import replace
 
 from napalm.base.exceptions import CommitError
 
-import gpufabric.platforms.frr.system as frr_system
+import gpufabric.nos.frr.system as frr_system
 from gpufabric.drivers import frr_getters
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
-from gpufabric.platforms.frr.files import (
+from gpufabric.nos.frr.files import (
     NFT_MARKER,
     NFT_TABLE,
     SYSCTL_MARKER,

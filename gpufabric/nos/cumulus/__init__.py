@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.cumulus.dialect import DEFAULT_RELEASE, RELEASES
+from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.spec import PlatformSpec, VendorJudge, file_reader, lazy, linux_port, running_reader
 
 PLATFORM = PlatformSpec(
@@ -18,18 +18,18 @@ PLATFORM = PlatformSpec(
     hash_rounds=100_000,  # glibc/libxcrypt crypt(3) takes $6$rounds=N$: 20x the default's cost to guess
     numbered_only=False,
     mlag=True,
-    outputs=((".yaml", "cumulus"),),  # built by gpufabric.platforms.cumulus.document, not a Jinja template
+    outputs=((".yaml", "cumulus"),),  # built by gpufabric.nos.cumulus.document, not a Jinja template
     candidate_suffix=".yaml",
     napalm_driver="cumulus",
     containerlab_kind="nvidia_cumulusvx",
     containerlab_image="cumulusvx:5.14",
     eth_numbering=False,
     port_name=linux_port,
-    reader=file_reader("gpufabric.platforms.cumulus.verify", "read_nvue", ".yaml"),
-    running_reader=running_reader("gpufabric.platforms.cumulus.verify", "nvue_facts", tree_ok=True),
+    reader=file_reader("gpufabric.nos.cumulus.verify", "read_nvue", ".yaml"),
+    running_reader=running_reader("gpufabric.nos.cumulus.verify", "nvue_facts", tree_ok=True),
     confirm_timer=True,
     ecn_unit_bytes=1,
-    builder=lazy("gpufabric.platforms.cumulus.document", "build"),
+    builder=lazy("gpufabric.nos.cumulus.document", "build"),
     rank=0,
     adaptive_routing=True,
     cable_length=True,
@@ -37,7 +37,5 @@ PLATFORM = PlatformSpec(
     gnmi_port=9339,  # Cumulus Linux 5.x's gNMI server
     docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
     mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered
-    judge=VendorJudge(
-        "NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.platforms.cumulus.judge"
-    ),
+    judge=VendorJudge("NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.nos.cumulus.judge"),
 )

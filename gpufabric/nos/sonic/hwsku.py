@@ -114,7 +114,7 @@ def role_problems(role: Any) -> list[tuple[str, str, str]]:
             (
                 "model",
                 f"no SONiC hardware SKU is known for model {role.model!r}",
-                f"use one of {', '.join(sorted(SKUS))} (gpufabric/platforms/sonic/hwsku.py lists their facts)",
+                f"use one of {', '.join(sorted(SKUS))} (gpufabric/nos/sonic/hwsku.py lists their facts)",
             )
         ]
     problems: list[tuple[str, str, str]] = []

@@ -28,7 +28,7 @@ from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceCon
 
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, one_line, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_file
-from gpufabric.platforms.cumulus import nvue
+from gpufabric.nos.cumulus import nvue
 
 VENDOR = "NVIDIA"
 

@@ -13,8 +13,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import gpufabric.platforms.frr.system as frr_system
-from gpufabric.platforms.frr.system import INTERFACES_MARKER, SYSTEM_MARKER
+import gpufabric.nos.frr.system as frr_system
+from gpufabric.nos.frr.system import INTERFACES_MARKER, SYSTEM_MARKER
 
 NFT_MARKER = "! gpufabric: nftables"
 # Only in a running configuration `get_config` returns: the kernel settings the system file sets, as the

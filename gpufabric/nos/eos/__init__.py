@@ -43,21 +43,21 @@ PLATFORM = PlatformSpec(
     containerlab_image="ceos:4.33.1F",
     eth_numbering=True,
     port_name=port_name,
-    reader=file_reader("gpufabric.platforms.eos.verify", "read_eos", ".cfg"),
-    running_reader=running_reader("gpufabric.platforms.eos.verify", "eos_facts"),
-    lossless_reader=lossless_reader("gpufabric.platforms.eos.telemetry", "read_lossless"),
-    optics_reader=optics_reader("gpufabric.platforms.eos.telemetry", "read_optics"),
-    driver_class="gpufabric.platforms.eos.driver:GpufabricEOSDriver",
+    reader=file_reader("gpufabric.nos.eos.verify", "read_eos", ".cfg"),
+    running_reader=running_reader("gpufabric.nos.eos.verify", "eos_facts"),
+    lossless_reader=lossless_reader("gpufabric.nos.eos.telemetry", "read_lossless"),
+    optics_reader=optics_reader("gpufabric.nos.eos.telemetry", "read_optics"),
+    driver_class="gpufabric.nos.eos.driver:GpufabricEOSDriver",
     confirm_timer=True,
     ecn_unit_bytes=1000,
     rank=1,
     ingress_headroom=True,  # platform trident mmu queue profile ROCE / ingress headroom <bytes>
     adaptive_routing=True,  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
     password_login=True,  # eAPI
-    templates_package=__name__,
+    templates_dir="eos",
     filters=(("eos_speed", breakout_speed),),
     gnmi_port=6030,  # management api gnmi
     docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
     mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
-    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.platforms.eos.judge"),
+    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.nos.eos.judge"),
 )

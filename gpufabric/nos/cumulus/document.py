@@ -13,8 +13,8 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext, breakouts
 from gpufabric.config.policy import MGMT_TCP_PORTS, MGMT_UDP_PORTS
+from gpufabric.nos.cumulus.dialect import Dialect
 from gpufabric.plan.model import ip
-from gpufabric.platforms.cumulus.dialect import Dialect
 from gpufabric.platforms.spec import linux_port
 from gpufabric.platforms.yaml_text import Shared, mapping_lines, scalar
 

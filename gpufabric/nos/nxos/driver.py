@@ -17,7 +17,7 @@ What changes from NAPALM's driver:
   back); a rollback is checked by comparing the running configuration with its checkpoint afterwards.
 - The files it leaves on bootflash (candidate, pre-change checkpoint, the diff's snapshot) carry the push
   id, so two pushes never overwrite each other's.
-- The switch must run a release gpufabric renders for (`gpufabric.platforms.nxos`), all of which have the
+- The switch must run a release gpufabric renders for (`gpufabric.nos.nxos`), all of which have the
   commit timeout; an older one is refused at login.
 
 Optional args: `push_id`, `tls_ca_file`, `tls_known_hosts`, `known_hosts`, `accept_new`, `private_key`
@@ -58,7 +58,7 @@ from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, control
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post, renamed
 from gpufabric.hidden import reveal
 from gpufabric.intent.errors import printable
-from gpufabric.platforms.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
+from gpufabric.nos.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
 
 FILE_PREFIX = "gpufabric-"
 MARK = "!gpufabric push"  # the candidate's first line: which push wrote it, from which controller

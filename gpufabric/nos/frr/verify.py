@@ -106,7 +106,7 @@ def _line_of(text: str, key: str) -> int:
 def running_facts(text: str) -> SwitchFacts:
     """QoS classification on a Linux switch lives in the nftables part of the running candidate, the
     kernel's ECMP hash policy in its sysctl part (`name = value`, as the driver reads /proc/sys)."""
-    from gpufabric.platforms.frr.files import candidate_parts
+    from gpufabric.nos.frr.files import candidate_parts
 
     facts = SwitchFacts("", "frr", ["running-config"])
     parts = candidate_parts(text)

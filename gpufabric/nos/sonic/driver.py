@@ -23,8 +23,8 @@ from napalm.base.exceptions import CommitError
 
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, Output, Transport, put_files
-from gpufabric.platforms.frr.files import DeviceFiles
-from gpufabric.platforms.sonic.candidate import FRR_MARKER, split
+from gpufabric.nos.frr.files import DeviceFiles
+from gpufabric.nos.sonic.candidate import FRR_MARKER, split
 
 CONFIG_DB = "/etc/sonic/config_db.json"
 # The bgp container sees /etc/sonic/frr/ as /etc/frr/: FRR's files go there and are named from inside.

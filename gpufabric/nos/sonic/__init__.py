@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpufabric.platforms.sonic.candidate import join, split
-from gpufabric.platforms.sonic.hwsku import port_name, role_problems
-from gpufabric.platforms.spec import PlatformSpec, file_reader
+from gpufabric.nos.sonic.candidate import join, split
+from gpufabric.nos.sonic.hwsku import port_name, role_problems
+from gpufabric.platforms.spec import PlatformSpec, file_reader, templates_root
 
 if TYPE_CHECKING:
     import jinja2
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
 
 CONFIG_DB = ".config_db.json"
 FRR_CONF = ".frr.conf"
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = templates_root() / "sonic"
 
 
 @cache
@@ -26,14 +25,14 @@ def _frr_template() -> jinja2.Template:
     """The switch's frr.conf: SONiC's own preamble around the FRR platform's BGP template (one BGP
     template for every FRR-routed platform), loaded through the FRR platform's environment."""
     from gpufabric.config.render import environment
-    from gpufabric.platforms.frr import PLATFORM as FRR
+    from gpufabric.nos.frr import PLATFORM as FRR
 
     return environment(FRR).from_string((TEMPLATES / "frr.conf.j2").read_text())
 
 
 def _build(ctx: DeviceContext) -> dict[str, str]:
     from gpufabric.config.render import variables
-    from gpufabric.platforms.sonic.configdb import text
+    from gpufabric.nos.sonic.configdb import text
 
     name = ctx.device.name
     return {f"{name}{CONFIG_DB}": text(ctx), f"{name}{FRR_CONF}": _frr_template().render(variables(ctx))}
@@ -41,7 +40,7 @@ def _build(ctx: DeviceContext) -> dict[str, str]:
 
 def _running(text: str) -> SwitchFacts:
     """`validate` reads the QoS contract out of a running CONFIG_DB dump (`show runningconfiguration all`)."""
-    from gpufabric.platforms.sonic.verify import configdb_facts
+    from gpufabric.nos.sonic.verify import configdb_facts
 
     return configdb_facts("", split(text)[0], "running-config")
 
@@ -58,15 +57,15 @@ PLATFORM = PlatformSpec(
     hash_prefix="$6$",
     numbered_only=False,
     mlag=False,  # SONiC's MCLAG is not rendered
-    outputs=((CONFIG_DB, "sonic"), (FRR_CONF, "sonic")),  # built by gpufabric.platforms.sonic, not Jinja alone
+    outputs=((CONFIG_DB, "sonic"), (FRR_CONF, "sonic")),  # built by gpufabric.nos.sonic, not Jinja alone
     candidate_suffix=CONFIG_DB,
     napalm_driver="sonic",
-    driver_class="gpufabric.platforms.sonic.driver:SonicDriver",
+    driver_class="gpufabric.nos.sonic.driver:SonicDriver",
     containerlab_kind="sonic-vs",
     containerlab_image="docker-sonic-vs:latest",
     eth_numbering=True,  # containerlab's sonic-vs: eth1 is Ethernet0
     port_name=port_name,
-    reader=file_reader("gpufabric.platforms.sonic.verify", "read_sonic", CONFIG_DB),
+    reader=file_reader("gpufabric.nos.sonic.verify", "read_sonic", CONFIG_DB),
     running_reader=_running,
     confirm_timer=True,  # the project's driver arms a revert timer on the switch before `config replace`
     ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
