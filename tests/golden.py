@@ -63,7 +63,8 @@ def render_exports(source: Path) -> dict[str, str]:
     files: dict[str, str] = {}
     for kind, exporter in sorted(EXPORTERS.items()):
         try:
-            files[f"export/{kind}{exporter.suffix}"] = exporter.render(plan)
+            # Some exports name the intent file they came from: the checkout's folder is not part of the output.
+            files[f"export/{kind}{exporter.suffix}"] = exporter.render(plan).replace(str(ROOT), "<checkout>")
         except (IntentError, ValueError) as refused:  # an export that does not apply to the example
             files[f"export/{kind}.refused"] = str(refused)
     return files
