@@ -41,7 +41,7 @@ class Lines:
 
     @classmethod
     def of_paths(cls, root: Any, paths: dict[tuple[Any, ...], int]) -> Lines:
-        """The same from a path -> line map (PyYAML's reader, gpufabric.intent.yaml_lines). Its paths
+        """The same from a path -> line map (PyYAML's reader, gpufabric.yaml_lines). Its paths
         name keys by their text; a key whose text differs from its value (`on:` is True) takes the
         line of its mapping. Every key of every mapping or list has a line."""
         by_container: dict[int, dict[Any, int]] = {}
@@ -73,7 +73,7 @@ class Lines:
         return self.by_container[id(node)][key]
 
     def as_dict(self) -> dict[tuple[Any, ...], int]:
-        """Every path and its line, as gpufabric.intent.yaml_lines.load_yaml maps them."""
+        """Every path and its line, as gpufabric.yaml_lines.load_yaml maps them."""
         out: dict[tuple[Any, ...], int] = {(): self.first}
         todo: list[tuple[Any, tuple[Any, ...]]] = [(self.root, ())]
         while todo:
