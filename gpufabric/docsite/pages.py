@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpufabric.export.atomic import write_if_changed
+from gpufabric.files import write_if_changed
 from gpufabric.inputs import InputError, MiB, read_text
 
 MAX_PAGE = 16 * MiB  # a generated page is tens of KiB

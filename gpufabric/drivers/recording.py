@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from gpufabric.drivers.transport import Output, Transport
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.inputs import MiB, read_text
 
 MAX_RECORDING = 64 * MiB  # a switch's answers to a driver's getters: a few hundred KiB

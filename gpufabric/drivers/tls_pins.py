@@ -37,7 +37,7 @@ from gpufabric.drivers.answers import (
     SwitchAnswerError,
     size_text,
 )
-from gpufabric.export.atomic import AppendError, append_line
+from gpufabric.files import AppendError, append_line
 from gpufabric.inputs import InputError, MiB, read_text
 
 _WRITE = threading.Lock()

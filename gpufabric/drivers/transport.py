@@ -31,7 +31,7 @@ from gpufabric.drivers.answers import (
     shown,
     size_text,
 )
-from gpufabric.export.atomic import AppendError, append_line
+from gpufabric.files import AppendError, append_line
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.lab.hosts.apt_mirror import Mirror
 from gpufabric.push.lock import open_owned
 
