@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpufabric.errors import GpufabricError
 from gpufabric.files import PRIVATE, write_atomic
 
 
@@ -76,6 +77,6 @@ class Runner:
         return data
 
 
-class DemoStepError(Exception):
+class DemoStepError(GpufabricError):
     def __init__(self, step: str, returncode: int, log: Path) -> None:
         super().__init__(f"step '{step}' failed (exit {returncode}); its output is in {log}")

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpufabric.errors import GpufabricError
 from gpufabric.files import write_if_changed
 from gpufabric.inputs import InputError, MiB, read_text
 
@@ -31,7 +32,7 @@ def read_site_config(path: Path) -> str:
 Pages = Mapping[str, str]
 
 
-class NavBlockError(ValueError):
+class NavBlockError(ValueError, GpufabricError):
     """The site configuration has no (or a broken) generated block for these pages."""
 
 

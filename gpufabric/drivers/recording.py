@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from gpufabric.drivers.transport import Output, Transport
+from gpufabric.errors import GpufabricError
 from gpufabric.files import write_atomic
 from gpufabric.inputs import MiB, read_text
 
@@ -66,7 +67,7 @@ def load(path: Path) -> list[Exchange]:
     return [Exchange(**item) for item in yaml.safe_load(text) or []]
 
 
-class UnrecordedCommandError(AssertionError):
+class UnrecordedCommandError(AssertionError, GpufabricError):
     pass
 
 

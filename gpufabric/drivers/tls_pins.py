@@ -37,6 +37,7 @@ from gpufabric.drivers.answers import (
     SwitchAnswerError,
     size_text,
 )
+from gpufabric.errors import GpufabricError
 from gpufabric.files import AppendError, append_line
 from gpufabric.inputs import InputError, MiB, read_text
 
@@ -44,7 +45,7 @@ _WRITE = threading.Lock()
 MAX_PINS = 32 * MiB  # a line of about 110 bytes per switch: a quarter of a million switches
 
 
-class TlsTrustError(ConnectionException):
+class TlsTrustError(ConnectionException, GpufabricError):
     """The peer did not prove it is the switch: nothing (no login) was sent to it."""
 
 

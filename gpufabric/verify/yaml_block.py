@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from gpufabric.errors import GpufabricError
+
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # What a plain scalar must not contain or start with to mean exactly its text (else: PyYAML decides).
@@ -28,7 +30,7 @@ _PLAIN_UNSAFE = re.compile(r"^[\-?:,\[\]{}#&*!|>'\"%@`]|: | #|:\Z|\t|\s\Z")
 _SINGLE = re.compile(r"'(?:[^']|'')*'\Z")
 
 
-class NotBlockYamlError(Exception):
+class NotBlockYamlError(GpufabricError):
     """The text uses YAML this reader leaves to PyYAML."""
 
 
