@@ -27,8 +27,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
-from gpufabric.intent.errors import IntentError, Problem
-from gpufabric.intent.errors import Path as FieldPath
+from gpufabric.errors import IntentError, Problem
+from gpufabric.errors import Path as FieldPath
 
 __all__ = [
     "InputError",
@@ -197,7 +197,7 @@ def yaml_text(text: str, file: str) -> tuple[Any, dict[FieldPath, int]]:
     """YAML by the intent's rules: YAML 1.2's core schema (`0101` is no octal, `"false"` no boolean,
     `yes` is text), only the core tags, duplicate keys refused, depth and aliases bounded. The data and
     a map from each field's path to its line."""
-    from gpufabric.intent.yaml_lines import load_yaml  # the intent's own reader, bounds included
+    from gpufabric.yaml_lines import load_yaml  # PyYAML is not needed by every reader: loaded when used
 
     return load_yaml(text, file, core_schema=True)
 

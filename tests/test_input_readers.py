@@ -1,5 +1,5 @@
 """Outside input is read one way: through gpufabric.inputs (a regular file only, bounded, UTF-8 located,
-links refused where unexpected). Files are written one way: through gpufabric.export.atomic.write_atomic
+links refused where unexpected). Files are written one way: through gpufabric.files.write_atomic
 (a temporary file renamed into place, which replaces a planted link instead of writing through it).
 
 This test reads every module of the package (and of its Nornir tasks, NAPALM drivers and Ansible
@@ -38,7 +38,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Not outside input: what gpufabric ships, or what the kernel says of a process gpufabric started.
     ("gpufabric/intent/loader.py", "default_fabric_text"): "the fabric shipped in the package (importlib.resources)",
     ("gpufabric/nos/sonic/__init__.py", "_frr_template"): "a template shipped in the package",
-    ("gpufabric/lab/processes.py", "alive"): "/proc/PID/status of a daemon the lab started",
+    ("gpufabric/pids.py", "alive"): "/proc/PID/status of a daemon the lab started",
+    ("gpufabric/files.py", "current_umask"): "/proc/self/status, this process's own umask",
     ("gpufabric/lab/hosts/container.py", "leader"): "/proc of the systemd-nspawn the lab started",
     ("gpufabric/lab/hosts/container.py", "_is_container_init"): "/proc/PID/comm of the container's init",
     ("gpufabric/lab/hosts/rootfs.py", "_prune"): "/proc/self/mountinfo, this process's own mounts",
@@ -48,11 +49,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/telemetry/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",
     ("gpufabric/nos/frr/driver.py", "FrrDriver.open"): "the parent driver's open (an SSH session)",
     # Writes that are not whole files: a new file in a folder no one sees yet, locks, append-only logs.
-    ("gpufabric/export/atomic.py", "write_new"): "O_CREAT|O_EXCL (never through a link) in a folder only this "
+    ("gpufabric/files.py", "write_new"): "O_CREAT|O_EXCL (never through a link) in a folder only this "
     "run can see until it is renamed into place",
     ("gpufabric/push/lock.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
     "with one name, in a folder checked by owned_dir",
-    ("gpufabric/export/atomic.py", "append_line"): "append-only files (SSH and TLS known hosts): O_NOFOLLOW, "
+    ("gpufabric/files.py", "append_line"): "append-only files (SSH and TLS known hosts): O_NOFOLLOW, "
     "never blocking on a FIFO, plain file only",
     ("gpufabric/ib/lab.py", "_start_time"): "/proc/PID/stat of a simulator or subnet manager the lab started",
     # The InfiniBand lab's own logs, written by the simulator and OpenSM it started, in its state folder.
@@ -185,7 +186,7 @@ def test_every_file_read_or_written_goes_through_the_one_reader_or_writer():
     bypasses = [r for r in all_reads() if r.module != THE_READER and (r.module, r.function) not in ALLOWED]
     assert not bypasses, (
         "read outside input through gpufabric.inputs (read_text, read_bytes, read_json, read_yaml, "
-        "read_lines, open_input) and write files through gpufabric.export.atomic.write_atomic; a read that "
+        "read_lines, open_input) and write files through gpufabric.files.write_atomic; a read that "
         "is not outside input goes on ALLOWED with its reason:\n" + "\n".join(map(str, bypasses))
     )
 

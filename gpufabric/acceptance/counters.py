@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.acceptance.model import Endpoint, IncastJob
+from gpufabric.errors import GpufabricError
 from gpufabric.outputs import json_dumps
 from gpufabric.telemetry.ethtool import PortCounters
 from gpufabric.telemetry.lossless import read_lossless
@@ -39,7 +40,7 @@ _NIC_ECN = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled")
 _DIGITS = re.compile(r"[0-9]+")
 
 
-class SnapshotError(ValueError):
+class SnapshotError(ValueError, GpufabricError):
     """A counter snapshot that cannot be read."""
 
 

@@ -22,12 +22,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpufabric.errors import GpufabricError
 from gpufabric.inputs import InputError, json_text
 
 MIB_PER_SEC_IN_GBITS = 8 * 1.048576 / 1000  # perftest's MB/sec (MiB/sec since 2023) is MiB per second
 
 
-class OutputError(ValueError):
+class OutputError(ValueError, GpufabricError):
     """The output is not what the tool prints on success (cut short, an error, another tool)."""
 
 

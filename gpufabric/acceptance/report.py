@@ -28,6 +28,7 @@ from gpufabric.acceptance.parse import (
     observed,
     perftest_bw,
 )
+from gpufabric.errors import GpufabricError
 from gpufabric.inputs import InputError, MiB, json_text, read_text
 from gpufabric.outputs import xml_text
 
@@ -97,7 +98,7 @@ def _read(path: Path, what: str) -> str:
     return read_text(path, what=what, max_bytes=MAX_OUTPUT)
 
 
-class _AbsentError(Exception):
+class _AbsentError(GpufabricError):
     """A file of the evidence that is not there: the job left no verdict."""
 
 

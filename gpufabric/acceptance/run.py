@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpufabric.acceptance.model import PerfJob, Suite
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 
 RunOnHost = Callable[[str, str], str]  # (server, shell command) -> stdout
 SETTLE = "sleep 1"  # the listener binds before the client connects

@@ -11,7 +11,6 @@ import gc
 import importlib
 import os
 import sys
-import traceback
 from typing import TYPE_CHECKING
 
 import click
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 from gpufabric import __version__
+from gpufabric.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED  # light: click and the error classes
 
 # name -> "module:attribute", imported only when that command runs (or `--help` lists them all):
 # `check` and `plan` never load NAPALM, Nornir or paramiko, and `--version` loads no command.
@@ -58,7 +58,6 @@ class LazyGroup(click.Group):
         return command
 
 
-EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 # Commands that build a plan, work through it and exit. Python's cycle collector would walk the
 # plan's millions of objects again and again as they are made (a third of `plan --json` at 32k);
 # these commands make no garbage cycles worth collecting before they exit, so it is switched off.
@@ -125,23 +124,7 @@ def _err() -> Console:
 
 
 def _report(exc: Exception) -> int:
-    """The exit code for an error, after saying what it was. Domain errors are imported here, not at
-    start-up: they pull in the intent schema, which `--version` and `--help` do not need."""
-    from gpufabric.config.secrets import SecretUnavailableError
-    from gpufabric.config.vault import VaultError
-    from gpufabric.intent.errors import IntentError, printable
+    """The exit code for an error, after saying what it was: gpufabric/cli/errors.py maps them all."""
+    from gpufabric.cli.errors import report
 
-    err = _err()
-    if isinstance(exc, IntentError):
-        err.print(exc.render(), markup=False)
-        return EXIT_INPUT
-    if isinstance(exc, SecretUnavailableError | VaultError):
-        err.print(f"error: {printable(str(exc))}", markup=False)
-        return EXIT_INPUT
-    if os.environ.get("GPUFABRIC_DEBUG"):
-        traceback.print_exc()
-    err.print(f"internal error: {type(exc).__name__}: {printable(str(exc))}", markup=False)
-    err.print(
-        "this is a bug in gpufabric; please report it with the intent file (set GPUFABRIC_DEBUG=1 to see the traceback)"
-    )
-    return EXIT_INTERNAL
+    return report(exc)

@@ -137,7 +137,7 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     around the job. Exit 1 when a switch could not be read (recorded in the snapshot)."""
     from gpufabric.acceptance.counters import dump, snapshot_switches
     from gpufabric.cli.errors import show_notes
-    from gpufabric.export.atomic import write_atomic
+    from gpufabric.files import write_atomic
     from gpufabric.push.fleet import reach
     from gpufabric.telemetry.connect import switch_connector
     from gpufabric.telemetry.targets import switch_targets
@@ -177,7 +177,7 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
     job passed, 1 when any failed or has no verdict (`missing`, `unreadable`, `invalid`, `unknown`). A
     result file that is no regular file, is larger than 4 MiB or is not UTF-8 is bad input (exit 2)."""
     from gpufabric.acceptance import report as r
-    from gpufabric.export.atomic import write_atomic
+    from gpufabric.files import write_atomic
 
     report = r.judge(_suite(file, stand_in), results)
     if junit is not None:

@@ -15,7 +15,7 @@ from gpufabric.demo import chaos as chaos_step
 from gpufabric.demo import flow
 from gpufabric.demo.render import as_json, show
 from gpufabric.demo.runner import DemoStepError, Runner
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.intent import load_intent
 from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.plan import build_plan

@@ -77,8 +77,8 @@ def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | Non
     before, after = build_plan(load_side(old)), build_plan(load_side(new) if new else load_intent(None))
     diff = compare(before, after)
     if work_order is not None:
-        from gpufabric.export.atomic import write_atomic
         from gpufabric.export.workorder import render
+        from gpufabric.files import write_atomic
 
         write_atomic(work_order, render(diff, before, after))
         err.print(f"wrote {work_order}")

@@ -11,7 +11,7 @@ from gpufabric.cli import help_pages
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.docsite import pages, platforms
 from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
-from gpufabric.export.atomic import write_atomic, write_if_changed
+from gpufabric.files import write_atomic, write_if_changed
 from gpufabric.intent import docs
 from gpufabric.intent.model import Intent
 from gpufabric.outputs import json_dumps

@@ -1,19 +1,85 @@
-"""The command line's side of the library's domain errors: the one place they become click's usage
-errors (message, `Usage:` hint, exit code 2), and the notes the library leaves for the user."""
+"""The one place the library's errors become exit codes and messages.
+
+Exit codes: 0 done; 1 an internal error (a bug: anything that is not a GpufabricError); 2 bad
+input or a refusal (nothing was done: a located problem in a file, an option at fault, a switch or
+lab that cannot be used as asked); 3 warnings under --strict; 130 interrupted. A command that ran
+and found something (validate's failed checks, diff's changes, acceptance's failed tests) returns
+its own code; that is a finding, not an error, and never passes through here.
+
+FAMILIES is read top to bottom and the first family an error belongs to decides; every error
+gpufabric raises on purpose derives from GpufabricError (gpufabric/errors.py), so none is reported
+as a bug.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
 
-from gpufabric.cli.output import err, shown
+from gpufabric.errors import GpufabricError, LocatedError, printable
 from gpufabric.push.errors import PushRefusedError  # light: the options of every command load it
 
 if TYPE_CHECKING:
     from gpufabric.push.access import Access  # NAPALM and Nornir: only where a command reaches switches
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_WARNINGS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+BUG_NOTE = (
+    "this is a bug in gpufabric; please report it with the intent file (set GPUFABRIC_DEBUG=1 to see the traceback)"
+)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Errors of one kind: the exit code they end a command with, and how they are shown."""
+
+    error: type[BaseException]
+    exit_code: int
+    shown: Callable[[BaseException], str]
+
+
+def _located(exc: BaseException) -> str:
+    assert isinstance(exc, LocatedError)
+    return exc.render()  # every problem with its file, line and field, then what was not done
+
+
+def _refusal(exc: BaseException) -> str:
+    return f"error: {printable(str(exc))}"
+
+
+def _bug(exc: BaseException) -> str:
+    return f"internal error: {type(exc).__name__}: {printable(str(exc))}"
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(LocatedError, EXIT_INPUT, _located),  # the intent or an input file (IntentError, InputError)
+    Family(GpufabricError, EXIT_INPUT, _refusal),  # push refusals, secrets, IB designs, exports, lab, ...
+    Family(BaseException, EXIT_INTERNAL, _bug),  # not raised on purpose: a bug
+)
+
+
+def family_of(exc: BaseException) -> Family:
+    return next(f for f in FAMILIES if isinstance(exc, f.error))
+
+
+def report(exc: BaseException) -> int:
+    """Say what went wrong on stderr (as plain text: a message may echo what the user gave) and
+    return the exit code for it."""
+    from gpufabric.cli.output import err  # rich: not at start-up
+
+    family = family_of(exc)
+    if family.exit_code == EXIT_INTERNAL and os.environ.get("GPUFABRIC_DEBUG"):
+        traceback.print_exception(exc)
+    err.print(family.shown(exc), markup=False)
+    if family.exit_code == EXIT_INTERNAL:
+        err.print(BUG_NOTE)
+    return family.exit_code
 
 
 def usage_error(exc: PushRefusedError) -> click.UsageError:
@@ -24,7 +90,8 @@ def usage_error(exc: PushRefusedError) -> click.UsageError:
 
 @contextmanager
 def refusals() -> Iterator[None]:
-    """Inside a command: a refusal from the library exits 2 with its message, as a usage error."""
+    """Inside a command: a refusal naming an option exits 2 with its message as a usage error
+    (with the `Usage:` line and the option at fault)."""
     try:
         yield
     except PushRefusedError as exc:
@@ -32,5 +99,7 @@ def refusals() -> Iterator[None]:
 
 
 def show_notes(access: Access) -> None:
+    from gpufabric.cli.output import err, shown
+
     for note in access.notes:
         err.print(shown(note))  # may name a file or a variable the user gave: text, never markup

@@ -9,8 +9,8 @@ import click
 from gpufabric.cli.output import emit, err, write_files
 from gpufabric.cli.plan_cmd import print_warnings, strict_option, warnings_exit
 from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured
-from gpufabric.export.atomic import write_atomic
 from gpufabric.export.registry import EXPORTERS
+from gpufabric.files import write_atomic
 from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError, Problem, printable
 from gpufabric.plan import Plan, build_plan

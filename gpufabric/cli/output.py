@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 
 # Results go to stdout, everything for people (progress, warnings, errors) to stderr,
 # so `gpufabric plan --json | jq` always gets clean JSON.

@@ -14,7 +14,7 @@ import click
 from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.outputs import json_dumps
 from gpufabric.push.args import FleetArgs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
-from gpufabric.export.atomic import folder_written_whole, write_if_changed, write_new
+from gpufabric.files import PRIVATE, folder_written_whole, write_if_changed, write_new
 from gpufabric.gc_pause import gc_paused
 from gpufabric.parallel import chunked, cores, fork_map
 from gpufabric.plan.model import Plan
@@ -17,6 +17,16 @@ from gpufabric.plan.model import Plan
 # Below this many switches a fork costs more than the render it would share.
 PARALLEL_FROM = 64
 CHUNK = 16  # switches per chunk: small enough to balance the workers, large enough to be cheap
+
+
+def _new(path: Path, text: str) -> bool:
+    # A switch's config holds its users' password hashes (and SNMP or BGP secrets): owner-only,
+    # whatever the umask, like any file that holds a credential.
+    return write_new(path, text, PRIVATE)
+
+
+def _changed(path: Path, text: str) -> bool:
+    return write_if_changed(path, text, PRIVATE)  # the same secrets as _new
 
 
 @dataclass
@@ -28,17 +38,18 @@ class BatchResult:
 
 
 def render_switch(
-    plan: Plan, index: LinkIndex, name: str, out_dir: Path, write: Callable[[Path, str], bool] = write_if_changed
+    plan: Plan, index: LinkIndex, name: str, out_dir: Path, write: Callable[[Path, str], bool] | None = None
 ) -> tuple[dict[str, str], int]:
     """One switch's files, written into out_dir (each whole, and only when changed): (files, how many written).
     What `render` does per switch, and what the Nornir task does for its host."""
     files = render_device(plan, index.devices[name], index).files
+    write = write or _changed
     return files, sum(write(out_dir / file_name, text) for file_name, text in files.items())
 
 
 def _render_chunk(plan: Plan, index: LinkIndex, out_dir: Path, fresh: bool, names: Sequence[str]) -> BatchResult:
     result = BatchResult()
-    write = write_new if fresh else write_if_changed
+    write = _new if fresh else _changed
     with gc_paused():
         for name in names:
             try:

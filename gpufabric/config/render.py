@@ -18,6 +18,7 @@ import jinja2
 
 from gpufabric.config.context import DeviceContext, LinkIndex, breakouts, build
 from gpufabric.config.policy import MGMT_UDP_PORTS, NXOS_MGMT0_TCP_PORTS
+from gpufabric.errors import GpufabricError
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
 from gpufabric.platforms.spec import PlatformSpec, templates_root
@@ -29,7 +30,7 @@ def kbytes(value: int) -> int:
     return value // 1000
 
 
-class NoTemplatesError(LookupError):
+class NoTemplatesError(LookupError, GpufabricError):
     """A platform names template outputs but no package holding them."""
 
 

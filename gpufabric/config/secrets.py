@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 
 from gpufabric.config.shacrypt import ROUNDS, salt_for, sha_crypt
+from gpufabric.errors import GpufabricError
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 
@@ -24,7 +25,7 @@ HASH_TOKEN = re.compile(
 )
 
 
-class SecretUnavailableError(Exception):
+class SecretUnavailableError(GpufabricError):
     """A referenced secret is needed at render time but cannot be read."""
 
     def __init__(self, ref: SecretRef, field: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from gpufabric.errors import GpufabricError
 from gpufabric.inputs import MiB, read_bytes
 
 # A password file holds one line; a vault, a mapping of secrets (a few KiB, encrypted). Beyond these
@@ -21,7 +22,7 @@ MAX_PASSWORD_FILE = 64 * 1024
 MAX_VAULT = 16 * MiB
 
 
-class VaultError(Exception):
+class VaultError(GpufabricError):
     """The vault cannot be opened, or does not hold what the intent names."""
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from gpufabric.demo import measure
 from gpufabric.demo.fact import Fact, fact
 from gpufabric.demo.runner import Runner
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.lab.hosts import fleet, rootfs
 from gpufabric.plan.model import Plan
 from gpufabric.validate.report import as_junit

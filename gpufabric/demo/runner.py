@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.errors import GpufabricError
+from gpufabric.files import PRIVATE, write_atomic
 
 
 @dataclass
@@ -48,7 +49,8 @@ class Runner:
         self.steps.append(StepLog(name, " ".join(args), round(seconds, 1), done.returncode))
         log = self.build / "demo-logs" / f"{number:02d}-{name.replace(' ', '-')}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(log, done.stdout + "\n--- stderr ---\n" + done.stderr)
+        # Owner-only: a step's output may echo the lab login the demo hands its tools in the environment.
+        write_atomic(log, done.stdout + "\n--- stderr ---\n" + done.stderr, PRIVATE)
         verdict = "ok" if done.returncode == 0 else f"exit {done.returncode}"
         self.say(f"    [{number}] {name}: {verdict} in {seconds:.1f} s (log: {log})")
         if check and done.returncode != 0:
@@ -75,6 +77,6 @@ class Runner:
         return data
 
 
-class DemoStepError(Exception):
+class DemoStepError(GpufabricError):
     def __init__(self, step: str, returncode: int, log: Path) -> None:
         super().__init__(f"step '{step}' failed (exit {returncode}); its output is in {log}")

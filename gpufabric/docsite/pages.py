@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpufabric.export.atomic import write_if_changed
+from gpufabric.errors import GpufabricError
+from gpufabric.files import write_if_changed
 from gpufabric.inputs import InputError, MiB, read_text
 
 MAX_PAGE = 16 * MiB  # a generated page is tens of KiB
@@ -31,7 +32,7 @@ def read_site_config(path: Path) -> str:
 Pages = Mapping[str, str]
 
 
-class NavBlockError(ValueError):
+class NavBlockError(ValueError, GpufabricError):
     """The site configuration has no (or a broken) generated block for these pages."""
 
 

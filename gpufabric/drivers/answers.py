@@ -38,6 +38,7 @@ from typing import Any
 
 from napalm.base.exceptions import NapalmException
 
+from gpufabric.errors import GpufabricError
 from gpufabric.inputs import InputError, MiB, json_text
 
 REST_SECONDS = 1.0  # a pause this long between two commands starts a new session budget
@@ -86,7 +87,7 @@ def size_text(n: int) -> str:
     return f"{n / MiB:,.1f}".removesuffix(".0") + " MiB"
 
 
-class SwitchAnswerError(NapalmException):
+class SwitchAnswerError(NapalmException, GpufabricError):
     """A switch's answer that cannot be used, named by switch and command. One line: a push's report
     and validate's table show the first line of an error."""
 
@@ -114,7 +115,7 @@ class AnswerShapeError(SwitchAnswerError):
     that is not one."""
 
 
-class ShapeError(ValueError):
+class ShapeError(ValueError, GpufabricError):
     """A parser's finding about an answer's shape, before the driver names the switch and command
     (`located` turns it into an AnswerShapeError)."""
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import yaml
 
 from gpufabric.drivers.transport import Output, Transport
-from gpufabric.export.atomic import write_atomic
+from gpufabric.errors import GpufabricError
+from gpufabric.files import write_atomic
 from gpufabric.inputs import MiB, read_text
 
 MAX_RECORDING = 64 * MiB  # a switch's answers to a driver's getters: a few hundred KiB
@@ -66,7 +67,7 @@ def load(path: Path) -> list[Exchange]:
     return [Exchange(**item) for item in yaml.safe_load(text) or []]
 
 
-class UnrecordedCommandError(AssertionError):
+class UnrecordedCommandError(AssertionError, GpufabricError):
     pass
 
 

@@ -37,14 +37,15 @@ from gpufabric.drivers.answers import (
     SwitchAnswerError,
     size_text,
 )
-from gpufabric.export.atomic import AppendError, append_line
+from gpufabric.errors import GpufabricError
+from gpufabric.files import AppendError, append_line
 from gpufabric.inputs import InputError, MiB, read_text
 
 _WRITE = threading.Lock()
 MAX_PINS = 32 * MiB  # a line of about 110 bytes per switch: a quarter of a million switches
 
 
-class TlsTrustError(ConnectionException):
+class TlsTrustError(ConnectionException, GpufabricError):
     """The peer did not prove it is the switch: nothing (no login) was sent to it."""
 
 

@@ -31,7 +31,8 @@ from gpufabric.drivers.answers import (
     shown,
     size_text,
 )
-from gpufabric.export.atomic import AppendError, append_line
+from gpufabric.errors import GpufabricError
+from gpufabric.files import AppendError, append_line
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Output:
     stderr: str
 
 
-class CommandFailedError(Exception):
+class CommandFailedError(GpufabricError):
     """A command that exited non-zero. Its stderr (or stdout) is shown as text: control characters
     escaped, on one line (see answers.shown), so nothing the switch wrote can drive a terminal."""
 

@@ -7,11 +7,12 @@ names; `gpufabric ib export-topology FILE --discovery D` writes the GUIDs the fa
 
 from __future__ import annotations
 
+from gpufabric.errors import GpufabricError
 from gpufabric.ib import topology
 from gpufabric.plan.model import Plan
 
 
-class NotInfinibandError(ValueError):
+class NotInfinibandError(ValueError, GpufabricError):
     """The intent's compute plane is Ethernet (or absent): there is no InfiniBand fabric to write."""
 
 

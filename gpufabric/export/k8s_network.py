@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufabric.errors import GpufabricError
 from gpufabric.export.header import comment_text
 from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.intent.errors import Problem
@@ -51,7 +52,7 @@ FILES = (
 )
 
 
-class K8sNetworkError(ValueError):
+class K8sNetworkError(ValueError, GpufabricError):
     """The plan cannot be given Kubernetes RDMA networks (the message says why and what to change).
 
     `problems`, when given, locate the cause in the intent (the CLI prints them as intent errors)."""

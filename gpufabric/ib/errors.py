@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpufabric.errors import GpufabricError
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -17,7 +19,7 @@ class Problem:
         return f"{self.where}: {self.message} ({self.fix})"
 
 
-class IbError(Exception):
+class IbError(GpufabricError):
     """A design the planner cannot build, or a fabric that does not match its plan."""
 
     def __init__(self, problems: list[Problem]) -> None:

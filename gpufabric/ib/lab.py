@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.ib import discovery, opensm, sim, topology
 from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import fail
 from gpufabric.ib.results import Runner
 from gpufabric.inputs import InputError, json_text, read_text
 from gpufabric.intent.errors import Problem
-from gpufabric.lab import processes
 from gpufabric.outputs import json_dumps
+from gpufabric.pids import alive, stop
 
 STATE = "ib-lab.json"
 
@@ -110,7 +110,7 @@ def status(state_dir: Path) -> dict[str, bool]:
 
 
 def _ours(proc: dict[str, int]) -> bool:
-    return processes.alive(proc["pid"]) and _start_time(proc["pid"]) == proc["start"]
+    return alive(proc["pid"]) and _start_time(proc["pid"]) == proc["start"]
 
 
 def up(intent: IbIntent, state_dir: Path) -> LabUp:
@@ -175,7 +175,7 @@ def down(state_dir: Path) -> list[str]:
     for name in reversed(list(state["processes"])):
         proc = state["processes"][name]
         if _ours(proc):
-            processes.stop([proc["pid"]], grace=10.0)
+            stop([proc["pid"]], grace=10.0)
             stopped.append(name)
     if state.get("created"):
         shutil.rmtree(state_dir, ignore_errors=True)

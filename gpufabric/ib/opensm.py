@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.ib import names
 from gpufabric.ib.discovery import Discovery
 from gpufabric.ib.errors import IbError, Problem

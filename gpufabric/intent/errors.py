@@ -1,91 +1,10 @@
-"""Problems found in an intent, located by file, line and field."""
+"""Problems found in an intent, located by file, line and field.
+
+The classes live on the ground floor (gpufabric.errors), where the readers of outside input can
+raise them too; the intent's package names them here for its callers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from gpufabric.errors import MAX_SHOWN, IntentError, Path, Problem, dotted, printable
 
-Path = tuple[str | int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing wrong with the intent: where, what, and what would be right."""
-
-    path: Path
-    message: str
-    hint: str = ""
-
-    @property
-    def field(self) -> str:
-        return dotted(self.path)
-
-
-def printable(text: str) -> str:
-    """`text` with every control character (terminal escape sequences among them) written as an escape:
-    a value echoed in a message must not repaint or retitle the operator's terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-MAX_SHOWN = 50  # problems printed; the count says how many more there are
-
-
-def dotted(path: Path) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + part
-    return out or "(top level)"
-
-
-@dataclass
-class IntentError(Exception):
-    """The intent cannot be planned. Carries every problem found, already located."""
-
-    file: str
-    problems: list[Problem]
-    lines: dict[Path, int] = field(default_factory=dict)
-
-    # What the command did about it, said last; an input read for a report or a push plans nothing.
-    OUTCOME = "nothing was planned or written"
-
-    def line_of(self, path: Path) -> int | None:
-        """The line of the deepest part of `path` that exists in the file."""
-        for cut in range(len(path), -1, -1):
-            line = self.lines.get(tuple(path[:cut]))
-            if line is not None:
-                return line
-        return None
-
-    def render(self, limit: int = MAX_SHOWN) -> str:
-        rows = []
-        for p in self.problems[:limit]:
-            line = self.line_of(p.path)
-            file = printable(self.file)
-            where = f"{file}:{line}" if line else file
-            rows.append(f"error: {where}: {printable(p.field)}: {printable(p.message)}")
-            if p.hint:
-                rows.append(f"  fix: {printable(p.hint)}")
-        n = len(self.problems)
-        if n > limit:
-            rows.append(f"... and {n - limit} more (the first {limit} are shown)")
-        rows.append(f"{n} problem{'s' if n != 1 else ''} in {printable(self.file)}; {self.OUTCOME}.")
-        return "\n".join(rows)
-
-    def as_dicts(self) -> list[dict[str, object]]:
-        return [
-            {
-                "file": self.file,
-                "line": self.line_of(p.path),
-                "field": printable(p.field),
-                "message": printable(p.message),
-                "hint": printable(p.hint),
-            }
-            for p in self.problems
-        ]
-
-    def __str__(self) -> str:
-        return self.render()
+__all__ = ["MAX_SHOWN", "IntentError", "Path", "Problem", "dotted", "printable"]

@@ -13,7 +13,7 @@ from gpufabric.intent.model import Intent
 from gpufabric.intent.partial import rule_problems_despite
 from gpufabric.intent.rules import check_rules
 from gpufabric.intent.schema_errors import problems_from
-from gpufabric.intent.yaml_lines import MAX_BYTES, load_yaml
+from gpufabric.yaml_lines import MAX_BYTES, load_yaml
 
 DEFAULT_FABRIC = "inventory/fabric.yml"
 

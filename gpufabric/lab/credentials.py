@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gpufabric.config.shacrypt import salt_for, sha_crypt
 from gpufabric.config.vault import vault_key
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 from gpufabric.lab.state import read_record
@@ -60,7 +60,7 @@ def ensure_login(state_dir: Path, username: str) -> LabLogin:
         )
     login = LabLogin(username, secrets.token_urlsafe(18), key)
     path = _path(state_dir)
-    write_atomic(path, json_dumps({"username": username, "password": login.password, "key_file": str(key)}))
+    write_atomic(path, json_dumps({"username": username, "password": login.password, "key_file": str(key)}), PRIVATE)
     os.chmod(path, 0o600)
     return login
 
@@ -94,7 +94,7 @@ def ensure_secrets(state_dir: Path, intent: Intent) -> None:
     if wanted.items() <= kept.items():
         return
     path = state_dir / SECRETS_FILE
-    write_atomic(path, json_dumps({**kept, **wanted}))  # a temporary file made 0600, renamed into place
+    write_atomic(path, json_dumps({**kept, **wanted}), PRIVATE)  # the lab's login: owner-only, renamed into place
     os.chmod(path, 0o600)
 
 

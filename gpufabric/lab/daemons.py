@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.inputs import read_text
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node
 from gpufabric.lab.credentials import LabLogin
@@ -115,7 +115,8 @@ def _known_hosts(topo: LabTopology, state_dir: Path) -> None:
             )
             kind, blob = text.split()[:2]
             lines.append(f"{node.mgmt_ip.split('/')[0]} {kind} {blob}")
-    write_atomic(state_dir / "known_hosts", "\n".join(lines) + "\n")
+    # The host keys a push trusts: owner-only, as ssh keeps ~/.ssh/known_hosts and gpufabric its TLS pins.
+    write_atomic(state_dir / "known_hosts", "\n".join(lines) + "\n", PRIVATE)
 
 
 def _ssh_open(address: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.lab.processes import spawn
 
 TX_INTERVAL = 1  # seconds; 30 by default, which would make every lab check wait half a minute

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import subprocess
 
+from gpufabric.errors import GpufabricError
 
-class LabCommandError(Exception):
+
+class LabCommandError(GpufabricError):
     pass
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.inputs import MiB, read_text
 from gpufabric.lab.credentials import LabLogin
 from gpufabric.lab.processes import spawn
@@ -31,7 +31,9 @@ def _accounts(node_dir: Path, login: LabLogin) -> tuple[Path, Path]:
     # /bin/sh, not bash: bash started by sshd reads ~/.bashrc on every command, 100 ms each.
     admin = f"{login.username}:x:0:0:gpufabric lab admin:/root:/bin/sh"
     write_atomic(passwd, "\n".join([*base_pw, admin]) + "\n", mode=0o644)
-    write_atomic(shadow, "\n".join([*base_sh, f"{login.username}:{login.password_hash}:19000:0:99999:7:::"]) + "\n")
+    # The password hash: owner-only, as /etc/shadow is.
+    entry = f"{login.username}:{login.password_hash}:19000:0:99999:7:::"
+    write_atomic(shadow, "\n".join([*base_sh, entry]) + "\n", PRIVATE)
     return passwd, shadow
 
 
@@ -47,7 +49,7 @@ def write_config(node: str, node_dir: Path, listen: str, login: LabLogin, lldp_s
     public_key = read_text(
         f"{login.key_file}.pub", what="the lab's SSH public key", max_bytes=64 * 1024, follow_links=False
     )
-    write_atomic(authorized, public_key)
+    write_atomic(authorized, public_key, PRIVATE)  # who may log in: sshd refuses a file others can change
     config = node_dir / "sshd_config"
     write_atomic(
         config,

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.inputs import InputError, MiB, read_json
 from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps

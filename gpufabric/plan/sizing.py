@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from gpufabric.errors import GpufabricError
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
@@ -18,7 +19,7 @@ from gpufabric.intent.types import PlaneName
 from gpufabric.plan.ports import MLAG_PEER_CAGES, cages_needed
 
 
-class SizingError(Exception):
+class SizingError(GpufabricError):
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__("; ".join(p.message for p in problems))
         self.problems = problems

@@ -11,12 +11,13 @@ from __future__ import annotations
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
+from gpufabric.errors import GpufabricError
 from gpufabric.platforms.spec import PlatformSpec
 
 GROUP = "gpufabric.platforms"
 
 
-class UnknownPlatformError(KeyError):
+class UnknownPlatformError(KeyError, GpufabricError):
     """A platform name no installed distribution registers."""
 
     def __init__(self, name: str, known: tuple[str, ...]) -> None:
@@ -28,7 +29,7 @@ class UnknownPlatformError(KeyError):
         return f"unknown platform {self.name!r}; registered: {', '.join(self.known)}"
 
 
-class PlatformRegistryError(RuntimeError):
+class PlatformRegistryError(RuntimeError, GpufabricError):
     """An entry point of the group does not name a well-formed PlatformSpec."""
 
 

@@ -3,8 +3,10 @@ command line alone turns them into messages and exit codes (2: nothing was chang
 
 from __future__ import annotations
 
+from gpufabric.errors import GpufabricError
 
-class PushRefusedError(Exception):
+
+class PushRefusedError(GpufabricError):
     """The command cannot go ahead as asked, and nothing was changed. `option` names the command-line
     option at fault when one is (`--device`); `bad_value` marks an error in a value the user gave
     rather than in the command as a whole."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from gpufabric.errors import GpufabricError
 from gpufabric.telemetry.metrics import METRICS
 from gpufabric.telemetry.read import Sample, host_script, read_host, read_switch
 from gpufabric.telemetry.shards import SCRAPE_BUDGET, SWITCH_DEADLINE
@@ -31,7 +32,7 @@ Connect = Callable[[SwitchTarget], Any]  # an open NAPALM driver
 RunOnHost = Callable[[str, str], str]  # (server, shell command) -> stdout
 
 
-class BudgetError(ValueError):
+class BudgetError(ValueError, GpufabricError):
     """A per-switch deadline that does not fit the scrape's budget, or a budget that is not positive."""
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpufabric.errors import GpufabricError
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.telemetry.targets import SwitchTarget, switch_targets
@@ -33,7 +34,7 @@ _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:-]{0,63}")
 BGP = "/network-instances/network-instance[name=default]/protocols/protocol[identifier=BGP]/bgp/neighbors"
 
 
-class GnmiError(ValueError):
+class GnmiError(ValueError, GpufabricError):
     """A port or session key that cannot go into a gNMI path as it is written."""
 
 

@@ -12,6 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from gpufabric.errors import GpufabricError
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import Plan
 from gpufabric.telemetry.shards import check_count, split
@@ -20,7 +21,7 @@ JOB = "gpufabric"
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?")
 
 
-class ListenError(ValueError):
+class ListenError(ValueError, GpufabricError):
     """--listen-base not HOST:PORT, or the shards' ports past 65535."""
 
 

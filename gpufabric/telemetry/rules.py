@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from gpufabric.errors import GpufabricError
 from gpufabric.ib import alerts as ib_alerts
 from gpufabric.telemetry.optics_rules import optics_group
 
@@ -19,7 +20,7 @@ MAX_DURATION_CHARS = 32
 _MAX_MS = (2**63 - 1) // 1_000_000  # Prometheus holds `for:` as Go's int64 nanoseconds: beyond, "out of range"
 
 
-class DurationError(ValueError):
+class DurationError(ValueError, GpufabricError):
     """A text that is not a Prometheus duration; the message says what one looks like."""
 
 

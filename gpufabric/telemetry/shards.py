@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpufabric.errors import GpufabricError
+
 MAX_SHARDS = 1024
 # A shard answers a scrape within its budget, below `telemetry prometheus`'s 30 s scrape timeout, and
 # gives each switch (or server) a deadline inside it (gpufabric.telemetry.exporter).
@@ -23,7 +25,7 @@ SWITCH_DEADLINE = 10.0
 _SPEC = re.compile(r"(\d{1,4})/(\d{1,4})")
 
 
-class ShardError(ValueError):
+class ShardError(ValueError, GpufabricError):
     """A shard written wrongly: not I/N, N out of range, or I not below N."""
 
 

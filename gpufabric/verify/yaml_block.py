@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from gpufabric.errors import GpufabricError
+
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # What a plain scalar must not contain or start with to mean exactly its text (else: PyYAML decides).
@@ -28,7 +30,7 @@ _PLAIN_UNSAFE = re.compile(r"^[\-?:,\[\]{}#&*!|>'\"%@`]|: | #|:\Z|\t|\s\Z")
 _SINGLE = re.compile(r"'(?:[^']|'')*'\Z")
 
 
-class NotBlockYamlError(Exception):
+class NotBlockYamlError(GpufabricError):
     """The text uses YAML this reader leaves to PyYAML."""
 
 
@@ -41,7 +43,7 @@ class Lines:
 
     @classmethod
     def of_paths(cls, root: Any, paths: dict[tuple[Any, ...], int]) -> Lines:
-        """The same from a path -> line map (PyYAML's reader, gpufabric.intent.yaml_lines). Its paths
+        """The same from a path -> line map (PyYAML's reader, gpufabric.yaml_lines). Its paths
         name keys by their text; a key whose text differs from its value (`on:` is True) takes the
         line of its mapping. Every key of every mapping or list has a line."""
         by_container: dict[int, dict[Any, int]] = {}
@@ -73,7 +75,7 @@ class Lines:
         return self.by_container[id(node)][key]
 
     def as_dict(self) -> dict[tuple[Any, ...], int]:
-        """Every path and its line, as gpufabric.intent.yaml_lines.load_yaml maps them."""
+        """Every path and its line, as gpufabric.yaml_lines.load_yaml maps them."""
         out: dict[tuple[Any, ...], int] = {(): self.first}
         todo: list[tuple[Any, tuple[Any, ...]]] = [(self.root, ())]
         while todo:

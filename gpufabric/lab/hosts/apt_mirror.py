@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from gpufabric.errors import GpufabricError
 from gpufabric.inputs import MiB, read_text
 
 APT_DIR = Path("/etc/apt")
 
 
-class MirrorError(Exception):
+class MirrorError(GpufabricError):
     pass
 
 

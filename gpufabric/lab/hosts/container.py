@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.inputs import read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import rootfs
@@ -95,7 +95,7 @@ def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, f
     )
     ssh = root / "root/.ssh"
     ssh.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_atomic(ssh / "authorized_keys", pubkey)  # 0600
+    write_atomic(ssh / "authorized_keys", pubkey, PRIVATE)  # who may log in: sshd wants it owner-only
     if not any((root / "etc/ssh").glob("ssh_host_*_key")):
         subprocess.run(["ssh-keygen", "-A", "-f", str(root)], check=True, capture_output=True)
     network = root / "etc/systemd/network"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.inputs import read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import apt_mirror, container, rootfs

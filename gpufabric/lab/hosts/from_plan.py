@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 
+from gpufabric.errors import GpufabricError
 from gpufabric.lab.hosts.spec import LAB_PREFIX, HostNic, HostSpec
 from gpufabric.plan.model import Plan, Server, ip
 
 
-class UnknownHostError(ValueError):
+class UnknownHostError(ValueError, GpufabricError):
     pass
 
 

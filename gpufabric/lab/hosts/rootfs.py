@@ -15,7 +15,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.errors import GpufabricError
+from gpufabric.files import write_atomic
 from gpufabric.lab.hosts.apt_mirror import Mirror
 from gpufabric.push.lock import open_owned
 
@@ -51,7 +52,7 @@ PYTHON = "/usr/bin/python3"
 IMAGE_FORMAT = "3"
 
 
-class RootfsError(Exception):
+class RootfsError(GpufabricError):
     pass
 
 

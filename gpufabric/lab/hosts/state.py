@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpufabric.export.atomic import write_atomic
+from gpufabric.files import write_atomic
 from gpufabric.lab.hosts.rootfs import PYTHON
 from gpufabric.lab.state import read_record
 from gpufabric.outputs import json_dumps

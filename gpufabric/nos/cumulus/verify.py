@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpufabric.errors import GpufabricError
 from gpufabric.intent.errors import IntentError
 from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
@@ -90,7 +91,7 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     return facts
 
 
-class _WrongValueError(Exception):
+class _WrongValueError(GpufabricError):
     """A value NVUE's object model would not hold there (`mtu: abc`): the file does not load."""
 
     def __init__(self, path: tuple[Any, ...], found: object, expected: str) -> None:

@@ -56,6 +56,7 @@ from gpufabric.drivers.answers import (
 from gpufabric.drivers.https_args import https_args
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, controller_name, started
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post, renamed
+from gpufabric.errors import GpufabricError
 from gpufabric.hidden import reveal
 from gpufabric.intent.errors import printable
 from gpufabric.nos.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
@@ -96,7 +97,7 @@ STATUS_VALUES = {
 }
 
 
-class ReplaceStatusError(ReplaceConfigException):
+class ReplaceStatusError(ReplaceConfigException, GpufabricError):
     """`show config-replace status` did not answer in the structure gpufabric knows: its state is unknown."""
 
 

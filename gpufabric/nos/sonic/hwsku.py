@@ -14,11 +14,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gpufabric.errors import GpufabricError
+
 LANES_PER_CAGE = 8
 _MODE = re.compile(r"^([0-9]+)x([0-9]+)G\[([0-9G,]*)\]$")
 
 
-class UnknownSkuError(ValueError):
+class UnknownSkuError(ValueError, GpufabricError):
     """The plan puts SONiC on a switch model this table does not describe."""
 
 

@@ -14,11 +14,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpufabric.errors import GpufabricError
+
 # Tables SONiC keeps as one row of field -> value pairs that the models spell as an inner list
 # (`DSCP_TO_TC_MAP_LIST[name=ROCE]/DSCP_TO_TC_MAP[dscp=26]/tc=3`): found from the models, not listed.
 
 
-class ConfigDbError(ValueError):
+class ConfigDbError(ValueError, GpufabricError):
     """The document does not conform to SONiC's models: every reason, one a line."""
 
 

@@ -2,7 +2,13 @@
 
 The one way gpufabric writes a file (besides append-only logs and locks, which are opened without
 following a link): a temporary file beside the target, renamed over it. A rename replaces whatever
-is at the target's name, a link planted there included, and never writes through it."""
+is at the target's name, a link planted there included, and never writes through it.
+
+The mode is what any Unix tool would give: a new file gets what the umask allows (0644 under 022,
+0640 under 027), an existing file keeps its mode, so `export slurm -o /etc/slurm/topology.conf`
+stays readable by the daemons that read it. A file holding a secret (a password hash, a login, a
+host key pin) is written `PRIVATE` instead, whatever the umask or the mode of the file it replaces.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +21,48 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gpufabric.errors import GpufabricError
 
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
+PRIVATE = 0o600  # the owner alone reads and writes it: for files that hold secrets
+_NEW = 0o666  # what open(2) asks for a new file; the umask takes away the rest
+
+
+def current_umask() -> int:
+    """The process's umask. Read from /proc where Linux shows it: setting it to read it back, as
+    os.umask must, would leave a moment in which another thread creates files world-writable."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o077)  # the strictest value for the moment it is held
+    os.umask(umask)
+    return umask
+
+
+def _mode_for(path: Path) -> int:
+    """An existing plain file's own mode, else what a new file gets under the umask."""
+    try:
+        st = path.lstat()
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    return _NEW & ~current_umask()
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file, and a link
-    at `path` is replaced, not followed. Owner-only (0600) unless `mode` says otherwise (a file another
-    account reads, as Prometheus reads its configuration)."""
+    at `path` is replaced, not followed. The mode: `mode` when given (PRIVATE for a secret), else the
+    mode of the plain file being replaced, else what the umask gives a new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    final = _mode_for(path) if mode is None else mode
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        if mode != 0o600:  # mkstemp's
-            os.fchmod(fd, mode)
+        if final != PRIVATE:  # mkstemp's
+            os.fchmod(fd, final)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
@@ -33,13 +71,13 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o600) -> None:
         raise
 
 
-def write_if_changed(path: Path, data: str) -> bool:
+def write_if_changed(path: Path, data: str, mode: int | None = None) -> bool:
     """write_atomic, unless the file already holds exactly `data`: a second render of a large fabric
     then creates no file (creating one is most of the cost of writing it) and keeps every unchanged
     file's modification time, so rsync and make see only what changed. True when written. Only a
     plain file is compared (read no further than `data`'s length): a link, a FIFO or a device at
     `path` is replaced."""
-    from gpufabric.inputs import InputError, read_bytes  # loads the intent's package: not at start-up
+    from gpufabric.inputs import InputError, read_bytes  # the readers (subprocess, json): not at start-up
 
     encoded = data.encode()
     try:
@@ -50,14 +88,16 @@ def write_if_changed(path: Path, data: str) -> bool:
         same = False  # absent, unreadable or not a plain file: write it
     if same:
         return False
-    write_atomic(path, encoded)
+    write_atomic(path, encoded, mode)
     return True
 
 
-def write_new(path: Path, data: str) -> bool:
-    """Create `path` (which must not exist) holding `data`, readable by its owner only like the
-    files write_atomic makes: for a folder no reader can see yet (folder_written_whole). True."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def write_new(path: Path, data: str, mode: int | None = None) -> bool:
+    """Create `path` (which must not exist) holding `data`, with `mode` or else what the umask gives a
+    new file: for a folder no reader can see yet (folder_written_whole). True."""
+    # open(2) takes the umask off the mode asked: never more open than `mode`, and one call per
+    # file (no chmod), which counts when a large fabric's configs are written.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _NEW if mode is None else mode)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data.encode())
     return True
@@ -79,16 +119,14 @@ def folder_written_whole(folder: Path) -> Iterator[tuple[Path, bool]]:
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         yield staging, True
-        umask = os.umask(0)
-        os.umask(umask)
-        staging.chmod(0o777 & ~umask)  # what mkdir would have made, not mkdtemp's owner-only mode
+        staging.chmod(0o777 & ~current_umask())  # what mkdir would have made, not mkdtemp's owner-only mode
         staging.rename(folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-class AppendError(Exception):
+class AppendError(GpufabricError):
     """An append-only file that cannot be appended to safely: the reason, for the caller's own error."""
 
 
