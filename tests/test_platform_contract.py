@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -305,3 +306,43 @@ def test_an_entry_point_that_is_no_platform_is_refused(registering, tmp_path):
     with pytest.raises(platforms.PlatformRegistryError, match=r"oddos = 'not_a_platform:PLATFORM'.*is not a Platform"):
         platforms.platform("oddos")
     sys.modules.pop("not_a_platform", None)
+
+
+def test_the_layers_below_reach_an_os_only_through_the_registry():
+    """The ground floor imports nothing of gpufabric at run time (the types of the layers above are named for
+    the type checker only), and no layer below the OS folders imports one: they ask `platform(name)`."""
+    import grimp
+
+    graph = grimp.build_graph("gpufabric", "nornir_tasks", exclude_type_checking_imports=True)
+    upward = sorted(
+        (module, imported)
+        for module in graph.modules
+        if module.startswith("gpufabric.platforms")
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.startswith("gpufabric.") and not imported.startswith("gpufabric.platforms")
+    )
+    assert upward == []
+    into_an_os = sorted(
+        (module, imported)
+        for module in graph.modules
+        if not module.startswith(("gpufabric.nos", "gpufabric.cli"))
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.startswith("gpufabric.nos")
+    )
+    assert into_an_os == []
+
+
+def test_no_module_outside_the_os_folders_branches_on_a_vendor_name():
+    """`if platform == "eos"` is a method the OS's subclass should override."""
+    branch = re.compile(
+        r"""(==|!=)\s*["'](cumulus|eos|nxos|sonic|frr)["']|["'](cumulus|eos|nxos|sonic|frr)["']\s*(==|!=)"""
+    )
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("gpufabric", "nornir_tasks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if not {"nos", "platforms"} & set(path.relative_to(ROOT).parts)
+        for n, row in enumerate(path.read_text().splitlines(), 1)
+        if branch.search(row)
+    ]
+    assert offenders == []
