@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jinja2
-
 # The layers above (intent, plan, config, verify, telemetry) import the registry: their types are named for
 # the type checker only, so this module never loads them.
 if TYPE_CHECKING:
+    import jinja2
+
     from gpufabric.config.context import DeviceContext
     from gpufabric.intent.model import SwitchRole
     from gpufabric.telemetry.ethtool import PortCounters
@@ -153,6 +153,8 @@ class Platform:
     def template_loader(self) -> jinja2.BaseLoader | None:
         """Where the platform's Jinja2 templates are: the project's templates tree for a built-in, the
         package data of a third party's `templates_package`. None: the platform names no templates."""
+        import jinja2  # only when rendering: checking an intent loads the registry, never Jinja2
+
         if self.facts.templates_dir is not None:
             return jinja2.FileSystemLoader(templates_root() / self.facts.templates_dir)
         if self.facts.templates_package is not None:
