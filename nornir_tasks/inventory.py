@@ -51,7 +51,7 @@ def inventory_from_plan(plan: Plan) -> Inventory:
             hostname=entry.hostname,
             username=cred.username,
             password=_secret(cred) if is_switch else None,
-            platform=platform(entry.platform).napalm_driver if is_switch else "linux",
+            platform=platform(entry.platform).facts.napalm_driver if is_switch else "linux",
             groups=ParentGroups([groups[g] for g in entry.groups]),
             data=dict(entry.data),
         )

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 # Drivers without a switch-side revert timer (none of gpufabric's platforms today): a checkpoint taken by
 # the commit is what rollback returns to, and nothing reverts the switch if the controller is lost.
-CHECKPOINT_PLATFORMS = frozenset(p.napalm_driver for p in all_platforms() if not p.confirm_timer)
+CHECKPOINT_PLATFORMS = frozenset(p.facts.napalm_driver for p in all_platforms() if not p.facts.confirm_timer)
 
 
 POLL = 0.5  # seconds between two health checks of a switch after its commit

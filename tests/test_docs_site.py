@@ -71,9 +71,10 @@ def test_the_platform_pages_follow_each_spec():
     for spec in all_platforms():
         page = generated.pages[f"{spec.name}.md"]
         assert page.startswith(f"# {spec.title}\n")
-        assert f"(default `{spec.default_release}`)" in page and f"{spec.max_mtu} bytes" in page
-        assert f"| push: NAPALM driver | `{spec.napalm_driver}` |" in page
-        assert f"  {spec.name}: {{release: '{spec.default_release}'}}" in page
+        facts = spec.facts
+        assert f"(default `{facts.default_release}`)" in page and f"{facts.max_mtu} bytes" in page
+        assert f"| push: NAPALM driver | `{facts.napalm_driver}` |" in page
+        assert f"  {spec.name}: {{release: '{facts.default_release}'}}" in page
         assert f"| [{spec.title}]({spec.name}.md) (`{spec.name}`) |" in generated.pages["index.md"]
     eos = generated.pages["eos.md"]
     assert "split 4 ways: `Ethernet1/1`, `Ethernet1/3`, `Ethernet1/5`, `Ethernet1/7`" in eos
@@ -81,8 +82,9 @@ def test_the_platform_pages_follow_each_spec():
 
 
 def test_a_new_platform_gets_its_page_and_nav_entry_with_no_change_to_the_generator(monkeypatch):
-    newcomer = dataclasses.replace(
-        all_platforms()[0], name="testos", title="Test OS", releases=("1.0",), default_release="1.0"
+    first = all_platforms()[0]
+    newcomer = type(first)(
+        dataclasses.replace(first.facts, name="testos", title="Test OS", releases=("1.0",), default_release="1.0")
     )
     monkeypatch.setattr(platforms, "all_platforms", lambda: [*all_platforms(), newcomer])
     generated = platforms.generate()

@@ -184,7 +184,7 @@ def _driver_class(platform_name: str) -> Any:
 
     from gpufabric.platforms import platform
 
-    module, cls = str(platform(platform_name).driver_class).split(":")
+    module, cls = str(platform(platform_name).facts.driver_class).split(":")
     return getattr(importlib.import_module(module), cls)
 
 

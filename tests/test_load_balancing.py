@@ -28,7 +28,7 @@ from tests.vendor_variants import one_platform
 
 SUPERPOD = INVENTORY / "examples" / "superpod-1su.yml"
 # The releases at either end of each NVUE generation (5.15 renamed `enable: on` to `state: enabled`).
-RELEASES = sorted({platform("cumulus").releases[0], "5.14", "5.15", platform("cumulus").releases[-1]})
+RELEASES = sorted({platform("cumulus").facts.releases[0], "5.14", "5.15", platform("cumulus").facts.releases[-1]})
 
 
 def _adaptive(doc: dict, release: str | None = None) -> dict:

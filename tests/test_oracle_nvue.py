@@ -19,7 +19,7 @@ from tests.conftest import ALL_INTENTS, INVENTORY, example_plan, plan_doc
 
 SMALL_INTENTS = [p for p in ALL_INTENTS if "32k" not in p.name]
 LARGE = INVENTORY / "examples" / "three-tier-32k.yml"
-RELEASES = platform("cumulus").releases
+RELEASES = platform("cumulus").facts.releases
 
 
 def _plan(path, release: str | None = None) -> Plan:

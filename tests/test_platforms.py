@@ -1,4 +1,4 @@
-"""Every platform fact lives in its platform folder (gpufabric/platforms/<os>/), nowhere else."""
+"""Every platform fact lives in its OS folder (gpufabric/nos/<os>/) and its Platform subclass, nowhere else."""
 
 from __future__ import annotations
 

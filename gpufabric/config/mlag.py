@@ -75,7 +75,7 @@ def mlag(device: Device, ports: list[Port], peer: Device | None) -> Mlag | None:
         gateway=ip(device.host_subnet + 1) or "",
         bonds=list(bonds.values()),
         peer_asn=peer.asn,
-        l3_vlan=platform(device.platform).mlag_l3_vlan if device.peer_l3_ip is not None else None,
+        l3_vlan=platform(device.platform).facts.mlag_l3_vlan if device.peer_l3_ip is not None else None,
         l3_local=f"{ip(device.peer_l3_ip)}/31" if device.peer_l3_ip is not None else None,
         l3_peer=ip(peer.peer_l3_ip),
     )
@@ -85,7 +85,7 @@ def peer_session(device: Device, m: Mlag) -> Neighbor | None:
     """The BGP session between the two leaves of a pair, over the peer link."""
     if m.peer_asn is None:
         return None
-    interface = platform(device.platform).mlag_l3_interface
+    interface = platform(device.platform).facts.mlag_l3_interface
     if interface is not None:
         return Neighbor(m.peer, m.peer_asn, "mlag", interface=interface)
     if m.l3_vlan is not None and m.l3_peer:

@@ -21,7 +21,7 @@ from gpufabric.config.policy import MGMT_UDP_PORTS, NXOS_MGMT0_TCP_PORTS
 from gpufabric.errors import GpufabricError
 from gpufabric.plan.model import Device, Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.platforms.spec import PlatformSpec, templates_root
+from gpufabric.platforms.spec import Platform
 from gpufabric.platforms.yaml_text import scalar as yaml_scalar
 
 
@@ -35,15 +35,11 @@ class NoTemplatesError(LookupError, GpufabricError):
 
 
 @cache
-def environment(spec: PlatformSpec) -> jinja2.Environment:
+def environment(spec: Platform) -> jinja2.Environment:
     """The platform's templates, loaded as resources of its package: an installed wheel renders as a checkout does."""
-    loader: jinja2.BaseLoader
-    if spec.templates_dir is not None:
-        loader = jinja2.FileSystemLoader(templates_root() / spec.templates_dir)
-    elif spec.templates_package is not None:
-        loader = jinja2.PackageLoader(spec.templates_package, "templates")
-    else:
-        raise NoTemplatesError(f"platform {spec.name} names no templates folder for {spec.outputs}")
+    loader = spec.template_loader()
+    if loader is None:
+        raise NoTemplatesError(f"platform {spec.name} names no templates folder for {spec.facts.outputs}")
     env = jinja2.Environment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
@@ -55,7 +51,7 @@ def environment(spec: PlatformSpec) -> jinja2.Environment:
     env.filters["ip"] = ip
     env.filters["kbytes"] = kbytes
     env.filters["yq"] = yaml_scalar
-    env.filters.update(dict(spec.filters))
+    env.filters.update(spec.template_filters())
     env.globals["mgmt0_guard"] = {"tcp": NXOS_MGMT0_TCP_PORTS, "udp": MGMT_UDP_PORTS}
     return env
 
@@ -86,13 +82,16 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
 
 
 def render_context(ctx: DeviceContext) -> dict[str, str]:
-    name = ctx.device.name
     spec = platform(ctx.device.platform)
-    if spec.builder is not None:
-        return spec.builder(ctx)
-    env = environment(spec)
-    values = variables(ctx)
-    return {f"{name}{suffix}": env.get_template(tpl).render(values) for suffix, tpl in spec.outputs}
+    values: dict[str, object] = {}
+
+    def template(name: str) -> str:
+        # Only a platform that renders from templates asks: a document-built one never loads Jinja2's environment.
+        if not values:  # computed once for all of the switch's templates
+            values.update(variables(ctx))
+        return environment(spec).get_template(name).render(values)
+
+    return spec.render(ctx, template)
 
 
 def render_device(plan: Plan, device: Device, index: LinkIndex) -> Rendered:

@@ -60,7 +60,11 @@ def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
     users = []
     if cred.password is not None:
         hashed = hasher.hash(
-            cred.password, cred.username, spec.hash_algorithm, "credentials.switches.password", spec.hash_rounds
+            cred.password,
+            cred.username,
+            spec.facts.hash_algorithm,
+            "credentials.switches.password",
+            spec.facts.hash_rounds,
         )
         users.append(User(cred.username, hashed))
     abbrev, offset = standard_time(m.timezone)
@@ -69,7 +73,7 @@ def management(plan: Plan, device: Device, hasher: PasswordHasher) -> Mgmt:
     if business is not None and business.border is not None:
         allow += [str(p) for p in business.border.management_prefixes]
     return Mgmt(
-        vrf=spec.mgmt_vrf,
+        vrf=spec.facts.mgmt_vrf,
         address=address,
         gateway=gateway,
         ntp=[str(a) for a in m.ntp_servers],

@@ -1,6 +1,6 @@
 """One page per network OS, and an index table, generated from the platform registry.
 
-Only the registry's public functions and the specs' attributes are read, so a platform added to the
+Only the registry's public functions and the platforms' facts and methods are read, so a platform added to the
 registry gets its page (and its nav entry) with no change here.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpufabric.docsite.pages import Generated
 from gpufabric.platforms import all_platforms
-from gpufabric.platforms.spec import PlatformSpec
+from gpufabric.platforms.spec import Platform
 
 MARKER = "Generated from the platform registry by `gpufabric docs platforms`"
 FOLDER = "platforms"
@@ -22,7 +22,7 @@ def _code(values: object) -> str:
     return f"`{values}`"
 
 
-def _ports(spec: PlatformSpec) -> str:
+def _ports(spec: Platform) -> str:
     shown = []
     for split in _SPLITS:
         names = ", ".join(f"`{spec.port_name(1, lane, split)}`" for lane in range(split))
@@ -34,11 +34,12 @@ def _yes(flag: bool, yes: str, no: str) -> str:
     return yes if flag else no
 
 
-def _rows(spec: PlatformSpec) -> list[tuple[str, str]]:
-    low, high = spec.confirm_timeout_range
-    # A platform with a builder makes its document in Python; the others render a Jinja2 template.
-    made = "built as a document tree" if spec.builder is not None else "Jinja2 template `{}`"
-    files = "<br>".join(f"`NAME{suffix}` ({made.format(source)})" for suffix, source in spec.outputs)
+def _rows(spec: Platform) -> list[tuple[str, str]]:
+    f = spec.facts
+    low, high = f.confirm_timeout_range
+    # A platform with no templates builds its document in Python; the others render a Jinja2 template.
+    made = "built as a document tree" if spec.template_loader() is None else "Jinja2 template `{}`"
+    files = "<br>".join(f"`NAME{suffix}` ({made.format(source)})" for suffix, source in f.outputs)
     judge = (
         "none: `verify` checks the files against the plan (the test suite's oracles: "
         "[Switch configurations](../configs.md))"
@@ -47,28 +48,28 @@ def _rows(spec: PlatformSpec) -> list[tuple[str, str]]:
     )
     return [
         ("intent value", f"`platform: {spec.name}`"),
-        ("releases rendered for", f"{_code(spec.releases)} (default `{spec.default_release}`)"),
+        ("releases rendered for", f"{_code(f.releases)} (default `{f.default_release}`)"),
         ("files per switch", files),
-        ("management port", f"`{spec.mgmt_port}`"),
-        ("management VRF", "none (the default table)" if spec.mgmt_vrf is None else f"`{spec.mgmt_vrf}`"),
-        ("largest MTU", f"{spec.max_mtu} bytes"),
-        ("local password hash", f"{spec.hash_algorithm} (crypt(3) `{spec.hash_prefix}`)"),
-        ("BGP between switches", _yes(spec.numbered_only, "numbered /31s only", "unnumbered (RFC 5549) or /31s")),
-        ("MLAG toward LACP hosts", _yes(spec.mlag, "yes", "no")),
+        ("management port", f"`{f.mgmt_port}`"),
+        ("management VRF", "none (the default table)" if f.mgmt_vrf is None else f"`{f.mgmt_vrf}`"),
+        ("largest MTU", f"{f.max_mtu} bytes"),
+        ("local password hash", f"{f.hash_algorithm} (crypt(3) `{f.hash_prefix}`)"),
+        ("BGP between switches", _yes(f.numbered_only, "numbered /31s only", "unnumbered (RFC 5549) or /31s")),
+        ("MLAG toward LACP hosts", _yes(f.mlag, "yes", "no")),
         ("port names (cage 1)", _ports(spec)),
-        ("push: NAPALM driver", f"`{spec.napalm_driver}`"),
+        ("push: NAPALM driver", f"`{f.napalm_driver}`"),
         (
             "revert of an unconfirmed change",
-            _yes(spec.confirm_timer, "armed on the switch itself", "kept by the controller"),
+            _yes(f.confirm_timer, "armed on the switch itself", "kept by the controller"),
         ),
         ("`--confirm-timeout` accepted", f"{low} to {high} s"),
         ("vendor model in `verify`", judge),
-        ("containerlab kind", f"`{spec.containerlab_kind}`"),
-        ("the configuration follows", spec.docs),
+        ("containerlab kind", f"`{f.containerlab_kind}`"),
+        ("the configuration follows", f.docs),
     ]
 
 
-def _page(spec: PlatformSpec) -> str:
+def _page(spec: Platform) -> str:
     lines = [
         f"# {spec.title}",
         "",
@@ -82,7 +83,7 @@ def _page(spec: PlatformSpec) -> str:
         "",
         "```yaml",
         "platforms:",
-        f"  {spec.name}: {{release: '{spec.default_release}'}}",
+        f"  {spec.name}: {{release: '{spec.facts.default_release}'}}",
         "```",
         "",
         "How the files are rendered, judged and pushed: [Switch configurations](../configs.md),",
@@ -92,7 +93,7 @@ def _page(spec: PlatformSpec) -> str:
     return "\n".join(lines)
 
 
-def _index(specs: list[PlatformSpec]) -> str:
+def _index(specs: list[Platform]) -> str:
     lines = [
         "# Platforms",
         "",
@@ -105,12 +106,13 @@ def _index(specs: list[PlatformSpec]) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for spec in specs:
-        releases = ", ".join(spec.releases)
-        bgp = _yes(spec.numbered_only, "/31 only", "unnumbered or /31")
+        releases = ", ".join(spec.facts.releases)
+        bgp = _yes(spec.facts.numbered_only, "/31 only", "unnumbered or /31")
         judge = "—" if spec.judge is None else spec.judge.title
+        f = spec.facts
         lines.append(
-            f"| [{spec.title}]({spec.name}.md) (`{spec.name}`) | {releases} ({spec.default_release}) | {spec.max_mtu} "
-            f"| {bgp} | {_yes(spec.mlag, 'yes', 'no')} | {judge} |"
+            f"| [{spec.title}]({spec.name}.md) (`{spec.name}`) | {releases} ({f.default_release}) | {f.max_mtu} "
+            f"| {bgp} | {_yes(spec.facts.mlag, 'yes', 'no')} | {judge} |"
         )
     lines.append("")
     return "\n".join(lines)

@@ -15,8 +15,8 @@ from gpufabric.platforms import all_platforms
 
 def network_driver(name: str) -> type[NetworkDriver]:
     for spec in all_platforms():
-        if spec.napalm_driver == name and spec.driver_class:
-            module, cls = spec.driver_class.split(":")
+        if spec.facts.napalm_driver == name and spec.facts.driver_class:
+            module, cls = spec.facts.driver_class.split(":")
             found: type[NetworkDriver] = getattr(importlib.import_module(module), cls)
             return found
     return get_network_driver(name)

@@ -16,7 +16,7 @@ from gpufabric.plan.model import Plan, ip
 from gpufabric.platforms import all_platforms, platform
 
 # Image names without a registry host: users load or tag their own images under these names.
-DEFAULT_IMAGES = {p.name: p.containerlab_image for p in all_platforms()} | {
+DEFAULT_IMAGES = {p.name: p.facts.containerlab_image for p in all_platforms()} | {
     "host": "gpufabric/host:latest",
     "edge": "frrouting/frr:10.2.1",
 }
@@ -34,7 +34,7 @@ def _eth_numbering(plan: Plan, platform_of: dict[str, str]) -> dict[tuple[str, s
             continue
         for link in plane.links:
             for dev, port in ((link.a, link.a_port), (link.b, link.b_port)):
-                if dev in platform_of and platform(platform_of[dev]).eth_numbering:
+                if dev in platform_of and platform(platform_of[dev]).facts.eth_numbering:
                     ports.setdefault(dev, set()).add(port)
     return {
         (dev, port): f"eth{i}" for dev, names in ports.items() for i, port in enumerate(sorted(names, key=_natural), 1)
@@ -52,7 +52,7 @@ def topology(plan: Plan, images: dict[str, str] | None = None) -> dict[str, obje
             continue
         for d in plane.devices:
             node: dict[str, object] = {
-                "kind": platform(d.platform).containerlab_kind,
+                "kind": platform(d.platform).facts.containerlab_kind,
                 "image": img[d.platform],
                 "labels": {"gpufabric-plane": plane.name, "gpufabric-role": d.role},
             }

@@ -137,8 +137,7 @@ def switch_hardware(intent: Intent) -> list[Problem]:
         for role_name, role in plane.switches:
             if role is None:
                 continue
-            checker = platform(role.platform).role_checker
-            for key, message, fix in checker(role) if checker is not None else []:
+            for key, message, fix in platform(role.platform).role_problems(role):
                 at: Path = ("planes", name, "switches", role_name, key)
                 problems.append(Problem(at, f"{role.platform} {role_name}: {message}", fix))
     return problems

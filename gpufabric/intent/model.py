@@ -517,7 +517,7 @@ class Intent(Model):
         from gpufabric.platforms import platform as spec
 
         pinned = self.platforms.get(platform)  # type: ignore[call-overload]
-        return pinned.release if pinned is not None else spec(platform).default_release
+        return pinned.release if pinned is not None else spec(platform).facts.default_release
 
     def data_planes(self) -> list[tuple[PlaneName, DataPlane]]:
         """The routed Ethernet planes (an InfiniBand compute plane is not one)."""

@@ -23,11 +23,11 @@ SERVICE_LISTS = ("ntp_servers", "syslog_servers", "dns_servers")
 
 
 def _numbered_only_platforms() -> frozenset[str]:
-    return frozenset(n for n in names() if platform(n).numbered_only)
+    return frozenset(n for n in names() if platform(n).facts.numbered_only)
 
 
 def _mlag_platforms() -> tuple[str, ...]:
-    return tuple(n for n in names() if platform(n).mlag)
+    return tuple(n for n in names() if platform(n).facts.mlag)
 
 
 BREAKOUTS = (1, 2, 4, 8)
@@ -198,13 +198,13 @@ def _snmp_location_text(intent: Intent) -> list[Problem]:
 def _releases(intent: Intent) -> list[Problem]:
     problems = []
     for name, settings in intent.platforms.items():
-        supported = platform(name).releases
+        supported = platform(name).facts.releases
         if settings.release not in supported:
             problems.append(
                 Problem(
                     ("platforms", name, "release"),
                     f"{name} release {settings.release} is not one gpufabric renders for",
-                    f"use one of {', '.join(supported)} (default {platform(name).default_release})",
+                    f"use one of {', '.join(supported)} (default {platform(name).facts.default_release})",
                 )
             )
     return problems
@@ -418,10 +418,10 @@ def _load_balancing(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) ->
     leave the other half hashing flows onto the links the adaptive half avoids."""
     if plane.load_balancing != "adaptive":
         return []
-    without = sorted({r.platform for r in roles.values() if not platform(r.platform).adaptive_routing})
+    without = sorted({r.platform for r in roles.values() if not platform(r.platform).adaptive_routing()})
     if not without:
         return []
-    having = ", ".join(n for n in names() if platform(n).adaptive_routing)
+    having = ", ".join(n for n in names() if platform(n).adaptive_routing())
     return [
         Problem(
             (*at, "load_balancing"),
@@ -541,12 +541,12 @@ def _mtu(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Probl
             )
         )
     leaf = roles.get("leaf")
-    if leaf is not None and plane.host_mtu > platform(leaf.platform).max_mtu:
+    if leaf is not None and plane.host_mtu > platform(leaf.platform).facts.max_mtu:
         problems.append(
             Problem(
                 (*at, "host_mtu"),
                 f"host MTU {plane.host_mtu} is above what {leaf.platform} leaves "
-                f"carry ({platform(leaf.platform).max_mtu})",
+                f"carry ({platform(leaf.platform).facts.max_mtu})",
                 "use host_mtu: 9000",
             )
         )
@@ -757,7 +757,7 @@ def _credentials(intent: Intent) -> list[Problem]:
             if (plane := getattr(intent.planes, name)) is not None and not isinstance(plane, InfinibandPlane)
             for r in _roles_present(plane).values()
         }
-        api = [n for n in names() if n in used and platform(n).password_login]
+        api = [n for n in names() if n in used and platform(n).facts.password_login]
         if api:
             problems.append(
                 Problem(

@@ -25,8 +25,8 @@ def _switch(name: str, role_name: str, role: SwitchRole, mtu: int) -> Device:
         role=role_name,
         platform=role.platform,
         model=role.model,
-        mtu=min(mtu, platform(role.platform).max_mtu),
-        mgmt_port=platform(role.platform).mgmt_port,
+        mtu=min(mtu, platform(role.platform).facts.max_mtu),
+        mgmt_port=platform(role.platform).facts.mgmt_port,
         failure_domain=f"oob:{name}",
     )
 

@@ -1,8 +1,8 @@
 """The network operating systems gpufabric configures, found through the `gpufabric.platforms` entry points.
 
-Each entry point names a `PlatformSpec` object (`eos = "gpufabric.nos.eos:PLATFORM"`). The built-in
+Each entry point names a `Platform` object (`eos = "gpufabric.nos.eos:PLATFORM"`). The built-in
 platforms are declared in pyproject.toml exactly as a third party declares its own in its distribution's
-metadata: one folder (spec, templates, readers, driver) and one entry-point line, no edit to gpufabric.
+metadata: one Platform subclass, its templates, and one entry-point line, no edit to gpufabric.
 The intent, planner, renderer, verify, push and exports reach a platform only through this registry.
 """
 
@@ -12,9 +12,32 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
 from gpufabric.errors import GpufabricError
-from gpufabric.platforms.spec import PlatformSpec
+from gpufabric.platforms.spec import (
+    LoadBalancing,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    VendorJudge,
+    templates_root,
+)
 
 GROUP = "gpufabric.platforms"
+
+__all__ = [
+    "GROUP",
+    "LoadBalancing",
+    "LosslessBuffers",
+    "Platform",
+    "PlatformFacts",
+    "PlatformRegistryError",
+    "UnknownPlatformError",
+    "VendorJudge",
+    "all_platforms",
+    "names",
+    "platform",
+    "reset",
+    "templates_root",
+]
 
 
 class UnknownPlatformError(KeyError, GpufabricError):
@@ -30,42 +53,53 @@ class UnknownPlatformError(KeyError, GpufabricError):
 
 
 class PlatformRegistryError(RuntimeError, GpufabricError):
-    """An entry point of the group does not name a well-formed PlatformSpec."""
+    """An entry point of the group does not name a well-formed Platform, or two name one platform."""
+
+
+def _origin(ep: EntryPoint) -> str:
+    dist = ep.dist.name if ep.dist is not None else "an unnamed distribution"
+    return f"{dist} ({ep.name} = {ep.value})"
 
 
 @cache
 def _entry_points() -> dict[str, EntryPoint]:
-    # Two distributions registering one name: the first found wins, as importlib.metadata lists them.
+    # importlib.metadata lists each installed distribution once; two of them registering one name would
+    # leave the winner to the order of sys.path, so the registry refuses to choose.
     found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=GROUP):
-        found.setdefault(ep.name, ep)
+        first = found.setdefault(ep.name, ep)
+        if first is not ep:
+            raise PlatformRegistryError(
+                f"platform {ep.name!r} is registered twice in {GROUP}: by {_origin(first)} and by {_origin(ep)};"
+                " uninstall one of them"
+            )
     return found
 
 
 @cache
-def _load(name: str) -> PlatformSpec:
+def _load(name: str) -> Platform:
     ep = _entry_points()[name]
-    spec = ep.load()
-    if not isinstance(spec, PlatformSpec):
-        raise PlatformRegistryError(f"entry point {name} = {ep.value!r} of {GROUP} is not a PlatformSpec")
-    if spec.name != name:
-        raise PlatformRegistryError(f"entry point {name} = {ep.value!r} names the platform {spec.name!r}")
-    return spec
+    found = ep.load()
+    if not isinstance(found, Platform):
+        raise PlatformRegistryError(f"entry point {name} = {ep.value!r} of {GROUP} is not a Platform")
+    if found.name != name:
+        raise PlatformRegistryError(f"entry point {name} = {ep.value!r} names the platform {found.name!r}")
+    return found
 
 
 @cache
 def names() -> tuple[str, ...]:
     """Every registered platform name: the built-ins in their rank, third parties after, by name."""
-    return tuple(sorted(_entry_points(), key=lambda n: (_load(n).rank, n)))
+    return tuple(sorted(_entry_points(), key=lambda n: (_load(n).facts.rank, n)))
 
 
-def platform(name: str) -> PlatformSpec:
+def platform(name: str) -> Platform:
     if name not in _entry_points():
         raise UnknownPlatformError(name, names())
     return _load(name)
 
 
-def all_platforms() -> list[PlatformSpec]:
+def all_platforms() -> list[Platform]:
     return [_load(n) for n in names()]
 
 

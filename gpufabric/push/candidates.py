@@ -23,9 +23,9 @@ def candidate(
     """
     device = index.devices[name]
     spec = platform(device.platform)
-    main = f"{name}{spec.candidate_suffix}"
+    main = f"{name}{spec.facts.candidate_suffix}"
     files = _from_folder(folder, name, spec.files(name), main) if folder else render_device(plan, device, index).files
-    text = spec.assemble_candidate(name, files) if spec.assemble_candidate is not None else files[main]
+    text = spec.candidate(name, files)
     return resolve_tokens(text, secrets, declared(plan.intent))
 
 

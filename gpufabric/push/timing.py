@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from gpufabric.push.errors import PushRefusedError
 
 if TYPE_CHECKING:
-    from gpufabric.platforms.spec import PlatformSpec
+    from gpufabric.platforms.spec import Platform
 
 # Per switch, besides the checks: SSH login, candidate upload, diff and commit (seconds, generous).
 STAGE_OVERHEAD = 15.0
@@ -63,10 +63,10 @@ def check_timing(
         )
 
 
-def check_platform_timers(confirm_timeout: int, platforms: Iterable[PlatformSpec]) -> None:
+def check_platform_timers(confirm_timeout: int, platforms: Iterable[Platform]) -> None:
     """The revert timer must be one every targeted platform accepts (NX-OS's commit-timeout: 30-3600 s)."""
     for spec in sorted(set(platforms), key=lambda s: s.name):
-        low, high = spec.confirm_timeout_range
+        low, high = spec.facts.confirm_timeout_range
         if not low <= confirm_timeout <= high:
             raise TimingError(
                 f"--confirm-timeout {confirm_timeout} s: {spec.title} takes a revert timer of {low}-{high} s"

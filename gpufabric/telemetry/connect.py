@@ -24,7 +24,7 @@ def switch_connector(access: Access, timeout: int = TIMEOUT) -> Connect:
     from gpufabric.drivers.registry import network_driver  # the automation stack only when a scrape needs it
 
     def connect(t: SwitchTarget) -> Any:
-        driver = network_driver("frr" if access.lab else platform(t.platform).napalm_driver)
+        driver = network_driver("frr" if access.lab else platform(t.platform).facts.napalm_driver)
         conn = driver(t.address, access.username, access.password, timeout=timeout,
                       optional_args=dict(access.optional_args))  # fmt: skip
         conn.open()

@@ -27,7 +27,7 @@ from gpufabric.telemetry.targets import SwitchTarget, switch_targets
 
 def gnmi_port(platform_name: str) -> int | None:
     """The platform's gNMI port, from its spec (None: it streams nothing)."""
-    return platform(platform_name).gnmi_port
+    return platform(platform_name).facts.gnmi_port
 
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:-]{0,63}")

@@ -11,9 +11,9 @@ from gpufabric.telemetry.optics import Optics, from_linux
 
 def read_link_quality(conn: Any, platform: str, ports: list[str]) -> dict[str, Optics] | None:
     """Per port that reported something, or None when neither the platform nor the driver can read it."""
-    reader = platform_spec(platform).optics_reader
-    if reader is not None:
-        return {port: found for port, found in reader(conn, ports).items() if not found.is_empty()}
+    read = platform_spec(platform).read_optics(conn, ports)
+    if read is not None:
+        return {port: found for port, found in read.items() if not found.is_empty()}
     text = getattr(conn, "get_link_quality_text", None)
     if text is None:
         return None

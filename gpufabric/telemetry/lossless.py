@@ -12,9 +12,9 @@ from gpufabric.telemetry.ethtool import PortCounters, parse_ethtool
 
 def read_lossless(conn: Any, platform: str, ports: list[str]) -> dict[str, PortCounters] | None:
     """Per port, or None when neither the platform nor the driver can read them."""
-    reader = platform_spec(platform).lossless_reader
-    if reader is not None:
-        return reader(conn, ports)
+    found = platform_spec(platform).read_lossless(conn, ports)
+    if found is not None:
+        return found
     stats = getattr(conn, "get_ethtool_stats", None)
     if stats is None:
         return None

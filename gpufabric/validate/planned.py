@@ -21,7 +21,8 @@ def planned(
         d = ctx.device
         q = ctx.qos
         spec = platform(d.platform)
-        lossless = ctx.lossless_buffer
+        balancing = spec.load_balancing(ctx)
+        buffers = spec.lossless_buffers(ctx)
         out[name] = Planned(
             device=name,
             platform=d.platform,
@@ -32,14 +33,10 @@ def planned(
             qos=((q.roce_dscp, q.roce_priority, "RoCE"), (q.cnp_dscp, q.cnp_priority, "CNP")) if q else (),
             mgmt_port=d.mgmt_port if d.mgmt_ip is not None else None,
             mgmt_subnet=str(oob.subnet) if oob is not None and d.mgmt_ip is not None else None,
-            adaptive=ctx.adaptive if spec.adaptive_routing and d.asn is not None else None,
-            multipath_hash=1 if spec.linux_multipath_hash else None,
-            cable_metres=ctx.cable_metres if lossless is not None and spec.cable_length else None,
-            pause_buffer=(
-                (q.roce_priority, lossless.buffer_size, lossless.pause_threshold, lossless.resume_threshold)
-                if q is not None and lossless is not None and spec.pause_buffer
-                else None
-            ),
-            headroom=lossless.headroom if lossless is not None and spec.ingress_headroom else None,
+            adaptive=balancing.adaptive if d.asn is not None else None,
+            multipath_hash=balancing.multipath_hash,
+            cable_metres=buffers.cable_metres,
+            pause_buffer=buffers.pause_buffer,
+            headroom=buffers.headroom,
         )
     return out

@@ -22,7 +22,7 @@ def running_facts(platform_name: str, running: str) -> Any:
     no installed distribution registers."""
     if platform_name not in names():
         return None
-    return platform(platform_name).running_reader(running)
+    return platform(platform_name).read_running(running)
 
 
 def dscp_map(platform_name: str, running: str) -> dict[int, int]:

@@ -15,7 +15,7 @@ from gpufabric.config.secrets import HASH_TOKEN, TOKEN
 from gpufabric.intent.model import QosProfile
 from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Link, Plan, ip
-from gpufabric.platforms import platform
+from gpufabric.platforms import LosslessBuffers, platform
 from gpufabric.verify.facts import Fact, Finding, LinkEnd, Row, SwitchFacts
 
 # A host's IP MTU plus Ethernet and 802.1Q headers must fit the leaf port's MTU.
@@ -128,29 +128,29 @@ def _ports(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Findi
 
 
 def _load_balancing(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
-    """The plane's `load_balancing` as the text says it: adaptive routing on (and on every fabric port where
-    the platform sets it per port) or off, and a Linux switch's kernel hashing ECMP over the L4 ports."""
-    spec = platform(facts.platform)
-    if spec.adaptive_routing:
+    """The plane's `load_balancing` as the text says it: adaptive routing on (and on every port where the
+    platform sets it one by one) or off, and a Linux switch's kernel hashing ECMP over the L4 ports."""
+    want = platform(facts.platform).load_balancing(ctx)
+    if want.adaptive is not None:
         on = bool(facts.adaptive and facts.adaptive.value)
-        if on != ctx.adaptive:
-            want = "adaptive routing on" if ctx.adaptive else "no adaptive routing (load_balancing: ecmp)"
-            yield _finding("load-balancing", facts, facts.adaptive, want, "on" if on else "off", anchor="bgp")
+        if on != want.adaptive:
+            expected = "adaptive routing on" if want.adaptive else "no adaptive routing (load_balancing: ecmp)"
+            yield _finding("load-balancing", facts, facts.adaptive, expected, "on" if on else "off", anchor="bgp")
         for p in ctx.ports:
-            if spec.adaptive_per_port and ctx.adaptive and p.kind == "fabric" and p.name not in facts.adaptive_ports:
+            if p.name in want.adaptive_ports and p.name not in facts.adaptive_ports:
                 got = facts.mtu.get(p.name)
                 yield _finding("load-balancing", facts, got, f"{p.name}: adaptive routing on", "off")
-        if not ctx.adaptive:
+        if not want.adaptive:
             for port, got in facts.adaptive_ports.items():
                 yield _finding("load-balancing", facts, got, f"{port}: no adaptive routing", "on")
-    if spec.linux_multipath_hash:
+    if want.multipath_hash is not None:
         got = facts.multipath_hash
-        if got is None or got.value != 1:
+        if got is None or got.value != want.multipath_hash:
             yield _finding(
                 "load-balancing",
                 facts,
                 got,
-                "net.ipv4.fib_multipath_hash_policy 1 (ECMP hash over the L4 ports)",
+                f"net.ipv4.fib_multipath_hash_policy {want.multipath_hash} (ECMP hash over the L4 ports)",
                 got.value if got else "not set",
             )
 
@@ -177,7 +177,8 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
                 f"only DSCP {q.roce_dscp}/{q.cnp_dscp} in priorities {q.roce_priority}/{q.cnp_priority}",
                 f"DSCP {dscp} -> {got.value}",
             )
-    if not platform(facts.platform).lossless_qos:
+    spec = platform(facts.platform)
+    if not spec.lossless_qos():
         return  # e.g. Linux (frr): no PFC, ECN queue or scheduler to configure, the lab shows classification only
     if q.lossless:
         if set(facts.pfc) != {q.roce_priority}:
@@ -188,7 +189,7 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
         if q.pfc_watchdog and facts.watchdog is None:
             yield _finding("qos-pfc-watchdog", facts, None, "PFC watchdog on", "missing")
     ecn = facts.ecn.get(q.roce_priority)
-    unit = platform(facts.platform).ecn_unit_bytes  # what the CLI can say: whole kbytes on EOS and NX-OS
+    unit = spec.facts.ecn_unit_bytes  # what the CLI can say: whole kbytes on EOS and NX-OS
     want = (q.ecn_min_bytes // unit * unit, q.ecn_max_bytes // unit * unit)
     if ecn is None or ecn.value != want:
         yield _finding(
@@ -198,18 +199,7 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
             f"ECN on queue {q.roce_priority}, {want[0]}-{want[1]} bytes",
             ecn.value if ecn else "none",
         )
-    if q.lossless and platform(facts.platform).cable_length:
-        if not facts.cable_length:
-            yield _finding("qos-cable-length", facts, None, f"cable length {ctx.cable_length} for PFC headroom", "none")
-        for where, got in sorted(facts.cable_length.items()):
-            if got.value != ctx.cable_metres:
-                yield _finding(
-                    "qos-cable-length", facts, got, f"{where}: cable length {ctx.cable_length}", f"{got.value}"
-                )
-    if q.lossless and platform(facts.platform).pause_buffer:
-        yield from _pause_buffer(ctx, facts, q.roce_priority)
-    if q.lossless and platform(facts.platform).ingress_headroom:
-        yield from _ingress_headroom(ctx, facts)
+    yield from _buffers(ctx, facts, spec.lossless_buffers(ctx))
     if q.cnp_priority not in facts.strict:
         yield _finding("qos-cnp-strict", facts, None, f"priority {q.cnp_priority} strict", "not strict")
     for p in ctx.ports:
@@ -217,29 +207,35 @@ def _qos(ctx: DeviceContext, q: QosProfile, facts: SwitchFacts) -> Iterator[Find
             yield _finding("qos-port", facts, facts.mtu.get(p.name), f"{p.name}: RoCE policy applied", "not applied")
 
 
-def _pause_buffer(ctx: DeviceContext, facts: SwitchFacts, tc: int) -> Iterator[Finding]:
-    """The lossless class's ingress reservation equals the headroom formula's for the plane's cable length
-    class, the switch's fastest RoCE port and its MTU (gpufabric/config/headroom.py)."""
-    want = ctx.lossless_buffer
-    if want is None:
-        return
-    sizes = (want.buffer_size, want.pause_threshold, want.resume_threshold)
-    expected = f"class {tc}: pause buffer-size {sizes[0]} pause-threshold {sizes[1]} resume-threshold {sizes[2]}"
-    got = facts.pause_buffer.get(tc)
-    if got is None or got.value != sizes:
-        found = "none" if got is None else "buffer-size {} pause-threshold {} resume-threshold {}".format(*got.value)
-        yield _finding("qos-headroom", facts, got, f"{expected} ({ctx.cable_length} cables)", found)
-
-
-def _ingress_headroom(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
-    """The ports' PFC headroom equals the formula's (gpufabric/config/headroom.py)."""
-    want = ctx.lossless_buffer
-    if want is None:
-        return
-    got = facts.headroom
-    if got is None or got.value != want.headroom:
-        expected = f"PFC headroom {want.headroom} bytes ({ctx.cable_length} cables), applied"
-        yield _finding("qos-headroom", facts, got, expected, "none" if got is None else f"{got.value} bytes")
+def _buffers(ctx: DeviceContext, facts: SwitchFacts, want: LosslessBuffers) -> Iterator[Finding]:
+    """The lossless class's buffers as the platform's configuration carries them: the cable length class the
+    switch sizes headroom from, or the headroom formula's own figures for the plane's cable length class, the
+    switch's fastest RoCE port and its MTU (gpufabric/config/headroom.py)."""
+    if want.cable_metres is not None:
+        if not facts.cable_length:
+            yield _finding("qos-cable-length", facts, None, f"cable length {ctx.cable_length} for PFC headroom", "none")
+        for where, got in sorted(facts.cable_length.items()):
+            if got.value != want.cable_metres:
+                yield _finding(
+                    "qos-cable-length", facts, got, f"{where}: cable length {ctx.cable_length}", f"{got.value}"
+                )
+    if want.pause_buffer is not None:
+        tc, *sizes = want.pause_buffer
+        expected = f"class {tc}: pause buffer-size {sizes[0]} pause-threshold {sizes[1]} resume-threshold {sizes[2]}"
+        found = facts.pause_buffer.get(tc)
+        if found is None or found.value != tuple(sizes):
+            what = (
+                "none"
+                if found is None
+                else "buffer-size {} pause-threshold {} resume-threshold {}".format(*found.value)
+            )
+            yield _finding("qos-headroom", facts, found, f"{expected} ({ctx.cable_length} cables)", what)
+    if want.headroom is not None:
+        applied = facts.headroom
+        if applied is None or applied.value != want.headroom:
+            expected = f"PFC headroom {want.headroom} bytes ({ctx.cable_length} cables), applied"
+            shown = "none" if applied is None else f"{applied.value} bytes"
+            yield _finding("qos-headroom", facts, applied, expected, shown)
 
 
 def _oob(plan: Plan, facts: SwitchFacts) -> Iterator[Finding]:
@@ -269,7 +265,7 @@ def _secrets(d: Device, facts: SwitchFacts) -> Iterator[Finding]:
                 yield _finding(
                     "secret", facts, fact, "a community reference (@secret:env:NAME@)", "a literal community"
                 )
-        elif (prefix := platform(d.platform).hash_prefix) not in text and not HASH_TOKEN.search(text):
+        elif (prefix := platform(d.platform).facts.hash_prefix) not in text and not HASH_TOKEN.search(text):
             yield _finding(
                 "secret",
                 facts,

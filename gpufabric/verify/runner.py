@@ -68,7 +68,7 @@ def _check_chunk(
                     Finding("files", name, missing[0], 0, "a rendered file (run `nornir render`)", "missing")
                 )
                 continue
-            found = spec.reader(name, folder)
+            found = spec.read_files(name, folder)
             report.switches += 1
             report.files += len(found.files)
             ctx = build(plan, device, index)

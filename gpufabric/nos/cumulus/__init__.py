@@ -2,40 +2,78 @@
 
 from __future__ import annotations
 
-from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
-from gpufabric.platforms.spec import PlatformSpec, VendorJudge, file_reader, lazy, linux_port, running_reader
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-PLATFORM = PlatformSpec(
-    name="cumulus",
-    title="NVIDIA Cumulus Linux (NVUE)",
-    releases=RELEASES,
-    default_release=DEFAULT_RELEASE,
-    mgmt_port="eth0",
-    mgmt_vrf="mgmt",
-    max_mtu=9216,
-    hash_algorithm="sha512",
-    hash_prefix="$6$",
-    hash_rounds=100_000,  # glibc/libxcrypt crypt(3) takes $6$rounds=N$: 20x the default's cost to guess
-    numbered_only=False,
-    mlag=True,
-    outputs=((".yaml", "cumulus"),),  # built by gpufabric.nos.cumulus.document, not a Jinja template
-    candidate_suffix=".yaml",
-    napalm_driver="cumulus",
-    containerlab_kind="nvidia_cumulusvx",
-    containerlab_image="cumulusvx:5.14",
-    eth_numbering=False,
-    port_name=linux_port,
-    reader=file_reader("gpufabric.nos.cumulus.verify", "read_nvue", ".yaml"),
-    running_reader=running_reader("gpufabric.nos.cumulus.verify", "nvue_facts", tree_ok=True),
-    confirm_timer=True,
-    ecn_unit_bytes=1,
-    builder=lazy("gpufabric.nos.cumulus.document", "build"),
-    rank=0,
-    adaptive_routing=True,
-    cable_length=True,
-    adaptive_per_port=True,
-    gnmi_port=9339,  # Cumulus Linux 5.x's gNMI server
-    docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
-    mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered
-    judge=VendorJudge("NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.nos.cumulus.judge"),
+from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
+from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge
+
+if TYPE_CHECKING:
+    from gpufabric.config.context import DeviceContext
+    from gpufabric.platforms.spec import TemplateRender
+    from gpufabric.verify.facts import SwitchFacts
+
+
+class Cumulus(Platform):
+    """Its configuration is one NVUE document, built in Python rather than printed by a template."""
+
+    judge = VendorJudge("NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.nos.cumulus.judge")
+
+    def render(self, ctx: DeviceContext, template: TemplateRender) -> dict[str, str]:
+        from gpufabric.nos.cumulus.document import build
+
+        return build(ctx)
+
+    def read_files(self, device: str, folder: Path) -> SwitchFacts:
+        from gpufabric.nos.cumulus.verify import read_nvue
+
+        return read_nvue(device, folder / f"{device}.yaml")
+
+    def read_running(self, text: str) -> SwitchFacts:
+        from gpufabric.nos.cumulus.verify import nvue_facts
+
+        return nvue_facts("", text, "running-config", tree_ok=True)
+
+    def adaptive_routing(self) -> bool:
+        return True
+
+    def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
+        """NVUE switches adaptive routing on per port too (interface <port> router adaptive-routing), on
+        every fabric port of an adaptive plane."""
+        ports = frozenset(p.name for p in ctx.ports if p.kind == "fabric") if ctx.adaptive else frozenset()
+        return LoadBalancing(adaptive=ctx.adaptive, adaptive_ports=ports)
+
+    def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
+        """`qos pfc ... cable-length`: the switch sizes PFC headroom itself from the plane's cable length."""
+        lossless = ctx.lossless_buffer is not None
+        return LosslessBuffers(cable_metres=ctx.cable_metres if lossless else None)
+
+
+PLATFORM = Cumulus(
+    PlatformFacts(
+        name="cumulus",
+        title="NVIDIA Cumulus Linux (NVUE)",
+        releases=RELEASES,
+        default_release=DEFAULT_RELEASE,
+        mgmt_port="eth0",
+        mgmt_vrf="mgmt",
+        max_mtu=9216,
+        hash_algorithm="sha512",
+        hash_prefix="$6$",
+        hash_rounds=100_000,  # glibc/libxcrypt crypt(3) takes $6$rounds=N$: 20x the default's cost to guess
+        numbered_only=False,
+        mlag=True,
+        outputs=((".yaml", "cumulus"),),  # built by gpufabric.nos.cumulus.document, not a Jinja template
+        candidate_suffix=".yaml",
+        napalm_driver="cumulus",
+        containerlab_kind="nvidia_cumulusvx",
+        containerlab_image="cumulusvx:5.14",
+        eth_numbering=False,
+        confirm_timer=True,
+        ecn_unit_bytes=1,
+        rank=0,
+        gnmi_port=9339,  # Cumulus Linux 5.x's gNMI server
+        docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
+        mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered
+    )
 )

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.spec import (
-    PlatformSpec,
-    VendorJudge,
-    file_reader,
-    lossless_reader,
-    optics_reader,
-    running_reader,
-)
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, TemplateFilter, VendorJudge
+
+if TYPE_CHECKING:
+    from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.ethtool import PortCounters
+    from gpufabric.telemetry.optics import Optics
+    from gpufabric.verify.facts import SwitchFacts
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8
@@ -24,40 +27,71 @@ def breakout_speed(speed_gbps: int, split: int) -> str:
     return f"{speed_gbps}g-{CAGE_LANES // split}"
 
 
-PLATFORM = PlatformSpec(
-    name="eos",
-    title="Arista EOS",
-    releases=("4.32", "4.33", "4.34"),
-    default_release="4.33",
-    mgmt_port="Management1",
-    mgmt_vrf="MGMT",
-    max_mtu=9214,
-    hash_algorithm="sha512",
-    hash_prefix="$6$",
-    numbered_only=True,
-    mlag=True,
-    outputs=((".cfg", "config.j2"),),
-    candidate_suffix=".cfg",
-    napalm_driver="eos",
-    containerlab_kind="arista_ceos",
-    containerlab_image="ceos:4.33.1F",
-    eth_numbering=True,
-    port_name=port_name,
-    reader=file_reader("gpufabric.nos.eos.verify", "read_eos", ".cfg"),
-    running_reader=running_reader("gpufabric.nos.eos.verify", "eos_facts"),
-    lossless_reader=lossless_reader("gpufabric.nos.eos.telemetry", "read_lossless"),
-    optics_reader=optics_reader("gpufabric.nos.eos.telemetry", "read_optics"),
-    driver_class="gpufabric.nos.eos.driver:GpufabricEOSDriver",
-    confirm_timer=True,
-    ecn_unit_bytes=1000,
-    rank=1,
-    ingress_headroom=True,  # platform trident mmu queue profile ROCE / ingress headroom <bytes>
-    adaptive_routing=True,  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
-    password_login=True,  # eAPI
-    templates_dir="eos",
-    filters=(("eos_speed", breakout_speed),),
-    gnmi_port=6030,  # management api gnmi
-    docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
-    mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
-    judge=VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.nos.eos.judge"),
+class Eos(Platform):
+    judge = VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.nos.eos.judge")
+
+    def port_name(self, cage: int, lane: int, split: int) -> str:
+        return port_name(cage, lane, split)
+
+    def template_filters(self) -> Mapping[str, TemplateFilter]:
+        return {"eos_speed": breakout_speed}
+
+    def read_files(self, device: str, folder: Path) -> SwitchFacts:
+        from gpufabric.nos.eos.verify import read_eos
+
+        return read_eos(device, folder / f"{device}.cfg")
+
+    def read_running(self, text: str) -> SwitchFacts:
+        from gpufabric.nos.eos.verify import eos_facts
+
+        return eos_facts("", text, "running-config")
+
+    def adaptive_routing(self) -> bool:
+        return True  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
+
+    def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
+        """`platform trident mmu queue profile` `ingress headroom <bytes>` on the lossless ports."""
+        want = ctx.lossless_buffer
+        return LosslessBuffers(headroom=want.headroom if want is not None else None)
+
+    def read_lossless(self, conn: Any, ports: list[str]) -> dict[str, PortCounters]:
+        from gpufabric.nos.eos.telemetry import read_lossless
+
+        return read_lossless(conn, ports)
+
+    def read_optics(self, conn: Any, ports: list[str]) -> dict[str, Optics]:
+        from gpufabric.nos.eos.telemetry import read_optics
+
+        return read_optics(conn, ports)
+
+
+PLATFORM = Eos(
+    PlatformFacts(
+        name="eos",
+        title="Arista EOS",
+        releases=("4.32", "4.33", "4.34"),
+        default_release="4.33",
+        mgmt_port="Management1",
+        mgmt_vrf="MGMT",
+        max_mtu=9214,
+        hash_algorithm="sha512",
+        hash_prefix="$6$",
+        numbered_only=True,
+        mlag=True,
+        outputs=((".cfg", "config.j2"),),
+        candidate_suffix=".cfg",
+        napalm_driver="eos",
+        containerlab_kind="arista_ceos",
+        containerlab_image="ceos:4.33.1F",
+        eth_numbering=True,
+        driver_class="gpufabric.nos.eos.driver:GpufabricEOSDriver",
+        confirm_timer=True,
+        ecn_unit_bytes=1000,
+        rank=1,
+        password_login=True,  # eAPI
+        templates_dir="eos",
+        gnmi_port=6030,  # management api gnmi
+        docs="Arista EOS User Manual; AVD eos_cli_config_gen (pyavd) for the configuration syntax",
+        mlag_l3_vlan=4093,  # AVD's default MLAG L3 peering VLAN
+    )
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,19 +35,24 @@ def read_frr(device: str, folder: Path) -> SwitchFacts:
     facts.files.append(conf_path.name)
     conf = parse(read_rendered(conf_path).splitlines(), "ios")
     read_common(facts, conf, conf_path.name, mtu=False)
-    for obj, m in sections(conf, r"^router bgp (\d+)$"):
-        facts.asn = Fact(int(m.group(1)), conf_path.name, line(obj))
-        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
-        for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
-            facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), conf_path.name, line(child))
-        for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
-            facts.multipath_relax = Fact(True, conf_path.name, line(child))
-        for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
-            facts.max_paths = Fact(int(cm.group(1)), conf_path.name, line(child))
+    bgp_facts(facts, conf, conf_path.name)
     _interfaces(facts, folder / f"{device}.interfaces")
     _nft(facts, folder / f"{device}.nft")
     _system(facts, folder / f"{device}.system.yaml")
     return facts
+
+
+def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
+    """BGP out of a parsed frr.conf: the one reader of every FRR-routed platform's BGP (SONiC's too)."""
+    for obj, m in sections(conf, r"^router bgp (\d+)$"):
+        facts.asn = Fact(int(m.group(1)), file, line(obj))
+        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
+        for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
+            facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), file, line(child))
+        for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
+            facts.multipath_relax = Fact(True, file, line(child))
+        for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
+            facts.max_paths = Fact(int(cm.group(1)), file, line(child))
 
 
 def _interfaces(facts: SwitchFacts, path: Path) -> None:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from gpufabric.platforms.spec import PlatformSpec, file_reader, lossless_reader, optics_reader, running_reader
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
+
+if TYPE_CHECKING:
+    from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.ethtool import PortCounters
+    from gpufabric.telemetry.optics import Optics
+    from gpufabric.verify.facts import SwitchFacts
 
 # Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
 # `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
@@ -24,39 +33,72 @@ def port_name(cage: int, lane: int, split: int) -> str:
     return f"Ethernet1/{cage}" if split == 1 else f"Ethernet1/{cage}/{lane + 1}"
 
 
-PLATFORM = PlatformSpec(
-    name="nxos",
-    title="Cisco NX-OS (Nexus 9000)",
-    releases=("10.3", "10.4", "10.5"),
-    default_release="10.4",
-    mgmt_port="mgmt0",
-    mgmt_vrf="management",
-    max_mtu=9216,
-    hash_algorithm="sha256",
-    hash_prefix="$5$",
-    numbered_only=True,
-    mlag=True,
-    outputs=((".cfg", "config.j2"),),
-    candidate_suffix=".cfg",
-    napalm_driver="nxos",
-    containerlab_kind="cisco_n9kv",
-    containerlab_image="vrnetlab/cisco_n9kv:10.4.2",
-    eth_numbering=True,
-    port_name=port_name,
-    reader=file_reader("gpufabric.nos.nxos.verify", "read_nxos", ".cfg"),
-    running_reader=running_reader("gpufabric.nos.nxos.verify", "nxos_facts"),
-    lossless_reader=lossless_reader("gpufabric.nos.nxos.telemetry", "read_lossless"),
-    optics_reader=optics_reader("gpufabric.nos.nxos.telemetry", "read_optics"),
-    driver_class="gpufabric.nos.nxos.driver:GpufabricNXOSDriver",
-    confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
-    confirm_timer=True,  # configuration replace with a commit timeout
-    ecn_unit_bytes=1000,
-    rank=2,
-    pause_buffer=True,  # ingress queuing policy: pause buffer-size / pause-threshold / resume-threshold
-    password_login=True,  # NX-API
-    templates_dir="nxos",
-    gnmi_port=9339,  # feature grpc (releases before 10.x: 50051)
-    docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
-    mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
-    free_text=free_text,
+class Nxos(Platform):
+    def port_name(self, cage: int, lane: int, split: int) -> str:
+        return port_name(cage, lane, split)
+
+    def read_files(self, device: str, folder: Path) -> SwitchFacts:
+        from gpufabric.nos.nxos.verify import read_nxos
+
+        return read_nxos(device, folder / f"{device}.cfg")
+
+    def read_running(self, text: str) -> SwitchFacts:
+        from gpufabric.nos.nxos.verify import nxos_facts
+
+        return nxos_facts("", text, "running-config")
+
+    def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
+        """The ingress queuing policy's `pause buffer-size ... pause-threshold ... resume-threshold ...` for
+        the lossless class."""
+        want, q = ctx.lossless_buffer, ctx.qos
+        if want is None or q is None:
+            return LosslessBuffers()
+        return LosslessBuffers(
+            pause_buffer=(q.roce_priority, want.buffer_size, want.pause_threshold, want.resume_threshold)
+        )
+
+    def free_text_problem(self, value: str) -> str | None:
+        return free_text(value)
+
+    def read_lossless(self, conn: Any, ports: list[str]) -> dict[str, PortCounters]:
+        from gpufabric.nos.nxos.telemetry import read_lossless
+
+        return read_lossless(conn, ports)
+
+    def read_optics(self, conn: Any, ports: list[str]) -> dict[str, Optics]:
+        from gpufabric.nos.nxos.telemetry import read_optics
+
+        return read_optics(conn, ports)
+
+
+PLATFORM = Nxos(
+    PlatformFacts(
+        name="nxos",
+        title="Cisco NX-OS (Nexus 9000)",
+        releases=("10.3", "10.4", "10.5"),
+        default_release="10.4",
+        mgmt_port="mgmt0",
+        mgmt_vrf="management",
+        max_mtu=9216,
+        hash_algorithm="sha256",
+        hash_prefix="$5$",
+        numbered_only=True,
+        mlag=True,
+        outputs=((".cfg", "config.j2"),),
+        candidate_suffix=".cfg",
+        napalm_driver="nxos",
+        containerlab_kind="cisco_n9kv",
+        containerlab_image="vrnetlab/cisco_n9kv:10.4.2",
+        eth_numbering=True,
+        driver_class="gpufabric.nos.nxos.driver:GpufabricNXOSDriver",
+        confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
+        confirm_timer=True,  # configuration replace with a commit timeout
+        ecn_unit_bytes=1000,
+        rank=2,
+        password_login=True,  # NX-API
+        templates_dir="nxos",
+        gnmi_port=9339,  # feature grpc (releases before 10.x: 50051)
+        docs="Cisco Nexus 9000 NX-OS configuration guides (QoS, interfaces, unicast routing, security)",
+        mlag_l3_vlan=3967,  # NX-OS keeps VLANs 3968-4094 for itself
+    )
 )

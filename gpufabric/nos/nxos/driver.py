@@ -253,11 +253,12 @@ class GpufabricNXOSDriver(NXOSDriver):
             raise located(self.hostname, "show version", exc) from None
         text = str(shown.get("nxos_ver_str") or shown.get("sys_ver_str") or shown.get("kickstart_ver_str") or "")
         running = _release(text)
-        oldest = _release(PLATFORM.releases[0])
+        releases = PLATFORM.facts.releases
+        oldest = _release(releases[0])
         if running is None or oldest is None or running < oldest:
             raise ConnectionException(
                 f"{self.hostname}: runs NX-OS {text or '(unknown release)'}; gpufabric pushes to "
-                f"{', '.join(PLATFORM.releases)}, whose configuration replace with a commit timeout arms the revert"
+                f"{', '.join(releases)}, whose configuration replace with a commit timeout arms the revert"
             )
 
     def _upload(self, name: str, text: str) -> None:

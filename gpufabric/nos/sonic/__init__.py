@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
-from gpufabric.platforms.spec import PlatformSpec, file_reader, templates_root
+from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, templates_root
 
 if TYPE_CHECKING:
     import jinja2
 
     from gpufabric.config.context import DeviceContext
+    from gpufabric.intent.model import SwitchRole
+    from gpufabric.platforms.spec import TemplateRender
     from gpufabric.verify.facts import SwitchFacts
 
 CONFIG_DB = ".config_db.json"
@@ -30,51 +34,66 @@ def _frr_template() -> jinja2.Template:
     return environment(FRR).from_string((TEMPLATES / "frr.conf.j2").read_text())
 
 
-def _build(ctx: DeviceContext) -> dict[str, str]:
-    from gpufabric.config.render import variables
-    from gpufabric.nos.sonic.configdb import text
+class Sonic(Platform):
+    def port_name(self, cage: int, lane: int, split: int) -> str:
+        return port_name(cage, lane, split)
 
-    name = ctx.device.name
-    return {f"{name}{CONFIG_DB}": text(ctx), f"{name}{FRR_CONF}": _frr_template().render(variables(ctx))}
+    def render(self, ctx: DeviceContext, template: TemplateRender) -> dict[str, str]:
+        """CONFIG_DB built as a document; frr.conf from the FRR platform's BGP template."""
+        from gpufabric.config.render import variables
+        from gpufabric.nos.sonic.configdb import text
+
+        name = ctx.device.name
+        return {f"{name}{CONFIG_DB}": text(ctx), f"{name}{FRR_CONF}": _frr_template().render(variables(ctx))}
+
+    def candidate(self, device: str, files: Mapping[str, str]) -> str:
+        return join(device, files)
+
+    def read_files(self, device: str, folder: Path) -> SwitchFacts:
+        from gpufabric.nos.sonic.verify import read_sonic
+
+        return read_sonic(device, folder / f"{device}{CONFIG_DB}")
+
+    def read_running(self, text: str) -> SwitchFacts:
+        """`validate` reads the QoS contract out of a running CONFIG_DB dump (`show runningconfiguration all`)."""
+        from gpufabric.nos.sonic.verify import configdb_facts
+
+        return configdb_facts("", split(text)[0], "running-config")
+
+    def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
+        """CABLE_LENGTH, read by the dynamic buffer model, which sizes the PFC headroom itself."""
+        lossless = ctx.lossless_buffer is not None
+        return LosslessBuffers(cable_metres=ctx.cable_metres if lossless else None)
+
+    def role_problems(self, role: SwitchRole) -> list[tuple[str, str, str]]:
+        return role_problems(role)  # the SKU table: cages, speeds, breakouts
 
 
-def _running(text: str) -> SwitchFacts:
-    """`validate` reads the QoS contract out of a running CONFIG_DB dump (`show runningconfiguration all`)."""
-    from gpufabric.nos.sonic.verify import configdb_facts
-
-    return configdb_facts("", split(text)[0], "running-config")
-
-
-PLATFORM = PlatformSpec(
-    name="sonic",
-    title="NVIDIA Spectrum with SONiC",
-    releases=("202411", "202505"),
-    default_release="202411",
-    mgmt_port="eth0",
-    mgmt_vrf="mgmt",
-    max_mtu=9216,  # sonic-port.yang: PORT mtu 68..9216
-    hash_algorithm="sha512",
-    hash_prefix="$6$",
-    numbered_only=False,
-    mlag=False,  # SONiC's MCLAG is not rendered
-    outputs=((CONFIG_DB, "sonic"), (FRR_CONF, "sonic")),  # built by gpufabric.nos.sonic, not Jinja alone
-    candidate_suffix=CONFIG_DB,
-    napalm_driver="sonic",
-    driver_class="gpufabric.nos.sonic.driver:SonicDriver",
-    containerlab_kind="sonic-vs",
-    containerlab_image="docker-sonic-vs:latest",
-    eth_numbering=True,  # containerlab's sonic-vs: eth1 is Ethernet0
-    port_name=port_name,
-    reader=file_reader("gpufabric.nos.sonic.verify", "read_sonic", CONFIG_DB),
-    running_reader=_running,
-    confirm_timer=True,  # the project's driver arms a revert timer on the switch before `config replace`
-    ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
-    builder=_build,
-    assemble_candidate=join,
-    rank=4,
-    cable_length=True,  # CABLE_LENGTH, read by the dynamic buffer model
-    gnmi_port=9339,  # the gnmi service
-    role_checker=role_problems,  # the SKU table: cages, speeds, breakouts
-    docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
-    "(config checkpoint, replace, rollback); FRR user guide",
+PLATFORM = Sonic(
+    PlatformFacts(
+        name="sonic",
+        title="NVIDIA Spectrum with SONiC",
+        releases=("202411", "202505"),
+        default_release="202411",
+        mgmt_port="eth0",
+        mgmt_vrf="mgmt",
+        max_mtu=9216,  # sonic-port.yang: PORT mtu 68..9216
+        hash_algorithm="sha512",
+        hash_prefix="$6$",
+        numbered_only=False,
+        mlag=False,  # SONiC's MCLAG is not rendered
+        outputs=((CONFIG_DB, "sonic"), (FRR_CONF, "sonic")),  # built by gpufabric.nos.sonic, not Jinja alone
+        candidate_suffix=CONFIG_DB,
+        napalm_driver="sonic",
+        driver_class="gpufabric.nos.sonic.driver:SonicDriver",
+        containerlab_kind="sonic-vs",
+        containerlab_image="docker-sonic-vs:latest",
+        eth_numbering=True,  # containerlab's sonic-vs: eth1 is Ethernet0
+        confirm_timer=True,  # the project's driver arms a revert timer on the switch before `config replace`
+        ecn_unit_bytes=1,  # WRED_PROFILE thresholds are bytes
+        rank=4,
+        gnmi_port=9339,  # the gnmi service
+        docs="SONiC CONFIG_DB schema (sonic-yang-models); SONiC's generic config updater "
+        "(config checkpoint, replace, rollback); FRR user guide",
+    )
 )

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpufabric.verify.cli_text import children, line, parse, sections
+from gpufabric.nos.frr.verify import bgp_facts
+from gpufabric.verify.cli_text import parse
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
 _KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
@@ -124,15 +125,6 @@ def _qos(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
 
 
 def _frr(facts: SwitchFacts, path: Path) -> None:
-    """BGP from frr.conf, read as the FRR platform's reader reads it."""
+    """BGP from frr.conf, read by the FRR platform's reader (FRR owns BGP in split mode)."""
     facts.files.append(path.name)
-    conf = parse(read_rendered(path).splitlines(), "ios")
-    for obj, m in sections(conf, r"^router bgp (\d+)$"):
-        facts.asn = Fact(int(m.group(1)), path.name, line(obj))
-        facts.anchors["bgp"] = facts.anchors["ecmp"] = facts.asn
-        for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
-            facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), path.name, line(child))
-        for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
-            facts.multipath_relax = Fact(True, path.name, line(child))
-        for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
-            facts.max_paths = Fact(int(cm.group(1)), path.name, line(child))
+    bgp_facts(facts, parse(read_rendered(path).splitlines(), "ios"), path.name)

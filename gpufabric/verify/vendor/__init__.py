@@ -2,7 +2,7 @@
 
 `verify`'s readers take out the facts the plan is checked against; a typo in a line they do not
 read (an NVUE enum value, an EOS `speed` form, a misspelt keyword) passes them. Where a platform
-names a judge (`PlatformSpec.judge`: NVIDIA's NVUE object model for Cumulus, Arista's AVD for EOS)
+names a judge (`Platform.judge`: NVIDIA's NVUE object model for Cumulus, Arista's AVD for EOS)
 and its package is installed, `verify` also hands each file to it; where it is not, the report says
 the judge was skipped and how to install it. The test suite judges every rendered file with the
 same code (tests/test_oracle_*.py).
@@ -48,7 +48,7 @@ def judge(ctx: DeviceContext, folder: Path) -> list[Finding]:
     spec = platform(ctx.device.platform)
     if spec.judge is None:
         return []
-    path = folder / f"{ctx.device.name}{spec.candidate_suffix}"
+    path = folder / f"{ctx.device.name}{spec.facts.candidate_suffix}"
     try:
         found: list[Finding] = importlib.import_module(spec.judge.module).judge(ctx, path)
     except Exception as exc:  # a vendor's code on a hand-edited file: a finding, never a crash
