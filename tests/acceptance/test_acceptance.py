@@ -18,8 +18,8 @@ from gpufabric.acceptance.report import judge, junit
 from gpufabric.acceptance.slurm import scripts
 from gpufabric.acceptance.suite import build_suite
 
-OUTPUTS = Path(__file__).parent / "acceptance_outputs"
-# The RoCE suite; an InfiniBand compute plane has its own (`gpufabric ib acceptance`, tests/test_ib_acceptance.py).
+OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
+# The RoCE suite; an InfiniBand compute plane has its own (`gpufabric ib acceptance`, tests/acceptance/test_ib_acceptance.py).
 EXAMPLES = [
     p
     for p in [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.yml"))]

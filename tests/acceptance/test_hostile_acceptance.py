@@ -30,7 +30,7 @@ from gpufabric.inputs import InputError
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
-OUTPUTS = Path(__file__).parent / "acceptance_outputs"
+OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
 CLI_TIMEOUT = 120  # seconds: a report that hangs on a FIFO never ends; one that works takes a few
 
 

@@ -1,4 +1,4 @@
-"""`site.yml` and the host roles without booted hosts (tests/test_molecule.py boots them).
+"""`site.yml` and the host roles without booted hosts (tests/molecule/test_molecule.py boots them).
 
 What this shows: the playbook parses and targets the plan's hosts; the gpu_operator role derives the
 Helm values from host facts and the other roles' settings (no Kubernetes runs here: the values and
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

@@ -24,7 +24,7 @@ from gpufabric.export.inventory import ansible_vars, build
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "host_network"
 
 pytestmark = pytest.mark.slow  # an ansible-playbook run

@@ -23,7 +23,7 @@ from gpufabric.export import inventory
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 EXAMPLE = ROOT / "inventory" / "examples" / "superpod-ib.yml"
 

@@ -20,7 +20,7 @@ from gpufabric.plan import build_plan
 from gpufabric.push.candidates import candidate
 
 asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from fleet_sim.cumulus import CumulusSwitch, Event  # noqa: E402 (bench/ is not a package)

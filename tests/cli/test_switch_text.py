@@ -1,7 +1,7 @@
 """Text that comes from outside (a switch's answer, a tool's output, a file, a path the user gave)
 is printed as text: Rich markup in it is shown, not read (markup that does not parse crashed the
 commands), and its control characters are written as escapes, never sent to the terminal. Our own
-colours stay. The push's report has its tests in tests/test_push_audit.py."""
+colours stay. The push's report has its tests in tests/push/test_push_audit.py."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_validate_shows_what_a_switch_answered_as_text():
     assert "\x1b[31mfail" in shown and "\x1b[32mpass" in shown  # the verdicts keep their colours
 
 
-RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
+RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
 infiniband:
   name: mini
@@ -100,7 +100,7 @@ def test_a_log_line_shows_a_switchs_words_escaped(monkeypatch):
 def test_check_names_a_hostile_file_name_as_text(tmp_path):
     """`check`'s verdict names the file as given: brackets are the name's, an ESC is shown escaped."""
     name = tmp_path / "[bold]x\x1b[2J.yml"
-    name.write_text((Path(__file__).parent.parent / "inventory/fabric.yml").read_text())
+    name.write_text((Path(__file__).parents[2] / "inventory/fabric.yml").read_text())
     done = run("gpufabric", "check", str(name))
     assert done.returncode == 0, done.stderr
     assert r"[bold]x\x1b[2J.yml: valid;" in done.stderr and "\x1b" not in done.stderr

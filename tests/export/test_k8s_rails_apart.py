@@ -18,9 +18,9 @@ import yaml
 
 from gpufabric.export import k8s_labels
 from gpufabric.plan import Plan
-from tests import test_k8s_network
+from tests.export import test_k8s_network
 from tests.conftest import ALL_INTENTS, default_doc, plan_doc, plan_text, run, set_path
-from tests.test_k8s_network import objects, schema_errors
+from tests.export.test_k8s_network import objects, schema_errors
 
 schemas = test_k8s_network.schemas  # the fixture: the published CRDs, or a skip where they are absent
 

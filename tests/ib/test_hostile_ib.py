@@ -28,7 +28,7 @@ from gpufabric.ib.results import Result as Check
 from gpufabric.intent.errors import IntentError
 from tests.conftest import ROOT, run
 
-RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
+RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
 infiniband:
   name: mini

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import BIN, INVENTORY, run
 
-RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
+RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
 infiniband:
   name: mini
@@ -142,7 +142,7 @@ def _stub_tools(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> str:
     (tests/recorded/ib/mini-validate.json), with `edits` applied. Returns a PATH with them first."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    recorded = str(Path(__file__).parent / "recorded" / "ib" / "mini-validate.json")
+    recorded = str(Path(__file__).parents[1] / "recorded" / "ib" / "mini-validate.json")
     (bin_dir / "replay.py").write_text(REPLAY.format(recorded=recorded, edits=json.dumps(edits)))
     for tool in ("ibnetdiscover", "iblinkinfo", "sminfo", "smpquery", "ibtracert", "perfquery"):
         stub = bin_dir / tool

@@ -11,7 +11,7 @@ from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import IbError
 from gpufabric.ib.planner import plan_fabric
 
-RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
+RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = IbDesign("mini", su_count=2, nodes_per_su=4, rails=2, fabric_manager_ports=2, fabric_manager_ports_per_host=1)
 TENANT = opensm.Partition("tenant-a", 0x0101, ("dgx001", "dgx002"), sl=2)
 SETTINGS = opensm.SmSettings(partitions=(TENANT,))

@@ -16,7 +16,7 @@ from gpufabric.ib.errors import IbError
 from gpufabric.ib.model import PortRef
 from gpufabric.ib.planner import plan_fabric
 
-RECORDED = Path(__file__).parent / "recorded" / "ib" / "mini.ibnetdiscover"
+RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = IbDesign("mini", su_count=2, nodes_per_su=4, rails=2, fabric_manager_ports=2, fabric_manager_ports_per_host=1)
 
 

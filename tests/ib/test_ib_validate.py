@@ -4,7 +4,7 @@ tests/recorded/ib/mini-validate.json holds what ibnetdiscover, iblinkinfo, sminf
 ibtracert (infiniband-diags, Debian 12) printed on ibsim with the real OpenSM (primary and
 standby) for the `mini` design below. The runner here is a test double that replays them; a
 test that edits an answer shows the check that must then fail. The live runs are in
-tests/test_ib_validate_lab.py.
+tests/lab/test_ib_validate_lab.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import fail
 from gpufabric.ib.planner import plan_fabric
 
-RECORDED = json.loads((Path(__file__).parent / "recorded" / "ib" / "mini-validate.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[1] / "recorded" / "ib" / "mini-validate.json").read_text())
 MINI = IbDesign("mini", su_count=2, nodes_per_su=4, rails=2, fabric_manager_ports=2, fabric_manager_ports_per_host=1)
 SETTINGS = opensm.SmSettings(partitions=(opensm.Partition("tenant-a", 0x0101, ("dgx001", "dgx002"), sl=1),))
 

@@ -20,7 +20,7 @@ import pytest
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # What the report must show, counted from the default plan rather than typed in.
 PLAN = build_plan(load_intent(str(ROOT / "inventory" / "fabric.yml")))

@@ -24,7 +24,7 @@ from gpufabric.telemetry.shards import shard_of
 
 pytestmark = [pytest.mark.lab, pytest.mark.root]
 asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from telemetry_sim import SimFleet, sim_fleet  # noqa: E402 (bench/ is not a package)
 

@@ -12,7 +12,7 @@ from gpufabric.lab.hosts.from_plan import UnknownHostError, standin_specs
 from gpufabric.lab.hosts.rootfs import image_path
 from gpufabric.plan import build_plan
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _apt(tmp_path: Path, files: dict[str, str]) -> Path:

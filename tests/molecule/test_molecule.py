@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 TOOLS = ("systemd-nspawn", "debootstrap", "socat", "zstd")
 # Keys this machine changes by itself (counters, randomness): not settings anything could have written.

@@ -205,7 +205,7 @@ def test_a_route_after_a_vrf_context_lands_in_that_vrf():
     assert any(f.startswith("static routes") for f in _problems(ctx, moved))
 
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "configs.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "configs.md"
 
 
 def _documented() -> tuple[set[str], tuple[int, int]]:

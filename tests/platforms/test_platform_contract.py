@@ -26,7 +26,7 @@ from gpufabric.platforms.spec import templates_root
 from gpufabric.push.candidates import candidate
 from gpufabric.verify.facts import SwitchFacts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Every built-in platform appears in one of these: the lab fabric (frr) and the multi-vendor example.
 EXAMPLES = (None, *(str(ROOT / "inventory" / "examples" / f) for f in ("multi-vendor.yml", "sonic.yml")))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from gpufabric.intent.model import Intent
 from gpufabric.platforms import names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_schema_names_exactly_the_registered_platforms():

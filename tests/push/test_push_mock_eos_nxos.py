@@ -5,7 +5,7 @@ how the push stages a change; the connection is NAPALM's `mock` driver answering
 is shown: EOS and NX-OS both get a commit with a revert timer on the switch (EOS's commit timer, NX-OS's
 configuration replace commit-timeout) and an explicit confirm, and a rollback when their post-change
 checks fail. gpufabric's own NX-OS driver behind that interface is shown against a test double of a
-switch in tests/test_nxos_revert.py. Not shown: the drivers talking to a real device (README, "not
+switch in tests/nos/nxos/test_nxos_revert.py. Not shown: the drivers talking to a real device (README, "not
 shown on real equipment").
 """
 

@@ -3,7 +3,7 @@ hosts are the switches that failed; processors see the push's tasks by name; sta
 The progress bar and batch lines are such a processor. The library raises no click exception.
 
 The switches are `SwitchDouble`, the test double of a NAPALM driver with commit-confirm from
-tests/test_push_batch_atomic.py; the Nornir runner, the tasks and the rollout are the real ones.
+tests/push/test_push_batch_atomic.py; the Nornir runner, the tasks and the rollout are the real ones.
 """
 
 from __future__ import annotations

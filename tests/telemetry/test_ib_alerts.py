@@ -20,7 +20,7 @@ from gpufabric.telemetry.rules import rules_yaml
 
 
 def _promtool() -> str:
-    cached = Path(__file__).resolve().parent.parent / ".cache" / "prometheus" / "usr" / "bin" / "promtool"
+    cached = Path(__file__).resolve().parents[2] / ".cache" / "prometheus" / "usr" / "bin" / "promtool"
     found = shutil.which("promtool") or (str(cached) if cached.exists() else None)
     if found is None:
         if os.environ.get("CI"):

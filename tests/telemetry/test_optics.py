@@ -27,7 +27,7 @@ from gpufabric.telemetry.optics import Optics, parse_fec, parse_module, parse_ph
 from gpufabric.telemetry.read import read_host
 from gpufabric.telemetry.targets import NicTarget
 
-SHIM = Path(__file__).resolve().parent / "ethtool_module_shim.c"
+SHIM = Path(__file__).resolve().parents[1] / "ethtool_module_shim.c"
 SFF_8472, SFF_8636 = 2, 3  # the kernel's ETH_MODULE_SFF_* module types
 
 

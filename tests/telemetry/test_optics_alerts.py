@@ -13,7 +13,7 @@ import yaml
 from gpufabric.telemetry.metrics import METRICS
 from gpufabric.telemetry.optics_rules import BER, OpticsThresholds, optics_group
 from gpufabric.telemetry.rules import rules_yaml
-from tests.test_ib_alerts import _promtool
+from tests.telemetry.test_ib_alerts import _promtool
 
 
 def _end(device: str, port: str, peer: str = "spine1", role: str = "leaf") -> str:

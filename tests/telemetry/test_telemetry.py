@@ -24,7 +24,7 @@ from gpufabric.telemetry.read import Sample, read_host
 from gpufabric.telemetry.rules import Thresholds, alert_rules, rules_yaml
 from gpufabric.telemetry.targets import NicTarget, switch_targets
 
-OUTPUTS = Path(__file__).parent / "telemetry_outputs"
+OUTPUTS = Path(__file__).parents[1] / "telemetry_outputs"
 
 
 def _promtool() -> str:
@@ -247,7 +247,7 @@ def test_rules_pass_promtool_and_watch_only_served_metrics(tmp_path):
     path.write_text(rules_yaml())
     done = subprocess.run([_promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 23 rules found" in done.stdout  # 10 Ethernet, 7 optics (tests/test_optics_alerts.py), 6 InfiniBand
+    assert "SUCCESS: 23 rules found" in done.stdout  # 10 Ethernet, 7 optics (tests/telemetry/test_optics_alerts.py), 6 InfiniBand
     used = {
         w
         for r in alert_rules()["groups"][0]["rules"]
@@ -368,7 +368,7 @@ def test_the_commands_write_rules_and_dashboard(tmp_path):
 def test_the_docs_list_every_metric():
     from gpufabric.telemetry.metrics import markdown
 
-    assert markdown() in (Path(__file__).parents[1] / "docs" / "telemetry.md").read_text()
+    assert markdown() in (Path(__file__).parents[2] / "docs" / "telemetry.md").read_text()
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from gpufabric.plan import build_plan
 from gpufabric.telemetry.gnmi import GnmiError, gnmi_port, gnmi_targets, paths
 from gpufabric.telemetry.targets import SwitchTarget, switch_targets
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "inventory" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "inventory" / "examples"
 
 
 @pytest.mark.parametrize("example", ["multi-vendor.yml", "sonic.yml"])
@@ -54,7 +54,7 @@ def test_a_port_name_unfit_for_a_path_key_is_refused():
 
 
 def test_platforms_without_a_gnmi_server_are_left_to_the_exporter():
-    plan = build_plan(load_intent(str(Path(__file__).resolve().parent.parent / "inventory" / "fabric.yml")))
+    plan = build_plan(load_intent(str(Path(__file__).resolve().parents[2] / "inventory" / "fabric.yml")))
     streaming, left = gnmi_targets(plan)
     assert streaming == [] and set(left) == {d.name for d in plan.devices()}  # the lab: FRR on Linux
 

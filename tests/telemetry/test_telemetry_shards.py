@@ -16,7 +16,7 @@ from conftest import example_plan, run
 
 from gpufabric.telemetry.shards import ShardError, parse_shard, shard_of, split
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "inventory" / "examples" / "three-tier-32k.yml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "inventory" / "examples" / "three-tier-32k.yml"
 # A hash spreads names as a fair die would: a shard's size is binomial around the mean, so the bound is
 # the mean plus four standard deviations (sqrt(mean)): 392 of 1,280 at N = 4, 116 at N = 16.
 SIGMAS = 4

@@ -19,7 +19,7 @@ from gpufabric.plan import build_plan
 from gpufabric.validate import report
 from gpufabric.validate.results import CheckResult
 
-OUTPUTS = Path(__file__).parent / "acceptance_outputs"
+OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
 # What a switch or a tool may hand back: NUL, a terminal colour, the end of a CDATA section, markup.
 HOSTILE = ["\x00", "\x1b[31m", "]]>", "<script>", "&", "\ud800", "\ufffe", "tab\tand\nline"]
 

@@ -30,7 +30,7 @@ from gpufabric.nos.cumulus import nvue
 from gpufabric.validate import checks, qos_map
 from gpufabric.validate.planned import planned
 
-RECORDED = Path(__file__).parent / "recorded" / "cumulus" / "cmp-spine1.yml"
+RECORDED = Path(__file__).parents[2] / "recorded" / "cumulus" / "cmp-spine1.yml"
 PASSWORD = "canary-Pa55-cumulus"  # planted: must reach the switch only on sudo's stdin
 USER = "admin"
 
@@ -103,7 +103,7 @@ def test_sudo_password_goes_only_to_stdin(switch, replay):
 
 
 def test_recorded_compare_stages_and_discard_detaches(switch, replay):
-    candidate = Path(__file__).parent.joinpath("golden/multi-vendor/cmp-spine1.yaml").read_text()
+    candidate = Path(__file__).parents[2].joinpath("golden/multi-vendor/cmp-spine1.yaml").read_text()
     switch.load_replace_candidate(config=candidate)
     assert switch.compare_config() == "nv set interface swp1 link mtu 9216\nnv set interface swp2 link mtu 9216"
     switch.discard_config()
