@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from conftest import INVENTORY, example_plan, run
+from conftest import INVENTORY, example_plan, run, sized
 from incast_evidence import lossless_results
 
 from gpufabric.acceptance.parse import OutputError, nccl_busbw, perftest_bw, perftest_lat
@@ -19,7 +19,8 @@ from gpufabric.acceptance.slurm import scripts
 from gpufabric.acceptance.suite import build_suite
 
 OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
-# The RoCE suite; an InfiniBand compute plane has its own (`gpufabric ib acceptance`, tests/acceptance/test_ib_acceptance.py).
+# The RoCE suite; an InfiniBand compute plane has its own (`gpufabric ib acceptance`,
+# tests/acceptance/test_ib_acceptance.py).
 EXAMPLES = [
     p
     for p in [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.yml"))]
@@ -56,7 +57,7 @@ def _nccl(busbw: float, wrong: int = 0) -> str:
         # 1 SU: 8 rails x 1 leaf pair; one leaf per rail, so 7 pairs across rails reach the spines
         ("examples/superpod-1su.yml", 15, {"leaf", "rail"}),
         # 4 SU: 8 rails x (4 leaf pairs + 3 across the spines)
-        ("examples/superpod-4su.yml", 56, {"leaf", "spine"}),
+        pytest.param("examples/superpod-4su.yml", 56, {"leaf", "spine"}, marks=pytest.mark.slow),
     ],
 )
 def test_job_counts_follow_from_the_design(path, bw_jobs, paths):
@@ -66,7 +67,7 @@ def test_job_counts_follow_from_the_design(path, bw_jobs, paths):
     assert {j.path for j in bw} == paths
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sized(EXAMPLES), ids=lambda p: p.stem)
 def test_every_leaf_and_spine_of_a_roce_plane_is_crossed(path):
     plan = _plan(path)
     suite = build_suite(plan)
@@ -78,7 +79,7 @@ def test_every_leaf_and_spine_of_a_roce_plane_is_crossed(path):
         assert fabric <= crossed, sorted(fabric - crossed)[:5]
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sized(EXAMPLES), ids=lambda p: p.stem)
 def test_each_job_has_a_figure_and_a_threshold_that_fails_it(path):
     plan = _plan(path)
     suite = build_suite(plan)
@@ -224,6 +225,7 @@ def test_the_stand_in_keeps_the_pairs_and_says_what_it_is():
     assert len({j.port for j in lab.perf}) == len(lab.perf)  # a listener per pair never collides
 
 
+@pytest.mark.slow
 def test_iperf3_and_ping_outputs_are_read_from_the_real_tools():
     """Real iperf3 and ping on the loopback (nothing leaves this machine)."""
     import shutil

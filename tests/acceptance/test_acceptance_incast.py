@@ -53,7 +53,7 @@ def linux_plan():
         # 32 servers under each rail's one leaf: 31 candidates, capped at 8; no other leaf on the rail
         ("examples/superpod-1su.yml", 8, 0, {8}),
         # 4 units: a leaf job per leaf (8 rails x 4 leaves) and a spine job per rail
-        ("examples/superpod-4su.yml", 32, 8, {8}),
+        pytest.param("examples/superpod-4su.yml", 32, 8, {8}, marks=pytest.mark.slow),
     ],
 )
 def test_incast_jobs_follow_from_the_design(path, leaf_jobs, spine_jobs, senders):
@@ -248,6 +248,7 @@ def test_the_report_command_judges_incasts(tmp_path, linux_plan):
     assert f'name="{suite.incast[0].id}"><failure message="not a pass: no PFC pause' in xml
 
 
+@pytest.mark.slow
 def test_an_unknown_incast_job_is_bad_input():
     done = run("gpufabric", "acceptance", "counters", "--job", "incast.nope", "--phase", "before", "--results", "r")
     assert done.returncode == 2 and "no incast job 'incast.nope'" in done.stderr

@@ -25,6 +25,7 @@ def ansible(tool: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProc
     return subprocess.run([str(BIN / tool), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
 
 
+@pytest.mark.slow
 def test_site_syntax_and_hosts_from_the_plan():
     assert ansible("ansible-playbook", "site.yml", "--syntax-check").returncode == 0
     listed = ansible("ansible-playbook", "site.yml", "--list-hosts")

@@ -95,6 +95,7 @@ def test_ansible_plugin_reports_a_bad_intent(tmp_path):
     assert "fabric.name" in done.stderr and "is required but missing" in done.stderr
 
 
+@pytest.mark.slow
 def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_path):
     state = tmp_path / "state"
     state.mkdir()

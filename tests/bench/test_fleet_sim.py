@@ -89,6 +89,7 @@ def test_nvue_state_diff_apply_confirm_and_abort() -> None:
     assert asyncio.run(scenario()) == ["commit", "confirm", "commit", "abort"]
 
 
+@pytest.mark.slow
 def test_the_confirm_timer_reverts_by_itself() -> None:
     async def scenario() -> tuple[str, list[str]]:
         events: list[Event] = []

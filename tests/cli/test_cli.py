@@ -9,7 +9,7 @@ import yaml
 from conftest import INVENTORY, default_doc, run, set_path
 
 
-@pytest.mark.parametrize("prog", ["gpufabric", "nornir"])
+@pytest.mark.parametrize("prog", ["gpufabric", pytest.param("nornir", marks=pytest.mark.slow)])
 def test_both_commands_are_the_same_cli(prog):
     done = run(prog, "--help")
     assert done.returncode == 0

@@ -5,12 +5,13 @@ from __future__ import annotations
 import difflib
 
 import pytest
+from conftest import sized
 from golden import DIGEST_SOURCES, DIGESTS, GOLDEN, SOURCES, digest_lines, render, render_exports, render_source
 
 MAX_DIFF_LINES = 80
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
+@pytest.mark.parametrize("name", sized(sorted(SOURCES)))
 def test_rendered_configs_equal_golden_files(name):
     folder = GOLDEN / name
     expected = {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
@@ -33,7 +34,7 @@ def test_rendered_configs_equal_golden_files(name):
     pytest.fail("\n".join(report), pytrace=False)
 
 
-@pytest.mark.parametrize("name", sorted(DIGEST_SOURCES))
+@pytest.mark.parametrize("name", sized(sorted(DIGEST_SOURCES)))
 def test_every_example_renders_its_golden_digests(name):
     expected = (DIGESTS / f"{name}.sha256").read_text().splitlines()
     source = DIGEST_SOURCES[name]

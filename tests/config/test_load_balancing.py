@@ -57,7 +57,8 @@ def test_the_default_is_ecmp_and_changes_nothing():
         assert all("adaptive-routing" not in text for text in files.values())
 
 
-@pytest.mark.parametrize("release", RELEASES)
+# NVIDIA's model takes seconds per release: the fast tier keeps 5.15's case.
+@pytest.mark.parametrize("release", [r if r == "5.15" else pytest.param(r, marks=pytest.mark.slow) for r in RELEASES])
 def test_cumulus_adaptive_routing_fits_nvidias_model(release):
     plan = _superpod(release)
     checked = 0

@@ -7,7 +7,7 @@ import subprocess
 import warnings
 
 import pytest
-from conftest import INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run
+from conftest import INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run, sized
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -69,7 +69,7 @@ def test_without_a_salt_key_the_plan_warns(tmp_path):
     assert run("gpufabric", "plan", "--strict").returncode == 0
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sized(EXAMPLES), ids=lambda p: p.stem)
 def test_no_rendered_file_holds_a_planted_secret(path, cli_rendering):
     """`nornir render` with the planted secrets (the run's one rendering of the example: conftest)."""
     done = cli_rendering(path)
@@ -82,6 +82,7 @@ def test_no_rendered_file_holds_a_planted_secret(path, cli_rendering):
     assert SWITCH_PASSWORD_CANARY not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_rendered_hash_is_the_password_hash(tmp_path):
     def rendered_hash(folder, salt_key):
         run(

@@ -111,6 +111,7 @@ def test_check_names_stale_and_leftover_pages_and_leaves_pages_written_by_hand(t
         with_nav_block("nav:\n  - Home: index.md\n", generated, "platforms", tmp_path / "mkdocs.yml")
 
 
+@pytest.mark.slow
 def test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift(tmp_path):
     for kind in ("platforms", "commands"):
         done = run("gpufabric", "docs", kind, "--check")
@@ -136,6 +137,7 @@ def _build(root, site):
 
 
 @pytest.mark.skipif(not (BIN / "mkdocs").exists(), reason="mkdocs is not installed (the docs extra)")
+@pytest.mark.slow
 def test_the_site_builds_strictly_and_fails_on_a_page_outside_the_nav_or_a_broken_link(tmp_path):
     done = _build(ROOT, tmp_path / "site")
     assert done.returncode == 0, done.stderr

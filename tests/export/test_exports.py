@@ -14,7 +14,7 @@ import subprocess
 import jsonschema
 import pytest
 import yaml
-from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run
+from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run, sized
 
 from gpufabric.export import bom, cabling, containerlab, drawing, ib_topology, k8s_labels, k8s_network, plan_json, slurm
 from gpufabric.export.hostlist import compress
@@ -76,7 +76,7 @@ def _parsed_names(kind: str, text: str) -> set[str]:
     return {r["plane"] for r in rows}
 
 
-@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+@pytest.mark.parametrize("path", sized(ALL_INTENTS), ids=ids(ALL_INTENTS))
 @pytest.mark.parametrize("kind", list(EXPORTERS))
 def test_every_export_renders_every_example(path, kind):
     """Each export parses in its own format and names what the plan has."""
@@ -123,7 +123,7 @@ def test_every_export_renders_every_example(path, kind):
             assert names >= {n.name for n in plan.infiniband.fabric.switches}
 
 
-@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+@pytest.mark.parametrize("path", sized(ALL_INTENTS), ids=ids(ALL_INTENTS))
 def test_cabling_has_one_row_per_cable(path):
     plan = plan_of(path)
     rows = list(csv.DictReader(io.StringIO(cabling.render(plan))))
@@ -147,7 +147,7 @@ def test_cabling_rows_match_links(default_plan):
     assert first_host["speed"] == "400G"
 
 
-@pytest.mark.parametrize("path", SMALL, ids=ids(SMALL))
+@pytest.mark.parametrize("path", sized(SMALL), ids=ids(SMALL))
 def test_bom_totals_match_plan_totals(path):
     plan = plan_of(path)
     rows = list(csv.DictReader(io.StringIO(bom.render(plan))))
@@ -181,7 +181,7 @@ def _expand(hostlist: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+@pytest.mark.parametrize("path", sized(ALL_INTENTS), ids=ids(ALL_INTENTS))
 def test_slurm_places_every_compute_node_once(path):
     plan = plan_of(path)
     text = slurm.render(plan)
@@ -214,7 +214,7 @@ def test_k8s_labels_name_the_rail_leaves(default_plan):
     assert all(len(v) <= 63 and isinstance(v, str) for node in labels.values() for v in node.values())
 
 
-@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+@pytest.mark.parametrize("path", sized(ALL_INTENTS), ids=ids(ALL_INTENTS))
 def test_containerlab_validates_against_schema(path):
     if not CLAB_SCHEMA.exists():
         if os.environ.get("CI"):
@@ -282,7 +282,7 @@ def _x_positions(dot_text: str) -> dict[str, float]:
     return {name.strip('"'): float(x) for name, x in found}
 
 
-@pytest.mark.parametrize("path", ALL_INTENTS, ids=ids(ALL_INTENTS))
+@pytest.mark.parametrize("path", sized(ALL_INTENTS), ids=ids(ALL_INTENTS))
 def test_graphviz_lays_every_tier_out_in_plan_order(path):
     if not shutil.which("dot"):
         if os.environ.get("CI"):
@@ -312,7 +312,8 @@ def test_drawing_directory_with_svg(tmp_path):
         pytest.fail("CI installs graphviz; `dot` should be on PATH")
 
 
-@pytest.mark.parametrize("kind", list(EXPORTERS))
+# Each export kind's determinism: the plan's stays in the fast tier, the others run in the full suite.
+@pytest.mark.parametrize("kind", [k if k == "plan" else pytest.param(k, marks=pytest.mark.slow) for k in EXPORTERS])
 def test_exports_are_byte_identical_across_runs(tmp_path, kind):
     outs = []
     # multi-vendor's RoCE plane bonds its hosts: no rail a pod could take (k8s-network refuses it).

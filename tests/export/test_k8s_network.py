@@ -23,7 +23,7 @@ import yaml
 from gpufabric.export import k8s_network
 from gpufabric.plan import Plan
 from gpufabric.plan.model import ip
-from tests.conftest import ALL_INTENTS, BIN, K8S_CRDS, default_doc, plan_doc, plan_text, set_path
+from tests.conftest import ALL_INTENTS, BIN, K8S_CRDS, default_doc, plan_doc, plan_text, set_path, sized
 
 SRIOV_KINDS = {"SriovNetwork", "SriovNetworkNodePolicy"}
 
@@ -101,7 +101,7 @@ def _roce_intents() -> list[Path]:
 
 
 @pytest.mark.parametrize("mode", ["host-device", "sriov"])
-@pytest.mark.parametrize("path", [p for p in ALL_INTENTS if p not in _INFINIBAND], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sized(p for p in ALL_INTENTS if p not in _INFINIBAND), ids=lambda p: p.name)
 def test_every_object_validates_against_its_crd(path: Path, mode: str, schemas: Any) -> None:
     doc = yaml.safe_load(path.read_text())
     if path.name == "multi-vendor.yml":
@@ -161,7 +161,7 @@ def pool_problems(pool: dict[str, Any], plan: Plan, expected: set[tuple[str, str
     return problems
 
 
-@pytest.mark.parametrize("path", _roce_intents(), ids=[p.name for p in _roce_intents()])
+@pytest.mark.parametrize("path", sized(_roce_intents()), ids=[p.name for p in _roce_intents()])
 def test_rail_pools_equal_the_plans_rail_addresses(path: Path) -> None:
     plan = plan_text(path.read_text(), str(path))
     expected = _expected_rails(plan)

@@ -18,8 +18,8 @@ import yaml
 
 from gpufabric.export import k8s_labels
 from gpufabric.plan import Plan
+from tests.conftest import ALL_INTENTS, default_doc, plan_doc, plan_text, run, set_path, sized
 from tests.export import test_k8s_network
-from tests.conftest import ALL_INTENTS, default_doc, plan_doc, plan_text, run, set_path
 from tests.export.test_k8s_network import objects, schema_errors
 
 schemas = test_k8s_network.schemas  # the fixture: the published CRDs, or a skip where they are absent
@@ -93,7 +93,7 @@ def _each_resource_takes_its_rails_nic(plan: Plan, objs: list[dict[str, Any]]) -
 
 
 @pytest.mark.parametrize("mode", ["host-device", "sriov"])
-@pytest.mark.parametrize("path", _ROCE, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sized(_ROCE), ids=lambda p: p.name)
 def test_every_rails_resource_takes_only_that_rails_nic_on_every_node(path: Path, mode: str) -> None:
     plan = _roce_plan(path, mode)
     assert _each_resource_takes_its_rails_nic(plan, objects(plan)) == []
@@ -178,7 +178,7 @@ def _pool_check(plan: Plan) -> list[str]:
     return problems + _overlaps(pools)
 
 
-@pytest.mark.parametrize("path", _ROCE, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sized(_ROCE), ids=lambda p: p.name)
 def test_no_two_rail_pools_can_hand_out_one_address(path: Path) -> None:
     plan = plan_text(path.read_text(), str(path)) if path.name != "multi-vendor.yml" else _roce_plan(path)
     assert _pool_check(plan) == []

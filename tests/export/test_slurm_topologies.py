@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import INVENTORY, default_doc, plan_doc, plan_text, set_path
+from conftest import INVENTORY, default_doc, plan_doc, plan_text, set_path, sized
 from test_exports import _expand
 
 from gpufabric.export import k8s_labels, slurm
@@ -93,7 +93,7 @@ def _expected_topology(plan: Plan) -> dict[str, dict[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["fabric.yml", "examples/superpod-4su.yml", "examples/three-tier-32k.yml"])
+@pytest.mark.parametrize("name", sized(["fabric.yml", "examples/superpod-4su.yml", "examples/three-tier-32k.yml"]))
 def test_topograph_labels_follow_the_plan(name: str) -> None:
     path = INVENTORY / name
     plan = plan_text(path.read_text(), str(path))

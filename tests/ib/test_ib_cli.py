@@ -48,6 +48,7 @@ def test_plan_examples(example: str, counts: dict[str, int]) -> None:
     assert {k: got[k] for k in counts} == counts
 
 
+@pytest.mark.slow
 def test_discover_configs_and_export_from_real_ibnetdiscover_output(mini: Path, tmp_path: Path) -> None:
     disc = tmp_path / "discovery.json"
     run("gpufabric", "ib", "discover", str(mini), "--from", str(RECORDED), "-o", str(disc), check=True)
@@ -151,6 +152,7 @@ def _stub_tools(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> str:
     return f"{bin_dir}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}"  # this venv's gpufabric, as run() gives
 
 
+@pytest.mark.slow
 def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: Path) -> None:
     path = _stub_tools(tmp_path, {})
     done = run("gpufabric", "ib", "validate", str(mini), "--no-rates", "--format", "json", PATH=path)

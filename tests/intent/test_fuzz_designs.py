@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from conftest import plan_doc
 from fabric_builders import role, single_plane
 from fabric_graph import cut_off_leaves, switch_graph
@@ -16,6 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpufabric.intent import IntentError
+
+pytestmark = pytest.mark.slow  # hypothesis draws hundreds of cases: seconds
 
 GBPS = [100, 200, 400, 800]
 

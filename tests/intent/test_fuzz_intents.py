@@ -11,6 +11,7 @@ import contextlib
 import copy
 from typing import Any
 
+import pytest
 import yaml
 from conftest import INVENTORY, run
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,8 @@ from hypothesis import strategies as st
 
 from gpufabric.intent import IntentError, load_intent_text
 from gpufabric.plan import build_plan
+
+pytestmark = pytest.mark.slow  # hypothesis draws hundreds of cases: seconds
 
 BASES = [yaml.safe_load((INVENTORY / name).read_text()) for name in ("fabric.yml", "examples/multi-vendor.yml")]
 

@@ -348,6 +348,7 @@ def _two_gib() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
+@pytest.mark.slow
 def test_template_syntax_reaching_the_static_inventory_is_unsafe_for_ansible(tmp_path, default_plan):
     """Defence behind the intent's refusal: should a value with template syntax reach the exported
     inventory, Ansible itself (its ad-hoc `debug`, which templates the variable) reads it literally."""
@@ -395,6 +396,7 @@ def test_a_number_of_thousands_of_digits_is_an_error_not_a_crash(tmp_path):
     assert "server_groups[0].count: '99999" in stderr and "is not an integer" in stderr
 
 
+@pytest.mark.slow
 def test_template_syntax_reaching_the_inventory_plugin_stays_literal(tmp_path):
     """The dynamic plugin hands marked text to Ansible as unsafe (ansible-core 2.19 also distrusts plugin
     values by itself; older releases, which the project supports, evaluated them). A test double of the
@@ -439,6 +441,7 @@ def _leaves(node: object, path: tuple = ()) -> list[tuple[tuple, object]]:
     return [(path, node)]
 
 
+@pytest.mark.slow
 def test_every_number_and_boolean_of_the_default_fabric_refuses_yaml11_spellings():
     """Property over the whole default fabric: wherever it has a number or a boolean, the spellings
     YAML 1.1 would silently convert (yes, on, a leading zero, base 60, a decimal point) are refused at

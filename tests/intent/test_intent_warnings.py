@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ALL_INTENTS, INVENTORY, example_plan, run
+from conftest import ALL_INTENTS, INVENTORY, example_plan, run, sized
 
 from gpufabric.intent import load_intent_text
 from gpufabric.plan import build_plan
@@ -173,7 +173,7 @@ def test_dubious_intent_warns_with_field_line_and_risk(edits, needle, field, wor
         assert word in mine[0], mine
 
 
-@pytest.mark.parametrize("intent", ALL_INTENTS, ids=[p.name for p in ALL_INTENTS])
+@pytest.mark.parametrize("intent", sized(ALL_INTENTS), ids=[p.name for p in ALL_INTENTS])
 def test_shipped_intents_raise_none_of_these_warnings(intent):
     """The examples stay quiet: every warning of theirs is a plan warning, not an intent one (the 28k and
     32k designs are marked slow by conftest, from their names)."""
@@ -191,10 +191,10 @@ def _file(tmp_path: Path, text: str) -> Path:
     ("command", "plain"),
     [
         (["check"], 0),
-        (["plan"], 0),
-        (["plan", "--json"], 0),
-        (["export", "cabling"], 0),
-        (["render", "-o", "{tmp}/configs"], 0),
+        pytest.param(["plan"], 0, marks=pytest.mark.slow),
+        pytest.param(["plan", "--json"], 0, marks=pytest.mark.slow),
+        pytest.param(["export", "cabling"], 0, marks=pytest.mark.slow),
+        pytest.param(["render", "-o", "{tmp}/configs"], 0, marks=pytest.mark.slow),
     ],
     ids=["check", "plan", "plan-json", "export", "render"],
 )
@@ -211,6 +211,7 @@ def test_strict_exits_3_on_a_warning(tmp_path, command, plain):
     assert "Traceback" not in strict.stderr
 
 
+@pytest.mark.slow
 def test_strict_verify_exits_3_when_the_configs_pass_but_the_intent_warns(tmp_path):
     text = _edited(("ntp_servers: [172.20.0.1]", "ntp_servers: [172.20.0.1, 172.20.0.1]"))
     f = _file(tmp_path, text)

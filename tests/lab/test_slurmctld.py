@@ -29,7 +29,7 @@ import pytest
 from gpufabric.export import slurm
 from gpufabric.export.hostlist import compress
 from gpufabric.plan import Plan
-from tests.conftest import INVENTORY, plan_text
+from tests.conftest import INVENTORY, plan_text, sized
 
 pytestmark = [pytest.mark.lab, pytest.mark.beside_lab, pytest.mark.root]
 
@@ -195,7 +195,7 @@ def expected(plan: Plan) -> dict[str, tuple[set[str], set[str]]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["fabric.yml", "examples/superpod-4su.yml", "examples/three-tier-32k.yml"])
+@pytest.mark.parametrize("name", sized(["fabric.yml", "examples/superpod-4su.yml", "examples/three-tier-32k.yml"]))
 def test_slurmctld_reads_the_exported_tree(name: str) -> None:
     _need()
     path = INVENTORY / name

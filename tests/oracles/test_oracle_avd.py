@@ -33,7 +33,10 @@ def _plans() -> dict[str, Plan]:
 PLANS = _plans()
 
 
-@pytest.mark.parametrize("name", sorted(PLANS))
+# The all-EOS variants take seconds each in pyavd: the fast tier keeps the shipped examples.
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("all-eos") else n for n in sorted(PLANS)]
+)
 def test_every_eos_config_says_what_pyavd_renders(name):
     plan = PLANS[name]
     index = LinkIndex(plan)

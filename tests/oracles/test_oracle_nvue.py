@@ -15,7 +15,7 @@ from gpufabric.nos.cumulus import judge as nvue
 from gpufabric.nos.cumulus.document import document
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from tests.conftest import ALL_INTENTS, INVENTORY, example_plan, plan_doc
+from tests.conftest import ALL_INTENTS, INVENTORY, example_plan, plan_doc, sized
 
 SMALL_INTENTS = [p for p in ALL_INTENTS if "32k" not in p.name]
 LARGE = INVENTORY / "examples" / "three-tier-32k.yml"
@@ -48,22 +48,26 @@ def _findings(plan: Plan) -> dict[str, list[nvue.NvueFinding]]:
     return out
 
 
-@pytest.mark.parametrize("path", SMALL_INTENTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sized(SMALL_INTENTS), ids=lambda p: p.stem)
 def test_every_rendered_nvue_document_fits_the_pinned_release(path):
     plan = _plan(path)
     assert _findings(plan) == {}
 
 
-# The fast tier checks the releases at either end of each generation (5.15 changed the model); the
-# ones between run in the full suite.
+# The fast tier checks multi-vendor at the releases at either end of each generation (5.15 changed the
+# model) and superpod-1su at one of them; the other cases run in the full suite.
 GENERATION_ENDS = {RELEASES[0], "5.14", "5.15", RELEASES[-1]}
+FAST_CASES = {("multi-vendor", r) for r in GENERATION_ENDS} | {("superpod-1su", "5.14")}
 
 
 @pytest.mark.parametrize(
-    "release",
-    [pytest.param(r, marks=() if r in GENERATION_ENDS else pytest.mark.slow) for r in RELEASES],
+    ("name", "release"),
+    [
+        pytest.param(n, r, marks=() if (n, r) in FAST_CASES else pytest.mark.slow)
+        for n in ("superpod-1su", "multi-vendor")
+        for r in RELEASES
+    ],
 )
-@pytest.mark.parametrize("name", ["superpod-1su", "multi-vendor"])
 def test_every_supported_release_accepts_its_documents(name, release):
     """5.11 to 5.18: before and after 5.15 moved NTP, DNS, LLDP and the time zone under `system`,
     renamed `ip` to `ipv4` and replaced `enable: on` with `state: enabled`."""
@@ -74,6 +78,7 @@ def test_every_supported_release_accepts_its_documents(name, release):
     assert _findings(plan) == {}
 
 
+@pytest.mark.slow
 def test_a_document_for_one_release_is_refused_by_the_other_generation():
     """The oracle tells the generations apart: proof that pinning matters."""
     plan = _plan(INVENTORY / "examples" / "superpod-1su.yml", "5.14")
@@ -84,6 +89,7 @@ def test_a_document_for_one_release_is_refused_by_the_other_generation():
     assert any(p.endswith("/ip") for p in paths)
 
 
+@pytest.mark.slow
 def test_the_32k_fabric_fits_its_release_in_memory_and_as_text():
     """1,280 switches: every tree against the model; the text of one switch per role read back equal."""
     plan = _plan(LARGE)

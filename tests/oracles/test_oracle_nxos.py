@@ -218,6 +218,7 @@ def _documented() -> tuple[set[str], tuple[int, int]]:
     return {line[3:-1] for line in listed.splitlines()}, (counts[0], counts[1])
 
 
+@pytest.mark.slow
 def test_the_lines_no_cisco_parser_reads_are_exactly_the_documented_ones():
     """Every rendered NX-OS line family that no `cisco.nxos` parser reads (deleting it changes no
     parser's result) is listed under "What no oracle covers", and nothing else is."""

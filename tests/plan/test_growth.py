@@ -14,8 +14,8 @@ from gpufabric.cli.diff_cmd import compare
 from gpufabric.intent.loader import load_intent_text
 from gpufabric.plan import build_plan
 
-SMALL = ["fabric.yml", "examples/multi-vendor.yml", "examples/superpod-1su.yml", "examples/superpod-4su.yml"]
-LARGE = ["examples/rail-28k.yml", "examples/three-tier-32k.yml"]
+SMALL = ["fabric.yml", "examples/multi-vendor.yml", "examples/superpod-1su.yml"]
+LARGE = ["examples/superpod-4su.yml", "examples/rail-28k.yml", "examples/three-tier-32k.yml"]
 
 
 def _doc(name: str) -> dict:
@@ -76,6 +76,7 @@ def test_growing_unit_by_unit_changes_nothing_that_exists(name):
         assert not diff.renumbered and not diff.links_moved and not diff.links_removed
 
 
+@pytest.mark.slow
 def test_without_a_build_out_growth_renumbers_and_says_so(tmp_path):
     doc = _doc("fabric.yml")
     small, grown = copy.deepcopy(doc), copy.deepcopy(doc)
@@ -133,12 +134,14 @@ def test_push_changed_from_targets_only_what_the_growth_touches(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_push_changed_from_an_identical_intent_pushes_nothing(tmp_path):
     _, new = _grown_pair(tmp_path)
     done = run("nornir", "push", str(new), "--changed-from", str(new))
     assert done.returncode == 0 and "nothing to push" in done.stderr
 
 
+@pytest.mark.slow
 def test_diff_drawing_shows_what_the_growth_adds_in_green(tmp_path):
     old, new = _grown_pair(tmp_path)
     done = run("gpufabric", "diff", str(old), str(new), "--drawing", str(tmp_path / "draw"))

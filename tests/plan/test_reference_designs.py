@@ -70,6 +70,7 @@ def test_kary_three_tier(k):
     assert [t.ratio for t in plane.tier_stats] == [1.0, 1.0]
 
 
+@pytest.mark.slow
 def test_three_tier_32k():
     plan = example_plan(INVENTORY / "examples" / "three-tier-32k.yml")
     plane = plan.planes["compute"]
@@ -186,6 +187,7 @@ def rail_28k():
     return example_plan(INVENTORY / "examples" / "rail-28k.yml")
 
 
+@pytest.mark.slow
 def test_the_28k_rail_design_plans_to_its_published_counts(rail_28k):
     """3,584 servers of 8 GPUs, 32 groups of 112; 8 rail leaves of 128 x 400G per group; 64 x 800G spines."""
     plane = rail_28k.planes["compute"]
@@ -200,6 +202,7 @@ def test_the_28k_rail_design_plans_to_its_published_counts(rail_28k):
     assert plane.sizing["spine_groups"] == 2 and plane.sizing["spines_per_group"] == 16
 
 
+@pytest.mark.slow
 def test_the_28k_rail_design_spreads_each_leaf_over_its_rail_group(rail_28k):
     plane = rail_28k.planes["compute"]
     rail = {d.name: d.rail for d in plane.devices if d.role == "leaf"}
@@ -218,6 +221,7 @@ def test_the_28k_rail_design_spreads_each_leaf_over_its_rail_group(rail_28k):
     assert len({d.asn for d in plane.devices if d.role == "spine"}) == 1
 
 
+@pytest.mark.slow
 def test_the_28k_rail_design_keeps_same_rail_gpus_leaf_spine_leaf_apart(rail_28k):
     from gpufabric.export.plan_json import plane_summary
     from gpufabric.validate.ecmp import expected_widths

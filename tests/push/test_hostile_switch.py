@@ -411,7 +411,8 @@ API_SHAPES = [
     pytest.param("nxos", lambda _: Flood(total=64 * MiB), AnswerTooLargeError,
                  r"`show hostname`: answered more than 1 MiB", id="nxos-flood"),
     pytest.param("nxos", lambda _: Drip(every=0.1, lasting=120), AnswerDeadlineError,
-                 r"`show hostname`: no complete answer within the deadline of 1 s", id="nxos-drip"),
+                 r"`show hostname`: no complete answer within the deadline of 1 s", id="nxos-drip",
+                 marks=pytest.mark.slow),
 ]  # fmt: skip
 
 

@@ -145,6 +145,7 @@ def _select() -> list[str]:
     return [arg for name in SELECTION for arg in ("--device", name)]
 
 
+@pytest.mark.slow
 def test_one_record_per_switch_touched_with_its_outcome(switches, capsys):
     """Canary cmp-su1-leaf1 changes; sto-leaf1a already runs its configuration; in the next batch
     biz-leaf1 refuses its commit, so cmp-su2-leaf1 is rolled back with it; oob-mgmt1's batch never
@@ -201,6 +202,7 @@ def quiet_again():
         logger.setLevel(logging.NOTSET)
 
 
+@pytest.mark.slow
 def test_no_secret_in_the_trail_or_the_debug_log(switches, capsys, caplog, quiet_again):
     """The switch password, the SNMP community and the salt key are canaries: the community is in every
     diff the double gives, and biz-leaf1's refusal echoes the password and the candidate. None of them

@@ -89,6 +89,7 @@ def test_lab_secrets_are_made_once_kept_0600_and_never_replaced(tmp_path):
     assert load_secrets(tmp_path) == first
 
 
+@pytest.mark.slow
 def test_render_for_the_lab_gives_what_a_push_to_the_lab_loads_with_nothing_exported(lab_state, tmp_path, monkeypatch):
     """`gpufabric render --state-dir LAB` in a shell with no GPUFABRIC_* variable: every switch as frr,
     hashed with the lab's password and salt key, byte for byte what `nornir push --lab` loads."""

@@ -76,7 +76,7 @@ def test_a_recorded_fingerprint_lets_the_login_through(tmp_path, address, kind):
     assert len(authorized(server)) >= 1
 
 
-@pytest.mark.parametrize("kind", ["eos", "nxos"])
+@pytest.mark.parametrize("kind", ["eos", pytest.param("nxos", marks=pytest.mark.slow)])
 def test_accept_new_records_the_first_certificate_and_refuses_a_changed_one(tmp_path, address, kind):
     first, second = make_pki(tmp_path, address, "a"), make_pki(tmp_path, address, "b")
     pins = tmp_path / "new-dir" / "known_tls_hosts"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run, sized
 
 from gpufabric.drivers.frr_getters import interfaces_counters
 from gpufabric.drivers.transport import Output
@@ -247,7 +247,9 @@ def test_rules_pass_promtool_and_watch_only_served_metrics(tmp_path):
     path.write_text(rules_yaml())
     done = subprocess.run([_promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 23 rules found" in done.stdout  # 10 Ethernet, 7 optics (tests/telemetry/test_optics_alerts.py), 6 InfiniBand
+    assert (
+        "SUCCESS: 23 rules found" in done.stdout
+    )  # 10 Ethernet, 7 optics (tests/telemetry/test_optics_alerts.py), 6 InfiniBand
     used = {
         w
         for r in alert_rules()["groups"][0]["rules"]
@@ -343,7 +345,7 @@ def test_dashboard_has_a_row_per_plane_and_a_panel_per_rail():
     assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
 
 
-@pytest.mark.parametrize("name", ["fabric.yml", "examples/multi-vendor.yml", "examples/superpod-4su.yml"])
+@pytest.mark.parametrize("name", sized(["fabric.yml", "examples/multi-vendor.yml", "examples/superpod-4su.yml"]))
 def test_every_dashboard_query_is_valid_promql_on_served_metrics(tmp_path, name):
     """promtool parses each query (as a recording rule): a typo in PromQL fails here, not in Grafana."""
     exprs = [e for _, e in queries(dashboard(_plan(name)))]
@@ -379,6 +381,7 @@ def test_the_docs_list_every_metric():
         ("gpufabric", "acceptance", "run", "--results", "RESULTS"),
     ],
 )
+@pytest.mark.slow
 def test_commands_that_log_in_say_when_no_lab_is_up(tmp_path, command):
     """Their options parse and reach the login step, which refuses clearly (nothing is contacted)."""
     args = [a.replace("RESULTS", str(tmp_path / "r")) for a in command]

@@ -28,6 +28,7 @@ def names() -> list[str]:
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 8, 13, 16])
+@pytest.mark.slow
 def test_every_switch_of_the_32k_fabric_is_in_exactly_one_shard(names, count):
     shards = split(names, count)
     flat = [n for s in shards for n in s]

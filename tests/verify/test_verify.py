@@ -42,7 +42,8 @@ def rendered(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+# Seconds per example (a CLI rendering, then verify): the fast tier keeps the default fabric's case.
+@pytest.mark.parametrize("example", [EXAMPLES[0], *(pytest.param(e, marks=pytest.mark.slow) for e in EXAMPLES[1:])])
 def test_every_example_renders_and_verifies_clean(example, cli_rendering):
     path = str(INVENTORY / example)
     done = cli_rendering(INVENTORY / example)  # `nornir render`, once per run per example (conftest)
@@ -358,6 +359,7 @@ def _plant(folder: Path, file: str, old: str, new: str) -> int:
     return text[:at].count("\n") + 1 + old[: len(old) - len(old.lstrip("\n"))].count("\n")
 
 
+@pytest.mark.slow
 def test_the_vendors_models_judge_what_verify_does_not_read(rendered, tmp_path):
     """An NVUE enum typo and an EOS `speed 100g-3` pass verify's own readers; NVIDIA's NVUE model and
     Arista's AVD refuse them, and `verify` exits 1 naming file, line and the vendor's complaint."""
@@ -390,6 +392,7 @@ def test_the_vendors_models_judge_what_verify_does_not_read(rendered, tmp_path):
     assert "vendor judge for cumulus: NVIDIA's NVUE object model judged 10 files" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_vendor_model_that_is_not_installed_is_named_with_how_to_install_it(rendered, tmp_path):
     """With pyavd unimportable (a stand-in package that raises ImportError, first on the path) verify
     still runs, says the EOS judge was skipped and how to install it."""

@@ -332,7 +332,8 @@ def test_a_second_push_finds_the_first_ones_pending_replace_and_refuses(switch):
 
 
 def test_files_on_bootflash_carry_the_push_id(switch, tmp_path, monkeypatch):
-    # (The upload itself is the double's here; tests/nos/nxos/test_nxos_scp_keys.py shows the real one writes nothing locally.)
+    # (The upload itself is the double's here; tests/nos/nxos/test_nxos_scp_keys.py shows the real one writes
+    # nothing locally.)
     local = tmp_path / "tmp"
     local.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(local))

@@ -115,6 +115,7 @@ def driver(server: SshServer, known_hosts: Path, **args: Any) -> GpufabricNXOSDr
     return found
 
 
+@pytest.mark.slow
 def test_an_unknown_host_key_gets_no_password_and_no_file(tmp_path):
     with (
         SshServer(new_key()) as server,
@@ -124,6 +125,7 @@ def test_an_unknown_host_key_gets_no_password_and_no_file(tmp_path):
     assert server.record["passwords"] == [] and server.record["files"] == {}
 
 
+@pytest.mark.slow
 def test_a_changed_host_key_is_refused_even_with_accept_new(tmp_path):
     recorded = new_key()
     known = tmp_path / "known_hosts"

@@ -81,6 +81,7 @@ def _zombie(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_an_unconfirmed_change_reverts_by_itself(switch, driver) -> None:
     """Armed for minutes and seen applied first; then the timer's sleep is ended and its own shell reverts
     (tests/revert_timer.py): a timer of a second raced the apply and the reads on a loaded machine."""
