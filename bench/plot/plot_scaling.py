@@ -1,7 +1,7 @@
 """The scaling curve of the reads of a whole fabric, as an SVG: wall time and the controller's peak
 memory against the number of switches, from the JSON `rollout_scale.py --json` writes.
 
-    python bench/plot_scaling.py docs/scaling.json -o docs/scaling.svg
+    python -m bench.plot.plot_scaling docs/scaling.json -o docs/scaling.svg
 
 No plotting library: the figure is a few lines and points, written as SVG text, so the benchmark's
 extra needs nothing more and the file diffs as text.

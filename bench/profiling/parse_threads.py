@@ -3,7 +3,7 @@ of a 32k leaf's NVUE candidate (the Cumulus driver's check, libyaml's loader) in
 threads, at the interpreter's default switch interval (5 ms) and at the one the fleet's forked
 readers use (nornir_tasks.per_host.READER_SWITCH_INTERVAL).
 
-    python bench/parse_threads.py [--parses 80]
+    python -m bench.profiling.parse_threads [--parses 80]
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from fractions import Fraction
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from fabrics import use_placeholder_secrets
-from rollout_scale import intent_text
-
+from bench.fabrics import use_placeholder_secrets
+from bench.rollout_scale import intent_text
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.intent import load_intent

@@ -1,7 +1,7 @@
 """Where a profiled command spent its samples: py-spy's raw (collapsed) stacks summed by function and
 by component, so a profile of `nornir push` reads as figures rather than a flame graph.
 
-    python bench/spy_top.py PROFILE.txt [--top 25]
+    python -m bench.profiling.spy_top PROFILE.txt [--top 25]
 
 py-spy samples threads that are running (not those waiting on a socket or a sleep), so the shares
 are of the time some thread held or wanted the CPU.

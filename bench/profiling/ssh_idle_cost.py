@@ -1,7 +1,7 @@
 """What an open but idle SSH session costs the controller: `nornir push` keeps one per switch open from
 the first read to the end of the rollout, each with paramiko's transport thread.
 
-    python bench/ssh_idle_cost.py --sessions 16,64,256
+    python -m bench.profiling.ssh_idle_cost --sessions 16,64,256
 
 Opens N sessions (the real transport gpufabric's Linux drivers use) to N simulated switches on
 127.0.0.1 (bench/fleet_sim, a test double), leaves them idle for --seconds, and prints this
@@ -24,10 +24,8 @@ from pathlib import Path
 
 import asyncssh
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleet_sim.cumulus import CumulusSwitch
-from fleet_sim.server import Fleet
-
+from bench.fleet_sim.cumulus import CumulusSwitch
+from bench.fleet_sim.server import Fleet
 from gpufabric.drivers.transport import SSHTransport
 
 PASSWORD = "bench-not-a-secret"

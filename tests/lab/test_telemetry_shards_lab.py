@@ -15,7 +15,6 @@ import sys
 import time
 import urllib.parse
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from conftest import run
@@ -24,9 +23,8 @@ from gpufabric.telemetry.shards import shard_of
 
 pytestmark = [pytest.mark.lab, pytest.mark.root]
 asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from telemetry_sim import SimFleet, sim_fleet  # noqa: E402 (bench/ is not a package)
+from bench.telemetry_sim import SimFleet, sim_fleet  # noqa: E402 (after the importorskip: it needs asyncssh)
 
 SHARDS = 3
 BASE = 9300  # inside the namespace nothing else listens

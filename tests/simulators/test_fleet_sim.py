@@ -4,7 +4,6 @@ state, and the real Cumulus driver (as NAPALM loads it) driving it over SSH thro
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,12 +20,11 @@ from gpufabric.push.candidates import candidate
 
 asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
 
-from fleet_sim.cumulus import CumulusSwitch, Event  # noqa: E402 (bench/ is not a package)
-from fleet_sim.events import max_domains_down  # noqa: E402
-from fleet_sim.server import Fleet  # noqa: E402
-from fleet_sim.shell import parse, run_line  # noqa: E402
+from bench.fleet_sim.cumulus import CumulusSwitch, Event  # noqa: E402 (after the importorskip: it needs asyncssh)
+from bench.fleet_sim.events import max_domains_down  # noqa: E402
+from bench.fleet_sim.server import Fleet  # noqa: E402
+from bench.fleet_sim.shell import parse, run_line  # noqa: E402
 
 PASSWORD = "sim-not-a-secret"  # the simulated switch's own
 
@@ -190,8 +188,8 @@ def _driver_class(platform_name: str) -> Any:
 
 
 def test_the_real_eos_driver_pushes_to_the_simulator_over_verified_https(tmp_path: Path) -> None:
-    from fleet_sim.eapi import Ca, serve
-    from fleet_sim.eos import EosSwitch
+    from bench.fleet_sim.eapi import Ca, serve
+    from bench.fleet_sim.eos import EosSwitch
 
     events: list[Event] = []
     switch = EosSwitch("spine1", "admin", PASSWORD, events.append, scale=0.0)
