@@ -1,9 +1,9 @@
 """What users wait for: the CLI on the 32,768-GPU example, end to end, with anchors from the same run.
 
-    python bench/cli_scale.py               # the table (about 2 minutes on 2 cores)
-    python bench/cli_scale.py --runs 5      # more runs per figure
-    python bench/cli_scale.py --json
-    python bench/cli_scale.py --dir /tmp    # render into another filesystem than the project's
+    python -m bench.cli_scale               # the table (about 2 minutes on 2 cores)
+    python -m bench.cli_scale --runs 5      # more runs per figure
+    python -m bench.cli_scale --json
+    python -m bench.cli_scale --dir /tmp    # render into another filesystem than the project's
 
 The rendered files go where `render` writes by default: under the project's build/ folder (in a
 scratch folder removed afterwards), unless --dir names another parent.
@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabrics import eos_32k_text, use_placeholder_secrets
+from bench.fabrics import eos_32k_text, use_placeholder_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "inventory" / "examples" / "three-tier-32k.yml"

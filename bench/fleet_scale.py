@@ -1,8 +1,8 @@
 """`nornir validate` against fleet size: the lab (real FRR switches) and up to 1,000 simulated switches.
 
-    python bench/fleet_scale.py               # the whole table (the lab rows need root)
-    python bench/fleet_scale.py --no-lab      # simulated fleets only
-    python bench/fleet_scale.py --json        # the same figures for machines
+    python -m bench.fleet_scale               # the whole table (the lab rows need root)
+    python -m bench.fleet_scale --no-lab      # simulated fleets only
+    python -m bench.fleet_scale --json        # the same figures for machines
 
 Lab rows: `gpufabric lab up`, `nornir push` (every plane), then `nornir validate` timed as a user
 runs it (a fresh process), on the default fabric (16 switches) and a 40-switch variant (20 GPU
@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fabrics import use_placeholder_secrets
+
+from bench.fabrics import use_placeholder_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "tests" / "recorded" / "frr" / "cmp-spine1.yml"

@@ -7,15 +7,17 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 Measure = Callable[[str, int], dict[str, float]]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def rows_from_fresh_processes(
     script: str, doc: str | None, measure_one: Measure, cases: dict[str, str]
 ) -> list[dict[str, Any]] | None:
-    """Parse the command line; run `script --one CASE` per case and collect its JSON.
+    """Parse the command line; run `python -m bench.<script> --one CASE` per case and collect its JSON.
 
     cases maps a row name to the argument `measure_one` takes. Returns None when the
     command was fully handled here (`--one`, or `--json` printed the rows).
@@ -28,11 +30,14 @@ def rows_from_fresh_processes(
     if args.one:
         print(json.dumps(measure_one(args.one, args.repeat)))
         return None
+    # The benchmark's own module, run from the repository root as it was (`python -m bench.plan_scale`).
+    module = ".".join(Path(script).resolve().relative_to(ROOT).with_suffix("").parts)
     rows = []
     for name, case in cases.items():
         print(f"measuring {name} ...", file=sys.stderr)
         out = subprocess.run(
-            [sys.executable, script, "--one", case, "--repeat", str(args.repeat)],
+            [sys.executable, "-m", module, "--one", case, "--repeat", str(args.repeat)],
+            cwd=ROOT,
             capture_output=True,
             text=True,
             check=True,

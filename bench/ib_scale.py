@@ -1,7 +1,7 @@
 """The InfiniBand lab at NVIDIA's SuperPOD sizes: what each step costs, with the real OpenSM.
 
-    python bench/ib_scale.py                          # H100 1 and 4 SU, B200 8 and 16 SU
-    python bench/ib_scale.py dgx-b200:64 --json       # any published size, as SYSTEM:SU
+    python -m bench.ib_scale                          # H100 1 and 4 SU, B200 8 and 16 SU
+    python -m bench.ib_scale dgx-b200:64 --json       # any published size, as SYSTEM:SU
 
 Per fabric, in one temporary folder removed afterwards: plan, export, ibsim ready, ibnetdiscover
 (before any SM), OpenSM's first SUBNET UP with up/down routing and QoS on, and again with QoS off

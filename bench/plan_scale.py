@@ -1,7 +1,7 @@
 """Plan time and peak memory against fabric size, up to the 32,768-GPU three-tier example.
 
-    python bench/plan_scale.py            # the table
-    python bench/plan_scale.py --json     # the same figures for machines
+    python -m bench.plan_scale            # the table
+    python -m bench.plan_scale --json     # the same figures for machines
 
 Each fabric is measured in a fresh process (so peak RSS is that fabric's own), as
 load + validate + plan, the best of --repeat runs. Budget for the 32k-GPU plan:
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from fresh import rows_from_fresh_processes
+from bench.fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = [

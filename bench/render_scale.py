@@ -1,7 +1,7 @@
 """Plan plus render of every switch, against fabric size, up to the 32,768-GPU example.
 
-    python bench/render_scale.py            # the table
-    python bench/render_scale.py --json     # the same figures for machines
+    python -m bench.render_scale            # the table
+    python -m bench.render_scale --json     # the same figures for machines
 
 Each fabric is measured in a fresh process (so peak RSS is that fabric's own): load +
 validate + plan, then the render context and templates of every switch, in memory (no
@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from fabrics import eos_32k_text, use_placeholder_secrets
-from fresh import rows_from_fresh_processes
+from bench.fabrics import eos_32k_text, use_placeholder_secrets
+from bench.fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "inventory" / "examples"

@@ -1,9 +1,9 @@
 """`nornir push` of every plane of the 32k example against a simulated fleet, timed against the bound
 the plan allows.
 
-    python bench/rollout_scale.py                         # the whole fabric (1,309 switches)
-    python bench/rollout_scale.py --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
-    python bench/rollout_scale.py --scale 1/8 --latency-scale 0.1 --json out.json
+    python -m bench.rollout_scale                         # the whole fabric (1,309 switches)
+    python -m bench.rollout_scale --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
+    python -m bench.rollout_scale --scale 1/8 --latency-scale 0.1 --json out.json
 
 Each fraction is the 32k example with that share of its GPU nodes (1/8: one pod), plus an
 out-of-band plane (Cumulus management switches) whose subnet gives every switch its address: the
@@ -26,7 +26,7 @@ Before the runs of each fraction it measures the floor in the same namespace: on
 command to every switch through the drivers' transport (bench/ssh_floor.py), the least any read of the
 fleet costs here. With `--dry-run-only` the table is the reads': wall time beside that floor, and the
 CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
-cores). `--json` writes the rows `bench/plot_scaling.py` draws docs/scaling.svg from.
+cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from.
 
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
@@ -55,10 +55,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
-from fleet_sim import latency
-from fleet_sim.events import max_domains_down
 
+from bench.fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
+from bench.fleet_sim import latency
+from bench.fleet_sim.events import max_domains_down
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.push.fleet import READ_WORKERS
@@ -123,9 +123,9 @@ class Simulator:
         spec.write_text(json.dumps(switches))
         self.known_hosts = folder / "known_hosts"
         self.events, self.stats = folder / "events.jsonl", folder / "sim-stats.json"
-        env = {**os.environ, "PYTHONPATH": str(BENCH)}
+        env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fleet_sim", "--switches", str(spec), "--username", "cumulus",
+            [sys.executable, "-m", "bench.fleet_sim", "--switches", str(spec), "--username", "cumulus",
              "--password-env", PASSWORD_ENV, "--known-hosts", str(self.known_hosts), "--events", str(self.events),
              "--stats", str(self.stats), "--latency-scale", str(scale), "--tls-dir", str(folder)],
             stdout=subprocess.PIPE, text=True, env=env,

@@ -2,7 +2,7 @@
 through the transport the drivers use (gpufabric.drivers.transport.SSHTransport, paramiko, host keys
 from known_hosts), from a bounded pool of threads, each session closed once its command answered.
 
-    python bench/ssh_floor.py --addresses FILE --known-hosts FILE [--workers 64] [--command hostname]
+    python -m bench.ssh_floor --addresses FILE --known-hosts FILE [--workers 64] [--command hostname]
 
 `rollout_scale.py` runs it in its namespace against the simulator before each dry run, so its table
 shows a dry run's and a validate's wall time beside what logging in to every switch once costs there.

@@ -1,7 +1,7 @@
 """One exporter shard's scrape cycle against a simulated fleet, and the shards the 32k fabric needs.
 
-    sudo python bench/telemetry_scale.py                        # 1/256 of the 32k example (140 switches)
-    sudo python bench/telemetry_scale.py --scale 1/256,1/128 --repeats 5 --workers 16,32
+    sudo python -m bench.telemetry_scale                        # 1/256 of the 32k example (140 switches)
+    sudo python -m bench.telemetry_scale --scale 1/256,1/128 --repeats 5 --workers 16,32
 
 The switches are the fleet simulator's (bench/fleet_sim, a test double: Cumulus over SSH, each read
 delayed by its latency table: 0.05 s an exec channel, 0.1 s a vtysh command, assumptions stated
@@ -27,8 +27,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from telemetry_sim import SimFleet, sim_fleet
-
+from bench.telemetry_sim import SimFleet, sim_fleet
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 

@@ -21,9 +21,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
-from fabrics import PLACEHOLDER_SECRETS
-from rollout_scale import PASSWORD_ENV, SUBNET, intent_text
-
+from bench.fabrics import PLACEHOLDER_SECRETS
+from bench.rollout_scale import PASSWORD_ENV, SUBNET, intent_text
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Plan
@@ -100,9 +99,9 @@ def sim_fleet(fraction: Fraction, latency_scale: float = 1.0, folder: Path | Non
         fleet = SimFleet(netns, where, intent, build_plan(load_intent(str(intent))), where / "known_hosts")
         spec = where / "switches.json"
         spec.write_text(json.dumps(switches_of(fleet.plan)))
-        sim_env = {**fleet.env(), "PYTHONPATH": str(BENCH)}
+        sim_env = {**fleet.env(), "PYTHONPATH": str(BENCH.parent)}
         sim = subprocess.Popen(
-            ["ip", "netns", "exec", netns, sys.executable, "-m", "fleet_sim", "--switches", str(spec),
+            ["ip", "netns", "exec", netns, sys.executable, "-m", "bench.fleet_sim", "--switches", str(spec),
              "--username", "cumulus", "--password-env", PASSWORD_ENV, "--known-hosts", str(fleet.known_hosts),
              "--events", str(where / "events.jsonl"), "--stats", str(where / "sim-stats.json"),
              "--latency-scale", str(latency_scale), "--tls-dir", str(where)],

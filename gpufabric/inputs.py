@@ -9,7 +9,7 @@ into a located `InputError` (file, what is wrong, what would be right) that the 
 and exits 2 on. Structured text is parsed with bounds too: YAML by YAML 1.2's core schema with the
 intent's depth and alias limits, JSON without NaN or Infinity and without unbounded nesting.
 
-`tests/test_input_readers.py` lists every place in the package that opens a file, and fails on one
+`tests/intent/test_input_readers.py` lists every place in the package that opens a file, and fails on one
 that does not come through here (or is not on its short list of reads that are not outside input).
 """
 

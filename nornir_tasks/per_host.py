@@ -96,7 +96,7 @@ def run_per_host_results_forked(
 
 # A forked reader's threads hand the interpreter over every 50 ms rather than every 5: its threads
 # parse configurations of 2,000 lines side by side, and switching between them every 5 ms cost about
-# 1.4x the CPU of parsing them one after another (bench/parse_threads.py: 33 ms a parse in 8 or 40
+# 1.4x the CPU of parsing them one after another (bench/profiling/parse_threads.py: 33 ms a parse in 8 or 40
 # threads, 23 ms in one; 22-28 ms at 50 ms).
 # Threads waiting on a switch wait seconds; a few ms more for the interpreter changes nothing there.
 READER_SWITCH_INTERVAL = 0.05

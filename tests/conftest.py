@@ -62,108 +62,39 @@ def set_path(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str
 
 DELETE = object()
 
-# Tiers: `lab` tests bring up namespaces, containers or the demo and need root; `slow` ones take
-# seconds each (the 32k fabric, fuzzing). `scripts/test.sh --fast` runs neither; CI runs all.
-LAB_MODULES = {
-    "test_lab_fleet",
-    "test_lab_growth",
-    "test_lab_wiring",
-    "test_lab_readme_sequence",
-    "test_demo_e2e",
-    "test_molecule",
-}
-SLOW_MODULES = {"test_fuzz_intents", "test_fuzz_designs"}
-# The largest designs: a test run once per example over these is slow (seconds each), so the fast tier
-# keeps the smaller examples (the default fabric, multi-vendor, sonic, superpod-1su, lab-infiniband) and
-# CI runs these too.
-LARGE_EXAMPLES = ("32k", "28k", "superpod-4su", "superpod-ib", "superpod-b200-ib")
-# Tests of 1-4.5 s each (most start the CLI or Ansible several times, run a vendor's model over a whole
-# fabric, or build the docs site): the fast tier leaves them to CI so it stays under 90 s on two slow
-# cores; `scripts/test.sh` runs them all. The default fabric's own cases of the per-example tests stay.
-SLOW_TESTS = {
-    "test_oracle_avd.py::test_every_eos_config_says_what_pyavd_renders[all-eos-from-edge]",
-    "test_oracle_avd.py::test_every_eos_config_says_what_pyavd_renders[all-eos-originate]",
-    "test_telemetry.py::test_commands_that_log_in_say_when_no_lab_is_up[command0]",
-    "test_telemetry.py::test_commands_that_log_in_say_when_no_lab_is_up[command1]",
-    "test_telemetry.py::test_commands_that_log_in_say_when_no_lab_is_up[command2]",
-    "test_load_balancing.py::test_cumulus_adaptive_routing_fits_nvidias_model[5.11]",
-    "test_load_balancing.py::test_cumulus_adaptive_routing_fits_nvidias_model[5.18]",
-    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/sonic.yml]",
-    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/lab-infiniband.yml]",
-    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/superpod-1su.yml]",
-    "test_cli.py::test_both_commands_are_the_same_cli[nornir]",
-    "test_oracle_nvue.py::test_every_supported_release_accepts_its_documents[superpod-1su-5.11]",
-    "test_oracle_nvue.py::test_every_supported_release_accepts_its_documents[superpod-1su-5.15]",
-    "test_oracle_nvue.py::test_every_supported_release_accepts_its_documents[superpod-1su-5.18]",
-    "test_growth.py::test_without_a_build_out_growth_renumbers_and_says_so",
-    "test_growth.py::test_diff_drawing_shows_what_the_growth_adds_in_green",
-    "test_buffers.py::test_cumulus_pfc_carries_the_cable_length_nvidias_model_accepts[5.14-None-5]",
-    "test_buffers.py::test_cumulus_pfc_carries_the_cable_length_nvidias_model_accepts[5.15-None-5]",
-    "test_fleet_sim.py::test_the_confirm_timer_reverts_by_itself",
-    "test_intent_warnings.py::test_strict_exits_3_on_a_warning[render]",
-    "test_docs_site.py::test_the_site_builds_strictly_and_fails_on_a_page_outside_the_nav_or_a_broken_link",
-    "test_docs_site.py::test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift",
-    "test_push_audit.py::test_one_record_per_switch_touched_with_its_outcome",
-    "test_push_audit.py::test_no_secret_in_the_trail_or_the_debug_log",
-    "test_intent_strict.py::test_every_number_and_boolean_of_the_default_fabric_refuses_yaml11_spellings",
-    "test_intent_strict.py::test_template_syntax_reaching_the_static_inventory_is_unsafe_for_ansible",
-    "test_verify.py::test_the_vendors_models_judge_what_verify_does_not_read",
-    "test_verify.py::test_a_vendor_model_that_is_not_installed_is_named_with_how_to_install_it",
-    "test_verify.py::test_every_example_renders_and_verifies_clean[examples/multi-vendor.yml]",
-    "test_intent_warnings.py::test_strict_verify_exits_3_when_the_configs_pass_but_the_intent_warns",
-    "test_nxos_scp_keys.py::test_an_unknown_host_key_gets_no_password_and_no_file",
-    "test_nxos_scp_keys.py::test_a_changed_host_key_is_refused_even_with_accept_new",
-    "test_inventory_plugins.py::test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded",
-    "test_ansible_site.py::test_site_syntax_and_hosts_from_the_plan",
-    "test_oracle_nxos.py::test_the_lines_no_cisco_parser_reads_are_exactly_the_documented_ones",
-    "test_ib_cli.py::test_validate_green_then_a_swapped_cable_named_exit_1",
-    "test_secrets.py::test_the_rendered_hash_is_the_password_hash",
-    "test_acceptance.py::test_iperf3_and_ping_outputs_are_read_from_the_real_tools",
-    "test_sonic_driver.py::test_an_unconfirmed_change_reverts_by_itself",
-    # Each export kind's determinism: the plan's stays in the fast tier, the others run in CI.
-    "test_exports.py::test_exports_are_byte_identical_across_runs[structured]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[ib-topology]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[slurm]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[slurm-yaml]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[slurm-block]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[bom]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[k8s-labels]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[k8s-network]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[cabling]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[containerlab]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[ansible-inventory]",
-    "test_exports.py::test_exports_are_byte_identical_across_runs[drawing]",
-    "test_intent_warnings.py::test_strict_exits_3_on_a_warning[plan-json]",
-    "test_intent_warnings.py::test_strict_exits_3_on_a_warning[plan]",
-    "test_intent_warnings.py::test_strict_exits_3_on_a_warning[export]",
-    "test_push_tls.py::test_accept_new_records_the_first_certificate_and_refuses_a_changed_one[nxos]",
-    "test_hostile_switch.py::test_a_hostile_api_answer_is_a_named_failure_in_bounded_time_and_memory[nxos-drip]",
-    "test_switch_keys.py::test_a_private_key_is_read_from_its_text[rsa-RSAKey]",
-    "test_telemetry_deadline.py::test_the_cli_refuses_a_deadline_past_the_budget_before_any_login",
-    "test_growth.py::test_push_changed_from_an_identical_intent_pushes_nothing",
-    "test_acceptance_incast.py::test_an_unknown_incast_job_is_bad_input",
-    "test_oracle_nvue.py::test_a_document_for_one_release_is_refused_by_the_other_generation",
-    "test_buffers.py::test_cumulus_pfc_carries_the_cable_length_nvidias_model_accepts[5.14-30m-30]",
-    "test_load_balancing.py::test_cumulus_adaptive_routing_fits_nvidias_model[5.14]",
-    "test_ib_cli.py::test_discover_configs_and_export_from_real_ibnetdiscover_output",
-    "test_push_target.py::test_render_for_the_lab_gives_what_a_push_to_the_lab_loads_with_nothing_exported",
-    "test_ib_intent.py::test_push_to_an_infiniband_compute_plane_says_what_configures_it",
-    "test_intent_strict.py::test_template_syntax_reaching_the_inventory_plugin_stays_literal",
-}
+# Tiers. A folder sets the tier of every test in it: tests/lab/ brings up namespaces, host containers,
+# ibsim or the demo, as root; tests/molecule/ boots Molecule's own hosts. Anywhere else a test says it is
+# `slow` itself (seconds each: the 32k fabric, fuzzing, several CLI or Ansible runs): `@pytest.mark.slow`,
+# `pytestmark` for a whole file, or `sized(...)`/`pytest.param(..., marks=pytest.mark.slow)` for the slow
+# cases of a parametrized test. `scripts/test.sh --fast` runs neither lab nor slow; CI runs all.
+HERE = Path(__file__).resolve().parent
+FOLDER_MARKS = {"lab": ("lab", "root"), "molecule": ("lab", "root", "molecule")}
+# The largest shipped designs: a plan or a rendering of one takes seconds, so a case over one is `slow`
+# and the fast tier keeps the smaller ones (the default fabric, multi-vendor, sonic, superpod-1su,
+# lab-infiniband).
+LARGE_DESIGNS = frozenset({"three-tier-32k", "rail-28k", "superpod-4su", "superpod-ib", "superpod-b200-ib"})
+
+
+def sized(cases: Any) -> list[Any]:
+    """A parametrized test's cases over shipped intents, each over one of the largest designs marked `slow`.
+    A case is an intent (a path or a name such as "examples/rail-28k.yml" or "rail-28k"), or a tuple of
+    arguments whose first is one."""
+    out: list[Any] = []
+    for case in cases:
+        values = case if isinstance(case, tuple) else (case,)
+        large = Path(str(values[0])).stem in LARGE_DESIGNS
+        out.append(pytest.param(*values, marks=pytest.mark.slow) if large else case)
+    return out
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
-        if module in LAB_MODULES:
-            item.add_marker(pytest.mark.lab)
-            item.add_marker(pytest.mark.root)
-        if module == "test_molecule":
-            item.add_marker(pytest.mark.molecule)
-        path, _, name = item.nodeid.partition("::")
-        slow_test = f"{path.rsplit('/', 1)[-1]}::{name}" in SLOW_TESTS
-        if module in SLOW_MODULES or slow_test or any(name in item.nodeid for name in LARGE_EXAMPLES):
-            item.add_marker(pytest.mark.slow)
+        try:
+            folder = item.path.resolve().relative_to(HERE).parts[0]
+        except ValueError:  # a test file outside tests/
+            continue
+        for mark in FOLDER_MARKS.get(folder, ()):
+            item.add_marker(mark)
 
 
 # Every test renders with these planted secrets; the secret tests grep every output for them.

@@ -63,11 +63,16 @@ def render_exports(source: Path) -> dict[str, str]:
     files: dict[str, str] = {}
     for kind, exporter in sorted(EXPORTERS.items()):
         try:
-            # Some exports name the intent file they came from: the checkout's folder is not part of the output.
-            files[f"export/{kind}{exporter.suffix}"] = exporter.render(plan).replace(str(ROOT), "<checkout>")
+            files[f"export/{kind}{exporter.suffix}"] = without_checkout(exporter.render(plan))
         except (IntentError, ValueError) as refused:  # an export that does not apply to the example
-            files[f"export/{kind}.refused"] = str(refused)
+            files[f"export/{kind}.refused"] = without_checkout(str(refused))
     return files
+
+
+def without_checkout(text: str) -> str:
+    """An export's header names the intent by its full path: the checkout's folder is left out (the
+    path reads `inventory/fabric.yml`), so a clone anywhere gives the same digest."""
+    return text.replace(f"{ROOT}/", "")
 
 
 def render(name: str) -> dict[str, str]:

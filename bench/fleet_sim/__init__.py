@@ -3,7 +3,7 @@
 Not a switch and not an emulator of one: it answers the commands gpufabric's drivers send, over the
 transport those drivers use, with each switch's configuration and pending state kept in memory and
 each operation delayed by a figure from `latency.LATENCY`. One asyncio process serves every switch,
-each on an address of its own (`python -m fleet_sim --help`, with `bench/` on the path).
+each on an address of its own (`python -m bench.fleet_sim --help` from the repository root).
 
 Simulated today: NVIDIA Cumulus Linux 5.x over SSH (NVUE's transactions, the confirm timer, vtysh,
 lldpcli and iproute2 reads) and Arista EOS over eAPI on HTTPS (config sessions, the commit timer,

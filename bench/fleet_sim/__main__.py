@@ -1,3 +1,3 @@
-from fleet_sim.server import main
+from bench.fleet_sim.server import main
 
 main()

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from fleet_sim import latency as lat
-from fleet_sim.shell import Result
+from bench.fleet_sim import latency as lat
+from bench.fleet_sim.shell import Result
 from gpufabric.nos.cumulus.nvue import set_tree as _nvue_set_tree
 
 HOME = "/home/cumulus"

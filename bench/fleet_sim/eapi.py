@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from fleet_sim import latency as lat
-from fleet_sim.eos import EapiError, EosSwitch
+from bench.fleet_sim import latency as lat
+from bench.fleet_sim.eos import EapiError, EosSwitch
 
 
 def _name(cn: str) -> x509.Name:

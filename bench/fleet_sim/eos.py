@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet_sim import latency as lat
-from fleet_sim.cumulus import Event
+from bench.fleet_sim import latency as lat
+from bench.fleet_sim.cumulus import Event
 
 VERSION = "4.30.1F"
 

@@ -25,12 +25,12 @@ from typing import Any
 
 import asyncssh
 
-from fleet_sim import eapi
-from fleet_sim import latency as lat
-from fleet_sim.cumulus import CumulusSwitch, Event
-from fleet_sim.eapi import Ca
-from fleet_sim.eos import EosSwitch
-from fleet_sim.shell import parse, run_line
+from bench.fleet_sim import eapi
+from bench.fleet_sim import latency as lat
+from bench.fleet_sim.cumulus import CumulusSwitch, Event
+from bench.fleet_sim.eapi import Ca
+from bench.fleet_sim.eos import EosSwitch
+from bench.fleet_sim.shell import parse, run_line
 
 
 def _needs_stdin(line: str) -> bool:

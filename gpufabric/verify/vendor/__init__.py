@@ -5,7 +5,7 @@ read (an NVUE enum value, an EOS `speed` form, a misspelt keyword) passes them. 
 names a judge (`Platform.judge`: NVIDIA's NVUE object model for Cumulus, Arista's AVD for EOS)
 and its package is installed, `verify` also hands each file to it; where it is not, the report says
 the judge was skipped and how to install it. The test suite judges every rendered file with the
-same code (tests/test_oracle_*.py).
+same code (tests/oracles/test_oracle_*.py).
 """
 
 from __future__ import annotations

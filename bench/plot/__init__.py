@@ -1,0 +1,1 @@
+"""Drawings made from the benchmarks' JSON rows."""

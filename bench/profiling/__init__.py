@@ -1,0 +1,1 @@
+"""Profiling experiments: what one mechanism costs (threads, idle SSH sessions, a py-spy profile)."""

@@ -1,0 +1,147 @@
+"""`molecule test` on booted Debian hosts (systemd-nspawn): every role through site.yml, idempotence,
+read-back, jumbo pings, a --check --diff run with zero changes, and this machine's sysctls untouched.
+Once per host_network backend, one scenario after the other (they boot hosts of the same names):
+`default` (systemd-networkd, Debian's own), `netplan` (netplan installed, as on Ubuntu and DGX OS) and
+`networkmanager` (NetworkManager running on the data NICs).
+
+Real: systemd, systemd-networkd, sshd, apt, the kernel's routing and MTU handling inside the hosts.
+Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts as SKIPPED).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+TOOLS = ("systemd-nspawn", "debootstrap", "socat", "zstd")
+# Keys this machine changes by itself (counters, randomness): not settings anything could have written.
+VOLATILE = re.compile(
+    r"random|ns_last_pid|dentry|inode-nr|inode-state|file-nr|pty\.nr|stat_refresh|perf_event|aio-nr|conntrack_count|tainted|quota"
+)
+# Keys of one network interface: they come and go with it (the lab's tests run beside Molecule in CI).
+PER_INTERFACE = re.compile(r"net\.(ipv4|ipv6|mpls)\.(conf|neigh)\.(?!all\.|default\.)[^.]+\.")
+
+
+def _missing() -> list[str]:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    return missing + ([] if (BIN / "molecule").exists() else ["molecule"])
+
+
+def _machine_sysctls() -> dict[str, str]:
+    out = subprocess.run(["sysctl", "-a"], capture_output=True, text=True, check=False).stdout
+    pairs = (line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+    return {k: v for k, v in pairs if not VOLATILE.search(k)}
+
+
+# Scenario -> the task of host_network that writes that backend's files (the probe chose it).
+SCENARIOS = {
+    "default": "Write a .network file per routed NIC and per bond",
+    "netplan": "Write the data NICs as one netplan file",
+    "networkmanager": "Write a NetworkManager keyfile per routed NIC and per bond",
+}
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
+def molecule_run(request):
+    scenario = request.param
+    if os.geteuid() != 0:
+        pytest.skip("Molecule's hosts need root (network namespaces, systemd-nspawn)")
+    missing = _missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must install {missing} (scripts/test.sh does)")
+        pytest.skip(f"needs {missing}: run scripts/test.sh, which installs them")
+    before = _machine_sysctls()
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(BIN / "molecule"), "test", "--scenario-name", scenario],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+    (ROOT / "build").mkdir(exist_ok=True)
+    (ROOT / "build" / f"molecule-test-{scenario}.log").write_text(text)
+    print(f"\nmolecule test -s {scenario}: {seconds:.0f} s (log: build/molecule-test-{scenario}.log)")
+    return done.returncode, text, before, _machine_sysctls(), scenario
+
+
+def test_molecule_test_passes_every_step(molecule_run):
+    rc, text, _, _, scenario = molecule_run
+    assert rc == 0, text[-3000:]
+    steps = ("create", "prepare", "converge", "idempotence", "verify", "destroy")
+    for step in steps if scenario != "default" else [s for s in steps if s != "prepare"]:
+        # Molecule's summary line; it writes "➜" instead of ">" on a terminal.
+        assert re.search(rf"{scenario} (>|➜) {step}: Executed: Successful", text), f"{step} did not run successfully"
+
+
+def test_host_network_persisted_through_the_scenarios_backend(molecule_run):
+    _, text, _, _, scenario = molecule_run
+    # host_network's probe (host_network_backend: auto) found the backend the scenario installed.
+    assert re.search(rf"^TASK \[host_network : {re.escape(SCENARIOS[scenario])}\]", text, re.M)
+    others = [task for name, task in SCENARIOS.items() if name != scenario]
+    assert not any(f"TASK [host_network : {task}]" in text for task in others)
+
+
+def _last_recap_before(text: str, step: str, host: str, scenario: str) -> tuple[int, int]:
+    """(ok, changed) of the host's last recap before Molecule logged the step as done."""
+    done = re.search(rf"\[{scenario} (?:>|➜) {step}\] Executed", text)
+    assert done, f"no {step} step in the log"
+    recaps = re.findall(rf"^{host}\s+: ok=(\d+)\s+changed=(\d+)", text[: done.start()], re.M)
+    assert recaps, f"no recap of {host} before {step} ended"
+    return int(recaps[-1][0]), int(recaps[-1][1])
+
+
+def test_idempotence_and_check_mode_show_zero_changes(molecule_run):
+    _, text, _, _, scenario = molecule_run
+    # site.yml's recaps: converge's, then idempotence's (its second run).
+    for host in ("gpu01", "gpu02"):
+        ok, changed = _last_recap_before(text, "converge", host, scenario)
+        assert ok > 30 and changed > 0, (ok, changed)  # converge ran every role and changed things
+        ok, changed = _last_recap_before(text, "idempotence", host, scenario)
+        assert ok > 30 and changed == 0, f"idempotence: {host} changed {changed} tasks"
+    # verify's --check --diff run reports both hosts' recaps in its success message.
+    recap = r"\s+: ok=\d+\s+changed=0\s+unreachable=0\s+failed=0"
+    assert re.search(rf'"msg": "gpu01{recap}.*; gpu02{recap}', text)
+
+
+def test_jumbo_pings_crossed_every_rail(molecule_run):
+    _, text, _, _, _ = molecule_run
+    pinged = set(re.findall(r"ok: \[(gpu0[12])\] => \(item=(eth\d) \(\w+ rail \d\) ->", text))
+    assert pinged == {(h, f"eth{i}") for h in ("gpu01", "gpu02") for i in range(1, 5)}
+
+
+def test_runtime_parts_that_cannot_run_here_are_reported_skipped(molecule_run):
+    _, text, _, _, _ = molecule_run
+    for role in ("ofed", "roce_qos", "hugepages"):
+        assert f"{role} runtime SKIPPED" in text
+
+
+def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
+    _, _, before, after, _ = molecule_run
+    changed = {k: (before[k], after.get(k)) for k in before if before[k] != after.get(k)}
+    # An interface that came or went meanwhile is not a setting anything changed; every other key must match.
+    changed = {k: v for k, v in changed.items() if not (PER_INTERFACE.match(k) and v[1] is None)}
+    assert not changed
+    assert len(before) > 500  # the whole table was compared, not an empty one
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    assert not re.search(r"^(m-gpu0[12]|mol-fabric)\b", namespaces, re.M)
+    assert subprocess.run(["ip", "link", "show", "mol-oob"], capture_output=True, check=False).returncode != 0
+    # A container whose init outlived destroy keeps its namespace, and with it the bridge end of its veth.
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
+    assert not re.search(r"^\d+: vm-gpu0[12]\b", links, re.M)
+    assert not Path("/var/lib/gpufabric/molecule").exists()  # the hosts' state folder went with them
