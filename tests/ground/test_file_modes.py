@@ -15,7 +15,7 @@ from gpufabric.config.batch import render_switch
 from gpufabric.config.render import LinkIndex
 from gpufabric.files import PRIVATE, current_umask, write_atomic, write_if_changed, write_new
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "inventory" / "fabric.yml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "inventory" / "fabric.yml"
 
 
 @pytest.fixture

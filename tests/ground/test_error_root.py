@@ -18,7 +18,7 @@ from gpufabric.ib.errors import fail
 from gpufabric.inputs import InputError
 from gpufabric.push.errors import NoLabError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")
 
 
