@@ -120,7 +120,7 @@ def _grown_pair(tmp_path):
 
 def test_push_changed_from_targets_only_what_the_growth_touches(tmp_path):
     from gpufabric.cli.push_cmd import _changed_since
-    from gpufabric.push.fleet import FleetArgs
+    from gpufabric.fleet.target import FleetArgs
 
     old, new = _grown_pair(tmp_path)
     narrowed = _changed_since(FleetArgs(file=str(new)), str(old))

@@ -261,7 +261,7 @@ def test_push_from_a_folder_refuses_a_fifo_for_a_rendered_file(rendered, tmp_pat
         "import sys\nfrom pathlib import Path\n"
         "from gpufabric.config.context import LinkIndex\nfrom gpufabric.config.secrets import ReferenceHasher\n"
         "from gpufabric.inputs import InputError\nfrom gpufabric.intent import load_intent\n"
-        "from gpufabric.plan import build_plan\nfrom gpufabric.push.candidates import candidate\n"
+        "from gpufabric.plan import build_plan\nfrom gpufabric.fleet.candidates import candidate\n"
         "plan = build_plan(load_intent(sys.argv[1]))\n"
         "index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name, {}))\n"
         "try:\n    candidate(plan, index, 'cmp-spine1', folder=Path(sys.argv[2]))\n"

@@ -189,7 +189,7 @@ def test_a_missing_lock_folder_is_made_0700(tmp_path):
 def test_a_push_id_is_its_utc_start_and_24_random_bits():
     from datetime import UTC, datetime, timedelta, timezone
 
-    from gpufabric.push.push_id import PATTERN, describe, new_push_id, started_from_id
+    from gpufabric.fleet.push_id import PATTERN, describe, new_push_id, started_from_id
 
     at = datetime(2026, 11, 23, 19, 5, 7, 999, tzinfo=timezone(timedelta(hours=2)))
     one, two = new_push_id(at, "ctl-a"), new_push_id(at, "ctl-a")
@@ -235,7 +235,7 @@ def test_the_push_id_is_in_the_json_and_is_the_one_the_drivers_were_given(tmp_pa
 
     from gpufabric.cli import main
     from gpufabric.cli import push_cmd as cmd
-    from gpufabric.push.push_id import PATTERN, started_from_id
+    from gpufabric.fleet.push_id import PATTERN, started_from_id
     from gpufabric.push.rollout import Rollout
     from nornir_tasks.push import DeviceOutcome
 

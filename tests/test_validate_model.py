@@ -9,9 +9,9 @@ from xml.etree import ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import ip
 from gpufabric.validate import report
-from gpufabric.validate.ecmp import expected_widths
 from gpufabric.validate.results import result
 
 

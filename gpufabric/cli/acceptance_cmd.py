@@ -10,8 +10,8 @@ from rich.table import Table
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, shown, write_files, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
-from gpufabric.push.args import FleetArgs
 
 EXIT_FAILED = 1
 
@@ -103,8 +103,8 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     (`acceptance scripts`). Exit 0 when every job produced output."""
     from gpufabric.acceptance.run import run_suite
     from gpufabric.cli.errors import show_notes
+    from gpufabric.fleet.target import reach
     from gpufabric.lab.state import DEFAULT_DIR
-    from gpufabric.push.fleet import reach
     from gpufabric.telemetry.connect import host_shell
 
     plan, access = reach(fleet_args)
@@ -138,7 +138,7 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     from gpufabric.acceptance.counters import dump, snapshot_switches
     from gpufabric.cli.errors import show_notes
     from gpufabric.export.atomic import write_atomic
-    from gpufabric.push.fleet import reach
+    from gpufabric.fleet.target import reach
     from gpufabric.telemetry.connect import switch_connector
     from gpufabric.telemetry.targets import switch_targets
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import click
 
 from gpufabric.cli.output import err, shown
-from gpufabric.push.errors import PushRefusedError  # light: the options of every command load it
+from gpufabric.fleet.errors import PushRefusedError  # light: the options of every command load it
 
 if TYPE_CHECKING:
-    from gpufabric.push.access import Access  # NAPALM and Nornir: only where a command reaches switches
+    from gpufabric.fleet.access import Access  # NAPALM and Nornir: only where a command reaches switches
 
 
 def usage_error(exc: PushRefusedError) -> click.UsageError:

@@ -12,9 +12,9 @@ import click
 
 from gpufabric.cli.errors import refusals
 from gpufabric.cli.plan_cmd import file_arg
+from gpufabric.fleet.args import FleetArgs
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.lab.state import DEFAULT_DIR
-from gpufabric.push.args import FleetArgs
 
 FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
 

@@ -17,21 +17,21 @@ from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.cli.push_progress import PushProgress
 from gpufabric.config.secrets import SecretUnavailableError, secret_values
+from gpufabric.fleet.candidates import candidate
+from gpufabric.fleet.errors import PushRefusedError
+from gpufabric.fleet.expect import Expectation, expectations
+from gpufabric.fleet.push_id import PushId, new_push_id, tag
+from gpufabric.fleet.status import Status
+from gpufabric.fleet.target import WORKERS, Fleet, FleetArgs, open_fleet
 from gpufabric.lab import state as lab_state
 from gpufabric.outputs import json_dumps
 from gpufabric.parallel import cores
 from gpufabric.platforms import platform
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, default_path
-from gpufabric.push.candidates import candidate
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
-from gpufabric.push.errors import PushRefusedError
-from gpufabric.push.expect import Expectation, expectations
-from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
 from gpufabric.push.lock import fabric_lock
-from gpufabric.push.push_id import PushId, new_push_id, tag
 from gpufabric.push.rollout import Rollout, run
-from gpufabric.push.status import Status
 from gpufabric.push.targets import Batch, batches
 from gpufabric.push.timing import check_platform_timers, check_timing
 from nornir_tasks.push import DeviceOutcome, PushOptions, digest

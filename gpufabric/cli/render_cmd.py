@@ -13,9 +13,9 @@ from gpufabric.cli.output import err, shown
 from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
+from gpufabric.fleet.target import select
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.plan.model import Plan
-from gpufabric.push.targets import select
 
 
 @click.command("render")
@@ -103,8 +103,8 @@ def _for_lab(file: str | None, state_dir: Path | None) -> tuple[Plan, LinkIndex]
     """The lab's plan and secrets, exactly as a push to the lab renders them."""
     from gpufabric.cli.errors import refusals
     from gpufabric.config.secrets import PasswordHasher
-    from gpufabric.push.args import FleetArgs
-    from gpufabric.push.fleet import reach  # Nornir and NAPALM: loaded only for the lab
+    from gpufabric.fleet.args import FleetArgs
+    from gpufabric.fleet.target import reach  # Nornir and NAPALM: loaded only for the lab
 
     with refusals():  # no lab up: exit 2, as a usage error
         plan, access = reach(FleetArgs(file=file, lab=True, state_dir=state_dir))

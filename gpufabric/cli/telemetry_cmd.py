@@ -15,8 +15,8 @@ from gpufabric.cli.fleet_options import login_options
 from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.export.atomic import write_atomic
+from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
-from gpufabric.push.args import FleetArgs
 
 _DURATION = re.compile(r"[1-9][0-9]{0,5}(ms|s|m|h)")
 
@@ -63,8 +63,8 @@ def _budget_options(command: Any) -> Any:
 
 def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None, *, budget: float, deadline: float) -> Any:
     from gpufabric.cli.errors import show_notes
+    from gpufabric.fleet.target import reach
     from gpufabric.lab.state import DEFAULT_DIR
-    from gpufabric.push.fleet import reach
     from gpufabric.telemetry.connect import TIMEOUT, host_shell, switch_connector
     from gpufabric.telemetry.exporter import FabricCollector
     from gpufabric.telemetry.targets import nic_targets, switch_targets

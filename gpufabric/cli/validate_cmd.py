@@ -11,6 +11,11 @@ from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.config.secrets import secret_values
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.candidates import candidate
+from gpufabric.fleet.errors import NoLabError
+from gpufabric.fleet.runner import FORK_FROM, run_per_host_forked
+from gpufabric.fleet.target import READ_WORKERS, open_fleet
 from gpufabric.ib import lab as ib_lab
 from gpufabric.ib.errors import IbError
 from gpufabric.intent import load_intent
@@ -20,15 +25,10 @@ from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.parallel import cores
 from gpufabric.plan import build_plan
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.push.args import FleetArgs
-from gpufabric.push.candidates import candidate
-from gpufabric.push.errors import NoLabError
-from gpufabric.push.fleet import READ_WORKERS, open_fleet
 from gpufabric.validate import infiniband, report
 from gpufabric.validate.counters import Limits
 from gpufabric.validate.planned import planned
 from gpufabric.validate.results import CheckResult
-from nornir_tasks.per_host import FORK_FROM, run_per_host_forked
 from nornir_tasks.validate import validate_device
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from gpufabric.lab import netlink
-from gpufabric.push.lock import open_owned
+from gpufabric.owned_files import open_owned
 
 
 def spawn(args: list[str], log: Path) -> int:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.drivers.transport import SSHTransport
+from gpufabric.fleet.access import Access
 from gpufabric.hidden import reveal
 from gpufabric.lab.hosts.state import HostsState
 from gpufabric.plan.model import Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.push.access import Access
 from gpufabric.telemetry.exporter import Connect, RunOnHost
 from gpufabric.telemetry.targets import SwitchTarget
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gpufabric.export.atomic import write_atomic
 from gpufabric.lab.hosts.apt_mirror import Mirror
-from gpufabric.push.lock import open_owned
+from gpufabric.owned_files import open_owned
 
 CACHE_DIR = Path(os.environ.get("GPUFABRIC_ROOTFS_CACHE", "/var/cache/gpufabric/rootfs"))
 

@@ -20,17 +20,17 @@ from nornir_napalm.plugins.connections import CONNECTION_NAME
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.config.vault import open_vault
+from gpufabric.fleet import access as access_mod
+from gpufabric.fleet import args as args_mod
+from gpufabric.fleet.access import Access
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.context import SwitchContexts
+from gpufabric.fleet.errors import EmptySelectionError, NoLabError, UnknownSwitchError
+from gpufabric.fleet.inventory import inventory_from_plan
 from gpufabric.intent import load_intent
-from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.lab.topology import topology
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Device, Plan
-from gpufabric.push import access as access_mod
-from gpufabric.push.access import Access
-from gpufabric.push.args import FleetArgs
-from gpufabric.push.errors import EmptySelectionError, NoLabError, UnknownSwitchError
-from gpufabric.push.targets import select
-from nornir_tasks.inventory import inventory_from_plan
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,21 @@ class Fleet:
     targets: list[Device]
     access: Access
     nr: Nornir
+    contexts: SwitchContexts  # each switch's configuration context, built once for the whole command
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.targets]
+
+
+def select(plan: Plan, plane: str | None, devices: tuple[str, ...], role: str | None) -> list[Device]:
+    return [
+        d
+        for d in plan.devices()
+        if (plane is None or d.plane == plane)
+        and (role is None or d.role == role)
+        and (not devices or d.name in devices)
+    ]
 
 
 def reach(args: FleetArgs) -> tuple[Plan, Access]:
@@ -56,8 +71,8 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
     else the real switches' with the intent's credentials."""
     loaded = load_intent(args.file)
     intent = loaded.intent
-    wants_lab = args.lab or args.state_dir is not None
-    state_dir = args.state_dir or DEFAULT_DIR
+    wants_lab = args.wants_lab
+    state_dir = args.lab_dir
     lab_login = access_mod.lab_access(state_dir, intent) if wants_lab else None
     if wants_lab and lab_login is None:
         raise NoLabError(
@@ -72,7 +87,7 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
         intent, args.known_hosts, args.accept_new, vault, ca_file=args.ca_file, tls_known_hosts=args.tls_known_hosts
     )
     log.info("target: the real switches of fabric %s, as %s", intent.fabric.name, chosen.username)
-    if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
+    if access_mod.lab_access(args_mod.DEFAULT_DIR, intent) is not None:
         note = (
             f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
             "(pass --lab to target the lab)"
@@ -106,4 +121,4 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
     # The one connection plugin push and validate use: nornir_napalm's, revealing the password only to the driver.
     ConnectionPluginRegister.available[CONNECTION_NAME] = access_mod.RevealingNapalm
     nr = Nornir(inventory=inventory, runner=ThreadedRunner(num_workers=workers))
-    return Fleet(plan, index, targets, chosen, nr)
+    return Fleet(plan, index, targets, chosen, nr, SwitchContexts(plan, index))

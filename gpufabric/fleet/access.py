@@ -15,13 +15,13 @@ from nornir_napalm.plugins.connections import Napalm
 
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.drivers.registry import network_driver
+from gpufabric.fleet.args import CONNECT_TIMEOUT
+from gpufabric.fleet.errors import MissingLoginError
 from gpufabric.hidden import Hidden, reveal
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
 from gpufabric.lab.credentials import load_login, load_secrets
 from gpufabric.lab.state import LabState
-from gpufabric.push.args import CONNECT_TIMEOUT
-from gpufabric.push.errors import MissingLoginError
 
 log = logging.getLogger(__name__)
 
