@@ -1,0 +1,212 @@
+"""push and validate are library calls returning typed results; the command line only calls and prints.
+
+Every switch here is a NAPALM driver double (no root, no lab, no network): the services are called as
+functions, without click, and their results' values are what is checked. Then the layering itself:
+no command module imports another command's module, and the imports go down the floor plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from conftest import ROOT
+from napalm.base import NetworkDriver
+from nornir.core.plugins.connections import ConnectionPluginRegister
+from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
+
+from gpufabric.fleet import access
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.errors import EmptySelectionError, UnknownSwitchError
+from gpufabric.fleet.status import Status
+from gpufabric.push import service as push_service
+from gpufabric.push.lock import fabric_lock
+from gpufabric.push.service import PushRequest, PushResult, PushWatcher, push
+from gpufabric.validate.service import ValidateRequest, validate
+from nornir_tasks.push import PushOptions
+
+INTENT = str(ROOT / "inventory" / "examples" / "multi-vendor.yml")
+SECRETS = {
+    "GPUFABRIC_SWITCH_PASSWORD": "svc-canary-Pw-5e1d",
+    "GPUFABRIC_SNMP_COMMUNITY": "svc-canary-Snmp-77a0",
+    "GPUFABRIC_SALT_KEY": "svc-canary-Salt-0c9b",
+}
+LEAVES = ("cmp-su1-leaf1", "cmp-su1-leaf2")
+OLD = "hostname before-the-push\n"
+
+
+class SwitchDouble(NetworkDriver):
+    """A switch's NAPALM driver: its running configuration in RUNNING[hostname]; UNREACHABLE ones refuse
+    the login."""
+
+    RUNNING: ClassVar[dict[str, str]] = {}
+    UNREACHABLE: ClassVar[set[str]] = set()
+
+    def __init__(self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: Any = None):
+        self.hostname, self.candidate = hostname, ""
+        self.before: str | None = None
+
+    def open(self) -> None:
+        if self.hostname in self.UNREACHABLE:
+            raise ConnectionRefusedError(f"{self.hostname}: connection refused")
+
+    def close(self) -> None:
+        pass
+
+    def load_replace_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        self.candidate = config or ""
+
+    def compare_config(self) -> str:
+        running = self.RUNNING.setdefault(self.hostname, OLD)
+        return "" if self.candidate == running else f"-{running}+{self.candidate[:40]}"
+
+    def discard_config(self) -> None:
+        self.candidate = ""
+
+    def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
+        self.before, self.RUNNING[self.hostname] = self.RUNNING.setdefault(self.hostname, OLD), self.candidate
+
+    def confirm_commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        if self.before is not None:
+            self.RUNNING[self.hostname] = self.before
+
+    def get_config(self, retrieve: str = "all", full: bool = False, sanitized: bool = False) -> dict[str, str]:
+        return {"running": self.RUNNING.get(self.hostname, OLD), "startup": "", "candidate": ""}
+
+    def get_bgp_neighbors(self) -> dict[str, Any]:
+        return {"global": {"router_id": "", "peers": {}}}
+
+    def get_lldp_neighbors(self) -> dict[str, Any]:
+        return {}
+
+    def get_interfaces(self) -> dict[str, Any]:
+        return {}
+
+    def get_route_to(self, destination: str = "", protocol: str = "", longer: bool = False) -> dict[str, Any]:
+        return {}
+
+
+class Heard(PushWatcher):
+    """A watcher that keeps what it is told, to show the service tells it and prints nothing itself."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def starting(self, push_id: Any) -> None:
+        self.events.append(f"starting {push_id.id}")
+
+
+@pytest.fixture
+def doubles(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> type[SwitchDouble]:
+    monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)  # the next tests get theirs
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(access, "network_driver", lambda platform: SwitchDouble)
+    monkeypatch.setattr(push_service, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    # A healthy switch is confirmed at once: the checks need not hold for the 2 s a real switch gets.
+    monkeypatch.setattr(push_service, "PushOptions", functools.partial(PushOptions, settle=0.0))
+    monkeypatch.setattr(SwitchDouble, "RUNNING", {})
+    monkeypatch.setattr(SwitchDouble, "UNREACHABLE", set())
+    return SwitchDouble
+
+
+def _request(tmp_path: Path, **asked: Any) -> PushRequest:
+    fleet = FleetArgs(file=INTENT, devices=LEAVES, known_hosts=tmp_path / "known_hosts")
+    return PushRequest(fleet, wait_seconds=0, check_timeout=3, audit_log=tmp_path / "audit.jsonl", **asked)
+
+
+def test_a_dry_run_says_what_would_change_and_changes_nothing(doubles, tmp_path, capsys):
+    heard = Heard()
+    result = push(_request(tmp_path, dry_run=True), heard)
+    assert isinstance(result, PushResult)
+    assert result.target == "switches" and result.dry_run
+    assert [o.device for o in result.devices] == list(LEAVES)
+    assert {o.status for o in result.devices} == {Status.WOULD_CHANGE}
+    assert result.changed == 2 and result.converged and result.ok
+    assert all(o.diff.startswith(f"-{OLD}+") for o in result.devices)
+    assert all(SECRETS["GPUFABRIC_SWITCH_PASSWORD"] not in o.diff for o in result.devices)
+    assert dict.fromkeys(doubles.RUNNING, OLD) == doubles.RUNNING  # nothing committed
+    assert heard.events == [f"starting {result.push.id}"]
+    assert capsys.readouterr().out == ""  # the service prints nothing; the command line does
+    trail = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert sorted(r["switch"] for r in trail) == sorted(LEAVES)
+    assert {r["push_id"] for r in trail} == {result.push.id}
+    assert result.as_dict()["devices"][0]["status"] == "would change"
+
+
+def test_a_push_changes_the_switches_and_a_second_one_finds_nothing_to_do(doubles, tmp_path):
+    first = push(_request(tmp_path))
+    assert not first.dry_run and first.ok
+    assert {o.status for o in first.devices} == {Status.CHANGED}
+    assert first.changed == 2
+    assert [b.devices for b in first.batches][0] == (LEAVES[0],)  # a canary goes first, alone
+    assert all(text != OLD for text in doubles.RUNNING.values())
+    second = push(_request(tmp_path))
+    assert {o.status for o in second.devices} == {Status.UNCHANGED}
+    assert second.changed == 0 and second.batches == () and second.ok
+    assert second.push.id != first.push.id
+
+
+def test_an_unreachable_switch_fails_the_push_before_any_change(doubles, tmp_path):
+    hosts = _hostnames()
+    doubles.UNREACHABLE.add(hosts[LEAVES[1]])
+    result = push(_request(tmp_path))
+    assert not result.converged and not result.ok
+    assert result.by_name[LEAVES[1]].status == Status.FAILED
+    assert "connection refused" in result.by_name[LEAVES[1]].reason
+    # The other would change, and is skipped: nothing goes out while a switch cannot be read.
+    assert result.by_name[LEAVES[0]].status == Status.SKIPPED
+    assert "could not be read" in result.by_name[LEAVES[0]].reason
+    assert doubles.RUNNING.get(hosts[LEAVES[0]], OLD) == OLD
+
+
+def test_the_push_refuses_a_selection_with_an_unknown_switch(doubles, tmp_path):
+    request = PushRequest(FleetArgs(file=INTENT, devices=("no-such-switch",)), audit_log=tmp_path / "a.jsonl")
+    with pytest.raises(UnknownSwitchError, match="no-such-switch"):
+        push(request)
+
+
+def test_validate_returns_each_checks_result(doubles):
+    hosts = _hostnames()
+    doubles.RUNNING[hosts[LEAVES[0]]] = OLD
+    report = validate(ValidateRequest(FleetArgs(file=INTENT, devices=(LEAVES[0],))))
+    by_check: dict[str, list[Any]] = {}
+    for r in report.results:
+        assert r.device == LEAVES[0]
+        by_check.setdefault(r.check, []).append(r)
+    assert report.what == "1 switches"
+    assert [r.ok for r in by_check["reachable"]] == [True]
+    # Its running configuration is OLD, not the rendered one: the drift check fails.
+    assert not all(r.ok for r in by_check["config-drift"])
+    # The double has no BGP session up: every planned one fails, named by its key.
+    assert by_check["bgp-session"] and not any(r.ok for r in by_check["bgp-session"])
+    assert not report.ok and report.failed == sum(not r.ok for r in report.results) > 0
+
+
+def test_validate_reports_an_unreachable_switch_as_one_failed_result(doubles):
+    doubles.UNREACHABLE.add(_hostnames()[LEAVES[1]])
+    report = validate(ValidateRequest(FleetArgs(file=INTENT, devices=(LEAVES[1],)), drift=False))
+    assert len(report.results) == 1
+    (only,) = report.results
+    assert (only.check, only.device, only.ok) == ("reachable", LEAVES[1], False)
+    assert "connection refused" in only.observed
+
+
+def test_validate_refuses_an_empty_selection(doubles):
+    with pytest.raises(EmptySelectionError):
+        validate(ValidateRequest(FleetArgs(file=INTENT, plane="storage", role="superspine")))
+
+
+def _hostnames() -> dict[str, str]:
+    from gpufabric.fleet.inventory import inventory_from_plan
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    hosts = inventory_from_plan(build_plan(load_intent(INTENT))).hosts
+    return {name: str(host.hostname) for name, host in hosts.items()}
