@@ -8,8 +8,8 @@ import click
 from rich.table import Table
 
 from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, out, shown, write_files, write_stdout
-from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.options import file_arg
 from gpufabric.cli.output import err, out
-from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.cli.privileges import require_root
 from gpufabric.demo import chaos as chaos_step
 from gpufabric.demo import flow

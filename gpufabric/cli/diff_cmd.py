@@ -56,7 +56,7 @@ def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | Non
 
 
 def _draw(diff: PlanDiff, after: Plan, directory: Path) -> None:
-    from gpufabric.cli.export_cmd import write_drawings
+    from gpufabric.cli.drawings import write_drawings
     from gpufabric.export.drawing import Added, render_files
     from gpufabric.plan.diff import link_key
 

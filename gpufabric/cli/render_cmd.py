@@ -9,20 +9,17 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.options import file_arg, load_plan, print_warnings, selection_options, strict_option, warnings_exit
 from gpufabric.cli.output import err, shown
-from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
 from gpufabric.fleet.target import select
-from gpufabric.intent.types import ALL_PLANES
 from gpufabric.plan.model import Plan
 
 
 @click.command("render")
 @file_arg
-@click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches.")
-@click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable).")
-@click.option("--role", type=click.Choice(["leaf", "spine", "superspine", "border", "mgmt"]), help="Only this role.")
+@selection_options
 @click.option(
     "-o",
     "--output",

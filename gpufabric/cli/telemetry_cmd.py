@@ -12,8 +12,8 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import login_options
+from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import emit, err, shown, write_stdout
-from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.export.atomic import write_atomic
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
