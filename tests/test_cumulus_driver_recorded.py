@@ -27,8 +27,8 @@ from gpufabric.drivers.transport import Output
 from gpufabric.intent import load_intent
 from gpufabric.lab.topology import topology
 from gpufabric.nos.cumulus import nvue
-from gpufabric.validate import checks, qos_map
 from gpufabric.validate.planned import planned
+from gpufabric.verify.running import checks, qos_map
 
 RECORDED = Path(__file__).parent / "recorded" / "cumulus" / "cmp-spine1.yml"
 PASSWORD = "canary-Pa55-cumulus"  # planted: must reach the switch only on sudo's stdin

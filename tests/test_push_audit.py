@@ -29,8 +29,8 @@ from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
 from gpufabric.cli import main
-from gpufabric.push import service as cmd  # the push service: where the CLI's push runs
 from gpufabric.fleet import access
+from gpufabric.push import service as cmd  # the push service: where the CLI's push runs
 from gpufabric.push.audit import AuditError, AuditLog, parse_time, read
 from gpufabric.push.lock import fabric_lock
 

@@ -234,8 +234,8 @@ def test_the_push_id_is_in_the_json_and_is_the_one_the_drivers_were_given(tmp_pa
     import json
 
     from gpufabric.cli import main
-    from gpufabric.push import service as cmd
     from gpufabric.fleet.push_id import PATTERN, started_from_id
+    from gpufabric.push import service as cmd
     from gpufabric.push.rollout import Rollout
     from nornir_tasks.push import DeviceOutcome
 

@@ -267,7 +267,7 @@ def test_validate_sets_failed_and_the_masked_drift_as_nornirs_diff(monkeypatch):
     from nornir_napalm.plugins import connections as napalm_connections
     from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
-    from gpufabric.validate.checks import Planned
+    from gpufabric.verify.running.checks import Planned
     from nornir_tasks.validate import validate_device
 
     monkeypatch.setattr(napalm_connections, "get_network_driver", lambda platform: ReadOnlyDouble)

@@ -7,8 +7,11 @@ no command module imports another command's module, and the imports go down the 
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
+import tomllib
+from importlib import import_module
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -145,7 +148,7 @@ def test_a_push_changes_the_switches_and_a_second_one_finds_nothing_to_do(double
     assert not first.dry_run and first.ok
     assert {o.status for o in first.devices} == {Status.CHANGED}
     assert first.changed == 2
-    assert [b.devices for b in first.batches][0] == (LEAVES[0],)  # a canary goes first, alone
+    assert first.batches[0].devices == (LEAVES[0],)  # a canary goes first, alone
     assert all(text != OLD for text in doubles.RUNNING.values())
     second = push(_request(tmp_path))
     assert {o.status for o in second.devices} == {Status.UNCHANGED}
@@ -210,3 +213,51 @@ def _hostnames() -> dict[str, str]:
 
     hosts = inventory_from_plan(build_plan(load_intent(INTENT))).hosts
     return {name: str(host.hostname) for name, host in hosts.items()}
+
+
+# The layering.
+
+CLI = ROOT / "gpufabric" / "cli"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(CLI.glob("*.py")), ids=lambda p: p.name)
+def test_no_command_module_imports_another_commands_module(path):
+    own = f"gpufabric.cli.{path.stem}"
+    others = {m for m in _imported_modules(path) if m.startswith("gpufabric.cli.") and m.endswith("_cmd")}
+    assert others <= {own}, f"{path.name} imports {sorted(others - {own})}"
+
+
+def test_imports_only_go_down_between_services_tasks_and_fleet():
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")
+    floors = ["gpufabric.cli", "gpufabric.push", "nornir_tasks", "gpufabric.fleet"]
+    for i, upper in enumerate(floors):
+        for lower in floors[i + 1 :]:
+            chains = graph.find_shortest_chains(importer=lower, imported=upper)
+            assert not chains, f"{lower} imports {upper}: {sorted(chains)[:3]}"
+    for a, b in (("gpufabric.lab", "gpufabric.push"), ("gpufabric.telemetry", "gpufabric.validate")):
+        assert not graph.find_shortest_chains(importer=a, imported=b), f"{a} imports {b}"
+    for lower in ("nornir_tasks", "gpufabric.fleet"):
+        for service in ("gpufabric.push", "gpufabric.telemetry", "gpufabric.acceptance"):
+            assert not graph.find_shortest_chains(importer=lower, imported=service), f"{lower} imports {service}"
+
+
+def test_the_nornir_inventory_plugin_is_declared_where_it_lives():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    target = declared["nornir.plugins.inventory"]["GpufabricInventory"]
+    module, _, name = target.partition(":")
+    assert module == "gpufabric.fleet.inventory"
+    plugin = getattr(import_module(module), name)
+    assert plugin.__name__ == "GpufabricInventory"

@@ -7,7 +7,7 @@ from gpufabric.fleet.context import SwitchContexts, contexts_of
 from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from gpufabric.validate.checks import Planned
+from gpufabric.verify.running.checks import Planned
 
 
 def planned(

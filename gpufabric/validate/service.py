@@ -28,9 +28,9 @@ from gpufabric.parallel import cores
 from gpufabric.plan import build_plan
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.validate import infiniband
-from gpufabric.validate.counters import Limits
 from gpufabric.validate.planned import planned
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running.counters import Limits
+from gpufabric.verify.running.results import CheckResult
 from nornir_tasks.validate import validate_device
 
 
