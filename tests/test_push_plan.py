@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.fleet.expect import Expectation, Health, expectations, health, regressions
-from gpufabric.fleet.target import select
+from gpufabric.fleet.select import select
 from gpufabric.push.targets import batches, narrow
 
 

@@ -206,6 +206,24 @@ def test_validate_refuses_an_empty_selection(doubles):
         validate(ValidateRequest(FleetArgs(file=INTENT, plane="storage", role="superspine")))
 
 
+def test_the_target_is_decided_in_one_place(tmp_path, monkeypatch):
+    from gpufabric.fleet import args as fleet_args
+    from gpufabric.fleet.target import lab_trail
+    from gpufabric.lab.state import AUDIT_FILE, LabState
+
+    monkeypatch.setattr(fleet_args, "DEFAULT_DIR", tmp_path / "default-lab")
+    assert not FleetArgs().wants_lab
+    assert FleetArgs(lab=True).wants_lab and FleetArgs(lab=True).lab_dir == tmp_path / "default-lab"
+    named = FleetArgs(state_dir=tmp_path / "lab")
+    assert named.wants_lab and named.lab_dir == tmp_path / "lab"
+    # A lab asked for keeps the push's trail in its state folder only while it is up.
+    assert lab_trail(named) is None
+    LabState("lab", namespaces=["cmp-spine1"]).save(tmp_path / "lab")
+    assert lab_trail(named) == tmp_path / "lab" / AUDIT_FILE
+    assert lab_trail(FleetArgs()) is None  # a lab that is up decides nothing unless asked for
+    assert push_service.default_trail(named) == tmp_path / "lab" / AUDIT_FILE
+
+
 def _hostnames() -> dict[str, str]:
     from gpufabric.fleet.inventory import inventory_from_plan
     from gpufabric.intent import load_intent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,7 +14,8 @@ from gpufabric.cli.options import file_arg, load_plan, print_warnings, selection
 from gpufabric.cli.output import err, shown
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
-from gpufabric.fleet.target import select
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.select import select
 from gpufabric.plan.model import Plan
 
 
@@ -69,8 +71,9 @@ def render_cmd(
     SHA-crypt hash; an SNMP community stays a reference token that `push` resolves in memory.
     """
     started = time.perf_counter()
-    if lab or state_dir is not None:
-        plan, index = _for_lab(file, state_dir)
+    target = FleetArgs(file=file, lab=lab, state_dir=state_dir)
+    if target.wants_lab:
+        plan, index = _for_lab(target)
     else:
         plan = load_plan(file)
         index = LinkIndex(plan)
@@ -96,15 +99,14 @@ def render_cmd(
     return warnings_exit(plan, strict, 1 if result.errors else 0)
 
 
-def _for_lab(file: str | None, state_dir: Path | None) -> tuple[Plan, LinkIndex]:
+def _for_lab(target: FleetArgs) -> tuple[Plan, LinkIndex]:
     """The lab's plan and secrets, exactly as a push to the lab renders them."""
     from gpufabric.cli.errors import refusals
     from gpufabric.config.secrets import PasswordHasher
-    from gpufabric.fleet.args import FleetArgs
     from gpufabric.fleet.target import reach  # Nornir and NAPALM: loaded only for the lab
 
     with refusals():  # no lab up: exit 2, as a usage error
-        plan, access = reach(FleetArgs(file=file, lab=True, state_dir=state_dir))
+        plan, access = reach(dataclasses.replace(target, lab=True))
     return plan, LinkIndex(plan, PasswordHasher.for_intent(plan.intent, access.secrets))
 
 

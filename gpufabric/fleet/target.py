@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from nornir.core import Nornir
 from nornir.core.plugins.connections import ConnectionPluginRegister
@@ -27,7 +28,9 @@ from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.context import SwitchContexts
 from gpufabric.fleet.errors import EmptySelectionError, NoLabError, UnknownSwitchError
 from gpufabric.fleet.inventory import inventory_from_plan
+from gpufabric.fleet.select import select
 from gpufabric.intent import load_intent
+from gpufabric.lab.state import AUDIT_FILE, LabState
 from gpufabric.lab.topology import topology
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Device, Plan
@@ -54,16 +57,6 @@ class Fleet:
     @property
     def names(self) -> list[str]:
         return [d.name for d in self.targets]
-
-
-def select(plan: Plan, plane: str | None, devices: tuple[str, ...], role: str | None) -> list[Device]:
-    return [
-        d
-        for d in plan.devices()
-        if (plane is None or d.plane == plane)
-        and (role is None or d.role == role)
-        and (not devices or d.name in devices)
-    ]
 
 
 def reach(args: FleetArgs) -> tuple[Plan, Access]:
@@ -94,6 +87,14 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
         )
         chosen = dataclasses.replace(chosen, notes=(*chosen.notes, note))
     return plan, chosen
+
+
+def lab_trail(args: FleetArgs) -> Path | None:
+    """Where a push to the lab keeps its audit trail: the state folder of the lab asked for, when that
+    lab is up (`lab down` removes it with the lab); None for any other push."""
+    if args.wants_lab and LabState.load(args.lab_dir) is not None:
+        return args.lab_dir / AUDIT_FILE
+    return None
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:

@@ -28,9 +28,8 @@ from gpufabric.fleet.errors import PushRefusedError
 from gpufabric.fleet.expect import Expectation, expectations
 from gpufabric.fleet.push_id import PushId, new_push_id, tag
 from gpufabric.fleet.status import Status
-from gpufabric.fleet.target import WORKERS, Fleet, open_fleet
+from gpufabric.fleet.target import WORKERS, Fleet, lab_trail, open_fleet
 from gpufabric.intent import load_intent
-from gpufabric.lab import state as lab_state
 from gpufabric.parallel import cores
 from gpufabric.plan import build_plan
 from gpufabric.platforms import platform
@@ -146,9 +145,7 @@ def push(request: PushRequest, watcher: PushWatcher | None = None, *, push_id: P
 def default_trail(args: FleetArgs) -> Path:
     """A push to a lab that is up keeps its trail in the lab's state folder, which `lab down` removes
     with the lab; any other push, the system's or the account's trail."""
-    if args.wants_lab and lab_state.LabState.load(args.lab_dir) is not None:
-        return args.lab_dir / lab_state.AUDIT_FILE
-    return default_path()
+    return lab_trail(args) or default_path()
 
 
 def changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
