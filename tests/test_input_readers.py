@@ -50,7 +50,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # Writes that are not whole files: a new file in a folder no one sees yet, locks, append-only logs.
     ("gpufabric/export/atomic.py", "write_new"): "O_CREAT|O_EXCL (never through a link) in a folder only this "
     "run can see until it is renamed into place",
-    ("gpufabric/push/lock.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
+    ("gpufabric/owned_files.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
     "with one name, in a folder checked by owned_dir",
     ("gpufabric/export/atomic.py", "append_line"): "append-only files (SSH and TLS known hosts): O_NOFOLLOW, "
     "never blocking on a FIFO, plain file only",
