@@ -279,3 +279,13 @@ def test_the_nornir_inventory_plugin_is_declared_where_it_lives():
     assert module == "gpufabric.fleet.inventory"
     plugin = getattr(import_module(module), name)
     assert plugin.__name__ == "GpufabricInventory"
+
+
+def test_the_telemetry_collector_reads_the_selected_switches_as_the_fleet_reaches_them(doubles):
+    from gpufabric.telemetry.service import collector
+
+    heard: list[Any] = []
+    made = collector(FleetArgs(file=INTENT, devices=LEAVES), 4, budget=10.0, deadline=5.0, reached=heard.append)
+    assert sorted(t.device for t in made.switches) == sorted(LEAVES)
+    assert [a.lab for a in heard] == [False]  # the real switches: no lab was asked for
+    assert heard[0].password == SECRETS["GPUFABRIC_SWITCH_PASSWORD"]

@@ -104,13 +104,11 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     from gpufabric.acceptance.run import run_suite
     from gpufabric.cli.errors import show_notes
     from gpufabric.fleet.target import reach
-    from gpufabric.lab.state import DEFAULT_DIR
     from gpufabric.telemetry.connect import host_shell
 
     plan, access = reach(fleet_args)
     show_notes(access)
-    shell = host_shell(plan, access, (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None,
-                       fleet_args.known_hosts)  # fmt: skip
+    shell = host_shell(plan, access, fleet_args.lab_dir if access.lab else None, fleet_args.known_hosts)
     if shell is None:
         raise click.UsageError(
             "no way to log in to the servers: the lab has no host containers (gpufabric lab up), or the intent "
