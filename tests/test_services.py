@@ -121,7 +121,8 @@ def doubles(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> type[SwitchDoubl
 
 def _request(tmp_path: Path, **asked: Any) -> PushRequest:
     fleet = FleetArgs(file=INTENT, devices=LEAVES, known_hosts=tmp_path / "known_hosts")
-    return PushRequest(fleet, wait_seconds=0, check_timeout=3, audit_log=tmp_path / "audit.jsonl", **asked)
+    asked = {"wait_seconds": 0, "check_timeout": 3, "audit_log": tmp_path / "audit.jsonl", **asked}
+    return PushRequest(fleet, **asked)
 
 
 def test_a_dry_run_says_what_would_change_and_changes_nothing(doubles, tmp_path, capsys):
@@ -289,3 +290,26 @@ def test_the_telemetry_collector_reads_the_selected_switches_as_the_fleet_reache
     assert sorted(t.device for t in made.switches) == sorted(LEAVES)
     assert [a.lab for a in heard] == [False]  # the real switches: no lab was asked for
     assert heard[0].password == SECRETS["GPUFABRIC_SWITCH_PASSWORD"]
+
+
+def test_each_switchs_context_is_built_once_per_command(doubles, tmp_path, monkeypatch):
+    from gpufabric.config import context, render
+    from gpufabric.fleet import context as fleet_context
+
+    built: list[str] = []
+    real = context.build
+
+    def counted(plan: Any, device: Any, index: Any) -> Any:
+        built.append(device.name)
+        return real(plan, device, index)
+
+    for module in (context, render, fleet_context):  # wherever a context can be built from
+        monkeypatch.setattr(module, "build", counted)
+    # The candidate, the post-change checks and the sessions to wait for all read it.
+    result = push(_request(tmp_path, wait_seconds=1))
+    assert result.ok and result.sessions is not None
+    assert sorted(built) == sorted(LEAVES)
+    built.clear()
+    # validate: what each switch should show, and the candidate its drift is judged against.
+    validate(ValidateRequest(FleetArgs(file=INTENT, devices=LEAVES)))
+    assert sorted(built) == sorted(LEAVES)
