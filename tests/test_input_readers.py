@@ -45,7 +45,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/lab/hosts/fleet.py", "_remove_root"): "/proc/mounts, the kernel's list of mounts",
     # Not files: a NAPALM driver's or connection's open() logs in to a switch.
     ("gpufabric/fleet/access.py", "RevealingNapalm.open"): "a NAPALM connection's open, not a file",
-    ("gpufabric/telemetry/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",
+    ("gpufabric/fleet/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",
     ("gpufabric/nos/frr/driver.py", "FrrDriver.open"): "the parent driver's open (an SSH session)",
     # Writes that are not whole files: a new file in a folder no one sees yet, locks, append-only logs.
     ("gpufabric/export/atomic.py", "write_new"): "O_CREAT|O_EXCL (never through a link) in a folder only this "

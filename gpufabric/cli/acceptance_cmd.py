@@ -103,8 +103,8 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     (`acceptance scripts`). Exit 0 when every job produced output."""
     from gpufabric.acceptance.run import run_suite
     from gpufabric.cli.errors import show_notes
+    from gpufabric.fleet.connect import host_shell
     from gpufabric.fleet.target import reach
-    from gpufabric.telemetry.connect import host_shell
 
     plan, access = reach(fleet_args)
     show_notes(access)
@@ -136,8 +136,8 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     from gpufabric.acceptance.counters import dump, snapshot_switches
     from gpufabric.cli.errors import show_notes
     from gpufabric.export.atomic import write_atomic
+    from gpufabric.fleet.connect import switch_connector
     from gpufabric.fleet.target import reach
-    from gpufabric.telemetry.connect import switch_connector
     from gpufabric.telemetry.targets import switch_targets
 
     job = next((j for j in _suite(fleet_args.file).incast if j.id == job_id), None)

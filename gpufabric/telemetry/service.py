@@ -9,8 +9,8 @@ from typing import Any
 
 from gpufabric.fleet.access import Access
 from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.connect import TIMEOUT, host_shell, switch_connector
 from gpufabric.fleet.target import reach
-from gpufabric.telemetry.connect import TIMEOUT, host_shell, switch_connector
 from gpufabric.telemetry.exporter import FabricCollector
 from gpufabric.telemetry.targets import nic_targets, switch_targets
 
