@@ -260,7 +260,7 @@ def test_no_command_module_imports_another_commands_module(path):
 
 def test_imports_only_go_down_between_services_tasks_and_fleet():
     grimp = pytest.importorskip("grimp")
-    graph = grimp.build_graph("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")
+    graph = grimp.build_graph("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus", cache_dir=None)
     floors = ["gpufabric.cli", "gpufabric.push", "nornir_tasks", "gpufabric.fleet"]
     for i, upper in enumerate(floors):
         for lower in floors[i + 1 :]:
@@ -280,6 +280,10 @@ def test_the_nornir_inventory_plugin_is_declared_where_it_lives():
     assert module == "gpufabric.fleet.inventory"
     plugin = getattr(import_module(module), name)
     assert plugin.__name__ == "GpufabricInventory"
+    # What InitNornir does with it: the plan's switches and servers, switches with their NAPALM driver.
+    hosts = plugin(intent=INTENT).load().hosts
+    assert set(_hostnames()) == set(hosts)
+    assert hosts["cmp-su1-leaf1"].platform == "cumulus" and hosts["gpu001"].platform == "linux"
 
 
 def test_the_telemetry_collector_reads_the_selected_switches_as_the_fleet_reaches_them(doubles):
