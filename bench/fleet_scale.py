@@ -115,11 +115,11 @@ def simulated_row(size: int, latency: float) -> dict[str, Any]:
     from gpufabric.config.context import LinkIndex
     from gpufabric.config.secrets import PasswordHasher
     from gpufabric.drivers.recording import ReplayTransport, load
+    from gpufabric.fleet.lab.topology import topology
+    from gpufabric.fleet.runner import run_per_host
+    from gpufabric.fleet.target import WORKERS
     from gpufabric.intent import load_intent
-    from gpufabric.lab.topology import topology
-    from gpufabric.push.fleet import WORKERS
     from gpufabric.validate.planned import planned
-    from nornir_tasks.per_host import run_per_host
     from nornir_tasks.validate import validate_device
 
     if CONNECTION_NAME not in ConnectionPluginRegister.available:

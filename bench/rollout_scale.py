@@ -59,9 +59,9 @@ import yaml
 from bench.fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
 from bench.fleet_sim import latency
 from bench.fleet_sim.events import max_domains_down
+from gpufabric.fleet.target import READ_WORKERS
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
-from gpufabric.push.fleet import READ_WORKERS
 
 BENCH = Path(__file__).resolve().parent
 NODES = 4096  # the 32k example's GPU nodes
@@ -173,19 +173,19 @@ sys.setswitchinterval(0.05)
 """,
     # the reads of every switch (pending-push check, preview, validate) with 64, 128 or 512 sessions in flight
     "readers64": """
-import gpufabric.push.fleet
+import gpufabric.fleet.target
 
-gpufabric.push.fleet.READ_WORKERS = 64
+gpufabric.fleet.target.READ_WORKERS = 64
 """,
     "readers128": """
-import gpufabric.push.fleet
+import gpufabric.fleet.target
 
-gpufabric.push.fleet.READ_WORKERS = 128
+gpufabric.fleet.target.READ_WORKERS = 128
 """,
     "readers512": """
-import gpufabric.push.fleet
+import gpufabric.fleet.target
 
-gpufabric.push.fleet.READ_WORKERS = 512
+gpufabric.fleet.target.READ_WORKERS = 512
 """,
     # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
     "nodelay": """

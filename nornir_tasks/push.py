@@ -22,10 +22,10 @@ from typing import Any
 
 from nornir.core.task import Result, Task
 
+from gpufabric.fleet.expect import Expectation, Health, health, regressions
+from gpufabric.fleet.push_id import describe
+from gpufabric.fleet.status import Status
 from gpufabric.platforms import all_platforms
-from gpufabric.push.expect import Expectation, Health, health, regressions
-from gpufabric.push.push_id import describe
-from gpufabric.push.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def mask(text: str, secrets: tuple[str, ...]) -> str:
 
 
 def _connect(task: Task) -> Any:
-    """The switch's NAPALM session: opened on first use (gpufabric.push.access logs it), then reused."""
+    """The switch's NAPALM session: opened on first use (gpufabric.fleet.access logs it), then reused."""
     return task.host.get_connection("napalm", task.nornir.config)
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from nornir.core.task import Result, Task
 
-from gpufabric.validate import checks, counters
-from gpufabric.validate.checks import Planned
-from gpufabric.validate.counters import Limits
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running import checks, counters
+from gpufabric.verify.running.checks import Planned
+from gpufabric.verify.running.counters import Limits
+from gpufabric.verify.running.results import CheckResult
 from nornir_tasks.push import hang_up, mask
 
 

@@ -1,7 +1,7 @@
 """What parsing candidates side by side in threads costs, against one after another: the CPU per parse
 of a 32k leaf's NVUE candidate (the Cumulus driver's check, libyaml's loader) in 1, 8, 40 and 80
 threads, at the interpreter's default switch interval (5 ms) and at the one the fleet's forked
-readers use (nornir_tasks.per_host.READER_SWITCH_INTERVAL).
+readers use (gpufabric.fleet.runner.READER_SWITCH_INTERVAL).
 
     python -m bench.profiling.parse_threads [--parses 80]
 """
@@ -21,11 +21,11 @@ from bench.fabrics import use_placeholder_secrets
 from bench.rollout_scale import intent_text
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
+from gpufabric.fleet.candidates import candidate
+from gpufabric.fleet.runner import READER_SWITCH_INTERVAL
 from gpufabric.intent import load_intent
 from gpufabric.nos.cumulus import nvue
 from gpufabric.plan import build_plan
-from gpufabric.push.candidates import candidate
-from nornir_tasks.per_host import READER_SWITCH_INTERVAL
 
 
 def leaf_candidate() -> str:

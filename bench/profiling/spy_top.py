@@ -20,10 +20,10 @@ COMPONENTS = [
     ("yaml", re.compile(r"/yaml/")),
     ("rendering", re.compile(r"gpufabric/config/|jinja2/")),
     ("planning, intent", re.compile(r"gpufabric/(plan|intent)/")),
-    ("nornir, inventory", re.compile(r"nornir/|nornir_napalm/|nornir_tasks/inventory")),
+    ("nornir, inventory", re.compile(r"nornir/|nornir_napalm/|gpufabric/fleet/inventory")),
     ("rich, output", re.compile(r"rich/|gpufabric/cli/")),
     ("drivers", re.compile(r"gpufabric/drivers/|gpufabric/platforms/|napalm")),
-    ("push, tasks", re.compile(r"gpufabric/push/|nornir_tasks/")),
+    ("push, tasks", re.compile(r"gpufabric/push/|gpufabric/fleet/|nornir_tasks/")),
     ("imports", re.compile(r"<frozen importlib")),
 ]
 

@@ -27,8 +27,8 @@ from typing import Any
 from gpufabric.acceptance.model import Endpoint, IncastJob
 from gpufabric.errors import GpufabricError
 from gpufabric.outputs import json_dumps
-from gpufabric.telemetry.ethtool import PortCounters
-from gpufabric.telemetry.lossless import read_lossless
+from gpufabric.verify.running.ethtool import PortCounters
+from gpufabric.verify.running.lossless import read_lossless
 
 Counters = dict[str, int]
 HW_COUNTERS = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "out_of_buffer")

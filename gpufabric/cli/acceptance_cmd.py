@@ -8,10 +8,10 @@ import click
 from rich.table import Table
 
 from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, out, shown, write_files, write_stdout
-from gpufabric.cli.plan_cmd import file_arg, load_plan
+from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
-from gpufabric.push.args import FleetArgs
 
 EXIT_FAILED = 1
 
@@ -103,14 +103,12 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
     (`acceptance scripts`). Exit 0 when every job produced output."""
     from gpufabric.acceptance.run import run_suite
     from gpufabric.cli.errors import show_notes
-    from gpufabric.lab.state import DEFAULT_DIR
-    from gpufabric.push.fleet import reach
-    from gpufabric.telemetry.connect import host_shell
+    from gpufabric.fleet.connect import host_shell
+    from gpufabric.fleet.target import reach
 
     plan, access = reach(fleet_args)
     show_notes(access)
-    shell = host_shell(plan, access, (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None,
-                       fleet_args.known_hosts)  # fmt: skip
+    shell = host_shell(plan, access, fleet_args.lab_dir if access.lab else None, fleet_args.known_hosts)
     if shell is None:
         raise click.UsageError(
             "no way to log in to the servers: the lab has no host containers (gpufabric lab up), or the intent "
@@ -138,8 +136,8 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     from gpufabric.acceptance.counters import dump, snapshot_switches
     from gpufabric.cli.errors import show_notes
     from gpufabric.files import write_atomic
-    from gpufabric.push.fleet import reach
-    from gpufabric.telemetry.connect import switch_connector
+    from gpufabric.fleet.connect import switch_connector
+    from gpufabric.fleet.target import reach
     from gpufabric.telemetry.targets import switch_targets
 
     job = next((j for j in _suite(fleet_args.file).incast if j.id == job_id), None)

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.options import file_arg
 from gpufabric.cli.output import err, out
-from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.cli.privileges import require_root
 from gpufabric.demo import chaos as chaos_step
 from gpufabric.demo import flow
 from gpufabric.demo.render import as_json, show
 from gpufabric.demo.runner import DemoStepError, Runner
 from gpufabric.files import write_atomic
+from gpufabric.fleet.lab.state import DEFAULT_DIR
 from gpufabric.intent import load_intent
-from gpufabric.lab.state import DEFAULT_DIR
 from gpufabric.plan import build_plan
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -2,56 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
 
 from gpufabric.cli.output import err, out, write_stdout
-from gpufabric.inputs import InputError, git_blob
+from gpufabric.config.compare import compare, load_side
 from gpufabric.intent import load_intent
-from gpufabric.intent.errors import Problem
-from gpufabric.intent.loader import LoadedIntent, load_intent_text
-from gpufabric.intent.yaml_lines import MAX_BYTES
 from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.diff import PlanDiff
 
 EXIT_SAME, EXIT_ADDITIONS, EXIT_DISRUPTIVE = 0, 1, 3
-_REVISION = re.compile(r"(?P<rev>[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,99}):(?P<path>[^\0]+)")
-
-
-def load_side(spec: str) -> LoadedIntent:
-    """An intent file, or REV:PATH for the file as git holds it at that revision.
-
-    A spec of the form REV:PATH (a letter or digit first, then a colon) is always read from git's
-    object store, never from a file in the working tree that happens to have that name: a change that
-    adds such a file must not decide what the CI gate compares against. A file whose name has a colon
-    is named as a path, ./NAME."""
-    m = _REVISION.fullmatch(spec)
-    if m is None:
-        return load_intent(spec)
-    try:
-        text = git_blob(m["rev"], m["path"], what="an intent file", max_bytes=MAX_BYTES)
-    except InputError as exc:
-        if not Path(spec).exists():
-            raise
-        hint = f"{exc.problems[0].hint}; to compare the file named {spec} instead, write ./{spec}"
-        raise InputError(spec, [Problem((), exc.problems[0].message, hint)]) from None
-    return load_intent_text(text, spec)
-
-
-def compare(old: Plan, new: Plan) -> PlanDiff:
-    from gpufabric.config.batch import config_texts
-    from gpufabric.config.context import LinkIndex
-    from gpufabric.config.secrets import ReferenceHasher
-    from gpufabric.plan.diff import plan_diff
-
-    texts = []
-    for plan in (old, new):
-        index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name, {}))  # references, never secrets
-        texts.append(config_texts(plan, index, [d.name for d in plan.devices()]))
-    return plan_diff(old, new, texts[0], texts[1])
 
 
 @click.command("diff")
@@ -94,7 +56,7 @@ def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | Non
 
 
 def _draw(diff: PlanDiff, after: Plan, directory: Path) -> None:
-    from gpufabric.cli.export_cmd import write_drawings
+    from gpufabric.cli.drawings import write_drawings
     from gpufabric.export.drawing import Added, render_files
     from gpufabric.plan.diff import link_key
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import click
 
 from gpufabric.errors import GpufabricError, LocatedError, printable
-from gpufabric.push.errors import PushRefusedError  # light: the options of every command load it
+from gpufabric.fleet.errors import PushRefusedError  # light: the options of every command load it
 
 if TYPE_CHECKING:
-    from gpufabric.push.access import Access  # NAPALM and Nornir: only where a command reaches switches
+    from gpufabric.fleet.access import Access  # NAPALM and Nornir: only where a command reaches switches
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_WARNINGS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.drawings import write_drawings
+from gpufabric.cli.options import print_warnings, strict_option, warnings_exit
 from gpufabric.cli.output import emit, err, write_files
-from gpufabric.cli.plan_cmd import print_warnings, strict_option, warnings_exit
 from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured
 from gpufabric.export.registry import EXPORTERS
-from gpufabric.files import write_atomic
 from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError, Problem, printable
 from gpufabric.plan import Plan, build_plan
@@ -105,20 +105,3 @@ def _into_dir(directory: Path, why: str) -> None:
 def _drawing_dir(plan: Plan, directory: Path) -> int:
     write_drawings(drawing.render_files(plan), directory, "-o")
     return 0
-
-
-def write_drawings(files: dict[str, str], directory: Path, option: str) -> None:
-    """Each plane's DOT, and its SVG where Graphviz is installed and the plane small enough to draw."""
-    if directory.exists() and not directory.is_dir():
-        raise click.BadParameter(
-            f"{directory} is a file; drawing writes one file per plane into a directory", param_hint=option
-        )
-    svgs = 0
-    for name, text in files.items():
-        write_atomic(directory / name, text)
-        image = drawing.svg(text, drawing.drawn_nodes(text))
-        if image is not None:
-            write_atomic(directory / name.replace(".dot", ".svg"), image)
-            svgs += 1
-    note = f" and {svgs} SVG" if svgs else " (no SVG: install graphviz for `dot`, or the plane is too large)"
-    err.print(f"wrote {len(files)} DOT file(s){note} to {directory}")

@@ -11,10 +11,9 @@ from typing import Any
 import click
 
 from gpufabric.cli.errors import refusals
-from gpufabric.cli.plan_cmd import file_arg
-from gpufabric.intent.types import ALL_PLANES
-from gpufabric.lab.state import DEFAULT_DIR
-from gpufabric.push.args import FleetArgs
+from gpufabric.cli.options import SELECTION, file_arg
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.lab.state import DEFAULT_DIR
 
 FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
 
@@ -42,11 +41,7 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool) -> Callable[..., A
     for option in reversed(
         [
             file_arg,
-            click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches."),
-            click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable)."),
-            click.option(
-                "--role", type=click.Choice(["leaf", "spine", "superspine", "border", "mgmt"]), help="Only this role."
-            ),
+            *SELECTION,
             click.option(
                 "--lab",
                 is_flag=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import time
 from pathlib import Path
 
@@ -9,10 +10,11 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from gpufabric.cli.lab_hosts_cmd import hosts_cmd
+from gpufabric.cli.options import file_arg
 from gpufabric.cli.output import err, out, shown
-from gpufabric.cli.plan_cmd import file_arg
 from gpufabric.cli.privileges import require_root
+from gpufabric.fleet.lab.state import DEFAULT_DIR, LabState
+from gpufabric.fleet.lab.topology import topology
 from gpufabric.ib import lab as ib_lab
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
@@ -20,8 +22,6 @@ from gpufabric.lab.control import down, infiniband_dir, up
 from gpufabric.lab.daemons import daemon_status
 from gpufabric.lab.hosts.apt_mirror import MirrorError
 from gpufabric.lab.hosts.rootfs import RootfsError
-from gpufabric.lab.state import DEFAULT_DIR, LabState
-from gpufabric.lab.topology import topology
 from gpufabric.outputs import json_dumps
 
 state_dir_option = click.option(
@@ -33,15 +33,30 @@ state_dir_option = click.option(
 )
 
 
-@click.group("lab")
+# Subcommands in modules of their own, imported only when used (no command module imports another's).
+LAZY = {"hosts": ("gpufabric.cli.lab_hosts_cmd", "hosts_cmd")}
+
+
+class LabGroup(click.Group):
+    """`lab`, with the subcommands of LAZY registered by name."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY:
+            module, attribute = LAZY[cmd_name]
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group("lab", cls=LabGroup)
 def lab_cmd() -> None:
     """A local lab: every planned switch as a network namespace, cabled as planned, on an OOB bridge.
 
     Every platform runs as frr in the lab (no vendor images run here); `status` says so.
     """
-
-
-lab_cmd.add_command(hosts_cmd)
 
 
 @lab_cmd.command("up")

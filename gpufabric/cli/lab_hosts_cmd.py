@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, out
-from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.cli.privileges import require_root
 from gpufabric.lab import netlink
 from gpufabric.lab.hosts import fleet

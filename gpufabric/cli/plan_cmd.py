@@ -6,36 +6,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gpufabric.cli.options import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.export.plan_json import summary
-from gpufabric.intent import IntentError, load_intent
+from gpufabric.intent import IntentError
 from gpufabric.outputs import json_dumps
-from gpufabric.plan import Plan, build_plan
+from gpufabric.plan import Plan
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-EXIT_WARNINGS = 3
-file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False))
-strict_option = click.option(
-    "--strict", is_flag=True, help="Exit 3 when the intent or the plan has warnings (after doing the work)."
-)
-
-
-def load_plan(file: str | None) -> Plan:
-    loaded = load_intent(file)
-    return build_plan(loaded)
-
-
-def print_warnings(plan: Plan) -> None:
-    """Every warning of the intent and the plan, on stderr, one line each."""
-    for w in plan.warnings:
-        err.print(shown(f"warning: {w}"))
-
-
-def warnings_exit(plan: Plan, strict: bool, code: int = 0) -> int:
-    """`code`, or EXIT_WARNINGS when it is 0, `--strict` was given and there are warnings."""
-    return EXIT_WARNINGS if code == 0 and strict and plan.warnings else code
 
 
 @click.command("check")

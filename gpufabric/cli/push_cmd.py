@@ -1,11 +1,9 @@
-"""`nornir push`: put the rendered configuration on the switches, safely."""
+"""`nornir push`: put the rendered configuration on the switches, safely (gpufabric.push.service)."""
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import click
@@ -16,41 +14,14 @@ from gpufabric.cli.errors import show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.cli.push_progress import PushProgress
-from gpufabric.config.secrets import SecretUnavailableError, secret_values
-from gpufabric.lab import state as lab_state
+from gpufabric.fleet.access import Access
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.push_id import PushId
+from gpufabric.fleet.status import Status
 from gpufabric.outputs import json_dumps
-from gpufabric.parallel import cores
-from gpufabric.platforms import platform
 from gpufabric.push.audit import ENV as AUDIT_ENV
-from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, default_path
-from gpufabric.push.candidates import candidate
-from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
-from gpufabric.push.errors import PushRefusedError
-from gpufabric.push.expect import Expectation, expectations
-from gpufabric.push.fleet import WORKERS, Fleet, FleetArgs, open_fleet
-from gpufabric.push.lock import fabric_lock
-from gpufabric.push.push_id import PushId, new_push_id, tag
-from gpufabric.push.rollout import Rollout, run
-from gpufabric.push.status import Status
-from gpufabric.push.targets import Batch, batches
-from gpufabric.push.timing import check_platform_timers, check_timing
-from nornir_tasks.push import DeviceOutcome, PushOptions, digest
-
-
-@dataclass(frozen=True)
-class Asked:
-    """What the command line asked of this push, beyond which switches and how to reach them."""
-
-    as_json: bool
-    dry_run: bool
-    confirm_timeout: int
-    check_timeout: float
-    batch_size: int | None
-    one_plane_at_a_time: bool
-    diff: bool
-    from_dir: Path | None
-    wait_seconds: float
-
+from gpufabric.push.service import PushRequest, PushResult, PushWatcher, RolloutView, push
+from nornir_tasks.push import DeviceOutcome
 
 STYLE = {
     Status.UNCHANGED: "dim",
@@ -60,23 +31,6 @@ STYLE = {
     Status.FAILED: "bold red",
     Status.SKIPPED: "yellow",
 }
-
-
-def _changed_since(args: FleetArgs, old: str) -> FleetArgs | None:
-    """The selection narrowed to the switches `gpufabric diff OLD` says change (None: none do)."""
-    from gpufabric.cli.diff_cmd import compare, load_side
-    from gpufabric.intent import load_intent
-    from gpufabric.plan import build_plan
-
-    diff = compare(build_plan(load_side(old)), build_plan(load_intent(args.file)))
-    changed = set(diff.changed_switches())
-    if args.devices:
-        changed &= set(args.devices)
-    if not changed:
-        return None
-    err.print(shown(f"{len(changed)} switches differ from {old}: {', '.join(sorted(changed)[:10])}"
-                    + (", ..." if len(changed) > 10 else "")))  # fmt: skip
-    return dataclasses.replace(args, devices=tuple(sorted(changed)))
 
 
 @click.command("push")
@@ -191,188 +145,56 @@ def push_cmd(
     batch, missing credentials, an audit log that cannot be written, or another push of the
     fabric running.
     """
-    started = time.perf_counter()
-    push = new_push_id()
-    asked = Asked(
-        as_json, dry_run, confirm_timeout, check_timeout, batch_size, one_plane_at_a_time, diff, from_dir, wait_seconds
+    request = PushRequest(
+        fleet_args,
+        dry_run=dry_run,
+        confirm_timeout=confirm_timeout,
+        check_timeout=check_timeout,
+        batch_size=batch_size,
+        one_plane_at_a_time=one_plane_at_a_time,
+        from_dir=from_dir,
+        wait_seconds=wait_seconds,
+        changed_from=changed_from,
+        audit_log=audit_log,
     )
-    # Opened before anything is read: a push that cannot leave its trail changes nothing.
-    with AuditLog(audit_log or _default_trail(fleet_args)) as trail_file:
-        return _push(trail_file, push, started, fleet_args, asked=asked, changed_from=changed_from)
+    result = push(request, Shown(as_json=as_json, show_diff=diff and not as_json))
+    if result.nothing_differs_from is not None:
+        err.print(shown(f"no switch's configuration differs from {result.nothing_differs_from}: nothing to push"))
+        return 0
+    _report(result, as_json=as_json)
+    if result.trail_error is not None:
+        err.print(shown(f"error: {result.trail_error}; this push's trail is incomplete"))
+    return 0 if result.ok else 1
 
 
-def _default_trail(fleet_args: FleetArgs) -> Path:
-    """A push to a lab that is up keeps its trail in the lab's state folder, which `lab down` removes
-    with the lab; any other push, the system's or the account's trail."""
-    if fleet_args.lab or fleet_args.state_dir is not None:
-        state_dir = fleet_args.state_dir or lab_state.DEFAULT_DIR
-        if lab_state.LabState.load(state_dir) is not None:
-            return state_dir / lab_state.AUDIT_FILE
-    return default_path()
+class Shown(PushWatcher):
+    """The push as it happens, on the terminal: its notes, its id, the progress bar, diffs and batches."""
+
+    def __init__(self, *, as_json: bool, show_diff: bool) -> None:
+        self.as_json, self.show_diff = as_json, show_diff
+
+    def narrowed(self, old: str, changed: list[str]) -> None:
+        err.print(shown(f"{len(changed)} switches differ from {old}: {', '.join(changed[:10])}"
+                        + (", ..." if len(changed) > 10 else "")))  # fmt: skip
+
+    def reached(self, access: Access) -> None:
+        show_notes(access)
+
+    def starting(self, push: PushId) -> None:
+        if not self.as_json:
+            err.print(shown(f"push {push.id} from {push.controller}"))
+
+    def rolling_out(self, where: str, total: int, dry_run: bool) -> AbstractContextManager[RolloutView | None]:
+        return PushProgress(where, total, show_diff=self.show_diff, dry_run=dry_run)
+
+    @contextmanager
+    def waiting(self, sessions: int, seconds: float) -> Iterator[None]:
+        with err.status(f"waiting up to {seconds:g} s for {sessions} BGP sessions"):
+            yield
 
 
-def _push(
-    trail_file: AuditLog, push: PushId, started: float, fleet_args: FleetArgs, *, asked: Asked, changed_from: str | None
-) -> int:
-    if changed_from is not None:
-        narrowed = _changed_since(fleet_args, changed_from)
-        if narrowed is None:
-            err.print(shown(f"no switch's configuration differs from {changed_from}: nothing to push"))
-            return 0
-        fleet_args = narrowed
-    fleet = open_fleet(fleet_args)
-    show_notes(fleet.access)
-    tag(fleet.nr.inventory, push)  # every driver learns the push id (after open_fleet set their options)
-    names = [d.name for d in fleet.targets]
-    trail = Trail(
-        trail_file,
-        push.id,
-        push.started,
-        fleet.plan.intent.fabric.name,
-        Who.now(fleet.access.username, push.controller),
-        asked.dry_run,
-        "lab" if fleet.access.lab else "switches",
-        {d.name: SwitchFacts(d.platform, d.plane) for d in fleet.targets},
-    )
-    try:
-        rollout, plan_batches = _guarded(fleet, push, trail, fleet_args, asked)
-    except (PushRefusedError, SecretUnavailableError) as exc:  # nothing was changed: each record says why
-        fleet.nr.close_connections()
-        trail.refused(names, str(exc))
-        raise
-    except BaseException as exc:  # a bug or an interrupt: the trail still names every switch not yet recorded
-        why = f"the push stopped: {type(exc).__name__} (a change still pending reverts by its timer)"
-        for name in names:
-            trail.record(name, Status.FAILED, why)
-        raise
-    _audit(trail, [rollout.outcomes[n] for n in names if n in rollout.outcomes])  # skipped ones, and the rest
-    settled = None
-    if rollout.converged and not asked.dry_run and asked.wait_seconds > 0:
-        sessions = fabric_sessions(fleet.plan, fleet.index, names)
-        with err.status(f"waiting up to {asked.wait_seconds:g} s for {sum(map(len, sessions.values()))} BGP sessions"):
-            settled = wait_converged(fleet.nr, sessions, asked.wait_seconds)
-    fleet.nr.close_connections()
-    elapsed = time.perf_counter() - started
-    code = _report(
-        fleet,
-        rollout,
-        push=push,
-        plan_batches=plan_batches,
-        dry_run=asked.dry_run,
-        as_json=asked.as_json,
-        elapsed=elapsed,
-        settled=settled,
-    )
-    if trail.error is not None:
-        err.print(shown(f"error: {trail.error}; this push's trail is incomplete"))
-        code = 1
-    return code if settled is None or settled.converged else 1
-
-
-def _guarded(
-    fleet: Fleet, push: PushId, trail: Trail, fleet_args: FleetArgs, asked: Asked
-) -> tuple[Rollout, list[Batch]]:
-    """Everything of a push that may refuse it before a change (PushRefusedError), then the rollout."""
-    names = [d.name for d in fleet.targets]
-    candidates = {n: candidate(fleet.plan, fleet.index, n, fleet.access.secrets, asked.from_dir) for n in names}
-    expects = expectations(fleet.plan, fleet.index, names)
-    plan_batches = batches(
-        fleet.plan, fleet.targets, asked.batch_size, width=WORKERS, one_plane_at_a_time=asked.one_plane_at_a_time
-    )
-    opts = PushOptions(
-        dry_run=asked.dry_run,
-        confirm_timeout=asked.confirm_timeout,
-        check_timeout=asked.check_timeout,
-        masked=secret_values(fleet.plan.intent, fleet.access.secrets),
-        push_id=push.id,
-    )
-    check_timing(
-        confirm_timeout=asked.confirm_timeout,
-        check_timeout=asked.check_timeout,
-        settle=opts.settle,
-        connect_timeout=fleet_args.timeout,
-        largest_batch=max(len(b.devices) for b in plan_batches),
-        workers=WORKERS,
-    )
-    if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
-        check_platform_timers(asked.confirm_timeout, (platform(d.platform) for d in fleet.targets))
-    if not asked.as_json:
-        err.print(shown(f"push {push.id} from {push.controller}"))
-    with ExitStack() as stack:
-        if not asked.dry_run:
-            stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
-        rollout = _rollout(
-            fleet,
-            plan_batches=plan_batches,
-            candidates=candidates,
-            expects=expects,
-            opts=opts,
-            total=len(names),
-            show_diff=asked.diff and not asked.as_json,
-            trail=trail,
-        )
-    return rollout, plan_batches
-
-
-def _rollout(
-    fleet: Fleet,
-    *,
-    plan_batches: list[Batch],
-    candidates: dict[str, str],
-    expects: dict[str, Expectation],
-    opts: PushOptions,
-    total: int,
-    show_diff: bool,
-    trail: Trail,
-) -> Rollout:
-    """Run the push under a progress bar (a terminal only), printing each diff once all are read,
-    before the first batch goes out, and a line per batch as it ends; each switch's audit record is
-    written as soon as its outcome is final, before anything about it is printed: a report that
-    cannot be printed must not cost the trail a batch's real outcome (a failed rollback above all)."""
-    where = "the lab" if fleet.access.lab else "the switches"
-    with PushProgress(where, total, show_diff=show_diff, dry_run=opts.dry_run) as progress:
-
-        def on_preview(read: Rollout) -> None:
-            # A dry run ends here; otherwise the switches that would change end with their batch (or skipped).
-            _audit(trail, [o for o in read.outcomes.values() if opts.dry_run or o.status != Status.WOULD_CHANGE])
-            progress.on_preview(read)
-
-        def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
-            _audit(trail, list(done.values()))
-            progress.on_batch(b, done)
-
-        return run(
-            fleet.nr.with_processors([progress]),
-            plan_batches=plan_batches,
-            candidates=candidates,
-            expects=expects,
-            opts=opts,
-            on_preview=on_preview,
-            on_batch=on_batch,
-            processes=cores(),
-        )
-
-
-def _audit(trail: Trail, outcomes: list[DeviceOutcome]) -> None:
-    for o in outcomes:
-        trail.record(o.device, o.status, o.reason, digest=digest(o.diff), batch=o.batch)
-
-
-def _report(
-    fleet: Fleet,
-    rollout: Rollout,
-    *,
-    push: PushId,
-    plan_batches: list[Batch],
-    dry_run: bool,
-    as_json: bool,
-    elapsed: float,
-    settled: Convergence | None,
-) -> int:
-    # The switches that went out (or would have), in batch order; then the others, in plan order.
-    batched = [n for b in rollout.batches for n in b.devices]
-    ordered = [rollout.outcomes[n] for n in batched]
-    ordered += [rollout.outcomes[n] for b in plan_batches for n in b.devices if rollout.outcomes[n].batch == 0]
+def _report(result: PushResult, *, as_json: bool) -> None:
+    settled = result.sessions
     if settled is not None and not as_json:
         if settled.converged:
             err.print(
@@ -385,38 +207,20 @@ def _report(
                 err.print(Text.assemble(head, ": ", shown(f"{name}: {', '.join(down)}")))
     if as_json:
         # Written as is (strict JSON: no NaN or Infinity, every control character and non-ASCII escaped).
-        write_stdout(
-            json_dumps(
-                {
-                    "push_id": push.id,
-                    "started": push.started,
-                    "controller": push.controller,
-                    "converged": rollout.converged,
-                    "dry_run": dry_run,
-                    "target": "lab" if fleet.access.lab else "switches",
-                    "seconds": round(elapsed, 2),
-                    "batches": [asdict(b) for b in rollout.batches],
-                    "devices": [asdict(o) for o in ordered],
-                    "sessions": None if settled is None else asdict(settled),
-                },
-                indent=2,
-            )
-            + "\n"
+        write_stdout(json_dumps(result.as_dict(), indent=2) + "\n")
+        return
+    _print_human(list(result.devices))
+    if result.changed == 0 and result.converged:
+        err.print(
+            f"no changes: all {len(result.devices)} switches already run the planned configuration "
+            f"({result.seconds:.1f} s)"
         )
     else:
-        _print_human(ordered)
-        changed = sum(o.status in (Status.CHANGED, Status.WOULD_CHANGE) for o in ordered)
-        if changed == 0 and rollout.converged:
-            err.print(
-                f"no changes: all {len(ordered)} switches already run the planned configuration ({elapsed:.1f} s)"
-            )
-        else:
-            verb = "would change" if dry_run else "changed"
-            err.print(
-                f"push {push.id}: {changed} of {len(ordered)} switches {verb} in {len(rollout.batches)} batches, "
-                f"{elapsed:.1f} s"
-            )
-    return 0 if rollout.converged else 1
+        verb = "would change" if result.dry_run else "changed"
+        err.print(
+            f"push {result.push.id}: {result.changed} of {len(result.devices)} switches {verb} in "
+            f"{len(result.batches)} batches, {result.seconds:.1f} s"
+        )
 
 
 def _print_human(ordered: list[DeviceOutcome]) -> None:

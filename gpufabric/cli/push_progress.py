@@ -15,8 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from gpufabric.cli.output import err, out, shown, shown_lines
+from gpufabric.fleet.status import CONVERGED, Status
 from gpufabric.push.rollout import Rollout
-from gpufabric.push.status import CONVERGED, Status
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import DeviceOutcome
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -9,20 +10,18 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.options import file_arg, load_plan, print_warnings, selection_options, strict_option, warnings_exit
 from gpufabric.cli.output import err, shown
-from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
-from gpufabric.intent.types import ALL_PLANES
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.select import select
 from gpufabric.plan.model import Plan
-from gpufabric.push.targets import select
 
 
 @click.command("render")
 @file_arg
-@click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches.")
-@click.option("--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable).")
-@click.option("--role", type=click.Choice(["leaf", "spine", "superspine", "border", "mgmt"]), help="Only this role.")
+@selection_options
 @click.option(
     "-o",
     "--output",
@@ -72,8 +71,9 @@ def render_cmd(
     SHA-crypt hash; an SNMP community stays a reference token that `push` resolves in memory.
     """
     started = time.perf_counter()
-    if lab or state_dir is not None:
-        plan, index = _for_lab(file, state_dir)
+    target = FleetArgs(file=file, lab=lab, state_dir=state_dir)
+    if target.wants_lab:
+        plan, index = _for_lab(target)
     else:
         plan = load_plan(file)
         index = LinkIndex(plan)
@@ -99,15 +99,14 @@ def render_cmd(
     return warnings_exit(plan, strict, 1 if result.errors else 0)
 
 
-def _for_lab(file: str | None, state_dir: Path | None) -> tuple[Plan, LinkIndex]:
+def _for_lab(target: FleetArgs) -> tuple[Plan, LinkIndex]:
     """The lab's plan and secrets, exactly as a push to the lab renders them."""
     from gpufabric.cli.errors import refusals
     from gpufabric.config.secrets import PasswordHasher
-    from gpufabric.push.args import FleetArgs
-    from gpufabric.push.fleet import reach  # Nornir and NAPALM: loaded only for the lab
+    from gpufabric.fleet.target import reach  # Nornir and NAPALM: loaded only for the lab
 
     with refusals():  # no lab up: exit 2, as a usage error
-        plan, access = reach(FleetArgs(file=file, lab=True, state_dir=state_dir))
+        plan, access = reach(dataclasses.replace(target, lab=True))
     return plan, LinkIndex(plan, PasswordHasher.for_intent(plan.intent, access.secrets))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import signal
 import threading
@@ -12,11 +11,11 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import login_options
+from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import emit, err, shown, write_stdout
-from gpufabric.cli.plan_cmd import file_arg, load_plan
 from gpufabric.files import write_atomic
+from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
-from gpufabric.push.args import FleetArgs
 
 _DURATION = re.compile(r"[1-9][0-9]{0,5}(ms|s|m|h)")
 
@@ -63,31 +62,14 @@ def _budget_options(command: Any) -> Any:
 
 def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None, *, budget: float, deadline: float) -> Any:
     from gpufabric.cli.errors import show_notes
-    from gpufabric.lab.state import DEFAULT_DIR
-    from gpufabric.push.fleet import reach
-    from gpufabric.telemetry.connect import TIMEOUT, host_shell, switch_connector
-    from gpufabric.telemetry.exporter import FabricCollector
-    from gpufabric.telemetry.targets import nic_targets, switch_targets
+    from gpufabric.telemetry.service import collector
 
     if deadline > budget:  # before any login: bad options
         raise click.BadParameter(
             f"{deadline:g} s does not fit a scrape budget of {budget:g} s (--scrape-budget)",
             param_hint="--switch-deadline",
         )
-    plan, access = reach(fleet_args)
-    show_notes(access)
-    switches = [t for t in switch_targets(plan, fleet_args.plane) if t.address is not None]
-    if fleet_args.devices:
-        switches = [t for t in switches if t.device in fleet_args.devices]
-    nics = nic_targets(plan, fleet_args.plane)
-    if shard is not None:  # this exporter's share: the same split `telemetry prometheus` writes down
-        switches = [t for t in switches if shard.owns(t.device)]
-        nics = {name: n for name, n in nics.items() if shard.owns(name)}
-    state_dir = (fleet_args.state_dir or DEFAULT_DIR) if access.lab else None
-    shell = host_shell(plan, access, state_dir, fleet_args.known_hosts)
-    # A switch's session gives up no later than its deadline: the thread of a read past it is freed soon after.
-    connect = switch_connector(access, timeout=min(TIMEOUT, max(1, math.ceil(deadline))))
-    return FabricCollector(switches, connect, nics, shell, workers, budget=budget, deadline=deadline)
+    return collector(fleet_args, workers, shard, budget=budget, deadline=deadline, reached=show_notes)
 
 
 @telemetry_cmd.command("serve")

@@ -9,8 +9,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from gpufabric.cli.options import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.cli.output import err, out, shown
-from gpufabric.cli.plan_cmd import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.outputs import json_dumps
 from gpufabric.verify import vendor

@@ -25,7 +25,7 @@ from gpufabric.files import write_atomic
 from gpufabric.lab.hosts import fleet, rootfs
 from gpufabric.plan.model import Plan
 from gpufabric.validate.report import as_junit
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running.results import CheckResult
 
 CONVERGE_TIMEOUT = 180.0
 READ_BACK_TASK = "Every setting equals the plan"  # playbooks/validate.yml's last task, which site.yml ends with

@@ -9,8 +9,8 @@ from itertools import permutations
 
 from gpufabric.demo.fact import Fact, fact
 from gpufabric.lab.hosts.spec import netns_of
+from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan, Server, ip
-from gpufabric.validate.ecmp import expected_widths
 
 ROCE_PORT = 4791  # RoCEv2's UDP port
 PROBES = 20

@@ -7,16 +7,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufabric.fleet.lab.credentials import SECRETS_FILE, ensure_login, ensure_secrets
+from gpufabric.fleet.lab.state import AUDIT_FILE, LabState, remove_leftovers, remove_state_dir
+from gpufabric.fleet.lab.topology import BRIDGE, LabTopology
 from gpufabric.ib import lab as ib_lab
 from gpufabric.ib import sim
 from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import IbError
 from gpufabric.lab import daemons, lldp_node, netlink, wiring
-from gpufabric.lab.credentials import SECRETS_FILE, ensure_login, ensure_secrets
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
-from gpufabric.lab.state import AUDIT_FILE, LabState, remove_leftovers, remove_state_dir
-from gpufabric.lab.topology import BRIDGE, LabTopology
 from gpufabric.plan.infiniband import IbPlan
 
 IB_DIR = "infiniband"

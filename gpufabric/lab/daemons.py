@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufabric.files import PRIVATE, write_atomic
+from gpufabric.fleet.lab.credentials import LabLogin
+from gpufabric.fleet.lab.state import LabState
+from gpufabric.fleet.lab.topology import LabTopology, Node
 from gpufabric.inputs import read_text
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node
-from gpufabric.lab.credentials import LabLogin
-from gpufabric.lab.state import LabState
-from gpufabric.lab.topology import LabTopology, Node
 
 WORKERS = 8
 # Every switch's sshd and FRR, started together: seconds on a quiet machine, more on a loaded one (a CI

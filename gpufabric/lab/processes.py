@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 from gpufabric.lab import netlink
+from gpufabric.owned_files import open_owned
 from gpufabric.pids import alive, stop  # the lab's callers name them here
-from gpufabric.push.lock import open_owned
 
 __all__ = ["alive", "in_namespace", "spawn", "stop"]
 

@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 
 from gpufabric.files import PRIVATE, write_atomic
+from gpufabric.fleet.lab.credentials import LabLogin
 from gpufabric.inputs import MiB, read_text
-from gpufabric.lab.credentials import LabLogin
 from gpufabric.lab.processes import spawn
 
 SSHD = "/usr/sbin/sshd"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpufabric.fleet.lab.state import LabState
+from gpufabric.fleet.lab.topology import BRIDGE, LabTopology
 from gpufabric.lab import netlink
-from gpufabric.lab.state import LabState
-from gpufabric.lab.topology import BRIDGE, LabTopology
 
 
 def up(topo: LabTopology, state_dir: Path, *, hosts: bool = False) -> LabState:

@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpufabric.fleet.errors import PushRefusedError
+from gpufabric.fleet.status import Status
 from gpufabric.inputs import MiB, read_lines
 from gpufabric.outputs import json_dumps
-from gpufabric.push.errors import PushRefusedError
 from gpufabric.push.lock import open_owned, owned_dir
-from gpufabric.push.status import Status
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from nornir.core import Nornir
 
-from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.context import LinkIndex
+from gpufabric.fleet.context import SwitchContexts, contexts_of
+from gpufabric.fleet.runner import run_per_host
 from gpufabric.plan.model import Plan
-from nornir_tasks.per_host import run_per_host
 from nornir_tasks.push import sessions_down
 
 POLL = 1.0
@@ -29,11 +30,14 @@ class Convergence:
     down: dict[str, list[str]] = field(default_factory=dict)  # switch -> sessions still down
 
 
-def fabric_sessions(plan: Plan, index: LinkIndex, names: list[str]) -> dict[str, dict[str, int]]:
+def fabric_sessions(
+    plan: Plan, index: LinkIndex, names: list[str], *, contexts: SwitchContexts | None = None
+) -> dict[str, dict[str, int]]:
+    known = contexts_of(plan, index, contexts)
     pushed = set(names)
     out: dict[str, dict[str, int]] = {}
     for name in names:
-        ctx = build(plan, index.devices[name], index)
+        ctx = known[name]
         peers = {n.key: n.remote_asn for n in ctx.neighbors if n.kind == "fabric" and n.peer in pushed}
         if peers:
             out[name] = peers

@@ -11,13 +11,13 @@ from typing import Any
 from nornir.core import Nornir
 from nornir.plugins.runners import ThreadedRunner
 
-from gpufabric.push.errors import PushRefusedError
-from gpufabric.push.expect import Expectation
-from gpufabric.push.fleet import READ_WORKERS
-from gpufabric.push.push_id import describe, started_of
-from gpufabric.push.status import CONVERGED, Status
+from gpufabric.fleet.errors import PushRefusedError
+from gpufabric.fleet.expect import Expectation
+from gpufabric.fleet.push_id import describe, started_of
+from gpufabric.fleet.runner import run_per_host, run_per_host_results, run_per_host_results_forked
+from gpufabric.fleet.status import CONVERGED, Status
+from gpufabric.fleet.target import READ_WORKERS
 from gpufabric.push.targets import Batch, narrow
-from nornir_tasks.per_host import run_per_host, run_per_host_results, run_per_host_results_forked
 from nornir_tasks.push import DeviceOutcome, PushOptions, check_pending, confirm, preview, rollback, stage
 
 log = logging.getLogger(__name__)

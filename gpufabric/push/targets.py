@@ -41,16 +41,6 @@ def _batch(number: int, parts: list[Part]) -> Batch:
     return Batch(number, " + ".join(d for d, _ in parts), tuple(n for _, ds in parts for n in ds), tuple(parts))
 
 
-def select(plan: Plan, plane: str | None, devices: tuple[str, ...], role: str | None) -> list[Device]:
-    return [
-        d
-        for d in plan.devices()
-        if (plane is None or d.plane == plane)
-        and (role is None or d.role == role)
-        and (not devices or d.name in devices)
-    ]
-
-
 @dataclass(frozen=True)
 class _Chunk:
     plane: str

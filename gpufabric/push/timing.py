@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gpufabric.push.errors import PushRefusedError
+from gpufabric.fleet.errors import PushRefusedError
 
 if TYPE_CHECKING:
     from gpufabric.platforms.spec import Platform

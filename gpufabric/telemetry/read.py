@@ -12,12 +12,12 @@ import shlex
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from gpufabric.telemetry.ethtool import parse_ethtool, parse_hw_counters
 from gpufabric.telemetry.link_quality import read_link_quality
-from gpufabric.telemetry.lossless import read_lossless
 from gpufabric.telemetry.optics import Optics, from_linux
 from gpufabric.telemetry.optics import samples as optics_samples
 from gpufabric.telemetry.targets import NicTarget, SwitchTarget
+from gpufabric.verify.running.ethtool import parse_ethtool, parse_hw_counters
+from gpufabric.verify.running.lossless import read_lossless
 
 RDMA_COUNTERS = ("np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "out_of_sequence")
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.secrets import ReferenceHasher
+from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan, ip
-from gpufabric.validate.ecmp import expected_widths
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from gpufabric.ib import validate as ib_validate
 from gpufabric.ib.errors import fail
 from gpufabric.ib.results import Result, Runner
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running.results import CheckResult
 
 # The diagnostics answer in seconds on a fabric of thousands of ports; a tool that does not is stuck.
 TOOL_TIMEOUT = 300

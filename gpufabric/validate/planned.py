@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.context import LinkIndex
+from gpufabric.fleet.context import SwitchContexts, contexts_of
+from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from gpufabric.validate.checks import Planned
-from gpufabric.validate.ecmp import expected_widths
+from gpufabric.verify.running.checks import Planned
 
 
 def planned(
-    plan: Plan, index: LinkIndex, names: list[str], plane: str | None, processes: int = 1
+    plan: Plan,
+    index: LinkIndex,
+    names: list[str],
+    plane: str | None,
+    processes: int = 1,
+    *,
+    contexts: SwitchContexts | None = None,
 ) -> dict[str, Planned]:
     """What each switch should show; the ECMP widths computed by `processes` forked processes."""
-    contexts = {n: build(plan, index.devices[n], index) for n in names}
-    widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()}, processes)
+    known = contexts_of(plan, index, contexts)
+    contexts_by_name = {n: known[n] for n in names}
+    widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts_by_name.items()}, processes)
     oob = plan.intent.planes.oob
     out = {}
-    for name, ctx in contexts.items():
+    for name, ctx in contexts_by_name.items():
         d = ctx.device
         q = ctx.qos
         spec = platform(d.platform)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from gpufabric.intent.errors import printable
 from gpufabric.outputs import NOTE_SUFFIX, json_number, xml_text
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running.results import CheckResult
 
 
 def as_json(results: list[CheckResult], seconds: float) -> str:

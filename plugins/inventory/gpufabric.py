@@ -64,7 +64,7 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
         return {}
     from pathlib import Path
 
-    from gpufabric.lab.hosts.state import HostsState
+    from gpufabric.fleet.lab.host_state import HostsState
 
     state = HostsState.load(Path(state_dir))
     if state is None:

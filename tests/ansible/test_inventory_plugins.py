@@ -7,6 +7,8 @@ import json
 import pytest
 from conftest import INVENTORY, ROOT, run
 from nornir import InitNornir
+from nornir.core.plugins.connections import ConnectionPluginRegister
+from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
 from gpufabric.plan.model import ip
 
@@ -136,6 +138,9 @@ def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_p
 
 def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):
     monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", CANARY)
+    # A push or validate earlier in this process registered gpufabric's connection plugin under NAPALM's
+    # name; InitNornir registers NAPALM's own again and would refuse the clash.
+    monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)
     nr = InitNornir(
         inventory={"plugin": "GpufabricInventory", "options": {"intent": str(INVENTORY / "fabric.yml")}},
         runner={"plugin": "threaded", "options": {"num_workers": 4}},

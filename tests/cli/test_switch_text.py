@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gpufabric.validate import report
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running.results import CheckResult
 from tests.conftest import run
 
 # Markup that does not parse, markup that would, a screen clear (CSI) and a title change (OSC).

@@ -131,8 +131,8 @@ def test_validate_reads_the_cable_length_from_a_running_cumulus_config(tmp_path)
     """`nornir validate` reads the NVUE running config (the same reader as `verify`): the plane's class passes,
     a switch left at another length fails."""
     from gpufabric.config.context import LinkIndex
-    from gpufabric.validate import checks
     from gpufabric.validate.planned import planned
+    from gpufabric.verify.running import checks
     from tests.render_helpers import render_into
 
     plan = _plan(SUPERPOD, "100m", "5.14")

@@ -16,9 +16,9 @@ from gpufabric.config.headroom import headroom_bytes, lossless_buffer
 from gpufabric.config.render import render_context
 from gpufabric.nos.nxos.verify import nxos_facts
 from gpufabric.plan.model import Plan
-from gpufabric.validate import checks
 from gpufabric.validate.planned import planned
 from gpufabric.verify.runner import verify
+from gpufabric.verify.running import checks
 from tests.conftest import plan_doc, set_path
 from tests.oracles import nxos as cisco
 from tests.render_helpers import render_into

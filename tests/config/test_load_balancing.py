@@ -19,9 +19,9 @@ from gpufabric.nos.frr import system as frr_system
 from gpufabric.nos.frr.files import SYSCTL_MARKER
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from gpufabric.validate import checks
 from gpufabric.validate.planned import planned
 from gpufabric.verify.runner import verify
+from gpufabric.verify.running import checks
 from tests.conftest import INVENTORY, default_doc, plan_doc, set_path
 from tests.render_helpers import render_into
 from tests.vendor_variants import one_platform

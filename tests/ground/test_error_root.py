@@ -14,9 +14,9 @@ import pytest
 
 from gpufabric.cli.errors import EXIT_INPUT, EXIT_INTERNAL, FAMILIES, family_of, report
 from gpufabric.errors import GpufabricError, IntentError, LocatedError, Problem
+from gpufabric.fleet.errors import NoLabError
 from gpufabric.ib.errors import fail
 from gpufabric.inputs import InputError
-from gpufabric.push.errors import NoLabError
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")

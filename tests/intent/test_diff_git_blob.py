@@ -113,7 +113,7 @@ def test_a_blob_over_the_bound_is_never_read(repo, monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", recording_run)
     monkeypatch.chdir(repo)
-    from gpufabric.cli.diff_cmd import load_side
+    from gpufabric.config.compare import load_side
 
     with pytest.raises(InputError, match="bytes in git, more than an intent file can be"):
         load_side("HEAD:big.yml")

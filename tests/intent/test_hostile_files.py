@@ -261,7 +261,7 @@ def test_push_from_a_folder_refuses_a_fifo_for_a_rendered_file(rendered, tmp_pat
         "import sys\nfrom pathlib import Path\n"
         "from gpufabric.config.context import LinkIndex\nfrom gpufabric.config.secrets import ReferenceHasher\n"
         "from gpufabric.inputs import InputError\nfrom gpufabric.intent import load_intent\n"
-        "from gpufabric.plan import build_plan\nfrom gpufabric.push.candidates import candidate\n"
+        "from gpufabric.plan import build_plan\nfrom gpufabric.fleet.candidates import candidate\n"
         "plan = build_plan(load_intent(sys.argv[1]))\n"
         "index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name, {}))\n"
         "try:\n    candidate(plan, index, 'cmp-spine1', folder=Path(sys.argv[2]))\n"
@@ -343,8 +343,8 @@ def test_a_first_seen_ssh_key_is_never_recorded_through_a_link_or_into_a_fifo(tm
 
 
 def test_the_labs_records_are_refused_through_a_link_or_when_they_are_not_json(tmp_path):
-    from gpufabric.lab.credentials import load_secrets
-    from gpufabric.lab.state import LabState
+    from gpufabric.fleet.lab.credentials import load_secrets
+    from gpufabric.fleet.lab.state import LabState
 
     elsewhere = tmp_path / "elsewhere.json"
     LabState("lab").save(tmp_path / "other")

@@ -45,13 +45,13 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/lab/hosts/rootfs.py", "_prune"): "/proc/self/mountinfo, this process's own mounts",
     ("gpufabric/lab/hosts/fleet.py", "_remove_root"): "/proc/mounts, the kernel's list of mounts",
     # Not files: a NAPALM driver's or connection's open() logs in to a switch.
-    ("gpufabric/push/access.py", "RevealingNapalm.open"): "a NAPALM connection's open, not a file",
-    ("gpufabric/telemetry/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",
+    ("gpufabric/fleet/access.py", "RevealingNapalm.open"): "a NAPALM connection's open, not a file",
+    ("gpufabric/fleet/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",
     ("gpufabric/nos/frr/driver.py", "FrrDriver.open"): "the parent driver's open (an SSH session)",
     # Writes that are not whole files: a new file in a folder no one sees yet, locks, append-only logs.
     ("gpufabric/files.py", "write_new"): "O_CREAT|O_EXCL (never through a link) in a folder only this "
     "run can see until it is renamed into place",
-    ("gpufabric/push/lock.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
+    ("gpufabric/owned_files.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
     "with one name, in a folder checked by owned_dir",
     ("gpufabric/files.py", "append_line"): "append-only files (SSH and TLS known hosts): O_NOFOLLOW, "
     "never blocking on a FIFO, plain file only",

@@ -10,9 +10,9 @@ from conftest import default_doc, plan_doc, set_path
 from napalm.base.exceptions import ConnectionException
 
 from gpufabric.drivers.transport import load_private_key
+from gpufabric.fleet import access as access_mod
+from gpufabric.fleet.inventory import inventory_from_plan
 from gpufabric.hidden import Hidden
-from gpufabric.push import access as access_mod
-from nornir_tasks.inventory import inventory_from_plan
 
 
 def _key_text(tmp_path, kind: str = "ed25519") -> str:

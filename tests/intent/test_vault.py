@@ -8,7 +8,7 @@ from conftest import default_doc, plan_doc, set_path
 
 from gpufabric.config.secrets import resolve_tokens, secret_values
 from gpufabric.config.vault import VaultError, open_vault
-from gpufabric.push.access import env_access
+from gpufabric.fleet.access import env_access
 
 CANARY = "vault-canary-Zq81"
 

@@ -21,8 +21,8 @@ import pytest
 import revert_timer
 from conftest import INVENTORY, cli_env, run
 
+from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
-from gpufabric.lab.topology import topology
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import INVENTORY, run
 
+from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
-from gpufabric.lab.topology import topology
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
 

@@ -13,10 +13,10 @@ import subprocess
 import pytest
 from conftest import BIN, ROOT
 
+from gpufabric.fleet.lab.state import DEFAULT_DIR
+from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
-from gpufabric.lab.state import DEFAULT_DIR
-from gpufabric.lab.topology import topology
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import INVENTORY, cli_env, run
 
+from gpufabric.fleet.lab.state import LabState
+from gpufabric.fleet.lab.topology import BRIDGE, topology
 from gpufabric.intent import load_intent
 from gpufabric.lab import netlink
 from gpufabric.lab.control import down
-from gpufabric.lab.state import LabState
-from gpufabric.lab.topology import BRIDGE, topology
 from gpufabric.lab.wiring import up
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpufabric.lab import state
+from gpufabric.fleet.lab import state
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 import yaml
 from conftest import INVENTORY, default_doc, set_path
 
+from gpufabric.fleet.lab.topology import as_frr, topology
 from gpufabric.intent import IntentError, load_intent, load_intent_text
-from gpufabric.lab.topology import as_frr, topology
 from gpufabric.plan import build_plan
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import INVENTORY, run
 
-from gpufabric.cli.diff_cmd import compare
+from gpufabric.config.compare import compare
 from gpufabric.intent.loader import load_intent_text
 from gpufabric.plan import build_plan
 
@@ -120,16 +120,16 @@ def _grown_pair(tmp_path):
 
 
 def test_push_changed_from_targets_only_what_the_growth_touches(tmp_path):
-    from gpufabric.cli.push_cmd import _changed_since
-    from gpufabric.push.fleet import FleetArgs
+    from gpufabric.fleet.args import FleetArgs
+    from gpufabric.push.service import changed_since
 
     old, new = _grown_pair(tmp_path)
-    narrowed = _changed_since(FleetArgs(file=str(new)), str(old))
+    narrowed = changed_since(FleetArgs(file=str(new)), str(old))
     assert narrowed is not None
     names = set(narrowed.devices)
     assert {"cmp-su3-leaf1", "cmp-su3-leaf2", "cmp-spine1", "cmp-spine2", "oob-mgmt1"} <= names
     assert not names & {"cmp-su1-leaf1", "cmp-su2-leaf2", "sto-leaf1", "biz-border1"}  # untouched switches
-    assert _changed_since(FleetArgs(file=str(new), devices=("cmp-spine1", "cmp-su1-leaf1")), str(old)).devices == (
+    assert changed_since(FleetArgs(file=str(new), devices=("cmp-spine1", "cmp-su1-leaf1")), str(old)).devices == (
         "cmp-spine1",
     )
 

@@ -224,7 +224,7 @@ def test_the_28k_rail_design_spreads_each_leaf_over_its_rail_group(rail_28k):
 @pytest.mark.slow
 def test_the_28k_rail_design_keeps_same_rail_gpus_leaf_spine_leaf_apart(rail_28k):
     from gpufabric.export.plan_json import plane_summary
-    from gpufabric.validate.ecmp import expected_widths
+    from gpufabric.plan.ecmp import expected_widths
 
     plane = rail_28k.planes["compute"]
     reach = plane_summary(plane)["rail_reach"]

@@ -21,11 +21,11 @@ from napalm.base import NetworkDriver
 from gpufabric import platforms
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_device
+from gpufabric.fleet.candidates import candidate
 from gpufabric.intent import load_intent, load_intent_text
 from gpufabric.intent.loader import default_fabric_text
 from gpufabric.plan import build_plan
 from gpufabric.platforms import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, templates_root
-from gpufabric.push.candidates import candidate
 from gpufabric.verify.checks import check_device
 from gpufabric.verify.facts import SwitchFacts
 

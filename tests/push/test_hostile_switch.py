@@ -453,7 +453,7 @@ def test_validates_table_shows_a_switchs_error_as_text_not_markup(tmp_path: Path
     from rich.console import Console
 
     from gpufabric.validate.report import print_table
-    from gpufabric.validate.results import CheckResult
+    from gpufabric.verify.running.results import CheckResult
 
     with HostileSshSwitch(lambda _: Reply(stderr=HOSTILE_STDERR, rc=1)) as switch:
         session = switch.connect(tmp_path, ReadBounds())

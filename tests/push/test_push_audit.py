@@ -29,8 +29,8 @@ from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
 from gpufabric.cli import main
-from gpufabric.cli import push_cmd as cmd
-from gpufabric.push import access
+from gpufabric.fleet import access
+from gpufabric.push import service as cmd  # the push service: where the CLI's push runs
 from gpufabric.push.audit import AuditError, AuditLog, parse_time, read
 from gpufabric.push.lock import fabric_lock
 
@@ -103,9 +103,9 @@ class AuditSwitchDouble(NetworkDriver):
 @pytest.fixture
 def switches(monkeypatch, tmp_path):
     """Every platform's driver is the double; the canary secrets are set; the lock and the trail live in tmp."""
+    from gpufabric.fleet.inventory import inventory_from_plan
     from gpufabric.intent import load_intent
     from gpufabric.plan import build_plan
-    from nornir_tasks.inventory import inventory_from_plan
 
     # `nornir push` registers its connection plugin for the process: the next tests get theirs back.
     monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)
@@ -348,12 +348,12 @@ def test_logs_are_quiet_unless_asked_for(switches, capsys, monkeypatch, quiet_ag
     assert " INFO " not in quiet and " DEBUG " not in quiet
     info = stderr("-v", *dry)
     assert " INFO nornir_tasks.push: cmp-su1-leaf1: preview would change sha256:" in info
-    assert " INFO gpufabric.push.fleet: target: the real switches of fabric multi-vendor, as admin" in info
+    assert " INFO gpufabric.fleet.target: target: the real switches of fabric multi-vendor, as admin" in info
     assert " DEBUG " not in info
     monkeypatch.setenv("GPUFABRIC_LOG_LEVEL", "debug")
     debug = stderr(*dry)
-    assert " INFO gpufabric.push.access: connect " in debug and " as admin (cumulus)" in debug
-    assert " DEBUG gpufabric.push.access: connected " in debug
+    assert " INFO gpufabric.fleet.access: connect " in debug and " as admin (cumulus)" in debug
+    assert " DEBUG gpufabric.fleet.access: connected " in debug
     assert " DEBUG gpufabric.push.audit: audit log " in debug
 
 

@@ -23,9 +23,9 @@ from nornir.plugins.runners import ThreadedRunner
 from nornir_napalm.plugins import connections as napalm_connections
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
+from gpufabric.fleet.expect import Expectation
+from gpufabric.fleet.push_id import new_push_id, tag
 from gpufabric.push import rollout
-from gpufabric.push.expect import Expectation
-from gpufabric.push.push_id import new_push_id, tag
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import PushOptions
 
@@ -224,7 +224,7 @@ def test_a_large_fleet_is_read_from_forked_processes_with_the_same_outcomes_and_
     processes (the double's state there is a copy: what they read comes back, nothing they did stays).
     Outcomes are those of one process; a switch that cannot be read is unreadable and nothing changes;
     another push's pending change refuses the push; the batches go out from this process."""
-    from nornir_tasks.per_host import FORK_FROM
+    from gpufabric.fleet.runner import FORK_FROM
 
     names = [f"s{i}" for i in range(FORK_FROM + 4)]
     batches = [Batch(1, "canary", (names[0],)), Batch(2, "fd-1", tuple(names[1:]))]

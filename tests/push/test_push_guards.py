@@ -189,7 +189,7 @@ def test_a_missing_lock_folder_is_made_0700(tmp_path):
 def test_a_push_id_is_its_utc_start_and_24_random_bits():
     from datetime import UTC, datetime, timedelta, timezone
 
-    from gpufabric.push.push_id import PATTERN, describe, new_push_id, started_from_id
+    from gpufabric.fleet.push_id import PATTERN, describe, new_push_id, started_from_id
 
     at = datetime(2026, 11, 23, 19, 5, 7, 999, tzinfo=timezone(timedelta(hours=2)))
     one, two = new_push_id(at, "ctl-a"), new_push_id(at, "ctl-a")
@@ -205,7 +205,7 @@ def test_the_cli_refuses_a_push_while_another_pushs_change_is_pending(tmp_path, 
     """`nornir push` turns a pending push found on a switch into exit 2 with the rollout's message, and
     gives that rollout its own push id. The switches are not reached: `run` stands in for the rollout."""
     from gpufabric.cli import main
-    from gpufabric.cli import push_cmd as cmd
+    from gpufabric.push import service as cmd
     from gpufabric.push.rollout import OtherPushPendingError
 
     seen: dict[str, str] = {}
@@ -234,8 +234,8 @@ def test_the_push_id_is_in_the_json_and_is_the_one_the_drivers_were_given(tmp_pa
     import json
 
     from gpufabric.cli import main
-    from gpufabric.cli import push_cmd as cmd
-    from gpufabric.push.push_id import PATTERN, started_from_id
+    from gpufabric.fleet.push_id import PATTERN, started_from_id
+    from gpufabric.push import service as cmd
     from gpufabric.push.rollout import Rollout
     from nornir_tasks.push import DeviceOutcome
 

@@ -22,8 +22,8 @@ from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
+from gpufabric.fleet.expect import Expectation
 from gpufabric.push import rollout
-from gpufabric.push.expect import Expectation
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import PushOptions
 

@@ -21,10 +21,10 @@ from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 from test_push_batch_atomic import NEW, fleet, push
 
-from gpufabric.push.expect import Expectation
-from gpufabric.push.status import Status
+from gpufabric.fleet.expect import Expectation
+from gpufabric.fleet.runner import run_per_host_results
+from gpufabric.fleet.status import Status
 from gpufabric.push.targets import Batch
-from nornir_tasks.per_host import run_per_host_results
 from nornir_tasks.push import DeviceOutcome, PushOptions, confirm, preview, rollback, stage
 
 switches = atomic.switches  # the test doubles' fixture
@@ -267,7 +267,7 @@ def test_validate_sets_failed_and_the_masked_drift_as_nornirs_diff(monkeypatch):
     from nornir_napalm.plugins import connections as napalm_connections
     from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
-    from gpufabric.validate.checks import Planned
+    from gpufabric.verify.running.checks import Planned
     from nornir_tasks.validate import validate_device
 
     monkeypatch.setattr(napalm_connections, "get_network_driver", lambda platform: ReadOnlyDouble)
@@ -348,7 +348,7 @@ def test_a_large_read_is_dealt_out_to_forked_processes_and_every_result_comes_ba
     from nornir.core.inventory import Defaults, Groups, Hosts, Inventory
     from nornir.plugins.runners import ThreadedRunner
 
-    from nornir_tasks.per_host import FORK_FROM, run_per_host, run_per_host_forked
+    from gpufabric.fleet.runner import FORK_FROM, run_per_host, run_per_host_forked
 
     hosts = Hosts()
     names = [f"sw{i}" for i in range(FORK_FROM + 6)]

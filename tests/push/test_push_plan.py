@@ -4,8 +4,9 @@ checks hold a change to 'no worse'."""
 from __future__ import annotations
 
 from gpufabric.config.context import LinkIndex
-from gpufabric.push.expect import Expectation, Health, expectations, health, regressions
-from gpufabric.push.targets import batches, narrow, select
+from gpufabric.fleet.expect import Expectation, Health, expectations, health, regressions
+from gpufabric.fleet.select import select
+from gpufabric.push.targets import batches, narrow
 
 
 def test_canary_first_then_one_failure_domain_per_batch(default_plan):

@@ -9,10 +9,10 @@ import subprocess
 import pytest
 from conftest import BIN, ROOT
 
-from gpufabric.lab.state import LabState
-from gpufabric.push import fleet
-from gpufabric.push.errors import NoLabError
-from gpufabric.push.fleet import FleetArgs, open_fleet
+from gpufabric.fleet import args as fleet_args
+from gpufabric.fleet.errors import NoLabError
+from gpufabric.fleet.lab.state import LabState
+from gpufabric.fleet.target import FleetArgs, open_fleet
 
 LAB_PASSWORD = "lab-canary-only"
 FRR_FILES = {".frr.conf", ".nft", ".system.yaml", ".interfaces"}  # what render writes per frr switch
@@ -25,7 +25,7 @@ def lab_state(tmp_path, monkeypatch):
     (tmp_path / "login.json").write_text(
         json.dumps({"username": "labadmin", "password": LAB_PASSWORD, "key_file": str(tmp_path / "key")})
     )
-    monkeypatch.setattr(fleet, "DEFAULT_DIR", tmp_path)
+    monkeypatch.setattr(fleet_args, "DEFAULT_DIR", tmp_path)  # the one place the default lab is named
     return tmp_path
 
 
@@ -62,7 +62,7 @@ def test_passwords_stay_out_of_the_inventory_dump(lab_state, monkeypatch):
 def test_the_lab_renders_with_its_own_secrets_when_none_is_exported(lab_state, monkeypatch):
     """`lab up` keeps a salt key in the lab's state: a push to the lab renders with nothing exported
     (conftest's planted variables removed here, as in a new shell), and an exported one still wins."""
-    from gpufabric.push.candidates import candidate
+    from gpufabric.fleet.candidates import candidate
 
     for name in ("GPUFABRIC_SALT_KEY", "GPUFABRIC_SWITCH_PASSWORD", "GPUFABRIC_SNMP_COMMUNITY"):
         monkeypatch.delenv(name, raising=False)
@@ -77,8 +77,8 @@ def test_the_lab_renders_with_its_own_secrets_when_none_is_exported(lab_state, m
 
 
 def test_lab_secrets_are_made_once_kept_0600_and_never_replaced(tmp_path):
+    from gpufabric.fleet.lab.credentials import SECRETS_FILE, ensure_secrets, load_secrets
     from gpufabric.intent import load_intent
-    from gpufabric.lab.credentials import SECRETS_FILE, ensure_secrets, load_secrets
 
     intent = load_intent(None).intent
     ensure_secrets(tmp_path, intent)
@@ -93,8 +93,8 @@ def test_lab_secrets_are_made_once_kept_0600_and_never_replaced(tmp_path):
 def test_render_for_the_lab_gives_what_a_push_to_the_lab_loads_with_nothing_exported(lab_state, tmp_path, monkeypatch):
     """`gpufabric render --state-dir LAB` in a shell with no GPUFABRIC_* variable: every switch as frr,
     hashed with the lab's password and salt key, byte for byte what `nornir push --lab` loads."""
+    from gpufabric.fleet.candidates import candidate
     from gpufabric.nos.frr.files import join_candidate
-    from gpufabric.push.candidates import candidate
 
     (lab_state / "secrets.json").write_text(json.dumps({"GPUFABRIC_SALT_KEY": "lab-salt-key-canary"}))
     for name in [k for k in os.environ if k.startswith("GPUFABRIC_")]:

@@ -110,7 +110,7 @@ def test_the_push_connection_refuses_an_unverified_switch_before_the_password(tm
     from nornir.core.inventory import Defaults, Groups, Host, Hosts, Inventory
     from nornir.core.plugins.connections import ConnectionPluginRegister
 
-    from gpufabric.push import access as access_mod
+    from gpufabric.fleet import access as access_mod
 
     monkeypatch.setitem(ConnectionPluginRegister.available, "napalm", access_mod.RevealingNapalm)
     pki = make_pki(tmp_path, address)
@@ -133,7 +133,7 @@ def test_the_push_connection_refuses_an_unverified_switch_before_the_password(tm
 def test_the_tls_fingerprints_live_beside_known_hosts_unless_named(tmp_path, monkeypatch):
     from conftest import default_doc, plan_doc
 
-    from gpufabric.push.access import env_access
+    from gpufabric.fleet.access import env_access
 
     intent = plan_doc(default_doc()).intent
     ref = intent.credentials.switches.password

@@ -14,9 +14,9 @@ import pytest
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
+from gpufabric.fleet.candidates import candidate
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
-from gpufabric.push.candidates import candidate
 
 asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,11 +18,11 @@ from gpufabric.drivers.transport import Output
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.telemetry.dashboard import dashboard, queries
-from gpufabric.telemetry.ethtool import parse_ethtool, parse_hw_counters
 from gpufabric.telemetry.metrics import METRICS
 from gpufabric.telemetry.read import Sample, read_host
 from gpufabric.telemetry.rules import Thresholds, alert_rules, rules_yaml
 from gpufabric.telemetry.targets import NicTarget, switch_targets
+from gpufabric.verify.running.ethtool import parse_ethtool, parse_hw_counters
 
 OUTPUTS = Path(__file__).parents[1] / "telemetry_outputs"
 

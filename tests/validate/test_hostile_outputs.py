@@ -17,7 +17,7 @@ from gpufabric.intent import load_intent
 from gpufabric.outputs import json_dumps, xml_text
 from gpufabric.plan import build_plan
 from gpufabric.validate import report
-from gpufabric.validate.results import CheckResult
+from gpufabric.verify.running.results import CheckResult
 
 OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
 # What a switch or a tool may hand back: NUL, a terminal colour, the end of a CDATA section, markup.

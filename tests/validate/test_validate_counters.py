@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufabric.validate.counters import Limits, Sample, judge
+from gpufabric.verify.running.counters import Limits, Sample, judge
 
 
 def _counters(errors: int = 0, discards: int = 0) -> dict[str, int]:

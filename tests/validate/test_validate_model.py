@@ -9,10 +9,10 @@ from xml.etree import ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import ip
 from gpufabric.validate import report
-from gpufabric.validate.ecmp import expected_widths
-from gpufabric.validate.results import result
+from gpufabric.verify.running.results import result
 
 
 def test_ecmp_model_follows_ebgp_loop_prevention(default_plan):
@@ -68,7 +68,7 @@ def test_reports_carry_every_field():
 def test_the_json_report_is_what_json_dumps_writes_character_for_character(rows, seconds):
     """report.as_json writes each result itself (a whole fabric is 1.5 million of them): the text must be
     the standard library's json.dumps(indent=2) of the same report, escapes and all."""
-    from gpufabric.validate.results import CheckResult
+    from gpufabric.verify.running.results import CheckResult
 
     results = [
         CheckResult("ecmp-width", device, item, expected, observed, ok) for device, item, expected, observed, ok in rows

@@ -7,8 +7,8 @@ import pytest
 from conftest import default_doc, plan_doc, set_path
 from render_helpers import render_all
 
-from gpufabric.validate import checks, qos_map
-from gpufabric.validate.checks import Planned
+from gpufabric.verify.running import checks, qos_map
+from gpufabric.verify.running.checks import Planned
 
 CONTRACT = {26: 3, 48: 6}
 

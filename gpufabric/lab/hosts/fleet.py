@@ -11,12 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpufabric.files import write_atomic
+from gpufabric.fleet.lab.host_state import HostRecord, HostsState
+from gpufabric.fleet.lab.state import remove_leftovers, remove_state_dir
 from gpufabric.inputs import read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.hosts import apt_mirror, container, rootfs
 from gpufabric.lab.hosts.spec import HostSpec, root_port_of
-from gpufabric.lab.hosts.state import HostRecord, HostsState
-from gpufabric.lab.state import remove_leftovers, remove_state_dir
 
 READY_TIMEOUT = 90.0
 REQUIRED = {"systemd-nspawn": "systemd-container", "debootstrap": "debootstrap", "socat": "socat", "zstd": "zstd"}

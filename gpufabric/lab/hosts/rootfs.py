@@ -18,7 +18,7 @@ from pathlib import Path
 from gpufabric.errors import GpufabricError
 from gpufabric.files import write_atomic
 from gpufabric.lab.hosts.apt_mirror import Mirror
-from gpufabric.push.lock import open_owned
+from gpufabric.owned_files import open_owned
 
 CACHE_DIR = Path(os.environ.get("GPUFABRIC_ROOTFS_CACHE", "/var/cache/gpufabric/rootfs"))
 
@@ -46,7 +46,6 @@ PACKAGES = (
 
 
 # Where the image's python3 package puts its interpreter.
-PYTHON = "/usr/bin/python3"
 
 # Bumped whenever the way an image is made changes, so an older cached image is not reused.
 IMAGE_FORMAT = "3"

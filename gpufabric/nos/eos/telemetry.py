@@ -15,8 +15,8 @@ import json
 import re
 from typing import Any
 
-from gpufabric.telemetry.ethtool import PortCounters
 from gpufabric.telemetry.optics import Lane, Optics
+from gpufabric.verify.running.ethtool import PortCounters
 
 PFC_COUNTERS = "show priority-flow-control counters"
 PFC_WATCHDOG = "show priority-flow-control counters watchdog | json"

@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from gpufabric.telemetry.ethtool import PortCounters
 from gpufabric.telemetry.optics import Optics
+from gpufabric.verify.running.ethtool import PortCounters
 
 PFC_COUNTERS = "show interface priority-flow-control | json"
 _VALUES = ("eq-uc-stat-value", "eq-oobfc-uc-stat-value", "eq-mc-stat-value")

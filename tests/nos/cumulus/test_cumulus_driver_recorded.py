@@ -24,11 +24,11 @@ from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.drivers.recording import ReplayTransport, load
 from gpufabric.drivers.transport import Output
+from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
-from gpufabric.lab.topology import topology
 from gpufabric.nos.cumulus import nvue
-from gpufabric.validate import checks, qos_map
 from gpufabric.validate.planned import planned
+from gpufabric.verify.running import checks, qos_map
 
 RECORDED = Path(__file__).parents[2] / "recorded" / "cumulus" / "cmp-spine1.yml"
 PASSWORD = "canary-Pa55-cumulus"  # planted: must reach the switch only on sudo's stdin

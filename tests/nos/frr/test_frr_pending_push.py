@@ -23,9 +23,9 @@ from nornir.plugins.runners import ThreadedRunner
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
 
 from gpufabric.drivers.transport import Output
+from gpufabric.fleet.expect import Expectation
 from gpufabric.nos.frr.files import DeviceFiles
 from gpufabric.push import rollout
-from gpufabric.push.expect import Expectation
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import PushOptions
 

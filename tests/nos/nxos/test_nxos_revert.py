@@ -27,9 +27,9 @@ from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Host, Hos
 from nornir.core.plugins.connections import ConnectionPluginRegister
 from nornir.plugins.runners import ThreadedRunner
 
+from gpufabric.fleet.expect import Expectation
 from gpufabric.nos.nxos.driver import GpufabricNXOSDriver, Phase, ReplaceStatusError, parse_replace_status
 from gpufabric.push import rollout
-from gpufabric.push.expect import Expectation
 from gpufabric.push.rollout import OtherPushPendingError
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import PushOptions
@@ -380,7 +380,7 @@ def test_the_cli_refuses_a_confirm_timeout_nxos_cannot_arm_before_any_connection
 
 
 def test_the_controller_the_push_names_is_the_one_marked_on_bootflash(switch):
-    # The push gives its controller as `push_controller` (gpufabric.push.push_id.tag); a marker naming
+    # The push gives its controller as `push_controller` (gpufabric.fleet.push_id.tag); a marker naming
     # this machine instead would send an operator to the wrong controller.
     driver = MockNexusDriver("sw1", "admin", "pw", optional_args={"push_id": PUSH_B, "push_controller": "ctl c;x"})
     driver.open()

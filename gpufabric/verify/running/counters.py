@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gpufabric.telemetry.lossless import read_lossless
-from gpufabric.validate.results import CheckResult, result
+from gpufabric.verify.running.lossless import read_lossless
+from gpufabric.verify.running.results import CheckResult, result
 
 
 @dataclass(frozen=True)

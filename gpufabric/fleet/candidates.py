@@ -6,25 +6,36 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpufabric.config.context import LinkIndex
-from gpufabric.config.render import render_device
+from gpufabric.config.render import render_context
 from gpufabric.config.secrets import declared, resolve_tokens
+from gpufabric.fleet.context import SwitchContexts, contexts_of
+from gpufabric.fleet.errors import RenderedFilesMissingError
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
-from gpufabric.push.errors import RenderedFilesMissingError
 from gpufabric.verify.facts import read_rendered
 
 
 def candidate(
-    plan: Plan, index: LinkIndex, name: str, secrets: Mapping[str, str] | None = None, folder: Path | None = None
+    plan: Plan,
+    index: LinkIndex,
+    name: str,
+    secrets: Mapping[str, str] | None = None,
+    folder: Path | None = None,
+    *,
+    contexts: SwitchContexts | None = None,
 ) -> str:
     """One text per switch, as its NAPALM driver takes it. Never written to disk: it may hold secrets.
 
-    With `folder`, the files `render` wrote there (reviewed, perhaps) instead of rendering again.
+    With `folder`, the files `render` wrote there (reviewed, perhaps) instead of rendering again;
+    else rendered from the command's `contexts` (the same ones its checks read).
     """
     device = index.devices[name]
     spec = platform(device.platform)
     main = f"{name}{spec.facts.candidate_suffix}"
-    files = _from_folder(folder, name, spec.files(name), main) if folder else render_device(plan, device, index).files
+    if folder is not None:
+        files = _from_folder(folder, name, spec.files(name), main)
+    else:
+        files = render_context(contexts_of(plan, index, contexts)[name])
     text = spec.candidate(name, files)
     return resolve_tokens(text, secrets, declared(plan.intent))
 

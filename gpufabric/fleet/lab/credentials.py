@@ -19,9 +19,9 @@ from pathlib import Path
 from gpufabric.config.shacrypt import salt_for, sha_crypt
 from gpufabric.config.vault import vault_key
 from gpufabric.files import PRIVATE, write_atomic
+from gpufabric.fleet.lab.state import read_record
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
-from gpufabric.lab.state import read_record
 from gpufabric.outputs import json_dumps
 
 SECRETS_FILE = "secrets.json"

@@ -1,10 +1,16 @@
 """Which switches a command works on, and how to reach them: the options push, validate, telemetry and
-acceptance share. Light on purpose: a command's options load without NAPALM or Nornir."""
+acceptance share. Light on purpose: a command's options load without NAPALM or Nornir.
+
+Whether the target is the lab is decided here, and only here (`wants_lab`, `lab_dir`): `--lab`, or
+naming a lab's state folder, asks for the lab; nothing else does (a lab that happens to be up never
+decides where a change goes)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpufabric.fleet.lab.state import DEFAULT_DIR
 
 CONNECT_TIMEOUT = 10  # seconds; an unreachable switch fails fast instead of holding its batch for a minute
 
@@ -28,3 +34,13 @@ class FleetArgs:
     )
     vault_file: Path | None = None  # an Ansible Vault file holding the intent's {vault: NAME} secrets
     vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)
+
+    @property
+    def wants_lab(self) -> bool:
+        """The lab was asked for: `--lab`, or a lab's state folder named."""
+        return self.lab or self.state_dir is not None
+
+    @property
+    def lab_dir(self) -> Path:
+        """The state folder of the lab asked for (or that would be: the default one)."""
+        return self.state_dir or DEFAULT_DIR  # read when asked: tests stand a folder of their own in for it

@@ -1,30 +1,43 @@
-"""How the exporter reaches switches and servers: the same logins as push and validate (the lab's
-with --lab, else the intent's), host keys checked; servers of a lab through the lab's own record."""
+"""Switches and servers opened one at a time, outside Nornir (the telemetry exporter, acceptance's
+counter snapshots and its jobs): the same logins and drivers as push and validate (the lab's with
+--lab, else the intent's), host keys checked; servers of a lab through the lab's own record."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gpufabric.drivers.transport import SSHTransport
+from gpufabric.fleet.access import Access, driver_name
+from gpufabric.fleet.lab.host_state import HostsState
 from gpufabric.hidden import reveal
-from gpufabric.lab.hosts.state import HostsState
 from gpufabric.plan.model import Plan, ip
-from gpufabric.platforms import platform
-from gpufabric.push.access import Access
-from gpufabric.telemetry.exporter import Connect, RunOnHost
-from gpufabric.telemetry.targets import SwitchTarget
 
 TIMEOUT = 10  # seconds a switch's or server's session waits for an answer
+
+
+class Reachable(Protocol):
+    """A switch as a caller names it: its platform and management address."""
+
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def address(self) -> str | None: ...
+
+
+Connect = Callable[[Any], Any]  # a Reachable switch -> its open NAPALM driver
+RunOnHost = Callable[[str, str], str]  # (server, shell command) -> stdout
 
 
 def switch_connector(access: Access, timeout: int = TIMEOUT) -> Connect:
     """Opens a switch's driver; its session gives up after `timeout` seconds without an answer."""
     from gpufabric.drivers.registry import network_driver  # the automation stack only when a scrape needs it
 
-    def connect(t: SwitchTarget) -> Any:
-        driver = network_driver("frr" if access.lab else platform(t.platform).facts.napalm_driver)
+    def connect(t: Reachable) -> Any:
+        driver = network_driver(driver_name(access, t.platform))
         conn = driver(t.address, access.username, access.password, timeout=timeout,
                       optional_args=dict(access.optional_args))  # fmt: skip
         conn.open()

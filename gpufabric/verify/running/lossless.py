@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufabric.platforms import platform as platform_spec
-from gpufabric.telemetry.ethtool import PortCounters, parse_ethtool
+from gpufabric.verify.running.ethtool import PortCounters, parse_ethtool
 
 
 def read_lossless(conn: Any, platform: str, ports: list[str]) -> dict[str, PortCounters] | None:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from typing import Any
 
-from gpufabric.validate import qos_map
-from gpufabric.validate.results import CheckResult, result
+from gpufabric.verify.running import qos_map
+from gpufabric.verify.running.results import CheckResult, result
 
 __all__ = ["CheckResult", "Planned", "result"]
 

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.files import write_atomic
-from gpufabric.lab.hosts.rootfs import PYTHON
-from gpufabric.lab.state import read_record
+from gpufabric.fleet.lab.state import read_record
 from gpufabric.outputs import json_dumps
+
+# The interpreter inside every host container (Debian's), which Ansible is pointed at.
+PYTHON = "/usr/bin/python3"
 
 
 @dataclass

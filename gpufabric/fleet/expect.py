@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.context import LinkIndex
+from gpufabric.fleet.context import SwitchContexts, contexts_of
 from gpufabric.plan.model import Plan
 
 
@@ -21,10 +22,13 @@ class Expectation:
     ports: tuple[str, ...] = ()
 
 
-def expectations(plan: Plan, index: LinkIndex, names: list[str]) -> dict[str, Expectation]:
+def expectations(
+    plan: Plan, index: LinkIndex, names: list[str], *, contexts: SwitchContexts | None = None
+) -> dict[str, Expectation]:
+    known = contexts_of(plan, index, contexts)
     out = {}
     for name in names:
-        ctx = build(plan, index.devices[name], index)
+        ctx = known[name]
         peers = {n.key: n.remote_asn for n in ctx.neighbors}
         ports = tuple(p.name for p in ctx.ports if p.kind in ("fabric", "host", "edge", "peer"))
         out[name] = Expectation(name, peers, ports)

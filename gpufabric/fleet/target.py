@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from nornir.core import Nornir
 from nornir.core.plugins.connections import ConnectionPluginRegister
@@ -20,17 +21,19 @@ from nornir_napalm.plugins.connections import CONNECTION_NAME
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.config.vault import open_vault
+from gpufabric.fleet import access as access_mod
+from gpufabric.fleet import args as args_mod
+from gpufabric.fleet.access import Access
+from gpufabric.fleet.args import FleetArgs
+from gpufabric.fleet.context import SwitchContexts
+from gpufabric.fleet.errors import EmptySelectionError, NoLabError, UnknownSwitchError
+from gpufabric.fleet.inventory import inventory_from_plan
+from gpufabric.fleet.lab.state import AUDIT_FILE, LabState
+from gpufabric.fleet.lab.topology import topology
+from gpufabric.fleet.select import select
 from gpufabric.intent import load_intent
-from gpufabric.lab.state import DEFAULT_DIR
-from gpufabric.lab.topology import topology
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Device, Plan
-from gpufabric.push import access as access_mod
-from gpufabric.push.access import Access
-from gpufabric.push.args import FleetArgs
-from gpufabric.push.errors import EmptySelectionError, NoLabError, UnknownSwitchError
-from gpufabric.push.targets import select
-from nornir_tasks.inventory import inventory_from_plan
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,11 @@ class Fleet:
     targets: list[Device]
     access: Access
     nr: Nornir
+    contexts: SwitchContexts  # each switch's configuration context, built once for the whole command
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.targets]
 
 
 def reach(args: FleetArgs) -> tuple[Plan, Access]:
@@ -56,8 +64,8 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
     else the real switches' with the intent's credentials."""
     loaded = load_intent(args.file)
     intent = loaded.intent
-    wants_lab = args.lab or args.state_dir is not None
-    state_dir = args.state_dir or DEFAULT_DIR
+    wants_lab = args.wants_lab
+    state_dir = args.lab_dir
     lab_login = access_mod.lab_access(state_dir, intent) if wants_lab else None
     if wants_lab and lab_login is None:
         raise NoLabError(
@@ -72,13 +80,21 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
         intent, args.known_hosts, args.accept_new, vault, ca_file=args.ca_file, tls_known_hosts=args.tls_known_hosts
     )
     log.info("target: the real switches of fabric %s, as %s", intent.fabric.name, chosen.username)
-    if access_mod.lab_access(DEFAULT_DIR, intent) is not None:
+    if access_mod.lab_access(args_mod.DEFAULT_DIR, intent) is not None:
         note = (
             f"note: a lab of fabric '{intent.fabric.name}' is up; this targets the real switches "
             "(pass --lab to target the lab)"
         )
         chosen = dataclasses.replace(chosen, notes=(*chosen.notes, note))
     return plan, chosen
+
+
+def lab_trail(args: FleetArgs) -> Path | None:
+    """Where a push to the lab keeps its audit trail: the state folder of the lab asked for, when that
+    lab is up (`lab down` removes it with the lab); None for any other push."""
+    if args.wants_lab and LabState.load(args.lab_dir) is not None:
+        return args.lab_dir / AUDIT_FILE
+    return None
 
 
 def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
@@ -106,4 +122,4 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
     # The one connection plugin push and validate use: nornir_napalm's, revealing the password only to the driver.
     ConnectionPluginRegister.available[CONNECTION_NAME] = access_mod.RevealingNapalm
     nr = Nornir(inventory=inventory, runner=ThreadedRunner(num_workers=workers))
-    return Fleet(plan, index, targets, chosen, nr)
+    return Fleet(plan, index, targets, chosen, nr, SwitchContexts(plan, index))

@@ -15,16 +15,18 @@ from nornir_napalm.plugins.connections import Napalm
 
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.drivers.registry import network_driver
+from gpufabric.fleet.args import CONNECT_TIMEOUT
+from gpufabric.fleet.errors import MissingLoginError
+from gpufabric.fleet.lab.credentials import load_login, load_secrets
+from gpufabric.fleet.lab.state import LabState
 from gpufabric.hidden import Hidden, reveal
 from gpufabric.intent.model import Intent
 from gpufabric.intent.types import SecretRef
-from gpufabric.lab.credentials import load_login, load_secrets
-from gpufabric.lab.state import LabState
-from gpufabric.push.args import CONNECT_TIMEOUT
-from gpufabric.push.errors import MissingLoginError
+from gpufabric.platforms import platform
 
 log = logging.getLogger(__name__)
 
+LAB_DRIVER = "frr"  # every lab switch runs FRR, whatever the plan says it is
 TLS_KNOWN_HOSTS = "known_tls_hosts"  # beside the SSH known_hosts file, unless --tls-known-hosts names one
 
 
@@ -118,6 +120,12 @@ class RevealingNapalm(Napalm):
         self.connection = connection
 
 
+def driver_name(access: Access, platform_name: str) -> str:
+    """The NAPALM driver a switch of `platform_name` is opened with: every lab switch runs FRR, whatever
+    the plan says it is; a real one, its platform's driver."""
+    return LAB_DRIVER if access.lab else platform(platform_name).facts.napalm_driver
+
+
 def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) -> None:
     """Put the login and driver options on every host (in memory; host data never holds them)."""
     hidden = Hidden(access.password)
@@ -125,7 +133,7 @@ def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) 
         host.username = access.username
         host.password = hidden  # type: ignore[assignment]
         if access.lab:
-            host.platform = "frr"  # every lab switch runs FRR, whatever the plan says it is
+            host.platform = LAB_DRIVER
         host.connection_options["napalm"] = ConnectionOptions(
             extras={"timeout": timeout, "optional_args": dict(access.optional_args)}
         )

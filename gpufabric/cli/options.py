@@ -1,0 +1,51 @@
+"""Options and plan helpers every command shares: the intent argument, `--strict`, and the selection
+of switches (`--plane/--device/--role`), each defined here once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from gpufabric.cli.output import err, shown
+from gpufabric.intent import load_intent
+from gpufabric.intent.types import ALL_PLANES
+from gpufabric.plan import Plan, build_plan
+
+EXIT_WARNINGS = 3
+ROLES = ("leaf", "spine", "superspine", "border", "mgmt")
+
+file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False))
+strict_option = click.option(
+    "--strict", is_flag=True, help="Exit 3 when the intent or the plan has warnings (after doing the work)."
+)
+plane_option = click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches.")
+device_option = click.option(
+    "--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable)."
+)
+role_option = click.option("--role", type=click.Choice(ROLES), help="Only this role.")
+SELECTION = (plane_option, device_option, role_option)
+
+
+def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--plane, --device (as `devices`) and --role, in that order in `--help`."""
+    for option in reversed(SELECTION):
+        fn = option(fn)
+    return fn
+
+
+def load_plan(file: str | None) -> Plan:
+    loaded = load_intent(file)
+    return build_plan(loaded)
+
+
+def print_warnings(plan: Plan) -> None:
+    """Every warning of the intent and the plan, on stderr, one line each."""
+    for w in plan.warnings:
+        err.print(shown(f"warning: {w}"))
+
+
+def warnings_exit(plan: Plan, strict: bool, code: int = 0) -> int:
+    """`code`, or EXIT_WARNINGS when it is 0, `--strict` was given and there are warnings."""
+    return EXIT_WARNINGS if code == 0 and strict and plan.warnings else code
