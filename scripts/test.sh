@@ -33,6 +33,7 @@ if [ "${1:-}" = "--fast" ]; then
     export PATH="$PWD/.venv/bin:$PATH"
     [ -x .cache/prometheus/usr/bin/promtool ] && export PATH="$PWD/.cache/prometheus/usr/bin:$PATH"
     echo "== ruff" && ruff check . && ruff format --check .
+    echo "== lint-imports (the floors: every import goes down)" && lint-imports --no-cache
     echo "== pytest (fast tier: not lab, not slow)"
     fast=0
     python -m pytest -p no:cacheprovider --basetemp "$test_tmp/fast" -q -n auto -m "not lab and not slow" "$@" || fast=$?
@@ -71,6 +72,7 @@ ensure_pip .venv libyang 'libyang==2.7.1'
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff" && ruff check . && ruff format --check .
+echo "== lint-imports (the floors: every import goes down)" && lint-imports --no-cache
 
 # The static checks and the offline tests: what the lab's tests leave of the cores. They run niced,
 # beside the lab, so the lab's timed steps (commit checks, BGP, booting hosts) are not starved.
