@@ -52,16 +52,38 @@ def model(release: str) -> type[BaseModel]:
 
 
 @cache
-def _screen(release: str) -> SchemaValidator:
-    """The release's model as a validator that builds plain dicts, holding only the keys a document
-    writes: every field keeps the model's own schema (types, patterns, enums, NVIDIA's validators),
-    but a model becomes a typed dict without defaults. The model fills each of its fields' defaults
-    on every object (an NVUE interface has dozens of fields, a switch a couple of hundred
-    interfaces): four fifths of the time of judging a fabric's documents. It accepts exactly what
-    the model accepts (a mapping, the same fields by the same names, the same schemas), so a
-    document it passes has nothing for the model to say; one it refuses is judged by the model itself,
-    whose messages the findings quote (tests/test_verify_bulk.py holds the two to the same verdicts)."""
-    return SchemaValidator(_plain(model(release).__pydantic_core_schema__))
+def _screen(release: str) -> SchemaValidator | None:
+    """The release's model as a validator of plain dicts that refuses unknown keys: every field keeps
+    the model's own schema (types, patterns, enums, NVIDIA's validators), but a model becomes a typed
+    dict without defaults and without room for keys it does not declare.
+
+    The model fills each of its fields' defaults on every object (an NVUE interface has dozens of
+    fields, a switch a couple of hundred interfaces): four fifths of the time of judging a fabric's
+    documents went there, and most of the rest to walking every key in Python. A document the screen
+    passes has nothing for either to say: it holds only keys the model declares (where the key walk
+    looks, the screen looks with the same model, as no union of the model can take a mapping), and
+    the screen accepts a subset of what the model accepts. A document it refuses is judged as before,
+    by the walk and the model itself, whose messages the findings quote. None where a union could take
+    a mapping (no release so far): then every document is judged the slow way.
+    tests/test_verify_bulk.py holds the screen and the model to the same verdicts."""
+    schema = model(release).__pydantic_core_schema__
+    return SchemaValidator(_plain(schema)) if _unions_hold_no_mapping(schema) else None
+
+
+_MAPPINGS = {"model", "model-fields", "typed-dict", "dict", "definitions", "definition-ref"}
+
+
+def _unions_hold_no_mapping(schema: Any, in_union: bool = False) -> bool:
+    """No choice of a union holds a model or a map, however deep: where the key walk follows a model,
+    the model's own validation then follows the same one."""
+    if isinstance(schema, list):
+        return all(_unions_hold_no_mapping(s, in_union) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if in_union and schema.get("type") in _MAPPINGS:
+        return False
+    in_union = in_union or schema.get("type") == "union"
+    return all(_unions_hold_no_mapping(v, in_union) for v in schema.values())
 
 
 def _plain(schema: Any) -> Any:
@@ -82,7 +104,7 @@ def _plain(schema: Any) -> Any:
         if "validation_alias" in spec:
             field["validation_alias"] = spec["validation_alias"]
         fields[name] = field
-    plain = {"type": "typed-dict", "fields": fields}
+    plain = {"type": "typed-dict", "fields": fields, "extra_behavior": "forbid"}
     if "ref" in schema:
         plain["ref"] = schema["ref"]
     return plain
@@ -116,13 +138,15 @@ def set_tree(text: str) -> dict[str, Any]:
 
 
 def check(tree: dict[str, Any], release: str) -> list[NvueFinding]:
+    screen = _screen(release)
+    if screen is not None:
+        try:
+            screen.validate_python(tree)
+            return []  # only declared keys, every value as the model has it
+        except ValidationError:
+            pass  # the walk and the model itself say what is wrong, in their own words
     findings: list[NvueFinding] = []
     _walk(model(release), tree, "", findings)
-    try:
-        _screen(release).validate_python(tree)
-        return findings
-    except ValidationError:
-        pass  # the model itself says what is wrong, in its own words
     try:
         model(release).model_validate(tree)
     except ValidationError as exc:
