@@ -40,21 +40,23 @@ from cli_scale import ENV, EXAMPLE, GPUFABRIC, ROOT
 GOAL = 5.0  # seconds: verify of the 32k example with the vendor's model, on this 2-core machine kind
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Seconds and peak RSS (MiB) of one run of `cmd` in a fresh process."""
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Seconds, CPU seconds (its workers' included) and peak RSS (MiB) of one run of `cmd` in a fresh
+    process. CPU time moves less than wall time with the machine's load: the work, not the wait."""
     code = (
         "import resource, subprocess, sys, time\n"
         "t = time.perf_counter()\n"
         "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)\n"
         "seconds = time.perf_counter() - t\n"
         "if done.returncode: sys.exit(done.stderr[-2000:])\n"
-        "print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+        "used = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(seconds, used.ru_utime + used.ru_stime, used.ru_maxrss / 1024)\n"
     )
     out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, env=env, check=False)
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
-    seconds, rss = out.stdout.split()
-    return float(seconds), float(rss)
+    seconds, cpu, rss = out.stdout.split()
+    return float(seconds), float(cpu), float(rss)
 
 
 def _load() -> str:
@@ -84,13 +86,13 @@ def measure(runs: int, parent: Path, baseline: Path | None) -> tuple[list[dict[s
             figures.append(("baseline: verify 32k --no-vendor", None, [*verify, "--no-vendor"], str(baseline), other))
             if judged:
                 figures.append(("baseline: verify 32k (NVUE model)", None, verify, str(baseline), other))
-        samples: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in figures}
+        samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in figures}
         for _ in range(runs):  # interleaved: a change of load hits every figure alike
             for name, _goal, cmd, _note, env in figures:
                 samples[name].append(_timed(cmd, env))
         rows = []
         for name, goal, _cmd, note, _env in figures:
-            times = [s for s, _ in samples[name]]
+            times = [s for s, _, _ in samples[name]]
             rows.append(
                 {
                     "figure": name,
@@ -98,7 +100,8 @@ def measure(runs: int, parent: Path, baseline: Path | None) -> tuple[list[dict[s
                     "median": statistics.median(times),
                     "min": min(times),
                     "max": max(times),
-                    "rss": max(r for _, r in samples[name]),
+                    "cpu": statistics.median(c for _, c, _ in samples[name]),
+                    "rss": max(r for _, _, r in samples[name]),
                     "note": note,
                 }
             )
@@ -123,7 +126,7 @@ def main() -> int:
     if args.json:
         print(json.dumps({"rows": rows, "load_average": load, "cores": os.cpu_count()}, indent=2))
         return 0
-    print(f"{'figure':44} {'median':>8} {'min':>8} {'max':>8} {'peak MiB':>8} {'goal':>6}")
+    print(f"{'figure':44} {'median':>8} {'min':>8} {'max':>8} {'cpu':>8} {'peak MiB':>8} {'goal':>6}")
     over = False
     for r in rows:
         if "median" not in r:
@@ -133,7 +136,8 @@ def main() -> int:
         mark = "  OVER" if r["goal_s"] and r["median"] > r["goal_s"] else ""
         over |= bool(mark)
         print(f"{r['figure']:44} {r['median']:8.2f} {r['min']:8.2f} {r['max']:8.2f} {r['rss']:8.0f} {goal:>6}{mark}")
-    print(f"(seconds, {args.runs} runs each; load average before {load['before']}, after {load['after']})")
+    print(f"(seconds, {args.runs} runs each; cpu: median CPU seconds of the command and its workers;")
+    print(f" load average before {load['before']}, after {load['after']}; {os.cpu_count()} cores)")
     timed = {r["figure"]: r["median"] for r in rows if "median" in r}
     judged, alone = timed.get("gpufabric verify 32k (NVUE model)"), timed["gpufabric verify 32k --no-vendor (anchor)"]
     if judged is not None:
