@@ -52,7 +52,7 @@ def model(release: str) -> type[BaseModel]:
 
 
 @cache
-def _screen(release: str) -> SchemaValidator | None:
+def _screen(root: type[BaseModel]) -> SchemaValidator | None:
     """The release's model as a validator of plain dicts that refuses unknown keys: every field keeps
     the model's own schema (types, patterns, enums, NVIDIA's validators), but a model becomes a typed
     dict without defaults and without room for keys it does not declare.
@@ -66,7 +66,7 @@ def _screen(release: str) -> SchemaValidator | None:
     by the walk and the model itself, whose messages the findings quote. None where a union could take
     a mapping (no release so far): then every document is judged the slow way.
     tests/test_verify_bulk.py holds the screen and the model to the same verdicts."""
-    schema = model(release).__pydantic_core_schema__
+    schema = root.__pydantic_core_schema__
     return SchemaValidator(_plain(schema)) if _unions_hold_no_mapping(schema) else None
 
 
@@ -130,6 +130,11 @@ def _plain_model(schema: dict[str, Any]) -> bool:
     )
 
 
+def warm(release: str) -> None:
+    """The release's model and screen built before `verify` forks its workers: one build, shared."""
+    _screen(model(release))
+
+
 def set_tree(text: str) -> dict[str, Any]:
     """The `set` document of a startup file (a list of `- header:` and `- set:` documents)."""
     docs = yaml.load(text, Loader=NvueLoader)
@@ -138,7 +143,8 @@ def set_tree(text: str) -> dict[str, Any]:
 
 
 def check(tree: dict[str, Any], release: str) -> list[NvueFinding]:
-    screen = _screen(release)
+    root = model(release)
+    screen = _screen(root)
     if screen is not None:
         try:
             screen.validate_python(tree)
@@ -146,9 +152,9 @@ def check(tree: dict[str, Any], release: str) -> list[NvueFinding]:
         except ValidationError:
             pass  # the walk and the model itself say what is wrong, in their own words
     findings: list[NvueFinding] = []
-    _walk(model(release), tree, "", findings)
+    _walk(root, tree, "", findings)
     try:
-        model(release).model_validate(tree)
+        root.model_validate(tree)
     except ValidationError as exc:
         for err in exc.errors():
             where = "/" + "/".join(str(p) for p in err["loc"])
