@@ -40,7 +40,7 @@ from cli_scale import ENV, EXAMPLE, GPUFABRIC, ROOT
 GOAL = 5.0  # seconds: verify of the 32k example with the vendor's model, on this 2-core machine kind
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
     """Seconds, CPU seconds (its workers' included) and peak RSS (MiB) of one run of `cmd` in a fresh
     process. CPU time moves less than wall time with the machine's load: the work, not the wait."""
     code = (
@@ -52,7 +52,9 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
         "used = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print(seconds, used.ru_utime + used.ru_stime, used.ru_maxrss / 1024)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *cmd], capture_output=True, text=True, env=env, cwd=cwd, check=False
+    )
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed: {out.stderr}")
     seconds, cpu, rss = out.stdout.split()
@@ -73,23 +75,25 @@ def measure(runs: int, parent: Path, baseline: Path | None) -> tuple[list[dict[s
         subprocess.run(render, env=ENV, check=True, capture_output=True)
         verify = [*GPUFABRIC, "verify", str(EXAMPLE), "--configs", str(configs)]
         imports = [sys.executable, "-c", "import pydantic, yaml, jinja2"]
-        figures: list[tuple[str, float | None, list[str], str, dict[str, str]]] = [
-            ("import pydantic, yaml, jinja2 (anchor)", None, imports, "", ENV),
-            ("gpufabric plan 32k --json (anchor)", None, [*GPUFABRIC, "plan", str(EXAMPLE), "--json"], "", ENV),
-            ("gpufabric verify 32k --no-vendor (anchor)", None, [*verify, "--no-vendor"], "readers and checks", ENV),
+        here = (ENV, ROOT)
+        figures: list[tuple[str, float | None, list[str], str, tuple[dict[str, str], Path]]] = [
+            ("import pydantic, yaml, jinja2 (anchor)", None, imports, "", here),
+            ("gpufabric plan 32k --json (anchor)", None, [*GPUFABRIC, "plan", str(EXAMPLE), "--json"], "", here),
+            ("gpufabric verify 32k --no-vendor (anchor)", None, [*verify, "--no-vendor"], "readers and checks", here),
         ]
         judged = importlib.util.find_spec("nvueschema") is not None
         if judged:
-            figures.append(("gpufabric verify 32k (NVUE model)", GOAL, verify, "every file judged by nvueschema", ENV))
+            figures.append(("gpufabric verify 32k (NVUE model)", GOAL, verify, "every file judged by nvueschema", here))
         if baseline is not None:
-            other = {**ENV, "PYTHONPATH": str(baseline.resolve())}
+            # run from the other checkout: `python -m` puts the working folder first on the path
+            other = ({**ENV, "PYTHONPATH": str(baseline.resolve())}, baseline.resolve())
             figures.append(("baseline: verify 32k --no-vendor", None, [*verify, "--no-vendor"], str(baseline), other))
             if judged:
                 figures.append(("baseline: verify 32k (NVUE model)", None, verify, str(baseline), other))
         samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in figures}
         for _ in range(runs):  # interleaved: a change of load hits every figure alike
-            for name, _goal, cmd, _note, env in figures:
-                samples[name].append(_timed(cmd, env))
+            for name, _goal, cmd, _note, (env, cwd) in figures:
+                samples[name].append(_timed(cmd, env, cwd))
         rows = []
         for name, goal, _cmd, note, _env in figures:
             times = [s for s, _, _ in samples[name]]
@@ -135,7 +139,8 @@ def main() -> int:
         goal = f"{r['goal_s']:.2f}" if r["goal_s"] else ""
         mark = "  OVER" if r["goal_s"] and r["median"] > r["goal_s"] else ""
         over |= bool(mark)
-        print(f"{r['figure']:44} {r['median']:8.2f} {r['min']:8.2f} {r['max']:8.2f} {r['rss']:8.0f} {goal:>6}{mark}")
+        figures = f"{r['median']:8.2f} {r['min']:8.2f} {r['max']:8.2f} {r['cpu']:8.2f} {r['rss']:8.0f}"
+        print(f"{r['figure']:44} {figures} {goal:>6}{mark}")
     print(f"(seconds, {args.runs} runs each; cpu: median CPU seconds of the command and its workers;")
     print(f" load average before {load['before']}, after {load['after']}; {os.cpu_count()} cores)")
     timed = {r["figure"]: r["median"] for r in rows if "median" in r}
