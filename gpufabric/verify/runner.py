@@ -88,6 +88,9 @@ def verify(
     names = [d.name for d in plan.devices() if plane is None or d.plane == plane]
     workers = (workers or cores()) if len(names) >= PARALLEL_FROM else 1
     judged, skipped = _judges(plan, names, index, vendor_judges)
+    if workers > 1:  # each judge's model built once, here, rather than once in every worker
+        for name in sorted(judged):
+            vendor.warm(name, plan.intent.release(name))
     report = Report(skipped=skipped)
     link_ends: dict[str, LinkEnd] = {}
     for part, ends in fork_map(partial(_check_chunk, plan, index, folder, judged), chunked(names, CHUNK), workers):

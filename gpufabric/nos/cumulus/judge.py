@@ -19,11 +19,12 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
-from pydantic.fields import FieldInfo
+from pydantic_core import SchemaValidator
 
 from gpufabric.config.context import DeviceContext
+from gpufabric.nos.cumulus.verify import read_block
 from gpufabric.verify.facts import Finding, read_rendered
-from gpufabric.verify.yaml_block import Lines, load_block_yaml
+from gpufabric.verify.yaml_block import Lines
 
 
 class NvueLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -50,6 +51,90 @@ def model(release: str) -> type[BaseModel]:
     return root
 
 
+@cache
+def _screen(root: type[BaseModel]) -> SchemaValidator | None:
+    """The release's model as a validator of plain dicts that refuses unknown keys: every field keeps
+    the model's own schema (types, patterns, enums, NVIDIA's validators), but a model becomes a typed
+    dict without defaults and without room for keys it does not declare.
+
+    The model fills each of its fields' defaults on every object (an NVUE interface has dozens of
+    fields, a switch a couple of hundred interfaces): four fifths of the time of judging a fabric's
+    documents went there, and most of the rest to walking every key in Python. A document the screen
+    passes has nothing for either to say: it holds only keys the model declares (where the key walk
+    looks, the screen looks with the same model, as no union of the model can take a mapping), and
+    the screen accepts a subset of what the model accepts. A document it refuses is judged as before,
+    by the walk and the model itself, whose messages the findings quote. None where a union could take
+    a mapping (no release so far): then every document is judged the slow way.
+    tests/test_verify_bulk.py holds the screen and the model to the same verdicts."""
+    schema = root.__pydantic_core_schema__
+    return SchemaValidator(_plain(schema)) if _unions_hold_no_mapping(schema) else None
+
+
+_MAPPINGS = {"model", "model-fields", "typed-dict", "dict", "definitions", "definition-ref"}
+
+
+def _unions_hold_no_mapping(schema: Any, in_union: bool = False) -> bool:
+    """No choice of a union holds a model or a map, however deep: where the key walk follows a model,
+    the model's own validation then follows the same one."""
+    if isinstance(schema, list):
+        return all(_unions_hold_no_mapping(s, in_union) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if in_union and schema.get("type") in _MAPPINGS:
+        return False
+    in_union = in_union or schema.get("type") == "union"
+    return all(_unions_hold_no_mapping(v, in_union) for v in schema.values())
+
+
+def _plain(schema: Any) -> Any:
+    """A core schema with every model (`model` around `model-fields`) made a `typed-dict`."""
+    if isinstance(schema, list):
+        return [_plain(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") != "model" or not _plain_model(schema):
+        return {key: _plain(value) for key, value in schema.items()}
+    fields = {}
+    for name, spec in schema["schema"]["fields"].items():
+        inner = spec["schema"]
+        required = inner.get("type") != "default"  # a field without a default stays required
+        if set(inner) == {"type", "schema", "default"}:  # a plain default: an absent key stays absent
+            inner = inner["schema"]
+        field = {"type": "typed-dict-field", "schema": _plain(inner), "required": required}
+        if "validation_alias" in spec:
+            field["validation_alias"] = spec["validation_alias"]
+        fields[name] = field
+    plain = {"type": "typed-dict", "fields": fields, "extra_behavior": "forbid"}
+    if "ref" in schema:
+        plain["ref"] = schema["ref"]
+    return plain
+
+
+_MODEL_KEYS = {"type", "cls", "schema", "config", "ref", "metadata", "custom_init", "root_model"}
+_FIELDS_KEYS = {"type", "fields", "model_name", "computed_fields"}
+_FIELD_KEYS = {"type", "schema", "validation_alias", "serialization_alias", "metadata"}
+
+
+def _plain_model(schema: dict[str, Any]) -> bool:
+    """A model that only holds its fields: no own __init__, root, post-init hook, extra-key policy or
+    field option beyond an alias (anything else keeps the model as it is, slower but the same)."""
+    inner = schema["schema"]
+    return (
+        set(schema) <= _MODEL_KEYS
+        and not schema.get("custom_init")
+        and not schema.get("root_model")
+        and set(schema.get("config") or {}) <= {"title"}
+        and inner.get("type") == "model-fields"
+        and set(inner) <= _FIELDS_KEYS
+        and all(set(spec) <= _FIELD_KEYS for spec in inner["fields"].values())
+    )
+
+
+def warm(release: str) -> None:
+    """The release's model and screen built before `verify` forks its workers: one build, shared."""
+    _screen(model(release))
+
+
 def set_tree(text: str) -> dict[str, Any]:
     """The `set` document of a startup file (a list of `- header:` and `- set:` documents)."""
     docs = yaml.load(text, Loader=NvueLoader)
@@ -58,10 +143,18 @@ def set_tree(text: str) -> dict[str, Any]:
 
 
 def check(tree: dict[str, Any], release: str) -> list[NvueFinding]:
+    root = model(release)
+    screen = _screen(root)
+    if screen is not None:
+        try:
+            screen.validate_python(tree)
+            return []  # only declared keys, every value as the model has it
+        except ValidationError:
+            pass  # the walk and the model itself say what is wrong, in their own words
     findings: list[NvueFinding] = []
-    _walk(model(release), tree, "", findings)
+    _walk(root, tree, "", findings)
     try:
-        model(release).model_validate(tree)
+        root.model_validate(tree)
     except ValidationError as exc:
         for err in exc.errors():
             where = "/" + "/".join(str(p) for p in err["loc"])
@@ -78,61 +171,53 @@ def _members(annotation: Any) -> list[Any]:
     return [annotation]
 
 
+# What a mapping may be at a place in the model: a model ("model", class), a map of items ("dict",
+# the items' shape), or None where the model holds no mapping (a leaf: its validation judges it).
+Shape = tuple[str, Any] | None
+_UNKNOWN: Shape = ("unknown", None)
+
+
 @cache
-def _fields(node: type[BaseModel]) -> dict[str, FieldInfo]:
-    """A model's fields by NVUE key name: asked for on every port of every switch, built once."""
-    return {(f.alias or name): f for name, f in node.model_fields.items()}
+def _fields(node: type[BaseModel]) -> dict[str, Shape]:
+    """A model's fields by NVUE key name, each as its shape: asked for on every port of every switch,
+    decided once per model (a union takes its first model or map, as NVUE's model reads it)."""
+    return {(f.alias or name): _shape(f.annotation) for name, f in node.model_fields.items()}
+
+
+def _shape(annotation: Any) -> Shape:
+    for member in _members(annotation):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            return ("model", member)  # its fields are looked up when a document reaches it
+        if typing.get_origin(member) is dict:
+            return ("dict", _shape(typing.get_args(member)[1]))
+    return None
 
 
 def _walk(node: type[BaseModel], data: dict[str, Any], path: str, out: list[NvueFinding]) -> None:
     fields = _fields(node)
     for key, value in data.items():
-        field = fields.get(str(key))
-        if field is None:
+        shape = fields.get(key if type(key) is str else str(key), _UNKNOWN)
+        if shape is _UNKNOWN:
             out.append(NvueFinding(f"{path}/{key}", f"not a key of {path or '/'} in this release's object model"))
-            continue
-        _value(field.annotation, value, f"{path}/{key}", out)
+        elif shape is not None and isinstance(value, dict):  # a leaf: the model's validation judges it
+            _value(shape, value, f"{path}/{key}", out)
 
 
-def _value(annotation: Any, value: Any, path: str, out: list[NvueFinding]) -> None:
-    if not isinstance(value, dict):
-        return  # a leaf: the model's validation judges it
-    for kind, target in _shapes(annotation):
-        if kind == "model":
-            _walk(target, value, path, out)
-            return
+def _value(shape: tuple[str, Any], value: dict[str, Any], path: str, out: list[NvueFinding]) -> None:
+    kind, target = shape
+    if kind == "model":
+        _walk(target, value, path, out)
+    elif target is not None:  # a map whose items may hold keys of their own
         for key, sub in value.items():
-            _value(target, sub, f"{path}/{key}", out)
-        return
-
-
-_SHAPES: dict[int, tuple[tuple[str, Any], ...]] = {}
-
-
-def _shapes(annotation: Any) -> tuple[tuple[str, Any], ...]:
-    """What a mapping may be under `annotation`: a model ("model", class) or a map of items ("dict",
-    item annotation), in the union's order. Decided once per annotation: a leaf has thousands of keys."""
-    found = _SHAPES.get(id(annotation))
-    if found is None:
-        shapes = []
-        for member in _members(annotation):
-            if isinstance(member, type) and issubclass(member, BaseModel):
-                shapes.append(("model", member))
-            elif typing.get_origin(member) is dict:
-                shapes.append(("dict", typing.get_args(member)[1]))
-        found = _SHAPES[id(annotation)] = tuple(shapes)
-        _KEEP.append(annotation)  # an id is only unique while its object lives
-    return found
-
-
-_KEEP: list[Any] = []
+            if isinstance(sub, dict):
+                _value(target, sub, f"{path}/{key}", out)
 
 
 def _read(text: str) -> tuple[dict[str, Any], Lines | None, int]:
     """The `set` tree, where its keys were written, and the index of the `set` document. The block
     reader is ~30x faster than PyYAML here; its values are PyYAML's, and gpufabric's writer quotes
     `on`/`off`, so both read them as text. Other YAML is read as NVUE reads it, without lines."""
-    read = load_block_yaml(text)
+    read = read_block(text)  # the reading `verify`'s reader just made of the same text
     if read is not None:
         data, lines = read
         for index, doc in enumerate(data if isinstance(data, list) else []):

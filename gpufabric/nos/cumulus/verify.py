@@ -42,6 +42,21 @@ class _Doc:
         return Fact(value, self.file, self.line_in(node, key))
 
 
+# The last text read and its reading. `verify` hands each file to the reader and then to NVIDIA's
+# model (gpufabric.nos.cumulus.judge), which would read the same text again: a third of the time
+# of judging a fabric. Only equal text gets the same reading; neither side changes the tree.
+_LAST: list[tuple[str, tuple[Any, Lines] | None]] = []
+
+
+def read_block(text: str) -> tuple[Any, Lines] | None:
+    """`load_block_yaml(text)`, read once for the reader and the judge of the same file."""
+    if _LAST and _LAST[0][0] == text:
+        return _LAST[0][1]
+    read = load_block_yaml(text)
+    _LAST[:] = [(text, read)]
+    return read
+
+
 def read_nvue(device: str, path: Path) -> SwitchFacts:
     return nvue_facts(device, read_rendered(path), path.name)
 
@@ -50,7 +65,7 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     """Facts of NVUE configuration text. A file must be startup documents (`- set:`); `tree_ok` also
     takes the single tree NVUE shows a running configuration as."""
     facts = SwitchFacts(device, "cumulus", [file])
-    read = load_block_yaml(text)
+    read = read_block(text)
     if read is None:
         try:
             data, paths = load_yaml(text, file)
