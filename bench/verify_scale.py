@@ -1,10 +1,10 @@
 """`gpufabric verify` on the 32,768-GPU example with the vendors' models and without, with anchors.
 
-    python bench/verify_scale.py              # the table (about a minute on 2 cores)
-    python bench/verify_scale.py --runs 9     # more runs per figure
-    python bench/verify_scale.py --json
-    python bench/verify_scale.py --dir /tmp   # render into another filesystem than the project's
-    python bench/verify_scale.py --baseline ../old-checkout   # also time another checkout's verify
+    python -m bench.verify_scale              # the table (about a minute on 2 cores)
+    python -m bench.verify_scale --runs 9     # more runs per figure
+    python -m bench.verify_scale --json
+    python -m bench.verify_scale --dir /tmp   # render into another filesystem than the project's
+    python -m bench.verify_scale --baseline ../old-checkout   # also time another checkout's verify
 
 The example is rendered once into a scratch folder under the project's build/ (or --dir), removed
 afterwards. Each figure is a whole command in a fresh process (start-up, imports, planning, reading,
