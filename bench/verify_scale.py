@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cli_scale import ENV, EXAMPLE, GPUFABRIC, ROOT
+from bench.cli_scale import ENV, EXAMPLE, GPUFABRIC, ROOT
 
 GOAL = 5.0  # seconds: verify of the 32k example with the vendor's model, on this 2-core machine kind
 
