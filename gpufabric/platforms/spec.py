@@ -136,6 +136,10 @@ class PlatformSpec:
     # The ASIC can steer flows by link load (`load_balancing: adaptive`): Cumulus adaptive routing, EOS dynamic
     # load balancing. False: the intent's `adaptive` is refused for a plane with this platform's switches.
     adaptive_routing: bool = False
+    # The BFD timers the platform takes (FRR's bfdd by default): transmit/receive interval in milliseconds and
+    # detect multiplier. The intent's routing.bfd is refused outside them for a plane with this platform's switches.
+    bfd_interval_range: tuple[int, int] = (10, 60_000)
+    bfd_multiplier_range: tuple[int, int] = (2, 255)
     # Adaptive routing is also switched on per port (NVUE: interface <port> router adaptive-routing), not only
     # globally: verify expects it on every fabric port of an adaptive plane.
     adaptive_per_port: bool = False

@@ -32,6 +32,7 @@ PLATFORM = PlatformSpec(
     builder=lazy("gpufabric.nos.cumulus.document", "build"),
     rank=0,
     adaptive_routing=True,
+    bfd_interval_range=(50, 60_000),  # NVUE bfd min-tx-interval / min-rx-interval
     cable_length=True,
     adaptive_per_port=True,
     gnmi_port=9339,  # Cumulus Linux 5.x's gNMI server
