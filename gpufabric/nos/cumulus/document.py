@@ -367,6 +367,13 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
             spec["address-family"] = {"ipv4-unicast": {"policy": policy}}
         elif border and border.default_route == "originate":
             spec["address-family"] = {"ipv4-unicast": {"default-route-origination": nv.enabled()}}
+        if ctx.bfd is not None and n.kind == "fabric":
+            spec["bfd"] = {
+                **nv.enabled(),
+                "detect-multiplier": ctx.bfd.multiplier,
+                "min-rx-interval": ctx.bfd.interval,
+                "min-tx-interval": ctx.bfd.interval,
+            }
         neighbors[n.key] = spec
     bgp: Tree = {
         **nv.enabled(),
@@ -380,6 +387,8 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
         },
         "neighbor": neighbors,
     }
+    if ctx.bgp_timers is not None:
+        bgp["timers"] = {"keepalive": ctx.bgp_timers[0], "hold": ctx.bgp_timers[1]}
     return bgp
 
 
