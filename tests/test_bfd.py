@@ -287,3 +287,79 @@ def test_without_bfd_or_timers_nothing_is_rendered():
     for d in plan.devices():
         for name, text in render_context(build(plan, d, index)).items():
             assert not re.search(r"\bbfd\b|timers bgp|^\s+timers:", text, re.M), name
+
+
+# -- verify reads BFD and the timers back ------------------------------------------------------------------
+
+
+def _verify(stem: str, folder: Any, edit: tuple[str, str, str] | None = None) -> list[Any]:
+    from gpufabric.verify.runner import verify
+
+    plan, files = _rendered(stem)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        written = text
+        if edit is not None and name == edit[0]:
+            assert edit[1] in text, f"{edit[1]!r} not in {name}"
+            written = text.replace(edit[1], edit[2], 1)
+        (folder / name).write_text(written)
+    return verify(plan, folder, workers=1, vendor_judges=False).findings
+
+
+@pytest.mark.parametrize("stem", ["multi", "sonic", "default"])
+def test_rendered_bfd_and_timers_verify_clean(stem, tmp_path):
+    assert [f.as_dict() for f in _verify(stem, tmp_path / stem)] == []
+
+
+def _one_fabric_key(stem: str, platform_name: str) -> tuple[str, str]:
+    plan, _ = _rendered(stem)
+    index = LinkIndex(plan)
+    d = _devices(stem, platform_name)[0]
+    return d.name, next(n.key for n in build(plan, d, index).neighbors if n.kind == "fabric")
+
+
+@pytest.mark.parametrize(
+    ("stem", "platform_name", "suffix", "line", "replacement"),
+    [
+        ("default", "frr", ".frr.conf", " neighbor {key} bfd profile fabric\n", ""),
+        ("sonic", "sonic", ".frr.conf", " neighbor {key} bfd profile fabric\n", ""),
+        ("multi", "eos", ".cfg", "   neighbor {key} bfd\n", ""),
+        ("multi", "nxos", ".cfg", "    description {peer}\n    bfd\n", "    description {peer}\n"),
+    ],
+)
+def test_a_session_missing_its_bfd_is_reported_by_verify(stem, platform_name, suffix, line, replacement, tmp_path):
+    device, key = _one_fabric_key(stem, platform_name)
+    plan, _ = _rendered(stem)
+    peer = next(
+        n.peer
+        for n in build(plan, next(d for d in plan.devices() if d.name == device), LinkIndex(plan)).neighbors
+        if n.key == key
+    )
+    edit = (f"{device}{suffix}", line.format(key=key, peer=peer), replacement.format(key=key, peer=peer))
+    findings = _verify(stem, tmp_path / stem, edit)
+    assert [(f.check, f.device, f.found) for f in findings] == [("bfd", device, "no BFD")]
+    assert key in findings[0].expected and "250 ms x 4" in findings[0].expected
+    assert findings[0].line >= 1
+
+
+def test_nvue_bfd_timers_other_than_the_plane_s_are_reported(tmp_path):
+    device, _ = _one_fabric_key("multi", "cumulus")
+    findings = _verify("multi", tmp_path / "a", (f"{device}.yaml", "detect-multiplier: 4", "detect-multiplier: 5"))
+    # 5.15+ keeps the timers in one profile that every fabric session names: all of them run 250 ms x 5
+    assert findings and {(f.check, f.device, f.found) for f in findings} == {("bfd", device, "250 ms x 5")}
+
+
+@pytest.mark.parametrize(
+    ("stem", "file_of", "old", "new"),
+    [
+        ("default", "frr", " timers bgp 2 7\n", " timers bgp 2 9\n"),
+        ("multi", "eos", "   timers bgp 2 7\n", ""),
+        ("multi", "nxos", "  timers bgp 2 7\n", "  timers bgp 3 9\n"),
+        ("multi", "cumulus", "hold: 7", "hold: 9"),
+    ],
+)
+def test_wrong_or_missing_bgp_timers_are_reported_by_verify(stem, file_of, old, new, tmp_path):
+    d = _devices(stem, file_of)[0]
+    suffix = {"frr": ".frr.conf", "eos": ".cfg", "nxos": ".cfg", "cumulus": ".yaml"}[file_of]
+    findings = _verify(stem, tmp_path / stem, (f"{d.name}{suffix}", old, new))
+    assert [(f.check, f.device, f.expected) for f in findings] == [("bgp-timers", d.name, "keepalive 2, hold 7")]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -43,10 +44,40 @@ def read_frr(device: str, folder: Path) -> SwitchFacts:
             facts.multipath_relax = Fact(True, conf_path.name, line(child))
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), conf_path.name, line(child))
+        session_timers(facts, conf, obj, conf_path.name)
     _interfaces(facts, folder / f"{device}.interfaces")
     _nft(facts, folder / f"{device}.nft")
     _system(facts, folder / f"{device}.system.yaml")
     return facts
+
+
+# bfdd's defaults for a profile line left out (FRR user guide, BFD): 300 ms both ways, 3 packets.
+BFD_DEFAULTS = {"transmit-interval": 300, "receive-interval": 300, "detect-multiplier": 3}
+
+
+def _bfd_profiles(conf: Any) -> dict[str, tuple[Any, int]]:
+    """(interval, multiplier) of each `bfd` / `profile NAME`; the interval reads `tx/rx` when the two differ."""
+    out: dict[str, tuple[Any, int]] = {}
+    for obj, _ in sections(conf, r"^bfd$"):
+        for profile, pm in children(obj, r"profile (\S+)"):
+            got = dict(BFD_DEFAULTS)
+            for _, cm in children(profile, r"(transmit-interval|receive-interval|detect-multiplier) (\d+)"):
+                got[cm.group(1)] = int(cm.group(2))
+            tx, rx = got["transmit-interval"], got["receive-interval"]
+            out[pm.group(1)] = (tx if tx == rx else f"{tx}/{rx}", got["detect-multiplier"])
+    return out
+
+
+def session_timers(facts: SwitchFacts, conf: Any, bgp: Any, file: str) -> None:
+    """BFD per neighbor (`neighbor X bfd [profile NAME]`, the profile's timers or bfdd's defaults) and
+    `timers bgp`, under one `router bgp` section of an FRR configuration."""
+    profiles = _bfd_profiles(conf)
+    defaults = (BFD_DEFAULTS["transmit-interval"], BFD_DEFAULTS["detect-multiplier"])
+    for child, cm in children(bgp, r"neighbor (\S+) bfd(?: profile (\S+))?"):
+        value = profiles.get(cm.group(2)) if cm.group(2) else defaults
+        facts.bfd[cm.group(1)] = Fact(value, file, line(child))
+    for child, cm in children(bgp, r"timers bgp (\d+) (\d+)"):
+        facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
 
 
 def _interfaces(facts: SwitchFacts, path: Path) -> None:

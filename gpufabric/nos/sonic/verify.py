@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpufabric.nos.frr.verify import session_timers
 from gpufabric.verify.cli_text import children, line, parse, sections
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
@@ -136,3 +137,4 @@ def _frr(facts: SwitchFacts, path: Path) -> None:
             facts.multipath_relax = Fact(True, path.name, line(child))
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), path.name, line(child))
+        session_timers(facts, conf, obj, path.name)
