@@ -138,9 +138,10 @@ class SwitchRoles(Model):
 
 
 class Bfd(Model):
-    """Bidirectional Forwarding Detection (RFC 5880/5881) on the plane's switch-to-switch BGP sessions: a link
-    that goes silent while staying up (a stuck optic, a wedged ASIC queue) is found within `interval` x
-    `multiplier` ms instead of the BGP hold time."""
+    """BFD (RFC 5880/5881) on the plane's switch-to-switch BGP sessions, which find a silent link in ms.
+
+    A link that drops everything while staying up (a stuck optic, a wedged ASIC queue) is found within
+    `interval` x `multiplier` ms instead of the BGP hold time."""
 
     enabled: bool = Field(
         False,
@@ -178,14 +179,16 @@ class Routing(Model):
         ge=1,
         le=3600,
         description="BGP keepalive interval in seconds, with `hold`. Default: the platform's own (FRR's "
-        "`datacenter` profile 3 s, the others 60 s).",
+        "`datacenter` profile and Cumulus Linux 3 s, EOS and NX-OS 60 s), and nothing is rendered.",
     )
     hold: int | None = Field(
         None,
         ge=3,
         le=3600,
         description="BGP hold time in seconds, with `keepalive`, and above it (RFC 4271 suggests three "
-        "keepalives). 0 (no hold timer) is not offered: a fabric session must end when its peer falls silent.",
+        "keepalives; eBGP fabric guides use 3/9). Default: the platform's own (9 s on FRR and Cumulus, 180 s "
+        "on EOS and NX-OS). 0 (no hold timer) is not offered: a fabric session must end when its peer falls "
+        "silent.",
     )
 
 
