@@ -363,3 +363,47 @@ def test_wrong_or_missing_bgp_timers_are_reported_by_verify(stem, file_of, old, 
     suffix = {"frr": ".frr.conf", "eos": ".cfg", "nxos": ".cfg", "cumulus": ".yaml"}[file_of]
     findings = _verify(stem, tmp_path / stem, (f"{d.name}{suffix}", old, new))
     assert [(f.check, f.device, f.expected) for f in findings] == [("bgp-timers", d.name, "keepalive 2, hold 7")]
+
+
+# -- validate reads them out of a running configuration --------------------------------------------------
+
+
+@pytest.mark.parametrize(("stem", "platform_name"), [("multi", "eos"), ("multi", "nxos"), ("multi", "cumulus")])
+def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, platform_name):
+    from gpufabric.validate import checks
+    from gpufabric.validate.planned import planned
+
+    plan, files = _rendered(stem)
+    index = LinkIndex(plan)
+    d = _devices(stem, platform_name)[0]
+    p = planned(plan, index, [d.name], None)[d.name]
+    assert p.reads_running and p.bfd is not None and p.bgp_timers == (2, 7)
+    running = files[f"{d.name}{'.yaml' if platform_name == 'cumulus' else '.cfg'}"]
+    results = list(checks.session_timers(p, running))
+    assert results and all(r.ok for r in results), [r for r in results if not r.ok]
+    assert {r.check for r in results} == {"bfd", "bgp-timers"}
+    assert sum(r.check == "bfd" for r in results) == len(p.bfd[0]) > 0
+    bad = running.replace("2 7", "3 9").replace("keepalive: 2", "keepalive: 3")
+    failed = [r for r in checks.session_timers(p, bad) if not r.ok]
+    assert [(r.check, r.observed) for r in failed] == [
+        ("bgp-timers", "keepalive 3, hold 9" if platform_name != "cumulus" else "keepalive 3, hold 7")
+    ]
+
+
+def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
+    from gpufabric.nos.frr.files import join_candidate
+    from gpufabric.validate import checks
+    from gpufabric.validate.planned import planned
+
+    plan, files = _rendered("default")
+    d = _devices("default", "frr")[0]
+    p = planned(plan, LinkIndex(plan), [d.name], None)[d.name]
+    conf = files[f"{d.name}.frr.conf"]
+    results = list(checks.session_timers(p, join_candidate(conf, None)))
+    assert results and all(r.ok for r in results)
+    # FRR's running configuration leaves out timers equal to its profile's: 3/9 under `datacenter`
+    p39 = type(p)(**{**p.__dict__, "bgp_timers": (3, 9)})
+    without = join_candidate(conf.replace(" timers bgp 2 7\n", ""), None)
+    assert [r.ok for r in checks.session_timers(p39, without) if r.check == "bgp-timers"] == [True]
+    no_bfd = join_candidate(re.sub(r"^ neighbor \S+ bfd profile fabric\n", "", conf, count=1, flags=re.M), None)
+    assert [r.observed for r in checks.session_timers(p, no_bfd) if not r.ok] == ["no BFD"]

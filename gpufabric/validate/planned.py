@@ -41,5 +41,11 @@ def planned(
                 else None
             ),
             headroom=lossless.headroom if lossless is not None and spec.ingress_headroom else None,
+            bfd=(
+                (tuple(n.key for n in ctx.neighbors if n.kind == "fabric"), ctx.bfd.interval, ctx.bfd.multiplier)
+                if ctx.bfd is not None
+                else None
+            ),
+            bgp_timers=ctx.bgp_timers,
         )
     return out

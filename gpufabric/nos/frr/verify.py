@@ -142,8 +142,25 @@ def running_facts(text: str) -> SwitchFacts:
     facts = SwitchFacts("", "frr", ["running-config"])
     parts = candidate_parts(text)
     nft_facts(facts, parts.nft or "", "running-config")
+    running_session_timers(facts, parts.frr)
     for n, row in enumerate((parts.sysctl or "").splitlines(), 1):
         name, _, value = row.partition("=")
         if name.strip() == HASH_POLICY and value.strip().lstrip("-").isdigit():
             facts.multipath_hash = Fact(int(value), "running-config", n)
     return facts
+
+
+# What bgpd runs when `router bgp` sets no timers: `show running-config` leaves out a value equal to the
+# profile's default (FRR user guide, `frr defaults`), and the lab and gpufabric's files use `datacenter`.
+PROFILE_TIMERS = {"datacenter": (3, 9), "traditional": (60, 180)}
+
+
+def running_session_timers(facts: SwitchFacts, frr: str) -> None:
+    """BFD and BGP timers of FRR's running configuration, the profile's timers where no line sets them."""
+    conf = parse(frr.splitlines(), "ios")
+    for obj, _ in sections(conf, r"^router bgp (\d+)"):
+        session_timers(facts, conf, obj, "running-config")
+        if facts.bgp_timers is None:
+            profile = re.search(r"^frr defaults (\S+)", frr, re.M)
+            timers = PROFILE_TIMERS.get(profile.group(1) if profile else "datacenter")
+            facts.bgp_timers = Fact(timers, "running-config", line(obj)) if timers else None
