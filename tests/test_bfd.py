@@ -407,3 +407,17 @@ def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
     assert [r.ok for r in checks.session_timers(p39, without) if r.check == "bgp-timers"] == [True]
     no_bfd = join_candidate(re.sub(r"^ neighbor \S+ bfd profile fabric\n", "", conf, count=1, flags=re.M), None)
     assert [r.observed for r in checks.session_timers(p, no_bfd) if not r.ok] == ["no BFD"]
+
+
+def test_validate_leaves_bfd_to_verify_where_the_running_reader_sees_no_bgp():
+    """SONiC's running reader takes CONFIG_DB, which holds no BGP: no result rather than a false `no BFD`."""
+    from gpufabric.nos.sonic.candidate import join
+    from gpufabric.validate import checks
+    from gpufabric.validate.planned import planned
+
+    plan, files = _rendered("sonic")
+    d = _devices("sonic", "sonic")[0]
+    p = planned(plan, LinkIndex(plan), [d.name], None)[d.name]
+    assert p.bfd is not None
+    running = join(d.name, {n: t for n, t in files.items() if n.startswith(f"{d.name}.")})
+    assert list(checks.session_timers(p, running)) == []

@@ -131,8 +131,8 @@ def session_timers(p: Planned, running: str) -> Iterator[CheckResult]:
     if p.bfd is None and p.bgp_timers is None:
         return
     facts = qos_map.running_facts(p.platform, running)
-    if facts is None:
-        return
+    if facts is None or facts.asn is None:
+        return  # the text the platform's running reader takes carries no BGP (SONiC's CONFIG_DB): nothing to judge
     if p.bfd is not None:
         keys, interval, multiplier = p.bfd
         for key in keys:

@@ -158,7 +158,8 @@ PROFILE_TIMERS = {"datacenter": (3, 9), "traditional": (60, 180)}
 def running_session_timers(facts: SwitchFacts, frr: str) -> None:
     """BFD and BGP timers of FRR's running configuration, the profile's timers where no line sets them."""
     conf = parse(frr.splitlines(), "ios")
-    for obj, _ in sections(conf, r"^router bgp (\d+)"):
+    for obj, m in sections(conf, r"^router bgp (\d+)"):
+        facts.asn = Fact(int(m.group(1)), "running-config", line(obj))
         session_timers(facts, conf, obj, "running-config")
         if facts.bgp_timers is None:
             profile = re.search(r"^frr defaults (\S+)", frr, re.M)
