@@ -60,6 +60,7 @@ def validate_device(
         found += checks.ecmp(p, routes)
         found += checks.qos(p, running or "")
         found += checks.load_balancing(p, running or "")
+        found += checks.session_timers(p, running or "")
         found += checks.buffers(p, running or "")
         found += checks.oob_isolation(p, routes)
         if first is not None and limits is not None:

@@ -17,7 +17,7 @@ from gpufabric.config.mlag import Mlag, mlag, peer_session
 from gpufabric.config.policy import Acl, BorderRouting, border_routing, business_acl
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.config.services import Mgmt, management
-from gpufabric.intent.model import QosProfile
+from gpufabric.intent.model import Bfd, DataPlane, QosProfile, Routing
 from gpufabric.plan.model import Device, Link, Plan, ip
 
 
@@ -38,6 +38,10 @@ class DeviceContext:
     # refuse "adaptive" where the platform has none, so a template only prints it.
     load_balancing: str = "ecmp"
     cable_length: str = "5m"  # the plane's cable length class ("5m", "30m", "100m"): PFC headroom is sized for it
+    # BFD on the switch's fabric sessions (kind "fabric"), when the plane turns it on; None: no BFD is rendered.
+    bfd: Bfd | None = None
+    # (keepalive, hold) in seconds when the plane sets them; None: the platform's defaults, nothing rendered.
+    bgp_timers: tuple[int, int] | None = None
 
     @property
     def cable_metres(self) -> int:
@@ -92,6 +96,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
     session = peer_session(device, pair) if pair else None
     if session is not None:
         neighbors.append(session)
+    routing = _plane_routing(plan, device)
     return DeviceContext(
         device,
         ports,
@@ -106,7 +111,16 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         release=plan.intent.release(device.platform),
         load_balancing=plane.load_balancing,
         cable_length=plane.cable_length,
+        bfd=routing.bfd if routing is not None and routing.bfd.enabled else None,
+        bgp_timers=(routing.keepalive, routing.hold) if routing and routing.keepalive and routing.hold else None,
     )
+
+
+def _plane_routing(plan: Plan, device: Device) -> Routing | None:
+    """The plane's routing as the intent says it (BFD, BGP timers): the plan keeps only what sizing needs.
+    None on the OOB plane, which does not route."""
+    plane = getattr(plan.intent.planes, device.plane, None)
+    return plane.routing if isinstance(plane, DataPlane) else None
 
 
 def breakouts(ctx: DeviceContext) -> list[tuple[int, int, int]]:

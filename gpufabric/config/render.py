@@ -78,6 +78,8 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
         "adaptive": ctx.adaptive,
         "lossless_buffer": ctx.lossless_buffer,
         "breakouts": breakouts(ctx),
+        "bfd": ctx.bfd,
+        "bgp_timers": ctx.bgp_timers,
     }
 
 

@@ -168,6 +168,9 @@ RULES = [
     "per leaf and border plus one per spine group; edge router ASNs are outside every pool. No ASN is "
     "reserved: 0 (RFC 7607), AS_TRANS 23456 (RFC 6793), 65535 and 4294967295 (RFC 7300), the documentation "
     "ranges 64496-64511 and 65536-65551 (RFC 5398).",
+    "`routing.keepalive` and `routing.hold` are set together, the hold above the keepalive. With "
+    "`routing.bfd.enabled`, the interval and multiplier are within what every platform of the plane takes "
+    "(docs/configs.md); the refusal names the platform.",
     "`host_links: lacp` needs two NICs per server and a leaf platform with MLAG (cumulus, eos, nxos).",
     f"At most {MAX_SERVERS:,} servers per intent, counted at `build_out` (four times the largest example); "
     "the count is checked before any server is built.",

@@ -137,6 +137,32 @@ class SwitchRoles(Model):
     mgmt: SwitchRole | None = Field(None, description="Management switches (OOB plane only).")
 
 
+class Bfd(Model):
+    """BFD (RFC 5880/5881) on the plane's switch-to-switch BGP sessions, which find a silent link in ms.
+
+    A link that drops everything while staying up (a stuck optic, a wedged ASIC queue) is found within
+    `interval` x `multiplier` ms instead of the BGP hold time."""
+
+    enabled: bool = Field(
+        False,
+        description="Run BFD on every fabric session and tear BGP down when it fails. Off by default, so a "
+        "fabric without it renders as before; edge sessions never get it (the edge router is not ours).",
+    )
+    interval: int = Field(
+        300,
+        ge=10,
+        le=60_000,
+        description="Transmit and minimum receive interval in milliseconds. Each platform takes its own range "
+        "(docs/configs.md); a value a targeted platform refuses is refused here.",
+    )
+    multiplier: int = Field(
+        3,
+        ge=1,
+        le=255,
+        description="Missed packets before the session is declared down; detection takes interval x multiplier.",
+    )
+
+
 class Routing(Model):
     """The eBGP underlay (RFC 7938)."""
 
@@ -147,6 +173,23 @@ class Routing(Model):
     )
     asn_pool: AsnRange = Field(description="Private ASNs for this plane's switches, e.g. 4200000000-4200000999.")
     ecmp: int = Field(64, ge=1, le=512, description="Maximum equal-cost paths (`maximum-paths`).")
+    bfd: Bfd = Field(default_factory=Bfd, description="BFD on the fabric sessions.")
+    keepalive: int | None = Field(
+        None,
+        ge=1,
+        le=3600,
+        description="BGP keepalive interval in seconds, with `hold`. Default: the platform's own (FRR's "
+        "`datacenter` profile and Cumulus Linux 3 s, EOS and NX-OS 60 s), and nothing is rendered.",
+    )
+    hold: int | None = Field(
+        None,
+        ge=3,
+        le=3600,
+        description="BGP hold time in seconds, with `keepalive`, and above it (RFC 4271 suggests three "
+        "keepalives; eBGP fabric guides use 3/9). Default: the platform's own (9 s on FRR and Cumulus, 180 s "
+        "on EOS and NX-OS). 0 (no hold timer) is not offered: a fabric session must end when its peer falls "
+        "silent.",
+    )
 
 
 class Addressing(Model):

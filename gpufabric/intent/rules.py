@@ -408,6 +408,8 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
             )
         )
     problems += _load_balancing(plane, roles, at)
+    problems += _bgp_timers(plane, (*at, "routing"))
+    problems += _bfd(plane, roles, (*at, "routing", "bfd"))
     if plane.border is not None:
         problems += _border(plane, (*at, "border"))
     return problems
@@ -429,6 +431,59 @@ def _load_balancing(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) ->
             f"use load_balancing: ecmp, or switches of a platform with it ({having})",
         )
     ]
+
+
+def _bgp_timers(plane: DataPlane, at: Path) -> list[Problem]:
+    """Keepalive and hold come together (every platform's `timers bgp` takes both), the hold above the keepalive:
+    a hold the keepalive cannot refresh in time ends every session."""
+    keepalive, hold = plane.routing.keepalive, plane.routing.hold
+    if keepalive is None and hold is None:
+        return []
+    if keepalive is None or hold is None:
+        missing = "keepalive" if keepalive is None else "hold"
+        return [
+            Problem(
+                (*at, missing),
+                "`keepalive` and `hold` are set together",
+                f"add routing.{missing} (e.g. keepalive: 3, hold: 9), or remove both for the platform's default",
+            )
+        ]
+    if hold <= keepalive:
+        return [
+            Problem(
+                (*at, "hold"),
+                f"hold {hold} s is not above keepalive {keepalive} s",
+                f"set hold to {3 * keepalive} (three keepalives, RFC 4271) or lower keepalive",
+            )
+        ]
+    return []
+
+
+def _bfd(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    """Every switch of the plane must take the BFD timers: both ends of a session run the same ones."""
+    bfd = plane.routing.bfd
+    if not bfd.enabled:
+        return []
+    problems: list[Problem] = []
+    for field, value, limits in (
+        ("interval", bfd.interval, "bfd_interval_range"),
+        ("multiplier", bfd.multiplier, "bfd_multiplier_range"),
+    ):
+        ranges: dict[str, tuple[int, int]] = {
+            n: getattr(platform(n).facts, limits) for n in sorted({r.platform for r in roles.values()})
+        }
+        refusing = [n for n, (lo, hi) in ranges.items() if not lo <= value <= hi]
+        if refusing:
+            low, high = max(lo for lo, _ in ranges.values()), min(hi for _, hi in ranges.values())
+            takes = ", ".join(f"{n} {ranges[n][0]}-{ranges[n][1]}" for n in refusing)
+            problems.append(
+                Problem(
+                    (*at, field),
+                    f"BFD {field} {value} is outside what {', '.join(refusing)} switches take ({takes})",
+                    f"set routing.bfd.{field} between {low} and {high}, which every switch of the plane takes",
+                )
+            )
+    return problems
 
 
 def _speeds(role: SwitchRole, at: Path) -> list[Problem]:

@@ -23,12 +23,14 @@ NO_HISTORY = ("env", "VTYSH_HISTFILE=/dev/null")
 DAEMONS = """\
 # gpufabric lab: {node}
 bgpd=yes
+bfdd=yes
 vtysh_enable=yes
 frr_profile="datacenter"
 watchfrr_options="--netns"
 zebra_options="-A 127.0.0.1 -s 90000000"
 bgpd_options="-A 127.0.0.1"
 staticd_options="-A 127.0.0.1"
+bfdd_options="-A 127.0.0.1"
 """
 
 EMPTY_CONFIG = """\
@@ -61,7 +63,7 @@ def write_pathspace(node: str) -> Path:
 
 
 def start(node: str, uts: Path) -> dict[str, int]:
-    """Start watchfrr (which starts zebra, bgpd, staticd inside the namespace); return daemon -> PID."""
+    """Start watchfrr (which starts zebra, bgpd, staticd and bfdd inside the namespace); return daemon -> PID."""
     netlink.run("nsenter", f"--uts={uts}", *NO_HISTORY, FRRINIT, "start", node)
     return pids(node)
 

@@ -82,6 +82,10 @@ class PlatformFacts:
     # link only, on the /31 the plan gives the pair), or unnumbered on this interface.
     mlag_l3_vlan: int | None = None
     mlag_l3_interface: str | None = None
+    # The BFD timers the platform takes (FRR's bfdd by default): transmit/receive interval in milliseconds and
+    # detect multiplier. The intent's routing.bfd is refused outside them for a plane with this platform's switches.
+    bfd_interval_range: tuple[int, int] = (10, 60_000)
+    bfd_multiplier_range: tuple[int, int] = (2, 255)
     # The port the OS's gNMI server listens on by default (what `telemetry gnmi` subscribes to); None: the
     # OS streams nothing, and the SSH exporter reads it.
     gnmi_port: int | None = None

@@ -46,5 +46,11 @@ def planned(
             cable_metres=buffers.cable_metres,
             pause_buffer=buffers.pause_buffer,
             headroom=buffers.headroom,
+            bfd=(
+                (tuple(n.key for n in ctx.neighbors if n.kind == "fabric"), ctx.bfd.interval, ctx.bfd.multiplier)
+                if ctx.bfd is not None
+                else None
+            ),
+            bgp_timers=ctx.bgp_timers,
         )
     return out

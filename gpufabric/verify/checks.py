@@ -93,6 +93,35 @@ def _bgp(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
             )
         if facts.multipath_relax is None:
             yield _finding("ecmp", facts, facts.asn, "as-path multipath-relax", "missing")
+    yield from _session_timers(ctx, facts)
+
+
+def _session_timers(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    """BFD on exactly the fabric sessions, with the plane's timers; the BGP timers the plane sets (or none)."""
+    bfd = ctx.bfd
+    fabric = {n.key: n for n in ctx.neighbors if n.kind == "fabric"} if bfd is not None else {}
+    for key, n in fabric.items():
+        got = facts.bfd.get(key)
+        want = f"{bfd.interval} ms x {bfd.multiplier}" if bfd is not None else ""
+        if got is None:
+            yield _finding(
+                "bfd", facts, facts.asn, f"neighbor {key} ({n.peer}) with BFD {want}", "no BFD", anchor="bgp"
+            )
+        elif bfd is not None and got.value != (bfd.interval, bfd.multiplier):
+            shown = "the platform's default" if got.value is None else f"{got.value[0]} ms x {got.value[1]}"
+            yield _finding("bfd", facts, got, f"neighbor {key} BFD {want}", shown)
+    for key, got in facts.bfd.items():
+        if key not in fabric:
+            yield _finding("bfd", facts, got, f"no BFD on neighbor {key} (the plane's routing.bfd)", "BFD")
+    got_timers = facts.bgp_timers.value if facts.bgp_timers is not None else None
+    if got_timers != ctx.bgp_timers:
+        yield _finding(
+            "bgp-timers", facts, facts.bgp_timers, _timers_text(ctx.bgp_timers), _timers_text(got_timers), anchor="bgp"
+        )
+
+
+def _timers_text(timers: tuple[int, int] | None) -> str:
+    return "the platform's default BGP timers" if timers is None else f"keepalive {timers[0]}, hold {timers[1]}"
 
 
 def _ports(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:

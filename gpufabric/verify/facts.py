@@ -85,6 +85,11 @@ class SwitchFacts:
     adaptive: Fact | None = None
     adaptive_ports: dict[str, Fact] = field(default_factory=dict)
     multipath_hash: Fact | None = None
+    # BFD on a BGP session: interface or peer address -> (interval ms, multiplier) the session runs with, as the
+    # platform resolves it (a neighbor's own timers, its profile's, or the switch-wide ones; None where the text
+    # gives none and the platform's default applies).
+    bfd: dict[str, Fact] = field(default_factory=dict)
+    bgp_timers: Fact | None = None  # (keepalive, hold) in seconds, when the text sets them
     routes: list[Fact] = field(default_factory=list)  # (vrf or None, prefix) static routes
     secrets: list[Fact] = field(default_factory=list)  # lines that would carry a password or community
     problems: list[Finding] = field(default_factory=list)  # the text did not parse as expected

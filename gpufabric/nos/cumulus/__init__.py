@@ -72,6 +72,7 @@ PLATFORM = Cumulus(
         confirm_timer=True,
         ecn_unit_bytes=1,
         rank=0,
+        bfd_interval_range=(50, 60_000),  # NVUE bfd min-tx-interval / min-rx-interval
         gnmi_port=9339,  # Cumulus Linux 5.x's gNMI server
         docs="Cumulus Linux 5 user guide and NVUE command reference; NVUE object model per release",
         mlag_l3_interface="peerlink.4094",  # NVIDIA's MLAG-with-routing peering, unnumbered

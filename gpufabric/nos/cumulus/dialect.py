@@ -35,6 +35,12 @@ class Dialect:
         """Syslog moved from `service/syslog/<vrf>` to `system/syslog` in 5.13."""
         return _key(self.release) >= (5, 13)
 
+    @property
+    def bfd_profiles(self) -> bool:
+        """5.15 moved a BGP neighbor's BFD timers into named profiles (`router/bfd/profile/<name>`): the
+        neighbor names its profile instead of carrying `enable` and the timers itself."""
+        return _key(self.release) >= (5, 15)
+
     def enabled(self) -> dict[str, str]:
         return {"state": "enabled"} if self.states else {"enable": "on"}
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext, breakouts
 from gpufabric.config.policy import MGMT_TCP_PORTS, MGMT_UDP_PORTS
+from gpufabric.intent.model import Bfd
 from gpufabric.nos.cumulus.dialect import Dialect
 from gpufabric.plan.model import ip
 from gpufabric.platforms.spec import linux_port
@@ -25,6 +26,7 @@ DEFAULT_CONTROL_PLANE_ACLS = ("acl-default-dos", "acl-default-whitelist")
 MLAG_SYSTEM_MAC_BASE = "44:38:39:ff:00"  # NVIDIA's reserved range for MLAG system MACs
 BRIDGE = "br_default"
 OOB_VLAN = 1
+BFD_PROFILE = "fabric"  # the one BFD profile (5.15 on) holding the plane's timers for its fabric sessions
 
 
 def document(ctx: DeviceContext) -> Tree:
@@ -336,6 +338,8 @@ def _router(ctx: DeviceContext, nv: Dialect) -> Tree:
         out["vrr"] = nv.enabled()
     if ctx.adaptive:
         out["adaptive-routing"] = nv.enabled()
+    if ctx.bfd is not None and nv.bfd_profiles and d.asn is not None:
+        out["bfd"] = {**nv.enabled(), "profile": {BFD_PROFILE: _bfd_timers(ctx.bfd)}}
     border = ctx.border
     if border:
         accept: Tree = {str(i * 10): {"match": {net: {}}, "action": "permit"} for i, net in enumerate(border.accept, 1)}
@@ -367,6 +371,8 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
             spec["address-family"] = {"ipv4-unicast": {"policy": policy}}
         elif border and border.default_route == "originate":
             spec["address-family"] = {"ipv4-unicast": {"default-route-origination": nv.enabled()}}
+        if ctx.bfd is not None and n.kind == "fabric":
+            spec["bfd"] = {"profile": BFD_PROFILE} if nv.bfd_profiles else {**nv.enabled(), **_bfd_timers(ctx.bfd)}
         neighbors[n.key] = spec
     bgp: Tree = {
         **nv.enabled(),
@@ -380,7 +386,13 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
         },
         "neighbor": neighbors,
     }
+    if ctx.bgp_timers is not None:
+        bgp["timers"] = {"keepalive": ctx.bgp_timers[0], "hold": ctx.bgp_timers[1]}
     return bgp
+
+
+def _bfd_timers(bfd: Bfd) -> Tree:
+    return {"detect-multiplier": bfd.multiplier, "min-rx-interval": bfd.interval, "min-tx-interval": bfd.interval}
 
 
 def _static(ctx: DeviceContext) -> Tree:

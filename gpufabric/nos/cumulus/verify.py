@@ -196,6 +196,39 @@ def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
         facts.max_paths = doc.fact(_int(paths, *where), *where)
     if _on(doc.get(*bgp, "path-selection", "multipath", "aspath-ignore")):
         facts.multipath_relax = doc.fact(True, *bgp, "path-selection", "multipath", "aspath-ignore")
+    _session_timers(facts, doc, bgp)
+
+
+# NVUE's BFD defaults (its object model's descriptions; FRR's bfdd underneath): 300 ms both ways, 3 packets.
+BFD_DEFAULTS = {"min-tx-interval": 300, "min-rx-interval": 300, "detect-multiplier": 3}
+
+
+def _bfd_value(timers: Any) -> tuple[Any, int] | None:
+    """(interval, multiplier) of a neighbor's or a profile's BFD settings, NVUE's defaults where unset; the
+    interval reads `tx/rx` when the two differ, so it never equals a plane's single interval."""
+    if not isinstance(timers, dict):
+        return None
+    got = {k: timers.get(k, v) for k, v in BFD_DEFAULTS.items()}
+    tx, rx = got["min-tx-interval"], got["min-rx-interval"]
+    return (tx if tx == rx else f"{tx}/{rx}", got["detect-multiplier"])
+
+
+def _session_timers(facts: SwitchFacts, doc: _Doc, bgp: tuple[Any, ...]) -> None:
+    """BFD per neighbor (its own timers until 5.14, a named profile from 5.15) and the BGP timers."""
+    profiles = doc.get("router", "bfd", "profile") or {}
+    for key, spec in (doc.get(*bgp, "neighbor") or {}).items():
+        bfd = spec.get("bfd") if isinstance(spec, dict) else None
+        if not isinstance(bfd, dict):
+            continue
+        if "profile" in bfd:
+            facts.bfd[str(key)] = doc.fact_in(_bfd_value(profiles.get(bfd["profile"])), bfd, "profile")
+        elif _on(bfd.get("enable")) or _on(bfd.get("state")):
+            facts.bfd[str(key)] = doc.fact_in(_bfd_value(bfd), spec, "bfd")
+    timers = doc.get(*bgp, "timers")
+    if isinstance(timers, dict) and "keepalive" in timers and "hold" in timers:
+        where = (*bgp, "timers")
+        value = (_int(timers["keepalive"], *where, "keepalive"), _int(timers["hold"], *where, "hold"))
+        facts.bgp_timers = doc.fact(value, *where)
 
 
 def _qos(facts: SwitchFacts, doc: _Doc) -> None:

@@ -283,6 +283,8 @@ def _bgp(ctx: DeviceContext, sc: SC) -> None:
             nb["route_map_out"] = "EDGE-OUT"
         elif border and border.default_route == "originate":
             nb["default_originate"] = {"enabled": True, "always": True}
+        if ctx.bfd is not None and n.kind == "fabric":
+            nb["bfd"] = True
         neighbors.append(nb)
     sc["router_bgp"] = {
         "as": str(d.asn),
@@ -292,6 +294,10 @@ def _bgp(ctx: DeviceContext, sc: SC) -> None:
         "neighbors": neighbors,
         "address_family_ipv4": {"networks": [{"prefix": n} for n in ctx.networks]},
     }
+    if ctx.bgp_timers is not None:
+        sc["router_bgp"]["timers"] = {"keepalive_time": ctx.bgp_timers[0], "hold_time": ctx.bgp_timers[1]}
+    if ctx.bfd is not None:
+        sc["router_bfd"] = {"interval": ctx.bfd.interval, "min_rx": ctx.bfd.interval, "multiplier": ctx.bfd.multiplier}
     if border:
         sc["prefix_lists"] = [
             *(

@@ -30,6 +30,10 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
         for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
             facts.multipath_relax = Fact(True, file, line(child))
+        for child, cm in children(obj, r"neighbor (\S+) bfd"):
+            facts.bfd[cm.group(1)] = Fact(_bfd_timers(conf), file, line(child))
+        for child, cm in children(obj, r"timers bgp (\d+) (\d+)"):
+            facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
     for obj, m in sections(conf, r"^qos map dscp ([\d ]+) to traffic-class (\d+)$"):
         for dscp in m.group(1).split():
             facts.dscp_map[int(dscp)] = Fact(int(m.group(2)), file, line(obj))
@@ -40,6 +44,17 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
         _profile(facts, obj, file)
     return facts
+
+
+def _bfd_timers(conf: object) -> tuple[object, int]:
+    """The switch-wide BFD timers a neighbor's `bfd` runs with: `router bfd` / `interval TX min-rx RX multiplier
+    M default`, else EOS's default of 300 ms x 3. The interval reads `tx/rx` when the two differ."""
+    timers: tuple[object, int] = (300, 3)
+    for obj, _ in sections(conf, r"^router bfd$"):
+        for _, cm in children(obj, r"interval (\d+) min-rx (\d+) multiplier (\d+) default"):
+            tx, rx = int(cm.group(1)), int(cm.group(2))
+            timers = (tx if tx == rx else f"{tx}/{rx}", int(cm.group(3)))
+    return timers
 
 
 def _mmu(facts: SwitchFacts, conf: object, file: str) -> None:

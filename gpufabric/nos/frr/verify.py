@@ -53,6 +53,36 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
             facts.multipath_relax = Fact(True, file, line(child))
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
+        session_timers(facts, conf, obj, file)
+
+
+# bfdd's defaults for a profile line left out (FRR user guide, BFD): 300 ms both ways, 3 packets.
+BFD_DEFAULTS = {"transmit-interval": 300, "receive-interval": 300, "detect-multiplier": 3}
+
+
+def _bfd_profiles(conf: Any) -> dict[str, tuple[Any, int]]:
+    """(interval, multiplier) of each `bfd` / `profile NAME`; the interval reads `tx/rx` when the two differ."""
+    out: dict[str, tuple[Any, int]] = {}
+    for obj, _ in sections(conf, r"^bfd$"):
+        for profile, pm in children(obj, r"profile (\S+)"):
+            got = dict(BFD_DEFAULTS)
+            for _, cm in children(profile, r"(transmit-interval|receive-interval|detect-multiplier) (\d+)"):
+                got[cm.group(1)] = int(cm.group(2))
+            tx, rx = got["transmit-interval"], got["receive-interval"]
+            out[pm.group(1)] = (tx if tx == rx else f"{tx}/{rx}", got["detect-multiplier"])
+    return out
+
+
+def session_timers(facts: SwitchFacts, conf: Any, bgp: Any, file: str) -> None:
+    """BFD per neighbor (`neighbor X bfd [profile NAME]`, the profile's timers or bfdd's defaults) and
+    `timers bgp`, under one `router bgp` section of an FRR configuration."""
+    profiles = _bfd_profiles(conf)
+    defaults = (BFD_DEFAULTS["transmit-interval"], BFD_DEFAULTS["detect-multiplier"])
+    for child, cm in children(bgp, r"neighbor (\S+) bfd(?: profile (\S+))?"):
+        value = profiles.get(cm.group(2)) if cm.group(2) else defaults
+        facts.bfd[cm.group(1)] = Fact(value, file, line(child))
+    for child, cm in children(bgp, r"timers bgp (\d+) (\d+)"):
+        facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
 
 
 def _interfaces(facts: SwitchFacts, path: Path) -> None:
@@ -117,8 +147,26 @@ def running_facts(text: str) -> SwitchFacts:
     facts = SwitchFacts("", "frr", ["running-config"])
     parts = candidate_parts(text)
     nft_facts(facts, parts.nft or "", "running-config")
+    running_session_timers(facts, parts.frr)
     for n, row in enumerate((parts.sysctl or "").splitlines(), 1):
         name, _, value = row.partition("=")
         if name.strip() == HASH_POLICY and value.strip().lstrip("-").isdigit():
             facts.multipath_hash = Fact(int(value), "running-config", n)
     return facts
+
+
+# What bgpd runs when `router bgp` sets no timers: `show running-config` leaves out a value equal to the
+# profile's default (FRR user guide, `frr defaults`), and the lab and gpufabric's files use `datacenter`.
+PROFILE_TIMERS = {"datacenter": (3, 9), "traditional": (60, 180)}
+
+
+def running_session_timers(facts: SwitchFacts, frr: str) -> None:
+    """BFD and BGP timers of FRR's running configuration, the profile's timers where no line sets them."""
+    conf = parse(frr.splitlines(), "ios")
+    for obj, m in sections(conf, r"^router bgp (\d+)"):
+        facts.asn = Fact(int(m.group(1)), "running-config", line(obj))
+        session_timers(facts, conf, obj, "running-config")
+        if facts.bgp_timers is None:
+            profile = re.search(r"^frr defaults (\S+)", frr, re.M)
+            timers = PROFILE_TIMERS.get(profile.group(1) if profile else "datacenter")
+            facts.bgp_timers = Fact(timers, "running-config", line(obj)) if timers else None

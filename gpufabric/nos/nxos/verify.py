@@ -39,14 +39,28 @@ def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:
             facts.multipath_relax = Fact(True, file, line(child))
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
+        for child, cm in children(obj, r"timers bgp (\d+) (\d+)"):
+            facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
         for nbr, nm in children(obj, r"neighbor (\S+)"):
             for child, cm in children(nbr, r"remote-as (\d+)"):
                 facts.neighbors[nm.group(1)] = Fact(int(cm.group(1)), file, line(child))
+            for child, _ in children(nbr, r"bfd"):
+                facts.bfd[nm.group(1)] = Fact(_bfd_timers(conf), file, line(child))
     for obj, m in sections(conf, r"^vrf context (\S+)$"):
         for child, cm in children(obj, r"ip route (\S+/\d+) \S+"):
             facts.routes.append(Fact((m.group(1), cm.group(1)), file, line(child)))
     _qos(facts, conf, file)
     return facts
+
+
+def _bfd_timers(conf: Any) -> tuple[object, int]:
+    """The switch-wide BFD timers a neighbor's `bfd` runs with: `bfd interval TX min_rx RX multiplier M`, else
+    NX-OS's default of 50 ms x 3. The interval reads `tx/rx` when the two differ."""
+    timers: tuple[object, int] = (50, 3)
+    for _, m in sections(conf, r"^bfd interval (\d+) min_rx (\d+) multiplier (\d+)$"):
+        tx, rx = int(m.group(1)), int(m.group(2))
+        timers = (tx if tx == rx else f"{tx}/{rx}", int(m.group(3)))
+    return timers
 
 
 def _qos(facts: SwitchFacts, conf: Any, file: str) -> None:

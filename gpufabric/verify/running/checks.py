@@ -34,6 +34,9 @@ class Planned:
     cable_metres: int | None = None
     pause_buffer: tuple[int, int, int, int] | None = None
     headroom: int | None = None  # PFC headroom in bytes the switch is given (EOS)
+    # BFD as the plane asks for it: (fabric session keys, interval ms, multiplier); None: BFD is off.
+    bfd: tuple[tuple[str, ...], int, int] | None = None
+    bgp_timers: tuple[int, int] | None = None  # (keepalive, hold) the plane sets; None: the platform's default
 
     @property
     def reads_running(self) -> bool:
@@ -45,6 +48,8 @@ class Planned:
             or self.cable_metres is not None
             or self.pause_buffer is not None
             or self.headroom is not None
+            or self.bfd is not None
+            or self.bgp_timers is not None
         )
 
 
@@ -119,6 +124,26 @@ def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
             str(p.multipath_hash),
             "not shown" if got is None else str(got.value),
         )
+
+
+def session_timers(p: Planned, running: str) -> Iterator[CheckResult]:
+    """BFD on each fabric session with the plane's timers, and the BGP timers, as the running configuration says."""
+    if p.bfd is None and p.bgp_timers is None:
+        return
+    facts = qos_map.running_facts(p.platform, running)
+    if facts is None or facts.asn is None:
+        return  # the text the platform's running reader takes carries no BGP (SONiC's CONFIG_DB): nothing to judge
+    if p.bfd is not None:
+        keys, interval, multiplier = p.bfd
+        for key in keys:
+            got = facts.bfd.get(key)
+            shown = "no BFD" if got is None else "BFD, platform default" if got.value is None else got.value
+            observed = shown if isinstance(shown, str) else f"BFD {shown[0]} ms x {shown[1]}"
+            yield result("bfd", p.device, key, f"BFD {interval} ms x {multiplier}", observed)
+    if p.bgp_timers is not None:
+        got_timers = facts.bgp_timers.value if facts.bgp_timers is not None else None
+        observed = "not set" if got_timers is None else f"keepalive {got_timers[0]}, hold {got_timers[1]}"
+        yield result("bgp-timers", p.device, "BGP", f"keepalive {p.bgp_timers[0]}, hold {p.bgp_timers[1]}", observed)
 
 
 def buffers(p: Planned, running: str) -> Iterator[CheckResult]:
