@@ -79,7 +79,7 @@ def test_nvue_documents_carry_bfd_and_timers_and_fit_every_release():
         assert nvue.check(nvue.set_tree(files[f"{d.name}.yaml"]), plan.intent.release("cumulus")) == []
 
 
-@pytest.mark.parametrize("release", sorted({platform("cumulus").releases[0], "5.14", platform("cumulus").releases[-1]}))
+@pytest.mark.parametrize("release", sorted({platform("cumulus").facts.releases[0], "5.14", platform("cumulus").facts.releases[-1]}))
 def test_nvue_bfd_and_timers_fit_the_object_model_of_each_generation(release):
     doc = _with_bfd(MULTI)
     doc["platforms"] = {"cumulus": {"release": release}}
@@ -193,7 +193,7 @@ def test_frr_configs_with_bfd_pass_frr_s_own_parser(stem, tmp_path):
 
 def test_sonic_config_db_with_bfd_still_conforms_to_sonic_yang():
     """SONiC's BGP BFD is FRR's bfdd in the bgp container: CONFIG_DB carries nothing of it, and stays valid."""
-    from tests.test_sonic_yang import _judge_available
+    from tests.nos.sonic.test_sonic_yang import _judge_available
 
     _judge_available()
     from gpufabric.nos.sonic.yang import validate
@@ -370,7 +370,7 @@ def test_wrong_or_missing_bgp_timers_are_reported_by_verify(stem, file_of, old, 
 
 @pytest.mark.parametrize(("stem", "platform_name"), [("multi", "eos"), ("multi", "nxos"), ("multi", "cumulus")])
 def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, platform_name):
-    from gpufabric.validate import checks
+    from gpufabric.verify.running import checks
     from gpufabric.validate.planned import planned
 
     plan, files = _rendered(stem)
@@ -392,7 +392,7 @@ def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, plat
 
 def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
     from gpufabric.nos.frr.files import join_candidate
-    from gpufabric.validate import checks
+    from gpufabric.verify.running import checks
     from gpufabric.validate.planned import planned
 
     plan, files = _rendered("default")
@@ -412,7 +412,7 @@ def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
 def test_validate_leaves_bfd_to_verify_where_the_running_reader_sees_no_bgp():
     """SONiC's running reader takes CONFIG_DB, which holds no BGP: no result rather than a false `no BFD`."""
     from gpufabric.nos.sonic.candidate import join
-    from gpufabric.validate import checks
+    from gpufabric.verify.running import checks
     from gpufabric.validate.planned import planned
 
     plan, files = _rendered("sonic")
