@@ -71,7 +71,7 @@ def _deferred_build() -> Iterator[None]:
     reads `defer_build` from the bases' config, and the generated models derive from BaseModel
     itself (no config of their own). Only while the module is imported, in this one thread."""
     saved = BaseModel.model_config
-    BaseModel.model_config = ConfigDict(saved, defer_build=True)
+    BaseModel.model_config = ConfigDict(**saved, defer_build=True)
     try:
         yield
     finally:
