@@ -12,13 +12,15 @@ import importlib
 import re
 import types
 import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import SchemaValidator
 
 from gpufabric.config.context import DeviceContext
@@ -46,9 +48,34 @@ class NvueFinding:
 
 @cache
 def model(release: str) -> type[BaseModel]:
-    module = importlib.import_module("nvueschema.models.v" + release.replace(".", "_"))
+    """The release's root model, its validator built; the 740 models below it are left unbuilt.
+
+    pydantic builds a core schema and a validator for every model class as the module defines it,
+    each over the models below it: most of the second it takes to import a release. The root's
+    validator holds the whole tree's schema on its own (its nested objects are made without their
+    classes' validators), and the key walk reads only the classes' fields, which pydantic collects
+    either way; so the classes are defined with pydantic's `defer_build` and only the root is built.
+    Its schema, and so its verdicts and messages, are the ones the classes would have built
+    (tests/nos/cumulus/test_judge_deferred_build.py holds them equal)."""
+    with _deferred_build():
+        module = importlib.import_module("nvueschema.models.v" + release.replace(".", "_"))
     root: type[BaseModel] = module.NvueConfig
+    if not root.__pydantic_complete__:
+        root.model_rebuild(raise_errors=True)
     return root
+
+
+@contextmanager
+def _deferred_build() -> Iterator[None]:
+    """Model classes defined meanwhile leave their schema and validator until first used: pydantic
+    reads `defer_build` from the bases' config, and the generated models derive from BaseModel
+    itself (no config of their own). Only while the module is imported, in this one thread."""
+    saved = BaseModel.model_config
+    BaseModel.model_config = ConfigDict(**saved, defer_build=True)
+    try:
+        yield
+    finally:
+        BaseModel.model_config = saved
 
 
 @cache

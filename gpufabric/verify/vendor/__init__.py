@@ -46,8 +46,9 @@ def skipped_note(name: str) -> str:
 def warm(name: str, release: str) -> None:
     """Build the judge's model of `release` now, where its module offers `warm`: `verify` calls this
     before it forks its workers, which then share the one copy instead of each building its own
-    (NVIDIA's model of a release is 741 pydantic classes: about a second of CPU per process). A model
-    that fails to build is left for `judge`, which reports it on each file."""
+    (NVIDIA's model of a release is 741 pydantic classes: half a second of CPU per process, with
+    only its root built). A model that fails to build is left for `judge`, which reports it on
+    each file."""
     spec = platform(name)
     if spec.judge is None:
         return
