@@ -79,7 +79,10 @@ def test_nvue_documents_carry_bfd_and_timers_and_fit_every_release():
         assert nvue.check(nvue.set_tree(files[f"{d.name}.yaml"]), plan.intent.release("cumulus")) == []
 
 
-@pytest.mark.parametrize("release", sorted({platform("cumulus").facts.releases[0], "5.14", platform("cumulus").facts.releases[-1]}))
+CUMULUS_RELEASES = platform("cumulus").facts.releases
+
+
+@pytest.mark.parametrize("release", sorted({CUMULUS_RELEASES[0], "5.14", CUMULUS_RELEASES[-1]}))
 def test_nvue_bfd_and_timers_fit_the_object_model_of_each_generation(release):
     doc = _with_bfd(MULTI)
     doc["platforms"] = {"cumulus": {"release": release}}
@@ -370,8 +373,8 @@ def test_wrong_or_missing_bgp_timers_are_reported_by_verify(stem, file_of, old, 
 
 @pytest.mark.parametrize(("stem", "platform_name"), [("multi", "eos"), ("multi", "nxos"), ("multi", "cumulus")])
 def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, platform_name):
-    from gpufabric.verify.running import checks
     from gpufabric.validate.planned import planned
+    from gpufabric.verify.running import checks
 
     plan, files = _rendered(stem)
     index = LinkIndex(plan)
@@ -392,8 +395,8 @@ def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, plat
 
 def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
     from gpufabric.nos.frr.files import join_candidate
-    from gpufabric.verify.running import checks
     from gpufabric.validate.planned import planned
+    from gpufabric.verify.running import checks
 
     plan, files = _rendered("default")
     d = _devices("default", "frr")[0]
@@ -412,8 +415,8 @@ def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
 def test_validate_leaves_bfd_to_verify_where_the_running_reader_sees_no_bgp():
     """SONiC's running reader takes CONFIG_DB, which holds no BGP: no result rather than a false `no BFD`."""
     from gpufabric.nos.sonic.candidate import join
-    from gpufabric.verify.running import checks
     from gpufabric.validate.planned import planned
+    from gpufabric.verify.running import checks
 
     plan, files = _rendered("sonic")
     d = _devices("sonic", "sonic")[0]
