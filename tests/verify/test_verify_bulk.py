@@ -108,7 +108,7 @@ def _reference(tree: dict[str, Any], release: str) -> list[nvue.NvueFinding]:
         nvue.model(release).model_validate(tree)
     except ValidationError as exc:
         for err in exc.errors():
-            found.append(nvue.NvueFinding("/" + "/".join(str(p) for p in err["loc"]), err["msg"][:160]))
+            found.append(nvue.NvueFinding(nvue.nvue_path(err["loc"]), err["msg"][:160]))
     return found
 
 

@@ -184,9 +184,20 @@ def check(tree: dict[str, Any], release: str) -> list[NvueFinding]:
         root.model_validate(tree)
     except ValidationError as exc:
         for err in exc.errors():
-            where = "/" + "/".join(str(p) for p in err["loc"])
+            where = nvue_path(err["loc"])
             findings.append(NvueFinding(where, err["msg"][:160]))
     return findings
+
+
+# pydantic names a validator that wraps a union member in the error's location, with the function's memory
+# address (`function-before[functools.partial(<function _validate_string at 0x7f..>, ...)]`): not a step of
+# the NVUE path, and different on every run.
+_VALIDATOR_STEP = re.compile(r"^function-(?:before|after|wrap|plain)\[")
+
+
+def nvue_path(loc: tuple[int | str, ...]) -> str:
+    """The NVUE path of a model error's location, without the validators pydantic names in it."""
+    return "/" + "/".join(str(step) for step in loc if not _VALIDATOR_STEP.match(str(step)))
 
 
 def _members(annotation: Any) -> list[Any]:

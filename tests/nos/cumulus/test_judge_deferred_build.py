@@ -144,3 +144,11 @@ def test_a_fresh_process_builds_only_the_root(document):
     built, findings = out.splitlines()
     assert built == "['NvueConfig'] None"  # and BaseModel's own config is as it was
     assert "/interface/swp1/link/mtu" in findings and "valid integer" in findings
+
+
+def test_a_finding_s_path_leaves_out_the_validators_pydantic_names_in_its_location():
+    from gpufabric.nos.cumulus.judge import nvue_path
+
+    wrapper = "function-before[functools.partial(<function _validate_string at 0x7f3a2c1d0e50>, pattern='x')]"
+    assert nvue_path(("interface", "swp1", "description", wrapper)) == "/interface/swp1/description"
+    assert nvue_path(("router", "bgp", 0, "str")) == "/router/bgp/0/str"
