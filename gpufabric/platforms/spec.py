@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# The layers above (intent, plan, config, verify, telemetry) import the registry: their types are named for
-# the type checker only, so this module never loads them.
 if TYPE_CHECKING:
     import jinja2
 
-    from gpufabric.config.context import DeviceContext
-    from gpufabric.intent.model import SwitchRole
-    from gpufabric.telemetry.ethtool import PortCounters
-    from gpufabric.telemetry.optics import Optics
-    from gpufabric.verify.facts import SwitchFacts
+# The layers above (intent, config, verify, telemetry) import the registry, so this module names none of their
+# types, not even for the type checker (that would be an import up the floors, a circle): their objects appear
+# here as `Any`, and each OS's subclass types them exactly where it overrides a method.
+DeviceContext = Any  # gpufabric.config.context.DeviceContext
+SwitchRole = Any  # gpufabric.intent.model.SwitchRole
+PortCounters = Any  # the lossless counters of one port (gpufabric/verify/running/)
+Optics = Any  # gpufabric.telemetry.optics.Optics
+SwitchFacts = Any  # gpufabric.verify.facts.SwitchFacts
 
 # A Jinja2 filter a platform's templates use beyond the shared ones.
 TemplateFilter = Callable[..., Any]

@@ -313,11 +313,11 @@ GROUND_BELOW = ("gpufabric.errors", "gpufabric.files", "gpufabric.inputs", "gpuf
 
 
 def test_the_layers_below_reach_an_os_only_through_the_registry():
-    """The ground floor imports nothing of gpufabric above it at run time (the types of the layers above are named for
-    the type checker only), and no layer below the OS folders imports one: they ask `platform(name)`."""
+    """The ground floor imports nothing of gpufabric above it, not even for the type checker, and no layer below
+    the OS folders imports one: they ask `platform(name)`."""
     import grimp
 
-    graph = grimp.build_graph("gpufabric", "nornir_tasks", exclude_type_checking_imports=True)
+    graph = grimp.build_graph("gpufabric", "nornir_tasks")
     upward = sorted(
         (module, imported)
         for module in graph.modules

@@ -260,9 +260,7 @@ def test_no_command_module_imports_another_commands_module(path):
 
 def test_imports_only_go_down_between_services_tasks_and_fleet():
     grimp = pytest.importorskip("grimp")
-    graph = grimp.build_graph(
-        "gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus", cache_dir=None, exclude_type_checking_imports=True
-    )
+    graph = grimp.build_graph("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus", cache_dir=None)
     floors = ["gpufabric.cli", "gpufabric.push", "nornir_tasks", "gpufabric.fleet"]
     for i, upper in enumerate(floors):
         for lower in floors[i + 1 :]:

@@ -10,9 +10,9 @@ from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, T
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
-    from gpufabric.telemetry.ethtool import PortCounters
     from gpufabric.telemetry.optics import Optics
     from gpufabric.verify.facts import SwitchFacts
+    from gpufabric.verify.running.ethtool import PortCounters
 
 # An OSFP or QSFP-DD cage has 8 electrical lanes; EOS names a split port after its first lane.
 CAGE_LANES = 8

@@ -9,9 +9,9 @@ from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
-    from gpufabric.telemetry.ethtool import PortCounters
     from gpufabric.telemetry.optics import Optics
     from gpufabric.verify.facts import SwitchFacts
+    from gpufabric.verify.running.ethtool import PortCounters
 
 # Configuration replace with a commit timeout (`configure replace bootflash:FILE commit-timeout SECONDS`, then
 # `configure replace commit`): Cisco's Nexus 9000 System Management Configuration Guide documents it from its
