@@ -13,9 +13,9 @@ from gpufabric.inputs import InputError, git_blob
 from gpufabric.intent import load_intent
 from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent, load_intent_text
-from gpufabric.intent.yaml_lines import MAX_BYTES
 from gpufabric.plan import Plan
 from gpufabric.plan.diff import PlanDiff
+from gpufabric.yaml_lines import MAX_BYTES
 
 _REVISION = re.compile(r"(?P<rev>[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,99}):(?P<path>[^\0]+)")
 

@@ -14,12 +14,12 @@ from render_helpers import render_into
 from gpufabric.config import batch
 from gpufabric.config.context import LinkIndex
 from gpufabric.intent.errors import IntentError
-from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.nos.cumulus import nvue
 from gpufabric.nos.cumulus.verify import nvue_facts
 from gpufabric.verify import runner, yaml_block
 from gpufabric.verify.runner import verify
 from gpufabric.verify.yaml_block import load_block_yaml
+from gpufabric.yaml_lines import load_yaml
 
 EXAMPLES = ["fabric.yml", "examples/multi-vendor.yml", "examples/superpod-1su.yml", "examples/superpod-4su.yml"]
 NVUE_EXAMPLES = EXAMPLES[1:]  # the default fabric has no Cumulus switch

@@ -14,7 +14,7 @@ import pytest
 from conftest import INVENTORY, cli_env
 
 from gpufabric.inputs import InputError, MiB, git_blob
-from gpufabric.intent.yaml_lines import MAX_BYTES
+from gpufabric.yaml_lines import MAX_BYTES
 
 FABRIC = (INVENTORY / "fabric.yml").read_text()
 ONE_SPINE_LESS = FABRIC.replace(

@@ -8,9 +8,9 @@ from typing import Any
 
 from gpufabric.errors import GpufabricError
 from gpufabric.intent.errors import IntentError
-from gpufabric.intent.yaml_lines import load_yaml
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 from gpufabric.verify.yaml_block import Lines, load_block_yaml
+from gpufabric.yaml_lines import load_yaml
 
 # Top-level keys of an NVUE `set` document (Cumulus Linux 5.x object model).
 KNOWN_KEYS = frozenset(
