@@ -25,7 +25,9 @@ RELOAD = DiffForm(added=r"\+ ", removed=r"- *no ")
 # Rules over the FRR part, shared with SONiC (its routing is FRR with the same reload diff).
 BGP_RULES = (
     Rule(r"router bgp \d+", Reason.BGP_RESET, "the BGP instance is removed (its ASN changes)", on="-"),
-    Rule(r" *bgp router-id ", Reason.BGP_RESET, "the router-id changes: bgpd resets every session"),
+    # A router-id that changes or goes shows as its `no` form; a new one alone comes with a new instance.
+    Rule(r" *bgp router-id ", Reason.BGP_RESET, "the router-id changes: bgpd resets every session", on="-"),
+    Rule(r" *bgp router-id ", None, on="+"),
     Rule(
         r" *neighbor \S+ (?:interface )?remote-as ",
         Reason.BGP_RESET,
