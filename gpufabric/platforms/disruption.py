@@ -7,8 +7,8 @@ path, a new ASN resets every BGP session, a new buffer profile reprograms the AS
 `nornir push --drain auto` drains exactly the switches with a reason.
 
 An OS writes its knowledge as `Rule`s over its diff's form (`DiffForm`: how an added and a removed line
-start). The engine runs each rule as one regular expression over the whole diff text (C speed: a
-2,000-line diff costs well under a millisecond) and, where the OS asks for it, one more that finds a
+start). The engine runs the rules as one regular expression over the whole diff text (C speed: a
+1,200-line diff costs about half a millisecond) and, where the OS asks for it, one more that finds a
 changed line no rule knows: such a change is not known to be hitless, so it counts as disruptive
 (`UNCLASSIFIED`), the safe side.
 """
@@ -73,9 +73,15 @@ class Classifier:
 
     def __init__(self, form: DiffForm, rules: Sequence[Rule], *, catch_all: bool = True) -> None:
         self.rules = tuple(rules)
-        self._disruptive: list[tuple[Rule, re.Pattern[str]]] = [
-            (r, re.compile(self._lines(form, r.on, f"(?:{r.body})") + ".*", re.M)) for r in self.rules if r.reason
-        ]
+        # One pattern for every disruptive rule, the line's mark read once: `^` fails at once where no line
+        # starts, so the text is scanned once whatever the number of rules (10 searches cost 5x more).
+        self._disruptive = [r for r in self.rules if r.reason is not None]
+        branches = []
+        for sign, mark, tag in (("+", form.added, "a"), ("-", form.removed, "d")):
+            alternatives = [f"(?P<{tag}{i}>{r.body})" for i, r in enumerate(self._disruptive) if sign in r.on]
+            if alternatives:
+                branches.append(f"(?:{mark})(?:{'|'.join(alternatives)})")
+        self._any = re.compile("^(?:" + "|".join(branches) + ").*", re.M) if branches else None
         self._unknown: re.Pattern[str] | None = None
         if catch_all:
             known_added = "|".join(f"(?:{r.body})" for r in self.rules if "+" in r.on) or "(?!)"
@@ -84,22 +90,23 @@ class Classifier:
                 f"^(?:(?:{form.added})(?!{known_added})|(?:{form.removed})(?!{known_removed})).*", re.M
             )
 
-    @staticmethod
-    def _lines(form: DiffForm, on: str, body: str) -> str:
-        marks = [m for sign, m in (("+", form.added), ("-", form.removed)) if sign in on]
-        return "^(?:" + "|".join(f"(?:{m})" for m in marks) + ")" + body
-
     def __call__(self, diff: str) -> tuple[Disruption, ...]:
-        found: list[Disruption] = []
-        for rule, pattern in self._disruptive:
-            m = pattern.search(diff)
-            if m is not None:
-                assert rule.reason is not None
-                found.append(Disruption(rule.reason, _detail(rule.what, m.group(0))))
+        first: dict[int, str] = {}  # rule -> the first line it matched
+        if self._any is not None:
+            for m in self._any.finditer(diff):
+                rule = int((m.lastgroup or "a0")[1:])
+                first.setdefault(rule, m.group(0))
+                if len(first) == len(self._disruptive):
+                    break
+        found = [
+            Disruption(r.reason, _detail(r.what, first[i]))
+            for i, r in enumerate(self._disruptive)
+            if i in first and r.reason is not None
+        ]
         if self._unknown is not None and not found:  # already disruptive: the reasons found say why
-            m = self._unknown.search(diff)
-            if m is not None:
-                found.append(Disruption(Reason.UNCLASSIFIED, _detail("not known to be hitless", m.group(0))))
+            unknown = self._unknown.search(diff)
+            if unknown is not None:
+                found.append(Disruption(Reason.UNCLASSIFIED, _detail("not known to be hitless", unknown.group(0))))
         return tuple(found)
 
 
