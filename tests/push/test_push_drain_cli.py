@@ -117,6 +117,14 @@ def test_the_dry_runs_json_names_the_drained_switches_and_each_ones_reasons(flee
     assert by["cmp-su1-leaf2"]["disruptions"] == [] and by["sto-leaf1b"]["status"] == "unchanged"
 
 
+def test_each_diff_printed_says_whether_its_switch_would_be_drained(fleet, capsys):
+    assert push("--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "--- cmp-su1-leaf1 (would change; drained: mtu)" in out
+    assert "--- sto-leaf1a (would change; drained: bgp-reset)" in out
+    assert "--- cmp-su1-leaf2 (would change)" in out
+
+
 def test_always_and_never(fleet, capsys):
     assert push("--dry-run", "--json", "--drain", "always") == 0
     always = json.loads(capsys.readouterr().out)["drain"]
