@@ -187,7 +187,15 @@ def _discard_quietly(conn: Any) -> None:
         conn.discard_config()
 
 
-def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:
+Guard = Callable[[str], str | None]  # why a diff read at stage may not be committed (None: it may)
+
+
+def stage(
+    task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int, *, guard: Guard | None = None
+) -> Result:
+    """Load, diff, commit with the revert timer armed, then the checks. `guard`: asked of the diff read here
+    before the commit (the rollout's: a diff that changed since the preview and became disruptive on a
+    switch that was not drained); its answer fails the switch with nothing committed."""
     started = time.monotonic()
     outcome = DeviceOutcome(task.host.name, Status.FAILED, batch=batch)
     committed = False
@@ -202,6 +210,9 @@ def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, ba
         elif opts.dry_run:
             conn.discard_config()
             outcome.status = Status.WOULD_CHANGE
+        elif guard is not None and (refused := guard(outcome.diff)) is not None:
+            conn.discard_config()
+            outcome.reason = refused
         else:
             before = _health(conn, expect)
             checkpoint = task.host.platform in CHECKPOINT_PLATFORMS

@@ -23,6 +23,7 @@ from gpufabric.push.targets import Batch, narrow
 from nornir_tasks.push import (
     Classify,
     DeviceOutcome,
+    Guard,
     PushOptions,
     check_pending,
     confirm,
@@ -135,7 +136,16 @@ def run(
     if rollout.unreadable:
         _skip_the_rest(rollout, f"not attempted: {rollout.unreadable[0]} could not be read, so nothing was changed")
     elif not opts.dry_run:
-        _roll_out(nr, rollout, candidates=candidates, expects=expects, opts=opts, on_batch=on_batch, drainer=drainer)
+        _roll_out(
+            nr,
+            rollout,
+            candidates=candidates,
+            expects=expects,
+            opts=opts,
+            on_batch=on_batch,
+            drainer=drainer,
+            classify=classify,
+        )
     return rollout
 
 
@@ -148,6 +158,7 @@ def _roll_out(
     opts: PushOptions,
     on_batch: Callable[[Batch, dict[str, DeviceOutcome]], None] | None,
     drainer: Drainer | None,
+    classify: Mapping[str, Classify] | None,
 ) -> None:
     for batch in rollout.batches:
         names = list(batch.devices)
@@ -159,7 +170,7 @@ def _roll_out(
                     on_batch(batch, {n: rollout.outcomes[n] for n in names})
                 _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
                 return
-        _stage_batch(nr, rollout, batch, candidates=candidates, expects=expects, opts=opts)
+        _stage_batch(nr, rollout, batch, candidates=candidates, expects=expects, opts=opts, classify=classify)
         if drained:
             assert drainer is not None
             _undrain(nr, rollout, batch, drained, drainer=drainer, opts=opts)
@@ -235,6 +246,7 @@ def _stage_batch(
     candidates: dict[str, str],
     expects: dict[str, Expectation],
     opts: PushOptions,
+    classify: Mapping[str, Classify] | None = None,
 ) -> None:
     """Stage the batch, then confirm it whole or roll it back whole (setting `rollout.stopped_at` if not)."""
     names = list(batch.devices)
@@ -247,6 +259,7 @@ def _stage_batch(
         expect=expects,
         opts=dict.fromkeys(names, opts),
         batch=dict.fromkeys(names, batch.number),
+        guard={n: _guard(rollout, n, classify) for n in names},
     )
     staged = _outcomes(results)
     for name, o in staged.items():  # what the preview found stays with the switch
@@ -285,6 +298,26 @@ def _stage_batch(
             log.info("batch %d: confirm failed on %s; rolling the batch back", batch.number, ", ".join(refused))
             rollout.outcomes.update(_undo_batch(nr, confirmed, refused, opts.masked))
             rollout.stopped_at = batch  # nothing more goes out
+
+
+def _guard(rollout: Rollout, name: str, classify: Mapping[str, Classify] | None) -> Guard | None:
+    """For a switch not drained under a policy that would drain a disruptive change: a diff read at stage that
+    is not the preview's and is disruptive is not committed (the switch changed since it was read)."""
+    read = classify.get(name) if classify is not None else None
+    outcome = rollout.outcomes[name]
+    if read is None or outcome.drain or rollout.drain_policy == DrainPolicy.NEVER:
+        return None
+    previewed = outcome.diff
+
+    def check(diff: str) -> str | None:
+        if diff == previewed:
+            return None
+        found = read(diff)
+        if not found:
+            return None
+        return f"its diff changed since the preview and is now disruptive ({found[0]}), but it was not drained"
+
+    return check
 
 
 def _undo_batch(

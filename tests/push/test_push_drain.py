@@ -291,3 +291,30 @@ def test_a_dry_run_says_who_would_be_drained_and_drains_nobody(switches):
     assert [str(d) for d in done.outcomes["c"].disruptions] == ["mtu: a port's MTU changes [mtu 9000]"]
     # Without a drainer a dry run is not refused: it only says what a push would do.
     assert push(fleet(list("abcdef")), candidates(c="disruptive"), dry_run=True).drained == ["c"]
+
+
+def test_a_switch_whose_diff_became_disruptive_after_the_preview_is_not_committed_undrained(switches):
+    """c's preview read a hostname change (not drained); before its batch, someone sets an MTU on it, so the
+    diff read at stage is disruptive: c is not committed, its batch is rolled back, the rollout stops."""
+    nr = fleet(list("abcdef"))
+    names = [n for b in BATCHES for n in b.devices]
+
+    def someone_changes_c(read: rollout.Rollout) -> None:
+        assert not read.outcomes["c"].drain
+        SWITCHES["c"].running = "hostname old\nmtu 1500\n"
+
+    done = rollout.run(
+        nr,
+        plan_batches=BATCHES,
+        candidates=candidates(a="hitless", b="disruptive", c="hitless"),
+        expects={n: Expectation(n, {}, ()) for n in names},
+        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, push_id=PUSH_ID),
+        on_preview=someone_changes_c,
+        classify=dict.fromkeys(names, mtu),
+        drain=DrainPolicy.AUTO,
+        drainer=RecordingDrainer(),
+    )
+    assert not done.converged and "commit" not in of("c")
+    assert done.outcomes["c"].status == Status.FAILED
+    assert done.outcomes["c"].reason.startswith("its diff changed since the preview and is now disruptive (mtu: ")
+    assert of("b") == ["drain", "commit", "rollback", "undrain"]  # its batch is rolled back, b undrained
