@@ -181,8 +181,9 @@ def push_cmd(
 
 
 def drainer() -> Drainer | None:
-    """What drains a switch for a push. None until the platforms' drain tasks are wired in: a push that
-    needs a drain is then refused before any change (exit 2), and --drain never pushes undrained."""
+    """What drains a switch for a push: `gpufabric.push.drain.TaskDrainer(drain_task, undrain_task)` over the
+    maintenance tasks, once they exist. None until then: a push that needs a drain is refused before any
+    change (exit 2), and --drain never pushes undrained."""
     return None
 
 

@@ -14,13 +14,15 @@ drained (a maintenance unit, GIR, TSA, a BGP graceful shutdown: each platform's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from nornir.core import Nornir
+from nornir.core.task import AggregatedResult, Result
 
 from gpufabric.fleet.errors import PushRefusedError
+from gpufabric.fleet.runner import run_per_host_results
 from gpufabric.platforms.disruption import Disruption
 
 
@@ -42,6 +44,37 @@ class Drainer(Protocol):
     def undrain(self, nr: Nornir, push_id: str) -> Mapping[str, str]:
         """Undrain every host of `nr` that `push_id` drained."""
         ...
+
+
+class TaskDrainer:
+    """A `Drainer` made of two Nornir tasks, one switch each: `drain_task(task, push_id=..., reason=...)` and
+    `undrain_task(task, push_id=...)` (the maintenance tasks, which call the platform's driver). A host whose
+    task failed is one not done, with the task's exception or result as why."""
+
+    def __init__(self, drain_task: Callable[..., Result], undrain_task: Callable[..., Result]) -> None:
+        self.drain_task, self.undrain_task = drain_task, undrain_task
+
+    def drain(self, nr: Nornir, push_id: str, reasons: Mapping[str, str]) -> Mapping[str, str]:
+        names = list(nr.inventory.hosts)
+        return _failed(
+            run_per_host_results(
+                nr, names, self.drain_task, push_id=dict.fromkeys(names, push_id), reason=dict(reasons)
+            )
+        )
+
+    def undrain(self, nr: Nornir, push_id: str) -> Mapping[str, str]:
+        names = list(nr.inventory.hosts)
+        return _failed(run_per_host_results(nr, names, self.undrain_task, push_id=dict.fromkeys(names, push_id)))
+
+
+def _failed(results: AggregatedResult) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, multi in results.items():
+        if multi.failed:
+            first: Any = multi[0]
+            why = first.exception if first.exception is not None else first.result
+            out[name] = (f"{type(why).__name__}: {why}" if isinstance(why, BaseException) else str(why))[:300]
+    return out
 
 
 def needs_drain(policy: DrainPolicy, disruptions: tuple[Disruption, ...]) -> bool:

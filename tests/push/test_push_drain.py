@@ -19,6 +19,7 @@ from napalm.base.exceptions import CommitError
 from nornir.core import Nornir
 from nornir.core.inventory import ConnectionOptions, Defaults, Groups, Host, Hosts, Inventory
 from nornir.core.plugins.connections import ConnectionPluginRegister
+from nornir.core.task import Result, Task
 from nornir.plugins.runners import ThreadedRunner
 from nornir_napalm.plugins import connections as napalm_connections
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
@@ -27,7 +28,7 @@ from gpufabric.fleet.expect import Expectation
 from gpufabric.fleet.status import Status
 from gpufabric.platforms.disruption import Disruption, Reason
 from gpufabric.push import rollout
-from gpufabric.push.drain import DrainPolicy, NoDrainerError
+from gpufabric.push.drain import DrainPolicy, NoDrainerError, TaskDrainer
 from gpufabric.push.targets import Batch
 from nornir_tasks.push import PushOptions
 
@@ -318,3 +319,32 @@ def test_a_switch_whose_diff_became_disruptive_after_the_preview_is_not_committe
     assert done.outcomes["c"].status == Status.FAILED
     assert done.outcomes["c"].reason.startswith("its diff changed since the preview and is now disruptive (mtu: ")
     assert of("b") == ["drain", "commit", "rollback", "undrain"]  # its batch is rolled back, b undrained
+
+
+def drain_task(task: Task, push_id: str, reason: str) -> Result:
+    """A maintenance task as the rollout's TaskDrainer runs it: c's drain raises, d's says it failed."""
+    if task.host.name == "c":
+        raise TimeoutError("the peers still hold c after 300 s")
+    EVENTS.append((task.host.name, f"drain task {push_id} {reason}"))
+    return Result(host=task.host, result="not drained" if task.host.name == "d" else "drained",
+                  failed=task.host.name == "d")  # fmt: skip
+
+
+def undrain_task(task: Task, push_id: str) -> Result:
+    EVENTS.append((task.host.name, f"undrain task {push_id}"))
+    return Result(host=task.host, result="undrained")
+
+
+def test_nornir_tasks_make_a_drainer_whose_failures_carry_the_tasks_words(switches):
+    done = push(fleet(list("abcdef")), candidates(b="disruptive", e="disruptive"),
+                drainer=TaskDrainer(drain_task, undrain_task))  # fmt: skip
+    assert done.converged
+    assert of("b") == [f"drain task {PUSH_ID} mtu", "commit", "confirm", f"undrain task {PUSH_ID}"]
+    EVENTS.clear()
+    # b goes first, alone (the canary); then c and d, whose drains fail: neither changes.
+    done = push(fleet(list("abcdef")), candidates(b="disruptive", c="disruptive", d="disruptive"),
+                drainer=TaskDrainer(drain_task, undrain_task))  # fmt: skip
+    assert not done.converged and of("c") == [] and of("d") == [f"drain task {PUSH_ID} mtu"]
+    assert "drain failed: TimeoutError: the peers still hold c after 300 s" in done.outcomes["c"].reason
+    assert "drain failed: not drained" in done.outcomes["d"].reason
+    assert done.outcomes["b"].status == Status.CHANGED and done.still_drained == ["c", "d"]
