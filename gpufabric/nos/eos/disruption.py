@@ -25,7 +25,9 @@ RULES = (
         Reason.BGP_RESET,
         "a neighbor setting that resets its session changes",
     ),
-    Rule(r" +mtu \d+", Reason.MTU, "a port's MTU changes"),
+    # A changed MTU shows its old line; one with none before is a new port's (every port has one rendered).
+    Rule(r" +mtu \d+", Reason.MTU, "a port's MTU changes", on="-"),
+    Rule(r" +mtu \d+", None, on="+"),
     Rule(r"(?: +speed |hardware speed-group )", Reason.PORT_SPEED, "a port's speed or lanes change"),
     Rule(r"platform \S+ mmu|.* ingress headroom ", Reason.BUFFERS, "the ASIC's buffer profile changes"),
     Rule(

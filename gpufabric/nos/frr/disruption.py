@@ -63,7 +63,9 @@ UNIFIED = DiffForm(added=r"\+(?!\+\+ )", removed=r"-(?!-- )")
 _SYSTEM = Classifier(
     UNIFIED,
     (
-        Rule(r"[ \t]+mtu \d+", Reason.MTU, "a port's MTU changes"),
+        # A changed MTU shows its old line; an MTU with none before is a new port's (every port gpufabric
+        # configures has one), which changes nothing that carries traffic.
+        Rule(r"[ \t]+mtu \d+", Reason.MTU, "a port's MTU changes", on="-"),
         Rule(r"[ \t]+address ", Reason.UNCLASSIFIED, "a port's address is removed or changed", on="-"),
     ),
     catch_all=False,

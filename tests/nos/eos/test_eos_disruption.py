@@ -74,6 +74,14 @@ def test_a_new_neighbor_resets_nothing():
     assert grown != text and EOS.disruptions(session_diff(text, grown)) == ()
 
 
+def test_a_new_port_is_hitless_though_it_gets_an_mtu():
+    text = running()
+    port = "interface Ethernet1/1\n"
+    grown = text.replace(port, "interface Ethernet9/1\n   description new\n   mtu 9214\n!\n" + port, 1)
+    diff = session_diff(text, grown)
+    assert "+   mtu 9214" in diff and EOS.disruptions(diff) == ()
+
+
 def test_a_first_bgp_configuration_is_hitless():
     text = running()
     start = text.index("router bgp ")

@@ -121,6 +121,14 @@ def test_a_new_neighbor_resets_nothing_and_a_removed_one_resets_its_session(tmp_
     assert [d.reason for d in FRR.disruptions(shrunk)] == [Reason.BGP_RESET]
 
 
+def test_a_new_port_is_hitless_though_it_gets_an_mtu(tmp_path):
+    """Growth: a new cable's port appears with its MTU; no port that carries traffic changes."""
+    grown = changed(".interfaces", "auto swp4\n", "auto swp9\niface swp9\n    mtu 9216\n\nauto swp4\n")
+    diff = driver_diff(tmp_path, files(), grown)
+    assert "+    mtu 9216" in diff and "-    mtu" not in diff
+    assert FRR.disruptions(diff) == ()
+
+
 def test_a_first_configuration_is_hitless_since_the_switch_routes_nothing_yet(tmp_path):
     """The lab's switches start with FRR's defaults and no BGP instance: the first push creates it, so
     nothing of it is a drain's business (the switch carries no fabric traffic)."""
