@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from gpufabric.fleet.expect import Expectation, Health, health, regressions
 from gpufabric.fleet.push_id import describe
 from gpufabric.fleet.status import Status
 from gpufabric.platforms import all_platforms
+from gpufabric.platforms.disruption import Disruption
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,9 @@ class DeviceOutcome:
     seconds: float = 0.0
     batch: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Why its change would disturb traffic, as its platform reads the preview's diff (empty: hitless).
+    disruptions: tuple[Disruption, ...] = ()
+    drain: bool = False  # drained around its change (in a dry run: would be)
 
 
 def _result(task: Task, outcome: DeviceOutcome, *, failed: bool, changed: bool, diff: str = "") -> Result:
@@ -111,10 +116,14 @@ def hang_up(task: Task) -> None:
         task.host.close_connection("napalm")
 
 
-def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
+Classify = Callable[[str], tuple[Disruption, ...]]  # a platform's `disruptions`: a diff's reasons
+
+
+def preview(task: Task, candidate: str, opts: PushOptions, classify: Classify | None = None) -> Result:
     """Load the candidate, diff it and discard it: whether this switch would change, read from every
-    switch at once before any of them changes. A switch that cannot be reached, logged into or read
-    here fails the push before anything changes."""
+    switch at once before any of them changes, and (with `classify`, its platform's reading of a diff)
+    why the change would disturb traffic. A switch that cannot be reached, logged into or read here
+    fails the push before anything changes."""
     started = time.monotonic()
     outcome = DeviceOutcome(task.host.name, Status.FAILED)
     conn: Any = None
@@ -124,6 +133,8 @@ def preview(task: Task, candidate: str, opts: PushOptions) -> Result:
         outcome.diff = mask(conn.compare_config(), opts.masked)
         conn.discard_config()
         outcome.status = Status.WOULD_CHANGE if outcome.diff.strip() else Status.UNCHANGED
+        if classify is not None and outcome.status == Status.WOULD_CHANGE:
+            outcome.disruptions = classify(outcome.diff)
     except Exception as exc:  # its outcome: the rollout then changes nothing
         outcome.reason = mask(_reason(exc), opts.masked)
         _discard_quietly(conn)
@@ -176,7 +187,15 @@ def _discard_quietly(conn: Any) -> None:
         conn.discard_config()
 
 
-def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int) -> Result:
+Guard = Callable[[str], str | None]  # why a diff read at stage may not be committed (None: it may)
+
+
+def stage(
+    task: Task, candidate: str, expect: Expectation, opts: PushOptions, batch: int, *, guard: Guard | None = None
+) -> Result:
+    """Load, diff, commit with the revert timer armed, then the checks. `guard`: asked of the diff read here
+    before the commit (the rollout's: a diff that changed since the preview and became disruptive on a
+    switch that was not drained); its answer fails the switch with nothing committed."""
     started = time.monotonic()
     outcome = DeviceOutcome(task.host.name, Status.FAILED, batch=batch)
     committed = False
@@ -191,6 +210,9 @@ def stage(task: Task, candidate: str, expect: Expectation, opts: PushOptions, ba
         elif opts.dry_run:
             conn.discard_config()
             outcome.status = Status.WOULD_CHANGE
+        elif guard is not None and (refused := guard(outcome.diff)) is not None:
+            conn.discard_config()
+            outcome.reason = refused
         else:
             before = _health(conn, expect)
             checkpoint = task.host.platform in CHECKPOINT_PLATFORMS

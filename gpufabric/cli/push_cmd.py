@@ -20,6 +20,7 @@ from gpufabric.fleet.push_id import PushId
 from gpufabric.fleet.status import Status
 from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV as AUDIT_ENV
+from gpufabric.push.drain import Drainer, DrainPolicy
 from gpufabric.push.service import PushRequest, PushResult, PushWatcher, RolloutView, push
 from nornir_tasks.push import DeviceOutcome
 
@@ -35,7 +36,16 @@ STYLE = {
 
 @click.command("push")
 @fleet_options
-@click.option("--dry-run", is_flag=True, help="Show each switch's diff; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Show each switch's diff and which would be drained; change nothing.")
+@click.option(
+    "--drain",
+    type=click.Choice([p.value for p in DrainPolicy]),
+    default=DrainPolicy.AUTO.value,
+    show_default=True,
+    help="Drain switches around their change: auto, those whose change is disruptive as their platform reads "
+    "the diff (a BGP reset, an agent restart, buffers, a port's speed or MTU, a reboot, or a change not known "
+    "to be hitless); always, every switch that changes; never, none.",
+)
 @click.option(
     "--confirm-timeout",
     type=click.IntRange(10, 3600),
@@ -112,6 +122,7 @@ def push_cmd(
     wait_seconds: float,
     changed_from: str | None,
     audit_log: Path | None,
+    drain: str,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain of a plane at a time.
 
@@ -156,6 +167,8 @@ def push_cmd(
         wait_seconds=wait_seconds,
         changed_from=changed_from,
         audit_log=audit_log,
+        drain=DrainPolicy(drain),
+        drainer=drainer(),
     )
     result = push(request, Shown(as_json=as_json, show_diff=diff and not as_json))
     if result.nothing_differs_from is not None:
@@ -165,6 +178,13 @@ def push_cmd(
     if result.trail_error is not None:
         err.print(shown(f"error: {result.trail_error}; this push's trail is incomplete"))
     return 0 if result.ok else 1
+
+
+def drainer() -> Drainer | None:
+    """What drains a switch for a push: `gpufabric.push.drain.TaskDrainer(drain_task, undrain_task)` over the
+    maintenance tasks, once they exist. None until then: a push that needs a drain is refused before any
+    change (exit 2), and --drain never pushes undrained."""
+    return None
 
 
 class Shown(PushWatcher):
@@ -210,6 +230,7 @@ def _report(result: PushResult, *, as_json: bool) -> None:
         write_stdout(json_dumps(result.as_dict(), indent=2) + "\n")
         return
     _print_human(list(result.devices))
+    _print_drains(result)
     if result.changed == 0 and result.converged:
         err.print(
             f"no changes: all {len(result.devices)} switches already run the planned configuration "
@@ -225,10 +246,35 @@ def _report(result: PushResult, *, as_json: bool) -> None:
 
 def _print_human(ordered: list[DeviceOutcome]) -> None:
     table = Table(title="push")
-    for column in ("batch", "switch", "result", "seconds", "reason"):
+    for column in ("batch", "switch", "result", "drain", "seconds", "reason"):
         table.add_column(column)
     for o in ordered:
         # The reason is the switch's own words (an error it gave): shown as text, never read as markup.
         status = Text(str(o.status), STYLE.get(o.status, ""))
-        table.add_row(str(o.batch), shown(o.device), status, f"{o.seconds:.1f}", shown(o.reason))
+        table.add_row(str(o.batch), shown(o.device), status, _drain_cell(o), f"{o.seconds:.1f}", shown(o.reason))
     out.print(table)
+
+
+def _drain_cell(o: DeviceOutcome) -> str:
+    """Drained (or would be) and why, in the reasons' words; or nothing."""
+    if not o.drain:
+        return ""
+    return ", ".join(dict.fromkeys(str(d.reason) for d in o.disruptions)) or "yes"
+
+
+def _print_drains(result: PushResult) -> None:
+    """Which switches were (or would be) drained around their change, and what in their diff says why."""
+    drained = result.drained
+    if not drained:
+        if result.dry_run and result.changed:
+            out.print(f"no switch would be drained (--drain {result.drain})")
+        return
+    verb = "would be drained" if result.dry_run else "drained around their change"
+    out.print(f"{len(drained)} switches {verb} (--drain {result.drain}):")
+    for o in drained:
+        details = [d.detail for d in o.disruptions] or [f"--drain {result.drain}"]
+        for i, detail in enumerate(details):
+            head = o.device if i == 0 else " " * len(o.device)
+            reason = str(o.disruptions[i].reason) if o.disruptions else "always"
+            # The detail quotes the switch's own diff: text, never markup.
+            out.print(Text.assemble("  ", shown(head), "  ", shown(reason), ": ", shown(detail)))

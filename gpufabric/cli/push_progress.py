@@ -128,6 +128,9 @@ def print_diffs(read: Rollout, dry_run: bool) -> None:
         for name in batch.devices:
             o = read.outcomes[name]
             when = "would change" if dry_run or read.unreadable else f"batch {batch.number}, {batch.domain}"
+            if o.drain:
+                reasons = ", ".join(dict.fromkeys(str(d.reason) for d in o.disruptions))
+                when += f"; drained: {reasons}" if reasons else f"; drained: --drain {read.drain_policy}"
             out.print(Text.assemble(shown(f"--- {name}", "bold"), f" ({when})"))
             # The switch's own text: its escape sequences are shown, never sent to the terminal.
             out.print(shown_lines(o.diff))

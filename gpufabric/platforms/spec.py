@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.platforms.disruption import Disruption, Reason
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -222,6 +224,17 @@ class Platform:
         location): the intent refuses such a value for a fabric with this platform's switches. Default: None,
         the value is carried as it is (the intent already keeps it printable and on one line)."""
         return None
+
+    # -- changing a running switch --------------------------------------------------------------------------
+
+    def disruptions(self, diff: str) -> tuple[Disruption, ...]:
+        """Why applying `diff` (what the platform's driver's `compare_config` returned: the running
+        configuration against the candidate) would disturb traffic through the switch; empty when the
+        change is hitless. `nornir push --drain auto` drains the switches with a reason first. Default: a
+        platform that does not classify its changes calls any change disruptive (the safe side)."""
+        if not diff.strip():
+            return ()
+        return (Disruption(Reason.UNCLASSIFIED, f"platform {self.name} does not classify its changes"),)
 
     # -- telemetry ----------------------------------------------------------------------------------------
 

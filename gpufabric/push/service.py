@@ -35,6 +35,7 @@ from gpufabric.plan import build_plan
 from gpufabric.platforms import platform
 from gpufabric.push.audit import AuditError, AuditLog, SwitchFacts, Trail, Who, default_path
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
+from gpufabric.push.drain import Drainer, DrainPolicy
 from gpufabric.push.lock import fabric_lock
 from gpufabric.push.rollout import Rollout, run
 from gpufabric.push.targets import Batch, batches
@@ -56,6 +57,8 @@ class PushRequest:
     wait_seconds: float = 60.0  # after a converged push, wait this long for the pushed sessions (0: none)
     changed_from: str | None = None  # only the switches whose configuration differs from this intent
     audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
+    drain: DrainPolicy = DrainPolicy.AUTO  # which switches are drained around their change
+    drainer: Drainer | None = None  # what drains them (None: a push that needs a drain is refused)
 
 
 class RolloutView(Processor, Protocol):
@@ -98,6 +101,12 @@ class PushResult:
     sessions: Convergence | None = None  # the wait for the pushed switches' BGP sessions, when there was one
     trail_error: AuditError | None = None  # an audit record that could not be written
     nothing_differs_from: str | None = None  # `changed_from` named an intent no switch differs from
+    drain: DrainPolicy = DrainPolicy.NEVER  # the push's drain policy
+
+    @property
+    def drained(self) -> list[DeviceOutcome]:
+        """The switches drained around their change (in a dry run: that would be), in batch order."""
+        return [o for o in self.devices if o.drain]
 
     @property
     def by_name(self) -> dict[str, DeviceOutcome]:
@@ -127,6 +136,7 @@ class PushResult:
             "batches": [asdict(b) for b in self.batches],
             "devices": [asdict(o) for o in self.devices],
             "sessions": None if self.sessions is None else asdict(self.sessions),
+            "drain": {"policy": str(self.drain), "switches": [o.device for o in self.drained]},
         }
 
 
@@ -218,6 +228,7 @@ def _push(
         tuple(ordered),
         settled,
         trail.error,
+        drain=request.drain,
     )
 
 
@@ -267,6 +278,8 @@ def _guarded(
             opts=opts,
             trail=trail,
             watcher=watcher,
+            drain=request.drain,
+            drainer=request.drainer,
         )
     return rollout, plan_batches
 
@@ -280,6 +293,8 @@ def _rollout(
     opts: PushOptions,
     trail: Trail,
     watcher: PushWatcher,
+    drain: DrainPolicy,
+    drainer: Drainer | None,
 ) -> Rollout:
     """The rollout, watched; each switch's audit record is written as soon as its outcome is final,
     before the watcher hears of it: a report that cannot be shown must not cost the trail a batch's
@@ -307,6 +322,10 @@ def _rollout(
             on_preview=on_preview,
             on_batch=on_batch,
             processes=cores(),
+            # Each switch's diff read as its platform reads it (in the lab, every switch is frr).
+            classify={d.name: platform(d.platform).disruptions for d in fleet.targets},
+            drain=drain,
+            drainer=drainer,
         )
 
 

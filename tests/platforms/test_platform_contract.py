@@ -164,6 +164,25 @@ def test_the_base_class_does_the_common_thing():
     assert base.judge is None
     with pytest.raises(NotImplementedError, match="plainos"):
         base.read_files("s1", Path("."))
+    # A platform that does not classify its changes drains every one (the safe side), and no change is none.
+    assert base.disruptions("") == ()
+    assert [str(d) for d in base.disruptions("+ anything")] == [
+        "unclassified: platform plainos does not classify its changes"
+    ]
+
+
+@pytest.mark.parametrize("name", platforms.names())
+def test_each_reads_its_diffs_into_the_closed_set_of_reasons(name):
+    """No change is no disruption; a line of text no rule knows is never taken for hitless."""
+    from gpufabric.platforms.disruption import Disruption, Reason
+
+    p = platforms.platform(name)
+    assert p.disruptions("") == () and p.disruptions("\n  \n") == ()
+    found = p.disruptions(
+        "+ gpufabric-contract-unknown\n+gpufabric-contract-unknown\nnv set gpufabric-contract-unknown\n"
+        'gpufabric-contract-unknown\n[{"op": "add", "path": "/GPUFABRIC_CONTRACT_UNKNOWN/x/y"}]'
+    )
+    assert found and all(isinstance(d, Disruption) and d.reason in Reason for d in found)
 
 
 def test_an_unknown_platform_names_the_registered_ones():

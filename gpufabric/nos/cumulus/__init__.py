@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
+from gpufabric.platforms.disruption import Classifier, Disruption
 from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ class Cumulus(Platform):
     """Its configuration is one NVUE document, built in Python rather than printed by a template."""
 
     judge = VendorJudge("NVIDIA's NVUE object model", "nvueschema", "nvueschema>=0.1", "gpufabric.nos.cumulus.judge")
+    _classify: Classifier | None = None  # its diff rules, compiled on first use
 
     def render(self, ctx: DeviceContext, template: TemplateRender) -> dict[str, str]:
         from gpufabric.nos.cumulus.document import build
@@ -47,6 +49,14 @@ class Cumulus(Platform):
         """`qos pfc ... cable-length`: the switch sizes PFC headroom itself from the plane's cable length."""
         lossless = ctx.lossless_buffer is not None
         return LosslessBuffers(cable_metres=ctx.cable_metres if lossless else None)
+
+    def disruptions(self, diff: str) -> tuple[Disruption, ...]:
+        """NVUE's `nv config diff -o commands`; its rules, compiled once, know the management port."""
+        from gpufabric.nos.cumulus.disruption import classifier, disruptions
+
+        if self._classify is None:
+            self._classify = classifier(self.facts.mgmt_port)
+        return disruptions(self._classify, diff)
 
 
 PLATFORM = Cumulus(

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, TemplateFilter, VendorJudge
 
 if TYPE_CHECKING:
@@ -63,6 +64,12 @@ class Eos(Platform):
         from gpufabric.nos.eos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    def disruptions(self, diff: str) -> tuple[Disruption, ...]:
+        """The configuration session's unified diff of the running configuration."""
+        from gpufabric.nos.eos.disruption import disruptions
+
+        return disruptions(diff)
 
 
 PLATFORM = Eos(

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import LoadBalancing, Platform, PlatformFacts
 
 if TYPE_CHECKING:
@@ -38,6 +39,12 @@ class Frr(Platform):
 
     def lossless_qos(self) -> bool:
         return False  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
+
+    def disruptions(self, diff: str) -> tuple[Disruption, ...]:
+        """frr-reload's diff, the nftables file (replaced atomically: hitless) and the host settings."""
+        from gpufabric.nos.frr.disruption import disruptions
+
+        return disruptions(diff)
 
 
 PLATFORM = Frr(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
 
 if TYPE_CHECKING:
@@ -69,6 +70,12 @@ class Nxos(Platform):
         from gpufabric.nos.nxos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    def disruptions(self, diff: str) -> tuple[Disruption, ...]:
+        """The rollback patch from the running configuration to the candidate."""
+        from gpufabric.nos.nxos.disruption import disruptions
+
+        return disruptions(diff)
 
 
 PLATFORM = Nxos(

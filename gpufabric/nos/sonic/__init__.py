@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
+from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, templates_root
 
 if TYPE_CHECKING:
@@ -67,6 +68,12 @@ class Sonic(Platform):
 
     def role_problems(self, role: SwitchRole) -> list[tuple[str, str, str]]:
         return role_problems(role)  # the SKU table: cages, speeds, breakouts
+
+    def disruptions(self, diff: str) -> tuple[Disruption, ...]:
+        """The CONFIG_DB JSON patch, then FRR's reload diff (judged as on an FRR switch)."""
+        from gpufabric.nos.sonic.disruption import disruptions
+
+        return disruptions(diff)
 
 
 PLATFORM = Sonic(
