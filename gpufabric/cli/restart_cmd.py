@@ -34,6 +34,13 @@ MODES = ("warm", "fast", "cold", "daemons")
     show_default=True,
     help="Seconds from a switch's reboot until it must be back, with every session and port it had up.",
 )
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.1, 60),
+    default=2.0,
+    show_default=True,
+    help="Seconds between two looks at a switch while waiting for it to come back.",
+)
 @click.option("--batch", "batch_size", type=click.IntRange(1), help="At most this many switches at once.")
 @click.option("--dry-run", is_flag=True, help="Show the batches and each switch's reboot mode; touch nothing.")
 def restart_cmd(
@@ -44,6 +51,7 @@ def restart_cmd(
     mode: str | None,
     drain: str,
     boot_timeout: float,
+    poll: float,
     batch_size: int | None,
     dry_run: bool,
 ) -> int:
@@ -69,5 +77,6 @@ def restart_cmd(
         boot_timeout=boot_timeout,
         batch_size=batch_size,
         dry_run=dry_run,
+        poll=poll,
     )
     return report(restart(request, Progress(quiet=as_json)), as_json=as_json)

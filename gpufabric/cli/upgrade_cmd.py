@@ -43,6 +43,13 @@ from gpufabric.upgrade.service import UpgradeRequest, upgrade
     show_default=True,
     help="Seconds more a switch that did not come back is waited for (on its previous image).",
 )
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.1, 60),
+    default=5.0,
+    show_default=True,
+    help="Seconds between two looks at a switch while waiting for it to come back.",
+)
 @click.option("--batch", "batch_size", type=click.IntRange(1), help="At most this many switches at once.")
 @click.option("--dry-run", is_flag=True, help="Show the batches; touch nothing.")
 def upgrade_cmd(
@@ -58,6 +65,7 @@ def upgrade_cmd(
     drain: str,
     boot_timeout: float,
     fallback_timeout: float,
+    poll: float,
     batch_size: int | None,
     dry_run: bool,
 ) -> int:
@@ -90,5 +98,6 @@ def upgrade_cmd(
         fallback_timeout=fallback_timeout,
         batch_size=batch_size,
         dry_run=dry_run,
+        poll=poll,
     )
     return report(upgrade(request, Progress(quiet=as_json)), as_json=as_json)
