@@ -17,8 +17,8 @@ MODES = ("warm", "fast", "cold", "daemons")
 @click.option(
     "--mode",
     type=click.Choice(MODES),
-    help="How to reboot: warm, fast, cold, or daemons (FRR: only its routing daemons). [default: each "
-    "platform's least disruptive: Cumulus and SONiC warm, EOS fast, NX-OS cold, FRR (the lab) daemons]",
+    help="How to reboot: warm, fast, cold, or daemons (only the routing daemons: the lab's FRR). [default: each "
+    "platform's least disruptive, as its platform page and docs/upgrade.md list them]",
 )
 @click.option(
     "--drain",
