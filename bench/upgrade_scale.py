@@ -144,7 +144,7 @@ def _row(
         "states": states,
         "stopped_at": result.get("stopped_at"),
         "fell_back": [d["device"] for d in devices if d["state"] == "fell back"],
-        "failed": [(d["device"], d["reason"]) for d in devices if d["state"] == "failed"][:5],
+        "stops": [(d["device"], d["state"], d["reason"]) for d in devices if d["state"] in ("failed", "fell back")][:5],
         "wave_s": _spread([t["total_s"] for t in timings]),
         "wave_back_s": _spread([t["back_s"] for t in timings]),
         "switch_back_s": _spread([d["back_s"] for d in devices if d.get("back_s") is not None]),
@@ -173,8 +173,8 @@ def print_table(row: dict[str, Any]) -> None:
         print(f"  {title:<28}{cells}")
     print(f"  controller: {row['controller_cpu_s']} s CPU, {row['controller_peak_rss_mib']} MiB peak; "
           f"simulator {row['simulator_cpu_s']} s CPU")  # fmt: skip
-    for device, reason in row["failed"]:
-        print(f"  failed {device}: {reason}")
+    for device, state, reason in row["stops"]:
+        print(f"  {state} {device}: {reason}")
 
 
 def main() -> None:

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nornir.core import Nornir
+from nornir.plugins.runners import ThreadedRunner
 
 from gpufabric.drivers.images import image_name, image_url
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.errors import EmptySelectionError, PushRefusedError
 from gpufabric.fleet.expect import Expectation, expectations
 from gpufabric.fleet.push_id import new_push_id, tag
-from gpufabric.fleet.target import WORKERS, Fleet, open_fleet
+from gpufabric.fleet.target import READ_WORKERS, WORKERS, Fleet, open_fleet
 from gpufabric.parallel import cores
 from gpufabric.platforms import platform
 from gpufabric.push.lock import fabric_lock
@@ -229,6 +230,9 @@ def _roll(
             kind, ident.id, target, True, seconds, request.drain, tuple(plan_batches), outcomes,
             release=release, notes=tuple(notes),
         )  # fmt: skip
+    # Every switch of a batch at once: a switch's steps are mostly waiting on it (its install, its reboot).
+    largest = max(len(b.devices) for b in plan_batches)
+    fleet.nr = fleet.nr.with_runner(ThreadedRunner(num_workers=min(READ_WORKERS, max(WORKERS, largest))))
     expects, held = _expectations(fleet, names, request.validate, image)
     steps = NornirSteps(
         fleet.nr, expects, held, {d.name: _platform_of(fleet, d.platform) for d in fleet.targets},
