@@ -165,8 +165,7 @@ def wait_back(
         except Exception as exc:
             problem = f"not back: {_reason(exc)}"
             healthy_since = None
-            if rebooted_seen and not rebooted.back_already:
-                _hang_up(task)
+            _hang_up(task)  # the next look opens a fresh session
         now = time.monotonic()
         if healthy_since is not None and now - healthy_since >= settle:
             return Result(host=task.host, result=Back(True, "", version, now - rebooted.sent_at))

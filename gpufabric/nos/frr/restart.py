@@ -25,7 +25,7 @@ def restart_script(pathspace: str | None) -> str:
         return "systemctl restart frr"
     ns = shlex.quote(pathspace)
     return (
-        f"{FRRINIT} restart {ns} >/dev/null 2>&1 || exit 1; "
+        f"{FRRINIT} restart {ns} </dev/null >/dev/null 2>&1 || exit 1; "
         f'pid=$(cat {RUN_DIR}/{ns}/bfdd.pid 2>/dev/null) && renice -n {BFDD_NICENESS} -p "$pid" >/dev/null 2>&1; '
         "exit 0"
     )
