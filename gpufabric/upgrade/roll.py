@@ -207,9 +207,8 @@ class _Run:
         if refused:  # the batch goes no further: what did drain is undrained, nothing was rebooted
             ok = [n for n in names if n not in refused]
             back = drainer.undrain(ok, job.push_id) if ok else {}
-            for n in refused:
+            for n in refused:  # whatever of its drain was done, `maintenance status` shows
                 _fail(out[n], f"{drained[n]}; nothing was rebooted")
-                out[n].drained = True  # a half-done drain: `maintenance status` says what is left
             for n in ok:
                 _fail(out[n], f"not rebooted: {refused[0]} could not be drained")
                 out[n].drained = back.get(n) is not None

@@ -219,11 +219,15 @@ def _roll(
     names = [n for b in plan_batches for n in b.devices]
     if request.dry_run:
         fleet.nr.close_connections()
+        would = ["stage and check the image"] if image is not None else []
+        would += ["drain"] if request.drain else []
+        would += ["install"] if image is not None else []
+        said = f"dry run: would {', '.join([*would, 'reboot'])}"
         outcomes = tuple(
-            Outcome(n, State.SKIPPED, f"dry run: would {'drain, ' if request.drain else ''}reboot ({modes[n]})",
-                    b.number, modes[n])
-            for b in plan_batches for n in b.devices
-        )  # fmt: skip
+            Outcome(n, State.SKIPPED, f"{said} ({modes[n]})", b.number, modes[n])
+            for b in plan_batches
+            for n in b.devices
+        )
         release = image.release if image else None
         seconds = time.perf_counter() - started
         return RollResult(
