@@ -22,6 +22,7 @@ import yaml
 
 from bench.fleet_sim import latency as lat
 from bench.fleet_sim.shell import Result
+from bench.fleet_sim.upgrade import Lifecycle
 from gpufabric.nos.cumulus.nvue import set_tree as _nvue_set_tree
 
 HOME = "/home/cumulus"
@@ -81,6 +82,7 @@ class CumulusSwitch:
     timer: asyncio.TimerHandle | None = None
     deadline: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
+    lifecycle: Lifecycle | None = None  # its image slots and reboots (bench/fleet_sim/upgrade.py), when simulated
 
     def __post_init__(self) -> None:
         if not self.applied:
@@ -93,10 +95,17 @@ class CumulusSwitch:
 
     def read(self, name: str) -> str | None:
         path = self.path(name)
+        shown = self.lifecycle.read(path) if self.lifecycle is not None else None
+        if shown is not None:
+            return shown
         return self.applied if path == STARTUP else self.files.get(path)
 
     def write(self, name: str, text: str) -> None:
         self.files[self.path(name)] = text
+
+    def is_up(self) -> bool:
+        """Accepting logins: always, unless its simulated reboot is under way."""
+        return self.lifecycle is None or self.lifecycle.is_up()
 
     async def pause(self, op: str) -> None:
         delay = lat.LATENCY[op] * self.scale
@@ -106,6 +115,8 @@ class CumulusSwitch:
     async def run(self, argv: list[str], stdin: str | None) -> Result:
         """One simple command (the exec channel's own latency is paid once per command line)."""
         name, args = argv[0], argv[1:]
+        if self.lifecycle is not None and (stepped := await self.lifecycle.run(argv)) is not None:
+            return stepped
         handler = _BUILTINS.get(name)
         if handler is not None:
             return handler(self, args, stdin)

@@ -31,6 +31,7 @@ from bench.fleet_sim.cumulus import CumulusSwitch, Event
 from bench.fleet_sim.eapi import Ca
 from bench.fleet_sim.eos import EosSwitch
 from bench.fleet_sim.shell import parse, run_line
+from bench.fleet_sim.upgrade import Lifecycle
 
 
 def _needs_stdin(line: str) -> bool:
@@ -50,6 +51,10 @@ class _Login(asyncssh.SSHServer):
     def __init__(self, switch: CumulusSwitch) -> None:
         self.switch = switch
 
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        if not self.switch.is_up():  # rebooting (bench/fleet_sim/upgrade.py): nothing answers
+            conn.close()
+
     def begin_auth(self, username: str) -> bool:
         return True
 
@@ -57,7 +62,8 @@ class _Login(asyncssh.SSHServer):
         return True
 
     def validate_password(self, username: str, password: str) -> bool:
-        return username == self.switch.username and password == self.switch.password
+        up = self.switch.is_up()
+        return up and username == self.switch.username and password == self.switch.password
 
 
 class Fleet:
@@ -79,6 +85,9 @@ class Fleet:
         line = process.command or ""
         self.count(_kind(line))
         stdin = await process.stdin.read() if _needs_stdin(line) else None
+        if not switch.is_up():  # a session left open across a reboot: the switch is gone
+            process.exit(255)
+            return
         await switch.pause(lat.EXEC)
         result = await run_line(line, stdin, switch.run, switch.write)
         process.stdout.write(result.stdout)
@@ -110,6 +119,20 @@ class Fleet:
         return servers
 
 
+def lifecycle(entry: dict[str, Any], scale: float) -> Lifecycle | None:
+    """A switch's image slots and reboots when its entry names the release it runs (`release`; `hang_on`:
+    releases it hangs booting; `corrupt`: its fetched images are damaged)."""
+    if "release" not in entry:
+        return None
+    return Lifecycle(
+        entry["name"],
+        release=str(entry["release"]),
+        scale=scale,
+        hang_on=frozenset(entry.get("hang_on", ())),
+        corrupt=bool(entry.get("corrupt", False)),
+    )
+
+
 def _kind(line: str) -> str:
     """A command line's kind, for counting: its first words, without file names or quoted arguments."""
     words = line.replace("sudo -S -p ''", "").split()
@@ -139,6 +162,7 @@ async def main_async(args: argparse.Namespace) -> None:
         if entry["platform"] != "cumulus":
             raise SystemExit(f"{entry['name']}: platform {entry['platform']} is not simulated yet")
         switch = CumulusSwitch(entry["name"], args.username, password, fleet.log, scale=args.latency_scale)
+        switch.lifecycle = lifecycle(entry, args.latency_scale)
         fleet.switches[entry["address"]] = (entry["platform"], switch)
         key = asyncssh.generate_private_key("ssh-ed25519")
         keys[entry["address"]] = key

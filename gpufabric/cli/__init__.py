@@ -34,6 +34,8 @@ COMMANDS = {
     "lab": "gpufabric.cli.lab_cmd:lab_cmd",
     "demo": "gpufabric.cli.demo_cmd:demo_cmd",
     "push": "gpufabric.cli.push_cmd:push_cmd",
+    "restart": "gpufabric.cli.restart_cmd:restart_cmd",
+    "upgrade": "gpufabric.cli.upgrade_cmd:upgrade_cmd",
     "validate": "gpufabric.cli.validate_cmd:validate_cmd",
     "acceptance": "gpufabric.cli.acceptance_cmd:acceptance_cmd",
     "telemetry": "gpufabric.cli.telemetry_cmd:telemetry_cmd",

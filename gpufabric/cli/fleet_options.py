@@ -14,13 +14,27 @@ from gpufabric.cli.errors import refusals
 from gpufabric.cli.options import SELECTION, file_arg
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.lab.state import DEFAULT_DIR
+from gpufabric.intent.types import ALL_PLANES
 
 FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
+MANY_PLANES = click.option(
+    "--plane",
+    "planes",
+    multiple=True,
+    type=click.Choice(ALL_PLANES),
+    help="Only this plane's switches (repeatable).",
+)
 
 
 def fleet_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options (and --json); the command receives them as one `fleet_args: FleetArgs`."""
     return _with_options(fn, json_flag=True)
+
+
+def fleet_options_planes(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """As fleet_options, with `--plane` repeatable: the command receives `planes` (a tuple) beside
+    `fleet_args` (whose `plane` stays None)."""
+    return _with_options(fn, json_flag=True, many_planes=True)
 
 
 def login_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -29,10 +43,12 @@ def login_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _with_options(fn, json_flag=False)
 
 
-def _with_options(fn: Callable[..., Any], *, json_flag: bool) -> Callable[..., Any]:
+def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool = False) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
+        if many_planes:
+            kwargs["plane"] = None
         # The commands that reach switches share the library's refusals (no lab up, no switch
         # selected, lock held, ...): each exits 2 with its message.
         with refusals():
@@ -41,7 +57,7 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool) -> Callable[..., A
     for option in reversed(
         [
             file_arg,
-            *SELECTION,
+            *(SELECTION if not many_planes else (MANY_PLANES, *SELECTION[1:])),
             click.option(
                 "--lab",
                 is_flag=True,

@@ -63,6 +63,11 @@ def _rows(spec: Platform) -> list[tuple[str, str]]:
             _yes(f.confirm_timer, "armed on the switch itself", "kept by the controller"),
         ),
         ("`--confirm-timeout` accepted", f"{low} to {high} s"),
+        ("`nornir restart`: reboot modes", _code(spec.reboot_modes()) + " (the first unless `--mode` says)"),
+        (
+            "`nornir upgrade`: a switch not back on its new image",
+            spec.image_fallback() if spec.installs_images() else f"no upgrade: {spec.image_fallback()}",
+        ),
         ("vendor model in `verify`", judge),
         ("containerlab kind", f"`{f.containerlab_kind}`"),
         ("the configuration follows", f.docs),

@@ -74,15 +74,20 @@ def _objects(value: Any, what: str) -> dict[str, dict[str, Any]]:
     return value  # type: ignore[no-any-return]
 
 
+def os_version(version: str) -> str:
+    """FRR's version from vtysh's `show version` ("FRRouting 8.4.4 (leaf1) on Linux(...)" -> "8.4.4")."""
+    line = next((ln.split(" on ")[0] for ln in version.splitlines() if ln.startswith("FRRouting")), "")
+    return line.replace("FRRouting ", "").split(" (")[0]
+
+
 def facts(system: str, version: str, links_json: str) -> dict[str, Any]:
     hostname, fqdn, uptime = ([*system.splitlines(), "", "", "0"])[:3]
-    os_version = next((ln.split(" on ")[0] for ln in version.splitlines() if ln.startswith("FRRouting")), "")
     return {
         "hostname": hostname,
         "fqdn": fqdn or hostname,
         "vendor": FRR_VENDOR,
         "model": "Linux",
-        "os_version": os_version.replace("FRRouting ", "").split(" (")[0],
+        "os_version": os_version(version),
         "serial_number": "",
         "uptime": as_float(uptime.split()[0], "the uptime in /proc/uptime") if uptime.split() else -1.0,
         "interface_list": sorted(str(link["ifname"]) for link in _list(links_json, LINKS)),

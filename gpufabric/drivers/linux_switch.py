@@ -185,6 +185,10 @@ class LinuxSwitchDriver(NetworkDriver):
         answers = (self._facts_system(), self._vtysh("show version"), self._run(frr_getters.LINKS))
         return self._parsed(f"{frr_getters.LINKS} (facts)", frr_getters.facts, *answers)
 
+    def get_os_version(self) -> str:
+        """get_facts' `os_version` alone, in one command (validate's release check reads nothing else)."""
+        return frr_getters.os_version(self._vtysh("show version"))
+
     def get_interfaces(self) -> dict[str, dict[str, Any]]:
         answers = (self._run(frr_getters.LINKS), self._vtysh(frr_getters.FRR_INTERFACES))
         return self._parsed(f"{frr_getters.LINKS}; {frr_getters.FRR_INTERFACES}", frr_getters.interfaces, *answers)

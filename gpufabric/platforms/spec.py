@@ -11,6 +11,7 @@ NetworkDriver. No layer above asks which OS it is talking to.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,6 +248,32 @@ class Platform:
         """Per port: transceivers and FEC counters. Default: None, the driver's own ethtool answers."""
         return None
 
+    # -- releases, reboots and upgrades --------------------------------------------------------------------
+
+    def running_release(self, os_version: str) -> str | None:
+        """The release train (the intent's `platforms.<os>.release` form) a switch's running version belongs
+        to, from the text its driver reports as NAPALM's `os_version`; None: no release can be read in it.
+        Default: the first `major.minor` of the text ("Cumulus Linux 5.14.0" -> "5.14", "4.33.1F" -> "4.33",
+        "10.4(3)" -> "10.4")."""
+        found = _MAJOR_MINOR.search(os_version)
+        return f"{found.group(1)}.{found.group(2)}" if found else None
+
+    def reboot_modes(self) -> tuple[str, ...]:
+        """How the switch can be rebooted, the least disruptive first (`nornir restart` takes the first unless
+        told): `warm` (the data plane forwards on while the control plane restarts), `fast` (a short data-plane
+        outage), `cold` (a full reload), `daemons` (only the routing daemons restart). Default: cold only."""
+        return ("cold",)
+
+    def installs_images(self) -> bool:
+        """`nornir upgrade` can install an OS image on it (its driver stages, checks, installs and falls
+        back). Default: yes."""
+        return True
+
+    def image_fallback(self) -> str:
+        """What the OS does when a switch does not come back on a new image: which image it boots next, and
+        who sets it (docs/upgrade.md prints it per platform)."""
+        return "no fallback is known for this platform: a switch that does not come back needs its console"
+
 
 def templates_root() -> Path:
     """The project's templates tree, one folder per OS: shipped in the wheel as gpufabric/templates/ (a
@@ -254,6 +281,9 @@ def templates_root() -> Path:
     package = Path(__file__).resolve().parents[1]
     shipped = package / "templates"
     return shipped if shipped.is_dir() else package.parent / "templates"
+
+
+_MAJOR_MINOR = re.compile(r"(?<![0-9.])([0-9]{1,3})\.([0-9]{1,3})(?![0-9])")
 
 
 def linux_port(cage: int, lane: int, split: int) -> str:

@@ -52,5 +52,6 @@ def planned(
                 else None
             ),
             bgp_timers=ctx.bgp_timers,
+            release=plan.intent.release(d.platform),
         )
     return out

@@ -58,6 +58,21 @@ class Cumulus(Platform):
             self._classify = classifier(self.facts.mgmt_port)
         return disruptions(self._classify, diff)
 
+    # -- reboots and upgrades (docs/upgrade.md) ---------------------------------------------------------------
+
+    def reboot_modes(self) -> tuple[str, ...]:
+        """`nv action reboot system mode warm|fast|cold` (NVIDIA, Cumulus Linux user guide, "In-Service System
+        Upgrade (ISSU)" and "Upgrading Cumulus Linux"): warm keeps forwarding while the control plane restarts."""
+        return ("warm", "fast", "cold")
+
+    def image_fallback(self) -> str:
+        return (
+            "optimized (two-partition) image upgrade: the new image goes into the other partition and the running "
+            "one stays where it is; `nv action boot-next system image other` boots the partition not running "
+            "(gpufabric sets it back when the switch comes back on another release); a switch that does not come "
+            "back at all needs its console or ONIE to pick the old partition"
+        )
+
 
 PLATFORM = Cumulus(
     PlatformFacts(

@@ -26,14 +26,15 @@ from typing import Any
 import yaml
 from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, one_line, parse_push_line
+from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_file
 from gpufabric.nos.cumulus import nvue
+from gpufabric.nos.cumulus.upgrade import CumulusUpgrade
 
 VENDOR = "NVIDIA"
 
 
-class CumulusDriver(LinuxSwitchDriver):
+class CumulusDriver(CumulusUpgrade):
     platform = "cumulus"
 
     def _setup(self) -> None:
@@ -164,12 +165,16 @@ class CumulusDriver(LinuxSwitchDriver):
 
     def get_facts(self) -> dict[str, Any]:
         facts = super().get_facts()
+        model = self._try("platform-detect").stdout.strip() or "Spectrum"
+        return {**facts, "vendor": VENDOR, "model": model, "os_version": self.get_os_version()}
+
+    def get_os_version(self) -> str:
+        """ "Cumulus Linux 5.14.0", from /etc/lsb-release's DISTRIB_RELEASE."""
         release = self._run("cat /etc/lsb-release 2>/dev/null || true")
         version = next(
             (ln.split("=", 1)[1].strip('"') for ln in release.splitlines() if ln.startswith("DISTRIB_RELEASE=")), ""
         )
-        model = self._try("platform-detect").stdout.strip() or "Spectrum"
-        return {**facts, "vendor": VENDOR, "model": model, "os_version": f"Cumulus Linux {version}".strip()}
+        return f"Cumulus Linux {version}".strip()
 
     def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
         """`nv ...` commands run as the NVUE CLI, each word quoted (never through a shell's own

@@ -71,6 +71,20 @@ class Eos(Platform):
 
         return disruptions(diff)
 
+    # -- reboots and upgrades (docs/upgrade.md) ---------------------------------------------------------------
+
+    def reboot_modes(self) -> tuple[str, ...]:
+        """`reload fast-boot now` (Arista, EOS user manual, "Accelerated Software Upgrade (ASU)"), else `reload now`."""
+        return ("fast", "cold")
+
+    def image_fallback(self) -> str:
+        return (
+            "the running SWI stays on flash: and boot-config names the new one only from just before the reload; "
+            "gpufabric sets `boot system flash:<previous>` back and reloads when the switch comes back on another "
+            "release; a switch that does not come back at all boots from the Aboot shell on its console "
+            "(`boot flash:<previous>`)"
+        )
+
 
 PLATFORM = Eos(
     PlatformFacts(

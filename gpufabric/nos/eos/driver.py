@@ -24,7 +24,6 @@ from typing import Any
 
 import pyeapi
 from napalm.base.exceptions import CommitError, ConnectionException, SessionLockedException
-from napalm.eos.eos import EOSDriver
 from napalm.eos.utils.versions import EOSVersion
 from pyeapi.eapilib import CommandError, EapiConnection
 from pyeapi.eapilib import ConnectionError as EapiConnectionError
@@ -49,6 +48,7 @@ from gpufabric.drivers.answers import (
 from gpufabric.drivers.https_args import https_args
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, started
 from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection, read_answer, renamed
+from gpufabric.nos.eos.upgrade import EosUpgrade
 
 SESSION_PREFIX = "gpufabric-"
 TIMER_STATE = "pendingCommitTimer"
@@ -124,7 +124,7 @@ def _asked(data: str) -> list[str]:
 
 
 @named_reads
-class GpufabricEOSDriver(EOSDriver):
+class GpufabricEOSDriver(EosUpgrade):
     config_session: str | None  # NAPALM's (untyped there): the session this connection loaded, if any
 
     def __init__(

@@ -46,6 +46,18 @@ class Frr(Platform):
 
         return disruptions(diff)
 
+    # -- reboots and upgrades (docs/upgrade.md) ---------------------------------------------------------------
+
+    def reboot_modes(self) -> tuple[str, ...]:
+        """FRR's daemons restarted: what the lab calls a switch's reboot (gpufabric/nos/frr/restart.py)."""
+        return ("daemons",)
+
+    def installs_images(self) -> bool:
+        return False
+
+    def image_fallback(self) -> str:
+        return "FRR comes from the host's packages: gpufabric installs no FRR image and keeps no previous one"
+
 
 PLATFORM = Frr(
     PlatformFacts(

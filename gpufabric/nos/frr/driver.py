@@ -23,7 +23,7 @@ from napalm.base.exceptions import CommitError
 
 import gpufabric.nos.frr.system as frr_system
 from gpufabric.drivers import frr_getters
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
+from gpufabric.drivers.linux_switch import PushMark, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 from gpufabric.nos.frr.files import (
     NFT_MARKER,
@@ -34,9 +34,10 @@ from gpufabric.nos.frr.files import (
     candidate_parts,
     join_candidate,
 )
+from gpufabric.nos.frr.restart import FrrRestart
 
 
-class FrrDriver(LinuxSwitchDriver):
+class FrrDriver(FrrRestart):
     platform = "frr"
 
     def _setup(self) -> None:

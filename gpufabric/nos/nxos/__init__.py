@@ -77,6 +77,16 @@ class Nxos(Platform):
 
         return disruptions(diff)
 
+    # -- reboots and upgrades (docs/upgrade.md) ---------------------------------------------------------------
+
+    def image_fallback(self) -> str:
+        return (
+            "`install all` checks the image first (`show install all impact`) and reboots nothing when it is not "
+            "bootable; the previous image stays on bootflash:, and gpufabric sets `boot nxos bootflash:<previous>` "
+            "back and reloads when the switch comes back on another release; a switch that does not come back at "
+            "all stops at the loader> prompt of its console"
+        )
+
 
 PLATFORM = Nxos(
     PlatformFacts(

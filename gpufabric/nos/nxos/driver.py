@@ -38,7 +38,6 @@ from napalm.base.exceptions import CommitError, ConnectionException, ReplaceConf
 from napalm.nxapi_plumbing import Device as NXOSDevice
 from napalm.nxapi_plumbing.api_client import RPCClient
 from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPICommandError, NXAPIConnectionError
-from napalm.nxos.nxos import NXOSDriver
 
 from gpufabric.drivers.answers import (
     DEFAULT_BOUNDS,
@@ -60,6 +59,7 @@ from gpufabric.errors import GpufabricError
 from gpufabric.hidden import reveal
 from gpufabric.intent.errors import printable
 from gpufabric.nos.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
+from gpufabric.nos.nxos.upgrade import NxosUpgrade
 
 FILE_PREFIX = "gpufabric-"
 MARK = "!gpufabric push"  # the candidate's first line: which push wrote it, from which controller
@@ -204,7 +204,7 @@ class VerifiedRPCClient(RPCClient):
 
 
 @named_reads
-class GpufabricNXOSDriver(NXOSDriver):
+class GpufabricNXOSDriver(NxosUpgrade):
     def __init__(
         self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: dict | None = None
     ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -74,6 +75,25 @@ class Sonic(Platform):
         from gpufabric.nos.sonic.disruption import disruptions
 
         return disruptions(diff)
+
+    # -- releases, reboots and upgrades (docs/upgrade.md) ----------------------------------------------------
+
+    def running_release(self, os_version: str) -> str | None:
+        """SONiC's build_version ("SONiC.202411.123456-abcdef" or "202411.12"): its six-digit branch."""
+        found = re.search(r"(?<![0-9])(20[0-9]{4})(?![0-9])", os_version)
+        return found.group(1) if found else None
+
+    def reboot_modes(self) -> tuple[str, ...]:
+        """`warm-reboot`, `fast-reboot`, `reboot` (sonic-utilities' Command Reference, "Reboot Commands")."""
+        return ("warm", "fast", "cold")
+
+    def image_fallback(self) -> str:
+        return (
+            "sonic-installer keeps the previous image installed; gpufabric boots the new one once "
+            "(`sonic-installer set-next-boot`) and keeps the previous one the default, so a switch that hangs on "
+            "the new image boots the previous one at its next reset (watchdog or power cycle); the new image is "
+            "made the default (`sonic-installer set-default`) only once the switch runs it and passes its checks"
+        )
 
 
 PLATFORM = Sonic(

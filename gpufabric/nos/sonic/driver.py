@@ -18,15 +18,18 @@ from __future__ import annotations
 import secrets
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from napalm.base.exceptions import CommitError
 
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
+from gpufabric.drivers.linux_switch import PushMark, parse_push_line
 from gpufabric.drivers.transport import CommandFailedError, Output, Transport, put_files
 from gpufabric.nos.frr.files import DeviceFiles
 from gpufabric.nos.sonic.candidate import FRR_MARKER, split
+from gpufabric.nos.sonic.upgrade import SonicUpgrade
 
 CONFIG_DB = "/etc/sonic/config_db.json"
+SONIC_VERSION = "/etc/sonic/sonic_version.yml"
 # The bgp container sees /etc/sonic/frr/ as /etc/frr/: FRR's files go there and are named from inside.
 FRR_HOST_DIR = "/etc/sonic/frr"
 FRR_CONTAINER_DIR = "/etc/frr"
@@ -51,7 +54,7 @@ class SonicFiles(DeviceFiles):
         return f"{FRR_CONTAINER_DIR}/gpufabric.{name}.frr.conf"
 
 
-class SonicDriver(LinuxSwitchDriver):
+class SonicDriver(SonicUpgrade):
     platform = "sonic"
 
     def _setup(self) -> None:
@@ -187,6 +190,24 @@ class SonicDriver(LinuxSwitchDriver):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+    # -- getters -------------------------------------------------------------------------------
+    def get_os_version(self) -> str:
+        """SONiC's build_version from /etc/sonic/sonic_version.yml (FRR's `show version` names the bgp
+        container's FRR, not the switch's release)."""
+        return sonic_build_version(self._run(f"cat {SONIC_VERSION}"))
+
+    def get_facts(self) -> dict[str, Any]:
+        return {**super().get_facts(), "vendor": "SONiC", "os_version": self.get_os_version()}
+
+
+def sonic_build_version(text: str) -> str:
+    """`build_version: 'SONiC.202411.123'` out of sonic_version.yml, quotes removed ("" when absent)."""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "build_version":
+            return value.strip().strip("'\"")
+    return ""
 
 
 class _RootShell:

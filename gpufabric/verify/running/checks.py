@@ -37,6 +37,7 @@ class Planned:
     # BFD as the plane asks for it: (fabric session keys, interval ms, multiplier); None: BFD is off.
     bfd: tuple[tuple[str, ...], int, int] | None = None
     bgp_timers: tuple[int, int] | None = None  # (keepalive, hold) the plane sets; None: the platform's default
+    release: str | None = None  # the OS release the intent pins for the switch's platform; None: not checked
 
     @property
     def reads_running(self) -> bool:
@@ -58,6 +59,16 @@ def drift(p: Planned, diff: str) -> Iterator[CheckResult]:
     yield result(
         "config-drift", p.device, "running config", "no difference", "\n".join(lines) if lines else "no difference"
     )
+
+
+def release(p: Planned, os_version: str, running: str | None) -> Iterator[CheckResult]:
+    """The switch runs the release the intent pins: `running` is the release train its platform reads in the
+    `os_version` its driver reports (None: none could be read there)."""
+    if p.release is None:
+        return
+    shown = os_version.strip() or "nothing"
+    observed = f"release {running} ({shown})" if running is not None else f"no release in {shown!r}"
+    yield result("release", p.device, "os release", f"release {p.release}", observed, ok=running == p.release)
 
 
 def bgp(p: Planned, neighbors: dict[str, Any]) -> Iterator[CheckResult]:

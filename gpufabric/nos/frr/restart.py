@@ -1,0 +1,44 @@
+"""FRR's "reboot", as a method of its NAPALM driver (a mixin of FrrDriver): its daemons restarted.
+
+In the lab a switch is a network namespace running FRR, so a switch's reboot is a restart of its FRR
+daemons: `frrinit.sh restart <pathspace>` (FRR's own init script, as the lab started them), which returns
+once they run again; bfdd gets back the priority the lab gives it (gpufabric/lab/frr_node.py). On an FRR
+host without a pathspace it is `systemctl restart frr`. FRR comes from the host's packages: there is no
+image to stage, install or fall back to.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.nos.frr.files import DeviceFiles
+
+FRRINIT = "/usr/lib/frr/frrinit.sh"
+RUN_DIR = "/var/run/frr"
+BFDD_NICENESS = -15  # as gpufabric.lab.frr_node.BFDD_NICENESS: the lab's stand-in for BFD's priority
+
+
+def restart_script(pathspace: str | None) -> str:
+    """The shell that restarts the switch's FRR daemons and returns once they run again."""
+    if not pathspace:
+        return "systemctl restart frr"
+    ns = shlex.quote(pathspace)
+    return (
+        f"{FRRINIT} restart {ns} </dev/null >/dev/null 2>&1 || exit 1; "
+        f'pid=$(cat {RUN_DIR}/{ns}/bfdd.pid 2>/dev/null) && renice -n {BFDD_NICENESS} -p "$pid" >/dev/null 2>&1; '
+        "exit 0"
+    )
+
+
+class FrrRestart(LinuxSwitchDriver):
+    """`reboot` for `nornir restart`; FRR has no image steps (`nornir upgrade` refuses it)."""
+
+    files: DeviceFiles
+
+    def reboot(self, mode: str = "daemons") -> bool:
+        """Restart the routing daemons; True: they run again when this returns (nothing to wait for)."""
+        if mode != "daemons":
+            raise ValueError(f"the FRR driver restarts FRR's daemons only (mode daemons), not {mode!r}")
+        self._run(restart_script(self.files.pathspace))
+        return True

@@ -1,0 +1,63 @@
+"""`nornir restart --lab` against the lab (root only): a switch's reboot is a restart of its FRR daemons.
+The compute plane is restarted one failure domain at a time; every switch's daemons are new processes
+afterwards, each came back with the sessions it had, and validate passes again."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from conftest import run
+
+from gpufabric.lab import frr_node
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+
+PLANE = ("--plane", "compute")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    state = tmp_path_factory.mktemp("lab") / "state"
+    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state))
+    assert up.returncode == 0, up.stderr
+    yield state
+    run("gpufabric", "lab", "down", "--state-dir", str(state))
+
+
+def _validate_failures(state) -> list[tuple[str, str, str]]:
+    done = run("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    return [(r["check"], r["device"], r["item"]) for r in json.loads(done.stdout)["results"] if r["verdict"] == "fail"]
+
+
+def _healthy(state, timeout: float = 180.0) -> list[tuple[str, str, str]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _validate_failures(state)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(2)
+
+
+def test_a_rolling_restart_restarts_each_switchs_daemons_and_waits_for_its_sessions(lab):
+    pushed = run("nornir", "push", *PLANE, "--state-dir", str(lab), "--json")
+    assert pushed.returncode == 0, pushed.stderr
+    assert _healthy(lab) == []
+    done = run("nornir", "validate", *PLANE, "--state-dir", str(lab), "--format", "json")
+    releases = [r for r in json.loads(done.stdout)["results"] if r["check"] == "release"]
+    assert releases and all(r["verdict"] == "pass" for r in releases)  # the machine's FRR is the pinned 8.4
+    switches = sorted({r["device"] for r in releases})
+    before = {n: frr_node.pids(n)["bgpd"] for n in switches}
+    restarted = run("nornir", "restart", *PLANE, "--state-dir", str(lab), "--drain", "never", "--json")
+    assert restarted.returncode == 0, restarted.stderr
+    result = json.loads(restarted.stdout)
+    assert result["ok"] and result["target"] == "lab" and not result["drain"]
+    assert {d["device"]: d["state"] for d in result["devices"]} == dict.fromkeys(switches, "done")
+    assert {d["mode"] for d in result["devices"]} == {"daemons"}
+    assert result["batches"][0]["domain"].startswith("canary") and len(result["batches"]) >= 3
+    after = {n: frr_node.pids(n)["bgpd"] for n in switches}
+    assert all(after[n] != before[n] for n in switches), (before, after)  # every bgpd is a new process
+    assert _healthy(lab) == []
