@@ -11,6 +11,7 @@ NetworkDriver. No layer above asks which OS it is talking to.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,70 @@ class LosslessBuffers:
     # (traffic class, buffer size, pause threshold, resume threshold): an ingress queuing reservation
     pause_buffer: tuple[int, int, int, int] | None = None
     headroom: int | None = None  # the lossless ports' PFC headroom in bytes
+
+
+# -- drain and maintenance (issue 42: wt-drain) ------------------------------------------------------------------
+
+# The policy name of the FRR drain (route-map), and how many times the switch's own ASN is prepended: a path
+# through a drained switch is longer than any path the planned Clos offers between two switches (at most two AS
+# hops longer than the shortest in three tiers), so every neighbour with another way prefers it.
+DRAIN_POLICY = "GF-DRAIN"
+DRAIN_PREPEND = 3
+
+
+@dataclass(frozen=True)
+class DrainSpec:
+    """What a switch's drain is made from: its OS release, its ASN and its BGP neighbours as it names them
+    (interfaces for unnumbered sessions, addresses otherwise), read from the switch when it is drained."""
+
+    release: str
+    asn: int | None = None
+    neighbors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DrainSteps:
+    """A platform's drain, in its vendor's own form."""
+
+    mechanism: str  # what the vendor calls it, as `maintenance status` reports it
+    form: str  # "config": configuration lines loaded as a change; "commands": commands run one a line
+    drain: str  # the text that drains the switch
+    undrain: str  # the text that puts it back into service
+    source: str  # the vendor document the steps follow (docs/operating.md cites it)
+
+
+def frr_drain_steps(spec: DrainSpec) -> DrainSteps:
+    """FRR (RFC 8326 graceful shutdown, and an outbound AS-path prepend to every neighbour): the GSHUT
+    community tells peers that honour it to prefer other paths; the prepend makes every other path shorter
+    for peers that do not (the planned fabric's FRR peers carry no GSHUT policy). Config lines for vtysh."""
+    if spec.asn is None:
+        raise ValueError("an FRR drain needs the switch's BGP ASN")
+    asn = int(spec.asn)
+    for name in spec.neighbors:
+        if not _NEIGHBOR.fullmatch(name):
+            raise ValueError(f"BGP neighbour {name[:40]!r} is not an interface name or an address")
+    prepend = " ".join([str(asn)] * DRAIN_PREPEND)
+    bound = "".join(f"  neighbor {n} route-map {DRAIN_POLICY} out\n" for n in spec.neighbors)
+    unbound = "".join(f"  no neighbor {n} route-map {DRAIN_POLICY} out\n" for n in spec.neighbors)
+    drain = (
+        f"route-map {DRAIN_POLICY} permit 10\n set as-path prepend {prepend}\nexit\n!\n"
+        f"router bgp {asn}\n bgp graceful-shutdown\n address-family ipv4 unicast\n{bound}"
+        " exit-address-family\nexit\n"
+    )
+    undrain = (
+        f"router bgp {asn}\n no bgp graceful-shutdown\n address-family ipv4 unicast\n{unbound}"
+        f" exit-address-family\nexit\n!\nno route-map {DRAIN_POLICY}\n"
+    )
+    return DrainSteps(
+        "bgp graceful-shutdown + as-path prepend",
+        "config",
+        drain,
+        undrain,
+        "FRR User Guide, BGP: Graceful Shutdown (RFC 8326); route-map `set as-path prepend`",
+    )
+
+
+_NEIGHBOR = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 class Platform:
@@ -233,6 +298,13 @@ class Platform:
     def read_optics(self, conn: Any, ports: list[str]) -> dict[str, Optics] | None:
         """Per port: transceivers and FEC counters. Default: None, the driver's own ethtool answers."""
         return None
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        """How this OS takes a switch out of service and puts it back: the vendor's own mechanism. Default:
+        FRR's (graceful shutdown and an outbound AS-path prepend), the routing stack of a Linux switch."""
+        return frr_drain_steps(spec)
 
 
 def templates_root() -> Path:

@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
-from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge
+from gpufabric.platforms.spec import (
+    DrainSpec,
+    DrainSteps,
+    LoadBalancing,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    VendorJudge,
+)
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -47,6 +55,13 @@ class Cumulus(Platform):
         """`qos pfc ... cable-length`: the switch sizes PFC headroom itself from the plane's cable length."""
         lossless = ctx.lossless_buffer is not None
         return LosslessBuffers(cable_metres=ctx.cable_metres if lossless else None)
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.cumulus.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Cumulus(

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, TemplateFilter, VendorJudge
+from gpufabric.platforms.spec import (
+    DrainSpec,
+    DrainSteps,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    TemplateFilter,
+    VendorJudge,
+)
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -63,6 +71,13 @@ class Eos(Platform):
         from gpufabric.nos.eos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.eos.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Eos(

@@ -18,13 +18,17 @@ import difflib
 import secrets
 import shlex
 from dataclasses import replace
+from typing import Any
 
 from napalm.base.exceptions import CommitError
 
 import gpufabric.nos.frr.system as frr_system
-from gpufabric.drivers import frr_getters
+from gpufabric.drivers import frr_getters, maintenance
+from gpufabric.drivers.answers import as_dict, as_int, switch_json
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver, PushMark, parse_push_line
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
+from gpufabric.nos.frr import PLATFORM as FRR
 from gpufabric.nos.frr.files import (
     NFT_MARKER,
     NFT_TABLE,
@@ -34,6 +38,7 @@ from gpufabric.nos.frr.files import (
     candidate_parts,
     join_candidate,
 )
+from gpufabric.platforms.spec import DRAIN_POLICY, DrainSpec
 
 
 class FrrDriver(LinuxSwitchDriver):
@@ -77,7 +82,8 @@ class FrrDriver(LinuxSwitchDriver):
             files[self.files.candidate("system.shown")] = (_shown(parts), None)
             files[self.files.candidate("system.secrets")] = (frr_system.secret_values(parts.system or ""), 0o600)
         try:
-            put_files(self.transport, files, setup)  # type: ignore[arg-type]
+            # A drained switch's candidate keeps its drain (gpufabric.nos.frr.files.DeviceFiles.keep_drain).
+            put_files(self.transport, files, setup, then=self.files.keep_drain(conf))  # type: ignore[arg-type]
         except CommandFailedError:
             if setup:  # the folder may not exist: the next upload makes one again
                 self.files = replace(self.files, workdir=None)
@@ -204,6 +210,80 @@ class FrrDriver(LinuxSwitchDriver):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # The drain is FRR configuration (graceful shutdown and an outbound prepend: Platform.drain_steps), saved,
+    # with a marker beside the configuration naming who drained the switch; a push meanwhile keeps it.
+
+    def _drain_spec(self) -> DrainSpec:
+        """The switch's ASN and BGP neighbours, as its BGP daemon has them now."""
+        command = "show ip bgp summary json"
+        return self._parsed(command, _summary_spec, self._vtysh(command))
+
+    def _change(self, text: str, *, marker: str | None, remove: bool) -> None:
+        apply = self.files.path("drain.apply")
+        files: dict[str, tuple[str, int | None]] = {apply: (text, 0o600)}
+        if marker is not None:
+            files[self.files.path("drained.new")] = (marker, 0o644)
+            files[self.files.path("drain.conf")] = (text, 0o644)
+        put_files(self.transport, files)  # type: ignore[arg-type]
+        script = self.files.drain_script(apply, marker=self.files.path("drained.new") if marker else None,
+                                         remove=remove)  # fmt: skip
+        try:
+            self._run("sh -s", script)
+        except CommandFailedError as exc:
+            raise DrainRefusedError(f"{self.hostname}: {exc.output.stderr.strip() or exc}") from None
+
+    def _mark(self) -> DrainMark | None:
+        return DrainMark.parse(self._run(f"cat {self.files.path('drained')} 2>/dev/null || true"))
+
+    def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
+        """Take the switch out of service: FRR's drain lines applied and saved, the marker written first. A
+        switch already drained keeps its marker (whoever drained it first still holds the drain); its drain
+        lines are applied again, for neighbours added since."""
+        steps = FRR.drain_steps(self._drain_spec())
+        held = self._mark()
+        mark = held or DrainMark.new(push_id, reason, steps.mechanism, by)
+        self._change(steps.drain, marker=mark.text(), remove=False)
+
+    def undrain(self, push_id: str, force: bool = False) -> None:
+        """Put the switch back into service: the drain lines removed and saved, then the marker. Refused
+        (DrainHeldError, nothing changed) when another push or person holds the drain, unless `force`."""
+        held = self._mark()
+        if held is not None and held.push_id != push_id and not force:
+            raise DrainHeldError(
+                f"{self.hostname} was drained by {held.by} ({held.push_id}, since {held.since}): left drained"
+            )
+        steps = FRR.drain_steps(self._drain_spec())
+        self._change(steps.undrain, marker=None, remove=True)
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """drained, since, by, push_id, reason, mechanism, and `applied`: FRR runs the drain's lines."""
+        assert self.transport is not None, "call open() first"
+        found = read_many(
+            self.transport,
+            {
+                "mark": f"cat {self.files.path('drained')}",
+                "running": f"{self.files.vtysh} -c 'show running-config'",
+            },
+        )
+        running = found["running"]
+        applied = "bgp graceful-shutdown" in running and f"route-map {DRAIN_POLICY} permit" in running
+        return maintenance.status(DrainMark.parse(found["mark"]), applied, MECHANISM)
+
+
+MECHANISM = "bgp graceful-shutdown + as-path prepend"
+
+
+def _summary_spec(text: str) -> DrainSpec:
+    """`show ip bgp summary json` -> the ASN and the neighbours (by address, or by interface when unnumbered)."""
+    found = switch_json(text, "`show ip bgp summary json`")
+    summary = as_dict(found, "`show ip bgp summary json`")
+    summary = as_dict(summary.get("ipv4Unicast", summary), "ipv4Unicast")
+    if "as" not in summary:
+        raise ValueError("BGP is not configured on this switch: there is nothing to drain")
+    peers = as_dict(summary.get("peers", {}), "peers")
+    return DrainSpec("", as_int(summary["as"], "as"), tuple(sorted(peers)))
 
 
 def _sysctl_section(values: dict[str, str]) -> str:

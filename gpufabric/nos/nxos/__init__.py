@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
+from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -69,6 +69,13 @@ class Nxos(Platform):
         from gpufabric.nos.nxos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.nxos.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Nxos(

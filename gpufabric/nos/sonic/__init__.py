@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, templates_root
+from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts, templates_root
 
 if TYPE_CHECKING:
     import jinja2
@@ -67,6 +67,13 @@ class Sonic(Platform):
 
     def role_problems(self, role: SwitchRole) -> list[tuple[str, str, str]]:
         return role_problems(role)  # the SKU table: cages, speeds, breakouts
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.sonic.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Sonic(
