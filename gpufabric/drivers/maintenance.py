@@ -95,3 +95,16 @@ def status(mark: DrainMark | None, applied: bool | None, mechanism: str) -> dict
         "mechanism": (mark.mechanism if mark else mechanism) if drained else None,
         "applied": applied,
     }
+
+
+def change_script(steps: str, *, marker_new: str | None, marker: str, remove: bool, guard: str = "") -> str:
+    """A drain or undrain on a Linux switch, as one shell script: `guard` (a lock, a pending-commit check),
+    the new marker moved in place before the change (a session cut halfway still says drained), the
+    vendor's commands `steps` (one a line, stopping at the first that fails), and with `remove` the marker
+    removed after them. The commands are the platform's own text (Platform.drain_steps), never a caller's."""
+    lines = ["set -e"]
+    lines += [guard] if guard else []
+    lines += [f"mv -f {marker_new} {marker}"] if marker_new else []
+    lines += [line for line in steps.splitlines() if line.strip()]
+    lines += [f"rm -f {marker}"] if remove else []
+    return "\n".join(lines) + "\n"

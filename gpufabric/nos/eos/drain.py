@@ -21,3 +21,15 @@ def steps(spec: DrainSpec) -> DrainSteps:
         f"maintenance\n   unit {UNIT}\n      no quiesce\n",
         "Arista EOS User Manual, Maintenance Mode (maintenance / unit System / quiesce)",
     )
+
+
+def quiesced(section: str) -> bool:
+    """`show running-config section maintenance`: `quiesce` (not `no quiesce`) under `unit System`."""
+    unit = False
+    for line in section.splitlines():
+        words = line.split()
+        if words[:1] == ["unit"]:
+            unit = words[1:2] == [UNIT]
+        elif unit and words == ["quiesce"]:
+            return True
+    return False
