@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpufabric.errors import GpufabricError
+from gpufabric.outputs import json_dumps
 
 MAX_REASON = 200
 _BY = re.compile(r"[A-Za-z0-9._@:+-]{1,64}")
@@ -63,7 +64,7 @@ class DrainMark:
         return cls(check_by(push_id), utc_now(), check_by(by or push_id), check_reason(reason), mechanism)
 
     def text(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True) + "\n"
+        return json_dumps(asdict(self), sort_keys=True) + "\n"
 
     @classmethod
     def parse(cls, text: str) -> DrainMark | None:
