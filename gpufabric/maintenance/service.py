@@ -10,6 +10,7 @@ what each switch records: it finds a drain whoever made it, a controller that cr
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -135,33 +136,96 @@ def _change(action: str, request: MaintenanceRequest, watcher: MaintenanceWatche
             _target(fleet),
             {d.name: SwitchFacts(d.platform, d.plane) for d in fleet.targets},
         )
+        settle = Settle(request.wait, request.timeout, request.max_rate)
         try:
             if action == "drain":
                 by = f"{who.sudo_user or who.os_user}@{ident.controller}"
-                run = fleet.nr.run(task=tasks.drain, push_id=ident.id, reason=request.reason, by=by)
+                found = drain_switches(fleet, fleet.names, ident, reason=request.reason, by=by, settle=settle,
+                                       trail=trail, watcher=watcher)  # fmt: skip
             else:
-                run = fleet.nr.run(task=tasks.undrain, push_id=ident.id, force=request.force)
-            found = _states(run, fleet.names)
+                found = undrain_switches(fleet, fleet.names, ident, force=request.force, settle=settle, trail=trail,
+                                         watcher=watcher)  # fmt: skip
         finally:
             fleet.nr.close_connections()
-        for s in found:
-            word = "failed" if s.failed else ("drained" if s.state.get("drained") else "undrained")
-            trail.record(s.device, word, s.error or request.reason)
-        waited = None
-        if request.wait and not any(s.failed for s in found):
-            waited = _wait(action, fleet, request, watcher)
-    return MaintenanceResult(action, ident.id, _target(fleet), found, waited, time.monotonic() - started, trail.error)
+    return dataclasses.replace(found, seconds=time.monotonic() - started)
 
 
-def _wait(action: str, fleet: Fleet, request: MaintenanceRequest, watcher: MaintenanceWatcher) -> WaitResult:
-    connect = switch_connector(fleet.access)
-    watched = set(fleet.names) | set(facing(fleet.plan, fleet.names))
-    cap = {name: fleet.contexts[name].ecmp for name in watched}
-    if action == "drain":
-        watcher.waiting("the traffic to leave", request.timeout)
-        return wait_drained(fleet.plan, fleet.names, connect, cap, timeout=request.timeout, max_rate=request.max_rate)
-    watcher.waiting("the planned ECMP widths", request.timeout)
-    return wait_restored(fleet.plan, fleet.names, connect, cap, timeout=request.timeout)
+@dataclass(frozen=True)
+class Settle:
+    """Whether, and how long, a drain or undrain waits on the fabric."""
+
+    wait: bool = True
+    timeout: float = DRAIN_TIMEOUT
+    max_rate: float = MAX_RATE
+
+
+def drain_switches(
+    fleet: Fleet,
+    names: list[str],
+    ident: PushId,
+    *,
+    reason: str,
+    by: str | None = None,
+    settle: Settle = Settle(),
+    trail: Trail | None = None,
+    watcher: MaintenanceWatcher | None = None,
+) -> MaintenanceResult:
+    """Drain `names` of an open fleet (a push draining around its change calls this with its own fleet,
+    push id and trail), then wait until their traffic has left. Each switch's record goes to `trail`."""
+    started = time.monotonic()
+    wanted = set(names)
+    nr = fleet.nr.filter(filter_func=lambda host: host.name in wanted)
+    found = _states(nr.run(task=tasks.drain, push_id=ident.id, reason=reason, by=by), names)
+    _record(trail, found, reason)
+    waited = None
+    if settle.wait and not any(s.failed for s in found):
+        (watcher or MaintenanceWatcher()).waiting("the traffic to leave", settle.timeout)
+        connect = switch_connector(fleet.access)
+        waited = wait_drained(fleet.plan, names, connect, _cap(fleet, names), timeout=settle.timeout,
+                              max_rate=settle.max_rate)  # fmt: skip
+    error = trail.error if trail is not None else None
+    return MaintenanceResult("drain", ident.id, _target(fleet), found, waited, time.monotonic() - started, error)
+
+
+def undrain_switches(
+    fleet: Fleet,
+    names: list[str],
+    ident: PushId,
+    *,
+    force: bool = False,
+    settle: Settle = Settle(),
+    trail: Trail | None = None,
+    watcher: MaintenanceWatcher | None = None,
+) -> MaintenanceResult:
+    """Undrain `names` of an open fleet (those whose drain `ident` holds, or all with `force`), then wait
+    until the plan's ECMP widths are back."""
+    started = time.monotonic()
+    wanted = set(names)
+    nr = fleet.nr.filter(filter_func=lambda host: host.name in wanted)
+    found = _states(nr.run(task=tasks.undrain, push_id=ident.id, force=force), names)
+    _record(trail, found, "")
+    waited = None
+    if settle.wait and not any(s.failed for s in found):
+        (watcher or MaintenanceWatcher()).waiting("the planned ECMP widths", settle.timeout)
+        connect = switch_connector(fleet.access)
+        waited = wait_restored(fleet.plan, names, connect, _cap(fleet, names), timeout=settle.timeout)
+    error = trail.error if trail is not None else None
+    return MaintenanceResult("undrain", ident.id, _target(fleet), found, waited, time.monotonic() - started, error)
+
+
+def _record(trail: Trail | None, found: tuple[SwitchState, ...], reason: str) -> None:
+    if trail is None:
+        return
+    for s in found:
+        word = "failed" if s.failed else ("drained" if s.state.get("drained") else "undrained")
+        word = "held" if s.state.get("held_by") else word  # another's drain: left drained
+        trail.record(s.device, word, s.error or str(s.state.get("note") or "") or reason)
+
+
+def _cap(fleet: Fleet, names: list[str]) -> dict[str, int]:
+    """The ECMP cap (maximum-paths) of the switches a wait reads: the drained ones and their neighbours."""
+    watched = set(names) | set(facing(fleet.plan, names))
+    return {name: fleet.contexts[name].ecmp for name in watched}
 
 
 def _states(run: AggregatedResult, names: list[str]) -> tuple[SwitchState, ...]:
