@@ -128,23 +128,23 @@ class _Sessions:
 
     def __init__(self, connect: Connect) -> None:
         self.connect = connect
-        self.open: dict[str, Any] = {}
+        self.conns: dict[str, Any] = {}
 
     def read(self, target: Reach, what: Callable[[Any], Any]) -> Any:
-        conn = self.open.get(target.name)
+        conn = self.conns.get(target.name)
         if conn is None:
-            conn = self.open[target.name] = self.connect(target)
+            conn = self.conns[target.name] = self.connect(target)
         try:
             return what(conn)
         except Exception:
-            self.open.pop(target.name, None)
+            self.conns.pop(target.name, None)
             _close(conn)
             raise
 
     def close(self) -> None:
-        for conn in self.open.values():
+        for conn in self.conns.values():
             _close(conn)
-        self.open.clear()
+        self.conns.clear()
 
 
 def _close(conn: Any) -> None:
