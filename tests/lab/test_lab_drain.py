@@ -166,14 +166,15 @@ def _address(node: str) -> str:
 
 
 def _kill_frr(node: str) -> None:
-    """A reboot's effect on the control plane: every FRR daemon of the switch killed, watchfrr first (it
-    would restart the others). The kernel keeps the routes zebra installed, as a switch's ASIC would for
-    a moment."""
+    """A reboot's effect on the switch: every FRR daemon of it told to stop (SIGTERM), watchfrr first (it
+    would restart the others). zebra takes the routes it installed out of the kernel as it exits, so the
+    switch stops forwarding, as a rebooting switch does. With SIGKILL the kernel kept forwarding on stale
+    routes and the lab measured no loss either way (0 of 100,000, drained or not): no reboot does that."""
     run_dir = Path("/var/run/frr") / node
     names = sorted(run_dir.glob("*.pid"), key=lambda p: p.stem != "watchfrr")
     for pid_file in names:
         try:
-            os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+            os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
         except (ProcessLookupError, ValueError):
             continue
 

@@ -220,13 +220,14 @@ class FrrDriver(LinuxSwitchDriver):
         command = "show ip bgp summary json"
         return self._parsed(command, _summary_spec, self._vtysh(command))
 
-    def _change(self, text: str, *, marker: str | None, remove: bool) -> None:
-        apply = self.files.path("drain.apply")
-        files: dict[str, tuple[str, int | None]] = {apply: (text, 0o600)}
+    def _change(self, text: str | None, *, marker: str | None, remove: bool) -> None:
+        apply = self.files.path("drain.apply") if text else None
+        files: dict[str, tuple[str, int | None]] = {apply: (text or "", 0o600)} if apply else {}
         if marker is not None:
             files[self.files.path("drained.new")] = (marker, 0o644)
-            files[self.files.path("drain.conf")] = (text, 0o644)
-        put_files(self.transport, files)  # type: ignore[arg-type]
+            files[self.files.path("drain.conf")] = (text or "", 0o644)
+        if files:
+            put_files(self.transport, files)  # type: ignore[arg-type]
         script = self.files.drain_script(apply, marker=self.files.path("drained.new") if marker else None,
                                          remove=remove)  # fmt: skip
         try:
@@ -255,7 +256,11 @@ class FrrDriver(LinuxSwitchDriver):
                 f"{self.hostname} was drained by {held.by} ({held.push_id}, since {held.since}): left drained"
             )
         steps = FRR.drain_steps(self._drain_spec())
-        self._change(steps.undrain, marker=None, remove=True)
+        # Only what the switch runs is taken back: a drain whose lines never applied (its controller died
+        # between the marker and the change) undrains by losing its marker; FRR refuses `no route-map X`
+        # for a route map it does not have.
+        running = frr_getters.strip_header(self._vtysh("show running-config"))
+        self._change(present_only(steps.undrain, running), marker=None, remove=True)
 
     def maintenance_status(self) -> dict[str, Any]:
         """drained, since, by, push_id, reason, mechanism, and `applied`: FRR runs the drain's lines."""
@@ -273,6 +278,23 @@ class FrrDriver(LinuxSwitchDriver):
 
 
 MECHANISM = "bgp graceful-shutdown + as-path prepend"
+
+
+def present_only(undrain: str, running: str) -> str | None:
+    """The undrain's `no ...` lines whose positive form the running configuration holds, in their contexts;
+    None when it holds none of them (nothing to take back)."""
+    shown = {line.strip() for line in running.splitlines()}
+    kept, removing = [], False
+    for line in undrain.splitlines():
+        words = line.strip()
+        if words.startswith("no "):
+            positive = words[3:]
+            if any(s == positive or s.startswith(positive + " ") for s in shown):
+                kept.append(line)
+                removing = True
+        else:
+            kept.append(line)
+    return "\n".join(kept) + "\n" if removing else None
 
 
 def _summary_spec(text: str) -> DrainSpec:

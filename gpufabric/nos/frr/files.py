@@ -286,10 +286,11 @@ class DeviceFiles:
         drained, lines = self.path("drained"), self.path("drain.conf")
         return f"if [ -f {drained} ] && [ -f {lines} ]; then sed -i '/^end$/d' {conf}; cat {lines} >> {conf}; fi"
 
-    def drain_script(self, apply: str, *, marker: str | None, remove: bool) -> str:
+    def drain_script(self, apply: str | None, *, marker: str | None, remove: bool) -> str:
         """Under the switch's lock, refused while a commit awaits confirmation: move the new marker in place
         (before the change: a session cut halfway leaves the switch saying it is drained), apply the FRR
-        lines `apply`, save; with `remove`, the marker and the drain's lines go after the change."""
+        lines `apply` (None: nothing to apply) and save; with `remove`, the marker and the drain's lines go
+        after the change."""
         drained = self.path("drained")
         lines = [
             "set -e",
@@ -297,8 +298,11 @@ class DeviceFiles:
             "flock -w 60 9 || { echo 'another gpufabric change is being made on this switch' >&2; exit 5; }",
             f"if {self.pending_check}; then echo 'a commit is pending confirmation on this switch' >&2; exit 5; fi",
             *([f"mv -f {marker} {drained}"] if marker else []),
-            f'out=$({self.vtysh} -f {apply} 2>&1) || {{ echo "$out" | tail -20 >&2; exit 3; }}',
-            self.save_command,
+            *(
+                [f'out=$({self.vtysh} -f {apply} 2>&1) || {{ echo "$out" | tail -20 >&2; exit 3; }}', self.save_command]
+                if apply
+                else []
+            ),
             *([f"rm -f {drained} {self.path('drain.conf')}"] if remove else []),
         ]
         return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from napalm import get_network_driver
 
-from gpufabric.drivers.maintenance import DrainHeldError, DrainRefusedError
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import Output
 from gpufabric.nos.frr.files import DeviceFiles
 from gpufabric.platforms.spec import DRAIN_POLICY
@@ -35,13 +35,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -n "$file" ]; then
+  if grep -q '^no route-map' "$file" && [ ! -f "$state/drain" ]; then
+    echo "% Could not find route-map GF-DRAIN" >&2; exit 1  # as FRR refuses it
+  fi
   cat "$file" >> "$state/applied"
   if grep -q '^no route-map' "$file"; then rm -f "$state/drain"; else cp "$file" "$state/drain"; fi
   exit 0
 fi
 case "$cmd" in
   "show ip bgp summary json") cat "$state/summary.json" ;;
-  "show running-config") echo "Current configuration:"; cat "$state/base"; cat "$state/drain" 2>/dev/null ;;
+  "show running-config") echo "Current configuration:"; cat "$state/base"; cat "$state/drain" 2>/dev/null || true ;;
   "write memory") echo saved >> "$state/saves" ;;
   *) echo "% unknown: $cmd" >&2; exit 1 ;;
 esac
@@ -175,3 +178,26 @@ def test_a_push_while_drained_keeps_the_drain_in_its_candidate(switch, tmp_path)
     conf.write_text("router bgp 4200001000\nend\n")
     dev._run(DeviceFiles("sw1").keep_drain(str(conf)))
     assert conf.read_text() == "router bgp 4200001000\nend\n"  # not drained: the candidate as rendered
+
+
+def test_a_drain_whose_lines_never_applied_undrains_by_losing_its_marker(switch):
+    """The controller died between the marker and the change: the switch is marked, FRR runs no drain.
+    `maintenance off` must still put it back (FRR refuses `no route-map` for a route map it lacks)."""
+    dev, folder, state = switch
+    (folder / "gpufabric.drained").write_text(DrainMark.new(PUSH, "crash", "bgp graceful-shutdown").text())
+    status = dev.maintenance_status()
+    assert status["drained"] and status["applied"] is False  # marked, not applied
+    dev.undrain(OTHER, force=True)
+    assert not (state / "applied").exists()  # nothing to take back: FRR was not asked
+    assert not (folder / "gpufabric.drained").exists() and not dev.maintenance_status()["drained"]
+
+
+def test_an_undrain_takes_back_only_the_lines_the_switch_runs(switch):
+    dev, _, state = switch
+    dev.drain(PUSH, "x")
+    text = (state / "drain").read_text().replace(" neighbor swp2 route-map GF-DRAIN out\n", "")
+    (state / "drain").write_text(text)  # swp2's line gone meanwhile (a neighbour added after the drain)
+    dev.undrain(PUSH)
+    taken = (state / "applied").read_text().split("no bgp graceful-shutdown", 1)[1]
+    assert "no neighbor swp1 route-map GF-DRAIN out" in taken and "swp2" not in taken
+    assert "no route-map GF-DRAIN" in taken
