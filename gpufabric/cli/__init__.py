@@ -42,6 +42,7 @@ COMMANDS = {
     "docs": "gpufabric.cli.docs_cmd:docs_cmd",
     "schema": "gpufabric.cli.docs_cmd:schema_cmd",
     "audit": "gpufabric.cli.audit_cmd:audit_cmd",
+    "maintenance": "gpufabric.cli.maintenance_cmd:maintenance_cmd",
 }
 
 

@@ -20,8 +20,9 @@ from gpufabric.fleet.push_id import PushId
 from gpufabric.fleet.status import Status
 from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV as AUDIT_ENV
-from gpufabric.push.drain import Drainer, DrainPolicy
+from gpufabric.push.drain import Drainer, DrainPolicy, TaskDrainer
 from gpufabric.push.service import PushRequest, PushResult, PushWatcher, RolloutView, push
+from nornir_tasks import maintenance as maintenance_tasks
 from nornir_tasks.push import DeviceOutcome
 
 STYLE = {
@@ -181,10 +182,9 @@ def push_cmd(
 
 
 def drainer() -> Drainer | None:
-    """What drains a switch for a push: `gpufabric.push.drain.TaskDrainer(drain_task, undrain_task)` over the
-    maintenance tasks, once they exist. None until then: a push that needs a drain is refused before any
-    change (exit 2), and --drain never pushes undrained."""
-    return None
+    """What drains a switch for a push: the maintenance tasks (each OS's own mechanism, through its driver),
+    one switch each. A drain another push or a person holds is left to them: undrain reports it held."""
+    return TaskDrainer(maintenance_tasks.drain, maintenance_tasks.undrain)
 
 
 class Shown(PushWatcher):

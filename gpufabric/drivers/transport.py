@@ -76,11 +76,11 @@ def put_file(transport: Transport, path: str, text: str, mode: int | None = None
     check(transport, f"{umask}cat > {shlex.quote(tmp)} && mv -f {shlex.quote(tmp)} {shlex.quote(path)}", text)
 
 
-def put_files(transport: Transport, files: dict[str, tuple[str, int | None]], setup: str = "") -> None:
+def put_files(transport: Transport, files: dict[str, tuple[str, int | None]], setup: str = "", then: str = "") -> None:
     """Write several files in one round trip (path -> (text, mode)), each as `put_file` would: whole, and
-    created with its mode, after the shell command `setup` (making their folder, say). The texts travel
-    base64-encoded on the session's stdin, never on a command line (another user of the device could
-    read a command line, and a file may hold a secret)."""
+    created with its mode, after the shell command `setup` (making their folder, say) and before `then`.
+    The texts travel base64-encoded on the session's stdin, never on a command line (another user of the
+    device could read a command line, and a file may hold a secret)."""
     lines = ["set -e", *([setup] if setup else [])]
     for path, (text, mode) in files.items():
         tmp, dest = shlex.quote(f"{path}.tmp"), shlex.quote(path)
@@ -92,6 +92,7 @@ def put_files(transport: Transport, files: dict[str, tuple[str, int | None]], se
             ")",
             f"mv -f {tmp} {dest}",
         ]
+    lines += [then] if then else []
     check(transport, "sh -s", "\n".join(lines) + "\n")
 
 

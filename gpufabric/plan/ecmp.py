@@ -20,13 +20,18 @@ PARALLEL_FROM = 256
 
 
 def expected_widths(
-    plan: Plan, plane: str | None, cap: dict[str, int], processes: int = 1
+    plan: Plan, plane: str | None, cap: dict[str, int], processes: int = 1, *, without: frozenset[str] = frozenset()
 ) -> dict[str, dict[str, int]]:
     """device -> {"a.b.c.d/32": width} for every remote loopback it should reach (unreachable ones left out).
+    `without`: switches taken out (drained): what the others should still reach, and how widely, without them.
 
     One path vector per origin: all pairs, so at 32k (1,280 switches) seconds of CPU, which `processes`
     forked processes share (only from a caller with no other thread running)."""
-    devices = {d.name: d for d in plan.devices() if (plane is None or d.plane == plane) and d.asn is not None}
+    devices = {
+        d.name: d
+        for d in plan.devices()
+        if (plane is None or d.plane == plane) and d.asn is not None and d.name not in without
+    }
     adjacent: dict[str, list[str]] = defaultdict(list)  # one entry per link: parallel links are parallel paths
     for link in plan.links():
         if link.kind == "fabric" and link.a in devices and link.b in devices:

@@ -123,6 +123,70 @@ class LosslessBuffers:
     headroom: int | None = None  # the lossless ports' PFC headroom in bytes
 
 
+# -- drain and maintenance (issue 42: wt-drain) ------------------------------------------------------------------
+
+# The policy name of the FRR drain (route-map), and how many times the switch's own ASN is prepended: a path
+# through a drained switch is longer than any path the planned Clos offers between two switches (at most two AS
+# hops longer than the shortest in three tiers), so every neighbour with another way prefers it.
+DRAIN_POLICY = "GF-DRAIN"
+DRAIN_PREPEND = 3
+
+
+@dataclass(frozen=True)
+class DrainSpec:
+    """What a switch's drain is made from: its OS release, its ASN and its BGP neighbours as it names them
+    (interfaces for unnumbered sessions, addresses otherwise), read from the switch when it is drained."""
+
+    release: str
+    asn: int | None = None
+    neighbors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DrainSteps:
+    """A platform's drain, in its vendor's own form."""
+
+    mechanism: str  # what the vendor calls it, as `maintenance status` reports it
+    form: str  # "config": configuration lines loaded as a change; "commands": commands run one a line
+    drain: str  # the text that drains the switch
+    undrain: str  # the text that puts it back into service
+    source: str  # the vendor document the steps follow (docs/operating.md cites it)
+
+
+def frr_drain_steps(spec: DrainSpec) -> DrainSteps:
+    """FRR (RFC 8326 graceful shutdown, and an outbound AS-path prepend to every neighbour): the GSHUT
+    community tells peers that honour it to prefer other paths; the prepend makes every other path shorter
+    for peers that do not (the planned fabric's FRR peers carry no GSHUT policy). Config lines for vtysh."""
+    if spec.asn is None:
+        raise ValueError("an FRR drain needs the switch's BGP ASN")
+    asn = int(spec.asn)
+    for name in spec.neighbors:
+        if not _NEIGHBOR.fullmatch(name):
+            raise ValueError(f"BGP neighbour {name[:40]!r} is not an interface name or an address")
+    prepend = " ".join([str(asn)] * DRAIN_PREPEND)
+    bound = "".join(f"  neighbor {n} route-map {DRAIN_POLICY} out\n" for n in spec.neighbors)
+    unbound = "".join(f"  no neighbor {n} route-map {DRAIN_POLICY} out\n" for n in spec.neighbors)
+    drain = (
+        f"route-map {DRAIN_POLICY} permit 10\n set as-path prepend {prepend}\nexit\n!\n"
+        f"router bgp {asn}\n bgp graceful-shutdown\n address-family ipv4 unicast\n{bound}"
+        " exit-address-family\nexit\n"
+    )
+    undrain = (
+        f"router bgp {asn}\n no bgp graceful-shutdown\n address-family ipv4 unicast\n{unbound}"
+        f" exit-address-family\nexit\n!\nno route-map {DRAIN_POLICY}\n"
+    )
+    return DrainSteps(
+        "bgp graceful-shutdown + as-path prepend",
+        "config",
+        drain,
+        undrain,
+        "FRR User Guide, BGP: Graceful Shutdown (RFC 8326); route-map `set as-path prepend`",
+    )
+
+
+_NEIGHBOR = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
 class Platform:
     """One network OS's behaviour. Every method has a default that does the common thing; an OS overrides
     those it does differently. Subclasses live in gpufabric/nos/<os>/ or in a third party's distribution and
@@ -273,6 +337,13 @@ class Platform:
         """What the OS does when a switch does not come back on a new image: which image it boots next, and
         who sets it (docs/upgrade.md prints it per platform)."""
         return "no fallback is known for this platform: a switch that does not come back needs its console"
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        """How this OS takes a switch out of service and puts it back: the vendor's own mechanism. Default:
+        FRR's (graceful shutdown and an outbound AS-path prepend), the routing stack of a Linux switch."""
+        return frr_drain_steps(spec)
 
 
 def templates_root() -> Path:

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.disruption import Classifier, Disruption
-from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge
+from gpufabric.platforms.spec import (
+    DrainSpec,
+    DrainSteps,
+    LoadBalancing,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    VendorJudge,
+)
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -72,6 +80,13 @@ class Cumulus(Platform):
             "(gpufabric sets it back when the switch comes back on another release); a switch that does not come "
             "back at all needs its console or ONIE to pick the old partition"
         )
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.cumulus.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Cumulus(

@@ -26,10 +26,15 @@ from typing import Any
 import yaml
 from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
+from gpufabric.drivers import maintenance
 from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
-from gpufabric.drivers.transport import CommandFailedError, put_file
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
+from gpufabric.drivers.transport import CommandFailedError, put_file, put_files, read_many
+from gpufabric.nos.cumulus import PLATFORM as CUMULUS
 from gpufabric.nos.cumulus import nvue
+from gpufabric.nos.cumulus.drain import maintenance_units
 from gpufabric.nos.cumulus.upgrade import CumulusUpgrade
+from gpufabric.platforms.spec import DrainSpec
 
 VENDOR = "NVIDIA"
 
@@ -183,6 +188,71 @@ class CumulusDriver(CumulusUpgrade):
             c: self._run(shlex.join(shlex.split(one_line(c)))) if c.startswith("nv ") else self._vtysh(c)
             for c in commands
         }
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # NVUE's maintenance unit (5.13 on) or the maintenance action (before): Cumulus.drain_steps. A marker in
+    # the login's .gpufabric/ names who drained the switch. Not shown on a Cumulus switch (docs/not-shown.md).
+
+    DRAINED = f"{nvue.WORKDIR}/drained"
+
+    def _release(self) -> str:
+        given = self.optional_args.get("release")
+        if given:
+            return str(given)
+        for line in self._run("cat /etc/lsb-release").splitlines():
+            if line.startswith("DISTRIB_RELEASE="):
+                return ".".join(line.split("=", 1)[1].strip().strip('"').split(".")[:2])
+        return CUMULUS.facts.default_release
+
+    def _nv_change(self, text: str, *, mark: DrainMark | None, remove: bool) -> None:
+        if self.has_pending_commit():
+            raise DrainRefusedError(f"{self.hostname}: a commit is pending confirmation on this switch")
+        new = f"{self.DRAINED}.new" if mark is not None else None
+        self._run(nvue.PREPARE)
+        if mark is not None and new is not None:
+            put_files(self.transport, {new: (mark.text(), 0o600)})  # type: ignore[arg-type]
+        # A unit is configuration: its own transaction, started from a clean pending revision.
+        steps = text if text.startswith("nv action") else f"{nvue.DETACH}\n{text}nv config apply -y\n"
+        script = maintenance.change_script(steps, marker_new=new, marker=self.DRAINED, remove=remove)
+        try:
+            self._run("sh -s", script)
+        except CommandFailedError as exc:
+            raise DrainRefusedError(f"{self.hostname}: {exc}") from None
+
+    def _held(self) -> DrainMark | None:
+        return DrainMark.parse(self._run(f"cat {self.DRAINED} 2>/dev/null || true"))
+
+    def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
+        steps = CUMULUS.drain_steps(DrainSpec(self._release()))
+        mark = self._held() or DrainMark.new(push_id, reason, steps.mechanism, by)
+        self._nv_change(steps.drain, mark=mark, remove=False)
+
+    def undrain(self, push_id: str, force: bool = False) -> None:
+        held = self._held()
+        if held is not None and held.push_id != push_id and not force:
+            raise DrainHeldError(f"{self.hostname} was drained by {held.by} ({held.push_id}): left drained")
+        self._nv_change(CUMULUS.drain_steps(DrainSpec(self._release())).undrain, mark=None, remove=True)
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """The marker, and NVUE's own account (`nv show maintenance`, 5.13 on; `nv show system maintenance`
+        before): a row of the all-protocols unit saying `maintenance`."""
+        release = self._release()
+        show = "nv show maintenance" if maintenance_units(release) else "nv show system maintenance"
+        assert self.transport is not None, "call open() first"
+        found = read_many(self.transport, {"mark": f"cat {self.DRAINED}", "show": show})
+        applied = _unit_in_maintenance(found["show"]) if found["show"].strip() else None
+        mechanism = CUMULUS.drain_steps(DrainSpec(release)).mechanism
+        return maintenance.status(DrainMark.parse(found["mark"]), applied, mechanism)
+
+
+def _unit_in_maintenance(text: str) -> bool:
+    """`nv show maintenance`: the all-protocols row's state is `maintenance` (NVUE command reference);
+    before 5.13, a `maintenance` state anywhere in `nv show system maintenance`."""
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] == "all-protocols":
+            return "maintenance" in words[1:]
+    return any(w == "maintenance" for line in text.splitlines() for w in line.split()[1:2])
 
 
 __all__ = ["CumulusDriver"]

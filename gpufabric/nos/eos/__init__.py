@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, TemplateFilter, VendorJudge
+from gpufabric.platforms.spec import (
+    DrainSpec,
+    DrainSteps,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    TemplateFilter,
+    VendorJudge,
+)
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -84,6 +92,13 @@ class Eos(Platform):
             "release; a switch that does not come back at all boots from the Aboot shell on its console "
             "(`boot flash:<previous>`)"
         )
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.eos.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Eos(

@@ -17,6 +17,7 @@ which a session without a timer cannot belong to a running push; default 3600, t
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -28,6 +29,7 @@ from napalm.eos.utils.versions import EOSVersion
 from pyeapi.eapilib import CommandError, EapiConnection
 from pyeapi.eapilib import ConnectionError as EapiConnectionError
 
+from gpufabric.drivers import maintenance
 from gpufabric.drivers.answers import (
     DEFAULT_BOUNDS,
     PARSE_FAILURES,
@@ -46,9 +48,13 @@ from gpufabric.drivers.answers import (
     switch_json,
 )
 from gpufabric.drivers.https_args import https_args
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, started
 from gpufabric.drivers.tls_pins import TlsTrust, VerifiedHTTPSConnection, read_answer, renamed
+from gpufabric.nos.eos import PLATFORM
+from gpufabric.nos.eos.drain import quiesced
 from gpufabric.nos.eos.upgrade import EosUpgrade
+from gpufabric.platforms.spec import DrainSpec
 
 SESSION_PREFIX = "gpufabric-"
 TIMER_STATE = "pendingCommitTimer"
@@ -315,3 +321,48 @@ class GpufabricEOSDriver(EosUpgrade):
             age = age_seconds(push)
             if push != self.push_id and age is not None and age > self.stale_after:
                 self._run_commands([f"delete flash:{SESSION_PREFIX}{push}-startup.cfg"], encoding="text")
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # Maintenance mode (`maintenance` / `unit System` / `quiesce`, Eos.drain_steps) as configuration; the marker
+    # naming who drained the switch is a file on flash, written through EOS's `bash timeout` command. Not
+    # shown on an EOS switch (docs/not-shown.md).
+
+    DRAINED = "/mnt/flash/gpufabric-drained.json"
+
+    def _quiesce(self, text: str) -> None:
+        if self.pending_push() is not None:
+            raise DrainRefusedError(f"{self.hostname}: a commit is pending confirmation on this switch")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        try:
+            self._run_commands(["configure", *lines, "end", "write memory"])
+        except CommandError as exc:
+            raise DrainRefusedError(f"{self.hostname}: {exc}") from None
+
+    def _bash(self, script: str) -> str:
+        answer = self._run_commands([f"bash timeout 10 {script}"], encoding="text")
+        return str(answer[0].get("output") or "")
+
+    def _held(self) -> DrainMark | None:
+        return DrainMark.parse(self._bash(f"cat {self.DRAINED} 2>/dev/null"))
+
+    def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
+        steps = PLATFORM.drain_steps(DrainSpec(PLATFORM.facts.default_release))
+        if self._held() is None:
+            text = DrainMark.new(push_id, reason, steps.mechanism, by).text()
+            encoded = base64.b64encode(text.encode()).decode()  # only [A-Za-z0-9+/=]: nothing a shell reads
+            self._bash(f"echo {encoded} | base64 -d > {self.DRAINED}")
+        self._quiesce(steps.drain)
+
+    def undrain(self, push_id: str, force: bool = False) -> None:
+        held = self._held()
+        if held is not None and held.push_id != push_id and not force:
+            raise DrainHeldError(f"{self.hostname} was drained by {held.by} ({held.push_id}): left drained")
+        self._quiesce(PLATFORM.drain_steps(DrainSpec(PLATFORM.facts.default_release)).undrain)
+        self._bash(f"rm -f {self.DRAINED}")
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """The marker on flash, and the running configuration's maintenance section (unit System quiesced)."""
+        section = self._run_commands(["show running-config section maintenance"], encoding="text")
+        applied = quiesced(str(section[0].get("output") or ""))
+        mechanism = PLATFORM.drain_steps(DrainSpec(PLATFORM.facts.default_release)).mechanism
+        return maintenance.status(self._held(), applied, mechanism)

@@ -18,13 +18,17 @@ import difflib
 import secrets
 import shlex
 from dataclasses import replace
+from typing import Any
 
 from napalm.base.exceptions import CommitError
 
 import gpufabric.nos.frr.system as frr_system
-from gpufabric.drivers import frr_getters
+from gpufabric.drivers import frr_getters, maintenance
+from gpufabric.drivers.answers import as_dict, as_int, switch_json
 from gpufabric.drivers.linux_switch import PushMark, parse_push_line
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
+from gpufabric.nos.frr import PLATFORM as FRR
 from gpufabric.nos.frr.files import (
     NFT_MARKER,
     NFT_TABLE,
@@ -35,6 +39,7 @@ from gpufabric.nos.frr.files import (
     join_candidate,
 )
 from gpufabric.nos.frr.restart import FrrRestart
+from gpufabric.platforms.spec import DRAIN_POLICY, DrainSpec
 
 
 class FrrDriver(FrrRestart):
@@ -78,7 +83,8 @@ class FrrDriver(FrrRestart):
             files[self.files.candidate("system.shown")] = (_shown(parts), None)
             files[self.files.candidate("system.secrets")] = (frr_system.secret_values(parts.system or ""), 0o600)
         try:
-            put_files(self.transport, files, setup)  # type: ignore[arg-type]
+            # A drained switch's candidate keeps its drain (gpufabric.nos.frr.files.DeviceFiles.keep_drain).
+            put_files(self.transport, files, setup, then=self.files.keep_drain(conf))  # type: ignore[arg-type]
         except CommandFailedError:
             if setup:  # the folder may not exist: the next upload makes one again
                 self.files = replace(self.files, workdir=None)
@@ -205,6 +211,102 @@ class FrrDriver(FrrRestart):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # The drain is FRR configuration (graceful shutdown and an outbound prepend: Platform.drain_steps), saved,
+    # with a marker beside the configuration naming who drained the switch; a push meanwhile keeps it.
+
+    def _drain_spec(self) -> DrainSpec:
+        """The switch's ASN and BGP neighbours, as its BGP daemon has them now."""
+        command = "show ip bgp summary json"
+        return self._parsed(command, _summary_spec, self._vtysh(command))
+
+    def _change(self, text: str | None, *, marker: str | None, remove: bool) -> None:
+        apply = self.files.path("drain.apply") if text else None
+        files: dict[str, tuple[str, int | None]] = {apply: (text or "", 0o600)} if apply else {}
+        if marker is not None:
+            files[self.files.path("drained.new")] = (marker, 0o644)
+            files[self.files.path("drain.conf")] = (text or "", 0o644)
+        if files:
+            put_files(self.transport, files)  # type: ignore[arg-type]
+        script = self.files.drain_script(apply, marker=self.files.path("drained.new") if marker else None,
+                                         remove=remove)  # fmt: skip
+        try:
+            self._run("sh -s", script)
+        except CommandFailedError as exc:
+            raise DrainRefusedError(f"{self.hostname}: {exc.output.stderr.strip() or exc}") from None
+
+    def _mark(self) -> DrainMark | None:
+        return DrainMark.parse(self._run(f"cat {self.files.path('drained')} 2>/dev/null || true"))
+
+    def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
+        """Take the switch out of service: FRR's drain lines applied and saved, the marker written first. A
+        switch already drained keeps its marker (whoever drained it first still holds the drain); its drain
+        lines are applied again, for neighbours added since."""
+        steps = FRR.drain_steps(self._drain_spec())
+        held = self._mark()
+        mark = held or DrainMark.new(push_id, reason, steps.mechanism, by)
+        self._change(steps.drain, marker=mark.text(), remove=False)
+
+    def undrain(self, push_id: str, force: bool = False) -> None:
+        """Put the switch back into service: the drain lines removed and saved, then the marker. Refused
+        (DrainHeldError, nothing changed) when another push or person holds the drain, unless `force`."""
+        held = self._mark()
+        if held is not None and held.push_id != push_id and not force:
+            raise DrainHeldError(
+                f"{self.hostname} was drained by {held.by} ({held.push_id}, since {held.since}): left drained"
+            )
+        steps = FRR.drain_steps(self._drain_spec())
+        # Only what the switch runs is taken back: a drain whose lines never applied (its controller died
+        # between the marker and the change) undrains by losing its marker; FRR refuses `no route-map X`
+        # for a route map it does not have.
+        running = frr_getters.strip_header(self._vtysh("show running-config"))
+        self._change(present_only(steps.undrain, running), marker=None, remove=True)
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """drained, since, by, push_id, reason, mechanism, and `applied`: FRR runs the drain's lines."""
+        assert self.transport is not None, "call open() first"
+        found = read_many(
+            self.transport,
+            {
+                "mark": f"cat {self.files.path('drained')}",
+                "running": f"{self.files.vtysh} -c 'show running-config'",
+            },
+        )
+        running = found["running"]
+        applied = "bgp graceful-shutdown" in running and f"route-map {DRAIN_POLICY} permit" in running
+        return maintenance.status(DrainMark.parse(found["mark"]), applied, MECHANISM)
+
+
+MECHANISM = "bgp graceful-shutdown + as-path prepend"
+
+
+def present_only(undrain: str, running: str) -> str | None:
+    """The undrain's `no ...` lines whose positive form the running configuration holds, in their contexts;
+    None when it holds none of them (nothing to take back)."""
+    shown = {line.strip() for line in running.splitlines()}
+    kept, removing = [], False
+    for line in undrain.splitlines():
+        words = line.strip()
+        if words.startswith("no "):
+            positive = words[3:]
+            if any(s == positive or s.startswith(positive + " ") for s in shown):
+                kept.append(line)
+                removing = True
+        else:
+            kept.append(line)
+    return "\n".join(kept) + "\n" if removing else None
+
+
+def _summary_spec(text: str) -> DrainSpec:
+    """`show ip bgp summary json` -> the ASN and the neighbours (by address, or by interface when unnumbered)."""
+    found = switch_json(text, "`show ip bgp summary json`")
+    summary = as_dict(found, "`show ip bgp summary json`")
+    summary = as_dict(summary.get("ipv4Unicast", summary), "ipv4Unicast")
+    if "as" not in summary:
+        raise ValueError("BGP is not configured on this switch: there is nothing to drain")
+    peers = as_dict(summary.get("peers", {}), "peers")
+    return DrainSpec("", as_int(summary["as"], "as"), tuple(sorted(peers)))
 
 
 def _sysctl_section(values: dict[str, str]) -> str:

@@ -276,6 +276,37 @@ class DeviceFiles:
         """Take the pending commit from its timer (which then never reverts) and end the timer."""
         return self.disarm_body(required=False) + "\n"
 
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # A drained switch keeps `gpufabric.drained` (who drained it: gpufabric.drivers.maintenance.DrainMark) and
+    # `gpufabric.drain.conf` (the drain's FRR lines). A push's candidate gets those lines too while the marker
+    # is there, so a change made during a drain keeps the switch drained (and shows no diff for the drain).
+
+    def keep_drain(self, conf: str) -> str:
+        """Shell that appends the drain's lines to the candidate `conf` when the switch is drained."""
+        drained, lines = self.path("drained"), self.path("drain.conf")
+        return f"if [ -f {drained} ] && [ -f {lines} ]; then sed -i '/^end$/d' {conf}; cat {lines} >> {conf}; fi"
+
+    def drain_script(self, apply: str | None, *, marker: str | None, remove: bool) -> str:
+        """Under the switch's lock, refused while a commit awaits confirmation: move the new marker in place
+        (before the change: a session cut halfway leaves the switch saying it is drained), apply the FRR
+        lines `apply` (None: nothing to apply) and save; with `remove`, the marker and the drain's lines go
+        after the change."""
+        drained = self.path("drained")
+        lines = [
+            "set -e",
+            f"exec 9>{self.path('lock')}",
+            "flock -w 60 9 || { echo 'another gpufabric change is being made on this switch' >&2; exit 5; }",
+            f"if {self.pending_check}; then echo 'a commit is pending confirmation on this switch' >&2; exit 5; fi",
+            *([f"mv -f {marker} {drained}"] if marker else []),
+            *(
+                [f'out=$({self.vtysh} -f {apply} 2>&1) || {{ echo "$out" | tail -20 >&2; exit 3; }}', self.save_command]
+                if apply
+                else []
+            ),
+            *([f"rm -f {drained} {self.path('drain.conf')}"] if remove else []),
+        ]
+        return "\n".join(lines) + "\n"
+
     @property
     def confirm_script(self) -> str:
         """Keep the change: disarm the timer, then save the configuration (only now: see apply_script)."""

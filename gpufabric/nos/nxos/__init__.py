@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
+from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -86,6 +86,13 @@ class Nxos(Platform):
             "back and reloads when the switch comes back on another release; a switch that does not come back at "
             "all stops at the loader> prompt of its console"
         )
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.nxos.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Nxos(

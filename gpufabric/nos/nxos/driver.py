@@ -39,6 +39,7 @@ from napalm.nxapi_plumbing import Device as NXOSDevice
 from napalm.nxapi_plumbing.api_client import RPCClient
 from napalm.nxapi_plumbing.errors import NXAPIAuthError, NXAPICommandError, NXAPIConnectionError
 
+from gpufabric.drivers import maintenance
 from gpufabric.drivers.answers import (
     DEFAULT_BOUNDS,
     PARSE_FAILURES,
@@ -53,13 +54,17 @@ from gpufabric.drivers.answers import (
     switch_json,
 )
 from gpufabric.drivers.https_args import https_args
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.push_id import PUSH_ID, STALE_AFTER, age_seconds, controller_name, started
 from gpufabric.drivers.tls_pins import TlsTrust, TlsTrustError, VerifiedHTTPSConnection, post, renamed
 from gpufabric.errors import GpufabricError
 from gpufabric.hidden import reveal
 from gpufabric.intent.errors import printable
 from gpufabric.nos.nxos import COMMIT_TIMEOUT_RANGE, PLATFORM
+from gpufabric.nos.nxos.drain import STATUS as GIR_STATUS
+from gpufabric.nos.nxos.drain import in_maintenance
 from gpufabric.nos.nxos.upgrade import NxosUpgrade
+from gpufabric.platforms.spec import DrainSpec
 
 FILE_PREFIX = "gpufabric-"
 MARK = "!gpufabric push"  # the candidate's first line: which push wrote it, from which controller
@@ -480,3 +485,49 @@ class GpufabricNXOSDriver(NxosUpgrade):
         head = str(self._send_command(f"show file bootflash:{FILE_PREFIX}{push}.cfg", raw_text=True) or "")
         mark = re.match(rf"{re.escape(MARK)} (\S+) controller (\S+)", head.lstrip())
         return {"push_id": push, "started": started(push), "controller": mark.group(2) if mark else ""}
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # GIR (`system mode maintenance`, Nxos.drain_steps), sent as cisco.nxos's nxos_gir module sends it; the
+    # marker naming who drained the switch is a file on bootflash. Not shown on a Nexus (docs/not-shown.md).
+
+    DRAINED = "gpufabric-drained.json"
+
+    def _gir(self, text: str) -> None:
+        assert self.device is not None, "open() first"
+        if self.has_pending_commit():
+            raise DrainRefusedError(f"{self.hostname}: a commit is pending confirmation on this switch")
+        try:
+            self.device.config_list([line for line in text.splitlines() if line.strip()])
+        except NXAPICommandError as exc:
+            raise DrainRefusedError(f"{self.hostname}: {printable(str(exc.message).strip()[:300])}") from None
+
+    def _held(self) -> DrainMark | None:
+        try:
+            text = str(self._send_command(f"show file bootflash:{self.DRAINED}", raw_text=True) or "")
+        except Exception:  # no such file: not drained by gpufabric
+            return None
+        return DrainMark.parse(text)
+
+    def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
+        steps = PLATFORM.drain_steps(DrainSpec(PLATFORM.facts.default_release))
+        held = self._held()
+        if held is None:
+            self._upload(self.DRAINED, DrainMark.new(push_id, reason, steps.mechanism, by).text())
+        if not self._in_maintenance():
+            self._gir(steps.drain)
+
+    def undrain(self, push_id: str, force: bool = False) -> None:
+        held = self._held()
+        if held is not None and held.push_id != push_id and not force:
+            raise DrainHeldError(f"{self.hostname} was drained by {held.by} ({held.push_id}): left drained")
+        if self._in_maintenance():
+            self._gir(PLATFORM.drain_steps(DrainSpec(PLATFORM.facts.default_release)).undrain)
+        self._delete_quietly(self.DRAINED)
+
+    def _in_maintenance(self) -> bool:
+        return in_maintenance(str(self._send_command(GIR_STATUS, raw_text=True) or ""))
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """The marker on bootflash, and `show system mode`."""
+        mechanism = PLATFORM.drain_steps(DrainSpec(PLATFORM.facts.default_release)).mechanism
+        return maintenance.status(self._held(), self._in_maintenance(), mechanism)

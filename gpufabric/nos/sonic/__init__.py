@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, templates_root
+from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts, templates_root
 
 if TYPE_CHECKING:
     import jinja2
@@ -94,6 +94,13 @@ class Sonic(Platform):
             "the new image boots the previous one at its next reset (watchdog or power cycle); the new image is "
             "made the default (`sonic-installer set-default`) only once the switch runs it and passes its checks"
         )
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+
+    def drain_steps(self, spec: DrainSpec) -> DrainSteps:
+        from gpufabric.nos.sonic.drain import steps
+
+        return steps(spec)
 
 
 PLATFORM = Sonic(

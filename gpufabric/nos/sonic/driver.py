@@ -22,11 +22,16 @@ from typing import Any
 
 from napalm.base.exceptions import CommitError
 
+from gpufabric.drivers import maintenance
 from gpufabric.drivers.linux_switch import PushMark, parse_push_line
+from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import CommandFailedError, Output, Transport, put_files
 from gpufabric.nos.frr.files import DeviceFiles
+from gpufabric.nos.sonic import PLATFORM as SONIC
 from gpufabric.nos.sonic.candidate import FRR_MARKER, split
+from gpufabric.nos.sonic.drain import STATUS, in_maintenance
 from gpufabric.nos.sonic.upgrade import SonicUpgrade
+from gpufabric.platforms.spec import DrainSpec
 
 CONFIG_DB = "/etc/sonic/config_db.json"
 SONIC_VERSION = "/etc/sonic/sonic_version.yml"
@@ -199,6 +204,49 @@ class SonicDriver(SonicUpgrade):
 
     def get_facts(self) -> dict[str, Any]:
         return {**super().get_facts(), "vendor": "SONiC", "os_version": self.get_os_version()}
+
+    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # SONiC's TSA/TSB (Sonic.drain_steps), saved with `config save -y`; a marker in /etc/sonic/ names who
+    # drained the switch. Not shown on a SONiC switch (docs/not-shown.md).
+
+    def _tsa(self, text: str, *, mark: DrainMark | None, remove: bool) -> None:
+        f = self.files
+        new = f.path("drained.new") if mark is not None else None
+        if mark is not None and new is not None:
+            assert self.transport is not None
+            put_files(_RootShell(self.transport, self.root), {new: (mark.text(), 0o644)})
+        guard = (
+            f"exec 9>{f.path('lock')}\n"
+            "flock -w 60 9 || { echo 'another gpufabric change is being made on this switch' >&2; exit 5; }\n"
+            f"if {f.pending_check}; then echo 'a commit is pending confirmation on this switch' >&2; exit 5; fi"
+        )
+        script = maintenance.change_script(text, marker_new=new, marker=f.path("drained"), remove=remove, guard=guard)
+        try:
+            self._as_root(script)
+        except CommandFailedError as exc:
+            raise DrainRefusedError(f"{self.hostname}: {exc}") from None
+
+    def _held(self) -> DrainMark | None:
+        return DrainMark.parse(self._run(f"cat {self.files.path('drained')} 2>/dev/null || true"))
+
+    def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
+        steps = SONIC.drain_steps(DrainSpec(SONIC.facts.default_release))
+        mark = self._held() or DrainMark.new(push_id, reason, steps.mechanism, by)
+        self._tsa(steps.drain, mark=mark, remove=False)
+
+    def undrain(self, push_id: str, force: bool = False) -> None:
+        held = self._held()
+        if held is not None and held.push_id != push_id and not force:
+            raise DrainHeldError(f"{self.hostname} was drained by {held.by} ({held.push_id}): left drained")
+        self._tsa(SONIC.drain_steps(DrainSpec(SONIC.facts.default_release)).undrain, mark=None, remove=True)
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """The marker, and TSC's verdict (`System Mode: Maintenance` or `Normal`)."""
+        mark = self._held()
+        tsc = self._try(f"{self.root}{STATUS}")
+        applied = in_maintenance(tsc.stdout) if tsc.rc == 0 else None
+        mechanism = SONIC.drain_steps(DrainSpec(SONIC.facts.default_release)).mechanism
+        return maintenance.status(mark, applied, mechanism)
 
 
 def sonic_build_version(text: str) -> str:

@@ -1,0 +1,244 @@
+"""Waiting on the fabric around a drain, from what the switches' neighbours route and what the ports carry.
+
+A drain has let traffic go when (1) every neighbour of a drained switch routes each loopback it can still
+reach without it (the plan's path-vector model with the drained switches taken out, gpufabric/plan/ecmp.py)
+through none of its ports facing a drained switch, and (2) those drained switches' fabric ports receive
+near nothing (bits per second, over a measured interval). An undrain is back when the neighbours, and the
+switch itself, route every loopback over as many paths as the plan expects. Both are bounded by a timeout:
+a fabric that never gets there is reported with what still holds, never waited on forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufabric.plan.ecmp import expected_widths
+from gpufabric.plan.model import Plan, ip
+
+POLL = 1.0  # seconds between two readings of the neighbours' routes
+SAMPLE = 2.0  # seconds between the two counter readings a port's rate is computed from (measured, not assumed)
+
+Connect = Callable[[Any], Any]  # a switch (platform, address) -> its open NAPALM driver
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How `fleet.connect.switch_connector` reaches a switch."""
+
+    name: str
+    platform: str
+    address: str | None
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    done: bool
+    seconds: float
+    waiting_for: tuple[str, ...] = ()  # what still held when the wait ended (nothing when done)
+    rates: dict[str, float] = field(default_factory=dict)  # "switch port" -> bits/s received, last reading
+
+
+def fabric_ports(plan: Plan, switches: Iterable[str]) -> dict[str, dict[str, str]]:
+    """switch -> {its fabric port: the neighbour on the far end}."""
+    wanted = set(switches)
+    ports: dict[str, dict[str, str]] = defaultdict(dict)
+    for link in plan.links():
+        if link.kind != "fabric":
+            continue
+        if link.a in wanted:
+            ports[link.a][link.a_port] = link.b
+        if link.b in wanted:
+            ports[link.b][link.b_port] = link.a
+    return dict(ports)
+
+
+def facing(plan: Plan, drained: Iterable[str]) -> dict[str, set[str]]:
+    """neighbour -> its ports facing a drained switch (neighbours that are drained themselves left out)."""
+    out_of_service = set(drained)
+    ports: dict[str, set[str]] = defaultdict(set)
+    for link in plan.links():
+        if link.kind != "fabric":
+            continue
+        if link.a in out_of_service and link.b not in out_of_service:
+            ports[link.b].add(link.b_port)
+        elif link.b in out_of_service and link.a not in out_of_service:
+            ports[link.a].add(link.a_port)
+    return dict(ports)
+
+
+def reach(plan: Plan, names: Iterable[str]) -> list[Reach]:
+    devices = {d.name: d for d in plan.devices()}
+    return [Reach(n, devices[n].platform, ip(devices[n].mgmt_ip)) for n in sorted(names)]
+
+
+def _bgp_hops(routes: Mapping[str, list[dict[str, Any]]], prefix: str) -> list[dict[str, Any]]:
+    return [h for h in routes.get(prefix, []) if h.get("protocol") == "bgp" and h.get("selected_next_hop")]
+
+
+def still_held(routes: Mapping[str, list[dict[str, Any]]], prefixes: Iterable[str], ports: set[str]) -> list[str]:
+    """The prefixes a neighbour still routes through one of `ports` (toward a drained switch), or not at all."""
+    held = []
+    for prefix in sorted(prefixes):
+        hops = _bgp_hops(routes, prefix)
+        if not hops:
+            held.append(f"{prefix} unrouted")
+        elif any(h.get("outgoing_interface") in ports for h in hops):
+            held.append(f"{prefix} via {','.join(sorted({str(h.get('outgoing_interface')) for h in hops}))}")
+    return held
+
+
+def narrower(routes: Mapping[str, list[dict[str, Any]]], expected: Mapping[str, int]) -> list[str]:
+    """The prefixes routed over fewer (or more) paths than the plan expects."""
+    return [
+        f"{prefix} {len(_bgp_hops(routes, prefix))}/{width} paths"
+        for prefix, width in sorted(expected.items())
+        if len(_bgp_hops(routes, prefix)) != width
+    ]
+
+
+def rates(first: Mapping[str, Mapping[str, int]], second: Mapping[str, Mapping[str, int]], seconds: float,
+          ports: Iterable[str]) -> dict[str, float]:  # fmt: skip
+    """Bits per second each port received between two readings of NAPALM's interface counters."""
+    out = {}
+    for port in ports:
+        if port in first and port in second:
+            delta = int(second[port].get("rx_octets", 0)) - int(first[port].get("rx_octets", 0))
+            out[port] = max(0, delta) * 8 / max(seconds, 1e-3)
+    return out
+
+
+def _widths(
+    plan: Plan, names: Iterable[str], cap: Mapping[str, int], without: frozenset[str]
+) -> dict[str, dict[str, int]]:
+    planes = {d.name: d.plane for d in plan.devices()}
+    out: dict[str, dict[str, int]] = {}
+    for plane in sorted({planes[n] for n in names}):
+        found = expected_widths(plan, plane, dict(cap), without=without)
+        out |= {n: found.get(n, {}) for n in names if planes[n] == plane}
+    return out
+
+
+class _Sessions:
+    """One open driver per switch for the wait's life, reopened after a failure."""
+
+    def __init__(self, connect: Connect) -> None:
+        self.connect = connect
+        self.conns: dict[str, Any] = {}
+
+    def read(self, target: Reach, what: Callable[[Any], Any]) -> Any:
+        conn = self.conns.get(target.name)
+        if conn is None:
+            conn = self.conns[target.name] = self.connect(target)
+        try:
+            return what(conn)
+        except Exception:
+            self.conns.pop(target.name, None)
+            _close(conn)
+            raise
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            _close(conn)
+        self.conns.clear()
+
+
+def _close(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # a session already gone: nothing to close
+        conn.close()
+
+
+def wait_drained(
+    plan: Plan,
+    drained: Iterable[str],
+    connect: Connect,
+    cap: Mapping[str, int],
+    *,
+    timeout: float,
+    max_rate: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WaitResult:
+    """Until the neighbours route around the drained switches and their fabric ports carry at most
+    `max_rate` bits/s, or `timeout` seconds."""
+    out = frozenset(drained)
+    started = clock()
+    ports = facing(plan, out)
+    loopbacks = {f"{ip(d.loopback)}/32" for d in plan.devices() if d.name in out and d.loopback is not None}
+    wanted = {n: set(w) - loopbacks for n, w in _widths(plan, ports, cap, out).items()}
+    own = fabric_ports(plan, out)
+    sessions = _Sessions(connect)
+    waiting: list[str] = []
+    seen: dict[str, float] = {}
+    try:
+        while True:
+            waiting = []
+            for target in reach(plan, ports):
+                try:
+                    routes = sessions.read(target, lambda c: c.get_route_to())
+                except Exception as exc:
+                    waiting.append(f"{target.name}: unreadable ({type(exc).__name__})")
+                    continue
+                waiting += [
+                    f"{target.name}: {h}" for h in still_held(routes, wanted.get(target.name, ()), ports[target.name])
+                ]
+            if not waiting:
+                seen = _port_rates(plan, own, sessions)
+                waiting = [f"{port}: {rate:,.0f} b/s" for port, rate in sorted(seen.items()) if rate > max_rate]
+            elapsed = clock() - started
+            if not waiting or elapsed >= timeout:
+                return WaitResult(not waiting, elapsed, tuple(waiting), seen)
+            sleep(POLL)
+    finally:
+        sessions.close()
+
+
+def _port_rates(plan: Plan, own: Mapping[str, Mapping[str, str]], sessions: _Sessions) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for target in reach(plan, own):
+        first_at = time.monotonic()
+        first = sessions.read(target, lambda c: c.get_interfaces_counters())
+        time.sleep(SAMPLE)
+        second = sessions.read(target, lambda c: c.get_interfaces_counters())
+        seconds = time.monotonic() - first_at
+        for port, rate in rates(first, second, seconds, own[target.name]).items():
+            found[f"{target.name} {port}"] = rate
+    return found
+
+
+def wait_restored(
+    plan: Plan,
+    undrained: Iterable[str],
+    connect: Connect,
+    cap: Mapping[str, int],
+    *,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WaitResult:
+    """Until the undrained switches and their neighbours route every loopback as widely as the plan expects."""
+    back = set(undrained)
+    started = clock()
+    watched = back | set(facing(plan, back))
+    wanted = _widths(plan, watched, cap, frozenset())
+    sessions = _Sessions(connect)
+    try:
+        while True:
+            waiting: list[str] = []
+            for target in reach(plan, watched):
+                try:
+                    routes = sessions.read(target, lambda c: c.get_route_to())
+                except Exception as exc:
+                    waiting.append(f"{target.name}: unreadable ({type(exc).__name__})")
+                    continue
+                waiting += [f"{target.name}: {n}" for n in narrower(routes, wanted.get(target.name, {}))]
+            elapsed = clock() - started
+            if not waiting or elapsed >= timeout:
+                return WaitResult(not waiting, elapsed, tuple(waiting))
+            sleep(POLL)
+    finally:
+        sessions.close()

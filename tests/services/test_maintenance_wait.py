@@ -1,0 +1,140 @@
+"""The maintenance service's waits on the fabric, against switches that answer as the plan says they would.
+
+A fake fabric (the default fabric's compute plane) answers NAPALM's route and counter getters: the
+leaves route each remote loopback over their uplinks, through the drained spine or not as the test
+decides after how many readings; the spine's fabric ports receive what the test says. The waits'
+clock and sleep are the test's, so nothing here depends on how busy the machine is.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from gpufabric.maintenance import wait
+from gpufabric.plan.ecmp import expected_widths
+from gpufabric.plan.model import ip
+from tests.conftest import INVENTORY, example_plan
+
+PLAN = example_plan(INVENTORY / "fabric.yml")
+SPINE = "cmp-spine1"
+WIDTHS = expected_widths(PLAN, "compute", {})
+UPLINKS: dict[str, dict[str, str]] = defaultdict(dict)  # leaf -> {port: spine}
+DOWNLINKS: dict[str, dict[str, str]] = defaultdict(dict)  # spine -> {port: leaf}
+for link in PLAN.links():
+    if link.kind == "fabric" and link.plane == "compute":
+        UPLINKS[link.a][link.a_port] = link.b
+        DOWNLINKS[link.b][link.b_port] = link.a
+LOOPBACKS = {f"{ip(d.loopback)}/32": d.name for d in PLAN.devices() if d.loopback is not None}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Fabric:
+    """Every switch's answers. `drained_after`: readings of a leaf's routes before it stops using SPINE
+    (None: never); `narrow_after`: readings before the restored widths come back; `rx_bps` on SPINE."""
+
+    def __init__(self, drained_after: int | None = 0, rx_bps: float = 0.0, narrow_for: int = 0) -> None:
+        self.drained_after, self.rx_bps, self.narrow_for = drained_after, rx_bps, narrow_for
+        self.reads: dict[str, int] = defaultdict(int)
+        self.octets = 0
+
+    def connect(self, target: wait.Reach) -> object:
+        fabric = self
+
+        class Conn:
+            def get_route_to(self) -> dict[str, list[dict[str, object]]]:
+                fabric.reads[target.name] += 1
+                return fabric.routes(target.name)
+
+            def get_interfaces_counters(self) -> dict[str, dict[str, int]]:
+                fabric.octets += int(fabric.rx_bps / 8)  # a second apart (the test's monotonic clock)
+                return {p: {"rx_octets": fabric.octets} for p in ("swp1", "swp2", "swp3", "swp4")}
+
+            def close(self) -> None:
+                pass
+
+        return Conn()
+
+    def routes(self, name: str) -> dict[str, list[dict[str, object]]]:
+        reads = self.reads[name]
+        drained = self.drained_after is not None and reads > self.drained_after
+        narrow = reads <= self.narrow_for
+        uplinks = UPLINKS.get(name, {})
+        out = {}
+        for prefix, width in WIDTHS.get(name, {}).items():
+            owner = LOOPBACKS[prefix]
+            if not uplinks:  # a spine: the leaf's own port
+                ports = [p for p, far in DOWNLINKS[name].items() if far == owner]
+            elif owner in uplinks.values():  # a spine's loopback: only through that spine
+                ports = [p for p, far in uplinks.items() if far == owner]
+            else:
+                ports = list(uplinks)
+            assert len(ports) == width, (name, prefix, ports, width)
+            if drained and len(ports) > 1:
+                ports = [p for p in ports if uplinks.get(p) != SPINE]
+            if narrow:
+                ports = ports[:1]
+            out[prefix] = [{"protocol": "bgp", "selected_next_hop": True, "outgoing_interface": p} for p in ports]
+        return out
+
+
+def test_a_drain_waits_until_every_leaf_routes_around_the_spine(monkeypatch):
+    monkeypatch.setattr(wait, "SAMPLE", 0.0)
+    clock, fabric = Clock(), Fabric(drained_after=3)
+    found = wait.wait_drained(
+        PLAN, [SPINE], fabric.connect, {}, timeout=60, max_rate=1e6, clock=clock, sleep=clock.sleep
+    )
+    assert found.done and found.waiting_for == ()
+    assert clock.now == 3 * wait.POLL  # three readings still held the spine, the fourth did not
+    assert set(found.rates) == {f"{SPINE} swp{i}" for i in range(1, 5)}  # its four leaf-facing ports
+    leaves = {n for n in fabric.reads if n.startswith("cmp-su")}
+    assert leaves == {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
+
+
+def test_a_leaf_that_keeps_the_spine_ends_the_wait_at_its_timeout_naming_it():
+    clock, fabric = Clock(), Fabric(drained_after=None)
+    found = wait.wait_drained(
+        PLAN, [SPINE], fabric.connect, {}, timeout=10, max_rate=1e6, clock=clock, sleep=clock.sleep
+    )
+    assert not found.done and clock.now >= 10
+    assert any(w.startswith("cmp-su1-leaf1: ") and "swp3" in w for w in found.waiting_for), found.waiting_for
+
+
+def test_traffic_still_arriving_on_the_spine_holds_the_drain(monkeypatch):
+    monkeypatch.setattr(wait, "SAMPLE", 0.0)
+    monkeypatch.setattr(wait.time, "monotonic", iter(float(i) for i in range(1000)).__next__)
+    clock, fabric = Clock(), Fabric(drained_after=0, rx_bps=50e6)
+    found = wait.wait_drained(
+        PLAN, [SPINE], fabric.connect, {}, timeout=5, max_rate=1e6, clock=clock, sleep=clock.sleep
+    )
+    assert not found.done
+    assert found.waiting_for and all(w.startswith(f"{SPINE} swp") and "b/s" in w for w in found.waiting_for)
+
+
+def test_an_undrain_waits_until_the_planned_widths_are_back():
+    clock, fabric = Clock(), Fabric(drained_after=None, narrow_for=2)
+    found = wait.wait_restored(PLAN, [SPINE], fabric.connect, {}, timeout=60, clock=clock, sleep=clock.sleep)
+    assert found.done and clock.now == 2 * wait.POLL
+    short = Fabric(drained_after=None, narrow_for=100)
+    other = Clock()
+    late = wait.wait_restored(PLAN, [SPINE], short.connect, {}, timeout=5, clock=other, sleep=other.sleep)
+    assert not late.done and any("1/2 paths" in w for w in late.waiting_for), late.waiting_for
+
+
+def test_the_leaves_facing_a_drained_spine_and_their_ports():
+    assert wait.facing(PLAN, [SPINE]) == {
+        "cmp-su1-leaf1": {"swp3"},
+        "cmp-su1-leaf2": {"swp3"},
+        "cmp-su2-leaf1": {"swp3"},
+        "cmp-su2-leaf2": {"swp3"},
+    }
+    assert wait.still_held({"10.0.0.9/32": []}, ["10.0.0.9/32"], {"swp3"}) == ["10.0.0.9/32 unrouted"]
