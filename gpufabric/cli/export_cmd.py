@@ -8,9 +8,10 @@ import click
 
 from gpufabric.cli.drawings import write_drawings
 from gpufabric.cli.options import print_warnings, strict_option, warnings_exit
-from gpufabric.cli.output import emit, err, write_files
-from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured
+from gpufabric.cli.output import emit, err, shown, write_files
+from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured, ztp
 from gpufabric.export.registry import EXPORTERS
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError, Problem, printable
 from gpufabric.plan import Plan, build_plan
@@ -33,7 +34,7 @@ Kinds:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="File to write (a directory for drawing, structured and k8s-network).",
+    help="File to write (a directory for drawing, structured, k8s-network and ztp).",
 )
 @click.option(
     "--image",
@@ -49,7 +50,7 @@ def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[s
     print_warnings(plan)
     try:
         code = _export(plan, kind, output, images)
-    except k8s_network.K8sNetworkError as exc:
+    except (k8s_network.K8sNetworkError, ztp.ZtpError) as exc:
         if exc.problems:  # located in the intent: file, line, field
             raise loaded.error(exc.problems) from None
         raise click.ClickException(f"{printable(plan.source)}: {exc}") from None
@@ -66,6 +67,8 @@ def _export(plan: Plan, kind: str, output: Path | None, images: tuple[str, ...])
         return _structured_dir(plan, output)
     if kind == "k8s-network" and output is not None:
         return _k8s_network_dir(plan, output)
+    if kind == "ztp" and output is not None:
+        return _ztp_dir(plan, output)
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
     emit(text, output)
     return 0
@@ -93,6 +96,23 @@ def _structured_dir(plan: Plan, directory: Path) -> int:
 def _k8s_network_dir(plan: Plan, directory: Path) -> int:
     _into_dir(directory, "k8s-network writes one file per object kind")
     err.print(f"wrote {write_files(directory, k8s_network.documents(plan))} Kubernetes network file(s) to {directory}")
+    return 0
+
+
+def _ztp_dir(plan: Plan, directory: Path) -> int:
+    """The DHCP servers' configurations and every switch's provisioning files. Passwords are hashed and the
+    secrets a switch keeps in clear are filled in from the environment, as `push` does: files that hold one
+    are written owner-only."""
+    _into_dir(directory, "ztp writes the DHCP configurations and a folder of provisioning files")
+    done = ztp.export(plan)
+    for name, text in done.files.items():
+        write_atomic(directory / name, text, PRIVATE if name in done.secret_files else None)
+    for device, why in done.skipped.items():
+        err.print(shown(f"note: {device} is not provisioned: {why}"))
+    err.print(
+        f"wrote {len(done.files)} file(s) to {directory}: {ztp.summary(done)}; serve {directory / ztp.HTTP} at "
+        f"{ztp.base_url(plan)}"
+    )
     return 0
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.errors import GpufabricError
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -118,6 +120,19 @@ class LosslessBuffers:
     # (traffic class, buffer size, pause threshold, resume threshold): an ingress queuing reservation
     pause_buffer: tuple[int, int, int, int] | None = None
     headroom: int | None = None  # the lossless ports' PFC headroom in bytes
+
+
+@dataclass(frozen=True)
+class ZtpForm:
+    """What an empty switch of one OS is handed on day 0 (`gpufabric export ztp`): the files it fetches over
+    HTTP, and the DHCP options its answer carries to point it at the first of them."""
+
+    files: dict[str, str]  # file name -> text, served from the provisioning server's root; the entry file first
+    options: tuple[tuple[int, str], ...]  # (DHCP option code, value): the URL (or server and file) of the entry file
+
+
+class NoZtpFormError(GpufabricError):
+    """The platform has no zero-touch provisioning form in gpufabric."""
 
 
 class Platform:
@@ -233,6 +248,16 @@ class Platform:
     def read_optics(self, conn: Any, ports: list[str]) -> dict[str, Optics] | None:
         """Per port: transceivers and FEC counters. Default: None, the driver's own ethtool answers."""
         return None
+
+    # -- zero-touch provisioning ------------------------------------------------------------------------
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        """Day 0 for one switch: `files` are its rendered files (secrets resolved), `base_url` the provisioning
+        server's HTTP root ("http://a.b.c.d:port/"). Default: the platform has no ZTP form here."""
+        raise NoZtpFormError(
+            f"platform {self.name} ({self.title}) has no zero-touch provisioning form in gpufabric: "
+            f"its switches ({device}, ...) are provisioned by hand or by `nornir push` once reachable"
+        )
 
 
 def templates_root() -> Path:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
-from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge
+from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -47,6 +48,11 @@ class Cumulus(Platform):
         """`qos pfc ... cable-length`: the switch sizes PFC headroom itself from the plane's cable length."""
         lossless = ctx.lossless_buffer is not None
         return LosslessBuffers(cable_metres=ctx.cable_metres if lossless else None)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.cumulus.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Cumulus(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, TemplateFilter, VendorJudge
+from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, TemplateFilter, VendorJudge, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -63,6 +63,11 @@ class Eos(Platform):
         from gpufabric.nos.eos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.eos.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Eos(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpufabric.platforms.spec import LoadBalancing, Platform, PlatformFacts
+from gpufabric.platforms.spec import LoadBalancing, Platform, PlatformFacts, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -38,6 +38,11 @@ class Frr(Platform):
 
     def lossless_qos(self) -> bool:
         return False  # Linux has no PFC, ECN queue or scheduler to configure: the lab shows classification only
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.frr.ztp import ztp_form
+
+        return ztp_form(device, files, base_url)
 
 
 PLATFORM = Frr(

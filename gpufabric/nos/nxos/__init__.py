@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
+from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -69,6 +70,11 @@ class Nxos(Platform):
         from gpufabric.nos.nxos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.nxos.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Nxos(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
-from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, templates_root
+from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, ZtpForm, templates_root
 
 if TYPE_CHECKING:
     import jinja2
@@ -67,6 +67,11 @@ class Sonic(Platform):
 
     def role_problems(self, role: SwitchRole) -> list[tuple[str, str, str]]:
         return role_problems(role)  # the SKU table: cages, speeds, breakouts
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.sonic.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Sonic(
