@@ -124,7 +124,8 @@ def _server_config(export: Path, server: str, folder: Path) -> tuple[list[str], 
     path = folder / "dnsmasq.conf"
     write_atomic(path, text + f"dhcp-leasefile={folder / 'dnsmasq.leases'}\n")
     pid = f"--pid-file={folder / 'dnsmasq.pid'}"
-    return [DNSMASQ, "--keep-in-foreground", "--log-dhcp", pid, "-C", str(path)], path
+    # As root: the lease file is in the run's own folder (0700), where dnsmasq's usual user could not write.
+    return [DNSMASQ, "--keep-in-foreground", "--log-dhcp", "--user=root", pid, "-C", str(path)], path
 
 
 def provision(
