@@ -25,8 +25,6 @@ pytestmark = [
 ]
 
 HTTP = ("172.20.0.1", 8067)  # the OOB gateway on the lab's bridge: the intent's ztp.server default
-# (switch, DHCP server): two switches on the same OOB switch, one per server.
-RUNS = (("cmp-su1-leaf1", "kea"), ("sto-leaf2", "dnsmasq"))
 
 
 def _intent(tmp_path):
@@ -48,6 +46,16 @@ def _running(device: str) -> str:
     return done.stdout
 
 
+def _provisioned_and_no_diff(intent, lab, env, device: str, asn: int | None) -> None:
+    assert f"router bgp {asn}" in _running(device)
+    # The next push: nothing to change, configuration, nftables and host settings alike.
+    done = run("nornir", "push", str(intent), *lab, "--device", device, "--dry-run", "--json", **env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    status = {d["device"]: d for d in json.loads(done.stdout)["devices"]}
+    assert status[device]["status"] == "unchanged", status[device]
+    assert not status[device].get("diff"), status[device]["diff"]
+
+
 def test_empty_switches_are_provisioned_through_dhcp_and_http_and_the_next_push_changes_nothing(tmp_path):
     intent = _intent(tmp_path)
     state = tmp_path / "state"
@@ -66,27 +74,34 @@ def test_empty_switches_are_provisioned_through_dhcp_and_http_and_the_next_push_
         topo = topology(load_intent(str(intent)))
         planned = {n.name: n.mgmt_ip for n in topo.nodes}
         asn = {d.name: d.asn for d in topo.plan.devices()}
-        for device, server in RUNS:
-            assert "router bgp" not in _running(device)  # empty: only the hostname `lab up` starts it with
-            run_ = lab_ztp.provision(topo, state, export, device, server=server, http=HTTP)
-            try:
-                print(f"{device} via {server}: {run_.address}, {run_.bootfile}, provisioned in {run_.seconds:.1f} s")
-                assert run_.address == planned[device]
-                assert run_.bootfile == f"http://{HTTP[0]}:{HTTP[1]}/{device}.ztp.sh"
-                relay_log = (run_.folder / "dhcrelay.log").read_text()
-                assert "Forwarded BOOTREQUEST" in relay_log, relay_log[-2000:]
-                assert f"router bgp {asn[device]}" in _running(device)
-                # The next push: nothing to change, configuration, nftables and host settings alike.
-                done = run(
-                    "nornir", "push", str(intent), *lab, "--device", device, "--dry-run", "--json", **env
-                )  # fmt: skip
-                assert done.returncode == 0, done.stderr[-2000:]
-                status = {d["device"]: d for d in json.loads(done.stdout)["devices"]}
-                assert status[device]["status"] == "unchanged", status[device]
-                assert not status[device].get("diff"), status[device]["diff"]
-            finally:
-                run_.stop()
-            assert "dhcp-server" not in run_.pids  # stopped, before the next server takes port 67
+        # cmp-su1-leaf1 through Kea, by the library (its logs read here); sto-leaf2 through dnsmasq, by the CLI.
+        device = "cmp-su1-leaf1"
+        assert "router bgp" not in _running(device)  # empty: only the hostname `lab up` starts it with
+        done_run = lab_ztp.provision(topo, state, export, device, server="kea", http=HTTP)
+        try:
+            print(f"{device} via kea: {done_run.address}, {done_run.bootfile}, in {done_run.seconds:.1f} s")
+            assert done_run.address == planned[device]
+            assert done_run.bootfile == f"http://{HTTP[0]}:{HTTP[1]}/{device}.ztp.sh"
+            relay_log = (done_run.folder / "dhcrelay.log").read_text()
+            assert "Forwarded BOOTREQUEST" in relay_log, relay_log[-2000:]
+            leases = (done_run.folder / "kea-leases4.csv").read_text()
+            assert f"{planned[device].split('/')[0]}," in leases and device in leases, leases
+        finally:
+            done_run.stop()
+        _provisioned_and_no_diff(intent, lab, env, device, asn[device])
+
+        device = "sto-leaf2"
+        assert "router bgp" not in _running(device)
+        done = run(
+            "gpufabric", "lab", "ztp", str(intent), "--device", device, "--from", str(export), "--dhcp", "dnsmasq",
+            *lab, "--json",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout)
+        print(f"{device} via dnsmasq: {result}")
+        assert result["address"] == planned[device]
+        assert result["bootfile"] == f"http://{HTTP[0]}:{HTTP[1]}/{device}.ztp.sh"
+        _provisioned_and_no_diff(intent, lab, env, device, asn[device])
     finally:
         run("gpufabric", "lab", "down", *lab)
     assert netlink.namespaces() == before
