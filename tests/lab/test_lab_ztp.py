@@ -85,7 +85,7 @@ def test_empty_switches_are_provisioned_through_dhcp_and_http_and_the_next_push_
             relay_log = (done_run.folder / "dhcrelay.log").read_text()
             assert "Forwarded BOOTREQUEST" in relay_log, relay_log[-2000:]
             leases = (done_run.folder / "kea-leases4.csv").read_text()
-            assert f"{planned[device].split('/')[0]}," in leases and device in leases, leases
+            assert f"{planned[device].split('/')[0]}," in leases, leases
         finally:
             done_run.stop()
         _provisioned_and_no_diff(intent, lab, env, device, asn[device])
