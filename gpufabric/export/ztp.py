@@ -183,7 +183,7 @@ def export(
         index = LinkIndex(plan, PasswordHasher.for_intent(plan.intent, secrets) if resolve else ReferenceHasher(fabric))
     out = ZtpExport()
     found, out.skipped = identities(plan)
-    forms = _forms(plan, index, found, secrets if resolve else {}, out) if resolve else _forms_unresolved(plan, found)
+    forms = _forms(plan, index, found, secrets, out) if resolve else _forms_unresolved(plan, found, out)
     served = [i for i in found if i.device in forms]
     out.provisioned = [i.device for i in served]
     out.files[KEA] = kea(plan, served, forms)
@@ -197,18 +197,16 @@ def export(
     return out
 
 
-def _forms_unresolved(plan: Plan, found: list[Identity]) -> dict[str, ZtpForm]:
+def _forms_unresolved(plan: Plan, found: list[Identity], out: ZtpExport) -> dict[str, ZtpForm]:
     """The DHCP options alone: the URLs name files, whose content is not needed to point at them."""
     url = base_url(plan)
+    devices = {d.name: d for d in plan.devices()}
     forms = {}
-    index = LinkIndex(plan, ReferenceHasher(plan.intent.fabric.name))
     for ident in found:
-        device = index.devices[ident.device]
-        spec = platform(device.platform)
         try:
-            forms[device.name] = spec.ztp(device.name, _Blank(), url)
-        except NoZtpFormError:
-            continue  # left out of the DHCP configuration, as `export` leaves it out
+            forms[ident.device] = platform(devices[ident.device].platform).ztp(ident.device, _Blank(), url)
+        except NoZtpFormError as exc:
+            out.skipped[ident.device] = str(exc)  # left out of the DHCP configuration, as with files
     return forms
 
 
