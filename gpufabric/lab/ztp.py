@@ -125,7 +125,8 @@ def _server_config(export: Path, server: str, folder: Path) -> tuple[list[str], 
     write_atomic(path, text + f"dhcp-leasefile={folder / 'dnsmasq.leases'}\n")
     pid = f"--pid-file={folder / 'dnsmasq.pid'}"
     # As root: the lease file is in the run's own folder (0700), where dnsmasq's usual user could not write.
-    return [DNSMASQ, "--keep-in-foreground", "--log-dhcp", "--user=root", pid, "-C", str(path)], path
+    flags = ["--keep-in-foreground", "--log-dhcp", "--log-facility=-", "--user=root", pid]
+    return [DNSMASQ, *flags, "-C", str(path)], path
 
 
 def provision(
