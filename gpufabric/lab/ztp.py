@@ -33,12 +33,14 @@ from gpufabric.fleet.lab.topology import BRIDGE, LabTopology
 from gpufabric.inputs import MiB, read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.daemons import node_dir
+from gpufabric.outputs import json_dumps
 
 KEA = "/usr/sbin/kea-dhcp4"
 DNSMASQ = "/usr/sbin/dnsmasq"
 DHCRELAY = "/usr/sbin/dhcrelay"
 DHCLIENT = "/sbin/dhclient"
 SERVERS = ("kea", "dnsmasq")
+READY = {"kea": "DHCP4_STARTED", "dnsmasq": "started, version"}  # what each logs once it serves
 REQUIRED = {KEA: "kea-dhcp4-server", DNSMASQ: "dnsmasq-base", DHCRELAY: "isc-dhcp-relay", DHCLIENT: "isc-dhcp-client"}
 # A loaded two-core machine starting FRR, a relay and a DHCP exchange: only a broken run waits this long.
 TIMEOUT = 120.0
@@ -117,7 +119,7 @@ def _server_config(export: Path, server: str, folder: Path) -> tuple[list[str], 
         )
         config["Dhcp4"]["lease-database"]["name"] = str(folder / "kea-leases4.csv")
         path = folder / "kea-dhcp4.json"
-        write_atomic(path, json.dumps(config, indent=2) + "\n")
+        write_atomic(path, json_dumps(config, indent=2) + "\n")
         # Kea's PID and lock files in the run's folder, not the machine's /run/kea.
         return ["env", f"KEA_PIDFILE_DIR={folder}", f"KEA_LOCKFILE_DIR={folder}", KEA, "-c", str(path)], path
     text = read_text(export / "dhcp" / "dnsmasq.conf", what="the exported dnsmasq configuration", max_bytes=64 * MiB)
@@ -201,6 +203,7 @@ def _provision(
     host, http_port = http
     command, _ = _server_config(export, server, folder)
     run.pids["dhcp-server"] = processes.spawn(command, folder / f"{server}.log")
+    _wait_started(folder / f"{server}.log", READY[server], run.pids["dhcp-server"], timeout)
     run.pids["http"] = processes.spawn(
         ["python3", "-m", "http.server", "--bind", host, "--directory", str(export / "http"), str(http_port)],
         folder / "http.log",
@@ -241,6 +244,18 @@ def _provision(
     run.bootfile = read_text(folder / "bootfile", what="the URL option 67 carried", max_bytes=4096).strip()
     shown = netlink.run("ip", "-n", device, "-4", "-o", "address", "show", "dev", attach.node_end).stdout.split()
     run.address = shown[shown.index("inet") + 1] if "inet" in shown else None
+
+
+def _wait_started(log: Path, marker: str, pid: int, timeout: float) -> None:
+    """Until the DHCP server says it serves (its log's start line): a client asking before would wait out its
+    own retransmission back-off, which is no part of provisioning."""
+    deadline = time.monotonic() + timeout
+    while marker not in read_text(log, what="the DHCP server's log", max_bytes=64 * MiB):
+        if not processes.alive(pid):
+            raise LabZtpError(f"the DHCP server stopped: see {log}")
+        if time.monotonic() > deadline:
+            raise LabZtpError(f"the DHCP server did not start in {timeout:.0f} s: see {log}")
+        time.sleep(0.1)
 
 
 def _wait_listening(host: str, port: int, timeout: float) -> None:

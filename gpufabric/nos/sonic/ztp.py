@@ -9,9 +9,9 @@ configuration in the bgp container's split-mode file and reloads FRR, as a push 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
+from gpufabric.outputs import json_dumps
 from gpufabric.platforms.spec import ZtpForm
 from gpufabric.platforms.ztp_text import BOOTFILE_NAME, file_url
 
@@ -42,7 +42,7 @@ docker exec bgp vtysh -c 'write memory'
 exit 0
 """
     served = {
-        document: json.dumps(ztp, indent=2) + "\n",
+        document: json_dumps(ztp, indent=2) + "\n",
         script: text,
         config_db: files[config_db],
         frr: files.get(frr, ""),
