@@ -58,6 +58,10 @@ want_apt opensm opensm                     # InfiniBand: the real subnet manager
 want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
 want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)
 want_apt ethtool ethtool                   # optics telemetry: the real ethtool decodes module memory the tests write
+want_file /usr/sbin/kea-dhcp4 kea-dhcp4-server  # ZTP: Kea's own parser judges the exported DHCP configuration (and serves the lab)
+want_file /usr/sbin/dnsmasq dnsmasq-base       # ZTP: dnsmasq --test judges its configuration (and serves the lab)
+want_file /usr/sbin/dhcrelay isc-dhcp-relay    # ZTP in the lab: the relay agent adding option 82 on the OOB switch's port
+want_file /sbin/dhclient isc-dhcp-client       # ZTP in the lab: the empty switch's DHCP client
 # SONiC's config_db.json files are judged by SONiC's YANG models through libyang: the C library's headers
 # here, its Python binding (built against them) in the virtualenv below. 2.7.1 is the newest binding
 # that builds against Debian 12's libyang 2.1.

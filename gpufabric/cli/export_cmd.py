@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from gpufabric.cli.drawings import write_drawings
 from gpufabric.cli.options import print_warnings, strict_option, warnings_exit
-from gpufabric.cli.output import emit, err, write_files
-from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured
+from gpufabric.cli.output import emit, err, shown, write_files
+from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured, ztp
 from gpufabric.export.registry import EXPORTERS
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.intent import load_intent
 from gpufabric.intent.errors import IntentError, Problem, printable
 from gpufabric.plan import Plan, build_plan
@@ -33,7 +35,7 @@ Kinds:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="File to write (a directory for drawing, structured and k8s-network).",
+    help="File to write (a directory for drawing, structured, k8s-network and ztp).",
 )
 @click.option(
     "--image",
@@ -42,14 +44,34 @@ Kinds:
     metavar="PLATFORM=IMAGE",
     help="containerlab only: image per platform (a registered platform's name, host or edge).",
 )
+@click.option(
+    "--vault-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="ztp only: Ansible Vault file holding the secrets the intent names as {vault: NAME} (as push reads it).",
+)
+@click.option(
+    "--vault-password-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="ztp only: file holding the vault's password. [default: $ANSIBLE_VAULT_PASSWORD_FILE]",
+)
 @strict_option
-def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[str, ...], strict: bool) -> int:
+def export_cmd(
+    kind: str,
+    file: str | None,
+    *,
+    output: Path | None,
+    images: tuple[str, ...],
+    vault_file: Path | None,
+    vault_password_file: Path | None,
+    strict: bool,
+) -> int:
     loaded = load_intent(file)
     plan = build_plan(loaded)
     print_warnings(plan)
+    vault = (vault_file, vault_password_file)
     try:
-        code = _export(plan, kind, output, images)
-    except k8s_network.K8sNetworkError as exc:
+        code = _export(plan, kind, output, images, vault)
+    except (k8s_network.K8sNetworkError, ztp.ZtpError) as exc:
         if exc.problems:  # located in the intent: file, line, field
             raise loaded.error(exc.problems) from None
         raise click.ClickException(f"{printable(plan.source)}: {exc}") from None
@@ -59,13 +81,17 @@ def export_cmd(kind: str, file: str | None, output: Path | None, images: tuple[s
     return warnings_exit(plan, strict, code)
 
 
-def _export(plan: Plan, kind: str, output: Path | None, images: tuple[str, ...]) -> int:
+def _export(
+    plan: Plan, kind: str, output: Path | None, images: tuple[str, ...], vault: tuple[Path | None, Path | None]
+) -> int:
     if kind == "drawing" and output is not None:
         return _drawing_dir(plan, output)
     if kind == "structured" and output is not None:
         return _structured_dir(plan, output)
     if kind == "k8s-network" and output is not None:
         return _k8s_network_dir(plan, output)
+    if kind == "ztp" and output is not None:
+        return _ztp_dir(plan, output, vault)
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
     emit(text, output)
     return 0
@@ -93,6 +119,28 @@ def _structured_dir(plan: Plan, directory: Path) -> int:
 def _k8s_network_dir(plan: Plan, directory: Path) -> int:
     _into_dir(directory, "k8s-network writes one file per object kind")
     err.print(f"wrote {write_files(directory, k8s_network.documents(plan))} Kubernetes network file(s) to {directory}")
+    return 0
+
+
+def _ztp_dir(plan: Plan, directory: Path, vault: tuple[Path | None, Path | None]) -> int:
+    """The DHCP servers' configurations and every switch's provisioning files. Passwords are hashed and the
+    secrets a switch keeps in clear are filled in from the environment (and the vault), as `push` does:
+    files that hold one are written owner-only."""
+    _into_dir(directory, "ztp writes the DHCP configurations and a folder of provisioning files")
+    secrets: dict[str, str] = dict(os.environ)
+    if vault[0] is not None:
+        from gpufabric.config.vault import open_vault
+
+        secrets.update(open_vault(vault[0], vault[1]))
+    done = ztp.export(plan, secrets=secrets)
+    for name, text in done.files.items():
+        write_atomic(directory / name, text, PRIVATE if name in done.secret_files else None)
+    for device, why in done.skipped.items():
+        err.print(shown(f"note: {device} is not provisioned: {why}"))
+    err.print(
+        f"wrote {len(done.files)} file(s) to {directory}: {ztp.summary(done)}; serve {directory / ztp.HTTP} at "
+        f"{ztp.base_url(plan)}"
+    )
     return 0
 
 

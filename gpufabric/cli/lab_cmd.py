@@ -34,7 +34,7 @@ state_dir_option = click.option(
 
 
 # Subcommands in modules of their own, imported only when used (no command module imports another's).
-LAZY = {"hosts": ("gpufabric.cli.lab_hosts_cmd", "hosts_cmd")}
+LAZY = {"hosts": ("gpufabric.cli.lab_hosts_cmd", "hosts_cmd"), "ztp": ("gpufabric.cli.lab_ztp_cmd", "lab_ztp_cmd")}
 
 
 class LabGroup(click.Group):

@@ -17,6 +17,7 @@ from gpufabric.export import (
     plan_json,
     slurm,
     structured,
+    ztp,
 )
 from gpufabric.plan.model import Plan
 
@@ -69,6 +70,12 @@ EXPORTERS: dict[str, Exporter] = {
             ib_topology.render,
         ),
         Exporter("containerlab", "containerlab topology (*.clab.yml)", ".clab.yml", containerlab.render),
+        Exporter(
+            "ztp",
+            "zero-touch provisioning: Kea's configuration (a directory with -o: Kea, dnsmasq and every switch's files)",
+            ".json",
+            ztp.render,
+        ),
         Exporter(
             "ansible-inventory",
             "static Ansible inventory (same groups as the plugin)",

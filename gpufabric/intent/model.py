@@ -28,7 +28,9 @@ from gpufabric.intent.types import (
     Platform,
     Ratio,
     SecretRef,
+    Serial,
     Speed,
+    SwitchName,
     Text,
     TimeZone,
     UserName,
@@ -422,6 +424,32 @@ ComputePlane = Annotated[
 ]
 
 
+class Ztp(Model):
+    """Zero-touch provisioning over the OOB plane (`gpufabric export ztp`, docs/ztp.md).
+
+    An empty switch is known by the OOB switch port its management port is cabled to (DHCP option 82:
+    the relay agent's circuit-id is that port's name, and its remote-id the OOB switch's name where the
+    plane has more than one), or by a serial recorded here."""
+
+    server: Address | None = Field(
+        None,
+        description="Address of the provisioning server on the OOB subnet: its HTTP server holds every switch's "
+        "files, its DHCP server answers the relays. Default: the OOB gateway.",
+    )
+    port: int = Field(80, ge=1, le=65535, description="TCP port of the provisioning server's HTTP server.")
+    interface: InterfaceName = Field(
+        "eth0",
+        description="The DHCP server's interface on the OOB plane (Kea's `interfaces-config`, dnsmasq's "
+        "`interface=`): it answers there and nowhere else.",
+    )
+    serials: dict[SwitchName, Serial] = Field(
+        default_factory=dict,
+        description="Switch name -> the serial number it sends as its DHCP client identifier (option 61): a "
+        "switch listed here is known by its serial as well as by its OOB port (needed for the OOB switches "
+        "themselves, whose management ports no planned cable reaches).",
+    )
+
+
 class OobPlane(Model):
     """The out-of-band management plane: a flat switched network, no routing toward the data planes."""
 
@@ -430,6 +458,7 @@ class OobPlane(Model):
     subnet: Network = Field(description="The management subnet: every switch and server gets one address.")
     gateway: Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
     mtu: int = Field(1500, ge=1280, le=9216, description="MTU of the management network.")
+    ztp: Ztp = Field(default_factory=Ztp, description="Zero-touch provisioning of the switches over this plane.")
 
     @property
     def gateway_address(self) -> IPv4Address:

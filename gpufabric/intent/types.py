@@ -66,6 +66,13 @@ INTERFACE_PATTERN = _pattern(
     r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$",
     "a Linux interface name: a letter, then letters, digits, '_', '.' or '-', at most 15",
 )
+SERIAL_PATTERN = _pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+    "a serial number: letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64",
+)
+SWITCH_NAME_PATTERN = _pattern(
+    r"^[a-z][a-z0-9-]{0,62}$", "a planned switch's name: lower-case letters, digits and '-', at most 63"
+)
 USER_PATTERN = _pattern(
     r"^[a-z_][a-z0-9_-]{0,31}$",
     "a login name: lower-case letters, digits, '_' and '-', starting with a letter or '_', at most 32",
@@ -118,6 +125,8 @@ def _not_reserved(value: str) -> str:
 
 InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN), AfterValidator(_not_reserved)]
 UserName = Annotated[str, Field(pattern=USER_PATTERN)]
+Serial = Annotated[str, Field(pattern=SERIAL_PATTERN)]
+SwitchName = Annotated[str, Field(pattern=SWITCH_NAME_PATTERN)]
 ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
 DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]
 LabelValue = Annotated[str, Field(pattern=LABEL_PATTERN)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.errors import GpufabricError
 from gpufabric.platforms.disruption import Disruption, Reason
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class LosslessBuffers:
     headroom: int | None = None  # the lossless ports' PFC headroom in bytes
 
 
-# -- drain and maintenance (issue 42: wt-drain) ------------------------------------------------------------------
+# -- drain and maintenance ------------------------------------------------------------------
 
 # The policy name of the FRR drain (route-map), and how many times the switch's own ASN is prepended: a path
 # through a drained switch is longer than any path the planned Clos offers between two switches (at most two AS
@@ -185,6 +186,19 @@ def frr_drain_steps(spec: DrainSpec) -> DrainSteps:
 
 
 _NEIGHBOR = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+@dataclass(frozen=True)
+class ZtpForm:
+    """What an empty switch of one OS is handed on day 0 (`gpufabric export ztp`): the files it fetches over
+    HTTP, and the DHCP options its answer carries to point it at the first of them."""
+
+    files: dict[str, str]  # file name -> text, served from the provisioning server's root; the entry file first
+    options: tuple[tuple[int, str], ...]  # (DHCP option code, value): the URL (or server and file) of the entry file
+
+
+class NoZtpFormError(GpufabricError):
+    """The platform has no zero-touch provisioning form in gpufabric."""
 
 
 class Platform:
@@ -338,12 +352,22 @@ class Platform:
         who sets it (docs/upgrade.md prints it per platform)."""
         return "no fallback is known for this platform: a switch that does not come back needs its console"
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
 
     def drain_steps(self, spec: DrainSpec) -> DrainSteps:
         """How this OS takes a switch out of service and puts it back: the vendor's own mechanism. Default:
         FRR's (graceful shutdown and an outbound AS-path prepend), the routing stack of a Linux switch."""
         return frr_drain_steps(spec)
+
+    # -- zero-touch provisioning ------------------------------------------------------------------------
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        """Day 0 for one switch: `files` are its rendered files (secrets resolved), `base_url` the provisioning
+        server's HTTP root ("http://a.b.c.d:port/"). Default: the platform has no ZTP form here."""
+        raise NoZtpFormError(
+            f"platform {self.name} ({self.title}) has no zero-touch provisioning form in gpufabric: "
+            f"its switches ({device}, ...) are provisioned by hand or by `nornir push` once reachable"
+        )
 
 
 def templates_root() -> Path:

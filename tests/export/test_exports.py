@@ -16,7 +16,18 @@ import pytest
 import yaml
 from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run, sized
 
-from gpufabric.export import bom, cabling, containerlab, drawing, ib_topology, k8s_labels, k8s_network, plan_json, slurm
+from gpufabric.export import (
+    bom,
+    cabling,
+    containerlab,
+    drawing,
+    ib_topology,
+    k8s_labels,
+    k8s_network,
+    plan_json,
+    slurm,
+    ztp,
+)
 from gpufabric.export.hostlist import compress
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.ib.topology import parse as ib_topology_parse
@@ -66,6 +77,8 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         return set(_load(text)["topology"]["nodes"])
     if kind == "structured":
         return set(json.loads(text))
+    if kind == "ztp":  # one Kea client class per switch the DHCP server knows
+        return {c["name"].removeprefix("gpufabric-") for c in json.loads(text)["Dhcp4"]["client-classes"]}
     if kind == "ansible-inventory":
         groups = _load(text)["all"]["children"]
         return {h for g in groups.values() for h in g["hosts"]}
@@ -89,6 +102,11 @@ def test_every_export_renders_every_example(path, kind):
         with pytest.raises(ib_topology.NotInfinibandError, match="not InfiniBand"):
             EXPORTERS[kind].render(plan)
         return
+    if kind == "ztp" and plan.intent.planes.oob is None:  # no OOB plane to provision over: a located refusal
+        with pytest.raises(ztp.ZtpError, match="OOB plane") as refused:
+            EXPORTERS[kind].render(plan)
+        assert refused.value.problems[0].path == ("planes", "oob")
+        return
     names = _parsed_names(kind, EXPORTERS[kind].render(plan))
     switches = {d.name for d in plan.devices()}
     servers = {s.name for s in plan.servers}
@@ -103,6 +121,8 @@ def test_every_export_renders_every_example(path, kind):
         "containerlab": {d.name for d in plan.devices() if d.plane != "oob"} | {s.name for s in plan.servers if s.nics},
         "bom": set(plan.planes) | {"total"},
         "structured": switches,
+        # every switch whose management port a planned cable reaches (the OOB switches' own need a serial)
+        "ztp": {d.name for d in plan.devices() if d.plane != "oob"},
     }
     if kind == "structured":
         assert names == switches

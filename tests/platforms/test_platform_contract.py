@@ -26,6 +26,7 @@ from gpufabric.intent import load_intent, load_intent_text
 from gpufabric.intent.loader import default_fabric_text
 from gpufabric.plan import build_plan
 from gpufabric.platforms import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, templates_root
+from gpufabric.platforms.spec import NoZtpFormError
 from gpufabric.verify.checks import check_device
 from gpufabric.verify.facts import SwitchFacts
 
@@ -169,6 +170,8 @@ def test_the_base_class_does_the_common_thing():
     assert [str(d) for d in base.disruptions("+ anything")] == [
         "unclassified: platform plainos does not classify its changes"
     ]
+    with pytest.raises(NoZtpFormError, match=r"platform plainos .* has no zero-touch provisioning form"):
+        base.ztp("s1", {}, "http://10.0.0.1:80/")
 
 
 @pytest.mark.parametrize("name", platforms.names())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from gpufabric.platforms.spec import (
     Platform,
     PlatformFacts,
     VendorJudge,
+    ZtpForm,
 )
 
 if TYPE_CHECKING:
@@ -81,12 +83,17 @@ class Cumulus(Platform):
             "back at all needs its console or ONIE to pick the old partition"
         )
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
 
     def drain_steps(self, spec: DrainSpec) -> DrainSteps:
         from gpufabric.nos.cumulus.drain import steps
 
         return steps(spec)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.cumulus.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Cumulus(

@@ -189,7 +189,7 @@ class CumulusDriver(CumulusUpgrade):
             for c in commands
         }
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
     # NVUE's maintenance unit (5.13 on) or the maintenance action (before): Cumulus.drain_steps. A marker in
     # the login's .gpufabric/ names who drained the switch. Not shown on a Cumulus switch (docs/not-shown.md).
 

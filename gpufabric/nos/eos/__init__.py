@@ -15,6 +15,7 @@ from gpufabric.platforms.spec import (
     PlatformFacts,
     TemplateFilter,
     VendorJudge,
+    ZtpForm,
 )
 
 if TYPE_CHECKING:
@@ -93,12 +94,17 @@ class Eos(Platform):
             "(`boot flash:<previous>`)"
         )
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
 
     def drain_steps(self, spec: DrainSpec) -> DrainSteps:
         from gpufabric.nos.eos.drain import steps
 
         return steps(spec)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.eos.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Eos(

@@ -322,7 +322,7 @@ class GpufabricEOSDriver(EosUpgrade):
             if push != self.push_id and age is not None and age > self.stale_after:
                 self._run_commands([f"delete flash:{SESSION_PREFIX}{push}-startup.cfg"], encoding="text")
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
     # Maintenance mode (`maintenance` / `unit System` / `quiesce`, Eos.drain_steps) as configuration; the marker
     # naming who drained the switch is a file on flash, written through EOS's `bash timeout` command. Not
     # shown on an EOS switch (docs/not-shown.md).

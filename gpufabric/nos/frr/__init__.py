@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import LoadBalancing, Platform, PlatformFacts
+from gpufabric.platforms.spec import LoadBalancing, Platform, PlatformFacts, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -57,6 +57,11 @@ class Frr(Platform):
 
     def image_fallback(self) -> str:
         return "FRR comes from the host's packages: gpufabric installs no FRR image and keeps no previous one"
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.frr.ztp import ztp_form
+
+        return ztp_form(device, files, base_url)
 
 
 PLATFORM = Frr(

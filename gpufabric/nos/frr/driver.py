@@ -212,7 +212,7 @@ class FrrDriver(FrrRestart):
             result["candidate"] = self.candidate or ""
         return result
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
     # The drain is FRR configuration (graceful shutdown and an outbound prepend: Platform.drain_steps), saved,
     # with a marker beside the configuration naming who drained the switch; a push meanwhile keeps it.
 

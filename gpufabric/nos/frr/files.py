@@ -276,7 +276,7 @@ class DeviceFiles:
         """Take the pending commit from its timer (which then never reverts) and end the timer."""
         return self.disarm_body(required=False) + "\n"
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
     # A drained switch keeps `gpufabric.drained` (who drained it: gpufabric.drivers.maintenance.DrainMark) and
     # `gpufabric.drain.conf` (the drain's FRR lines). A push's candidate gets those lines too while the marker
     # is there, so a change made during a drain keeps the switch drained (and shows no diff for the drain).

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts
+from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -87,12 +88,17 @@ class Nxos(Platform):
             "all stops at the loader> prompt of its console"
         )
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
 
     def drain_steps(self, spec: DrainSpec) -> DrainSteps:
         from gpufabric.nos.nxos.drain import steps
 
         return steps(spec)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.nxos.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Nxos(

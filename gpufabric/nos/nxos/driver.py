@@ -486,7 +486,7 @@ class GpufabricNXOSDriver(NxosUpgrade):
         mark = re.match(rf"{re.escape(MARK)} (\S+) controller (\S+)", head.lstrip())
         return {"push_id": push, "started": started(push), "controller": mark.group(2) if mark else ""}
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
     # GIR (`system mode maintenance`, Nxos.drain_steps), sent as cisco.nxos's nxos_gir module sends it; the
     # marker naming who drained the switch is a file on bootflash. Not shown on a Nexus (docs/not-shown.md).
 

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts, templates_root
+from gpufabric.platforms.spec import (
+    DrainSpec,
+    DrainSteps,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    ZtpForm,
+    templates_root,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -95,12 +103,17 @@ class Sonic(Platform):
             "made the default (`sonic-installer set-default`) only once the switch runs it and passes its checks"
         )
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
 
     def drain_steps(self, spec: DrainSpec) -> DrainSteps:
         from gpufabric.nos.sonic.drain import steps
 
         return steps(spec)
+
+    def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
+        from gpufabric.nos.sonic.ztp import ztp_form
+
+        return ztp_form(device, files, base_url, self.title)
 
 
 PLATFORM = Sonic(

@@ -205,7 +205,7 @@ class SonicDriver(SonicUpgrade):
     def get_facts(self) -> dict[str, Any]:
         return {**super().get_facts(), "vendor": "SONiC", "os_version": self.get_os_version()}
 
-    # -- drain and maintenance (issue 42: wt-drain) ----------------------------------------------------------
+    # -- drain and maintenance ----------------------------------------------------------
     # SONiC's TSA/TSB (Sonic.drain_steps), saved with `config save -y`; a marker in /etc/sonic/ names who
     # drained the switch. Not shown on a SONiC switch (docs/not-shown.md).
 

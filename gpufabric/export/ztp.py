@@ -1,0 +1,344 @@
+"""Day 0: what brings an empty switch from power-on to its planned configuration (`gpufabric export ztp`).
+
+Written into one folder:
+- `dhcp/kea-dhcp4.json` (ISC Kea) and `dhcp/dnsmasq.conf` (dnsmasq): either answers the OOB plane. Each
+  switch gets its planned management address, its name, and the DHCP options its OS's ZTP agent reads to
+  find its provisioning file, and nothing is given to a client the plan does not know.
+- `http/`: the provisioning server's document root, every switch's files in its OS's ZTP form (the
+  platform's `ztp` method) named after the switch.
+
+A switch is known by what the plan knows (docs/ztp.md):
+- the OOB switch port its management port is cabled to, as a DHCP relay agent reports it in option 82:
+  the circuit-id is the port's name as the plan writes it (`swp5`), and where the OOB plane has more than
+  one management switch the remote-id must be that switch's name (`oob-mgmt2`);
+- or a serial the intent records (`planes.oob.ztp.serials`), which the switch sends as its DHCP client
+  identifier (option 61), with or without a leading type byte 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+
+from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.render import render_context
+from gpufabric.config.secrets import PasswordHasher, ReferenceHasher, declared, resolve_tokens
+from gpufabric.errors import GpufabricError
+from gpufabric.intent.errors import Problem
+from gpufabric.intent.model import OobPlane
+from gpufabric.outputs import json_dumps
+from gpufabric.plan.model import Plan, ip
+from gpufabric.platforms import platform
+from gpufabric.platforms.spec import NoZtpFormError, ZtpForm
+
+KEA = "dhcp/kea-dhcp4.json"
+DNSMASQ = "dhcp/dnsmasq.conf"
+HTTP = "http"
+LEASE_SECONDS = 86_400
+CLASS_PREFIX = "gpufabric-"
+# What reaches a Kea expression or a dnsmasq line between quotes: the plan's port and switch names and the
+# intent's serials are all inside this alphabet (their own patterns are narrower); checked again here.
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,63}$")
+_AT = ("planes", "oob", "ztp")
+
+
+class ZtpError(ValueError, GpufabricError):
+    """The plan cannot be given zero-touch provisioning; `problems` locate the causes in the intent."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+@dataclass(frozen=True)
+class Identity:
+    """How the DHCP server knows one switch, and what it gives it."""
+
+    device: str
+    address: str
+    circuit_id: str | None = None  # the OOB port its management port is cabled to
+    remote_id: str | None = None  # that port's switch, where the OOB plane has several
+    serial: str | None = None
+
+    @property
+    def tag(self) -> str:
+        return f"{CLASS_PREFIX}{self.device}"
+
+
+@dataclass
+class ZtpExport:
+    """Relative path -> text, and what was left out with the reason."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    provisioned: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    secret_files: set[str] = field(default_factory=set)  # files that hold a resolved secret (written 0600)
+
+
+def _oob(plan: Plan) -> OobPlane:
+    oob = plan.intent.planes.oob
+    if oob is None:
+        raise ZtpError(
+            "zero-touch provisioning runs over the OOB plane",
+            [Problem(("planes", "oob"), "the intent has no OOB plane", "add planes.oob (docs/ztp.md)")],
+        )
+    return oob
+
+
+def server(plan: Plan) -> IPv4Address:
+    """The provisioning server's address: the intent's, or the OOB gateway."""
+    oob = _oob(plan)
+    return oob.ztp.server if oob.ztp.server is not None else oob.gateway_address
+
+
+def base_url(plan: Plan) -> str:
+    return f"http://{server(plan)}:{_oob(plan).ztp.port}/"
+
+
+def _check(plan: Plan) -> None:
+    oob = _oob(plan)
+    names = {d.name for d in plan.devices()}
+    problems = [
+        Problem((*_AT, "serials", name), f"no switch named {name} in the plan", "name a planned switch")
+        for name in oob.ztp.serials
+        if name not in names
+    ]
+    seen: dict[str, str] = {}
+    for name, serial in oob.ztp.serials.items():
+        if serial in seen:
+            problems.append(
+                Problem((*_AT, "serials", name), f"serial {serial} is {seen[serial]}'s too", "give each its own")
+            )
+        seen.setdefault(serial, name)
+    address = server(plan)
+    if address not in oob.subnet:
+        problems.append(Problem((*_AT, "server"), f"{address} is not on the OOB subnet {oob.subnet}", "an OOB address"))
+    if problems:
+        raise ZtpError("the intent's zero-touch provisioning settings do not fit the plan", problems)
+
+
+def identities(plan: Plan) -> tuple[list[Identity], dict[str, str]]:
+    """Every switch the DHCP server can know, in plan order, and the others with the reason."""
+    oob = _oob(plan)
+    mgmt_switches = {d.name for d in plan.planes["oob"].devices if d.role == "mgmt"} if "oob" in plan.planes else set()
+    cabled = {
+        link.a: (link.b_port, link.b)
+        for link in (plan.planes["oob"].links if "oob" in plan.planes else [])
+        if link.kind == "mgmt"
+    }
+    found, skipped = [], {}
+    for d in plan.devices():
+        port, oob_switch = cabled.get(d.name, (None, None))
+        serial = oob.ztp.serials.get(d.name)
+        if d.mgmt_ip is None:
+            skipped[d.name] = "the plan gives it no management address"
+            continue
+        if port is None and serial is None:
+            skipped[d.name] = (
+                "no planned cable reaches its management port (an OOB switch): record its serial under "
+                "planes.oob.ztp.serials"
+            )
+            continue
+        remote = oob_switch if port is not None and len(mgmt_switches) > 1 else None
+        found.append(Identity(d.name, str(ip(d.mgmt_ip)), port, remote, serial))
+    for ident in found:
+        for value in (ident.circuit_id, ident.remote_id, ident.serial, ident.device):
+            if value is not None and not _SAFE.match(value):
+                raise ZtpError(f"{ident.device}: {value!r} cannot be written into a DHCP server's configuration")
+    return found, skipped
+
+
+def _forms(
+    plan: Plan, index: LinkIndex, wanted: Iterable[Identity], secrets: Mapping[str, str] | None, out: ZtpExport
+) -> dict[str, ZtpForm]:
+    url = base_url(plan)
+    allowed = declared(plan.intent)
+    forms: dict[str, ZtpForm] = {}
+    for ident in wanted:
+        device = index.devices[ident.device]
+        rendered = render_context(build(plan, device, index))
+        resolved = {name: resolve_tokens(text, secrets, allowed) for name, text in rendered.items()}
+        try:
+            form = platform(device.platform).ztp(device.name, resolved, url)
+        except NoZtpFormError as exc:
+            out.skipped[device.name] = str(exc)
+            continue
+        if resolved != rendered:  # a secret the switch keeps in clear: every file of this switch is kept 0600
+            out.secret_files.update(f"{HTTP}/{name}" for name in form.files)
+        forms[device.name] = form
+    return forms
+
+
+def export(
+    plan: Plan, index: LinkIndex | None = None, secrets: Mapping[str, str] | None = None, *, resolve: bool = True
+) -> ZtpExport:
+    """The DHCP configurations and every switch's provisioning files. `secrets` (the environment by default)
+    hash passwords and fill the tokens a switch loads in clear (SNMP communities), as `push` does; with
+    `resolve` false nothing is resolved and no switch file is kept (what `export ztp` prints to stdout)."""
+    _check(plan)
+    if index is None:
+        fabric = plan.intent.fabric.name
+        index = LinkIndex(plan, PasswordHasher.for_intent(plan.intent, secrets) if resolve else ReferenceHasher(fabric))
+    out = ZtpExport()
+    found, out.skipped = identities(plan)
+    forms = _forms(plan, index, found, secrets, out) if resolve else _forms_unresolved(plan, found, out)
+    served = [i for i in found if i.device in forms]
+    out.provisioned = [i.device for i in served]
+    out.files[KEA] = kea(plan, served, forms)
+    out.files[DNSMASQ] = dnsmasq(plan, served, forms)
+    if resolve:
+        for form in forms.values():
+            for name, text in form.files.items():
+                out.files[f"{HTTP}/{name}"] = text
+    else:
+        out.secret_files.clear()
+    return out
+
+
+def _forms_unresolved(plan: Plan, found: list[Identity], out: ZtpExport) -> dict[str, ZtpForm]:
+    """The DHCP options alone: the URLs name files, whose content is not needed to point at them."""
+    url = base_url(plan)
+    devices = {d.name: d for d in plan.devices()}
+    forms = {}
+    for ident in found:
+        try:
+            forms[ident.device] = platform(devices[ident.device].platform).ztp(ident.device, _Blank(), url)
+        except NoZtpFormError as exc:
+            out.skipped[ident.device] = str(exc)  # left out of the DHCP configuration, as with files
+    return forms
+
+
+class _Blank(dict[str, str]):
+    """Every rendered file, empty: enough for a platform to name its files and URLs."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def render(plan: Plan) -> str:
+    """`export ztp` to stdout: Kea's configuration (with -o, the whole folder)."""
+    return export(plan, resolve=False).files[KEA]
+
+
+# -- the DHCP servers ---------------------------------------------------------------------------------------
+
+
+def _common_options(plan: Plan, ident: Identity) -> list[tuple[int, str]]:
+    mgmt = plan.intent.management
+    options = [(12, ident.device)]
+    if mgmt.domain:
+        options.append((15, mgmt.domain))
+    return options
+
+
+def _hex(text: str) -> str:
+    return "0x" + text.encode().hex()
+
+
+def kea_test(ident: Identity) -> str:
+    """The Kea client-class expression that is true for this switch's requests only."""
+    tests = []
+    if ident.circuit_id is not None:
+        circuit = f"relay4[1].hex == '{ident.circuit_id}'"
+        if ident.remote_id is not None:
+            circuit += f" and relay4[2].hex == '{ident.remote_id}'"
+        tests.append(circuit)
+    if ident.serial is not None:
+        tests.append(f"option[61].hex == '{ident.serial}' or option[61].hex == 0x00{ident.serial.encode().hex()}")
+    return tests[0] if len(tests) == 1 else " or ".join(f"({t})" for t in tests)
+
+
+def kea(plan: Plan, served: list[Identity], forms: Mapping[str, ZtpForm]) -> str:
+    oob = _oob(plan)
+    mgmt = plan.intent.management
+    custom = sorted({code for f in forms.values() for code, _ in f.options if code >= 224})
+    classes = [
+        {
+            "name": ident.tag,
+            "test": kea_test(ident),
+            "option-data": [
+                {"code": code, "data": value, "always-send": True}
+                for code, value in _common_options(plan, ident) + list(forms[ident.device].options)
+            ],
+        }
+        for ident in served
+    ]
+    subnet_options: list[dict[str, object]] = [{"name": "routers", "data": str(oob.gateway_address)}]
+    if mgmt.dns_servers:
+        subnet_options.append({"name": "domain-name-servers", "data": ", ".join(map(str, mgmt.dns_servers))})
+    config = {
+        "Dhcp4": {
+            "interfaces-config": {"interfaces": [oob.ztp.interface]},
+            "lease-database": {"type": "memfile", "persist": True, "lfc-interval": 3600},
+            "valid-lifetime": LEASE_SECONDS,
+            # Answer only the switches the plan knows: no pool is open to any other client.
+            "authoritative": False,
+            "option-def": [
+                {"name": f"gpufabric-option-{code}", "code": code, "type": "string", "space": "dhcp4"}
+                for code in custom
+            ],
+            "client-classes": classes,
+            "subnet4": [
+                {
+                    "id": 1,
+                    "subnet": str(oob.subnet),
+                    "pools": [
+                        {"pool": f"{ident.address} - {ident.address}", "client-class": ident.tag} for ident in served
+                    ],
+                    "option-data": subnet_options,
+                }
+            ],
+        }
+    }
+    return json_dumps(config)
+
+
+def _dnsmasq_value(value: str) -> str:
+    if '"' in value or "\\" in value or "\n" in value:
+        raise ZtpError(f"{value!r} cannot be written into dnsmasq's configuration")
+    return f'"{value}"'
+
+
+def dnsmasq(plan: Plan, served: list[Identity], forms: Mapping[str, ZtpForm]) -> str:
+    oob = _oob(plan)
+    mgmt = plan.intent.management
+    net = oob.subnet
+    lines = [
+        f"# gpufabric zero-touch provisioning: fabric {plan.intent.fabric.name}, OOB plane {net}",
+        "# DHCP only (no DNS), on the OOB interface alone, to the switches the plan knows (docs/ztp.md)",
+        "port=0",
+        f"interface={oob.ztp.interface}",
+        "bind-interfaces",
+        f"dhcp-range=set:gpufabric-oob,{net.network_address},static,{net.netmask},{LEASE_SECONDS}",
+        f"dhcp-option=tag:gpufabric-oob,option:router,{oob.gateway_address}",
+    ]
+    if mgmt.dns_servers:
+        lines.append(f"dhcp-option=tag:gpufabric-oob,option:dns-server,{','.join(map(str, mgmt.dns_servers))}")
+    remotes = sorted({i.remote_id for i in served if i.remote_id is not None})
+    lines += [f"dhcp-remoteid=set:gpufabric-remote-{r},{r}" for r in remotes]
+    for ident in served:
+        lines.append(f"# {ident.device}")
+        if ident.circuit_id is not None:
+            if ident.remote_id is None:
+                lines.append(f"dhcp-circuitid=set:{ident.tag},{ident.circuit_id}")
+            else:
+                lines.append(f"dhcp-circuitid=set:{ident.tag}-port,{ident.circuit_id}")
+                lines.append(f"tag-if=set:{ident.tag},tag:{ident.tag}-port,tag:gpufabric-remote-{ident.remote_id}")
+        if ident.serial is not None:
+            lines.append(f"dhcp-match=set:{ident.tag},61,{_dnsmasq_value(ident.serial)}")
+        lines.append(f"dhcp-host=tag:{ident.tag},*:*:*:*:*:*,{ident.address},{ident.device},{LEASE_SECONDS}")
+        lines += [
+            f"dhcp-option-force=tag:{ident.tag},{code},{_dnsmasq_value(value)}"
+            for code, value in _common_options(plan, ident)[1:] + list(forms[ident.device].options)
+        ]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["DNSMASQ", "HTTP", "KEA", "Identity", "ZtpError", "ZtpExport", "base_url", "export", "render"]
+
+
+def summary(out: ZtpExport) -> str:
+    """One line for the command line."""
+    return f"{len(out.provisioned)} switch(es) provisioned, {len(out.skipped)} left out"
