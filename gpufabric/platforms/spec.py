@@ -27,6 +27,7 @@ SwitchRole = Any  # gpufabric.intent.model.SwitchRole
 PortCounters = Any  # the lossless counters of one port (gpufabric/verify/running/)
 Optics = Any  # gpufabric.telemetry.optics.Optics
 SwitchFacts = Any  # gpufabric.verify.facts.SwitchFacts
+PortBuffers = Any  # one port's queue buffers (gpufabric.telemetry.buffers.PortBuffers)
 
 # A Jinja2 filter a platform's templates use beyond the shared ones.
 TemplateFilter = Callable[..., Any]
@@ -232,6 +233,14 @@ class Platform:
 
     def read_optics(self, conn: Any, ports: list[str]) -> dict[str, Optics] | None:
         """Per port: transceivers and FEC counters. Default: None, the driver's own ethtool answers."""
+        return None
+
+    # -- telemetry: buffer occupancy and watermarks (issue 43) ------------------------------------------------
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        """Per port, per traffic class in `queues` and buffer (egress queue, ingress priority group): the bytes
+        held now and the most held in the OS's window, read with the OS's own feature through the open NAPALM
+        connection. Default: None, the OS shows no switch buffer (FRR on a Linux host has none)."""
         return None
 
 

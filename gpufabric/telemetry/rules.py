@@ -118,8 +118,11 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
             "{{ $labels.host }} {{ $labels.interface }} sees RoCE packets out of sequence: the lossless class drops",
         ),
     ]
-    # The InfiniBand fabric's rules (over `gpufabric ib metrics`): a group of their own, idle without it.
-    groups = [{"name": "gpufabric", "rules": rules}, optics_group(), ib_alerts.alert_group()]
+    # The InfiniBand fabric's rules (over `gpufabric ib metrics` or `telemetry serve`): a group of their own, idle
+    # without it. GPU, host NIC and buffer health (health_rules.py, which reads this module's check_duration).
+    from gpufabric.telemetry.health_rules import health_groups
+
+    groups = [{"name": "gpufabric", "rules": rules}, optics_group(), ib_alerts.alert_group(), *health_groups()]
     return {"groups": groups}
 
 

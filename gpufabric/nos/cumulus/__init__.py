@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, PlatformFacts, VendorJudge
@@ -11,6 +11,7 @@ from gpufabric.platforms.spec import LoadBalancing, LosslessBuffers, Platform, P
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
     from gpufabric.platforms.spec import TemplateRender
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.verify.facts import SwitchFacts
 
 
@@ -47,6 +48,11 @@ class Cumulus(Platform):
         """`qos pfc ... cable-length`: the switch sizes PFC headroom itself from the plane's cable length."""
         lossless = ctx.lossless_buffer is not None
         return LosslessBuffers(cable_metres=ctx.cable_metres if lossless else None)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.cumulus.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Cumulus(

@@ -10,6 +10,7 @@ from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts, T
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.telemetry.optics import Optics
     from gpufabric.verify.facts import SwitchFacts
     from gpufabric.verify.running.ethtool import PortCounters
@@ -63,6 +64,11 @@ class Eos(Platform):
         from gpufabric.nos.eos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.eos.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Eos(

@@ -9,6 +9,7 @@ from gpufabric.platforms.spec import LosslessBuffers, Platform, PlatformFacts
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.telemetry.optics import Optics
     from gpufabric.verify.facts import SwitchFacts
     from gpufabric.verify.running.ethtool import PortCounters
@@ -69,6 +70,11 @@ class Nxos(Platform):
         from gpufabric.nos.nxos.telemetry import read_optics
 
         return read_optics(conn, ports)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.nxos.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Nxos(

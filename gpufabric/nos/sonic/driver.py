@@ -188,6 +188,19 @@ class SonicDriver(LinuxSwitchDriver):
             result["candidate"] = self.candidate or ""
         return result
 
+    # -- telemetry (gpufabric/nos/sonic/telemetry.py) --------------------------------------------
+    def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
+        """SONiC's own watermark commands, exactly as telemetry.COMMANDS writes them (no other text reaches
+        the shell), run in the switch's shell, the clears as root; anything else goes to vtysh."""
+        from gpufabric.nos.sonic.telemetry import COMMANDS
+
+        def one(command: str) -> str:
+            if command not in COMMANDS:
+                return self._vtysh(command)
+            return self._as_root(f"{command}\n") if command.startswith("sonic-clear ") else self._run(command)
+
+        return {command: one(command) for command in commands}
+
 
 class _RootShell:
     """A transport whose `sh -s` runs as root (files under /etc/sonic/ are root's)."""
