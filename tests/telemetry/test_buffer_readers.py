@@ -125,7 +125,9 @@ class _Answers:
 
 def test_each_platform_reads_only_the_queues_asked_and_reports_a_quiet_queue_as_zero():
     cumulus = platform("cumulus").read_buffers(
-        _Answers({"nv show interface swp1 qos buffer": _text("cumulus_qos_buffer.txt")}), ["swp1", "swp1; reboot"], ["3"]
+        _Answers({"nv show interface swp1 qos buffer": _text("cumulus_qos_buffer.txt")}),
+        ["swp1", "swp1; reboot"],
+        ["3"],
     )
     assert cumulus == {"swp1": {("3", INGRESS): QueueBuffer(320.0 * KB, round(1.43 * MB)),
                                 ("3", EGRESS): QueueBuffer(round(1.2 * MB), round(1.86 * MB))}}  # fmt: skip
@@ -183,7 +185,8 @@ def _nxos_now() -> str:
 
 CASES = {
     # (example, device, port, the answers, the watermark expected on the port's queue 3 and buffer)
-    "cumulus": ("multi-vendor.yml", "cmp-su1-leaf1", "swp1s0", {"nv show interface swp1s0 qos buffer": "cumulus_qos_buffer.txt"},
+    "cumulus": ("multi-vendor.yml", "cmp-su1-leaf1", "swp1s0",
+                {"nv show interface swp1s0 qos buffer": "cumulus_qos_buffer.txt"},
                 {EGRESS: round(1.86 * MB), INGRESS: round(1.43 * MB)}),
     "eos": ("multi-vendor.yml", "sto-leaf1a", "Ethernet1/3",
             {"show queue-monitor length limit 60 seconds | json": "eos_lanz.json"}, {EGRESS: 2457600}),

@@ -164,7 +164,9 @@ def _nic_case() -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     del c
     checks = [
         _alert("GpufabricNicLinkDown", "2m", []),
-        _alert("GpufabricNicLinkDown", "4m", [({**a, "severity": "critical"}, f"{_nic_name('gpu01')}: the link is down")]),
+        _alert(
+            "GpufabricNicLinkDown", "4m", [({**a, "severity": "critical"}, f"{_nic_name('gpu01')}: the link is down")]
+        ),
         _alert(
             "GpufabricNicLinkFlapped",
             "4m",
@@ -263,7 +265,12 @@ def test_the_watermark_alert_fires_on_a_queue_held_deep_not_on_a_burst(tmp_path)
     [
         (_gpu_case, "GpufabricGpuEccUncorrectable", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
         (_nic_case, "GpufabricNicLinkDown", "gpufabric_link_up", "gpufabric_nic_link_up"),
-        (_buffer_case, "GpufabricLosslessQueueDeep", "gpufabric_queue_ecn_max_bytes * 2", "gpufabric_queue_ecn_max_bytes"),
+        (
+            _buffer_case,
+            "GpufabricLosslessQueueDeep",
+            "gpufabric_queue_ecn_max_bytes * 2",
+            "gpufabric_queue_ecn_max_bytes",
+        ),
     ],
 )
 def test_a_rule_on_the_wrong_series_fails_its_test(tmp_path, case, alert, wrong, right):
