@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpufabric.telemetry.rules import check_duration
+from gpufabric.telemetry.durations import check_duration
 
 # The dcgm-exporter series the GPU rules read (metric names as its default counters CSV writes them).
 XID = "DCGM_FI_DEV_XID_ERRORS"
