@@ -30,6 +30,7 @@ import pytest
 from conftest import INVENTORY
 
 from gpufabric.drivers.answers import ShapeError
+from gpufabric.drivers.transport import Output
 from gpufabric.errors import GpufabricError
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
@@ -296,3 +297,36 @@ def test_a_hostile_buffer_answer_costs_only_the_buffer_samples():
     samples = read_switch(_Answers({command: json.dumps({"entryList": 7})}, sorted(target.ports)), target)
     assert not [s for s in samples if s.metric.startswith("gpufabric_queue_buffer")]
     assert [s for s in samples if s.metric == "gpufabric_link_up"]  # the switch's other counters are served
+
+
+class _Recorder:
+    """A transport that records each shell command (and its stdin) and answers with the watermark table."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str | None]] = []
+
+    def run(self, command: str, stdin: str | None = None) -> Output:
+        self.sent.append((command, stdin))
+        return Output(0, _text("sonic_queue_watermark.txt") if "watermark unicast" in command else "", "")
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_sonic_driver_runs_exactly_the_watermark_commands_in_the_shell_and_clears_as_root():
+    from gpufabric.nos.sonic.driver import SonicDriver
+    from gpufabric.nos.sonic.telemetry import COMMANDS
+
+    transport = _Recorder()
+    driver = SonicDriver("192.0.2.30", "admin", "", optional_args={"transport": transport})
+    driver.open()
+    answers = driver.cli([*COMMANDS, "show queue watermark unicast; reboot"])
+    assert answers["show queue watermark unicast"] == _text("sonic_queue_watermark.txt")
+    assert transport.sent[:4] == [
+        ("show queue watermark unicast", None),
+        ("show priority-group watermark shared", None),
+        ("sudo -n sh -s", "sonic-clear queue watermark unicast\n"),
+        ("sudo -n sh -s", "sonic-clear priority-group watermark shared\n"),
+    ]
+    # Any other text is a vtysh command, quoted whole: it never reaches the switch's shell as a command.
+    assert transport.sent[4][0].endswith("vtysh -c 'show queue watermark unicast; reboot'")
