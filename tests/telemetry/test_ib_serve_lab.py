@@ -1,0 +1,86 @@
+"""`gpufabric telemetry scrape` (what `serve` serves) on the lab with an InfiniBand compute plane (root): the
+compute plane in ibsim with the real OpenSM, read by the real infiniband-diags; the storage plane as FRR
+namespaces. The exporter serves the InfiniBand ports exactly as `gpufabric ib metrics` prints them, beside
+the Ethernet switches; a cable cut in ibsim shows as the port's LinkDownedCounter rising in the next scrape."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpufabric.ib import sim
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces; ibsim's preload)"),
+    pytest.mark.skipif(bool(sim.missing()), reason=f"InfiniBand lab needs: {', '.join(sim.missing())}"),
+]
+
+EXAMPLE = str(ROOT / "inventory" / "examples" / "lab-infiniband.yml")
+Series = dict[tuple[tuple[str, str], ...], float]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    state = tmp_path_factory.mktemp("lab") / "state"
+    up = run("gpufabric", "lab", "up", EXAMPLE, "--no-hosts", "--state-dir", str(state))
+    try:
+        assert up.returncode == 0, up.stderr
+        yield state
+    finally:
+        run("gpufabric", "lab", "down", "--state-dir", str(state))
+
+
+def _families(text: str, name: str) -> Series:
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == name
+        for s in family.samples
+    }
+
+
+def _scrape(state: Path) -> str:
+    done = run("gpufabric", "telemetry", "scrape", EXAMPLE, "--state-dir", str(state))
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _port(series: Series, node: str, port: str, counter: str) -> float:
+    return next(v for k, v in series.items() if dict(k)["node"] == node and dict(k)["port"] == port
+                and dict(k)["counter"] == counter)  # fmt: skip
+
+
+def test_serve_carries_the_infiniband_ports_as_ib_metrics_prints_them(lab: Path) -> None:
+    served = _scrape(lab)
+    printed = run("gpufabric", "ib", "metrics", EXAMPLE, "--lab", str(lab / "infiniband"))
+    assert printed.returncode == 0, printed.stderr
+    ib_served = _families(served, "gpufabric_ib_port_counter")
+    ib_printed = _families(printed.stdout, "gpufabric_ib_port_counter")
+    assert ib_served and set(ib_served) == set(ib_printed)
+    errors = [k for k in ib_served if dict(k)["counter"] != "PortXmitWait"]  # the wait ticks move between reads
+    assert {k: ib_served[k] for k in errors} == {k: ib_printed[k] for k in errors}
+    ok = _families(served, "gpufabric_scrape_ok")
+    assert ok and all(v == 1.0 for v in ok.values())  # the storage plane's FRR switches are served beside it
+
+
+def test_a_cable_cut_in_the_simulator_shows_in_the_next_scrape(lab: Path) -> None:
+    before = _port(_families(_scrape(lab), "gpufabric_ib_port_counter"), "su2-leaf1", "1", "LinkDownedCounter")
+    console = ("gpufabric", "ib", "lab", "console", "--state-dir", str(lab / "infiniband"))
+    run(*console, 'unlink "S-su2-leaf1"[1]', check=True)
+    run(*console, 'relink "S-su2-leaf1"[1]', check=True)
+    deadline = time.monotonic() + 180  # the subnet manager's next sweep brings the port back
+    while True:
+        series = _families(_scrape(lab), "gpufabric_ib_port_counter")
+        found = [k for k in series if dict(k)["node"] == "su2-leaf1" and dict(k)["port"] == "1"]
+        if found and _port(series, "su2-leaf1", "1", "LinkDownedCounter") > before:
+            break
+        assert time.monotonic() < deadline, "LinkDownedCounter of su2-leaf1 port 1 (to gpu03) did not rise"
+        time.sleep(2)
