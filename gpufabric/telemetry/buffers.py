@@ -71,11 +71,12 @@ def size_bytes(number: str, unit: str) -> int:
     return round(float(number) * _UNITS[unit.upper()])
 
 
-def merge(found: dict[str, PortBuffers], port: str, key: tuple[str, str], buffer: QueueBuffer) -> None:
-    """Keep the highest watermark and the latest occupancy when a queue is reported more than once."""
-    known = found.setdefault(port, {}).get(key)
+def merge(buffers: PortBuffers, key: tuple[str, str], buffer: QueueBuffer) -> None:
+    """Add one queue's reading to a port's: the highest watermark and the latest occupancy are kept when a
+    queue is reported more than once (LANZ's and NX-OS's records, one per congestion event)."""
+    known = buffers.get(key)
     if known is not None:
         marks = [m for m in (known.watermark_bytes, buffer.watermark_bytes) if m is not None]
         now = buffer.occupancy_bytes if buffer.occupancy_bytes is not None else known.occupancy_bytes
         buffer = QueueBuffer(now, max(marks) if marks else None)
-    found[port][key] = buffer
+    buffers[key] = buffer

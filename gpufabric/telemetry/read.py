@@ -12,7 +12,10 @@ import shlex
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from napalm.base.exceptions import NapalmException
+
 from gpufabric.drivers.answers import PARSE_FAILURES
+from gpufabric.errors import GpufabricError
 from gpufabric.platforms import platform as platform_spec
 from gpufabric.telemetry.link_quality import read_link_quality
 from gpufabric.telemetry.optics import Optics, from_linux
@@ -91,12 +94,13 @@ def _optional(conn: Any, t: SwitchTarget) -> list[Sample]:
 
 def _buffers(conn: Any, t: SwitchTarget) -> list[Sample]:
     """The lossless queues' buffers, read with the OS's own feature (its platform's `read_buffers`). An answer
-    of another shape costs only these samples: the switch's other counters are still served."""
+    of another shape, or a command the switch refuses (LANZ or burst detection not on its hardware), costs
+    only these samples: the switch's other counters are still served."""
     if not t.lossless_queues or not t.ports:
         return []
     try:
         found = platform_spec(t.platform).read_buffers(conn, sorted(t.ports), list(t.lossless_queues)) or {}
-    except PARSE_FAILURES:
+    except (*PARSE_FAILURES, NapalmException, GpufabricError):  # an answer of another shape, a command refused
         return []
     out: list[Sample] = []
     for port, queues in sorted(found.items()):

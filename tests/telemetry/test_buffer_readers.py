@@ -330,3 +330,26 @@ def test_the_sonic_driver_runs_exactly_the_watermark_commands_in_the_shell_and_c
     ]
     # Any other text is a vtysh command, quoted whole: it never reaches the switch's shell as a command.
     assert transport.sent[4][0].endswith("vtysh -c 'show queue watermark unicast; reboot'")
+
+
+def test_no_answer_is_nothing_known_not_a_quiet_queue():
+    assert platform("eos").read_buffers(_Answers({}), ["Ethernet1/3"], ["3"]) is None
+    assert platform("nxos").read_buffers(_Answers({}), ["Ethernet1/2"], ["3"]) is None
+
+
+class _Refusing(_Answers):
+    """A switch whose hardware has no LANZ: EOS refuses the command (NAPALM raises CommandErrorException)."""
+
+    def cli(self, commands: list[str]) -> dict[str, str]:
+        from napalm.base.exceptions import CommandErrorException
+
+        if any("queue-monitor" in c for c in commands):
+            raise CommandErrorException("% Invalid input (at token 1: 'queue-monitor')")
+        return super().cli(commands)
+
+
+def test_a_switch_that_refuses_the_buffer_command_is_still_served():
+    target = _target("multi-vendor.yml", "sto-leaf1a")
+    samples = read_switch(_Refusing({}, sorted(target.ports)), target)
+    assert [s for s in samples if s.metric == "gpufabric_link_up"]
+    assert not [s for s in samples if s.metric.startswith("gpufabric_queue_")]

@@ -41,7 +41,7 @@ def buffer_command(port: str) -> str:
 def parse_qos_buffer(text: str) -> PortBuffers:
     """(priority group or traffic class, buffer) -> now and the maximum, from one port's tables."""
     bounded(text, "nv show interface qos buffer")
-    found: dict[str, PortBuffers] = {}
+    found: PortBuffers = {}
     where: str | None = None
     for line in text.splitlines():
         if m := _TITLE.match(line):
@@ -52,13 +52,13 @@ def parse_qos_buffer(text: str) -> PortBuffers:
         sizes = [size_bytes(n, u) for n, u in SIZE.findall(m[2])]
         if len(sizes) < 3:  # reserved, current, maximum: a row without them is not a buffer row
             raise ShapeError(f"row {m[1]} of {where} has {len(sizes)} sizes, not the reserved, current and maximum")
-        merge(found, "", (m[1], where), QueueBuffer(float(sizes[1]), float(sizes[2])))
-    return found.get("", {})
+        merge(found, (m[1], where), QueueBuffer(float(sizes[1]), float(sizes[2])))
+    return found
 
 
 def read_buffers(conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers]:
     names = [p for p in ports if _PORT.fullmatch(p)]  # a port name goes into an NVUE command: only swpN
-    answers = conn.cli([buffer_command(p) for p in names])
+    answers = conn.cli([buffer_command(p) for p in names]) if names else {}
     out: dict[str, PortBuffers] = {}
     for port in names:
         found = parse_qos_buffer(answers.get(buffer_command(port), ""))

@@ -104,7 +104,10 @@ LANZ = f"show queue-monitor length limit {LANZ_WINDOW_SECONDS} seconds | json"
 
 
 def parse_lanz(text: str) -> dict[str, PortBuffers] | None:
-    """Port (long name) -> (traffic class, egress) -> the longest queue LANZ recorded; None when LANZ is off."""
+    """Port (long name) -> (traffic class, egress) -> the longest queue LANZ recorded; None when LANZ is off
+    or the switch answered nothing (nothing is known then, not a quiet queue)."""
+    if not text.strip():
+        return None
     doc = as_dict(answer_json(text, LANZ), LANZ)
     if doc.get("lanzEnabled") is False:
         return None
@@ -114,7 +117,7 @@ def parse_lanz(text: str) -> dict[str, PortBuffers] | None:
         port = long_name(as_str(key(entry, "interface", f"entryList[{i}]"), f"entryList[{i}].interface"))
         tc = str(as_int(key(entry, "trafficClass", f"entryList[{i}]"), f"entryList[{i}].trafficClass"))
         length = byte_count(key(entry, "queueLength", f"entryList[{i}]"), f"entryList[{i}].queueLength")
-        merge(found, port, (tc, EGRESS), QueueBuffer(None, float(length)))
+        merge(found.setdefault(port, {}), (tc, EGRESS), QueueBuffer(None, float(length)))
     return found
 
 

@@ -185,14 +185,17 @@ def parse_bursts(text: str, now: float, window: float = BURST_WINDOW_SECONDS) ->
             peak = byte_count(key(row, "peak", what), f"{what}.peak")
             when = burst_time(as_str(key(row, "peak-time", what), f"{what}.peak-time"), f"{what}.peak-time")
             if now - window <= when <= now + window:  # a clock a little ahead still counts as now
-                merge(found, port, (queue, EGRESS), QueueBuffer(None, float(peak)))
+                merge(found.setdefault(port, {}), (queue, EGRESS), QueueBuffer(None, float(peak)))
     return found
 
 
 def read_buffers(
     conn: Any, ports: list[str], queues: list[str], now: float | None = None
 ) -> dict[str, PortBuffers] | None:
-    found = parse_bursts(conn.cli([BURST_DETECT]).get(BURST_DETECT, ""), time.time() if now is None else now)
+    text = conn.cli([BURST_DETECT]).get(BURST_DETECT, "")
+    if not text.strip():  # no answer: nothing is known (not a quiet queue)
+        return None
+    found = parse_bursts(text, time.time() if now is None else now)
     return {
         port: {(q, EGRESS): found.get(port, {}).get((q, EGRESS), QueueBuffer(None, 0.0)) for q in queues}
         for port in ports

@@ -53,7 +53,7 @@ def parse_watermarks(text: str, what: str = QUEUE_WATERMARK) -> dict[str, PortBu
         for column, cell in zip(columns, cells[1:], strict=True):
             if cell != "N/A":
                 value = byte_count(cell, f"{what}: {cells[0]} {column[0]}")
-                merge(found, cells[0], column, QueueBuffer(None, float(value)))
+                merge(found.setdefault(cells[0], {}), column, QueueBuffer(None, float(value)))
     if columns is None and text.strip():
         raise ShapeError(f"{what}: no `Port UC0 ...` or `Port PG0 ...` header")
     return found
@@ -64,5 +64,5 @@ def read_buffers(conn: Any, ports: list[str], queues: list[str]) -> dict[str, Po
     found = parse_watermarks(answers.get(QUEUE_WATERMARK, ""), QUEUE_WATERMARK)
     for port, buffers in parse_watermarks(answers.get(PG_WATERMARK, ""), PG_WATERMARK).items():
         for where, buffer in buffers.items():
-            merge(found, port, where, buffer)
+            merge(found.setdefault(port, {}), where, buffer)
     return {port: {k: v for k, v in found.get(port, {}).items() if k[0] in queues} for port in ports}
