@@ -6,6 +6,7 @@ the Ethernet switches; a cable cut in ibsim shows as the port's LinkDownedCounte
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from conftest import ROOT, run
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpufabric.ib import sim
+from gpufabric.intent import load_intent
+from gpufabric.plan import build_plan
 
 pytestmark = [
     pytest.mark.lab,
@@ -35,7 +38,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert up.returncode == 0, up.stderr
         yield state
     finally:
-        run("gpufabric", "lab", "down", "--state-dir", str(state))
+        # Torn down in this process, by the lab's own code (its record of what it made): a command that could
+        # not start (its environment changed under it) must not leave the lab up.
+        from gpufabric.lab import control
+
+        control.down(state)
+        planned = {d.name for d in build_plan(load_intent(EXAMPLE)).devices()}
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout.split()
+        assert not planned & set(left), f"namespaces left after lab down: {sorted(planned & set(left))}"
 
 
 def _families(text: str, name: str) -> Series:
