@@ -1,13 +1,13 @@
 """`gpufabric telemetry scrape` (what `serve` serves) on the lab with an InfiniBand compute plane (root): the
 compute plane in ibsim with the real OpenSM, read by the real infiniband-diags; the storage plane as FRR
 namespaces. The exporter serves the InfiniBand ports exactly as `gpufabric ib metrics` prints them, beside
-the Ethernet switches; a cable cut in ibsim shows as the port's LinkDownedCounter rising in the next scrape."""
+the Ethernet switches. (A cable cut is not shown here: ibsim's `unlink`/`relink` leave LinkDownedCounter as
+it was, in two runs, so the counter alerts are proven with promtool on series: tests/telemetry/test_ib_alerts.py.)"""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,18 +79,3 @@ def test_serve_carries_the_infiniband_ports_as_ib_metrics_prints_them(lab: Path)
     assert {k: ib_served[k] for k in errors} == {k: ib_printed[k] for k in errors}
     ok = _families(served, "gpufabric_scrape_ok")
     assert ok and all(v == 1.0 for v in ok.values())  # the storage plane's FRR switches are served beside it
-
-
-def test_a_cable_cut_in_the_simulator_shows_in_the_next_scrape(lab: Path) -> None:
-    before = _port(_families(_scrape(lab), "gpufabric_ib_port_counter"), "su2-leaf1", "1", "LinkDownedCounter")
-    console = ("gpufabric", "ib", "lab", "console", "--state-dir", str(lab / "infiniband"))
-    run(*console, 'unlink "S-su2-leaf1"[1]', check=True)
-    run(*console, 'relink "S-su2-leaf1"[1]', check=True)
-    deadline = time.monotonic() + 180  # the subnet manager's next sweep brings the port back
-    while True:
-        series = _families(_scrape(lab), "gpufabric_ib_port_counter")
-        found = [k for k in series if dict(k)["node"] == "su2-leaf1" and dict(k)["port"] == "1"]
-        if found and _port(series, "su2-leaf1", "1", "LinkDownedCounter") > before:
-            break
-        assert time.monotonic() < deadline, "LinkDownedCounter of su2-leaf1 port 1 (to gpu03) did not rise"
-        time.sleep(2)
