@@ -138,8 +138,9 @@ def scrape_cmd(*, fleet_args: FleetArgs, workers: int, shard_text: str | None, s
 def rules_cmd(output: Path | None, hold: str) -> int:
     """Prometheus alert rules: unreachable switch, link down or flapped, BGP down, ECMP narrower than
     planned, PFC pause storm and watchdog, CNP and ECN surges, RoCE loss; optics: low receive power, hot
-    transceiver, high or rising pre-FEC bit error rate, uncorrectable codewords, symbol errors; and the
-    InfiniBand port counters."""
+    transceiver, high or rising pre-FEC bit error rate, uncorrectable codewords, symbol errors; the
+    InfiniBand port counters; GPUs (dcgm-exporter: Xid, uncorrectable ECC, NVLink, row remap failure),
+    host NICs (link down or flapped, errors, PCIe AER) and lossless queues deeper than the ECN maximum."""
     from gpufabric.telemetry.rules import DurationError, Thresholds, rules_yaml
 
     try:

@@ -82,12 +82,10 @@ def check(fabric: IbFabric, counters: Counters, limits: Mapping[str, int] = ERRO
     return out
 
 
-def metrics(fabric: IbFabric, counters: Counters) -> str:
-    """Prometheus exposition text: one series per planned switch port and counter, with plan labels."""
-    lines = [
-        "# HELP gpufabric_ib_port_counter A planned switch port's PortCounters value (perfquery), by counter.",
-        "# TYPE gpufabric_ib_port_counter gauge",
-    ]
+def series(fabric: IbFabric, counters: Counters) -> list[tuple[dict[str, str], str, int]]:
+    """(the plan's labels, counter, value) per planned switch port and exported counter: what `metrics` prints
+    and `gpufabric telemetry serve` serves."""
+    out: list[tuple[dict[str, str], str, int]] = []
     for end, peer, tier in _switch_ends(fabric):
         values = counters.get(end)
         if values is None:
@@ -104,10 +102,19 @@ def metrics(fabric: IbFabric, counters: Counters) -> str:
             "rail": str(node.rail or fabric.by_name[peer.node].rail or ""),
             "su": str(node.su or ""),
         }
+        out += [(labels, name, values[name]) for name in EXPORTED if name in values]
+    return out
+
+
+def metrics(fabric: IbFabric, counters: Counters) -> str:
+    """Prometheus exposition text: one series per planned switch port and counter, with plan labels."""
+    lines = [
+        "# HELP gpufabric_ib_port_counter A planned switch port's PortCounters value (perfquery), by counter.",
+        "# TYPE gpufabric_ib_port_counter gauge",
+    ]
+    for labels, name, value in series(fabric, counters):
         text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-        for name in EXPORTED:
-            if name in values:
-                lines.append(f'gpufabric_ib_port_counter{{{text},counter="{name}"}} {values[name]}')
+        lines.append(f'gpufabric_ib_port_counter{{{text},counter="{name}"}} {value}')
     return "\n".join(lines) + "\n"
 
 

@@ -31,6 +31,7 @@ SwitchRole = Any  # gpufabric.intent.model.SwitchRole
 PortCounters = Any  # the lossless counters of one port (gpufabric/verify/running/)
 Optics = Any  # gpufabric.telemetry.optics.Optics
 SwitchFacts = Any  # gpufabric.verify.facts.SwitchFacts
+PortBuffers = Any  # one port's queue buffers (gpufabric.telemetry.buffers.PortBuffers)
 
 # A Jinja2 filter a platform's templates use beyond the shared ones.
 TemplateFilter = Callable[..., Any]
@@ -368,6 +369,14 @@ class Platform:
             f"platform {self.name} ({self.title}) has no zero-touch provisioning form in gpufabric: "
             f"its switches ({device}, ...) are provisioned by hand or by `nornir push` once reachable"
         )
+
+    # -- telemetry: buffer occupancy and watermarks (issue 43) ------------------------------------------------
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        """Per port, per traffic class in `queues` and buffer (egress queue, ingress priority group): the bytes
+        held now and the most held in the OS's window, read with the OS's own feature through the open NAPALM
+        connection. Default: None, the OS shows no switch buffer (FRR on a Linux host has none)."""
+        return None
 
 
 def templates_root() -> Path:

@@ -1,6 +1,6 @@
 """A Grafana dashboard from the plan: a row per plane, a traffic panel per rail, the plane's health
 (links, BGP, ECMP against the plan, flaps, the weakest optics and worst pre-FEC error rates) and, on
-planes that carry RoCE, its lossless counters."""
+planes that carry RoCE, its lossless counters and the deepest lossless queues."""
 
 from __future__ import annotations
 
@@ -63,9 +63,16 @@ def plane_panels(plane: str, rails: list[str], roce: bool) -> list[dict[str, Any
             (_rate("gpufabric_ecn_marked_packets_total", "device", sel), "{{device}} CE"),
             (_rate("gpufabric_nic_cnp_sent_total", "host", sel), "{{host}} CNP sent"),
         ]
+        # The ten deepest lossless queues, as a share of the plan's ECN maximum: past 1, PFC is next.
+        deep = f"topk(10, gpufabric_queue_buffer_watermark_bytes{{{sel}}} / gpufabric_queue_ecn_max_bytes{{{sel}}})"
         panels += [
             _panel(f"{plane}: PFC pause frames received", pauses, "pps"),
             _panel(f"{plane}: ECN marks and CNPs", marks, "pps"),
+            _panel(
+                f"{plane}: lossless queues, deepest watermark against the ECN maximum",
+                [(deep, "{{device}} {{port}} {{buffer}} {{queue}}")],
+                "percentunit",
+            ),
         ]
     return panels
 

@@ -59,6 +59,7 @@ class FabricCollector:
         *,
         budget: float = SCRAPE_BUDGET,
         deadline: float = SWITCH_DEADLINE,
+        infiniband: Callable[[], list[Sample]] | None = None,
     ) -> None:
         if not 0 < deadline <= budget:
             raise BudgetError(
@@ -67,6 +68,7 @@ class FabricCollector:
         self.switches, self.connect = switches, connect
         self.hosts, self.run_on_host = hosts or {}, run_on_host
         self.workers = max(1, workers)
+        self.infiniband = infiniband  # the InfiniBand plane's port counters (telemetry/ib.py), read like a switch
         self.budget, self.deadline = budget, deadline
         self._conns: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -86,6 +88,8 @@ class FabricCollector:
         asked = [(f"switch {t.device}", _bind(self._switch, t), [_scrape_ok(t, 0.0)]) for t in self.switches]
         if self.run_on_host is not None:
             asked += [(f"host {name}", _bind(self._host, name), []) for name in sorted(self.hosts)]
+        if self.infiniband is not None:
+            asked.append(("infiniband", self.infiniband, []))
         jobs: queue.SimpleQueue[_Read] = queue.SimpleQueue()
         reads = []
         with self._changed:

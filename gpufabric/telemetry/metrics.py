@@ -14,6 +14,10 @@ NIC = ("plane", "host", "interface", "rail", "leaf")
 # One end of a cable, on a switch port or a server NIC alike (a server's `device` is the host, its
 # `role` "server", its `peer` the leaf): the optics and FEC alerts then need one expression, not two.
 OPTICS = ("plane", "device", "role", "port", "peer", "rail")
+# One lossless queue of a switch port: its traffic class and which buffer (egress-queue, ingress-pg).
+QUEUE = (*PORT, "queue", "buffer")
+# A planned InfiniBand switch port, labelled as `gpufabric ib metrics` labels it (gpufabric/ib/counters.py).
+IB_PORT = ("fabric", "node", "role", "port", "peer", "peer_port", "tier", "rail", "su", "counter")
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,40 @@ METRICS = {
         Metric("gpufabric_phy_received_bits_total", "counter", OPTICS, "bits received at the PHY, where counted"),
         Metric("gpufabric_symbol_errors_total", "counter", OPTICS, "symbol errors FEC did not correct"),
         Metric("gpufabric_link_speed_bits_per_second", "gauge", OPTICS, "the link's rate as the OS reports it"),
+        # -- issue 43: signals worth acting on ------------------------------------------------------------
+        Metric(
+            "gpufabric_queue_buffer_bytes",
+            "gauge",
+            QUEUE,
+            "bytes a lossless queue (or priority group) holds now, where the OS says",
+        ),
+        Metric(
+            "gpufabric_queue_buffer_watermark_bytes",
+            "gauge",
+            QUEUE,
+            "the most bytes a lossless queue (or priority group) held in the OS's window",
+        ),
+        Metric(
+            "gpufabric_queue_ecn_max_bytes",
+            "gauge",
+            QUEUE,
+            "the plan's ECN maximum threshold for the queue: past it every packet is marked",
+        ),
+        Metric("gpufabric_nic_link_up", "gauge", NIC, "1 when the host NIC's link is up (operstate)"),
+        Metric("gpufabric_nic_carrier_changes_total", "counter", NIC, "times the host NIC's carrier went down or up"),
+        Metric("gpufabric_nic_errors_total", "counter", (*NIC, "direction"), "errored frames at the host NIC"),
+        Metric(
+            "gpufabric_nic_pcie_aer_errors_total",
+            "counter",
+            (*NIC, "severity"),
+            "PCIe AER errors the host NIC's device reported (correctable, nonfatal, fatal)",
+        ),
+        Metric(
+            "gpufabric_ib_port_counter",
+            "gauge",
+            IB_PORT,
+            "a planned InfiniBand switch port's PortCounters value (perfquery), by counter",
+        ),
     )
 }
 

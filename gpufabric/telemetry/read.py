@@ -12,6 +12,11 @@ import shlex
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from napalm.base.exceptions import NapalmException
+
+from gpufabric.drivers.answers import PARSE_FAILURES
+from gpufabric.errors import GpufabricError
+from gpufabric.platforms import platform as platform_spec
 from gpufabric.telemetry.link_quality import read_link_quality
 from gpufabric.telemetry.optics import Optics, from_linux
 from gpufabric.telemetry.optics import samples as optics_samples
@@ -44,6 +49,7 @@ def read_switch(conn: Any, t: SwitchTarget) -> list[Sample]:
                 out.append(Sample("gpufabric_interface_errors_total", d, c[f"{direction}_errors"]))
                 out.append(Sample("gpufabric_interface_discards_total", d, c[f"{direction}_discards"]))
     out += _optional(conn, t)
+    out += _buffers(conn, t)
     peers = conn.get_bgp_neighbors().get("global", {}).get("peers", {}) if t.sessions else {}
     for key, peer in sorted(t.sessions.items()):
         up = bool(peers.get(key, {}).get("is_up"))
@@ -86,6 +92,31 @@ def _optional(conn: Any, t: SwitchTarget) -> list[Sample]:
     return out
 
 
+def _buffers(conn: Any, t: SwitchTarget) -> list[Sample]:
+    """The lossless queues' buffers, read with the OS's own feature (its platform's `read_buffers`). An answer
+    of another shape, or a command the switch refuses (LANZ or burst detection not on its hardware), costs
+    only these samples: the switch's other counters are still served."""
+    if not t.lossless_queues or not t.ports:
+        return []
+    try:
+        found = platform_spec(t.platform).read_buffers(conn, sorted(t.ports), list(t.lossless_queues)) or {}
+    except (*PARSE_FAILURES, NapalmException, GpufabricError):  # an answer of another shape, a command refused
+        return []
+    out: list[Sample] = []
+    for port, queues in sorted(found.items()):
+        if port not in t.ports:
+            continue
+        for (queue, buffer), value in sorted(queues.items()):
+            labels = {**t.labels, **t.ports[port], "queue": queue, "buffer": buffer}
+            if value.occupancy_bytes is not None:
+                out.append(Sample("gpufabric_queue_buffer_bytes", labels, value.occupancy_bytes))
+            if value.watermark_bytes is not None:
+                out.append(Sample("gpufabric_queue_buffer_watermark_bytes", labels, value.watermark_bytes))
+            if t.ecn_max_bytes is not None:
+                out.append(Sample("gpufabric_queue_ecn_max_bytes", labels, float(t.ecn_max_bytes)))
+    return out
+
+
 def _optics(labels: dict[str, str], found: Optics) -> list[Sample]:
     """One cable end's transceiver and FEC samples; labelled alike on switches and servers (OPTICS)."""
     return [Sample(metric, {**labels, **extra}, value) for metric, extra, value in optics_samples(found)]
@@ -99,7 +130,10 @@ def host_script(nics: list[NicTarget]) -> str:
         f'for p in {names}; do echo "@@port $p"; ethtool -S "$p" 2>/dev/null; '
         'echo "@@module $p"; ethtool -m "$p" 2>/dev/null || sudo -n ethtool -m "$p" 2>/dev/null; '
         'echo "@@fec $p"; ethtool -I --show-fec "$p" 2>/dev/null; '
-        'echo "@@speed $p"; cat "/sys/class/net/$p/speed" 2>/dev/null; done; '
+        'echo "@@speed $p"; cat "/sys/class/net/$p/speed" 2>/dev/null; '
+        'echo "@@state $p"; cat "/sys/class/net/$p/operstate" "/sys/class/net/$p/carrier_changes" 2>/dev/null; '
+        'echo "@@aer $p"; for k in correctable nonfatal fatal; do f="/sys/class/net/$p/device/aer_dev_$k"; '
+        '[ -r "$f" ] && sed "s/^/$k /" "$f"; done; done; '
         f"echo @@rdma; grep -H . {counters} 2>/dev/null; "
         "echo @@netdev; for d in /sys/class/infiniband/*; do "
         '[ -d "$d" ] && echo "$(basename "$d") $(ls "$d/device/net" 2>/dev/null | head -1)"; done; '
@@ -143,6 +177,30 @@ def read_host(output: str, nics: list[NicTarget]) -> list[Sample]:
             for direction in ("rx", "tx"):
                 d = {**_nic_labels(nic), "direction": direction}
                 out.append(Sample("gpufabric_nic_octets_total", d, stats[direction]["bytes"]))
+                if isinstance(stats[direction].get("errors"), int):
+                    out.append(Sample("gpufabric_nic_errors_total", d, stats[direction]["errors"]))
+    for port, nic in sorted(by_if.items()):
+        out += _nic_health(_nic_labels(nic), sections["state"].get(port), sections["aer"].get(port))
+    return out
+
+
+AER_TOTALS = {"correctable": "TOTAL_ERR_COR", "nonfatal": "TOTAL_ERR_NONFATAL", "fatal": "TOTAL_ERR_FATAL"}
+
+
+def _nic_health(labels: dict[str, str], state: str | None, aer: str | None) -> list[Sample]:
+    """Link state and carrier changes (sysfs operstate, carrier_changes) and the PCIe AER totals of the NIC's
+    device (sysfs aer_dev_correctable/nonfatal/fatal, each line `<severity> <error> <count>` as the script
+    prefixes them; the kernel's TOTAL_ERR_* line is the sum)."""
+    out: list[Sample] = []
+    lines = (state or "").split()
+    if lines and lines[0] in ("up", "down", "lowerlayerdown", "dormant", "notpresent", "testing"):
+        out.append(Sample("gpufabric_nic_link_up", labels, 1.0 if lines[0] == "up" else 0.0))
+        if len(lines) > 1 and lines[1].isdigit() and len(lines[1]) <= 20:
+            out.append(Sample("gpufabric_nic_carrier_changes_total", labels, float(lines[1])))
+    for line in (aer or "").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and AER_TOTALS.get(parts[0]) == parts[1] and parts[2].isdigit() and len(parts[2]) <= 20:
+            out.append(Sample("gpufabric_nic_pcie_aer_errors_total", {**labels, "severity": parts[0]}, float(parts[2])))
     return out
 
 
@@ -151,14 +209,15 @@ def _nic_labels(nic: NicTarget) -> dict[str, str]:
 
 
 def _sections(output: str) -> dict[str, dict[str, str]]:
-    """The host script's output by marker: @@port/@@module/@@fec/@@speed NAME blocks, and @@rdma, @@netdev, @@links."""
+    """The host script's output by marker: @@port/@@module/@@fec/@@speed/@@state/@@aer NAME blocks, and @@rdma,
+    @@netdev, @@links."""
     found: dict[str, dict[str, list[str]]] = {
-        "port": {}, "module": {}, "fec": {}, "speed": {}, "rdma": {}, "netdev": {}, "links": {},
+        "port": {}, "module": {}, "fec": {}, "speed": {}, "state": {}, "aer": {}, "rdma": {}, "netdev": {}, "links": {},
     }  # fmt: skip
     current: list[str] | None = None
     for line in output.splitlines():
         marker, _, name = line.partition(" ")
-        if marker in ("@@port", "@@module", "@@fec", "@@speed") and name:
+        if marker in ("@@port", "@@module", "@@fec", "@@speed", "@@state", "@@aer") and name:
             current = found[marker[2:]].setdefault(name, [])
         elif line.strip() in ("@@rdma", "@@netdev", "@@links"):
             current = found[line.strip()[2:]].setdefault("", [])

@@ -2,41 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import yaml
 
-from gpufabric.errors import GpufabricError
 from gpufabric.ib import alerts as ib_alerts
+from gpufabric.telemetry.durations import MAX_DURATION_CHARS, DurationError, check_duration
+from gpufabric.telemetry.health_rules import health_groups
 from gpufabric.telemetry.optics_rules import optics_group
 
-# Prometheus's duration (its model.ParseDuration): units largest first, each at most once, e.g. 1m, 1h30m, 500ms.
-_DURATION = re.compile(
-    r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?(?:([0-9]+)ms)?"
-)
-_UNIT_MS = (365 * 86_400_000, 7 * 86_400_000, 86_400_000, 3_600_000, 60_000, 1_000, 1)
-MAX_DURATION_CHARS = 32
-_MAX_MS = (2**63 - 1) // 1_000_000  # Prometheus holds `for:` as Go's int64 nanoseconds: beyond, "out of range"
-
-
-class DurationError(ValueError, GpufabricError):
-    """A text that is not a Prometheus duration; the message says what one looks like."""
-
-
-def check_duration(text: str) -> str:
-    """`text` when it is a Prometheus duration Prometheus accepts (`1m`, `90s`, `1h30m`), else DurationError.
-    It goes into the rules file's `for:` field: a newline or YAML in it must never get that far."""
-    found = _DURATION.fullmatch(text) if 0 < len(text) <= MAX_DURATION_CHARS else None
-    if found is None or not any(found.groups()):
-        raise DurationError(
-            f"{text[:MAX_DURATION_CHARS]!r} is not a Prometheus duration: write digits and units largest first, "
-            "each unit once (y, w, d, h, m, s, ms), e.g. 1m, 90s or 1h30m"
-        )
-    total = sum(int(n) * ms for n, ms in zip(found.groups(), _UNIT_MS, strict=True) if n is not None)
-    if total > _MAX_MS:
-        raise DurationError(f"{text!r} is longer than Prometheus can hold (about 292 years)")
-    return text
+__all__ = ["MAX_DURATION_CHARS", "DurationError", "Thresholds", "alert_rules", "check_duration", "rules_yaml"]
 
 
 @dataclass(frozen=True)
@@ -118,8 +93,9 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
             "{{ $labels.host }} {{ $labels.interface }} sees RoCE packets out of sequence: the lossless class drops",
         ),
     ]
-    # The InfiniBand fabric's rules (over `gpufabric ib metrics`): a group of their own, idle without it.
-    groups = [{"name": "gpufabric", "rules": rules}, optics_group(), ib_alerts.alert_group()]
+    # The InfiniBand fabric's rules (over `gpufabric ib metrics` or `telemetry serve`): a group of their own, idle
+    # without it. GPU, host NIC and lossless-buffer health (health_rules.py).
+    groups = [{"name": "gpufabric", "rules": rules}, optics_group(), ib_alerts.alert_group(), *health_groups()]
     return {"groups": groups}
 
 

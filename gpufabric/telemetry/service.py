@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from gpufabric.fleet.access import Access
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.connect import TIMEOUT, host_shell, switch_connector
 from gpufabric.fleet.target import reach
+from gpufabric.ib.results import Runner
 from gpufabric.telemetry.exporter import FabricCollector
+from gpufabric.telemetry.ib import IbPorts, local_runner
 from gpufabric.telemetry.targets import nic_targets, switch_targets
 
 
@@ -38,4 +41,25 @@ def collector(
     shell = host_shell(plan, access, args.lab_dir if access.lab else None, args.known_hosts)
     # A switch's session gives up no later than its deadline: the thread of a read past it is freed soon after.
     connect = switch_connector(access, timeout=min(TIMEOUT, max(1, math.ceil(deadline))))
-    return FabricCollector(switches, connect, nics, shell, workers, budget=budget, deadline=deadline)
+    infiniband = None
+    if plan.infiniband is not None and (args.plane in (None, "compute")) and not args.devices:
+        fabric = plan.infiniband.fabric
+        if shard is None or shard.owns(fabric.design.name):  # one exporter of the shards reads the subnet
+            infiniband = IbPorts(fabric, _ib_runner(args.lab_dir if access.lab else None)).read
+    return FabricCollector(
+        switches, connect, nics, shell, workers, budget=budget, deadline=deadline, infiniband=infiniband
+    )
+
+
+def _ib_runner(lab_dir: Path | None) -> Callable[[], Runner]:
+    """How infiniband-diags are run: against the lab's ibsim (its compute plane's state folder), or here."""
+    if lab_dir is None:
+        return lambda: local_runner
+
+    def lab() -> Runner:
+        from gpufabric.ib import lab as ib_lab
+        from gpufabric.lab.control import infiniband_dir
+
+        return ib_lab.runner(infiniband_dir(lab_dir))
+
+    return lab

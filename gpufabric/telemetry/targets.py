@@ -21,6 +21,10 @@ class SwitchTarget:
     ports: dict[str, dict[str, str]] = field(default_factory=dict)  # port -> labels beyond the switch's
     sessions: dict[str, str] = field(default_factory=dict)  # session key -> peer switch
     ecmp: dict[str, tuple[int, str]] = field(default_factory=dict)  # loopback/32 -> (planned width, device)
+    # The lossless traffic classes of the switch's plane (its QoS profile's RoCE priority when PFC is on), and
+    # the profile's ECN maximum threshold: the queues whose buffers are read, and what their watermark is held to.
+    lossless_queues: tuple[str, ...] = ()
+    ecn_max_bytes: int | None = None
 
     @property
     def labels(self) -> dict[str, str]:
@@ -60,7 +64,12 @@ def switch_targets(plan: Plan, plane: str | None = None) -> list[SwitchTarget]:
             }  # fmt: skip
         sessions = {n.key: n.peer for n in ctx.neighbors if n.kind == "fabric"}
         ecmp = {pfx: (w, loopbacks.get(pfx, "")) for pfx, w in widths.get(d.name, {}).items()}
-        out.append(SwitchTarget(d.name, d.plane, d.role, d.platform, ip(d.mgmt_ip), ports, sessions, ecmp))
+        qos = ctx.qos if ctx.qos is not None and ctx.qos.lossless else None
+        lossless = (str(qos.roce_priority),) if qos is not None else ()
+        ecn_max = qos.ecn_max_bytes if qos is not None else None
+        out.append(
+            SwitchTarget(d.name, d.plane, d.role, d.platform, ip(d.mgmt_ip), ports, sessions, ecmp, lossless, ecn_max)
+        )
     return out
 
 

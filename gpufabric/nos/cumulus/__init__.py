@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.disruption import Classifier, Disruption
@@ -22,6 +22,7 @@ from gpufabric.platforms.spec import (
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
     from gpufabric.platforms.spec import TemplateRender
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.verify.facts import SwitchFacts
 
 
@@ -94,6 +95,11 @@ class Cumulus(Platform):
         from gpufabric.nos.cumulus.ztp import ztp_form
 
         return ztp_form(device, files, base_url, self.title)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.cumulus.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Cumulus(

@@ -20,6 +20,7 @@ from gpufabric.platforms.spec import (
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.telemetry.optics import Optics
     from gpufabric.verify.facts import SwitchFacts
     from gpufabric.verify.running.ethtool import PortCounters
@@ -105,6 +106,11 @@ class Eos(Platform):
         from gpufabric.nos.eos.ztp import ztp_form
 
         return ztp_form(device, files, base_url, self.title)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.eos.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Eos(

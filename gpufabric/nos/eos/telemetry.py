@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from gpufabric.drivers.answers import as_dict, as_int, as_list, as_str, key
+from gpufabric.telemetry.buffers import EGRESS, PortBuffers, QueueBuffer, answer_json, byte_count, merge
 from gpufabric.telemetry.optics import Lane, Optics
 from gpufabric.verify.running.ethtool import PortCounters
 
@@ -89,3 +91,42 @@ def read_optics(conn: Any, ports: list[str]) -> dict[str, Optics]:
     answers = conn.cli([TRANSCEIVER])
     found = parse_transceivers(json.loads(answers.get(TRANSCEIVER) or "{}"))
     return {port: found[port] for port in ports if port in found}
+
+
+# -- buffers: LANZ (Latency Analyzer) ---------------------------------------------------------------
+# `show queue-monitor length limit 60 seconds | json` (Arista EOS User Manual, "Latency Analyzer (LANZ)":
+# `show queue-monitor length`; the JSON keys are those of Arista's goeapi `ShowQueueMonitor`): `{"lanzEnabled":
+# bool, "entryList": [{"interface": "Et1/1", "trafficClass": 3, "queueLength": BYTES, "entryType": "S"|"U"|"E"|
+# "P", "entryTime": ...}]}`, the congestion records of the last 60 s. A queue with no record in the window stayed
+# under LANZ's threshold: its watermark there is reported as 0. With LANZ off the switch reports nothing.
+LANZ_WINDOW_SECONDS = 60
+LANZ = f"show queue-monitor length limit {LANZ_WINDOW_SECONDS} seconds | json"
+
+
+def parse_lanz(text: str) -> dict[str, PortBuffers] | None:
+    """Port (long name) -> (traffic class, egress) -> the longest queue LANZ recorded; None when LANZ is off
+    or the switch answered nothing (nothing is known then, not a quiet queue)."""
+    if not text.strip():
+        return None
+    doc = as_dict(answer_json(text, LANZ), LANZ)
+    if doc.get("lanzEnabled") is False:
+        return None
+    found: dict[str, PortBuffers] = {}
+    for i, item in enumerate(as_list(doc.get("entryList") or [], f"{LANZ} entryList")):
+        entry = as_dict(item, f"entryList[{i}]")
+        port = long_name(as_str(key(entry, "interface", f"entryList[{i}]"), f"entryList[{i}].interface"))
+        tc = str(as_int(key(entry, "trafficClass", f"entryList[{i}]"), f"entryList[{i}].trafficClass"))
+        length = byte_count(key(entry, "queueLength", f"entryList[{i}]"), f"entryList[{i}].queueLength")
+        merge(found.setdefault(port, {}), (tc, EGRESS), QueueBuffer(None, float(length)))
+    return found
+
+
+def read_buffers(conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+    found = parse_lanz(conn.cli([LANZ]).get(LANZ, ""))
+    if found is None:
+        return None
+    out: dict[str, PortBuffers] = {}
+    for port in ports:
+        seen = found.get(port, {})
+        out[port] = {(q, EGRESS): seen.get((q, EGRESS), QueueBuffer(None, 0.0)) for q in queues}
+    return out

@@ -11,6 +11,7 @@ from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Pla
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.telemetry.optics import Optics
     from gpufabric.verify.facts import SwitchFacts
     from gpufabric.verify.running.ethtool import PortCounters
@@ -99,6 +100,11 @@ class Nxos(Platform):
         from gpufabric.nos.nxos.ztp import ztp_form
 
         return ztp_form(device, files, base_url, self.title)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.nxos.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Nxos(

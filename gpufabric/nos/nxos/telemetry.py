@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
+from gpufabric.drivers.answers import ShapeError, as_dict, as_int, as_str, key
+from gpufabric.telemetry.buffers import EGRESS, PortBuffers, QueueBuffer, answer_json, byte_count, merge
 from gpufabric.telemetry.optics import Optics
 from gpufabric.verify.running.ethtool import PortCounters
 
@@ -140,3 +144,59 @@ def _row(found: Optics, lane: int, what: str, values: list[float]) -> None:
 def read_optics(conn: Any, ports: list[str]) -> dict[str, Optics]:
     found = parse_transceivers(conn.cli([TRANSCEIVER]).get(TRANSCEIVER, ""))
     return {port: found[port] for port in ports if port in found}
+
+
+# -- buffers: micro-burst detection --------------------------------------------------------------------
+# `show queuing burst-detect detail | json` (Cisco Nexus 9000 Series NX-OS Quality of Service Configuration
+# Guide, "Micro-Burst Monitoring"; keys from the NX-OS 9.3(x) Show Command Reference: `TABLE_instance` rows with
+# `if-str`, `queue`, `start-time`, `peak`, `peak-time`, `end-depth`, `end-time`, `duration`): one record per burst
+# above the queue's `burst-detect rise-threshold`, its peak depth in bytes, kept until `clear queuing
+# burst-detect`. The reader keeps the bursts that peaked in the last BURST_WINDOW_SECONDS by the switch's clock,
+# taken to be UTC and NTP-synchronised as the plan sets it; a queue without one stayed under its rise threshold:
+# its watermark is reported as 0.
+BURST_DETECT = "show queuing burst-detect detail | json"
+BURST_WINDOW_SECONDS = 60
+_BURST_TIME = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2}) (\d{1,2}):(\d{2}):(\d{2})(?:[:.](\d{1,9}))?")
+
+
+def burst_time(text: str, what: str) -> float:
+    """`2017/05/16 23:17:52:474178` (NX-OS's burst time: date, time, microseconds) -> POSIX seconds, as UTC."""
+    m = _BURST_TIME.fullmatch(text.strip())
+    if m is None:
+        raise ShapeError(f"{what} is {text[:40]!r}, not a time like 2017/05/16 23:17:52:474178")
+    try:
+        year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+        when = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        raise ShapeError(f"{what} is {text[:40]!r}, not a valid date") from None
+    return when.timestamp() + (int(m[7]) / 10 ** len(m[7]) if m[7] else 0.0)
+
+
+def parse_bursts(text: str, now: float, window: float = BURST_WINDOW_SECONDS) -> dict[str, PortBuffers]:
+    """Port -> (queue, egress) -> the deepest burst that peaked within `window` seconds before `now`."""
+    doc = as_dict(answer_json(text, BURST_DETECT), BURST_DETECT)
+    found: dict[str, PortBuffers] = {}
+    for holder in [doc, *rows(doc, "module"), *rows(doc, "slot")]:
+        for i, row in enumerate(rows(holder, "instance")):
+            what = f"ROW_instance[{i}]"
+            port = as_str(key(row, "if-str", what), f"{what}.if-str").strip()
+            port = "Ethernet" + port[3:] if port.startswith("Eth") and not port.startswith("Ethernet") else port
+            queue = str(as_int(key(row, "queue", what), f"{what}.queue"))
+            peak = byte_count(key(row, "peak", what), f"{what}.peak")
+            when = burst_time(as_str(key(row, "peak-time", what), f"{what}.peak-time"), f"{what}.peak-time")
+            if now - window <= when <= now + window:  # a clock a little ahead still counts as now
+                merge(found.setdefault(port, {}), (queue, EGRESS), QueueBuffer(None, float(peak)))
+    return found
+
+
+def read_buffers(
+    conn: Any, ports: list[str], queues: list[str], now: float | None = None
+) -> dict[str, PortBuffers] | None:
+    text = conn.cli([BURST_DETECT]).get(BURST_DETECT, "")
+    if not text.strip():  # no answer: nothing is known (not a quiet queue)
+        return None
+    found = parse_bursts(text, time.time() if now is None else now)
+    return {
+        port: {(q, EGRESS): found.get(port, {}).get((q, EGRESS), QueueBuffer(None, 0.0)) for q in queues}
+        for port in ports
+    }

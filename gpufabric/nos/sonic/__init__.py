@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
     from gpufabric.intent.model import SwitchRole
     from gpufabric.platforms.spec import TemplateRender
+    from gpufabric.telemetry.buffers import PortBuffers
     from gpufabric.verify.facts import SwitchFacts
 
 CONFIG_DB = ".config_db.json"
@@ -114,6 +115,11 @@ class Sonic(Platform):
         from gpufabric.nos.sonic.ztp import ztp_form
 
         return ztp_form(device, files, base_url, self.title)
+
+    def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
+        from gpufabric.nos.sonic.telemetry import read_buffers
+
+        return read_buffers(conn, ports, queues)
 
 
 PLATFORM = Sonic(

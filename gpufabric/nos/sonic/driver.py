@@ -248,6 +248,19 @@ class SonicDriver(SonicUpgrade):
         mechanism = SONIC.drain_steps(DrainSpec(SONIC.facts.default_release)).mechanism
         return maintenance.status(mark, applied, mechanism)
 
+    # -- telemetry (gpufabric/nos/sonic/telemetry.py) --------------------------------------------
+    def cli(self, commands: list[str], encoding: str = "text") -> dict[str, str]:
+        """SONiC's own watermark commands, exactly as telemetry.COMMANDS writes them (no other text reaches
+        the shell), run in the switch's shell, the clears as root; anything else goes to vtysh."""
+        from gpufabric.nos.sonic.telemetry import COMMANDS
+
+        def one(command: str) -> str:
+            if command not in COMMANDS:
+                return self._vtysh(command)
+            return self._as_root(f"{command}\n") if command.startswith("sonic-clear ") else self._run(command)
+
+        return {command: one(command) for command in commands}
+
 
 def sonic_build_version(text: str) -> str:
     """`build_version: 'SONiC.202411.123'` out of sonic_version.yml, quotes removed ("" when absent)."""
