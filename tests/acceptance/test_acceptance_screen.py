@@ -10,6 +10,7 @@ bandwidth; time and algorithm bandwidth from the bus bandwidth).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -36,8 +37,10 @@ def perftest_text(job: PerfJob, gbits: float) -> str:
 def nccl_node_text(host: str, busbw: float, ranks: int = 8) -> str:
     algbw = busbw * ranks / (2 * (ranks - 1))
     time_us = (8 << 30) / (algbw * 1e9) * 1e6
-    return (OUTPUTS / "nccl_node.txt").read_text().format(
-        HOST=host, TIME=f"{time_us:.0f}", ALGBW=f"{algbw:.2f}", BUSBW=f"{busbw:.2f}", AVG=f"{busbw * 0.41:.4f}"
+    return (
+        (OUTPUTS / "nccl_node.txt")
+        .read_text()
+        .format(HOST=host, TIME=f"{time_us:.0f}", ALGBW=f"{algbw:.2f}", BUSBW=f"{busbw:.2f}", AVG=f"{busbw * 0.41:.4f}")
     )
 
 
@@ -75,7 +78,12 @@ def test_the_screen_rings_every_rail_so_each_nic_is_in_two_pairs(suite: Suite) -
         server, iface = nic.split()
         ends = [(e.server, e.interface) for j in suite.perf for e in (j.client, j.server)]
         assert ends.count((server, iface)) == 2
-    assert [j.servers for j in suite.nccl if j.scope.startswith("node")] == [("gpu01",), ("gpu02",), ("gpu03",), ("gpu04",)]
+    assert [j.servers for j in suite.nccl if j.scope.startswith("node")] == [
+        ("gpu01",),
+        ("gpu02",),
+        ("gpu03",),
+        ("gpu04",),
+    ]
     assert {j.scope for j in suite.nccl if len(j.servers) > 1} == {"unit1", "unit2", "cluster"}
 
 
@@ -94,7 +102,10 @@ def test_a_slow_nic_is_found_and_its_link_named_not_its_partners(tmp_path: Path,
     assert (sig["part"], sig["part_kind"], sig["nodes"]) == ("gpu03 eth1", "nic", ["gpu03"])
     # The NIC, its cable and its leaf port share every result: one link, named together.
     cable = next(c for c in suite.perf[1].cables if c in suite.perf[2].cables)
-    assert {(w["part"], w["part_kind"]) for w in sig["with"]} == {(cable, "host-cable"), ("cmp-su2-leaf1 swp1", "leaf-port")}
+    assert {(w["part"], w["part_kind"]) for w in sig["with"]} == {
+        (cable, "host-cable"),
+        ("cmp-su2-leaf1 swp1", "leaf-port"),
+    }
     assert sorted(e["job"] for e in sig["evidence"]) == [
         "screen.ib_write_bw.compute.rail1.leaf.gpu04-gpu03",
         "screen.ib_write_bw.compute.rail1.spine.gpu03-gpu02",
@@ -114,7 +125,10 @@ def test_a_slow_gpu_node_is_named_by_its_own_run(tmp_path: Path, plan: Plan, sui
 
 def test_two_faults_give_two_signals(tmp_path: Path, plan: Plan, suite: Suite) -> None:
     found = screen(suite, plan, record(tmp_path, suite, slow_nics={"gpu01 eth2": 150.0}, slow_nodes={"gpu04": 90.0}))
-    assert sorted((s.part.name, s.part.nodes) for s in found.signals) == [("gpu01 eth2", ("gpu01",)), ("gpu04", ("gpu04",))]
+    assert sorted((s.part.name, s.part.nodes) for s in found.signals) == [
+        ("gpu01 eth2", ("gpu01",)),
+        ("gpu04", ("gpu04",)),
+    ]
 
 
 def test_the_factor_decides_what_is_slow(tmp_path: Path, plan: Plan, suite: Suite) -> None:
@@ -170,3 +184,112 @@ def test_nccl_node_sample_reads_as_eight_ranks_on_one_host() -> None:
                   gpus_per_server=8, env={})  # fmt: skip
     seen = nccl_busbw(nccl_node_text("gpu01", 481.5), job.expect())
     assert (seen.value, seen.failed) == (481.5, False)
+
+
+# -- on a schedule: Slurm and Kubernetes ---------------------------------------------------------------
+
+
+def test_the_slurm_script_runs_every_job_into_its_result_and_reports(tmp_path: Path, suite: Suite) -> None:
+    fabric = ROOT / "inventory" / "fabric.yml"
+    done = _cli("acceptance", "screen", "scripts", fabric, "-o", tmp_path, "--schedule", "30 2 * * 6")
+    assert done.returncode == 0, done.stderr
+    assert "no Kubernetes CronJob written" in done.stderr
+    script = (tmp_path / "screen.sbatch").read_text()
+    assert subprocess.run(["bash", "-n", tmp_path / "screen.sbatch"], check=False).returncode == 0
+    for job in [*suite.perf, *suite.nccl]:
+        assert f'> "$out"/{job.id}.txt ||' in script
+    assert "#SBATCH --nodelist=gpu01,gpu02,gpu03,gpu04" in script and "#SBATCH --exclusive" in script
+    assert 'acceptance screen report ${GPUFABRIC_ARGS:-} --results "$out" --signal "$out/signal.json"' in script
+    cron = (tmp_path / "screen.scrontab").read_text().splitlines()
+    assert "#SCRON --nodelist=gpu01,gpu02,gpu03,gpu04" in cron
+    assert cron[-1] == f"30 2 * * 6 bash {(tmp_path / 'screen.sbatch').resolve()}"
+    bad = _cli("acceptance", "screen", "scripts", fabric, "-o", tmp_path / "no", "--schedule", "daily; rm -rf /")
+    assert bad.returncode == 2 and "not a cron schedule" in bad.stderr and not (tmp_path / "no").exists()
+
+
+def _cronjob(tmp_path: Path) -> list[dict]:
+    import yaml
+
+    fabric = ROOT / "inventory" / "fabric.yml"
+    done = _cli("acceptance", "screen", "scripts", fabric, "-o", tmp_path, "--image", "registry.example/tools:24.04",
+                "--driver-image", "registry.example/gpufabric-driver:1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return list(yaml.safe_load_all((tmp_path / "screen-cronjob.yaml").read_text()))
+
+
+def test_the_cronjob_pins_each_pod_to_its_node_with_the_exported_rail(tmp_path: Path, plan: Plan, suite: Suite) -> None:
+    from gpufabric.export import k8s_network
+
+    docs = _cronjob(tmp_path)
+    kinds = {d["kind"]: d for d in docs}
+    assert list(kinds) == ["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "PersistentVolumeClaim", "CronJob"]
+    cron = kinds["CronJob"]["spec"]
+    assert (cron["schedule"], cron["concurrencyPolicy"]) == ("0 3 * * 0", "Forbid")
+    pod = cron["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "gpufabric-screen" and pod["containers"][0]["command"] == [
+        "sh",
+        "/screen/screen.sh",
+    ]
+    assert {r["resources"][0] for r in kinds["Role"]["rules"]} == {"pods", "pods/log"}
+    data = kinds["ConfigMap"]["data"]
+    exported = {f"nvidia.com/{r.resource}": r.name for r in k8s_network.rails(plan)}
+    for job in suite.perf:
+        for side, end in (("server", job.server), ("client", job.client)):
+            spec = json.loads(data[f"{job.id}.{side}.json"])
+            (resource,) = spec["spec"]["containers"][0]["resources"]["limits"]
+            assert spec["spec"]["nodeName"] == end.server
+            assert exported[resource] == spec["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+            assert spec["spec"]["containers"][0]["command"] == job.command(side)
+    node = json.loads(data["screen.all_reduce_perf.compute.node.gpu03.json"])["spec"]
+    assert node["nodeName"] == "gpu03" and node["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert node["containers"][0]["command"][node["containers"][0]["command"].index("-g") + 1] == "8"
+    assert not any("unit" in k or "cluster" in k for k in data)  # nccl-tests across servers needs MPI: Slurm only
+    assert subprocess.run(["sh", "-n", "-c", data["screen.sh"]], check=False).returncode == 0
+
+
+FAKE_KUBECTL = r"""#!/bin/sh
+# A test double of kubectl: the verbs screen.sh uses, answered from files. `create` names the pod after
+# its manifest, every pod has Succeeded, a client's or single pod's log is the recorded output of its job.
+echo "$*" >> "$KUBECTL_LOG"
+case "$1" in
+  create) echo "pod/$(basename "$5" .json)" ;;
+  get) printf Succeeded ;;
+  logs) name=${4#pod/}; cat "$CANNED/${name%.client}.txt" ;;
+  wait|delete) ;;
+  *) echo "unexpected kubectl $*" >&2; exit 3 ;;
+esac
+"""
+
+
+def test_the_cronjobs_driver_collects_every_result_and_signals_the_slow_nic(tmp_path: Path, suite: Suite) -> None:
+    """screen.sh as the CronJob's pod runs it, against a test double of kubectl (above) and the real
+    gpufabric: the recorded outputs, with gpu03's rail 1 NIC slow, come back as results and a signal."""
+    data = next(d for d in _cronjob(tmp_path / "k8s") if d["kind"] == "ConfigMap")["data"]
+    mount = tmp_path / "configmap"
+    mount.mkdir()
+    for key, text in data.items():
+        (mount / key).write_text(text)
+    canned = record(tmp_path / "canned", suite, slow_nics={"gpu03 eth1": 175.0})
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "kubectl").write_text(FAKE_KUBECTL)
+    (fake / "kubectl").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{BIN}:{os.environ['PATH']}", "SCREEN_DIR": str(mount),
+           "SCREEN_RESULTS": str(tmp_path / "results"), "CANNED": str(canned),
+           "KUBECTL_LOG": str(tmp_path / "log")}  # fmt: skip
+    done = subprocess.run(["sh", mount / "screen.sh"], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr  # the report's exit: something is slow
+    (run,) = (tmp_path / "results").iterdir()
+    signal = json.loads((run / "signal.json").read_text())
+    assert [(s["part"], s["nodes"]) for s in signal["signals"]] == [("gpu03 eth1", ["gpu03"])]
+    assert signal["compared"] == 12 and json.loads(done.stdout) == signal
+    calls = (tmp_path / "log").read_text().splitlines()
+    assert sum(c.startswith("create") for c in calls) == 2 * len(suite.perf) + 4
+    assert sum(c.startswith("delete") for c in calls) == 2 * len(suite.perf) + 4  # no pod left behind
+
+
+def test_an_image_that_is_no_reference_is_refused(tmp_path: Path) -> None:
+    fabric = ROOT / "inventory" / "fabric.yml"
+    bad = _cli("acceptance", "screen", "scripts", fabric, "-o", tmp_path, "--image", "x\nkind: Secret",
+               "--driver-image", "d:1")  # fmt: skip
+    assert bad.returncode == 2 and "is not an image reference" in bad.stderr

@@ -16,7 +16,7 @@ from sysfs_trees import Host, build
 from gpufabric.export import host_facts, k8s_network
 from gpufabric.inputs import InputError
 from gpufabric.intent import load_intent
-from gpufabric.plan import build_plan
+from gpufabric.plan import Plan, build_plan
 from tests.conftest import BIN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def facts_dir(tmp_path: Path) -> Path:
     return folder
 
 
-def _plan():  # noqa: ANN202
+def _plan() -> Plan:
     return build_plan(load_intent(str(ROOT / "inventory" / "fabric.yml")))
 
 
