@@ -122,20 +122,47 @@ def test_the_acs_reader_walks_the_extended_capability_list() -> None:
 
     assert hb.acs_control(sysfs_trees._config(0x0004)) == 0x0004
     assert hb.acs_control(sysfs_trees._config(None)) is None  # no ACS capability: nothing to redirect
+    # The kernel shows a PCIe function's `config` as 4096 bytes and gives a user other than root 64 of them;
+    # a function without extended space (conventional PCI, a virtual machine's) is 256 bytes: no ACS there.
     with pytest.raises(ValueError, match="only 64 bytes"):
-        hb.acs_control(bytes(64))  # what a user other than root reads of `config`
+        hb.acs_control(bytes(64), 4096)
+    assert hb.acs_control(bytes(256), 256) is None
 
 
-def test_a_config_space_only_root_can_read_is_no_pass(tmp_path: Path) -> None:
-    names = build(tmp_path)
+def test_a_switch_port_whose_config_space_cannot_be_read_is_no_pass(tmp_path: Path) -> None:
+    build(tmp_path)
     port = tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:02:00.0" / "config"
-    port.write_bytes(port.read_bytes()[:64])
+    port.unlink()
+    port.mkdir()  # reading it fails, as a read of the real file fails when the device is gone
     result = hb.read_baseline(str(tmp_path), NICS, 8)
-    assert result["differences"] == [
-        "PCIe switch port 0000:02:00.0 ACS control: expected 0x0000, found unreadable: only 64 bytes of configuration "
-        "space readable (extended space needs root)"
-    ]
-    assert names["GPU0"] == "0000:03:00.0"
+    (bad,) = result["differences"]
+    assert bad.startswith("PCIe switch port 0000:02:00.0 ACS control: expected 0x0000, found unreadable: ")
+
+
+def test_a_netdev_below_its_pci_function_is_found_and_a_non_pci_one_named(tmp_path: Path) -> None:
+    names = build(tmp_path)
+    # virtio-net's netdev names a virtioN device below the PCI function, not the function itself.
+    link = tmp_path / "sys" / "class" / "net" / "eth1" / "device"
+    function = link.resolve()
+    (function / "virtio3").mkdir()
+    link.unlink()
+    link.symlink_to(os.path.relpath(function / "virtio3", link.parent))
+    (tmp_path / "sys" / "devices" / "virtual" / "net" / "ifb0").mkdir(parents=True)
+    ifb = tmp_path / "sys" / "class" / "net" / "ifb0"
+    ifb.mkdir()
+    (ifb / "device").symlink_to(os.path.relpath(tmp_path / "sys" / "devices" / "virtual" / "net" / "ifb0", ifb))
+    result = hb.read_baseline(str(tmp_path), [*NICS, {"interface": "ifb0", "rail": 3}], 8)
+    assert result["facts"]["nics"][0]["pci"] == names["eth1"]
+    assert result["differences"] == ["NIC ifb0 (rail 3) PCI device: expected present, found not a PCI device (ifb0)"]
+
+
+def test_cpus_without_cpufreq_are_the_firmwares_to_govern(tmp_path: Path) -> None:
+    build(tmp_path)
+    for governor in (tmp_path / "sys" / "devices" / "system" / "cpu").glob("cpu*/cpufreq/scaling_governor"):
+        governor.unlink()
+    result = hb.read_baseline(str(tmp_path), NICS, 8)
+    assert result["differences"] == []
+    assert "CPU frequency governor (no cpufreq: the firmware governs)" in [c["setting"] for c in result["checks"]]
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ GPU_CLASSES = ("0x0300", "0x0302")
 ACS_ID = 0x000D
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 LEVELS = {"switch": 2, "numa": 1, "cross-numa": 0}
-_BDF = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+_BDF = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -153,19 +153,31 @@ def nic_name(nic: dict[str, Any]) -> str:
     return str(nic.get("name") or nic.get("interface") or nic.get("device") or "")
 
 
-def _nic(root: str, nic: dict[str, Any]) -> Device | None:
+def _nic(root: str, nic: dict[str, Any]) -> Device | str:
+    """The rail NIC's PCI function, or why there is none. A netdev's `device` link names the PCI
+    function (mlx5) or a device below it (virtio-net's virtioN): the function is the nearest PCI
+    address up its path."""
     infiniband = nic.get("kind") == "infiniband" or ("device" in nic and "interface" not in nic)
     link = os.path.join(root, "sys", "class", "infiniband" if infiniband else "net", nic_name(nic), "device")
     if not os.path.exists(link):
-        return None
-    bdf = os.path.basename(os.path.realpath(link))
-    return Device(root, bdf) if _BDF.fullmatch(bdf) else None
+        return "missing"
+    path = os.path.realpath(link)
+    while path != os.path.dirname(path) and not _BDF.fullmatch(os.path.basename(path)):
+        path = os.path.dirname(path)
+    bdf = os.path.basename(path)
+    if not _BDF.fullmatch(bdf) or not os.path.exists(os.path.join(root, "sys", "bus", "pci", "devices", bdf)):
+        return f"not a PCI device ({os.path.basename(os.path.realpath(link))})"
+    return Device(root, bdf)
 
 
-def acs_control(config: bytes) -> int | None:
+def acs_control(config: bytes, size: int = 4096) -> int | None:
     """The ACS control register from a function's configuration space, or None when the function has no
-    ACS capability. Raises ValueError when the extended space (offset 0x100 on) was not readable."""
+    ACS capability. `size`: the `config` file's size, 256 for a function without extended space
+    (conventional PCI, some virtual machines' devices), which has no ACS capability. Raises ValueError
+    when extended space exists but was not read (the kernel gives a user other than root 64 bytes)."""
     if len(config) < 0x104:
+        if size <= 0x100:
+            return None
         raise ValueError(f"only {len(config)} bytes of configuration space readable (extended space needs root)")
     offset, seen = 0x100, 0
     while offset and offset + 8 <= len(config) and seen < 1024:
@@ -280,11 +292,17 @@ def _cpu_dirs(root: str) -> list[tuple[int, str]]:
 
 
 def _governor_checks(root: str, want: str) -> list[dict[str, str]]:
+    """Every CPU's governor. A CPU without cpufreq is left out: its firmware governs the frequency (a
+    BIOS performance profile without OS control, a virtual machine), and no governor can be set."""
     if not want:
         return []
     by: dict[str, set[int]] = {}
     for n, d in _cpu_dirs(root):
-        by.setdefault(_read(os.path.join(d, "cpufreq", "scaling_governor"), "no cpufreq"), set()).add(n)
+        governor = _read(os.path.join(d, "cpufreq", "scaling_governor"))
+        if governor:
+            by.setdefault(governor, set()).add(n)
+    if not by:
+        return [_check("CPU frequency governor (no cpufreq: the firmware governs)", "not read", "not read")]
     found = "; ".join(f"{g} on cpu {cpu_list(c)}" for g, c in sorted(by.items()) if g != want) or want
     return [_check("CPU frequency governor", want, found)]
 
@@ -349,9 +367,8 @@ def read_baseline(
     rail: list[tuple[dict[str, Any], Device]] = []
     for nic in nics:
         dev = _nic(root, nic)
-        label = f"NIC {nic_name(nic)} (rail {nic.get('rail')})"
-        if dev is None:
-            checks.append(_check(f"{label} PCI device", "present", "missing"))
+        if isinstance(dev, str):
+            checks.append(_check(f"NIC {nic_name(nic)} (rail {nic.get('rail')}) PCI device", "present", dev))
         else:
             rail.append((nic, dev))
     pairs = pair(found_gpus, rail)
@@ -444,7 +461,7 @@ def _acs_checks(root: str, devices: list[Device]) -> list[dict[str, str]]:
     for bdf, d in sorted(seen.items()):
         try:
             with open(os.path.join(d.dir, "config"), "rb") as f:
-                control = acs_control(f.read())
+                control = acs_control(f.read(), os.fstat(f.fileno()).st_size)
         except (OSError, ValueError) as exc:
             out.append(_check(f"PCIe switch port {bdf} ACS control", "0x0000", f"unreadable: {exc}"))
             continue
