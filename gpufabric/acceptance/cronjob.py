@@ -35,114 +35,121 @@ RESULTS = "/results"
 POD_TIMEOUT = 900  # seconds a screen pod may take from creation to its end (image pull included)
 
 
+CONFIGMAP_MAX = 1 << 20  # bytes of data a ConfigMap may hold (Kubernetes' documented limit: 1 MiB)
+# What a command token may hold to pass through the job table and the driver's JSON unquoted: the
+# plan's device names, numbers, options and addresses, nothing a shell or JSON reader would take apart.
+_TOKEN = re.compile(r"[A-Za-z0-9_.,=:/+-]+")
+
+
 def _labels(plan: Plan) -> dict[str, str]:
     return {"app.kubernetes.io/managed-by": "gpufabric", "gpufabric.io/cluster": plan.intent.fabric.name,
             "app.kubernetes.io/name": NAME}  # fmt: skip
 
 
-def _pod(plan: Plan, name: str, node: str, image: str, command: list[str], *, limits: dict[str, str],
-         network: str | None = None) -> dict[str, Any]:  # fmt: skip
-    meta: dict[str, Any] = {"generateName": f"{name}-", "namespace": NAMESPACE, "labels": _labels(plan)}
-    if network is not None:
-        meta["annotations"] = {"k8s.v1.cni.cncf.io/networks": network}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {
-            "nodeName": node,  # the planned node, bypassing the scheduler: the screen measures that node
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "tool",
-                "image": image,
-                "command": command,
-                # RDMA registers (pins) memory: perftest and NCCL need to lock pages.
-                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                "resources": {"limits": limits, "requests": limits},
-            }],
-        },
-    }  # fmt: skip
-
-
 def _rail(job: PerfJob) -> tuple[str, str]:
     """The rail's network and resource, named as the k8s-network export names them."""
-    network = f"{job.plane}-rail{job.rail}"
-    return network, f"{k8s_network.RESOURCE_PREFIX}/{job.plane}_rail{job.rail}"
-
-
-def manifests(plan: Plan, suite: Suite, image: str) -> dict[str, dict[str, Any]]:
-    """ConfigMap key -> pod manifest: `<job>.server.json` and `<job>.client.json` per pair,
-    `<job>.json` per single-server nccl-tests run."""
-    out: dict[str, dict[str, Any]] = {}
-    for job in suite.perf:
-        network, resource = _rail(job)
-        for side, end in (("server", job.server), ("client", job.client)):
-            out[f"{job.id}.{side}.json"] = _pod(plan, f"screen-{side}", end.server, image, job.command(side),
-                                                limits={resource: "1"}, network=network)  # fmt: skip
-    for n in _single(suite):
-        command = n.command()
-        command[command.index("-g") + 1] = str(n.gpus_per_server)  # one process drives every GPU, no MPI
-        out[f"{n.id}.json"] = _pod(plan, "screen-node", n.servers[0], image, command,
-                                   limits={"nvidia.com/gpu": str(n.gpus_per_server)})  # fmt: skip
-    return out
+    return f"{job.plane}-rail{job.rail}", f"{k8s_network.RESOURCE_PREFIX}/{job.plane}_rail{job.rail}"
 
 
 def _single(suite: Suite) -> list[NcclJob]:
     return [n for n in suite.nccl if len(n.servers) == 1]
 
 
-def driver_script(suite: Suite) -> str:
-    """POSIX sh, run by the CronJob's pod: each pair (server pod, then client pod, the client's log is
-    the result), each single-server run, then the report. A pod that fails or overstays leaves its result
-    missing, and the screen goes on."""
+def _tokens(command: list[str]) -> str:
+    bad = [t for t in command if not _TOKEN.fullmatch(t)]
+    if bad:
+        raise ScreenError(f"command word {bad[0]!r} cannot go into the screen's job table")
+    return " ".join(command)
+
+
+def job_table(suite: Suite) -> str:
+    """One tab-separated line per job, what the driver builds its pods from:
+    `pair ID SERVER_NODE CLIENT_NODE NETWORK RESOURCE 1 SERVER_COMMAND CLIENT_COMMAND` and
+    `single ID NODE - - nvidia.com/gpu GPUS COMMAND -`."""
+    lines = []
+    for job in suite.perf:
+        network, resource = _rail(job)
+        lines.append("\t".join(["pair", job.id, job.server.server, job.client.server, network, resource, "1",
+                                 _tokens(job.command("server")), _tokens(job.command("client"))]))  # fmt: skip
+    for n in _single(suite):
+        command = n.command()
+        command[command.index("-g") + 1] = str(n.gpus_per_server)  # one process drives every GPU, no MPI
+        lines.append("\t".join(["single", n.id, n.servers[0], "-", "-", "nvidia.com/gpu", str(n.gpus_per_server),
+                                 _tokens(command), "-"]))  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def driver_script(plan: Plan, image: str) -> str:
+    """POSIX sh, run by the CronJob's pod: for each line of the job table, the pods (a pair's server,
+    then its client; a single-server run's one pod) pinned to their nodes, each client's log kept as the
+    job's result; then the report. A pod that fails or overstays leaves its result missing, and the
+    screen goes on. Every pod is deleted when its job ends."""
     q = shlex.quote
-    lines = [
+    ns = q(NAMESPACE)
+    labels = json_dumps(_labels(plan), separators=(",", ":"))
+    return "\n".join([
         "#!/bin/sh",
         "set -u",
-        f'screen="${{SCREEN_DIR:-{MOUNT}}}"  # the ConfigMap: this script, the pods, the intent',
+        f'screen="${{SCREEN_DIR:-{MOUNT}}}"  # the ConfigMap: this script, the job table, the intent',
         f'out="${{SCREEN_RESULTS:-{RESULTS}}}/screen-$(date -u +%Y%m%dT%H%M%SZ)"',
         'mkdir -p "$out"',
-        "# start FILE: create the pod, print its name (pod/...)",
-        f'start() {{ kubectl create -n {q(NAMESPACE)} -f "$screen/$1" -o name; }}',
+        f"labels={q(labels)}",
+        f"image={q(image)}",
+        "# args WORDS: a JSON array of the words (the job table holds no quote, backslash or space in a word)",
+        'args() { sep=""; printf "["; for w in $1; do printf \'%s"%s"\' "$sep" "$w"; sep=","; done; printf "]"; }',
+        "# pod JOB SIDE NODE NETWORK RESOURCE COUNT WORDS: the pod's manifest, pinned to NODE (no scheduler)",
+        "pod() {",
+        '  ann="\\"gpufabric.io/screen-job\\":\\"$1\\",\\"gpufabric.io/screen-side\\":\\"$2\\""',
+        '  [ "$4" = - ] || ann="$ann,\\"k8s.v1.cni.cncf.io/networks\\":\\"$4\\""',
+        '  limits="{\\"$5\\":\\"$6\\"}"',
+        f"  printf \'{{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{{\"generateName\":\"screen-%s-\","
+        f"\"namespace\":\"{NAMESPACE}\",\"labels\":%s,\"annotations\":{{%s}}}},\"spec\":{{\"nodeName\":\"%s\","
+        "\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"tool\",\"image\":\"%s\",\"command\":%s,"
+        "\"securityContext\":{\"capabilities\":{\"add\":[\"IPC_LOCK\"]}},"
+        "\"resources\":{\"limits\":%s,\"requests\":%s}}]}}\\n\' "
+        '"$2" "$labels" "$ann" "$3" "$image" "$(args "$7")" "$limits" "$limits"',
+        "}",
+        "# start JOB SIDE NODE NETWORK RESOURCE COUNT WORDS: create the pod, print its name (pod/...)",
+        f'start() {{ pod "$@" | kubectl create -n {ns} -f - -o name; }}',
         "# finish POD: wait until it ends (Succeeded or Failed) or the deadline passes",
         "finish() {",
         f"  deadline=$(( $(date +%s) + {POD_TIMEOUT} ))",
         '  while [ "$(date +%s)" -lt "$deadline" ]; do',
-        f"    phase=$(kubectl get -n {q(NAMESPACE)} \"$1\" -o jsonpath='{{.status.phase}}' 2>/dev/null || true)",
+        f"    phase=$(kubectl get -n {ns} \"$1\" -o jsonpath=\'{{.status.phase}}\' </dev/null 2>/dev/null || true)",
         '    case "$phase" in Succeeded|Failed) return 0 ;; esac',
         "    sleep 5",
         "  done",
         '  echo "screen: $1 did not end in time" >&2',
         "}",
-        "running() {",
-        f'  kubectl wait -n {q(NAMESPACE)} --for=condition=Ready "$1" --timeout={POD_TIMEOUT}s >/dev/null 2>&1 \\',
-        "    || true",
-        "}",
-        "pair() {  # JOB: the server pod, then the client pod; the client's log is the result",
-        '  s=$(start "$1.server.json") || { echo "screen: $1: server pod not created" >&2; return 0; }',
-        '  running "$s"; sleep 3',
-        '  if c=$(start "$1.client.json"); then',
-        f'    finish "$c"; kubectl logs -n {q(NAMESPACE)} "$c" > "$out/$1.txt" || rm -f "$out/$1.txt"',
-        f'    kubectl delete -n {q(NAMESPACE)} "$c" --wait=false >/dev/null 2>&1 || true',
+        "# (kubectl reads no job table: every call below but create's has /dev/null as its input)",
+        f'ready() {{ kubectl wait -n {ns} --for=condition=Ready "$1" --timeout={POD_TIMEOUT}s </dev/null \\',
+        "  >/dev/null 2>&1 || true; }",
+        f'keep() {{ kubectl logs -n {ns} "$1" </dev/null > "$out/$2.txt" || rm -f "$out/$2.txt"; }}',
+        f'gone() {{ kubectl delete -n {ns} "$@" --wait=false </dev/null >/dev/null 2>&1 || true; }}',
+        'tab=$(printf "\\t")',
+        'while IFS="$tab" read -r kind id first second network resource count one two; do',
+        '  if [ "$kind" = pair ]; then',
+        '    if ! s=$(start "$id" server "$first" "$network" "$resource" "$count" "$one"); then',
+        '      echo "screen: $id: no server pod" >&2; continue',
+        "    fi",
+        '    ready "$s"; sleep 3  # the listener is up before the client connects',
+        '    if c=$(start "$id" client "$second" "$network" "$resource" "$count" "$two"); then',
+        '      finish "$c"; keep "$c" "$id"; gone "$c"',
+        "    fi",
+        '    gone "$s"',
+        "  else",
+        '    if ! p=$(start "$id" node "$first" - "$resource" "$count" "$one"); then',
+        '      echo "screen: $id: no pod" >&2; continue',
+        "    fi",
+        '    finish "$p"; keep "$p" "$id"; gone "$p"',
         "  fi",
-        f'  kubectl delete -n {q(NAMESPACE)} "$s" --wait=false >/dev/null 2>&1 || true',
-        "}",
-        "single() {  # JOB: one pod, its log is the result",
-        '  p=$(start "$1.json") || { echo "screen: $1: pod not created" >&2; return 0; }',
-        f'  finish "$p"; kubectl logs -n {q(NAMESPACE)} "$p" > "$out/$1.txt" || rm -f "$out/$1.txt"',
-        f'  kubectl delete -n {q(NAMESPACE)} "$p" --wait=false >/dev/null 2>&1 || true',
-        "}",
-    ]
-    lines += [f"pair {q(j.id)}" for j in suite.perf]
-    lines += [f"single {q(n.id)}" for n in _single(suite)]
-    lines += [
+        'done < "$screen/jobs.tsv"',
         "# The verdict and the signal record (also on this pod's log, for whoever reads it).",
         'gpufabric acceptance screen report "$screen/intent.yml" --results "$out" --signal "$out/signal.json"',
         "status=$?",
         'cat "$out/signal.json" 2>/dev/null',
         'exit "$status"',
-    ]
-    return "\n".join(lines) + "\n"
+    ]) + "\n"  # fmt: skip
 
 
 # An image reference: [registry[:port]/]path[:tag][@digest], nothing a YAML or shell reader would take apart.
@@ -157,8 +164,13 @@ def documents(plan: Plan, intent_text: str, *, schedule: str, image: str, driver
     suite = _k8s_suite(plan)
     labels = _labels(plan)
     meta = {"name": NAME, "namespace": NAMESPACE, "labels": labels}
-    data = {"screen.sh": driver_script(suite), "intent.yml": intent_text}
-    data |= {key: json_dumps(pod, indent=2) + "\n" for key, pod in manifests(plan, suite, image).items()}
+    data = {"screen.sh": driver_script(plan, image), "jobs.tsv": job_table(suite), "intent.yml": intent_text}
+    size = sum(len(v.encode()) for v in data.values())
+    if size > CONFIGMAP_MAX:
+        raise ScreenError(
+            f"the screen's ConfigMap would hold {size} bytes ({len(suite.perf)} pairs), past the 1 MiB a ConfigMap "
+            "may hold: run this screen from Slurm (screen.sbatch)"
+        )
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": [

@@ -217,53 +217,57 @@ def _cronjob(tmp_path: Path) -> list[dict]:
     return list(yaml.safe_load_all((tmp_path / "screen-cronjob.yaml").read_text()))
 
 
-def test_the_cronjob_pins_each_pod_to_its_node_with_the_exported_rail(tmp_path: Path, plan: Plan, suite: Suite) -> None:
-    from gpufabric.export import k8s_network
-
+def test_the_cronjob_runs_a_driver_over_a_job_table(tmp_path: Path) -> None:
     docs = _cronjob(tmp_path)
     kinds = {d["kind"]: d for d in docs}
     assert list(kinds) == ["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "PersistentVolumeClaim", "CronJob"]
     cron = kinds["CronJob"]["spec"]
     assert (cron["schedule"], cron["concurrencyPolicy"]) == ("0 3 * * 0", "Forbid")
     pod = cron["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "gpufabric-screen" and pod["containers"][0]["command"] == [
-        "sh",
-        "/screen/screen.sh",
-    ]
+    assert pod["serviceAccountName"] == "gpufabric-screen"
+    assert pod["containers"][0]["command"] == ["sh", "/screen/screen.sh"]
     assert {r["resources"][0] for r in kinds["Role"]["rules"]} == {"pods", "pods/log"}
     data = kinds["ConfigMap"]["data"]
-    exported = {f"nvidia.com/{r.resource}": r.name for r in k8s_network.rails(plan)}
-    for job in suite.perf:
-        for side, end in (("server", job.server), ("client", job.client)):
-            spec = json.loads(data[f"{job.id}.{side}.json"])
-            (resource,) = spec["spec"]["containers"][0]["resources"]["limits"]
-            assert spec["spec"]["nodeName"] == end.server
-            assert exported[resource] == spec["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
-            assert spec["spec"]["containers"][0]["command"] == job.command(side)
-    node = json.loads(data["screen.all_reduce_perf.compute.node.gpu03.json"])["spec"]
-    assert node["nodeName"] == "gpu03" and node["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
-    assert node["containers"][0]["command"][node["containers"][0]["command"].index("-g") + 1] == "8"
-    assert not any("unit" in k or "cluster" in k for k in data)  # nccl-tests across servers needs MPI: Slurm only
+    assert set(data) == {"screen.sh", "jobs.tsv", "intent.yml"}
+    assert data["intent.yml"] == (ROOT / "inventory" / "fabric.yml").read_text()
+    assert not any("unit" in line or "cluster" in line for line in data["jobs.tsv"].splitlines())  # MPI: Slurm only
     assert subprocess.run(["sh", "-n", "-c", data["screen.sh"]], check=False).returncode == 0
 
 
-FAKE_KUBECTL = r"""#!/bin/sh
-# A test double of kubectl: the verbs screen.sh uses, answered from files. `create` names the pod after
-# its manifest, every pod has Succeeded, a client's or single pod's log is the recorded output of its job.
-echo "$*" >> "$KUBECTL_LOG"
-case "$1" in
-  create) echo "pod/$(basename "$5" .json)" ;;
-  get) printf Succeeded ;;
-  logs) name=${4#pod/}; cat "$CANNED/${name%.client}.txt" ;;
-  wait|delete) ;;
-  *) echo "unexpected kubectl $*" >&2; exit 3 ;;
-esac
+FAKE_KUBECTL = """#!{python}
+# A test double of kubectl: the verbs screen.sh uses. `create -f -` reads the manifest (it must be JSON),
+# keeps it and names the pod after its job and side; every pod has Succeeded; a client's or a single
+# pod's log is the recorded output of its job.
+import json, os, sys
+from pathlib import Path
+log = Path(os.environ["KUBECTL_LOG"])
+with (log / "calls").open("a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+verb = sys.argv[1]
+if verb == "create":
+    pod = json.load(sys.stdin)
+    note = pod["metadata"]["annotations"]
+    name = note["gpufabric.io/screen-job"] + "." + note["gpufabric.io/screen-side"]
+    (log / (name + ".json")).write_text(json.dumps(pod))
+    print("pod/" + name)
+elif verb == "get":
+    print("Succeeded", end="")
+elif verb == "logs":
+    job, side = sys.argv[4].removeprefix("pod/").rsplit(".", 1)
+    sys.stdout.write((Path(os.environ["CANNED"]) / (job + ".txt")).read_text())
+elif verb not in ("wait", "delete"):
+    sys.exit("unexpected kubectl " + " ".join(sys.argv[1:]))
 """
 
 
-def test_the_cronjobs_driver_collects_every_result_and_signals_the_slow_nic(tmp_path: Path, suite: Suite) -> None:
+def test_the_cronjobs_driver_pins_each_pod_and_signals_the_slow_nic(tmp_path: Path, plan: Plan, suite: Suite) -> None:
     """screen.sh as the CronJob's pod runs it, against a test double of kubectl (above) and the real
-    gpufabric: the recorded outputs, with gpu03's rail 1 NIC slow, come back as results and a signal."""
+    gpufabric: each pod it creates is pinned to the planned node with the rail the k8s-network export
+    names, and the recorded outputs, with gpu03's rail 1 NIC slow, come back as results and a signal."""
+    import sys
+
+    from gpufabric.export import k8s_network
+
     data = next(d for d in _cronjob(tmp_path / "k8s") if d["kind"] == "ConfigMap")["data"]
     mount = tmp_path / "configmap"
     mount.mkdir()
@@ -272,20 +276,41 @@ def test_the_cronjobs_driver_collects_every_result_and_signals_the_slow_nic(tmp_
     canned = record(tmp_path / "canned", suite, slow_nics={"gpu03 eth1": 175.0})
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "kubectl").write_text(FAKE_KUBECTL)
+    (fake / "kubectl").write_text(FAKE_KUBECTL.format(python=sys.executable))
     (fake / "kubectl").chmod(0o755)
+    log = tmp_path / "log"
+    log.mkdir()
     env = {**os.environ, "PATH": f"{fake}:{BIN}:{os.environ['PATH']}", "SCREEN_DIR": str(mount),
-           "SCREEN_RESULTS": str(tmp_path / "results"), "CANNED": str(canned),
-           "KUBECTL_LOG": str(tmp_path / "log")}  # fmt: skip
+           "SCREEN_RESULTS": str(tmp_path / "results"), "CANNED": str(canned), "KUBECTL_LOG": str(log)}  # fmt: skip
     done = subprocess.run(["sh", mount / "screen.sh"], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 1, done.stderr  # the report's exit: something is slow
     (run,) = (tmp_path / "results").iterdir()
     signal = json.loads((run / "signal.json").read_text())
     assert [(s["part"], s["nodes"]) for s in signal["signals"]] == [("gpu03 eth1", ["gpu03"])]
     assert signal["compared"] == 12 and json.loads(done.stdout) == signal
-    calls = (tmp_path / "log").read_text().splitlines()
+    exported = {f"nvidia.com/{r.resource}": r.name for r in k8s_network.rails(plan)}
+    for job in suite.perf:
+        for side, end in (("server", job.server), ("client", job.client)):
+            pod = json.loads((log / f"{job.id}.{side}.json").read_text())
+            (container,) = pod["spec"]["containers"]
+            (resource,) = container["resources"]["limits"]
+            assert (pod["spec"]["nodeName"], container["command"]) == (end.server, job.command(side))
+            assert exported[resource] == pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+            assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    node = json.loads((log / "screen.all_reduce_perf.compute.node.gpu03.node.json").read_text())["spec"]
+    assert node["nodeName"] == "gpu03" and node["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    command = node["containers"][0]["command"]
+    assert command[0] == "all_reduce_perf" and command[command.index("-g") + 1] == "8"
+    calls = (log / "calls").read_text().splitlines()
     assert sum(c.startswith("create") for c in calls) == 2 * len(suite.perf) + 4
     assert sum(c.startswith("delete") for c in calls) == 2 * len(suite.perf) + 4  # no pod left behind
+
+
+def test_a_screen_too_large_for_a_configmap_is_refused(plan: Plan) -> None:
+    from gpufabric.acceptance import cronjob
+
+    with pytest.raises(ScreenError, match="past the 1 MiB a ConfigMap may hold"):
+        cronjob.documents(plan, "x" * (1 << 20), schedule="0 3 * * 0", image="a/b:1", driver_image="c/d:1")
 
 
 def test_an_image_that_is_no_reference_is_refused(tmp_path: Path) -> None:
