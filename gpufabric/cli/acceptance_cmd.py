@@ -1,4 +1,5 @@
-"""`gpufabric acceptance plan|scripts|run|counters|report`: the acceptance suite of the plan, and its verdict."""
+"""`gpufabric acceptance plan|scripts|run|counters|report|screen`: the acceptance suite of the plan, its
+verdict, and the slow-node screen."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def acceptance_cmd() -> None:
       gpufabric acceptance run --results DIR  the pair jobs over SSH (--lab --stand-in in the lab)
       gpufabric acceptance counters --job ID --phase before|after --results DIR   an incast's switch counters
       gpufabric acceptance report --results DIR [--junit F]   expected vs observed
+      gpufabric acceptance screen plan|scripts|report   slow nodes on a schedule, against the median
     """
 
 
