@@ -122,12 +122,6 @@ class Device:
         return _read(os.path.join(self.dir, name))
 
 
-def _bridge(dev: Device, bdf: str) -> str:
-    i = dev.bridges.index(bdf)
-    up = len(dev.bridges) - i
-    return os.path.normpath(os.path.join(dev.dir, *([".."] * up)))
-
-
 def _pci_devices(root: str) -> list[str]:
     try:
         return sorted(e for e in os.listdir(os.path.join(root, "sys", "bus", "pci", "devices")) if _BDF.fullmatch(e))
@@ -391,7 +385,7 @@ def read_baseline(
     uplinks: dict[str, Device] = {}
     for _, d, _ in devices:
         if len(d.bridges) >= 2:  # a switch below the root port: its upstream port's link
-            uplinks.setdefault(d.bridges[1], _as_device(root, d, d.bridges[1]))
+            uplinks.setdefault(d.bridges[1], Device(root, d.bridges[1]))
     for name, d, speed in devices:
         checks += _link_checks(name, d, speed)
     for bdf, d in sorted(uplinks.items()):
@@ -439,16 +433,6 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _as_device(root: str, below: Device, bdf: str) -> Device:
-    d = Device.__new__(Device)
-    d.bdf = bdf
-    d.dir = _bridge(below, bdf)
-    d.host_bridge = below.host_bridge
-    d.bridges = below.bridges[: below.bridges.index(bdf)]
-    d.numa = below.numa
-    return d
-
-
 def _acs_checks(root: str, devices: list[Device]) -> list[dict[str, str]]:
     """Every bridge below a root port on a GPU's or rail NIC's path: the PCIe switches' ports, where
     peer-to-peer traffic between a GPU and a NIC turns; ACS redirection there sends it up to the root
@@ -456,7 +440,7 @@ def _acs_checks(root: str, devices: list[Device]) -> list[dict[str, str]]:
     seen: dict[str, Device] = {}
     for d in devices:
         for bdf in d.bridges[1:]:
-            seen.setdefault(bdf, _as_device(root, d, bdf))
+            seen.setdefault(bdf, Device(root, bdf))  # a bridge is a PCI function too
     out = []
     for bdf, d in sorted(seen.items()):
         try:
