@@ -55,15 +55,19 @@ def suite(plan: Plan) -> Suite:
 
 
 def record(folder: Path, suite: Suite, *, slow_nics: dict[str, float] | None = None,
-           slow_nodes: dict[str, float] | None = None) -> Path:  # fmt: skip
+           slow_nodes: dict[str, float] | None = None,
+           slow_switches: dict[str, float] | None = None) -> Path:  # fmt: skip
     """Every screen job's output: ~390 Gb/s per pair and ~480 GB/s per node with a little spread, a
-    pair through a NIC in `slow_nics` ("gpu03 eth1") at that rate, a node in `slow_nodes` at its figure."""
+    pair through a NIC in `slow_nics` ("gpu03 eth1") or across a switch in `slow_switches` at that
+    rate, a node in `slow_nodes` at its figure."""
     folder.mkdir(parents=True, exist_ok=True)
-    slow_nics, slow_nodes = slow_nics or {}, slow_nodes or {}
+    slow_nics, slow_nodes, slow_switches = slow_nics or {}, slow_nodes or {}, slow_switches or {}
     for i, job in enumerate(suite.perf):
         rate = 388.0 + (i % 5)
         for end in (job.client, job.server):
             rate = min(rate, slow_nics.get(f"{end.server} {end.interface}", rate))
+        for switch in job.crosses:
+            rate = min(rate, slow_switches.get(switch, rate))
         (folder / f"{job.id}.txt").write_text(perftest_text(job, rate))
     for i, nccl in enumerate(suite.nccl):
         if len(nccl.servers) == 1:
@@ -121,6 +125,15 @@ def test_a_slow_gpu_node_is_named_by_its_own_run(tmp_path: Path, plan: Plan, sui
     (evidence,) = doc["signals"][0]["evidence"]
     assert evidence["job"] == "screen.all_reduce_perf.compute.node.gpu02" and evidence["observed"] == 210.0
     assert evidence["median"] == 479.0 and evidence["peers"] == 4  # of 478, 210, 480, 481
+
+
+def test_a_slow_leaf_is_named_with_the_servers_behind_it(tmp_path: Path, plan: Plan, suite: Suite) -> None:
+    found = screen(suite, plan, record(tmp_path, suite, slow_switches={"cmp-su1-leaf1": 120.0}))
+    # Rail 1's ring: the pair under the leaf and both pairs that leave it are slow; the pair under su2's is not.
+    assert len(found.slow) == 3
+    (sig,) = signal_record(found, tmp_path)["signals"]
+    assert (sig["part"], sig["part_kind"], sig["nodes"]) == ("cmp-su1-leaf1", "leaf", ["gpu01", "gpu02"])
+    assert (sig["slow_results"], sig["normal_results"], sig["with"]) == (3, 0, [])
 
 
 def test_two_faults_give_two_signals(tmp_path: Path, plan: Plan, suite: Suite) -> None:
