@@ -199,6 +199,57 @@ def _localise(compared: list[Compared], index: dict[str, Part]) -> list[Signal]:
     return signals
 
 
+_PART = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["part", "part_kind"],
+    "properties": {"part": {"type": "string"}, "part_kind": {"enum": list(KIND_ORDER)}},
+}
+_EVIDENCE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["job", "tool", "status", "observed", "unit", "median", "threshold", "peers", "detail"],
+    "properties": {
+        "job": {"type": "string"},
+        "tool": {"type": "string"},
+        "status": {"enum": ["measured", "failed"]},
+        "observed": {"type": ["number", "null"]},
+        "unit": {"type": "string"},
+        "median": {"type": "number"},
+        "threshold": {"type": "number"},
+        "peers": {"type": "integer", "minimum": 3},
+        "detail": {"type": "string"},
+    },
+}
+# The signal record's contract (JSON Schema, draft 2020-12): what the remediation loop may rely on.
+SIGNAL_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "gpufabric slow-results signal record, version 1",
+    "type": "object", "additionalProperties": False,
+    "required": ["kind", "version", "fabric", "results", "factor", "signals", "compared", "slow", "unjudged"],
+    "properties": {
+        "kind": {"const": SIGNAL_KIND}, "version": {"const": 1}, "fabric": {"type": "string"},
+        "results": {"type": "string"}, "factor": {"type": "number", "exclusiveMinimum": 1},
+        "compared": {"type": "integer", "minimum": 0}, "slow": {"type": "integer", "minimum": 0},
+        "signals": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["part", "part_kind", "with", "nodes", "slow_results", "normal_results", "evidence"],
+            "properties": {
+                "part": {"type": "string"}, "part_kind": {"enum": list(KIND_ORDER)},
+                "with": {"type": "array", "items": _PART},
+                "nodes": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                "slow_results": {"type": "integer", "minimum": 1}, "normal_results": {"type": "integer", "minimum": 0},
+                "evidence": {"type": "array", "items": _EVIDENCE, "minItems": 1},
+            },
+        }},
+        "unjudged": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["job", "status", "why"],
+            "properties": {"job": {"type": "string"}, "status": {"type": "string"}, "why": {"type": "string"}},
+        }},
+    },
+}  # fmt: skip
+
+
 def _figure(c: Compared) -> dict[str, Any]:
     return {
         "job": c.result.job.id,

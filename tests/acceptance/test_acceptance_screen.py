@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpufabric.acceptance.model import NcclJob, PerfJob, Suite
-from gpufabric.acceptance.screen import ScreenError, screen, signal_record
+from gpufabric.acceptance.screen import SIGNAL_SCHEMA, ScreenError, screen, signal_record
 from gpufabric.acceptance.suite import screen_suite
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
@@ -91,8 +91,26 @@ def test_the_screen_rings_every_rail_so_each_nic_is_in_two_pairs(suite: Suite) -
     assert {j.scope for j in suite.nccl if len(j.servers) > 1} == {"unit1", "unit2", "cluster"}
 
 
+def _valid(doc: dict) -> None:
+    """The record holds to its published contract (SIGNAL_SCHEMA), as the remediation loop will read it."""
+    import jsonschema
+
+    jsonschema.Draft202012Validator(SIGNAL_SCHEMA).validate(json.loads(json.dumps(doc)))
+
+
+def test_the_signal_contract_refuses_what_the_loop_could_not_act_on(tmp_path: Path, plan: Plan, suite: Suite) -> None:
+    import jsonschema
+
+    doc = signal_record(screen(suite, plan, record(tmp_path, suite, slow_nics={"gpu03 eth1": 180.0})), tmp_path)
+    _valid(doc)
+    doc["signals"][0]["part_kind"] = "rack"
+    with pytest.raises(jsonschema.ValidationError):
+        _valid(doc)
+
+
 def test_uniform_results_raise_no_signal(tmp_path: Path, plan: Plan, suite: Suite) -> None:
     found = screen(suite, plan, record(tmp_path, suite))
+    _valid(signal_record(found, tmp_path))
     assert found.slow == [] and found.signals == []
     assert len(found.compared) == 12  # 8 pairs and 4 single-node runs; the unit and cluster runs were not recorded
     assert {r.status for r, _ in found.unjudged} == {"missing"}
@@ -138,6 +156,7 @@ def test_a_slow_leaf_is_named_with_the_servers_behind_it(tmp_path: Path, plan: P
 
 def test_two_faults_give_two_signals(tmp_path: Path, plan: Plan, suite: Suite) -> None:
     found = screen(suite, plan, record(tmp_path, suite, slow_nics={"gpu01 eth2": 150.0}, slow_nodes={"gpu04": 90.0}))
+    _valid(signal_record(found, tmp_path))
     assert sorted((s.part.name, s.part.nodes) for s in found.signals) == [
         ("gpu01 eth2", ("gpu01",)),
         ("gpu04", ("gpu04",)),
