@@ -132,7 +132,7 @@ def driver_script(plan: Plan, image: str) -> str:
         '    if ! s=$(start "$id" server "$first" "$network" "$resource" "$count" "$one"); then',
         '      echo "screen: $id: no server pod" >&2; continue',
         "    fi",
-        '    ready "$s"; sleep 3  # the listener is up before the client connects',
+        '    ready "$s"; sleep "${SCREEN_SETTLE:-3}"  # the listener is up before the client connects',
         '    if c=$(start "$id" client "$second" "$network" "$resource" "$count" "$two"); then',
         '      finish "$c"; keep "$c" "$id"; gone "$c"',
         "    fi",
