@@ -5,7 +5,7 @@ its own munged and slurmctld on 127.0.0.1, every file in a temporary folder, sto
 (no slurmd runs: nothing could start it anyway), `scontrol show job` shows what Slurm made of them,
 and `scancel` removes it. Where `scrontab` is installed, the controller takes the scrontab entry and
 its #SCRON options, `scrontab -l` shows the entry as Slurm stored it, and `scrontab -r` removes it
-(Debian 12's slurm-client has no scrontab: that part skips). The nodes are declared at 127.0.0.1,
+(none is installed on this machine: that part skips). The nodes are declared at 127.0.0.1,
 where no slurmd answers.
 """
 
