@@ -248,3 +248,33 @@ def test_the_role_fails_naming_the_device_and_a_lab_container_is_not_read(tmp_pa
     lab = _play(tmp_path, gpufabric_lab_container=True)
     assert lab.returncode == 0, lab.stdout[-3000:]
     assert "Read the host's PCIe" in lab.stdout and "skipping: [gpu01]" in lab.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("container", [False, True], ids=["a GPU host", "a lab container"])
+def test_validate_yml_gathers_the_baselines_checks_as_it_gathers_the_other_roles(
+    tmp_path: Path, container: bool
+) -> None:
+    """The tasks and variable playbooks/validate.yml uses (tasks_from: validate.yml, host_baseline_checks)
+    and its verdict's filter: one difference named on a GPU host, no check at all on a lab container."""
+    names = build(tmp_path / "tree", Host(width={"eth2": 8}))
+    play = [{"name": "read back", "hosts": "all", "gather_facts": False, "tasks": [
+        {"name": "Baseline", "ansible.builtin.import_role": {"name": "host_baseline", "tasks_from": "validate.yml"}},
+        {"name": "Verdict", "ansible.builtin.debug": {"msg": "{{ host_baseline_checks | gpufabric_differences }}"}},
+        {"name": "Count", "ansible.builtin.debug": {"msg": "checks={{ host_baseline_checks | length }}"}},
+    ]}]  # fmt: skip
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+            "host_baseline_root": str(tmp_path / "tree"), "gpufabric_lab_container": container, **_gpu01()}  # fmt: skip
+    (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpu01": host}}}))
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FILTER_PLUGINS": str(ROOT / "roles" / "host_network" / "filter_plugins")}  # fmt: skip
+    done = subprocess.run([str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    said = " ".join(done.stdout.split())
+    if container:
+        assert "checks=0" in said and "PCIe link width" not in said
+    else:
+        assert f"NIC eth2 {names['eth2']} PCIe link width: expected x16, found x8" in said
+        assert "checks=0" not in said
