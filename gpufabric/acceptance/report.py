@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,12 +69,21 @@ class Report:
         failing jobs, fewest passing ones first. ECMP may have steered a passing job around a fault."""
         failing = [v for v in self.failed if v.status == "failed"]
         kinds = {_kind(v.job) for v in failing}  # a latency pass does not clear a bandwidth failure
-        bad = Counter(x for v in failing for x in (*v.job.crosses, *v.job.cables))
-        good = Counter(
-            x for v in self.verdicts if v.passed and _kind(v.job) in kinds for x in (*v.job.crosses, *v.job.cables)
+        passing = [v for v in self.verdicts if v.passed and _kind(v.job) in kinds]
+        return rank_parts(
+            [(*v.job.crosses, *v.job.cables) for v in failing], [(*v.job.crosses, *v.job.cables) for v in passing]
         )
-        ranked = [(x, n, good[x]) for x, n in bad.items() if n >= 2]
-        return sorted(ranked, key=lambda r: (r[2], -r[1], r[0]))
+
+
+def rank_parts(
+    failing: Iterable[Iterable[str]], passing: Iterable[Iterable[str]], at_least: int = 2
+) -> list[tuple[str, int, int]]:
+    """(part, failing results through it, passing results through it) for the parts in at least
+    `at_least` failing results: fewest passing first, then most failing, then by name."""
+    bad = Counter(x for parts in failing for x in set(parts))
+    good = Counter(x for parts in passing for x in set(parts))
+    ranked = [(x, n, good[x]) for x, n in bad.items() if n >= at_least]
+    return sorted(ranked, key=lambda r: (r[2], -r[1], r[0]))
 
 
 def _kind(job: Job) -> str:

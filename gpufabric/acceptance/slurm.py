@@ -3,10 +3,12 @@ have its NICs to itself), each writing the tool's output where `acceptance repor
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from gpufabric.acceptance.counters import nic_command
 from gpufabric.acceptance.model import IncastJob, NcclJob, PerfJob, Suite
+from gpufabric.acceptance.screen import ScreenError
 
 JOB_NAME = "gpufabric-acceptance"  # with --dependency=singleton: one job of this name runs at a time
 
@@ -100,3 +102,83 @@ def scripts(suite: Suite) -> dict[str, str]:
     submit += [f"sbatch {shlex.quote(name)}" for name in files]
     files["submit.sh"] = "\n".join(submit) + "\n"
     return files
+
+
+SCREEN_JOB_NAME = "gpufabric-screen"
+_CRON_FIELD = re.compile(r"[0-9*/,-]+")
+
+
+def cron_schedule(text: str) -> str:
+    """A cron schedule of five fields (minute hour day month weekday), as scrontab and a CronJob take it."""
+    fields = text.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.fullmatch(f) for f in fields):
+        raise ScreenError(
+            f"{text!r} is not a cron schedule of five fields (minute hour day month weekday), e.g. '0 3 * * 0'"
+        )
+    return " ".join(fields)
+
+
+def _screen_nodes(suite: Suite) -> list[str]:
+    nodes = {e.server for j in suite.perf for e in (j.client, j.server)}
+    return sorted(nodes | {s for j in suite.nccl for s in j.servers})
+
+
+def screen_script(suite: Suite) -> str:
+    """One batch job that runs the whole screen, one step at a time (a pair has its NICs to itself),
+    into results/screen-<UTC time>/, then `gpufabric acceptance screen report` writes signal.json there.
+    A step that fails leaves its result missing (the report says so) and the screen goes on."""
+    q = shlex.quote
+    nodes = _screen_nodes(suite)
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={SCREEN_JOB_NAME}",
+        "#SBATCH --dependency=singleton",
+        f"#SBATCH --nodes={len(nodes)}",
+        f"#SBATCH --nodelist={','.join(nodes)}",
+        "#SBATCH --exclusive",
+        "#SBATCH --output=screen-%j.log",
+        "set -uo pipefail",
+        'out="${SCREEN_RESULTS:-results}/screen-$(date -u +%Y%m%dT%H%M%SZ)"',
+        'mkdir -p "$out"',
+        'step() { echo "screen: $1 failed (its result stays missing)" >&2; }',
+    ]
+    for job in suite.perf:
+        server = " ".join(q(c) for c in job.command("server"))
+        client = " ".join(q(c) for c in job.command("client"))
+        lines += [
+            f"srun --nodes=1 --ntasks=1 --nodelist={q(job.server.server)} {server} > /dev/null &",
+            "listener=$!",
+            "sleep 3  # the listener is up before the client connects",
+            f'srun --nodes=1 --ntasks=1 --nodelist={q(job.client.server)} {client} > "$out"/{q(job.id + ".txt")} '
+            f"|| step {q(job.id)}",
+            f"wait $listener || step {q(job.id + ' listener')}",
+        ]
+    for n in suite.nccl:
+        env = " ".join(f"{k}={q(v)}" for k, v in sorted(n.env.items()))
+        cmd = " ".join(q(c) for c in n.command())
+        lines.append(
+            f"{env + ' ' if env else ''}srun --nodes={len(n.servers)} --nodelist={','.join(n.servers)} "
+            f"--ntasks-per-node={n.gpus_per_server} --gpus-per-node={n.gpus_per_server} {cmd} "
+            f'> "$out"/{q(n.id + ".txt")} || step {q(n.id)}'
+        )
+    lines += [
+        "# The verdict: results against their median, the part behind slow ones, a signal record for the",
+        "# remediation loop (GPUFABRIC_ARGS: the intent, e.g. inventory/fabric.yml). Exit 1: slow results.",
+        '${GPUFABRIC:-gpufabric} acceptance screen report ${GPUFABRIC_ARGS:-} --results "$out" '
+        '--signal "$out/signal.json"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def screen_scrontab(suite: Suite, schedule: str, script: str) -> str:
+    """A scrontab entry (Slurm 20.11+, `scrontab FILE`) running the screen's script on `schedule`: the
+    `#SCRON` lines are the batch options (scrontab does not read the script's #SBATCH lines)."""
+    nodes = _screen_nodes(suite)
+    return "\n".join([
+        f"# gpufabric acceptance screen of {suite.fabric}: install with `scrontab <this file>`",
+        f"#SCRON --job-name={SCREEN_JOB_NAME}",
+        f"#SCRON --nodes={len(nodes)}",
+        f"#SCRON --nodelist={','.join(nodes)}",
+        "#SCRON --exclusive",
+        f"{cron_schedule(schedule)} bash {shlex.quote(script)}",
+    ]) + "\n"  # fmt: skip

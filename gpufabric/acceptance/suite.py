@@ -214,3 +214,42 @@ def _bootstrap_interface(server: Server) -> str:
     """NCCL bootstraps over the business NIC, else the management NIC (as the roce_qos role sets it)."""
     business = [n.interface for n in server.nics if n.plane == "business"]
     return business[0] if business else server.mgmt_interface or "eth0"
+
+
+def screen_suite(plan: Plan) -> Suite:
+    """The jobs `acceptance screen` runs on a schedule to find slow nodes, judged against their median.
+
+    - ib_write_bw around a ring of each rail's NICs (in leaf order): every NIC is in two pairs, once
+      sending and once receiving, so a slow NIC, cable or leaf port shows in both and its partners in
+      one. The acceptance suite's pairs cover every switch, not every NIC twice.
+    - all_reduce_perf on each GPU server alone (its GPUs over NVLink and PCIe: a slow GPU or link), and
+      the acceptance suite's all_reduce_perf per scalable unit and for the cluster.
+    """
+    suite = Suite(plan.intent.fabric.name)
+    hcas = _hcas(plan)
+    for name, plane in plan.planes.items():
+        if not plane.carries_roce:
+            continue
+        ctx = _Plane(plane, Fabric.of(plan, name), _tos(plan, plane))
+        leaves, by_rail = _by_rail(plan, plane, hcas)
+        for rail in sorted(by_rail):
+            ring = [e for leaf in sorted(by_rail[rail], key=lambda n: _place(leaves[n])) for e in by_rail[rail][leaf]]
+            pairs = list(itertools.pairwise(ring)) + ([(ring[-1], ring[0])] if len(ring) > 2 else [])
+            for server, client in pairs:
+                path = "leaf" if server.leaf == client.leaf else _farther(leaves[server.leaf], leaves[client.leaf])
+                pair = Pair(path, client, server)
+                job = _perf(ctx, "ib_write_bw", rail, pair, _route(ctx, pair))
+                suite.perf.append(dataclasses.replace(job, id=job.id.replace("ib_write_bw.", "screen.ib_write_bw.", 1)))
+        units = [j for j in _nccl(plan, plane, ctx.fabric, hcas, ctx.tos) if j.tool == "all_reduce_perf"]
+        for s in plan.servers:
+            if s.gpus and any(n.plane == name for n in s.nics):
+                suite.nccl.append(NcclJob(
+                    id=f"screen.all_reduce_perf.{name}.node.{s.name}", tool="all_reduce_perf", plane=name,
+                    scope=f"node {s.name}", servers=(s.name,), gpus_per_server=s.gpus, env={},
+                ))  # fmt: skip
+        suite.nccl += [dataclasses.replace(j, id=f"screen.{j.id}") for j in units]
+    return suite
+
+
+def _farther(a: Device, b: Device) -> str:
+    return "spine" if (a.pod or 0) == (b.pod or 0) else "pod"

@@ -1,4 +1,5 @@
-"""`gpufabric acceptance plan|scripts|run|counters|report`: the acceptance suite of the plan, and its verdict."""
+"""`gpufabric acceptance plan|scripts|run|counters|report|screen`: the acceptance suite of the plan, its
+verdict, and the slow-node screen."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def acceptance_cmd() -> None:
       gpufabric acceptance run --results DIR  the pair jobs over SSH (--lab --stand-in in the lab)
       gpufabric acceptance counters --job ID --phase before|after --results DIR   an incast's switch counters
       gpufabric acceptance report --results DIR [--junit F]   expected vs observed
+      gpufabric acceptance screen plan|scripts|report   slow nodes on a schedule, against the median
     """
 
 
@@ -201,3 +203,123 @@ def _report_table(report) -> Table:  # noqa: ANN001
         t.add_row(v.job.id, v.status if v.passed else f"[bold red]{v.status}[/]", f"{v.job.expected} {v.job.unit}",
                   str(v.job.threshold), seen)  # fmt: skip
     return t
+
+
+@acceptance_cmd.group("screen")
+def screen_cmd() -> None:
+    """Find slow nodes on a schedule: ib_write_bw around a ring of each rail's NICs (every NIC in two
+    pairs), all_reduce_perf on each GPU server alone and per unit; each result against the median of
+    its like; the part behind slow results named; a signal record for the remediation loop.
+
+    \b
+      gpufabric acceptance screen plan                      the screen's jobs
+      gpufabric acceptance screen scripts -o DIR [--schedule CRON] [--image I --driver-image D]
+                                                            Slurm batch script and scrontab; Kubernetes CronJob
+      gpufabric acceptance screen report --results DIR [--signal FILE]   slow results, the part, the signal
+    """
+
+
+@screen_cmd.command("plan")
+@file_arg
+@click.option("--json", "as_json", is_flag=True, help="Every job with its commands as JSON.")
+def screen_plan_cmd(file: str | None, as_json: bool) -> int:
+    """List the screen's jobs."""
+    from gpufabric.acceptance.export import suite_dict
+    from gpufabric.acceptance.suite import screen_suite
+
+    suite = screen_suite(load_plan(file))
+    if as_json:
+        write_stdout(json_dumps(suite_dict(suite), indent=2) + "\n")
+        return 0
+    t = Table(title=f"{suite.fabric}: {len(suite.perf)} pairs, {len(suite.nccl)} nccl-tests runs", title_justify="left")
+    for col in ("job", "between"):
+        t.add_column(col)
+    for j in suite.perf:
+        t.add_row(j.id, f"{j.client.server} {j.client.interface} -> {j.server.server} {j.server.interface}")
+    for n in suite.nccl:
+        t.add_row(n.id, f"{len(n.servers)} servers x {n.gpus_per_server} GPUs")
+    out.print(t)
+    return 0
+
+
+@screen_cmd.command("scripts")
+@file_arg
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for screen.sbatch, screen.scrontab and (with --image) screen-cronjob.yaml.")  # fmt: skip
+@click.option("--schedule", default="0 3 * * 0", show_default=True, metavar="CRON",
+              help="When the screen runs: five cron fields (minute hour day month weekday).")  # fmt: skip
+@click.option("--image", help="Kubernetes: the image with perftest and nccl-tests the screen's pods run.")
+@click.option("--driver-image", help="Kubernetes: the image with kubectl and gpufabric the CronJob's pod runs.")
+def screen_scripts_cmd(file: str | None, output: Path, schedule: str, image: str | None,
+                       driver_image: str | None) -> int:  # fmt: skip
+    """Write the screen for Slurm (a batch script, and a scrontab entry that runs it on the schedule) and,
+    given both images, for Kubernetes (a CronJob from the k8s-network export's rails; nccl-tests across
+    servers needs MPI and stays with Slurm)."""
+    from gpufabric.acceptance import cronjob, slurm
+    from gpufabric.acceptance.suite import screen_suite
+    from gpufabric.intent.loader import default_fabric_text, read_intent_file
+
+    if (image is None) != (driver_image is None):
+        raise click.UsageError(
+            "the CronJob needs both --image (perftest, nccl-tests) and --driver-image (kubectl, gpufabric)"
+        )
+    slurm.cron_schedule(schedule)  # before anything is written: a bad schedule is bad input
+    plan = load_plan(file)
+    suite = screen_suite(plan)
+    output.mkdir(parents=True, exist_ok=True)
+    script = (output / "screen.sbatch").resolve()
+    files = {
+        "screen.sbatch": slurm.screen_script(suite),
+        "screen.scrontab": slurm.screen_scrontab(suite, schedule, str(script)),
+    }
+    if image is not None and driver_image is not None:
+        text = read_intent_file(file) if file is not None else default_fabric_text()[0]
+        files["screen-cronjob.yaml"] = cronjob.documents(plan, text, schedule=schedule, image=image,
+                                                         driver_image=driver_image)  # fmt: skip
+    else:
+        err.print("no Kubernetes CronJob written: give --image and --driver-image for one", markup=False)
+    err.print(shown(f"wrote {write_files(output, files)} files into {output}"))
+    return 0
+
+
+@screen_cmd.command("report")
+@file_arg
+@click.option("--results", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
+              help="Folder of the screen's outputs, one <job id>.txt per job.")  # fmt: skip
+@click.option("--factor", type=float, default=1.5, show_default=True,
+              help="A result is slow below the median of its like divided by this.")  # fmt: skip
+@click.option("--min-peers", type=int, default=3, show_default=True,
+              help="Results of one kind needed to judge them against their median.")  # fmt: skip
+@click.option("--signal", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the signal record (JSON) here, for the remediation loop.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="The signal record on stdout.")
+def screen_report_cmd(file: str | None, results: Path, *, factor: float, min_peers: int, signal: Path | None,
+                      as_json: bool) -> int:  # fmt: skip
+    """Compare each result with the median of its like (perftest pairs of one line rate; nccl-tests runs
+    over as many servers): below the median divided by --factor is slow, and so is an output that shows
+    wrong data. Name the part slow results share (a NIC with its cable and leaf port, a node, a switch),
+    with the nodes behind it. Exit 0 when nothing is slow, 1 when something is (a signal), 2 on bad input."""
+    from gpufabric.acceptance.screen import screen, signal_record
+    from gpufabric.acceptance.suite import screen_suite
+    from gpufabric.files import write_atomic
+
+    plan = load_plan(file)
+    found = screen(screen_suite(plan), plan, results, factor=factor, min_peers=min_peers)
+    record = signal_record(found, results)
+    if signal is not None:
+        write_atomic(signal, json_dumps(record, indent=2) + "\n")
+    if as_json:
+        write_stdout(json_dumps(record, indent=2) + "\n")
+    else:
+        err.print(shown(f"{len(found.compared)} results compared, {len(found.slow)} slow, {len(found.unjudged)} "
+                        f"not judged (factor {factor:g})"))  # fmt: skip
+        for sig in found.signals:
+            nodes = sorted({n for p in (sig.part, *sig.together) for n in p.nodes})
+            also = f" with {', '.join(p.name for p in sig.together)}" if sig.together else ""
+            behind = ", ".join(nodes) or "none: a fabric part"
+            err.print(shown(f"slow: {sig.part.name} ({sig.part.kind}; nodes {behind}){also}: "
+                            f"{len(sig.evidence)} slow results, {sig.normal} normal"))  # fmt: skip
+            for c in sig.evidence:
+                seen = "no figure" if c.result.value is None else f"{c.result.value:g} {c.result.job.unit}"
+                err.print(shown(f"  {c.result.job.id}: {seen}, median {c.median:g}, slow below {c.threshold:.4g}"))
+    return EXIT_FAILED if found.signals else 0

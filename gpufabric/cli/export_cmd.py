@@ -11,6 +11,7 @@ from gpufabric.cli.drawings import write_drawings
 from gpufabric.cli.options import print_warnings, strict_option, warnings_exit
 from gpufabric.cli.output import emit, err, shown, write_files
 from gpufabric.export import containerlab, drawing, ib_topology, k8s_network, structured, ztp
+from gpufabric.export import host_facts as host_facts_reader
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.intent import load_intent
@@ -54,6 +55,12 @@ Kinds:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="ztp only: file holding the vault's password. [default: $ANSIBLE_VAULT_PASSWORD_FILE]",
 )
+@click.option(
+    "--host-facts",
+    type=click.Path(exists=True, path_type=Path),
+    help="k8s-network only: what playbooks/validate.yml read on the GPU hosts (build/host-facts, or one "
+    "<host>.json): each node's GPU-to-NIC pairing as read. Without it the pairing is assumed by rail.",
+)
 @strict_option
 def export_cmd(
     kind: str,
@@ -63,13 +70,18 @@ def export_cmd(
     images: tuple[str, ...],
     vault_file: Path | None,
     vault_password_file: Path | None,
+    host_facts: Path | None,
     strict: bool,
 ) -> int:
+    if host_facts is not None and kind != "k8s-network":
+        raise click.BadParameter("only k8s-network takes host readings", param_hint="--host-facts")
     loaded = load_intent(file)
     plan = build_plan(loaded)
     print_warnings(plan)
     vault = (vault_file, vault_password_file)
     try:
+        if kind == "k8s-network":
+            return warnings_exit(plan, strict, _k8s_network(plan, output, host_facts))
         code = _export(plan, kind, output, images, vault)
     except (k8s_network.K8sNetworkError, ztp.ZtpError) as exc:
         if exc.problems:  # located in the intent: file, line, field
@@ -88,8 +100,6 @@ def _export(
         return _drawing_dir(plan, output)
     if kind == "structured" and output is not None:
         return _structured_dir(plan, output)
-    if kind == "k8s-network" and output is not None:
-        return _k8s_network_dir(plan, output)
     if kind == "ztp" and output is not None:
         return _ztp_dir(plan, output, vault)
     text = containerlab.render(plan, _images(images)) if kind == "containerlab" else EXPORTERS[kind].render(plan)
@@ -116,9 +126,26 @@ def _structured_dir(plan: Plan, directory: Path) -> int:
     return 0
 
 
-def _k8s_network_dir(plan: Plan, directory: Path) -> int:
-    _into_dir(directory, "k8s-network writes one file per object kind")
-    err.print(f"wrote {write_files(directory, k8s_network.documents(plan))} Kubernetes network file(s) to {directory}")
+def _k8s_network(plan: Plan, output: Path | None, host_facts: Path | None) -> int:
+    """The Network Operator objects, to a folder (-o) or stdout; the GPU-to-NIC pairing read where given."""
+    if output is not None:
+        _into_dir(output, "k8s-network writes one file per object kind")
+    readings = None
+    if host_facts is not None:
+        readings = host_facts_reader.load(host_facts, plan, k8s_network.rail_nics(k8s_network.rails(plan)))
+    docs = k8s_network.documents(plan, readings)
+    if output is None:
+        emit("---\n".join(docs[name] for name in k8s_network.FILES), None)
+    else:
+        err.print(f"wrote {write_files(output, docs)} Kubernetes network file(s) to {output}")
+    pairs = k8s_network.pairing(plan, k8s_network.rails(plan), readings)
+    assumed = sorted(node for node, (how, _) in pairs.items() if how == "assumed")
+    if assumed:
+        said = ", ".join(assumed[:5]) + (f" and {len(assumed) - 5} more" if len(assumed) > 5 else "")
+        why = "no reading given (--host-facts)" if readings is None else "no reading of theirs in --host-facts"
+        err.print(f"GPU-to-NIC pairing assumed by rail (rail r serves GPU r-1) for {said}: {why}", markup=False)
+    if readings:
+        err.print(f"GPU-to-NIC pairing read from the hosts for {len(readings)} node(s)", markup=False)
     return 0
 
 

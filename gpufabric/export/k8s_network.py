@@ -17,11 +17,13 @@ NUMA node. docs/kubernetes.md explains each object and what was proven.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.errors import GpufabricError
 from gpufabric.export.header import comment_text
+from gpufabric.export.host_facts import Reading
 from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps
@@ -315,28 +317,49 @@ def kubelet_settings() -> dict[str, Any]:
     }
 
 
-def pairing(plan: Plan, found: list[Rail]) -> dict[str, dict[str, str]]:
-    """Per GPU node: rail NIC -> the GPU it serves (rail r pairs with GPU r-1 when rails and GPUs match)."""
+def rail_nics(found: list[Rail]) -> dict[str, set[str]]:
+    """GPU node -> the names of its rail NICs (what a host reading may name)."""
+    out: dict[str, set[str]] = {}
+    for rail in found:
+        for node, nic in rail.nics:
+            out.setdefault(node, set()).add(nic.interface)
+    return out
+
+
+def pairing(
+    plan: Plan, found: list[Rail], readings: Mapping[str, Reading] | None = None
+) -> dict[str, tuple[str, dict[str, str]]]:
+    """Per GPU node: how its pairing is known (`read` from the host, or `assumed`) and rail NIC -> the
+    GPUs it serves. Read: what host_baseline found in the host's PCI tree. Assumed, only for a node with
+    no reading: rail r pairs with GPU r-1 when rails and GPUs match, else each NIC an equal run."""
     nics: dict[str, list[HostNic]] = {}
     for rail in found:
         for node, nic in rail.nics:
             nics.setdefault(node, []).append(nic)
-    out: dict[str, dict[str, str]] = {}
+    out: dict[str, tuple[str, dict[str, str]]] = {}
     for server in plan.servers:
         mine = nics.get(server.name, [])
         if not mine or not server.gpus:
             continue
+        reading = (readings or {}).get(server.name)
+        if reading is not None:
+            out[server.name] = ("read", {
+                nic.interface: ",".join(map(str, reading.pairs[nic.interface]))
+                for nic in mine if reading.pairs.get(nic.interface)
+            })  # fmt: skip
+            continue
         per_nic = max(1, server.gpus // len(mine))
-        out[server.name] = {
+        out[server.name] = ("assumed", {
             nic.interface: ",".join(str(g) for g in range((nic.rail - 1) * per_nic, nic.rail * per_nic))
             for nic in mine
             if (nic.rail - 1) * per_nic < server.gpus
-        }
+        })  # fmt: skip
     return out
 
 
-def documents(plan: Plan) -> dict[str, str]:
-    """File name -> YAML text (several documents where a file holds several objects)."""
+def documents(plan: Plan, readings: Mapping[str, Reading] | None = None) -> dict[str, str]:
+    """File name -> YAML text (several documents where a file holds several objects). `readings`: what
+    host_baseline read per node (`host_facts.load`); the GPU-to-NIC pairing of a node without one is assumed."""
     found = rails(plan)
     _check(found)
     mode = plan.intent.kubernetes.rdma
@@ -355,14 +378,17 @@ def documents(plan: Plan) -> dict[str, str]:
     lines = [
         head.rstrip("\n"),
         "# Merge into each GPU node's kubelet configuration: the topology manager then admits a pod only",
-        "# when its GPUs and rail NICs sit on one NUMA node. Rail NIC -> GPU pairing by rail:",
+        "# when its GPUs and rail NICs sit on one NUMA node. Rail NIC -> GPU pairing (GPU indexes in PCI",
+        "# order), read from the host's PCI tree (playbooks/validate.yml, --host-facts) where given, else",
+        "# assumed by rail (rail r serves GPU r-1):",
     ]
-    for node, pairs in pairing(plan, found).items():
-        lines.append(f"#   {node}: " + ", ".join(f"{nic}->GPU{gpus}" for nic, gpus in pairs.items()))
+    for node, (how, pairs) in pairing(plan, found, readings).items():
+        lines.append(f"#   {node} ({how}): " + ", ".join(f"{nic}->GPU{gpus}" for nic, gpus in pairs.items()))
     out["kubelet-topology.yaml"] = "\n".join(lines) + "\n" + dump_yaml(kubelet_settings())
     return out
 
 
-def render(plan: Plan) -> str:
+def render(plan: Plan, readings: Mapping[str, Reading] | None = None) -> str:
     """Every file's objects in one YAML stream (kubectl apply -f reads it)."""
-    return "---\n".join(documents(plan)[name] for name in FILES)
+    docs = documents(plan, readings)
+    return "---\n".join(docs[name] for name in FILES)

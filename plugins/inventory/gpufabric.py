@@ -80,6 +80,9 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
             "ansible_ssh_common_args": ssh_args,
             # The lab built the image, so it knows the interpreter: no discovery.
             **({"ansible_python_interpreter": state.python} if state.python else {}),
+            # A container on this machine's kernel, with no GPU or PCIe switch of its own: roles that read
+            # hardware (host_baseline) leave it alone.
+            "gpufabric_lab_container": True,
         }
         for name, host in state.hosts.items()
     }

@@ -134,6 +134,9 @@ def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_p
     # The lab knows its image's interpreter; a host it does not run is left to Ansible's discovery.
     assert hostvars["gpu02"]["ansible_python_interpreter"] == "/usr/bin/python3"
     assert "ansible_python_interpreter" not in hostvars["gpu01"]
+    # A lab container has no hardware of its own: host_baseline leaves it alone; a planned host is read.
+    assert hostvars["gpu02"]["gpufabric_lab_container"] is True
+    assert "gpufabric_lab_container" not in hostvars["gpu01"]
 
 
 def test_nornir_plugin_lists_the_plan(default_plan, monkeypatch):

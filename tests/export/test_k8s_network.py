@@ -254,7 +254,7 @@ def test_kubelet_settings_and_pairing() -> None:
     settings = yaml.safe_load(text)
     assert settings["topologyManagerPolicy"] == "single-numa-node"
     assert settings["topologyManagerScope"] == "pod"
-    assert "#   gpu01: eth1->GPU0,1,2,3, eth2->GPU4,5,6,7" in text
+    assert "#   gpu01 (assumed): eth1->GPU0,1,2,3, eth2->GPU4,5,6,7" in text
 
 
 def _gpufabric(*args: object) -> subprocess.CompletedProcess[str]:
