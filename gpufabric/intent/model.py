@@ -10,7 +10,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from gpufabric.intent.types import (
     DATA_PLANES,
@@ -538,8 +538,9 @@ class Kubernetes(Model):
 
 
 class SlurmAccess(Model):
-    """How gpufabric reaches Slurm: its own commands (`sinfo`, `squeue`, `scontrol`) on the machine that
-    runs gpufabric, as a Slurm client of the cluster."""
+    """How gpufabric reaches Slurm: its commands (`sinfo`, `squeue`, `scontrol`) on this machine.
+
+    gpufabric runs them as any Slurm client of the cluster does."""
 
     conf: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]{1,250}$")] | None = Field(
         None,
@@ -558,8 +559,16 @@ class KubernetesAccess(Model):
     token: SecretRef | None = Field(
         None,
         description="Bearer token of a service account allowed to patch nodes, list pods and create "
-        "pods/eviction, by reference: `{env: NAME}` (read when a call is made; never shown or written).",
+        "pods/eviction, by reference: `{env: NAME}` only (read when a call is made; never shown or written).",
     )
+
+    @field_validator("token")
+    @classmethod
+    def _token_from_env(cls, value: SecretRef | None) -> SecretRef | None:
+        if value is not None and value.env is None:
+            raise ValueError("the scheduler reads its token from an environment variable: write {env: NAME}")
+        return value
+
     ca_file: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]{1,250}$")] | None = Field(
         None,
         description="Absolute path of the CA bundle the API server's certificate is checked against; "
@@ -568,8 +577,9 @@ class KubernetesAccess(Model):
 
 
 class SchedulerSettings(Model):
-    """The workload scheduler(s) gpufabric drains servers in before a switch that is their only path
-    changes (docs/scheduler.md). Omitted: no scheduler is told anything."""
+    """The schedulers that drain a switch's servers before it changes (docs/scheduler.md).
+
+    A server is drained when the switch is the only path of one of its NICs. Omitted: no scheduler is told."""
 
     slurm: SlurmAccess | None = Field(None, description="Drain the servers' nodes in Slurm (node name = server name).")
     kubernetes: KubernetesAccess | None = Field(

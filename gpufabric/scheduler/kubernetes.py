@@ -110,7 +110,16 @@ class Kubernetes:
         self.resources = frozenset(resources)
         self.token_env = token_env
         self.timeout = timeout
-        self._tls = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+        self.ca_file = ca_file
+        self._tls: ssl.SSLContext | None = None  # made at the first call: opening is not reaching
+
+    def _context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            try:
+                self._tls = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+            except (OSError, ssl.SSLError) as exc:
+                raise SchedulerError(f"kubernetes: the CA bundle {self.ca_file}: {exc}") from None
+        return self._tls
 
     # -- the calls -------------------------------------------------------------------------------
 
@@ -127,7 +136,7 @@ class Kubernetes:
             headers["Content-Type"] = content_type
         request = urllib.request.Request(self.api + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self._tls) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self._context()) as response:
                 return Answer(response.status, self._json(response.read(), method, path))
         except urllib.error.HTTPError as exc:
             return Answer(exc.code, self._json(exc.read(), method, path, strict=False))

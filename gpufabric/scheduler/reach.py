@@ -9,7 +9,7 @@ from pathlib import Path
 from gpufabric.export.k8s_network import RESOURCE_PREFIX, rails
 from gpufabric.plan.model import Plan
 from gpufabric.scheduler.kubernetes import Kubernetes
-from gpufabric.scheduler.model import Scheduler, SchedulerError
+from gpufabric.scheduler.model import Scheduler
 from gpufabric.scheduler.slurm import Slurm
 
 DEFAULT_JOB_WAIT = 3600
@@ -54,12 +54,7 @@ def schedulers(plan: Plan, reach: Reach | None = None) -> list[Scheduler]:
         api = given.k8s_api or (k8s.api if k8s is not None else "")
         token_env = given.k8s_token_env
         if token_env is None and k8s is not None and k8s.token is not None:
-            if k8s.token.env is None:
-                raise SchedulerError(
-                    "scheduler.kubernetes.token: the scheduler service reads its token from an environment "
-                    "variable ({env: NAME}), not from a vault"
-                )
-            token_env = k8s.token.env
+            token_env = k8s.token.env  # the schema takes {env: NAME} only
         ca = given.k8s_ca_file or (Path(k8s.ca_file) if k8s is not None and k8s.ca_file else None)
         out.append(Kubernetes(api, rdma_resources(plan), token_env, ca))
     return out
