@@ -40,6 +40,7 @@ COMMANDS = {
     "docs": "gpufabric.cli.docs_cmd:docs_cmd",
     "schema": "gpufabric.cli.docs_cmd:schema_cmd",
     "audit": "gpufabric.cli.audit_cmd:audit_cmd",
+    "scheduler": "gpufabric.cli.scheduler_cmd:scheduler_cmd",
 }
 
 

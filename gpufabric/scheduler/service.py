@@ -65,7 +65,7 @@ def drain_nodes(
     scheduler: Scheduler,
     nodes: Iterable[str],
     mark: Mark,
-    job_wait: float,
+    job_wait: float | None,
     *,
     force: bool = False,
     watcher: Watcher | None = None,
@@ -74,7 +74,8 @@ def drain_nodes(
     sleep: Callable[[float], None] = time.sleep,
 ) -> SchedulerDrain:
     """Take `nodes` out under `mark`, then wait up to `job_wait` seconds for what runs there to leave
-    (0: do not wait, as a remediation that only keeps new work away)."""
+    (0: look once and refuse if anything runs; None: do not look, as a remediation that only keeps new
+    work away from a failing node)."""
     seen = watcher or Quiet()
     wanted = list(dict.fromkeys(nodes))
     result = SchedulerDrain(scheduler.kind, mark)
@@ -95,7 +96,7 @@ def drain_nodes(
             raise
         result.nodes.append(NodeDrain(name, True))
         seen.say(f"{scheduler.kind}: {name} taken out: {mark.text}")
-    if job_wait <= 0 or not result.nodes:
+    if job_wait is None or not result.nodes:
         return result
     _wait(scheduler, result, job_wait, seen=seen, poll=poll, clock=clock, sleep=sleep)
     if result.holding and not force:
