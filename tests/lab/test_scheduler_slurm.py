@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -67,14 +66,12 @@ def test_a_real_job_holds_the_drain_until_it_ends(cluster, slurm, plan):
     # ... and the drain does not return while it does.
     thread.join(timeout=5)
     assert thread.is_alive() and cluster.job_state(job) == "RUNNING"
-    ended_at = time.monotonic()
     cluster.end(job, stop)
     thread.join(timeout=120)
     assert not thread.is_alive()
     drain = box["drain"]
     assert drain.clear and not drain.refused and drain.ours == ["gpu01", "gpu02"]
     assert drain.waited >= 5
-    assert time.monotonic() >= ended_at
     resume(slurm, drain)
     assert drain.resumed == ["gpu01", "gpu02"]
     assert not cluster.drained("gpu01") and not cluster.drained("gpu02")

@@ -204,3 +204,39 @@ def test_a_node_name_that_is_not_one_never_reaches_scontrol():
     with pytest.raises(SchedulerError):
         Slurm(runner=commands).take_out("gpu01 State=RESUME", Mark("gf-1", "leaf"))
     assert not [r for r in commands.ran if r[0] == "scontrol"]
+
+
+class Clock:
+    def __init__(self, on_sleep=None):
+        self.now, self.on_sleep = 0.0, on_sleep
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        if self.on_sleep:
+            self.on_sleep(self.now)
+
+
+def test_the_service_waits_for_slurm_s_jobs_then_refuses_or_goes(default_plan):
+    """The service's rules over Slurm's commands (the real daemons: tests/lab/test_scheduler_slurm.py)."""
+    from gpufabric.scheduler import drain_for, resume
+
+    commands = Commands([node("gpu01", "allocated"), node("gpu02", "idle", ["DRAIN"], "bad DIMM")])
+    commands.jobs = [job(41, "RUNNING", "gpu01")]
+    slurm, clock = Slurm(runner=commands), Clock()
+    drain = drain_for(slurm, default_plan, "cmp-su1-leaf1", "gf-1", 10, clock=clock, sleep=clock.sleep)
+    assert drain.refused and drain.holding == {"gpu01": ("job 41 running",)} and drain.resumed == ["gpu01"]
+    assert commands.nodes["gpu01"]["state_flags"] == [] and commands.nodes["gpu02"]["reason"] == "bad DIMM"
+
+    def job_ends(now):
+        if now >= 6:
+            commands.jobs, commands.nodes["gpu01"]["state"] = [], "idle"
+
+    clock = Clock(job_ends)
+    drain = drain_for(slurm, default_plan, "cmp-su1-leaf1", "gf-2", 10, clock=clock, sleep=clock.sleep)
+    assert drain.clear and drain.waited == 6 and drain.ours == ["gpu01"]
+    assert commands.nodes["gpu01"]["reason"] == "gpufabric gf-2: cmp-su1-leaf1"
+    resume(slurm, drain)
+    assert commands.nodes["gpu01"]["state_flags"] == [] and commands.nodes["gpu02"]["state_flags"] == ["DRAIN"]
