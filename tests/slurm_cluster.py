@@ -121,14 +121,30 @@ class SlurmCluster:
                 return str(record["job_state"])
         return "GONE"
 
+    def active_jobs(self) -> list[int]:
+        """Jobs not yet ended (an ended job stays listed for MinJobAge and until slurmctld purges it)."""
+        ended = {
+            "COMPLETED",
+            "CANCELLED",
+            "FAILED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "PREEMPTED",
+            "BOOT_FAIL",
+            "DEADLINE",
+            "OUT_OF_MEMORY",
+        }
+        jobs = json.loads(self.command("squeue", "--json").stdout)["jobs"]
+        return [int(j["job_id"]) for j in jobs if j["job_state"] not in ended]
+
     def end(self, job: int, stop: Path) -> None:
         stop.touch()
-        wait_for(lambda: self.job_state(job) in ("GONE", "COMPLETED"), f"job {job} ending")
+        wait_for(lambda: job not in self.active_jobs(), f"job {job} ending")
 
     def reset(self) -> None:
         """Every job cancelled and every node resumed: the next test starts from idle nodes."""
         self.command("scancel", "--full", "-u", "root", check=False)
-        wait_for(lambda: not json.loads(self.command("squeue", "--json").stdout)["jobs"], "no job left")
+        wait_for(lambda: not self.active_jobs(), "no job left running")
         for name in self.nodes:
             if self.drained(name):
                 self.command("scontrol", "update", f"NodeName={name}", "State=RESUME")
