@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpufabric.outputs import json_dumps
 from gpufabric.scheduler.model import Mark, NodeState, SchedulerError, SchedulerOutputError, checked_node
 
 ANNOTATION = "gpufabric.io/drain"
@@ -132,7 +133,7 @@ class Kubernetes:
             headers["Authorization"] = f"Bearer {token}"
         data = None
         if body is not None:
-            data = json.dumps(body).encode()
+            data = json_dumps(body).encode()
             headers["Content-Type"] = content_type
         request = urllib.request.Request(self.api + path, data=data, method=method, headers=headers)
         try:

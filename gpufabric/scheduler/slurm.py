@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpufabric.outputs import json_dumps
 from gpufabric.scheduler.model import (
     Mark,
     NodeState,
@@ -122,7 +123,7 @@ def _document(text: str, key: str, command: str) -> list[dict[str, Any]]:
     if not isinstance(errors, list):
         raise SchedulerOutputError(f"{command}: field 'errors' is not a list")
     if errors:
-        raise SchedulerError(f"{command} reported: {json.dumps(errors)[:300]}")
+        raise SchedulerError(f"{command} reported: {json_dumps(errors)[:300]}")
     records = doc.get(key)
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise SchedulerOutputError(f"{command}: field {key!r} missing or not a list of objects")
