@@ -2,7 +2,9 @@
 Slurm 22.05), for tests that need jobs to really run on named nodes.
 
 Debian builds Slurm without `--enable-multiple-slurmd`, so one machine cannot run several slurmd on
-its own addresses by configuration (`NodeName=... Port=` per node). What works: each slurmd runs in a
+its own addresses by configuration (`NodeName=... Port=` per node). The approach (NOT yet seen
+working: in its one run no slurmd registered within 120 s; set GPUFABRIC_KEEP_SLURM_LOGS to keep the
+daemons' logs and find out why): each slurmd runs in a
 network namespace of its own (`ip netns exec gfsch-<node> slurmd -D -N <node>`), with its own address
 on a veth into a bridge of the root namespace, so every slurmd listens on the same SlurmdPort without
 a clash; `-N` gives it its node name; `%n` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile keeps their
@@ -283,4 +285,11 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
         if made:
             subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
         log.close()
+        keep = os.environ.get("GPUFABRIC_KEEP_SLURM_LOGS")  # a folder to copy the daemons' logs into
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            for found in folder.glob("*.log"):
+                shutil.copy(found, Path(keep) / found.name)
+            with contextlib.suppress(OSError):
+                shutil.copy(folder / "daemons.out", Path(keep) / "daemons.out")
         shutil.rmtree(folder, ignore_errors=True)
