@@ -54,6 +54,7 @@ want_apt iperf3 iperf3                     # the acceptance stand-in's output is
 want_apt slurmctld slurmctld               # the exported topology.conf is read back by Slurm's own controller
 want_apt scontrol slurm-client             # ... and shown by scontrol
 want_apt munged munge                      # ... which authenticates through a munged of the test's own
+want_apt slurmd slurmd                     # the scheduler's drains: real jobs on real slurmd, one per namespace
 want_apt opensm opensm                     # InfiniBand: the real subnet manager, on the simulated fabric
 want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
 want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)

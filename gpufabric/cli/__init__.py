@@ -43,6 +43,7 @@ COMMANDS = {
     "schema": "gpufabric.cli.docs_cmd:schema_cmd",
     "audit": "gpufabric.cli.audit_cmd:audit_cmd",
     "maintenance": "gpufabric.cli.maintenance_cmd:maintenance_cmd",
+    "scheduler": "gpufabric.cli.scheduler_cmd:scheduler_cmd",
 }
 
 

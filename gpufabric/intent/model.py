@@ -10,7 +10,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from gpufabric.intent.types import (
     DATA_PLANES,
@@ -566,6 +566,61 @@ class Kubernetes(Model):
     )
 
 
+class SlurmAccess(Model):
+    """How gpufabric reaches Slurm: its commands (`sinfo`, `squeue`, `scontrol`) on this machine.
+
+    gpufabric runs them as any Slurm client of the cluster does."""
+
+    conf: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]{1,250}$")] | None = Field(
+        None,
+        description="Absolute path of the cluster's slurm.conf, given to the commands as `SLURM_CONF`; omitted: "
+        "Slurm's own default (or configless lookup).",
+    )
+
+
+class KubernetesAccess(Model):
+    """How gpufabric reaches a Kubernetes cluster: its API server, with a bearer token by reference."""
+
+    api: Annotated[str, Field(pattern=r"^https://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?/?$")] = Field(
+        description="The API server's address, `https://host[:port]` (plain HTTP is refused: the token would "
+        "travel in clear)."
+    )
+    token: SecretRef | None = Field(
+        None,
+        description="Bearer token of a service account allowed to patch nodes, list pods and create "
+        "pods/eviction, by reference: `{env: NAME}` only (read when a call is made; never shown or written).",
+    )
+
+    @field_validator("token")
+    @classmethod
+    def _token_from_env(cls, value: SecretRef | None) -> SecretRef | None:
+        if value is not None and value.env is None:
+            raise ValueError("the scheduler reads its token from an environment variable: write {env: NAME}")
+        return value
+
+    ca_file: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]{1,250}$")] | None = Field(
+        None,
+        description="Absolute path of the CA bundle the API server's certificate is checked against; "
+        "omitted: the system's.",
+    )
+
+
+class SchedulerSettings(Model):
+    """The schedulers that drain a switch's servers before it changes (docs/scheduler.md).
+
+    A server is drained when the switch is the only path of one of its NICs. Omitted: no scheduler is told."""
+
+    slurm: SlurmAccess | None = Field(None, description="Drain the servers' nodes in Slurm (node name = server name).")
+    kubernetes: KubernetesAccess | None = Field(
+        None, description="Cordon the servers' nodes in Kubernetes and evict the pods holding the plan's RDMA rails."
+    )
+    job_wait: Annotated[int, Field(ge=0, le=604800)] = Field(
+        3600,
+        description="Seconds to wait for the jobs (and pods) on drained nodes to end before a change is refused "
+        "(0: refuse at once if any runs); the command line's --job-wait overrides it.",
+    )
+
+
 class Intent(Model):
     """The whole cluster: the single source of truth."""
 
@@ -583,6 +638,9 @@ class Intent(Model):
         "default release (docs/configs.md).",
     )
     kubernetes: Kubernetes = Field(default_factory=Kubernetes, description="How Kubernetes pods reach the RDMA rails.")
+    scheduler: SchedulerSettings | None = Field(
+        None, description="The workload scheduler(s) to drain servers in before their only switch changes."
+    )
 
     def release(self, platform: str) -> str:
         """The pinned release of a platform, or its default."""
