@@ -20,6 +20,7 @@ from gpufabric.fleet.push_id import PushId
 from gpufabric.fleet.status import Status
 from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV as AUDIT_ENV
+from gpufabric.push.budget import BudgetError, parse_budget
 from gpufabric.push.service import PushRequest, PushResult, PushWatcher, RolloutView, push
 from nornir_tasks.push import DeviceOutcome
 
@@ -61,6 +62,16 @@ STYLE = {
     is_flag=True,
     help="One failure domain per batch, every plane's leaves, then borders, then spines, instead of the data "
     "planes side by side (a batch then takes the next domain of each plane).",
+)
+@click.option(
+    "--max-capacity-loss",
+    "max_capacity_loss",
+    metavar="PCT",
+    callback=lambda _ctx, _param, value: _budget(value),
+    help="A capacity budget (such as 12.5%): a batch may hold several failure domains of a plane while every "
+    "ECMP group keeps at least the rest of its members, no server loses more than one rail of a plane, and the "
+    "out-of-band plane keeps the rest of its ports reachable; the whole batch is staged at once. "
+    "[default: none: one failure domain of a plane per batch]",
 )
 @click.option(
     "--diff/--no-diff",
@@ -112,6 +123,7 @@ def push_cmd(
     wait_seconds: float,
     changed_from: str | None,
     audit_log: Path | None,
+    max_capacity_loss: float | None,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain of a plane at a time.
 
@@ -156,7 +168,10 @@ def push_cmd(
         wait_seconds=wait_seconds,
         changed_from=changed_from,
         audit_log=audit_log,
+        max_capacity_loss=max_capacity_loss,
     )
+    if max_capacity_loss is not None and one_plane_at_a_time:
+        raise click.UsageError("--max-capacity-loss and --one-plane-at-a-time: choose one")
     result = push(request, Shown(as_json=as_json, show_diff=diff and not as_json))
     if result.nothing_differs_from is not None:
         err.print(shown(f"no switch's configuration differs from {result.nothing_differs_from}: nothing to push"))
@@ -165,6 +180,15 @@ def push_cmd(
     if result.trail_error is not None:
         err.print(shown(f"error: {result.trail_error}; this push's trail is incomplete"))
     return 0 if result.ok else 1
+
+
+def _budget(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_budget(value)
+    except BudgetError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 class Shown(PushWatcher):
@@ -220,6 +244,15 @@ def _report(result: PushResult, *, as_json: bool) -> None:
         err.print(
             f"push {result.push.id}: {result.changed} of {len(result.devices)} switches {verb} in "
             f"{len(result.batches)} batches, {result.seconds:.1f} s"
+        )
+    costs = [(b.number, b.cost) for b in result.batches if b.cost is not None]
+    if costs:
+        share, worst = min((float(str(c["worst_ecmp_share"])), n) for n, c in costs)
+        rails = max(int(str(c["max_rails_lost"])) for _, c in costs)
+        reach = min(float(str(c["reach_share"])) for _, c in costs)
+        err.print(
+            f"capacity: the worst ECMP group kept {share:.1%} of its members (batch {worst}), a server lost at most "
+            f"{rails} rail(s) of a plane at once, the out-of-band plane kept {reach:.1%} of its ports"
         )
 
 
