@@ -212,6 +212,8 @@ def _wait(conn, state, deadline=120.0):
         time.sleep(0.5)
 
 def _set(task, mode, state):
+    if "plane_oob" in {g.name for g in task.host.groups}:
+        return  # the out-of-band plane bridges and routes nothing: no traffic to move away
     conn = task.host.get_connection("napalm", task.nornir.config)
     conn._run(f"nv set maintenance unit all-protocols mode {mode}")
     conn._run("nv config apply -y")
@@ -263,7 +265,8 @@ def experiment_env(folder: Path, names: tuple[str, ...]) -> dict[str, str] | Non
     hook = folder / "experiments"
     hook.mkdir(exist_ok=True)
     (hook / "sitecustomize.py").write_text("\n".join(HOOKS[n] for n in names))
-    return {**os.environ, "PYTHONPATH": str(hook)}
+    kept = os.environ.get("PYTHONPATH")  # a worktree's own code stays first after the hook
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), *([kept] if kept else [])])}
 
 
 def timed(argv: list[str], budget: float | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -423,7 +426,7 @@ def prove(plan: Any, events: list[dict[str, Any]], trail: Path, opts: Options) -
         "proof_min_reach": round(min((v.reach_share for v in moments), default=1.0), 4),
         "proof_tolerated": sum(bool(v.tolerated) for v in moments),
         "proof_problems": problems[:20],
-        "budget_held": not problems if opts.max_capacity_loss else None,
+        "budget_held": not problems if opts.max_capacity_loss and (moments or recorded) else None,
         "drained": len({e["switch"] for e in events if e["event"] == "drain"}),
     }
 
@@ -631,7 +634,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
           "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
     for row in rows:
         if row.get("proof_moments") is not None:
-            verdict_text = {True: "held", False: "NOT held", None: "no budget asked"}[row.get("budget_held")]
+            verdict_text = {True: "held", False: "NOT held", None: "not judged (no budget, or nothing went out)"}[
+                row.get("budget_held")
+            ]
             budget = f"{row['budget']:.1%}" if row.get("budget") is not None else "none"
             print(f"{row['fraction']}: capacity budget {budget}: {verdict_text}, proved from the logs (gpufabric.push."
                   f"proof): {row['proof_moments']} largest sets out of service at once in the simulator's log, "

@@ -11,9 +11,10 @@ once:
   counts: a spine that has no path left to a pod carries nothing toward it, and its upstream
   switches' groups have already lost it;
 - no server loses more than one NIC (one rail) of a plane;
-- on a plane that does not route (the out-of-band plane, switched), at most PCT% of the plane's host
-  ports (every switch's and server's management port) are cut off, their switch out of service or
-  left with no uplink in service.
+- at most PCT% of a plane's ports of each kind where servers or the edge attach (host, management,
+  edge ports) are out of service: on their switch out of service or, on a plane that bridges (the
+  out-of-band plane), on a switch left with no uplink in service. Two single-homed leaves, or both
+  borders, are not a lesser loss than one because no server has a NIC on both.
 
 A failure domain that alone costs more than that (a superspine place in the 32k example: every spine
 loses one of its four superspines) still goes, alone, as the design tolerates losing it. The domains
@@ -68,7 +69,7 @@ class Cost:
     worst_group: str  # "owner -> destination" of that group ("" when none lost)
     rails_lost: int  # most NICs of one plane any one server has on switches out of service
     rails_server: str  # that server ("" when none)
-    reach_share: float  # switched planes: the share of host ports still reachable (1.0 when none cut)
+    reach_share: float  # the least share of a kind of host, management or edge ports still in service
 
     def within(self, budget: float) -> bool:
         return (
@@ -117,17 +118,16 @@ class PlaneCost:
         self.switched = plane.topology == SWITCHED
         role = {d.name: d.role for d in plane.devices}
         self.links: dict[str, Counter[str]] = defaultdict(Counter)
-        ports: Counter[str] = Counter()
+        self.ports: dict[str, Counter[str]] = defaultdict(Counter)  # kind (host, mgmt, edge) -> switch -> ports
         for link in plane.links:
             if link.kind == "fabric" and link.a in role and link.b in role:
                 self.links[link.a][link.b] += 1
                 self.links[link.b][link.a] += 1
             elif link.a in role and link.b not in role:
-                ports[link.a] += 1
+                self.ports[link.kind][link.a] += 1
             elif link.b in role and link.a not in role:
-                ports[link.b] += 1
-        self.ports = ports
-        self.total_ports = sum(ports.values())
+                self.ports[link.kind][link.b] += 1
+        self.total_ports = {kind: sum(ports.values()) for kind, ports in self.ports.items()}
         self.nics: dict[str, list[int]] = defaultdict(list)  # leaf -> index of each server with a NIC on it
         self.server_names = [s.name for s in servers]
         for i, server in enumerate(servers):
@@ -190,14 +190,18 @@ class PlaneCost:
         return n, self.server_names[i]
 
     def reach(self, down: set[str]) -> float:
-        if not self.total_ports:
-            return 1.0
-        cut = sum(
-            count
-            for switch, count in self.ports.items()
-            if switch in down or (self.links[switch] and all(n in down for n in self.links[switch]))
-        )
-        return 1 - cut / self.total_ports
+        """The least share, over the kinds of ports where servers or the edge attach, still in service: on
+        a switched plane a switch left with no uplink in service is cut off too."""
+        share = 1.0
+        for kind, ports in self.ports.items():
+            cut = sum(
+                count
+                for switch, count in ports.items()
+                if switch in down
+                or (self.switched and self.links[switch] and all(n in down for n in self.links[switch]))
+            )
+            share = min(share, 1 - cut / self.total_ports[kind])
+        return share
 
     def ecmp(self, down: set[str]) -> tuple[float, str]:
         if self.switched or not (down & self.transit):
@@ -237,7 +241,7 @@ class PlaneCost:
     def cost(self, down: set[str]) -> Cost:
         rails, server = self.rails(down)
         share, where = self.ecmp(down)
-        return Cost(share, where, rails, server, self.reach(down) if self.switched else 1.0)
+        return Cost(share, where, rails, server, self.reach(down))
 
 
 def stage_workers(plan_batches: list[Batch], workers: int) -> int:
@@ -291,6 +295,9 @@ class Budget:
         the budget is its plane's only one in its batch."""
         within = [p in self.planes and self.planes[p].cost(set(ds)).within(self.budget) for p, _, ds in chunks]
         left = list(range(len(chunks)))
+        rank: dict[str, int] = {}
+        for plane, _, _ in chunks:
+            rank.setdefault(plane, len(rank))
         out: list[list[Part]] = []
         while left:
             taken: list[int] = []
@@ -312,15 +319,16 @@ class Budget:
                 size += len(devices)
                 taken.append(i)
                 left.remove(i)
+            taken.sort(key=lambda i: (rank[chunks[i][0]], i))  # plane by plane, as side by side
             out.append([(chunks[i][1], chunks[i][2]) for i in taken])
         return out
 
     def _fits(self, plane: str, down: set[str]) -> bool:
         costs = self.planes[plane]
-        if costs.rails(down)[0] > 1:
+        if costs.rails(down)[0] > 1 or costs.reach(down) < 1 - self.budget - EPSILON:
             return False
         if costs.switched:
-            return costs.reach(down) >= 1 - self.budget - EPSILON
+            return True
         if costs.uplinks_lost(down) > self.budget + EPSILON:
             return False
         return costs.ecmp(down)[0] >= 1 - self.budget - EPSILON

@@ -12,8 +12,9 @@ judged on the plan alone, with other code than the planner's (gpufabric.push.bud
   switch counts while it still has a route (one with none is withdrawn by its neighbours, whose own
   widths show the loss).
 - Rails: every server's NICs, per plane, on switches of the set.
-- Reach, on a plane that does not route (out-of-band): the host ports whose switch can still be
-  reached from the plane's spines through switches in service.
+- Reach: per kind of port where servers or the edge attach (host, management, edge), the share on
+  switches in service; on a plane that does not route (out-of-band), reached from the plane's spines
+  through switches in service.
 
 A set is within the budget when every group keeps at least 1 - budget of its width, no server loses
 two NICs of a plane and reach stays at least 1 - budget; or, plane by plane, when the plane's part
@@ -70,7 +71,7 @@ class _Plane:
     full: dict[str, dict[str, int]]  # origin -> widths with nothing out (read when first needed)
     leaves: set[str]
     roots: list[str]  # switched planes: where reach is measured from (the spines)
-    ports: Counter[str]  # switch -> host or management ports on it
+    ports: dict[str, Counter[str]]  # kind (host, mgmt, edge) -> switch -> ports on it
     domains: list[frozenset[str]]
 
 
@@ -90,7 +91,7 @@ class Judge:
         role = {d.name: d.role for d in plane.devices}
         asn = {d.name: d.asn for d in plane.devices if d.asn is not None}
         adjacent: dict[str, list[str]] = defaultdict(list)
-        ports: Counter[str] = Counter()
+        ports: dict[str, Counter[str]] = defaultdict(Counter)
         for link in plane.links:
             if link.kind == "fabric" and link.a in role and link.b in role:
                 adjacent[link.a].append(link.b)
@@ -98,7 +99,7 @@ class Judge:
             else:
                 for end, other in ((link.a, link.b), (link.b, link.a)):
                     if end in role and other not in role:
-                        ports[end] += 1
+                        ports[link.kind][end] += 1
         leaves = {n for n, r in role.items() if r in ("leaf", "border")}
         routed = bool(asn) and all(n in asn for n in role)
         groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
@@ -124,7 +125,7 @@ class Judge:
                 continue
             p_worst, p_group = self._ecmp(plane, down) if plane.routed else (1.0, "")
             p_rails, p_server = self._rails(name, down)
-            p_reach = 1.0 if plane.routed else self._reach(plane, down)
+            p_reach = self._reach(plane, down)
             if p_worst < worst:
                 worst, group = p_worst, p_group
             if p_rails > rails:
@@ -178,18 +179,23 @@ class Judge:
 
     @staticmethod
     def _reach(plane: _Plane, down: set[str]) -> float:
-        total = sum(plane.ports.values())
-        if not total:
-            return 1.0
-        seen = {r for r in plane.roots if r not in down}
-        todo = list(seen)
-        while todo:
-            x = todo.pop()
-            for n in plane.adjacent.get(x, ()):
-                if n not in down and n not in seen:
-                    seen.add(n)
-                    todo.append(n)
-        return sum(k for n, k in plane.ports.items() if n in seen) / total
+        """The least share of a kind of port (host, management, edge) on switches in service, and on a
+        plane that bridges, reached from its spines through switches in service."""
+        if plane.routed:
+            seen = set(plane.asn) - down
+        else:
+            seen = {r for r in plane.roots if r not in down}
+            todo = list(seen)
+            while todo:
+                x = todo.pop()
+                for n in plane.adjacent.get(x, ()):
+                    if n not in down and n not in seen:
+                        seen.add(n)
+                        todo.append(n)
+        return min(
+            (sum(k for n, k in ports.items() if n in seen) / sum(ports.values()) for ports in plane.ports.values()),
+            default=1.0,
+        )
 
 
 def from_trail(records: Iterable[dict[str, Any]], push_id: str | None = None) -> list[Outage]:
