@@ -3,13 +3,16 @@ judge (gpufabric.push.proof) that proves a rollout's log kept it, independently 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner
 from conftest import example_plan, sized
+from napalm.base import NetworkDriver
 
 from gpufabric.cli import cli
 from gpufabric.plan.model import Plan
@@ -195,3 +198,86 @@ def test_a_batch_record_carries_its_switches_and_cost(tmp_path: Path):
     (record,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert record["batch"] == 3 and record["switches"] == ["a", "b"] and record["max_capacity_loss"] == 0.125
     assert record["worst_ecmp_share"] == 0.875 and record["switch"] == "" and record["status"] == "batch"
+
+
+# -- end to end through `nornir push`, every switch a driver double ---------------------------------
+
+
+class _Switch(NetworkDriver):
+    """A NAPALM driver double with commit-confirm: every switch changes once, then is in sync."""
+
+    RUNNING: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, hostname: str, username: str, password: str, timeout: int = 60, optional_args: Any = None):
+        self.hostname, self.candidate = hostname, ""
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def load_replace_candidate(self, filename: str | None = None, config: str | None = None) -> None:
+        self.candidate = config or ""
+
+    def compare_config(self) -> str:
+        running = self.RUNNING.setdefault(self.hostname, "hostname old\n")
+        return "" if self.candidate == running else f"-{running}+{self.candidate}"
+
+    def discard_config(self) -> None:
+        self.candidate = ""
+
+    def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
+        self.RUNNING[self.hostname] = self.candidate
+
+    def confirm_commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        pass
+
+    def get_bgp_neighbors(self) -> dict[str, Any]:
+        return {}
+
+    def get_interfaces(self) -> dict[str, Any]:
+        return {}
+
+
+@pytest.mark.slow
+def test_a_push_under_a_budget_records_each_batch_and_its_cost_and_the_proof_holds(monkeypatch, tmp_path, capsys):
+    from nornir.core.plugins.connections import ConnectionPluginRegister
+    from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
+
+    from gpufabric.cli import main
+    from gpufabric.fleet import access
+    from gpufabric.push import service
+    from gpufabric.push.lock import fabric_lock
+    from nornir_tasks.push import PushOptions
+
+    intent = "inventory/examples/multi-vendor.yml"
+    monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)
+    for name in ("GPUFABRIC_SWITCH_PASSWORD", "GPUFABRIC_SNMP_COMMUNITY", "GPUFABRIC_SALT_KEY"):
+        monkeypatch.setenv(name, f"placeholder-{name.lower()}")
+    trail = tmp_path / "trail" / "audit.jsonl"
+    monkeypatch.setenv("GPUFABRIC_AUDIT_LOG", str(trail))
+    monkeypatch.setattr(access, "network_driver", lambda platform: _Switch)
+    monkeypatch.setattr(service, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(service, "PushOptions", functools.partial(PushOptions, settle=0.0))
+    monkeypatch.setattr(_Switch, "RUNNING", {})
+    with pytest.raises(SystemExit) as done:
+        main(["push", intent, "--wait", "0", "--check-timeout", "3", "--json", "--max-capacity-loss", "25%"])
+    assert done.value.code in (0, None)
+    report = json.loads(capsys.readouterr().out)
+    plan = _plan(intent)
+    assert len(report["batches"]) == len(Budget(plan, 0.25).batches(plan, list(plan.devices()), None))
+    assert all(b["cost"]["max_rails_lost"] <= 1 for b in report["batches"])
+    found = [r for _, r in read(trail) if r]
+    outages = from_trail(found)
+    assert [o.label for o in outages] == [f"batch {b['number']}" for b in report["batches"]]
+    assert [sorted(o.switches) for o in outages] == [sorted(b["devices"]) for b in report["batches"]]
+    judge = Judge(plan, 0.25)
+    for outage in outages:
+        verdict = judge.judge(outage)
+        assert verdict.held and not claims_problems(verdict), (outage.label, verdict.problems)
+    switches = [r for r in found if r["status"] != "batch"]
+    assert sorted(r["switch"] for r in switches) == sorted(d.name for d in plan.devices())
