@@ -2,6 +2,7 @@
 the plan allows.
 
     python -m bench.rollout_scale                         # the whole fabric (1,309 switches)
+    python -m bench.rollout_scale --max-capacity-loss 12.5% --drain always
     python -m bench.rollout_scale --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
     python -m bench.rollout_scale --scale 1/8 --latency-scale 0.1 --json out.json
 
@@ -27,6 +28,14 @@ command to every switch through the drivers' transport (bench/ssh_floor.py), the
 fleet costs here. With `--dry-run-only` the table is the reads': wall time beside that floor, and the
 CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
 cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from.
+
+`--max-capacity-loss 12.5%` pushes under a capacity budget (several failure domains a batch); `--drain
+always` drains every data-plane switch before its change and undrains it after (`push --drain` where the
+push has it; else a stand-in, HOOKS["drain"], through the simulator's NVUE maintenance unit,
+bench/fleet_sim/drain.py), and a drained wave's bound then counts the drain and the undrain too. After
+every push the budget is proved from the logs alone by gpufabric.push.proof (not by the planner): every
+largest set of switches out of service at once in the simulator's log, and every batch the audit trail
+records.
 
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
@@ -191,9 +200,10 @@ import gpufabric.fleet.target
 
 gpufabric.fleet.target.READ_WORKERS = 512
 """,
-    # A stand-in for the push's own drain until `nornir push --drain` is there: each switch that changes is
-    # drained before its commit (NVUE's maintenance unit, bench/fleet_sim/drain.py), the controller waiting
-    # until its traffic has left, and undrained after its confirm or rollback, waiting until it is back.
+    # A stand-in for the push's own drain until `nornir push --drain` is there: each data-plane switch that
+    # changes is drained as its stage begins (NVUE's maintenance unit, bench/fleet_sim/drain.py); its
+    # candidate is loaded and diffed while the traffic leaves, and its commit waits until it has; it is
+    # undrained after its confirm or rollback, the controller waiting until it is back in service.
     "drain": """
 import functools
 import json
@@ -209,29 +219,51 @@ def _wait(conn, state, deadline=120.0):
     while _state(conn) != state:
         if time.monotonic() > end:
             raise RuntimeError(f"maintenance unit not {state} after {deadline:g} s")
-        time.sleep(0.5)
+        time.sleep(0.25)
 
-def _set(task, mode, state):
-    if "plane_oob" in {g.name for g in task.host.groups}:
-        return  # the out-of-band plane bridges and routes nothing: no traffic to move away
-    conn = task.host.get_connection("napalm", task.nornir.config)
+def _data_plane(task):
+    # the out-of-band plane bridges and routes nothing: no traffic to move away
+    return "plane_oob" not in {g.name for g in task.host.groups}
+
+def _connection(task):
+    return task.host.get_connection("napalm", task.nornir.config)
+
+def _set(conn, mode):
     conn._run(f"nv set maintenance unit all-protocols mode {mode}")
     conn._run("nv config apply -y")
-    _wait(conn, state)
 
 def _drained(fn):
     @functools.wraps(fn)
     def stage(task, candidate, expect, opts, batch):
-        if not opts.dry_run:
-            _set(task, "enabled", "maintenance")
-        return fn(task, candidate, expect, opts, batch)
+        if opts.dry_run or not _data_plane(task):
+            return fn(task, candidate, expect, opts, batch)
+        conn = _connection(task)
+        _set(conn, "enabled")
+        commit = conn.commit_config
+
+        def commit_once_drained(*args, **kwargs):
+            _wait(conn, "maintenance")
+            return commit(*args, **kwargs)
+
+        conn.commit_config = commit_once_drained
+        try:
+            result = fn(task, candidate, expect, opts, batch)
+        finally:
+            del conn.commit_config
+        if str(result.result.status) != "staged":  # not to be confirmed (rolled back, failed): back now
+            _set(conn, "disabled")
+            _wait(conn, "production")
+        return result
     return stage
 
-def _undrained(fn):
+def _undrained(fn):  # after a confirm, or the rollback of a staged switch
     @functools.wraps(fn)
     def after(task, *args, **kwargs):
         result = fn(task, *args, **kwargs)
-        _set(task, "disabled", "production")
+        if _data_plane(task):
+            conn = _connection(task)
+            _set(conn, "disabled")
+            _wait(conn, "production")
         return result
     return after
 
@@ -479,6 +511,16 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _overlap(scale: float, platforms: list[str]) -> float:
+    """What of a switch's stage may run while its traffic leaves: loading the candidate and diffing it (a
+    commit waits for the drain, those steps do not)."""
+    if set(platforms) != {"cumulus"}:
+        return 0.0
+    return scale * (
+        latency.LATENCY[latency.NV_REPLACE] + latency.LATENCY[latency.NV_DIFF] + 2 * latency.LATENCY[latency.EXEC]
+    )
+
+
 def _row(
     fraction: Fraction,
     opts: Options,
@@ -504,7 +546,7 @@ def _row(
     drained = {e["switch"] for e in events if e["event"] == "drain"}
     bound = sum(
         max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps)
-        + (sim_drain.drain_and_undrain(scale) if set(names) & drained else 0.0)
+        + (sim_drain.drain_and_undrain(scale, overlap=_overlap(scale, ps)) if set(names) & drained else 0.0)
         for ps, names in zip(result.get("platforms", []), result.get("wave_switches", []), strict=True)
     )
     row: dict[str, Any] = {

@@ -34,6 +34,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.fleet_sim import latency
 from bench.fleet_sim.shell import Result
 
 NV_SET = "nv set maintenance"
@@ -51,13 +52,15 @@ LATENCY: dict[str, float] = {
 }
 
 UNIT = "all-protocols"
+EXEC = latency.LATENCY[latency.EXEC]  # an SSH exec channel, per command
 
 
-def drain_and_undrain(scale: float = 1.0) -> float:
+def drain_and_undrain(scale: float = 1.0, overlap: float = 0.0) -> float:
     """The least a drained wave adds to a rollout by these figures: drain, traffic gone, undrain, widths back
-    (plus the pending `nv set` of each)."""
-    return scale * (2 * LATENCY[NV_SET] + sum(LATENCY[k] for k in (DRAIN_APPLY, DRAIN_SETTLE, UNDRAIN_APPLY,
-                                                                   UNDRAIN_SETTLE)))  # fmt: skip
+    (plus the pending `nv set` of each and an exec channel for each command), less the part of the switch's
+    own stage (`overlap` seconds: loading and diffing the candidate) that may run while its traffic leaves."""
+    steps = sum(LATENCY[k] for k in (DRAIN_APPLY, DRAIN_SETTLE, UNDRAIN_APPLY, UNDRAIN_SETTLE))
+    return scale * (2 * LATENCY[NV_SET] + 4 * EXEC + steps) - min(overlap, scale * LATENCY[DRAIN_SETTLE])
 
 
 @dataclass
