@@ -456,6 +456,7 @@ def prove(plan: Any, events: list[dict[str, Any]], trail: Path, opts: Options) -
         ),
         "proof_max_rails_lost": max((v.rails_lost for v in moments), default=0),
         "proof_min_reach": round(min((v.reach_share for v in moments), default=1.0), 4),
+        "proof_min_untolerated_reach": round(min((v.reach_share for v in moments if not v.tolerated), default=1.0), 4),
         "proof_tolerated": sum(bool(v.tolerated) for v in moments),
         "proof_problems": problems[:20],
         "budget_held": not problems if opts.max_capacity_loss and (moments or recorded) else None,
@@ -685,8 +686,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                   f"{row['proof_batches']} batches in the audit trail; worst ECMP group kept "
                   f"{row['proof_worst_untolerated_share']:.1%} ({row['proof_worst_ecmp_share']:.1%} where one "
                   f"failure domain alone, which the design tolerates, costs more: {row['proof_tolerated']} sets), "
-                  f"at most {row['proof_max_rails_lost']} rail(s) of a server at once, out-of-band ports reachable "
-                  f">= {row['proof_min_reach']:.1%}; {row['drained']} switches drained")  # fmt: skip
+                  f"at most {row['proof_max_rails_lost']} rail(s) of a server at once, ports in service >= "
+                  f"{row['proof_min_untolerated_reach']:.1%} ({row['proof_min_reach']:.1%} where one domain alone "
+                  f"costs more); {row['drained']} switches drained")  # fmt: skip
             for problem in row["proof_problems"]:
                 print(f"  {problem}")
         phases = [("dry run", row["dry_run_s"], row["dry_run_cpu_s"], row["dry_run_simulator_cpu_s"]),
