@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import copy
 import ipaddress
+import itertools
 import json
 import os
 import resource
@@ -202,7 +203,8 @@ gpufabric.fleet.target.READ_WORKERS = 512
 """,
     # A stand-in for the push's own drain until `nornir push --drain` is there: each data-plane switch that
     # changes is drained as its stage begins (NVUE's maintenance unit, bench/fleet_sim/drain.py); its
-    # candidate is loaded and diffed while the traffic leaves, and its commit waits until it has; it is
+    # candidate is loaded, diffed and its commit prepared while the traffic leaves, and the apply waits until
+    # it has; it is
     # undrained after its confirm or rollback, the controller waiting until it is back in service.
     "drain": """
 import functools
@@ -239,17 +241,18 @@ def _drained(fn):
             return fn(task, candidate, expect, opts, batch)
         conn = _connection(task)
         _set(conn, "enabled")
-        commit = conn.commit_config
+        run = conn._run
 
-        def commit_once_drained(*args, **kwargs):
-            _wait(conn, "maintenance")
-            return commit(*args, **kwargs)
+        def apply_once_drained(command, *args, **kwargs):
+            if command.startswith("nv config apply --confirm ") and _state(conn) != "maintenance":
+                _wait(conn, "maintenance")  # only the apply itself waits: reading and preparing need not
+            return run(command, *args, **kwargs)
 
-        conn.commit_config = commit_once_drained
+        conn._run = apply_once_drained
         try:
             result = fn(task, candidate, expect, opts, batch)
         finally:
-            del conn.commit_config
+            del conn._run
         if str(result.result.status) != "staged":  # not to be confirmed (rolled back, failed): back now
             _set(conn, "disabled")
             _wait(conn, "production")
@@ -512,6 +515,44 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def spread(events: list[dict[str, Any]], wave_bounds: list[float]) -> dict[str, Any]:
+    """How the waves spread, from the simulator's log: each wave from the last one's last switch back in
+    service (the first: from its first switch out, a drain or a commit) to its own last back, beside that
+    wave's bound; and the time between waves (the next wave's steps before its first switch goes out: the
+    drain command itself, the candidate's upload and diff)."""
+    spans: list[tuple[float, float]] = []
+    why: dict[str, set[str]] = {}
+    down: set[str] = set()
+    start = 0.0
+    for ev in sorted(events, key=lambda e: e["time"]):
+        switch, kind = ev["switch"], ev["event"]
+        if kind in ("drain", "commit"):
+            if not down:
+                start = ev["time"]
+            why.setdefault(switch, set()).add(kind)
+            down.add(switch)
+        elif kind in ("undrained", "confirm", "revert", "abort") and switch in down:
+            why[switch].discard("drain" if kind == "undrained" else "commit")
+            if not why[switch]:
+                down.discard(switch)
+                if not down:
+                    spans.append((start, ev["time"]))
+    if len(spans) != len(wave_bounds) or not spans:
+        return {"wave_spans": len(spans)}
+    ends = [spans[0][0]] + [end for _, end in spans]  # a wave lasts from the last one's end to its own
+    beyond = sorted(b - a - bound for (a, b), bound in zip(itertools.pairwise(ends), wave_bounds, strict=True))
+    gaps = sorted(b[0] - a[1] for a, b in itertools.pairwise(spans))
+
+    def pick(values: list[float], q: float) -> float:
+        return round(values[min(len(values) - 1, int(q * len(values)))], 2) if values else 0.0
+
+    return {
+        "wave_spans": len(spans),
+        "wave_beyond_bound_s": [pick(beyond, 0), pick(beyond, 0.5), pick(beyond, 1.0)],  # min, median, max
+        "between_waves_s": [pick(gaps, 0), pick(gaps, 0.5), pick(gaps, 1.0)],
+    }
+
+
 def _overlap(scale: float, platforms: list[str]) -> float:
     """What of a switch's stage may run while its traffic leaves: loading the candidate and diffing it (a
     commit waits for the drain, those steps do not)."""
@@ -545,11 +586,12 @@ def _row(
     per_wave = max(latency.commit_check_confirm(SETTLE, scale, p) for p in {"cumulus", opts.platform})
     # A wave any of whose switches was drained takes the drain and the undrain too (bench/fleet_sim/drain.py).
     drained = {e["switch"] for e in events if e["event"] == "drain"}
-    bound = sum(
+    wave_bounds = [
         max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps)
         + (sim_drain.drain_and_undrain(scale, overlap=_overlap(scale, ps)) if set(names) & drained else 0.0)
         for ps, names in zip(result.get("platforms", []), result.get("wave_switches", []), strict=True)
-    )
+    ]
+    bound = sum(wave_bounds)
     row: dict[str, Any] = {
         "fraction": str(fraction),
         "switches": n,
@@ -584,6 +626,7 @@ def _row(
             "push_commands_per_switch": round(push["sim"]["commands"] / n, 1),
             "push_command_kinds": push["sim"]["kinds"],
             "max_domains_down_per_plane": max_domains_down(events, domain_of),
+            **spread(events, wave_bounds),
             "commits": sum(e["event"] == "commit" for e in events),
             "reverts": sum(e["event"] == "revert" for e in events),
         })  # fmt: skip
@@ -689,6 +732,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                   f"at most {row['proof_max_rails_lost']} rail(s) of a server at once, ports in service >= "
                   f"{row['proof_min_untolerated_reach']:.1%} ({row['proof_min_reach']:.1%} where one domain alone "
                   f"costs more); {row['drained']} switches drained")  # fmt: skip
+            if row.get("wave_beyond_bound_s"):
+                low, mid, high = row["wave_beyond_bound_s"]
+                glow, gmid, ghigh = row["between_waves_s"]
+                print(f"{row['fraction']}: spread: each wave (first switch out to last back) beyond its bound "
+                      f"min {low:.1f} s, median {mid:.1f} s, max {high:.1f} s; between waves min {glow:.1f} s, "
+                      f"median {gmid:.1f} s, max {ghigh:.1f} s")  # fmt: skip
             for problem in row["proof_problems"]:
                 print(f"  {problem}")
         phases = [("dry run", row["dry_run_s"], row["dry_run_cpu_s"], row["dry_run_simulator_cpu_s"]),
