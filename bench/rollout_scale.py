@@ -735,7 +735,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             if row.get("wave_beyond_bound_s"):
                 low, mid, high = row["wave_beyond_bound_s"]
                 glow, gmid, ghigh = row["between_waves_s"]
-                print(f"{row['fraction']}: spread: each wave (first switch out to last back) beyond its bound "
+                print(f"{row['fraction']}: spread: each wave (from the last one's end to its own) beyond its bound "
                       f"min {low:.1f} s, median {mid:.1f} s, max {high:.1f} s; between waves min {glow:.1f} s, "
                       f"median {gmid:.1f} s, max {ghigh:.1f} s")  # fmt: skip
             for problem in row["proof_problems"]:
