@@ -265,7 +265,21 @@ def test_a_push_under_a_budget_records_each_batch_and_its_cost_and_the_proof_hol
     monkeypatch.setattr(service, "PushOptions", functools.partial(PushOptions, settle=0.0))
     monkeypatch.setattr(_Switch, "RUNNING", {})
     with pytest.raises(SystemExit) as done:
-        main(["push", intent, "--wait", "0", "--check-timeout", "3", "--json", "--max-capacity-loss", "25%"])
+        main(
+            [
+                "push",
+                intent,
+                "--wait",
+                "0",
+                "--check-timeout",
+                "3",
+                "--json",
+                "--max-capacity-loss",
+                "25%",
+                "--drain",
+                "never",
+            ]
+        )
     assert done.value.code in (0, None)
     report = json.loads(capsys.readouterr().out)
     plan = _plan(intent)
