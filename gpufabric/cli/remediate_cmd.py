@@ -66,23 +66,33 @@ def remediate_cmd() -> None:
               help="How long an alert stays resolved before its nodes go back.")  # fmt: skip
 @click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The record of what the loop holds (default ~/.local/state/gpufabric/remediate.json).")  # fmt: skip
-@click.option("--audit-log", "audit_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The trail of its actions, JSON lines (default ~/.local/state/gpufabric/remediate.jsonl).")  # fmt: skip
+@click.option(
+    "--audit-log",
+    "audit_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The trail of its actions, JSON lines (default ~/.local/state/gpufabric/remediate.jsonl).",
+)
 @click.option("--slurm/--no-slurm", "slurm", default=None, help="Tell Slurm (or not), whatever the intent says.")
 @click.option("--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands.")
 @click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help="Tell Kubernetes (or not).")
 @click.option("--k8s-api", metavar="URL", help="The API server, https://host:port.")
 @click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token.")
 @click.option("--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server.")
-def serve_cmd(file: str | None, listen: tuple[str, int], dry_run: bool, max_share: float, max_unit_share: float,
+def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_share: float, max_unit_share: float,
               hold_down: float, state_path: Path | None, audit_path: Path | None, **opts: Any) -> int:  # fmt: skip
     """Receive Alertmanager's notifications until interrupted (SIGINT or SIGTERM) and act on them.
 
     Exit codes: 0 stopped; 2 bad settings, or the record cannot be read.
     """
     plan = load_plan(file)
-    reach = Reach(slurm=opts["slurm"], slurm_conf=opts["slurm_conf"], kubernetes=opts["kubernetes"],
-                  k8s_api=opts["k8s_api"], k8s_token_env=opts["k8s_token_env"], k8s_ca_file=opts["k8s_ca_file"])  # fmt: skip
+    reach = Reach(
+        slurm=opts["slurm"],
+        slurm_conf=opts["slurm_conf"],
+        kubernetes=opts["kubernetes"],
+        k8s_api=opts["k8s_api"],
+        k8s_token_env=opts["k8s_token_env"],
+        k8s_ca_file=opts["k8s_ca_file"],
+    )
     found = schedulers(plan, reach)
     if not found and not dry_run:
         err.print("no scheduler named: the intent has no `scheduler:` section and no option names one")

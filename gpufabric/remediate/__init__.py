@@ -9,7 +9,7 @@ resumes. `telemetry alertmanager` writes Alertmanager's configuration routing to
 (alertmanager.py). A service: beside telemetry, above the scheduler. docs/remediation.md.
 """
 
-from gpufabric.remediate.loop import Action, Guards, Remediator, RemediateError
+from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
 from gpufabric.remediate.payload import Alert, PayloadError, parse_payload
 from gpufabric.remediate.targets import ACTED, Target, target_of
 

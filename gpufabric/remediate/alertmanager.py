@@ -28,15 +28,19 @@ class AlertmanagerConfigError(GpufabricError):
     """A setting that cannot go into alertmanager.yml (the message says which)."""
 
 
-def alertmanager_yaml(webhook: str, *, fabric: str = "", group_wait: str = "10s", repeat: str = "5m") -> str:
+def alertmanager_yaml(
+    webhook: str, *, fabric: str = "", group_wait: str = "10s", group_interval: str = "30s", repeat: str = "5m"
+) -> str:
     if not URL.fullmatch(webhook):
-        raise AlertmanagerConfigError(f"{webhook!r} is not an http(s) URL of the receiver (http://127.0.0.1:9095{PATH})")
+        raise AlertmanagerConfigError(
+            f"{webhook!r} is not an http(s) URL of the receiver (http://127.0.0.1:9095{PATH})"
+        )
     config = {
         "route": {
             "receiver": "nobody",
             "group_by": ["..."],
             "group_wait": group_wait,
-            "group_interval": "30s",
+            "group_interval": group_interval,
             "repeat_interval": repeat,
             "routes": [
                 {

@@ -141,10 +141,16 @@ class Remediator:
             data = json.loads(read_text(self.state_path, what="the remediation record", max_bytes=64 * MiB))
             if data.get("version") != STATE_VERSION:
                 raise ValueError(f"version {data.get('version')!r}")
-            self.held = {k: _Held(v["alert"], v["part"], list(v["nodes"]), v["resolved_at"]) for k, v in data["held"].items()}
-            self.out = {k: _Out(v["mark"], list(v["ours"]), list(v["holders"]), bool(v["dry"])) for k, v in data["out"].items()}
+            self.held = {
+                k: _Held(v["alert"], v["part"], list(v["nodes"]), v["resolved_at"]) for k, v in data["held"].items()
+            }
+            self.out = {
+                k: _Out(v["mark"], list(v["ours"]), list(v["holders"]), bool(v["dry"])) for k, v in data["out"].items()
+            }
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise RemediateError(f"{self.state_path}: not a remediation record ({exc}): move it aside to start afresh") from None
+            raise RemediateError(
+                f"{self.state_path}: not a remediation record ({exc}): move it aside to start afresh"
+            ) from None
 
     def _save(self) -> None:
         data = {
@@ -212,7 +218,17 @@ class Remediator:
             if held.resolved_at is not None:
                 held.resolved_at = None
                 self._save()
-                return [self._trail(Action("held", record, held.part, tuple(held.nodes), detail="fires again within its hold-down: its nodes stay out"))]
+                return [
+                    self._trail(
+                        Action(
+                            "held",
+                            record,
+                            held.part,
+                            tuple(held.nodes),
+                            detail="fires again within its hold-down: its nodes stay out",
+                        )
+                    )
+                ]
             wanted = [n for n in target.nodes if n not in held.nodes]
             if not wanted:
                 return []  # a repeat of a notification already acted on
@@ -229,42 +245,83 @@ class Remediator:
                 held.nodes.append(node)
                 continue
             if node in out:
-                actions.append(self._trail(Action("kept", record, target.part, (node,), detail="out already, not by the loop: left as it is, never put back by it")))
+                actions.append(
+                    self._trail(
+                        Action(
+                            "kept",
+                            record,
+                            target.part,
+                            (node,),
+                            detail="out already, not by the loop: left as it is, never put back by it",
+                        )
+                    )
+                )
                 continue
             why = self._room(node, out | set(allowed))
             if why:
-                actions.append(self._trail(Action("capped", record, target.part, (node,), detail=f"not taken out: {why}; waiting for a person")))
+                actions.append(
+                    self._trail(
+                        Action(
+                            "capped", record, target.part, (node,), detail=f"not taken out: {why}; waiting for a person"
+                        )
+                    )
+                )
                 continue
             allowed.append(node)
         if allowed:
-            actions += self._take_out(alert, record, target, mark, allowed, held)
+            actions += self._take_out(alert, record, target, mark=mark, nodes=allowed, held=held)
         if held.nodes:
             self.held[alert.key] = held
         self._save()
         return actions
 
-    def _take_out(self, alert: Alert, record: dict[str, Any], target: Target, mark: Mark, nodes: list[str], held: _Held) -> list[Action]:
+    def _take_out(
+        self, alert: Alert, record: dict[str, Any], target: Target, *, mark: Mark, nodes: list[str], held: _Held
+    ) -> list[Action]:
         actions: list[Action] = []
         ours: dict[str, list[str]] = {n: [] for n in nodes}
         others: set[str] = set()
         if self.guards.dry_run:
-            actions.append(self._trail(Action("drain", record, target.part, tuple(nodes), detail=f"{mark.text!r}; {target.why}", dry_run=True)))
+            actions.append(
+                self._trail(
+                    Action(
+                        "drain", record, target.part, tuple(nodes), detail=f"{mark.text!r}; {target.why}", dry_run=True
+                    )
+                )
+            )
         else:
             for scheduler in self.schedulers:
                 try:
                     result = drain_nodes(scheduler, nodes, mark, None)
                 except SchedulerError as exc:
-                    actions.append(self._trail(Action("failed", record, target.part, tuple(nodes), scheduler.kind, str(exc))))
+                    actions.append(
+                        self._trail(Action("failed", record, target.part, tuple(nodes), scheduler.kind, str(exc)))
+                    )
                     continue
                 for drain in result.nodes:
                     if drain.ours:
                         ours[drain.node].append(scheduler.kind)
                     else:
                         others.add(drain.node)
-                        actions.append(self._trail(Action("kept", record, target.part, (drain.node,), scheduler.kind, f"out already ({drain.before or 'no reason'}): never put back by the loop")))
+                        actions.append(
+                            self._trail(
+                                Action(
+                                    "kept",
+                                    record,
+                                    target.part,
+                                    (drain.node,),
+                                    scheduler.kind,
+                                    f"out already ({drain.before or 'no reason'}): never put back by the loop",
+                                )
+                            )
+                        )
                 taken = tuple(n.node for n in result.nodes if n.ours)
                 if taken:
-                    actions.append(self._trail(Action("drain", record, target.part, taken, scheduler.kind, f"{mark.text!r}; {target.why}")))
+                    actions.append(
+                        self._trail(
+                            Action("drain", record, target.part, taken, scheduler.kind, f"{mark.text!r}; {target.why}")
+                        )
+                    )
         for node in nodes:
             if ours[node] or self.guards.dry_run:
                 self.out[node] = _Out(mark.text, ours[node], [alert.key], self.guards.dry_run)
@@ -278,13 +335,27 @@ class Remediator:
         if held.resolved_at is None:
             held.resolved_at = self.clock()
             self._save()
-            return [self._trail(Action("held", alert.record(), held.part, tuple(held.nodes), detail=f"resolved: its nodes go back after {self.guards.hold_down:g} s resolved"))]
+            return [
+                self._trail(
+                    Action(
+                        "held",
+                        alert.record(),
+                        held.part,
+                        tuple(held.nodes),
+                        detail=f"resolved: its nodes go back after {self.guards.hold_down:g} s resolved",
+                    )
+                )
+            ]
         return []
 
     def tick(self) -> list[Action]:
         """Put back the nodes whose every holding alert has stayed resolved for the hold-down."""
         now = self.clock()
-        done = [k for k, h in self.held.items() if h.resolved_at is not None and now - h.resolved_at >= self.guards.hold_down]
+        done = [
+            k
+            for k, h in self.held.items()
+            if h.resolved_at is not None and now - h.resolved_at >= self.guards.hold_down
+        ]
         if not done:
             return []
         actions: list[Action] = []
@@ -306,7 +377,18 @@ class Remediator:
     def _put_back(self, held: _Held, node: str, out: _Out) -> list[Action]:
         mark = Mark.parse(out.mark)
         if out.dry or mark is None:
-            return [self._trail(Action("resume", held.alert, held.part, (node,), detail=f"resolved for {self.guards.hold_down:g} s", dry_run=True))]
+            return [
+                self._trail(
+                    Action(
+                        "resume",
+                        held.alert,
+                        held.part,
+                        (node,),
+                        detail=f"resolved for {self.guards.hold_down:g} s",
+                        dry_run=True,
+                    )
+                )
+            ]
         actions = []
         for scheduler in self.schedulers:
             if scheduler.kind not in out.ours:
@@ -317,7 +399,29 @@ class Remediator:
                 actions.append(self._trail(Action("failed", held.alert, held.part, (node,), scheduler.kind, str(exc))))
                 continue
             if back:
-                actions.append(self._trail(Action("resume", held.alert, held.part, (node,), scheduler.kind, f"resolved for {self.guards.hold_down:g} s")))
+                actions.append(
+                    self._trail(
+                        Action(
+                            "resume",
+                            held.alert,
+                            held.part,
+                            (node,),
+                            scheduler.kind,
+                            f"resolved for {self.guards.hold_down:g} s",
+                        )
+                    )
+                )
             else:
-                actions.append(self._trail(Action("kept", held.alert, held.part, (node,), scheduler.kind, f"no longer carries {out.mark!r}: someone changed it, left out")))
+                actions.append(
+                    self._trail(
+                        Action(
+                            "kept",
+                            held.alert,
+                            held.part,
+                            (node,),
+                            scheduler.kind,
+                            f"no longer carries {out.mark!r}: someone changed it, left out",
+                        )
+                    )
+                )
         return actions

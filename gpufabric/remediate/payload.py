@@ -115,7 +115,7 @@ def parse_payload(body: bytes) -> list[Alert]:
     if not isinstance(data, dict):
         raise PayloadError("the body is not a JSON object")
     if data.get("version") != "4":
-        raise PayloadError("version: Alertmanager's webhook payload version \"4\" is expected")
+        raise PayloadError('version: Alertmanager\'s webhook payload version "4" is expected')
     alerts = data.get("alerts")
     if not isinstance(alerts, list):
         raise PayloadError("alerts: a list is expected")

@@ -70,7 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: Receiver
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the standard library's name)
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), (format % args).encode("unicode_escape").decode("ascii"))
 
     def _answer(self, code: int, body: dict[str, Any]) -> None:
@@ -81,13 +81,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         if self.path == "/healthz":
             self._answer(200, {"status": "ok"})
         else:
             self._answer(404, {"error": f"POST notifications to {PATH}; GET /healthz"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if self.path != PATH:
             self.close_connection = True
             self._answer(404, {"error": f"POST notifications to {PATH}"})

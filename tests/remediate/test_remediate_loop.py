@@ -205,7 +205,10 @@ def test_dry_run_asks_no_scheduler(plan, tmp_path):
     clock.now += 600
     actions += loop.tick()
     assert fake.calls == []
-    assert [(a.action, a.nodes, a.dry_run) for a in actions] == [("drain", ("gpu02",), True), ("resume", ("gpu02",), True)]
+    assert [(a.action, a.nodes, a.dry_run) for a in actions] == [
+        ("drain", ("gpu02",), True),
+        ("resume", ("gpu02",), True),
+    ]
 
 
 def test_a_record_that_is_not_one_is_refused(plan, tmp_path):
