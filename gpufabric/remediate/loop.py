@@ -360,17 +360,25 @@ class Remediator:
             return []
         actions: list[Action] = []
         for key in done:
-            held = self.held.pop(key)
+            held = self.held[key]
+            left: list[str] = []  # nodes a scheduler failed to put back: the alert holds them until it can
             for node in held.nodes:
                 out = self.out.get(node)
                 if out is None:
                     continue
-                if key in out.holders:
-                    out.holders.remove(key)
-                if out.holders:
+                others = [k for k in out.holders if k != key]
+                if others:  # another alert still holds it
+                    out.holders = others
                     continue
                 actions += self._put_back(held, node, out)
-                del self.out[node]
+                if out.ours:
+                    left.append(node)
+                else:
+                    del self.out[node]
+            if left:
+                held.nodes = left
+            else:
+                del self.held[key]
         self._save()
         return actions
 
@@ -397,7 +405,8 @@ class Remediator:
                 back = scheduler.put_back(node, mark)
             except SchedulerError as exc:
                 actions.append(self._trail(Action("failed", held.alert, held.part, (node,), scheduler.kind, str(exc))))
-                continue
+                continue  # still ours in that scheduler: tried again at the next look
+            out.ours = [kind for kind in out.ours if kind != scheduler.kind]
             if back:
                 actions.append(
                     self._trail(

@@ -215,3 +215,25 @@ def test_a_record_that_is_not_one_is_refused(plan, tmp_path):
     (tmp_path / "state.json").write_text('{"version": 9}')
     with pytest.raises(Exception, match="not a remediation record"):
         make(plan, tmp_path, Clock())
+
+
+def test_a_resume_the_scheduler_refused_is_tried_again(plan, tmp_path):
+    from gpufabric.scheduler import SchedulerError
+
+    clock = Clock()
+    loop, fake = make(plan, tmp_path, clock)
+    cut = alert("GpufabricLinkDown", device="cmp-su1-leaf1", port="swp1")
+    send(loop, cut)
+    send(loop, {**cut, "status": "resolved"})
+    clock.now += 600
+    real = fake.put_back
+
+    def down(node, mark):
+        raise SchedulerError("slurm: slurmctld does not answer")
+
+    fake.put_back = down
+    assert [a.action for a in loop.tick()] == ["failed"] and fake.drained == ["gpu01"]
+    fake.put_back = real
+    clock.now += 30
+    assert [(a.action, a.nodes) for a in loop.tick()] == [("resume", ("gpu01",))] and fake.drained == []
+    assert loop.tick() == [] and json.loads((tmp_path / "state.json").read_text())["out"] == {}
