@@ -69,6 +69,7 @@ class Receiver(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: Receiver
     protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds a connection may sit silent (a client that never sends its body lets go of its thread)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), (format % args).encode("unicode_escape").decode("ascii"))
