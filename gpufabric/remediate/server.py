@@ -8,7 +8,6 @@ The hold-downs are looked at every `tick` seconds by a thread of the server, and
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from gpufabric.errors import GpufabricError
+from gpufabric.outputs import json_dumps
 from gpufabric.remediate.loop import Action, Remediator
 from gpufabric.remediate.payload import MAX_BODY, PayloadError, parse_payload
 
@@ -75,7 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s %s", self.address_string(), (format % args).encode("unicode_escape").decode("ascii"))
 
     def _answer(self, code: int, body: dict[str, Any]) -> None:
-        data = (json.dumps(body) + "\n").encode()
+        data = (json_dumps(body) + "\n").encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
