@@ -2,6 +2,7 @@
 the plan allows.
 
     python -m bench.rollout_scale                         # the whole fabric (1,309 switches)
+    python -m bench.rollout_scale --max-capacity-loss 12.5% --drain always
     python -m bench.rollout_scale --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
     python -m bench.rollout_scale --scale 1/8 --latency-scale 0.1 --json out.json
 
@@ -28,6 +29,14 @@ fleet costs here. With `--dry-run-only` the table is the reads': wall time besid
 CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
 cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from.
 
+`--max-capacity-loss 12.5%` pushes under a capacity budget (several failure domains a batch); `--drain
+always` drains every data-plane switch before its change and undrains it after (`push --drain` where the
+push has it; else a stand-in, HOOKS["drain"], through the simulator's NVUE maintenance unit,
+bench/fleet_sim/drain.py), and a drained wave's bound then counts the drain and the undrain too. After
+every push the budget is proved from the logs alone by gpufabric.push.proof (not by the planner): every
+largest set of switches out of service at once in the simulator's log, and every batch the audit trail
+records.
+
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
 `--experiment nodelay,libyaml,switchinterval,readers64,readers128,readers512` (A/B changes to the
@@ -39,6 +48,7 @@ from __future__ import annotations
 import argparse
 import copy
 import ipaddress
+import itertools
 import json
 import os
 import resource
@@ -57,11 +67,15 @@ from typing import Any
 import yaml
 
 from bench.fabrics import EXAMPLES, PLACEHOLDER_SECRETS, use_placeholder_secrets
+from bench.fleet_sim import drain as sim_drain
 from bench.fleet_sim import latency
 from bench.fleet_sim.events import max_domains_down
 from gpufabric.fleet.target import READ_WORKERS
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
+from gpufabric.push.audit import read as audit_read
+from gpufabric.push.budget import parse_budget
+from gpufabric.push.proof import Judge, claims_problems, from_events, from_trail
 
 BENCH = Path(__file__).resolve().parent
 NODES = 4096  # the 32k example's GPU nodes
@@ -187,6 +201,79 @@ import gpufabric.fleet.target
 
 gpufabric.fleet.target.READ_WORKERS = 512
 """,
+    # A stand-in for the push's own drain until `nornir push --drain` is there: each data-plane switch that
+    # changes is drained as its stage begins (NVUE's maintenance unit, bench/fleet_sim/drain.py); its
+    # candidate is loaded, diffed and its commit prepared while the traffic leaves, and the apply waits until
+    # it has; it is
+    # undrained after its confirm or rollback, the controller waiting until it is back in service.
+    "drain": """
+import functools
+import json
+import time
+
+import gpufabric.push.rollout as _rollout
+
+def _state(conn):
+    return json.loads(conn._run("nv show maintenance -o json"))["unit"]["all-protocols"]["state"]
+
+def _wait(conn, state, deadline=120.0):
+    end = time.monotonic() + deadline
+    while _state(conn) != state:
+        if time.monotonic() > end:
+            raise RuntimeError(f"maintenance unit not {state} after {deadline:g} s")
+        time.sleep(0.25)
+
+def _data_plane(task):
+    # the out-of-band plane bridges and routes nothing: no traffic to move away
+    return "plane_oob" not in {g.name for g in task.host.groups}
+
+def _connection(task):
+    return task.host.get_connection("napalm", task.nornir.config)
+
+def _set(conn, mode):
+    conn._run(f"nv set maintenance unit all-protocols mode {mode}")
+    conn._run("nv config apply -y")
+
+def _drained(fn):
+    @functools.wraps(fn)
+    def stage(task, candidate, expect, opts, batch):
+        if opts.dry_run or not _data_plane(task):
+            return fn(task, candidate, expect, opts, batch)
+        conn = _connection(task)
+        _set(conn, "enabled")
+        run = conn._run
+
+        def apply_once_drained(command, *args, **kwargs):
+            if command.startswith("nv config apply --confirm ") and _state(conn) != "maintenance":
+                _wait(conn, "maintenance")  # only the apply itself waits: reading and preparing need not
+            return run(command, *args, **kwargs)
+
+        conn._run = apply_once_drained
+        try:
+            result = fn(task, candidate, expect, opts, batch)
+        finally:
+            del conn._run
+        if str(result.result.status) != "staged":  # not to be confirmed (rolled back, failed): back now
+            _set(conn, "disabled")
+            _wait(conn, "production")
+        return result
+    return stage
+
+def _undrained(fn):  # after a confirm, or the rollback of a staged switch
+    @functools.wraps(fn)
+    def after(task, *args, **kwargs):
+        result = fn(task, *args, **kwargs)
+        if _data_plane(task):
+            conn = _connection(task)
+            _set(conn, "disabled")
+            _wait(conn, "production")
+        return result
+    return after
+
+_rollout.stage = _drained(_rollout.stage)
+_rollout.confirm = _undrained(_rollout.confirm)
+_rollout.rollback = _undrained(_rollout.rollback)
+""",
     # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
     "nodelay": """
 import socket
@@ -213,7 +300,8 @@ def experiment_env(folder: Path, names: tuple[str, ...]) -> dict[str, str] | Non
     hook = folder / "experiments"
     hook.mkdir(exist_ok=True)
     (hook / "sitecustomize.py").write_text("\n".join(HOOKS[n] for n in names))
-    return {**os.environ, "PYTHONPATH": str(hook)}
+    kept = os.environ.get("PYTHONPATH")  # a worktree's own code stays first after the hook
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), *([kept] if kept else [])])}
 
 
 def timed(argv: list[str], budget: float | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -268,6 +356,8 @@ class Options:
     validate: bool  # time `nornir validate` too (after the push, or alone)
     platform: str  # the data planes' switches: cumulus (SSH) or eos (eAPI over HTTPS)
     experiments: tuple[str, ...]  # A/B experiments on the controller (HOOKS)
+    max_capacity_loss: str | None = None  # push --max-capacity-loss (a capacity budget, "12.5%")
+    drain: str | None = None  # push --drain MODE where the push has it, else the `drain` stand-in (HOOKS)
 
 
 def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
@@ -301,6 +391,8 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         common = [str(intent), "--known-hosts", str(sim.known_hosts), "--no-diff", "--wait", "0",
                   "--confirm-timeout", "600"] + (["--json"] if opts.json_output else [])  # fmt: skip
         common += ["--role", opts.role] if opts.role else []
+        common += ["--max-capacity-loss", opts.max_capacity_loss] if opts.max_capacity_loss else []
+        common += ["--drain", opts.drain] if opts.drain and push_drains() else []
         if sim.ca_file.exists():  # the EOS switches' eAPI certificates chain to the run's CA
             common += ["--ca-file", str(sim.ca_file)]
         vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]
@@ -314,7 +406,8 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         if opts.validate:
             phases += [("validate", _nornir("validate", *vcommon))]
         runs: dict[str, dict[str, Any]] = {}
-        env = experiment_env(folder, opts.experiments)
+        stand_in = ("drain",) if opts.drain and opts.drain != "never" and not push_drains() else ()
+        env = experiment_env(folder, opts.experiments + stand_in)
         try:
             if any(s["platform"] == "cumulus" for s in switches):
                 runs["floor"] = floor(sim, folder, [s["address"] for s in switches if s["platform"] == "cumulus"])
@@ -330,9 +423,48 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
             events, _ = sim.stop()
         if opts.keep is not None:
             shutil.copy(folder / "events.jsonl", opts.keep.with_suffix(f".{tag}.events.jsonl"))
+        proof = prove(plan, events, trail["push"], opts) if opts.push else None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return _row(fraction, opts, len(switches), runs=runs, events=events, domain_of=domain_of)
+    row = _row(fraction, opts, len(switches), runs=runs, events=events, domain_of=domain_of)
+    if proof is not None:
+        row.update(proof)
+    return row
+
+
+def push_drains() -> bool:
+    """Whether `nornir push` has --drain (else the benchmark drains through its stand-in, HOOKS["drain"])."""
+    text = subprocess.run(_nornir("push", "--help"), capture_output=True, text=True, check=False).stdout
+    return "--drain" in text
+
+
+def prove(plan: Any, events: list[dict[str, Any]], trail: Path, opts: Options) -> dict[str, Any]:
+    """The capacity budget, proved from the logs alone by gpufabric.push.proof (not by the planner): every
+    largest set of switches out of service at once in the simulator's log (drained, or committed and not
+    yet confirmed), and every batch the push's audit trail records."""
+    budget = parse_budget(opts.max_capacity_loss) if opts.max_capacity_loss else 0.0
+    judge = Judge(plan, budget)
+    moments = [judge.judge(o) for o in from_events(events)]
+    records = [r for _, r in audit_read(trail) if r] if trail.exists() else []
+    recorded = [judge.judge(o) for o in from_trail(records)]
+    problems = [f"{v.outage.label}: {p}" for v in moments + recorded for p in v.problems]
+    problems += [f"{v.outage.label}: {p}" for v in recorded for p in claims_problems(v)]
+    return {
+        "budget": budget if opts.max_capacity_loss else None,
+        "proof_moments": len(moments),
+        "proof_batches": len(recorded),
+        "proof_worst_ecmp_share": round(min((v.worst_share for v in moments), default=1.0), 4),
+        "proof_worst_untolerated_share": round(
+            min((v.worst_share for v in moments if not v.tolerated), default=1.0), 4
+        ),
+        "proof_max_rails_lost": max((v.rails_lost for v in moments), default=0),
+        "proof_min_reach": round(min((v.reach_share for v in moments), default=1.0), 4),
+        "proof_min_untolerated_reach": round(min((v.reach_share for v in moments if not v.tolerated), default=1.0), 4),
+        "proof_tolerated": sum(bool(v.tolerated) for v in moments),
+        "proof_problems": problems[:20],
+        "budget_held": not problems if opts.max_capacity_loss and (moments or recorded) else None,
+        "drained": len({e["switch"] for e in events if e["event"] == "drain"}),
+    }
 
 
 def floor(sim: Simulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
@@ -354,13 +486,19 @@ def floor(sim: Simulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
 def _from_trail(path: Path) -> dict[str, Any]:
     """What a push did, from its audit trail: each switch's status, and the batches that went out."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    records = [r for r in records if r.get("status") != "batch"]  # a batch's own record (its cost) aside
     went_out = sorted({r["batch"] for r in records if r["batch"] and r["status"] != "skipped"})
     platforms: dict[int, set[str]] = {}
     for r in records:
         if r["batch"] in went_out:
             platforms.setdefault(r["batch"], set()).add(r["platform"])
+    switches: dict[int, list[str]] = {}
+    for r in records:
+        if r["batch"] in went_out and r["switch"]:
+            switches.setdefault(r["batch"], []).append(r["switch"])
     return {
         "batches": went_out,
+        "wave_switches": [switches.get(b, []) for b in went_out],
         "platforms": [sorted(platforms[b]) for b in went_out],  # each wave's platforms
         "devices": [{"device": r["switch"], "status": r["status"]} for r in records],
     }
@@ -375,6 +513,54 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         "commands": after["commands"] - before["commands"],
         "kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
     }
+
+
+def spread(events: list[dict[str, Any]], wave_bounds: list[float]) -> dict[str, Any]:
+    """How the waves spread, from the simulator's log: each wave from the last one's last switch back in
+    service (the first: from its first switch out, a drain or a commit) to its own last back, beside that
+    wave's bound; and the time between waves (the next wave's steps before its first switch goes out: the
+    drain command itself, the candidate's upload and diff)."""
+    spans: list[tuple[float, float]] = []
+    why: dict[str, set[str]] = {}
+    down: set[str] = set()
+    start = 0.0
+    for ev in sorted(events, key=lambda e: e["time"]):
+        switch, kind = ev["switch"], ev["event"]
+        if kind in ("drain", "commit"):
+            if not down:
+                start = ev["time"]
+            why.setdefault(switch, set()).add(kind)
+            down.add(switch)
+        elif kind in ("undrained", "confirm", "revert", "abort") and switch in down:
+            why[switch].discard("drain" if kind == "undrained" else "commit")
+            if not why[switch]:
+                down.discard(switch)
+                if not down:
+                    spans.append((start, ev["time"]))
+    if len(spans) != len(wave_bounds) or not spans:
+        return {"wave_spans": len(spans)}
+    ends = [spans[0][0]] + [end for _, end in spans]  # a wave lasts from the last one's end to its own
+    beyond = sorted(b - a - bound for (a, b), bound in zip(itertools.pairwise(ends), wave_bounds, strict=True))
+    gaps = sorted(b[0] - a[1] for a, b in itertools.pairwise(spans))
+
+    def pick(values: list[float], q: float) -> float:
+        return round(values[min(len(values) - 1, int(q * len(values)))], 2) if values else 0.0
+
+    return {
+        "wave_spans": len(spans),
+        "wave_beyond_bound_s": [pick(beyond, 0), pick(beyond, 0.5), pick(beyond, 1.0)],  # min, median, max
+        "between_waves_s": [pick(gaps, 0), pick(gaps, 0.5), pick(gaps, 1.0)],
+    }
+
+
+def _overlap(scale: float, platforms: list[str]) -> float:
+    """What of a switch's stage may run while its traffic leaves: loading the candidate and diffing it (a
+    commit waits for the drain, those steps do not)."""
+    if set(platforms) != {"cumulus"}:
+        return 0.0
+    return scale * (
+        latency.LATENCY[latency.NV_REPLACE] + latency.LATENCY[latency.NV_DIFF] + 2 * latency.LATENCY[latency.EXEC]
+    )
 
 
 def _row(
@@ -398,7 +584,14 @@ def _row(
     scale = opts.scale
     # Each wave takes at least its slowest switch's commit-check-confirm, by that switch's platform.
     per_wave = max(latency.commit_check_confirm(SETTLE, scale, p) for p in {"cumulus", opts.platform})
-    bound = sum(max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps) for ps in result.get("platforms", []))
+    # A wave any of whose switches was drained takes the drain and the undrain too (bench/fleet_sim/drain.py).
+    drained = {e["switch"] for e in events if e["event"] == "drain"}
+    wave_bounds = [
+        max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps)
+        + (sim_drain.drain_and_undrain(scale, overlap=_overlap(scale, ps)) if set(names) & drained else 0.0)
+        for ps, names in zip(result.get("platforms", []), result.get("wave_switches", []), strict=True)
+    ]
+    bound = sum(wave_bounds)
     row: dict[str, Any] = {
         "fraction": str(fraction),
         "switches": n,
@@ -433,6 +626,7 @@ def _row(
             "push_commands_per_switch": round(push["sim"]["commands"] / n, 1),
             "push_command_kinds": push["sim"]["kinds"],
             "max_domains_down_per_plane": max_domains_down(events, domain_of),
+            **spread(events, wave_bounds),
             "commits": sum(e["event"] == "commit" for e in events),
             "reverts": sum(e["event"] == "revert" for e in events),
         })  # fmt: skip
@@ -525,6 +719,27 @@ def print_table(rows: list[dict[str, Any]]) -> None:
           f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
           "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
     for row in rows:
+        if row.get("proof_moments") is not None:
+            verdict_text = {True: "held", False: "NOT held", None: "not judged (no budget, or nothing went out)"}[
+                row.get("budget_held")
+            ]
+            budget = f"{row['budget']:.1%}" if row.get("budget") is not None else "none"
+            print(f"{row['fraction']}: capacity budget {budget}: {verdict_text}, proved from the logs (gpufabric.push."
+                  f"proof): {row['proof_moments']} largest sets out of service at once in the simulator's log, "
+                  f"{row['proof_batches']} batches in the audit trail; worst ECMP group kept "
+                  f"{row['proof_worst_untolerated_share']:.1%} ({row['proof_worst_ecmp_share']:.1%} where one "
+                  f"failure domain alone, which the design tolerates, costs more: {row['proof_tolerated']} sets), "
+                  f"at most {row['proof_max_rails_lost']} rail(s) of a server at once, ports in service >= "
+                  f"{row['proof_min_untolerated_reach']:.1%} ({row['proof_min_reach']:.1%} where one domain alone "
+                  f"costs more); {row['drained']} switches drained")  # fmt: skip
+            if row.get("wave_beyond_bound_s"):
+                low, mid, high = row["wave_beyond_bound_s"]
+                glow, gmid, ghigh = row["between_waves_s"]
+                print(f"{row['fraction']}: spread: each wave (from the last one's end to its own) beyond its bound "
+                      f"min {low:.1f} s, median {mid:.1f} s, max {high:.1f} s; between waves min {glow:.1f} s, "
+                      f"median {gmid:.1f} s, max {ghigh:.1f} s")  # fmt: skip
+            for problem in row["proof_problems"]:
+                print(f"  {problem}")
         phases = [("dry run", row["dry_run_s"], row["dry_run_cpu_s"], row["dry_run_simulator_cpu_s"]),
                   ("push", row["wall_s"], row["controller_cpu_s"], row["simulator_cpu_s"])]  # fmt: skip
         said = [f"{name}: {verdict(wall, ctl, sim)}" for name, wall, ctl, sim in phases if wall]
@@ -557,6 +772,12 @@ def main() -> None:
     parser.add_argument("--validate", action="store_true", help="time `nornir validate` too")
     parser.add_argument("--json-output", action="store_true", help="run push with --json instead of its table")
     parser.add_argument("--platform", choices=["cumulus", "eos"], default="cumulus", help="the data planes' switches")
+    parser.add_argument("--max-capacity-loss", metavar="PCT", help="push with this capacity budget (12.5%%)")
+    parser.add_argument(
+        "--drain",
+        choices=["auto", "always", "never"],
+        help="push --drain MODE (where push lacks it: a stand-in drains every switch it changes)",
+    )
     parser.add_argument("--experiment", default="", help=f"A/B on the controller, comma-separated: {', '.join(HOOKS)}")
     args = parser.parse_args()
     opts = Options(
@@ -570,6 +791,8 @@ def main() -> None:
         validate=args.validate,
         experiments=tuple(e for e in args.experiment.split(",") if e),
         platform=args.platform,
+        max_capacity_loss=args.max_capacity_loss,
+        drain=args.drain,
     )
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     unknown = [e for e in args.experiment.split(",") if e and e not in HOOKS]

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from bench.fleet_sim import latency as lat
+from bench.fleet_sim.drain import Maintenance
 from bench.fleet_sim.shell import Result
 from bench.fleet_sim.upgrade import Lifecycle
 from gpufabric.nos.cumulus.nvue import set_tree as _nvue_set_tree
@@ -64,7 +65,8 @@ def diff_commands(old: dict[str, Any], new: dict[str, Any], path: tuple[str, ...
 class Event:
     time: float  # the loop clock (seconds)
     switch: str
-    event: str  # commit (a timer armed), confirm, revert (the timer fired), abort (--confirm-no), apply
+    event: str  # commit (a timer armed), confirm, revert (the timer fired), abort (--confirm-no), apply;
+    # drain, drained, undrain, undrained (drain.py)
 
 
 @dataclass
@@ -83,11 +85,13 @@ class CumulusSwitch:
     deadline: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
     lifecycle: Lifecycle | None = None  # its image slots and reboots (bench/fleet_sim/upgrade.py), when simulated
+    maintenance: Maintenance | None = None  # drain and undrain (drain.py)
 
     def __post_init__(self) -> None:
         if not self.applied:
             self.applied = factory_config(self.username)
         self.applied_tree = set_tree(self.applied)
+        self.maintenance = Maintenance(self.name, lambda t, sw, ev: self.log(Event(t, sw, ev)), self.scale)
 
     # -- the shell's view -------------------------------------------------------------------
     def path(self, name: str) -> str:
@@ -138,6 +142,13 @@ class CumulusSwitch:
     # -- NVUE ---------------------------------------------------------------------------------
     async def _nv(self, args: list[str]) -> Result:
         words = " ".join(args)
+        if self.maintenance is not None:
+            answer = await self.maintenance.command(args)
+            if answer is not None:
+                return answer
+            if args[:2] == ["config", "apply"] and self.pending is None and self.maintenance.pending:
+                await self.maintenance.apply_pending()
+                return Result()
         if args[:2] == ["config", "detach"]:
             await self.pause(lat.NV_DETACH)
             self.pending = None

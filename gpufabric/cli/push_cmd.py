@@ -20,6 +20,7 @@ from gpufabric.fleet.push_id import PushId
 from gpufabric.fleet.status import Status
 from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV as AUDIT_ENV
+from gpufabric.push.budget import BudgetError, parse_budget
 from gpufabric.push.drain import Drainer, DrainPolicy, TaskDrainer
 from gpufabric.push.service import PushRequest, PushResult, PushWatcher, RolloutView, push
 from nornir_tasks import maintenance as maintenance_tasks
@@ -74,6 +75,16 @@ STYLE = {
     "planes side by side (a batch then takes the next domain of each plane).",
 )
 @click.option(
+    "--max-capacity-loss",
+    "max_capacity_loss",
+    metavar="PCT",
+    callback=lambda _ctx, _param, value: _budget(value),
+    help="A capacity budget (such as 12.5%): a batch may hold several failure domains of a plane while every "
+    "ECMP group keeps at least the rest of its members, no server loses more than one rail of a plane, and the "
+    "out-of-band plane keeps the rest of its ports reachable; the whole batch is staged at once. "
+    "[default: none: one failure domain of a plane per batch]",
+)
+@click.option(
     "--diff/--no-diff",
     default=True,
     show_default=True,
@@ -124,6 +135,7 @@ def push_cmd(
     changed_from: str | None,
     audit_log: Path | None,
     drain: str,
+    max_capacity_loss: float | None,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain of a plane at a time.
 
@@ -170,7 +182,10 @@ def push_cmd(
         audit_log=audit_log,
         drain=DrainPolicy(drain),
         drainer=drainer(),
+        max_capacity_loss=max_capacity_loss,
     )
+    if max_capacity_loss is not None and one_plane_at_a_time:
+        raise click.UsageError("--max-capacity-loss and --one-plane-at-a-time: choose one")
     result = push(request, Shown(as_json=as_json, show_diff=diff and not as_json))
     if result.nothing_differs_from is not None:
         err.print(shown(f"no switch's configuration differs from {result.nothing_differs_from}: nothing to push"))
@@ -185,6 +200,15 @@ def drainer() -> Drainer | None:
     """What drains a switch for a push: the maintenance tasks (each OS's own mechanism, through its driver),
     one switch each. A drain another push or a person holds is left to them: undrain reports it held."""
     return TaskDrainer(maintenance_tasks.drain, maintenance_tasks.undrain)
+
+
+def _budget(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_budget(value)
+    except BudgetError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 class Shown(PushWatcher):
@@ -241,6 +265,15 @@ def _report(result: PushResult, *, as_json: bool) -> None:
         err.print(
             f"push {result.push.id}: {result.changed} of {len(result.devices)} switches {verb} in "
             f"{len(result.batches)} batches, {result.seconds:.1f} s"
+        )
+    costs = [(b.number, b.cost) for b in result.batches if b.cost is not None]
+    if costs:
+        share, worst = min((float(str(c["worst_ecmp_share"])), n) for n, c in costs)
+        rails = max(int(str(c["max_rails_lost"])) for _, c in costs)
+        reach = min(float(str(c["reach_share"])) for _, c in costs)
+        err.print(
+            f"capacity: the worst ECMP group kept {share:.1%} of its members (batch {worst}), a server lost at most "
+            f"{rails} rail(s) of a plane at once, the out-of-band plane kept {reach:.1%} of its ports"
         )
 
 

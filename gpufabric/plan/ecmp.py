@@ -55,6 +55,12 @@ def _widths_from(
     return [(prefix, _paths_from(origin, asn, adjacent)) for origin, prefix in origins]
 
 
+def widths_from(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]) -> dict[str, int]:
+    """switch -> how many neighbours (one per link) offer it the shortest AS path to `origin`'s prefix, on
+    the graph `adjacent` gives (a caller may leave switches out: those out of service)."""
+    return _paths_from(origin, asn, adjacent)
+
+
 def _paths_from(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]) -> dict[str, int]:
     path: dict[str, tuple[int, ...]] = {origin: (asn[origin],)}  # the AS path each switch advertises
     width: dict[str, int] = {}

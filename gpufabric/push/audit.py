@@ -44,6 +44,7 @@ USER_PATH = ".local/state/gpufabric/audit.jsonl"  # under a non-root user's home
 # hundred MiB: beyond either bound the file is not a trail (or wants rotating), and is not read on.
 MAX_RECORD = 64 * 1024
 MAX_TRAIL = 1024 * MiB
+BATCH = "batch"  # the status of a batch's own record (its switches, and its cost under a capacity budget)
 
 
 class AuditError(PushRefusedError):
@@ -184,6 +185,36 @@ class Trail:
             return
         self.written.add(device)
         log.debug("audit: %s %s %s", device, status, digest)
+
+    def batch(self, number: int, domains: str, devices: Iterable[str], cost: dict[str, object], *,
+              budget: float | None) -> None:  # fmt: skip
+        """A batch about to be confirmed or rolled back: its switches, and what having them all out of
+        service at once costs the fabric (the capacity budget's figures, gpufabric.push.budget), for
+        gpufabric.push.proof to check independently. Its `switch` is empty, its `status` "batch"."""
+        entry = {
+            "time": utc_now(),
+            "push_id": self.push_id,
+            "push_started": self.started,
+            "fabric": self.fabric,
+            "switch": "",
+            "status": BATCH,
+            "batch": number,
+            "domains": domains,
+            "switches": sorted(devices),
+            "max_capacity_loss": budget,
+            **cost,
+            "dry_run": self.dry_run,
+            "target": self.target,
+            "login_user": self.who.login_user,
+            "os_user": self.who.os_user,
+            "sudo_user": self.who.sudo_user,
+            "controller": self.who.controller,
+        }
+        try:
+            self.log.append(entry)
+        except AuditError as exc:
+            log.info("%s", exc)
+            self.error = self.error or exc
 
     def refused(self, devices: Iterable[str], reason: str) -> None:
         for device in devices:

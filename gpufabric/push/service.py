@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nornir.core.processor import Processor
+from nornir.plugins.runners import ThreadedRunner
 
 from gpufabric.config.compare import compare, load_side
 from gpufabric.config.secrets import SecretUnavailableError, secret_values
@@ -34,6 +35,7 @@ from gpufabric.parallel import cores
 from gpufabric.plan import build_plan
 from gpufabric.platforms import platform
 from gpufabric.push.audit import AuditError, AuditLog, SwitchFacts, Trail, Who, default_path
+from gpufabric.push.budget import Budget, stage_workers
 from gpufabric.push.converge import Convergence, fabric_sessions, wait_converged
 from gpufabric.push.drain import Drainer, DrainPolicy
 from gpufabric.push.lock import fabric_lock
@@ -59,6 +61,7 @@ class PushRequest:
     audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
     drain: DrainPolicy = DrainPolicy.AUTO  # which switches are drained around their change
     drainer: Drainer | None = None  # what drains them (None: a push that needs a drain is refused)
+    max_capacity_loss: float | None = None  # a capacity budget (0.125: 12.5%); None: one domain of a plane a batch
 
 
 class RolloutView(Processor, Protocol):
@@ -246,9 +249,20 @@ def _guarded(
         n: candidate(fleet.plan, fleet.index, n, secrets, request.from_dir, contexts=fleet.contexts) for n in names
     }
     expects = expectations(fleet.plan, fleet.index, names, contexts=fleet.contexts)
-    plan_batches = batches(
-        fleet.plan, fleet.targets, request.batch_size, width=WORKERS, one_plane_at_a_time=request.one_plane_at_a_time
-    )
+    budget = None if request.max_capacity_loss is None else Budget(fleet.plan, request.max_capacity_loss)
+    if budget is not None:
+        plan_batches = budget.batches(fleet.plan, fleet.targets, request.batch_size)
+        workers = stage_workers(plan_batches, WORKERS)
+        fleet.nr = fleet.nr.with_runner(ThreadedRunner(num_workers=workers))  # a whole batch staged at once
+    else:
+        plan_batches = batches(
+            fleet.plan,
+            fleet.targets,
+            request.batch_size,
+            width=WORKERS,
+            one_plane_at_a_time=request.one_plane_at_a_time,
+        )
+        workers = WORKERS
     opts = PushOptions(
         dry_run=request.dry_run,
         confirm_timeout=request.confirm_timeout,
@@ -262,7 +276,7 @@ def _guarded(
         settle=opts.settle,
         connect_timeout=request.fleet.timeout,
         largest_batch=max(len(b.devices) for b in plan_batches),
-        workers=WORKERS,
+        workers=workers,
     )
     if not fleet.access.lab:  # the lab's switches all run FRR, whatever the plan says
         check_platform_timers(request.confirm_timeout, (platform(d.platform) for d in fleet.targets))
@@ -280,6 +294,7 @@ def _guarded(
             watcher=watcher,
             drain=request.drain,
             drainer=request.drainer,
+            budget=budget,
         )
     return rollout, plan_batches
 
@@ -295,6 +310,7 @@ def _rollout(
     watcher: PushWatcher,
     drain: DrainPolicy,
     drainer: Drainer | None,
+    budget: Budget | None = None,
 ) -> Rollout:
     """The rollout, watched; each switch's audit record is written as soon as its outcome is final,
     before the watcher hears of it: a report that cannot be shown must not cost the trail a batch's
@@ -303,12 +319,16 @@ def _rollout(
     with watcher.rolling_out(where, len(fleet.targets), opts.dry_run) as view:
 
         def on_preview(read: Rollout) -> None:
+            if budget is not None:  # what each batch that goes out costs, for the trail and the result
+                read.batches[:] = [dataclasses.replace(b, cost=budget.cost(b.devices).as_dict()) for b in read.batches]
             # A dry run ends here; otherwise the switches that would change end with their batch (or skipped).
             _audit(trail, [o for o in read.outcomes.values() if opts.dry_run or o.status != Status.WOULD_CHANGE])
             if view is not None:
                 view.on_preview(read)
 
         def on_batch(b: Batch, done: dict[str, DeviceOutcome]) -> None:
+            if b.cost is not None:
+                trail.batch(b.number, b.domain, b.devices, b.cost, budget=budget.budget if budget else None)
             _audit(trail, list(done.values()))
             if view is not None:
                 view.on_batch(b, done)

@@ -30,12 +30,13 @@ class Batch:
     domain: str  # the failure domain ("a + b" when planes go side by side), or "canary (domain)"
     devices: tuple[str, ...]
     parts: tuple[Part, ...] = ()  # per failure domain, when the batch holds more than one
+    cost: dict[str, object] | None = None  # under a capacity budget: what it costs the fabric (budget.Cost)
 
     def split(self) -> tuple[Part, ...]:
         return self.parts or ((self.domain, self.devices),)
 
 
-def _batch(number: int, parts: list[Part]) -> Batch:
+def batch_of(number: int, parts: list[Part]) -> Batch:
     if len(parts) == 1:
         return Batch(number, *parts[0])
     return Batch(number, " + ".join(d for d, _ in parts), tuple(n for _, ds in parts for n in ds), tuple(parts))
@@ -48,7 +49,7 @@ class _Chunk:
     devices: tuple[str, ...]
 
 
-def _domains(plan: Plan, targets: list[Device]) -> list[tuple[str, str, list[str]]]:
+def domains_of(plan: Plan, targets: list[Device]) -> list[tuple[str, str, list[str]]]:
     """(plane, failure domain, targeted members), leaves first."""
     wanted = {d.name for d in targets}
     by_name = {d.name: d for d in targets}
@@ -72,7 +73,7 @@ def batches(
 ) -> list[Batch]:
     """`width`: how many switches the push stages at once; batches side by side stay within it (or
     within the largest domain, or `size`), so they take no longer to stage than one domain did."""
-    domains = _domains(plan, targets)
+    domains = domains_of(plan, targets)
     if not domains:
         return []
     plane, first, members = domains[0]
@@ -89,7 +90,7 @@ def batches(
         capacity = size or max([width, *(len(c.devices) for c in chunks)])
         out += _side_by_side([c for c in chunks if c.plane != OOB], capacity)
         out += [[(c.domain, c.devices)] for c in chunks if c.plane == OOB]
-    return [_batch(number, parts) for number, parts in enumerate(out, 1)]
+    return [batch_of(number, parts) for number, parts in enumerate(out, 1)]
 
 
 def _side_by_side(chunks: list[_Chunk], capacity: int) -> list[list[Part]]:
@@ -126,4 +127,4 @@ def narrow(plan_batches: list[Batch], keep: set[str]) -> list[Batch]:
         (domain, devices), *others = kept[0]
         rest = ([(domain, devices[1:])] if devices[1:] else []) + others
         kept[0:1] = [[(f"canary ({domain})", devices[:1])]] + ([rest] if rest else [])
-    return [_batch(number, parts) for number, parts in enumerate(kept, 1)]
+    return [batch_of(number, parts) for number, parts in enumerate(kept, 1)]

@@ -216,6 +216,7 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         "qos-contract",
         "load-balancing",
         "oob-isolation",
+        "release",
     }
     widths = {(r["device"], r["item"]): r["observed"] for r in results if r["check"] == "ecmp-width"}
     assert (

@@ -282,9 +282,20 @@ class DeviceFiles:
     # is there, so a change made during a drain keeps the switch drained (and shows no diff for the drain).
 
     def keep_drain(self, conf: str) -> str:
-        """Shell that appends the drain's lines to the candidate `conf` when the switch is drained."""
+        """Shell that appends the drain's lines to the candidate `conf` when the switch is drained: its
+        neighbours' `route-map ... out` lines only for neighbours the candidate still declares (a push that
+        removes a neighbour must not name it again: FRR refuses a route map on a peer it does not know)."""
         drained, lines = self.path("drained"), self.path("drain.conf")
-        return f"if [ -f {drained} ] && [ -f {lines} ]; then sed -i '/^end$/d' {conf}; cat {lines} >> {conf}; fi"
+        declared = (
+            'NR==FNR { if ($1 == "neighbor" && ($3 == "remote-as" || $3 == "interface" || $3 == "peer-group"))'
+            " known[$2] = 1; next }"
+        )
+        keep = '!($1 == "neighbor" && $3 == "route-map" && !($2 in known))'
+        return (
+            f"if [ -f {drained} ] && [ -f {lines} ]; then sed -i '/^end$/d' {conf}; "
+            f"awk '{declared} {keep}' {conf} {lines} > {conf}.drain && "
+            f"cat {conf}.drain >> {conf} && rm -f {conf}.drain; fi"
+        )
 
     def drain_script(self, apply: str | None, *, marker: str | None, remove: bool) -> str:
         """Under the switch's lock, refused while a commit awaits confirmation: move the new marker in place

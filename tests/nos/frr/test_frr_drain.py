@@ -170,10 +170,22 @@ def test_a_push_while_drained_keeps_the_drain_in_its_candidate(switch, tmp_path)
     dev, _, state = switch
     dev.drain(PUSH, "x")
     conf = tmp_path / "candidate.conf"
-    conf.write_text("frr defaults datacenter\nrouter bgp 4200001000\n!\nend\n")
+    drain = (state / "drain").read_text()
+    peers = sorted({line.split()[1] for line in drain.splitlines() if line.strip().startswith("neighbor ")})
+    assert len(peers) >= 2
+    # The candidate keeps the first neighbour and drops the others (a push removing them): the drain names
+    # only the one it keeps, since FRR refuses a route map on a peer it does not know.
+    conf.write_text(
+        f"frr defaults datacenter\nrouter bgp 4200001000\n neighbor {peers[0]} remote-as external\n!\nend\n"
+    )
     dev._run(DeviceFiles("sw1").keep_drain(str(conf)))
     kept = conf.read_text()
-    assert "\nend\n" not in kept and kept.endswith((state / "drain").read_text())
+    assert "\nend\n" not in kept and not (conf.parent / "candidate.conf.drain").exists()
+    assert f"neighbor {peers[0]} route-map {DRAIN_POLICY} out" in kept
+    assert all(f"neighbor {p} route-map" not in kept for p in peers[1:])
+    assert [line for line in kept.splitlines() if "route-map" not in line and line.strip()][-3:] == [
+        line for line in drain.splitlines() if "route-map" not in line and line.strip()
+    ][-3:]
     dev.undrain(PUSH)
     conf.write_text("router bgp 4200001000\nend\n")
     dev._run(DeviceFiles("sw1").keep_drain(str(conf)))
