@@ -71,6 +71,8 @@ install_wanted
 ensure_prometheus .cache/prometheus        # promtool checks the alert rules; the lab test runs a real server
 # host_network's files are judged by each backend's own parser: netplan's generator, nmcli --offline.
 ensure_unpacked .cache/netplan netplan.io libnetplan0
+# amtool judges alertmanager.yml; the remediation test runs the real Alertmanager (over its unpacked /usr/share).
+ensure_unpacked .cache/alertmanager prometheus-alertmanager
 ensure_unpacked .cache/network-manager network-manager libnm0
 ensure_venv .venv test
 ensure_pip .venv libyang 'libyang==2.7.1'

@@ -44,6 +44,7 @@ COMMANDS = {
     "audit": "gpufabric.cli.audit_cmd:audit_cmd",
     "maintenance": "gpufabric.cli.maintenance_cmd:maintenance_cmd",
     "scheduler": "gpufabric.cli.scheduler_cmd:scheduler_cmd",
+    "remediate": "gpufabric.cli.remediate_cmd:remediate_cmd",
 }
 
 

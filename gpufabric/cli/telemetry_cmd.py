@@ -151,6 +151,32 @@ def rules_cmd(output: Path | None, hold: str) -> int:
     return 0
 
 
+@telemetry_cmd.command("alertmanager")
+@file_arg
+@click.option("--webhook", default="http://127.0.0.1:9095/webhook", show_default=True, metavar="URL",
+              help="Where `gpufabric remediate serve` listens.")  # fmt: skip
+@click.option("--group-wait", default="10s", show_default=True, metavar="DURATION",
+              help="How long Alertmanager gathers a new alert before it notifies (Prometheus duration).")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+def alertmanager_cmd(file: str | None, webhook: str, group_wait: str, output: Path | None) -> int:
+    """Alertmanager's configuration: the alerts of a failing part (link, optic, NIC, GPU, an unreachable
+    switch) routed to `gpufabric remediate serve`'s webhook, resolved ones too (amtool check-config reads it)."""
+    from gpufabric.remediate.alertmanager import AlertmanagerConfigError, alertmanager_yaml
+    from gpufabric.telemetry.rules import DurationError, check_duration
+
+    try:
+        check_duration(group_wait)
+    except DurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--group-wait") from None
+    plan = load_plan(file)
+    try:
+        text = alertmanager_yaml(webhook, fabric=plan.intent.fabric.name, group_wait=group_wait)
+    except AlertmanagerConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--webhook") from None
+    emit(text, output)
+    return 0
+
+
 @telemetry_cmd.command("dashboard")
 @file_arg
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")

@@ -1,0 +1,129 @@
+"""`gpufabric remediate`: the Alertmanager webhook receiver that drains the nodes behind a failing part."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpufabric.cli.options import file_arg, load_plan
+from gpufabric.cli.output import err, shown
+from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
+from gpufabric.remediate.server import PATH, Receiver
+from gpufabric.scheduler import Reach, schedulers
+
+SECONDS = re.compile(r"(?P<n>[0-9]{1,7})(?P<unit>s|m|h)?")
+UNIT = {"s": 1, "m": 60, "h": 3600, None: 1}
+STATE_DIR = Path(".local/state/gpufabric")
+
+
+def _seconds(_ctx: click.Context, _param: click.Parameter, value: str) -> float:
+    found = SECONDS.fullmatch(value)
+    if found is None:
+        raise click.BadParameter(f"seconds, or a number with s, m or h (600s, 10m), not {value!r}")
+    return float(int(found["n"]) * UNIT[found["unit"]])
+
+
+def _listen(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise click.BadParameter(f"ADDRESS:PORT with an IP address (127.0.0.1:9095), not {value!r}") from None
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"a port from 1 to 65535, not {port!r}")
+    return host, int(port)
+
+
+def _share(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise click.BadParameter(f"a share from 0 to 1 (0.05 is 5 %), not {value}")
+    return value
+
+
+@click.group("remediate")
+def remediate_cmd() -> None:
+    """Take the nodes behind a failing link, optic, NIC or GPU out of Slurm and Kubernetes while its
+    alert fires, and put exactly those back once it has stayed resolved (docs/remediation.md)."""
+
+
+@remediate_cmd.command("serve")
+@file_arg
+@click.option("--listen", default="127.0.0.1:9095", show_default=True, callback=_listen, metavar="ADDR:PORT",
+              help=f"Where Alertmanager POSTs its notifications ({PATH}).")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Decide and record everything; ask no scheduler anything.")
+@click.option("--max-share", type=float, default=0.05, show_default=True, callback=_share,
+              help="At most this share of the plan's servers out at once (at least one node).")  # fmt: skip
+@click.option("--max-unit-share", type=float, default=0.25, show_default=True, callback=_share,
+              help="At most this share of one scalable unit's servers out at once (at least one node).")  # fmt: skip
+@click.option("--hold-down", default="600s", show_default=True, callback=_seconds, metavar="DURATION",
+              help="How long an alert stays resolved before its nodes go back.")  # fmt: skip
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The record of what the loop holds (default ~/.local/state/gpufabric/remediate.json).")  # fmt: skip
+@click.option(
+    "--audit-log",
+    "audit_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The trail of its actions, JSON lines (default ~/.local/state/gpufabric/remediate.jsonl).",
+)
+@click.option("--slurm/--no-slurm", "slurm", default=None, help="Tell Slurm (or not), whatever the intent says.")
+@click.option("--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands.")
+@click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help="Tell Kubernetes (or not).")
+@click.option("--k8s-api", metavar="URL", help="The API server, https://host:port.")
+@click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token.")
+@click.option("--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server.")
+def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_share: float, max_unit_share: float,
+              hold_down: float, state_path: Path | None, audit_path: Path | None, **opts: Any) -> int:  # fmt: skip
+    """Receive Alertmanager's notifications until interrupted (SIGINT or SIGTERM) and act on them.
+
+    Exit codes: 0 stopped; 2 bad settings, or the record cannot be read.
+    """
+    plan = load_plan(file)
+    reach = Reach(
+        slurm=opts["slurm"],
+        slurm_conf=opts["slurm_conf"],
+        kubernetes=opts["kubernetes"],
+        k8s_api=opts["k8s_api"],
+        k8s_token_env=opts["k8s_token_env"],
+        k8s_ca_file=opts["k8s_ca_file"],
+    )
+    found = schedulers(plan, reach)
+    if not found and not dry_run:
+        err.print("no scheduler named: the intent has no `scheduler:` section and no option names one")
+        return 2
+    home = Path.home() / STATE_DIR
+    try:
+        loop = Remediator(
+            plan,
+            found,
+            Guards(max_share, max_unit_share, hold_down, dry_run),
+            state_path=state_path or home / "remediate.json",
+            audit_path=audit_path or home / "remediate.jsonl",
+        )
+    except RemediateError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    def report(action: Action) -> None:
+        style = "bold" if action.action in ("capped", "failed") else ""
+        err.print(shown(action.line(), style))
+
+    server = Receiver(listen, loop, report)
+    server.start_ticking(min(30.0, max(1.0, hold_down / 10)))
+    thread = threading.Thread(target=server.serve_forever, name="remediate-serve", daemon=True)
+    thread.start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    kinds = ", ".join(s.kind for s in found) or "none"
+    err.print(shown(f"receiving on http://{listen[0]}:{server.server_port}{PATH} (schedulers: {kinds}"
+                    f"{'; dry run' if dry_run else ''})"))  # fmt: skip
+    stop.wait()
+    server.shutdown()
+    server.server_close()
+    return 0

@@ -1,0 +1,64 @@
+"""Alertmanager's configuration (alertmanager.yml) routing the fabric's failing-part alerts to the
+remediation receiver.
+
+- The root route sends nothing anywhere (a receiver with no integrations); a child route matches the
+  alerts the loop acts on (`targets.ACTED`) and sends them to the webhook, resolved ones too
+  (`send_resolved`: the loop resumes on them).
+- `group_by: ['...']`: every alert is its own notification, so one part's alert is never held back
+  waiting for another's; `group_wait` is short because acting late keeps jobs on a failing node.
+- The fabric's name (the plan's source) is written in a comment; the rules carry no fabric label yet,
+  so the routes match by alert name. Alertmanager's documentation, "Configuration".
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from gpufabric.errors import GpufabricError
+from gpufabric.remediate.server import PATH
+from gpufabric.remediate.targets import ACTED
+
+RECEIVER = "gpufabric-remediate"
+URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?")
+
+
+class AlertmanagerConfigError(GpufabricError):
+    """A setting that cannot go into alertmanager.yml (the message says which)."""
+
+
+def alertmanager_yaml(
+    webhook: str, *, fabric: str = "", group_wait: str = "10s", group_interval: str = "30s", repeat: str = "5m"
+) -> str:
+    if not URL.fullmatch(webhook):
+        raise AlertmanagerConfigError(
+            f"{webhook!r} is not an http(s) URL of the receiver (http://127.0.0.1:9095{PATH})"
+        )
+    config = {
+        "route": {
+            "receiver": "nobody",
+            "group_by": ["..."],
+            "group_wait": group_wait,
+            "group_interval": group_interval,
+            "repeat_interval": repeat,
+            "routes": [
+                {
+                    "receiver": RECEIVER,
+                    "matchers": [f'alertname=~"{"|".join(sorted(ACTED))}"'],
+                    "continue": False,
+                }
+            ],
+        },
+        "receivers": [
+            {"name": "nobody"},
+            {
+                "name": RECEIVER,
+                "webhook_configs": [{"url": webhook, "send_resolved": True, "max_alerts": 0}],
+            },
+        ],
+    }
+    head = "# Alertmanager configuration written by `gpufabric telemetry alertmanager`"
+    if fabric:
+        head += f" for {fabric!r}"
+    return head + "\n" + yaml.safe_dump(config, sort_keys=False, width=200)

@@ -1,0 +1,122 @@
+"""Which servers an alert takes a path from, read from the plan (never from the alert's own words).
+
+The alert's labels only name parts; the servers come from the plan:
+
+- a switch port (`device`, `port`) cabled to a server's NIC: that server, and only it (the cable's
+  other end, exactly as planned);
+- a switch port between switches (a fabric, peer or edge link): nobody, the servers keep their other
+  paths through the fabric's other links;
+- a switch that does not answer (`GpufabricSwitchUnreachable`): the servers that depend on it alone
+  (`gpufabric.scheduler.servers_behind`: its rail's servers behind a rail leaf, none behind a spine);
+- a host's NIC (`host`, `interface`), a host's side of an optic (`device` naming a server) or a GPU
+  (`node`, dcgm-exporter's Hostname): that server.
+
+Only the alerts of `ACTED` act: they say a part is failing. The others (congestion, ECN marks, a
+narrower ECMP, a deep queue) say the fabric is busy, and draining a node would not help; they are
+recorded and left to a person.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpufabric.plan.model import Plan
+from gpufabric.scheduler import servers_behind
+
+# The alerts of `gpufabric telemetry rules` that say a part is failing, and what kind of part.
+ACTED: dict[str, str] = {
+    "GpufabricSwitchUnreachable": "switch",
+    "GpufabricLinkDown": "port",
+    "GpufabricLinkFlapped": "port",
+    "GpufabricOpticsRxPowerLow": "port",
+    "GpufabricPreFecBerHigh": "port",
+    "GpufabricFecUncorrectable": "port",
+    "GpufabricSymbolErrors": "port",
+    "GpufabricPfcWatchdogTripped": "port",
+    "GpufabricNicLinkDown": "nic",
+    "GpufabricNicLinkFlapped": "nic",
+    "GpufabricNicPcieAerUncorrectable": "nic",
+    "GpufabricGpuXidError": "gpu",
+    "GpufabricGpuEccUncorrectable": "gpu",
+    "GpufabricGpuNvlinkRecovery": "gpu",
+    "GpufabricGpuRowRemapFailure": "gpu",
+}
+GPU = re.compile(r"[0-9]{1,3}")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one alert is about, and the servers to take out for it (none: nothing to do)."""
+
+    part: str  # the part, in the plan's names: "leaf:port", "server:interface", "server:gpuN", "switch"
+    nodes: tuple[str, ...]
+    why: str  # one line: how the plan got from the part to the nodes (or why to none)
+
+
+@dataclass(frozen=True)
+class _Index:
+    servers: frozenset[str]
+    switches: frozenset[str]
+    host_ports: dict[tuple[str, str], str]  # (leaf, port) -> the server cabled there
+    switch_ports: dict[tuple[str, str], str]  # (switch, port) -> the link's kind, for links between switches
+
+
+_INDEXES: dict[int, tuple[Plan, _Index]] = {}  # id(plan) -> the plan (kept alive) and its index
+
+
+def _index(plan: Plan) -> _Index:
+    kept = _INDEXES.get(id(plan))
+    if kept is not None and kept[0] is plan:
+        return kept[1]
+    host_ports = {(nic.leaf, nic.leaf_port): s.name for s in plan.servers for nic in s.nics}
+    switch_ports: dict[tuple[str, str], str] = {}
+    for link in plan.links():
+        if link.kind != "host":
+            switch_ports[(link.a, link.a_port)] = link.kind
+            switch_ports[(link.b, link.b_port)] = link.kind
+    index = _Index(
+        frozenset(s.name for s in plan.servers), frozenset(d.name for d in plan.devices()), host_ports, switch_ports
+    )
+    _INDEXES[id(plan)] = (plan, index)
+    return index
+
+
+def target_of(plan: Plan, labels: Mapping[str, str]) -> Target | None:
+    """The part and servers of an alert the loop acts on; None for an alert it does not act on."""
+    kind = ACTED.get(labels.get("alertname", ""))
+    if kind is None:
+        return None
+    index = _index(plan)
+    device, port = labels.get("device", ""), labels.get("port", "")
+    if kind == "gpu":
+        node = labels.get("node", "")
+        if node not in index.servers:
+            return Target(node or "?", (), "the GPU's node is not a server of the plan")
+        gpu = labels.get("gpu", "")
+        part = f"{node}:gpu{gpu}" if GPU.fullmatch(gpu) else node
+        return Target(part, (node,), "a GPU of the server")
+    if kind == "nic" or (kind == "port" and "host" in labels and not device):
+        host, interface = labels.get("host", ""), labels.get("interface", "")
+        if host not in index.servers:
+            return Target(host or "?", (), "the NIC's host is not a server of the plan")
+        known = any(n.interface == interface for s in plan.servers if s.name == host for n in s.nics)
+        return Target(f"{host}:{interface}" if known else host, (host,), "a NIC of the server")
+    if kind == "switch":
+        if device not in index.switches:
+            return Target(device or "?", (), "not a switch of the plan")
+        behind = tuple(s.name for s in servers_behind(plan, device))
+        return Target(device, behind, f"the servers that reach the fabric only through {device}")
+    # A port: of a server (the host's side of an optic), or of a switch.
+    if device in index.servers:
+        return Target(f"{device}:{port}" if port else device, (device,), "a port of the server")
+    if device not in index.switches:
+        return Target(device or "?", (), "not a switch or server of the plan")
+    server = index.host_ports.get((device, port))
+    if server is not None:
+        return Target(f"{device}:{port}", (server,), f"the port is cabled to {server}")
+    link = index.switch_ports.get((device, port))
+    if link is not None:
+        return Target(f"{device}:{port}", (), f"a {link} link between switches: the servers keep their other paths")
+    return Target(f"{device}:{port}" if port else device, (), "no planned cable on this port")

@@ -1,0 +1,125 @@
+"""The real Alertmanager (Debian's prometheus-alertmanager) notifying `remediate`'s receiver on loopback,
+which drains through a FAKE scheduler that records its calls (no Slurm, no Kubernetes here).
+
+Debian's Alertmanager reads its default template from /usr/share/prometheus/alertmanager/default.tmpl.
+When the package is only unpacked (scripts/test.sh, into .cache/alertmanager), the daemon runs in a
+mount namespace of its own whose /usr/share is the unpacked tree laid over the real one (overlayfs):
+root, and so under the lab lock (`flock /work/notes/lab.lock`), beside the lab tier."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from gpufabric.remediate import Guards, Remediator
+from gpufabric.remediate.alertmanager import alertmanager_yaml
+from gpufabric.remediate.server import Receiver
+from tests.conftest import INVENTORY, ROOT, example_plan
+from tests.remediate.remediate_fakes import FakeScheduler
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.beside_lab,
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="Debian's unpacked Alertmanager runs in a mount namespace (root)"),
+]
+UNPACKED = ROOT / ".cache" / "alertmanager"
+TEMPLATE = Path("/usr/share/prometheus/alertmanager/default.tmpl")
+
+
+def _command(args: list[str]) -> list[str]:
+    installed = Path("/usr/bin/prometheus-alertmanager")
+    if installed.exists() and TEMPLATE.exists():
+        return [str(installed), *args]
+    binary = UNPACKED / "usr/bin/prometheus-alertmanager"
+    if not binary.exists():
+        if os.environ.get("CI"):
+            pytest.fail("prometheus-alertmanager is missing: scripts/test.sh unpacks Debian's package")
+        pytest.skip("prometheus-alertmanager is not unpacked (scripts/test.sh unpacks it into .cache/alertmanager)")
+    overlay = f'mount -t overlay overlay -o lowerdir={UNPACKED / "usr/share"}:/usr/share /usr/share && exec "$0" "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", overlay, str(binary), *args]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(what: str, ok: Callable[[], bool], deadline: float = 120.0) -> None:
+    end = time.monotonic() + deadline
+    while not ok():
+        if time.monotonic() > end:
+            raise AssertionError(f"not within {deadline:.0f} s: {what}")
+        time.sleep(0.2)
+
+
+def _post_alert(port: int, labels: dict[str, str], ends: datetime | None = None) -> None:
+    now = datetime.now(UTC)
+    body = [{"labels": labels, "startsAt": (now - timedelta(minutes=1)).isoformat()}]
+    if ends is not None:
+        body[0]["endsAt"] = ends.isoformat()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v2/alerts", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200
+
+
+def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
+    plan = example_plan(INVENTORY / "fabric.yml")
+    fake = FakeScheduler([s.name for s in plan.servers])
+    loop = Remediator(
+        plan, [fake], Guards(0.5, 0.5, 0.0), state_path=tmp_path / "s.json", audit_path=tmp_path / "a.jsonl"
+    )
+    receiver = Receiver(("127.0.0.1", 0), loop)
+    serving = threading.Thread(target=receiver.serve_forever, daemon=True)
+    serving.start()
+    port = _free_port()
+    config = tmp_path / "alertmanager.yml"
+    config.write_text(
+        alertmanager_yaml(f"http://127.0.0.1:{receiver.server_port}/webhook", group_wait="1s", group_interval="1s")
+    )
+    manager = subprocess.Popen(
+        _command([f"--config.file={config}", f"--storage.path={tmp_path / 'data'}",
+                  f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="]),
+        stdout=subprocess.DEVNULL, stderr=(tmp_path / "alertmanager.log").open("w"),
+    )  # fmt: skip
+    try:
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as answer:
+                    return answer.status == 200
+            except OSError:
+                return False
+
+        _wait("Alertmanager ready", ready)
+        cut = {"alertname": "GpufabricLinkDown", "device": "cmp-su1-leaf1", "port": "swp2", "peer": "gpu02"}
+        spine = {"alertname": "GpufabricLinkDown", "device": "cmp-spine1", "port": "swp1", "peer": "cmp-su1-leaf1"}
+        _post_alert(port, cut)
+        _post_alert(port, spine)
+        _wait("gpu02 drained", lambda: fake.drained == ["gpu02"])
+        records = lambda: [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]  # noqa: E731
+        _wait("the spine's alert recorded", lambda: any(r["part"] == "cmp-spine1:swp1" for r in records()))
+        assert fake.calls == [("take_out", "gpu02", "gpufabric remediate: GpufabricLinkDown@cmp-su1-leaf1:swp2")]
+        _post_alert(port, cut, ends=datetime.now(UTC) - timedelta(seconds=1))
+        _wait("gpu02 resumed", lambda: fake.drained == [])
+        assert [c[:2] for c in fake.calls] == [("take_out", "gpu02"), ("put_back", "gpu02")]
+        drained = next(r for r in records() if r["action"] == "drain")
+        assert drained["alert"]["labels"]["peer"] == "gpu02" and len(drained["alert"]["fingerprint"]) == 16
+    finally:
+        manager.terminate()
+        manager.wait(60)
+        receiver.shutdown()
+        receiver.server_close()

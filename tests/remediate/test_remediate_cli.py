@@ -1,0 +1,74 @@
+"""`gpufabric remediate serve` and `gpufabric telemetry alertmanager` as a user runs them."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import INVENTORY, ROOT, run
+from tests.remediate.remediate_fakes import alert, payload
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_dry_run_receives_records_and_stops_on_sigterm(tmp_path: Path):
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    log = (tmp_path / "serve.log").open("w")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "gpufabric", "remediate", "serve", str(INVENTORY / "fabric.yml"), "--dry-run",
+         "--listen", f"127.0.0.1:{port}", "--state", str(tmp_path / "s.json"),
+         "--audit-log", str(tmp_path / "a.jsonl")],
+        stdout=subprocess.DEVNULL, stderr=log, env=env,
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 120
+        while "receiving on" not in (tmp_path / "serve.log").read_text():
+            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < end, "the receiver did not start within 120 s"
+            time.sleep(0.2)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        body = json.dumps(payload(alert("GpufabricLinkDown", device="cmp-su1-leaf1", port="swp1"))).encode()
+        conn.request("POST", "/webhook", body=body, headers={"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        assert answer.status == 200 and json.loads(answer.read())["actions"][0].startswith("drain (dry run) gpu01")
+        conn.close()
+        record = json.loads((tmp_path / "a.jsonl").read_text().splitlines()[0])
+        assert (record["action"], record["nodes"], record["dry_run"]) == ("drain", ["gpu01"], True)
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        code = serve.wait(60)
+    assert code == 0
+    assert "drain (dry run) gpu01: GpufabricLinkDown cmp-su1-leaf1:swp1" in (tmp_path / "serve.log").read_text()
+
+
+def test_serve_refuses_bad_settings():
+    fabric = str(INVENTORY / "fabric.yml")
+    share = run("gpufabric", "remediate", "serve", fabric, "--max-share", "2")
+    assert share.returncode == 2 and "a share from 0 to 1" in share.stderr
+    hold = run("gpufabric", "remediate", "serve", fabric, "--hold-down", "ten")
+    assert hold.returncode == 2 and "600s, 10m" in hold.stderr
+    listen = run("gpufabric", "remediate", "serve", fabric, "--listen", "example.com:80")
+    assert listen.returncode == 2 and "IP address" in listen.stderr
+    nobody = run("gpufabric", "remediate", "serve", fabric, "--listen", "127.0.0.1:1")
+    assert nobody.returncode == 2 and "no scheduler named" in nobody.stderr
+
+
+def test_telemetry_alertmanager_writes_the_routes(tmp_path: Path):
+    fabric, target = str(INVENTORY / "fabric.yml"), tmp_path / "alertmanager.yml"
+    assert run("gpufabric", "telemetry", "alertmanager", fabric, "-o", str(target)).returncode == 0
+    text = target.read_text()
+    assert "url: http://127.0.0.1:9095/webhook" in text and "send_resolved: true" in text
+    assert run("gpufabric", "telemetry", "alertmanager", fabric, "--webhook", "ftp://x").returncode == 2
+    assert run("gpufabric", "telemetry", "alertmanager", fabric, "--group-wait", "soon").returncode == 2
