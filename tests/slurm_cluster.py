@@ -2,21 +2,24 @@
 Slurm 22.05), for tests that need jobs to really run on named nodes.
 
 Debian builds Slurm without `--enable-multiple-slurmd`, so one machine cannot run several slurmd on
-its own addresses by configuration (`NodeName=... Port=` per node). The approach (NOT yet seen
-working: in its one run no slurmd registered within 120 s; set GPUFABRIC_KEEP_SLURM_LOGS to keep the
-daemons' logs and find out why): each slurmd runs in a
+its own addresses by configuration (`NodeName=... Port=` per node). Instead each slurmd runs in a
 network namespace of its own (`ip netns exec gfsch-<node> slurmd -D -N <node>`), with its own address
 on a veth into a bridge of the root namespace, so every slurmd listens on the same SlurmdPort without
 a clash; `-N` gives it its node name; `%n` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile keeps their
 files apart. slurmctld, sbatch, squeue, sinfo and scontrol stay in the root namespace and reach the
 nodes over the bridge (slurmctld listens on the bridge's address). munged's socket is a file, so one
-munged serves every namespace. Jobs are `sbatch --wrap` of a shell loop that ends when the test
+munged serves every namespace. slurmd 22.05 loads a cgroup plugin even with proctrack/linuxproc and
+task/none, and `ip netns exec` gives it a fresh /sys with no cgroup file system: the harness's
+cgroup.conf names the plugin so it is not detected from there (without it every slurmd stops at once,
+"No filesystem mounted on /sys/fs/cgroup"). A slurmd that ends while the harness waits for the nodes
+fails the wait at once with its log. Jobs are `sbatch --wrap` of a shell loop that ends when the test
 creates a file: a job ends when the test says, never on a timer.
 
 Everything lives in a temporary folder, the bridge `gfsch0` (10.254.42.1/24) and the namespaces
 `gfsch-<node>` (10.254.42.11 up): no traffic leaves the machine. Teardown cancels the jobs, stops
 every daemon by its PID, kills what is left in the namespaces (ip netns pids), and deletes the
-namespaces, the bridge and the folder. Root only; run under the lab lock.
+namespaces, the bridge and the folder, also when the run is stopped with SIGTERM (`timeout`).
+GPUFABRIC_KEEP_SLURM_LOGS=<folder> keeps the daemons' logs. Root only; run under the lab lock.
 """
 
 from __future__ import annotations

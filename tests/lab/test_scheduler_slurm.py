@@ -73,6 +73,7 @@ def test_a_real_job_holds_the_drain_until_it_ends(cluster, slurm, plan):
     drain = box["drain"]
     assert drain.clear and not drain.refused and drain.ours == ["gpu01", "gpu02"]
     assert drain.waited >= 5
+    print(f"figures: the job held the drain {drain.waited:.1f} s (job {job} ended by the test)")
     resume(slurm, drain)
     assert drain.resumed == ["gpu01", "gpu02"]
     assert not cluster.drained("gpu01") and not cluster.drained("gpu02")
@@ -84,6 +85,7 @@ def test_the_job_wait_running_out_refuses_and_resumes_only_ours(cluster, slurm, 
     job, stop = cluster.submit("gpu01")
     drain = drain_for(slurm, plan, LEAF, PUSH, 3, poll=0.5)
     assert drain.refused and not drain.clear
+    print(f"figures: job wait 3 s, refused after {drain.waited:.1f} s, holding {drain.holding}")
     assert drain.holding == {"gpu01": (f"job {job} running",)}
     assert drain.ours == ["gpu01"] and [(n.node, n.before) for n in drain.others] == [
         ("gpu02", "bad DIMM, ticket 4711")
