@@ -2,21 +2,24 @@
 Slurm 22.05), for tests that need jobs to really run on named nodes.
 
 Debian builds Slurm without `--enable-multiple-slurmd`, so one machine cannot run several slurmd on
-its own addresses by configuration (`NodeName=... Port=` per node). The approach (NOT yet seen
-working: in its one run no slurmd registered within 120 s; set GPUFABRIC_KEEP_SLURM_LOGS to keep the
-daemons' logs and find out why): each slurmd runs in a
+its own addresses by configuration (`NodeName=... Port=` per node). Instead each slurmd runs in a
 network namespace of its own (`ip netns exec gfsch-<node> slurmd -D -N <node>`), with its own address
 on a veth into a bridge of the root namespace, so every slurmd listens on the same SlurmdPort without
 a clash; `-N` gives it its node name; `%n` in SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile keeps their
 files apart. slurmctld, sbatch, squeue, sinfo and scontrol stay in the root namespace and reach the
 nodes over the bridge (slurmctld listens on the bridge's address). munged's socket is a file, so one
-munged serves every namespace. Jobs are `sbatch --wrap` of a shell loop that ends when the test
+munged serves every namespace. slurmd 22.05 loads a cgroup plugin even with proctrack/linuxproc and
+task/none, and `ip netns exec` gives it a fresh /sys with no cgroup file system: the harness's
+cgroup.conf names the plugin so it is not detected from there (without it every slurmd stops at once,
+"No filesystem mounted on /sys/fs/cgroup"). A slurmd that ends while the harness waits for the nodes
+fails the wait at once with its log. Jobs are `sbatch --wrap` of a shell loop that ends when the test
 creates a file: a job ends when the test says, never on a timer.
 
 Everything lives in a temporary folder, the bridge `gfsch0` (10.254.42.1/24) and the namespaces
 `gfsch-<node>` (10.254.42.11 up): no traffic leaves the machine. Teardown cancels the jobs, stops
 every daemon by its PID, kills what is left in the namespaces (ip netns pids), and deletes the
-namespaces, the bridge and the folder. Root only; run under the lab lock.
+namespaces, the bridge and the folder, also when the run is stopped with SIGTERM (`timeout`).
+GPUFABRIC_KEEP_SLURM_LOGS=<folder> keeps the daemons' logs. Root only; run under the lab lock.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,15 +60,19 @@ def _free_port() -> int:
         return port
 
 
-def wait_for(ready: Callable[[], bool], what: str, timeout: float = 120.0, log: Path | None = None) -> None:
+def wait_for(
+    ready: Callable[[], bool], what: str, timeout: float = 240.0, log: Path | Sequence[Path] | None = None
+) -> None:
+    """Poll `ready` until it holds; on a deadline, fail with the last lines of every log given."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ready():
             return
-        time.sleep(0.2)
-    tail = ""
-    if log is not None and log.exists():
-        tail = "\n" + log.read_text(errors="replace")[-3000:]
+        time.sleep(0.5)
+    logs = [log] if isinstance(log, Path) else list(log or ())
+    tail = "".join(
+        f"\n--- {found.name}\n" + found.read_text(errors="replace")[-2000:] for found in logs if found.exists()
+    )
     raise AssertionError(f"{what}: not within {timeout:.0f} s{tail}")
 
 
@@ -198,6 +205,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}: tearing the Slurm cluster down")
+
+
 def _namespaces() -> set[str]:
     done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     return {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
@@ -210,6 +221,8 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
     leftovers = {n for n in _namespaces() if n.startswith(PREFIX)}
     if leftovers or Path(f"/sys/class/net/{BRIDGE}").exists():
         raise AssertionError(f"an earlier run left {sorted(leftovers) or BRIDGE}: remove them first")
+    # `timeout` and CI stop a run with SIGTERM, which would end Python without this `finally`: make it an exception.
+    previous = signal.signal(signal.SIGTERM, _terminated)
     folder = Path(tempfile.mkdtemp(prefix="gpufabric-slurmd-"))
     started: list[subprocess.Popen[bytes]] = []
     made: list[str] = []
@@ -221,6 +234,11 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         cluster.conf.write_text(_conf(folder, nodes, _free_port()))
+        # slurmd 22.05 loads a cgroup plugin whatever ProctrackType/TaskPlugin say, and by default picks it
+        # from what /sys/fs/cgroup is: `ip netns exec` mounts a fresh /sys with nothing there, and slurmd
+        # stops ("No filesystem mounted on /sys/fs/cgroup"). Naming the plugin skips that detection; with
+        # proctrack/linuxproc and task/none nothing is ever put in a cgroup. Read from beside slurm.conf.
+        (folder / "cgroup.conf").write_text("CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n")
         _ip("link", "add", BRIDGE, "type", "bridge")
         made.append(BRIDGE)
         _ip("addr", "add", f"{CONTROLLER_IP}/24", "dev", BRIDGE)
@@ -263,17 +281,28 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
                     stderr=subprocess.STDOUT,
                 )
             )
+        slurmds = started[-len(nodes) :]
+
+        def registered() -> bool:
+            ended = [name for name, proc in zip(nodes, slurmds, strict=True) if proc.poll() is not None]
+            if ended:
+                logs = [folder / f"slurmd-{n}.log" for n in ended] + [folder / "daemons.out"]
+                wait_for(lambda: False, f"slurmd of {', '.join(ended)} ended", timeout=0, log=logs)
+            return all(cluster.node(n)["state"] == "idle" for n in nodes)
+
         wait_for(
-            lambda: all(cluster.node(n)["state"] == "idle" for n in nodes),
+            registered,
             "every slurmd registered idle",
-            log=folder / "ctld.log",
+            log=[folder / "ctld.log", *(folder / f"slurmd-{n}.log" for n in nodes), folder / "daemons.out"],
         )
         yield cluster
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the teardown short
         if started:
-            subprocess.run(
-                ["scancel", "--full", "-u", "root"], env=cluster.env, capture_output=True, check=False, timeout=60
-            )
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run(
+                    ["scancel", "--full", "-u", "root"], env=cluster.env, capture_output=True, check=False, timeout=60
+                )
         for proc in reversed(started):
             _stop(proc)
         for ns in made[1:]:
@@ -293,3 +322,4 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
             with contextlib.suppress(OSError):
                 shutil.copy(folder / "daemons.out", Path(keep) / "daemons.out")
         shutil.rmtree(folder, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)

@@ -16,12 +16,13 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from slurm_cluster import SlurmCluster, missing, slurm_cluster, wait_for
 
 from gpufabric.scheduler import Mark, drain_for, resume, resume_owner, status
-from gpufabric.scheduler.slurm import Slurm
+from gpufabric.scheduler.slurm import Slurm, read_jobs, read_nodes
 from tests.conftest import INVENTORY, example_plan, run
 
 PUSH = "gf-20261125T150000Z-5c4ed1"
@@ -72,6 +73,7 @@ def test_a_real_job_holds_the_drain_until_it_ends(cluster, slurm, plan):
     drain = box["drain"]
     assert drain.clear and not drain.refused and drain.ours == ["gpu01", "gpu02"]
     assert drain.waited >= 5
+    print(f"figures: the job held the drain {drain.waited:.1f} s (job {job} ended by the test)")
     resume(slurm, drain)
     assert drain.resumed == ["gpu01", "gpu02"]
     assert not cluster.drained("gpu01") and not cluster.drained("gpu02")
@@ -83,6 +85,7 @@ def test_the_job_wait_running_out_refuses_and_resumes_only_ours(cluster, slurm, 
     job, stop = cluster.submit("gpu01")
     drain = drain_for(slurm, plan, LEAF, PUSH, 3, poll=0.5)
     assert drain.refused and not drain.clear
+    print(f"figures: job wait 3 s, refused after {drain.waited:.1f} s, holding {drain.holding}")
     assert drain.holding == {"gpu01": (f"job {job} running",)}
     assert drain.ours == ["gpu01"] and [(n.node, n.before) for n in drain.others] == [
         ("gpu02", "bad DIMM, ticket 4711")
@@ -138,3 +141,25 @@ def test_the_command_line_refuses_with_exit_1_then_goes_once_the_job_ends(cluste
     back = run("gpufabric", "scheduler", "resume", "--owner", PUSH, "--slurm-conf", str(cluster.conf))
     assert back.returncode == 0, back.stderr
     assert not cluster.drained("gpu01") and not cluster.drained("gpu02")
+
+
+def test_slurm_s_own_answers_read_as_meant_and_can_be_recorded(cluster, slurm):
+    """A job on gpu01, gpu01 drained with our mark, gpu02 by a person: Slurm's real JSON, read by the
+    reader the service uses. With GPUFABRIC_RECORD_SLURM=<folder> the answers are written there
+    (tests/recorded/slurm/ holds such a recording, read offline by tests/scheduler/test_slurm_recorded.py)."""
+    cluster.command("scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=bad DIMM")
+    job, stop = cluster.submit("gpu01")
+    cluster.command("scontrol", "update", "NodeName=gpu01", "State=DRAIN", f"Reason=gpufabric {PUSH}: {LEAF}")
+    sinfo = cluster.command("sinfo", "--json").stdout
+    squeue = cluster.command("squeue", "--json").stdout
+    nodes, jobs = read_nodes(sinfo), read_jobs(squeue)
+    assert nodes["gpu01"].out and nodes["gpu01"].mark == Mark(PUSH, LEAF) and nodes["gpu01"].holders
+    assert nodes["gpu02"].out and nodes["gpu02"].mark is None and nodes["gpu02"].reason == "bad DIMM"
+    assert not nodes["gpu03"].out and not nodes["gpu03"].holders
+    assert jobs == {"gpu01": [f"job {job} running"]}
+    keep = os.environ.get("GPUFABRIC_RECORD_SLURM")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / "sinfo-22.05.json").write_text(sinfo)
+        (Path(keep) / "squeue-22.05.json").write_text(squeue)
+    cluster.end(job, stop)
