@@ -24,7 +24,7 @@ from gpufabric.fleet.connect import switch_connector
 from gpufabric.fleet.errors import EmptySelectionError
 from gpufabric.fleet.push_id import PushId, new_push_id, tag
 from gpufabric.fleet.target import Fleet, lab_trail, open_fleet
-from gpufabric.maintenance.wait import WaitResult, facing, wait_drained, wait_restored
+from gpufabric.maintenance.wait import WaitResult, drained_among, facing, peers_of, wait_drained, wait_restored
 from gpufabric.push.audit import AuditError, AuditLog, SwitchFacts, Trail, Who, default_path
 from nornir_tasks import maintenance as tasks
 
@@ -208,7 +208,12 @@ def undrain_switches(
     if settle.wait and not any(s.failed for s in found):
         (watcher or MaintenanceWatcher()).waiting("the planned ECMP widths", settle.timeout)
         connect = switch_connector(fleet.access)
-        waited = wait_restored(fleet.plan, names, connect, _cap(fleet, names), timeout=settle.timeout)
+        # A peer someone else keeps drained (another push, a person) stays out: the widths to wait for are
+        # the plan's without it, or this undrain would wait out its timeout for paths that cannot come back.
+        kept = drained_among(fleet.plan, peers_of(fleet.plan, names), connect)
+        waited = wait_restored(
+            fleet.plan, names, connect, _cap(fleet, names), timeout=settle.timeout, kept_drained=kept
+        )
     error = trail.error if trail is not None else None
     return MaintenanceResult("undrain", ident.id, _target(fleet), found, waited, time.monotonic() - started, error)
 

@@ -219,12 +219,14 @@ def wait_restored(
     timeout: float,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    kept_drained: Iterable[str] = (),
 ) -> WaitResult:
-    """Until the undrained switches and their neighbours route every loopback as widely as the plan expects."""
+    """Until the undrained switches and their neighbours route every loopback as widely as the plan expects
+    with the switches still drained (`kept_drained`: another's drain, left in place) out of it."""
     back = set(undrained)
     started = clock()
     watched = back | set(facing(plan, back))
-    wanted = _widths(plan, watched, cap, frozenset())
+    wanted = _widths(plan, watched, cap, frozenset(kept_drained) - back)
     sessions = _Sessions(connect)
     try:
         while True:
@@ -242,3 +244,27 @@ def wait_restored(
             sleep(POLL)
     finally:
         sessions.close()
+
+
+def peers_of(plan: Plan, names: Iterable[str]) -> list[str]:
+    """The switches whose drain narrows the same ECMP groups as `names`: the same role in the same plane."""
+    chosen = set(names)
+    kinds = {(d.plane, d.role) for d in plan.devices() if d.name in chosen}
+    return sorted(d.name for d in plan.devices() if (d.plane, d.role) in kinds and d.name not in chosen)
+
+
+def drained_among(plan: Plan, names: Iterable[str], connect: Connect) -> frozenset[str]:
+    """Which of `names` say they are drained (their maintenance status); one that cannot be read counts as
+    not drained, so the wait expects the widths with it in service (the safe side: it waits longer)."""
+    sessions = _Sessions(connect)
+    found: set[str] = set()
+    try:
+        for target in reach(plan, names):
+            try:
+                if sessions.read(target, lambda c: c.maintenance_status()).get("drained"):
+                    found.add(target.name)
+            except Exception:  # unreadable: expected in service
+                continue
+    finally:
+        sessions.close()
+    return frozenset(found)

@@ -42,8 +42,10 @@ class Fabric:
     """Every switch's answers. `drained_after`: readings of a leaf's routes before it stops using SPINE
     (None: never); `narrow_after`: readings before the restored widths come back; `rx_bps` on SPINE."""
 
-    def __init__(self, drained_after: int | None = 0, rx_bps: float = 0.0, narrow_for: int = 0) -> None:
-        self.drained_after, self.rx_bps, self.narrow_for = drained_after, rx_bps, narrow_for
+    def __init__(
+        self, drained_after: int | None = 0, rx_bps: float = 0.0, narrow_for: int = 0, spine: str = SPINE
+    ) -> None:
+        self.drained_after, self.rx_bps, self.narrow_for, self.spine = drained_after, rx_bps, narrow_for, spine
         self.reads: dict[str, int] = defaultdict(int)
         self.octets = 0
 
@@ -58,6 +60,9 @@ class Fabric:
             def get_interfaces_counters(self) -> dict[str, dict[str, int]]:
                 fabric.octets += int(fabric.rx_bps / 8)  # a second apart (the test's monotonic clock)
                 return {p: {"rx_octets": fabric.octets} for p in ("swp1", "swp2", "swp3", "swp4")}
+
+            def maintenance_status(self) -> dict[str, object]:
+                return {"drained": target.name == fabric.spine and fabric.drained_after is not None}
 
             def close(self) -> None:
                 pass
@@ -80,7 +85,7 @@ class Fabric:
                 ports = list(uplinks)
             assert len(ports) == width, (name, prefix, ports, width)
             if drained and len(ports) > 1:
-                ports = [p for p in ports if uplinks.get(p) != SPINE]
+                ports = [p for p in ports if uplinks.get(p) != self.spine]
             if narrow:
                 ports = ports[:1]
             out[prefix] = [{"protocol": "bgp", "selected_next_hop": True, "outgoing_interface": p} for p in ports]
@@ -128,6 +133,25 @@ def test_an_undrain_waits_until_the_planned_widths_are_back():
     other = Clock()
     late = wait.wait_restored(PLAN, [SPINE], short.connect, {}, timeout=5, clock=other, sleep=other.sleep)
     assert not late.done and any("1/2 paths" in w for w in late.waiting_for), late.waiting_for
+
+
+def test_an_undrain_beside_a_spine_another_keeps_drained_expects_the_widths_without_it():
+    """cmp-spine2 stays drained (someone else's): undraining cmp-spine1 cannot bring the leaves' two paths
+    back, only the one through cmp-spine1; the wait asks for the widths without the spine kept drained."""
+    other_spine = "cmp-spine2"
+    kept = wait.drained_among(PLAN, wait.peers_of(PLAN, [SPINE]), Fabric(spine=other_spine).connect)
+    assert kept == {other_spine}
+    clock = Clock()
+    found = wait.wait_restored(
+        PLAN, [SPINE], Fabric(spine=other_spine).connect, {}, timeout=60, clock=clock, sleep=clock.sleep,
+        kept_drained=kept,
+    )  # fmt: skip
+    assert found.done and clock.now == 0, found.waiting_for
+    blind = Clock()
+    waited = wait.wait_restored(
+        PLAN, [SPINE], Fabric(spine=other_spine).connect, {}, timeout=5, clock=blind, sleep=blind.sleep
+    )
+    assert not waited.done and any("1/2 paths" in w for w in waited.waiting_for), waited.waiting_for
 
 
 def test_the_leaves_facing_a_drained_spine_and_their_ports():
