@@ -30,8 +30,8 @@ CPU milliseconds per switch of the controller and of the simulator (the two shar
 cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from.
 
 `--max-capacity-loss 12.5%` pushes under a capacity budget (several failure domains a batch); `--drain
-always` drains every data-plane switch before its change and undrains it after (`push --drain` where the
-push has it; else a stand-in, HOOKS["drain"], through the simulator's NVUE maintenance unit,
+always` is `push --drain always`: the push drains every switch before its change and undrains it after,
+through each driver's own drain (on the simulated Cumulus switches, NVUE's maintenance unit:
 bench/fleet_sim/drain.py), and a drained wave's bound then counts the drain and the undrain too. After
 every push the budget is proved from the logs alone by gpufabric.push.proof (not by the planner): every
 largest set of switches out of service at once in the simulator's log, and every batch the audit trail
@@ -201,79 +201,6 @@ import gpufabric.fleet.target
 
 gpufabric.fleet.target.READ_WORKERS = 512
 """,
-    # A stand-in for the push's own drain until `nornir push --drain` is there: each data-plane switch that
-    # changes is drained as its stage begins (NVUE's maintenance unit, bench/fleet_sim/drain.py); its
-    # candidate is loaded, diffed and its commit prepared while the traffic leaves, and the apply waits until
-    # it has; it is
-    # undrained after its confirm or rollback, the controller waiting until it is back in service.
-    "drain": """
-import functools
-import json
-import time
-
-import gpufabric.push.rollout as _rollout
-
-def _state(conn):
-    return json.loads(conn._run("nv show maintenance -o json"))["unit"]["all-protocols"]["state"]
-
-def _wait(conn, state, deadline=120.0):
-    end = time.monotonic() + deadline
-    while _state(conn) != state:
-        if time.monotonic() > end:
-            raise RuntimeError(f"maintenance unit not {state} after {deadline:g} s")
-        time.sleep(0.25)
-
-def _data_plane(task):
-    # the out-of-band plane bridges and routes nothing: no traffic to move away
-    return "plane_oob" not in {g.name for g in task.host.groups}
-
-def _connection(task):
-    return task.host.get_connection("napalm", task.nornir.config)
-
-def _set(conn, mode):
-    conn._run(f"nv set maintenance unit all-protocols mode {mode}")
-    conn._run("nv config apply -y")
-
-def _drained(fn):
-    @functools.wraps(fn)
-    def stage(task, candidate, expect, opts, batch):
-        if opts.dry_run or not _data_plane(task):
-            return fn(task, candidate, expect, opts, batch)
-        conn = _connection(task)
-        _set(conn, "enabled")
-        run = conn._run
-
-        def apply_once_drained(command, *args, **kwargs):
-            if command.startswith("nv config apply --confirm ") and _state(conn) != "maintenance":
-                _wait(conn, "maintenance")  # only the apply itself waits: reading and preparing need not
-            return run(command, *args, **kwargs)
-
-        conn._run = apply_once_drained
-        try:
-            result = fn(task, candidate, expect, opts, batch)
-        finally:
-            del conn._run
-        if str(result.result.status) != "staged":  # not to be confirmed (rolled back, failed): back now
-            _set(conn, "disabled")
-            _wait(conn, "production")
-        return result
-    return stage
-
-def _undrained(fn):  # after a confirm, or the rollback of a staged switch
-    @functools.wraps(fn)
-    def after(task, *args, **kwargs):
-        result = fn(task, *args, **kwargs)
-        if _data_plane(task):
-            conn = _connection(task)
-            _set(conn, "disabled")
-            _wait(conn, "production")
-        return result
-    return after
-
-_rollout.stage = _drained(_rollout.stage)
-_rollout.confirm = _undrained(_rollout.confirm)
-_rollout.rollback = _undrained(_rollout.rollback)
-""",
     # every SSH session's socket with TCP_NODELAY (paramiko leaves Nagle's algorithm on)
     "nodelay": """
 import socket
@@ -357,7 +284,7 @@ class Options:
     platform: str  # the data planes' switches: cumulus (SSH) or eos (eAPI over HTTPS)
     experiments: tuple[str, ...]  # A/B experiments on the controller (HOOKS)
     max_capacity_loss: str | None = None  # push --max-capacity-loss (a capacity budget, "12.5%")
-    drain: str | None = None  # push --drain MODE where the push has it, else the `drain` stand-in (HOOKS)
+    drain: str | None = None  # push --drain MODE
 
 
 def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
@@ -392,7 +319,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
                   "--confirm-timeout", "600"] + (["--json"] if opts.json_output else [])  # fmt: skip
         common += ["--role", opts.role] if opts.role else []
         common += ["--max-capacity-loss", opts.max_capacity_loss] if opts.max_capacity_loss else []
-        common += ["--drain", opts.drain] if opts.drain and push_drains() else []
+        common += ["--drain", opts.drain] if opts.drain else []
         if sim.ca_file.exists():  # the EOS switches' eAPI certificates chain to the run's CA
             common += ["--ca-file", str(sim.ca_file)]
         vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]
@@ -406,8 +333,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
         if opts.validate:
             phases += [("validate", _nornir("validate", *vcommon))]
         runs: dict[str, dict[str, Any]] = {}
-        stand_in = ("drain",) if opts.drain and opts.drain != "never" and not push_drains() else ()
-        env = experiment_env(folder, opts.experiments + stand_in)
+        env = experiment_env(folder, opts.experiments)
         try:
             if any(s["platform"] == "cumulus" for s in switches):
                 runs["floor"] = floor(sim, folder, [s["address"] for s in switches if s["platform"] == "cumulus"])
@@ -430,12 +356,6 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
     if proof is not None:
         row.update(proof)
     return row
-
-
-def push_drains() -> bool:
-    """Whether `nornir push` has --drain (else the benchmark drains through its stand-in, HOOKS["drain"])."""
-    text = subprocess.run(_nornir("push", "--help"), capture_output=True, text=True, check=False).stdout
-    return "--drain" in text
 
 
 def prove(plan: Any, events: list[dict[str, Any]], trail: Path, opts: Options) -> dict[str, Any]:
@@ -553,16 +473,6 @@ def spread(events: list[dict[str, Any]], wave_bounds: list[float]) -> dict[str, 
     }
 
 
-def _overlap(scale: float, platforms: list[str]) -> float:
-    """What of a switch's stage may run while its traffic leaves: loading the candidate and diffing it (a
-    commit waits for the drain, those steps do not)."""
-    if set(platforms) != {"cumulus"}:
-        return 0.0
-    return scale * (
-        latency.LATENCY[latency.NV_REPLACE] + latency.LATENCY[latency.NV_DIFF] + 2 * latency.LATENCY[latency.EXEC]
-    )
-
-
 def _row(
     fraction: Fraction,
     opts: Options,
@@ -588,7 +498,7 @@ def _row(
     drained = {e["switch"] for e in events if e["event"] == "drain"}
     wave_bounds = [
         max(latency.commit_check_confirm(SETTLE, scale, p) for p in ps)
-        + (sim_drain.drain_and_undrain(scale, overlap=_overlap(scale, ps)) if set(names) & drained else 0.0)
+        + (sim_drain.drain_and_undrain(scale) if set(names) & drained else 0.0)
         for ps, names in zip(result.get("platforms", []), result.get("wave_switches", []), strict=True)
     ]
     bound = sum(wave_bounds)
@@ -776,7 +686,7 @@ def main() -> None:
     parser.add_argument(
         "--drain",
         choices=["auto", "always", "never"],
-        help="push --drain MODE (where push lacks it: a stand-in drains every switch it changes)",
+        help="push --drain MODE (auto, always, never)",
     )
     parser.add_argument("--experiment", default="", help=f"A/B on the controller, comma-separated: {', '.join(HOOKS)}")
     args = parser.parse_args()

@@ -12,6 +12,7 @@ asks; every change of state is logged (commit, confirm, revert, abort) for the b
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import posixpath
 from collections.abc import Callable
@@ -28,6 +29,13 @@ from gpufabric.nos.cumulus.nvue import set_tree as _nvue_set_tree
 
 HOME = "/home/cumulus"
 STARTUP = "/etc/nvue.d/startup.yaml"
+LSB_RELEASE = "/etc/lsb-release"
+RELEASE = "5.14.0"  # what a switch runs unless its entry names a release (bench/fleet_sim/upgrade.py)
+
+
+def lsb_release(release: str) -> str:
+    """/etc/lsb-release as Cumulus Linux writes it (the release the drivers read)."""
+    return f'DISTRIB_ID="Cumulus Linux"\nDISTRIB_RELEASE={release}\nDISTRIB_DESCRIPTION="Cumulus Linux {release}"\n'
 
 
 def factory_config(username: str) -> str:
@@ -86,6 +94,7 @@ class CumulusSwitch:
     files: dict[str, str] = field(default_factory=dict)
     lifecycle: Lifecycle | None = None  # its image slots and reboots (bench/fleet_sim/upgrade.py), when simulated
     maintenance: Maintenance | None = None  # drain and undrain (drain.py)
+    release: str = RELEASE  # the release it runs (its lifecycle's, when one is simulated)
 
     def __post_init__(self) -> None:
         if not self.applied:
@@ -102,7 +111,12 @@ class CumulusSwitch:
         shown = self.lifecycle.read(path) if self.lifecycle is not None else None
         if shown is not None:
             return shown
+        if path == LSB_RELEASE:
+            return lsb_release(self.running_release())
         return self.applied if path == STARTUP else self.files.get(path)
+
+    def running_release(self) -> str:
+        return self.lifecycle.running if self.lifecycle is not None else self.release
 
     def write(self, name: str, text: str) -> None:
         self.files[self.path(name)] = text
@@ -143,15 +157,17 @@ class CumulusSwitch:
     async def _nv(self, args: list[str]) -> Result:
         words = " ".join(args)
         if self.maintenance is not None:
-            answer = await self.maintenance.command(args)
+            answer = await self.maintenance.command(args, self.running_release())
             if answer is not None:
                 return answer
-            if args[:2] == ["config", "apply"] and self.pending is None and self.maintenance.pending:
+            if args == ["config", "apply", "-y"] and self.pending is None and self.maintenance.wanted is not None:
                 await self.maintenance.apply_pending()
                 return Result()
         if args[:2] == ["config", "detach"]:
             await self.pause(lat.NV_DETACH)
             self.pending = None
+            if self.maintenance is not None:
+                self.maintenance.wanted = None  # the pending revision held the `nv set maintenance` too
             return Result()
         if args[:2] == ["config", "replace"] and len(args) == 3:
             await self.pause(lat.NV_REPLACE)
@@ -308,6 +324,16 @@ def _true(sw: CumulusSwitch, args: list[str], stdin: str | None) -> Result:
     return Result()
 
 
+def _base64(sw: CumulusSwitch, args: list[str], stdin: str | None) -> Result:
+    """`base64 -d` of its stdin (put_files sends each file so)."""
+    if args != ["-d"]:
+        return Result(1, "", "base64: only -d simulated\n")
+    try:
+        return Result(0, base64.b64decode((stdin or "").encode(), validate=False).decode())
+    except (ValueError, UnicodeDecodeError) as exc:
+        return Result(1, "", f"base64: invalid input: {exc}\n")
+
+
 Builtin = Callable[[CumulusSwitch, list[str], str | None], Result]
 _BUILTINS: dict[str, Builtin] = {
     "mkdir": _mkdir,
@@ -319,4 +345,6 @@ _BUILTINS: dict[str, Builtin] = {
     "printf": _printf,
     "hostname": _hostname,
     "true": _true,
+    "umask": _true,  # file modes are not simulated
+    "base64": _base64,
 }

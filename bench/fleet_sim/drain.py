@@ -21,16 +21,19 @@ long that takes, so every figure below is an assumption (before `--latency-scale
 | ECMP widths back after the undrain  | 3.0 | the neighbours re-learn the paths (sub-second) and the |
 |                                     |     | controller reads their widths back |
 
-The switch's own status (`nv show maintenance -o json` here: the unit's mode and whether traffic has
-left) is the simulator's stand-in: NVIDIA documents the commands, not that output's layout. Each
-change is logged for the benchmark (and gpufabric.push.proof): `drain` (out of service from here),
-`drained`, `undrain`, `undrained` (back in service).
+The switch answers what the real driver (gpufabric/nos/cumulus/driver.py) sends, as NVIDIA documents it:
+the release (`/etc/lsb-release`, 5.14 unless a switch's entry names another), the unit's `nv set` only
+from 5.13, and `nv show maintenance` (NVUE command reference, "System" show commands) as the table of
+its example: one row a unit, its state `maintenance` or `production`. That state follows the mode
+applied; how far the traffic has gone is not in it (NVIDIA shows no such state), so it is this
+simulator's own (`Maintenance.state`) and only its log tells it. Each change is logged for the
+benchmark (and gpufabric.push.proof): `drain` (out of service from here), `drained`, `undrain`,
+`undrained` (back in service).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,15 +55,33 @@ LATENCY: dict[str, float] = {
 }
 
 UNIT = "all-protocols"
+UNITS = (UNIT, "all-interfaces")  # `nv show maintenance` lists both; the ports' unit is never put in maintenance
+SINCE = (5, 13)  # the release that brought `nv set maintenance unit` and `nv show maintenance`
 EXEC = latency.LATENCY[latency.EXEC]  # an SSH exec channel, per command
 
 
-def drain_and_undrain(scale: float = 1.0, overlap: float = 0.0) -> float:
-    """The least a drained wave adds to a rollout by these figures: drain, traffic gone, undrain, widths back
-    (plus the pending `nv set` of each and an exec channel for each command), less the part of the switch's
-    own stage (`overlap` seconds: loading and diffing the candidate) that may run while its traffic leaves."""
-    steps = sum(LATENCY[k] for k in (DRAIN_APPLY, DRAIN_SETTLE, UNDRAIN_APPLY, UNDRAIN_SETTLE))
-    return scale * (2 * LATENCY[NV_SET] + 4 * EXEC + steps) - min(overlap, scale * LATENCY[DRAIN_SETTLE])
+def drain_and_undrain(scale: float = 1.0) -> float:
+    """The least a drained wave adds to a rollout by these figures: the drain and the undrain, each NVUE's
+    confirm status asked (no change while a commit awaits confirmation), the pending revision detached, the
+    unit's `nv set` and its apply, with an exec channel for each change and each read of the unit's state.
+    The push goes on once NVUE has applied the unit: it does not wait for the traffic to leave or to come
+    back (DRAIN_SETTLE, UNDRAIN_SETTLE; nothing NVIDIA documents shows it), so those are in the log (and
+    the proof), not in the bound."""
+    nv = latency.LATENCY[latency.NV_STATUS] + latency.LATENCY[latency.NV_DETACH] + LATENCY[NV_SET]
+    return scale * (2 * nv + 4 * EXEC + LATENCY[DRAIN_APPLY] + LATENCY[UNDRAIN_APPLY])
+
+
+def has_units(release: str) -> bool:
+    """Whether `release` ("5.14.0") has NVUE's maintenance units (5.13 on)."""
+    parts = [int(p) if p.isdigit() else 0 for p in release.split(".")[:2]]
+    return tuple(parts + [0] * (2 - len(parts))) >= SINCE
+
+
+def show_table(states: dict[str, str]) -> str:
+    """`nv show maintenance` as NVIDIA's example prints it: a title, then a row a unit and its state."""
+    rows = [f"{'Unit':<37}State", f"{'-' * 23:<37}{'-' * 15}"]
+    rows += [f"{unit:<37}{state}" for unit, state in states.items()]
+    return "Maintenance Info\n" + "=" * 14 + "\n" + "".join(f"{r}\n" for r in rows)
 
 
 @dataclass
@@ -83,9 +104,11 @@ class Maintenance:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    async def command(self, args: list[str]) -> Result | None:
-        """`nv ...` words this unit answers (None: not a maintenance command)."""
+    async def command(self, args: list[str], release: str) -> Result | None:
+        """`nv ...` words this unit answers on a switch running `release` (None: not a maintenance command)."""
         words = " ".join(args)
+        if args[1:2] == ["maintenance"] and args[0] in ("set", "unset", "show") and not has_units(release):
+            return Result(1, "", f"Error: nv {words}: no maintenance units before Cumulus Linux 5.13 ({release})\n")
         if words in (f"set maintenance unit {UNIT} mode enabled", f"set maintenance unit {UNIT} mode disabled"):
             await self._pause(NV_SET)
             self.wanted = args[-1]
@@ -97,8 +120,9 @@ class Maintenance:
         if words in ("action enable system maintenance mode", "action disable system maintenance mode"):
             await self.apply("enabled" if args[1] == "enable" else "disabled")
             return Result(0, "Action succeeded\n")
-        if words == "show maintenance -o json":
-            return Result(0, json.dumps({"unit": {UNIT: {"mode": self.mode, "state": self.state}}}) + "\n")
+        if words == "show maintenance":
+            mine = "maintenance" if self.mode == "enabled" else "production"
+            return Result(0, show_table({unit: mine if unit == UNIT else "production" for unit in UNITS}))
         return None
 
     async def apply_pending(self) -> None:

@@ -25,12 +25,12 @@ from typing import Any
 
 import asyncssh
 
-from bench.fleet_sim import eapi
+from bench.fleet_sim import eapi, script
 from bench.fleet_sim import latency as lat
 from bench.fleet_sim.cumulus import CumulusSwitch, Event
 from bench.fleet_sim.eapi import Ca
 from bench.fleet_sim.eos import EosSwitch
-from bench.fleet_sim.shell import parse, run_line
+from bench.fleet_sim.shell import parse
 from bench.fleet_sim.upgrade import Lifecycle
 
 
@@ -89,7 +89,7 @@ class Fleet:
             process.exit(255)
             return
         await switch.pause(lat.EXEC)
-        result = await run_line(line, stdin, switch.run, switch.write)
+        result = await script.run(line, stdin, switch.run, switch.write)
         process.stdout.write(result.stdout)
         process.stderr.write(result.stderr)
         process.exit(result.rc)

@@ -1,23 +1,159 @@
-"""The fleet simulator's drain and undrain (bench/fleet_sim/drain.py): NVUE's maintenance unit takes a
-switch out of service and back, with the latencies stated there, and logs when for the budget's proof."""
+"""The fleet simulator's drain and undrain (bench/fleet_sim/drain.py): the commands the real Cumulus driver
+sends for drain, undrain and maintenance_status (NVUE's maintenance unit, Cumulus Linux 5.13 on) are
+answered as NVIDIA documents them, with the latencies stated there, and logged for the budget's proof."""
 
 from __future__ import annotations
 
 import asyncio
-import json
+import base64
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import napalm
 import pytest
 
-pytest.importorskip("asyncssh")  # the `test` extra installs it
+asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
 
-from bench.fleet_sim import drain  # after the importorskip: the package needs asyncssh
-from bench.fleet_sim.cumulus import CumulusSwitch, Event
-from bench.fleet_sim.shell import run_line
-from gpufabric.push.proof import from_events
+from bench.fleet_sim import drain, script  # noqa: E402 (after the importorskip: the package needs asyncssh)
+from bench.fleet_sim.cumulus import CumulusSwitch, Event  # noqa: E402
+from bench.fleet_sim.server import Fleet  # noqa: E402
+from bench.fleet_sim.upgrade import Lifecycle  # noqa: E402
+from gpufabric.drivers.maintenance import change_script  # noqa: E402
+from gpufabric.drivers.transport import Output, put_files, read_many  # noqa: E402
+from gpufabric.push.proof import from_events  # noqa: E402
+
+PASSWORD = "sim-not-a-secret"  # the simulated switch's own
+PUSH = "gf-20260101T000000Z-abcdef"
 
 
-def _state(text: str) -> str:
-    return str(json.loads(text)["unit"]["all-protocols"]["state"])
+class _Local:
+    """A transport straight into one simulated switch's shell (no SSH): the commands as a driver sends them."""
+
+    def __init__(self, switch: CumulusSwitch, loop: asyncio.AbstractEventLoop) -> None:
+        self.switch, self.loop, self.sent = switch, loop, []  # type: ignore[var-annotated]
+
+    def run(self, command: str, stdin: str | None = None) -> Output:
+        self.sent.append(command)
+        result = self.loop.run_until_complete(script.run(command, stdin, self.switch.run, self.switch.write))
+        return Output(result.rc, result.stdout, result.stderr)
+
+
+def _unit_state(table: str) -> str:
+    """The all-protocols row's state in `nv show maintenance` (as the driver reads it)."""
+    rows = [line.split() for line in table.splitlines()]
+    return next(words[1] for words in rows if words and words[0] == "all-protocols")
+
+
+def _sh(sw: CumulusSwitch, line: str, stdin: str | None = None) -> str:
+    async def go() -> str:
+        result = await script.run(line, stdin, sw.run, sw.write)
+        assert result.rc == 0, (line, result)
+        return result.stdout
+
+    return asyncio.run(go())
+
+
+def test_the_switch_reports_a_release_the_driver_drains_with_units() -> None:
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    text = _sh(sw, "cat /etc/lsb-release")
+    release = next(ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith("DISTRIB_RELEASE="))
+    assert release == "5.14.0" and drain.has_units(release)
+    assert 'DISTRIB_ID="Cumulus Linux"' in text
+
+
+def test_nv_show_maintenance_is_nvidias_table_following_the_applied_mode() -> None:
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    table = _sh(sw, "nv show maintenance")
+    assert table.startswith("Maintenance Info\n")
+    assert [ln.split() for ln in table.splitlines()[2:3]] == [["Unit", "State"]]
+    assert _unit_state(table) == "production"
+    _sh(sw, "nv set maintenance unit all-protocols mode enabled")
+    assert _unit_state(_sh(sw, "nv show maintenance")) == "production"  # pending until applied
+    _sh(sw, "nv config apply -y")
+    table = _sh(sw, "nv show maintenance")
+    assert _unit_state(table) == "maintenance"
+    assert "all-interfaces                       production\n" in table  # the ports' unit is never drained
+    # A detach drops the pending `nv set` too: nothing is left to apply.
+    _sh(sw, "nv set maintenance unit all-protocols mode disabled")
+    _sh(sw, "nv config detach")
+    assert sw.maintenance is not None and sw.maintenance.wanted is None
+    assert _unit_state(_sh(sw, "nv show maintenance")) == "maintenance"
+
+
+def test_a_release_before_5_13_has_no_maintenance_unit() -> None:
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    sw.lifecycle = Lifecycle("leaf1", release="5.12.1", scale=0.0)
+
+    async def go() -> int:
+        return (await script.run("nv set maintenance unit all-protocols mode enabled", None, sw.run, sw.write)).rc
+
+    assert asyncio.run(go()) != 0
+    assert "DISTRIB_RELEASE=5.12.1" in _sh(sw, "cat /etc/lsb-release")
+
+
+def test_scripts_on_stdin_and_framed_reads_run_as_the_drivers_send_them() -> None:
+    """put_files' here-documents, change_script's `set -e` and read_many's frames, on the switch's files."""
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    loop = asyncio.new_event_loop()
+    try:
+        local = _Local(sw, loop)
+        put_files(local, {".gpufabric/a": ("one\ntwo\n", 0o600), ".gpufabric/b": ("x" * 200 + "\n", None)})  # type: ignore[arg-type]
+        assert sw.read(".gpufabric/a") == "one\ntwo\n" and sw.read(".gpufabric/b") == "x" * 200 + "\n"
+        assert sw.read(".gpufabric/a.tmp") is None
+        found = read_many(
+            local, {"a": "cat .gpufabric/a", "gone": "cat .gpufabric/none", "rel": "cat /etc/lsb-release"}
+        )  # type: ignore[arg-type]
+        assert found["a"] == "one\ntwo\n" and found["gone"] == "" and "DISTRIB_RELEASE=5.14.0" in found["rel"]
+        stops = change_script("false\nrm -f .gpufabric/a\n", marker_new=None, marker=".gpufabric/b", remove=True)
+        assert local.run("sh -s", stops).rc != 0
+        assert sw.read(".gpufabric/a") is not None and sw.read(".gpufabric/b") is not None  # stopped at `false`
+    finally:
+        loop.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """One simulated switch on 127.0.0.1, a free port, served from a thread of its own."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    fleet = Fleet({})
+    switch = CumulusSwitch("leaf1", "cumulus", PASSWORD, fleet.log, scale=0.0)
+    fleet.switches["127.0.0.1"] = ("cumulus", switch)
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    servers = asyncio.run_coroutine_threadsafe(fleet.serve({"127.0.0.1": key}, port=0), loop).result(10)
+    port = servers[0].sockets[0].getsockname()[1]
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {key.export_public_key('openssh').decode().strip()}\n")
+    yield {"port": port, "known_hosts": str(known_hosts), "fleet": fleet, "switch": switch}
+    for server in servers:
+        loop.call_soon_threadsafe(server.close)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+
+
+def test_the_real_cumulus_driver_drains_and_undrains_a_simulated_switch(served: dict[str, Any]) -> None:
+    args = {"port": served["port"], "known_hosts": served["known_hosts"]}
+    driver = napalm.get_network_driver("cumulus")("127.0.0.1", "cumulus", PASSWORD, timeout=30, optional_args=args)
+    switch: CumulusSwitch = served["switch"]
+    driver.open()
+    try:
+        assert driver.maintenance_status()["drained"] is False
+        driver.drain(PUSH, "a disruptive change")
+        status = driver.maintenance_status()
+        assert status["drained"] is True and status["applied"] is True and status["push_id"] == PUSH
+        assert status["mechanism"] == "maintenance unit all-protocols"
+        assert switch.maintenance is not None and switch.maintenance.mode == "enabled"
+        assert PUSH in (switch.read(".gpufabric/drained") or "")
+        driver.undrain(PUSH)
+        status = driver.maintenance_status()
+        assert status["drained"] is False and status["applied"] is False
+        assert switch.maintenance.mode == "disabled" and switch.read(".gpufabric/drained") is None
+    finally:
+        driver.close()
+    assert [e.event for e in served["fleet"].events] == ["drain", "drained", "undrain", "undrained"]
 
 
 def test_a_drain_takes_its_stated_time_then_an_undrain_brings_the_switch_back() -> None:
@@ -25,26 +161,33 @@ def test_a_drain_takes_its_stated_time_then_an_undrain_brings_the_switch_back() 
 
     async def scenario() -> tuple[list[tuple[str, float]], list[str]]:
         events: list[Event] = []
-        sw = CumulusSwitch("leaf1", "cumulus", "pw", events.append, scale=scale)
+        sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, events.append, scale=scale)
+        assert sw.maintenance is not None
+        unit = sw.maintenance
         loop = asyncio.get_running_loop()
 
         async def sh(line: str) -> str:
-            result = await run_line(line, None, sw.run, sw.write)
+            result = await script.run(line, None, sw.run, sw.write)
             assert result.rc == 0, (line, result)
             return result.stdout
 
-        states = [_state(await sh("nv show maintenance -o json"))]
+        states = [unit.state]
         start = loop.time()
         await sh("nv set maintenance unit all-protocols mode enabled")
-        assert _state(await sh("nv show maintenance -o json")) == "production"  # pending until applied
+        assert unit.state == "production"
         await sh("nv config apply -y")
-        states.append(_state(await sh("nv show maintenance -o json")))
-        while _state(await sh("nv show maintenance -o json")) != "maintenance":
+        states.append(unit.state)
+        assert _unit_state(await sh("nv show maintenance")) == "maintenance"
+        deadline = loop.time() + 30
+        while unit.state != "maintenance" and loop.time() < deadline:
             await asyncio.sleep(0.005)
-        states.append("maintenance")
-        await sh("nv action disable system maintenance mode")  # the form before 5.13
-        states.append(_state(await sh("nv show maintenance -o json")))
-        while _state(await sh("nv show maintenance -o json")) != "production":
+        states.append(unit.state)
+        await sh("nv set maintenance unit all-protocols mode disabled")
+        await sh("nv config apply -y")
+        states.append(unit.state)
+        assert _unit_state(await sh("nv show maintenance")) == "production"
+        deadline = loop.time() + 30
+        while unit.state != "production" and loop.time() < deadline:
             await asyncio.sleep(0.005)
         return [(e.event, e.time - start) for e in events], states
 
@@ -61,9 +204,15 @@ def test_a_drain_takes_its_stated_time_then_an_undrain_brings_the_switch_back() 
     assert [set(o.switches) for o in from_events(events)] == [{"leaf1"}]
 
 
-def test_the_bound_counts_the_drain_and_the_undrain_less_what_may_overlap() -> None:
+def test_the_bound_counts_the_drain_and_the_undrain_the_push_waits_for() -> None:
     full = drain.drain_and_undrain(1.0)
-    assert full == pytest.approx(2 * 0.5 + 4 * 0.05 + 3.0 + 5.0 + 3.0 + 3.0)
-    assert drain.drain_and_undrain(1.0, overlap=2.1) == pytest.approx(full - 2.1)
-    assert drain.drain_and_undrain(1.0, overlap=60) == pytest.approx(full - 5.0)  # never more than the settle
+    # each: confirm status 0.5, detach 0.5, nv set 0.5, apply 3.0; four exec channels; no settle
+    assert full == pytest.approx(2 * (0.5 + 0.5 + 0.5) + 4 * 0.05 + 3.0 + 3.0)
     assert drain.drain_and_undrain(0.5) == pytest.approx(full / 2)
+
+
+def test_base64_of_a_file_survives_the_simulated_shell() -> None:
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    text = '{"push_id": "x", "reason": "a b"}\n'
+    _sh(sw, "base64 -d > .gpufabric/m", base64.encodebytes(text.encode()).decode())
+    assert sw.read(".gpufabric/m") == text
