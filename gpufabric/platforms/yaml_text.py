@@ -39,8 +39,9 @@ def _text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-# Sexagesimal (1:20), dates, floats and 0x/0o/0b literals are numbers to YAML 1.1 readers: never plain.
-_NUMERIC = r"[0-9][0-9_]*(:[0-5]?[0-9])+\Z|[0-9]+[-.eE][0-9.eE+-]*\Z|0[xob]"
+# Sexagesimal (1:20), dates, integers and floats (YAML 1.1 allows `_` in both: `0_` is 0) and 0x/0o/0b
+# literals are numbers to YAML 1.1 readers: never plain.
+_NUMERIC = r"[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?\Z|[0-9][0-9_]*\Z|[0-9][0-9_]*[-.eE][0-9_.eE+-]*\Z|0[xob]"
 # ...nor anything ending in `:` (YAML would read a mapping).
 _SAFE = re.compile(f"(?!{_NUMERIC})(?!.*:\\Z)(?:{_PLAIN.pattern})", re.DOTALL)
 
