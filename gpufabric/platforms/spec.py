@@ -370,7 +370,7 @@ class Platform:
             f"its switches ({device}, ...) are provisioned by hand or by `nornir push` once reachable"
         )
 
-    # -- telemetry: buffer occupancy and watermarks (issue 43) ------------------------------------------------
+    # -- telemetry: buffer occupancy and watermarks ------------------------------------------------
 
     def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
         """Per port, per traffic class in `queues` and buffer (egress queue, ingress priority group): the bytes

@@ -1,7 +1,7 @@
 """Prometheus alert rules for signals worth acting on: GPU health, host NIC health, lossless buffers.
 
 Each alert names the part it is about with the plan's labels, so that whatever acts on it (a person, or
-issue 43's `remediate serve`) knows which node, GPU, NIC, rail or switch port it means:
+`gpufabric remediate serve`) knows which node, GPU, NIC, rail or switch port it means:
 
 - **GPUs**, over dcgm-exporter's series (the GPU Operator runs dcgm-exporter with `dcgmExporter.enabled`).
   Metric names are those of dcgm-exporter's `etc/default-counters.csv` (the 3.x to 4.8 releases: the 4.9.0

@@ -110,7 +110,7 @@ METRICS = {
         Metric("gpufabric_phy_received_bits_total", "counter", OPTICS, "bits received at the PHY, where counted"),
         Metric("gpufabric_symbol_errors_total", "counter", OPTICS, "symbol errors FEC did not correct"),
         Metric("gpufabric_link_speed_bits_per_second", "gauge", OPTICS, "the link's rate as the OS reports it"),
-        # -- issue 43: signals worth acting on ------------------------------------------------------------
+        # -- signals worth acting on (GPU, host NIC, buffers) ----------------------------------------------------
         Metric(
             "gpufabric_queue_buffer_bytes",
             "gauge",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpufabric.nos.frr import system as frr_system
+import gpufabric.nos.frr.system as frr_system
 from gpufabric.nos.frr.files import DeviceFiles, assemble_candidate, candidate_parts
 from gpufabric.platforms.spec import ZtpForm
 from gpufabric.platforms.ztp_text import BOOTFILE_NAME, file_url, heredoc
