@@ -169,19 +169,9 @@ class Trail:
             "status": str(status),
             "reason": reason,
             "diff_sha256": digest,
-            "dry_run": self.dry_run,
-            "target": self.target,
-            "login_user": self.who.login_user,
-            "os_user": self.who.os_user,
-            "sudo_user": self.who.sudo_user,
-            "controller": self.who.controller,
+            **self._who(),
         }
-        try:
-            self.log.append(entry)
-        except AuditError as exc:
-            # Mid-push a switch must still be confirmed or rolled back: the push goes on and fails at the end.
-            log.info("%s", exc)
-            self.error = self.error or exc
+        if not self._append(entry):
             return
         self.written.add(device)
         log.debug("audit: %s %s %s", device, status, digest)
@@ -203,6 +193,13 @@ class Trail:
             "switches": sorted(devices),
             "max_capacity_loss": budget,
             **cost,
+            **self._who(),
+        }
+        self._append(entry)
+
+    def _who(self) -> dict[str, object]:
+        """Who pushed, from where, and whether for real: the same on every record of the push."""
+        return {
             "dry_run": self.dry_run,
             "target": self.target,
             "login_user": self.who.login_user,
@@ -210,11 +207,17 @@ class Trail:
             "sudo_user": self.who.sudo_user,
             "controller": self.who.controller,
         }
+
+    def _append(self, entry: dict[str, object]) -> bool:
+        """Write one record; False when it could not be. Mid-push a switch must still be confirmed or rolled
+        back: the push goes on and fails at the end with the first error kept."""
         try:
             self.log.append(entry)
         except AuditError as exc:
             log.info("%s", exc)
             self.error = self.error or exc
+            return False
+        return True
 
     def refused(self, devices: Iterable[str], reason: str) -> None:
         for device in devices:
