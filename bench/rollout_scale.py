@@ -120,7 +120,10 @@ def _enter_namespace() -> None:
                        check=True)  # fmt: skip
         return
     unshare = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-rn"]
-    env = {**os.environ, INSIDE: "1"}
+    # The project's root on the path: run as `python -m bench.X` from an installed (not editable) venv, the
+    # re-run `python bench/X.py` would otherwise not find the `bench` package its imports name.
+    path = os.pathsep.join(p for p in (str(BENCH.parent), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, INSIDE: "1", "PYTHONPATH": path}
     sys.exit(subprocess.run([*unshare, sys.executable, *sys.argv], env=env, check=False).returncode)
 
 

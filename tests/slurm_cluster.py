@@ -49,15 +49,29 @@ def missing() -> list[str]:
     return [d for d in NEEDED if shutil.which(d) is None]
 
 
-def _free_port() -> int:
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(host: str = "0.0.0.0") -> int:
+    """A port free now and outside the kernel's ephemeral range: a port inside it can be taken by any
+    outgoing connection (a parallel Molecule run makes hundreds) between this check and the daemon's bind,
+    which is how a CI run once saw slurmctld stop with "Address already in use"."""
+    high = _ephemeral_low() - 1
     while True:
-        port = random.randint(20001, 60999)
+        port = random.randint(min(10240, high - 1000), high)
         with socket.socket() as s:
             try:
-                s.bind(("0.0.0.0", port))
+                s.bind((host, port))
             except OSError:
                 continue
         return port
+
+
+_free_port = free_port
 
 
 def wait_for(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import shutil
 import socket
 import subprocess
@@ -30,6 +29,7 @@ from gpufabric.export import slurm
 from gpufabric.export.hostlist import compress
 from gpufabric.plan import Plan
 from tests.conftest import INVENTORY, plan_text, sized
+from tests.slurm_cluster import free_port
 
 pytestmark = [pytest.mark.lab, pytest.mark.beside_lab, pytest.mark.root]
 
@@ -47,12 +47,7 @@ def _need() -> None:
 def _free_ports(count: int) -> list[int]:
     ports: list[int] = []
     while len(ports) < count:
-        port = random.randint(20001, 60999)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
+        port = free_port("0.0.0.0")
         if port not in ports:
             ports.append(port)
     return ports
@@ -109,7 +104,6 @@ def controller(topology: str, nodes: list[str]) -> Iterator[dict[str, str]]:
         key = folder / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
-        (folder / "slurm.conf").write_text(_slurm_conf(folder, nodes, _free_ports(2)))
         (folder / "topology.conf").write_text(topology)
         munged = [
             "munged",
@@ -124,10 +118,20 @@ def controller(topology: str, nodes: list[str]) -> Iterator[dict[str, str]]:
         log = (folder / "daemons.out").open("wb")
         started.append(subprocess.Popen(munged, stdout=log, stderr=subprocess.STDOUT))
         _wait_for((folder / "munge.sock").exists, "munged's socket", folder)
-        ctld = ["slurmctld", "-D", "-i", "-f", str(folder / "slurm.conf")]
-        started.append(subprocess.Popen(ctld, stdout=log, stderr=subprocess.STDOUT))
         env = {**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
-        _wait_for(lambda: _scontrol(env, "ping").returncode == 0 and started[-1].poll() is None, "slurmctld", folder)
+        ctld = ["slurmctld", "-D", "-i", "-f", str(folder / "slurm.conf")]
+        for _attempt in range(3):
+            # A port checked free can still be taken before slurmctld binds it: that one case gets new ports.
+            (folder / "slurm.conf").write_text(_slurm_conf(folder, nodes, _free_ports(2)))
+            proc = subprocess.Popen(ctld, stdout=log, stderr=subprocess.STDOUT)
+            started.append(proc)
+            _wait_for(lambda p=proc: p.poll() is not None or _scontrol(env, "ping").returncode == 0, "slurmctld", folder)
+            if proc.poll() is None:
+                break
+            if "Address already in use" not in (folder / "daemons.out").read_text(errors="replace"):
+                pytest.fail(f"slurmctld stopped:\n{(folder / 'daemons.out').read_text(errors='replace')[-2000:]}")
+        else:
+            pytest.fail("slurmctld found its port taken three times")
         yield env
     finally:
         for proc in reversed(started):
