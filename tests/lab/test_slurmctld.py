@@ -125,7 +125,8 @@ def controller(topology: str, nodes: list[str]) -> Iterator[dict[str, str]]:
             (folder / "slurm.conf").write_text(_slurm_conf(folder, nodes, _free_ports(2)))
             proc = subprocess.Popen(ctld, stdout=log, stderr=subprocess.STDOUT)
             started.append(proc)
-            _wait_for(lambda p=proc: p.poll() is not None or _scontrol(env, "ping").returncode == 0, "slurmctld", folder)
+            up = lambda p=proc: p.poll() is not None or _scontrol(env, "ping").returncode == 0  # noqa: E731
+            _wait_for(up, "slurmctld", folder)
             if proc.poll() is None:
                 break
             if "Address already in use" not in (folder / "daemons.out").read_text(errors="replace"):
