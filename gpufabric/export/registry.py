@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpufabric.export import (
+    anta,
     bom,
     cabling,
     containerlab,
@@ -75,6 +76,12 @@ EXPORTERS: dict[str, Exporter] = {
             "zero-touch provisioning: Kea's configuration (a directory with -o: Kea, dnsmasq and every switch's files)",
             ".json",
             ztp.render,
+        ),
+        Exporter(
+            "anta",
+            "ANTA test catalog for the EOS switches (a directory with -o: one catalog per switch)",
+            ".yml",
+            anta.render,
         ),
         Exporter(
             "ansible-inventory",

@@ -360,6 +360,13 @@ class Platform:
         FRR's (graceful shutdown and an outbound AS-path prepend), the routing stack of a Linux switch."""
         return frr_drain_steps(spec)
 
+    # -- third-party test catalogs ------------------------------------------------------------------------
+
+    def anta_catalog(self, ctx: DeviceContext) -> dict[str, Any] | None:
+        """The switch's catalog for Arista's ANTA (test module -> tests with their inputs), or None where ANTA
+        does not test this OS. Default: None (ANTA speaks eAPI: EOS only)."""
+        return None
+
     # -- zero-touch provisioning ------------------------------------------------------------------------
 
     def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:

@@ -17,6 +17,7 @@ import yaml
 from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run, sized
 
 from gpufabric.export import (
+    anta,
     bom,
     cabling,
     containerlab,
@@ -79,6 +80,12 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         return set(json.loads(text))
     if kind == "ztp":  # one Kea client class per switch the DHCP server knows
         return {c["name"].removeprefix("gpufabric-") for c in json.loads(text)["Dhcp4"]["client-classes"]}
+    if kind == "anta":  # every test names its switch in its tag filter
+        doc = _load(text)
+        sections = [
+            v for section in doc.values() for v in (section.values() if isinstance(section, dict) else [section])
+        ]
+        return {tag for tests in sections for entry in tests for t in entry.values() for tag in t["filters"]["tags"]}
     if kind == "ansible-inventory":
         groups = _load(text)["all"]["children"]
         return {h for g in groups.values() for h in g["hosts"]}
@@ -107,6 +114,10 @@ def test_every_export_renders_every_example(path, kind):
             EXPORTERS[kind].render(plan)
         assert refused.value.problems[0].path == ("planes", "oob")
         return
+    if kind == "anta" and not any(d.platform == "eos" for d in plan.devices()):  # ANTA tests EOS only
+        with pytest.raises(anta.NoAntaSwitchError, match="ANTA tests Arista EOS"):
+            EXPORTERS[kind].render(plan)
+        return
     names = _parsed_names(kind, EXPORTERS[kind].render(plan))
     switches = {d.name for d in plan.devices()}
     servers = {s.name for s in plan.servers}
@@ -121,11 +132,12 @@ def test_every_export_renders_every_example(path, kind):
         "containerlab": {d.name for d in plan.devices() if d.plane != "oob"} | {s.name for s in plan.servers if s.nics},
         "bom": set(plan.planes) | {"total"},
         "structured": switches,
+        "anta": {d.name for d in plan.devices() if d.platform == "eos"},
         # every switch whose management port a planned cable reaches (the OOB switches' own need a serial)
         "ztp": {d.name for d in plan.devices() if d.plane != "oob"},
     }
-    if kind == "structured":
-        assert names == switches
+    if kind in ("structured", "anta"):
+        assert names == expected[kind]
     elif kind in expected:
         assert names >= expected[kind]
     elif kind == "drawing":  # every switch of the units drawn (the first two of a plane; the rest counted)

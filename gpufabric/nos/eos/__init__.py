@@ -44,6 +44,11 @@ class Eos(Platform):
     def port_name(self, cage: int, lane: int, split: int) -> str:
         return port_name(cage, lane, split)
 
+    def anta_catalog(self, ctx: DeviceContext) -> dict[str, Any] | None:
+        from gpufabric.nos.eos.anta import catalog
+
+        return catalog(ctx)
+
     def template_filters(self) -> Mapping[str, TemplateFilter]:
         return {"eos_speed": breakout_speed}
 
