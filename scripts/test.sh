@@ -59,6 +59,7 @@ want_apt opensm opensm                     # InfiniBand: the real subnet manager
 want_apt ibnetdiscover infiniband-diags    # InfiniBand: the real diagnostics read the simulated fabric back
 want_apt ibsim ibsim-utils                 # InfiniBand: the fabric simulator (libumad2sim.so comes with it)
 want_apt ethtool ethtool                   # optics telemetry: the real ethtool decodes module memory the tests write
+want_apt jq jq                             # gnmic's event-jq program (the plan's labels) run by jq on gnmic's event format
 want_file /usr/sbin/kea-dhcp4 kea-dhcp4-server  # ZTP: Kea's own parser judges the exported DHCP configuration (and serves the lab)
 want_file /usr/sbin/dnsmasq dnsmasq-base       # ZTP: dnsmasq --test judges its configuration (and serves the lab)
 want_file /usr/sbin/dhcrelay isc-dhcp-relay    # ZTP in the lab: the relay agent adding option 82 on the OOB switch's port

@@ -240,9 +240,8 @@ def prometheus_cmd(*, file: str | None, count: int, listen_base: str, interval: 
 def gnmi_cmd(*, file: str | None, interval: str, plane: str | None, listen: str, output: Path | None) -> int:
     """gnmic's configuration: per switch whose OS streams gNMI (EOS, NX-OS, SONiC, Cumulus) its address
     and the OpenConfig paths of its planned ports (counters, state, egress queues) and BGP sessions."""
-    import yaml
 
-    from gpufabric.telemetry.gnmi import GnmiError, gnmi_targets, gnmic_config
+    from gpufabric.telemetry.gnmi import GnmiError, gnmi_targets, gnmic_config, gnmic_yaml
 
     if not _DURATION.fullmatch(interval):
         raise click.BadParameter(f"a duration (30s, 1m), not {interval!r}", param_hint="--interval")
@@ -255,7 +254,7 @@ def gnmi_cmd(*, file: str | None, interval: str, plane: str | None, listen: str,
         targets, left = gnmi_targets(plan, plane)
     except GnmiError as exc:
         raise click.ClickException(str(exc)) from None
-    emit(yaml.safe_dump(gnmic_config(targets, interval=interval, listen=listen), sort_keys=False), output)
+    emit(gnmic_yaml(gnmic_config(targets, interval=interval, listen=listen)), output)
     if not plan.intent.management.gnmi:
         err.print("note: management.gnmi is off in the intent: the rendered configurations do not start gNMI")
     if left:

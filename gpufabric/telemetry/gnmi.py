@@ -10,14 +10,25 @@ Cumulus Linux 5.x's gNMI server, on 9339. FRR on a Linux host has no gNMI server
 SSH exporter. OpenConfig has no PFC model: PFC pause and watchdog counters stay with the exporter's
 CLI readers (docs/telemetry.md).
 
+gnmic names a streamed value after its path (`interfaces_interface_state_counters_in_octets{interface_name=..,
+source=..}`), which neither the dashboard nor the alert rules know. The configuration therefore carries one
+event processor (gnmic's `event-jq`, a jq program over each notification's events, in gnmic's documented
+event format) that renames every value the exporter also reads to the exporter's metric name and labels it
+as the exporter does, from the plan: the switch's plane, role, port, peer, rail and unit, a session's peer
+device. Values the plan does not name (an unplanned port, a counter the exporter has no metric for) are
+dropped. The same dashboard and rules then work on either path.
+
 Nothing from the intent reaches a path unchecked: port names and session keys must match a plain
 pattern (names and addresses), else the switch's subscription says which one was refused.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+
+import yaml
 
 from gpufabric.errors import GpufabricError
 from gpufabric.plan.model import Plan
@@ -45,6 +56,8 @@ class GnmiTarget:
     address: str
     paths: tuple[str, ...]
     labels: dict[str, str] = field(default_factory=dict)
+    ports: dict[str, dict[str, str]] = field(default_factory=dict)  # port -> labels beyond the switch's
+    sessions: dict[str, str] = field(default_factory=dict)  # session key -> peer switch
 
 
 def _key(value: str, what: str, device: str) -> str:
@@ -77,14 +90,101 @@ def gnmi_targets(plan: Plan, plane: str | None = None) -> tuple[list[GnmiTarget]
             left.append(t.device)
             continue
         host = f"[{t.address}]" if ":" in t.address else t.address
-        streams.append(GnmiTarget(t.device, t.platform, f"{host}:{port}", paths(t), t.labels))
+        streams.append(
+            GnmiTarget(t.device, t.platform, f"{host}:{port}", paths(t), t.labels, dict(t.ports), dict(t.sessions))
+        )
     return streams, left
+
+
+# The leaves the exporter also reads (module prefixes stripped, keys dropped, as gnmic's event names them):
+# leaf -> (what keys it: a port or a BGP session, the exporter's metric, labels it adds, the value meaning 1).
+PORT = "/interfaces/interface/state"
+QUEUE = "/qos/interfaces/interface/output/queues/queue/state"
+SESSION = "/network-instances/network-instance/protocols/protocol/bgp/neighbors/neighbor/state"
+LEAVES: dict[str, dict[str, object]] = {
+    f"{PORT}/oper-status": {"key": "port", "metric": "gpufabric_link_up", "up": "UP"},
+    f"{PORT}/counters/carrier-transitions": {"key": "port", "metric": "gpufabric_link_carrier_changes_total"},
+    **{
+        f"{PORT}/counters/{way}-{what}": {
+            "key": "port",
+            "metric": f"gpufabric_interface_{metric}_total",
+            "labels": {"direction": direction},
+        }
+        for way, direction in (("in", "rx"), ("out", "tx"))
+        for what, metric in (("octets", "octets"), ("errors", "errors"), ("discards", "discards"))
+    },
+    f"{QUEUE}/dropped-pkts": {"key": "port", "metric": "gpufabric_queue_dropped_packets_total", "queue": True},
+    f"{SESSION}/session-state": {"key": "session", "metric": "gpufabric_bgp_session_up", "up": "ESTABLISHED"},
+}
+
+# gnmic's event-jq hands the program the events of one notification as an array and takes back an array.
+# Each value becomes an event of its own (the exporter's metrics differ per value: direction, name); the
+# tags gnmic made (source, subscription-name, path keys) are replaced by the plan's labels. Written for
+# the jq language both gnmic's gojq and jq 1.6 run.
+_PROGRAM = """{"plan": %s, "leaves": %s} as $g
+| [ .[]
+    | . as $e
+    | ($e.tags["subscription-name"] // "") as $device
+    | select($g.plan | has($device))
+    | $g.plan[$device] as $sw
+    | ($e.values // {} | to_entries[]) as $v
+    | ($v.key | split("/") | map(select(. != "") | sub("^[^:]*:"; "")) | "/" + join("/")) as $leaf
+    | select($g.leaves | has($leaf))
+    | $g.leaves[$leaf] as $m
+    | (if $m.key == "port"
+       then ($e.tags["interface_name"] // $e.tags["interface_interface-id"] // "") as $port
+            | select($sw.ports | has($port))
+            | $sw.labels + $sw.ports[$port] + {"port": $port}
+       else ($e.tags["neighbor_neighbor-address"] // "") as $peer
+            | select($sw.sessions | has($peer))
+            | $sw.labels + {"peer": $peer, "peer_device": $sw.sessions[$peer]}
+       end) as $labels
+    | (if $m.queue then {"queue": ($e.tags["queue_name"] // "")} else {} end) as $queue
+    | {"name": $e.name, "timestamp": $e.timestamp,
+       "tags": ($labels + ($m.labels // {}) + $queue),
+       "values": {($m.metric): (if $m.up then (if $v.value == $m.up then 1 else 0 end) else $v.value end)}}
+  ]"""
+
+PROCESSOR = "gpufabric-plan-labels"
+
+
+def jq_program(targets: list[GnmiTarget]) -> str:
+    """The event-jq expression: the plan's labels per switch, port and session, as JSON literals."""
+    plan = {
+        t.device: {"labels": t.labels, "ports": t.ports, "sessions": t.sessions}
+        for t in sorted(targets, key=lambda t: t.device)
+    }
+
+    def compact(value: object) -> str:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+
+    # One line per switch and per leaf: a reviewer (and a diff) finds a switch's labels on its own line.
+    plan_text = "{\n" + ",\n".join(f"  {compact(k)}: {compact(v)}" for k, v in plan.items()) + "\n}"
+    leaves = "{\n" + ",\n".join(f"  {compact(k)}: {compact(v)}" for k, v in sorted(LEAVES.items())) + "\n}"
+    return _PROGRAM % (plan_text, leaves)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper writing text of several lines as a literal block (the jq program stays readable)."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _text)
+
+
+def gnmic_yaml(config: dict[str, object]) -> str:
+    return yaml.dump(config, Dumper=_BlockDumper, sort_keys=False, width=400)
 
 
 def gnmic_config(targets: list[GnmiTarget], *, interval: str = "30s", listen: str = ":9804") -> dict[str, object]:
     """gnmic's configuration file: a target per switch with its own subscription (its planned paths,
-    sampled every `interval`), and a Prometheus output. The login is not written: gnmic reads it from
-    GNMIC_USERNAME and GNMIC_PASSWORD (or --username/--password)."""
+    sampled every `interval`), and a Prometheus output whose metrics are the exporter's (the event processor
+    above). The login is not written: gnmic reads it from GNMIC_USERNAME and GNMIC_PASSWORD (or
+    --username/--password)."""
     return {
         "skip-verify": False,
         "encoding": "json_ietf",
@@ -93,11 +193,15 @@ def gnmic_config(targets: list[GnmiTarget], *, interval: str = "30s", listen: st
             t.device: {"paths": list(t.paths), "mode": "stream", "stream-mode": "sample", "sample-interval": interval}
             for t in targets
         },
+        "processors": {PROCESSOR: {"event-jq": {"expression": jq_program(targets)}}},
         "outputs": {
             "prometheus": {
                 "type": "prometheus",
                 "listen": listen,
                 "path": "/metrics",
+                "metric-prefix": "",
+                "append-subscription-name": False,
+                "event-processors": [PROCESSOR],
             }
         },
     }
