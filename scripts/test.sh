@@ -89,8 +89,8 @@ static_and_offline() {
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
     echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
-    echo "== the platform and command pages match the registry and --help" && gpufabric docs platforms --check &&
-        gpufabric docs commands --check || return 1
+    echo "== the platform, command and example pages match the registry, --help and the intents" &&
+        gpufabric docs platforms --check && gpufabric docs commands --check && gpufabric docs examples --check || return 1
     # Built into the run's temporary folder: nothing is written into the checkout. Strict: a page
     # missing from the nav, a broken link or anchor fails the build (mkdocs.yml's validation).
     echo "== the documentation site builds (mkdocs --strict)" &&

@@ -9,8 +9,9 @@ import click
 
 from gpufabric.cli import help_pages
 from gpufabric.cli.output import err, write_stdout
-from gpufabric.docsite import pages, platforms
+from gpufabric.docsite import examples, pages, platforms
 from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
+from gpufabric.export import drawing
 from gpufabric.files import write_atomic, write_if_changed
 from gpufabric.intent import docs
 from gpufabric.intent.model import Intent
@@ -28,6 +29,7 @@ def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
     The documentation site's other generated pages:
       gpufabric docs platforms   one page per network OS, from the platform registry
       gpufabric docs commands    one page per command, from each command's --help
+      gpufabric docs examples    one page per example intent, with each plane's drawing
     """
     if ctx.invoked_subcommand is not None:
         if output is not None or check:
@@ -108,6 +110,32 @@ def platforms_cmd(output: Path, nav_file: Path, check: bool) -> int:
 def commands_cmd(ctx: click.Context, output: Path, nav_file: Path, check: bool) -> int:
     """One page per command, made of each command's and subcommand's --help."""
     return _site_pages("commands", help_pages.generate(ctx.find_root().command), output, nav_file, check)
+
+
+@docs_cmd.command("examples")
+@_site_options(examples.FOLDER)
+@click.option(
+    "--inventory",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("inventory"),
+    show_default=True,
+    help="The folder holding fabric.yml and examples/*.yml.",
+)
+def examples_cmd(output: Path, nav_file: Path, check: bool, inventory: Path) -> int:
+    """One page per example intent (the file in full, its plan in numbers, each plane's drawing)."""
+    generated, images = examples.generate(inventory)
+    missing = [name for name in images if not (output / name).is_file()]
+    if check:
+        if missing:
+            err.print(f"missing drawings in {output}: {', '.join(missing)}: run `gpufabric docs examples`")
+            return 1
+        return _site_pages("examples", generated, output, nav_file, check)
+    for name, dot in images.items():
+        image = drawing.svg(dot, drawing.drawn_nodes(dot))
+        if image is None:
+            raise click.ClickException("Graphviz's `dot` is needed to draw the examples: install graphviz")
+        write_if_changed(output / name, image.decode())
+    return _site_pages("examples", generated, output, nav_file, check)
 
 
 @click.command("schema")
