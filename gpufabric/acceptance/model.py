@@ -37,6 +37,12 @@ PERFTEST_BW_SECONDS = 10
 PERFTEST_LAT_SIZE, PERFTEST_LAT_ITERATIONS = 2, 10000
 NCCL_MIN_BYTES, NCCL_MAX_BYTES, NCCL_FACTOR, NCCL_ITERATIONS = 8, 8 << 30, 2, 20
 
+# InfiniBand: 4096 bytes of payload per packet (the IB MTU every partition uses) and per packet the local
+# route header (8), BTH (12), invariant CRC (4) and variant CRC (2): large writes reach 4096 / 4122 of the
+# data rate (the rate after the link's 64b/66b encoding, which NDR's 400 Gb/s already is).
+IB_PAYLOAD = 4096
+IB_OVERHEAD = 26
+
 GID_INDEX = 3  # RoCEv2 over IPv4 in ConnectX's default GID table (the roce_qos role's NCCL_IB_GID_INDEX)
 
 # The lab's stand-in (no RDMA NIC there): iperf3 over TCP for bandwidth, ping for latency, between the
@@ -75,7 +81,7 @@ class PerfJob:
     server: Endpoint
     client: Endpoint
     traffic_class: int
-    gid_index: int
+    gid_index: int | None  # None on InfiniBand: ports are addressed by LID, with no GID index or traffic class
     qps: int  # queue pairs: enough flows for ECMP to spread over every uplink
     expected: float  # Gb/s (bw) or microseconds (lat)
     threshold: float
@@ -96,7 +102,10 @@ class PerfJob:
             return [] if side == "server" else ["ping", "-c", str(STAND_IN_PROBES), "-i", "0.2", "-I",
                                                  self.client.address, self.server.address]  # fmt: skip
         end = self.server if side == "server" else self.client
-        cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F"]
+        if self.gid_index is None:  # InfiniBand: the adapter's port 1, addressed by its LID
+            cmd = [self.tool, "-d", end.hca, "-i", "1", "-F"]
+        else:
+            cmd = [self.tool, "-d", end.hca, "-x", str(self.gid_index), f"--tclass={self.traffic_class}", "-F"]
         if self.tool == "ib_write_bw":
             cmd += ["--report_gbits", "-q", str(self.qps), "-D", str(PERFTEST_BW_SECONDS)]
         else:

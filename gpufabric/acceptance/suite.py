@@ -8,6 +8,7 @@ import itertools
 from collections import defaultdict
 from typing import NamedTuple
 
+from gpufabric.acceptance import infiniband
 from gpufabric.acceptance import model as m
 from gpufabric.acceptance.incast import Rail, incast_jobs
 from gpufabric.acceptance.model import Endpoint, IncastJob, NcclJob, PerfJob, Suite
@@ -33,7 +34,7 @@ def stand_in(suite: Suite) -> Suite:
     """The lab's version of a suite: the same pairs, iperf3 and ping in place of perftest (named so in
     every job id), the lab's own figures; collectives need GPUs and are left out."""
     out = Suite(suite.fabric)
-    for i, j in enumerate(suite.perf):
+    for i, j in enumerate(p for p in suite.perf if p.gid_index is not None):  # InfiniBand has no IP stand-in
         tool = m.STAND_IN_TOOLS[j.tool]
         bw = tool == "iperf3"
         out.perf.append(dataclasses.replace(
@@ -59,6 +60,9 @@ def build_suite(plan: Plan) -> Suite:
                 suite.perf += [_perf(ctx, tool, rail, pair, route) for tool in ("ib_write_bw", "ib_write_lat")]
         suite.nccl += _nccl(plan, plane, fabric, hcas, tos)
         suite.incast += _incast(plan, ctx, hcas)
+    if plan.infiniband is not None:
+        suite.perf += infiniband.perf_jobs(plan.infiniband)
+        suite.nccl += infiniband.nccl_jobs(plan, plan.infiniband)
     return suite
 
 
