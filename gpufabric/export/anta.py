@@ -18,7 +18,7 @@ from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 
 
-class NoAntaSwitchError(GpufabricError):
+class NoAntaSwitchError(ValueError, GpufabricError):
     """The fabric has no switch ANTA can test."""
 
 

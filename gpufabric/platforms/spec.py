@@ -112,6 +112,15 @@ class LoadBalancing:
     adaptive: bool | None = None  # adaptive routing on or off; None: the platform has none to check
     adaptive_ports: frozenset[str] = frozenset()  # ports that must switch it on one by one
     multipath_hash: int | None = None  # the Linux kernel's fib_multipath_hash_policy; None: not the kernel's
+    # The packet fields the switch's ECMP hash is told to use (ROCE_HASH's names), where the configuration says;
+    # empty: the configuration leaves the platform's default.
+    hash_fields: tuple[str, ...] = ()
+
+
+# RoCE-aware ECMP: RoCEv2 is UDP to port 4791, and a NIC gives each queue pair its own UDP source port, so a
+# hash over the five-tuple (the UDP source port above all) spreads one server's QPs over every uplink where a
+# hash over addresses alone puts every QP between two NICs on one path.
+ROCE_HASH = ("src-ip", "dst-ip", "ip-protocol", "l4-src-port", "l4-dst-port")
 
 
 @dataclass(frozen=True)

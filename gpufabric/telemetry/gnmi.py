@@ -24,13 +24,13 @@ pattern (names and addresses), else the switch's subscription says which one was
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 import yaml
 
 from gpufabric.errors import GpufabricError
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.telemetry.targets import SwitchTarget, switch_targets
@@ -156,7 +156,7 @@ def jq_program(targets: list[GnmiTarget]) -> str:
     }
 
     def compact(value: object) -> str:
-        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+        return json_dumps(value, separators=(",", ":"), sort_keys=True)  # ASCII: json escapes the rest
 
     # One line per switch and per leaf: a reviewer (and a diff) finds a switch's labels on its own line.
     plan_text = "{\n" + ",\n".join(f"  {compact(k)}: {compact(v)}" for k, v in plan.items()) + "\n}"

@@ -43,6 +43,7 @@ def planned(
             mgmt_subnet=str(oob.subnet) if oob is not None and d.mgmt_ip is not None else None,
             adaptive=balancing.adaptive if d.asn is not None else None,
             multipath_hash=balancing.multipath_hash,
+            hash_fields=balancing.hash_fields,
             cable_metres=buffers.cable_metres,
             pause_buffer=buffers.pause_buffer,
             headroom=buffers.headroom,

@@ -172,6 +172,12 @@ def _load_balancing(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]
         if not want.adaptive:
             for port, got in facts.adaptive_ports.items():
                 yield _finding("load-balancing", facts, got, f"{port}: no adaptive routing", "on")
+    if want.hash_fields:
+        got = facts.hash_fields
+        missing = [f for f in want.hash_fields if got is None or f not in got.value]
+        if missing:
+            found = ", ".join(got.value) if got is not None and got.value else "the platform's default"
+            yield _finding("load-balancing", facts, got, f"ECMP hash over {', '.join(want.hash_fields)}", found)
     if want.multipath_hash is not None:
         got = facts.multipath_hash
         if got is None or got.value != want.multipath_hash:

@@ -85,6 +85,7 @@ class SwitchFacts:
     adaptive: Fact | None = None
     adaptive_ports: dict[str, Fact] = field(default_factory=dict)
     multipath_hash: Fact | None = None
+    hash_fields: Fact | None = None  # the ECMP hash's packet fields (ROCE_HASH's names), a tuple, where set
     # BFD on a BGP session: interface or peer address -> (interval ms, multiplier) the session runs with, as the
     # platform resolves it (a neighbor's own timers, its profile's, or the switch-wide ones; None where the text
     # gives none and the platform's default applies).

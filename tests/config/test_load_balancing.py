@@ -235,3 +235,73 @@ def test_validate_reads_adaptive_routing_from_a_running_eos_config(folders):
     assert [r.ok for r in checks.load_balancing(p, running)] == [True]
     planted = running.replace("ip hardware fib load-balance distribution dynamic\n", "")
     assert [r.ok for r in checks.load_balancing(p, planted)] == [False]
+
+
+# -- RoCE-aware ECMP hashing: the five-tuple, the UDP source port a queue pair gets above all ---------------
+
+
+def test_cumulus_roce_planes_hash_over_the_five_tuple_in_each_generation_s_spelling():
+    for release in ("5.14", "5.15"):
+        doc = yaml.safe_load(SUPERPOD.read_text())
+        doc["platforms"] = {"cumulus": {"release": release}}
+        plan = plan_doc(doc, f"superpod-ecmp-{release}")
+        value = "enabled" if release >= "5.15" else "on"
+        for name, files in _files(plan).items():
+            tree = nvue.set_tree(files[f"{name}.yaml"])
+            assert tree["system"]["forwarding"]["ecmp-hash"] == {
+                "source-ip": value, "destination-ip": value, "ip-protocol": value,
+                "source-port": value, "destination-port": value,
+            }, name  # fmt: skip
+            assert nvue.check(tree, release) == [], name
+    for name, files in _files(_superpod("5.14"), "oob").items():  # no RoCE there: the switch's default
+        assert "ecmp-hash" not in files[f"{name}.yaml"]
+
+
+def test_nvidias_model_refuses_a_hash_field_it_does_not_have():
+    plan = _superpod("5.14", adaptive=False)
+    name, files = next(iter(_files(plan).items()))
+    tree = nvue.set_tree(files[f"{name}.yaml"].replace("source-port: 'on'", "udp-source-port: 'on'"))
+    assert nvue.check(tree, "5.14") != []
+
+
+def test_a_cumulus_leaf_without_the_hash_is_found_by_verify(folders, tmp_path):
+    planted = "      forwarding:\n        ecmp-hash:\n"
+    _plan, folder = folders["cumulus"]
+    text = (folder / "cmp-su1-leaf1.yaml").read_text()
+    assert planted in text
+    end = "destination-port: 'on'\n"
+    block = text[text.index(planted) : text.index(end, text.index(planted)) + len(end)]
+    found = _planted(folders, "cumulus", "cmp-su1-leaf1.yaml", block, "", tmp_path)
+    assert [(f.device, f.found) for f in found] == [("cmp-su1-leaf1", "the platform's default")]
+    assert "l4-src-port" in found[0].expected
+
+
+def test_validate_reads_the_running_hash_fields_of_a_cumulus_switch(folders):
+    plan, folder = folders["cumulus"]
+    p = planned(plan, LinkIndex(plan), ["cmp-su1-leaf1"], "compute")["cmp-su1-leaf1"]
+    assert p.hash_fields == ("src-ip", "dst-ip", "ip-protocol", "l4-src-port", "l4-dst-port") and p.reads_running
+    running = (folder / "cmp-su1-leaf1.yaml").read_text()
+    hashing = [r for r in checks.load_balancing(p, running) if r.item == "ECMP hash fields"]
+    assert [r.ok for r in hashing] == [True]
+    planted = running.replace("          source-port: 'on'\n", "          source-port: 'off'\n", 1)
+    hashing = [r for r in checks.load_balancing(p, planted) if r.item == "ECMP hash fields"]
+    assert [r.ok for r in hashing] == [False] and "l4-src-port" not in hashing[0].observed
+
+
+def test_sonic_roce_planes_hash_over_the_five_tuple_and_verify_finds_it_missing(tmp_path):
+    import json
+
+    plan = plan_doc(yaml.safe_load((INVENTORY / "examples" / "sonic.yml").read_text()), "sonic-hash")
+    folder = tmp_path / "sonic"
+    render_into(plan, folder)
+    leaf = next(d.name for d in plan.devices() if d.plane == "compute" and d.role == "leaf")
+    path = folder / f"{leaf}.config_db.json"
+    db = json.loads(path.read_text())
+    assert db["SWITCH_HASH"] == {
+        "GLOBAL": {"ecmp_hash": ["SRC_IP", "DST_IP", "IP_PROTOCOL", "L4_SRC_PORT", "L4_DST_PORT"]}
+    }
+    assert [f for f in verify(plan, folder, vendor_judges=False).findings if f.check == "load-balancing"] == []
+    db["SWITCH_HASH"]["GLOBAL"]["ecmp_hash"] = ["SRC_IP", "DST_IP"]  # addresses only: every QP on one path
+    path.write_text(json.dumps(db, indent=4))
+    found = [f for f in verify(plan, folder, vendor_judges=False).findings if f.check == "load-balancing"]
+    assert [(f.device, f.found) for f in found] == [(leaf, "src-ip, dst-ip")]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.disruption import Classifier, Disruption
 from gpufabric.platforms.spec import (
+    ROCE_HASH,
     DrainSpec,
     DrainSteps,
     LoadBalancing,
@@ -52,9 +53,10 @@ class Cumulus(Platform):
 
     def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
         """NVUE switches adaptive routing on per port too (interface <port> router adaptive-routing), on
-        every fabric port of an adaptive plane."""
+        every fabric port of an adaptive plane; on a plane that carries RoCE the ECMP hash takes the five-tuple."""
         ports = frozenset(p.name for p in ctx.ports if p.kind == "fabric") if ctx.adaptive else frozenset()
-        return LoadBalancing(adaptive=ctx.adaptive, adaptive_ports=ports)
+        hashing = ROCE_HASH if ctx.qos is not None else ()  # `system forwarding ecmp-hash` on a RoCE plane
+        return LoadBalancing(adaptive=ctx.adaptive, adaptive_ports=ports, hash_fields=hashing)
 
     def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
         """`qos pfc ... cable-length`: the switch sizes PFC headroom itself from the plane's cable length."""

@@ -13,6 +13,17 @@ from functools import cache
 RELEASES = ("5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
 DEFAULT_RELEASE = "5.14"
 
+# The ECMP hash's fields (gpufabric.platforms.spec.ROCE_HASH) by their names under NVUE's `system forwarding
+# ecmp-hash` (NVIDIA, Cumulus Linux user guide, "Equal Cost Multipath Load Sharing": `nv set system forwarding
+# ecmp-hash source-port on`; `enabled` from 5.15).
+NVUE_HASH = {
+    "src-ip": "source-ip",
+    "dst-ip": "destination-ip",
+    "ip-protocol": "ip-protocol",
+    "l4-src-port": "source-port",
+    "l4-dst-port": "destination-port",
+}
+
 
 @cache
 def _key(release: str) -> tuple[int, ...]:

@@ -14,9 +14,9 @@ from typing import Any
 from gpufabric.config.context import DeviceContext, breakouts
 from gpufabric.config.policy import MGMT_TCP_PORTS, MGMT_UDP_PORTS
 from gpufabric.intent.model import Bfd
-from gpufabric.nos.cumulus.dialect import Dialect
+from gpufabric.nos.cumulus.dialect import NVUE_HASH, Dialect
 from gpufabric.plan.model import ip
-from gpufabric.platforms.spec import linux_port
+from gpufabric.platforms.spec import ROCE_HASH, linux_port
 from gpufabric.platforms.yaml_text import Shared, mapping_lines, scalar
 
 Tree = dict[str, Any]
@@ -99,6 +99,8 @@ def _system(ctx: DeviceContext, nv: Dialect) -> Tree:
         system["snmp-server"] = snmp
     if m.domain and nv.states:
         system["dns"]["domain"] = m.domain
+    if ctx.qos is not None:  # a plane that carries RoCE: the ECMP hash takes the UDP source port a QP has
+        system["forwarding"] = {"ecmp-hash": {NVUE_HASH[f]: nv.flag(True) for f in ROCE_HASH}}
     return {k: v for k, v in system.items() if v != {}}
 
 

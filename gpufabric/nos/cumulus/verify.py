@@ -8,6 +8,7 @@ from typing import Any
 
 from gpufabric.errors import GpufabricError
 from gpufabric.intent.errors import IntentError
+from gpufabric.nos.cumulus.dialect import NVUE_HASH
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 from gpufabric.verify.yaml_block import Lines, load_block_yaml
 from gpufabric.yaml_lines import load_yaml
@@ -184,6 +185,10 @@ def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
     where: tuple[Any, ...] = ("router", "bgp", "autonomous-system")
     if (asn := doc.get(*where)) is not None:
         facts.asn = doc.fact(_int(asn, *where), *where)
+    hashing = doc.get("system", "forwarding", "ecmp-hash")
+    if isinstance(hashing, dict):
+        on = tuple(f for f, name in NVUE_HASH.items() if _on(hashing.get(name)))
+        facts.hash_fields = doc.fact(on, "system", "forwarding", "ecmp-hash")
     ar = doc.get("router", "adaptive-routing")
     if isinstance(ar, dict):  # `enable: on` until Cumulus Linux 5.14, `state: enabled` from 5.15
         facts.adaptive = doc.fact(_on(ar.get("enable")) or _on(ar.get("state")), "router", "adaptive-routing")

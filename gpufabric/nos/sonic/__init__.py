@@ -12,8 +12,10 @@ from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
 from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import (
+    ROCE_HASH,
     DrainSpec,
     DrainSteps,
+    LoadBalancing,
     LosslessBuffers,
     Platform,
     PlatformFacts,
@@ -70,6 +72,11 @@ class Sonic(Platform):
         from gpufabric.nos.sonic.verify import configdb_facts
 
         return configdb_facts("", split(text)[0], "running-config")
+
+    def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
+        """On a plane that carries RoCE, CONFIG_DB's `SWITCH_HASH|GLOBAL` gives the ECMP hash the five-tuple
+        (SONiC's sonic-hash model; the hash fields of the SONiC "Generic hash" design)."""
+        return LoadBalancing(hash_fields=ROCE_HASH if ctx.qos is not None else ())
 
     def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
         """CABLE_LENGTH, read by the dynamic buffer model, which sizes the PFC headroom itself."""

@@ -16,6 +16,7 @@ from gpufabric.intent.model import QosProfile
 from gpufabric.nos.sonic.hwsku import LANES_PER_CAGE, Sku, UnknownSkuError, alias, port_name, sku
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import ip
+from gpufabric.platforms.spec import ROCE_HASH
 
 Tables = dict[str, dict[str, dict[str, Any]]]
 
@@ -49,7 +50,19 @@ def tables(ctx: DeviceContext) -> Tables:
     out.update(_acls(ctx))
     if ctx.qos is not None:
         out.update(_qos(ctx, ctx.qos))
+        # The ECMP hash over the five-tuple: each RoCE queue pair's UDP source port takes its own path.
+        out["SWITCH_HASH"] = {"GLOBAL": {"ecmp_hash": [SONIC_HASH[f] for f in ROCE_HASH]}}
     return {name: table for name, table in out.items() if table}
+
+
+# ROCE_HASH's fields by sonic-hash's names (its `hash-field` enumeration).
+SONIC_HASH = {
+    "src-ip": "SRC_IP",
+    "dst-ip": "DST_IP",
+    "ip-protocol": "IP_PROTOCOL",
+    "l4-src-port": "L4_SRC_PORT",
+    "l4-dst-port": "L4_DST_PORT",
+}
 
 
 def _metadata(ctx: DeviceContext, hw: Sku) -> dict[str, Any]:

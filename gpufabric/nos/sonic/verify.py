@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.nos.frr.verify import bgp_facts
+from gpufabric.nos.sonic.configdb import SONIC_HASH
 from gpufabric.verify.cli_text import parse
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
@@ -69,6 +70,11 @@ def configdb_facts(device: str, text: str, file: str) -> SwitchFacts:
             name, prefix = key.split("|", 1)
             facts.address[name] = Fact(prefix, file, at("INTERFACE", key))
     _qos(facts, db, file, at)
+    hashing = _table(db, "SWITCH_HASH").get("GLOBAL")
+    if isinstance(hashing, dict) and isinstance(hashing.get("ecmp_hash"), list):
+        named = {v: k for k, v in SONIC_HASH.items()}
+        fields = tuple(named[f] for f in hashing["ecmp_hash"] if isinstance(f, str) and f in named)
+        facts.hash_fields = Fact(fields, file, at("SWITCH_HASH", "GLOBAL", "ecmp_hash"))
     return facts
 
 

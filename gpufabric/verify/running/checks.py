@@ -29,6 +29,7 @@ class Planned:
     mgmt_subnet: str | None = None
     adaptive: bool | None = None  # adaptive routing on (True) or off; None: the platform has none to check
     multipath_hash: int | None = None  # a Linux switch's net.ipv4.fib_multipath_hash_policy; None: not kept
+    hash_fields: tuple[str, ...] = ()  # the ECMP hash's packet fields the configuration sets; empty: not kept
     # Lossless buffers as the switch is given them: the cable length class in metres (Cumulus, SONiC size the
     # headroom from it) and (traffic class, buffer size, pause threshold, resume threshold) in bytes (NX-OS).
     cable_metres: int | None = None
@@ -46,6 +47,7 @@ class Planned:
             bool(self.qos)
             or self.adaptive is not None
             or self.multipath_hash is not None
+            or bool(self.hash_fields)
             or self.cable_metres is not None
             or self.pause_buffer is not None
             or self.headroom is not None
@@ -116,7 +118,7 @@ def qos(p: Planned, running: str) -> Iterator[CheckResult]:
 
 def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
     """The plane's load balancing as the switch runs it: adaptive routing on or off, the kernel's ECMP hash."""
-    if p.adaptive is None and p.multipath_hash is None:
+    if p.adaptive is None and p.multipath_hash is None and not p.hash_fields:
         return
     facts = qos_map.running_facts(p.platform, running)
     if facts is None:
@@ -125,6 +127,16 @@ def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
         on = bool(facts.adaptive and facts.adaptive.value)
         yield result(
             "load-balancing", p.device, "adaptive routing", "on" if p.adaptive else "off", "on" if on else "off"
+        )
+    if p.hash_fields:
+        fields = facts.hash_fields.value if facts.hash_fields is not None else ()
+        have = [f for f in p.hash_fields if f in fields]
+        yield result(
+            "load-balancing",
+            p.device,
+            "ECMP hash fields",
+            ", ".join(p.hash_fields),
+            ", ".join(have) if have else "the platform's default",
         )
     if p.multipath_hash is not None:
         got = facts.multipath_hash
