@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from gpufabric.docsite.pages import Generated
+from gpufabric.docsite.pages import MAX_PAGE, Generated
 from gpufabric.export import drawing
+from gpufabric.inputs import read_text
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
 
@@ -56,7 +57,7 @@ def page(path: Path, root: Path, plan: Plan, images: list[str]) -> str:
     for image in images:
         plane = image.removesuffix(".svg").rsplit("-", 1)[1]
         lines += [f"## The {plane} plane", "", f"![{plane} plane of {shown}]({image})", ""]
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what="an example intent", max_bytes=MAX_PAGE)
     lines += ["## The intent", "", "```yaml", text.rstrip("\n"), "```", ""]
     return "\n".join(lines)
 
