@@ -24,6 +24,7 @@ case "$*" in
   "config detach") rm -f "$GF_FAKE_STATE/pending" ;;
   "set maintenance unit all-protocols mode enabled") echo maintenance > "$GF_FAKE_STATE/pending" ;;
   "set maintenance unit all-protocols mode disabled") echo production > "$GF_FAKE_STATE/pending" ;;
+  "unset maintenance unit all-protocols") echo production > "$GF_FAKE_STATE/pending" ;;
   "config apply -y") [ -f "$GF_FAKE_STATE/pending" ] && mv "$GF_FAKE_STATE/pending" "$GF_FAKE_STATE/mode" ;;
   "action enable system maintenance mode") echo maintenance > "$GF_FAKE_STATE/mode" ;;
   "action disable system maintenance mode") echo production > "$GF_FAKE_STATE/mode" ;;
@@ -93,7 +94,14 @@ def test_cumulus_5_14_drains_through_a_maintenance_unit_transaction(tmp_path):
     with pytest.raises(DrainHeldError):
         dev.undrain(OTHER)
     dev.undrain(PUSH)
-    assert "nv set maintenance unit all-protocols mode disabled" in (state / "log").read_text()
+    log = (state / "log").read_text().splitlines()[len(log) :]
+    # NVIDIA's documented way back, applied; then the unit leaves the configuration, applied too.
+    assert log[-4:] == [
+        "nv set maintenance unit all-protocols mode disabled",
+        "nv config apply -y",
+        "nv unset maintenance unit all-protocols",
+        "nv config apply -y",
+    ], log
     assert dev.maintenance_status() | {"applied": None} == dict.fromkeys(
         ("drained", "since", "by", "push_id", "reason", "mechanism", "applied")
     ) | {"drained": False}
