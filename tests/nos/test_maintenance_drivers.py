@@ -43,6 +43,7 @@ FAKE_SONIC = {
     "TSC": 'if [ "$(cat "$GF_FAKE_STATE/mode" 2>/dev/null)" = maintenance ]; then echo "System Mode: Maintenance"; '
     'else echo "System Mode: Normal"; fi',
     "config": 'echo "config $*" >> "$GF_FAKE_STATE/log"',
+    "sonic-db-cli": 'echo "sonic-db-cli $*" >> "$GF_FAKE_STATE/log"; echo 1',
 }
 
 
@@ -128,7 +129,12 @@ def test_sonic_drains_with_tsa_saves_and_reads_tsc(tmp_path):
     assert status["drained"] and status["applied"] is True and status["push_id"] == PUSH
     assert (tmp_path / "etc" / "sonic" / "gpufabric.drained").exists()
     dev.undrain(PUSH)
-    assert (state / "log").read_text().splitlines()[-2:] == ["TSB", "config save -y"]
+    # TSB, then its leftover `tsa_enabled: false` removed (the plan's CONFIG_DB has no such row), then saved.
+    assert (state / "log").read_text().splitlines()[-3:] == [
+        "TSB",
+        "sonic-db-cli CONFIG_DB HDEL BGP_DEVICE_GLOBAL|STATE tsa_enabled",
+        "config save -y",
+    ]
     assert dev.maintenance_status()["drained"] is False
 
 

@@ -53,3 +53,35 @@ def test_a_candidate_that_sets_maintenance_itself_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="configures NVUE maintenance itself"):
         platform("cumulus").keep_drain(other, DrainSpec("5.14"))
+
+
+def test_a_drained_sonic_switch_s_config_db_passes_sonic_s_own_yang_models() -> None:
+    """SONiC: the rendered config_db.json with TSA's row kept, parsed strictly by libyang against SONiC's
+    models (sonic-bgp-device-global.yang holds `BGP_DEVICE_GLOBAL/STATE/tsa_enabled`); a wrong value fails."""
+    import json
+    import os
+
+    from gpufabric.nos.sonic.candidate import split
+    from gpufabric.nos.sonic.yang import ConfigDbError, validate
+    from tests.conftest import SONIC_YANG
+
+    try:
+        import libyang  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI must have the libyang Python binding: scripts/test.sh installs it")
+        pytest.skip("not installed: the libyang Python binding")
+    if not (SONIC_YANG / "sonic-bgp-device-global.yang").is_file():
+        pytest.skip(f"SONiC's YANG models are not in {SONIC_YANG}")
+    plan = plan_doc(yaml.safe_load((INVENTORY / "examples" / "sonic.yml").read_text()), "sonic.yml")
+    index = LinkIndex(plan)
+    device = next(d for d in plan.devices() if d.platform == "sonic" and d.role == "spine")
+    files = render_device(plan, device, index).files
+    sonic = platform("sonic")
+    kept = sonic.keep_drain(sonic.candidate(device.name, files), DrainSpec("202411"))
+    doc = json.loads(split(kept)[0])
+    assert doc["BGP_DEVICE_GLOBAL"] == {"STATE": {"tsa_enabled": "true"}}
+    validate(SONIC_YANG, doc)
+    doc["BGP_DEVICE_GLOBAL"]["STATE"]["tsa_enabled"] = "yes"
+    with pytest.raises(ConfigDbError):
+        validate(SONIC_YANG, doc)
