@@ -85,3 +85,23 @@ def test_a_drained_sonic_switch_s_config_db_passes_sonic_s_own_yang_models() -> 
     doc["BGP_DEVICE_GLOBAL"]["STATE"]["tsa_enabled"] = "yes"
     with pytest.raises(ConfigDbError):
         validate(SONIC_YANG, doc)
+
+
+def test_a_drained_eos_switch_s_candidate_keeps_the_block_avd_renders() -> None:
+    """EOS: the rendered configuration with the drain kept holds the `maintenance` block Arista's AVD renders
+    for `maintenance.units[{name: System, quiesce: true}]`, and every other block as planned."""
+    from gpufabric.nos.eos import judge as avd
+
+    plan = plan_doc(yaml.safe_load((INVENTORY / "examples" / "multi-vendor.yml").read_text()), "multi-vendor.yml")
+    device = next(d for d in plan.devices() if d.platform == "eos")
+    eos = platform("eos")
+    planned = eos.candidate(device.name, render_device(plan, device, LinkIndex(plan)).files)
+    kept = eos.keep_drain(planned, DrainSpec("4.32"))
+    rendered = avd.render({"hostname": device.name, "maintenance": {"units": [{"name": "System", "quiesce": True}]}})
+    assert rendered.violations == []
+    ours, before = avd.blocks(kept), avd.blocks(planned)
+    assert ours.pop("maintenance") == avd.blocks(rendered.text)["maintenance"]
+    assert ours == before
+    assert eos.keep_drain(kept, DrainSpec("4.32")) == kept
+    with pytest.raises(ValueError, match="configures EOS maintenance itself"):
+        eos.keep_drain(kept.replace("      quiesce", "      no quiesce"), DrainSpec("4.32"))
