@@ -5,8 +5,10 @@ NVUE's behaviour as NVIDIA documents it for 5.x: `nv config replace FILE` makes 
 the file's configuration; `nv config diff` shows how the pending revision differs from the applied one
 (nothing when equal); `nv config apply --confirm Ns` applies it and rolls it back unless
 `--confirm-yes` comes within N seconds (`--confirm-no` rolls it back at once); `nv config detach`
-drops the pending revision. Time is asyncio's loop clock, so a timer fires whether or not anyone
-asks; every change of state is logged (commit, confirm, revert, abort) for the benchmark to read.
+drops the pending revision; from 5.13 `nv set|unset maintenance unit all-protocols ...` changes the
+pending revision (started from the applied one when there is none), as any configuration key. Time is
+asyncio's loop clock, so a timer fires whether or not anyone asks; every change of state is logged
+(commit, confirm, revert, abort) for the benchmark to read.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 
 import yaml
 
+from bench.fleet_sim import drain as dr
 from bench.fleet_sim import latency as lat
-from bench.fleet_sim.drain import Maintenance
+from bench.fleet_sim.drain import Maintenance, has_units, unit_command, unit_mode, with_unit
 from bench.fleet_sim.shell import Result
 from bench.fleet_sim.upgrade import Lifecycle
 from gpufabric.nos.cumulus.nvue import set_tree as _nvue_set_tree
@@ -42,6 +45,11 @@ def factory_config(username: str) -> str:
     """What a switch holds before its first push: the login account and nothing else planned."""
     return yaml.safe_dump([{"header": {"model": "SN5600", "version": "5.9"}},
                            {"set": {"system": {"aaa": {"user": {username: {"role": "system-admin"}}}}}}])  # fmt: skip
+
+
+def revision_text(tree: dict[str, Any]) -> str:
+    """A revision made by `nv set`/`nv unset` as `nv config show -o yaml` prints it (written when first read)."""
+    return yaml.safe_dump([{"set": tree}], sort_keys=False)
 
 
 def set_tree(text: str) -> dict[str, Any]:
@@ -84,10 +92,11 @@ class CumulusSwitch:
     password: str
     log: Callable[[Event], None]
     scale: float = 1.0
-    applied: str = ""
+    applied: str = ""  # "" after a revision made by `nv set`: written from the tree when read (applied_text)
     applied_tree: dict[str, Any] = field(default_factory=dict)
-    pending: str | None = None
+    pending: str | None = None  # None: no pending revision; "": one made by `nv set`, not written out
     pending_tree: dict[str, Any] = field(default_factory=dict)  # the pending revision, parsed once at replace
+    pending_unit_only: bool = False  # the pending revision is the applied one with only the maintenance unit changed
     previous: tuple[str, dict[str, Any]] | None = None  # what a revert returns to
     timer: asyncio.TimerHandle | None = None
     deadline: float = 0.0
@@ -113,7 +122,12 @@ class CumulusSwitch:
             return shown
         if path == LSB_RELEASE:
             return lsb_release(self.running_release())
-        return self.applied if path == STARTUP else self.files.get(path)
+        return self.applied_text() if path == STARTUP else self.files.get(path)
+
+    def applied_text(self) -> str:
+        if not self.applied:
+            self.applied = revision_text(self.applied_tree)
+        return self.applied
 
     def running_release(self) -> str:
         return self.lifecycle.running if self.lifecycle is not None else self.release
@@ -160,14 +174,11 @@ class CumulusSwitch:
             answer = await self.maintenance.command(args, self.running_release())
             if answer is not None:
                 return answer
-            if args == ["config", "apply", "-y"] and self.pending is None and self.maintenance.wanted is not None:
-                await self.maintenance.apply_pending()
-                return Result()
+        if args[1:3] == ["maintenance", "unit"] and (mode := unit_command(args)) is not None:
+            return await self._unit(mode or None)
         if args[:2] == ["config", "detach"]:
             await self.pause(lat.NV_DETACH)
-            self.pending = None
-            if self.maintenance is not None:
-                self.maintenance.wanted = None  # the pending revision held the `nv set maintenance` too
+            self.pending, self.pending_unit_only = None, False
             return Result()
         if args[:2] == ["config", "replace"] and len(args) == 3:
             await self.pause(lat.NV_REPLACE)
@@ -178,7 +189,7 @@ class CumulusSwitch:
                 tree = set_tree(text)
             except yaml.YAMLError as exc:
                 return Result(1, "", f"Error: invalid YAML: {exc}\n")
-            self.pending, self.pending_tree = text, tree
+            self.pending, self.pending_tree, self.pending_unit_only = text, tree, False
             return Result()
         if words == "config diff -o commands":
             await self.pause(lat.NV_DIFF)
@@ -187,10 +198,21 @@ class CumulusSwitch:
             return Result(0, "".join(f"{ln}\n" for ln in diff_commands(self.applied_tree, self.pending_tree)))
         if words == "config show -r applied -o yaml":
             await self.pause(lat.NV_SHOW)
-            return Result(0, self.applied)
+            return Result(0, self.applied_text())
         if args[:2] == ["config", "apply"]:
             return await self._apply(args[2:])
         return Result(1, "", f"Error: nv {words}: not simulated\n")
+
+    async def _unit(self, mode: str | None) -> Result:
+        """`nv set maintenance unit all-protocols mode <mode>` (None: `nv unset maintenance unit all-protocols`)
+        into the pending revision, made from the applied one when there is none."""
+        delay = dr.LATENCY[dr.NV_SET] * self.scale
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if self.pending is None:
+            self.pending_tree, self.pending_unit_only = self.applied_tree, True
+        self.pending_tree, self.pending = with_unit(self.pending_tree, mode), ""
+        return Result()
 
     async def _apply(self, opts: list[str]) -> Result:
         if opts == ["--confirm-status"]:
@@ -214,16 +236,20 @@ class CumulusSwitch:
             return Result(1, "", "Error: an apply is awaiting confirmation\n")
         if self.pending is None:
             return Result(1, "", "Error: no pending revision to apply\n")
-        await self.pause(lat.NV_APPLY)
-        pending, self.pending = self.pending, None
+        unit_only = self.pending_unit_only
+        if not unit_only:
+            await self.pause(lat.NV_APPLY)
+        pending, self.pending, self.pending_unit_only = self.pending, None, False
         self.previous = (self.applied, self.applied_tree)
         self.applied, self.applied_tree = pending, self.pending_tree
+        if self.maintenance is not None and has_units(self.running_release()):
+            await self.maintenance.follow(unit_mode(self.applied_tree), unit_only=unit_only)
         loop = asyncio.get_running_loop()
         if timer:
             self.deadline = loop.time() + timer
             self.timer = loop.call_at(self.deadline, self._end_trial, "revert")
             self.log(Event(loop.time(), self.name, "commit"))
-        else:
+        elif not unit_only:  # a drain's or undrain's own apply is logged as the drain or undrain it is
             self.log(Event(loop.time(), self.name, "apply"))
         return Result()
 
@@ -234,6 +260,8 @@ class CumulusSwitch:
             self.timer = None
         if how != "confirm" and self.previous is not None:
             self.applied, self.applied_tree = self.previous
+            if self.maintenance is not None and has_units(self.running_release()):
+                self.maintenance.now(unit_mode(self.applied_tree))
         self.log(Event(asyncio.get_running_loop().time(), self.name, how))
 
     # -- reads ---------------------------------------------------------------------------------

@@ -8,6 +8,13 @@ follow, to `end`, go into it; `show session-config named NAME diffs` shows it ag
 configuration; `configure session NAME commit timer HH:MM:SS` makes it running and reverts unless
 `configure session NAME commit` comes in time; `abort` drops it; `write memory` saves running as
 startup; `copy startup-config flash:X` and `configure replace flash:X` keep and restore one.
+
+Maintenance mode (EOS User Manual, "Maintenance Mode"), as gpufabric's driver drains: `configure`, then
+`maintenance` / `unit System` / `quiesce` (or `no quiesce`) to `end`, merged into the running configuration;
+`show running-config section maintenance` prints the block. `no quiesce` is the unit's default, and the
+running configuration shows no default (assumed: no switch showed it here), so it leaves no line. The drain
+marker is a flash file written and read through `bash timeout N` (cat, `echo B64 | base64 -d >`, rm -f).
+The configuration is kept as a list of lines without their indentation, as the sessions are.
 """
 
 from __future__ import annotations
@@ -68,9 +75,22 @@ class EosSwitch:
         """One eAPI request: the commands in order, config-mode state lasting to its end."""
         out: list[Any] = []
         session: str | None = None
+        merged: list[str] | None = None  # `configure` (no session): lines merged into running at `end`
         for entry in cmds:
             cmd = entry["cmd"] if isinstance(entry, dict) else str(entry)
             cmd = cmd.strip()
+            if cmd == "configure" and session is None and merged is None:
+                merged = []
+                out.append({})
+                continue
+            if merged is not None:
+                if cmd == "end":
+                    self._merge(merged)
+                    merged = None
+                else:
+                    merged.append(cmd)
+                out.append({})
+                continue
             if session is not None and cmd not in ("end", "exit") and not cmd.startswith("configure session"):
                 if cmd == "rollback clean-config":
                     self.sessions[session].lines = []
@@ -130,6 +150,12 @@ class EosSwitch:
         if words[:1] == ["delete"] and words[1].startswith("flash:"):
             self.flash.pop(words[1][6:], None)
             return {"output": ""}
+        if words[:2] == ["bash", "timeout"] and len(words) > 3:
+            return {"output": self._bash(words[3:])}
+        if cmd == "show running-config section maintenance":
+            block = _maintenance(self.running)
+            indent = {"maintenance": "", "unit System": "   "}
+            return {"output": "".join(f"{indent.get(line, '      ')}{line}\n" for line in block)}
         if cmd == "show interfaces":
             await self.pause(lat.EOS_SHOW)
             ports = sorted({ln.split()[1] for ln in self.running if ln.startswith("interface Ethernet")})
@@ -141,6 +167,34 @@ class EosSwitch:
             await self.pause(lat.EOS_SHOW)
             return {"vrfs": {"default": {"peerList": []}}}
         raise EapiError(f"CLI command '{cmd}' is not simulated")
+
+    def _merge(self, lines: list[str]) -> None:
+        """`configure` ... `end`: the drain's and undrain's maintenance lines (nothing else is simulated)."""
+        if lines == list(QUIESCE):
+            if not _maintenance(self.running):
+                self.running = [*self.running, *QUIESCE]
+        elif lines == ["maintenance", "unit System", "no quiesce"]:
+            block = _maintenance(self.running)
+            if block:
+                at = self.running.index("maintenance")
+                self.running = self.running[:at] + self.running[at + len(block) :]
+        else:
+            raise EapiError(f"configure: {lines!r} is not simulated")
+
+    def _bash(self, words: list[str]) -> str:
+        """`bash timeout N ...`: the drain marker's cat, write and removal on flash (/mnt/flash/NAME)."""
+        text = " ".join(words)
+        if words[0] == "cat" and words[1].startswith(FLASH):
+            return "".join(f"{line}\n" for line in self.flash.get(words[1][len(FLASH) :], []))
+        if words[0] == "echo" and words[2:5] == ["|", "base64", "-d"] and words[5] == ">":
+            import base64
+
+            self.flash[words[6][len(FLASH) :]] = base64.b64decode(words[1]).decode().splitlines()
+            return ""
+        if words[:2] == ["rm", "-f"] and words[2].startswith(FLASH):
+            self.flash.pop(words[2][len(FLASH) :], None)
+            return ""
+        raise EapiError(f"bash: `{text}` is not simulated")
 
     def _session(self, name: str) -> Session:
         if name not in self.sessions:
@@ -196,6 +250,19 @@ class EosSwitch:
                 session.state = "aborted"
         self.before_timer = None
         self.log(Event(asyncio.get_running_loop().time(), self.name, how))
+
+
+FLASH = "/mnt/flash/"
+QUIESCE = ("maintenance", "unit System", "quiesce")
+
+
+def _maintenance(lines: list[str]) -> list[str]:
+    """The maintenance block in a configuration (its lines, unindented), or none."""
+    if "maintenance" not in lines:
+        return []
+    at = lines.index("maintenance")
+    block = lines[at : at + len(QUIESCE)]
+    return block if tuple(block) == QUIESCE else []
 
 
 def _port() -> dict[str, Any]:

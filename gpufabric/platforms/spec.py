@@ -369,6 +369,14 @@ class Platform:
         FRR's (graceful shutdown and an outbound AS-path prepend), the routing stack of a Linux switch."""
         return frr_drain_steps(spec)
 
+    def keep_drain(self, candidate: str, spec: DrainSpec) -> str:
+        """The candidate a push loads onto a switch that its marker says is drained: `candidate` (what
+        `candidate()` joined) with the drain kept in it, so that replacing the configuration with it leaves the
+        switch drained and shows no diff for the drain. Default: `candidate` as it is, for a drain that is not
+        configuration (a replace leaves it alone) or that the OS's driver keeps on the switch itself (FRR's
+        driver appends the lines it recorded at drain time: gpufabric.nos.frr.files.DeviceFiles.keep_drain)."""
+        return candidate
+
     # -- third-party test catalogs ------------------------------------------------------------------------
 
     def anta_catalog(self, ctx: DeviceContext) -> dict[str, Any] | None:

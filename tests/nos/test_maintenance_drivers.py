@@ -24,6 +24,7 @@ case "$*" in
   "config detach") rm -f "$GF_FAKE_STATE/pending" ;;
   "set maintenance unit all-protocols mode enabled") echo maintenance > "$GF_FAKE_STATE/pending" ;;
   "set maintenance unit all-protocols mode disabled") echo production > "$GF_FAKE_STATE/pending" ;;
+  "unset maintenance unit all-protocols") echo production > "$GF_FAKE_STATE/pending" ;;
   "config apply -y") [ -f "$GF_FAKE_STATE/pending" ] && mv "$GF_FAKE_STATE/pending" "$GF_FAKE_STATE/mode" ;;
   "action enable system maintenance mode") echo maintenance > "$GF_FAKE_STATE/mode" ;;
   "action disable system maintenance mode") echo production > "$GF_FAKE_STATE/mode" ;;
@@ -42,6 +43,7 @@ FAKE_SONIC = {
     "TSC": 'if [ "$(cat "$GF_FAKE_STATE/mode" 2>/dev/null)" = maintenance ]; then echo "System Mode: Maintenance"; '
     'else echo "System Mode: Normal"; fi',
     "config": 'echo "config $*" >> "$GF_FAKE_STATE/log"',
+    "sonic-db-cli": 'echo "sonic-db-cli $*" >> "$GF_FAKE_STATE/log"; echo 1',
 }
 
 
@@ -93,7 +95,14 @@ def test_cumulus_5_14_drains_through_a_maintenance_unit_transaction(tmp_path):
     with pytest.raises(DrainHeldError):
         dev.undrain(OTHER)
     dev.undrain(PUSH)
-    assert "nv set maintenance unit all-protocols mode disabled" in (state / "log").read_text()
+    log = (state / "log").read_text().splitlines()[len(log) :]
+    # NVIDIA's documented way back, applied; then the unit leaves the configuration, applied too.
+    assert log[-4:] == [
+        "nv set maintenance unit all-protocols mode disabled",
+        "nv config apply -y",
+        "nv unset maintenance unit all-protocols",
+        "nv config apply -y",
+    ], log
     assert dev.maintenance_status() | {"applied": None} == dict.fromkeys(
         ("drained", "since", "by", "push_id", "reason", "mechanism", "applied")
     ) | {"drained": False}
@@ -120,7 +129,12 @@ def test_sonic_drains_with_tsa_saves_and_reads_tsc(tmp_path):
     assert status["drained"] and status["applied"] is True and status["push_id"] == PUSH
     assert (tmp_path / "etc" / "sonic" / "gpufabric.drained").exists()
     dev.undrain(PUSH)
-    assert (state / "log").read_text().splitlines()[-2:] == ["TSB", "config save -y"]
+    # TSB, then its leftover `tsa_enabled: false` removed (the plan's CONFIG_DB has no such row), then saved.
+    assert (state / "log").read_text().splitlines()[-3:] == [
+        "TSB",
+        "sonic-db-cli CONFIG_DB HDEL BGP_DEVICE_GLOBAL|STATE tsa_enabled",
+        "config save -y",
+    ]
     assert dev.maintenance_status()["drained"] is False
 
 

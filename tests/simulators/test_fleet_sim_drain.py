@@ -78,7 +78,7 @@ def test_nv_show_maintenance_is_nvidias_table_following_the_applied_mode() -> No
     # A detach drops the pending `nv set` too: nothing is left to apply.
     _sh(sw, "nv set maintenance unit all-protocols mode disabled")
     _sh(sw, "nv config detach")
-    assert sw.maintenance is not None and sw.maintenance.wanted is None
+    assert sw.pending is None
     assert _unit_state(_sh(sw, "nv show maintenance")) == "maintenance"
 
 
@@ -206,8 +206,9 @@ def test_a_drain_takes_its_stated_time_then_an_undrain_brings_the_switch_back() 
 
 def test_the_bound_counts_the_drain_and_the_undrain_the_push_waits_for() -> None:
     full = drain.drain_and_undrain(1.0)
-    # each: confirm status 0.5, detach 0.5, nv set 0.5, apply 3.0; four exec channels; no settle
-    assert full == pytest.approx(2 * (0.5 + 0.5 + 0.5) + 4 * 0.05 + 3.0 + 3.0)
+    # each: confirm status 0.5, detach 0.5, nv set 0.5, apply 3.0; four exec channels; no settle; then the
+    # undrain's removal of the unit: nv unset 0.5, its apply 1.0
+    assert full == pytest.approx(2 * (0.5 + 0.5 + 0.5) + 4 * 0.05 + 3.0 + 3.0 + 0.5 + 1.0)
     assert drain.drain_and_undrain(0.5) == pytest.approx(full / 2)
 
 
@@ -216,3 +217,76 @@ def test_base64_of_a_file_survives_the_simulated_shell() -> None:
     text = '{"push_id": "x", "reason": "a b"}\n'
     _sh(sw, "base64 -d > .gpufabric/m", base64.encodebytes(text.encode()).decode())
     assert sw.read(".gpufabric/m") == text
+
+
+def _rendered(release: str) -> str:
+    """A Cumulus leaf's candidate as a push renders it for `release` (the multi-vendor example's compute leaf)."""
+    import yaml
+
+    from gpufabric.config.context import LinkIndex
+    from gpufabric.config.secrets import PasswordHasher
+    from gpufabric.fleet.candidates import candidate
+    from tests.conftest import INVENTORY, plan_doc
+
+    doc = yaml.safe_load((INVENTORY / "examples" / "multi-vendor.yml").read_text())
+    doc["platforms"] = {**(doc.get("platforms") or {}), "cumulus": {"release": release}}
+    plan = plan_doc(doc, "multi-vendor.yml")
+    names = ("GPUFABRIC_SWITCH_PASSWORD", "GPUFABRIC_SALT_KEY", "GPUFABRIC_SNMP_COMMUNITY")
+    secrets = dict.fromkeys(names, PASSWORD)
+    index = LinkIndex(plan, PasswordHasher.for_intent(plan.intent, secrets))
+    name = next(d.name for d in plan.devices() if d.platform == "cumulus" and d.role == "leaf")
+    return candidate(plan, index, name, secrets).replace("username: admin", "username: cumulus")
+
+
+def _push(driver: Any, text: str) -> str:
+    """One switch's push as the rollout makes it: replace, diff, commit with NVUE's timer, confirm."""
+    driver.load_replace_candidate(config=text)
+    diff = str(driver.compare_config())
+    if diff:
+        driver.commit_config(revert_in=120)
+        driver.confirm_commit()
+    else:
+        driver.discard_config()
+    return diff
+
+
+@pytest.mark.parametrize(("release", "running"), [("5.14", "5.14.0"), ("5.12", "5.12.1")])
+def test_a_push_keeps_the_drain_and_the_push_after_the_undrain_finds_nothing(
+    served: dict[str, Any], release: str, running: str
+) -> None:
+    """NVUE's `nv config replace` takes the whole configuration: from 5.13 a drained switch's candidate carries
+    the maintenance unit (or the push would put the switch back into service halfway), and the undrain leaves
+    the unit out of the configuration (or every later push would show it). Before 5.13 the maintenance
+    action is no configuration: a push leaves it alone, and the undrain leaves nothing behind."""
+    switch: CumulusSwitch = served["switch"]
+    switch.release = running
+    planned = _rendered(release)
+    changed = planned.replace("hostname: cmp-su1-leaf1", "hostname: cmp-su1-leaf1-x")
+    assert changed != planned
+    args = {"port": served["port"], "known_hosts": served["known_hosts"], "push_id": PUSH}
+    driver = napalm.get_network_driver("cumulus")("127.0.0.1", "cumulus", PASSWORD, timeout=30, optional_args=args)
+    driver.open()
+    try:
+        assert _push(driver, planned)
+        driver.drain(PUSH, "a disruptive change")
+        assert switch.maintenance is not None and switch.maintenance.mode == "enabled"
+        # The same plan again while drained: nothing to change (the drain is not in the diff).
+        assert _push(driver, planned) == ""
+        # A change made while drained goes in, and the switch stays drained through it.
+        diff = _push(driver, changed)
+        assert "hostname" in diff and "maintenance" not in diff, diff
+        assert switch.maintenance.mode == "enabled"
+        if release == "5.14":  # (5.12's `nv show system maintenance` is not simulated: its layout is not known)
+            assert driver.maintenance_status()["applied"] is True
+            unit = switch.applied_tree["maintenance"]["unit"]["all-protocols"]
+            assert unit == {"mode": "enabled"}
+        events = [e.event for e in served["fleet"].events]
+        assert "undrain" not in events, events
+        driver.undrain(PUSH)
+        assert switch.maintenance.mode == "disabled" and "maintenance" not in switch.applied_tree
+        # Back in service as planned: the next push of the same plan finds nothing to change.
+        assert _push(driver, changed) == ""
+    finally:
+        driver.close()
+    events = [e.event for e in served["fleet"].events]
+    assert events.count("undrain") == 1 and events.index("undrain") > events.index("drain"), events

@@ -93,6 +93,13 @@ class Cumulus(Platform):
 
         return steps(spec)
 
+    def keep_drain(self, candidate: str, spec: DrainSpec) -> str:
+        """From 5.13 the maintenance unit is configuration, which `nv config replace` would drop: the candidate
+        of a drained switch carries it enabled (gpufabric.nos.cumulus.drain.keep)."""
+        from gpufabric.nos.cumulus.drain import keep
+
+        return keep(candidate, spec)
+
     def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
         from gpufabric.nos.cumulus.ztp import ztp_form
 

@@ -86,8 +86,16 @@ class CumulusDriver(CumulusUpgrade):
         if self.candidate is None:
             raise CommitError("no candidate loaded")
         if not self.staged:
-            self._run(nvue.PREPARE)
-            put_file(self.transport, nvue.CANDIDATE, self.candidate)  # type: ignore[arg-type]
+            # The drain marker is read with the folder's making (no round trip more): a drained switch's
+            # candidate keeps its maintenance unit, or the replace would put the switch back into service.
+            marked = DrainMark.parse(self._run(nvue.PREPARE_READ_DRAINED))
+            candidate = self.candidate
+            if marked is not None:
+                try:
+                    candidate = CUMULUS.keep_drain(candidate, DrainSpec(self._release()))
+                except ValueError as exc:
+                    raise CommitError(f"{self.hostname} is drained ({marked.by}): {exc}") from None
+            put_file(self.transport, nvue.CANDIDATE, candidate)  # type: ignore[arg-type]
             self._run(nvue.stage(self.merge))
             self.staged = True
 
@@ -193,7 +201,7 @@ class CumulusDriver(CumulusUpgrade):
     # NVUE's maintenance unit (5.13 on) or the maintenance action (before): Cumulus.drain_steps. A marker in
     # the login's .gpufabric/ names who drained the switch. Not shown on a Cumulus switch (docs/not-shown.md).
 
-    DRAINED = f"{nvue.WORKDIR}/drained"
+    DRAINED = nvue.DRAINED
 
     def _release(self) -> str:
         given = self.optional_args.get("release")
@@ -211,8 +219,8 @@ class CumulusDriver(CumulusUpgrade):
         self._run(nvue.PREPARE)
         if mark is not None and new is not None:
             put_files(self.transport, {new: (mark.text(), 0o600)})  # type: ignore[arg-type]
-        # A unit is configuration: its own transaction, started from a clean pending revision.
-        steps = text if text.startswith("nv action") else f"{nvue.DETACH}\n{text}nv config apply -y\n"
+        # A unit is configuration: its own transactions (the steps apply them), from a clean pending revision.
+        steps = text if text.startswith("nv action") else f"{nvue.DETACH}\n{text}"
         script = maintenance.change_script(steps, marker_new=new, marker=self.DRAINED, remove=remove)
         try:
             self._run("sh -s", script)

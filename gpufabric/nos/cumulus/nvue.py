@@ -22,6 +22,9 @@ PUSH_MARK = f"{WORKDIR}/pending-push"
 STARTUP = "/etc/nvue.d/startup.yaml"
 
 PREPARE = f"mkdir -p {WORKDIR} && chmod 700 {WORKDIR}"
+DRAINED = f"{WORKDIR}/drained"  # who drained the switch (gpufabric.drivers.maintenance.DrainMark), while drained
+# The folder made, and the drain marker read with it (empty when the switch is not drained): one round trip.
+PREPARE_READ_DRAINED = f"{PREPARE} && cat {DRAINED} 2>/dev/null || true"
 DETACH = "nv config detach"
 DIFF = "nv config diff -o commands"
 SHOW_APPLIED = "nv config show -r applied -o yaml"

@@ -107,6 +107,13 @@ class Eos(Platform):
 
         return steps(spec)
 
+    def keep_drain(self, candidate: str, spec: DrainSpec) -> str:
+        """Maintenance mode is configuration, which a session replacing the running configuration would drop:
+        the candidate of a drained switch carries the quiesced unit (gpufabric.nos.eos.drain.keep)."""
+        from gpufabric.nos.eos.drain import keep
+
+        return keep(candidate, spec)
+
     def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
         from gpufabric.nos.eos.ztp import ztp_form
 

@@ -4,6 +4,11 @@ Arista EOS User Manual, "Maintenance Mode": under `maintenance`, `unit System` /
 switch into maintenance (BGP peers are told by GSHUT or a lowered preference, per the unit's profile, and
 traffic drains); `no quiesce` brings it back. The block is configuration: the test suite renders the same
 unit with Arista's AVD (`maintenance.units[].quiesce`) and compares.
+
+Because the block is configuration, a push (a config session replacing the whole running configuration)
+would drop it and bring the switch back into service halfway: the candidate of a drained switch carries
+the block (`keep`). `no quiesce` is the unit's default, which EOS's running configuration does not show
+(assumed, not shown on a switch: docs/not-shown.md), so the undrain leaves nothing the plan lacks.
 """
 
 from __future__ import annotations
@@ -33,3 +38,29 @@ def quiesced(section: str) -> bool:
         elif unit and words == ["quiesce"]:
             return True
     return False
+
+
+def keep(candidate: str, spec: DrainSpec) -> str:
+    """`candidate` (EOS configuration text) with the drain's block added before its closing `end` (at its end
+    when it has none). A candidate that has a `maintenance` section already is left as it is when that section
+    quiesces the System unit, and refused otherwise: the plan never writes one."""
+    lines = candidate.splitlines()
+    if any(line.rstrip() == "maintenance" for line in lines):
+        section = _section(lines, "maintenance")
+        if quiesced(section):
+            return candidate
+        raise ValueError("the candidate configures EOS maintenance itself: a drain cannot be kept in it")
+    block = ["!", *steps(spec).drain.rstrip("\n").splitlines()]
+    at = max((i for i, line in enumerate(lines) if line.strip() == "end"), default=len(lines))
+    return "\n".join([*lines[:at], *block, *lines[at:]]) + "\n"
+
+
+def _section(lines: list[str], header: str) -> str:
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if not line.startswith(" "):
+            inside = line.rstrip() == header
+        if inside:
+            out.append(line)
+    return "\n".join(out)

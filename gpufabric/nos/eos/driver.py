@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 import pyeapi
-from napalm.base.exceptions import CommitError, ConnectionException, SessionLockedException
+from napalm.base.exceptions import CommitError, ConnectionException, ReplaceConfigException, SessionLockedException
 from napalm.eos.utils.versions import EOSVersion
 from pyeapi.eapilib import CommandError, EapiConnection
 from pyeapi.eapilib import ConnectionError as EapiConnectionError
@@ -184,6 +184,12 @@ class GpufabricEOSDriver(EosUpgrade):
             self.clear_stale_sessions()
             self._forget_old_startup_copies()
             self._sessions_checked = True
+        if replace and config is not None and (marked := self._held()) is not None:
+            # A drained switch keeps its maintenance block through the replace (Eos.keep_drain).
+            try:
+                config = PLATFORM.keep_drain(str(config), DrainSpec(PLATFORM.facts.default_release))
+            except ValueError as exc:
+                raise ReplaceConfigException(f"{self.hostname} is drained ({marked.by}): {exc}") from None
         if self.config_session is None:
             # A fresh name each load: EOS keeps committed sessions, and one cannot be entered again.
             self._loads += 1

@@ -96,6 +96,14 @@ class Nxos(Platform):
 
         return steps(spec)
 
+    def keep_drain(self, candidate: str, spec: DrainSpec) -> str:
+        """GIR's maintenance-mode profile isolates BGP with configuration (`isolate` under `router bgp`), which
+        a configuration replace to the plan would undo: the candidate of a drained switch keeps the line
+        (gpufabric.nos.nxos.drain.keep)."""
+        from gpufabric.nos.nxos.drain import keep
+
+        return keep(candidate, spec)
+
     def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
         from gpufabric.nos.nxos.ztp import ztp_form
 

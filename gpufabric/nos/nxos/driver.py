@@ -343,6 +343,8 @@ class GpufabricNXOSDriver(NxosUpgrade):
         if not self._tidied:
             self._forget_old_checkpoints()
             self._tidied = True
+        if self._held() is not None:  # a drained switch keeps BGP isolated through the replace (Nxos.keep_drain)
+            config = PLATFORM.keep_drain(config, DrainSpec(PLATFORM.facts.default_release))
         self._upload(self.candidate_cfg, f"{MARK} {self.push_id} controller {self.controller}\n{config}")
         self.replace, self.loaded = True, True
 

@@ -118,6 +118,13 @@ class Sonic(Platform):
 
         return steps(spec)
 
+    def keep_drain(self, candidate: str, spec: DrainSpec) -> str:
+        """TSA's state is a CONFIG_DB row, which `config replace` would drop (and bgpcfgd then shifts the traffic
+        back): the candidate of a drained switch carries it (gpufabric.nos.sonic.drain.keep)."""
+        from gpufabric.nos.sonic.drain import keep
+
+        return keep(candidate, spec)
+
     def ztp(self, device: str, files: Mapping[str, str], base_url: str) -> ZtpForm:
         from gpufabric.nos.sonic.ztp import ztp_form
 

@@ -77,7 +77,14 @@ class SonicDriver(SonicUpgrade):
     def _upload(self) -> None:
         if self.candidate is None:
             raise CommitError("no candidate loaded")
-        config_db, frr = split(self.candidate)
+        candidate = self.candidate
+        marked = self._held()
+        if marked is not None:  # a drained switch's CONFIG_DB keeps TSA's state (Sonic.keep_drain)
+            try:
+                candidate = SONIC.keep_drain(candidate, DrainSpec(SONIC.facts.default_release))
+            except ValueError as exc:
+                raise CommitError(f"{self.hostname} is drained ({marked.by}): {exc}") from None
+        config_db, frr = split(candidate)
         files: dict[str, tuple[str, int | None]] = {self.files.path("candidate.json"): (config_db, 0o600)}
         files[self.files.frr("candidate")] = (frr or "", 0o600)
         assert self.transport is not None

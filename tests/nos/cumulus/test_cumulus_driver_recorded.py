@@ -108,7 +108,7 @@ def test_recorded_compare_stages_and_discard_detaches(switch, replay):
     assert switch.compare_config() == "nv set interface swp1 link mtu 9216\nnv set interface swp2 link mtu 9216"
     switch.discard_config()
     assert [c for c, _ in replay.sent][-5:] == [
-        nvue.PREPARE,
+        nvue.PREPARE_READ_DRAINED,  # the drain marker read with the folder made: same round trips
         "cat > .gpufabric/candidate.yaml.tmp && mv -f .gpufabric/candidate.yaml.tmp .gpufabric/candidate.yaml",
         "nv config detach && nv config replace .gpufabric/candidate.yaml",
         nvue.DIFF,
@@ -157,6 +157,8 @@ class FakeNvue:
             self.files[command.rsplit(maxsplit=1)[-1]] = stdin
         elif command == nvue.PREPARE:
             pass
+        elif command == nvue.PREPARE_READ_DRAINED:
+            return Output(0, self.files.get(nvue.DRAINED, ""), "")
         elif command.startswith("nv config detach"):
             self.pending = None
             if command.endswith(f"; {nvue.CLEAR_PENDING}"):

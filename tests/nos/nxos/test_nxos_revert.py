@@ -109,7 +109,9 @@ class MockNexus:
         elif m := re.fullmatch(r"show file bootflash:(\S+) md5sum", command):
             return hashlib.md5(self.files[m.group(1)].encode()).hexdigest()
         elif m := re.fullmatch(r"show file bootflash:(\S+)", command):
-            return self.files.get(m.group(1), "No such file or directory")
+            if m.group(1) not in self.files:  # NX-API answers a failed command with its JSON-RPC error
+                raise NXAPICommandError(command, "No such file or directory")
+            return self.files[m.group(1)]
         elif m := re.fullmatch(r"show diff rollback-patch file bootflash:(\S+) file bootflash:(\S+)", command):
             old, new = (_body(self.files[m.group(i)]).splitlines() for i in (1, 2))
             patch = [f"no {line}" for line in old if line not in new] + [line for line in new if line not in old]
