@@ -113,7 +113,9 @@ def assemble(out: Path) -> Path:
 
 def _galaxy_cli(*args: str) -> None:
     tool = Path(sys.executable).parent / "ansible-galaxy"
-    done = subprocess.run([str(tool if tool.exists() else "ansible-galaxy"), "collection", *args], check=False)
+    # Its progress goes to stderr: stdout holds only the paths this script prints.
+    command = [str(tool if tool.exists() else "ansible-galaxy"), "collection", *args]
+    done = subprocess.run(command, stdout=sys.stderr, check=False)
     if done.returncode != 0:
         raise BuildError(f"ansible-galaxy collection {args[0]} failed (exit {done.returncode})")
 
