@@ -130,7 +130,8 @@ class InventoryModule(BaseInventoryPlugin):
             from gpufabric.plan import build_plan
         except ImportError as exc:
             raise AnsibleError(
-                f"gpufabric is not importable ({exc}); install it into the Python that runs Ansible: pip install -e ."
+                f"gpufabric is not importable ({exc}); install it into the Python that runs Ansible: "
+                "pip install gpufabric (pip install -e . in a clone)"
             ) from None
         intent = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("intent"))
         try:
