@@ -160,7 +160,7 @@ def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
     assert not Path("/var/lib/gpufabric/molecule").exists()  # the hosts' state folder went with them
 
 
-def test_collection_scenario_ran_the_installed_collection_only(molecule_run):
+def test_every_role_and_plugin_came_from_the_installed_build(molecule_run):
     _, text, _, _, scenario = molecule_run
     if scenario != "collection":
         pytest.skip("the other scenarios run the repository's roles")
