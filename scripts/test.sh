@@ -88,6 +88,8 @@ static_and_offline() {
     echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench scripts || return 1
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
+    # Ansible's own tests of a collection, on gpufabric.cluster as built (their pinned linters in .cache/ansible-test).
+    echo "== ansible-test sanity (the collection gpufabric.cluster)" && scripts/collection_sanity.sh || return 1
     echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
     echo "== the platform, command and example pages match the registry, --help and the intents" &&
         gpufabric docs platforms --check && gpufabric docs commands --check && gpufabric docs examples --check || return 1

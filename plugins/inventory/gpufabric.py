@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
-from ansible.errors import AnsibleError, AnsibleParserError
-from ansible.plugins.inventory import BaseInventoryPlugin
-from ansible.utils.unsafe_proxy import wrap_var
-
 DOCUMENTATION = r"""
 name: gpufabric
 short_description: Hosts and groups from a gpufabric intent
+author:
+  - gpufabric maintainers (@gpufabric)
 description:
   - Plans the intent with gpufabric and adds every switch and server.
   - Groups are switches, servers, plane_<plane> (with <plane>_switches and <plane>_servers),
@@ -21,12 +17,15 @@ description:
     has no address, prefixlen or gateway of its own), gpufabric_bonds (one entry per LACP bond with
     interface, plane, members, mtu, address, prefixlen, gateway, mode, transmit_hash_policy,
     lacp_rate, miimon) and gpufabric_planes (per plane MTU and the QoS contract where RoCE runs).
-  - Needs gpufabric installed in the Python that runs Ansible (pip install -e .).
+  - Needs gpufabric installed in the Python that runs Ansible (pip install gpufabric).
+  - The inventory file's name ends in gpufabric.yml or gpufabric.yaml.
 options:
   plugin:
-    description: Marks this file as a gpufabric inventory source.
+    description:
+      - Marks this file as a gpufabric inventory source; gpufabric.cluster.gpufabric from the collection,
+        gpufabric where the plugin is found by its file (a clone's ansible.cfg).
     required: true
-    choices: ['gpufabric']
+    choices: ['gpufabric.cluster.gpufabric', 'gpufabric']
   intent:
     description: The intent file, relative to this inventory file's folder.
     type: str
@@ -47,10 +46,22 @@ options:
 """
 
 EXAMPLES = r"""
-# inventory/gpufabric.yml
-plugin: gpufabric
+# inventory/gpufabric.yml, beside the intent
+plugin: gpufabric.cluster.gpufabric
 intent: fabric.yml
+
+# only two servers, reached as `gpufabric lab hosts up --state-dir /var/lib/gpufabric/lab` recorded them
+plugin: gpufabric.cluster.gpufabric
+intent: fabric.yml
+hosts: [gpu01, gpu02]
+lab_state: /var/lib/gpufabric/lab
 """
+
+import os
+
+from ansible.errors import AnsibleError, AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin
+from ansible.utils.unsafe_proxy import wrap_var
 
 # Groups that only hold other groups, so `ansible-inventory --graph` nests instead of repeating hosts.
 _PARENT_PREFIXES = ("plane_",)
@@ -103,10 +114,12 @@ def _literal(value: object) -> object:
 
 
 class InventoryModule(BaseInventoryPlugin):
-    NAME = "gpufabric"
+    # The collection's name for it. Loaded by another name (`gpufabric`, from a clone's
+    # inventory_plugins), Ansible accepts that name in the file instead (the documented choices).
+    NAME = "gpufabric.cluster.gpufabric"
 
     def verify_file(self, path: str) -> bool:
-        return super().verify_file(path) and os.path.basename(path) in ("gpufabric.yml", "gpufabric.yaml")
+        return super().verify_file(path) and os.path.basename(path).endswith(("gpufabric.yml", "gpufabric.yaml"))
 
     def parse(self, inventory, loader, path, cache=True):  # noqa: ANN001, ANN201 (Ansible's signature)
         super().parse(inventory, loader, path, cache)
@@ -117,7 +130,8 @@ class InventoryModule(BaseInventoryPlugin):
             from gpufabric.plan import build_plan
         except ImportError as exc:
             raise AnsibleError(
-                f"gpufabric is not importable ({exc}); install it into the Python that runs Ansible: pip install -e ."
+                f"gpufabric is not importable ({exc}); install it into the Python that runs Ansible: "
+                "pip install gpufabric (pip install -e . in a clone)"
             ) from None
         intent = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("intent"))
         try:

@@ -16,6 +16,18 @@ Ansible's own for a run. Without Mitogen installed this is plain `linear`.
 
 from __future__ import annotations
 
+DOCUMENTATION = r"""
+name: gpufabric_mitogen
+short_description: Ansible's linear strategy, each host's modules run by one persistent interpreter (Mitogen)
+description:
+  - Runs the play as the C(linear) strategy does, through Mitogen's connection multiplexer, so each host keeps
+    one Python interpreter for the whole run instead of starting one per task.
+  - Mitogen's CPU pinning is off unless the environment variable E(GPUFABRIC_MITOGEN_AFFINITY) is C(1).
+  - Without Mitogen installed (C(pip install mitogen)), this is Ansible's own C(linear).
+author:
+  - gpufabric maintainers (@gpufabric)
+"""
+
 import os
 
 try:
@@ -23,6 +35,8 @@ try:
     import ansible_mitogen.strategy
 except ImportError:  # Mitogen is not installed: Ansible's own linear strategy
     from ansible.plugins.strategy.linear import StrategyModule  # what Ansible loads from this file
+
+    __all__ = ["StrategyModule"]
 else:
     import ansible_mitogen.affinity
 

@@ -2,7 +2,9 @@
 read-back, jumbo pings, a --check --diff run with zero changes, and this machine's sysctls untouched.
 Once per host_network backend, one scenario after the other (they boot hosts of the same names):
 `default` (systemd-networkd, Debian's own), `netplan` (netplan installed, as on Ubuntu and DGX OS) and
-`networkmanager` (NetworkManager running on the data NICs).
+`networkmanager` (NetworkManager running on the data NICs); and `collection`, the default scenario's hosts
+brought up by the collection gpufabric.cluster built from this repository and installed into Molecule's own
+collections path (`ansible-playbook gpufabric.cluster.site`, roles and plugins by their qualified names).
 
 Real: systemd, systemd-networkd, sshd, apt, the kernel's routing and MTU handling inside the hosts.
 Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts as SKIPPED).
@@ -47,7 +49,14 @@ SCENARIOS = {
     "default": "Write a .network file per routed NIC and per bond",
     "netplan": "Write the data NICs as one netplan file",
     "networkmanager": "Write a NetworkManager keyfile per routed NIC and per bond",
+    "collection": "Write a .network file per routed NIC and per bond",
 }
+# How ansible-playbook names a role's tasks: the collection's roles by their qualified name.
+ROLE_PREFIX = {"collection": "gpufabric.cluster."}
+# Scenarios with a prepare step (a backend installed); the collection's verify is its own (no pings).
+PREPARED = ("netplan", "networkmanager")
+PINGED = ("default", "netplan", "networkmanager")
+BUILT = ("collection",)  # a dependency step of its own: the collection built and installed
 
 
 @pytest.fixture(scope="module", params=list(SCENARIOS))
@@ -83,8 +92,9 @@ def molecule_run(request):
 def test_molecule_test_passes_every_step(molecule_run):
     rc, text, _, _, scenario = molecule_run
     assert rc == 0, text[-3000:]
-    steps = ("create", "prepare", "converge", "idempotence", "verify", "destroy")
-    for step in steps if scenario != "default" else [s for s in steps if s != "prepare"]:
+    steps = ("dependency", "create", "prepare", "converge", "idempotence", "verify", "destroy")
+    ran = [s for s in steps if (s != "prepare" or scenario in PREPARED) and (s != "dependency" or scenario in BUILT)]
+    for step in ran:
         # Molecule's summary line; it writes "➜" instead of ">" on a terminal.
         assert re.search(rf"{scenario} (>|➜) {step}: Executed: Successful", text), f"{step} did not run successfully"
 
@@ -92,9 +102,10 @@ def test_molecule_test_passes_every_step(molecule_run):
 def test_host_network_persisted_through_the_scenarios_backend(molecule_run):
     _, text, _, _, scenario = molecule_run
     # host_network's probe (host_network_backend: auto) found the backend the scenario installed.
-    assert re.search(rf"^TASK \[host_network : {re.escape(SCENARIOS[scenario])}\]", text, re.M)
-    others = [task for name, task in SCENARIOS.items() if name != scenario]
-    assert not any(f"TASK [host_network : {task}]" in text for task in others)
+    role = re.escape(ROLE_PREFIX.get(scenario, "") + "host_network")
+    assert re.search(rf"^TASK \[{role} : {re.escape(SCENARIOS[scenario])}\]", text, re.M)
+    others = [task for task in SCENARIOS.values() if task != SCENARIOS[scenario]]
+    assert not any(re.search(rf"TASK \[{role} : {re.escape(task)}\]", text) for task in others)
 
 
 def _last_recap_before(text: str, step: str, host: str, scenario: str) -> tuple[int, int]:
@@ -120,7 +131,9 @@ def test_idempotence_and_check_mode_show_zero_changes(molecule_run):
 
 
 def test_jumbo_pings_crossed_every_rail(molecule_run):
-    _, text, _, _, _ = molecule_run
+    _, text, _, _, scenario = molecule_run
+    if scenario not in PINGED:
+        pytest.skip(f"{scenario}'s verify reads the hosts back with the collection's playbooks only")
     pinged = set(re.findall(r"ok: \[(gpu0[12])\] => \(item=(eth\d) \(\w+ rail \d\) ->", text))
     assert pinged == {(h, f"eth{i}") for h in ("gpu01", "gpu02") for i in range(1, 5)}
 
@@ -145,3 +158,18 @@ def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
     assert not re.search(r"^\d+: vm-gpu0[12]\b", links, re.M)
     assert not Path("/var/lib/gpufabric/molecule").exists()  # the hosts' state folder went with them
+
+
+def test_every_role_and_plugin_came_from_the_installed_build(molecule_run):
+    _, text, _, _, scenario = molecule_run
+    if scenario != "collection":
+        pytest.skip("the other scenarios run the repository's roles")
+    # Built and installed by the dependency step, into Molecule's own collections path.
+    assert re.search(r"gpufabric-cluster-[0-9.]+\.tar\.gz", text)
+    assert "gpufabric.cluster:" in text and "was installed successfully" in text
+    # Every role task ran from the collection (converge, idempotence, verify), none from roles/.
+    tasks = re.findall(r"^TASK \[([\w.]+) : ", text, re.M)
+    assert tasks and {t.rsplit(".", 1)[0] for t in tasks if "." in t} == {"gpufabric.cluster"}
+    assert not [t for t in tasks if "." not in t], "a role ran by its short name, not from the collection"
+    for role in ("host_network", "ofed", "roce_qos", "hugepages", "gpu_operator", "host_baseline"):
+        assert f"TASK [gpufabric.cluster.{role} : " in text

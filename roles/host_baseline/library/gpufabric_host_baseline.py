@@ -24,34 +24,99 @@ What it reads, every path under `root` (`/` on a host; a prepared tree in tests)
 
 from __future__ import annotations
 
-import os
-import re
-from typing import Any
-
 DOCUMENTATION = r"""
 module: gpufabric_host_baseline
 short_description: Read and check a GPU host's PCIe placement, links, ACS, IOMMU, CPU power and NIC IRQs
 description:
-  - Reads sysfs and procfs under I(root) and returns the GPUs and rail NICs found, the GPU-to-NIC
+  - Reads sysfs and procfs under O(root) and returns the GPUs and rail NICs found, the GPU-to-NIC
     pairing worked out from the PCI hierarchy, and a list of checks, each with setting, expected and found.
   - Changes nothing on the host.
+author:
+  - gpufabric maintainers (@gpufabric)
 options:
-  root: {type: path, default: /, description: Where sys/ and proc/ are read (a prepared tree in tests).}
+  root:
+    type: path
+    default: /
+    description: Where sys/ and proc/ are read (a prepared tree in tests).
   nics:
     type: list
     elements: dict
     default: []
     description:
       - Rail NICs in rail order, each with rail and interface (a RoCE NIC) or device (an InfiniBand adapter).
-  gpus: {type: int, default: 0, description: GPUs the plan gives the host.}
-  placement: {type: str, default: numa, choices: [numa, switch], description: How close a GPU and its NIC must be.}
-  gpu_link_speed: {type: bool, default: false, description: Check GPUs' link speed too (they lower it when idle).}
-  acs: {type: bool, default: true, description: Require ACS control 0 on the bridges below the root ports.}
-  iommu: {type: list, elements: str, default: [off, passthrough], description: IOMMU modes accepted.}
-  governor: {type: str, default: performance, description: CPU frequency governor required (empty, not checked).}
-  cstate_max_latency: {type: int, default: 2, description: Longest enabled idle state exit latency, us (-1, off).}
-  irq_affinity: {type: bool, default: true, description: NIC IRQs on the NIC's NUMA node's CPUs.}
+  gpus:
+    type: int
+    default: 0
+    description: GPUs the plan gives the host.
+  placement:
+    type: str
+    default: numa
+    choices: [numa, switch]
+    description: How close a GPU and its NIC must be (one NUMA node, or one PCIe switch).
+  gpu_link_speed:
+    type: bool
+    default: false
+    description: Check GPUs' link speed too (they lower it when idle).
+  acs:
+    type: bool
+    default: true
+    description: Require ACS control 0 on the bridges below the root ports.
+  iommu:
+    type: list
+    elements: str
+    default: ["off", "passthrough"]
+    description: IOMMU modes accepted (an empty list, not checked).
+  governor:
+    type: str
+    default: performance
+    description: CPU frequency governor required (empty, not checked).
+  cstate_max_latency:
+    type: int
+    default: 2
+    description: Longest exit latency of an enabled CPU idle state, in microseconds (-1, not checked).
+  irq_affinity:
+    type: bool
+    default: true
+    description: Require every rail NIC IRQ on its NUMA node's CPUs.
+notes:
+  - Supports check mode (it only reads).
 """
+
+EXAMPLES = r"""
+- name: Read the host's PCIe, IOMMU, CPU and IRQ baseline from sysfs
+  gpufabric.cluster.gpufabric_host_baseline:
+    nics:
+      - {rail: 1, interface: eth1}
+      - {rail: 2, device: mlx5_1}
+    gpus: 8
+    placement: switch
+  register: baseline
+"""
+
+RETURN = r"""
+facts:
+  description:
+    - What was read, the controller's record of the host.
+    - Keys source, gpus, nics, pairs, iommu_units and cmdline_iommu_pt.
+  returned: always
+  type: dict
+checks:
+  description: One entry per check, each with setting, expected and found.
+  returned: always
+  type: list
+  elements: dict
+differences:
+  description: The checks whose found differs from expected, one line each.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import re
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
 
 NVIDIA = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")
@@ -86,7 +151,7 @@ def cpus(text: str) -> set[int]:
         part = chunk.strip()
         if not part:
             continue
-        lo, _, hi = part.partition("-")
+        lo, _dash, hi = part.partition("-")
         if not lo.isdigit() or (hi and not hi.isdigit()):
             return set()
         out.update(range(int(lo), int(hi or lo) + 1))
@@ -219,13 +284,13 @@ def pair(gpus: list[Device], nics: list[tuple[dict[str, Any], Device]]) -> list[
         return []
     cap = -(-len(gpus) // len(nics))
     scored = sorted(
-        ((closeness(g, d), gi, ni) for gi, g in enumerate(gpus) for ni, (_, d) in enumerate(nics)),
+        ((closeness(g, d), gi, ni) for gi, g in enumerate(gpus) for ni, (_nic, d) in enumerate(nics)),
         key=lambda s: (-s[0][0], -s[0][1], s[1], s[2]),
     )
     taken: dict[int, int] = {}
     load = [0] * len(nics)
     level: dict[int, int] = {}
-    for (lvl, _), gi, ni in scored:
+    for (lvl, _depth), gi, ni in scored:
         if gi in taken or load[ni] >= cap:
             continue
         taken[gi], level[gi] = ni, lvl
@@ -383,7 +448,7 @@ def read_baseline(
     devices = [(f"GPU{i} {g.bdf}", g, gpu_link_speed) for i, g in enumerate(found_gpus)]
     devices += [(f"NIC {nic_name(n)} {d.bdf}", d, True) for n, d in rail]
     uplinks: dict[str, Device] = {}
-    for _, d, _ in devices:
+    for _name, d, _speed in devices:
         if len(d.bridges) >= 2:  # a switch below the root port: its upstream port's link
             uplinks.setdefault(d.bridges[1], Device(root, d.bridges[1]))
     for name, d, speed in devices:
@@ -391,10 +456,10 @@ def read_baseline(
     for bdf, d in sorted(uplinks.items()):
         checks += _link_checks(f"PCIe switch uplink {bdf}", d, True)
     if acs:
-        checks += _acs_checks(root, [d for _, d, _ in devices])
+        checks += _acs_checks(root, [d for _name, d, _speed in devices])
     if iommu:
         modes: dict[str, list[str]] = {}
-        for name, d, _ in devices:
+        for name, d, _speed in devices:
             modes.setdefault(_iommu_mode(d), []).append(name)
         cmdline = _read(os.path.join(root, "proc", "cmdline"))
         pt = " (cmdline has iommu=pt)" if re.search(r"(^|\s)iommu=pt(\s|$)", cmdline) else ""
@@ -457,8 +522,6 @@ def _acs_checks(root: str, devices: list[Device]) -> list[dict[str, str]]:
 
 
 def main() -> None:
-    from ansible.module_utils.basic import AnsibleModule
-
     module = AnsibleModule(
         argument_spec={
             "root": {"type": "path", "default": "/"},

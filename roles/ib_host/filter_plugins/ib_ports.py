@@ -23,7 +23,7 @@ def ib_ports(results: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
             "pkeys": {},
         }
         for line in lines:
-            key, _, value = line.partition("=")
+            key, _eq, value = line.partition("=")
             if key in ("link_layer", "state", "netdev") and not port[key]:
                 port[key] = value.strip()
             elif key.startswith("pkey "):
