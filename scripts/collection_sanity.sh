@@ -18,10 +18,13 @@ from ansible_test._internal.host_configs import NativePythonConfig as c
 print(p(c(version="3.11"))["pip"])')
 mkdir -p "$HOME/.ansible/test/cache"
 cp scripts/ansible_test_get_pip.py "$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
-collection=$("$bin/python" scripts/build_collection.py)
+# Assembled in a temporary folder, removed afterwards: the checkout is left as it was.
+out=$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-collection.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+collection=$("$bin/python" scripts/build_collection.py --out "$out")
 cd "$collection"
 # ansible-test lists a collection's files with git, from the closest repository above it: here that would
 # be this clone, whose build/ is ignored (no file to test). The assembled tree is made a repository of
 # its own, every file added (nothing committed), so ansible-test tests exactly what the collection ships.
 git init -q . && git add -A
-exec "$bin/ansible-test" sanity --local --python 3.11 --color no "$@"
+"$bin/ansible-test" sanity --local --python 3.11 --color no "$@"
