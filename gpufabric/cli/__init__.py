@@ -69,10 +69,10 @@ def with_verbose(command: click.Command) -> click.Command:
     the top level's help says so once)."""
     if getattr(command, "_gpufabric_verbose", False):
         return command
-    command.params.append(
-        click.Option(["-v", "--verbose"], count=True, hidden=True, expose_value=False, is_eager=True,
-                     callback=_more_verbose)  # fmt: skip
+    hidden = click.Option(
+        ["-v", "--verbose"], count=True, hidden=True, expose_value=False, is_eager=True, callback=_more_verbose
     )
+    command.params.append(hidden)
     if isinstance(command, click.Group):
         resolve = command.get_command
 

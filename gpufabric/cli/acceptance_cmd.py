@@ -15,6 +15,7 @@ from gpufabric.cli.output import err, out, shown, write_files, write_stdout
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
 
+
 @click.group("acceptance")
 def acceptance_cmd() -> None:
     """Acceptance tests derived from the plan: perftest pairs across every leaf and spine of every

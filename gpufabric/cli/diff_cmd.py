@@ -14,6 +14,7 @@ from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.diff import PlanDiff
 
+
 @click.command("diff")
 @click.argument("old")
 @click.argument("new", required=False)
