@@ -19,7 +19,6 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-from gpufabric import __version__
 from gpufabric.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED  # light: click and the error classes
 
 # name -> "module:attribute", imported only when that command runs (or `--help` lists them all):
@@ -47,6 +46,14 @@ COMMANDS = {
     "scheduler": "gpufabric.cli.scheduler_cmd:scheduler_cmd",
     "remediate": "gpufabric.cli.remediate_cmd:remediate_cmd",
 }
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from gpufabric import version  # importlib.metadata: only when asked
+
+        click.echo(f"gpufabric, version {version()}")
+        ctx.exit()
 
 
 VERBOSE, LOG_LEVEL = "gpufabric.verbose", "gpufabric.log_level"  # the root context's meta keys
@@ -107,7 +114,8 @@ BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="gpufabric")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")  # fmt: skip
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
