@@ -124,7 +124,7 @@ def test_the_version_comes_from_the_tag_and_falls_back_without_one(tmp_path):
     clone = tmp_path / "clone"
     _run("git", "clone", "-q", "--no-tags", ROOT, clone, cwd=tmp_path)
     untagged = _metadata(_wheel(clone, tmp_path / "untagged"))["Version"]
-    assert re.fullmatch(r"0\.1\.dev\d+\+g[0-9a-f]+", untagged), untagged
+    assert re.fullmatch(r"0\.0\.1\.dev\d+\+g[0-9a-f]+", untagged), untagged
     _run("git", "tag", "-a", "v9.8.7", "-m", "a release", cwd=clone)
     assert _metadata(_wheel(clone, tmp_path / "tagged"))["Version"] == "9.8.7"
     archive = tmp_path / "tree.tar"
@@ -132,7 +132,7 @@ def test_the_version_comes_from_the_tag_and_falls_back_without_one(tmp_path):
     unpacked = tmp_path / "unpacked"
     with tarfile.open(archive) as tar:
         tar.extractall(unpacked, filter="data")
-    assert _metadata(_wheel(unpacked, tmp_path / "nogit"))["Version"] == "0.0.0+unknown"
+    assert _metadata(_wheel(unpacked, tmp_path / "nogit"))["Version"] == "0.0.0"
 
 
 @pytest.mark.slow
