@@ -35,8 +35,11 @@ TOPS = ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus", *(f"napalm_
 
 
 def _run(*args: str | Path, cwd: Path, code: int = 0, **env: str) -> subprocess.CompletedProcess[str]:
+    # Never the checkout on PYTHONPATH: a build leaves gpufabric.egg-info in it, which pip in the fresh
+    # virtualenv would take for gpufabric installed already (and install only its dependencies).
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [str(a) for a in args], check=False, cwd=cwd, capture_output=True, text=True, env={**os.environ, **env}
+        [str(a) for a in args], check=False, cwd=cwd, capture_output=True, text=True, env={**clean, **env}
     )
     assert done.returncode == code, f"{args}: {done.stderr[-2000:]}"
     return done
@@ -170,3 +173,34 @@ def test_the_ansible_extra_is_what_the_vault_needs(installed, tmp_path):
     done = _run(*export, "-o", tmp_path / "ztp", cwd=tmp_path, **env)
     assert "wrote" in done.stderr
     shutil.rmtree(tmp_path / "ztp")  # it holds the switch password: gone with the test
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_registers_its_napalm_names_and_nornir_plugins(installed, tmp_path):
+    probe = (
+        "import napalm\n"
+        "from nornir.core.plugins.connections import ConnectionPluginRegister\n"
+        "from nornir.core.plugins.inventory import InventoryPluginRegister\n"
+        "ConnectionPluginRegister.auto_register()\n"
+        "InventoryPluginRegister.auto_register()\n"
+        "print(ConnectionPluginRegister.available['gpufabric_napalm'].__name__)\n"
+        "print(InventoryPluginRegister.available['GpufabricInventory'].__name__)\n"
+        "for os_ in ('eos', 'nxos', 'sonic', 'frr', 'cumulus'):\n"
+        "    print(napalm.get_network_driver('gpufabric_' + os_).__module__)\n"
+    )
+    done = _run(installed.parent / "python", "-c", probe, cwd=tmp_path)
+    assert done.stdout.split() == [
+        "RevealingNapalm", "GpufabricInventory",
+        *(f"gpufabric.nos.{o}.driver" for o in ("eos", "nxos", "sonic", "frr", "cumulus")),
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_editable_install_reads_its_version_from_git(tmp_path):
+    """`pip install -e .` (what scripts/test.sh and CI's fresh clone do) builds with setuptools-scm too."""
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    _run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ROOT, cwd=tmp_path)
+    done = _run(python, "-c", "import gpufabric; print(gpufabric.__version__)", cwd=tmp_path)
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+)?(\+[\w.]+)?", done.stdout.strip()), done.stdout
+    assert done.stdout.strip() != "0.0.0"  # git was read, not the fallback
