@@ -94,8 +94,9 @@ def test_the_installed_wheel_renders_as_the_checkout_does(installed, example, tm
     source = [] if example is None else [example]
     editable = Path(sys.executable).parent / "gpufabric"
     for name, command in (("installed", installed), ("editable", editable)):
-        _run(command, "render", *source, "-o", tmp_path / name / "configs", "-j", "1", cwd=work)
-        _run(command, "export", "plan", *source, "-o", tmp_path / name / "plan.json", cwd=work)
+        this = {"PYTHONPATH": str(ROOT)} if name == "editable" else {}  # this checkout's code, whatever the venv's
+        _run(command, "render", *source, "-o", tmp_path / name / "configs", "-j", "1", cwd=work, **this)
+        _run(command, "export", "plan", *source, "-o", tmp_path / name / "plan.json", cwd=work, **this)
     installed_files = _files(tmp_path / "installed")
     assert installed_files == _files(tmp_path / "editable")
     assert any(name.startswith("configs/") for name in installed_files)
