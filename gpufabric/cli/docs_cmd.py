@@ -129,7 +129,7 @@ def examples_cmd(output: Path, nav_file: Path, check: bool, inventory: Path) -> 
     if check:
         if missing:
             err.print(f"missing drawings in {output}: {', '.join(missing)}: run `gpufabric docs examples`")
-            return 1
+            return EXIT_FINDINGS
         return _site_pages("examples", generated, output, nav_file, check)
     for name, dot in images.items():
         image = drawing.svg(dot, drawing.drawn_nodes(dot))
