@@ -71,7 +71,7 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
     # A module that does not compile (some packages ship test data as .py) fails at import, if ever,
     # as it would have after pip: compileall's verdict does not stop the install.
     "$dir/bin/python" -m compileall -q -j 0 -x '/ansible_collections/' "$site" gpufabric nornir_tasks napalm_frr \
-        napalm_cumulus >/dev/null 2>&1 || true
+        napalm_cumulus napalm_gpufabric_* >/dev/null 2>&1 || true
     [ ${#used[@]} -eq 0 ] || "$dir/bin/python" -m compileall -q -j 0 "${used[@]}" >/dev/null 2>&1 || true
     echo "$want" >"$stamp"
     echo "the virtualenv $dir is ready" >&2

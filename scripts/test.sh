@@ -85,7 +85,7 @@ echo "== lint-imports (the floors: every import goes down)" && lint-imports --no
 # The static checks and the offline tests: what the lab's tests leave of the cores. They run niced,
 # beside the lab, so the lab's timed steps (commit checks, BGP, booting hosts) are not starved.
 static_and_offline() {
-    echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus bench scripts || return 1
+    echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus napalm_gpufabric_* bench scripts || return 1
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
     # Ansible's own tests of a collection, on gpufabric.cluster as built (their pinned linters in .cache/ansible-test).

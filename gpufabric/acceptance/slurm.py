@@ -163,7 +163,7 @@ def screen_script(suite: Suite) -> str:
         )
     lines += [
         "# The verdict: results against their median, the part behind slow ones, a signal record for the",
-        "# remediation loop (GPUFABRIC_ARGS: the intent, e.g. inventory/fabric.yml). Exit 1: slow results.",
+        "# remediation loop (GPUFABRIC_ARGS: the intent, e.g. inventory/fabric.yml). Exit 4: slow results.",
         '${GPUFABRIC:-gpufabric} acceptance screen report ${GPUFABRIC_ARGS:-} --results "$out" '
         '--signal "$out/signal.json"',
     ]

@@ -1,8 +1,9 @@
 """The command line. `gpufabric` and `nornir` are the same program.
 
-Exit codes: 0 success; 1 an internal error (a bug: please report it); 2 the intent
-or the command line is wrong (the message says where and what would be right);
-3 `--strict` and the plan has warnings; 130 interrupted.
+Exit codes (gpufabric/cli/errors.py): 0 success; 1 an internal error (a bug: please report it); 2 the
+intent or the command line is wrong (the message says where and what would be right); 3 `--strict`
+and the plan has warnings; 4 findings (failed checks, failed or rolled-back switches, a refused
+drain, a non-empty diff); 5 `diff`: a disruptive change; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-from gpufabric import __version__
 from gpufabric.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED  # light: click and the error classes
 
 # name -> "module:attribute", imported only when that command runs (or `--help` lists them all):
@@ -48,6 +48,50 @@ COMMANDS = {
 }
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from gpufabric import version  # importlib.metadata: only when asked
+
+        click.echo(f"gpufabric, version {version()}")
+        ctx.exit()
+
+
+VERBOSE, LOG_LEVEL = "gpufabric.verbose", "gpufabric.log_level"  # the root context's meta keys
+
+
+def _more_verbose(ctx: click.Context, _param: click.Parameter, value: int) -> None:
+    """`-v` given after a subcommand counts with any given before it; `--log-level` still wins."""
+    if not value:
+        return
+    root = ctx.find_root()
+    root.meta[VERBOSE] = root.meta.get(VERBOSE, 0) + value
+    if not root.meta.get(LOG_LEVEL):
+        from gpufabric.cli import logs
+
+        logs.configure(logs.level_for(None, root.meta[VERBOSE]))
+
+
+def with_verbose(command: click.Command) -> click.Command:
+    """`command`, and every subcommand it resolves, taking `-v` after its name too (hidden in its help:
+    the top level's help says so once)."""
+    if getattr(command, "_gpufabric_verbose", False):
+        return command
+    hidden = click.Option(
+        ["-v", "--verbose"], count=True, hidden=True, expose_value=False, is_eager=True, callback=_more_verbose
+    )
+    command.params.append(hidden)
+    if isinstance(command, click.Group):
+        resolve = command.get_command
+
+        def get_command(ctx: click.Context, cmd_name: str) -> click.Command | None:
+            found = resolve(ctx, cmd_name)
+            return None if found is None else with_verbose(found)
+
+        command.get_command = get_command  # type: ignore[method-assign]
+    command._gpufabric_verbose = True  # type: ignore[attr-defined]
+    return command
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported when used, so every command does not pay for all."""
 
@@ -60,7 +104,7 @@ class LazyGroup(click.Group):
             return None
         module, attribute = target.split(":")
         command: click.Command = getattr(importlib.import_module(module), attribute)
-        return command
+        return with_verbose(command)
 
 
 # Commands that build a plan, work through it and exit. Python's cycle collector would walk the
@@ -70,7 +114,8 @@ BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="gpufabric")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")  # fmt: skip
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -78,11 +123,14 @@ BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs"
     help="Log gpufabric's steps (connect, preview, commit, confirm, rollback, lock) on stderr at this level. "
     "Never a secret or a diff: diffs appear as their SHA-256. [env: GPUFABRIC_LOG_LEVEL; default: quiet]",
 )
-@click.option("-v", "--verbose", count=True, help="Shorthand: -v logs at info, -vv at debug.")
-def cli(log_level: str | None, verbose: int) -> None:
+@click.option("-v", "--verbose", count=True,
+              help="Shorthand: -v logs at info, -vv at debug (also after the subcommand: `push -v`).")  # fmt: skip
+@click.pass_context
+def cli(ctx: click.Context, log_level: str | None, verbose: int) -> None:
     """Bring up the networks of a GPU cluster from one intent file.
 
-    FILE defaults to ./inventory/fabric.yml, else the default fabric shipped with gpufabric.
+    FILE defaults to ./inventory/fabric.yml, else the default fabric shipped with gpufabric; the
+    commands that reach switches or schedulers never use that example (exit 2: name FILE).
 
     \b
     Typical flow:
@@ -92,8 +140,12 @@ def cli(log_level: str | None, verbose: int) -> None:
       gpufabric export plan -o build/plan.json
       gpufabric render                one config per switch into build/configs
 
-    Exit codes: 0 ok, 1 internal error, 2 bad intent or usage, 3 warnings with --strict.
+    Exit codes: 0 ok, 1 internal error, 2 bad intent or usage, 3 warnings with --strict, 4 findings
+    (failed checks, failed or rolled-back switches, a refused drain, a non-empty diff; `diff`: 5 when
+    disruptive). Each command's help says what its codes mean.
     """
+    ctx.meta[LOG_LEVEL] = log_level
+    ctx.meta[VERBOSE] = ctx.meta.get(VERBOSE, 0) + verbose
     if log_level or verbose:
         from gpufabric.cli import logs
 

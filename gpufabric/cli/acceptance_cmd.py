@@ -8,13 +8,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from gpufabric.cli.errors import EXIT_FINDINGS, EXIT_OK
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, out, shown, write_files, write_stdout
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
-
-EXIT_FAILED = 1
 
 
 @click.group("acceptance")
@@ -102,7 +101,7 @@ def scripts_cmd(file: str | None, output: Path) -> int:
 def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool) -> int:
     """Run the pair jobs over SSH (the servers' logins: the lab's with --lab, else the intent's host
     key), one pair at a time, and write their outputs for `report`. Collectives run through Slurm
-    (`acceptance scripts`). Exit 0 when every job produced output."""
+    (`acceptance scripts`). Exit 0 when every job produced output, 4 when one did not."""
     from gpufabric.acceptance.run import run_suite
     from gpufabric.cli.errors import show_notes
     from gpufabric.fleet.connect import host_shell
@@ -122,7 +121,7 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
         write_stdout(json_dumps({"jobs": len(suite.perf), "with_output": done, "results": str(results)}) + "\n")
     then = f"next: gpufabric acceptance report --results {results}{' --stand-in' if stand_in else ''}"
     err.print(shown(f"{done} of {len(suite.perf)} jobs produced output in {results}; {then}"))
-    return 0 if done == len(suite.perf) else EXIT_FAILED
+    return EXIT_OK if done == len(suite.perf) else EXIT_FINDINGS
 
 
 @acceptance_cmd.command("counters")
@@ -134,7 +133,7 @@ def run_cmd(fleet_args: FleetArgs, as_json: bool, results: Path, stand_in: bool)
 def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, results: Path) -> int:
     """Read the lossless counters (PFC pauses, ECN marks, queue drops, discards) of every switch port
     an incast job crosses, for `report` to compare before and after. The incast's Slurm script runs it
-    around the job. Exit 1 when a switch could not be read (recorded in the snapshot)."""
+    around the job. Exit 4 when a switch could not be read (recorded in the snapshot)."""
     from gpufabric.acceptance.counters import dump, snapshot_switches
     from gpufabric.cli.errors import show_notes
     from gpufabric.files import write_atomic
@@ -160,7 +159,7 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     for name, error in sorted(errors.items()):
         err.print(shown(f"{name}: not read: {error}"))  # the switch's own words
     err.print(shown(f"wrote {path}"))
-    return EXIT_FAILED if errors else 0
+    return EXIT_FINDINGS if errors else EXIT_OK
 
 
 @acceptance_cmd.command("report")
@@ -174,7 +173,7 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
     """Judge the outputs: expected vs observed per job, and the switches and cables that failing jobs
     share. An incast passes on its counters: no drop anywhere, PFC pauses and ECN marks or CNPs that
     rose; one that raised neither congested nothing and is `unstressed`, not a pass. Exit 0 when every
-    job passed, 1 when any failed or has no verdict (`missing`, `unreadable`, `invalid`, `unknown`). A
+    job passed, 4 when any failed or has no verdict (`missing`, `unreadable`, `invalid`, `unknown`). A
     result file that is no regular file, is larger than 4 MiB or is not UTF-8 is bad input (exit 2)."""
     from gpufabric.acceptance import report as r
     from gpufabric.files import write_atomic
@@ -190,7 +189,7 @@ def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | Non
             err.print(shown(f"suspect: {part}: in {failing} failing jobs, {passing} passing"))
         for v in report.failed:  # what was wrong: the table shows figures, not why a job has none
             err.print(shown(f"{v.job.id}: {v.status}: {v.detail}"))  # read from the tools' outputs
-    return EXIT_FAILED if report.failed else 0
+    return EXIT_FINDINGS if report.failed else EXIT_OK
 
 
 def _report_table(report) -> Table:  # noqa: ANN001
@@ -298,7 +297,7 @@ def screen_report_cmd(file: str | None, results: Path, *, factor: float, min_pee
     """Compare each result with the median of its like (perftest pairs of one line rate; nccl-tests runs
     over as many servers): below the median divided by --factor is slow, and so is an output that shows
     wrong data. Name the part slow results share (a NIC with its cable and leaf port, a node, a switch),
-    with the nodes behind it. Exit 0 when nothing is slow, 1 when something is (a signal), 2 on bad input."""
+    with the nodes behind it. Exit 0 when nothing is slow, 4 when something is (a signal), 2 on bad input."""
     from gpufabric.acceptance.screen import screen, signal_record
     from gpufabric.acceptance.suite import screen_suite
     from gpufabric.files import write_atomic
@@ -322,4 +321,4 @@ def screen_report_cmd(file: str | None, results: Path, *, factor: float, min_pee
             for c in sig.evidence:
                 seen = "no figure" if c.result.value is None else f"{c.result.value:g} {c.result.job.unit}"
                 err.print(shown(f"  {c.result.job.id}: {seen}, median {c.median:g}, slow below {c.threshold:.4g}"))
-    return EXIT_FAILED if found.signals else 0
+    return EXIT_FINDINGS if found.signals else EXIT_OK

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.errors import outcome
 from gpufabric.cli.options import file_arg
 from gpufabric.cli.output import err, out
 from gpufabric.cli.privileges import require_root
@@ -70,4 +71,4 @@ def demo_cmd(file: str | None, json_path: Path | None, chaos: bool, keep: bool, 
     if json_path:
         write_atomic(json_path, as_json(report) + "\n")
     show(out, report)
-    return 0 if report.passed else 1
+    return outcome(report.passed)

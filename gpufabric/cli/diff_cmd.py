@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.errors import EXIT_DISRUPTIVE, EXIT_FINDINGS, EXIT_OK
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.config.compare import compare, load_side
 from gpufabric.intent import load_intent
 from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.diff import PlanDiff
-
-EXIT_SAME, EXIT_ADDITIONS, EXIT_DISRUPTIVE = 0, 1, 3
 
 
 @click.command("diff")
@@ -32,8 +31,8 @@ def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | Non
     each switch's configuration diff, and the failure domains a push would touch.
 
     \b
-    Exit codes for a CI gate: 0 nothing changes; 1 only additions (new switches, cables and the
-    configuration lines they need); 3 something that carries traffic today would change (a
+    Exit codes for a CI gate: 0 nothing changes; 4 only additions (new switches, cables and the
+    configuration lines they need); 5 something that carries traffic today would change (a
     renumbered or removed switch, a moved or removed cable, a removed configuration line).
     """
     before, after = build_plan(load_side(old)), build_plan(load_side(new) if new else load_intent(None))
@@ -51,8 +50,8 @@ def diff_cmd(*, old: str, new: str | None, as_json: bool, work_order: Path | Non
     else:
         _print(diff, show_configs)
     if diff.empty:
-        return EXIT_SAME
-    return EXIT_DISRUPTIVE if diff.disruptive else EXIT_ADDITIONS
+        return EXIT_OK
+    return EXIT_DISRUPTIVE if diff.disruptive else EXIT_FINDINGS
 
 
 def _draw(diff: PlanDiff, after: Plan, directory: Path) -> None:

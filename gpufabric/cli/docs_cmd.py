@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpufabric.cli import help_pages
+from gpufabric.cli.errors import EXIT_FINDINGS
 from gpufabric.cli.output import err, write_stdout
 from gpufabric.docsite import examples, pages, platforms
 from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
@@ -20,7 +21,7 @@ from gpufabric.outputs import json_dumps
 
 @click.group("docs", invoke_without_command=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here instead of stdout.")
-@click.option("--check", is_flag=True, help="Exit 1 if the file at -o differs from the schema (for CI).")
+@click.option("--check", is_flag=True, help="Exit 4 if the file at -o differs from the schema (for CI).")
 @click.pass_context
 def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
     """Print the intent reference (docs/intent.md), generated from the schema.
@@ -44,7 +45,7 @@ def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
         current = pages.read_page(output) if output.exists() else ""
         if current != text:
             err.print(f"{output} is out of date: run `gpufabric docs -o {output}`")
-            return 1
+            return EXIT_FINDINGS
         return 0
     write_atomic(output, text)
     err.print(f"wrote {output}")
@@ -54,7 +55,7 @@ def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
 def _site_options(default_folder: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     def decorate(func: Callable[..., int]) -> Callable[..., int]:
         func = click.option(
-            "--check", is_flag=True, help="Write nothing; exit 1 if a page or the nav block is out of date (for CI)."
+            "--check", is_flag=True, help="Write nothing; exit 4 if a page or the nav block is out of date (for CI)."
         )(func)
         func = click.option(
             "--nav",
@@ -88,7 +89,7 @@ def _site_pages(name: str, generated: Generated, folder: Path, nav_file: Path, c
         stale += [str(nav_file)] if wanted != config else []
         if stale:
             err.print(f"out of date: {', '.join(stale)}: run `gpufabric docs {name} -o {folder} --nav {nav_file}`")
-            return 1
+            return EXIT_FINDINGS
         return 0
     changed = [str(folder / page) for page in write_pages(folder, generated)]
     changed += [str(nav_file)] if write_if_changed(nav_file, wanted) else []
@@ -128,7 +129,7 @@ def examples_cmd(output: Path, nav_file: Path, check: bool, inventory: Path) -> 
     if check:
         if missing:
             err.print(f"missing drawings in {output}: {', '.join(missing)}: run `gpufabric docs examples`")
-            return 1
+            return EXIT_FINDINGS
         return _site_pages("examples", generated, output, nav_file, check)
     for name, dot in images.items():
         image = drawing.svg(dot, drawing.drawn_nodes(dot))

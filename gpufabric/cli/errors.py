@@ -1,10 +1,12 @@
 """The one place the library's errors become exit codes and messages.
 
-Exit codes: 0 done; 1 an internal error (a bug: anything that is not a GpufabricError); 2 bad
-input or a refusal (nothing was done: a located problem in a file, an option at fault, a switch or
-lab that cannot be used as asked); 3 warnings under --strict; 130 interrupted. A command that ran
-and found something (validate's failed checks, diff's changes, acceptance's failed tests) returns
-its own code; that is a finding, not an error, and never passes through here.
+Exit codes (the table every command keeps, docs/exit-codes.md): 0 done, nothing found; 1 an internal
+error (a bug: anything that is not a GpufabricError); 2 bad input or a refusal (nothing was done: a
+located problem in a file, an option at fault, a switch or lab that cannot be used as asked); 3
+warnings under --strict; 4 findings: the command ran to its end and found or left something wrong
+(failed checks, failed or rolled-back switches, a refused drain, a non-empty diff where asked); 5
+`diff` only: findings that would disturb what carries traffic; 130 interrupted. Findings are a
+command's result, not an error, and never pass through here: a command returns `outcome(ok)`.
 
 FAMILIES is read top to bottom and the first family an error belongs to decides; every error
 gpufabric raises on purpose derives from GpufabricError (gpufabric/errors.py), so none is reported
@@ -28,7 +30,8 @@ from gpufabric.fleet.errors import PushRefusedError  # light: the options of eve
 if TYPE_CHECKING:
     from gpufabric.fleet.access import Access  # NAPALM and Nornir: only where a command reaches switches
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_WARNINGS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_WARNINGS, EXIT_FINDINGS, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_DISRUPTIVE = 5  # `diff`: a change that would disturb what carries traffic today (findings, graver)
 
 BUG_NOTE = (
     "this is a bug in gpufabric; please report it with the intent file (set GPUFABRIC_DEBUG=1 to see the traceback)"
@@ -62,6 +65,12 @@ FAMILIES: tuple[Family, ...] = (
     Family(GpufabricError, EXIT_INPUT, _refusal),  # push refusals, secrets, IB designs, exports, lab, ...
     Family(BaseException, EXIT_INTERNAL, _bug),  # not raised on purpose: a bug
 )
+
+
+def outcome(ok: bool) -> int:
+    """A command's exit code from its result: EXIT_OK when all was well, EXIT_FINDINGS when it ran to its
+    end and something failed, differs or was refused."""
+    return EXIT_OK if ok else EXIT_FINDINGS
 
 
 def family_of(exc: BaseException) -> Family:

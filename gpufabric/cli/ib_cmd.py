@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.errors import outcome
 from gpufabric.cli.output import emit, err, out, shown, shown_lines, write_files, write_stdout
 from gpufabric.ib import acceptance, counters, discovery, lab, opensm, topology, validate
 from gpufabric.ib.design_file import IbIntent, load
@@ -159,7 +160,7 @@ def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | 
 @FILE
 @FROM
 def diff_cmd(file: Path, source: str) -> int:
-    """Every planned cable port for port and nothing else; exit 1 when the fabric differs."""
+    """Every planned cable port for port and nothing else; exit 4 when the fabric differs."""
     intent = _intent(file)
     text, name = _live_or_file(source)
     try:
@@ -170,7 +171,7 @@ def diff_cmd(file: Path, source: str) -> int:
         out.print(shown(line))
     if diff.clean:
         err.print(f"{len(intent.fabric.cables)} cables as planned")
-    return 0 if diff.clean else 1
+    return outcome(diff.clean)
 
 
 def _run_tool(args: Sequence[str]) -> str:
@@ -199,7 +200,7 @@ def validate_cmd(  # click passes every option by name
     file: Path, *, fmt: str, show_all: bool, checks: tuple[str, ...], no_rates: bool, lab_dir: Path | None
 ) -> int:
     """Read-only: the live fabric (infiniband-diags on this host, or the lab's) against the plan;
-    exit 1 on a failure."""
+    exit 4 on a failure."""
     intent = _intent(file)
     try:
         run = lab.runner(lab_dir) if lab_dir else _run_tool
@@ -216,7 +217,7 @@ def validate_cmd(  # click passes every option by name
         write_stdout(json_dumps(rows, indent=2) + "\n")
     else:
         write_stdout(shown_lines(validate.render_table(results, show_all)).plain)  # what the tools answered
-    return 0 if all(r.ok for r in results) else 1
+    return outcome(all(r.ok for r in results))
 
 
 @ib_cmd.command("metrics")
@@ -296,11 +297,11 @@ def lab_down_cmd(state_dir: Path) -> int:
 @lab_cmd.command("status")
 @STATE_DIR
 def lab_status_cmd(state_dir: Path) -> int:
-    """Each recorded process: running or gone; exit 1 unless all run."""
+    """Each recorded process: running or gone; exit 4 unless all run."""
     states = lab.status(state_dir)
     for name, running in states.items():
         out.print(f"{name:8} {'running' if running else 'gone'}")
-    return 0 if states and all(states.values()) else 1
+    return outcome(bool(states) and all(states.values()))
 
 
 @lab_cmd.command("console")

@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from gpufabric.cli.errors import EXIT_FINDINGS, outcome
 from gpufabric.cli.options import file_arg
 from gpufabric.cli.output import err, out, shown
 from gpufabric.cli.privileges import require_root
@@ -105,7 +106,7 @@ def lab_down(state_dir: Path) -> int:
         err.print(
             f"lab {done.state.fabric}: not all removed; run `gpufabric lab down` again (state kept in {state_dir})"
         )
-        return 1
+        return EXIT_FINDINGS
     err.print(f"lab {done.state.fabric}: removed {done.summary()}")
     return 0
 
@@ -115,7 +116,7 @@ def lab_down(state_dir: Path) -> int:
 @state_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON on stdout.")
 def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
-    """Each planned switch: whether its namespace is up, its platform, what it runs as. Exit 1 when not all are up."""
+    """Each planned switch: whether its namespace is up, its platform, what it runs as. Exit 4 when not all are up."""
     topo = topology(load_intent(file))
     state = LabState.load(state_dir)
     present = netlink.namespaces()
@@ -159,4 +160,4 @@ def lab_status(file: str | None, state_dir: Path, as_json: bool) -> int:
         if ib is not None:
             ib_text = ", ".join(f"{name} {'running' if ok else 'gone'}" for name, ok in ib.items()) or "not started"
             out.print(f"InfiniBand compute plane (ibsim, OpenSM): {ib_text}", markup=False)
-    return 0 if all(r["up"] for r in rows) and ib_up else 1
+    return outcome(all(r["up"] for r in rows) and ib_up)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.errors import EXIT_FINDINGS
 from gpufabric.cli.options import file_arg
 from gpufabric.cli.output import err, out
 from gpufabric.cli.privileges import require_root
@@ -47,6 +48,9 @@ def lab_ztp_cmd(file: str | None, *, device: str, export: Path, dhcp: str, state
     option 82), then let the DHCP server and HTTP provision it; the servers stop once it is done.
 
     `nornir push --lab --device NAME --dry-run` afterwards shows what a push would still change: nothing.
+
+    Exit codes: 0 provisioned; 4 the switch did not come out of the run provisioned (the logs are named);
+    2 bad intent or options, a switch the lab does not hold, a DHCP server or package missing.
     """
     require_root("the lab's ZTP run moves links between network namespaces")
     loaded = load_intent(file)
@@ -54,9 +58,9 @@ def lab_ztp_cmd(file: str | None, *, device: str, export: Path, dhcp: str, state
     http = (str(ztp.server(topo.plan)), topo.plan.intent.planes.oob.ztp.port if topo.plan.intent.planes.oob else 80)
     try:
         run = lab_ztp.provision(topo, state_dir, export, device, server=dhcp, http=http)
-    except lab_ztp.LabZtpError as exc:
+    except lab_ztp.NotProvisionedError as exc:  # anything else the run refuses is the input's or the machine's: exit 2
         err.print(f"error: {exc}")
-        return 1
+        return EXIT_FINDINGS
     run.stop()
     result = {"device": device, "dhcp": dhcp, "address": run.address, "bootfile": run.bootfile, "seconds": run.seconds}
     if as_json:

@@ -7,7 +7,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from gpufabric.cli.errors import show_notes
+from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.fleet.access import Access
@@ -17,7 +17,7 @@ from gpufabric.maintenance import service
 from gpufabric.maintenance.service import DRAIN_TIMEOUT, MAX_RATE, MaintenanceRequest, MaintenanceResult
 from gpufabric.outputs import json_dumps
 
-EXIT = "Exit codes: 0 done (and the fabric settled, when waited for); 1 a switch failed, or the wait ran out; 2 bad " \
+EXIT = "Exit codes: 0 done (and the fabric settled, when waited for); 4 a switch failed, or the wait ran out; 2 bad " \
     "intent or options, or refused (no lab up, unknown switch)."  # fmt: skip
 
 
@@ -97,7 +97,7 @@ def status_cmd(*, fleet_args: FleetArgs, as_json: bool) -> int:
     """Which switches are drained, since when, by whom (push id or person) and how, as each switch
     records it. Changes nothing.
 
-    Exit codes: 0 read (drained or not); 1 a switch could not be read; 2 bad intent or options.
+    Exit codes: 0 read (drained or not); 4 a switch could not be read; 2 bad intent or options.
     """
     return _report(service.status(MaintenanceRequest(fleet_args), Shown()), as_json)
 
@@ -105,7 +105,7 @@ def status_cmd(*, fleet_args: FleetArgs, as_json: bool) -> int:
 def _report(result: MaintenanceResult, as_json: bool) -> int:
     if as_json:
         write_stdout(json_dumps(result.as_dict()) + "\n")
-        return 0 if result.ok else 1
+        return outcome(result.ok)
     table = Table(title=Text(f"maintenance {result.action} ({result.target})"))
     for column in ("switch", "drained", "since", "by", "mechanism", "reason", "note"):
         table.add_column(column)
@@ -130,4 +130,4 @@ def _report(result: MaintenanceResult, as_json: bool) -> int:
         err.print(f"audit trail incomplete: {printable(str(result.trail_error))}", markup=False)
     if result.push_id:
         err.print(f"{result.action} {result.push_id}: {'ok' if result.ok else 'NOT OK'}, {result.seconds:.1f} s")
-    return 0 if result.ok else 1
+    return outcome(result.ok)

@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
+from gpufabric.cli.errors import EXIT_OK, EXIT_WARNINGS
 from gpufabric.cli.output import err, shown
 from gpufabric.intent import load_intent
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.plan import Plan, build_plan
 
-EXIT_WARNINGS = 3
 ROLES = ("leaf", "spine", "superspine", "border", "mgmt")
 
 file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False))
@@ -35,8 +35,10 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def load_plan(file: str | None) -> Plan:
-    loaded = load_intent(file)
+def load_plan(file: str | None, *, reaches: bool = False) -> Plan:
+    """The plan of FILE (or ./inventory/fabric.yml, else the shipped example unless the command `reaches`
+    switches or schedulers: that needs a real intent)."""
+    loaded = load_intent(file, embedded=not reaches)
     return build_plan(loaded)
 
 
@@ -48,4 +50,4 @@ def print_warnings(plan: Plan) -> None:
 
 def warnings_exit(plan: Plan, strict: bool, code: int = 0) -> int:
     """`code`, or EXIT_WARNINGS when it is 0, `--strict` was given and there are warnings."""
-    return EXIT_WARNINGS if code == 0 and strict and plan.warnings else code
+    return EXIT_WARNINGS if code == EXIT_OK and strict and plan.warnings else code

@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from gpufabric.cli.errors import show_notes
+from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.cli.push_progress import PushProgress
@@ -97,7 +97,7 @@ STYLE = {
     default=60.0,
     show_default=True,
     help="After a converged push, wait up to this long for every BGP session between pushed switches to be "
-    "established (0: do not wait). Exit 1 if they are not.",
+    "established (0: do not wait). Exit 4 if they are not.",
 )
 @click.option(
     "--changed-from",
@@ -164,7 +164,7 @@ def push_cmd(
     switch, the push id, the SHA-256 of its masked diff, how it ended), dry runs and refused pushes
     too; a push that cannot append to the log stops before it reads a switch.
 
-    Exit codes: 0 every targeted switch converged; 1 a switch failed or was rolled back, or an
+    Exit codes: 0 every targeted switch converged; 4 a switch failed or was rolled back, or an
     audit record could not be written; 2 bad intent, options, timeouts that cannot protect a
     batch, missing credentials, an audit log that cannot be written, or another push of the
     fabric running.
@@ -193,7 +193,7 @@ def push_cmd(
     _report(result, as_json=as_json)
     if result.trail_error is not None:
         err.print(shown(f"error: {result.trail_error}; this push's trail is incomplete"))
-    return 0 if result.ok else 1
+    return outcome(result.ok)
 
 
 def drainer() -> Drainer | None:

@@ -84,7 +84,7 @@ def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_s
 
     Exit codes: 0 stopped; 2 bad settings, or the record cannot be read.
     """
-    plan = load_plan(file)
+    plan = load_plan(file, reaches=True)
     reach = Reach(
         slurm=opts["slurm"],
         slurm_conf=opts["slurm_conf"],

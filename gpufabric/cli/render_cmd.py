@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from gpufabric.cli.errors import outcome
 from gpufabric.cli.options import file_arg, load_plan, print_warnings, selection_options, strict_option, warnings_exit
 from gpufabric.cli.output import err, shown
 from gpufabric.config.batch import PARALLEL_FROM, render_all
@@ -96,7 +97,7 @@ def render_cmd(
         f"rendered {result.files} files for {result.switches} switches into {output} "
         f"in {time.perf_counter() - started:.2f} s"
     )
-    return warnings_exit(plan, strict, 1 if result.errors else 0)
+    return warnings_exit(plan, strict, outcome(not result.errors))
 
 
 def _for_lab(target: FleetArgs) -> tuple[Plan, LinkIndex]:

@@ -66,7 +66,7 @@ def restart_cmd(
     it was stops the rollout after its batch and stays drained; later batches are not touched. In the
     lab (--lab) a switch's reboot is a restart of its FRR daemons.
 
-    Exit codes: 0 every switch rebooted and back; 1 the rollout stopped (a switch named, left drained);
+    Exit codes: 0 every switch rebooted and back; 4 the rollout stopped (a switch named, left drained);
     2 bad intent or options, no switch selected, a reboot mode a platform lacks, another push running.
     """
     request = RestartRequest(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from gpufabric.cli.errors import outcome
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.outputs import json_dumps
 from gpufabric.push.targets import Batch
@@ -50,10 +51,10 @@ class Progress(Watcher):
 
 
 def report(result: RollResult, *, as_json: bool) -> int:
-    """Print the result; the exit code: 0 every switch done (or a dry run), 1 the rollout stopped."""
+    """Print the result; the exit code: 0 every switch done (or a dry run), 4 the rollout stopped."""
     if as_json:
         write_stdout(json_dumps(result.as_dict(), indent=2) + "\n")
-        return 0 if result.ok else 1
+        return outcome(result.ok)
     for note in result.notes:
         err.print(shown(note))
     table = Table(title=result.kind)
@@ -76,4 +77,4 @@ def report(result: RollResult, *, as_json: bool) -> int:
                         f"{result.seconds:.1f} s"))  # fmt: skip
         if drained:
             err.print(shown(f"left drained: {', '.join(drained)} (`gpufabric maintenance off` returns them)"))
-    return 0 if result.ok else 1
+    return outcome(result.ok)

@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from gpufabric.cli.errors import outcome
 from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, out, shown
 from gpufabric.drivers.push_id import new_push_id
@@ -29,7 +30,6 @@ from gpufabric.scheduler import (
 from gpufabric.scheduler import job_wait as wait_of
 from gpufabric.scheduler.model import OWNER
 
-EXIT_REFUSED = 1
 NONE_NAMED = "no scheduler named: the intent has no `scheduler:` section and no option names one"
 
 
@@ -194,10 +194,10 @@ def drain_cmd(
     """Take the servers behind the switches out of the schedulers and wait for their jobs to end, as a
     push does before a disruptive change; `scheduler resume --owner ID` puts them back.
 
-    Exit codes: 0 the nodes are free (or --force); 1 refused: the wait ran out, and the nodes gpufabric
+    Exit codes: 0 the nodes are free (or --force); 4 refused: the wait ran out, and the nodes gpufabric
     took out were put back; 2 bad input or a scheduler that cannot be reached.
     """
-    plan = load_plan(file)
+    plan = load_plan(file, reaches=True)
     known = {d.name for d in plan.devices()}
     for name in devices:
         if name not in known:
@@ -220,7 +220,7 @@ def drain_cmd(
         out.print_json(json_dumps([_jsonable(d) for d in drains]))
     else:
         err.print(f"owner {ident}: {sum(len(d.ours) for d in drains)} node(s) taken out")
-    return EXIT_REFUSED if any(d.refused for d in drains) else 0
+    return outcome(not any(d.refused for d in drains))
 
 
 def _jsonable(drain: SchedulerDrain) -> dict[str, Any]:
@@ -245,7 +245,7 @@ def resume_cmd(file: str | None, owner: str, **opts: Any) -> int:
 
     Exit codes: 0 done; 2 a scheduler cannot be reached.
     """
-    plan = load_plan(file)
+    plan = load_plan(file, reaches=True)
     count = 0
     for scheduler in schedulers(plan, _reach(opts)):
         for drain in resume_owner(scheduler, owner, Lines()):

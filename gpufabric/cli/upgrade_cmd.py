@@ -82,7 +82,7 @@ def upgrade_cmd(
     One platform per run (an image is one platform's). Not for the lab: its switches run the machine's
     FRR.
 
-    Exit codes: 0 every switch runs R; 1 the rollout stopped (a switch failed or fell back); 2 bad
+    Exit codes: 0 every switch runs R; 4 the rollout stopped (a switch failed or fell back); 2 bad
     intent, options, image URL or checksum, a release gpufabric does not render for, another push running.
     """
     request = UpgradeRequest(

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import click
 
-from gpufabric.cli.errors import show_notes
+from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.fleet.access import Access
@@ -62,7 +62,7 @@ def validate_cmd(
     link-flaps, port-errors, port-discards and pfc-pause over that window, per planned port.
 
     Each result has a check id, device, item, expected, observed and verdict.
-    Exit codes: 0 every check passed; 1 a check failed; 2 bad intent or options.
+    Exit codes: 0 every check passed; 4 a check failed; 2 bad intent or options.
     """
     request = ValidateRequest(
         fleet_args,
@@ -109,4 +109,4 @@ def _report(found: ValidateReport, fmt: str, show_all: bool) -> int:
     else:
         report.print_table(out, results, show_all)
         err.print(f"{found.what}, {len(results)} checks, {found.failed} failed, {found.seconds:.1f} s")
-    return 0 if found.ok else 1
+    return outcome(found.ok)

@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from gpufabric.cli.errors import outcome
 from gpufabric.cli.options import file_arg, load_plan, print_warnings, strict_option, warnings_exit
 from gpufabric.cli.output import err, out, shown
 from gpufabric.intent.types import ALL_PLANES
@@ -50,7 +51,7 @@ def verify_cmd(
     (nvueschema) each Cumulus file, Arista's AVD (pyavd) each EOS file; the summary says which
     judges ran and how to install one that was skipped.
 
-    Exit 0 when nothing is found, 1 with findings, 2 when the folder or intent is unusable, 3 with
+    Exit 0 when nothing is found, 4 with findings, 2 when the folder or intent is unusable, 3 with
     --strict when nothing is found but the intent or the plan has warnings.
     """
     if not configs.is_dir():
@@ -86,4 +87,4 @@ def verify_cmd(
         f"verified {report.switches} switches ({report.files} files) in {configs} "
         f"in {time.perf_counter() - started:.2f} s: {len(report.findings)} findings"
     )
-    return warnings_exit(plan, strict, 1 if report.findings else 0)
+    return warnings_exit(plan, strict, outcome(not report.findings))

@@ -33,7 +33,13 @@ def vault_key(name: str) -> str:
 
 def open_vault(vault_file: Path, password_file: Path | None = None) -> dict[str, str]:
     """The vault's entries, by `vault_key`."""
-    from ansible.parsing.vault import AnsibleVaultError, VaultLib, VaultSecret  # ansible-core: only when needed
+    try:  # ansible-core: only when needed, and only with the `ansible` extra
+        from ansible.parsing.vault import AnsibleVaultError, VaultLib, VaultSecret
+    except ImportError:
+        raise VaultError(
+            f"{vault_file}: reading an Ansible Vault needs ansible-core, which this installation lacks: "
+            "pip install 'gpufabric[ansible]'"
+        ) from None
 
     password_file = password_file or _env_password_file()
     if password_file is None:

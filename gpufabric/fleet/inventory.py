@@ -32,7 +32,7 @@ class GpufabricInventory:
         self.intent = intent
 
     def load(self) -> Inventory:
-        return inventory_from_plan(build_plan(load_intent(self.intent)))
+        return inventory_from_plan(build_plan(load_intent(self.intent, embedded=False)))  # switches: a real intent
 
 
 def inventory_from_plan(plan: Plan) -> Inventory:

@@ -62,7 +62,7 @@ class Fleet:
 def reach(args: FleetArgs) -> tuple[Plan, Access]:
     """The plan to work from and how to log in: the lab's (every switch as frr) only when asked for,
     else the real switches' with the intent's credentials."""
-    loaded = load_intent(args.file)
+    loaded = load_intent(args.file, embedded=False)  # an example fabric is never a target
     intent = loaded.intent
     wants_lab = args.wants_lab
     state_dir = args.lab_dir

@@ -16,6 +16,7 @@ from gpufabric.intent.schema_errors import problems_from
 from gpufabric.yaml_lines import MAX_BYTES, load_yaml
 
 DEFAULT_FABRIC = "inventory/fabric.yml"
+EMBEDDED = "<embedded default fabric>"
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,25 @@ def default_fabric_text() -> tuple[str, str]:
     if local.is_file():
         return read_intent_file(DEFAULT_FABRIC), DEFAULT_FABRIC
     text = resources.files("gpufabric.data").joinpath("fabric.yml").read_text(encoding="utf-8")
-    return text, "<embedded default fabric>"
+    return text, EMBEDDED
 
 
-def load_intent(file: str | None = None) -> LoadedIntent:
+def load_intent(file: str | None = None, *, embedded: bool = True) -> LoadedIntent:
+    """The intent in `file`; without one ./inventory/fabric.yml, else (when `embedded`) the example fabric
+    shipped in the package. What reaches devices passes embedded=False: an example is never the target."""
     if file is None:
+        if not embedded and not FsPath(DEFAULT_FABRIC).is_file():
+            raise IntentError(DEFAULT_FABRIC, [Problem((), "no intent file named, and none here", NO_INTENT_HINT)])
         text, name = default_fabric_text()
         return load_intent_text(text, name)
     return load_intent_text(read_intent_file(file), file)
+
+
+NO_INTENT_HINT = (
+    "name the fabric's intent file after the command (e.g. `nornir push inventory/fabric.yml`), or run it "
+    "from the folder that holds inventory/fabric.yml; the fabric shipped with gpufabric is an example for the "
+    "offline commands and is never used to reach switches or schedulers"
+)
 
 
 def read_intent_file(file: str) -> str:

@@ -50,6 +50,10 @@ class LabZtpError(GpufabricError):
     pass
 
 
+class NotProvisionedError(LabZtpError):
+    """The run started, and the switch did not come out of it provisioned: the run's finding."""
+
+
 def missing_packages() -> list[str]:
     return sorted({pkg for path, pkg in REQUIRED.items() if not Path(path).exists()})
 
@@ -233,14 +237,14 @@ def _provision(
     deadline = started + timeout
     while not done.exists():
         if time.monotonic() > deadline:
-            raise LabZtpError(f"{device} was not provisioned in {timeout:.0f} s: see the logs in {folder}")
+            raise NotProvisionedError(f"{device} was not provisioned in {timeout:.0f} s: see the logs in {folder}")
         if not processes.alive(run.pids["dhclient"]):
-            raise LabZtpError(f"{device}: the DHCP client stopped: see {folder / 'dhclient.log'}")
+            raise NotProvisionedError(f"{device}: the DHCP client stopped: see {folder / 'dhclient.log'}")
         time.sleep(0.2)
     run.seconds = time.monotonic() - started
     result = read_text(done, what="the lab ZTP agent's result", max_bytes=4096).strip()
     if result != "ok":
-        raise LabZtpError(f"{device}: its provisioning script {result}: see {folder / 'provision.log'}")
+        raise NotProvisionedError(f"{device}: its provisioning script {result}: see {folder / 'provision.log'}")
     run.bootfile = read_text(folder / "bootfile", what="the URL option 67 carried", max_bytes=4096).strip()
     shown = netlink.run("ip", "-n", device, "-4", "-o", "address", "show", "dev", attach.node_end).stdout.split()
     run.address = shown[shown.index("inet") + 1] if "inet" in shown else None

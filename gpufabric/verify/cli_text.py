@@ -1,18 +1,61 @@
-"""Shared reading of indented CLI configurations (EOS, NX-OS, FRR) with ciscoconfparse2."""
+"""Shared reading of indented CLI configurations (EOS, NX-OS, FRR): a line's block is the lines below it
+indented deeper, up to the next line indented as deep or less. Blank lines belong to no block and end
+none; the readers match anchored patterns, so comment lines (`!`) never match what they look for."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.verify.facts import Fact, SwitchFacts
 
 
-def parse(lines: list[str], syntax: str) -> Any:
-    from ciscoconfparse2 import CiscoConfParse  # ~0.7 s to import: only when verifying
+@dataclass(eq=False, slots=True)
+class ConfigLine:
+    text: str
+    linenum: int  # 0-based, in the lines given
+    indent: int
+    children: list[ConfigLine] = field(default_factory=list)
 
-    return CiscoConfParse(lines, syntax=syntax)
+    @property
+    def all_children(self) -> list[ConfigLine]:
+        """Every line of the block, at any depth, in file order."""
+        found: list[ConfigLine] = []
+        for child in self.children:
+            found.append(child)
+            found.extend(child.all_children)
+        return found
+
+
+class Config:
+    """An indented configuration as a tree of lines (what the readers below ask of it)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines: list[ConfigLine] = []
+        open_blocks: list[ConfigLine] = []  # the chain of lines the next one may belong to
+        for number, text in enumerate(lines):
+            body = text.rstrip("\r\n")
+            if not body.strip():
+                continue
+            line = ConfigLine(body, number, len(body) - len(body.lstrip()))
+            while open_blocks and open_blocks[-1].indent >= line.indent:
+                open_blocks.pop()
+            if open_blocks:
+                open_blocks[-1].children.append(line)
+            open_blocks.append(line)
+            self.lines.append(line)
+
+    def find_objects(self, pattern: str) -> list[ConfigLine]:
+        rx = re.compile(pattern)
+        return [line for line in self.lines if rx.search(line.text)]
+
+
+def parse(lines: list[str], syntax: str = "ios") -> Config:
+    """`lines` as a tree; `syntax` (ios, nxos) is the dialect's name, spelled alike for this reading."""
+    del syntax
+    return Config(lines)
 
 
 def sections(conf: Any, pattern: str) -> Iterator[tuple[Any, re.Match[str]]]:

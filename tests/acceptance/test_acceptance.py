@@ -196,7 +196,7 @@ def test_the_report_command_exits_by_verdict(tmp_path):
     assert doc["failed"] == 0 and doc["passed"] == len(suite.jobs())
     (folder / f"{suite.nccl[0].id}.txt").unlink()
     done = run("gpufabric", "acceptance", "report", "--results", str(folder), "--json")
-    assert done.returncode == 1 and json.loads(done.stdout)["jobs"][len(suite.perf)]["status"] == "missing"
+    assert done.returncode == 4 and json.loads(done.stdout)["jobs"][len(suite.perf)]["status"] == "missing"
 
 
 def test_slurm_scripts_parse_and_quote(tmp_path):

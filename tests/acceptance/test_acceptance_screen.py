@@ -200,7 +200,7 @@ def test_the_cli_writes_the_signal_and_exits_by_finding(tmp_path: Path, suite: S
     assert json.loads((tmp_path / "s.json").read_text())["signals"] == []
     record(tmp_path / "slow", suite, slow_nics={"gpu03 eth1": 180.0})
     done = _cli("acceptance", "screen", "report", fabric, "--results", tmp_path / "slow", "--json")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 4, done.stderr
     doc = json.loads(done.stdout)
     assert doc["kind"] == "gpufabric.slow-results" and doc["signals"][0]["part"] == "gpu03 eth1"
     assert "slow: gpu03 eth1 (nic; nodes gpu03)" in " ".join(_cli(
@@ -317,7 +317,7 @@ def test_the_cronjobs_driver_pins_each_pod_and_signals_the_slow_nic(tmp_path: Pa
            "SCREEN_RESULTS": str(tmp_path / "results"), "CANNED": str(canned), "KUBECTL_LOG": str(log),
            "SCREEN_SETTLE": "0"}  # fmt: skip
     done = subprocess.run(["sh", mount / "screen.sh"], env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 1, done.stderr  # the report's exit: something is slow
+    assert done.returncode == 4, done.stderr  # the report's exit: something is slow
     (run,) = (tmp_path / "results").iterdir()
     signal = json.loads((run / "signal.json").read_text())
     assert [(s["part"], s["nodes"]) for s in signal["signals"]] == [("gpu03 eth1", ["gpu03"])]

@@ -223,7 +223,7 @@ def test_the_json_report_stays_strict_json(suite, tmp_path, capsys):
     (results / f"{job.id}.txt").write_text(bw_text("nan"))
     with pytest.raises(SystemExit) as exited:
         main(["acceptance", "report", "--results", str(results), "--json"])
-    assert exited.value.code == 1
+    assert exited.value.code == 4
 
     def no_constant(name: str) -> None:
         raise AssertionError(f"{name} in --json")

@@ -1,33 +1,61 @@
-"""gpufabric installed from its wheel, not from this checkout, renders every example byte for byte as the checkout does.
+"""gpufabric installed from its wheel, not from this checkout: it renders every example byte for byte as the
+checkout does, carries its license, project URLs and a version from the git tag, pins no unrelated library,
+and its `ansible` extra is what `--vault-file` needs.
 
 The templates and the default fabric are package data: a wheel that missed one would render nothing (or
-fail) the moment it left the repository. The test builds the wheel, installs it (with its dependencies,
-from the package index pip is configured with) into a fresh virtualenv outside the checkout, and runs the
+fail) the moment it left the repository. The tests build the wheel, install it (with its dependencies,
+from the package index pip is configured with) into a fresh virtualenv outside the checkout, and run the
 installed `gpufabric` from an empty folder.
 """
 
 from __future__ import annotations
 
+import email
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import venv
 import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "inventory" / "examples").glob("*.yml"))
 
 
-def _run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+TOPS = ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus", *(f"napalm_gpufabric_{o}" for o in
+        ("cumulus", "eos", "frr", "nxos", "sonic")))  # fmt: skip
+
+
+def _run(*args: str | Path, cwd: Path, code: int = 0, **env: str) -> subprocess.CompletedProcess[str]:
+    # Never the checkout on PYTHONPATH: a build leaves gpufabric.egg-info in it, which pip in the fresh
+    # virtualenv would take for gpufabric installed already (and install only its dependencies).
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [str(a) for a in args], check=False, cwd=cwd, capture_output=True, text=True, env=os.environ.copy()
+        [str(a) for a in args], check=False, cwd=cwd, capture_output=True, text=True, env={**clean, **env}
     )
-    assert done.returncode == 0, f"{args}: {done.stderr[-2000:]}"
+    assert done.returncode == code, f"{args}: {done.stderr[-2000:]}"
     return done
+
+
+def _wheel(source: Path, into: Path) -> Path:
+    """The wheel pip builds from `source` (setuptools and setuptools-scm fetched into its build environment)."""
+    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", into, source, cwd=into.parent)
+    (wheel,) = into.glob("gpufabric-*.whl")
+    return wheel
+
+
+def _metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.message_from_bytes(z.read(name))
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -38,8 +66,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 def installed(tmp_path_factory) -> Path:
     """The `gpufabric` command of a virtualenv holding only the wheel and its dependencies."""
     tmp = tmp_path_factory.mktemp("installed")
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp / "dist", ROOT, cwd=tmp)
-    (wheel,) = (tmp / "dist").glob("gpufabric-*.whl")
+    wheel = _wheel(ROOT, tmp / "dist")
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".j2")}
     in_checkout = {f"gpufabric/{p.relative_to(ROOT)}" for p in (ROOT / "templates").rglob("*.j2")}
     assert shipped == in_checkout and shipped
@@ -53,9 +80,7 @@ def test_the_listed_packages_are_every_package_of_the_checkout():
     does not follow): a package added to the tree and not to the list would be missing from the wheel."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     in_tree = {
-        ".".join(init.parent.relative_to(ROOT).parts)
-        for top in ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")
-        for init in (ROOT / top).rglob("__init__.py")
+        ".".join(init.parent.relative_to(ROOT).parts) for top in TOPS for init in (ROOT / top).rglob("__init__.py")
     }
     templates = {f"gpufabric.templates.{d.name}" for d in (ROOT / "templates").iterdir() if d.is_dir()}
     assert listed == in_tree | templates | {"gpufabric.templates"}
@@ -69,8 +94,114 @@ def test_the_installed_wheel_renders_as_the_checkout_does(installed, example, tm
     source = [] if example is None else [example]
     editable = Path(sys.executable).parent / "gpufabric"
     for name, command in (("installed", installed), ("editable", editable)):
-        _run(command, "render", *source, "-o", tmp_path / name / "configs", "-j", "1", cwd=work)
-        _run(command, "export", "plan", *source, "-o", tmp_path / name / "plan.json", cwd=work)
+        this = {"PYTHONPATH": str(ROOT)} if name == "editable" else {}  # this checkout's code, whatever the venv's
+        _run(command, "render", *source, "-o", tmp_path / name / "configs", "-j", "1", cwd=work, **this)
+        _run(command, "export", "plan", *source, "-o", tmp_path / name / "plan.json", cwd=work, **this)
     installed_files = _files(tmp_path / "installed")
     assert installed_files == _files(tmp_path / "editable")
     assert any(name.startswith("configs/") for name in installed_files)
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_license_urls_and_no_exact_pin(installed):
+    (wheel,) = (installed.parents[2] / "dist").glob("gpufabric-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        (license_file,) = [n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+        assert z.read(license_file) == (ROOT / "LICENSE").read_bytes()
+    meta = _metadata(wheel)
+    assert meta["License-Expression"] == "Apache-2.0"
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    assert set(urls) >= {"Homepage", "Documentation", "Source", "Issues", "Changelog"}
+    assert all(u.startswith("https://") for u in urls.values())
+    assert "Topic :: System :: Networking" in meta.get_all("Classifier")
+    runtime = [r for r in meta.get_all("Requires-Dist") if "extra ==" not in r]
+    assert runtime and not [r for r in runtime if re.search(r"==|===|~=", r)], runtime
+    assert not [r for r in runtime if r.lower().startswith(("ciscoconfparse", "hier-config", "hypothesis"))]
+    ansible = [r for r in meta.get_all("Requires-Dist") if 'extra == "ansible"' in r]
+    assert any(r.startswith("ansible-core") for r in ansible), ansible
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?(\.dev\d+)?(\+[\w.]+)?", meta["Version"]), meta["Version"]
+
+
+@pytest.mark.slow
+def test_the_version_comes_from_the_tag_and_falls_back_without_one(tmp_path):
+    """A clone at a tag builds that version; with no tag, a development version; without git, the fallback."""
+    clone = tmp_path / "clone"
+    _run("git", "clone", "-q", "--no-tags", ROOT, clone, cwd=tmp_path)
+    untagged = _metadata(_wheel(clone, tmp_path / "untagged"))["Version"]
+    assert re.fullmatch(r"0\.0\.1\.dev\d+\+g[0-9a-f]+", untagged), untagged
+    _run("git", "tag", "-a", "v9.8.7", "-m", "a release", cwd=clone)
+    assert _metadata(_wheel(clone, tmp_path / "tagged"))["Version"] == "9.8.7"
+    archive = tmp_path / "tree.tar"
+    _run("git", "archive", "-o", archive, "HEAD", cwd=clone)
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    assert _metadata(_wheel(unpacked, tmp_path / "nogit"))["Version"] == "0.0.0"
+
+
+@pytest.mark.slow
+def test_the_runtime_leaves_room_for_hier_config_3(installed, tmp_path):
+    """No exact pin of an unrelated library: a team's newer hier-config resolves beside gpufabric."""
+    (wheel,) = (installed.parents[2] / "dist").glob("gpufabric-*.whl")
+    venv.create(tmp_path / "venv", with_pip=True)
+    done = _run(tmp_path / "venv" / "bin" / "python", "-m", "pip", "install", "--dry-run", "-q", "--report", "-",
+                wheel, "hier-config>=3", cwd=tmp_path)  # fmt: skip
+    chosen = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.loads(done.stdout)["install"]}
+    assert chosen["hier-config"].split(".")[0] == "3" and "gpufabric" in chosen, chosen
+    assert "ciscoconfparse2" not in chosen
+
+
+@pytest.mark.slow
+def test_the_ansible_extra_is_what_the_vault_needs(installed, tmp_path):
+    """Without the extra, `--vault-file` says which extra to install (exit 2, not an internal error); with
+    `pip install 'gpufabric[ansible]'` the same command opens the vault."""
+    (wheel,) = (installed.parents[2] / "dist").glob("gpufabric-*.whl")
+    bin_dir = installed.parent
+    doc = yaml.safe_load((ROOT / "inventory" / "fabric.yml").read_text())
+    doc["credentials"]["switches"]["password"] = {"vault": "switch_password"}
+    intent = tmp_path / "fabric.yml"
+    intent.write_text(yaml.safe_dump(doc))
+    secret, vault = tmp_path / "pass", tmp_path / "vault.yml"
+    secret.write_text("correct horse\n")
+    vault.write_text("switch_password: vault-canary-Zq81\n")
+    export = [installed, "export", "ztp", intent, "--vault-file", vault, "--vault-password-file", secret]
+    env = {"GPUFABRIC_SALT_KEY": "salt-for-the-wheel-test"}
+    plain = _run(*export, "-o", tmp_path / "plain", cwd=tmp_path, code=2, **env)
+    assert "pip install 'gpufabric[ansible]'" in plain.stderr and "internal error" not in plain.stderr
+    _run(bin_dir / "python", "-m", "pip", "install", "-q", f"{wheel}[ansible]", cwd=tmp_path)
+    _run(bin_dir / "ansible-vault", "encrypt", "--vault-password-file", secret, vault, cwd=tmp_path)
+    assert "vault-canary" not in vault.read_text()
+    done = _run(*export, "-o", tmp_path / "ztp", cwd=tmp_path, **env)
+    assert "wrote" in done.stderr
+    shutil.rmtree(tmp_path / "ztp")  # it holds the switch password: gone with the test
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_registers_its_napalm_names_and_nornir_plugins(installed, tmp_path):
+    probe = (
+        "import napalm\n"
+        "from nornir.core.plugins.connections import ConnectionPluginRegister\n"
+        "from nornir.core.plugins.inventory import InventoryPluginRegister\n"
+        "ConnectionPluginRegister.auto_register()\n"
+        "InventoryPluginRegister.auto_register()\n"
+        "print(ConnectionPluginRegister.available['gpufabric_napalm'].__name__)\n"
+        "print(InventoryPluginRegister.available['GpufabricInventory'].__name__)\n"
+        "for os_ in ('eos', 'nxos', 'sonic', 'frr', 'cumulus'):\n"
+        "    print(napalm.get_network_driver('gpufabric_' + os_).__module__)\n"
+    )
+    done = _run(installed.parent / "python", "-c", probe, cwd=tmp_path)
+    assert done.stdout.split() == [
+        "RevealingNapalm", "GpufabricInventory",
+        *(f"gpufabric.nos.{o}.driver" for o in ("eos", "nxos", "sonic", "frr", "cumulus")),
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_editable_install_reads_its_version_from_git(tmp_path):
+    """`pip install -e .` (what scripts/test.sh and CI's fresh clone do) builds with setuptools-scm too."""
+    venv.create(tmp_path / "venv", with_pip=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    _run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ROOT, cwd=tmp_path)
+    done = _run(python, "-c", "import gpufabric; print(gpufabric.__version__)", cwd=tmp_path)
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+)?(\+[\w.]+)?", done.stdout.strip()), done.stdout
+    assert done.stdout.strip() != "0.0.0"  # git was read, not the fallback

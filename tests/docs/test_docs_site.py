@@ -123,7 +123,7 @@ def test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift(tmp_path)
     config.write_text(CONFIG.read_text().replace('"Arista EOS": platforms/eos.md', '"EOS": platforms/eos.md'))
     (folder / "frr.md").unlink()
     done = run("gpufabric", "docs", "platforms", "-o", str(folder), "--nav", str(config), "--check")
-    assert done.returncode == 1
+    assert done.returncode == 4
     assert f"{folder / 'frr.md'}" in done.stderr and str(config) in done.stderr
     assert not (folder / "frr.md").exists()  # --check writes nothing
     done = run("gpufabric", "docs", "platforms", "-o", str(folder), "--nav", str(config))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-PACKAGES = ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus")
+PACKAGES = ("gpufabric", "nornir_tasks", "napalm_frr", "napalm_cumulus", *(f"napalm_gpufabric_{o}" for o in
+            ("cumulus", "eos", "frr", "nxos", "sonic")))  # fmt: skip
 
 
 def _lint(where: Path) -> subprocess.CompletedProcess[str]:

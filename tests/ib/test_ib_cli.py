@@ -74,13 +74,13 @@ def test_discover_configs_and_export_from_real_ibnetdiscover_output(mini: Path, 
 def test_diff_names_a_swapped_cable_and_exits_1(mini: Path, tmp_path: Path) -> None:
     clean = run("gpufabric", "ib", "diff", str(mini), "--from", str(RECORDED))
     # ibsim 0.10 reports SDR for planned NDR: the diff says so (and nothing else).
-    assert clean.returncode == 1 and "planned 4xNDR" in clean.stdout and "missing" not in clean.stdout
+    assert clean.returncode == 4 and "planned 4xNDR" in clean.stdout and "missing" not in clean.stdout
     # dgx005's and dgx006's rail-2 adapters swapped on su2-leaf2, as ibnetdiscover would print it.
     text = _swap(RECORDED.read_text(), '"H-0000000000100012"[1](100013)', '"H-0000000000100016"[1](100017)')
     live = tmp_path / "live.topo"
     live.write_text(_swap(text, '"S-0000000000200003"[1]', '"S-0000000000200003"[2]'))
     done = run("gpufabric", "ib", "diff", str(mini), "--from", str(live))
-    assert done.returncode == 1
+    assert done.returncode == 4
     assert 'missing cable "dgx005 mlx5_1"[1] - "su2-leaf2"[1]' in done.stdout
     assert 'unplanned cable "dgx005 mlx5_1"[1] - "su2-leaf2"[2]' in done.stdout
 
@@ -175,7 +175,7 @@ def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: 
         },
     )
     done = run("gpufabric", "ib", "validate", str(mini), "--no-rates", "--check", "cabling", PATH=path)
-    assert done.returncode == 1
+    assert done.returncode == 4
     assert 'cabling    FAIL    "dgx005 mlx5_1"[1] - "su2-leaf2"[1]' in done.stdout
     assert "4 failed" in done.stdout
 

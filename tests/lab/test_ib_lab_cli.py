@@ -48,7 +48,7 @@ def test_lab_up_validate_cut_and_down(tmp_path: Path) -> None:
         assert green.stdout.endswith("6 results, 0 failed\n")
         run("gpufabric", "ib", "lab", "console", "--state-dir", str(state), 'unlink "S-su1-leaf2"[40]', check=True)
         cut = run("gpufabric", "ib", "validate", FABRIC, "--lab", str(state), *quick, "--format", "json")
-        assert cut.returncode == 1
+        assert cut.returncode == 4
         failed = [(r["check"], r["item"], r["observed"]) for r in json.loads(cut.stdout) if not r["ok"]]
         assert ("cabling", '"su1-leaf2"[40] - "spine04"[10]', "missing") in failed
         # Symbol errors on dgx001's rail-1 cable, set on ibsim's console: validate names the port,
@@ -58,7 +58,7 @@ def test_lab_up_validate_cut_and_down(tmp_path: Path) -> None:
         errors = run(
             "gpufabric", "ib", "validate", FABRIC, "--lab", str(state), "--check", "counters", "--format", "json"
         )
-        assert errors.returncode == 1
+        assert errors.returncode == 4
         bad = [(r["item"], r["expected"], r["observed"]) for r in json.loads(errors.stdout) if not r["ok"]]
         assert bad == [('"su1-leaf1"[1] (to "dgx001 mlx5_0"[1])', "SymbolErrorCounter <= 0", "5")]
         metrics = run("gpufabric", "ib", "metrics", FABRIC, "--lab", str(state), check=True).stdout

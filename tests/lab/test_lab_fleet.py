@@ -50,13 +50,13 @@ def lab(tmp_path_factory):
 
 def push(state: Path, *args: str) -> tuple[int, dict]:
     done = run("nornir", "push", *PLANE, "--state-dir", str(state), "--json", *args)
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 4), done.stderr
     return done.returncode, json.loads(done.stdout)
 
 
 def validate(state: Path, *args: str) -> tuple[int, list[dict]]:
     done = run("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json", *args)
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 4), done.stderr
     return done.returncode, json.loads(done.stdout)["results"]
 
 
@@ -409,7 +409,7 @@ def test_a_leaf_that_cannot_reestablish_bgp_is_rolled_back_and_the_others_untouc
     ).stdout
     # The session cannot come back: the push waits --check-timeout for nothing, then rolls back.
     rc, out = push(lab, "--from", str(rendered), "--check-timeout", "8", "--confirm-timeout", "120")
-    assert rc == 1 and not out["converged"]
+    assert rc == 4 and not out["converged"]
     status = {d["device"]: d for d in out["devices"]}
     assert status["cmp-su1-leaf2"]["status"] == "rolled back"
     assert "BGP session swp3 (AS 4200000000) did not re-establish" in status["cmp-su1-leaf2"]["reason"]
@@ -432,7 +432,7 @@ def test_an_unreachable_switch_fails_the_push_and_stops_the_rollout(lab, pushed)
     finally:
         ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
     status = {d["device"]: d for d in out["devices"]}
-    assert rc == 1 and not out["converged"] and status["cmp-su2-leaf2"]["status"] == "failed"
+    assert rc == 4 and not out["converged"] and status["cmp-su2-leaf2"]["status"] == "failed"
     assert "cannot connect" in status["cmp-su2-leaf2"]["reason"]
     # Every switch is read before any changes: the others were read (already as planned), none committed.
     assert {d["status"] for d in out["devices"] if d["device"] != "cmp-su2-leaf2"} == {"unchanged"}
@@ -454,7 +454,7 @@ def test_a_switch_that_cannot_be_read_stops_the_push_before_any_switch_changes(l
     finally:
         ns("cmp-su2-leaf2", "link", "set", "eth0", "up")
     status = {d["device"]: d for d in out["devices"]}
-    assert rc == 1 and status["cmp-su2-leaf2"]["status"] == "failed"
+    assert rc == 4 and status["cmp-su2-leaf2"]["status"] == "failed"
     others = {d["status"] for name, d in status.items() if name != "cmp-su2-leaf2"}
     assert others == {"skipped"}, status
     assert all("cmp-su2-leaf2 could not be read" in d["reason"] for n, d in status.items() if n != "cmp-su2-leaf2")
@@ -474,7 +474,7 @@ def test_a_bad_password_is_reported_and_nothing_changes(lab, pushed, tmp_path):
     finally:
         shutil.copy(saved, login)
     out = json.loads(done.stdout)
-    assert done.returncode == 1 and out["batches"] == []
+    assert done.returncode == 4 and out["batches"] == []
     # Every switch is read before any changes: each refuses the login, none is committed.
     assert {d["status"] for d in out["devices"]} == {"failed"}
     assert all("authentication failed" in d["reason"] for d in out["devices"])
@@ -813,7 +813,7 @@ def test_a_link_that_flaps_inside_the_counter_window_fails_validate(lab, pushed)
         stop.set()
         flapper.join()
     flapped = [f for f in failures(results) if f[0] == "link-flaps"]
-    assert rc == 1 and [(f[1], f[2]) for f in flapped] == [("cmp-su2-leaf1", "swp3")], failures(results)
+    assert rc == 4 and [(f[1], f[2]) for f in flapped] == [("cmp-su2-leaf1", "swp3")], failures(results)
     assert flapped[0][4] != flapped[0][3] and int(flapped[0][4].split()[0]) >= 2
     healthy(lab)
 

@@ -29,7 +29,7 @@ def lab(tmp_path_factory):
 
 def _validate_failures(state) -> list[tuple[str, str, str]]:
     done = run("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json")
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 4), done.stderr
     return [(r["check"], r["device"], r["item"]) for r in json.loads(done.stdout)["results"] if r["verdict"] == "fail"]
 
 

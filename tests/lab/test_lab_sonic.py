@@ -33,7 +33,7 @@ def lab(tmp_path_factory):
 
 def _validate(state) -> list[dict]:
     done = run("nornir", "validate", EXAMPLE, *PLANE, "--state-dir", str(state), "--format", "json")
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 4), done.stderr
     return json.loads(done.stdout)["results"]
 
 

@@ -85,7 +85,7 @@ def test_lab_commands_up_status_down(tmp_path):
     assert len(rows) == 16 and all(r["up"] and r["runs_as"] == "frr" for r in rows)
     assert run("gpufabric", "lab", "down", "--state-dir", state).returncode == 0
     after = run("gpufabric", "lab", "status", "--state-dir", state, "--json")
-    assert after.returncode == 1 and not any(r["up"] for r in json.loads(after.stdout)["switches"])
+    assert after.returncode == 4 and not any(r["up"] for r in json.loads(after.stdout)["switches"])
 
 
 def test_lab_up_runs_daemons_and_down_leaves_nothing_behind(tmp_path):

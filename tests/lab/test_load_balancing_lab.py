@@ -48,7 +48,7 @@ def _set_policy(node: str, value: int) -> None:
 
 def _hash_results(state: Path) -> list[tuple[str, str, str, str]]:
     done = run("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json", "--all")
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 4), done.stderr
     results = json.loads(done.stdout)["results"]
     return [
         (r["device"], r["expected"], r["observed"], r["verdict"])

@@ -7,7 +7,7 @@ how), jobs submitted with sbatch.
   drained before stays drained, with the person's reason;
 - a node whose reason a person changed while we held it is not resumed;
 - a crashed controller's drains are found by their reason and put back by owner;
-- `gpufabric scheduler drain` exits 1 on a refusal, 0 once the job has ended.
+- `gpufabric scheduler drain` exits 4 on a refusal, 0 once the job has ended.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_the_command_line_refuses_with_exit_1_then_goes_once_the_job_ends(cluste
     job, stop = cluster.submit("gpu02")
     args = ("gpufabric", "scheduler", "drain", "--device", LEAF, "--slurm-conf", str(cluster.conf), "--no-kubernetes")
     refused = run(*args, "--job-wait", "2", "--json")
-    assert refused.returncode == 1, refused.stderr
+    assert refused.returncode == 4, refused.stderr
     (drain,) = json.loads(refused.stdout)
     assert drain["refused"] and drain["holding"] == {"gpu02": [f"job {job} running"]}
     assert not cluster.drained("gpu01") and not cluster.drained("gpu02")

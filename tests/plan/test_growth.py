@@ -84,7 +84,7 @@ def test_without_a_build_out_growth_renumbers_and_says_so(tmp_path):
     (tmp_path / "old.yml").write_text(yaml.safe_dump(small))
     (tmp_path / "new.yml").write_text(yaml.safe_dump(grown))
     done = run("gpufabric", "diff", str(tmp_path / "old.yml"), str(tmp_path / "new.yml"))
-    assert done.returncode == 3, done.stderr
+    assert done.returncode == 5, done.stderr
     assert "would be renumbered" in done.stderr and "would move" in done.stderr
     for d in (small, grown):
         d["server_groups"][0]["build_out"] = 8
@@ -92,7 +92,7 @@ def test_without_a_build_out_growth_renumbers_and_says_so(tmp_path):
     (tmp_path / "new.yml").write_text(yaml.safe_dump(grown))
     done = run("gpufabric", "diff", str(tmp_path / "old.yml"), str(tmp_path / "new.yml"), "--work-order",
                str(tmp_path / "wo.csv"))  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 4, done.stdout + done.stderr
     assert "would" not in done.stderr
     rows = (tmp_path / "wo.csv").read_text().splitlines()
     assert rows[0].startswith("action,cable_id,plane,rack,device,port") and all(r.startswith("add,") for r in rows[1:])
@@ -145,7 +145,7 @@ def test_push_changed_from_an_identical_intent_pushes_nothing(tmp_path):
 def test_diff_drawing_shows_what_the_growth_adds_in_green(tmp_path):
     old, new = _grown_pair(tmp_path)
     done = run("gpufabric", "diff", str(old), str(new), "--drawing", str(tmp_path / "draw"))
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 4, done.stderr
     compute = (tmp_path / "draw" / "compute.dot").read_text()
     filled = set(re.findall(r'^\s+"([^"]+)" \[.*fillcolor="#00a651', compute, re.M))
     assert {"cmp-su3-leaf1", "cmp-su3-leaf2"} <= filled  # the new unit's leaves

@@ -157,7 +157,7 @@ def test_one_record_per_switch_touched_with_its_outcome(switches, capsys):
     )  # fmt: skip
     code = push(*_select())
     report = json.loads(capsys.readouterr().out)
-    assert code == 1
+    assert code == 4
     found = records(path)
     assert sorted(r["switch"] for r in found) == sorted(SELECTION)  # one each, none twice
     by = {r["switch"]: r for r in found}
@@ -424,14 +424,14 @@ def test_a_printer_that_fails_costs_the_trail_no_batch_record(switches, no_settl
 
 def test_a_switchs_error_with_markup_and_escapes_is_reported_as_text(switches, no_settling, capsys):
     """biz-leaf1's refusal holds `[/]`, `[bold red]` and escape sequences: the report and the batch's line
-    show them literally, no escape reaches the terminal, and the push ends with its findings' code (1, a
+    show them literally, no escape reaches the terminal, and the push ends with its findings' code (4, a
     switch rolled back), not as a crash; the trail keeps the switch's words as they were."""
     path = switches(cmp_su1_leaf1="change", biz_leaf1="refuse commit, hostile words", cmp_su2_leaf1="change")
     with pytest.raises(SystemExit) as done:
         main(["push", INTENT, "--wait", "0", "--check-timeout", "3", "--no-diff", "--drain", "never",
               *[arg for name in BATCH_TWO for arg in ("--device", name)]])  # fmt: skip
     captured = capsys.readouterr()
-    assert done.value.code == 1
+    assert done.value.code == 4
     assert "internal error" not in captured.err
     shown = r"rejected [/] [bold red]loud[/bold red] \x1b[2J\x1b]0;pwned\x07 end"
     assert shown in captured.err  # the batch's line, on one line

@@ -93,7 +93,7 @@ def test_the_acceptance_report_json_holds_no_nan(tmp_path):
     done = run(
         "gpufabric", "acceptance", "report", "--results", str(folder), "--json", "--junit", str(tmp_path / "j.xml")
     )
-    assert done.returncode == 1, done.stderr  # the NaN job does not pass
+    assert done.returncode == 4, done.stderr  # the NaN job does not pass
     doc = _strict(done.stdout)
     job = next(j for j in doc["jobs"] if j["id"] == nan_job)
     # A figure no link can produce is no evidence: the job is invalid, with no figure to write.

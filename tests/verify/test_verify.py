@@ -328,7 +328,7 @@ def test_verify_command_exit_codes_and_table(rendered, tmp_path):
     conf = bad / "cmp-spine1.frr.conf"
     conf.write_text(conf.read_text().replace("router bgp 4200000000", "router bgp 4200000005"))
     found = run("nornir", "verify", "--configs", str(bad))
-    assert found.returncode == 1
+    assert found.returncode == 4
     assert "cmp-spine1" in found.stdout and "4200000005" in found.stdout and "bgp-asn" in found.stdout
     missing = run("nornir", "verify", "--configs", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "nornir render" in missing.stderr and "Traceback" not in missing.stderr
@@ -362,7 +362,7 @@ def _plant(folder: Path, file: str, old: str, new: str) -> int:
 @pytest.mark.slow
 def test_the_vendors_models_judge_what_verify_does_not_read(rendered, tmp_path):
     """An NVUE enum typo and an EOS `speed 100g-3` pass verify's own readers; NVIDIA's NVUE model and
-    Arista's AVD refuse them, and `verify` exits 1 naming file, line and the vendor's complaint."""
+    Arista's AVD refuse them, and `verify` exits 4 naming file, line and the vendor's complaint."""
     plan, folder = rendered["multi-vendor"]
     copy = tmp_path / "mv"
     shutil.copytree(folder, copy)
@@ -378,7 +378,7 @@ def test_the_vendors_models_judge_what_verify_does_not_read(rendered, tmp_path):
     eos_line = _plant(copy, "sto-leaf1a.cfg", "   speed 100g-2\n", "   speed 100g-3\n")
     assert verify(plan, copy, vendor_judges=False).findings == []  # the readers alone pass both
     done = run("nornir", "verify", str(INVENTORY / "examples" / "multi-vendor.yml"), "--configs", str(copy), "--json")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 4, done.stderr
     findings = json.loads(done.stdout)["findings"]
     nvue = [f for f in findings if f["check"] == "vendor-nvue"]
     assert [(f["file"], f["line"]) for f in nvue] == [("cmp-su1-leaf1.yaml", nvue_line)]
