@@ -70,25 +70,42 @@ start() {
         owner=postgres; id postgres >/dev/null 2>&1 || owner=nobody
         as=(setpriv --reuid="$owner" --regid="$(id -g "$owner")" --clear-groups --)
     fi
-    mkdir -p "$dir/pg" "$dir/pgsock" "$dir/redis" "$dir/media"
+    mkdir -p "$dir/redis" "$dir/media"
     chmod 700 "$dir"
-    [ "$(id -u)" -ne 0 ] || { chown "$owner" "$dir/pg" "$dir/pgsock"; chmod 711 "$dir"; }
-    local pg_port redis_port web_port
+    # The cluster's own folder, one the postgres user can reach whatever the folders above DIR allow;
+    # removed by stop.
+    local pg
+    pg=$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-sot-pg.XXXXXX")
+    echo "$pg" >"$dir/pg.path"
+    mkdir -p "$pg/sock"
+    local pg_port redis_port web_port template="$venv/pg-template" fresh=1
     pg_port=$(free_port); redis_port=$(free_port); web_port=$(free_port)
-    "${as[@]}" "$pg_bin/initdb" -D "$dir/pg" -U nautobot --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1
-    "${as[@]}" "$pg_bin/postgres" -D "$dir/pg" -h 127.0.0.1 -p "$pg_port" -k "$dir/pgsock" -c fsync=off \
-        -c synchronous_commit=off -c full_page_writes=off >"$dir/postgres.log" 2>&1 &
-    echo $! >"$dir/postgres.pid"
-    LD_LIBRARY_PATH="$redis/usr/lib/x86_64-linux-gnu" "$redis/usr/bin/redis-server" --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
-        --dir "$dir/redis" >"$dir/redis.log" 2>&1 &
+    # The first start migrates an empty database (minutes) and keeps the migrated cluster beside the venv;
+    # later starts copy it (a second).
+    if [ -f "$template/PG_VERSION" ]; then
+        cp -a "$template" "$pg/data"
+        fresh=0
+    else
+        mkdir -p "$pg/data"
+    fi
+    [ "$(id -u)" -ne 0 ] || chown -R "$owner" "$pg"
+    [ "$fresh" -eq 0 ] ||
+        "${as[@]}" "$pg_bin/initdb" -D "$pg/data" -U nautobot --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1
+    start_postgres() {
+        "${as[@]}" "$pg_bin/postgres" -D "$pg/data" -h 127.0.0.1 -p "$pg_port" -k "$pg/sock" -c fsync=off \
+            -c synchronous_commit=off -c full_page_writes=off >>"$dir/postgres.log" 2>&1 &
+        echo $! >"$dir/postgres.pid"
+        wait_for 60 PostgreSQL "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port"
+    }
+    start_postgres
+    LD_LIBRARY_PATH="$redis/usr/lib/x86_64-linux-gnu" "$redis/usr/bin/redis-server" --bind 127.0.0.1 \
+        --port "$redis_port" --save '' --appendonly no --dir "$dir/redis" >"$dir/redis.log" 2>&1 &
     echo $! >"$dir/redis.pid"
-    wait_for 60 PostgreSQL "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port"
-    "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U nautobot nautobot
+    [ "$fresh" -eq 0 ] || "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U nautobot nautobot
     local secret
     secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     cat >"$dir/nautobot_config.py" <<EOF
 from nautobot.core.settings import *  # noqa: F403
-from nautobot.core.settings_funcs import parse_redis_connection
 
 ALLOWED_HOSTS = ["127.0.0.1"]
 SECRET_KEY = "$secret"
@@ -104,23 +121,34 @@ JOBS_ROOT = "$dir/jobs"
 INSTALLATION_METRICS_ENABLED = False
 DEBUG = False
 EOF
-    wait_for 30 Redis env LD_LIBRARY_PATH="$redis/usr/lib/x86_64-linux-gnu" "$redis/usr/bin/redis-cli" -h 127.0.0.1 -p "$redis_port" ping
+    wait_for 30 Redis env LD_LIBRARY_PATH="$redis/usr/lib/x86_64-linux-gnu" "$redis/usr/bin/redis-cli" \
+        -h 127.0.0.1 -p "$redis_port" ping
     export NAUTOBOT_CONFIG="$dir/nautobot_config.py" NAUTOBOT_ROOT="$dir"
-    "$venv/bin/nautobot-server" migrate --no-input >"$dir/migrate.log" 2>&1
-    # The superuser and its API token, made in one shell of Nautobot's own: the token goes to a file
-    # only its owner reads.
+    if [ "$fresh" -eq 1 ]; then
+        "$venv/bin/nautobot-server" migrate --no-input >"$dir/migrate.log" 2>&1
+        # Kept for the next start: the cluster, copied while PostgreSQL is stopped.
+        local pid
+        pid=$(cat "$dir/postgres.pid")
+        kill -INT "$pid"
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+        rm -rf "$template.new" && cp -a "$pg/data" "$template.new" && mv "$template.new" "$template"
+        start_postgres
+    fi
+    # The superuser and a new API token, made in one shell of Nautobot's own: the token goes to a file only
+    # its owner reads, and the tokens of earlier starts (a copied cluster holds them) are removed.
     (umask 077 && "$venv/bin/nautobot-server" nbshell >"$dir/token.log" 2>&1 <<EOF
 import secrets
 from nautobot.users.models import Token, User
-user = User.objects.create_superuser("gpufabric", "gpufabric@example.invalid", secrets.token_hex(16))
-token = Token.objects.create(user=user, key=secrets.token_hex(20))
-open("$dir/token", "w").write(token.key)
+user = User.objects.filter(username="gpufabric").first() or User.objects.create_superuser("gpufabric", "gpufabric@example.invalid", secrets.token_hex(16))
+Token.objects.filter(user=user).delete()
+open("$dir/token", "w").write(Token.objects.create(user=user, key=secrets.token_hex(20)).key)
 EOF
     )
     [ -s "$dir/token" ] || { echo "the API token was not made (see $dir/token.log)" >&2; return 1; }
     "$venv/bin/nautobot-server" runserver --noreload "127.0.0.1:$web_port" >"$dir/nautobot.log" 2>&1 &
     echo $! >"$dir/nautobot.pid"
-    wait_for 120 Nautobot "$venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$web_port/health/', timeout=5)"
+    wait_for 180 Nautobot "$venv/bin/python" -c \
+        "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$web_port/health/', timeout=5)"
     printf 'GPUFABRIC_SOT_URL=http://127.0.0.1:%s\nGPUFABRIC_SOT_TOKEN_FILE=%s\n' "$web_port" "$dir/token" >"$dir/server.env"
 }
 
@@ -135,6 +163,12 @@ stop() {
         kill -KILL "$pid" 2>/dev/null || true
         rm -f "$dir/$name.pid"
     done
+    if [ -f "$dir/pg.path" ]; then
+        local pg
+        pg=$(cat "$dir/pg.path")
+        case "$pg" in */gpufabric-sot-pg.*) rm -rf --one-file-system "$pg" ;; esac
+        rm -f "$dir/pg.path"
+    fi
 }
 
 case "${1:-}" in
