@@ -76,6 +76,8 @@ ensure_unpacked .cache/alertmanager prometheus-alertmanager
 ensure_unpacked .cache/network-manager network-manager libnm0
 ensure_venv .venv test
 ensure_pip .venv libyang 'libyang==2.7.1'
+# `gpufabric sot` is tested against a real Nautobot: its own venv in .cache/nautobot, Redis unpacked beside it.
+bash scripts/sot_server.sh install
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff" && ruff check . && ruff format --check .

@@ -63,7 +63,7 @@ def _text(value: Any, what: str) -> str | None:
     return value
 
 
-def _metres(value: Any, unit: Any, label: str) -> int | None:
+def metres(value: Any, unit: Any, label: str) -> int | None:
     if value in (None, ""):
         return None
     try:
@@ -140,7 +140,7 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
         label = _text(o.get("label"), "a cable's label")
         if label is None or label not in positional:
             continue
-        length = _metres(o.get("length"), o.get("length_unit"), label)
+        length = metres(o.get("length"), o.get("length_unit"), label)
         if length is not None and length != positional[label]:
             measured[label] = length
     if measured:

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RACKS = [
     {"name": "r01", "row": 1, "column": 1},
     {"name": "r02", "row": 1, "column": 2},
