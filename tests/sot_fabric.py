@@ -41,6 +41,7 @@ def sot_intent(installed: int = 3) -> dict[str, Any]:
     del gpu["count"], gpu["naming"]
     gpu["build_out"] = 4
     gpu["hosts"] = [{"name": n, "rack": r, "position": u, "serial": f"SN-{n.upper()}"} for n, r, u in GPUS[:installed]]
+    data["planes"]["compute"]["cable_length"] = "30m"  # the positions give cables of up to 8 m
     data["site"] = {
         "name": "hall1",
         "racks": RACKS,

@@ -49,13 +49,15 @@ def problems(intent: Intent, build_out: Plan) -> list[Problem]:
     return found
 
 
-def place(plan: Plan) -> None:
-    """Record where everything stands, and give each cable between two placed ends its length."""
+def place(plan: Plan) -> list[Problem]:
+    """Record where everything stands, and give each cable between two placed ends its length. Returns
+    what does not fit: a cable of a lossless RoCE plane longer than the length class its PFC headroom is
+    sized for."""
     intent = plan.intent
     plan.places = places(intent)
     site = intent.site
     if site is None:
-        return
+        return []
     racks = {r.name: r for r in site.racks}
     for plane in plan.planes.values():
         for link in plane.links:
@@ -67,6 +69,28 @@ def place(plan: Plan) -> None:
             if a is None or b is None or a.rack is None or b.rack is None or a.position is None or b.position is None:
                 continue
             link.length = length_m(site.distances, racks[a.rack], a.position, racks[b.rack], b.position)
+    return _too_long(plan)
+
+
+def _too_long(plan: Plan) -> list[Problem]:
+    found: list[Problem] = []
+    for name, plane in plan.planes.items():
+        measured = [link for link in plane.links if link.length is not None]
+        if not plane.carries_roce or not measured:
+            continue
+        longest = max(measured, key=lambda link: link.length or 0)
+        allowed = int(plane.cable_length.rstrip("m"))
+        if longest.length is not None and longest.length > allowed:
+            wider = next((c for c in ("30m", "100m") if int(c.rstrip("m")) >= longest.length), None)
+            found.append(
+                Problem(
+                    ("planes", name, "cable_length"),
+                    f"cable {cable_label(plane.prefix, longest.number)} is {longest.length} m by the site's "
+                    f"positions, on a lossless RoCE plane whose PFC headroom is sized for {plane.cable_length}",
+                    f"set cable_length: {wider}" if wider else "keep lossless RoCE cables within 100 m",
+                )
+            )
+    return found
 
 
 def length_m(d: Distances, ra: Rack, ua: int, rb: Rack, ub: int) -> int:

@@ -34,7 +34,9 @@ def _build(loaded: LoadedIntent) -> Plan:
     if misplaced:
         raise loaded.error(misplaced)
     plan = installed(plan, loaded.intent)
-    placement.place(plan)
+    misplaced = placement.place(plan)
+    if misplaced:
+        raise loaded.error(misplaced)
     if loaded.intent.infiniband is not None:
         try:
             plan.infiniband = plan_infiniband(loaded.intent, build_out)

@@ -119,3 +119,6 @@ def test_rules_on_hosts_and_site() -> None:
     d = copy.deepcopy(doc)
     del d["server_groups"][0]["hosts"], d["server_groups"][0]["build_out"]
     bad(d, "server_groups[0].count", "the group has no servers")
+    d = copy.deepcopy(doc)
+    d["planes"]["compute"]["cable_length"] = "5m"
+    bad(d, "planes.compute.cable_length", "cable cmp-000001 is 7 m by the site's positions")
