@@ -22,6 +22,7 @@ TAGGED = [
     "dcim.cable",
     "ipam.prefix",
     "ipam.ipaddress",
+    "ipam.vlan",
 ]
 CUSTOM_FIELDS = {  # key -> (type, content types)
     "gpufabric_asn": ("integer", ["dcim.device"]),
@@ -34,6 +35,7 @@ LOCATION_TYPE = "Site"
 ENDPOINTS = {
     "locations": "dcim/locations",
     "racks": "dcim/racks",
+    "vlans": "ipam/vlans",
     "devices": "dcim/devices",
     "interfaces": "dcim/interfaces",
     "prefixes": "ipam/prefixes",
@@ -205,7 +207,7 @@ class Sync:
         active, connected, ns = self.fixed["Active"], self.fixed["Connected"], self.fixed["Global"]
         if kind == "locations":
             return f | {"location_type": self.ids["location-types", LOCATION_TYPE], "status": active, "tags": tags}
-        if kind in ("racks", "devices", "interfaces"):
+        if kind in ("racks", "devices", "interfaces", "vlans"):
             return f | {"status": active, "tags": tags}
         if kind == "prefixes":
             return f | {"namespace": ns, "status": active, "type": "network", "tags": tags}

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 from typing import Any
 
+from gpufabric.config.mlag import HOST_VLAN, PEER_VLAN
 from gpufabric.plan.model import Plan, cable_label, ip
+from gpufabric.platforms import platform
 
 SERVER_ROLE = "{kind}-server"
 MANUFACTURER = "Unspecified"  # the intent names a switch's model, not who makes it
@@ -175,6 +177,9 @@ def desired(plan: Plan) -> Desired:
             address(nic.address, nic.prefixlen, s.name, nic.interface)
     for key, fields in interfaces.items():
         out.add("interfaces", key, **fields)
+    for plane_name, unit, vid, what in vlans(plan):
+        key = f"{plane_name}-unit{unit}-{what}"
+        out.add("vlans", key, name=key, vid=vid, description=f"{plane_name} unit {unit}: {what}")
     pools = _pools(plan)
     for prefix, what in pools.items():
         out.add("prefixes", prefix, prefix=prefix, description=what)
@@ -191,6 +196,23 @@ def desired(plan: Plan) -> Desired:
             ip_address=Ref("ip-addresses", addr),
             interface=Ref("interfaces", interface_key(device, port)),
         )
+    return out
+
+
+def vlans(plan: Plan) -> list[tuple[str, int, int, str]]:
+    """The VLANs of LACP planes, per leaf pair (unit): the hosts' VLAN, the peer link's, and the routed
+    peering's where the platform has one: (plane, unit, VLAN id, what for)."""
+    out: list[tuple[str, int, int, str]] = []
+    for name, plane in plan.planes.items():
+        units: dict[int, list[str]] = {}
+        for d in plane.devices:
+            if d.svi_ip is not None and d.unit is not None:
+                units.setdefault(d.unit, []).append(d.platform)
+        for unit, platforms in sorted(units.items()):
+            out += [(name, unit, HOST_VLAN, "hosts"), (name, unit, PEER_VLAN, "mlag-peer")]
+            l3 = platform(platforms[0]).facts.mlag_l3_vlan
+            if l3 is not None and any(d.peer_l3_ip is not None for d in plane.devices if d.unit == unit):
+                out.append((name, unit, l3, "mlag-l3-peer"))
     return out
 
 
