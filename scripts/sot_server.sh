@@ -2,6 +2,7 @@
 # A Nautobot of the tests' own on loopback: PostgreSQL and Redis as processes of this script's, with
 # their data in a folder given, never the machine's services.
 #   scripts/sot_server.sh install        # Nautobot's venv in .cache/nautobot, Redis unpacked into .cache/redis
+#   scripts/sot_server.sh prepare        # the first start's migrations ahead of time (minutes; once)
 #   scripts/sot_server.sh start DIR      # PostgreSQL, Redis and Nautobot on 127.0.0.1; DIR/server.env says where
 #   scripts/sot_server.sh stop DIR       # stops them by the PIDs in DIR; DIR is left for the caller to remove
 # DIR/server.env holds GPUFABRIC_SOT_URL and the path of the token's file (DIR/token, 0600): the token
@@ -83,9 +84,13 @@ start() {
     pg_port=$(free_port); redis_port=$(free_port); web_port=$(free_port)
     # The first start migrates an empty database (minutes) and keeps the migrated cluster beside the venv;
     # later starts copy it (a second).
+    # One migration at a time: a start while another (say `prepare`) migrates waits for its template.
+    exec 9>"$venv/.template.lock"
+    flock 9
     if [ -f "$template/PG_VERSION" ]; then
         cp -a "$template" "$pg/data"
         fresh=0
+        flock -u 9
     else
         mkdir -p "$pg/data"
     fi
@@ -94,13 +99,13 @@ start() {
         "${as[@]}" "$pg_bin/initdb" -D "$pg/data" -U nautobot --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1
     start_postgres() {
         "${as[@]}" "$pg_bin/postgres" -D "$pg/data" -h 127.0.0.1 -p "$pg_port" -k "$pg/sock" -c fsync=off \
-            -c synchronous_commit=off -c full_page_writes=off >>"$dir/postgres.log" 2>&1 &
+            -c synchronous_commit=off -c full_page_writes=off >>"$dir/postgres.log" 2>&1 9>&- &
         echo $! >"$dir/postgres.pid"
         wait_for 60 PostgreSQL "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port"
     }
     start_postgres
     LD_LIBRARY_PATH="$redis/usr/lib/x86_64-linux-gnu" "$redis/usr/bin/redis-server" --bind 127.0.0.1 \
-        --port "$redis_port" --save '' --appendonly no --dir "$dir/redis" >"$dir/redis.log" 2>&1 &
+        --port "$redis_port" --save '' --appendonly no --dir "$dir/redis" >"$dir/redis.log" 2>&1 9>&- &
     echo $! >"$dir/redis.pid"
     [ "$fresh" -eq 0 ] || "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U nautobot nautobot
     local secret
@@ -132,7 +137,8 @@ EOF
         pid=$(cat "$dir/postgres.pid")
         kill -INT "$pid"
         while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
-        rm -rf "$template.new" && cp -a "$pg/data" "$template.new" && mv "$template.new" "$template"
+        rm -rf "$template.new" && cp -a "$pg/data" "$template.new" && mv -T "$template.new" "$template"
+        flock -u 9
         start_postgres
     fi
     # The superuser and a new API token, made in one shell of Nautobot's own: the token goes to a file only
@@ -146,7 +152,7 @@ open("$dir/token", "w").write(Token.objects.create(user=user, key=secrets.token_
 EOF
     )
     [ -s "$dir/token" ] || { echo "the API token was not made (see $dir/token.log)" >&2; return 1; }
-    "$venv/bin/nautobot-server" runserver --noreload "127.0.0.1:$web_port" >"$dir/nautobot.log" 2>&1 &
+    "$venv/bin/nautobot-server" runserver --noreload "127.0.0.1:$web_port" >"$dir/nautobot.log" 2>&1 9>&- &
     echo $! >"$dir/nautobot.pid"
     wait_for 180 Nautobot "$venv/bin/python" -c \
         "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$web_port/health/', timeout=5)"
@@ -172,9 +178,18 @@ stop() {
     fi
 }
 
+prepare() {  # the first start's migrations, done ahead (CI runs this beside the other tests)
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-sot-prepare.XXXXXX")
+    trap 'stop "$dir"; rm -rf "$dir"' EXIT
+    trap 'exit 143' TERM INT
+    [ -f "$venv/pg-template/PG_VERSION" ] || start "$dir"
+}
+
 case "${1:-}" in
 install) install ;;
+prepare) prepare ;;
 start) [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }; start "$2" || { stop "$2"; exit 1; } ;;
 stop) [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }; stop "$2" ;;
-*) echo "usage: $0 install | start DIR | stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 install | prepare | start DIR | stop DIR" >&2; exit 2 ;;
 esac
