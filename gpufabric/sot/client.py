@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.errors import GpufabricError, printable
+from gpufabric.outputs import json_dumps
 
 MAX_BODY = 16 * 1024 * 1024  # bytes of one answer: a page of 1,000 objects is well under 4 MiB
 PAGE = 1000  # objects per page asked for (Nautobot's default MAX_PAGE_SIZE)
@@ -88,7 +89,7 @@ class Nautobot:
     def _send(self, method: str, path: str, body: Any = None) -> Any:
         self.requests += 1
         where = f"{method} {path.split('?', maxsplit=1)[0]}"
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else json_dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Authorization", f"Token {self.token}")
         request.add_header("Accept", "application/json")
