@@ -178,18 +178,26 @@ stop() {
     fi
 }
 
+prepared=""
 prepare() {  # the first start's migrations, done ahead (CI runs this beside the other tests)
-    local dir
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-sot-prepare.XXXXXX")
-    trap 'stop "$dir"; rm -rf "$dir"' EXIT
+    prepared=$(mktemp -d "${TMPDIR:-/tmp}/gpufabric-sot-prepare.XXXXXX")
+    trap 'stop "$prepared"; rm -rf "$prepared"' EXIT
     trap 'exit 143' TERM INT
-    [ -f "$venv/pg-template/PG_VERSION" ] || start "$dir"
+    if [ ! -f "$venv/pg-template/PG_VERSION" ]; then start "$prepared"; fi
 }
 
 case "${1:-}" in
 install) install ;;
 prepare) prepare ;;
-start) [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }; start "$2" || { stop "$2"; exit 1; } ;;
+start)
+    [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }
+    # Called plainly, so that errexit holds inside it; whatever stops it half-way stops what it started.
+    started=0
+    trap '[ "$started" -eq 1 ] || stop "$2"' EXIT
+    trap 'exit 143' TERM INT
+    start "$2"
+    started=1
+    ;;
 stop) [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }; stop "$2" ;;
 *) echo "usage: $0 install | prepare | start DIR | stop DIR" >&2; exit 2 ;;
 esac
