@@ -125,6 +125,7 @@ class Sync:
         self.result = SyncResult(desired.site, dry_run)
         self.ids: dict[tuple[str, str], str] = {}  # (kind, key) -> id on the server
         self.fixed: dict[str, str] = {}  # statuses, namespace, tag, location type by name
+        self.devices_before: dict[str, dict[str, Any]] = {}
 
     # -- shared vocabulary ---------------------------------------------------------------------------
 
@@ -262,12 +263,36 @@ class Sync:
             out[k] = o
         return out
 
+    def _primary_ips(self) -> None:
+        """Each device's primary address, once its addresses are assigned to its interfaces."""
+        counts = self.result.count("primary-ips")
+        changes = []
+        for r in self.want.owned.get("primary-ips", []):
+            device, address = self._ref(r.fields["device"]), self._ref(r.fields["ip_address"])
+            current = _norm(self.devices_before.get(r.key, {}).get("primary_ip4"))
+            if current == address:
+                continue
+            if current is None:
+                counts.created += 1
+            else:
+                counts.updated += 1
+            changes.append({"id": device, "primary_ip4": address})
+        # A device that goes, or whose management address goes, loses its primary address with it.
+        keep = {r.key for r in self.want.owned.get("primary-ips", [])}
+        counts.deleted += sum(
+            1 for key, o in self.devices_before.items() if key not in keep and _norm(o.get("primary_ip4"))
+        )
+        if changes and not self.dry:
+            self.api.update(ENDPOINTS["devices"], changes)
+
     def run(self) -> SyncResult:
         self._prepare()
         stale: dict[str, list[str]] = {}
         for kind in ORDER:
             records = {r.key: r for r in self.want.owned.get(kind, [])}
             have = self._existing(kind)
+            if kind == "devices":
+                self.devices_before = have
             for key, o in have.items():
                 self.ids[kind, key] = o["id"]
             counts = self.result.count(kind)
@@ -310,6 +335,7 @@ class Sync:
                 self.api.update(ENDPOINTS[kind], [{"id": o["id"], "tags": [self.fixed["tag"]]} for o in made])
             for (key, _), o in zip(create, made, strict=True):
                 self.ids[kind, key] = o["id"]
+        self._primary_ips()
         for kind in reversed(ORDER):
             ids = stale.get(kind, [])
             self.result.count(kind).deleted += len(ids)

@@ -184,6 +184,12 @@ def desired(plan: Plan) -> Desired:
     for prefix, what in pools.items():
         out.add("prefixes", prefix, prefix=prefix, description=what)
     networks = [IPv4Network(p) for p in pools]
+    # Each device's management address is its primary one: how Nautobot's own tools reach it.
+    managed = [(d.name, d.mgmt_ip) for d in plan.devices()] + [(s.name, s.mgmt_ip) for s in plan.servers]
+    for device, value in managed:
+        if value is not None:
+            addr = f"{ip(value)}/{oob_len}"
+            out.add("primary-ips", device, device=Ref("devices", device), ip_address=Ref("ip-addresses", addr))
     for addr, (device, port) in addresses.items():
         iface = IPv4Interface(addr)
         if not any(iface.ip in n for n in networks):  # an address outside every pool gets its own network

@@ -22,6 +22,7 @@ from sot_fabric import sot_intent, write_intent
 
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
+from gpufabric.plan.model import ip
 from gpufabric.sot.client import Nautobot
 from gpufabric.sot.records import desired
 
@@ -40,6 +41,7 @@ OWNED = [
     "ip-addresses",
     "ip-address-to-interface",
     "cables",
+    "primary-ips",
 ]
 
 
@@ -139,6 +141,8 @@ def test_push_twice_grow_shrink_and_pull_round_trip(nautobot: Server, tmp_path: 
     leaf = plan3.device("cmp-su1-leaf1")
     assert devices[leaf.name]["custom_fields"]["gpufabric_asn"] == leaf.asn
     assert devices[leaf.name]["position"] == 40
+    addresses = {a["id"]: a["address"] for a in api.objects("ipam/ip-addresses", tags="gpufabric-lab")}
+    assert addresses[devices[leaf.name]["primary_ip4"]["id"]].split("/")[0] == ip(leaf.mgmt_ip)
     assert devices["gpu02"]["serial"] == "SN-GPU02" and devices["gpu02"]["position"] == 10
     cables = {c["label"]: c for c in api.objects("dcim/cables", tags="gpufabric-lab")}
     for plane in plan3.planes.values():
