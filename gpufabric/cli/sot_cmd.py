@@ -42,7 +42,7 @@ def sot_cmd() -> None:
     """Keep the plan in a source of truth (Nautobot), and read the physical facts back.
 
     `push` writes sites, racks, devices with roles and platforms, interfaces, cables with lengths and
-    labels, prefixes, IP addresses and ASNs; `pull` writes an intent with the servers, racks, positions,
+    labels, prefixes, IP addresses, ASNs and VLANs; `pull` writes an intent with the servers, racks, positions,
     serials and measured cable lengths the source of truth holds (docs/source-of-truth.md)."""
 
 
