@@ -45,6 +45,7 @@ COMMANDS = {
     "maintenance": "gpufabric.cli.maintenance_cmd:maintenance_cmd",
     "scheduler": "gpufabric.cli.scheduler_cmd:scheduler_cmd",
     "remediate": "gpufabric.cli.remediate_cmd:remediate_cmd",
+    "sot": "gpufabric.cli.sot_cmd:sot_cmd",
 }
 
 

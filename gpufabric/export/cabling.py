@@ -7,14 +7,14 @@ import io
 
 from gpufabric import media
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.plan.model import Plan, link_length
+from gpufabric.plan.model import Plan, cable_label, link_length
 
 HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed", "medium", "length_m"]
 
 
 def cable_id(prefix: str, index: int) -> str:
     """The label of a plane's `index`-th cable (1-based, plan order): what a technician finds on it."""
-    return f"{prefix}-{index:06d}"
+    return cable_label(prefix, index)
 
 
 def render(plan: Plan) -> str:

@@ -11,10 +11,11 @@ from typing import Any
 from gpufabric.export.bom import PlaneBom, plane_bom
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.infiniband import IbPlan
-from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
+from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, cable_label, ip
 from gpufabric.plan.reach import rail_reach
 
 SCHEMA_VERSION = 1
+PLACE_KEYS = ("rack", "position", "serial")
 
 
 def _roles(plane: PlanePlan) -> dict[str, int]:
@@ -198,7 +199,25 @@ def full(plan: Plan) -> dict[str, Any]:
             "links": [link_dict(link) for link in plane.links],
         }
     doc["servers"] = [server_dict(s) for s in plan.servers]
+    if plan.intent.site is not None or plan.places:
+        _placed(plan, doc)
     return doc
+
+
+def _placed(plan: Plan, doc: dict[str, Any]) -> None:
+    """Where every switch and server stands, and each cable's label and length (a plan with a site)."""
+
+    def place(entry: dict[str, Any]) -> None:
+        p = plan.places.get(entry["name"])
+        entry |= {"rack": p.rack, "position": p.position, "serial": p.serial} if p else dict.fromkeys(PLACE_KEYS)
+
+    for name, plane in plan.planes.items():
+        for entry in doc["planes"][name]["devices"]:
+            place(entry)
+        for entry, link in zip(doc["planes"][name]["links"], plane.links, strict=True):
+            entry |= {"label": cable_label(plane.prefix, link.number), "length_m": link.length}
+    for entry in doc["servers"]:
+        place(entry)
 
 
 def render(plan: Plan) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from gpufabric.intent.types import (
     DATA_PLANES,
@@ -20,12 +20,14 @@ from gpufabric.intent.types import (
     Asn,
     AsnRange,
     DomainName,
+    HostName,
     InterfaceName,
     LabelValue,
     ModelName,
     Network,
     PlaneName,
     Platform,
+    RackName,
     Ratio,
     SecretRef,
     Serial,
@@ -71,12 +73,27 @@ class NicSet(Model):
     )
 
 
+class Host(Model):
+    """One server of a group, by name, with where it stands."""
+
+    name: HostName = Field(description="The server's host name.")
+    rack: RackName | None = Field(None, description="The rack it stands in: a name under `site.racks`.")
+    position: int | None = Field(None, ge=1, le=60, description="Its lowest rack unit (1 is the bottom), with `rack`.")
+    serial: Serial | None = Field(None, description="Its serial number, as the source of truth keeps it.")
+
+
 class ServerGroup(Model):
-    """A set of identical servers (GPU nodes, storage servers, ...)."""
+    """A set of identical servers (GPU nodes, storage servers, ...): a count and a naming pattern, or a
+    list of hosts."""
 
     name: str = Field(description="Group name; becomes an inventory group.", pattern=NAME_PATTERN)
     kind: Literal["gpu", "storage", "cpu"] = Field("gpu", description="What the servers are for.")
-    count: int = Field(ge=1, le=65536, description="Number of servers installed.")
+    count: int = Field(
+        0,  # not written and no `hosts`: the rules say what is missing
+        ge=1,
+        le=65536,
+        description="Number of servers installed. With `hosts` it may be left out: it is then their number.",
+    )
     build_out: int | None = Field(
         None,
         ge=1,
@@ -86,7 +103,16 @@ class ServerGroup(Model):
         "cables and configuration lines. Default: `count`.",
     )
     naming: str = Field(
-        description="Name pattern with an `{index}` field in Python format syntax, e.g. `gpu{index:03d}`.",
+        "",
+        description="Name pattern with an `{index}` field in Python format syntax, e.g. `gpu{index:03d}`. "
+        "Required unless `hosts` names the servers.",
+    )
+    hosts: list[Host] | None = Field(
+        None,
+        min_length=1,
+        max_length=65536,
+        description="The servers installed, by name, in the order they take leaf ports (instead of `count` and "
+        "`naming`). With `build_out`, the servers still to come are planned without names until listed.",
     )
     start_index: int = Field(1, ge=0, le=1_000_000, description="Index of the first server in `naming`.")
     gpus: int = Field(0, ge=0, le=16, description="GPUs per server.")
@@ -102,6 +128,20 @@ class ServerGroup(Model):
         "of the group, in index order, share one. Feeds Slurm's block topology and the Kubernetes accelerator label. "
         "Only on a group of GPU servers (`kind: gpu`, `gpus` above 0).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_of_hosts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "count" not in data and isinstance(data.get("hosts"), list):
+            return {**data, "count": len(data["hosts"])}
+        return data
+
+    def server_name(self, i: int) -> str:
+        """The name of the group's `i`-th server (0-based, up to the build-out): listed, or made by `naming`;
+        a server past the host list is not installed, and is planned under a name of its place."""
+        if self.hosts is not None:
+            return self.hosts[i].name if i < len(self.hosts) else f"{self.name}-unlisted-{i + 1}"
+        return self.naming.format(index=self.start_index + i)
 
 
 class SwitchRole(Model):
@@ -621,6 +661,59 @@ class SchedulerSettings(Model):
     )
 
 
+class Rack(Model):
+    """A rack of the hall: where it stands, for cable lengths."""
+
+    name: RackName = Field(description="Rack name, as the source of truth and the labels write it.")
+    row: int = Field(ge=1, le=1000, description="Row of racks it stands in (1-based).")
+    column: int = Field(ge=1, le=1000, description="Its place along the row (1-based).")
+    units: int = Field(42, ge=1, le=60, description="Its height in rack units.")
+
+
+class Placement(Model):
+    """Where a switch stands."""
+
+    rack: RackName = Field(description="The rack: a name under `site.racks`.")
+    position: int = Field(ge=1, le=60, description="Its lowest rack unit (1 is the bottom).")
+    serial: Serial | None = Field(None, description="Its serial number, as the source of truth keeps it.")
+
+
+class Distances(Model):
+    """The distance model cable lengths are derived from (docs/source-of-truth.md), in millimetres.
+
+    Within a rack a cable runs between the two units; between racks it rises from its unit to the
+    overhead tray, runs along and across rows, and drops to the other unit. Every cable gets `slack`,
+    and is rounded up to whole metres."""
+
+    rack_width: int = Field(600, ge=100, le=5000, description="Distance between the centres of neighbouring racks.")
+    row_pitch: int = Field(
+        2400, ge=100, le=50_000, description="Distance between the centres of neighbouring rows (the aisle)."
+    )
+    tray: int = Field(500, ge=0, le=5000, description="Height of the overhead tray above the top of a rack.")
+    slack: int = Field(2000, ge=0, le=50_000, description="Added to every cable: the service loops at both ends.")
+
+
+class Site(Model):
+    """Where the cluster stands: racks, switch positions, and the cable lengths that follow from them.
+    Servers stand where their group's `hosts` say."""
+
+    name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = Field(
+        None, description="Site name in the source of truth. Default: the fabric's name."
+    )
+    racks: list[Rack] = Field(default_factory=list, max_length=100_000, description="The racks.")
+    switches: dict[SwitchName, Placement] = Field(
+        default_factory=dict, description="Switch name -> where it stands (and its serial)."
+    )
+    distances: Distances = Field(default_factory=Distances, description="The distance model.")
+    cable_lengths: dict[
+        Annotated[str, Field(pattern=r"^[a-z][a-z0-9]{0,7}-[0-9]{6}$")], Annotated[int, Field(ge=1, le=10_000)]
+    ] = Field(
+        default_factory=dict,
+        description="Cable label -> its measured length in metres, where it differs from the positions' "
+        "(what `gpufabric sot pull` found); a cable listed here keeps this length.",
+    )
+
+
 class Intent(Model):
     """The whole cluster: the single source of truth."""
 
@@ -640,6 +733,10 @@ class Intent(Model):
     kubernetes: Kubernetes = Field(default_factory=Kubernetes, description="How Kubernetes pods reach the RDMA rails.")
     scheduler: SchedulerSettings | None = Field(
         None, description="The workload scheduler(s) to drain servers in before their only switch changes."
+    )
+    site: Site | None = Field(
+        None,
+        description="Racks and positions: cable lengths from positions, and what `gpufabric sot` writes and reads.",
     )
 
     def release(self, platform: str) -> str:

@@ -63,6 +63,7 @@ def check_rules(intent: Intent) -> list[Problem]:
     if problems:
         return problems  # the other rules walk every server name: not for a design this large
     problems += _server_groups(intent)
+    problems += _site(intent)
     for name, plane in intent.data_planes():
         problems += _data_plane(intent, name, plane)
     if intent.infiniband is not None:
@@ -211,8 +212,8 @@ def _releases(intent: Intent) -> list[Problem]:
 
 
 def server_names(group: ServerGroup) -> Iterator[str]:
-    for i in range(group.start_index, group.start_index + group.count):
-        yield group.naming.format(index=i)
+    for i in range(group.count):
+        yield group.server_name(i)
 
 
 def _server_groups(intent: Intent) -> list[Problem]:
@@ -286,6 +287,10 @@ def _naming_fields_ok(pattern: str) -> bool:
 
 
 def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem]:
+    if group.hosts is not None:
+        return _hosts(group, at, names)
+    if group.count == 0:
+        return [Problem((*at, "count"), "the group has no servers", "give `count` and `naming`, or list `hosts`")]
     if not _naming_fields_ok(group.naming):
         return [
             Problem(
@@ -314,6 +319,78 @@ def _naming(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem
             )
             break
         names[name] = group.name
+    return problems
+
+
+def _hosts(group: ServerGroup, at: Path, names: dict[str, str]) -> list[Problem]:
+    assert group.hosts is not None
+    problems: list[Problem] = []
+    if group.naming:
+        problems.append(
+            Problem((*at, "naming"), "the servers are named by `hosts` and by `naming`", "keep one of the two")
+        )
+    if group.count != len(group.hosts):
+        problems.append(
+            Problem(
+                (*at, "count"),
+                f"count {group.count} is not the {len(group.hosts)} hosts listed",
+                "leave `count` out: it is the number of hosts",
+            )
+        )
+    for hi, host in enumerate(group.hosts):
+        hat: Path = (*at, "hosts", hi)
+        if host.name.isdigit() or host.name in names:
+            what = "is all digits" if host.name.isdigit() else f"is also in group '{names[host.name]}'"
+            problems.append(
+                Problem((*hat, "name"), f"server name '{host.name}' {what}", "give each server its own name")
+            )
+        names.setdefault(host.name, group.name)
+        if (host.rack is None) != (host.position is None):
+            problems.append(Problem(hat, "a host has a rack without a position, or one without the other", "give both"))
+    return problems
+
+
+def _site(intent: Intent) -> list[Problem]:
+    """Racks named once and at distinct places; every rack named by a host or a switch exists, and every
+    position lies within its rack."""
+    site = intent.site
+    problems: list[Problem] = []
+    racks: dict[str, int] = {}
+    places: dict[tuple[int, int], str] = {}
+    for ri, rack in enumerate(site.racks if site is not None else []):
+        at: Path = ("site", "racks", ri)
+        if rack.name in racks:
+            problems.append(Problem((*at, "name"), f"rack '{rack.name}' is listed twice", "list each rack once"))
+        elif (rack.row, rack.column) in places:
+            problems.append(
+                Problem(
+                    (*at, "column"),
+                    f"rack '{rack.name}' stands where rack '{places[rack.row, rack.column]}' does",
+                    "give each rack its own row and column",
+                )
+            )
+        racks[rack.name] = rack.units
+        places.setdefault((rack.row, rack.column), rack.name)
+
+    def placed(at: Path, rack: str | None, position: int | None) -> None:
+        if rack is None or position is None:
+            return
+        if rack not in racks:
+            problems.append(Problem((*at, "rack"), f"rack '{rack}' is not under site.racks", "add it there"))
+        elif position > racks[rack]:
+            problems.append(
+                Problem(
+                    (*at, "position"),
+                    f"unit {position} is above rack '{rack}' ({racks[rack]} units)",
+                    "give a unit of the rack, or the rack's `units`",
+                )
+            )
+
+    for gi, group in enumerate(intent.server_groups):
+        for hi, host in enumerate(group.hosts or []):
+            placed(("server_groups", gi, "hosts", hi), host.rack, host.position)
+    for name, where in (site.switches if site is not None else {}).items():
+        placed(("site", "switches", name), where.rack, where.position)
     return problems
 
 

@@ -73,6 +73,13 @@ SERIAL_PATTERN = _pattern(
 SWITCH_NAME_PATTERN = _pattern(
     r"^[a-z][a-z0-9-]{0,62}$", "a planned switch's name: lower-case letters, digits and '-', at most 63"
 )
+HOST_NAME_PATTERN = _pattern(
+    r"^[a-z][a-z0-9-]{0,62}$", "a host name: lower-case letters, digits and '-', starting with a letter, at most 63"
+)
+RACK_PATTERN = _pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$",
+    "a rack name: letters, digits, '.', '_' or '-', starting with a letter or digit, at most 32",
+)
 USER_PATTERN = _pattern(
     r"^[a-z_][a-z0-9_-]{0,31}$",
     "a login name: lower-case letters, digits, '_' and '-', starting with a letter or '_', at most 32",
@@ -127,6 +134,8 @@ InterfaceName = Annotated[str, Field(pattern=INTERFACE_PATTERN), AfterValidator(
 UserName = Annotated[str, Field(pattern=USER_PATTERN)]
 Serial = Annotated[str, Field(pattern=SERIAL_PATTERN)]
 SwitchName = Annotated[str, Field(pattern=SWITCH_NAME_PATTERN)]
+HostName = Annotated[str, Field(pattern=HOST_NAME_PATTERN)]
+RackName = Annotated[str, Field(pattern=RACK_PATTERN)]
 ModelName = Annotated[str, Field(pattern=MODEL_PATTERN)]
 DomainName = Annotated[str, Field(pattern=DOMAIN_PATTERN, max_length=253)]
 LabelValue = Annotated[str, Field(pattern=LABEL_PATTERN)]

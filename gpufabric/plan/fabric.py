@@ -314,7 +314,7 @@ class PlaneBuilder:
             nics = share.nics
             rails = nics.rails or list(range(1, len(nics.interfaces) + 1))
             for i in range(share.group.count):
-                server = self.servers[share.group.naming.format(index=share.group.start_index + i)]
+                server = self.servers[share.group.server_name(i)]
                 unit = share.first_unit + i // s.unit_nodes
                 pos = i % s.unit_nodes
                 server.units[self.name] = unit + 1

@@ -69,6 +69,7 @@ class Link:
     b_cage: int = 0
     b_split: int = 1
     number: int = 0  # 1-based place in its plane at the build-out: the cable's label, stable as the fabric grows
+    length: int | None = None  # metres, from the site's positions or as measured (None: by position class)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,15 @@ class Server:
     mgmt_ip: int | None = None
     mgmt_switch: str | None = None
     mgmt_port: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a switch or a server stands (the intent's `site` and `hosts`)."""
+
+    rack: str | None
+    position: int | None
+    serial: str | None
 
 
 @dataclass(slots=True)
@@ -183,6 +193,7 @@ class Plan:
     servers: list[Server]
     warnings: list[str]
     infiniband: IbPlan | None = None  # the compute plane, when it is InfiniBand (not in `planes`)
+    places: dict[str, Place] = field(default_factory=dict)  # switch or server name -> where it stands
 
     def devices(self) -> list[Device]:
         return [d for p in self.planes.values() for d in p.devices]
@@ -197,8 +208,16 @@ class Plan:
         raise KeyError(name)
 
 
+def cable_label(prefix: str, number: int) -> str:
+    """The label of a plane's `number`-th cable (1-based, plan order): what a technician finds on it."""
+    return f"{prefix}-{number:06d}"
+
+
 def link_length(plane: PlanePlan, link: Link, roles: dict[str, str]) -> int | None:
-    """A link's length in metres from the plane's lengths by position (None: the intent gives none)."""
+    """A link's length in metres: measured or from the site's positions where the plan has it, else from
+    the plane's lengths by position class (None: the intent gives none)."""
+    if link.length is not None:
+        return link.length
     lengths = plane.lengths
     if lengths is None:
         return None

@@ -9,6 +9,7 @@ from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
+from gpufabric.plan import placement
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.infiniband import located, plan_infiniband
@@ -29,7 +30,13 @@ def _build(loaded: LoadedIntent) -> Plan:
     for plane in plan.planes.values():
         for i, link in enumerate(plane.links, 1):
             link.number = i
+    misplaced = placement.problems(loaded.intent, plan)
+    if misplaced:
+        raise loaded.error(misplaced)
     plan = installed(plan, loaded.intent)
+    misplaced = placement.place(plan)
+    if misplaced:
+        raise loaded.error(misplaced)
     if loaded.intent.infiniband is not None:
         try:
             plan.infiniband = plan_infiniband(loaded.intent, build_out)

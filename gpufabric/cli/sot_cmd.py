@@ -1,0 +1,118 @@
+"""`gpufabric sot`: the plan into a source of truth (Nautobot), and the physical facts back."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from gpufabric.cli.options import file_arg
+from gpufabric.cli.output import err, out, shown
+from gpufabric.files import write_atomic
+from gpufabric.intent import load_intent
+from gpufabric.intent.loader import default_fabric_text, read_intent_file
+from gpufabric.outputs import json_dumps
+from gpufabric.plan import build_plan
+from gpufabric.sot.client import Nautobot, token_from_env
+from gpufabric.sot.service import pull, push
+
+url_option = click.option(
+    "--url",
+    envvar="GPUFABRIC_SOT_URL",
+    required=True,
+    metavar="URL",
+    help="Nautobot's base URL: https://HOST[:PORT] (plain http only to a loopback address). "
+    "Default: $GPUFABRIC_SOT_URL.",
+)
+token_option = click.option(
+    "--token-env",
+    default="GPUFABRIC_SOT_TOKEN",
+    show_default=True,
+    metavar="NAME",
+    help="The environment variable holding the API token (the token is never an argument, nor printed).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+
+
+@click.group("sot")
+def sot_cmd() -> None:
+    """Keep the plan in a source of truth (Nautobot), and read the physical facts back.
+
+    `push` writes sites, racks, devices with roles and platforms, interfaces, cables with lengths and
+    labels, prefixes, IP addresses, ASNs and VLANs; `pull` writes an intent with the servers, racks, positions,
+    serials and measured cable lengths the source of truth holds (docs/source-of-truth.md)."""
+
+
+@sot_cmd.command("push")
+@file_arg
+@url_option
+@token_option
+@click.option("--dry-run", is_flag=True, help="Count what would change; change nothing.")
+@json_option
+def push_cmd(file: str | None, url: str, token_env: str, dry_run: bool, as_json: bool) -> None:
+    """Write the plan of FILE into the source of truth: create what is missing, update what differs, and
+    remove what the fabric's tag marks and the plan no longer has. A second push changes nothing."""
+    plan = build_plan(load_intent(file))
+    result = push(plan, Nautobot(url, token_from_env(token_env)), dry_run=dry_run)
+    total = result.total
+    if as_json:
+        doc: dict[str, Any] = {
+            "site": result.site,
+            "dry_run": dry_run,
+            "created": total.created,
+            "updated": total.updated,
+            "deleted": total.deleted,
+            "kinds": {k: asdict(v) for k, v in result.kinds.items() if v.total},
+        }
+        out.print(json_dumps(doc), markup=False, highlight=False, soft_wrap=True)
+        return
+    for kind, c in result.kinds.items():
+        if c.total:
+            err.print(shown(f"{kind}: {c.created} created, {c.updated} updated, {c.deleted} deleted"))
+    verb = "would change" if dry_run else "changed"
+    out.print(
+        shown(
+            f"site {result.site}: {verb} {total.total} ({total.created} created, {total.updated} updated, "
+            f"{total.deleted} deleted)"
+        )
+    )
+
+
+@sot_cmd.command("pull")
+@file_arg
+@url_option
+@token_option
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the intent here (default: stdout)."
+)
+@json_option
+def pull_cmd(file: str | None, url: str, token_env: str, output: Path | None, as_json: bool) -> None:
+    """The intent FILE with the physical facts the source of truth holds: each group's servers (names,
+    racks, positions, serials), the racks, where each switch stands, and cable lengths measured otherwise
+    than the positions give. Comments of FILE are not kept."""
+    text = read_intent_file(file) if file is not None else default_fabric_text()[0]
+    result = pull(load_intent(file), text, Nautobot(url, token_from_env(token_env)))
+    document = yaml.safe_dump(result.intent, sort_keys=False, allow_unicode=True)
+    if output is not None:
+        write_atomic(output, document)
+    elif not as_json:
+        click.echo(document, nl=False)
+    summary = {
+        "servers": result.servers,
+        "groups": result.groups,
+        "switches": result.switches,
+        "racks": result.racks,
+        "measured_cables": result.measured,
+    }
+    if as_json:
+        out.print(json_dumps(summary | ({} if output else {"intent": result.intent})), markup=False, highlight=False)
+    else:
+        err.print(
+            shown(
+                f"pulled {result.servers} servers, {result.switches} switches, {result.racks} racks, "
+                f"{result.measured} measured cable lengths"
+            )
+        )
