@@ -103,6 +103,20 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
                 "[default: known_tls_hosts beside --known-hosts]",
             ),
             click.option(
+                "--jump-host",
+                metavar="[USER@]HOST[:PORT]",
+                help="Reach every switch (and server) through this jump host, as ssh's ProxyJump (a chain: "
+                "A,B). Its host key must be in its UserKnownHostsFile in the SSH config, else --known-hosts; "
+                "it is never recorded on first sight.",
+            ),
+            click.option(
+                "--ssh-config",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="SSH client config whose ProxyJump (matched on each management address) leads to the switches, "
+                "and whose Host blocks describe the jump hosts. [default: ~/.ssh/config for real switches; none "
+                "for the lab]",
+            ),
+            click.option(
                 "--vault-file",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
                 help="Ansible Vault file (a YAML mapping, encrypted with ansible-vault) holding the secrets the "
