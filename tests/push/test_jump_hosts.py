@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import paramiko
@@ -70,7 +71,7 @@ class Bastion:
         key = key or self.host_key
         return f"[{ADDRESS}]:{self.port} {key.get_name()} {key.get_base64()}\n"
 
-    def _spawn(self, target, *args) -> None:  # noqa: ANN001
+    def _spawn(self, target: Callable[..., object], *args: object) -> None:
         t = threading.Thread(target=target, args=args, daemon=True)
         t.start()
         self._threads.append(t)
@@ -194,7 +195,7 @@ def test_a_jump_host_with_another_key_is_refused_and_no_login_goes_through_it(sw
     known = tmp_path / "bastion_known"
     impostor = paramiko.Ed25519Key.from_private_key_file(_keygen(tmp_path / "impostor"))
     known.write_text(bastion.known_line(impostor))
-    with pytest.raises(JumpHostRefusedError, match="its host key is not the one in .*refusing to go through it"):
+    with pytest.raises(JumpHostRefusedError, match=r"its host key is not the one in .*refusing to go through it"):
         through(switch, tmp_path, (hop(bastion, known),))
     assert bastion.destinations == [] and switch.commands == [] and switch._transports == []
 
@@ -294,7 +295,7 @@ def test_proxycommand_is_never_run_and_bad_values_in_the_config_are_refused(tmp_
 
 
 def test_an_ssh_config_that_is_not_a_file_is_refused(tmp_path):
-    with pytest.raises(GpufabricError, match="not a file|a directory"):  # exit 2 on the command line
+    with pytest.raises(GpufabricError, match=r"not a file|a directory"):  # exit 2 on the command line
         JumpSettings.make(tmp_path / "k", None, tmp_path)
 
 
