@@ -422,6 +422,67 @@ def _forward(client: paramiko.SSHClient, hop: Hop, host: str, port: int, timeout
         raise JumpHostRefusedError(f"jump host {hop}: cannot reach {host}:{port} from it ({exc})") from None
 
 
+@dataclass
+class _SharedHops:
+    lock: threading.Lock
+    clients: list[paramiko.SSHClient] | None = None
+    users: int = 0
+
+
+class _HopPool:
+    """One login per jump host chain, shared by every session that goes through it, as ssh's
+    ControlMaster would: each switch session is a channel of its own on it. A push reading hundreds of
+    switches at once then opens one connection to the jump host, not hundreds (which its sshd's
+    MaxStartups would drop). The login is closed when its last session closes, and opened again when
+    it has died."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[Hop, ...], _SharedHops] = {}
+
+    def acquire(self, hops: tuple[Hop, ...], timeout: float) -> list[paramiko.SSHClient]:
+        with self._lock:
+            entry = self._open.setdefault(hops, _SharedHops(threading.Lock()))
+            entry.users += 1
+        try:
+            with entry.lock:
+                if entry.clients is None or not all(_alive(c) for c in entry.clients):
+                    for c in reversed(entry.clients or []):
+                        c.close()
+                    entry.clients = None
+                    entry.clients = open_hops(hops, timeout)
+                return entry.clients
+        except BaseException:
+            self.release(hops)
+            raise
+
+    def release(self, hops: tuple[Hop, ...]) -> None:
+        with self._lock:
+            entry = self._open.get(hops)
+            if entry is None:
+                return
+            entry.users -= 1
+            if entry.users > 0:
+                return
+            del self._open[hops]
+        for c in reversed(entry.clients or []):
+            c.close()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's logins are not this process's to use or close."""
+        self._lock = threading.Lock()
+        self._open = {}
+
+
+def _alive(client: paramiko.SSHClient) -> bool:
+    transport = client.get_transport()
+    return transport is not None and transport.is_active()
+
+
+_HOPS = _HopPool()
+os.register_at_fork(after_in_child=_HOPS.forget)
+
+
 def check_jump_hosts(chains: set[tuple[Hop, ...]], timeout: float) -> None:
     """Log in to every jump host of these chains once and out again: a refused key or login stops a
     command before any switch is read or changed, with one error rather than one per switch."""
@@ -468,12 +529,13 @@ class SSHTransport:
             self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
         # Through jump hosts: each logged in to with its key checked, then a channel from the last to the
         # switch, over which the switch's own login runs end to end (its key checked as on a direct login).
-        self._hops: list[paramiko.SSHClient] = []
+        self._jump: tuple[Hop, ...] = ()
         try:
             sock = None
             if jump:
-                self._hops = open_hops(jump, timeout)
-                sock = _forward(self._hops[-1], jump[-1], host, port, timeout)
+                clients = _HOPS.acquire(jump, timeout)
+                self._jump = jump
+                sock = _forward(clients[-1], jump[-1], host, port, timeout)
             self._connect(
                 host, username, password, port=port, timeout=timeout, key_file=key_file, private_key=private_key,
                 sock=sock,
@@ -637,5 +699,6 @@ class SSHTransport:
 
     def close(self) -> None:
         self.client.close()
-        for hop in reversed(getattr(self, "_hops", [])):
-            hop.close()
+        jump, self._jump = getattr(self, "_jump", ()), ()
+        if jump:
+            _HOPS.release(jump)  # the jump hosts' login closes with the last session through it

@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -320,3 +321,27 @@ def test_push_stops_before_any_switch_when_the_jump_host_key_is_wrong(bastion, t
     assert f"jump host ops@{ADDRESS}:{bastion.port}: its host key is not the one in {known}" in done.stderr
     assert bastion.destinations == []  # no switch was asked for through it
     assert done.stdout == ""  # no result: nothing was read or pushed
+
+
+def test_sessions_through_one_jump_host_share_its_login_until_the_last_closes(switch, bastion, tmp_path):
+    known = tmp_path / "bastion_known"
+    known.write_text(bastion.known_line())
+    jump = (hop(bastion, known),)
+    sessions = [through(switch, tmp_path, jump) for _ in range(3)]
+    assert [check(s, f"echo {i}") for i, s in enumerate(sessions)] == [f"answered: echo {i}" for i in range(3)]
+    assert len(bastion._transports) == 1  # one login to the jump host, three channels on it
+    assert bastion.destinations == [(ADDRESS, switch.port)] * 3
+    for s in sessions:
+        s.close()
+    assert not bastion._transports[0].is_active() or _closes(bastion._transports[0])
+    again = through(switch, tmp_path, jump)
+    again.close()
+    assert len(bastion._transports) == 2  # the last session closed the login; the next one logged in again
+
+
+def _closes(transport: paramiko.Transport, deadline: float = 30.0) -> bool:
+    """The server side notices the client's close: generous deadline, a loaded machine is slow."""
+    ends = time.monotonic() + deadline
+    while transport.is_active() and time.monotonic() < ends:
+        time.sleep(0.05)
+    return not transport.is_active()
