@@ -495,6 +495,18 @@ CHUNK = 32 * 1024  # one SSH packet's worth
 POLL = 0.2  # while stdout is quiet, how often stderr is looked at (a switch filling only stderr)
 
 
+_JUMP_HINT = "; if it is reached through a jump host, name it (--jump-host, or ProxyJump in an SSH config)"
+
+
+def _why(exc: BaseException) -> str:
+    """Why a connection failed, in the system's words: paramiko's "Unable to connect to port 22 on
+    ADDRESS" keeps the reason (refused, unreachable) only in the errors it gathered per address."""
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        reasons = sorted({e.strerror or str(e) for e in exc.errors.values()})
+        return "; ".join(reasons) or str(exc)
+    return str(exc) or type(exc).__name__
+
+
 class SSHTransport:
     """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
 
@@ -589,7 +601,8 @@ class SSHTransport:
                 "(ssh-keyscan), or run once with --accept-new to record first-seen keys"
             ) from None
         except (TimeoutError, OSError) as exc:
-            raise ConnectionException(f"{host}:{port}: cannot connect ({exc or type(exc).__name__})") from None
+            hint = "" if sock is not None else _JUMP_HINT
+            raise ConnectionException(f"{host}:{port}: cannot connect ({_why(exc)}){hint}") from None
 
     def run(self, command: str, stdin: str | None = None) -> Output:
         """One command on its own exec channel: its stdout, stderr and exit status, read within the
