@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, ROOT, run
 
 from gpufabric.fleet.lab.topology import BRIDGE, topology
 from gpufabric.intent import load_intent
@@ -202,3 +202,41 @@ def test_validate_through_proxyjump_in_the_ssh_config(lab, bastion):
         time.sleep(2)
     assert done.returncode == 0 and results and not failed, (failed[:5], done.stderr[-2000:])
     assert {r["device"] for r in results} >= set(COMPUTE)
+
+
+def _ansible(lab: Path, here: Path, folder: Path, known: Path) -> subprocess.CompletedProcess:
+    """`ansible -m raw` on one lab switch from the controller's namespace, through the inventory plugin's
+    jump_host. The jump host's login and key come from an SSH config (`-F`, which ssh hands on to the
+    jump host's own ssh process, as it would read ~/.ssh/config); `-o` options reach the switch's only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ssh_config").write_text(
+        f"Host {BASTION_IP}\n  IdentityFile {here / 'id_ops'}\n  UserKnownHostsFile {known}\n"
+        "  StrictHostKeyChecking yes\n"
+    )
+    (folder / "gpufabric.yml").write_text(
+        f"plugin: gpufabric\nintent: {INVENTORY / 'fabric.yml'}\nhosts: [cmp-spine1]\njump_host: root@{BASTION_IP}\n"
+    )
+    login = json.loads((lab / "login.json").read_text())
+    extra = f"-F {folder / 'ssh_config'} -o UserKnownHostsFile={lab / 'known_hosts'} -o StrictHostKeyChecking=yes"
+    return run(
+        "ip", "netns", "exec", CTL, "ansible", "-i", str(folder / "gpufabric.yml"), "cmp-spine1", "-m", "raw",
+        "-a", "hostname", "-u", login["username"], "--private-key", login["key_file"],
+        "-e", f"ansible_ssh_extra_args='{extra}'",
+        cwd=folder, ANSIBLE_INVENTORY_PLUGINS=str(ROOT / "plugins" / "inventory"),
+        ANSIBLE_INVENTORY_ENABLED="gpufabric", ANSIBLE_HOST_KEY_CHECKING="True",
+    )  # fmt: skip
+
+
+def test_ansible_reaches_a_switch_through_the_jump_host_and_refuses_another_key(lab, bastion, tmp_path):
+    before = len(forwarded(bastion))
+    done = _ansible(lab, bastion, tmp_path / "good", bastion / "known_hosts")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cmp-spine1 | CHANGED | rc=0" in done.stdout and "\ncmp-spine1" in done.stdout
+    assert forwarded(bastion)[before:] == [f"{str(TOPO.nodes[0].mgmt_ip).split('/')[0]} port 22"]
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    other = (tmp_path / "other.pub").read_text().split()
+    (tmp_path / "wrong").write_text(f"{BASTION_IP} {other[0]} {other[1]}\n")
+    refused = _ansible(lab, bastion, tmp_path / "bad", tmp_path / "wrong")
+    assert refused.returncode != 0 and "UNREACHABLE" in refused.stdout
+    assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in refused.stdout + refused.stderr
+    assert len(forwarded(bastion)) == before + 1  # nothing went through the jump host the second time
