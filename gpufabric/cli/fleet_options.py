@@ -80,8 +80,8 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
             click.option(
                 "--known-hosts",
                 type=click.Path(dir_okay=False, path_type=Path),
-                help="SSH host keys of the real switches; a switch whose key is missing or different is refused. "
-                "[default: ~/.ssh/known_hosts]",
+                help="SSH host keys of the real switches (and of jump hosts, also for the lab); a host whose key is "
+                "missing or different is refused. [default: ~/.ssh/known_hosts]",
             ),
             click.option(
                 "--accept-new",
