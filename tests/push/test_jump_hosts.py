@@ -345,3 +345,21 @@ def _closes(transport: paramiko.Transport, deadline: float = 30.0) -> bool:
     while transport.is_active() and time.monotonic() < ends:
         time.sleep(0.05)
     return not transport.is_active()
+
+
+def test_each_switch_gets_the_jump_hosts_its_address_matches(default_plan, tmp_path):
+    from gpufabric.fleet.access import Access, apply
+    from gpufabric.fleet.inventory import inventory_from_plan
+
+    config = _config(tmp_path, "Host 172.20.0.3 172.20.0.4\n  ProxyJump ops@bastion:2200\n")
+    jump = JumpSettings.make(tmp_path / "known", None, config)
+    access = Access(False, "admin", "pw", {"known_hosts": "/k"}, jump=jump)
+    inventory = inventory_from_plan(default_plan)
+    apply(inventory, access)
+    jumps = {
+        name: host.connection_options["napalm"].extras["optional_args"].get("jump")
+        for name, host in inventory.hosts.items()
+    }
+    bastion = (Hop("bastion", 2200, "ops", str(tmp_path / "known")),)
+    assert {name for name, hops in jumps.items() if hops} == {"cmp-spine1", "cmp-spine2"}
+    assert jumps["cmp-spine1"] == bastion and access.optional_args == {"known_hosts": "/k"}  # shared args untouched
