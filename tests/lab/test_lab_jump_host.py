@@ -223,7 +223,8 @@ def _ansible(lab: Path, here: Path, folder: Path, known: Path) -> subprocess.Com
         "-a", "hostname", "-u", login["username"], "--private-key", login["key_file"],
         "-e", f"ansible_ssh_extra_args='{extra}'",
         cwd=folder, ANSIBLE_INVENTORY_PLUGINS=str(ROOT / "plugins" / "inventory"),
-        ANSIBLE_INVENTORY_ENABLED="gpufabric", ANSIBLE_HOST_KEY_CHECKING="True",
+        ANSIBLE_INVENTORY_ENABLED="gpufabric", ANSIBLE_HOST_KEY_CHECKING="True", ANSIBLE_HOME=str(folder / "ah"),
+        ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none",  # each run logs in anew: no kept connection
     )  # fmt: skip
 
 
