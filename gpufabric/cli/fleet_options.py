@@ -80,8 +80,8 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
             click.option(
                 "--known-hosts",
                 type=click.Path(dir_okay=False, path_type=Path),
-                help="SSH host keys of the real switches; a switch whose key is missing or different is refused. "
-                "[default: ~/.ssh/known_hosts]",
+                help="SSH host keys of the real switches (and of jump hosts, also for the lab); a host whose key is "
+                "missing or different is refused. [default: ~/.ssh/known_hosts]",
             ),
             click.option(
                 "--accept-new",
@@ -101,6 +101,20 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
                 help="SHA-256 fingerprints of the switches' HTTPS API certificates, one `HOST FINGERPRINT` line "
                 "each; a switch whose certificate is missing or different is refused before any login is sent. "
                 "[default: known_tls_hosts beside --known-hosts]",
+            ),
+            click.option(
+                "--jump-host",
+                metavar="[USER@]HOST[:PORT]",
+                help="Reach every switch (and server) through this jump host, as ssh's ProxyJump (a chain: "
+                "A,B). Its host key must be in its UserKnownHostsFile in the SSH config, else --known-hosts; "
+                "it is never recorded on first sight.",
+            ),
+            click.option(
+                "--ssh-config",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="SSH client config whose ProxyJump (matched on each management address) leads to the switches, "
+                "and whose Host blocks describe the jump hosts. [default: ~/.ssh/config for real switches; none "
+                "for the lab]",
             ),
             click.option(
                 "--vault-file",

@@ -13,7 +13,7 @@ from gpufabric.drivers.tls_pins import TlsTrust
 
 # Args every gpufabric HTTPS driver reads itself; NAPALM's drivers must not see them.
 OWN_ARGS = frozenset({"push_id", "tls_ca_file", "tls_known_hosts", "accept_new", "known_hosts", "private_key",
-                      "controller", "read_bounds"})  # fmt: skip
+                      "controller", "read_bounds", "jump"})  # fmt: skip
 
 
 class HttpsArgs(NamedTuple):
@@ -35,6 +35,11 @@ def https_args(
         raise ConnectionException(
             f"{hostname}: {api} transport {transport!r} refused: only HTTPS with a verified certificate "
             "keeps the login from whoever answers"
+        )
+    if args.get("jump"):
+        raise ConnectionException(
+            f"{hostname}: {api} is reached over HTTPS, which gpufabric does not carry through a jump host; "
+            "reach the switch directly, or run gpufabric on a host of the management network"
         )
     ours = OWN_ARGS | set(own)
     napalm_args = {k: v for k, v in args.items() if k not in ours}

@@ -118,6 +118,7 @@ class LinuxSwitchDriver(NetworkDriver):
                 known_hosts=self.optional_args.get("known_hosts"),
                 accept_new=bool(self.optional_args.get("accept_new", False)),
                 bounds=bounds_of(self.optional_args),
+                jump=tuple(self.optional_args.get("jump", ())),
             )
 
     def close(self) -> None:

@@ -31,6 +31,7 @@ from gpufabric.drivers.answers import (
     shown,
     size_text,
 )
+from gpufabric.drivers.jump import Hop, JumpHostError
 from gpufabric.errors import GpufabricError
 from gpufabric.files import AppendError, append_line
 
@@ -340,8 +341,170 @@ class _Allowance:
         return AnswerDeadlineError(host, command, f"no complete answer within {self.time_bound}")
 
 
+class JumpHostRefusedError(JumpHostError, ConnectionException):
+    """A jump host that could not be used: its host key missing from known_hosts or not the one there,
+    its login refused, or no way on from it. A refusal before the switch is logged in to (the switch's
+    login is never sent through a host that is not the one known)."""
+
+
+def _hop_client(hop: Hop, sock: paramiko.Channel | None, timeout: float) -> paramiko.SSHClient:
+    """A login to one jump host (through `sock`, the previous hop's channel, when there is one), its host
+    key checked against its known_hosts file: never trusted on sight, never recorded."""
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    if os.path.exists(hop.known_hosts):
+        _trust_known_keys(client, hop.known_hosts, hop.host, hop.port)
+    keys = [k for k in hop.key_files if os.path.exists(k)]
+    try:
+        client.connect(
+            hop.host,
+            port=hop.port,
+            username=hop.user,
+            key_filename=keys or None,
+            look_for_keys=not keys,  # the person's own keys and agent, as ssh offers them to a bastion
+            allow_agent=True,
+            sock=sock,
+            timeout=timeout,
+            banner_timeout=timeout,
+            auth_timeout=timeout,
+        )
+    except BaseException as exc:
+        client.close()
+        raise _hop_refusal(hop, exc) from None
+    return client
+
+
+def _hop_refusal(hop: Hop, exc: BaseException) -> BaseException:
+    where = f"jump host {hop}"
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return JumpHostRefusedError(
+            f"{where}: its host key is not the one in {hop.known_hosts}: refusing to go through it (someone may "
+            "be answering in its place); if the jump host was rebuilt, remove its old key and verify the new one"
+        )
+    if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
+        return JumpHostRefusedError(
+            f"{where}: its host key is not in {hop.known_hosts}: verify it and add it (ssh-keyscan); a jump "
+            "host's key is never recorded on first sight"
+        )
+    if isinstance(exc, paramiko.AuthenticationException):
+        return JumpHostRefusedError(f"{where}: authentication failed for user {hop.user} ({exc})")
+    if isinstance(exc, paramiko.SSHException | TimeoutError | OSError | EOFError):
+        return JumpHostRefusedError(f"{where}: cannot connect ({exc or type(exc).__name__})")
+    return exc
+
+
+def open_hops(hops: tuple[Hop, ...], timeout: float) -> list[paramiko.SSHClient]:
+    """Log in to each jump host in turn, each through the one before; the clients, first first."""
+    clients: list[paramiko.SSHClient] = []
+    try:
+        sock: paramiko.Channel | None = None
+        for i, hop in enumerate(hops):
+            client = _hop_client(hop, sock, timeout)
+            clients.append(client)
+            if i == 0:
+                _no_delay(client)
+            if i + 1 < len(hops):
+                sock = _forward(client, hop, hops[i + 1].host, hops[i + 1].port, timeout)
+    except BaseException:
+        for c in reversed(clients):
+            c.close()
+        raise
+    return clients
+
+
+def _forward(client: paramiko.SSHClient, hop: Hop, host: str, port: int, timeout: float) -> paramiko.Channel:
+    """A channel from the jump host to host:port (ssh's `-W`), to log in through."""
+    transport = client.get_transport()
+    assert transport is not None
+    try:
+        return transport.open_channel("direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=timeout)
+    except (paramiko.SSHException, TimeoutError, OSError, EOFError) as exc:
+        raise JumpHostRefusedError(f"jump host {hop}: cannot reach {host}:{port} from it ({exc})") from None
+
+
+@dataclass
+class _SharedHops:
+    lock: threading.Lock
+    clients: list[paramiko.SSHClient] | None = None
+    users: int = 0
+
+
+class _HopPool:
+    """One login per jump host chain, shared by every session that goes through it, as ssh's
+    ControlMaster would: each switch session is a channel of its own on it. A push reading hundreds of
+    switches at once then opens one connection to the jump host, not hundreds (which its sshd's
+    MaxStartups would drop). The login is closed when its last session closes, and opened again when
+    it has died."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[Hop, ...], _SharedHops] = {}
+
+    def acquire(self, hops: tuple[Hop, ...], timeout: float) -> list[paramiko.SSHClient]:
+        with self._lock:
+            entry = self._open.setdefault(hops, _SharedHops(threading.Lock()))
+            entry.users += 1
+        try:
+            with entry.lock:
+                if entry.clients is None or not all(_alive(c) for c in entry.clients):
+                    for c in reversed(entry.clients or []):
+                        c.close()
+                    entry.clients = None
+                    entry.clients = open_hops(hops, timeout)
+                return entry.clients
+        except BaseException:
+            self.release(hops)
+            raise
+
+    def release(self, hops: tuple[Hop, ...]) -> None:
+        with self._lock:
+            entry = self._open.get(hops)
+            if entry is None:
+                return
+            entry.users -= 1
+            if entry.users > 0:
+                return
+            del self._open[hops]
+        for c in reversed(entry.clients or []):
+            c.close()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's logins are not this process's to use or close."""
+        self._lock = threading.Lock()
+        self._open = {}
+
+
+def _alive(client: paramiko.SSHClient) -> bool:
+    transport = client.get_transport()
+    return transport is not None and transport.is_active()
+
+
+_HOPS = _HopPool()
+os.register_at_fork(after_in_child=_HOPS.forget)
+
+
+def check_jump_hosts(chains: set[tuple[Hop, ...]], timeout: float) -> None:
+    """Log in to every jump host of these chains once and out again: a refused key or login stops a
+    command before any switch is read or changed, with one error rather than one per switch."""
+    for hops in sorted(chains, key=lambda c: [str(h) for h in c]):
+        for client in reversed(open_hops(hops, timeout)):
+            client.close()
+
+
 CHUNK = 32 * 1024  # one SSH packet's worth
 POLL = 0.2  # while stdout is quiet, how often stderr is looked at (a switch filling only stderr)
+
+
+_JUMP_HINT = "; if it is reached through a jump host, name it (--jump-host, or ProxyJump in an SSH config)"
+
+
+def _why(exc: BaseException) -> str:
+    """Why a connection failed, in the system's words: paramiko's "Unable to connect to port 22 on
+    ADDRESS" keeps the reason (refused, unreachable) only in the errors it gathered per address."""
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        reasons = sorted({e.strerror or str(e) for e in exc.errors.values()})
+        return "; ".join(reasons) or str(exc)
+    return str(exc) or type(exc).__name__
 
 
 class SSHTransport:
@@ -360,6 +523,7 @@ class SSHTransport:
         known_hosts: str | None = None,
         accept_new: bool = False,
         bounds: ReadBounds = DEFAULT_BOUNDS,
+        jump: tuple[Hop, ...] = (),
     ) -> None:
         self.host = host
         self.bounds = bounds
@@ -375,12 +539,21 @@ class SSHTransport:
             self.client.set_missing_host_key_policy(AcceptNewPolicy(known_hosts))
         else:
             self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        # Through jump hosts: each logged in to with its key checked, then a channel from the last to the
+        # switch, over which the switch's own login runs end to end (its key checked as on a direct login).
+        self._jump: tuple[Hop, ...] = ()
         try:
+            sock = None
+            if jump:
+                clients = _HOPS.acquire(jump, timeout)
+                self._jump = jump
+                sock = _forward(clients[-1], jump[-1], host, port, timeout)
             self._connect(
-                host, username, password, port=port, timeout=timeout, key_file=key_file, private_key=private_key
-            )
+                host, username, password, port=port, timeout=timeout, key_file=key_file, private_key=private_key,
+                sock=sock,
+            )  # fmt: skip
         except BaseException:
-            self.client.close()  # a refused or failed login leaves no session thread behind
+            self.close()  # a refused or failed login leaves no session thread behind
             raise
         _no_delay(self.client)
         self.timeout = timeout
@@ -395,6 +568,7 @@ class SSHTransport:
         timeout: float,
         key_file: str | None,
         private_key: str | None,
+        sock: paramiko.Channel | None = None,
     ) -> None:
         known_hosts = self.known_hosts
         try:
@@ -410,6 +584,7 @@ class SSHTransport:
                 auth_timeout=timeout,
                 look_for_keys=False,
                 allow_agent=False,
+                sock=sock,
             )
         except paramiko.AuthenticationException:
             raise ConnectionException(f"{host}: authentication failed for user {username}") from None
@@ -426,7 +601,8 @@ class SSHTransport:
                 "(ssh-keyscan), or run once with --accept-new to record first-seen keys"
             ) from None
         except (TimeoutError, OSError) as exc:
-            raise ConnectionException(f"{host}:{port}: cannot connect ({exc or type(exc).__name__})") from None
+            hint = "" if sock is not None else _JUMP_HINT
+            raise ConnectionException(f"{host}:{port}: cannot connect ({_why(exc)}){hint}") from None
 
     def run(self, command: str, stdin: str | None = None) -> Output:
         """One command on its own exec channel: its stdout, stderr and exit status, read within the
@@ -536,3 +712,6 @@ class SSHTransport:
 
     def close(self) -> None:
         self.client.close()
+        jump, self._jump = getattr(self, "_jump", ()), ()
+        if jump:
+            _HOPS.release(jump)  # the jump hosts' login closes with the last session through it

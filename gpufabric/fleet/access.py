@@ -14,7 +14,9 @@ from nornir.core.inventory import ConnectionOptions, Inventory
 from nornir_napalm.plugins.connections import Napalm
 
 from gpufabric.config.secrets import SecretUnavailableError
+from gpufabric.drivers.jump import Hop, JumpSettings
 from gpufabric.drivers.registry import network_driver
+from gpufabric.drivers.transport import check_jump_hosts
 from gpufabric.fleet.args import CONNECT_TIMEOUT
 from gpufabric.fleet.errors import MissingLoginError
 from gpufabric.fleet.lab.credentials import load_login, load_secrets
@@ -38,6 +40,11 @@ class Access:
     optional_args: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # what rendering may need, by reference name
     notes: tuple[str, ...] = ()  # for the person running the command (the CLI prints them)
+    jump: JumpSettings | None = None  # the jump hosts in front of the switches and servers, if any
+
+    def hops(self, address: str | None) -> tuple[Hop, ...]:
+        """The jump hosts a login to `address` goes through, first first (none for a direct login)."""
+        return self.jump.hops(address) if self.jump is not None and address else ()
 
 
 def lab_access(state_dir: Path, intent: Intent) -> Access | None:
@@ -126,6 +133,27 @@ def driver_name(access: Access, platform_name: str) -> str:
     return LAB_DRIVER if access.lab else platform(platform_name).facts.napalm_driver
 
 
+def jump_settings(
+    known_hosts: Path | None, jump_host: str | None, ssh_config: Path | None, *, lab: bool
+) -> JumpSettings | None:
+    """The jump hosts asked for: `jump_host`, else the ProxyJump lines of `ssh_config` (for the real
+    switches ~/.ssh/config when there is one, as ssh reads it; a lab only from a config named). Their
+    host keys: each one's UserKnownHostsFile there, else `known_hosts` (default ~/.ssh/known_hosts)."""
+    default_config = Path.home() / ".ssh" / "config"
+    if ssh_config is None and not lab and default_config.is_file():
+        ssh_config = default_config
+    settings = JumpSettings.make(known_hosts or Path.home() / ".ssh" / "known_hosts", jump_host, ssh_config)
+    return settings if settings.active else None
+
+
+def check_jump(access: Access, addresses: list[str | None], timeout: float) -> None:
+    """Log in to every jump host in front of these addresses once, before any switch: a jump host whose
+    key is unknown or changed refuses the whole command (JumpHostRefusedError), not each switch."""
+    chains = {hops for hops in (access.hops(a) for a in addresses) if hops}
+    if chains:
+        check_jump_hosts(chains, timeout)
+
+
 def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) -> None:
     """Put the login and driver options on every host (in memory; host data never holds them)."""
     hidden = Hidden(access.password)
@@ -134,6 +162,10 @@ def apply(inventory: Inventory, access: Access, timeout: int = CONNECT_TIMEOUT) 
         host.password = hidden  # type: ignore[assignment]
         if access.lab:
             host.platform = LAB_DRIVER
+        optional_args = dict(access.optional_args)
+        hops = access.hops(host.hostname)
+        if hops:
+            optional_args["jump"] = hops
         host.connection_options["napalm"] = ConnectionOptions(
-            extras={"timeout": timeout, "optional_args": dict(access.optional_args)}
+            extras={"timeout": timeout, "optional_args": optional_args}
         )

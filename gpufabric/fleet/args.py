@@ -34,6 +34,8 @@ class FleetArgs:
     )
     vault_file: Path | None = None  # an Ansible Vault file holding the intent's {vault: NAME} secrets
     vault_password_file: Path | None = None  # its password (else ANSIBLE_VAULT_PASSWORD_FILE)
+    jump_host: str | None = None  # `[user@]host[:port]` (or a chain `a,b`) every login goes through
+    ssh_config: Path | None = None  # an SSH client config whose ProxyJump leads to the switches (real: ~/.ssh/config)
 
     @property
     def wants_lab(self) -> bool:

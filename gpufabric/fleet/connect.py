@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpufabric.drivers.jump import JumpSettings
 from gpufabric.drivers.transport import SSHTransport
 from gpufabric.fleet.access import Access, driver_name
 from gpufabric.fleet.lab.host_state import HostsState
@@ -38,8 +39,11 @@ def switch_connector(access: Access, timeout: int = TIMEOUT) -> Connect:
 
     def connect(t: Reachable) -> Any:
         driver = network_driver(driver_name(access, t.platform))
+        optional_args = dict(access.optional_args)
+        if hops := access.hops(t.address):
+            optional_args["jump"] = hops
         conn = driver(t.address, access.username, access.password, timeout=timeout,
-                      optional_args=dict(access.optional_args))  # fmt: skip
+                      optional_args=optional_args)  # fmt: skip
         conn.open()
         return conn
 
@@ -49,8 +53,11 @@ def switch_connector(access: Access, timeout: int = TIMEOUT) -> Connect:
 class HostShell:
     """One SSH connection per server, opened on first use and reopened after a failure."""
 
-    def __init__(self, addresses: dict[str, str], user: str, known_hosts: str, **keys: Any) -> None:
+    def __init__(
+        self, addresses: dict[str, str], user: str, known_hosts: str, jump: JumpSettings | None = None, **keys: Any
+    ) -> None:
         self.addresses, self.user, self.known_hosts, self.keys = addresses, user, known_hosts, keys
+        self.jump = jump
         self._open: dict[str, SSHTransport] = {}
         self._lock = threading.Lock()
 
@@ -58,8 +65,10 @@ class HostShell:
         with self._lock:
             transport = self._open.get(host)
         if transport is None:
-            transport = SSHTransport(self.addresses[host], self.user, None, timeout=TIMEOUT,
-                                     known_hosts=self.known_hosts, **self.keys)  # fmt: skip
+            address = self.addresses[host]
+            hops = self.jump.hops(address) if self.jump is not None else ()
+            transport = SSHTransport(address, self.user, None, timeout=TIMEOUT,
+                                     known_hosts=self.known_hosts, jump=hops, **self.keys)  # fmt: skip
             with self._lock:
                 self._open[host] = transport
         try:
@@ -82,7 +91,7 @@ def host_shell(plan: Plan, access: Access, state_dir: Path | None, known_hosts: 
         if state is None:
             return None
         addresses = {name: rec.address for name, rec in state.hosts.items()}
-        return HostShell(addresses, state.user, state.known_hosts, key_file=state.key_file)
+        return HostShell(addresses, state.user, state.known_hosts, access.jump, key_file=state.key_file)
     cred = plan.intent.credentials.hosts
     if cred.ssh_key is None:
         return None
@@ -92,4 +101,4 @@ def host_shell(plan: Plan, access: Access, state_dir: Path | None, known_hosts: 
         return None
     addresses = {s.name: str(ip(s.mgmt_ip)) for s in plan.servers if s.mgmt_ip is not None}
     hosts = str(known_hosts or Path.home() / ".ssh" / "known_hosts")
-    return HostShell(addresses, cred.username, hosts, private_key=reveal(text))
+    return HostShell(addresses, cred.username, hosts, access.jump, private_key=reveal(text))

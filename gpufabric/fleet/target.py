@@ -71,14 +71,16 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
         raise NoLabError(
             f"no lab of fabric '{intent.fabric.name}' is up (state dir {state_dir}): run `gpufabric lab up`"
         )
+    jump = access_mod.jump_settings(args.known_hosts, args.jump_host, args.ssh_config, lab=lab_login is not None)
     if lab_login is not None:
         log.info("target: the lab of fabric %s (state dir %s)", intent.fabric.name, state_dir)
-        return topology(loaded).plan, lab_login
+        return topology(loaded).plan, dataclasses.replace(lab_login, jump=jump)
     plan = build_plan(loaded)
     vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else None
     chosen = access_mod.env_access(
         intent, args.known_hosts, args.accept_new, vault, ca_file=args.ca_file, tls_known_hosts=args.tls_known_hosts
     )
+    chosen = dataclasses.replace(chosen, jump=jump)
     log.info("target: the real switches of fabric %s, as %s", intent.fabric.name, chosen.username)
     if access_mod.lab_access(args_mod.DEFAULT_DIR, intent) is not None:
         note = (
@@ -119,6 +121,7 @@ def open_fleet(args: FleetArgs, workers: int = WORKERS) -> Fleet:
         if name not in wanted:
             del inventory.hosts[name]
     access_mod.apply(inventory, chosen, args.timeout)
+    access_mod.check_jump(chosen, [h.hostname for h in inventory.hosts.values()], args.timeout)
     # The one connection plugin push and validate use: nornir_napalm's, revealing the password only to the driver.
     ConnectionPluginRegister.available[CONNECTION_NAME] = access_mod.RevealingNapalm
     nr = Nornir(inventory=inventory, runner=ThreadedRunner(num_workers=workers))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpufabric.fleet.access import Access
+from gpufabric.fleet.access import Access, check_jump
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.connect import TIMEOUT, host_shell, switch_connector
 from gpufabric.fleet.target import reach
@@ -38,6 +38,8 @@ def collector(
     if shard is not None:  # this exporter's share: the same split `telemetry prometheus` writes down
         switches = [t for t in switches if shard.owns(t.device)]
         nics = {name: n for name, n in nics.items() if shard.owns(name)}
+    # Jump hosts with an unknown or changed key refuse the exporter at start, not each scrape.
+    check_jump(access, [t.address for t in switches], TIMEOUT)
     shell = host_shell(plan, access, args.lab_dir if access.lab else None, args.known_hosts)
     # A switch's session gives up no later than its deadline: the thread of a read past it is freed soon after.
     connect = switch_connector(access, timeout=min(TIMEOUT, max(1, math.ceil(deadline))))

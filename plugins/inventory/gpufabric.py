@@ -43,6 +43,15 @@ options:
     type: path
     env:
       - name: GPUFABRIC_LAB_STATE
+  jump_host:
+    description:
+      - Reach every host through this jump host (C([user@]host[:port]), a chain C(a,b)), as OpenSSH's
+        ProxyJump (C(-o ProxyJump=...) in C(ansible_ssh_common_args)). The jump host's key is checked by
+        its own ssh process against your known_hosts, as ssh always does; nothing here loosens that.
+      - Without it, a ProxyJump in your SSH config applies to the planned hosts as it does to any ssh.
+    type: str
+    env:
+      - name: GPUFABRIC_JUMP_HOST
 """
 
 EXAMPLES = r"""
@@ -99,6 +108,19 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
     }
 
 
+def _proxy_jump(spec: str | None) -> str:
+    """`-o ProxyJump=...` for ssh, written back from the parsed chain: the option's text reaches ssh
+    only as names, users and ports that passed their patterns."""
+    if not spec:
+        return ""
+    from gpufabric.drivers.jump import parse_chain
+
+    chain = parse_chain(spec, "jump_host")
+    hops = [f"{h.user + '@' if h.user else ''}{f'[{h.host}]' if ':' in h.host else h.host}"
+            f"{f':{h.port}' if h.port else ''}" for h in chain]  # fmt: skip
+    return f"-o ProxyJump={','.join(hops)}" if hops else ""
+
+
 def _literal(value: object) -> object:
     """`value` with each text gpufabric marked as holding template syntax handed over as unsafe: Ansible
     takes it as data, never as a template to evaluate on the controller."""
@@ -125,6 +147,7 @@ class InventoryModule(BaseInventoryPlugin):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         try:
+            from gpufabric.errors import GpufabricError
             from gpufabric.export.inventory import ansible_vars, build
             from gpufabric.intent import IntentError, load_intent
             from gpufabric.plan import build_plan
@@ -141,8 +164,11 @@ class InventoryModule(BaseInventoryPlugin):
         wanted = set(self.get_option("hosts") or [])
         try:
             lab = _lab_connections(self.get_option("lab_state"))
+            jump = _proxy_jump(self.get_option("jump_host"))
         except IntentError as exc:  # the lab's record, refused as gpufabric.inputs refuses it
             raise AnsibleParserError(exc.render()) from None
+        except GpufabricError as exc:  # a jump host that is not [user@]host[:port]
+            raise AnsibleParserError(str(exc)) from None
         for host in build(plan):
             if wanted and host.name not in wanted:
                 continue
@@ -152,7 +178,10 @@ class InventoryModule(BaseInventoryPlugin):
                 if not self._is_parent(group):
                     self.inventory.add_child(group, host.name)
                 self._nest(group)
-            for key, value in (ansible_vars(host) | lab.get(host.name, {})).items():
+            variables = ansible_vars(host) | lab.get(host.name, {})
+            if jump:
+                variables["ansible_ssh_common_args"] = f"{variables.get('ansible_ssh_common_args', '')} {jump}".strip()
+            for key, value in variables.items():
                 self.inventory.set_variable(host.name, key, _literal(value))
 
     @staticmethod
