@@ -197,7 +197,7 @@ def push_cmd(
         drainer_for=push_drainer(
             reach_of(change_opts),
             force=change_opts["force"],
-            settle=Settle(timeout=change_opts["drain_timeout"]),
+            settle=Settle(wait=change_opts["drain_timeout"] > 0, timeout=change_opts["drain_timeout"]),
             watcher=Lines(),
         ),
         max_capacity_loss=max_capacity_loss,

@@ -68,11 +68,12 @@ def change_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--drain-timeout",
-            type=click.FloatRange(1, 7200),
+            type=click.FloatRange(0, 7200),
             default=300.0,
             show_default=True,
             help="Seconds a drained switch's traffic gets to leave (the neighbours routing around it, its fabric "
-            "ports near idle), and its ECMP paths to come back after; otherwise the change is refused.",
+            "ports near idle), and its ECMP paths to come back after; otherwise the change is refused. 0: drain "
+            "without waiting (a fleet whose routes cannot be read, such as the benchmarks' simulator).",
         ),
     )
     fn = reach_options(fn)

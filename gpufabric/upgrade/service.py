@@ -66,7 +66,7 @@ class RestartRequest:
     validate: bool = True  # hold each switch to validate's checks it passed before
     schedulers: Reach | None = None  # the command line's word on the schedulers (None: the intent's)
     force: bool = False  # change a switch when its servers' jobs still run after the job wait
-    drain_timeout: float = DRAIN_TIMEOUT  # how long a drain waits for the traffic to leave (and to come back)
+    drain_timeout: float = DRAIN_TIMEOUT  # how long a drain waits for the traffic to leave and come back (0: not)
     audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
 
 
@@ -89,7 +89,7 @@ class UpgradeRequest:
     validate: bool = True
     schedulers: Reach | None = None  # the command line's word on the schedulers (None: the intent's)
     force: bool = False  # change a switch when its servers' jobs still run after the job wait
-    drain_timeout: float = DRAIN_TIMEOUT  # how long a drain waits for the traffic to leave (and to come back)
+    drain_timeout: float = DRAIN_TIMEOUT  # how long a drain waits for the traffic to leave and come back (0: not)
     audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
 
 
@@ -278,7 +278,9 @@ def _roll(
         drains = drainer(fleet.nr)
     else:  # the scheduler's drains, each OS's drain and the waits for the traffic (gpufabric/maintenance/around.py)
         policy = SchedulerPolicy.of(fleet, request.schedulers, request.force)
-        drains = RollDrainer(AroundChange(fleet, ident, Settle(timeout=request.drain_timeout), policy, trail, watcher))
+        drains = RollDrainer(
+            AroundChange(fleet, ident, Settle(request.drain_timeout > 0, request.drain_timeout), policy, trail, watcher)
+        )
     job = Job(
         push_id=ident.id,
         reason=f"gpufabric {kind} {ident.id}",
