@@ -280,7 +280,7 @@ class Watch:
                     else ""
                     for n in nodes
                 }  # fmt: skip
-                self.samples.append((time.time(), reasons, {s: _bgpd(s) for s in SWITCHES}))
+                self.samples.append((time.time(), reasons, _bgpds()))
             except Exception as exc:  # a reading missed (a daemon restarting): the next one counts
                 self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
             self.stop.wait(0.5)
@@ -309,12 +309,23 @@ class Watch:
         return out
 
 
-def _bgpd(switch: str) -> int:
-    """The switch's bgpd's PID, or 0 while it has none (restarting)."""
-    try:
-        return frr_node.pids(switch).get("bgpd", 0)
-    except Exception:  # the PID file half written or gone as the daemons restart
-        return 0
+def _bgpds() -> dict[str, int]:
+    """Each switch's bgpd's PID (0 while it has none), found apart from gpufabric: the processes named bgpd
+    in /proc, by the network namespace they run in (watchfrr starts each switch's daemons in its own)."""
+    switch_of = {os.stat(f"/run/netns/{s}").st_ino: s for s in SWITCHES}
+    found = dict.fromkeys(SWITCHES, 0)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if Path(f"/proc/{entry.name}/comm").read_text().strip() != "bgpd":
+                continue
+            switch = switch_of.get(os.stat(f"/proc/{entry.name}/ns/net").st_ino)
+        except OSError:  # the process ended meanwhile
+            continue
+        if switch is not None:
+            found[switch] = int(entry.name)
+    return found
 
 
 def _watching(lab: Lab) -> tuple[Watch, threading.Thread]:
@@ -389,16 +400,23 @@ def _allowed(m: Measured, windows: list[tuple[str, str, float, float]], at: tupl
     return False
 
 
-def _figures(name: str, measured: list[Measured], push_window: tuple[float, float]) -> dict:
-    in_push = sum(
-        lost for m in measured for (a, b, lost, _) in m.intervals if push_window[0] <= a and b <= push_window[1]
-    )
+def _figures(name: str, measured: list[Measured], push_window: tuple[float, float], watch: Watch) -> dict:
+    """The run's totals; the loss while the push reset the spines' BGP; and the loss from the first spine's
+    bgpd going (the rollout restarts the leaves first, each batch back and converged before the next) until
+    the push, which is what the spines' restarts cost."""
+    start, end = push_window
+    in_push = sum(lost for m in measured for (a, b, lost, _) in m.intervals if start <= a and b <= end)
+    replaced = watch.replaced()
+    first = min((replaced[s][0] for s in SPINES if s in replaced), default=float("inf"))
+    spines = sum(lost for m in measured for (a, b, lost, _) in m.intervals if a >= first - MARGIN and b <= start)
     return {
         "run": name,
         "flows": {m.flow.name: {"sent": m.sent, "lost": m.lost} for m in measured},
         "sent": sum(m.sent for m in measured),
         "lost": sum(m.lost for m in measured),
         "lost_during_spine_push": in_push,
+        "lost_while_spines_restarted": spines,
+        "replaced": sorted(replaced),
     }
 
 
@@ -409,7 +427,8 @@ def _print(capsys, figures: dict) -> None:
     FIGURES.append(figures)
     with capsys.disabled():
         print(f"\n{figures['run']}: {figures['lost']} of {figures['sent']} datagrams lost "
-              f"({figures['lost_during_spine_push']} while the spines' BGP was reset by the push)")  # fmt: skip
+              f"({figures['lost_while_spines_restarted']} while the spines restarted, "
+              f"{figures['lost_during_spine_push']} while the push reset the spines' BGP)")  # fmt: skip
         for name, f in figures["flows"].items():
             print(f"  {name}: {f['lost']} of {f['sent']}")
         if "allowed" in figures:
@@ -432,7 +451,7 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
                 allowed += lost
             elif lost:
                 not_allowed += lost
-    figures = _figures("drained (--drain always restart, --drain auto push)", measured, pushed["_window"])
+    figures = _figures("drained (--drain always restart, --drain auto push)", measured, pushed["_window"], watch)
     figures |= {"allowed": allowed, "not_allowed": not_allowed, "restart_s": restarted["seconds"],
                 "push_s": pushed.get("seconds"), "samples": len(watch.samples), "watch_errors": watch.errors[:5],
                 "windows": [(n, sub, round(a, 1), round(b, 1)) for n, sub, a, b in windows]}  # fmt: skip
@@ -461,7 +480,7 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
         (m.flow.name, [(round(a), lost) for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))])
         for m in measured
     ]
-    assert figures["lost_during_spine_push"] == 0
+    assert figures["lost_during_spine_push"] == 0 and figures["lost_while_spines_restarted"] == 0
     trail = [json.loads(line) for line in (lab.state / "audit.jsonl").read_text().splitlines()]
     ours = [r for r in trail if r.get("push_id") == restarted["push_id"]]
     statuses = {r["status"] for r in ours}
@@ -480,9 +499,10 @@ def test_undrained_the_same_change_loses_datagrams(lab, capsys):
     assert restarted["ok"] and not restarted["drain"], restarted
     assert pushed["drain"]["switches"] == []
     assert all(not reason for _, reasons, _ in watch.samples for reason in reasons.values())  # Slurm untouched
-    figures = _figures("not drained (--drain never)", measured, pushed["_window"])
-    figures |= {"restart_s": restarted["seconds"]}
+    figures = _figures("not drained (--drain never)", measured, pushed["_window"], watch)
+    figures |= {"restart_s": restarted["seconds"], "push_s": pushed.get("seconds")}
     _print(capsys, figures)
+    assert set(watch.replaced()) == set(SWITCHES)
     assert figures["lost"] > 0
 
 
