@@ -300,12 +300,18 @@ class Watch:
         return out
 
     def replaced(self) -> dict[str, tuple[float, float]]:
-        """switch -> (last seen with its old bgpd, first seen with a new one)."""
+        """switch -> (last seen with its old bgpd, first seen with a new one); a restarting switch may show no
+        bgpd at all in the samples between."""
         out: dict[str, tuple[float, float]] = {}
-        for (t0, _, before), (t1, _, after) in zip(self.samples, self.samples[1:], strict=False):
-            for s in SWITCHES:
-                if s not in out and before.get(s) and after.get(s) and before[s] != after[s]:
-                    out[s] = (t0, t1)
+        last: dict[str, tuple[int, float]] = {}
+        for at, _, pids in self.samples:
+            for s, pid in pids.items():
+                if not pid:
+                    continue
+                if s in last and last[s][0] != pid and s not in out:
+                    out[s] = (last[s][1], at)
+                if s not in out or last[s][0] == pid:
+                    last[s] = (pid, at)
         return out
 
 
@@ -416,7 +422,9 @@ def _figures(name: str, measured: list[Measured], push_window: tuple[float, floa
         "lost": sum(m.lost for m in measured),
         "lost_during_spine_push": in_push,
         "lost_while_spines_restarted": spines,
-        "replaced": sorted(replaced),
+        "replaced": {s: [round(a, 1), round(b, 1)] for s, (a, b) in sorted(replaced.items())},
+        "push_window": [round(start, 1), round(end, 1)],
+        "losses": {m.flow.name: [(round(a, 1), lost) for (a, _, lost, _) in m.intervals if lost] for m in measured},
     }
 
 
