@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from gpufabric.cli.fleet_options import fleet_options_planes
 from gpufabric.cli.roll_output import Progress, report
-from gpufabric.cli.scheduler_options import change_options, reach_of
+from gpufabric.cli.scheduler_options import audit_log_option, change_options, reach_of
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.upgrade.service import RestartRequest, restart
 
@@ -46,6 +47,7 @@ MODES = ("warm", "fast", "cold", "daemons")
 )
 @click.option("--batch", "batch_size", type=click.IntRange(1), help="At most this many switches at once.")
 @change_options
+@audit_log_option
 @click.option("--dry-run", is_flag=True, help="Show the batches and each switch's reboot mode; touch nothing.")
 def restart_cmd(
     *,
@@ -58,6 +60,7 @@ def restart_cmd(
     poll: float,
     batch_size: int | None,
     dry_run: bool,
+    audit_log: Path | None,
     **change_opts: Any,
 ) -> int:
     """Reboot switches one failure domain at a time: drain, reboot, wait until back, validate, undrain.
@@ -94,5 +97,6 @@ def restart_cmd(
         schedulers=reach_of(change_opts),
         force=change_opts["force"],
         drain_timeout=change_opts["drain_timeout"],
+        audit_log=audit_log,
     )
     return report(restart(request, Progress(quiet=as_json)), as_json=as_json)

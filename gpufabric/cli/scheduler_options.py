@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.output import err, shown
+from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.scheduler import Reach
 
 
@@ -97,3 +98,13 @@ def reach_with_wait(opts: dict[str, Any], wait: float | None = None) -> Reach:
         k8s_ca_file=opts["k8s_ca_file"],
         job_wait=wait,
     )
+
+
+audit_log_option = click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=AUDIT_ENV,
+    help="Append each step (the schedulers' drains, each switch's drain and how it ended) here as JSON lines "
+    f"(`gpufabric audit` reads them back). [env: {AUDIT_ENV}; default: the lab's state folder for the lab, "
+    "/var/log/gpufabric/audit.jsonl for root, ~/.local/state/gpufabric/audit.jsonl otherwise]",
+)
