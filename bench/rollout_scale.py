@@ -322,7 +322,8 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
                   "--confirm-timeout", "600"] + (["--json"] if opts.json_output else [])  # fmt: skip
         common += ["--role", opts.role] if opts.role else []
         common += ["--max-capacity-loss", opts.max_capacity_loss] if opts.max_capacity_loss else []
-        common += ["--drain", opts.drain] if opts.drain else []
+        # The simulator routes nothing and carries no traffic: a wait on its routes would never end.
+        common += ["--drain", opts.drain, "--drain-timeout", "0"] if opts.drain else []
         if sim.ca_file.exists():  # the EOS switches' eAPI certificates chain to the run's CA
             common += ["--ca-file", str(sim.ca_file)]
         vcommon = [str(intent), "--known-hosts", str(sim.known_hosts), "--format", "json"]

@@ -97,6 +97,8 @@ def measure(
         "upgrade", str(intent), "--known-hosts", str(simulator.known_hosts), "--json",
         "--release", "5.14", "--image", IMAGE_URL, "--sha512", sim.image_sha512(IMAGE),
         "--drain", drain, "--poll", str(max(0.5, 20 * scale)),
+        "--drain-timeout", "0",  # the simulator routes nothing: a wait on its routes would never end
+        "--audit-log", str(folder / "audit.jsonl"),
         "--boot-timeout", str(max(BOOT_TIMEOUT, 4 * sim.SECONDS[MODE] * scale)),
         "--fallback-timeout", str(max(BOOT_TIMEOUT, 2 * sim.SECONDS[sim.WATCHDOG] * scale)),
     )  # fmt: skip

@@ -229,7 +229,11 @@ def _namespaces() -> set[str]:
 
 
 @contextlib.contextmanager
-def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
+def slurm_cluster(nodes: list[str], netns: dict[str, str] | None = None) -> Iterator[SlurmCluster]:
+    """`netns`: node -> a network namespace that exists already (a lab host's), where that node's slurmd
+    runs beside what the caller runs there; the harness adds only its control veth (`slurm0`) to it and
+    leaves the namespace itself to the caller. Other nodes get a namespace of the harness's own."""
+    given = dict(netns or {})
     if len(nodes) > 200:
         raise ValueError("one /24 of node addresses")
     leftovers = {n for n in _namespaces() if n.startswith(PREFIX)}
@@ -240,6 +244,7 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
     folder = Path(tempfile.mkdtemp(prefix="gpufabric-slurmd-"))
     started: list[subprocess.Popen[bytes]] = []
     made: list[str] = []
+    made_links: list[str] = []  # the control veths (their other end in a namespace the caller keeps)
     log = (folder / "daemons.out").open("wb")
     cluster = SlurmCluster(folder, folder / "slurm.conf", list(nodes))
     try:
@@ -258,13 +263,16 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
         _ip("addr", "add", f"{CONTROLLER_IP}/24", "dev", BRIDGE)
         _ip("link", "set", BRIDGE, "up")
         for number, name in enumerate(nodes):
-            ns = f"{PREFIX}{name}"
-            _ip("netns", "add", ns)
-            made.append(ns)
-            _ip("link", "add", f"{PREFIX}{number}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            ns = given.get(name, f"{PREFIX}{name}")
+            inside = "slurm0" if name in given else "eth0"
+            if name not in given:
+                _ip("netns", "add", ns)
+                made.append(ns)
+            _ip("link", "add", f"{PREFIX}{number}", "type", "veth", "peer", "name", inside, "netns", ns)
+            made_links.append(f"{PREFIX}{number}")
             _ip("link", "set", f"{PREFIX}{number}", "master", BRIDGE, "up")
-            _ip("-n", ns, "addr", "add", f"{SUBNET}.{11 + number}/24", "dev", "eth0")
-            _ip("-n", ns, "link", "set", "eth0", "up")
+            _ip("-n", ns, "addr", "add", f"{SUBNET}.{11 + number}/24", "dev", inside)
+            _ip("-n", ns, "link", "set", inside, "up")
             _ip("-n", ns, "link", "set", "lo", "up")
             (folder / f"spool-{name}").mkdir()
         munged = [
@@ -290,7 +298,18 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
         for name in nodes:
             started.append(
                 subprocess.Popen(
-                    ["ip", "netns", "exec", f"{PREFIX}{name}", "slurmd", "-D", "-N", name, "-f", str(cluster.conf)],
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        given.get(name, f"{PREFIX}{name}"),
+                        "slurmd",
+                        "-D",
+                        "-N",
+                        name,
+                        "-f",
+                        str(cluster.conf),
+                    ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
@@ -325,6 +344,8 @@ def slurm_cluster(nodes: list[str]) -> Iterator[SlurmCluster]:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)  # a job step left in our namespace
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+        for link in made_links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
         if made:
             subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
         log.close()

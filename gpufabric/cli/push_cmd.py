@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
@@ -14,16 +15,18 @@ from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.cli.push_progress import PushProgress
+from gpufabric.cli.scheduler_options import Lines, change_options, reach_of
 from gpufabric.fleet.access import Access
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.push_id import PushId
 from gpufabric.fleet.status import Status
+from gpufabric.maintenance.around import push_drainer
+from gpufabric.maintenance.service import Settle
 from gpufabric.outputs import json_dumps
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.push.budget import BudgetError, parse_budget
-from gpufabric.push.drain import Drainer, DrainPolicy, TaskDrainer
+from gpufabric.push.drain import DrainPolicy
 from gpufabric.push.service import PushRequest, PushResult, PushWatcher, RolloutView, push
-from nornir_tasks import maintenance as maintenance_tasks
 from nornir_tasks.push import DeviceOutcome
 
 STYLE = {
@@ -120,6 +123,7 @@ STYLE = {
     f"[env: {AUDIT_ENV}; default: the lab's state folder for a push to the lab (removed by `lab down`), "
     "/var/log/gpufabric/audit.jsonl for root, ~/.local/state/gpufabric/audit.jsonl otherwise]",
 )
+@change_options
 def push_cmd(
     *,
     fleet_args: FleetArgs,
@@ -136,6 +140,7 @@ def push_cmd(
     audit_log: Path | None,
     drain: str,
     max_capacity_loss: float | None,
+    **change_opts: Any,
 ) -> int:
     """Push the rendered configuration to the switches, one failure domain of a plane at a time.
 
@@ -164,6 +169,14 @@ def push_cmd(
     switch, the push id, the SHA-256 of its masked diff, how it ended), dry runs and refused pushes
     too; a push that cannot append to the log stops before it reads a switch.
 
+    \b
+    A switch drained around its change (--drain) is drained with its OS's own mechanism, and its
+    change waits until the traffic has left it (--drain-timeout). Before a switch that is the only
+    path of some server's NIC (a rail leaf, a storage leaf without an MLAG pair) is drained, those
+    servers are drained in the schedulers the intent's `scheduler:` section or the options name,
+    and their jobs waited for (--job-wait; then refused, or --force); they are resumed once the
+    switch is back, only the nodes gpufabric drained. Each of these steps is in the audit log.
+
     Exit codes: 0 every targeted switch converged; 4 a switch failed or was rolled back, or an
     audit record could not be written; 2 bad intent, options, timeouts that cannot protect a
     batch, missing credentials, an audit log that cannot be written, or another push of the
@@ -181,7 +194,12 @@ def push_cmd(
         changed_from=changed_from,
         audit_log=audit_log,
         drain=DrainPolicy(drain),
-        drainer=drainer(),
+        drainer_for=push_drainer(
+            reach_of(change_opts),
+            force=change_opts["force"],
+            settle=Settle(wait=change_opts["drain_timeout"] > 0, timeout=change_opts["drain_timeout"]),
+            watcher=Lines(),
+        ),
         max_capacity_loss=max_capacity_loss,
     )
     if max_capacity_loss is not None and one_plane_at_a_time:
@@ -194,12 +212,6 @@ def push_cmd(
     if result.trail_error is not None:
         err.print(shown(f"error: {result.trail_error}; this push's trail is incomplete"))
     return outcome(result.ok)
-
-
-def drainer() -> Drainer | None:
-    """What drains a switch for a push: the maintenance tasks (each OS's own mechanism, through its driver),
-    one switch each. A drain another push or a person holds is left to them: undrain reports it held."""
-    return TaskDrainer(maintenance_tasks.drain, maintenance_tasks.undrain)
 
 
 def _budget(value: str | None) -> float | None:

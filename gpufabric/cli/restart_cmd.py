@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from gpufabric.cli.fleet_options import fleet_options_planes
 from gpufabric.cli.roll_output import Progress, report
+from gpufabric.cli.scheduler_options import audit_log_option, change_options, reach_of
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.upgrade.service import RestartRequest, restart
 
@@ -42,6 +46,8 @@ MODES = ("warm", "fast", "cold", "daemons")
     help="Seconds between two looks at a switch while waiting for it to come back.",
 )
 @click.option("--batch", "batch_size", type=click.IntRange(1), help="At most this many switches at once.")
+@change_options
+@audit_log_option
 @click.option("--dry-run", is_flag=True, help="Show the batches and each switch's reboot mode; touch nothing.")
 def restart_cmd(
     *,
@@ -54,6 +60,8 @@ def restart_cmd(
     poll: float,
     batch_size: int | None,
     dry_run: bool,
+    audit_log: Path | None,
+    **change_opts: Any,
 ) -> int:
     """Reboot switches one failure domain at a time: drain, reboot, wait until back, validate, undrain.
 
@@ -65,6 +73,14 @@ def restart_cmd(
     held to the validate checks it passed before, and undrained. A switch that does not come back as
     it was stops the rollout after its batch and stays drained; later batches are not touched. In the
     lab (--lab) a switch's reboot is a restart of its FRR daemons.
+
+    \b
+    Before a switch that is the only path of some server's NIC (a rail leaf, a storage leaf without
+    an MLAG pair) is drained, those servers are drained in the schedulers the intent's `scheduler:`
+    section or the options name, and their jobs waited for (--job-wait): when jobs still run then,
+    that switch is not touched and the restart stops (exit 4) unless --force. A drained switch is
+    rebooted once its traffic has left (--drain-timeout). After the switch is back and undrained,
+    only the nodes gpufabric drained are resumed. Every step is in the audit log.
 
     Exit codes: 0 every switch rebooted and back; 4 the rollout stopped (a switch named, left drained);
     2 bad intent or options, no switch selected, a reboot mode a platform lacks, another push running.
@@ -78,5 +94,9 @@ def restart_cmd(
         batch_size=batch_size,
         dry_run=dry_run,
         poll=poll,
+        schedulers=reach_of(change_opts),
+        force=change_opts["force"],
+        drain_timeout=change_opts["drain_timeout"],
+        audit_log=audit_log,
     )
     return report(restart(request, Progress(quiet=as_json)), as_json=as_json)

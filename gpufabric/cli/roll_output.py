@@ -42,6 +42,13 @@ class Progress(Watcher):
         if not self.quiet:
             err.print(shown(f"batch {batch.number}/{self.total} ({batch.domain}): {what}"))
 
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            err.print(shown(text))
+
+    def warn(self, text: str) -> None:
+        err.print(shown(f"warning: {text}", "bold"))  # a refusal or a forced change, even with --json
+
     def batch_done(self, batch: Batch, outcomes: list[Outcome]) -> None:
         if self.quiet:
             return

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,12 +11,12 @@ from rich.text import Text
 
 from gpufabric.cli.errors import outcome
 from gpufabric.cli.options import file_arg, load_plan
-from gpufabric.cli.output import err, out, shown
+from gpufabric.cli.output import err, out
+from gpufabric.cli.scheduler_options import Lines, reach_options, reach_with_wait
 from gpufabric.drivers.push_id import new_push_id
 from gpufabric.errors import printable
 from gpufabric.outputs import json_dumps
 from gpufabric.scheduler import (
-    Reach,
     SchedulerDrain,
     drain_for,
     resume,
@@ -31,54 +29,6 @@ from gpufabric.scheduler import job_wait as wait_of
 from gpufabric.scheduler.model import OWNER
 
 NONE_NAMED = "no scheduler named: the intent has no `scheduler:` section and no option names one"
-
-
-class Lines:
-    """The service's lines on stderr; warnings (a refusal, a forced change) in bold."""
-
-    def say(self, text: str) -> None:
-        err.print(shown(text))
-
-    def warn(self, text: str) -> None:
-        err.print(shown(f"warning: {text}", "bold"))
-
-
-def reach_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """How to reach the schedulers, each overriding the intent's `scheduler:` section."""
-    options = (
-        click.option(
-            "--slurm/--no-slurm",
-            "slurm",
-            default=None,
-            help="Tell Slurm (or not), whatever the intent says.",
-        ),
-        click.option(
-            "--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands."
-        ),
-        click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help="Tell Kubernetes (or not)."),
-        click.option("--k8s-api", metavar="URL", help="The API server, https://host:port."),
-        click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
-        click.option(
-            "--k8s-ca-file",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="CA bundle of the API server.",
-        ),
-    )
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _reach(opts: dict[str, Any], wait: float | None = None) -> Reach:
-    return Reach(
-        slurm=opts["slurm"],
-        slurm_conf=opts["slurm_conf"],
-        kubernetes=opts["kubernetes"],
-        k8s_api=opts["k8s_api"],
-        k8s_token_env=opts["k8s_token_env"],
-        k8s_ca_file=opts["k8s_ca_file"],
-        job_wait=wait,
-    )
 
 
 def _owner(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -139,7 +89,7 @@ def status_cmd(file: str | None, as_json: bool, **opts: Any) -> int:
     """
     plan = load_plan(file)
     rows = []
-    found = schedulers(plan, _reach(opts))
+    found = schedulers(plan, reach_with_wait(opts))
     if not found:
         err.print(NONE_NAMED)
     for scheduler in found:
@@ -202,7 +152,7 @@ def drain_cmd(
     for name in devices:
         if name not in known:
             raise click.BadParameter(f"{name!r} is not a switch of the plan", param_hint="--device")
-    reach = _reach(opts, job_wait)
+    reach = reach_with_wait(opts, job_wait)
     wait = wait_of(plan, reach)
     ident = owner or new_push_id()
     drains: list[SchedulerDrain] = []
@@ -247,7 +197,7 @@ def resume_cmd(file: str | None, owner: str, **opts: Any) -> int:
     """
     plan = load_plan(file, reaches=True)
     count = 0
-    for scheduler in schedulers(plan, _reach(opts)):
+    for scheduler in schedulers(plan, reach_with_wait(opts)):
         for drain in resume_owner(scheduler, owner, Lines()):
             count += len(drain.resumed)
     err.print(f"{count} node(s) put back")

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from gpufabric.cli.fleet_options import fleet_options_planes
 from gpufabric.cli.roll_output import Progress, report
+from gpufabric.cli.scheduler_options import audit_log_option, change_options, reach_of
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.upgrade.service import UpgradeRequest, upgrade
 
@@ -51,6 +55,8 @@ from gpufabric.upgrade.service import UpgradeRequest, upgrade
     help="Seconds between two looks at a switch while waiting for it to come back.",
 )
 @click.option("--batch", "batch_size", type=click.IntRange(1), help="At most this many switches at once.")
+@change_options
+@audit_log_option
 @click.option("--dry-run", is_flag=True, help="Show the batches; touch nothing.")
 def upgrade_cmd(
     *,
@@ -68,6 +74,8 @@ def upgrade_cmd(
     poll: float,
     batch_size: int | None,
     dry_run: bool,
+    audit_log: Path | None,
+    **change_opts: Any,
 ) -> int:
     """Install release R on switches one failure domain at a time, with each vendor's own procedure.
 
@@ -99,5 +107,9 @@ def upgrade_cmd(
         batch_size=batch_size,
         dry_run=dry_run,
         poll=poll,
+        schedulers=reach_of(change_opts),
+        force=change_opts["force"],
+        drain_timeout=change_opts["drain_timeout"],
+        audit_log=audit_log,
     )
     return report(upgrade(request, Progress(quiet=as_json)), as_json=as_json)

@@ -181,7 +181,7 @@ def drain_switches(
     if settle.wait and not any(s.failed for s in found):
         (watcher or MaintenanceWatcher()).waiting("the traffic to leave", settle.timeout)
         connect = switch_connector(fleet.access)
-        waited = wait_drained(fleet.plan, names, connect, _cap(fleet, names), timeout=settle.timeout,
+        waited = wait_drained(fleet.plan, names, connect, ecmp_caps(fleet, names), timeout=settle.timeout,
                               max_rate=settle.max_rate)  # fmt: skip
     error = trail.error if trail is not None else None
     return MaintenanceResult("drain", ident.id, _target(fleet), found, waited, time.monotonic() - started, error)
@@ -212,7 +212,7 @@ def undrain_switches(
         # the plan's without it, or this undrain would wait out its timeout for paths that cannot come back.
         kept = drained_among(fleet.plan, peers_of(fleet.plan, names), connect)
         waited = wait_restored(
-            fleet.plan, names, connect, _cap(fleet, names), timeout=settle.timeout, kept_drained=kept
+            fleet.plan, names, connect, ecmp_caps(fleet, names), timeout=settle.timeout, kept_drained=kept
         )
     error = trail.error if trail is not None else None
     return MaintenanceResult("undrain", ident.id, _target(fleet), found, waited, time.monotonic() - started, error)
@@ -227,7 +227,7 @@ def _record(trail: Trail | None, found: tuple[SwitchState, ...], reason: str) ->
         trail.record(s.device, word, s.error or str(s.state.get("note") or "") or reason)
 
 
-def _cap(fleet: Fleet, names: list[str]) -> dict[str, int]:
+def ecmp_caps(fleet: Fleet, names: list[str]) -> dict[str, int]:
     """The ECMP cap (maximum-paths) of the switches a wait reads: the drained ones and their neighbours."""
     watched = set(names) | set(facing(fleet.plan, names))
     return {name: fleet.contexts[name].ecmp for name in watched}

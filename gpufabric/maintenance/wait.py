@@ -162,15 +162,18 @@ def wait_drained(
     max_rate: float,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    terminating: Iterable[str] = (),
 ) -> WaitResult:
     """Until the neighbours route around the drained switches and their fabric ports carry at most
-    `max_rate` bits/s, or `timeout` seconds."""
+    `max_rate` bits/s, or `timeout` seconds. The ports of the switches in `terminating` (those some server
+    depends on alone: what still reaches them is that server's own traffic, which no route can move; the
+    scheduler's drain is what ends it) are not held to the rate."""
     out = frozenset(drained)
     started = clock()
     ports = facing(plan, out)
     loopbacks = {f"{ip(d.loopback)}/32" for d in plan.devices() if d.name in out and d.loopback is not None}
     wanted = {n: set(w) - loopbacks for n, w in _widths(plan, ports, cap, out).items()}
-    own = fabric_ports(plan, out)
+    own = {n: p for n, p in fabric_ports(plan, out).items() if n not in set(terminating)}
     sessions = _Sessions(connect)
     waiting: list[str] = []
     seen: dict[str, float] = {}

@@ -197,6 +197,23 @@ class Trail:
         }
         self._append(entry)
 
+    def event(self, subject: str, status: str, reason: str = "", **extra: object) -> None:
+        """A step around the switches' change, recorded whatever the switch's own record says: a drain and
+        its wait, an undrain, the servers behind taken out of a scheduler or put back (`subject` the switch,
+        or the batch's switches joined by commas; `extra` what the step measured)."""
+        entry = {
+            "time": utc_now(),
+            "push_id": self.push_id,
+            "push_started": self.started,
+            "fabric": self.fabric,
+            "switch": subject,
+            "status": status,
+            "reason": reason,
+            **extra,
+            **self._who(),
+        }
+        self._append(entry)
+
     def _who(self) -> dict[str, object]:
         """Who pushed, from where, and whether for real: the same on every record of the push."""
         return {

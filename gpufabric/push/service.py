@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -61,6 +62,9 @@ class PushRequest:
     audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
     drain: DrainPolicy = DrainPolicy.AUTO  # which switches are drained around their change
     drainer: Drainer | None = None  # what drains them (None: a push that needs a drain is refused)
+    # What drains them, made once the fleet is open (the scheduler and the wait need the plan and the trail);
+    # it takes the place of `drainer`.
+    drainer_for: Callable[[Fleet, PushId, Trail], Drainer] | None = None
     max_capacity_loss: float | None = None  # a capacity budget (0.125: 12.5%); None: one domain of a plane a batch
 
 
@@ -293,7 +297,7 @@ def _guarded(
             trail=trail,
             watcher=watcher,
             drain=request.drain,
-            drainer=request.drainer,
+            drainer=request.drainer_for(fleet, ident, trail) if request.drainer_for else request.drainer,
             budget=budget,
         )
     return rollout, plan_batches

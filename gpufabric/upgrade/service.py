@@ -13,6 +13,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nornir.core import Nornir
@@ -24,11 +25,15 @@ from gpufabric.fleet.errors import EmptySelectionError, PushRefusedError
 from gpufabric.fleet.expect import Expectation, expectations
 from gpufabric.fleet.push_id import new_push_id, tag
 from gpufabric.fleet.target import READ_WORKERS, WORKERS, Fleet, open_fleet
+from gpufabric.maintenance.around import AroundChange, RollDrainer, SchedulerPolicy
+from gpufabric.maintenance.service import DRAIN_TIMEOUT, Settle, default_trail
 from gpufabric.parallel import cores
 from gpufabric.platforms import platform
+from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who
 from gpufabric.push.lock import fabric_lock
 from gpufabric.push.targets import Batch, batches
-from gpufabric.upgrade.drain import Drainer, DriverDrainer, NoDrain
+from gpufabric.scheduler import Reach
+from gpufabric.upgrade.drain import Drainer, NoDrain
 from gpufabric.upgrade.roll import BatchTiming, Job, Outcome, Rolled, RollWatcher, State, roll
 from gpufabric.upgrade.steps import NornirSteps
 from gpufabric.validate.planned import planned
@@ -59,6 +64,10 @@ class RestartRequest:
     poll: float = 2.0
     settle: float = 2.0
     validate: bool = True  # hold each switch to validate's checks it passed before
+    schedulers: Reach | None = None  # the command line's word on the schedulers (None: the intent's)
+    force: bool = False  # change a switch when its servers' jobs still run after the job wait
+    drain_timeout: float = DRAIN_TIMEOUT  # how long a drain waits for the traffic to leave and come back (0: not)
+    audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,10 @@ class UpgradeRequest:
     poll: float = 5.0
     settle: float = 2.0
     validate: bool = True
+    schedulers: Reach | None = None  # the command line's word on the schedulers (None: the intent's)
+    force: bool = False  # change a switch when its servers' jobs still run after the job wait
+    drain_timeout: float = DRAIN_TIMEOUT  # how long a drain waits for the traffic to leave and come back (0: not)
+    audit_log: Path | None = None  # None: the lab's state folder for a lab that is up, else the default
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,12 @@ def _rounded(row: dict[str, Any]) -> dict[str, Any]:
 
 class Watcher(RollWatcher):
     """What a restart or upgrade tells its caller beyond the rollout's steps; nothing here."""
+
+    def say(self, text: str) -> None:
+        """A line from around the change: the schedulers' drains, the wait for the traffic."""
+
+    def warn(self, text: str) -> None:
+        """A line to be noticed: a refusal, a change forced with jobs still running."""
 
     def starting(self, kind: str, push_id: str, batches: Sequence[Batch], drain: bool) -> None:
         """The fleet is open, the batches planned, the lock held: the rollout begins."""
@@ -242,7 +261,26 @@ def _roll(
         fleet.nr, expects, held, {d.name: _platform_of(fleet, d.platform) for d in fleet.targets},
         poll=request.poll, settle=request.settle,
     )  # fmt: skip
-    drains: Drainer = (drainer or DriverDrainer)(fleet.nr) if request.drain else NoDrain()
+    trail_file = AuditLog(request.audit_log or default_trail(args))  # no trail, no change (AuditError: exit 2)
+    trail = Trail(
+        trail_file,
+        ident.id,
+        ident.started,
+        fleet.plan.intent.fabric.name,
+        Who.now(fleet.access.username, ident.controller),
+        False,
+        target,
+        {d.name: SwitchFacts(d.platform, d.plane) for d in fleet.targets},
+    )
+    if not request.drain:
+        drains: Drainer = NoDrain()
+    elif drainer is not None:
+        drains = drainer(fleet.nr)
+    else:  # the scheduler's drains, each OS's drain and the waits for the traffic (gpufabric/maintenance/around.py)
+        policy = SchedulerPolicy.of(fleet, request.schedulers, request.force)
+        drains = RollDrainer(
+            AroundChange(fleet, ident, Settle(request.drain_timeout > 0, request.drain_timeout), policy, trail, watcher)
+        )
     job = Job(
         push_id=ident.id,
         reason=f"gpufabric {kind} {ident.id}",
@@ -251,10 +289,17 @@ def _roll(
         fallback_timeout=request.fallback_timeout if isinstance(request, UpgradeRequest) else 0.0,
         image=image,
     )
-    with fabric_lock(fleet.plan.intent.fabric.name):
-        watcher.starting(kind, ident.id, plan_batches, request.drain)
-        rolled: Rolled = roll(plan_batches, steps, drains, job, watcher)
-    fleet.nr.close_connections()
+    try:
+        with fabric_lock(fleet.plan.intent.fabric.name):
+            watcher.starting(kind, ident.id, plan_batches, request.drain)
+            rolled: Rolled = roll(plan_batches, steps, drains, job, watcher)
+        for b in plan_batches:  # each switch's end in the audit trail, beside the drains around it
+            for n in b.devices:
+                o = rolled.outcomes[n]
+                trail.record(n, f"{kind} {o.state}", o.reason or (o.mode and f"rebooted ({o.mode})"), batch=b.number)
+    finally:
+        trail_file.close()
+        fleet.nr.close_connections()
     return RollResult(
         kind,
         ident.id,

@@ -1,0 +1,110 @@
+"""The options that say how to reach the schedulers, and what a command changing switches says about the
+servers behind them (`gpufabric scheduler`, `nornir push`, `nornir restart`, `nornir upgrade`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpufabric.cli.output import err, shown
+from gpufabric.push.audit import ENV as AUDIT_ENV
+from gpufabric.scheduler import Reach
+
+
+class Lines:
+    """The service's lines on stderr; warnings (a refusal, a forced change) in bold."""
+
+    def say(self, text: str) -> None:
+        err.print(shown(text))
+
+    def warn(self, text: str) -> None:
+        err.print(shown(f"warning: {text}", "bold"))
+
+
+def reach_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """How to reach the schedulers, each overriding the intent's `scheduler:` section."""
+    options = (
+        click.option(
+            "--slurm/--no-slurm",
+            "slurm",
+            default=None,
+            help="Tell Slurm (or not), whatever the intent says.",
+        ),
+        click.option(
+            "--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands."
+        ),
+        click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help="Tell Kubernetes (or not)."),
+        click.option("--k8s-api", metavar="URL", help="The API server, https://host:port."),
+        click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
+        click.option(
+            "--k8s-ca-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="CA bundle of the API server.",
+        ),
+    )
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def change_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What a command that takes switches out of service (push, restart, upgrade) says about the servers
+    behind them and the wait for the traffic: the schedulers (as `reach_options`), --job-wait, --force and
+    --drain-timeout. The command gets them as `change_opts`, for `reach_of` and `settle_of`."""
+    options = (
+        click.option(
+            "--job-wait",
+            type=click.FloatRange(min=0),
+            help="Seconds to wait for the jobs on the servers that depend on a switch alone (a rail leaf's) to "
+            "end before it changes; when they still run, the change is refused (exit 4, that switch untouched). "
+            "[default: the intent's scheduler.job_wait]",
+        ),
+        click.option(
+            "--force",
+            is_flag=True,
+            help="When --job-wait runs out, change the switch anyway with jobs still running behind it (said loudly).",
+        ),
+        click.option(
+            "--drain-timeout",
+            type=click.FloatRange(0, 7200),
+            default=300.0,
+            show_default=True,
+            help="Seconds a drained switch's traffic gets to leave (the neighbours routing around it, its fabric "
+            "ports near idle), and its ECMP paths to come back after; otherwise the change is refused. 0: drain "
+            "without waiting (a fleet whose routes cannot be read, such as the benchmarks' simulator).",
+        ),
+    )
+    fn = reach_options(fn)
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def reach_of(opts: dict[str, Any]) -> Reach:
+    """The schedulers as `change_options` gave them."""
+    return reach_with_wait(opts, opts.get("job_wait"))
+
+
+def reach_with_wait(opts: dict[str, Any], wait: float | None = None) -> Reach:
+    return Reach(
+        slurm=opts["slurm"],
+        slurm_conf=opts["slurm_conf"],
+        kubernetes=opts["kubernetes"],
+        k8s_api=opts["k8s_api"],
+        k8s_token_env=opts["k8s_token_env"],
+        k8s_ca_file=opts["k8s_ca_file"],
+        job_wait=wait,
+    )
+
+
+audit_log_option = click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=AUDIT_ENV,
+    help="Append each step (the schedulers' drains, each switch's drain and how it ended) here as JSON lines "
+    f"(`gpufabric audit` reads them back). [env: {AUDIT_ENV}; default: the lab's state folder for the lab, "
+    "/var/log/gpufabric/audit.jsonl for root, ~/.local/state/gpufabric/audit.jsonl otherwise]",
+)

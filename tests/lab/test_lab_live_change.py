@@ -1,0 +1,591 @@
+"""A live fabric changed under traffic, with a real Slurm (root only): the lab's default fabric pushed, UDP
+flows between the servers on every compute rail and the storage plane, a rolling restart of every compute
+and storage switch, then a push that resets BGP on every spine; the same again with `--drain never`; then a
+real job holding its leaf's restart, and a short `--job-wait` refusing it.
+
+The servers: one network namespace per planned server (`e2e-<server>`) holding that server's data NICs,
+the very veths the lab cabled into its leaf ports (the stubs `lab up --no-hosts` leaves), with the planned
+addresses; each runs the server's slurmd (tests/slurm_cluster.py, the controller in the root namespace) and
+its iperf3 ends. The lab's booted host containers would need Slurm installed in their image: these
+namespaces are the closest setup here that runs a real slurmd and real traffic on the planned NICs.
+
+The flows: iperf3 UDP, 4 streams each (different source ports, hashed over both spines of their plane by
+the leaves' L4 hash), each receiver's per-second loss read from its own JSON. What is asserted, from the
+drained run: a datagram is lost only in a second when one end's server was drained in Slurm for the very
+leaf that flow ends on (read from `sinfo --json` twice a second, by its gpufabric reason); every leaf's
+servers were drained before its bgpd was replaced and resumed after; no datagram at all is lost while
+the spines' BGP is reset by the push. The figures of both runs are printed (and written to
+$GPUFABRIC_E2E_FIGURES when set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import INVENTORY, cli_env, run
+from slurm_cluster import SlurmCluster, missing, slurm_cluster, wait_for
+
+from gpufabric.fleet.lab.topology import topology
+from gpufabric.intent import load_intent
+from gpufabric.lab import frr_node
+from gpufabric.plan.model import ip
+from gpufabric.scheduler import servers_behind
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+
+PLAN = topology(load_intent(str(INVENTORY / "fabric.yml"))).plan  # the lab's plan: every switch as frr
+PLANES = ("compute", "storage")
+SWITCHES = sorted(d.name for d in PLAN.devices() if d.plane in PLANES)
+LEAVES = sorted(d.name for d in PLAN.devices() if d.plane in PLANES and d.role == "leaf")
+SPINES = sorted(d.name for d in PLAN.devices() if d.plane in PLANES and d.role == "spine")
+SERVERS = [s for s in PLAN.servers if any(n.plane in PLANES for n in s.nics)]
+NS = "e2e-"
+STREAMS, RATE = 4, "1M"  # per flow: 4 streams of 1 Mb/s in 1,000-byte datagrams (500 datagrams a second)
+MARGIN = 3.0  # seconds either side of a drain window a receiver's one-second interval may straddle
+
+
+def nic(server: str, plane: str, rail: int | None = None):
+    found = next(s for s in PLAN.servers if s.name == server)
+    return next(n for n in found.nics if n.plane == plane and (rail is None or n.rail == rail))
+
+
+@dataclass(frozen=True)
+class Flow:
+    src: str
+    dst: str
+    plane: str
+    rail: int | None
+    port: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}->{self.dst} {self.plane}{'' if self.rail is None else f' rail {self.rail}'}"
+
+    def leaf(self, server: str) -> str:
+        return nic(server, self.plane, self.rail).leaf
+
+
+def _flows() -> list[Flow]:
+    flows = []
+    port = 5401
+    for rail in sorted({n.rail for s in SERVERS for n in s.nics if n.plane == "compute"}):
+        for src, dst in (("gpu01", "gpu03"), ("gpu02", "gpu04")):  # su1 -> su2: across the spines
+            flows.append(Flow(src, dst, "compute", rail, port))
+            port += 1
+    for src, dst in (("gpu01", "stor01"), ("gpu02", "stor02"), ("gpu03", "stor01"), ("gpu04", "stor02")):
+        flows.append(Flow(src, dst, "storage", None, port))  # sto-leaf1 -> sto-leaf2: across the spines
+        port += 1
+    return flows
+
+
+FLOWS = _flows()
+
+
+# -- the servers: a namespace each, holding its cabled NICs --------------------------------------------------
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+def _hosts_up() -> None:
+    for number, server in enumerate(SERVERS):
+        ns = f"{NS}{server.name}"
+        _ip("netns", "add", ns)
+        _ip("-n", ns, "link", "set", "lo", "up")
+        for n in server.nics:
+            if n.plane not in PLANES:
+                continue
+            stub, temp = f"p-{n.leaf_port}"[:15], f"e2e{number}{n.interface}"[:15]
+            _ip("-n", n.leaf, "link", "set", stub, "down")
+            _ip("-n", n.leaf, "link", "set", stub, "name", temp)
+            _ip("-n", n.leaf, "link", "set", temp, "netns", ns)
+            _ip("-n", ns, "link", "set", temp, "name", n.interface)
+            _ip("-n", ns, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
+            _ip("-n", ns, "link", "set", n.interface, "up")
+    for flow in FLOWS:  # each end reaches the other's NIC through its own NIC on that rail
+        for here, there in ((flow.src, flow.dst), (flow.dst, flow.src)):
+            mine, theirs = nic(here, flow.plane, flow.rail), nic(there, flow.plane, flow.rail)
+            _ip("-n", f"{NS}{here}", "route", "replace", f"{ip(theirs.address)}/32", "via", ip(mine.gateway),
+                "dev", mine.interface, "src", ip(mine.address))  # fmt: skip
+
+
+def _hosts_down() -> None:
+    for server in SERVERS:
+        ns = f"{NS}{server.name}"
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout
+        for pid in pids.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)  # an iperf3 of ours left behind by a failed test
+            except ProcessLookupError:
+                continue
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+# -- the lab, its servers and their Slurm, once for the module ----------------------------------------------
+
+
+@dataclass
+class Lab:
+    state: Path
+    slurm: SlurmCluster
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[Lab]:
+    if missing():
+        pytest.skip(f"{', '.join(missing())} not installed (scripts/test.sh installs Slurm and munge)")
+    if subprocess.run(["which", "iperf3"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("iperf3 not installed (scripts/test.sh installs it)")
+    state = tmp_path_factory.mktemp("lab") / "state"
+    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state))
+    try:
+        assert up.returncode == 0, up.stderr
+        for plane in PLANES:
+            pushed = run("nornir", "push", "--plane", plane, "--state-dir", str(state), "--json")
+            assert pushed.returncode == 0, pushed.stderr
+        _hosts_up()
+        names = [s.name for s in SERVERS]
+        with slurm_cluster(names, netns={n: f"{NS}{n}" for n in names}) as cluster:
+            wait_for(_converged, "every leaf routing every other leaf over both spines", timeout=300)
+            yield Lab(state, cluster)
+    finally:
+        _hosts_down()
+        run("gpufabric", "lab", "down", "--state-dir", str(state))
+
+
+def _routes(leaf: str) -> dict[str, int]:
+    text = subprocess.run(["vtysh", "-N", leaf, "-c", "show ip route bgp json"], capture_output=True, text=True,
+                          check=False).stdout  # fmt: skip
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return {}
+    out = {}
+    for prefix, entries in found.items():
+        for entry in entries:
+            if entry.get("selected"):
+                out[prefix] = sum(1 for h in entry.get("nexthops", []) if h.get("fib"))
+    return out
+
+
+UPLINKS = {leaf: sum(1 for k in PLAN.links() if k.kind == "fabric" and leaf in (k.a, k.b)) for leaf in LEAVES}
+
+
+def _converged() -> bool:
+    """Every leaf routes each other leaf's host subnets of its plane over every one of its uplinks."""
+    for leaf in LEAVES:
+        plane = PLAN.device(leaf).plane
+        spines = UPLINKS[leaf]
+        mine = _routes(leaf)
+        for s in SERVERS:
+            for n in s.nics:
+                if n.plane == plane and n.leaf != leaf:
+                    net = ip(n.address & ~1)
+                    if mine.get(f"{net}/{n.prefixlen}", 0) != spines:
+                        return False
+    return True
+
+
+# -- traffic ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    flow: Flow
+    sent: int
+    lost: int
+    intervals: list[tuple[float, float, int, int]]  # (wall start, wall end, lost, packets), the receiver's
+
+
+class Traffic:
+    """Every flow's receiver (one test, JSON) and sender (until told to stop), in the servers' namespaces."""
+
+    def __init__(self) -> None:
+        self.servers: dict[Flow, subprocess.Popen[str]] = {}
+        self.clients: dict[Flow, subprocess.Popen[str]] = {}
+
+    def start(self) -> None:
+        for f in FLOWS:
+            dst = ip(nic(f.dst, f.plane, f.rail).address)
+            self.servers[f] = subprocess.Popen(
+                ["ip", "netns", "exec", f"{NS}{f.dst}", "iperf3", "-s", "-1", "--json", "-B", dst, "-p", str(f.port)],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+        for f in FLOWS:
+            wait_for(lambda f=f: self._listening(f), f"iperf3 listening for {f.name}", timeout=60)
+        for f in FLOWS:
+            src, dst = ip(nic(f.src, f.plane, f.rail).address), ip(nic(f.dst, f.plane, f.rail).address)
+            self.clients[f] = subprocess.Popen(
+                ["ip", "netns", "exec", f"{NS}{f.src}", "iperf3", "-c", dst, "-B", src, "-p", str(f.port), "-u",
+                 "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", "3600", "--json"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+        time.sleep(3)  # a few seconds of traffic before the change (the measurement, not a readiness wait)
+
+    @staticmethod
+    def _listening(f: Flow) -> bool:
+        done = subprocess.run(["ip", "netns", "exec", f"{NS}{f.dst}", "ss", "-Hltn", f"sport = :{f.port}"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        return str(f.port) in done.stdout
+
+    def stop(self) -> list[Measured]:
+        time.sleep(3)  # a few seconds of traffic after the change
+        for proc in self.clients.values():
+            proc.send_signal(signal.SIGINT)  # the client tells its receiver the test ended; both print JSON
+        out = []
+        for f, server in self.servers.items():
+            text, _ = server.communicate(timeout=120)
+            self.clients[f].communicate(timeout=120)
+            doc = json.loads(text)
+            began = float(doc["start"]["timestamp"]["timesecs"])
+            intervals = [
+                (began + i["sum"]["start"], began + i["sum"]["end"], int(i["sum"]["lost_packets"]),
+                 int(i["sum"]["packets"]))
+                for i in doc["intervals"]
+            ]  # fmt: skip
+            total = doc["end"]["sum"]
+            out.append(Measured(f, int(total["packets"]), int(total["lost_packets"]), intervals))
+        return out
+
+
+# -- what Slurm and the switches did, read twice a second ---------------------------------------------------
+
+
+@dataclass
+class Watch:
+    """Samples of (time, node -> its gpufabric reason or "", switch -> bgpd pid)."""
+
+    slurm: SlurmCluster
+    samples: list[tuple[float, dict[str, str], dict[str, int]]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    errors: list[str] = field(default_factory=list)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                nodes = json.loads(self.slurm.command("sinfo", "--json").stdout)["nodes"]
+                reasons = {
+                    n["name"]: n["reason"] if "DRAIN" in n["state_flags"] and n["reason"].startswith("gpufabric ")
+                    else ""
+                    for n in nodes
+                }  # fmt: skip
+                self.samples.append((time.time(), reasons, _bgpds()))
+            except Exception as exc:  # a reading missed (a daemon restarting): the next one counts
+                self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
+            self.stop.wait(0.5)
+
+    def windows(self) -> list[tuple[str, str, float, float]]:
+        """(node, the switches its drain names, first seen drained, first seen resumed)."""
+        out = []
+        open_: dict[str, tuple[str, float]] = {}
+        for at, reasons, _ in self.samples:
+            for node, reason in reasons.items():
+                if reason and node not in open_:
+                    open_[node] = (reason.split(": ", 1)[1], at)
+                elif not reason and node in open_:
+                    subject, since = open_.pop(node)
+                    out.append((node, subject, since, at))
+        out += [(node, subject, since, float("inf")) for node, (subject, since) in open_.items()]
+        return out
+
+    def replaced(self) -> dict[str, tuple[float, float]]:
+        """switch -> (last seen with its old bgpd, first seen with a new one); a restarting switch may show no
+        bgpd at all in the samples between."""
+        out: dict[str, tuple[float, float]] = {}
+        last: dict[str, tuple[int, float]] = {}
+        for at, _, pids in self.samples:
+            for s, pid in pids.items():
+                if not pid:
+                    continue
+                if s in last and last[s][0] != pid and s not in out:
+                    out[s] = (last[s][1], at)
+                if s not in out or last[s][0] == pid:
+                    last[s] = (pid, at)
+        return out
+
+
+def _bgpds() -> dict[str, int]:
+    """Each switch's bgpd's PID (0 while it has none), found apart from gpufabric: the processes named bgpd
+    in /proc, by the network namespace they run in (watchfrr starts each switch's daemons in its own)."""
+    switch_of = {os.stat(f"/run/netns/{s}").st_ino: s for s in SWITCHES}
+    found = dict.fromkeys(SWITCHES, 0)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if Path(f"/proc/{entry.name}/comm").read_text().strip() != "bgpd":
+                continue
+            switch = switch_of.get(os.stat(f"/proc/{entry.name}/ns/net").st_ino)
+        except OSError:  # the process ended meanwhile
+            continue
+        if switch is not None:
+            found[switch] = int(entry.name)
+    return found
+
+
+def _watching(lab: Lab) -> tuple[Watch, threading.Thread]:
+    watch = Watch(lab.slurm)
+    thread = threading.Thread(target=watch.run, daemon=True)
+    thread.start()
+    return watch, thread
+
+
+def _drift_spines() -> None:
+    """Each compute and storage spine's running BGP router-id set apart from the plan (as a person at the
+    console might), then the fabric left to converge again: the push that puts the planned router-id back
+    resets every BGP session of every spine (bgpd sends each peer a CEASE when its router-id changes)."""
+    drifted = {spine: f"10.254.99.{number + 1}" for number, spine in enumerate(SPINES)}
+    for spine, rid in drifted.items():
+        # Saved too, so that the restart's reboot (FRR started from its saved file) keeps the drift.
+        subprocess.run(["vtysh", "-N", spine, "-c", "configure terminal", "-c", f"router bgp {PLAN.device(spine).asn}",
+                        "-c", f"bgp router-id {rid}", "-c", "end", "-c", "write memory"], check=True,
+                       capture_output=True)  # fmt: skip
+    wait_for(lambda: all(_settled(s, rid) for s, rid in drifted.items()), "the spines' sessions back", timeout=300)
+    wait_for(_converged, "the fabric converged after the router-id drift", timeout=300)
+
+
+def _settled(spine: str, rid: str) -> bool:
+    """The spine runs router-id `rid` (its sessions were reset for it) and every session is established."""
+    text = subprocess.run(["vtysh", "-N", spine, "-c", "show ip bgp summary json"], capture_output=True, text=True,
+                          check=False).stdout  # fmt: skip
+    try:
+        found = json.loads(text).get("ipv4Unicast", {})
+    except ValueError:
+        return False
+    peers = found.get("peers", {})
+    return found.get("routerId") == rid and bool(peers) and all(p.get("state") == "Established" for p in peers.values())
+
+
+def _change(lab: Lab, drain: str) -> tuple[list[Measured], Watch, dict, dict]:
+    """Flows on; the rolling restart of every compute and storage switch; the spines' BGP-resetting push;
+    flows off. Returns the flows, what Slurm and the switches did, and both commands' JSON."""
+    _drift_spines()
+    slurm = ("--slurm-conf", str(lab.slurm.conf), "--job-wait", "600")
+    traffic = Traffic()
+    traffic.start()
+    watch, thread = _watching(lab)
+    try:
+        restart_drain = "always" if drain != "never" else "never"
+        restarted = run("nornir", "restart", "--plane", "compute", "--plane", "storage", "--state-dir",
+                        str(lab.state), "--drain", restart_drain, "--json", *slurm)  # fmt: skip
+        assert restarted.returncode == 0, restarted.stderr[-3000:] + restarted.stdout[-2000:]
+        push_started = time.time()
+        spines = [arg for spine in SPINES for arg in ("--device", spine)]
+        pushed = run("nornir", "push", *spines, "--state-dir", str(lab.state), "--drain", drain, "--json", *slurm)
+        assert pushed.returncode == 0, pushed.stderr[-3000:] + pushed.stdout[-2000:]
+        push_ended = time.time()
+    finally:
+        measured = traffic.stop()
+        watch.stop.set()
+        thread.join(timeout=60)
+    result = json.loads(restarted.stdout)
+    push = json.loads(pushed.stdout)
+    push["_window"] = (push_started, push_ended)
+    return measured, watch, result, push
+
+
+def _allowed(m: Measured, windows: list[tuple[str, str, float, float]], at: tuple[float, float]) -> bool:
+    """A loss in the second `at` of flow `m` is allowed when one of its ends' servers was drained in Slurm for
+    the very leaf that end of the flow is cabled to."""
+    for server in (m.flow.src, m.flow.dst):
+        leaf = m.flow.leaf(server)
+        for node, subject, since, until in windows:
+            if node == server and leaf in subject.split(",") and since - MARGIN <= at[1] and at[0] <= until + MARGIN:
+                return True
+    return False
+
+
+def _figures(name: str, measured: list[Measured], push_window: tuple[float, float], watch: Watch) -> dict:
+    """The run's totals; the loss while the push reset the spines' BGP; and the loss from the first spine's
+    bgpd going (the rollout restarts the leaves first, each batch back and converged before the next) until
+    the push, which is what the spines' restarts cost."""
+    start, end = push_window
+    in_push = sum(lost for m in measured for (a, b, lost, _) in m.intervals if start <= a and b <= end)
+    replaced = watch.replaced()
+    first = min((replaced[s][0] for s in SPINES if s in replaced), default=float("inf"))
+    spines = sum(lost for m in measured for (a, b, lost, _) in m.intervals if a >= first - MARGIN and b <= start)
+    return {
+        "run": name,
+        "flows": {m.flow.name: {"sent": m.sent, "lost": m.lost} for m in measured},
+        "sent": sum(m.sent for m in measured),
+        "lost": sum(m.lost for m in measured),
+        "lost_during_spine_push": in_push,
+        "lost_while_spines_restarted": spines,
+        "replaced": {s: [round(a, 1), round(b, 1)] for s, (a, b) in sorted(replaced.items())},
+        "push_window": [round(start, 1), round(end, 1)],
+        "losses": {m.flow.name: [(round(a, 1), lost) for (a, _, lost, _) in m.intervals if lost] for m in measured},
+    }
+
+
+FIGURES: list[dict] = []
+
+
+def _print(capsys, figures: dict) -> None:
+    FIGURES.append(figures)
+    with capsys.disabled():
+        print(f"\n{figures['run']}: {figures['lost']} of {figures['sent']} datagrams lost "
+              f"({figures['lost_while_spines_restarted']} while the spines restarted, "
+              f"{figures['lost_during_spine_push']} while the push reset the spines' BGP)")  # fmt: skip
+        for name, f in figures["flows"].items():
+            print(f"  {name}: {f['lost']} of {f['sent']}")
+        if "allowed" in figures:
+            print(
+                f"  lost on flows whose leaf was being restarted, its servers drained in Slurm: {figures['allowed']};"
+                f" elsewhere: {figures['not_allowed']}"
+            )
+    target = os.environ.get("GPUFABRIC_E2E_FIGURES")
+    if target:
+        Path(target).write_text(json.dumps(FIGURES, indent=2))
+
+
+def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
+    measured, watch, restarted, pushed = _change(lab, "auto")
+    windows = watch.windows()
+    allowed = not_allowed = 0
+    for m in measured:
+        for a, b, lost, _ in m.intervals:
+            if lost and _allowed(m, windows, (a, b)):
+                allowed += lost
+            elif lost:
+                not_allowed += lost
+    figures = _figures("drained (--drain always restart, --drain auto push)", measured, pushed["_window"], watch)
+    figures |= {"allowed": allowed, "not_allowed": not_allowed, "restart_s": restarted["seconds"],
+                "push_s": pushed.get("seconds"), "samples": len(watch.samples), "watch_errors": watch.errors[:5],
+                "windows": [(n, sub, round(a, 1), round(b, 1)) for n, sub, a, b in windows]}  # fmt: skip
+    _print(capsys, figures)
+    # The restart: every switch of both planes, drained first, each rebooted (its FRR restarted) and back.
+    assert restarted["ok"] and restarted["drain"], restarted
+    assert {d["device"]: d["state"] for d in restarted["devices"]} == dict.fromkeys(SWITCHES, "done")
+    replaced = watch.replaced()
+    assert set(replaced) == set(SWITCHES), sorted(set(SWITCHES) - set(replaced))
+    # Each leaf's servers were drained in Slurm, for that leaf, before its bgpd went, and resumed after.
+    for leaf in LEAVES:
+        gone, back = replaced[leaf]
+        for server in servers_behind(PLAN, leaf):
+            held = [w for w in windows if w[0] == server.name and leaf in w[1].split(",")]
+            assert any(since <= gone and back <= until < float("inf") for _, _, since, until in held), (
+                leaf, server.name, held, replaced[leaf])  # fmt: skip
+    assert all(until < float("inf") for *_, until in windows)  # every node gpufabric drained is resumed
+    _, last, _ = watch.samples[-1]
+    assert not any(last.values()), last  # and none is left drained
+    # The push: only the spines' router-id changes, a BGP reset, so each spine is drained around it.
+    drained = sorted(pushed["drain"]["switches"])
+    assert drained == SPINES, pushed["drain"]
+    # The traffic: a second with a loss is one where an end's server was drained for its leaf.
+    assert all(m.sent > 1000 for m in measured), [(m.flow.name, m.sent) for m in measured]  # each ran throughout
+    assert not_allowed == 0, [
+        (m.flow.name, [(round(a), lost) for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))])
+        for m in measured
+    ]
+    assert figures["lost_during_spine_push"] == 0 and figures["lost_while_spines_restarted"] == 0
+    trail = [json.loads(line) for line in (lab.state / "audit.jsonl").read_text().splitlines()]
+    ours = [r for r in trail if r.get("push_id") == restarted["push_id"]]
+    statuses = {r["status"] for r in ours}
+    assert {
+        "scheduler-drained",
+        "scheduler-resumed",
+        "drained",
+        "traffic-left",
+        "undrained",
+        "restart done",
+    } <= statuses
+
+
+def test_undrained_the_same_change_loses_datagrams(lab, capsys):
+    measured, watch, restarted, pushed = _change(lab, "never")
+    assert restarted["ok"] and not restarted["drain"], restarted
+    assert pushed["drain"]["switches"] == []
+    assert all(not reason for _, reasons, _ in watch.samples for reason in reasons.values())  # Slurm untouched
+    figures = _figures("not drained (--drain never)", measured, pushed["_window"], watch)
+    figures |= {"restart_s": restarted["seconds"], "push_s": pushed.get("seconds")}
+    _print(capsys, figures)
+    assert set(watch.replaced()) == set(SWITCHES)
+    assert figures["lost"] > 0
+
+
+# -- jobs ---------------------------------------------------------------------------------------------------
+
+LEAF = "cmp-su1-leaf1"  # gpu01 and gpu02 depend on it alone on rail 1
+
+
+def _restart(lab: Lab, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["nornir", "restart", "--device", LEAF, "--state-dir", str(lab.state), "--slurm-conf", str(lab.slurm.conf),
+         "--json", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+
+
+def test_a_real_job_holds_its_leafs_restart_until_it_ends(lab, capsys):
+    lab.slurm.reset()
+    job, stop = lab.slurm.submit("gpu01")
+    before = frr_node.pids(LEAF)["bgpd"]
+    asked = time.monotonic()
+    proc = _restart(lab, "--job-wait", "900")
+    try:
+        wait_for(lambda: lab.slurm.node("gpu01")["reason"].startswith("gpufabric "), "gpu01 drained by the restart")
+        wait_for(lambda: lab.slurm.node("gpu02")["reason"].startswith("gpufabric "), "gpu02 drained by the restart")
+        # Held: the job runs, gpu01 stays drained, the leaf's bgpd is the same process, for as long as we look.
+        watched_until = time.monotonic() + 15
+        while time.monotonic() < watched_until:
+            assert proc.poll() is None and frr_node.pids(LEAF)["bgpd"] == before
+            assert lab.slurm.job_state(job) == "RUNNING"
+            time.sleep(1)
+        ended = time.monotonic()
+        lab.slurm.end(job, stop)
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    result = json.loads(out)
+    assert result["ok"] and [d["state"] for d in result["devices"]] == ["done"]
+    assert frr_node.pids(LEAF)["bgpd"] != before
+    assert not lab.slurm.drained("gpu01") and not lab.slurm.drained("gpu02")
+    trail = [json.loads(line) for line in (lab.state / "audit.jsonl").read_text().splitlines()]
+    (drain,) = [r for r in trail if r.get("push_id") == result["push_id"] and r["status"] == "scheduler-drained"]
+    assert sorted(drain["nodes"]) == ["gpu01", "gpu02"] and drain["holding"] == {}
+    held = ended - asked
+    with capsys.disabled():
+        print(
+            f"\njob {job} on gpu01 held {LEAF}'s restart: the scheduler wait took {drain['waited']:.1f} s "
+            f"(the job was ended {held:.1f} s after the restart was asked); restart {result['seconds']:.1f} s"
+        )
+    FIGURES.append({"run": "job held", "waited": drain["waited"], "job_ended_after": round(held, 1),
+                    "restart_s": result["seconds"]})  # fmt: skip
+    assert drain["waited"] >= 15  # at least the time we watched it held
+
+
+def test_a_short_job_wait_refuses_the_restart_and_changes_nothing(lab, capsys):
+    lab.slurm.reset()
+    job, stop = lab.slurm.submit("gpu01")
+    before = frr_node.pids(LEAF)["bgpd"]
+    try:
+        proc = _restart(lab, "--job-wait", "3")
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 4, err[-3000:]
+        result = json.loads(out)
+        (device,) = result["devices"]
+        assert device["state"] == "failed" and "refused, nothing was changed" in device["reason"], device
+        assert frr_node.pids(LEAF)["bgpd"] == before  # not restarted
+        assert not Path(f"/etc/frr/{LEAF}/gpufabric.drained").exists()  # not drained
+        assert "GF-DRAIN" not in subprocess.run(["vtysh", "-N", LEAF, "-c", "show running-config"],
+                                                capture_output=True, text=True, check=False).stdout  # fmt: skip
+        assert not lab.slurm.drained("gpu01") and not lab.slurm.drained("gpu02")  # put back
+        assert lab.slurm.job_state(job) == "RUNNING"
+        with capsys.disabled():
+            print(f"\n--job-wait 3 with job {job} running on gpu01: exit 4, {device['reason']}")
+    finally:
+        lab.slurm.end(job, stop)
