@@ -5,7 +5,8 @@ model of each release (nvueschema): accepted from 5.13, refused by 5.12 (which h
 action instead). EOS: Arista's AVD renders the same `maintenance` block from `maintenance.units[]`.
 NX-OS: Cisco's own Ansible module for GIR (cisco.nxos nxos_gir) sends the same commands. FRR: FRR's
 own parser (`vtysh -C`) reads a rendered spine with the drain, and with the drain then the undrain.
-SONiC: no model of TSA exists; its status words are sonic-mgmt's.
+SONiC: TSC's status words as sonic-mgmt reads them here; SONiC's own TSA, TSB and TSC scripts run in
+test_sonic_tsa.py.
 """
 
 from __future__ import annotations

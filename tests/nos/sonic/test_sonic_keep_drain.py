@@ -106,3 +106,25 @@ def test_the_kept_candidate_changes_only_tsa_s_row() -> None:
     doc = json.loads(config_db)
     assert doc.pop("BGP_DEVICE_GLOBAL") == {"STATE": {"tsa_enabled": "true"}}
     assert doc == PLANNED
+
+
+def test_the_kept_frr_conf_gains_tsa_s_sequences_for_each_v4_route_map_bound_out() -> None:
+    """bgpcfgd rewrites every route map bound outbound whose name holds V4 or V6; frr-reload to the planned
+    frr.conf would delete its sequences, so a drained switch's candidate carries them (before `end`)."""
+    from gpufabric.nos.sonic.drain import keep_frr
+
+    frr = (
+        "router bgp 65001\n neighbor 10.0.0.0 remote-as 65000\n address-family ipv4 unicast\n"
+        "  neighbor 10.0.0.0 route-map GF-FABRIC-OUT-V4 out\n  neighbor 10.0.0.0 route-map EDGE-OUT out\n"
+        " exit-address-family\nexit\n!\nroute-map GF-FABRIC-OUT-V4 permit 100\nexit\n!\nend\n"
+    )
+    kept = keep_frr(frr)
+    assert kept.startswith(frr.removesuffix("end\n")) and kept.endswith("deny 40\nexit\n!\nend\n")
+    added = kept[len(frr) - len("end\n") : -len("end\n")]
+    assert [line for line in added.splitlines() if line.startswith("route-map")] == [
+        "route-map GF-FABRIC-OUT-V4 permit 20",
+        "route-map GF-FABRIC-OUT-V4 permit 30",
+        "route-map GF-FABRIC-OUT-V4 deny 40",
+    ]  # EDGE-OUT holds neither V4 nor V6: TSA leaves it alone
+    assert " match ip address prefix-list PL_LoopbackV4\n set community 12345:12345\n" in added
+    assert keep_frr(FRR) == FRR  # no route map bound out: nothing for TSA to rewrite
