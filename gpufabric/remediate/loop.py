@@ -103,9 +103,12 @@ def _now_text(clock: float) -> str:
     return datetime.fromtimestamp(clock, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _mark(alert: str, part: str) -> Mark:
+def _mark(alert: str, target: Target) -> Mark:
+    """`<alert>@<cable>,<part>` for a part at a cable's end (the cable's label, then the end's place), else
+    `<alert>@<part>`: what Slurm's reason and Kubernetes' annotation show a person."""
+    part = f"{target.cable},{target.part}" if target.cable else target.part
     subject = f"{alert}@{part}"
-    return Mark(OWNER, subject if SUBJECT.fullmatch(subject) else part)
+    return Mark(OWNER, subject if SUBJECT.fullmatch(subject) else target.part)
 
 
 class Remediator:
@@ -236,7 +239,7 @@ class Remediator:
             held = _Held(record, target.part, [])
             wanted = list(target.nodes)
         actions: list[Action] = []
-        mark = _mark(alert.name, target.part)
+        mark = _mark(alert.name, target)
         out = self._out_now()
         allowed: list[str] = []
         for node in wanted:

@@ -137,6 +137,13 @@ def nic_group(t: HealthThresholds = HealthThresholds()) -> dict[str, object]:
             "0s",
         ),
         _rule(
+            "GpufabricNicLinkFlapping",
+            f"increase(gpufabric_nic_carrier_changes_total[{w}]) > 2",
+            f"{nic}: the link is flapping: down and up again more than once",
+            "critical",
+            "0s",
+        ),
+        _rule(
             "GpufabricNicErrors",
             f"increase(gpufabric_nic_errors_total[{w}]) > {t.nic_errors:g}",
             f"{nic}: {{{{ $value | humanize }}}} errored frames ({{{{ $labels.direction }}}})",

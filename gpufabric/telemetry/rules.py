@@ -11,7 +11,18 @@ from gpufabric.telemetry.durations import MAX_DURATION_CHARS, DurationError, che
 from gpufabric.telemetry.health_rules import health_groups
 from gpufabric.telemetry.optics_rules import optics_group
 
-__all__ = ["MAX_DURATION_CHARS", "DurationError", "Thresholds", "alert_rules", "check_duration", "rules_yaml"]
+# Carrier changes in the window past which a link flaps: a cut and its repair are two.
+FLAPPING = 2
+
+__all__ = [
+    "FLAPPING",
+    "MAX_DURATION_CHARS",
+    "DurationError",
+    "Thresholds",
+    "alert_rules",
+    "check_duration",
+    "rules_yaml",
+]
 
 
 @dataclass(frozen=True)
@@ -42,13 +53,24 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
         rule(
             "GpufabricLinkDown",
             "gpufabric_link_up == 0",
-            "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} is down",
+            "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} (cable {{ $labels.cable }}) is down",
             "critical",
         ),
         rule(
             "GpufabricLinkFlapped",
             "increase(gpufabric_link_carrier_changes_total[10m]) > 0 or changes(gpufabric_link_up[10m]) > 0",
             "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} went down or up in the last 10 minutes",
+            hold="0s",
+        ),
+        # Flapping, not one cut and its repair (a carrier change down, one up): more than two changes in the
+        # window. This one takes nodes out (the remediation loop); a single cut is GpufabricLinkDown's.
+        rule(
+            "GpufabricLinkFlapping",
+            f"increase(gpufabric_link_carrier_changes_total[10m]) > {FLAPPING}"
+            f" or changes(gpufabric_link_up[10m]) > {FLAPPING}",
+            "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} (cable {{ $labels.cable }}) is flapping: "
+            "down and up again more than once in 10 minutes",
+            "critical",
             hold="0s",
         ),
         rule(

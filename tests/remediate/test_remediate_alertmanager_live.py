@@ -112,7 +112,7 @@ def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
         _wait("gpu02 drained", lambda: fake.drained == ["gpu02"])
         records = lambda: [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]  # noqa: E731
         _wait("the spine's alert recorded", lambda: any(r["part"] == "cmp-spine1:swp1" for r in records()))
-        assert fake.calls == [("take_out", "gpu02", "gpufabric remediate: GpufabricLinkDown@cmp-su1-leaf1:swp2")]
+        assert fake.calls == [("take_out", "gpu02", "gpufabric remediate: GpufabricLinkDown@cmp-000011,cmp-su1-leaf1:swp2")]
         _post_alert(port, cut, ends=datetime.now(UTC) - timedelta(seconds=1))
         _wait("gpu02 resumed", lambda: fake.drained == [])
         assert [c[:2] for c in fake.calls] == [("take_out", "gpu02"), ("put_back", "gpu02")]

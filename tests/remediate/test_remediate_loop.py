@@ -11,7 +11,7 @@ from gpufabric.remediate import Guards, Remediator, parse_payload, target_of
 from tests.conftest import INVENTORY, example_plan
 from tests.remediate.remediate_fakes import FakeScheduler, alert, payload
 
-MARK_CABLE = "gpufabric remediate: GpufabricLinkDown@cmp-su1-leaf1:swp1"
+MARK_CABLE = "gpufabric remediate: GpufabricLinkDown@cmp-000009,cmp-su1-leaf1:swp1"  # the cabling plan's label
 
 
 class Clock:
@@ -48,6 +48,17 @@ def trail(tmp_path: Path) -> list[dict]:
 def test_a_server_port_of_a_rail_leaf_names_exactly_its_server(plan):
     target = target_of(plan, {"alertname": "GpufabricLinkDown", "device": "cmp-su1-leaf1", "port": "swp2"})
     assert target is not None and target.nodes == ("gpu02",) and target.part == "cmp-su1-leaf1:swp2"
+    cabling = {(r["a_device"], r["a_port"], r["b_device"], r["b_port"]): r["cable_id"] for r in _cabling(plan)}
+    assert target.cable == cabling[("gpu02", "eth1", "cmp-su1-leaf1", "swp2")]
+
+
+def _cabling(plan):
+    import csv
+    import io
+
+    from gpufabric.export import cabling
+
+    return list(csv.DictReader(io.StringIO(cabling.render(plan))))
 
 
 def test_a_spine_link_names_nobody(plan):
@@ -101,13 +112,14 @@ def test_a_spine_link_drains_nothing(plan, tmp_path):
 def test_a_flapping_signal_keeps_the_node_out(plan, tmp_path):
     clock = Clock()
     loop, fake = make(plan, tmp_path, clock)
-    cut = alert("GpufabricLinkFlapped", device="cmp-su1-leaf1", port="swp1")
+    cut = alert("GpufabricLinkFlapping", device="cmp-su1-leaf1", port="swp1")
     for _ in range(5):
         send(loop, cut)
         clock.now += 100
         send(loop, {**cut, "status": "resolved"})
         clock.now += 300  # back before the hold-down ends
-    assert fake.calls == [("take_out", "gpu01", "gpufabric remediate: GpufabricLinkFlapped@cmp-su1-leaf1:swp1")]
+    mark = "gpufabric remediate: GpufabricLinkFlapping@cmp-000009,cmp-su1-leaf1:swp1"
+    assert fake.calls == [("take_out", "gpu01", mark)]
     clock.now += 300
     loop.tick()
     assert fake.drained == [] and [c[0] for c in fake.calls] == ["take_out", "put_back"]
