@@ -16,8 +16,8 @@ from gpufabric.cli.output import err, shown
 from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
 from gpufabric.remediate.server import PATH, Receiver
 from gpufabric.scheduler import Reach, schedulers
+from gpufabric.telemetry.alert_post import BASE_URL
 
-URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(:[0-9]{1,5})?/?")
 SECONDS = re.compile(r"(?P<n>[0-9]{1,7})(?P<unit>s|m|h)?")
 UNIT = {"s": 1, "m": 60, "h": 3600, None: 1}
 STATE_DIR = Path(".local/state/gpufabric")
@@ -49,7 +49,7 @@ def _share(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 
 
 def _url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not URL.fullmatch(value):
+    if value is not None and not BASE_URL.fullmatch(value):
         raise click.BadParameter(f"an http(s) URL (http://127.0.0.1:9093), not {value!r}")
     return value
 

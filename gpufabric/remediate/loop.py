@@ -107,8 +107,10 @@ def _mark(alert: str, target: Target) -> Mark:
     """`<alert>@<cable>,<part>` for a part at a cable's end (the cable's label, then the end's place), else
     `<alert>@<part>`: what Slurm's reason and Kubernetes' annotation show a person."""
     part = f"{target.cable},{target.part}" if target.cable else target.part
-    subject = f"{alert}@{part}"
-    return Mark(OWNER, subject if SUBJECT.fullmatch(subject) else target.part)
+    for subject in (f"{alert}@{part}", f"{alert}@{target.part}", target.part):
+        if SUBJECT.fullmatch(subject):
+            return Mark(OWNER, subject)
+    return Mark(OWNER, alert)
 
 
 class Remediator:
@@ -246,6 +248,17 @@ class Remediator:
             if node in self.out:  # already ours, for another alert: hold it too
                 self.out[node].holders.append(alert.key)
                 held.nodes.append(node)
+                actions.append(
+                    self._trail(
+                        Action(
+                            "held",
+                            record,
+                            target.part,
+                            (node,),
+                            detail=f"out already for another alert ({self.out[node].mark!r}): this one holds it too",
+                        )
+                    )
+                )
                 continue
             if node in out:
                 actions.append(

@@ -9,13 +9,11 @@ Alertmanager's documentation, "Clients" (https://prometheus.io/docs/alerting/lat
 from __future__ import annotations
 
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from gpufabric.outputs import json_dumps
 from gpufabric.remediate.loop import Action
+from gpufabric.telemetry.alert_post import AlertPostError, post_alerts
 
 log = logging.getLogger(__name__)
 CAPPED_ALERT = "GpufabricRemediationCapped"
@@ -53,18 +51,9 @@ def page(alertmanager: str, actions: Sequence[Action]) -> int:
     """Post the capped actions' alerts to Alertmanager at `alertmanager` (its base URL); how many were posted.
     A failure is logged, never raised: the trail already holds the capped action."""
     alerts = capped_alerts(actions, datetime.now(UTC))
-    if not alerts:
-        return 0
-    request = urllib.request.Request(
-        alertmanager.rstrip("/") + "/api/v2/alerts",
-        json_dumps(alerts).encode(),
-        {"Content-Type": "application/json"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            answer.read()
-    except (urllib.error.URLError, OSError) as exc:
-        log.warning("Alertmanager at %s was not told of %d capped nodes: %s", alertmanager, len(alerts), exc)
+        post_alerts(alertmanager, alerts)
+    except AlertPostError as exc:
+        log.warning("%d capped nodes not paged: %s", len(alerts), exc)
         return 0
     return len(alerts)

@@ -26,13 +26,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpufabric.acceptance.screen import parts_index
+from gpufabric.acceptance.screen import SLOW_ALERT, parts_index
 from gpufabric.export.cabling import cable_id, cable_labels
 from gpufabric.plan.model import Plan
 from gpufabric.scheduler import servers_behind
-
-# The alert `acceptance screen report --alertmanager` posts for each part behind slow results.
-SLOW_ALERT = "GpufabricSlowPart"
 
 # The alerts of `gpufabric telemetry rules` that say a part is failing, and what kind of part.
 ACTED: dict[str, str] = {
@@ -149,7 +146,7 @@ def target_of(plan: Plan, labels: Mapping[str, str]) -> Target | None:
         why = (
             "the servers behind the part the screen found slow" if nodes else "a fabric part: servers keep other paths"
         )
-        return Target(part, nodes, why)
+        return Target(part.replace(" ", ":"), nodes, why)  # "gpu03 eth1": "gpu03:eth1", as a NIC alert's part
     if kind == "switch":
         if device not in index.switches:
             return Target(device or "?", (), "not a switch of the plan")

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufabric.telemetry.durations import check_duration
+from gpufabric.telemetry.flapping import flapping
 
 # The dcgm-exporter series the GPU rules read (metric names as its default counters CSV writes them).
 XID = "DCGM_FI_DEV_XID_ERRORS"
@@ -138,7 +139,7 @@ def nic_group(t: HealthThresholds = HealthThresholds()) -> dict[str, object]:
         ),
         _rule(
             "GpufabricNicLinkFlapping",
-            f"increase(gpufabric_nic_carrier_changes_total[{w}]) > 2",
+            flapping("gpufabric_nic_carrier_changes_total", w),
             f"{nic}: the link is flapping: down and up again more than once",
             "critical",
             "0s",

@@ -8,11 +8,9 @@ import yaml
 
 from gpufabric.ib import alerts as ib_alerts
 from gpufabric.telemetry.durations import MAX_DURATION_CHARS, DurationError, check_duration
+from gpufabric.telemetry.flapping import FLAPPING, flapping
 from gpufabric.telemetry.health_rules import health_groups
 from gpufabric.telemetry.optics_rules import optics_group
-
-# Carrier changes in the window past which a link flaps: a cut and its repair are two.
-FLAPPING = 2
 
 __all__ = [
     "FLAPPING",
@@ -66,8 +64,8 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
         # window. This one takes nodes out (the remediation loop); a single cut is GpufabricLinkDown's.
         rule(
             "GpufabricLinkFlapping",
-            f"increase(gpufabric_link_carrier_changes_total[10m]) > {FLAPPING}"
-            f" or changes(gpufabric_link_up[10m]) > {FLAPPING}",
+            flapping("gpufabric_link_carrier_changes_total", "10m")
+            + f" or changes(gpufabric_link_up[10m]) > {FLAPPING}",
             "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} (cable {{ $labels.cable }}) is flapping: "
             "down and up again more than once in 10 minutes",
             "critical",

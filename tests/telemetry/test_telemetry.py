@@ -318,6 +318,8 @@ tests:
         values: '4 5 6 7 8 9 10 11'
       - series: 'gpufabric_link_up{plane="compute",device="leaf2",role="leaf",port="swp1",peer="gpu03",peer_port="eth1",rail="1",unit="1",cable="cmp-000013"}'
         values: '1 0 0 0 1 1 1 1'
+      - series: 'gpufabric_link_carrier_changes_total{plane="compute",device="leaf2",role="leaf",port="swp1",peer="gpu03",peer_port="eth1",rail="1",unit="1",cable="cmp-000013"}'
+        values: '7 8 8 8 9 9 9 9'
       - series: 'gpufabric_link_up{plane="compute",device="leaf3",role="leaf",port="swp2",peer="gpu06",peer_port="eth1",rail="1",unit="3",cable="cmp-000020"}'
         values: '1 0 0 0 0 0 0 0'
     alert_rule_test:
