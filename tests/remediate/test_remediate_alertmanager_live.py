@@ -21,12 +21,16 @@ from pathlib import Path
 
 import pytest
 
+from gpufabric.acceptance.screen import screen, signal_record, slow_alerts
+from gpufabric.acceptance.suite import screen_suite
 from gpufabric.remediate import Guards, Remediator
 from gpufabric.remediate.alertmanager import alertmanager_yaml
 from gpufabric.remediate.server import Receiver
+from gpufabric.telemetry.alert_post import post_alerts
 from tests.alertmanager_run import alertmanager_command
 from tests.conftest import INVENTORY, example_plan
 from tests.remediate.remediate_fakes import FakeScheduler
+from tests.screen_outputs import record
 
 pytestmark = [
     pytest.mark.lab,
@@ -105,6 +109,14 @@ def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
         assert [c[:2] for c in fake.calls] == [("take_out", "gpu02"), ("put_back", "gpu02")]
         drained = next(r for r in records() if r["action"] == "drain")
         assert drained["alert"]["labels"]["peer"] == "gpu02" and len(drained["alert"]["fingerprint"]) == 16
+
+        # The slow-node screen's signal, posted to the same Alertmanager, routed to the loop: gpu03 out.
+        suite = screen_suite(plan)
+        found = screen(suite, plan, record(tmp_path / "screen", suite, slow_nics={"gpu03 eth1": 180.0}))
+        post_alerts(f"http://127.0.0.1:{port}", slow_alerts(signal_record(found, tmp_path), datetime.now(UTC),
+                                                            timedelta(minutes=30)))  # fmt: skip
+        _wait("gpu03 drained for the screen", lambda: fake.drained == ["gpu03"])
+        assert fake.calls[-1] == ("take_out", "gpu03", "gpufabric remediate: GpufabricSlowPart@gpu03:eth1")
     finally:
         manager.terminate()
         manager.wait(60)
