@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from gpufabric.plan.model import Plan
 DEFAULT_FACTOR = 1.5
 MIN_PEERS = 3
 SIGNAL_KIND = "gpufabric.slow-results"
+# The alert `screen report --alertmanager` posts for each part behind slow results; the remediation loop acts on it.
+SLOW_ALERT = "GpufabricSlowPart"
 # Which of parts named together leads a signal: the node's side of a link first (what a drain acts on).
 KIND_ORDER = ("nic", "node", "host-cable", "leaf-port", "leaf", "fabric-cable", "switch")
 
@@ -262,6 +265,33 @@ def _figure(c: Compared) -> dict[str, Any]:
         "peers": c.peers,
         "detail": c.result.detail,
     }
+
+
+def slow_alerts(record: dict[str, Any], now: datetime, valid_for: timedelta) -> list[dict[str, Any]]:
+    """The signal record's signals as Alertmanager alerts (API v2 postableAlert), one per part: `SLOW_ALERT`
+    with the part's name and kind, which the remediation loop maps to the servers behind it by the plan.
+    Each ends `valid_for` after this screen unless the next screen posts it again (still slow)."""
+    out: list[dict[str, Any]] = []
+    for sig in record["signals"]:
+        nodes = ", ".join(sig["nodes"]) or "none: a fabric part"
+        out.append(
+            {
+                "labels": {
+                    "alertname": SLOW_ALERT,
+                    "severity": "warning",
+                    "fabric": record["fabric"],
+                    "part": sig["part"],
+                    "part_kind": sig["part_kind"],
+                },
+                "annotations": {
+                    "summary": f"{sig['part']} ({sig['part_kind']}) behind {sig['slow_results']} slow results of "
+                    f"the screen (factor {record['factor']:g} below the median); nodes {nodes}"
+                },
+                "startsAt": now.isoformat(timespec="seconds"),
+                "endsAt": (now + valid_for).isoformat(timespec="seconds"),
+            }
+        )
+    return out
 
 
 def signal_record(s: Screen, results: Path) -> dict[str, Any]:

@@ -3,6 +3,8 @@ verdict, and the slow-node screen."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 
 import click
@@ -281,6 +283,13 @@ def screen_scripts_cmd(file: str | None, output: Path, schedule: str, image: str
     return 0
 
 
+def _duration(text: str) -> timedelta:
+    found = re.fullmatch(r"([0-9]{1,6})([smh])", text)
+    if found is None:
+        raise click.BadParameter(f"a number with s, m or h (2h, 90m), not {text!r}", param_hint="--alert-for")
+    return timedelta(seconds=int(found[1]) * {"s": 1, "m": 60, "h": 3600}[found[2]])
+
+
 @screen_cmd.command("report")
 @file_arg
 @click.option("--results", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
@@ -292,19 +301,36 @@ def screen_scripts_cmd(file: str | None, output: Path, schedule: str, image: str
 @click.option("--signal", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the signal record (JSON) here, for the remediation loop.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="The signal record on stdout.")
+@click.option("--alertmanager", metavar="URL",
+              help="Alertmanager's base URL (http://127.0.0.1:9093): post each signal there as a GpufabricSlowPart "
+                   "alert, which routes it to `gpufabric remediate serve`.")  # fmt: skip
+@click.option("--alert-for", default="2h", show_default=True, metavar="DURATION",
+              help="How long a posted signal fires unless the next screen posts it again (s, m or h).")  # fmt: skip
 def screen_report_cmd(file: str | None, results: Path, *, factor: float, min_peers: int, signal: Path | None,
-                      as_json: bool) -> int:  # fmt: skip
+                      as_json: bool, alertmanager: str | None, alert_for: str) -> int:  # fmt: skip
     """Compare each result with the median of its like (perftest pairs of one line rate; nccl-tests runs
     over as many servers): below the median divided by --factor is slow, and so is an output that shows
     wrong data. Name the part slow results share (a NIC with its cable and leaf port, a node, a switch),
-    with the nodes behind it. Exit 0 when nothing is slow, 4 when something is (a signal), 2 on bad input."""
+    with the nodes behind it. Exit 0 when nothing is slow, 4 when something is (a signal), 2 on bad input or
+    when Alertmanager does not take the signals."""
     from gpufabric.acceptance.screen import screen, signal_record
     from gpufabric.acceptance.suite import screen_suite
     from gpufabric.files import write_atomic
 
+    valid_for = _duration(alert_for)
     plan = load_plan(file)
     found = screen(screen_suite(plan), plan, results, factor=factor, min_peers=min_peers)
     record = signal_record(found, results)
+    if alertmanager is not None:
+        from datetime import UTC, datetime
+
+        from gpufabric.acceptance.screen import slow_alerts
+        from gpufabric.telemetry.alert_post import post_alerts
+
+        alerts = slow_alerts(record, datetime.now(UTC), valid_for)
+        post_alerts(alertmanager, alerts)  # AlertPostError: exit 2, the signal record is written already
+        err.print(shown(f"posted {len(alerts)} signals to {alertmanager} as {alerts[0]['labels']['alertname']}"
+                        if alerts else "no signal to post"))  # fmt: skip
     if signal is not None:
         write_atomic(signal, json_dumps(record, indent=2) + "\n")
     if as_json:

@@ -16,6 +16,7 @@ from gpufabric.cli.output import err, shown
 from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
 from gpufabric.remediate.server import PATH, Receiver
 from gpufabric.scheduler import Reach, schedulers
+from gpufabric.telemetry.alert_post import BASE_URL
 
 SECONDS = re.compile(r"(?P<n>[0-9]{1,7})(?P<unit>s|m|h)?")
 UNIT = {"s": 1, "m": 60, "h": 3600, None: 1}
@@ -44,6 +45,12 @@ def _listen(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
 def _share(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
     if not 0.0 <= value <= 1.0:
         raise click.BadParameter(f"a share from 0 to 1 (0.05 is 5 %), not {value}")
+    return value
+
+
+def _url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not BASE_URL.fullmatch(value):
+        raise click.BadParameter(f"an http(s) URL (http://127.0.0.1:9093), not {value!r}")
     return value
 
 
@@ -78,8 +85,12 @@ def remediate_cmd() -> None:
 @click.option("--k8s-api", metavar="URL", help="The API server, https://host:port.")
 @click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token.")
 @click.option("--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server.")
+@click.option("--alertmanager", metavar="URL", callback=_url,
+              help="Alertmanager's base URL (http://127.0.0.1:9093): a node a cap kept in is posted there as a "
+                   "GpufabricRemediationCapped alert for a person.")  # fmt: skip
 def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_share: float, max_unit_share: float,
-              hold_down: float, state_path: Path | None, audit_path: Path | None, **opts: Any) -> int:  # fmt: skip
+              hold_down: float, state_path: Path | None, audit_path: Path | None, alertmanager: str | None,
+              **opts: Any) -> int:  # fmt: skip
     """Receive Alertmanager's notifications until interrupted (SIGINT or SIGTERM) and act on them.
 
     Exit codes: 0 stopped; 2 bad settings, or the record cannot be read.
@@ -113,7 +124,7 @@ def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_s
         style = "bold" if action.action in ("capped", "failed") else ""
         err.print(shown(action.line(), style))
 
-    server = Receiver(listen, loop, report)
+    server = Receiver(listen, loop, report, alertmanager=alertmanager)
     server.start_ticking(min(30.0, max(1.0, hold_down / 10)))
     thread = threading.Thread(target=server.serve_forever, name="remediate-serve", daemon=True)
     thread.start()

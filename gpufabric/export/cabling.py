@@ -17,6 +17,17 @@ def cable_id(prefix: str, index: int) -> str:
     return cable_label(prefix, index)
 
 
+def cable_labels(plan: Plan) -> dict[tuple[str, str], str]:
+    """(switch or server, port) -> the label of the cable plugged there, as `render` writes it."""
+    out: dict[tuple[str, str], str] = {}
+    for plane in plan.planes.values():
+        for link in plane.links:
+            label = cable_id(plane.prefix, link.number)
+            out[(link.a, link.a_port)] = label
+            out[(link.b, link.b_port)] = label
+    return out
+
+
 def render(plan: Plan) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

@@ -103,9 +103,14 @@ def _now_text(clock: float) -> str:
     return datetime.fromtimestamp(clock, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _mark(alert: str, part: str) -> Mark:
-    subject = f"{alert}@{part}"
-    return Mark(OWNER, subject if SUBJECT.fullmatch(subject) else part)
+def _mark(alert: str, target: Target) -> Mark:
+    """`<alert>@<cable>,<part>` for a part at a cable's end (the cable's label, then the end's place), else
+    `<alert>@<part>`: what Slurm's reason and Kubernetes' annotation show a person."""
+    part = f"{target.cable},{target.part}" if target.cable else target.part
+    for subject in (f"{alert}@{part}", f"{alert}@{target.part}", target.part):
+        if SUBJECT.fullmatch(subject):
+            return Mark(OWNER, subject)
+    return Mark(OWNER, alert)
 
 
 class Remediator:
@@ -236,13 +241,24 @@ class Remediator:
             held = _Held(record, target.part, [])
             wanted = list(target.nodes)
         actions: list[Action] = []
-        mark = _mark(alert.name, target.part)
+        mark = _mark(alert.name, target)
         out = self._out_now()
         allowed: list[str] = []
         for node in wanted:
             if node in self.out:  # already ours, for another alert: hold it too
                 self.out[node].holders.append(alert.key)
                 held.nodes.append(node)
+                actions.append(
+                    self._trail(
+                        Action(
+                            "held",
+                            record,
+                            target.part,
+                            (node,),
+                            detail=f"out already for another alert ({self.out[node].mark!r}): this one holds it too",
+                        )
+                    )
+                )
                 continue
             if node in out:
                 actions.append(

@@ -4,6 +4,7 @@ gets a 4xx with a one-line JSON reason; a failure of the loop's own (a scheduler
 reached) a 500 with the reason, so Alertmanager retries. Never a traceback to the sender.
 
 The hold-downs are looked at every `tick` seconds by a thread of the server, and at every notification.
+With an Alertmanager's URL, the nodes a cap kept in are posted back to it as alerts for a person (page.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from gpufabric.errors import GpufabricError
 from gpufabric.outputs import json_dumps
 from gpufabric.remediate.loop import Action, Remediator
+from gpufabric.remediate.page import page
 from gpufabric.remediate.payload import MAX_BODY, PayloadError, parse_payload
 
 log = logging.getLogger(__name__)
@@ -27,10 +29,16 @@ class Receiver(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], loop: Remediator, report: Callable[[Action], None] | None = None
+        self,
+        address: tuple[str, int],
+        loop: Remediator,
+        report: Callable[[Action], None] | None = None,
+        *,
+        alertmanager: str | None = None,
     ) -> None:
         super().__init__(address, _Handler)
         self.loop = loop
+        self.alertmanager = alertmanager  # where capped nodes are paged (its base URL), if anywhere
         self.lock = threading.Lock()
         self.report = report or (lambda action: None)
         self._stop = threading.Event()
@@ -42,6 +50,8 @@ class Receiver(ThreadingHTTPServer):
             actions = self.loop.handle(alerts)
         for action in actions:
             self.report(action)
+        if self.alertmanager:
+            page(self.alertmanager, actions)
         return actions
 
     def tick(self) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufabric.telemetry.durations import check_duration
+from gpufabric.telemetry.flapping import flapping
 
 # The dcgm-exporter series the GPU rules read (metric names as its default counters CSV writes them).
 XID = "DCGM_FI_DEV_XID_ERRORS"
@@ -134,6 +135,13 @@ def nic_group(t: HealthThresholds = HealthThresholds()) -> dict[str, object]:
             f"increase(gpufabric_nic_carrier_changes_total[{w}]) > 0",
             f"{nic}: the link went down or up",
             "warning",
+            "0s",
+        ),
+        _rule(
+            "GpufabricNicLinkFlapping",
+            flapping("gpufabric_nic_carrier_changes_total", w),
+            f"{nic}: the link is flapping: down and up again more than once",
+            "critical",
             "0s",
         ),
         _rule(

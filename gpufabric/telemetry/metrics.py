@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SWITCH = ("plane", "device", "role")
-PORT = (*SWITCH, "port", "peer", "peer_port", "rail", "unit")
+# `cable`: the label of the cable plugged into the port, as the cabling plan writes it (what a technician
+# finds on it; the remediation loop names it in a drain's reason).
+PORT = (*SWITCH, "port", "peer", "peer_port", "rail", "unit", "cable")
 NIC = ("plane", "host", "interface", "rail", "leaf")
 # One end of a cable, on a switch port or a server NIC alike (a server's `device` is the host, its
 # `role` "server", its `peer` the leaf): the optics and FEC alerts then need one expression, not two.

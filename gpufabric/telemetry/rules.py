@@ -8,10 +8,19 @@ import yaml
 
 from gpufabric.ib import alerts as ib_alerts
 from gpufabric.telemetry.durations import MAX_DURATION_CHARS, DurationError, check_duration
+from gpufabric.telemetry.flapping import FLAPPING, flapping
 from gpufabric.telemetry.health_rules import health_groups
 from gpufabric.telemetry.optics_rules import optics_group
 
-__all__ = ["MAX_DURATION_CHARS", "DurationError", "Thresholds", "alert_rules", "check_duration", "rules_yaml"]
+__all__ = [
+    "FLAPPING",
+    "MAX_DURATION_CHARS",
+    "DurationError",
+    "Thresholds",
+    "alert_rules",
+    "check_duration",
+    "rules_yaml",
+]
 
 
 @dataclass(frozen=True)
@@ -42,13 +51,24 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
         rule(
             "GpufabricLinkDown",
             "gpufabric_link_up == 0",
-            "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} is down",
+            "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} (cable {{ $labels.cable }}) is down",
             "critical",
         ),
         rule(
             "GpufabricLinkFlapped",
             "increase(gpufabric_link_carrier_changes_total[10m]) > 0 or changes(gpufabric_link_up[10m]) > 0",
             "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} went down or up in the last 10 minutes",
+            hold="0s",
+        ),
+        # Flapping, not one cut and its repair (a carrier change down, one up): more than two changes in the
+        # window. This one takes nodes out (the remediation loop); a single cut is GpufabricLinkDown's.
+        rule(
+            "GpufabricLinkFlapping",
+            flapping("gpufabric_link_carrier_changes_total", "10m")
+            + f" or changes(gpufabric_link_up[10m]) > {FLAPPING}",
+            "{{ $labels.device }} {{ $labels.port }} to {{ $labels.peer }} (cable {{ $labels.cable }}) is flapping: "
+            "down and up again more than once in 10 minutes",
+            "critical",
             hold="0s",
         ),
         rule(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.secrets import ReferenceHasher
+from gpufabric.export.cabling import cable_labels
 from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan, ip
 
@@ -47,6 +48,7 @@ def switch_targets(plan: Plan, plane: str | None = None) -> list[SwitchTarget]:
     widths = expected_widths(plan, plane, {n: c.ecmp for n, c in contexts.items()})
     loopbacks = {f"{ip(d.loopback)}/32": d.name for d in plan.devices() if d.loopback is not None}
     nic_rail = {(s.name, n.interface): n.rail for s in plan.servers for n in s.nics}
+    cables = cable_labels(plan)
     by_name = index.devices
     out = []
     for d in devices:
@@ -60,7 +62,7 @@ def switch_targets(plan: Plan, plane: str | None = None) -> list[SwitchTarget]:
             unit = d.unit or (far.unit if far is not None else None)
             ports[p.name] = {
                 "port": p.name, "peer": p.peer, "peer_port": p.peer_port,
-                "rail": str(rail or ""), "unit": str(unit or ""),
+                "rail": str(rail or ""), "unit": str(unit or ""), "cable": cables.get((d.name, p.name), ""),
             }  # fmt: skip
         sessions = {n.key: n.peer for n in ctx.neighbors if n.kind == "fabric"}
         ecmp = {pfx: (w, loopbacks.get(pfx, "")) for pfx, w in widths.get(d.name, {}).items()}

@@ -16,32 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from gpufabric.acceptance.model import NcclJob, PerfJob, Suite
+from gpufabric.acceptance.model import NcclJob, Suite
 from gpufabric.acceptance.screen import SIGNAL_SCHEMA, ScreenError, screen, signal_record
 from gpufabric.acceptance.suite import screen_suite
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
 from tests.conftest import BIN
+from tests.screen_outputs import nccl_node_text, record
 
 ROOT = Path(__file__).resolve().parents[2]
-OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
-
-
-def perftest_text(job: PerfJob, gbits: float) -> str:
-    rate = gbits * 1e9 / 8 / 65536 / 1e6  # Mpps of 65536-byte messages
-    text = (OUTPUTS / "ib_write_bw.txt").read_text()
-    text = text.replace("mlx5_0", job.client.hca).replace("7481236", str(round(rate * 1e6 * 10)))
-    return text.replace("{BW}", f"{gbits:.2f}").replace("0.747621", f"{rate:.6f}")
-
-
-def nccl_node_text(host: str, busbw: float, ranks: int = 8) -> str:
-    algbw = busbw * ranks / (2 * (ranks - 1))
-    time_us = (8 << 30) / (algbw * 1e9) * 1e6
-    return (
-        (OUTPUTS / "nccl_node.txt")
-        .read_text()
-        .format(HOST=host, TIME=f"{time_us:.0f}", ALGBW=f"{algbw:.2f}", BUSBW=f"{busbw:.2f}", AVG=f"{busbw * 0.41:.4f}")
-    )
 
 
 @pytest.fixture(scope="module")
@@ -52,28 +35,6 @@ def plan() -> Plan:
 @pytest.fixture(scope="module")
 def suite(plan: Plan) -> Suite:
     return screen_suite(plan)
-
-
-def record(folder: Path, suite: Suite, *, slow_nics: dict[str, float] | None = None,
-           slow_nodes: dict[str, float] | None = None,
-           slow_switches: dict[str, float] | None = None) -> Path:  # fmt: skip
-    """Every screen job's output: ~390 Gb/s per pair and ~480 GB/s per node with a little spread, a
-    pair through a NIC in `slow_nics` ("gpu03 eth1") or across a switch in `slow_switches` at that
-    rate, a node in `slow_nodes` at its figure."""
-    folder.mkdir(parents=True, exist_ok=True)
-    slow_nics, slow_nodes, slow_switches = slow_nics or {}, slow_nodes or {}, slow_switches or {}
-    for i, job in enumerate(suite.perf):
-        rate = 388.0 + (i % 5)
-        for end in (job.client, job.server):
-            rate = min(rate, slow_nics.get(f"{end.server} {end.interface}", rate))
-        for switch in job.crosses:
-            rate = min(rate, slow_switches.get(switch, rate))
-        (folder / f"{job.id}.txt").write_text(perftest_text(job, rate))
-    for i, nccl in enumerate(suite.nccl):
-        if len(nccl.servers) == 1:
-            host = nccl.servers[0]
-            (folder / f"{nccl.id}.txt").write_text(nccl_node_text(host, slow_nodes.get(host, 478.0 + i % 4)))
-    return folder
 
 
 def test_the_screen_rings_every_rail_so_each_nic_is_in_two_pairs(suite: Suite) -> None:

@@ -21,11 +21,16 @@ from pathlib import Path
 
 import pytest
 
+from gpufabric.acceptance.screen import screen, signal_record, slow_alerts
+from gpufabric.acceptance.suite import screen_suite
 from gpufabric.remediate import Guards, Remediator
 from gpufabric.remediate.alertmanager import alertmanager_yaml
 from gpufabric.remediate.server import Receiver
-from tests.conftest import INVENTORY, ROOT, example_plan
+from gpufabric.telemetry.alert_post import post_alerts
+from tests.alertmanager_run import alertmanager_command
+from tests.conftest import INVENTORY, example_plan
 from tests.remediate.remediate_fakes import FakeScheduler
+from tests.screen_outputs import record
 
 pytestmark = [
     pytest.mark.lab,
@@ -33,21 +38,6 @@ pytestmark = [
     pytest.mark.root,
     pytest.mark.skipif(os.geteuid() != 0, reason="Debian's unpacked Alertmanager runs in a mount namespace (root)"),
 ]
-UNPACKED = ROOT / ".cache" / "alertmanager"
-TEMPLATE = Path("/usr/share/prometheus/alertmanager/default.tmpl")
-
-
-def _command(args: list[str]) -> list[str]:
-    installed = Path("/usr/bin/prometheus-alertmanager")
-    if installed.exists() and TEMPLATE.exists():
-        return [str(installed), *args]
-    binary = UNPACKED / "usr/bin/prometheus-alertmanager"
-    if not binary.exists():
-        if os.environ.get("CI"):
-            pytest.fail("prometheus-alertmanager is missing: scripts/test.sh unpacks Debian's package")
-        pytest.skip("prometheus-alertmanager is not unpacked (scripts/test.sh unpacks it into .cache/alertmanager)")
-    overlay = f'mount -t overlay overlay -o lowerdir={UNPACKED / "usr/share"}:/usr/share /usr/share && exec "$0" "$@"'
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", overlay, str(binary), *args]
 
 
 def _free_port() -> int:
@@ -91,7 +81,7 @@ def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
         alertmanager_yaml(f"http://127.0.0.1:{receiver.server_port}/webhook", group_wait="1s", group_interval="1s")
     )
     manager = subprocess.Popen(
-        _command([f"--config.file={config}", f"--storage.path={tmp_path / 'data'}",
+        alertmanager_command([f"--config.file={config}", f"--storage.path={tmp_path / 'data'}",
                   f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="]),
         stdout=subprocess.DEVNULL, stderr=(tmp_path / "alertmanager.log").open("w"),
     )  # fmt: skip
@@ -112,12 +102,21 @@ def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
         _wait("gpu02 drained", lambda: fake.drained == ["gpu02"])
         records = lambda: [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]  # noqa: E731
         _wait("the spine's alert recorded", lambda: any(r["part"] == "cmp-spine1:swp1" for r in records()))
-        assert fake.calls == [("take_out", "gpu02", "gpufabric remediate: GpufabricLinkDown@cmp-su1-leaf1:swp2")]
+        mark = "gpufabric remediate: GpufabricLinkDown@cmp-000011,cmp-su1-leaf1:swp2"  # the cable, then its leaf end
+        assert fake.calls == [("take_out", "gpu02", mark)]
         _post_alert(port, cut, ends=datetime.now(UTC) - timedelta(seconds=1))
         _wait("gpu02 resumed", lambda: fake.drained == [])
         assert [c[:2] for c in fake.calls] == [("take_out", "gpu02"), ("put_back", "gpu02")]
         drained = next(r for r in records() if r["action"] == "drain")
         assert drained["alert"]["labels"]["peer"] == "gpu02" and len(drained["alert"]["fingerprint"]) == 16
+
+        # The slow-node screen's signal, posted to the same Alertmanager, routed to the loop: gpu03 out.
+        suite = screen_suite(plan)
+        found = screen(suite, plan, record(tmp_path / "screen", suite, slow_nics={"gpu03 eth1": 180.0}))
+        post_alerts(f"http://127.0.0.1:{port}", slow_alerts(signal_record(found, tmp_path), datetime.now(UTC),
+                                                            timedelta(minutes=30)))  # fmt: skip
+        _wait("gpu03 drained for the screen", lambda: fake.drained == ["gpu03"])
+        assert fake.calls[-1] == ("take_out", "gpu03", "gpufabric remediate: GpufabricSlowPart@gpu03:eth1")
     finally:
         manager.terminate()
         manager.wait(60)

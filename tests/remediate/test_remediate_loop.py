@@ -11,7 +11,7 @@ from gpufabric.remediate import Guards, Remediator, parse_payload, target_of
 from tests.conftest import INVENTORY, example_plan
 from tests.remediate.remediate_fakes import FakeScheduler, alert, payload
 
-MARK_CABLE = "gpufabric remediate: GpufabricLinkDown@cmp-su1-leaf1:swp1"
+MARK_CABLE = "gpufabric remediate: GpufabricLinkDown@cmp-000009,cmp-su1-leaf1:swp1"  # the cabling plan's label
 
 
 class Clock:
@@ -48,6 +48,17 @@ def trail(tmp_path: Path) -> list[dict]:
 def test_a_server_port_of_a_rail_leaf_names_exactly_its_server(plan):
     target = target_of(plan, {"alertname": "GpufabricLinkDown", "device": "cmp-su1-leaf1", "port": "swp2"})
     assert target is not None and target.nodes == ("gpu02",) and target.part == "cmp-su1-leaf1:swp2"
+    cabling = {(r["a_device"], r["a_port"], r["b_device"], r["b_port"]): r["cable_id"] for r in _cabling(plan)}
+    assert target.cable == cabling[("gpu02", "eth1", "cmp-su1-leaf1", "swp2")]
+
+
+def _cabling(plan):
+    import csv
+    import io
+
+    from gpufabric.export import cabling
+
+    return list(csv.DictReader(io.StringIO(cabling.render(plan))))
 
 
 def test_a_spine_link_names_nobody(plan):
@@ -101,13 +112,14 @@ def test_a_spine_link_drains_nothing(plan, tmp_path):
 def test_a_flapping_signal_keeps_the_node_out(plan, tmp_path):
     clock = Clock()
     loop, fake = make(plan, tmp_path, clock)
-    cut = alert("GpufabricLinkFlapped", device="cmp-su1-leaf1", port="swp1")
+    cut = alert("GpufabricLinkFlapping", device="cmp-su1-leaf1", port="swp1")
     for _ in range(5):
         send(loop, cut)
         clock.now += 100
         send(loop, {**cut, "status": "resolved"})
         clock.now += 300  # back before the hold-down ends
-    assert fake.calls == [("take_out", "gpu01", "gpufabric remediate: GpufabricLinkFlapped@cmp-su1-leaf1:swp1")]
+    mark = "gpufabric remediate: GpufabricLinkFlapping@cmp-000009,cmp-su1-leaf1:swp1"
+    assert fake.calls == [("take_out", "gpu01", mark)]
     clock.now += 300
     loop.tick()
     assert fake.drained == [] and [c[0] for c in fake.calls] == ["take_out", "put_back"]
@@ -237,3 +249,39 @@ def test_a_resume_the_scheduler_refused_is_tried_again(plan, tmp_path):
     clock.now += 30
     assert [(a.action, a.nodes) for a in loop.tick()] == [("resume", ("gpu01",))] and fake.drained == []
     assert loop.tick() == [] and json.loads((tmp_path / "state.json").read_text())["out"] == {}
+
+
+def test_an_infiniband_port_names_the_adapters_host_by_the_plan_and_a_switch_link_nobody():
+    ib = example_plan(INVENTORY / "examples" / "lab-infiniband.yml")
+    rows = {r["b_device"] + ":" + r["b_port"]: r for r in _cabling(ib) if r["plane"] == ib.infiniband.plane}
+    node = target_of(ib, {"alertname": "GpufabricIbSymbolErrors", "node": "su1-leaf1", "port": "2"})
+    assert node is not None and node.nodes == ("gpu02",) and node.part == "su1-leaf1:2"
+    assert node.cable == rows["su1-leaf1:2"]["cable_id"] and rows["su1-leaf1:2"]["a_device"] == "gpu02"
+    up = target_of(ib, {"alertname": "GpufabricIbLinkDowned", "node": "spine01", "port": "7"})
+    assert up is not None and up.nodes == () and "leaf-spine" in up.why and up.cable == rows["spine01:7"]["cable_id"]
+    stray = target_of(ib, {"alertname": "GpufabricIbReceiveErrors", "node": "su1-leaf1", "port": "99"})
+    assert stray is not None and stray.nodes == ()
+    # Congestion is not a failing part: not acted on.
+    assert target_of(ib, {"alertname": "GpufabricIbCongestion", "node": "su1-leaf1", "port": "2"}) is None
+
+
+def test_a_second_alert_on_a_node_already_out_is_written_to_the_trail(plan, tmp_path):
+    loop, fake = make(plan, tmp_path, Clock())
+    send(loop, alert("GpufabricLinkDown", fingerprint="c1", device="cmp-su1-leaf1", port="swp1"))
+    actions = send(loop, alert("GpufabricLinkFlapping", fingerprint="c2", device="cmp-su1-leaf1", port="swp1"))
+    assert [(a.action, a.nodes) for a in actions] == [("held", ("gpu01",))] and "holds it too" in actions[0].detail
+    assert [r["action"] for r in trail(tmp_path)] == ["drain", "held"] and len(fake.calls) == 1
+
+
+def test_a_capped_node_becomes_an_alert_for_alertmanager(plan, tmp_path):
+    from datetime import UTC, datetime
+
+    from gpufabric.remediate.page import CAPPED_ALERT, capped_alerts
+
+    loop, _ = make(plan, tmp_path, Clock(), max_share=0.05)
+    send(loop, alert("GpufabricGpuXidError", fingerprint="b1", node="gpu01", gpu="0"))
+    actions = send(loop, alert("GpufabricGpuXidError", fingerprint="b2", node="gpu03", gpu="0"))
+    (paged,) = capped_alerts(actions, datetime(2026, 11, 25, tzinfo=UTC))
+    assert paged["labels"] == {"alertname": CAPPED_ALERT, "severity": "critical", "node": "gpu03",
+                               "part": "gpu03:gpu0", "cause": "GpufabricGpuXidError"}  # fmt: skip
+    assert "cluster cap" in paged["annotations"]["summary"] and paged["endsAt"] > paged["startsAt"]

@@ -155,7 +155,8 @@ def test_counters_and_carrier_changes_read_back_to_back_share_one_command(monkey
 def test_switch_targets_label_ports_with_their_far_end():
     targets = {t.device: t for t in switch_targets(_plan())}
     leaf = targets["cmp-su1-leaf1"]
-    assert leaf.ports["swp1"] == {"port": "swp1", "peer": "gpu01", "peer_port": "eth1", "rail": "1", "unit": "1"}
+    assert leaf.ports["swp1"] == {"port": "swp1", "peer": "gpu01", "peer_port": "eth1", "rail": "1", "unit": "1",
+                                 "cable": "cmp-000009"}  # fmt: skip
     assert leaf.sessions == {"swp3": "cmp-spine1", "swp4": "cmp-spine2"}
     assert leaf.ecmp["10.0.0.5/32"] == (2, "cmp-su2-leaf1")  # another unit's leaf: through both spines
     spine = targets["cmp-spine1"]
@@ -248,8 +249,8 @@ def test_rules_pass_promtool_and_watch_only_served_metrics(tmp_path):
     done = subprocess.run([_promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (
-        "SUCCESS: 34 rules found" in done.stdout
-    )  # 10 Ethernet, 7 optics (test_optics_alerts.py), 6 InfiniBand, 11 GPU, NIC, buffers (test_health_alerts.py)
+        "SUCCESS: 36 rules found" in done.stdout
+    )  # 11 Ethernet, 7 optics (test_optics_alerts.py), 6 InfiniBand, 12 GPU, NIC, buffers (test_health_alerts.py)
     used = {
         w
         for r in alert_rules()["groups"][0]["rules"]
@@ -310,6 +311,34 @@ tests:
         exp_alerts:
           - exp_labels: {severity: critical, plane: compute, host: gpu01, interface: eth1, rail: "1", leaf: leaf1, priority: "3", direction: rx}
             exp_annotations: {summary: "pause storm on gpu01 eth1"}
+  # A cable to a server cut for good, one cut and repaired (not flapping), one flapping: each named by its cable.
+  - interval: 15s
+    input_series:
+      - series: 'gpufabric_link_carrier_changes_total{plane="compute",device="leaf1",role="leaf",port="swp1",peer="gpu01",peer_port="eth1",rail="1",unit="1",cable="cmp-000009"}'
+        values: '4 5 6 7 8 9 10 11'
+      - series: 'gpufabric_link_up{plane="compute",device="leaf2",role="leaf",port="swp1",peer="gpu03",peer_port="eth1",rail="1",unit="1",cable="cmp-000013"}'
+        values: '1 0 0 0 1 1 1 1'
+      - series: 'gpufabric_link_carrier_changes_total{plane="compute",device="leaf2",role="leaf",port="swp1",peer="gpu03",peer_port="eth1",rail="1",unit="1",cable="cmp-000013"}'
+        values: '7 8 8 8 9 9 9 9'
+      - series: 'gpufabric_link_up{plane="compute",device="leaf3",role="leaf",port="swp2",peer="gpu06",peer_port="eth1",rail="1",unit="3",cable="cmp-000020"}'
+        values: '1 0 0 0 0 0 0 0'
+    alert_rule_test:
+      - eval_time: 15s
+        alertname: GpufabricLinkFlapping
+        exp_alerts: []
+      - eval_time: 90s
+        alertname: GpufabricLinkFlapping
+        exp_alerts:
+          - exp_labels: {severity: critical, plane: compute, device: leaf1, role: leaf, port: swp1, peer: gpu01, peer_port: eth1, rail: "1", unit: "1", cable: cmp-000009}
+            exp_annotations: {summary: "leaf1 swp1 to gpu01 (cable cmp-000009) is flapping: down and up again more than once in 10 minutes"}
+      - eval_time: 105s
+        alertname: GpufabricLinkDown
+        exp_alerts:
+          - exp_labels: {severity: critical, plane: compute, device: leaf3, role: leaf, port: swp2, peer: gpu06, peer_port: eth1, rail: "1", unit: "3", cable: cmp-000020}
+            exp_annotations: {summary: "leaf3 swp2 to gpu06 (cable cmp-000020) is down"}
+      - eval_time: 30s
+        alertname: GpufabricLinkDown
+        exp_alerts: []
 """
 
 
