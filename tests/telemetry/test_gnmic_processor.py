@@ -153,5 +153,7 @@ def test_a_streamed_down_link_fires_the_rules_link_alert_with_the_plan_s_labels(
     series = [{"series": metric + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
                "values": f"{value} {value} {value} {value}"}]  # fmt: skip
     fired = {**{k: v for k, v in labels.items() if v}, "severity": "critical"}  # an empty label is no label
-    check = _alert("GpufabricLinkDown", "3m", [(fired, f"{LEAF} Ethernet6/1 to sto-spine2 is down")])
+    assert labels["cable"]  # the cabling plan's id, streamed as the exporter labels it
+    summary = f"{LEAF} Ethernet6/1 to sto-spine2 (cable {labels['cable']}) is down"
+    check = _alert("GpufabricLinkDown", "3m", [(fired, summary)])
     assert _run(tmp_path, series, [check]) == ""
