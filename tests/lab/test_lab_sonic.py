@@ -1,4 +1,4 @@
-"""The SONiC example in the lab: its switches' FRR part (BGP in split mode) runs for real (root only).
+"""The SONiC example in the lab: its switches' FRR part (BGP in split-unified mode) runs for real (root only).
 
 Every planned platform runs as frr in the lab (no SONiC image runs here), so this proves the plan,
 the FRR configuration and the checks `validate` makes for a SONiC fabric, not SONiC's own daemons.

@@ -1,4 +1,4 @@
-"""NVIDIA Spectrum switches running SONiC: CONFIG_DB (`config_db.json`) plus FRR's frr.conf in split mode."""
+"""NVIDIA Spectrum switches running SONiC: CONFIG_DB (`config_db.json`) plus FRR's frr.conf in split-unified mode."""
 
 from __future__ import annotations
 

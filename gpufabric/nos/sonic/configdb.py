@@ -2,8 +2,8 @@
 
 Built as tables of keys of fields, every value a string as CONFIG_DB stores it (lists stay lists: the
 `@` fields), written once as sorted JSON so the same plan always gives the same bytes. BGP is not
-here: the switch runs FRR in split mode (`docker_routing_config_mode: split`), which reads its own
-frr.conf, rendered by the FRR platform's BGP template.
+here: the switch runs FRR in split-unified mode (`docker_routing_config_mode: split-unified`): FRR reads one
+frr.conf of its own, rendered by the FRR platform's BGP template, which frr-reload can reload.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ DEVICE_TYPE = {
     "border": "LeafRouter",
     "mgmt": "MgmtToRRouter",
 }
+
+# FRR's configuration is not generated from CONFIG_DB (which holds no BGP tables) and is one integrated
+# frr.conf: the bgp container keeps it at start and loads it with `vtysh -b`, and frr-reload takes it.
+ROUTING_CONFIG_MODE = "split-unified"
 
 PFC_WD_MS = "200"  # detection and restoration time: SONiC's defaults
 PFC_WD_POLL_MS = "200"
@@ -72,7 +76,7 @@ def _metadata(ctx: DeviceContext, hw: Sku) -> dict[str, Any]:
         "hwsku": hw.hwsku,
         "platform": hw.platform,
         "type": DEVICE_TYPE.get(d.role, "LeafRouter"),
-        "docker_routing_config_mode": "split",  # FRR reads frr.conf; CONFIG_DB holds no BGP tables
+        "docker_routing_config_mode": ROUTING_CONFIG_MODE,
         "buffer_model": "dynamic",  # NVIDIA's default on Spectrum: lossless headroom from speed and cable
     }
     if d.asn is not None:

@@ -1,5 +1,5 @@
 """A SONiC switch's rendered files read back into facts: config_db.json (ports, addresses, the RoCE
-contract in SONiC's QoS tables) and frr.conf (BGP, which FRR owns in split mode)."""
+contract in SONiC's QoS tables) and frr.conf (BGP, which FRR owns in split-unified mode)."""
 
 from __future__ import annotations
 
@@ -131,6 +131,6 @@ def _qos(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
 
 
 def _frr(facts: SwitchFacts, path: Path) -> None:
-    """BGP from frr.conf, read by the FRR platform's reader (FRR owns BGP in split mode)."""
+    """BGP from frr.conf, read by the FRR platform's reader (FRR owns BGP in split-unified mode)."""
     facts.files.append(path.name)
     bgp_facts(facts, parse(read_rendered(path).splitlines(), "ios"), path.name)

@@ -4,7 +4,7 @@ SONiC's "Zero Touch Provisioning (ZTP)" design (sonic-net/SONiC, doc/ztp/ztp.md)
 the ZTP JSON from option 67's URL and runs its sections in lexical order: `configdb-json` downloads a
 config_db.json to /etc/sonic/config_db.json and reloads it; `provisioning-script` runs a script. The first
 section loads the switch's rendered CONFIG_DB (halting on failure), the second puts its rendered FRR
-configuration in the bgp container's split-mode file and reloads FRR, as a push does.
+configuration in the bgp container's one frr.conf (split-unified mode) and reloads FRR, as a push does.
 """
 
 from __future__ import annotations

@@ -148,6 +148,10 @@ def _address_without_its_interface(doc: Doc) -> None:
     del doc["INTERFACE"][port]
 
 
+def _routing_mode_misspelt(doc: Doc) -> None:
+    doc["DEVICE_METADATA"]["localhost"]["docker_routing_config_mode"] = "split_unified"
+
+
 PLANTED: dict[str, Callable[[Doc], None]] = {
     "pfc_enable 3,9": _pfc_out_of_range,
     "unknown PORT field": _unknown_field,
@@ -160,6 +164,7 @@ PLANTED: dict[str, Callable[[Doc], None]] = {
     "ECN max threshold below min": _ecn_max_below_min,
     "NTP in the management VRF with the VRF off": _ntp_in_a_disabled_vrf,
     "an address on a port with no INTERFACE row": _address_without_its_interface,
+    "docker_routing_config_mode split_unified": _routing_mode_misspelt,
 }
 
 
