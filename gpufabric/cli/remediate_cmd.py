@@ -13,9 +13,10 @@ import click
 
 from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, shown
+from gpufabric.cli.scheduler_options import reach_with_wait
 from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
 from gpufabric.remediate.server import PATH, Receiver
-from gpufabric.scheduler import Reach, schedulers
+from gpufabric.scheduler import schedulers
 from gpufabric.telemetry.alert_post import BASE_URL
 
 SECONDS = re.compile(r"(?P<n>[0-9]{1,7})(?P<unit>s|m|h)?")
@@ -96,14 +97,7 @@ def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_s
     Exit codes: 0 stopped; 2 bad settings, or the record cannot be read.
     """
     plan = load_plan(file, reaches=True)
-    reach = Reach(
-        slurm=opts["slurm"],
-        slurm_conf=opts["slurm_conf"],
-        kubernetes=opts["kubernetes"],
-        k8s_api=opts["k8s_api"],
-        k8s_token_env=opts["k8s_token_env"],
-        k8s_ca_file=opts["k8s_ca_file"],
-    )
+    reach = reach_with_wait(opts)
     found = schedulers(plan, reach)
     if not found and not dry_run:
         err.print("no scheduler named: the intent has no `scheduler:` section and no option names one")
