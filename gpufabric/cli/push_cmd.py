@@ -198,8 +198,10 @@ def push_cmd(
 
 def drainer() -> Drainer | None:
     """What drains a switch for a push: the maintenance tasks (each OS's own mechanism, through its driver),
-    one switch each. A drain another push or a person holds is left to them: undrain reports it held."""
-    return TaskDrainer(maintenance_tasks.drain, maintenance_tasks.undrain)
+    one switch each, without reading the switch's state before (the push drains what it found changing,
+    and undrains what it drained; each task still reads it after). A drain another push or a person holds
+    is left to them: undrain reports it held."""
+    return TaskDrainer(maintenance_tasks.drain, maintenance_tasks.undrain, options={"read_before": False})
 
 
 def _budget(value: str | None) -> float | None:

@@ -345,7 +345,10 @@ POLL = 0.2  # while stdout is quiet, how often stderr is looked at (a switch fil
 
 
 class SSHTransport:
-    """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
+    """One SSH connection; every command is an exec channel on it (no prompt scraping). Commands may run
+    from several threads at once, each on its own channel (`concurrent`)."""
+
+    concurrent = True
 
     def __init__(
         self,
