@@ -427,7 +427,7 @@ def _from_trail(path: Path) -> dict[str, Any]:
         "batches": went_out,
         "wave_switches": [switches.get(b, []) for b in went_out],
         "platforms": [sorted(platforms[b]) for b in went_out],  # each wave's platforms
-        "devices": [{"device": r["switch"], "status": r["status"]} for r in records],
+        "devices": [{"device": r["switch"], "status": r["status"], "reason": r.get("reason", "")} for r in records],
     }
 
 
@@ -492,6 +492,10 @@ def _row(
     for name, run in runs.items():
         if run["rc"] not in (0, None) and name != "validate":  # validate finds what no simulated switch has
             print(f"{name} exited {run['rc']}: {run['stderr']}", file=sys.stderr)
+            devices = (run.get("result") or {}).get("devices", [])
+            failed = [d for d in devices if d["status"] in ("failed", "rolled back")]
+            for d in failed[:5]:  # the first switches that failed, in the words of the audit trail
+                print(f"  {d['device']}: {d['status']}: {d.get('reason', '')}", file=sys.stderr)
     dry, push, again = runs["dry"], runs.get("push"), runs.get("again")
     result = (push or {}).get("result") or {}
     waves = len(result.get("batches", []))

@@ -73,8 +73,8 @@ class Fleet:
         self.commands = 0
         self.logins = 0
         self.kinds: Counter[str] = Counter()  # commands by their first words (`nv config apply`, `vtysh`, ...)
-        # With --trace: every command's (start, end, switch, kind), loop clock; where a switch's time goes.
-        self.trace: list[tuple[float, float, str, str]] | None = None
+        # With --trace: every command's (start, end, switch, kind, exit code), loop clock: where the time goes.
+        self.trace: list[tuple[float, float, str, str, int]] | None = None
 
     def log(self, event: Event) -> None:
         self.events.append(event)
@@ -94,11 +94,11 @@ class Fleet:
             return
         await switch.pause(lat.EXEC)
         result = await script.run(line, stdin, switch.run, switch.write)
+        if self.trace is not None:  # before the answer goes: whoever got it finds the command traced
+            self.trace.append((started, asyncio.get_running_loop().time(), switch.name, kind, result.rc))
         process.stdout.write(result.stdout)
         process.stderr.write(result.stderr)
         process.exit(result.rc)
-        if self.trace is not None:
-            self.trace.append((started, asyncio.get_running_loop().time(), switch.name, kind))
 
     async def serve(self, keys: dict[str, asyncssh.SSHKey], port: int = 22) -> list[asyncssh.SSHAcceptor]:
         """A listener per switch address (`port` 0: any free port, as a test takes)."""
@@ -195,9 +195,9 @@ async def main_async(args: argparse.Namespace) -> None:
             fh.write(json.dumps({**asdict(ev), "time": wall0 + ev.time - loop0}) + "\n")
     if args.trace and fleet.trace is not None:
         with open(args.trace, "w", encoding="utf-8") as fh:
-            for start, end, name, kind in fleet.trace:
+            for start, end, name, kind, rc in fleet.trace:
                 fh.write(json.dumps({"start": wall0 + start - loop0, "end": wall0 + end - loop0, "switch": name,
-                                     "kind": kind}) + "\n")  # fmt: skip
+                                     "kind": kind, "rc": rc}) + "\n")  # fmt: skip
     _snapshot(args.stats, fleet)
 
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stats", required=True, help="write the simulator's own CPU time here on exit")
     parser.add_argument("--tls-dir", default=".", help="EOS switches: write the run's CA here (ca.pem, for --ca-file)")
     parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply every latency (0: none)")
-    parser.add_argument("--trace", help="write every command's start, end, switch and kind here (JSON lines) on exit")
+    parser.add_argument("--trace", help="write each command's start, end, switch, kind and exit code here (JSON lines)")
     args = parser.parse_args(argv)
     asyncio.run(main_async(args))
 

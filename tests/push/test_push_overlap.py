@@ -120,3 +120,71 @@ def test_an_unchanged_switch_waits_for_the_read_beside_it_and_commits_nothing(mo
     outcome = _stage(switch, monkeypatch)
     assert outcome.status == Status.UNCHANGED and not switch.committed
     assert [c for c, _ in switch.calls].count("ports") == 1  # the read ran, and ended with the task
+
+
+def _check(task: Any, wanted: str) -> Any:
+    """A stand-in pending-push check: when it ran and in which process; `busy` fails the host."""
+    import os
+    import time
+
+    from nornir.core.task import Result
+
+    task.host.data["checked_in"] = os.getpid()  # what the host's own state carries to its task
+    return Result(host=task.host, result=(time.monotonic(), os.getpid()), failed=wanted == "busy")
+
+
+def _read(task: Any, tag: str) -> Any:
+    import os
+    import time
+
+    from nornir.core.task import Result
+
+    return Result(host=task.host, result=(time.monotonic(), os.getpid(), task.host.data.get("checked_in"), tag))
+
+
+def _fleet(count: int) -> Any:
+    from nornir.core import Nornir
+    from nornir.core.inventory import Defaults, Groups, Host, Hosts, Inventory
+    from nornir.plugins.runners import ThreadedRunner
+
+    hosts = Hosts()
+    for i in range(count):
+        hosts[f"sw{i}"] = Host(name=f"sw{i}", hostname=f"sw{i}")
+    return Nornir(inventory=Inventory(hosts=hosts, groups=Groups(), defaults=Defaults()), runner=ThreadedRunner(8))
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_every_check_ends_before_any_read_and_each_read_follows_its_check_in_the_same_process(forked):
+    import os
+
+    from gpufabric.fleet.runner import FORK_FROM, run_checked_forked
+
+    nr = _fleet(FORK_FROM + 6 if forked else FORK_FROM - 1)
+    names = list(nr.inventory.hosts)
+    wanted = {n: "busy" if n == "sw3" else "clear" for n in names}
+    heard: list[int] = []
+    checks, reads = run_checked_forked(
+        nr, names, _check, _read, 2, check_args={"wanted": wanted}, task_args={"tag": {n: f"t-{n}" for n in names}},
+        go=lambda found: heard.append(len(found)) is None,
+    )  # fmt: skip
+    assert heard == [len(names)]  # the word came once, with every host's check in
+    assert sorted(checks) == sorted(names) and sorted(reads) == sorted(n for n in names if n != "sw3")
+    assert checks["sw3"][1] and "sw3" in nr.data.failed_hosts  # a failed check: no read of that host
+    assert max(t for (t, _pid), _failed in checks.values()) <= min(t for (t, *_), _failed in reads.values())
+    for name, ((_t, pid, checked_in, tag), failed) in reads.items():
+        assert not failed and tag == f"t-{name}" and pid == checks[name][0][1] == checked_in
+    pids = {pid for (_t, pid), _failed in checks.values()}
+    assert (os.getpid() not in pids and 1 <= len(pids) <= 2) if forked else pids == {os.getpid()}
+
+
+@pytest.mark.parametrize("forked", [True, False])
+def test_no_read_runs_when_the_checks_say_stop(forked):
+    from gpufabric.fleet.runner import FORK_FROM, run_checked_forked
+
+    nr = _fleet(FORK_FROM + 2 if forked else 3)
+    names = list(nr.inventory.hosts)
+    checks, reads = run_checked_forked(
+        nr, names, _check, _read, 2, check_args={"wanted": dict.fromkeys(names, "clear")},
+        task_args={"tag": dict.fromkeys(names, "x")}, go=lambda _found: False,
+    )  # fmt: skip
+    assert sorted(checks) == sorted(names) and reads == {}
