@@ -160,7 +160,8 @@ def _pause(now: float, healthy_since: float | None, settle: float, quickest: flo
     if aim <= POLL:
         return max(0.0, aim)
     between = math.ceil((aim - POLL) / (POLL + quickest))  # the fewest polls before the last that keep POLL
-    return (aim - between * quickest) / (between + 1)
+    # Polls slower than the time left (a loaded machine) leave no room to spread: the next one goes at once.
+    return max(0.0, min(POLL, (aim - between * quickest) / (between + 1)))
 
 
 def mask(text: str, secrets: tuple[str, ...]) -> str:
