@@ -182,7 +182,7 @@ def test_the_real_driver_reads_the_rollback_point_beside_the_confirm_status_and_
         driver.commit_config(revert_in=120)
         rollback, new = switch.path(nvue.ROLLBACK), switch.path(nvue.ROLLBACK + ".new")
         assert switch.files[rollback] == factory and new not in switch.files
-        switch.scale = 1.0  # NVUE's reads take their simulated time (0.5 s and 1 s): long enough to see overlap
+        switch.scale = 0.5  # NVUE's reads take half their simulated time (0.25 s, 0.5 s): long enough to overlap
         seen = len(fleet.trace)
         with pytest.raises(CommitError, match="pending confirmation"):
             driver.commit_config(revert_in=120)
