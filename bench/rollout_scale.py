@@ -27,9 +27,9 @@ Before the runs of each fraction it measures the floor in the same namespace: on
 command to every switch through the drivers' transport (bench/ssh_floor.py), the least any read of the
 fleet costs here. With `--dry-run-only` the table is the reads': wall time beside that floor, and the
 CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
-cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from. `--keep-events PATH` keeps the
-simulator's event log and its trace of every command (start, end, switch, kind, exit code) beside PATH, which
-`python -m bench.profiling.waves` reads: where each wave's time went.
+cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from. `--keep-events
+PATH` keeps the simulator's event log and its trace of every command (start, end, switch, kind, exit code)
+beside PATH, which `python -m bench.profiling.waves` reads: where each wave's time went.
 
 `--max-capacity-loss 12.5%` pushes under a capacity budget (several failure domains a batch); `--drain
 always` is `push --drain always`: the push drains every switch before its change and undrains it after,
@@ -697,8 +697,7 @@ def main() -> None:
     parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply the simulator's latencies")
     parser.add_argument("--push-budget", type=float, default=None, help="stop any one push after this many seconds")
     parser.add_argument("--json", type=Path, help="write the rows here as JSON")
-    parser.add_argument("--keep-events", type=Path,
-                        help="keep each run's event log and command trace beside this path (bench.profiling.waves)")  # fmt: skip
+    parser.add_argument("--keep-events", type=Path, help="keep each run's event log and command trace beside this path")
     parser.add_argument("--role", choices=["leaf", "spine", "superspine", "mgmt"], help="only this role's switches")
     parser.add_argument("--profile", type=Path, help="record each push with py-spy into this folder")
     parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")
