@@ -27,7 +27,9 @@ Before the runs of each fraction it measures the floor in the same namespace: on
 command to every switch through the drivers' transport (bench/ssh_floor.py), the least any read of the
 fleet costs here. With `--dry-run-only` the table is the reads': wall time beside that floor, and the
 CPU milliseconds per switch of the controller and of the simulator (the two share the machine's
-cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from.
+cores). `--json` writes the rows `bench/plot/plot_scaling.py` draws docs/scaling.svg from. `--keep-events
+PATH` keeps the simulator's event log and its trace of every command (start, end, switch, kind, exit code)
+beside PATH, which `python -m bench.profiling.waves` reads: where each wave's time went.
 
 `--max-capacity-loss 12.5%` pushes under a capacity budget (several failure domains a batch); `--drain
 always` is `push --drain always`: the push drains every switch before its change and undrains it after,
@@ -133,18 +135,20 @@ def _raise_file_limit() -> None:
 
 
 class Simulator:
-    def __init__(self, folder: Path, switches: list[dict[str, str]], scale: float) -> None:
+    def __init__(self, folder: Path, switches: list[dict[str, str]], scale: float, trace: bool = False) -> None:
         self.ca_file = folder / "ca.pem"  # written when the fleet holds EOS switches
         self.folder = folder
         spec = folder / "switches.json"
         spec.write_text(json.dumps(switches))
         self.known_hosts = folder / "known_hosts"
         self.events, self.stats = folder / "events.jsonl", folder / "sim-stats.json"
+        self.trace = folder / "trace.jsonl" if trace else None  # every command's start and end
         env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.fleet_sim", "--switches", str(spec), "--username", "cumulus",
              "--password-env", PASSWORD_ENV, "--known-hosts", str(self.known_hosts), "--events", str(self.events),
-             "--stats", str(self.stats), "--latency-scale", str(scale), "--tls-dir", str(folder)],
+             "--stats", str(self.stats), "--latency-scale", str(scale), "--tls-dir", str(folder),
+             *(["--trace", str(self.trace)] if self.trace else [])],
             stdout=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
         assert self.proc.stdout is not None
@@ -315,7 +319,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
                     domain_of[n] = (p.name, fd.name)
         if opts.role:
             switches = [s for s, d in zip(switches, devices, strict=True) if d.role == opts.role]
-        sim = Simulator(folder, switches, opts.scale)
+        sim = Simulator(folder, switches, opts.scale, trace=opts.keep is not None)
         # As a person runs it (a table, diffs not printed) unless --json-output; what each switch became is
         # read from the push's audit trail, one file per run.
         common = [str(intent), "--known-hosts", str(sim.known_hosts), "--no-diff", "--wait", "0",
@@ -353,6 +357,8 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
             events, _ = sim.stop()
         if opts.keep is not None:
             shutil.copy(folder / "events.jsonl", opts.keep.with_suffix(f".{tag}.events.jsonl"))
+            if sim.trace is not None and sim.trace.exists():  # every command, for bench/profiling/waves.py
+                shutil.copy(sim.trace, opts.keep.with_suffix(f".{tag}.trace.jsonl"))
         proof = prove(plan, events, trail["push"], opts) if opts.push else None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -424,7 +430,7 @@ def _from_trail(path: Path) -> dict[str, Any]:
         "batches": went_out,
         "wave_switches": [switches.get(b, []) for b in went_out],
         "platforms": [sorted(platforms[b]) for b in went_out],  # each wave's platforms
-        "devices": [{"device": r["switch"], "status": r["status"]} for r in records],
+        "devices": [{"device": r["switch"], "status": r["status"], "reason": r.get("reason", "")} for r in records],
     }
 
 
@@ -489,6 +495,10 @@ def _row(
     for name, run in runs.items():
         if run["rc"] not in (0, None) and name != "validate":  # validate finds what no simulated switch has
             print(f"{name} exited {run['rc']}: {run['stderr']}", file=sys.stderr)
+            devices = (run.get("result") or {}).get("devices", [])
+            failed = [d for d in devices if d["status"] in ("failed", "rolled back")]
+            for d in failed[:5]:  # the first switches that failed, in the words of the audit trail
+                print(f"  {d['device']}: {d['status']}: {d.get('reason', '')}", file=sys.stderr)
     dry, push, again = runs["dry"], runs.get("push"), runs.get("again")
     result = (push or {}).get("result") or {}
     waves = len(result.get("batches", []))
@@ -521,6 +531,8 @@ def _row(
         "controller_cpu_s": None, "simulator_cpu_s": None, "push_commands_per_switch": None,
         "max_domains_down_per_plane": None, "commits": None, "reverts": None, "validate_s": None, "validate_rc": None,
         "per_wave_bound_s": round(per_wave, 3),
+        "drain_bound_s": round(sim_drain.drain_and_undrain(scale), 3),
+        "drained_waves": sum(bool(set(names) & drained) for names in result.get("wave_switches", [])),
     }  # fmt: skip
     if push is not None and again is not None:
         row.update({
@@ -629,9 +641,16 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             print(f"{row['fraction']}: " + "; ".join(said))
         return
     _print_columns(rows, COLUMNS)
-    print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; bound = per wave, up to "
-          f"{rows[0]['per_wave_bound_s']:.2f} s commit-check-confirm at latency scale {rows[0]['latency_scale']:g}; "
-          "max down = most failure domains of one plane unconfirmed at once)")  # fmt: skip
+    print("(seconds; ctl = the `nornir push` process, its CPU for the push alone; max down = most failure domains "
+          "of one plane unconfirmed at once)")  # fmt: skip
+    for row in rows:
+        if row.get("lower_bound_s") is not None:
+            print(f"{row['fraction']}: bound = {row['waves']} waves x {row['per_wave_bound_s']:.2f} s (one switch's "
+                  "commit-check-confirm: replace, diff, apply, confirm, four exec channels and the checks' "
+                  f"{SETTLE:g} s settle) + {row['drained_waves']} drained waves x {row['drain_bound_s']:.2f} s (the "
+                  "drain and the undrain: each NVUE's confirm status, detach, `nv set` and apply, four exec "
+                  f"channels) = {row['lower_bound_s']:.1f} s at latency scale {row['latency_scale']:g}, by the "
+                  "simulator's latencies; the reading of every diff before the first wave is not in it")  # fmt: skip
     for row in rows:
         if row.get("proof_moments") is not None:
             verdict_text = {True: "held", False: "NOT held", None: "not judged (no budget, or nothing went out)"}[
@@ -679,7 +698,7 @@ def main() -> None:
     parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply the simulator's latencies")
     parser.add_argument("--push-budget", type=float, default=None, help="stop any one push after this many seconds")
     parser.add_argument("--json", type=Path, help="write the rows here as JSON")
-    parser.add_argument("--keep-events", type=Path, help="keep each run's event log beside this path")
+    parser.add_argument("--keep-events", type=Path, help="keep each run's event log and command trace beside this path")
     parser.add_argument("--role", choices=["leaf", "spine", "superspine", "mgmt"], help="only this role's switches")
     parser.add_argument("--profile", type=Path, help="record each push with py-spy into this folder")
     parser.add_argument("--dry-run-only", action="store_true", help="time the dry run alone (every switch's diff)")

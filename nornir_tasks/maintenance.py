@@ -25,34 +25,38 @@ def _line(what: str, state: dict[str, Any]) -> str:
     return f"{what}: {state.get('mechanism') or 'maintenance'} (by {state.get('by')}, since {state.get('since')})"
 
 
-def drain(task: Task, push_id: str, reason: str, by: str | None = None) -> Result:
-    """Take the switch out of service with its vendor's mechanism; a drained switch stays as it is drained."""
+def drain(task: Task, push_id: str, reason: str, by: str | None = None, read_before: bool = True) -> Result:
+    """Take the switch out of service with its vendor's mechanism; a drained switch stays as it is drained.
+    `read_before=False` (a push, around a change it found: whether the switch was drained before is not
+    its question) spares a reading of the switch: `changed` then says only that the drain was applied."""
     conn = _conn(task)
-    before = conn.maintenance_status()
+    before = conn.maintenance_status() if read_before else None
     conn.drain(push_id, reason, by=by)
     after = conn.maintenance_status()
-    changed = not (before["drained"] and before["applied"] is not False)
+    changed = before is None or not (before["drained"] and before["applied"] is not False)
     ok = bool(after["drained"]) and after["applied"] is not False
     diff = _line("+ drained", after) if changed else ""
     return Result(host=task.host, result=after, changed=changed, failed=not ok, diff=diff)
 
 
-def undrain(task: Task, push_id: str, force: bool = False) -> Result:
-    """Put the switch back into service, when `push_id` holds its drain (or with `force`, whoever does)."""
+def undrain(task: Task, push_id: str, force: bool = False, read_before: bool = True) -> Result:
+    """Put the switch back into service, when `push_id` holds its drain (or with `force`, whoever does).
+    `read_before=False` (a push, undraining what it drained) spares a reading of the switch: the driver
+    still refuses a drain another holds."""
     conn = _conn(task)
-    before = conn.maintenance_status()
-    if not before["drained"]:
+    before = conn.maintenance_status() if read_before else None
+    if before is not None and not before["drained"]:
         return Result(host=task.host, result=before, changed=False, failed=False, diff="")
     try:
         conn.undrain(push_id, force=force)
     except DrainHeldError as exc:
-        held = dict(before) | {"held_by": before.get("by"), "note": str(exc)}
+        state = before if before is not None else conn.maintenance_status()
+        held = dict(state) | {"held_by": state.get("by"), "note": str(exc)}
         return Result(host=task.host, result=held, changed=False, failed=False, diff="")
     after = conn.maintenance_status()
     ok = not after["drained"]
-    return Result(
-        host=task.host, result=after, changed=ok, failed=not ok, diff=_line("- drained", before) if ok else ""
-    )
+    line = _line("- drained", before) if before is not None else "- drained"
+    return Result(host=task.host, result=after, changed=ok, failed=not ok, diff=line if ok else "")
 
 
 def status(task: Task) -> Result:

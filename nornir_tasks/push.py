@@ -16,10 +16,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from nornir.core.task import Result, Task
 
@@ -37,6 +39,9 @@ CHECKPOINT_PLATFORMS = frozenset(p.facts.napalm_driver for p in all_platforms() 
 
 
 POLL = 0.5  # seconds between two health checks of a switch after its commit
+# The poll that ends a healthy stretch is aimed to end this long after the stretch reaches `settle`: aimed
+# exactly, a poll a little quicker than the one before ended just short of it and cost one more poll.
+SETTLE_MARGIN = 0.05
 
 
 @dataclass
@@ -72,18 +77,67 @@ def digest(diff: str) -> str | None:
     return "sha256:" + hashlib.sha256(diff.encode()).hexdigest() if diff.strip() else None
 
 
+T = TypeVar("T")
+
+
+class _Beside(Generic[T]):
+    """A read of the switch run in a thread of its own while the caller goes on with the same session (a
+    driver whose `concurrent_reads` says its commands may overlap); `result()` waits for it and raises what
+    it raised, `wait()` only waits."""
+
+    def __init__(self, read: Callable[[], T]) -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(read,), name="gpufabric-read", daemon=True)
+        self._thread.start()
+
+    def _run(self, read: Callable[[], T]) -> None:
+        try:
+            self._value = read()
+        except BaseException as exc:  # handed to whoever asks for the result
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
+def _concurrent(conn: Any) -> bool:
+    return bool(getattr(conn, "concurrent_reads", False))
+
+
 def _health(conn: Any, expect: Expectation) -> Health:
-    return health(expect, conn.get_bgp_neighbors() if expect.peers else {}, conn.get_interfaces())
+    """The sessions and ports up now; the two readings side by side where the driver allows it."""
+    if not expect.peers:
+        return health(expect, {}, conn.get_interfaces())
+    if not _concurrent(conn):
+        return health(expect, conn.get_bgp_neighbors(), conn.get_interfaces())
+    ports = _Beside(conn.get_interfaces)
+    try:
+        bgp = conn.get_bgp_neighbors()
+    except BaseException:
+        ports.wait()
+        raise
+    return health(expect, bgp, ports.result())
 
 
 def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOptions) -> list[str]:
+    """Poll at most POLL seconds apart until the checks have held `settle` seconds (healthy at the end of a
+    poll, and still at the end of one `settle` later), or `check_timeout` ran out."""
     deadline = time.monotonic() + opts.check_timeout
     healthy_since: float | None = None
     problems: list[str] = []
+    quickest = float("inf")  # the quickest poll so far
     while True:
         polled = time.monotonic()
         problems = regressions(expect, before, _health(conn, expect))
         now = time.monotonic()
+        quickest = min(quickest, now - polled)
         if problems:
             healthy_since = None
         elif healthy_since is None:
@@ -92,9 +146,22 @@ def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOpti
             return []
         if now >= deadline:
             return problems or ["checks did not settle"]
-        # Poll every POLL seconds; the last poll of a healthy stretch is timed to end as it has lasted settle.
-        left = healthy_since + opts.settle - now - (now - polled) if healthy_since is not None else POLL
-        time.sleep(min(POLL, max(0.0, left)))
+        time.sleep(_pause(now, healthy_since, opts.settle, quickest))
+
+
+def _pause(now: float, healthy_since: float | None, settle: float, quickest: float) -> float:
+    """How long to wait before the next poll. In a healthy stretch, the poll that ends it is aimed to end just
+    past `settle` (by the quickest poll so far), and the polls before it are spread evenly, none more than
+    POLL apart: at POLL apart regardless, one ended just short of `settle` as often as not, and cost a poll
+    more."""
+    if healthy_since is None:
+        return POLL
+    aim = healthy_since + settle + SETTLE_MARGIN - now - quickest  # when the last poll should start, from now
+    if aim <= POLL:
+        return max(0.0, aim)
+    between = math.ceil((aim - POLL) / (POLL + quickest))  # the fewest polls before the last that keep POLL
+    # Polls slower than the time left (a loaded machine) leave no room to spread: the next one goes at once.
+    return max(0.0, min(POLL, (aim - between * quickest) / (between + 1)))
 
 
 def mask(text: str, secrets: tuple[str, ...]) -> str:
@@ -200,8 +267,11 @@ def stage(
     outcome = DeviceOutcome(task.host.name, Status.FAILED, batch=batch)
     committed = False
     conn: Any = None
+    reading: _Beside[Health] | None = None
     try:
         conn = _connect(task)
+        if not opts.dry_run and _concurrent(conn):  # the health before the commit, read while the candidate loads
+            reading = _Beside(lambda: _health(conn, expect))
         conn.load_replace_candidate(config=candidate)
         outcome.diff = mask(conn.compare_config(), opts.masked)
         if not outcome.diff.strip():
@@ -214,7 +284,7 @@ def stage(
             conn.discard_config()
             outcome.reason = refused
         else:
-            before = _health(conn, expect)
+            before = reading.result() if reading is not None else _health(conn, expect)
             checkpoint = task.host.platform in CHECKPOINT_PLATFORMS
             committed = True  # from here on, any failure rolls back (the timer too, if the controller is lost)
             timer = None if checkpoint else opts.confirm_timeout
@@ -231,6 +301,9 @@ def stage(
         outcome.reason = _reason(exc)
         if committed:
             outcome.status, outcome.reason = _roll_back_after(conn, outcome.reason)
+    finally:
+        if reading is not None:  # nothing of the switch's session is left running when the task ends
+            reading.wait()
     outcome.reason = mask(outcome.reason, opts.masked)
     outcome.seconds = time.monotonic() - started
     log.info("%s: stage %s %s", task.host.name, outcome.status, outcome.reason)

@@ -73,6 +73,8 @@ class Fleet:
         self.commands = 0
         self.logins = 0
         self.kinds: Counter[str] = Counter()  # commands by their first words (`nv config apply`, `vtysh`, ...)
+        # With --trace: every command's (start, end, switch, kind, exit code), loop clock: where the time goes.
+        self.trace: list[tuple[float, float, str, str, int]] | None = None
 
     def log(self, event: Event) -> None:
         self.events.append(event)
@@ -83,13 +85,17 @@ class Fleet:
 
     async def _session(self, switch: CumulusSwitch, process: asyncssh.SSHServerProcess[str]) -> None:
         line = process.command or ""
-        self.count(_kind(line))
+        kind = _kind(line)
+        self.count(kind)
+        started = asyncio.get_running_loop().time()
         stdin = await process.stdin.read() if _needs_stdin(line) else None
         if not switch.is_up():  # a session left open across a reboot: the switch is gone
             process.exit(255)
             return
         await switch.pause(lat.EXEC)
         result = await script.run(line, stdin, switch.run, switch.write)
+        if self.trace is not None:  # before the answer goes: whoever got it finds the command traced
+            self.trace.append((started, asyncio.get_running_loop().time(), switch.name, kind, result.rc))
         process.stdout.write(result.stdout)
         process.stderr.write(result.stderr)
         process.exit(result.rc)
@@ -149,6 +155,8 @@ async def main_async(args: argparse.Namespace) -> None:
     spec: list[dict[str, Any]] = json.loads(Path(args.switches).read_text())
     password = os.environ[args.password_env]
     fleet = Fleet({})
+    if args.trace:
+        fleet.trace = []
     keys: dict[str, asyncssh.SSHKey] = {}
     lines = []
     https: list[asyncio.Server] = []
@@ -185,6 +193,11 @@ async def main_async(args: argparse.Namespace) -> None:
     with open(args.events, "w", encoding="utf-8") as fh:
         for ev in fleet.events:
             fh.write(json.dumps({**asdict(ev), "time": wall0 + ev.time - loop0}) + "\n")
+    if args.trace and fleet.trace is not None:
+        with open(args.trace, "w", encoding="utf-8") as fh:
+            for start, end, name, kind, rc in fleet.trace:
+                fh.write(json.dumps({"start": wall0 + start - loop0, "end": wall0 + end - loop0, "switch": name,
+                                     "kind": kind, "rc": rc}) + "\n")  # fmt: skip
     _snapshot(args.stats, fleet)
 
 
@@ -205,6 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stats", required=True, help="write the simulator's own CPU time here on exit")
     parser.add_argument("--tls-dir", default=".", help="EOS switches: write the run's CA here (ca.pem, for --ca-file)")
     parser.add_argument("--latency-scale", type=float, default=1.0, help="multiply every latency (0: none)")
+    parser.add_argument("--trace", help="write each command's start, end, switch, kind and exit code here (JSON lines)")
     args = parser.parse_args(argv)
     asyncio.run(main_async(args))
 

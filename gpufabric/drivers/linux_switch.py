@@ -129,6 +129,12 @@ class LinuxSwitchDriver(NetworkDriver):
     def is_alive(self) -> dict[str, bool]:
         return {"is_alive": self.transport is not None}
 
+    @property
+    def concurrent_reads(self) -> bool:
+        """Whether its getters may run beside one another and beside a candidate being loaded: each command is
+        a channel of its own on one SSH session (a replayed recording answers in order, one at a time)."""
+        return bool(getattr(self.transport, "concurrent", False))
+
     def _run(self, command: str, stdin: str | None = None) -> str:
         assert self.transport is not None, "call open() first"
         return check(self.transport, command, stdin)

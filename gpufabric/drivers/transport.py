@@ -508,7 +508,10 @@ def _why(exc: BaseException) -> str:
 
 
 class SSHTransport:
-    """One SSH connection; every command is an exec channel on it (no prompt scraping)."""
+    """One SSH connection; every command is an exec channel on it (no prompt scraping). Commands may run
+    from several threads at once, each on its own channel (`concurrent`)."""
+
+    concurrent = True
 
     def __init__(
         self,

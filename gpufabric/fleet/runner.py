@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
+from multiprocessing.connection import Connection
 from typing import Any
 
 from nornir.core import Nornir
@@ -92,6 +95,116 @@ def run_per_host_results_forked(
         found.update(part)
     nr.data.failed_hosts.update(name for name, (_value, failed) in found.items() if failed)
     return found
+
+
+Outcomes = dict[str, tuple[Any, bool]]  # host name -> (its task's result, whether it failed)
+
+
+def run_checked_forked(
+    nr: Nornir,
+    names: list[str],
+    check: Callable[..., Result],
+    task: Callable[..., Result],
+    processes: int,
+    *,
+    check_args: dict[str, dict[str, Any]],
+    task_args: dict[str, dict[str, Any]],
+    go: Callable[[Outcomes], bool],
+) -> tuple[Outcomes, Outcomes]:
+    """`check` on every one of `names`; then, once every host's check is in and `go(the checks)` says so,
+    `task` on each host whose check did not fail, on the session its check opened (one login a host, not
+    two). Dealt out to `processes` forked processes as `run_per_host_results_forked` does: each runs its
+    share's checks, hands them over, and waits for the word of the parent, which has them all, before any
+    of its hosts' tasks starts. Returns (the checks, the tasks: empty when `go` said no); failed hosts are
+    added to `nr.data.failed_hosts`. Only for tasks that change nothing and keep nothing (see
+    `run_per_host_results_forked`); below FORK_FROM hosts, or with one process, both run in-process on
+    `nr` (whose sessions then stay open)."""
+    if processes <= 1 or len(names) < FORK_FROM:
+        here = _outcomes(run_per_host_results(nr, names, check, **check_args))
+        if not go(here):
+            return here, {}
+        rest = [n for n in names if not here[n][1]]
+        return here, _outcomes(run_per_host_results(nr, rest, task, **task_args))
+    shares = [names[i::processes] for i in range(processes)]
+    workers = max(1, getattr(nr.runner, "num_workers", 20) // processes)
+    context = multiprocessing.get_context("fork")
+    plain = nr.with_processors([])
+    pipes: list[Connection] = []
+    children: list[Any] = []
+    checked: Outcomes = {}
+    done: Outcomes = {}
+    try:
+        for share in shares:
+            mine, theirs = context.Pipe()
+            phases = _Phases(check, task, check_args, task_args, workers)
+            child = context.Process(target=_checked_share, args=(plain, phases, share, theirs), daemon=True)
+            child.start()
+            theirs.close()
+            pipes.append(mine)
+            children.append(child)
+        for pipe in pipes:
+            checked.update(_answer(pipe))
+        proceed = go(checked)
+        for pipe in pipes:
+            pipe.send(proceed)
+        if proceed:
+            for pipe in pipes:
+                done.update(_answer(pipe))
+    finally:
+        for pipe in pipes:
+            pipe.close()  # a child still waiting for the word reads the end of the pipe, and stops
+        for child in children:
+            child.join()
+    nr.data.failed_hosts.update(name for name, (_value, failed) in {**checked, **done}.items() if failed)
+    return checked, done
+
+
+def _outcomes(results: AggregatedResult) -> Outcomes:
+    return {name: (multi[0].result, multi.failed) for name, multi in results.items()}
+
+
+def _answer(pipe: Connection) -> Outcomes:
+    """A child's outcomes; what it raised, raised here (a child that died: an error naming it)."""
+    try:
+        kind, value = pipe.recv()
+    except EOFError:
+        raise RuntimeError("a forked reader ended without its answer") from None
+    if kind == "error":
+        raise RuntimeError(f"a forked reader failed: {value}")
+    return dict(value)
+
+
+@dataclass(frozen=True)
+class _Phases:
+    """What a forked reader of `run_checked_forked` runs, and with how many threads."""
+
+    check: Callable[..., Result]
+    task: Callable[..., Result]
+    check_args: dict[str, dict[str, Any]]
+    task_args: dict[str, dict[str, Any]]
+    workers: int
+
+
+def _checked_share(nr: Nornir, phases: _Phases, names: list[str], pipe: Connection) -> None:
+    sys.setswitchinterval(READER_SWITCH_INTERVAL)  # this forked process's own
+    reader = nr.with_runner(ThreadedRunner(num_workers=phases.workers))
+    task, task_args = phases.task, phases.task_args
+    try:
+        checked = _outcomes(run_per_host_results(reader, names, phases.check, **phases.check_args))
+        pipe.send(("ok", checked))
+        try:
+            proceed = bool(pipe.recv())
+        except EOFError:  # the parent stopped: nothing more to do
+            proceed = False
+        if proceed:
+            rest = [n for n in names if not checked[n][1]]
+            pipe.send(("ok", _outcomes(run_per_host_results(reader, rest, _hanging_up(task), **task_args))))
+    except Exception as exc:  # the parent raises it
+        pipe.send(("error", f"{type(exc).__name__}: {exc}"[:500]))
+    finally:
+        for name in names:  # sessions end with the process; ended here, their threads first
+            reader.inventory.hosts[name].close_connections()
+        pipe.close()
 
 
 # A forked reader's threads hand the interpreter over every 50 ms rather than every 5: its threads

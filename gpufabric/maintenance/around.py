@@ -100,7 +100,8 @@ class AroundChange:
         for name in names:
             by_reason.setdefault(reasons.get(name, ""), []).append(name)
         for reason, group in by_reason.items():
-            found = drain_switches(self.fleet, group, self.ident, reason=reason, by=self.by, settle=Settle(wait=False))
+            found = drain_switches(self.fleet, group, self.ident, reason=reason, by=self.by, settle=Settle(wait=False),
+                                   read_before=False)  # fmt: skip
             for s in found.switches:
                 if s.failed:
                     failed[s.device] = s.error or str(s.state.get("note") or "") or "not drained"
@@ -133,7 +134,7 @@ class AroundChange:
         """Put the switches back in service; the servers behind a batch go back once all its switches are.
         {} when done; else the names still out, with why."""
         names = list(names)
-        found = undrain_switches(self.fleet, names, self.ident, settle=self.settle)
+        found = undrain_switches(self.fleet, names, self.ident, settle=self.settle, read_before=False)
         failed = {s.device: s.error or "still drained" for s in found.switches if s.failed}
         if found.wait is not None and not found.wait.done:
             held = ", ".join(found.wait.waiting_for[:3])

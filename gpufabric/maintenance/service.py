@@ -169,13 +169,17 @@ def drain_switches(
     settle: Settle = Settle(),
     trail: Trail | None = None,
     watcher: MaintenanceWatcher | None = None,
+    read_before: bool = True,
 ) -> MaintenanceResult:
     """Drain `names` of an open fleet (a push draining around its change calls this with its own fleet,
-    push id and trail), then wait until their traffic has left. Each switch's record goes to `trail`."""
+    push id and trail), then wait until their traffic has left. Each switch's record goes to `trail`.
+    `read_before=False` spares each switch a reading of its state before the drain (a change that drains what
+    it found changing, and undrains what it drained)."""
     started = time.monotonic()
     wanted = set(names)
     nr = fleet.nr.filter(filter_func=lambda host: host.name in wanted)
-    found = _states(nr.run(task=tasks.drain, push_id=ident.id, reason=reason, by=by), names)
+    run = nr.run(task=tasks.drain, push_id=ident.id, reason=reason, by=by, read_before=read_before)
+    found = _states(run, names)
     _record(trail, found, reason)
     waited = None
     if settle.wait and not any(s.failed for s in found):
@@ -196,13 +200,14 @@ def undrain_switches(
     settle: Settle = Settle(),
     trail: Trail | None = None,
     watcher: MaintenanceWatcher | None = None,
+    read_before: bool = True,
 ) -> MaintenanceResult:
     """Undrain `names` of an open fleet (those whose drain `ident` holds, or all with `force`), then wait
     until the plan's ECMP widths are back."""
     started = time.monotonic()
     wanted = set(names)
     nr = fleet.nr.filter(filter_func=lambda host: host.name in wanted)
-    found = _states(nr.run(task=tasks.undrain, push_id=ident.id, force=force), names)
+    found = _states(nr.run(task=tasks.undrain, push_id=ident.id, force=force, read_before=read_before), names)
     _record(trail, found, "")
     waited = None
     if settle.wait and not any(s.failed for s in found):

@@ -48,23 +48,37 @@ class Drainer(Protocol):
 
 class TaskDrainer:
     """A `Drainer` made of two Nornir tasks, one switch each: `drain_task(task, push_id=..., reason=...)` and
-    `undrain_task(task, push_id=...)` (the maintenance tasks, which call the platform's driver). A host whose
-    task failed is one not done, with the task's exception or result as why."""
+    `undrain_task(task, push_id=...)` (the maintenance tasks, which call the platform's driver), each also
+    given `options` (the same for every switch). A host whose task failed is one not done, with the task's
+    exception or result as why."""
 
-    def __init__(self, drain_task: Callable[..., Result], undrain_task: Callable[..., Result]) -> None:
+    def __init__(
+        self,
+        drain_task: Callable[..., Result],
+        undrain_task: Callable[..., Result],
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.drain_task, self.undrain_task = drain_task, undrain_task
+        self.options = dict(options or {})
+
+    def _given(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        return {key: dict.fromkeys(names, value) for key, value in self.options.items()}
 
     def drain(self, nr: Nornir, push_id: str, reasons: Mapping[str, str]) -> Mapping[str, str]:
         names = list(nr.inventory.hosts)
+        given = self._given(names)
         return _failed(
             run_per_host_results(
-                nr, names, self.drain_task, push_id=dict.fromkeys(names, push_id), reason=dict(reasons)
+                nr, names, self.drain_task, push_id=dict.fromkeys(names, push_id), reason=dict(reasons), **given
             )
         )
 
     def undrain(self, nr: Nornir, push_id: str) -> Mapping[str, str]:
         names = list(nr.inventory.hosts)
-        return _failed(run_per_host_results(nr, names, self.undrain_task, push_id=dict.fromkeys(names, push_id)))
+        given = self._given(names)
+        return _failed(
+            run_per_host_results(nr, names, self.undrain_task, push_id=dict.fromkeys(names, push_id), **given)
+        )
 
 
 def _failed(results: AggregatedResult) -> dict[str, str]:

@@ -4,6 +4,7 @@ parallel, then confirm it whole or roll it back whole, then undrain what was dra
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from nornir.plugins.runners import ThreadedRunner
 from gpufabric.fleet.errors import PushRefusedError
 from gpufabric.fleet.expect import Expectation
 from gpufabric.fleet.push_id import describe, started_of
-from gpufabric.fleet.runner import run_per_host, run_per_host_results, run_per_host_results_forked
+from gpufabric.fleet.runner import run_checked_forked, run_per_host, run_per_host_results
 from gpufabric.fleet.status import CONVERGED, Status
 from gpufabric.fleet.target import READ_WORKERS
 from gpufabric.push.drain import Drainer, DrainPolicy, NoDrainerError, needs_drain, why
@@ -103,17 +104,28 @@ def run(
     # Every switch is only read until the first batch: more of them at once (the same Nornir, its data
     # and processors; only the runner is wider). The batches keep the runner they were planned for.
     reader = nr.with_runner(ThreadedRunner(num_workers=read_workers))
-    checked = _read(reader, names, check_pending, processes, opts=dict.fromkeys(names, opts))
+    per_host: dict[str, Any] = {"candidate": candidates, "opts": dict.fromkeys(names, opts)}
+    if classify is not None:
+        per_host["classify"] = {n: classify.get(n) for n in names}
+    # The pending-push check of every switch ends before any candidate is loaded; each switch's preview then
+    # runs on the session its check opened, in the same reading process.
+    checks, previews = run_checked_forked(
+        reader,
+        names,
+        check_pending,
+        preview,
+        processes,
+        check_args={"opts": dict.fromkeys(names, opts)},
+        task_args=per_host,
+        go=lambda found: not any(o.status == Status.BUSY for o, _failed in found.values()),
+    )
+    checked = {name: outcome for name, (outcome, _failed) in checks.items()}
     busy = [n for n in names if checked[n].status == Status.BUSY]
     if busy:
         log.info("refused: another push is pending on %s", ", ".join(busy))
         raise OtherPushPendingError(busy, [checked[n].extra["pending_push"] for n in busy])
     rollout.outcomes.update({n: o for n, o in checked.items() if o.status == Status.FAILED})
-    readable = [n for n in names if n not in rollout.outcomes]
-    per_host: dict[str, Any] = {"candidate": candidates, "opts": dict.fromkeys(readable, opts)}
-    if classify is not None:
-        per_host["classify"] = {n: classify.get(n) for n in readable}
-    rollout.outcomes.update(_read(reader, readable, preview, processes, **per_host))
+    rollout.outcomes.update({name: outcome for name, (outcome, _failed) in previews.items()})
     # Nornir's failed hosts: those the pending-push check or the preview could not read.
     rollout.unreadable = [n for n in names if n in nr.data.failed_hosts]
     rollout.batches = narrow(plan_batches, {n for n in names if rollout.outcomes[n].status == Status.WOULD_CHANGE})
@@ -166,6 +178,7 @@ def _roll_out(
         if drained:
             assert drainer is not None  # run() refuses a push that needs a drain and has no drainer
             if not _drain(nr, rollout, batch, drained, drainer=drainer, opts=opts):
+                _hang_up(nr, names)
                 if on_batch:
                     on_batch(batch, {n: rollout.outcomes[n] for n in names})
                 _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
@@ -174,11 +187,23 @@ def _roll_out(
         if drained:
             assert drainer is not None
             _undrain(nr, rollout, batch, drained, drainer=drainer, opts=opts)
+        _hang_up(nr, names)
         if on_batch:
             on_batch(batch, {n: rollout.outcomes[n] for n in names})
         if rollout.stopped_at is not None:
             _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
             return
+
+
+def _hang_up(nr: Nornir, names: list[str]) -> None:
+    """End the sessions of a batch that is done (a later reading, the wait for BGP after the push, logs in
+    again): an open paramiko session keeps a thread waking ten times a second, and over a fabric's thousand
+    switches those threads took the interpreter from the batches still to go."""
+    for name in names:
+        host = nr.inventory.hosts.get(name)
+        if host is not None:
+            with contextlib.suppress(Exception):  # a session already gone: nothing to end
+                host.close_connections()
 
 
 def _only(nr: Nornir, names: list[str]) -> Nornir:
@@ -349,18 +374,6 @@ def _skip_the_rest(rollout: Rollout, why: str) -> None:
             rollout.outcomes[name] = DeviceOutcome(
                 name, Status.SKIPPED, why, diff=outcome.diff, batch=outcome.batch, disruptions=outcome.disruptions
             )
-
-
-def _read(
-    nr: Nornir, names: list[str], task: Callable[..., Any], processes: int, **per_host: Any
-) -> dict[str, DeviceOutcome]:
-    """Each switch's outcome of a task that only reads (the pending-push check, the preview): every switch
-    is asked before the next task starts, whether from this process or dealt out to forked ones (their
-    sessions end with them; a batch logs in again from here). Nornir's failed hosts are this process's."""
-    return {
-        name: outcome
-        for name, (outcome, _failed) in run_per_host_results_forked(nr, names, task, processes, **per_host).items()
-    }
 
 
 def _outcomes(results: Any) -> dict[str, DeviceOutcome]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from conftest import ROOT, run
 
@@ -36,19 +37,23 @@ def test_restart_refuses_a_reboot_mode_a_platform_lacks() -> None:
 
 def test_upgrade_refuses_what_it_cannot_install_before_reaching_a_switch() -> None:
     base = ("nornir", "upgrade", MULTI, "--image", "http://192.0.2.1/cumulus-linux-5.14.0-mlx-amd64.bin")
-    bad_sha = run(*base, "--plane", "compute", "--release", "5.14", "--sha512", "abc", "--dry-run", **ENV)
-    assert bad_sha.returncode == 2 and "128 hexadecimal digits" in bad_sha.stderr
-    mixed = run(*base, "--release", "5.14", "--sha512", SHA, "--dry-run", **ENV)
-    assert mixed.returncode == 2 and "an image is one platform's" in mixed.stderr
-    unknown = run(*base, "--plane", "compute", "--release", "5.99", "--sha512", SHA, "--dry-run", **ENV)
-    assert unknown.returncode == 2 and "--release 5.99: gpufabric renders" in unknown.stderr
-    frr = run(*base, "--plane", "oob", "--release", "8.4", "--sha512", SHA, "--dry-run", **ENV)
-    assert frr.returncode == 2 and "FRR comes from the host's packages" in frr.stderr
-    lab = run(*base, "--lab", "--release", "8.4", "--sha512", SHA, **ENV)
-    assert lab.returncode == 2 and "no image to install" in lab.stderr
-    hostile = run("nornir", "upgrade", MULTI, "--plane", "compute", "--release", "5.14", "--sha512", SHA,
-                  "--image", "http://192.0.2.1/a.bin;reboot", "--dry-run", **ENV)  # fmt: skip
-    assert hostile.returncode == 2 and "image URL" in hostile.stderr
+    commands = {
+        "bad_sha": (*base, "--plane", "compute", "--release", "5.14", "--sha512", "abc", "--dry-run"),
+        "mixed": (*base, "--release", "5.14", "--sha512", SHA, "--dry-run"),
+        "unknown": (*base, "--plane", "compute", "--release", "5.99", "--sha512", SHA, "--dry-run"),
+        "frr": (*base, "--plane", "oob", "--release", "8.4", "--sha512", SHA, "--dry-run"),
+        "lab": (*base, "--lab", "--release", "8.4", "--sha512", SHA),
+        "hostile": ("nornir", "upgrade", MULTI, "--plane", "compute", "--release", "5.14", "--sha512", SHA,
+                    "--image", "http://192.0.2.1/a.bin;reboot", "--dry-run"),
+    }  # fmt: skip
+    with ThreadPoolExecutor(len(commands)) as pool:  # six processes that share nothing, side by side
+        done = dict(zip(commands, pool.map(lambda argv: run(*argv, **ENV), commands.values()), strict=True))
+    assert done["bad_sha"].returncode == 2 and "128 hexadecimal digits" in done["bad_sha"].stderr
+    assert done["mixed"].returncode == 2 and "an image is one platform's" in done["mixed"].stderr
+    assert done["unknown"].returncode == 2 and "--release 5.99: gpufabric renders" in done["unknown"].stderr
+    assert done["frr"].returncode == 2 and "FRR comes from the host's packages" in done["frr"].stderr
+    assert done["lab"].returncode == 2 and "no image to install" in done["lab"].stderr
+    assert done["hostile"].returncode == 2 and "image URL" in done["hostile"].stderr
 
 
 def test_upgrade_dry_run_notes_a_release_the_intent_does_not_pin() -> None:

@@ -348,3 +348,21 @@ def test_nornir_tasks_make_a_drainer_whose_failures_carry_the_tasks_words(switch
     assert "drain failed: TimeoutError: the peers still hold c after 300 s" in done.outcomes["c"].reason
     assert "drain failed: not drained" in done.outcomes["d"].reason
     assert done.outcomes["b"].status == Status.CHANGED and done.still_drained == ["c", "d"]
+
+
+def test_a_task_drainer_gives_each_task_its_options(switches):
+    given: list[tuple[str, str, bool]] = []
+
+    def drain_reading(task: Task, push_id: str, reason: str, read_before: bool = True) -> Result:
+        given.append((task.host.name, "drain", read_before))
+        return Result(host=task.host, result="drained")
+
+    def undrain_reading(task: Task, push_id: str, read_before: bool = True) -> Result:
+        given.append((task.host.name, "undrain", read_before))
+        return Result(host=task.host, result="undrained")
+
+    done = push(fleet(list("abcdef")), candidates(b="disruptive", e="disruptive"),
+                drainer=TaskDrainer(drain_reading, undrain_reading, options={"read_before": False}))  # fmt: skip
+    assert done.converged
+    assert sorted(given) == [("b", "drain", False), ("b", "undrain", False), ("e", "drain", False),
+                             ("e", "undrain", False)]  # fmt: skip

@@ -92,18 +92,23 @@ class _Clock:
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")  # as time.sleep says
         self.now += seconds
 
 
-def _settle_with(monkeypatch, states: list[list[str]], poll: float = 0.37) -> tuple[list[str], _Clock]:
-    """Run the post-commit wait against a switch whose checks give `states` poll by poll (last repeats)."""
+def _settle_with(
+    monkeypatch, states: list[list[str]], poll: float = 0.37, durations: list[float] | None = None
+) -> tuple[list[str], _Clock]:
+    """Run the post-commit wait against a switch whose checks give `states` poll by poll (last repeats), each
+    poll lasting `poll` seconds, or `durations` poll by poll (last repeats)."""
     import nornir_tasks.push as push
 
     clock = _Clock(poll)
 
     def health(_conn, _expect):
         clock.polls.append(clock.now)
-        clock.now += clock.poll
+        clock.now += durations[min(len(clock.polls), len(durations)) - 1] if durations else clock.poll
         return states[min(len(clock.polls), len(states)) - 1]
 
     monkeypatch.setattr(push, "time", clock)
@@ -119,6 +124,26 @@ def test_a_switch_is_staged_only_after_its_checks_held_for_the_whole_settle(monk
     assert problems == [] and clock.now - first_healthy >= 2.0
     assert clock.now - first_healthy < 2.0 + clock.poll  # the last poll is timed to end as settle is reached
     assert all(b - a <= 0.5 + clock.poll + 1e-9 for a, b in zip(clock.polls, clock.polls[1:], strict=False))
+
+
+@pytest.mark.parametrize(
+    "durations",
+    [[0.5, 0.5, 0.49], [0.3, 0.3, 0.28, 0.27], [0.15], [0.9, 0.5, 0.45], [1.7], [1.45], [0.3, 2.2, 0.3, 3.0]],
+)
+def test_the_settle_ends_once_it_has_held_without_a_poll_more_when_one_is_quicker(monkeypatch, durations):
+    """The poll ending the stretch is aimed just past the settle: a poll quicker than those before it no longer
+    ends just short of it (and costs one more poll); polls start at most POLL after the last one ended."""
+    import nornir_tasks.push as push
+
+    problems, clock = _settle_with(monkeypatch, [[]], durations=durations)
+    first_healthy = clock.polls[0] + durations[0]
+    assert problems == [] and clock.now - first_healthy >= 2.0
+    ends = [start + durations[min(i, len(durations) - 1)] for i, start in enumerate(clock.polls)]
+    assert all(0 <= b - a <= push.POLL + 1e-9 for a, b in zip(ends, clock.polls[1:], strict=False))
+    if max(durations) < push.POLL:  # polls quicker than POLL: the last one ends just past the settle
+        assert clock.now - first_healthy <= 2.0 + push.SETTLE_MARGIN + 1e-9
+    else:  # slower ones (a loaded machine): never a sleep of less than nothing, never a poll more than needed
+        assert clock.now - first_healthy < 2.0 + push.SETTLE_MARGIN + push.POLL + max(durations)
 
 
 def test_a_session_that_drops_during_the_settle_starts_it_again(monkeypatch):

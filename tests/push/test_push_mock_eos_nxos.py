@@ -85,16 +85,25 @@ def mock_dir(root: Path, name: str, diff: str, healthy_after: bool) -> Path:
     return folder
 
 
+OPENED: dict[str, MockDriver] = {}  # each switch's driver, kept past the push: a batch done ends its session
+
+
 @pytest.fixture
 def rollbacks(monkeypatch):
     done: list[str] = []
-    original = MockDriver.rollback
+    original, opening = MockDriver.rollback, MockDriver.open
 
     def rollback(self):
         done.append(self.hostname)
         original(self)
 
+    def open_(self):
+        OPENED[self.hostname] = self
+        opening(self)
+
+    OPENED.clear()
     monkeypatch.setattr(MockDriver, "rollback", rollback)
+    monkeypatch.setattr(MockDriver, "open", open_)
     return done
 
 
@@ -122,13 +131,14 @@ def push(nr: Nornir, batches: list[Batch]) -> rollout.Rollout:
 
 
 def driver(nr: Nornir, name: str) -> MockDriver:
-    return nr.inventory.hosts[name].connections[CONNECTION_NAME].connection
+    return OPENED[name]
 
 
 def test_mock_eos_commits_with_a_timer_and_confirms(tmp_path, rollbacks):
     nr = fleet(tmp_path, {"eos1": ("eos", "+hostname x", True)})
     result = push(nr, [Batch(1, "canary", ("eos1",))])
     assert result.converged and result.outcomes["eos1"].status == "changed"
+    assert CONNECTION_NAME not in nr.inventory.hosts["eos1"].connections  # its batch done, its session ended
     dev = driver(nr, "eos1")
     assert dev.calls["commit_config"] == 1 and dev.calls["confirm_commit"] == 1
     assert not dev.has_pending_commit() and rollbacks == []

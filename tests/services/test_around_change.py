@@ -72,13 +72,16 @@ class Switches:
     def __init__(self, log: list[str], leaves: bool = True) -> None:
         self.log, self.leaves = log, leaves
         self.terminating: list[str] = []
+        self.read_before: list[tuple[str, bool]] = []  # (drain|undrain, whether each switch is read first)
 
     def drain(self, fleet: Any, names: list[str], ident: Any, **kw: Any) -> MaintenanceResult:
+        self.read_before.append(("drain", kw.get("read_before", True)))
         self.log += [f"switch-drain {n}" for n in names]
         states = tuple(SwitchState(n, True, False, {"drained": True, "mechanism": "gshut"}) for n in names)
         return MaintenanceResult("drain", ident.id, "lab", states, None, 0.0)
 
     def undrain(self, fleet: Any, names: list[str], ident: Any, **kw: Any) -> MaintenanceResult:
+        self.read_before.append(("undrain", kw.get("read_before", True)))
         self.log += [f"switch-undrain {n}" for n in names]
         states = tuple(SwitchState(n, True, False, {"drained": False}) for n in names)
         waited = WaitResult(True, 1.0) if kw["settle"].wait else None
@@ -143,6 +146,8 @@ def test_a_free_rail_leaf_is_drained_after_its_servers_and_they_come_back_after_
     assert set(jobs.reasons) == {"gpu01", "gpu02", "gpu03", "gpu04"}  # the batch is not all back yet
     drainer.undrain(["cmp-su2-leaf1"], "x")
     assert jobs.reasons == {} and jobs.log[-4:] == ["resume gpu01", "resume gpu02", "resume gpu03", "resume gpu04"]
+    # A change drains what it found changing and undrains what it drained: no switch is read before.
+    assert switches.read_before == [("drain", False), ("undrain", False), ("undrain", False)]
     statuses = [r["status"] for r in _trail(path)]
     assert statuses == ["scheduler-drained", "drained", "drained", "traffic-left", "undrained", "undrained",
                         "scheduler-resumed"]  # fmt: skip

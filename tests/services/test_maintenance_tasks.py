@@ -19,8 +19,10 @@ class Switch:
 
     def __init__(self, mark: DrainMark | None = None, applied: bool = False, apply: bool = True) -> None:
         self.mark, self.applied, self.apply = mark, applied, apply
+        self.reads = 0  # maintenance_status calls: each a reading of the switch
 
     def maintenance_status(self) -> dict[str, Any]:
+        self.reads += 1
         return status(self.mark, self.applied, "test mechanism")
 
     def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
@@ -65,3 +67,20 @@ def test_status_changes_nothing_and_an_undrained_switch_undrains_to_nothing():
     assert tasks.status(_task(switch)).result["drained"] is False
     done = tasks.undrain(_task(switch), PUSH)
     assert not done.changed and not done.failed
+
+
+def test_a_push_drains_and_undrains_reading_the_switch_only_after_and_still_fails_what_did_not_take():
+    switch = Switch()
+    drained = tasks.drain(_task(switch), PUSH, "psu", read_before=False)
+    assert drained.changed and not drained.failed and drained.result["drained"] and switch.reads == 1
+    broken = Switch(apply=False)
+    assert tasks.drain(_task(broken), PUSH, "x", read_before=False).failed and broken.reads == 1
+    back = tasks.undrain(_task(switch), PUSH, read_before=False)
+    assert back.changed and not back.failed and not back.result["drained"] and back.diff == "- drained"
+    assert switch.reads == 2
+
+
+def test_a_push_undrain_without_reading_first_still_leaves_another_holders_drain():
+    switch = Switch(DrainMark.new(OTHER, "person", "test mechanism", "bob@ctl"), applied=True)
+    held = tasks.undrain(_task(switch), PUSH, read_before=False)
+    assert not held.failed and not held.changed and held.result["held_by"] == "bob@ctl" and held.result["drained"]

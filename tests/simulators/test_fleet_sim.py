@@ -11,11 +11,13 @@ from typing import Any
 
 import napalm
 import pytest
+from napalm.base.exceptions import CommitError
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.fleet.candidates import candidate
 from gpufabric.intent import load_intent
+from gpufabric.nos.cumulus import nvue
 from gpufabric.plan import build_plan
 
 asyncssh = pytest.importorskip("asyncssh")  # the `test` extra installs it
@@ -160,6 +162,38 @@ def test_the_real_driver_pushes_to_the_simulator_and_a_second_push_is_empty(serv
         driver.close()
     assert [e.event for e in served["fleet"].events] == ["commit", "confirm"]
     assert served["fleet"].logins == 1
+
+
+def test_the_real_driver_reads_the_rollback_point_beside_the_confirm_status_and_keeps_it_only_when_free(
+    served: dict[str, Any],
+) -> None:
+    """Over SSH the commit reads NVUE's confirm status and the applied configuration at once; the rollback point
+    is what was applied before the commit, and a commit refused because one is pending leaves it as it was."""
+    switch, fleet = served["switch"], served["fleet"]
+    fleet.trace = []
+    factory = switch.applied
+    args = {"port": served["port"], "known_hosts": served["known_hosts"]}
+    driver = napalm.get_network_driver("cumulus")("127.0.0.1", "cumulus", PASSWORD, timeout=30, optional_args=args)
+    driver.open()
+    try:
+        assert driver.concurrent_reads
+        driver.load_replace_candidate(config=_rendered_leaf())
+        driver.compare_config()
+        driver.commit_config(revert_in=120)
+        rollback, new = switch.path(nvue.ROLLBACK), switch.path(nvue.ROLLBACK + ".new")
+        assert switch.files[rollback] == factory and new not in switch.files
+        switch.scale = 0.5  # NVUE's reads take half their simulated time (0.25 s, 0.5 s): long enough to overlap
+        seen = len(fleet.trace)
+        with pytest.raises(CommitError, match="pending confirmation"):
+            driver.commit_config(revert_in=120)
+        switch.scale = 0.0
+        during = {kind: (start, end) for start, end, _name, kind, _rc in fleet.trace[seen:]}
+        assert switch.files[rollback] == factory and new not in switch.files  # the pending commit's point kept
+        driver.rollback()
+    finally:
+        driver.close()
+    status, save = during["nv config apply --confirm-status"], during["nv config show -r"]
+    assert status[0] < save[1] and save[0] < status[1]  # the two reads ran at the same time
 
 
 def test_the_benchmark_counts_failure_domains_down_at_once() -> None:

@@ -21,6 +21,7 @@ Optional args: `sudo` (default True), `key_file`, `private_key` (the key's text,
 from __future__ import annotations
 
 import shlex
+import threading
 from typing import Any
 
 import yaml
@@ -29,7 +30,7 @@ from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceCon
 from gpufabric.drivers import maintenance
 from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
-from gpufabric.drivers.transport import CommandFailedError, put_file, put_files, read_many
+from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 from gpufabric.nos.cumulus import PLATFORM as CUMULUS
 from gpufabric.nos.cumulus import nvue
 from gpufabric.nos.cumulus.drain import maintenance_units
@@ -86,17 +87,16 @@ class CumulusDriver(CumulusUpgrade):
         if self.candidate is None:
             raise CommitError("no candidate loaded")
         if not self.staged:
-            # The drain marker is read with the folder's making (no round trip more): a drained switch's
-            # candidate keeps its maintenance unit, or the replace would put the switch back into service.
-            marked = DrainMark.parse(self._run(nvue.PREPARE_READ_DRAINED))
+            # A drained switch's candidate keeps its maintenance unit, or the replace would put the switch back
+            # into service: its marker is read first, then the candidate uploaded and staged in one round trip.
+            marked = DrainMark.parse(self._run(nvue.READ_DRAINED))
             candidate = self.candidate
             if marked is not None:
                 try:
                     candidate = CUMULUS.keep_drain(candidate, DrainSpec(self._release()))
                 except ValueError as exc:
                     raise CommitError(f"{self.hostname} is drained ({marked.by}): {exc}") from None
-            put_file(self.transport, nvue.CANDIDATE, candidate)  # type: ignore[arg-type]
-            self._run(nvue.stage(self.merge))
+            self._run(nvue.upload_and_stage(self.merge), candidate)
             self.staged = True
 
     def compare_config(self) -> str:
@@ -114,18 +114,47 @@ class CumulusDriver(CumulusUpgrade):
         return nvue.tree_diff(self._parsed(nvue.SHOW_APPLIED, nvue.set_tree, applied), nvue.set_tree(candidate))
 
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
-        if self.has_pending_commit():
+        if self._pending_while_saving():
             raise CommitError("a commit is pending confirmation: confirm or roll it back first")
         self._stage()
-        self._run(nvue.SAVE_ROLLBACK)
-        if revert_in:
-            self._run(nvue.write_mark(self.push.line))
+        keep = nvue.KEEP_ROLLBACK + (f" && {nvue.write_mark(self.push.line)}" if revert_in else "")
+        self._run(keep)  # the rollback point kept, and the push named, in one round trip
         try:
             self._run(nvue.apply(revert_in))
         except CommandFailedError as exc:
             self._try(f"{nvue.DETACH}; {nvue.CLEAR_PENDING}")
             raise CommitError(f"{self.hostname}: NVUE did not apply the candidate: {exc}") from None
         self.candidate, self.staged = None, False
+
+    def _pending_while_saving(self) -> bool:
+        """Whether a commit awaits confirmation; meanwhile the applied configuration is read as the next
+        rollback point (kept by the commit; dropped when one is pending). Side by side where the session
+        takes commands at once (two reads of NVUE), else one after the other, the status first."""
+        if not self.concurrent_reads:
+            if self.has_pending_commit():
+                return True
+            self._run(nvue.SAVE_NEW_ROLLBACK)
+            return False
+        failed: list[BaseException] = []
+
+        def save() -> None:
+            try:
+                self._run(nvue.SAVE_NEW_ROLLBACK)
+            except BaseException as exc:  # raised below, once the status is read too
+                failed.append(exc)
+
+        saving = threading.Thread(target=save, name="gpufabric-read", daemon=True)
+        saving.start()
+        try:
+            pending = self.has_pending_commit()
+        finally:
+            saving.join()
+        if pending:
+            self._try(nvue.DROP_NEW_ROLLBACK)
+            return True
+        if failed:
+            raise failed[0]
+        return False
 
     def has_pending_commit(self) -> bool:
         """Whether NVUE has an apply awaiting confirmation, by NVUE's own timer (never the clock)."""
@@ -145,8 +174,7 @@ class CumulusDriver(CumulusUpgrade):
     def confirm_commit(self) -> None:
         if not self.has_pending_commit():
             raise CommitError("no commit is pending confirmation (NVUE reports no confirm timer)")
-        self._run(nvue.CONFIRM)
-        self._run(nvue.CLEAR_PENDING)
+        self._run(f"{nvue.CONFIRM} && {nvue.CLEAR_PENDING}")
 
     def discard_config(self) -> None:
         self.candidate, self.staged = None, False

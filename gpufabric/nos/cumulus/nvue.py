@@ -23,12 +23,16 @@ STARTUP = "/etc/nvue.d/startup.yaml"
 
 PREPARE = f"mkdir -p {WORKDIR} && chmod 700 {WORKDIR}"
 DRAINED = f"{WORKDIR}/drained"  # who drained the switch (gpufabric.drivers.maintenance.DrainMark), while drained
-# The folder made, and the drain marker read with it (empty when the switch is not drained): one round trip.
-PREPARE_READ_DRAINED = f"{PREPARE} && cat {DRAINED} 2>/dev/null || true"
+# The drain marker (empty when the switch is not drained).
+READ_DRAINED = f"cat {DRAINED} 2>/dev/null || true"
 DETACH = "nv config detach"
 DIFF = "nv config diff -o commands"
 SHOW_APPLIED = "nv config show -r applied -o yaml"
-SAVE_ROLLBACK = f"{SHOW_APPLIED} > {ROLLBACK}.tmp && mv -f {ROLLBACK}.tmp {ROLLBACK}"
+# The rollback point is read into a file of its own, beside NVUE's confirm status, and kept (KEEP_ROLLBACK)
+# only once no commit is pending; otherwise dropped (DROP_NEW_ROLLBACK).
+SAVE_NEW_ROLLBACK = f"{SHOW_APPLIED} > {ROLLBACK}.new"
+KEEP_ROLLBACK = f"mv -f {ROLLBACK}.new {ROLLBACK}"
+DROP_NEW_ROLLBACK = f"rm -f {ROLLBACK}.new"
 CONFIRM = "nv config apply --confirm-yes"
 ABORT = "nv config apply --confirm-no"
 # NVUE's own account of its confirm timer: the time left before it rolls the apply back. The switch's
@@ -43,6 +47,11 @@ def stage(merge: bool) -> str:
     """Put the uploaded candidate into a fresh pending revision (a stale pending one is dropped first)."""
     verb = "patch" if merge else "replace"
     return f"{DETACH} && nv config {verb} {CANDIDATE}"
+
+
+def upload_and_stage(merge: bool) -> str:
+    """One round trip: the working folder, the candidate (the command's stdin) written whole, then `stage`."""
+    return f"{PREPARE} && cat > {CANDIDATE}.tmp && mv -f {CANDIDATE}.tmp {CANDIDATE} && {stage(merge)}"
 
 
 def apply(revert_in: int | None) -> str:

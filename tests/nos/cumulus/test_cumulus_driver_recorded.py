@@ -107,12 +107,16 @@ def test_recorded_compare_stages_and_discard_detaches(switch, replay):
     switch.load_replace_candidate(config=candidate)
     assert switch.compare_config() == "nv set interface swp1 link mtu 9216\nnv set interface swp2 link mtu 9216"
     switch.discard_config()
-    assert [c for c, _ in replay.sent][-5:] == [
-        nvue.PREPARE_READ_DRAINED,  # the drain marker read with the folder made: same round trips
-        "cat > .gpufabric/candidate.yaml.tmp && mv -f .gpufabric/candidate.yaml.tmp .gpufabric/candidate.yaml",
-        "nv config detach && nv config replace .gpufabric/candidate.yaml",
-        nvue.DIFF,
-        "nv config detach; rm -f .gpufabric/candidate.yaml",
+    assert replay.sent[-4:] == [
+        (nvue.READ_DRAINED, None),  # the drain marker first: a drained switch's candidate keeps its unit
+        (
+            "mkdir -p .gpufabric && chmod 700 .gpufabric && cat > .gpufabric/candidate.yaml.tmp && mv -f "
+            ".gpufabric/candidate.yaml.tmp .gpufabric/candidate.yaml && nv config detach && nv config replace "
+            ".gpufabric/candidate.yaml",
+            candidate,  # the candidate on the command's stdin, in the one round trip that stages it
+        ),
+        (nvue.DIFF, None),
+        ("nv config detach; rm -f .gpufabric/candidate.yaml", None),
     ]
 
 
@@ -153,18 +157,29 @@ class FakeNvue:
 
     def run(self, command: str, stdin: str | None = None) -> Output:
         self.sent.append(command)
-        if command.startswith("cat > ") and stdin is not None:
+        return self._answer(command, stdin)
+
+    def _answer(self, command: str, stdin: str | None) -> Output:
+        if command in (nvue.upload_and_stage(False), nvue.upload_and_stage(True)) and stdin is not None:
+            self.files[nvue.CANDIDATE], self.pending = stdin, stdin
+        elif command.startswith("cat > ") and stdin is not None:
             self.files[command.rsplit(maxsplit=1)[-1]] = stdin
         elif command == nvue.PREPARE:
             pass
-        elif command == nvue.PREPARE_READ_DRAINED:
+        elif command == nvue.READ_DRAINED:
             return Output(0, self.files.get(nvue.DRAINED, ""), "")
         elif command.startswith("nv config detach"):
             self.pending = None
             if command.endswith(f"; {nvue.CLEAR_PENDING}"):
                 self.files.pop(nvue.PUSH_MARK, None)
-        elif command == nvue.SAVE_ROLLBACK:
-            self.files[nvue.ROLLBACK] = self.applied
+        elif command == nvue.SAVE_NEW_ROLLBACK:
+            self.files[nvue.ROLLBACK + ".new"] = self.applied
+        elif command == nvue.DROP_NEW_ROLLBACK:
+            self.files.pop(nvue.ROLLBACK + ".new", None)
+        elif command.startswith(nvue.KEEP_ROLLBACK):
+            self.files[nvue.ROLLBACK] = self.files.pop(nvue.ROLLBACK + ".new")
+            if command != nvue.KEEP_ROLLBACK:  # and the push's marker, in the same round trip
+                return self._answer(command.removeprefix(f"{nvue.KEEP_ROLLBACK} && "), None)
         elif command == nvue.DIFF:
             return Output(0, "" if self.pending in (None, self.applied) else "nv set system hostname new\n", "")
         elif command.startswith("nv config apply --confirm ") and command.endswith("s -y"):
@@ -174,10 +189,12 @@ class FakeNvue:
         elif command == nvue.CONFIRM_STATUS:
             pending = self.trial is not None and self.left > 0
             return Output(0, CONFIRM_STATUS_PENDING.format(left=self.left) if pending else CONFIRM_STATUS_NONE, "")
-        elif command == nvue.CONFIRM:
+        elif command in (nvue.CONFIRM, f"{nvue.CONFIRM} && {nvue.CLEAR_PENDING}"):
             if self.trial is None:
                 return Output(1, "", "Error: no pending confirmation\n")
             self.trial, self.left = None, 0
+            if command != nvue.CONFIRM:
+                self.files.pop(nvue.PUSH_MARK, None)
         elif command == nvue.ABORT:
             self.applied, self.trial, self.left = self.trial or self.applied, None, 0
         elif command.startswith("printf '%s\\n' ") and command.endswith(
@@ -245,7 +262,8 @@ def test_fake_nvue_commit_with_confirm_timer_then_confirm(nv, fake):
     with pytest.raises(CommitError, match="pending confirmation"):
         nv.commit_config(revert_in=90)
     nv.confirm_commit()
-    assert fake.sent[-2:] == [nvue.CONFIRM, nvue.CLEAR_PENDING] and not nv.has_pending_commit()
+    assert fake.sent[-1] == f"{nvue.CONFIRM} && {nvue.CLEAR_PENDING}" and not nv.has_pending_commit()
+    assert nvue.PUSH_MARK not in fake.files
     nv.load_replace_candidate(config=CANDIDATE)
     assert nv.compare_config() == ""  # a second identical push changes nothing
 
@@ -291,7 +309,7 @@ def test_a_clock_step_on_the_switch_neither_ends_nor_extends_a_pending_confirm(s
     fake.clock_step(step)
     assert dev.has_pending_commit()
     dev.confirm_commit()
-    assert fake.applied == CANDIDATE and fake.trial is None and nvue.CONFIRM in fake.sent
+    assert fake.applied == CANDIDATE and fake.trial is None and f"{nvue.CONFIRM} && {nvue.CLEAR_PENDING}" in fake.sent
     assert not any("date +%s" in c for c in fake.sent)
     fake.elapse(600)  # long past the old timer: nothing reverts a confirmed change
     assert fake.applied == CANDIDATE
