@@ -416,7 +416,9 @@ def floor(sim: Simulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
 def _from_trail(path: Path) -> dict[str, Any]:
     """What a push did, from its audit trail: each switch's status, and the batches that went out."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    records = [r for r in records if r.get("status") != "batch"]  # a batch's own record (its cost) aside
+    # A batch's own record (its cost) aside, and the steps around a change (drains, waits, the schedulers),
+    # which name no batch: each switch's record says how its change ended.
+    records = [r for r in records if r.get("status") != "batch" and "batch" in r]
     went_out = sorted({r["batch"] for r in records if r["batch"] and r["status"] != "skipped"})
     platforms: dict[int, set[str]] = {}
     for r in records:
