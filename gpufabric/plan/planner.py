@@ -9,12 +9,13 @@ from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
-from gpufabric.plan import placement
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.infiniband import located, plan_infiniband
 from gpufabric.plan.model import Plan, PlanePlan, Server
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
+from gpufabric.plan.placement import place
+from gpufabric.plan.placement import problems as placement_problems
 from gpufabric.plan.sizing import SizingError, size_plane
 
 
@@ -30,11 +31,11 @@ def _build(loaded: LoadedIntent) -> Plan:
     for plane in plan.planes.values():
         for i, link in enumerate(plane.links, 1):
             link.number = i
-    misplaced = placement.problems(loaded.intent, plan)
+    misplaced = placement_problems(loaded.intent, plan)
     if misplaced:
         raise loaded.error(misplaced)
     plan = installed(plan, loaded.intent)
-    misplaced = placement.place(plan)
+    misplaced = place(plan)
     if misplaced:
         raise loaded.error(misplaced)
     if loaded.intent.infiniband is not None:

@@ -16,8 +16,8 @@ then finds nothing to change.
 
 from __future__ import annotations
 
-from gpufabric.nos.cumulus import nvue
 from gpufabric.nos.cumulus.dialect import _key
+from gpufabric.nos.cumulus.nvue import set_tree as nvue_tree
 from gpufabric.platforms.spec import DrainSpec, DrainSteps
 from gpufabric.platforms.yaml_text import mapping_lines
 
@@ -63,7 +63,7 @@ def keep(candidate: str, spec: DrainSpec) -> str:
     the plan never does, so such a file is not one gpufabric rendered."""
     if not maintenance_units(spec.release):
         return candidate
-    present = nvue.set_tree(candidate).get("maintenance")
+    present = nvue_tree(candidate).get("maintenance")
     if present is not None:
         if present == KEPT["maintenance"]:
             return candidate
