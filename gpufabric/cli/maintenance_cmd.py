@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.table import Table
 from rich.text import Text
@@ -10,6 +12,7 @@ from rich.text import Text
 from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
 from gpufabric.cli.output import err, out, write_stdout
+from gpufabric.cli.scheduler_options import audit_log_option
 from gpufabric.fleet.access import Access
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.intent.errors import printable
@@ -59,8 +62,9 @@ class Shown(service.MaintenanceWatcher):
               metavar="SECONDS", help="How long to wait for the traffic to leave.")  # fmt: skip
 @click.option("--max-rate", type=click.FloatRange(0), default=MAX_RATE, show_default=True, metavar="BITS_S",
               help="What a drained switch's fabric port may still receive (routing protocols, LLDP).")  # fmt: skip
+@audit_log_option
 def on_cmd(*, fleet_args: FleetArgs, as_json: bool, reason: str, wait: bool, drain_timeout: float,
-           max_rate: float) -> int:  # fmt: skip
+           max_rate: float, audit_log: Path | None) -> int:  # fmt: skip
     """Drain the switches named by --device: the traffic moves to the other paths.
 
     A switch already drained stays drained by whoever drained it first. A switch that is
@@ -69,7 +73,8 @@ def on_cmd(*, fleet_args: FleetArgs, as_json: bool, reason: str, wait: bool, dra
     """
     if not reason.isprintable() or len(reason) > 200:
         raise click.BadParameter("one printable line of at most 200 characters", param_hint="--reason")
-    request = MaintenanceRequest(fleet_args, reason=reason, wait=wait, timeout=drain_timeout, max_rate=max_rate)
+    request = MaintenanceRequest(fleet_args, reason=reason, wait=wait, timeout=drain_timeout, max_rate=max_rate,
+                                 audit_log=audit_log)  # fmt: skip
     return _report(service.drain(request, Shown()), as_json)
 
 
@@ -82,9 +87,10 @@ on_cmd.help = (on_cmd.help or "") + "\n\n" + EXIT
               help="Wait until the neighbours route over as many paths as the plan expects.")  # fmt: skip
 @click.option("--drain-timeout", type=click.FloatRange(1, 3600), default=DRAIN_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long to wait for the planned ECMP widths.")  # fmt: skip
-def off_cmd(*, fleet_args: FleetArgs, as_json: bool, wait: bool, drain_timeout: float) -> int:
+@audit_log_option
+def off_cmd(*, fleet_args: FleetArgs, as_json: bool, wait: bool, drain_timeout: float, audit_log: Path | None) -> int:
     """Put the switches named by --device back into service, whoever drained them."""
-    request = MaintenanceRequest(fleet_args, wait=wait, timeout=drain_timeout, force=True)
+    request = MaintenanceRequest(fleet_args, wait=wait, timeout=drain_timeout, force=True, audit_log=audit_log)
     return _report(service.undrain(request, Shown()), as_json)
 
 

@@ -111,7 +111,7 @@ def status(request: MaintenanceRequest, watcher: MaintenanceWatcher | None = Non
     fleet = open_fleet(request.fleet)
     (watcher or MaintenanceWatcher()).reached(fleet.access)
     try:
-        found = _states(fleet.nr.run(task=tasks.status), fleet.names)
+        found = _states(fleet.nr.run(task=tasks.status, on_failed=True), fleet.names)
     finally:
         fleet.nr.close_connections()
     return MaintenanceResult("status", None, _target(fleet), found, None, time.monotonic() - started)
@@ -178,7 +178,9 @@ def drain_switches(
     started = time.monotonic()
     wanted = set(names)
     nr = fleet.nr.filter(filter_func=lambda host: host.name in wanted)
-    run = nr.run(task=tasks.drain, push_id=ident.id, reason=reason, by=by, read_before=read_before)
+    # on_failed: a switch an earlier task of the same fleet failed on (a push's rolled-back stage) is still
+    # drained and undrained; Nornir would skip it otherwise and leave it out of service.
+    run = nr.run(task=tasks.drain, push_id=ident.id, reason=reason, by=by, read_before=read_before, on_failed=True)
     found = _states(run, names)
     _record(trail, found, reason)
     waited = None
@@ -207,7 +209,8 @@ def undrain_switches(
     started = time.monotonic()
     wanted = set(names)
     nr = fleet.nr.filter(filter_func=lambda host: host.name in wanted)
-    found = _states(nr.run(task=tasks.undrain, push_id=ident.id, force=force, read_before=read_before), names)
+    run = nr.run(task=tasks.undrain, push_id=ident.id, force=force, read_before=read_before, on_failed=True)
+    found = _states(run, names)
     _record(trail, found, "")
     waited = None
     if settle.wait and not any(s.failed for s in found):

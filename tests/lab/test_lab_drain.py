@@ -103,7 +103,7 @@ def test_a_drained_spine_leaves_every_leaf_s_ecmp_and_says_so_itself(lab):
     assert "bgp graceful-shutdown" in shown and "route-map GF-DRAIN permit 10" in shown
     saved = Path("/etc/frr/cmp-spine1/frr.conf").read_text()
     assert "route-map GF-DRAIN" in saved  # a restart of FRR comes back drained
-    trail = [json.loads(line) for line in (lab / "audit.jsonl").read_text().splitlines()]
+    trail = [json.loads(line) for line in Path(os.environ["GPUFABRIC_AUDIT_LOG"]).read_text().splitlines()]
     assert any(r["push_id"] == found["push_id"] and r["status"] == "drained" for r in trail)
 
 

@@ -291,11 +291,14 @@ class Watch:
         open_: dict[str, tuple[str, float]] = {}
         for at, reasons, _ in self.samples:
             for node, reason in reasons.items():
-                if reason and node not in open_:
-                    open_[node] = (reason.split(": ", 1)[1], at)
-                elif not reason and node in open_:
-                    subject, since = open_.pop(node)
-                    out.append((node, subject, since, at))
+                subject = reason.split(": ", 1)[1] if reason else ""
+                if node in open_ and open_[node][0] != subject:
+                    # Resumed (or re-marked): a batch's resume and the next batch's drain of the same node can
+                    # fall between two samples, so a new mark closes the window of the old one.
+                    was, since = open_.pop(node)
+                    out.append((node, was, since, at))
+                if subject and node not in open_:
+                    open_[node] = (subject, at)
         out += [(node, subject, since, float("inf")) for node, (subject, since) in open_.items()]
         return out
 
@@ -313,6 +316,12 @@ class Watch:
                 if s not in out or last[s][0] == pid:
                     last[s] = (pid, at)
         return out
+
+
+def _trail() -> Path:
+    """The audit trail the commands of these tests write: the one tests/conftest.py names for every command
+    (GPUFABRIC_AUDIT_LOG), which a push, a restart and an upgrade all honour before the lab's own."""
+    return Path(os.environ["GPUFABRIC_AUDIT_LOG"])
 
 
 def _bgpds() -> dict[str, int]:
@@ -489,7 +498,7 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
         for m in measured
     ]
     assert figures["lost_during_spine_push"] == 0 and figures["lost_while_spines_restarted"] == 0
-    trail = [json.loads(line) for line in (lab.state / "audit.jsonl").read_text().splitlines()]
+    trail = [json.loads(line) for line in _trail().read_text().splitlines()]
     ours = [r for r in trail if r.get("push_id") == restarted["push_id"]]
     statuses = {r["status"] for r in ours}
     assert {
@@ -554,7 +563,7 @@ def test_a_real_job_holds_its_leafs_restart_until_it_ends(lab, capsys):
     assert result["ok"] and [d["state"] for d in result["devices"]] == ["done"]
     assert frr_node.pids(LEAF)["bgpd"] != before
     assert not lab.slurm.drained("gpu01") and not lab.slurm.drained("gpu02")
-    trail = [json.loads(line) for line in (lab.state / "audit.jsonl").read_text().splitlines()]
+    trail = [json.loads(line) for line in _trail().read_text().splitlines()]
     (drain,) = [r for r in trail if r.get("push_id") == result["push_id"] and r["status"] == "scheduler-drained"]
     assert sorted(drain["nodes"]) == ["gpu01", "gpu02"] and drain["holding"] == {}
     held = ended - asked
