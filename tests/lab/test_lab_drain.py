@@ -159,6 +159,10 @@ def test_maintenance_off_restores_the_planned_ecmp_widths(lab):
 
 SENDER, RECEIVER = "cmp-su1-leaf1", "cmp-su2-leaf1"
 STREAMS, RATE, SECONDS = 8, "5M", 20  # 8 x 5 Mb/s of 1,000-byte datagrams for 20 s: 100,000 datagrams
+# Each stream's socket buffers (the server takes the client's): a receiver starved of CPU on a loaded machine
+# drops what overflows its socket, which is the host's loss, not the fabric's. 4 MiB (net.core.rmem_max here)
+# holds seconds of a stream; a datagram the fabric dropped never arrives, whatever the buffer.
+SOCKET_BUFFER = "4M"
 
 
 def _address(node: str) -> str:
@@ -189,7 +193,8 @@ def _udp_loss(spine: str) -> tuple[int, int]:
         time.sleep(1)  # iperf3 listening (the client retries below if it is not yet)
         client = subprocess.Popen(
             ["ip", "netns", "exec", SENDER, "iperf3", "-c", _address(RECEIVER), "-B", _address(SENDER), "-p", "5299",
-             "-u", "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", str(SECONDS), "--json"],
+             "-u", "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", str(SECONDS), "-w", SOCKET_BUFFER,
+             "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         time.sleep(SECONDS / 3)

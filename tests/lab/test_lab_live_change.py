@@ -50,6 +50,10 @@ SPINES = sorted(d.name for d in PLAN.devices() if d.plane in PLANES and d.role =
 SERVERS = [s for s in PLAN.servers if any(n.plane in PLANES for n in s.nics)]
 NS = "e2e-"
 STREAMS, RATE = 4, "1M"  # per flow: 4 streams of 1 Mb/s in 1,000-byte datagrams (500 datagrams a second)
+# Each stream's socket buffers (the server takes the client's): a receiver starved of CPU on a loaded machine
+# drops what overflows its socket, which is the host's loss, not the fabric's. 4 MiB (net.core.rmem_max here)
+# holds seconds of a stream; a datagram the fabric dropped never arrives, whatever the buffer.
+SOCKET_BUFFER = "4M"
 MARGIN = 3.0  # seconds either side of a drain window a receiver's one-second interval may straddle
 
 
@@ -227,7 +231,7 @@ class Traffic:
             src, dst = ip(nic(f.src, f.plane, f.rail).address), ip(nic(f.dst, f.plane, f.rail).address)
             self.clients[f] = subprocess.Popen(
                 ["ip", "netns", "exec", f"{NS}{f.src}", "iperf3", "-c", dst, "-B", src, "-p", str(f.port), "-u",
-                 "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", "3600", "--json"],
+                 "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", "3600", "-w", SOCKET_BUFFER, "--json"],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             )  # fmt: skip
         time.sleep(3)  # a few seconds of traffic before the change (the measurement, not a readiness wait)
