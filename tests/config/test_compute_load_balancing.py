@@ -25,7 +25,8 @@ from gpufabric.intent import load_intent_text
 from gpufabric.nos.cumulus import judge as nvue
 from gpufabric.plan import Plan, build_plan
 from gpufabric.platforms import platform
-from tests.conftest import ALL_INTENTS, INVENTORY, example_plan
+from tests.conftest import ALL_INTENTS, INVENTORY, example_plan, plan_doc
+from tests.vendor_variants import one_platform
 
 # The big fabrics render a thousand compute switches or more: the slow tier walks them.
 BIG = {"rail-28k.yml", "three-tier-32k.yml"}
@@ -54,12 +55,30 @@ def _frr(name: str, files: Mapping[str, str]) -> list[str]:
     return ["fib_multipath_hash_policy=1"] if policy == 1 else []  # 1: the L4 five-tuple
 
 
+def _eos(name: str, files: Mapping[str, str]) -> list[str]:
+    text = files[f"{name}.cfg"]
+    found = []
+    if "\nip hardware fib load-balance distribution dynamic\n" in text:
+        found.append("dynamic load balancing")
+    profile = "\nload-balance policies\n   load-balance sand profile ROCE\n      fields udp dst-port 4791\n"
+    if profile + "         payload bytes 5-7\n" in text and "\nport-channel load-balance sand profile ROCE\n" in text:
+        found.append("sand profile ROCE: udp 4791 payload bytes 5-7")
+    return found
+
+
+def _nxos(name: str, files: Mapping[str, str]) -> list[str]:
+    line = "ip load-sharing address source-destination port source-destination"
+    return [line] if f"\n{line}\n" in files[f"{name}.cfg"] else []
+
+
 # platform -> what of its text is a load-balancing setting. A platform missing here fails the walk: its
 # lines must be named before any of its switches can pass.
 LINES: dict[str, Callable[[str, Mapping[str, str]], list[str]]] = {
     "cumulus": _cumulus,
     "sonic": _sonic,
     "frr": _frr,
+    "eos": _eos,
+    "nxos": _nxos,
 }
 
 
@@ -110,6 +129,14 @@ def test_every_compute_switch_renders_its_platform_s_load_balancing(path: Path) 
     assert settings, f"{path.name}: no compute-plane switch"
     bare = sorted(name for name, lines in settings.items() if not lines)
     assert bare == [], f"{path.name}: compute switches without a load-balancing setting: {bare[:5]}"
+
+
+@pytest.mark.parametrize("name", ["eos", "nxos"])
+def test_every_platform_s_compute_switches_render_a_setting(name: str) -> None:
+    """Beyond the examples: the multi-vendor example with every role on one platform (EOS's compute plane
+    balanced dynamically, its Strata models having no RoCE hash gpufabric can prove)."""
+    settings = compute_settings(plan_doc(one_platform(name), f"all-{name}"))
+    assert settings and all(settings.values()), {n: v for n, v in settings.items() if not v}
 
 
 def test_the_walk_sees_every_shipped_intent() -> None:
