@@ -390,3 +390,63 @@ def test_nxos_roce_planes_hash_over_addresses_and_l4_ports():
             assert line in f[f"{name}.cfg"], name
     for name, f in _files(plan, "business").items():  # no RoCE: the switch's default
         assert "ip load-sharing" not in f[f"{name}.cfg"], name
+
+
+# -- reading the EOS and NX-OS hashes back: verify on the rendered file, validate on a running config --------
+
+SAND_LINE = "         payload bytes 5-7\n"
+NXOS_LINE = "ip load-sharing address source-destination port source-destination\n"
+
+
+@pytest.fixture(scope="module")
+def hashed(tmp_path_factory):
+    out = {}
+    for name, plan in (
+        ("eos", plan_doc(_eos_compute(SAND), "all-eos-sand")),
+        ("nxos", plan_doc(one_platform("nxos"), "all-nxos")),
+    ):
+        folder = tmp_path_factory.mktemp(name)
+        render_into(plan, folder)
+        out[name] = (plan, folder)
+    return out
+
+
+@pytest.mark.parametrize("which", ["eos", "nxos"])
+def test_the_rendered_hash_verifies_clean(hashed, which):
+    plan, folder = hashed[which]
+    assert [f for f in verify(plan, folder, vendor_judges=False).findings if f.check == "load-balancing"] == []
+
+
+@pytest.mark.parametrize(
+    ("which", "old", "new", "found"),
+    [
+        ("eos", SAND_LINE, "         payload bytes 0-3\n", "the platform's default"),
+        ("eos", "port-channel load-balance sand profile ROCE\n", "", "the platform's default"),
+        ("nxos", NXOS_LINE, "ip load-sharing address source-destination\n", "the platform's default"),
+    ],
+    ids=["eos-bytes", "eos-unapplied", "nxos-addresses-only"],
+)
+def test_a_hash_changed_in_the_file_is_found_at_its_line(hashed, tmp_path, which, old, new, found):
+    plan, folder = hashed[which]
+    device = "cmp-spine1"
+    copy = tmp_path / which
+    shutil.copytree(folder, copy)
+    path = copy / f"{device}.cfg"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    findings = [f for f in verify(plan, copy, vendor_judges=False).findings if f.check == "load-balancing"]
+    assert [(f.device, f.found) for f in findings] == [(device, found)]
+    assert findings[0].file == f"{device}.cfg" and findings[0].line >= 1
+
+
+@pytest.mark.parametrize(("which", "old", "new"), [("eos", SAND_LINE, ""), ("nxos", NXOS_LINE, "")])
+def test_validate_reads_the_hash_from_a_running_config(hashed, which, old, new):
+    plan, folder = hashed[which]
+    p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
+    assert p.hash_fields and p.reads_running
+    running = (folder / "cmp-spine1.cfg").read_text()
+    hashing = [r for r in checks.load_balancing(p, running) if r.item == "ECMP hash fields"]
+    assert [r.ok for r in hashing] == [True]
+    hashing = [r for r in checks.load_balancing(p, running.replace(old, new, 1)) if r.item == "ECMP hash fields"]
+    assert [r.ok for r in hashing] == [False]
