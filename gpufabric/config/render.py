@@ -76,6 +76,7 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
         "border": ctx.border,
         "release": ctx.release,
         "adaptive": ctx.adaptive,
+        "balancing": platform(ctx.device.platform).load_balancing(ctx),  # what verify reads back
         "lossless_buffer": ctx.lossless_buffer,
         "breakouts": breakouts(ctx),
         "bfd": ctx.bfd,

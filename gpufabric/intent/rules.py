@@ -485,6 +485,8 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
             )
         )
     problems += _load_balancing(plane, roles, at)
+    if name == "compute":
+        problems += _balancing_support(intent, plane, roles, sw)
     problems += _bgp_timers(plane, (*at, "routing"))
     problems += _bfd(plane, roles, (*at, "routing", "bfd"))
     if plane.border is not None:
@@ -508,6 +510,18 @@ def _load_balancing(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) ->
             f"use load_balancing: ecmp, or switches of a platform with it ({having})",
         )
     ]
+
+
+def _balancing_support(intent: Intent, plane: DataPlane, roles: dict[str, SwitchRole], sw: Path) -> list[Problem]:
+    """Every compute-plane switch renders a load-balancing setting of its platform: where the platform has
+    none gpufabric can prove for the role's hardware and pinned release, the intent is refused at the model."""
+    adaptive = plane.load_balancing == "adaptive"
+    problems = []
+    for role_name, role in roles.items():
+        why = platform(role.platform).balancing_problem(role.model, intent.release(role.platform), adaptive)
+        if why is not None:
+            problems.append(Problem((*sw, role_name, "model"), *why))
+    return problems
 
 
 def _bgp_timers(plane: DataPlane, at: Path) -> list[Problem]:

@@ -121,6 +121,10 @@ class LoadBalancing:
 # hash over the five-tuple (the UDP source port above all) spreads one server's QPs over every uplink where a
 # hash over addresses alone puts every QP between two NICs on one path.
 ROCE_HASH = ("src-ip", "dst-ip", "ip-protocol", "l4-src-port", "l4-dst-port")
+# The destination queue pair a RoCEv2 packet carries in its InfiniBand base transport header (the first 12
+# bytes of the UDP payload; bytes 5-7 hold the 24-bit destination QP): a hash field where a platform can read
+# the UDP payload.
+BTH_DEST_QP = "bth-dest-qp"
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,12 @@ class Platform:
         """What the switch's configuration says about load balancing. Default: adaptive routing on or off as
         the plane asks, where the platform has it; nothing else."""
         return LoadBalancing(adaptive=ctx.adaptive if self.adaptive_routing() else None)
+
+    def balancing_problem(self, model: str, release: str, adaptive: bool) -> tuple[str, str] | None:
+        """Why a compute-plane switch of hardware `model` on `release` would render no load-balancing setting
+        (`adaptive`: the plane asks for adaptive routing): (what is wrong, what would be right), which the
+        intent check reports at the role's model; None: it renders one. Default: None."""
+        return None
 
     def lossless_qos(self) -> bool:
         """The configuration sets PFC, ECN queues and a scheduler (verify checks them). Default: yes."""

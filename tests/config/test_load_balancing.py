@@ -305,3 +305,148 @@ def test_sonic_roce_planes_hash_over_the_five_tuple_and_verify_finds_it_missing(
     path.write_text(json.dumps(db, indent=4))
     found = [f for f in verify(plan, folder, vendor_judges=False).findings if f.check == "load-balancing"]
     assert [(f.device, f.found) for f in found] == [(leaf, "src-ip, dst-ip")]
+
+
+# -- EOS and NX-OS: the queue-pair hash on SAND switches, the L4 hash on Nexus ------------------------------
+
+SAND = "7280CR3-32P4"
+
+
+def _eos_compute(model: str, release: str | None = None, balancing: str = "ecmp") -> dict:
+    doc = one_platform("eos")
+    plane = doc["planes"]["compute"]
+    plane["load_balancing"] = balancing
+    for role in plane["switches"].values():
+        role["model"] = model
+    if release is not None:
+        doc["platforms"] = {"eos": {"release": release}}
+    return doc
+
+
+def test_eos_sand_switches_hash_roce_on_the_destination_queue_pair_as_pyavd_renders_it():
+    plan = plan_doc(_eos_compute(SAND), "all-eos-sand")
+    index = LinkIndex(plan)
+    checked = 0
+    for device in plan.devices():
+        if device.plane != "compute":
+            continue
+        ctx = build(plan, device, index)
+        assert platform("eos").load_balancing(ctx).hash_fields == ("bth-dest-qp",)
+        ours = render_context(ctx)[f"{device.name}.cfg"]
+        assert "      fields udp dst-port 4791\n         payload bytes 5-7\n" in ours
+        sc = avd.structured_config(ctx)
+        assert sc["load_balance"]["policies"]["sand_profiles"] == [
+            {"name": "ROCE", "fields": {"udp": {"dst_port": 4791, "payload_bytes": "5-7"}}}
+        ]
+        result = avd.render(sc)
+        assert result.violations == []
+        assert avd.compare(ours, result.text) == []
+        # Another byte range in our text and pyavd's part: the comparison reads the profile.
+        assert avd.compare(ours.replace("payload bytes 5-7", "payload bytes 4-7"), result.text)
+        checked += 1
+    assert checked
+
+
+def test_pyavd_s_schema_refuses_a_port_beyond_udp():
+    plan = plan_doc(_eos_compute(SAND), "all-eos-sand")
+    device = next(d for d in plan.devices() if d.plane == "compute")
+    sc = avd.structured_config(build(plan, device, LinkIndex(plan)))
+    sc["load_balance"]["policies"]["sand_profiles"][0]["fields"]["udp"]["dst_port"] = 70000
+    assert any("dst_port" in v for v in avd.render(sc).violations)
+
+
+def test_eos_strata_switches_get_no_sand_profile_on_other_planes():
+    """The multi-vendor example's EOS storage plane (7060X5, Strata) keeps EOS's own hash: no profile."""
+    plan = plan_doc(yaml.safe_load((INVENTORY / "examples" / "multi-vendor.yml").read_text()), "mv")
+    for name, files in _files(plan, "storage").items():
+        assert "load-balance" not in files[f"{name}.cfg"], name
+
+
+@pytest.mark.parametrize(
+    ("model", "release", "words"),
+    [("7060X5-64S", None, "no SAND switch"), (SAND, "4.32", "EOS 4.32 has no UDP payload hash")],
+)
+def test_an_eos_compute_plane_without_a_provable_hash_is_refused_at_the_model(model, release, words):
+    text = yaml.safe_dump(_eos_compute(model, release), sort_keys=False)
+    with pytest.raises(IntentError) as info:
+        load_intent_text(text, "fabric.yml")
+    found = [p for p in info.value.problems if p.path[:2] == ("planes", "compute") and p.path[-1] == "model"]
+    assert {p.path[3] for p in found} >= {"leaf", "spine"}
+    assert all(words in p.message for p in found)
+    assert all(info.value.line_of(p.path) is not None for p in found)
+    # Dynamic load balancing is the way out on Strata, a release with the hash on SAND.
+    load_intent_text(yaml.safe_dump(_eos_compute(model, release, "adaptive"), sort_keys=False), "fabric.yml")
+    if release is not None:
+        load_intent_text(yaml.safe_dump(_eos_compute(model, "4.33"), sort_keys=False), "fabric.yml")
+
+
+def test_nxos_roce_planes_hash_over_addresses_and_l4_ports():
+    plan = plan_doc(one_platform("nxos"), "all-nxos")
+    line = "\nip load-sharing address source-destination port source-destination\n"
+    for plane in ("compute", "storage"):  # the planes that carry RoCE
+        files = _files(plan, plane)
+        assert files
+        for name, f in files.items():
+            assert line in f[f"{name}.cfg"], name
+    for name, f in _files(plan, "business").items():  # no RoCE: the switch's default
+        assert "ip load-sharing" not in f[f"{name}.cfg"], name
+
+
+# -- reading the EOS and NX-OS hashes back: verify on the rendered file, validate on a running config --------
+
+SAND_LINE = "         payload bytes 5-7\n"
+NXOS_LINE = "ip load-sharing address source-destination port source-destination\n"
+
+
+@pytest.fixture(scope="module")
+def hashed(tmp_path_factory):
+    out = {}
+    for name, plan in (
+        ("eos", plan_doc(_eos_compute(SAND), "all-eos-sand")),
+        ("nxos", plan_doc(one_platform("nxos"), "all-nxos")),
+    ):
+        folder = tmp_path_factory.mktemp(name)
+        render_into(plan, folder)
+        out[name] = (plan, folder)
+    return out
+
+
+@pytest.mark.parametrize("which", ["eos", "nxos"])
+def test_the_rendered_hash_verifies_clean(hashed, which):
+    plan, folder = hashed[which]
+    assert [f for f in verify(plan, folder, vendor_judges=False).findings if f.check == "load-balancing"] == []
+
+
+@pytest.mark.parametrize(
+    ("which", "old", "new", "found"),
+    [
+        ("eos", SAND_LINE, "         payload bytes 0-3\n", "the platform's default"),
+        ("eos", "port-channel load-balance sand profile ROCE\n", "", "the platform's default"),
+        ("nxos", NXOS_LINE, "ip load-sharing address source-destination\n", "the platform's default"),
+    ],
+    ids=["eos-bytes", "eos-unapplied", "nxos-addresses-only"],
+)
+def test_a_hash_changed_in_the_file_is_found_at_its_line(hashed, tmp_path, which, old, new, found):
+    plan, folder = hashed[which]
+    device = "cmp-spine1"
+    copy = tmp_path / which
+    shutil.copytree(folder, copy)
+    path = copy / f"{device}.cfg"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    findings = [f for f in verify(plan, copy, vendor_judges=False).findings if f.check == "load-balancing"]
+    assert [(f.device, f.found) for f in findings] == [(device, found)]
+    assert findings[0].file == f"{device}.cfg" and findings[0].line >= 1
+
+
+@pytest.mark.parametrize(("which", "old", "new"), [("eos", SAND_LINE, ""), ("nxos", NXOS_LINE, "")])
+def test_validate_reads_the_hash_from_a_running_config(hashed, which, old, new):
+    plan, folder = hashed[which]
+    p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
+    assert p.hash_fields and p.reads_running
+    running = (folder / "cmp-spine1.cfg").read_text()
+    hashing = [r for r in checks.load_balancing(p, running) if r.item == "ECMP hash fields"]
+    assert [r.ok for r in hashing] == [True]
+    hashing = [r for r in checks.load_balancing(p, running.replace(old, new, 1)) if r.item == "ECMP hash fields"]
+    assert [r.ok for r in hashing] == [False]

@@ -6,10 +6,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.nos.eos.hashing import SAND_MODEL, sand_udp_hash
 from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import (
+    BTH_DEST_QP,
     DrainSpec,
     DrainSteps,
+    LoadBalancing,
     LosslessBuffers,
     Platform,
     PlatformFacts,
@@ -64,6 +67,31 @@ class Eos(Platform):
 
     def adaptive_routing(self) -> bool:
         return True  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
+
+    def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
+        """Dynamic load balancing on or off as the plane asks; on a plane that carries RoCE a SAND switch's
+        `load-balance sand profile` adds the destination queue pair (bytes 5-7 of the UDP payload to port
+        4791, the base transport header) to the LAG and ECMP hash."""
+        roce = ctx.qos is not None and sand_udp_hash(ctx.device.model, ctx.release)
+        return LoadBalancing(adaptive=ctx.adaptive, hash_fields=(BTH_DEST_QP,) if roce else ())
+
+    def balancing_problem(self, model: str, release: str, adaptive: bool) -> tuple[str, str] | None:
+        """A compute switch balances by dynamic load balancing (`adaptive`) or, on SAND hardware from EOS
+        4.33.1F, by the queue-pair hash; a Strata switch on `ecmp` would keep EOS's default hash, which
+        neither a model nor a document gpufabric holds shows for RoCEv2."""
+        if adaptive or sand_udp_hash(model, release):
+            return None
+        if SAND_MODEL.match(model):
+            return (
+                f"EOS {release} has no UDP payload hash for RoCEv2 on {model} (load-balance sand profile "
+                "`fields udp`: EOS 4.33.1F on)",
+                "pin platforms.eos.release to 4.33 or later, or set load_balancing: adaptive",
+            )
+        return (
+            f"{model} is no SAND switch: EOS gives it no RoCE-aware hash gpufabric can render and prove",
+            "set the plane's load_balancing: adaptive (dynamic load balancing), or use a SAND model "
+            "(7280R3, 7800R3, ...) on EOS 4.33 or later for the queue-pair hash",
+        )
 
     def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
         """`platform trident mmu queue profile` `ingress headroom <bytes>` on the lossless ports."""

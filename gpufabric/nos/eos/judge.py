@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.config.context import DeviceContext
+from gpufabric.nos.eos import PLATFORM
+from gpufabric.nos.eos.hashing import BTH_DEST_QP_BYTES, ROCE_PROFILE, ROCE_UDP_PORT
 from gpufabric.plan.model import ip
 from gpufabric.verify.facts import Finding, read_rendered
 
@@ -94,6 +96,13 @@ def structured_config(ctx: DeviceContext) -> SC:
     _bgp(ctx, sc)
     if ctx.adaptive:
         sc["ip_hardware"] = {"fib": {"load_balance_distribution": {"dynamic": {"enabled": True}}}}
+    if PLATFORM.load_balancing(ctx).hash_fields:  # the queue-pair hash of a SAND switch
+        udp = {"dst_port": ROCE_UDP_PORT, "payload_bytes": BTH_DEST_QP_BYTES}
+        sc["load_balance"] = {"policies": {"sand_profiles": [{"name": ROCE_PROFILE, "fields": {"udp": udp}}]}}
+        sc["port_channel"] = {"load_balance_sand_profile": ROCE_PROFILE}
+        sc.setdefault("platform", {}).setdefault(
+            "sand", {}
+        )  # AVD writes the port-channel line among the SAND platform settings
     return sc
 
 

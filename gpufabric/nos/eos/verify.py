@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpufabric.nos.eos.hashing import BTH_DEST_QP_BYTES, ROCE_UDP_PORT
+from gpufabric.platforms.spec import BTH_DEST_QP
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
@@ -39,11 +41,26 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
             facts.dscp_map[int(dscp)] = Fact(int(m.group(2)), file, line(obj))
     for obj, _ in sections(conf, r"^ip hardware fib load-balance distribution dynamic$"):
         facts.adaptive = Fact(True, file, line(obj))
+    _sand_hash(facts, conf, file)
     _mmu(facts, conf, file)
     for obj, _ in sections(conf, r"^qos profile ROCE$"):
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
         _profile(facts, obj, file)
     return facts
+
+
+def _sand_hash(facts: SwitchFacts, conf: object, file: str) -> None:
+    """The queue-pair hash: a load-balance sand profile that, for UDP to RoCEv2's port, hashes the payload's
+    bytes 5-7 (the destination QP), and the `port-channel load-balance sand profile` line that applies it."""
+    applied = {m.group(1) for _, m in sections(conf, r"^port-channel load-balance sand profile (\S+)$")}
+    for policies, _ in sections(conf, r"^load-balance policies$"):
+        for profile, pm in children(policies, r"load-balance sand profile (\S+)"):
+            if pm.group(1) not in applied:
+                continue
+            for fields, fm in children(profile, r"fields udp dst-port (\d+)"):
+                for child, cm in children(fields, r"payload bytes (\S+)"):
+                    if int(fm.group(1)) == ROCE_UDP_PORT and cm.group(1) == BTH_DEST_QP_BYTES:
+                        facts.hash_fields = Fact((BTH_DEST_QP,), file, line(child))
 
 
 def _bfd_timers(conf: object) -> tuple[object, int]:

@@ -6,8 +6,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpufabric.nos.nxos.hashing import NXOS_HASH
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import DrainSpec, DrainSteps, LosslessBuffers, Platform, PlatformFacts, ZtpForm
+from gpufabric.platforms.spec import (
+    DrainSpec,
+    DrainSteps,
+    LoadBalancing,
+    LosslessBuffers,
+    Platform,
+    PlatformFacts,
+    ZtpForm,
+)
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -49,6 +58,12 @@ class Nxos(Platform):
         from gpufabric.nos.nxos.verify import nxos_facts
 
         return nxos_facts("", text, "running-config")
+
+    def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
+        """On a plane that carries RoCE, `ip load-sharing address source-destination port source-destination`
+        gives the ECMP hash the addresses and the L4 ports (the UDP source port a queue pair gets above all).
+        No adaptive routing: Cisco documents none for these releases that gpufabric can prove."""
+        return LoadBalancing(hash_fields=NXOS_HASH if ctx.qos is not None else ())
 
     def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:
         """The ingress queuing policy's `pause buffer-size ... pause-threshold ... resume-threshold ...` for

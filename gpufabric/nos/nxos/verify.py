@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpufabric.nos.nxos.hashing import NXOS_HASH
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 
@@ -49,6 +50,8 @@ def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:
     for obj, m in sections(conf, r"^vrf context (\S+)$"):
         for child, cm in children(obj, r"ip route (\S+/\d+) \S+"):
             facts.routes.append(Fact((m.group(1), cm.group(1)), file, line(child)))
+    for obj, _ in sections(conf, r"^ip load-sharing address source-destination port source-destination$"):
+        facts.hash_fields = Fact(NXOS_HASH, file, line(obj))
     _qos(facts, conf, file)
     return facts
 
