@@ -97,6 +97,7 @@ def infiniband_summary(ib: IbPlan) -> dict[str, Any]:
             {"name": p.name, "pkey": f"0x{p.pkey:04x}", "sl": p.sl, "ipoib": p.ipoib, "hosts": len(p.hosts)}
             for p in ib.settings.partitions
         ],
+        "management_ports": len(ib.management),  # switches cabled to the OOB plane
     }
 
 
@@ -185,6 +186,18 @@ def server_dict(s: Server) -> dict[str, Any]:
 
 def full(plan: Plan) -> dict[str, Any]:
     doc = summary(plan)
+    if plan.infiniband is not None:
+        # Each InfiniBand switch's management port on the OOB plane, as an Ethernet switch's mgmt_ip/mgmt_port.
+        doc["infiniband"]["management"] = [
+            {
+                "name": m.device,
+                "mgmt_port": m.port,
+                "mgmt_ip": ip(m.address),
+                "oob_switch": m.oob_switch,
+                "oob_port": m.oob_port,
+            }
+            for m in plan.infiniband.management.values()
+        ]
     doc["qos_profiles"] = {k: v.model_dump() | {"host_tos": v.host_tos} for k, v in plan.intent.qos_profiles.items()}
     for name, plane in plan.planes.items():
         doc["planes"][name] |= {

@@ -50,6 +50,10 @@ class SwitchModel:
         return Rate(self.speed, 4)
 
 
+# The out-of-band management port of an NVIDIA Quantum switch (MLNX-OS's `interface mgmt0`, "management
+# port 0 (out of band)": NVIDIA MLNX-OS User Manual, Management Interface Commands).
+MGMT_PORT = "mgmt0"
+
 # NVIDIA Quantum-2 QM9700: 32 OSFP cages of two NDR ports, 64 x 400G or 128 x NDR200.
 # NVIDIA Quantum QM8700: 40 QSFP56 ports of HDR 200G, or 80 x HDR100 split.
 SWITCH_MODELS: dict[str, SwitchModel] = {

@@ -9,11 +9,12 @@ only fills free node slots. Problems the planner finds are located at the plane'
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import ceil
 
 from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import IbError
+from gpufabric.ib.hardware import MGMT_PORT
 from gpufabric.ib.model import IbFabric
 from gpufabric.ib.opensm import Partition, SmSettings, check
 from gpufabric.ib.planner import plan_fabric
@@ -21,6 +22,7 @@ from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.infiniband_rules import PLANE, attached_groups, hca_rate
 from gpufabric.intent.model import InfinibandPlane, Intent
 from gpufabric.intent.rules import server_names
+from gpufabric.plan.oob import ManagementPort
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class IbPlan:
     fabric: IbFabric
     settings: SmSettings
     ipoib: dict[str, IpoibAddress]  # host -> its IPoIB interface (none unless the intent asks)
+    # switch -> its management port on the OOB plane (none without an OOB plane), in switch order
+    management: dict[str, ManagementPort] = field(default_factory=dict)
 
     def partitions_of(self, host: str) -> list[Partition]:
         return [p for p in self.settings.partitions if host in p.hosts]
@@ -84,6 +88,11 @@ def plan_infiniband(intent: Intent, build_out: Intent) -> IbPlan:
     settings = _settings(plane, intent)
     check(fabric, settings)
     return IbPlan("compute", fabric, settings, _ipoib(plane, settings, hosts, design))
+
+
+def management_ports(ib: IbPlan) -> list[ManagementPort]:
+    """Each switch's out-of-band management port, not yet cabled or addressed (the OOB plane does both)."""
+    return [ManagementPort(n.name, MGMT_PORT) for n in ib.fabric.switches]
 
 
 def _settings(plane: InfinibandPlane, intent: Intent) -> SmSettings:
