@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from gpufabric.export.bom import PlaneBom, plane_bom
+from gpufabric.export.bom import PlaneBom, ib_transceivers, plane_bom
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, cable_label, ip
@@ -69,13 +69,14 @@ def totals(plan: Plan, boms: list[PlaneBom] | None = None) -> dict[str, int]:
     boms = boms or [plane_bom(p) for p in plan.planes.values()]
     ib = plan.infiniband.fabric if plan.infiniband is not None else None
     ib_switches, ib_cables = (len(ib.switches), len(ib.cables)) if ib is not None else (0, 0)
+    ib_modules = ib_transceivers(plan.infiniband) if plan.infiniband is not None else 0
     return {
         "switches": sum(len(p.devices) for p in plan.planes.values()) + ib_switches,
         "servers": len(plan.servers),
         "gpus": sum(s.gpus for s in plan.servers),
         "links": sum(len(p.links) for p in plan.planes.values()) + ib_cables,
-        # InfiniBand cables are counted; their transceivers are not planned (docs/infiniband.md).
-        "transceivers": sum(b.transceiver_total for b in boms),
+        # InfiniBand transceivers are counted where the plane gives its cables' lengths (docs/infiniband.md).
+        "transceivers": sum(b.transceiver_total for b in boms) + ib_modules,
         "cables": sum(b.cable_total for b in boms) + ib_cables,
     }
 

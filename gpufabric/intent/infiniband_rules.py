@@ -7,6 +7,7 @@ large for three tiers) is found by the planner and located at the plane's fields
 
 from __future__ import annotations
 
+from gpufabric import media
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import InfinibandPlane, Intent, ServerGroup
 
@@ -58,7 +59,29 @@ def infiniband_rules(intent: Intent, plane: InfinibandPlane) -> list[Problem]:
     problems += _ipoib_partitions(plane, groups)
     problems += _partitions(intent, plane)
     problems += _sl2vl(plane)
+    problems += _reach(plane)
     return problems
+
+
+# The generation a switch model's ports signal at (NDR200 and HDR100 are split ports of the same lanes).
+GENERATION = {"QM9700": "NDR", "QM8700": "HDR"}
+
+
+def _reach(plane: InfinibandPlane) -> list[Problem]:
+    """Every cable within some medium's reach: beyond, the bill of material would name no cable to buy."""
+    if plane.lengths is None:
+        return []
+    generation = GENERATION[plane.switch_model]
+    reach = media.infiniband(generation)[-1].reach_m
+    return [
+        Problem(
+            (*PLANE, "lengths", key),
+            f"{metres} m at {generation} is beyond every medium's reach ({reach} m)",
+            f"place the ends within {reach} m of each other",
+        )
+        for key, metres in plane.lengths.model_dump().items()
+        if metres is not None and metres > reach
+    ]
 
 
 def _adapters(plane: InfinibandPlane, groups: list[tuple[int, ServerGroup]]) -> list[Problem]:

@@ -403,6 +403,16 @@ class IbIpoib(Model):
     )
 
 
+class IbLinkLengths(Model):
+    """How long an InfiniBand plane's cables run, in metres, by tier."""
+
+    node_leaf: int = Field(ge=1, le=10_000, description="An adapter to its leaf port (in the rack or across the row).")
+    leaf_spine: int = Field(ge=1, le=10_000, description="A leaf to a spine.")
+    spine_core: int | None = Field(
+        None, ge=1, le=10_000, description="A spine to a core switch (3 tiers). Default: as `leaf_spine`."
+    )
+
+
 class InfinibandPlane(Model):
     """An InfiniBand compute fabric, planned without IP or BGP (docs/infiniband.md).
 
@@ -449,6 +459,12 @@ class InfinibandPlane(Model):
     max_vls: int = Field(8, ge=1, le=15, description="Data virtual lanes in use.")
     mtu: Literal[4096] = Field(4096, description="InfiniBand MTU of every port and partition.")
     ipoib: IbIpoib | None = Field(None, description="IPoIB interfaces on the hosts; none unless given.")
+    lengths: IbLinkLengths | None = Field(
+        None,
+        description="Cable lengths by tier. With them the bill of material and the cabling plan pick each cable "
+        "by reach and rate (DAC, active copper, AOC, or multimode or single-mode fibre with a transceiver at each "
+        "end, as for Ethernet at the same lane rate); without them cables are counted by rate only.",
+    )
 
 
 def _transport(value: Any) -> str:

@@ -15,7 +15,7 @@ from math import ceil
 from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import IbError
 from gpufabric.ib.hardware import MGMT_PORT
-from gpufabric.ib.model import IbFabric
+from gpufabric.ib.model import IbCable, IbFabric
 from gpufabric.ib.opensm import Partition, SmSettings, check
 from gpufabric.ib.planner import plan_fabric
 from gpufabric.intent.errors import Path, Problem
@@ -48,6 +48,11 @@ class IbPlan:
     ipoib: dict[str, IpoibAddress]  # host -> its IPoIB interface (none unless the intent asks)
     # switch -> its management port on the OOB plane (none without an OOB plane), in switch order
     management: dict[str, ManagementPort] = field(default_factory=dict)
+    lengths: dict[str, int] | None = None  # cable tier (node-leaf, leaf-spine, spine-core) -> metres, when given
+
+    def length(self, cable: IbCable) -> int | None:
+        """A cable's length in metres by its tier (None: the intent gives no lengths)."""
+        return self.lengths[cable.tier] if self.lengths is not None else None
 
     def partitions_of(self, host: str) -> list[Partition]:
         return [p for p in self.settings.partitions if host in p.hosts]
@@ -87,7 +92,15 @@ def plan_infiniband(intent: Intent, build_out: Intent) -> IbPlan:
     fabric = plan_fabric(design)
     settings = _settings(plane, intent)
     check(fabric, settings)
-    return IbPlan("compute", fabric, settings, _ipoib(plane, settings, hosts, design))
+    lengths = None
+    if plane.lengths is not None:
+        given = plane.lengths
+        lengths = {
+            "node-leaf": given.node_leaf,
+            "leaf-spine": given.leaf_spine,
+            "spine-core": given.spine_core or given.leaf_spine,
+        }
+    return IbPlan("compute", fabric, settings, _ipoib(plane, settings, hosts, design), lengths=lengths)
 
 
 def management_ports(ib: IbPlan) -> list[ManagementPort]:
