@@ -391,6 +391,12 @@ class IbPartition(Model):
     )
     sl: int = Field(0, ge=0, le=15, description="Service level of the partition's traffic (qos-policy.conf).")
     ipoib: bool = Field(True, description="Whether the partition carries an IPoIB broadcast group (MTU 4096).")
+    pod_subnet: Network | None = Field(
+        None,
+        description="Addresses for pods' IPoIB interfaces in this partition: `gpufabric export k8s-network` "
+        "writes an IPoIBNetwork and an nv-ipam IPPool for it, on the hosts whose IPoIB interface is in this "
+        "partition. Without it the partition gets no Kubernetes network.",
+    )
 
 
 class IbIpoib(Model):
@@ -400,6 +406,12 @@ class IbIpoib(Model):
     rail: int = Field(1, ge=1, le=16, description="The rail whose adapter carries the IPoIB interface.")
     mode: Literal["datagram", "connected"] = Field(
         "datagram", description="IPoIB mode: `datagram` (MTU 4092 on a 4096 fabric) or `connected` (up to 65520)."
+    )
+    netdev: InterfaceName = Field(
+        "ib0",
+        description="The IPoIB interface of that adapter on every host, as `ip link` shows it: the kernel's ib_ipoib "
+        "names them ib0, ib1, ... unless udev renames them (e.g. ibp12s0). The partition's child is "
+        "`<netdev>.<pkey>` (e.g. ib0.8101), which the Kubernetes IPoIB networks enslave.",
     )
 
 
