@@ -22,7 +22,7 @@ from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.infiniband_rules import PLANE, attached_groups, hca_rate
 from gpufabric.intent.model import InfinibandPlane, Intent
 from gpufabric.intent.rules import server_names
-from gpufabric.plan.oob import ManagementPort
+from gpufabric.plan.management import ManagementPort
 
 
 @dataclass(frozen=True)

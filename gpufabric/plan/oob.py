@@ -6,31 +6,18 @@ OOB switches route nothing; they hold one address each on the management subnet.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from math import ceil
 
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import OobPlane, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
 from gpufabric.plan.fabric import portmap
+from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Device, FailureDomain, Link, PlanePlan, Server
 from gpufabric.plan.sizing import SizingError, split
 from gpufabric.platforms import platform
 
 AT: Path = ("planes", "oob")
-
-
-@dataclass(slots=True)
-class ManagementPort:
-    """The management port of a switch outside the Ethernet planes (an InfiniBand switch): the OOB plane
-    cables and addresses it like an Ethernet switch's, after every switch and server of the planes, so
-    adding it moves no port or address those already have."""
-
-    device: str
-    port: str
-    address: int | None = None
-    oob_switch: str | None = None
-    oob_port: str | None = None
 
 
 def _switch(name: str, role_name: str, role: SwitchRole, mtu: int) -> Device:

@@ -14,8 +14,9 @@ from gpufabric.intent.rules import server_names
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.infiniband import IbPlan, located, management_ports, plan_infiniband
+from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Plan, PlanePlan, Server
-from gpufabric.plan.oob import ManagementPort, build_oob, oob_addresses_needed
+from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.placement import place
 from gpufabric.plan.placement import problems as placement_problems
 from gpufabric.plan.sizing import SizingError, size_plane
