@@ -36,6 +36,7 @@ class IpoibAddress:
     prefixlen: int
     mtu: int
     mode: str
+    netdev: str = "ib0"  # the adapter's IPoIB interface on the host (the child is <netdev>.<pkey>)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def _ipoib(
     mtu, mode = IPOIB_MTU[plane.ipoib.mode], plane.ipoib.mode
     # The intent's rules put every host in a partition with IPoIB.
     return {
-        host: IpoibAddress(device, pkey[host] | 0x8000, first + i, net.prefixlen, mtu, mode)
+        host: IpoibAddress(device, pkey[host] | 0x8000, first + i, net.prefixlen, mtu, mode, plane.ipoib.netdev)
         for i, host in enumerate(hosts)
     }
 

@@ -108,6 +108,7 @@ def test_the_inventory_gives_each_host_its_adapters_partitions_and_ipoib() -> No
             "prefixlen": 24,
             "mtu": 4092,
             "mode": "datagram",
+            "netdev": "ib0",
         }
     ]
     # No RoCE: the compute plane is not among the host's Ethernet planes or NICs.
