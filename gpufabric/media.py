@@ -14,6 +14,12 @@ So: below 400G a DAC to 5 m (NRZ lanes, 100G and less) or 3 m (200G, 50G-PAM4 la
 100 m; from 400G (100G-PAM4 lanes) a DAC to 3 m, an active copper cable to 5 m, then transceivers: on
 multimode fibre to 50 m, single-mode DR (MPO) to 500 m, single-mode FR (LC) to 2 km. Links below 25G
 are copper (RJ45), to 100 m.
+
+InfiniBand cables are the same LinkX families at the same lane signalling ("LinkX User Guide for 400Gbps
+100G-PAM4 ..." covers NDR and 400G Ethernet alike; HDR is 50G-PAM4 as 200G Ethernet), so an InfiniBand
+link takes the media of the Ethernet speed with its lanes: NDR and NDR200 (4 or 2 lanes of 100G-PAM4)
+those of 400G, HDR and HDR100 (50G-PAM4) those of 200G. Assumed: NVIDIA's straight twin-port NDR DAC
+(MCP4Y10-Nxxx) is sold to 2 m only, the splitter DACs to 3 m; 3 m is kept for both.
 """
 
 from __future__ import annotations
@@ -56,3 +62,16 @@ def longest_reach(speed: int) -> int:
 def choose(speed: int, length_m: int) -> Medium | None:
     """The medium with the shortest reach that covers `length_m` metres at `speed` (None: none does)."""
     return next((m for m in media(speed) if length_m <= m.reach_m), None)
+
+
+# The Ethernet speed whose lanes an InfiniBand generation signals at (the media table it shares).
+IB_LANES_AS = {"NDR": 400, "HDR": 200}
+
+
+def infiniband(generation: str) -> tuple[Medium, ...]:
+    """The media an InfiniBand link of `generation` (NDR, HDR) can use, shortest reach first."""
+    return media(IB_LANES_AS[generation])
+
+
+def choose_infiniband(generation: str, length_m: int) -> Medium | None:
+    return next((m for m in infiniband(generation) if length_m <= m.reach_m), None)

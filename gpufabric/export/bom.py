@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gpufabric import media
+from gpufabric.ib.hardware import SWITCH_MODELS
+from gpufabric.ib.model import IbCable
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Link, Plan, PlanePlan, link_length
 
@@ -90,12 +92,53 @@ def render(plan: Plan) -> str:
 
 
 def infiniband_rows(ib: IbPlan) -> list[tuple[str, str, int]]:
-    """Switches per role and model, and cables per rate; the InfiniBand transceivers are not counted here."""
+    """Switches per role and model, and cables per rate; with the plane's lengths each cable by its medium
+    and length (media.py, at the lane rate Ethernet shares), and for fibre a transceiver in each switch cage
+    it uses (a twin-port OSFP cage holds one module for both its ports) and in each adapter port."""
     switches = Counter((n.role, n.model) for n in ib.fabric.switches)
-    cables = Counter(c.rate.label for c in ib.fabric.cables)
     rows = [("switch", f"{model} (infiniband, {role})", n) for (role, model), n in switches.items()]
-    rows += [("cable", f"{label} InfiniBand", n) for label, n in cables.items()]
+    if ib.lengths is None:
+        cables = Counter(c.rate.label for c in ib.fabric.cables)
+        return rows + [("cable", f"{label} InfiniBand", n) for label, n in cables.items()]
+    nodes = ib.fabric.by_name
+    per_cage = {n.name: max(1, n.ports // SWITCH_MODELS[n.model].cages) for n in ib.fabric.switches}
+    named: Counter[str] = Counter()
+    cages: dict[tuple[str, int], tuple[str, str, int]] = {}  # (switch, cage) -> (medium, rate label, ports)
+    adapters: Counter[tuple[str, str]] = Counter()
+    for cable in ib.fabric.cables:
+        named[ib_cable_name(ib, cable)] += 1
+        medium = media.choose_infiniband(cable.rate.speed, ib.length(cable) or 0)
+        if medium is None or not medium.transceivers:
+            continue
+        for end in (cable.down, cable.up):
+            node = nodes[end.node]
+            if node.kind == "switch":
+                ports = per_cage[node.name]
+                cages[(node.name, (end.port - 1) // ports)] = (medium.name, cable.rate.label, ports)
+            else:
+                adapters[(medium.name, cable.rate.label)] += 1
+    modules: Counter[str] = Counter()
+    for (medium_name, label, ports), n in Counter(cages.values()).items():
+        modules[f"InfiniBand {medium_name} module, {ports} x {label}"] += n
+    for (medium_name, label), n in adapters.items():
+        modules[f"InfiniBand {medium_name} module, {label} (adapter)"] += n
+    rows += [("transceiver", k, n) for k, n in sorted(modules.items())]
+    rows += [("cable", k, n) for k, n in sorted(named.items())]
     return rows
+
+
+def ib_transceivers(ib: IbPlan) -> int:
+    """The InfiniBand plane's transceivers (0 without lengths: cables are then counted by rate only)."""
+    return sum(n for category, _, n in infiniband_rows(ib) if category == "transceiver") if ib.lengths else 0
+
+
+def ib_cable_name(ib: IbPlan, cable: IbCable) -> str:
+    """An InfiniBand cable in the bill of material: its rate, and with lengths its medium and length."""
+    length = ib.length(cable)
+    if length is None:
+        return f"{cable.rate.label} InfiniBand"
+    medium = media.choose_infiniband(cable.rate.speed, length)
+    return f"{cable.rate.label} InfiniBand {medium.name if medium else 'beyond every reach'}, {length} m"
 
 
 def _bom_by_reach(plane: PlanePlan) -> PlaneBom:

@@ -57,20 +57,25 @@ def render(plan: Plan) -> str:
 
 
 def infiniband_rows(ib: IbPlan) -> list[list[str]]:
-    """The InfiniBand compute fabric's cables in plan order: `a` the end nearer the adapters, ports by number."""
-    return [
-        [
-            cable_id("ib", i),
-            ib.plane,
-            c.tier,
-            *_ib_end(c.down.node, c.down.port),
-            *_ib_end(c.up.node, c.up.port),
-            f"{c.rate.gbps}G",
-            "",
-            "",
-        ]
-        for i, c in enumerate(ib.fabric.cables, 1)
-    ]
+    """The InfiniBand compute fabric's cables in plan order: `a` the end nearer the adapters, ports by number;
+    with the plane's lengths the medium and length of each."""
+    rows = []
+    for i, c in enumerate(ib.fabric.cables, 1):
+        length = ib.length(c)
+        medium = media.choose_infiniband(c.rate.speed, length) if length is not None else None
+        rows.append(
+            [
+                cable_id("ib", i),
+                ib.plane,
+                c.tier,
+                *_ib_end(c.down.node, c.down.port),
+                *_ib_end(c.up.node, c.up.port),
+                f"{c.rate.gbps}G",
+                medium.name if medium is not None else "",
+                "" if length is None else str(length),
+            ]
+        )
+    return rows
 
 
 def _ib_end(node: str, port: int) -> tuple[str, str]:

@@ -146,6 +146,7 @@ def infiniband_host(ib: IbPlan, host: str) -> dict[str, Any] | None:
                 "prefixlen": ipoib.prefixlen,
                 "mtu": ipoib.mtu,
                 "mode": ipoib.mode,
+                "netdev": ipoib.netdev,
             }
         ],
     }

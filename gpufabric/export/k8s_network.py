@@ -10,6 +10,10 @@ Every plane that carries RoCE gets, per rail:
   rail NIC, because the plan gives each rail port exactly one host address).
 - the NetworkAttachmentDefinition the operator derives from that network (exported too, for
   clusters that run Multus without the operator's network controllers).
+An InfiniBand compute plane gets, per partition that gives pods a subnet (`pod_subnet`), an IPoIBNetwork
+whose `master` is the hosts' IPoIB child in that partition (`<netdev>.<pkey>`, the interface the ib_host
+role makes, so pods' interfaces carry the partition's PKey), an nv-ipam IPPool of the pod subnet on the
+partition's hosts, and the ipoib CNI's NetworkAttachmentDefinition.
 Plus one NicClusterPolicy and the kubelet settings that keep a pod's GPUs and rail NICs on one
 NUMA node. docs/kubernetes.md explains each object and what was proven.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network
 from typing import Any
 
 from gpufabric.errors import GpufabricError
@@ -43,6 +48,7 @@ IMAGES: dict[str, tuple[str, str, str]] = {
     "multus": ("multus-cni", "ghcr.io/k8snetworkplumbingwg", "v4.1.0"),
     "cniPlugins": ("plugins", "ghcr.io/k8snetworkplumbingwg", "v1.5.0"),
     "sriovDevicePlugin": ("sriov-network-device-plugin", "ghcr.io/k8snetworkplumbingwg", "v3.9.0"),
+    "ipoib": ("ipoib-cni", "ghcr.io/mellanox", "v1.2.0"),
 }
 
 FILES = (
@@ -114,6 +120,127 @@ def rails(plan: Plan) -> list[Rail]:
 
 def _host_links(plan: Plan, plane: str) -> str:
     return str(getattr(plan.intent.planes, plane).host_links)
+
+
+@dataclass(frozen=True)
+class IpoibNet:
+    """One InfiniBand partition's IPoIB network for pods: on the hosts whose IPoIB interface is in it, the pods'
+    interfaces are children of that interface (`master`, the host's child in the partition, e.g. ib0.8101), so
+    they carry its PKey; addresses from the partition's pod subnet."""
+
+    name: str
+    partition: str
+    pkey: int  # with the full-membership bit, as the child's name has it
+    master: str
+    subnet: IPv4Network
+    nodes: tuple[str, ...]
+
+
+def ipoib_networks(plan: Plan) -> list[IpoibNet]:
+    """The IPoIB networks of the InfiniBand plane's partitions that give a pod subnet, in partition order."""
+    ib, plane = plan.infiniband, plan.intent.infiniband
+    if ib is None or plane is None or plane.ipoib is None:
+        return []
+    out = []
+    for p in plane.partitions:
+        if p.pod_subnet is None or not p.ipoib:
+            continue
+        full = p.pkey | 0x8000
+        nodes = tuple(host for host, a in ib.ipoib.items() if a.pkey == full)
+        if nodes:
+            out.append(IpoibNet(f"ib-{p.name}", p.name, full, f"{plane.ipoib.netdev}.{full:04x}", p.pod_subnet, nodes))
+    return out
+
+
+def _check_ipoib(plan: Plan) -> None:
+    """An InfiniBand plane: its IPoIB networks need the hosts' IPoIB interface and a partition's pod subnet."""
+    plane = plan.intent.infiniband
+    if plane is None:
+        return
+    if plane.ipoib is None:
+        raise K8sNetworkError(
+            "the InfiniBand plane gives the hosts no IPoIB interface, which pods' IPoIB networks enslave",
+            [
+                Problem(
+                    ("planes", "compute"),
+                    "no `ipoib`: pods' IPoIB networks need the hosts' IPoIB interface (its netdev and partition)",
+                    "add planes.compute.ipoib: {subnet, rail, netdev}",
+                )
+            ],
+        )
+    raise K8sNetworkError(
+        "no InfiniBand partition gives pods a subnet",
+        [
+            Problem(
+                ("planes", "compute", "partitions"),
+                "no partition with IPoIB has a `pod_subnet`: there is no IPoIB network a pod could join",
+                "give a partition with IPoIB a pod_subnet",
+            )
+        ],
+    )
+
+
+def ip_pool(plan: Plan, net: IpoibNet) -> dict[str, Any]:
+    """nv-ipam's IPPool: the partition's pod subnet shared out in equal blocks among its nodes (no gateway:
+    a partition's IPoIB is one flat link)."""
+    usable = net.subnet.num_addresses - 2
+    block = usable // len(net.nodes)
+    if block < 1:
+        raise K8sNetworkError(
+            f"{net.subnet} cannot give each of {len(net.nodes)} nodes an address",
+            [
+                Problem(
+                    ("planes", "compute", "partitions", _partition_index(plan, net.partition), "pod_subnet"),
+                    f"{net.subnet} has {usable} addresses for {len(net.nodes)} nodes",
+                    "use a larger subnet",
+                )
+            ],
+        )
+    return {
+        "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
+        "kind": "IPPool",
+        "metadata": _meta(net.name, OPERATOR_NS, plan),
+        "spec": {
+            "subnet": str(net.subnet),
+            "perNodeBlockSize": block,
+            "nodeSelector": {"nodeSelectorTerms": [_by_name(node) for node in net.nodes]},
+        },
+    }
+
+
+def _partition_index(plan: Plan, name: str) -> int:
+    plane = plan.intent.infiniband
+    assert plane is not None
+    return next(i for i, p in enumerate(plane.partitions) if p.name == name)
+
+
+def _ipoib_ipam(net: IpoibNet) -> str:
+    return json_dumps({"type": "nv-ipam", "poolName": net.name, "poolType": "ippool"}, separators=(",", ":"))
+
+
+def ipoib_network(plan: Plan, net: IpoibNet) -> dict[str, Any]:
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "IPoIBNetwork",
+        "metadata": _meta(net.name, None, plan),
+        "spec": {"networkNamespace": WORKLOAD_NS, "master": net.master, "ipam": _ipoib_ipam(net)},
+    }
+
+
+def ipoib_attachment(plan: Plan, net: IpoibNet) -> dict[str, Any]:
+    config = {
+        "cniVersion": "0.3.1",
+        "name": net.name,
+        "type": "ipoib",
+        "master": net.master,
+        "ipam": json.loads(_ipoib_ipam(net)),
+    }
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": _meta(net.name, WORKLOAD_NS, plan),
+        "spec": {"config": json_dumps(config, separators=(",", ":"))},
+    }
 
 
 def _check(found: list[Rail]) -> None:
@@ -188,13 +315,15 @@ def _device_plugin_config(found: list[Rail]) -> str:
     return json_dumps({"resourceList": resources}, separators=(",", ":"))
 
 
-def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str) -> dict[str, Any]:
+def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str, ipoib: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "ofedDriver": {**_image("ofedDriver"), "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1}},
         "nvIpam": {**_image("nvIpam"), "enableWebhook": False},
         "secondaryNetwork": {"multus": _image("multus"), "cniPlugins": _image("cniPlugins")},
     }
-    if mode == "host-device":
+    if ipoib:
+        spec["secondaryNetwork"]["ipoib"] = _image("ipoib")
+    if mode == "host-device" and found:
         # With SR-IOV the SR-IOV Network Operator runs its own device plugin; two would fight.
         spec["sriovDevicePlugin"] = {**_image("sriovDevicePlugin"), "config": _device_plugin_config(found)}
     return {
@@ -361,7 +490,10 @@ def documents(plan: Plan, readings: Mapping[str, Reading] | None = None) -> dict
     """File name -> YAML text (several documents where a file holds several objects). `readings`: what
     host_baseline read per node (`host_facts.load`); the GPU-to-NIC pairing of a node without one is assumed."""
     found = rails(plan)
-    _check(found)
+    ib_nets = ipoib_networks(plan)
+    if not found and not ib_nets:
+        _check_ipoib(plan)
+        _check(found)
     mode = plan.intent.kubernetes.rdma
     shared = shared_names(found)
     if shared and mode == "host-device":
@@ -369,10 +501,11 @@ def documents(plan: Plan, readings: Mapping[str, Reading] | None = None) -> dict
     source = comment_text(plan.source)
     head = f"# Generated by gpufabric from {source} (kubernetes.rdma: {mode}). Do not edit: regenerate.\n"
     files = {
-        "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode)],
-        "ip-pools.yaml": [cidr_pool(plan, rail) for rail in found],
-        "networks.yaml": networks(plan, found, mode),
-        "network-attachment-definitions.yaml": [attachment(plan, rail, mode) for rail in found],
+        "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode, bool(ib_nets))],
+        "ip-pools.yaml": [cidr_pool(plan, rail) for rail in found] + [ip_pool(plan, n) for n in ib_nets],
+        "networks.yaml": networks(plan, found, mode) + [ipoib_network(plan, n) for n in ib_nets],
+        "network-attachment-definitions.yaml": [attachment(plan, rail, mode) for rail in found]
+        + [ipoib_attachment(plan, n) for n in ib_nets],
     }
     out = {name: head + "---\n".join(dump_yaml(obj) for obj in objs) for name, objs in files.items()}
     lines = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from gpufabric.export.bom import PlaneBom, plane_bom
+from gpufabric.export.bom import PlaneBom, ib_transceivers, plane_bom
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, cable_label, ip
@@ -69,13 +69,14 @@ def totals(plan: Plan, boms: list[PlaneBom] | None = None) -> dict[str, int]:
     boms = boms or [plane_bom(p) for p in plan.planes.values()]
     ib = plan.infiniband.fabric if plan.infiniband is not None else None
     ib_switches, ib_cables = (len(ib.switches), len(ib.cables)) if ib is not None else (0, 0)
+    ib_modules = ib_transceivers(plan.infiniband) if plan.infiniband is not None else 0
     return {
         "switches": sum(len(p.devices) for p in plan.planes.values()) + ib_switches,
         "servers": len(plan.servers),
         "gpus": sum(s.gpus for s in plan.servers),
         "links": sum(len(p.links) for p in plan.planes.values()) + ib_cables,
-        # InfiniBand cables are counted; their transceivers are not planned (docs/infiniband.md).
-        "transceivers": sum(b.transceiver_total for b in boms),
+        # InfiniBand transceivers are counted where the plane gives its cables' lengths (docs/infiniband.md).
+        "transceivers": sum(b.transceiver_total for b in boms) + ib_modules,
         "cables": sum(b.cable_total for b in boms) + ib_cables,
     }
 
@@ -97,6 +98,7 @@ def infiniband_summary(ib: IbPlan) -> dict[str, Any]:
             {"name": p.name, "pkey": f"0x{p.pkey:04x}", "sl": p.sl, "ipoib": p.ipoib, "hosts": len(p.hosts)}
             for p in ib.settings.partitions
         ],
+        "management_ports": len(ib.management),  # switches cabled to the OOB plane
     }
 
 
@@ -185,6 +187,18 @@ def server_dict(s: Server) -> dict[str, Any]:
 
 def full(plan: Plan) -> dict[str, Any]:
     doc = summary(plan)
+    if plan.infiniband is not None:
+        # Each InfiniBand switch's management port on the OOB plane, as an Ethernet switch's mgmt_ip/mgmt_port.
+        doc["infiniband"]["management"] = [
+            {
+                "name": m.device,
+                "mgmt_port": m.port,
+                "mgmt_ip": ip(m.address),
+                "oob_switch": m.oob_switch,
+                "oob_port": m.oob_port,
+            }
+            for m in plan.infiniband.management.values()
+        ]
     doc["qos_profiles"] = {k: v.model_dump() | {"host_tos": v.host_tos} for k, v in plan.intent.qos_profiles.items()}
     for name, plane in plan.planes.items():
         doc["planes"][name] |= {

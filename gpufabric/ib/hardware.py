@@ -44,17 +44,22 @@ class SwitchModel:
     speed: str  # the generation of its ports
     ports: int  # four-lane ports
     split_ports: int  # ports when every port is split in two (two lanes each)
+    cages: int  # pluggable cages on the front panel: a transceiver each (a twin-port OSFP carries two ports)
 
     @property
     def rate(self) -> Rate:
         return Rate(self.speed, 4)
 
 
+# The out-of-band management port of an NVIDIA Quantum switch (MLNX-OS's `interface mgmt0`, "management
+# port 0 (out of band)": NVIDIA MLNX-OS User Manual, Management Interface Commands).
+MGMT_PORT = "mgmt0"
+
 # NVIDIA Quantum-2 QM9700: 32 OSFP cages of two NDR ports, 64 x 400G or 128 x NDR200.
 # NVIDIA Quantum QM8700: 40 QSFP56 ports of HDR 200G, or 80 x HDR100 split.
 SWITCH_MODELS: dict[str, SwitchModel] = {
-    "QM9700": SwitchModel("QM9700", "NDR", 64, 128),
-    "QM8700": SwitchModel("QM8700", "HDR", 40, 80),
+    "QM9700": SwitchModel("QM9700", "NDR", 64, 128, 32),
+    "QM8700": SwitchModel("QM8700", "HDR", 40, 80, 40),
 }
 
 

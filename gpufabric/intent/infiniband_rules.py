@@ -7,10 +7,14 @@ large for three tiers) is found by the planner and located at the plane's fields
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
+
+from gpufabric import media
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import InfinibandPlane, Intent, ServerGroup
 
 PLANE: Path = ("planes", "compute")
+IFNAMSIZ = 15  # the longest Linux interface name
 
 # The adapters' InfiniBand rate for a NIC speed, per switch model: a Quantum-2 (QM9700) runs NDR,
 # 400G per port or 200G per split port (NDR200); a Quantum (QM8700) runs HDR, 200G, or HDR100 split.
@@ -58,7 +62,66 @@ def infiniband_rules(intent: Intent, plane: InfinibandPlane) -> list[Problem]:
     problems += _ipoib_partitions(plane, groups)
     problems += _partitions(intent, plane)
     problems += _sl2vl(plane)
+    problems += _reach(plane)
+    problems += _pod_subnets(plane)
     return problems
+
+
+def _pod_subnets(plane: InfinibandPlane) -> list[Problem]:
+    """Pods' IPoIB subnets: on a partition with IPoIB, hosts' IPoIB on the plane (the child interface the pods'
+    networks enslave), apart from the hosts' subnet and from each other; and a child name Linux can hold."""
+    problems: list[Problem] = []
+    taken: list[tuple[str, IPv4Network]] = []
+    if plane.ipoib is not None:
+        taken.append(("planes.compute.ipoib.subnet", plane.ipoib.subnet))
+        if len(plane.ipoib.netdev) > IFNAMSIZ - 5:
+            problems.append(
+                Problem(
+                    (*PLANE, "ipoib", "netdev"),
+                    f"'{plane.ipoib.netdev}.8xxx' (a partition's child) is longer than Linux's {IFNAMSIZ} characters",
+                    f"name the adapter's interface in at most {IFNAMSIZ - 5} characters",
+                )
+            )
+    for i, p in enumerate(plane.partitions):
+        if p.pod_subnet is None:
+            continue
+        at: Path = (*PLANE, "partitions", i, "pod_subnet")
+        if not p.ipoib:
+            problems.append(Problem(at, f"partition '{p.name}' has no IPoIB", "set ipoib: true, or drop pod_subnet"))
+        elif plane.ipoib is None:
+            problems.append(
+                Problem(
+                    at,
+                    "pods' IPoIB networks enslave the hosts' IPoIB interface, and the plane gives the hosts none",
+                    "add planes.compute.ipoib (subnet, rail, netdev)",
+                )
+            )
+        for where, other in taken:
+            if p.pod_subnet.overlaps(other):
+                problems.append(Problem(at, f"{p.pod_subnet} overlaps {where} ({other})", "give it its own subnet"))
+        taken.append((f"planes.compute.partitions[{i}].pod_subnet", p.pod_subnet))
+    return problems
+
+
+# The generation a switch model's ports signal at (NDR200 and HDR100 are split ports of the same lanes).
+GENERATION = {"QM9700": "NDR", "QM8700": "HDR"}
+
+
+def _reach(plane: InfinibandPlane) -> list[Problem]:
+    """Every cable within some medium's reach: beyond, the bill of material would name no cable to buy."""
+    if plane.lengths is None:
+        return []
+    generation = GENERATION[plane.switch_model]
+    reach = media.infiniband(generation)[-1].reach_m
+    return [
+        Problem(
+            (*PLANE, "lengths", key),
+            f"{metres} m at {generation} is beyond every medium's reach ({reach} m)",
+            f"place the ends within {reach} m of each other",
+        )
+        for key, metres in plane.lengths.model_dump().items()
+        if metres is not None and metres > reach
+    ]
 
 
 def _adapters(plane: InfinibandPlane, groups: list[tuple[int, ServerGroup]]) -> list[Problem]:

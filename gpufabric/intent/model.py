@@ -393,6 +393,12 @@ class IbPartition(Model):
     )
     sl: int = Field(0, ge=0, le=15, description="Service level of the partition's traffic (qos-policy.conf).")
     ipoib: bool = Field(True, description="Whether the partition carries an IPoIB broadcast group (MTU 4096).")
+    pod_subnet: Network | None = Field(
+        None,
+        description="Addresses for pods' IPoIB interfaces in this partition: `gpufabric export k8s-network` "
+        "writes an IPoIBNetwork and an nv-ipam IPPool for it, on the hosts whose IPoIB interface is in this "
+        "partition. Without it the partition gets no Kubernetes network.",
+    )
 
 
 class IbIpoib(Model):
@@ -402,6 +408,22 @@ class IbIpoib(Model):
     rail: int = Field(1, ge=1, le=16, description="The rail whose adapter carries the IPoIB interface.")
     mode: Literal["datagram", "connected"] = Field(
         "datagram", description="IPoIB mode: `datagram` (MTU 4092 on a 4096 fabric) or `connected` (up to 65520)."
+    )
+    netdev: InterfaceName = Field(
+        "ib0",
+        description="The IPoIB interface of that adapter on every host, as `ip link` shows it: the kernel's ib_ipoib "
+        "names them ib0, ib1, ... unless udev renames them (e.g. ibp12s0). The partition's child is "
+        "`<netdev>.<pkey>` (e.g. ib0.8101), which the Kubernetes IPoIB networks enslave.",
+    )
+
+
+class IbLinkLengths(Model):
+    """How long an InfiniBand plane's cables run, in metres, by tier."""
+
+    node_leaf: int = Field(ge=1, le=10_000, description="An adapter to its leaf port (in the rack or across the row).")
+    leaf_spine: int = Field(ge=1, le=10_000, description="A leaf to a spine.")
+    spine_core: int | None = Field(
+        None, ge=1, le=10_000, description="A spine to a core switch (3 tiers). Default: as `leaf_spine`."
     )
 
 
@@ -451,6 +473,12 @@ class InfinibandPlane(Model):
     max_vls: int = Field(8, ge=1, le=15, description="Data virtual lanes in use.")
     mtu: Literal[4096] = Field(4096, description="InfiniBand MTU of every port and partition.")
     ipoib: IbIpoib | None = Field(None, description="IPoIB interfaces on the hosts; none unless given.")
+    lengths: IbLinkLengths | None = Field(
+        None,
+        description="Cable lengths by tier. With them the bill of material and the cabling plan pick each cable "
+        "by reach and rate (DAC, active copper, AOC, or multimode or single-mode fibre with a transceiver at each "
+        "end, as for Ethernet at the same lane rate); without them cables are counted by rate only.",
+    )
 
 
 def _transport(value: Any) -> str:

@@ -9,18 +9,20 @@ only fills free node slots. Problems the planner finds are located at the plane'
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import ceil
 
 from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import IbError
-from gpufabric.ib.model import IbFabric
+from gpufabric.ib.hardware import MGMT_PORT
+from gpufabric.ib.model import IbCable, IbFabric
 from gpufabric.ib.opensm import Partition, SmSettings, check
 from gpufabric.ib.planner import plan_fabric
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.infiniband_rules import PLANE, attached_groups, hca_rate
 from gpufabric.intent.model import InfinibandPlane, Intent
 from gpufabric.intent.rules import server_names
+from gpufabric.plan.management import ManagementPort
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class IpoibAddress:
     prefixlen: int
     mtu: int
     mode: str
+    netdev: str = "ib0"  # the adapter's IPoIB interface on the host (the child is <netdev>.<pkey>)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,13 @@ class IbPlan:
     fabric: IbFabric
     settings: SmSettings
     ipoib: dict[str, IpoibAddress]  # host -> its IPoIB interface (none unless the intent asks)
+    # switch -> its management port on the OOB plane (none without an OOB plane), in switch order
+    management: dict[str, ManagementPort] = field(default_factory=dict)
+    lengths: dict[str, int] | None = None  # cable tier (node-leaf, leaf-spine, spine-core) -> metres, when given
+
+    def length(self, cable: IbCable) -> int | None:
+        """A cable's length in metres by its tier (None: the intent gives no lengths)."""
+        return self.lengths[cable.tier] if self.lengths is not None else None
 
     def partitions_of(self, host: str) -> list[Partition]:
         return [p for p in self.settings.partitions if host in p.hosts]
@@ -83,7 +93,20 @@ def plan_infiniband(intent: Intent, build_out: Intent) -> IbPlan:
     fabric = plan_fabric(design)
     settings = _settings(plane, intent)
     check(fabric, settings)
-    return IbPlan("compute", fabric, settings, _ipoib(plane, settings, hosts, design))
+    lengths = None
+    if plane.lengths is not None:
+        given = plane.lengths
+        lengths = {
+            "node-leaf": given.node_leaf,
+            "leaf-spine": given.leaf_spine,
+            "spine-core": given.spine_core or given.leaf_spine,
+        }
+    return IbPlan("compute", fabric, settings, _ipoib(plane, settings, hosts, design), lengths=lengths)
+
+
+def management_ports(ib: IbPlan) -> list[ManagementPort]:
+    """Each switch's out-of-band management port, not yet cabled or addressed (the OOB plane does both)."""
+    return [ManagementPort(n.name, MGMT_PORT) for n in ib.fabric.switches]
 
 
 def _settings(plane: InfinibandPlane, intent: Intent) -> SmSettings:
@@ -108,7 +131,7 @@ def _ipoib(
     mtu, mode = IPOIB_MTU[plane.ipoib.mode], plane.ipoib.mode
     # The intent's rules put every host in a partition with IPoIB.
     return {
-        host: IpoibAddress(device, pkey[host] | 0x8000, first + i, net.prefixlen, mtu, mode)
+        host: IpoibAddress(device, pkey[host] | 0x8000, first + i, net.prefixlen, mtu, mode, plane.ipoib.netdev)
         for i, host in enumerate(hosts)
     }
 

@@ -5,12 +5,14 @@ OOB switches route nothing; they hold one address each on the management subnet.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil
 
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import OobPlane, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
 from gpufabric.plan.fabric import portmap
+from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Device, FailureDomain, Link, PlanePlan, Server
 from gpufabric.plan.sizing import SizingError, split
 from gpufabric.platforms import platform
@@ -89,11 +91,18 @@ def _counts(oob: OobPlane, endpoints: int) -> tuple[int, int, int]:
 
 
 def build_oob(
-    oob: OobPlane, switches: list[Device], servers: list[Server], reserved: frozenset[int] = frozenset()
+    oob: OobPlane,
+    switches: list[Device],
+    servers: list[Server],
+    reserved: frozenset[int] = frozenset(),
+    others: Sequence[ManagementPort] = (),
 ) -> PlanePlan:
-    """Plan the OOB switches and cable `switches` and `servers` to them, assigning every management address."""
+    """Plan the OOB switches and cable `switches`, `servers` and `others` to them, assigning every management
+    address."""
     ends: list[tuple[str, str]] = [(d.name, d.mgmt_port) for d in switches]
     ends += [(s.name, s.mgmt_interface) for s in servers if s.mgmt_interface]
+    first_other = len(ends)
+    ends += [(o.device, o.port) for o in others]
     count, n_spines, uplinks = _counts(oob, len(ends))
     mgmt = oob.switches.mgmt
     assert mgmt is not None
@@ -115,7 +124,7 @@ def build_oob(
         host_mtu=oob.mtu,
         devices=spines + mgmts,
     )
-    _addresses(oob, spines + mgmts, switches, servers, reserved)
+    _addresses(oob, spines + mgmts, switches, servers, reserved, others=others)
     ports = portmap(mgmt, down)
     by_name = {s.name: s for s in servers}
     for k, (name, port) in enumerate(ends):
@@ -135,7 +144,10 @@ def build_oob(
                 b_split=ports.down_split,
             )
         )
-        if k >= len(switches):
+        if k >= first_other:
+            other = others[k - first_other]
+            other.oob_switch, other.oob_port = sw.name, sw_port
+        elif k >= len(switches):
             server = by_name[name]
             server.mgmt_switch, server.mgmt_port = sw.name, sw_port
     if spines:
@@ -184,7 +196,13 @@ def oob_addresses_needed(endpoints: int, oob: OobPlane) -> list[Problem]:
 
 
 def _addresses(
-    oob: OobPlane, own: list[Device], switches: list[Device], servers: list[Server], reserved: frozenset[int]
+    oob: OobPlane,
+    own: list[Device],
+    switches: list[Device],
+    servers: list[Server],
+    reserved: frozenset[int],
+    *,
+    others: Sequence[ManagementPort],
 ) -> None:
     taken = reserved | {int(oob.gateway_address)}
     nxt = int(oob.subnet.network_address) + 1
@@ -201,3 +219,5 @@ def _addresses(
     for s in servers:
         if s.mgmt_interface:
             s.mgmt_ip = take()
+    for other in others:
+        other.address = take()

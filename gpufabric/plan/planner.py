@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from gpufabric.gc_pause import gc_paused
 from gpufabric.ib.errors import IbError
 from gpufabric.intent.advice import intent_warnings
@@ -11,7 +13,8 @@ from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
-from gpufabric.plan.infiniband import located, plan_infiniband
+from gpufabric.plan.infiniband import IbPlan, located, management_ports, plan_infiniband
+from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Plan, PlanePlan, Server
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.placement import place
@@ -27,7 +30,17 @@ def build_plan(loaded: LoadedIntent) -> Plan:
 
 def _build(loaded: LoadedIntent) -> Plan:
     build_out = at_build_out(loaded.intent)
-    plan = _build_for(loaded, build_out)
+    # The InfiniBand plane is sized for the build-out, so its switches are known before the OOB plane
+    # cables their management ports; its problems are reported after the Ethernet planes' as before.
+    ib: IbPlan | None = None
+    ib_error: IbError | None = None
+    if loaded.intent.infiniband is not None:
+        try:
+            ib = plan_infiniband(loaded.intent, build_out)
+        except IbError as exc:
+            ib_error = exc
+    ib_ports = management_ports(ib) if ib is not None else []
+    plan = _build_for(loaded, build_out, ib_ports)
     for plane in plan.planes.values():
         for i, link in enumerate(plane.links, 1):
             link.number = i
@@ -38,15 +51,15 @@ def _build(loaded: LoadedIntent) -> Plan:
     misplaced = place(plan)
     if misplaced:
         raise loaded.error(misplaced)
-    if loaded.intent.infiniband is not None:
-        try:
-            plan.infiniband = plan_infiniband(loaded.intent, build_out)
-        except IbError as exc:
-            raise loaded.error(located(exc, loaded.intent)) from None
+    if ib_error is not None:
+        raise loaded.error(located(ib_error, loaded.intent)) from None
+    if ib is not None:
+        cabled = {p.device: p for p in ib_ports if p.address is not None}
+        plan.infiniband = dataclasses.replace(ib, management=cabled)
     return plan
 
 
-def _build_for(loaded: LoadedIntent, intent: Intent) -> Plan:
+def _build_for(loaded: LoadedIntent, intent: Intent, others: list[ManagementPort]) -> Plan:
     """The plan of `intent` (the build-out); problems are located in the loaded file."""
     servers = _servers(intent)
     by_name = {s.name: s for s in servers}
@@ -66,7 +79,7 @@ def _build_for(loaded: LoadedIntent, intent: Intent) -> Plan:
     planes: dict[str, PlanePlan] = {b.name: b.build() for b in builders}
     if intent.planes.oob is not None:
         switches = [d for p in planes.values() for d in p.devices]
-        endpoints = len(switches) + sum(1 for s in servers if s.mgmt_interface)
+        endpoints = len(switches) + sum(1 for s in servers if s.mgmt_interface) + len(others)
         # NTP, syslog and DNS servers on the management subnet keep their addresses: no switch gets one.
         m = intent.management
         named = (*m.ntp_servers, *m.syslog_servers, *m.dns_servers)
@@ -74,7 +87,7 @@ def _build_for(loaded: LoadedIntent, intent: Intent) -> Plan:
         try:
             problems += oob_addresses_needed(endpoints + len(services), intent.planes.oob)
             if not problems:
-                planes["oob"] = build_oob(intent.planes.oob, switches, servers, frozenset(services))
+                planes["oob"] = build_oob(intent.planes.oob, switches, servers, frozenset(services), others)
         except SizingError as exc:
             problems += exc.problems
         if problems:

@@ -127,6 +127,17 @@ def test_systemd_networkd_takes_the_ipoib_files_as_written(tmp_path: Path, mode:
     assert re.search(r"^ib0\.8102: loaded \"?ipoib\"?", log, re.M), log[-2000:]
 
 
+def test_an_ipoib_interface_named_otherwise_than_planned_fails_with_both_names(tmp_path: Path) -> None:
+    facts = _host_facts()
+    facts["gpufabric_infiniband"]["ipoib"][0]["netdev"] = "ibp12s0"
+    _sysfs(tmp_path / "sys", _devices(facts))
+    done = _play(tmp_path, facts)
+    assert done.returncode != 0
+    said = " ".join(done.stdout.split())
+    assert "adapter mlx5_0's IPoIB interface is ib0, the plan names it ibp12s0" in said, done.stdout[-3000:]
+    assert list((tmp_path / "etc" / "network").iterdir()) == []
+
+
 def test_no_ipoib_files_unless_the_plan_asks(tmp_path: Path) -> None:
     facts = _host_facts(ipoib=False)
     _sysfs(tmp_path / "sys", _devices(facts))

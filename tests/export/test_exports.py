@@ -101,8 +101,9 @@ def _parsed_names(kind: str, text: str) -> set[str]:
 def test_every_export_renders_every_example(path, kind):
     """Each export parses in its own format and names what the plan has."""
     plan = plan_of(path)
-    if kind == "k8s-network" and not k8s_network.rails(plan):  # no routed RoCE plane: a clear refusal
-        with pytest.raises(k8s_network.K8sNetworkError, match="carries_roce"):
+    if kind == "k8s-network" and not k8s_network.rails(plan) and not k8s_network.ipoib_networks(plan):
+        # no routed RoCE plane, no IPoIB partition for pods: a clear refusal
+        with pytest.raises(k8s_network.K8sNetworkError, match=r"carries_roce|gives pods a subnet|no IPoIB"):
             EXPORTERS[kind].render(plan)
         return
     if kind == "ib-topology" and plan.infiniband is None:  # an Ethernet compute plane: a clear refusal

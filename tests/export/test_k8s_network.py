@@ -91,8 +91,7 @@ def _mode(doc: dict[str, Any], mode: str) -> Plan:
     return plan_doc(set_path(doc, ("kubernetes",), {"rdma": mode}))
 
 
-# An InfiniBand compute plane has no RoCE rail (the RDMA networks here are RoCE rails; IPoIB networks are not
-# exported yet), so the export refuses it like any intent without a routed RoCE plane.
+# An InfiniBand compute plane has no RoCE rail: its IPoIB networks are judged in test_k8s_ipoib.py.
 _INFINIBAND = [p for p in ALL_INTENTS if "transport: infiniband" in p.read_text()]
 
 

@@ -108,6 +108,7 @@ def test_the_inventory_gives_each_host_its_adapters_partitions_and_ipoib() -> No
             "prefixlen": 24,
             "mtu": 4092,
             "mode": "datagram",
+            "netdev": "ib0",
         }
     ]
     # No RoCE: the compute plane is not among the host's Ethernet planes or NICs.
@@ -117,6 +118,8 @@ def test_the_inventory_gives_each_host_its_adapters_partitions_and_ipoib() -> No
 def test_no_ipoib_unless_asked() -> None:
     doc = _doc(H100)
     del doc["planes"]["compute"]["ipoib"]
+    for partition in doc["planes"]["compute"]["partitions"]:
+        partition.pop("pod_subnet", None)  # pods' IPoIB needs the hosts' (refused without)
     plan = _plan(doc)
     assert all(h.data["infiniband"]["ipoib"] == [] for h in inventory.build(plan) if "infiniband" in h.data)
 
