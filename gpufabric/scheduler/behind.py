@@ -111,8 +111,7 @@ def servers_behind(plan: Plan, switch: str) -> list[BehindServer]:
 
 @dataclass(frozen=True, slots=True)
 class _Attachment:
-    server: int  # the server's place in plan order
-    order: int  # the attachment's place among the server's
+    server: int  # the server's place in plan order (attachments are listed in plan order, then NIC order)
     bond: str | None
     nics: tuple[HostNic, ...]
     leaves: tuple[str, ...]
@@ -127,9 +126,9 @@ class _PlaneIndex:
         self.attachments: list[_Attachment] = []
         self.by_leaf: dict[str, list[int]] = {}
         for number, server in enumerate(plan.servers):
-            for order, (bond, nics) in enumerate(_attachments(server, plane.name)):
+            for bond, nics in _attachments(server, plane.name):
                 leaves = tuple(dict.fromkeys(nic.leaf for nic in nics))
-                self.attachments.append(_Attachment(number, order, bond, tuple(nics), leaves))
+                self.attachments.append(_Attachment(number, bond, tuple(nics), leaves))
                 for leaf in leaves:
                     self.by_leaf.setdefault(leaf, []).append(len(self.attachments) - 1)
         self.host_leaves = set(self.by_leaf)
