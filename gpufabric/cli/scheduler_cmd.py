@@ -17,12 +17,12 @@ from gpufabric.drivers.push_id import new_push_id
 from gpufabric.errors import printable
 from gpufabric.outputs import json_dumps
 from gpufabric.scheduler import (
+    Behind,
     SchedulerDrain,
     drain_for,
     resume,
     resume_owner,
     schedulers,
-    servers_behind,
     status,
 )
 from gpufabric.scheduler import job_wait as wait_of
@@ -61,7 +61,8 @@ def behind_cmd(file: str | None, devices: tuple[str, ...], as_json: bool) -> int
     for name in devices:
         if name not in known:
             raise click.BadParameter(f"{name!r} is not a switch of the plan", param_hint="--device")
-    found = {name: [asdict(s) for s in servers_behind(plan, name)] for name in devices}
+    behind = Behind(plan)
+    found = {name: [asdict(s) for s in behind(name)] for name in devices}
     if as_json:
         out.print_json(json_dumps(found))
         return 0
@@ -69,7 +70,7 @@ def behind_cmd(file: str | None, devices: tuple[str, ...], as_json: bool) -> int
     for column in ("switch", "server", "plane", "NICs", "leaves"):
         table.add_column(column)
     for name in devices:
-        for server in servers_behind(plan, name):
+        for server in behind(name):
             for nic in server.nics:
                 table.add_row(name, server.name, nic.plane, " ".join(nic.interfaces), " ".join(nic.leaves))
     out.print(table)

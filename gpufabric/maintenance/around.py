@@ -32,6 +32,7 @@ from gpufabric.maintenance.service import Settle, drain_switches, ecmp_caps, und
 from gpufabric.maintenance.wait import wait_drained
 from gpufabric.push.audit import Trail
 from gpufabric.scheduler import (
+    Behind,
     Reach,
     Scheduler,
     SchedulerDrain,
@@ -41,7 +42,6 @@ from gpufabric.scheduler import (
     job_wait,
     resume,
     schedulers,
-    servers_behind,
 )
 from gpufabric.scheduler.model import Quiet
 
@@ -77,6 +77,14 @@ class AroundChange:
     trail: Trail | None = None
     watcher: Watcher = field(default_factory=Quiet)
     held: list[_Held] = field(default_factory=list)
+    _behind: Behind | None = field(default=None, init=False, repr=False)
+
+    @property
+    def behind(self) -> Behind:
+        """The servers behind each switch, the plan read once for the whole change (not once a switch)."""
+        if self._behind is None:
+            self._behind = Behind(self.fleet.plan)
+        return self._behind
 
     @property
     def by(self) -> str | None:
@@ -117,7 +125,7 @@ class AroundChange:
             waited = wait_drained(
                 self.fleet.plan, names, switch_connector(self.fleet.access), ecmp_caps(self.fleet, names),
                 timeout=self.settle.timeout, max_rate=self.settle.max_rate,
-                terminating=[n for n in names if servers_behind(self.fleet.plan, n)],
+                terminating=[n for n in names if self.behind(n)],
             )  # fmt: skip
             self._event(",".join(names), "traffic-left" if waited.done else "traffic-stayed",
                         "; ".join(waited.waiting_for[:5]), seconds=round(waited.seconds, 2))  # fmt: skip
@@ -156,11 +164,11 @@ class AroundChange:
     def _schedulers_out(self, names: list[str]) -> tuple[list[tuple[Scheduler, SchedulerDrain]], str]:
         """The servers behind `names`, out of every scheduler named; ([], why) when refused (nothing changed)."""
         plan = self.fleet.plan
-        alone = [n for n in names if servers_behind(plan, n)]
+        alone = [n for n in names if self.behind(n)]
         if not alone:
             return [], ""
         if not self.policy.schedulers:
-            servers = sorted({s.name for n in alone for s in servers_behind(plan, n)})
+            servers = sorted({s.name for n in alone for s in self.behind(n)})
             self.watcher.warn(
                 f"no scheduler named (intent `scheduler:` or --slurm-conf/--k8s-api): {', '.join(servers)} "
                 f"depend on {', '.join(alone)} alone and are not drained anywhere"
@@ -171,7 +179,7 @@ class AroundChange:
         for scheduler in self.policy.schedulers:
             try:
                 drain = drain_for(scheduler, plan, alone, self.ident.id, self.policy.job_wait,
-                                  force=self.policy.force, watcher=self.watcher)  # fmt: skip
+                                  force=self.policy.force, watcher=self.watcher, behind=self.behind)  # fmt: skip
             except SchedulerError as exc:
                 self._resume(drains)
                 why = f"{scheduler.kind}: {exc}; nothing was changed"

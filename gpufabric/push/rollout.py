@@ -1,12 +1,16 @@
 """Run a push: read every switch's diff at once, then batch by batch only the switches that change:
 drain those of the batch whose change is disruptive (gpufabric/push/drain.py), stage the batch in
-parallel, then confirm it whole or roll it back whole, then undrain what was drained."""
+parallel, then confirm it whole or roll it back whole, then undrain what was drained. While a batch
+changes, the next one's sessions are opened (a login, nothing more), so that its drain or stage does not
+begin by waiting for them."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,27 +176,73 @@ def _roll_out(
     drainer: Drainer | None,
     classify: Mapping[str, Classify] | None,
 ) -> None:
-    for batch in rollout.batches:
-        names = list(batch.devices)
-        drained = [n for n in names if rollout.outcomes[n].drain]
-        if drained:
-            assert drainer is not None  # run() refuses a push that needs a drain and has no drainer
-            if not _drain(nr, rollout, batch, drained, drainer=drainer, opts=opts):
-                _hang_up(nr, names)
-                if on_batch:
-                    on_batch(batch, {n: rollout.outcomes[n] for n in names})
+    warming: _WarmUp | None = None
+    try:
+        for number, batch in enumerate(rollout.batches):
+            names = list(batch.devices)
+            if warming is not None:
+                warming.wait()  # this batch's logins, begun while the last one changed, are done (or failed)
+            drained = [n for n in names if rollout.outcomes[n].drain]
+            if drained:
+                assert drainer is not None  # run() refuses a push that needs a drain and has no drainer
+                if not _drain(nr, rollout, batch, drained, drainer=drainer, opts=opts):
+                    _hang_up(nr, names)
+                    if on_batch:
+                        on_batch(batch, {n: rollout.outcomes[n] for n in names})
+                    _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
+                    return
+            after = list(rollout.batches[number + 1].devices) if number + 1 < len(rollout.batches) else []
+            # The next batch's logins overlap the undrain (seconds of waiting on the switches) when there is
+            # one, else the stage: never the stage's first moments and checks when they can be avoided.
+            if after and not drained:
+                warming = _WarmUp(nr, after)
+            _stage_batch(nr, rollout, batch, candidates=candidates, expects=expects, opts=opts, classify=classify)
+            if drained:
+                assert drainer is not None
+                if after:
+                    warming = _WarmUp(nr, after)
+                _undrain(nr, rollout, batch, drained, drainer=drainer, opts=opts)
+            _hang_up(nr, names)
+            if on_batch:
+                on_batch(batch, {n: rollout.outcomes[n] for n in names})
+            if rollout.stopped_at is not None:
                 _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
                 return
-        _stage_batch(nr, rollout, batch, candidates=candidates, expects=expects, opts=opts, classify=classify)
-        if drained:
-            assert drainer is not None
-            _undrain(nr, rollout, batch, drained, drainer=drainer, opts=opts)
-        _hang_up(nr, names)
-        if on_batch:
-            on_batch(batch, {n: rollout.outcomes[n] for n in names})
-        if rollout.stopped_at is not None:
-            _skip_the_rest(rollout, f"not attempted: the rollout stopped at batch {batch.number}")
-            return
+    finally:
+        if warming is not None:  # no login still under way once the rollout is over (its sessions are ended)
+            warming.wait()
+
+
+WARM_WORKERS = 16  # logins in flight for the next batch while a batch changes (each mostly waits on its switch)
+
+
+class _WarmUp:
+    """The sessions of the next batch's switches, opened in the background while a batch changes: a login costs
+    that batch's drain (or stage) its first fraction of a second, more for a batch of many switches at once.
+    Only the login: nothing is read or changed on a switch. A login that fails is left to the batch's own
+    first task, which logs in again and says why it cannot. `wait()` before that batch begins, so that no
+    switch is ever logged into twice at once."""
+
+    def __init__(self, nr: Nornir, names: list[str]) -> None:
+        hosts = [nr.inventory.hosts[n] for n in names if n in nr.inventory.hosts]
+        self._thread = threading.Thread(target=_log_in, args=(hosts, nr.config), name="gpufabric-warm", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+
+def _log_in(hosts: list[Any], config: Any) -> None:
+    if not hosts:
+        return
+    with ThreadPoolExecutor(max_workers=min(WARM_WORKERS, len(hosts)), thread_name_prefix="gpufabric-warm") as pool:
+        for host in hosts:
+            pool.submit(_open_quietly, host, config)
+
+
+def _open_quietly(host: Any, config: Any) -> None:
+    with contextlib.suppress(Exception):  # the batch's own first task logs in again, and reports why it cannot
+        host.get_connection("napalm", config)
 
 
 def _hang_up(nr: Nornir, names: list[str]) -> None:

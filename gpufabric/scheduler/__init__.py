@@ -7,7 +7,7 @@ Below the services, above the domain: it reads the plan and the exports' RDMA re
 reaches the schedulers itself (Slurm's commands, Kubernetes' REST API). docs/scheduler.md.
 """
 
-from gpufabric.scheduler.behind import BehindServer, CutNic, servers_behind
+from gpufabric.scheduler.behind import Behind, BehindServer, CutNic, servers_behind
 from gpufabric.scheduler.model import (
     Mark,
     NodeDrain,
@@ -22,6 +22,7 @@ from gpufabric.scheduler.reach import Reach, job_wait, schedulers
 from gpufabric.scheduler.service import drain_for, drain_nodes, nodes_behind, resume, resume_owner, status
 
 __all__ = [
+    "Behind",
     "BehindServer",
     "CutNic",
     "Mark",

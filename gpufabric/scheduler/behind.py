@@ -17,7 +17,7 @@ the subnet manager's and is not in `plan.planes` either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, Server
@@ -102,24 +102,148 @@ def _main_piece(piece: dict[str, int], host_leaves: Iterable[str]) -> set[int]:
 
 
 def servers_behind(plan: Plan, switch: str) -> list[BehindServer]:
-    """The servers with some data-plane attachment whose only path is `switch`, in plan order.
+    """The servers with some data-plane attachment whose only path is `switch`, in plan order. For many
+    switches of one plan, ask one `Behind` (each plane read once).
 
     Raises KeyError for a switch the plan does not hold."""
-    device = plan.device(switch)
-    plane = plan.planes[device.plane]
-    if device.role == "mgmt" or plane.name == "oob":
-        return []
-    host_leaves = {nic.leaf for s in plan.servers for nic in s.nics if nic.plane == plane.name} - {switch}
-    piece = _components(plane, switch)
-    main = _main_piece(piece, host_leaves)
-    out: list[BehindServer] = []
-    for server in plan.servers:
-        cut: list[CutNic] = []
-        for bond, nics in _attachments(server, plane.name):
-            leaves = tuple(dict.fromkeys(nic.leaf for nic in nics))
-            if any(piece.get(leaf) in main for leaf in leaves if leaf != switch):
+    return Behind(plan)(switch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Attachment:
+    server: int  # the server's place in plan order (attachments are listed in plan order, then NIC order)
+    bond: str | None
+    nics: tuple[HostNic, ...]
+    leaves: tuple[str, ...]
+
+
+class _PlaneIndex:
+    """One plane read once: its servers' attachments by leaf, and its switches' graph (fabric and peer links),
+    its pieces and the switches whose loss splits one (articulation points)."""
+
+    def __init__(self, plan: Plan, plane: PlanePlan) -> None:
+        self.plane = plane
+        self.attachments: list[_Attachment] = []
+        self.by_leaf: dict[str, list[int]] = {}
+        for number, server in enumerate(plan.servers):
+            for bond, nics in _attachments(server, plane.name):
+                leaves = tuple(dict.fromkeys(nic.leaf for nic in nics))
+                self.attachments.append(_Attachment(number, bond, tuple(nics), leaves))
+                for leaf in leaves:
+                    self.by_leaf.setdefault(leaf, []).append(len(self.attachments) - 1)
+        self.host_leaves = set(self.by_leaf)
+        names = {d.name for d in plane.devices}
+        self.neighbours: dict[str, set[str]] = {name: set() for name in names}
+        for link in plane.links:
+            if link.kind in FABRIC_KINDS:
+                self.neighbours.setdefault(link.a, set()).add(link.b)
+                self.neighbours.setdefault(link.b, set()).add(link.a)
+        # A link to a switch the plane does not list would make a piece of its own that a switch's loss may
+        # drop entirely: such a plane is always read the long way, one switch at a time.
+        self.plain = set(self.neighbours) == names
+        self.piece = _pieces(self.neighbours)
+        self.splitting = _articulation_points(self.neighbours)
+
+    def pieces_without(self, switch: str) -> dict[str, int]:
+        """As `_components(plane, switch)`: the same pieces (their numbers may differ)."""
+        if self.plain and switch not in self.splitting:  # its loss splits nothing: the pieces stay, less it
+            return {name: number for name, number in self.piece.items() if name != switch}
+        return _components(self.plane, switch)
+
+
+def _pieces(neighbours: dict[str, set[str]]) -> dict[str, int]:
+    piece: dict[str, int] = {}
+    for start in neighbours:
+        if start in piece:
+            continue
+        number = len(piece)
+        piece[start] = number
+        stack = [start]
+        while stack:
+            for other in neighbours[stack.pop()]:
+                if other not in piece:
+                    piece[other] = number
+                    stack.append(other)
+    return piece
+
+
+def _articulation_points(neighbours: dict[str, set[str]]) -> set[str]:
+    """The switches whose loss leaves more pieces than before (Hopcroft and Tarjan's depth-first search,
+    without recursion: a plane holds thousands of switches)."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}  # when the search reached each switch
+    low: dict[str, int] = {}  # the earliest switch reachable from its subtree by one back edge
+    for root, first in neighbours.items():
+        if root in seen:
+            continue
+        seen[root] = low[root] = len(seen)
+        children = 0
+        stack: list[tuple[str, str | None, Iterator[str]]] = [(root, None, iter(first))]
+        while stack:
+            node, parent, rest = stack[-1]
+            went = False
+            for other in rest:
+                if other == parent:
+                    continue
+                if other in seen:
+                    low[node] = min(low[node], seen[other])
+                    continue
+                seen[other] = low[other] = len(seen)
+                stack.append((other, node, iter(neighbours[other])))
+                went = True
+                break
+            if went:
+                continue
+            stack.pop()
+            if parent is None:
+                continue
+            low[parent] = min(low[parent], low[node])
+            if parent == root:
+                children += 1
+            elif low[node] >= seen[parent]:
+                found.add(parent)
+        if children > 1:
+            found.add(root)
+    return found
+
+
+class Behind:
+    """`servers_behind` for any number of switches of one plan: each plane's attachments and graph are read
+    once (on the first switch of that plane asked), and each switch's answer is kept. The plan must not
+    change meanwhile."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self._devices = {d.name: d for d in plan.devices()}
+        self._planes: dict[str, _PlaneIndex] = {}
+        self._known: dict[str, list[BehindServer]] = {}
+
+    def __call__(self, switch: str) -> list[BehindServer]:
+        """As `servers_behind(plan, switch)`. Raises KeyError for a switch the plan does not hold."""
+        if switch not in self._known:
+            self._known[switch] = self._find(switch)
+        return list(self._known[switch])
+
+    def _find(self, switch: str) -> list[BehindServer]:
+        device = self._devices[switch]
+        plane = self.plan.planes[device.plane]
+        if device.role == "mgmt" or plane.name == "oob":
+            return []
+        index = self._planes.get(plane.name)
+        if index is None:
+            index = self._planes[plane.name] = _PlaneIndex(self.plan, plane)
+        piece = index.pieces_without(switch)
+        main = _main_piece(piece, index.host_leaves - {switch})
+        # Only an attachment with a leaf outside the main piece (or on the switch itself) can be cut off.
+        outside = {leaf for leaf in index.host_leaves if leaf == switch or piece.get(leaf) not in main}
+        chosen = sorted({i for leaf in outside for i in index.by_leaf[leaf]})
+        cut: dict[int, list[CutNic]] = {}
+        for i in chosen:
+            a = index.attachments[i]
+            if any(piece.get(leaf) in main for leaf in a.leaves if leaf != switch):
                 continue  # a leaf of its own (the other of an MLAG pair, say) still reaches the plane
-            cut.append(CutNic(plane.name, tuple(n.interface for n in nics), leaves, bond))
-        if cut:
-            out.append(BehindServer(server.name, server.group, tuple(cut)))
-    return out
+            cut.setdefault(a.server, []).append(
+                CutNic(plane.name, tuple(n.interface for n in a.nics), a.leaves, a.bond)
+            )
+        servers = self.plan.servers
+        return [BehindServer(servers[n].name, servers[n].group, tuple(nics)) for n, nics in sorted(cut.items())]

@@ -23,18 +23,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from gpufabric.plan.model import Plan
-from gpufabric.scheduler.behind import servers_behind
+from gpufabric.scheduler.behind import BehindServer, servers_behind
 from gpufabric.scheduler.model import Mark, NodeDrain, NodeState, Quiet, Scheduler, SchedulerDrain, Watcher
 
 POLL = 2.0  # seconds between two looks at what still holds the nodes
 
 
-def nodes_behind(plan: Plan, switches: Sequence[str]) -> dict[str, list[str]]:
-    """Server -> the switches of `switches` it depends on alone, in plan order."""
+BehindOf = Callable[[str], list[BehindServer]]  # a switch -> the servers behind it (a behind.Behind)
+
+
+def nodes_behind(plan: Plan, switches: Sequence[str], behind: BehindOf | None = None) -> dict[str, list[str]]:
+    """Server -> the switches of `switches` it depends on alone, in plan order. `behind`: the plan's
+    `behind.Behind`, when the caller keeps one (each plane read once for many switches)."""
     out: dict[str, list[str]] = {}
     order = {s.name: i for i, s in enumerate(plan.servers)}
     for switch in switches:
-        for server in servers_behind(plan, switch):
+        for server in behind(switch) if behind is not None else servers_behind(plan, switch):
             out.setdefault(server.name, []).append(switch)
     return dict(sorted(out.items(), key=lambda item: order[item[0]]))
 
@@ -51,13 +55,15 @@ def drain_for(
     poll: float = POLL,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    behind: BehindOf | None = None,
 ) -> SchedulerDrain:
-    """Take out the servers behind `switches` (one switch, or a batch's) before they change."""
+    """Take out the servers behind `switches` (one switch, or a batch's) before they change. `behind`: as
+    `nodes_behind`'s."""
     names = [switches] if isinstance(switches, str) else list(switches)
-    behind = nodes_behind(plan, names)
+    found = nodes_behind(plan, names, behind)
     mark = Mark(push_id, ",".join(names))
     return drain_nodes(
-        scheduler, list(behind), mark, job_wait, force=force, watcher=watcher, poll=poll, clock=clock, sleep=sleep
+        scheduler, list(found), mark, job_wait, force=force, watcher=watcher, poll=poll, clock=clock, sleep=sleep
     )
 
 

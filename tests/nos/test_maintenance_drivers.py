@@ -143,3 +143,37 @@ def test_a_switch_in_maintenance_without_a_marker_reads_as_drained_by_someone_un
     (state / "mode").write_text("maintenance\n")  # someone ran TSA by hand
     status = _driver("sonic", transport, sudo=False).maintenance_status()
     assert status["drained"] and status["by"] == "unknown" and status["push_id"] is None
+
+
+class ReleaseFile(LocalSwitch):
+    """The local switch, whose /etc/lsb-release says `release`; each reading of it counted."""
+
+    def __init__(self, inner: LocalSwitch, release: str) -> None:
+        super().__init__(inner.root, Path(inner.env["PATH"].split(":")[0]), Path(inner.env["GF_FAKE_STATE"]))
+        self.release, self.readings = release, 0
+
+    def run(self, command: str, stdin: str | None = None) -> Output:
+        if command == "cat /etc/lsb-release":
+            self.readings += 1
+            return Output(0, f'DISTRIB_ID="Cumulus Linux"\nDISTRIB_RELEASE={self.release}\n', "")
+        return super().run(command, stdin)
+
+
+def test_cumulus_reads_its_release_once_a_session(tmp_path):
+    """A drain, its status, the undrain and its status each need the release (5.12's action or 5.13's unit):
+    the switch is asked once a session, and again on a new session (a switch changes release by rebooting)."""
+    local, state = _switch(tmp_path, {"nv": FAKE_NV})
+    transport = ReleaseFile(local, "5.12.1")
+    dev = _driver("cumulus", transport, sudo=False)
+    dev.drain(PUSH, "x")
+    assert dev.maintenance_status()["mechanism"] == "system maintenance mode"
+    dev.undrain(PUSH)
+    assert dev.maintenance_status()["drained"] is False
+    assert transport.readings == 1
+    assert "nv action enable system maintenance mode" in (state / "log").read_text()
+    upgraded = ReleaseFile(local, "5.14.0")
+    dev.transport = upgraded  # the session after a reboot into 5.14
+    dev.drain(PUSH, "y")
+    assert "nv set maintenance unit all-protocols mode enabled" in (state / "log").read_text()
+    assert dev.maintenance_status()["mechanism"] == "maintenance unit all-protocols"
+    assert upgraded.readings == 1

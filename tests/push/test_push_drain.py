@@ -9,6 +9,7 @@ in tests/nos/<os>/); the rollout, the Nornir tasks and the runner are the real o
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from nornir_tasks.push import PushOptions
 PUSH_ID = "gf-20261125T140000Z-000042"
 OLD = "hostname old\n"
 EVENTS: list[tuple[str, str]] = []  # (switch, what happened), in the order it happened
+LOGINS: list[tuple[str, str, int]] = []  # (switch, the thread that logged in, how many EVENTS came before)
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Switch(NetworkDriver):
         self.state = SWITCHES[hostname]
 
     def open(self) -> None:
-        pass
+        LOGINS.append((self.hostname, threading.current_thread().name, len(EVENTS)))
 
     def close(self) -> None:
         pass
@@ -119,6 +121,7 @@ class RecordingDrainer:
 def switches(monkeypatch):
     SWITCHES.clear()
     EVENTS.clear()
+    LOGINS.clear()
     real = napalm_connections.get_network_driver
     monkeypatch.setattr(napalm_connections, "get_network_driver", lambda p: Switch if p == "double" else real(p))
     monkeypatch.setitem(ConnectionPluginRegister.available, CONNECTION_NAME, Napalm)
@@ -366,3 +369,32 @@ def test_a_task_drainer_gives_each_task_its_options(switches):
     assert done.converged
     assert sorted(given) == [("b", "drain", False), ("b", "undrain", False), ("e", "drain", False),
                              ("e", "undrain", False)]  # fmt: skip
+
+
+def test_the_next_batch_logs_in_while_a_batch_is_undrained_and_only_once(switches):
+    """The preview's sessions ended (as a large fleet's, read from other processes, are), each batch's switches
+    are logged into in the background while the batch before is undrained (after its confirms), once each,
+    before anything of their own batch happens."""
+    nr = fleet(list("abcdef"))
+    names = [n for b in BATCHES for n in b.devices]
+    done = rollout.run(
+        nr,
+        plan_batches=BATCHES,
+        candidates=candidates(a="disruptive", b="disruptive", c="hitless", e="disruptive", f="hitless"),
+        expects={n: Expectation(n, {}, ()) for n in names},
+        opts=PushOptions(confirm_timeout=300, check_timeout=0.0, settle=0.0, push_id=PUSH_ID),
+        on_preview=lambda _read: nr.close_connections(),
+        classify=dict.fromkeys(names, mtu),
+        drain=DrainPolicy.AUTO,
+        drainer=RecordingDrainer(),
+    )
+    assert done.converged
+    after_preview = {name: (thread, before) for name, thread, before in LOGINS[len(names) :]}
+    assert len(after_preview) == len(LOGINS) - len(names) == 5  # once each; d does not change
+    assert not after_preview["a"][0].startswith("gpufabric-warm")  # the first batch logs in itself
+    for name, (thread, before) in after_preview.items():
+        if name == "a":
+            continue
+        last, drain = ("a", "b") if name in "bc" else ("c", "e")
+        assert thread.startswith("gpufabric-warm"), (name, thread)
+        assert when(last, "confirm") < before <= when(drain, "drain"), name  # the undrain before, not the stage

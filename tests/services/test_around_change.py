@@ -170,3 +170,25 @@ def test_traffic_that_does_not_leave_undoes_the_batch(made) -> None:
     assert jobs.log[-3:] == ["switch-undrain cmp-su1-leaf1", "resume gpu01", "resume gpu02"]
     assert jobs.reasons == {} and change.held == []
     assert "traffic-stayed" in [r["status"] for r in _trail(path)]
+
+
+def test_the_plan_is_read_once_for_every_batch_of_a_change(made, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which servers stand behind each switch comes from one reading of the plan for the whole change (a
+    32k fabric's leaf cost 60 ms a reading, twice a leaf, 128 leaves a batch), with the same answers."""
+    made_behind: list[object] = []
+
+    class Counted(around.Behind):
+        def __init__(self, plan: Any) -> None:
+            made_behind.append(plan)
+            super().__init__(plan)
+
+    monkeypatch.setattr(around, "Behind", Counted)
+    jobs = Jobs()
+    change, switches, _ = made(jobs)
+    drainer = around.RollDrainer(change)
+    assert drainer.drain(["cmp-su1-leaf1"], "x", "restart") == {"cmp-su1-leaf1": None}
+    drainer.undrain(["cmp-su1-leaf1"], "x")
+    assert drainer.drain(["cmp-su2-leaf1", "cmp-spine1"], "x", "restart") == {"cmp-su2-leaf1": None, "cmp-spine1": None}
+    assert made_behind == [PLAN]
+    assert jobs.log[:2] == ["drain gpu01", "drain gpu02"] and jobs.log[-5:-3] == ["drain gpu03", "drain gpu04"]
+    assert switches.terminating == ["cmp-su2-leaf1"]  # the spine's ports are held to the rate

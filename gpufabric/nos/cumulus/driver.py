@@ -47,6 +47,7 @@ class CumulusDriver(CumulusUpgrade):
         self.sudo = bool(self.optional_args.get("sudo", True))
         self.staged = False
         self.push = PushMark.from_args(self.optional_args)
+        self._release_read: tuple[object, str] | None = None  # (the session it was read on, the release)
 
     def _vtysh_command(self, command: str) -> tuple[str, str | None]:
         if not self.sudo:
@@ -232,13 +233,21 @@ class CumulusDriver(CumulusUpgrade):
     DRAINED = nvue.DRAINED
 
     def _release(self) -> str:
+        """The release ("5.14"): `optional_args["release"]`, else /etc/lsb-release, read once a session (a
+        drain, the stage of a drained switch's candidate, the undrain and each status ask it; a switch changes
+        release only by rebooting, which ends its session)."""
         given = self.optional_args.get("release")
         if given:
             return str(given)
+        if self._release_read is not None and self._release_read[0] is self.transport:
+            return self._release_read[1]
+        found = CUMULUS.facts.default_release
         for line in self._run("cat /etc/lsb-release").splitlines():
             if line.startswith("DISTRIB_RELEASE="):
-                return ".".join(line.split("=", 1)[1].strip().strip('"').split(".")[:2])
-        return CUMULUS.facts.default_release
+                found = ".".join(line.split("=", 1)[1].strip().strip('"').split(".")[:2])
+                break
+        self._release_read = (self.transport, found)
+        return found
 
     def _nv_change(self, text: str, *, mark: DrainMark | None, remove: bool) -> None:
         if self.has_pending_commit():
