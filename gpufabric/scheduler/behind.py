@@ -17,7 +17,7 @@ the subnet manager's and is not in `plan.planes` either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, Server
@@ -72,19 +72,7 @@ def _components(plane: PlanePlan, without: str) -> dict[str, int]:
         if link.kind in FABRIC_KINDS and without not in (link.a, link.b):
             neighbours.setdefault(link.a, []).append(link.b)
             neighbours.setdefault(link.b, []).append(link.a)
-    piece: dict[str, int] = {}
-    for start in neighbours:
-        if start in piece:
-            continue
-        number = len(piece)
-        piece[start] = number
-        stack = [start]
-        while stack:
-            for other in neighbours[stack.pop()]:
-                if other not in piece:
-                    piece[other] = number
-                    stack.append(other)
-    return piece
+    return _pieces(neighbours)
 
 
 def _main_piece(piece: dict[str, int], host_leaves: Iterable[str]) -> set[int]:
@@ -151,7 +139,7 @@ class _PlaneIndex:
         return _components(self.plane, switch)
 
 
-def _pieces(neighbours: dict[str, set[str]]) -> dict[str, int]:
+def _pieces(neighbours: Mapping[str, Iterable[str]]) -> dict[str, int]:
     piece: dict[str, int] = {}
     for start in neighbours:
         if start in piece:
