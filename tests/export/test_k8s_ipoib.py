@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import INVENTORY, K8S_CRDS, plan_doc, run
-from test_k8s_network import _crds, objects, schema_errors
+from conftest import INVENTORY, plan_doc, run
+from test_k8s_network import objects, published_crds, schema_errors
 
 from gpufabric.export import inventory, k8s_network
 
@@ -23,12 +22,7 @@ H100 = INVENTORY / "examples" / "superpod-ib.yml"
 
 @pytest.fixture(scope="module")
 def crds() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
-    """The published CRDs, as test_k8s_network reads them (skipped where they are not beside the clone)."""
-    if not K8S_CRDS.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{K8S_CRDS} is missing; CI must have shared/ beside the clone")
-        pytest.skip(f"the CRDs are not beside this clone ({K8S_CRDS})")
-    return {"upstream": _crds(K8S_CRDS), "bundled": _crds(K8S_CRDS / "network-operator-bundled")}
+    return published_crds()
 
 
 def _doc() -> dict[str, Any]:

@@ -39,13 +39,19 @@ def _crds(folder: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def schemas() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+def published_crds() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """The published CRDs by (group, kind), the Network Operator's own and those it bundles; skipped where
+    they are not beside the clone, failed in CI."""
     if not K8S_CRDS.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"{K8S_CRDS} is missing; CI must have shared/ beside the clone")
         pytest.skip(f"the CRDs are not beside this clone ({K8S_CRDS}); set GPUFABRIC_SHARED to their folder")
     return {"upstream": _crds(K8S_CRDS), "bundled": _crds(K8S_CRDS / "network-operator-bundled")}
+
+
+@pytest.fixture(scope="module")
+def schemas() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    return published_crds()
 
 
 def _strict(schema: Any) -> Any:
