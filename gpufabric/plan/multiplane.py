@@ -9,6 +9,7 @@ no switch, cable, address, ASN or failure domain is shared between two planes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from ipaddress import IPv4Network
 from math import ceil, log2
 
@@ -176,3 +177,27 @@ def nic_plane(plan: Plan, nic: HostNic) -> int | None:
     """The 1-based plane a server's NIC lands on (its leaf's), or None on a single plane."""
     plane = plan.planes.get(nic.plane)
     return plane.plane_of.get(nic.leaf) if plane is not None else None
+
+
+def parts(name: str, plane: PlanePlan) -> list[tuple[str, PlanePlan]]:
+    """A plane as the exports list it: itself, or for a multi-plane compute plane each plane on its own
+    (`compute-p1`, `compute-p2`, ...) with its switches, its cables and its failure domains."""
+    count = planes_of(plane)
+    if not plane.plane_of:
+        return [(name, plane)]
+    out: list[tuple[str, PlanePlan]] = []
+    for index in range(1, count + 1):
+        mine = {d for d, k in plane.plane_of.items() if k == index}
+        out.append(
+            (
+                f"{name}-p{index}",
+                replace(
+                    plane,
+                    devices=[d for d in plane.devices if d.name in mine],
+                    links=[link for link in plane.links if link.a in mine or link.b in mine],
+                    failure_domains=[f for f in plane.failure_domains if f.devices[0] in mine],
+                    plane_of={d: index for d in mine},
+                ),
+            )
+        )
+    return out
