@@ -14,8 +14,8 @@ from string import Formatter
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
-from gpufabric.intent.multiplane_rules import multiplane_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
+from gpufabric.intent.multiplane_rules import multiplane_rules
 from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import names, platform
 

@@ -11,13 +11,13 @@ from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
-from gpufabric.plan.multiplane import builders as multiplane_builders
-from gpufabric.plan.multiplane import join as join_planes
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.infiniband import IbPlan, located, management_ports, plan_infiniband
 from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Plan, PlanePlan, Server
+from gpufabric.plan.multiplane import builders as multiplane_builders
+from gpufabric.plan.multiplane import join as join_planes
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.placement import place
 from gpufabric.plan.placement import problems as placement_problems
