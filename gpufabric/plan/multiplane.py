@@ -104,10 +104,10 @@ def builders(
         builder = PlaneBuilder(name, one, sizing, servers)
         problems += [_of_plane(p, index, mp.planes) for p in builder.check_pools()]
         found.append(builder)
-    # Problems that every plane shares (a leaf too small) are said once.
-    unique: dict[tuple[object, str], Problem] = {}
+    # Every plane is built alike, so what falls short falls short on each: said once, for the first plane.
+    unique: dict[tuple[object, ...], Problem] = {}
     for p in problems:
-        unique.setdefault((p.path, p.message.split(": ", 1)[-1] if p.message.startswith("plane ") else p.message), p)
+        unique.setdefault(p.path, p)
     return found, list(unique.values())
 
 
