@@ -83,9 +83,13 @@ class Rail:
     fabric_plane: int | None = None
 
     @property
+    def part(self) -> str:
+        """The plane as the acceptance jobs and exports name it: `compute`, or `compute-p1` on plane 1."""
+        return f"{self.plane.name}-p{self.fabric_plane}" if self.fabric_plane is not None else self.plane.name
+
+    @property
     def name(self) -> str:
-        part = f"-p{self.fabric_plane}" if self.fabric_plane is not None else ""
-        return f"{self.plane.name}{part}-rail{self.number}"
+        return f"{self.part}-rail{self.number}"
 
     @property
     def resource(self) -> str:
