@@ -33,6 +33,7 @@ from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, ip
+from gpufabric.plan.multiplane import pool_share
 
 OPERATOR_NS = "nvidia-network-operator"
 WORKLOAD_NS = "default"
@@ -377,7 +378,12 @@ def _by_name(node: str) -> dict[str, Any]:
 
 
 def _hosts(plan: Plan, rail: Rail) -> str:
+    """The host pool the rail's addresses come from: the plane's, or on plane k of a multi-plane compute
+    plane that plane's share (the other planes' addresses are not reachable over this NIC)."""
     plane = getattr(plan.intent.planes, rail.plane.name)
+    mp = plane.multiplane
+    if mp is not None and rail.fabric_plane is not None:
+        return str(pool_share(plane.addressing.hosts, mp.planes, rail.fabric_plane))
     return str(plane.addressing.hosts)
 
 
