@@ -60,8 +60,9 @@ class NicSet(Model):
     speed: Speed = Field(description="Port speed of each NIC, e.g. 400G.")
     interfaces: list[InterfaceName] = Field(
         min_length=1,
-        max_length=16,
-        description="Linux interface names, in rail order: the first serves rail 1 (or the first entry of `rails`).",
+        max_length=64,
+        description="Linux interface names, in rail order: the first serves rail 1 (or the first entry of `rails`). "
+        "At most 16 rails: 16 interfaces, or on a compute plane built as several planes 16 per plane.",
     )
     rails: list[int] | None = Field(
         None,

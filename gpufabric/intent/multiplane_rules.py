@@ -8,6 +8,27 @@ from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.model import DataPlane, Intent
 from gpufabric.intent.types import PlaneName
 
+MAX_RAILS = 16  # rails a plane's NICs may serve (per plane of a compute plane built as several)
+
+
+def rails_per_plane(intent: Intent) -> list[Problem]:
+    """At most 16 rails on a plane: 16 interfaces, or 16 per plane where the compute plane is several."""
+    problems: list[Problem] = []
+    for gi, group in enumerate(intent.server_groups):
+        for name, nics in group.nics.items():
+            plane = getattr(intent.planes, name, None)
+            planes = plane.multiplane.planes if isinstance(plane, DataPlane) and plane.multiplane else 1
+            if len(nics.interfaces) > MAX_RAILS * planes:
+                over = f" over {planes} planes" if planes > 1 else ""
+                problems.append(
+                    Problem(
+                        ("server_groups", gi, "nics", name, "interfaces"),
+                        f"{len(nics.interfaces)} interfaces{over}: more than the {MAX_RAILS} rails a plane can have",
+                        f"list at most {MAX_RAILS * planes} interfaces",
+                    )
+                )
+    return problems
+
 
 def multiplane_rules(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Problem]:
     mp = plane.multiplane

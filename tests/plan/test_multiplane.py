@@ -255,3 +255,62 @@ def test_lacp_hosts_are_refused():
     doc = _example()
     doc["planes"]["compute"]["host_links"] = "lacp"
     assert _at(_refused(doc), "planes", "compute", "multiplane", "planes")
+
+
+def test_three_planes_take_quarters_of_the_pools_and_thirds_of_the_asns():
+    """`blocked`: the first third of the interfaces on plane 1; pools cut in four (one share unused)."""
+    doc = single_plane(8, 6, {"leaf": role(64, "400G"), "spine": role(64, "400G")}, unit_nodes=4)
+    doc["planes"]["compute"] |= {
+        "multiplane": {"planes": 3, "ports": "blocked"},
+        "routing": {"asn_pool": "4200000000-4200000029"},
+        "addressing": {"loopbacks": "10.0.0.0/24", "hosts": "10.128.0.0/16"},
+    }
+    plan = plan_doc(doc)
+    plane = plan.planes["compute"]
+    assert planes_of(plane) == 3
+    first = plan.servers[0]
+    assert [(n.interface, nic_plane(plan, n), n.rail) for n in first.nics] == [
+        ("e0", 1, 1), ("e1", 1, 2), ("e2", 2, 1), ("e3", 2, 2), ("e4", 3, 1), ("e5", 3, 2),
+    ]  # fmt: skip
+    shares = {1: "10.0.0.0/26", 2: "10.0.0.64/26", 3: "10.0.0.128/26"}
+    asns = {1: range(4200000000, 4200000010), 2: range(4200000010, 4200000020), 3: range(4200000020, 4200000030)}
+    for d in plane.devices:
+        k = plane.plane_of[d.name]
+        assert IPv4Address(ip(d.loopback)) in IPv4Network(shares[k])
+        assert d.asn in asns[k]
+
+
+def test_quad_plane_supernics():
+    """Spectrum-X quad plane: each SuperNIC's four 200G ports on four planes (`interleaved`)."""
+    doc = single_plane(
+        8, 32, {"leaf": role(64, "800G", downlink_speed="200G"), "spine": role(64, "800G")}, nic_speed="200G",
+        unit_nodes=8, multiplane={"planes": 4},
+    )  # fmt: skip
+    plan = plan_doc(doc)
+    plane = plan.planes["compute"]
+    assert planes_of(plane) == 4
+    assert {name: one.count_by_role()["leaf"] for name, one in parts("compute", plane)} == {
+        f"compute-p{k}": 8 for k in range(1, 5)
+    }
+    nic = {n.interface: n for n in plan.servers[0].nics}
+    assert [nic_plane(plan, nic[f"e{i}"]) for i in range(8)] == [1, 2, 3, 4, 1, 2, 3, 4]
+    assert [nic[f"e{i}"].rail for i in range(8)] == [1, 1, 1, 1, 2, 2, 2, 2]
+
+
+def test_an_unknown_multiplane_key_is_refused():
+    doc = _example()
+    doc["planes"]["compute"]["multiplane"]["plane"] = 2
+    assert _at(_refused(doc), "planes", "compute", "multiplane", "plane")
+
+
+def test_more_than_sixteen_rails_a_plane_are_refused():
+    doc = copy.deepcopy(yaml.safe_load((INVENTORY / "fabric.yml").read_text()))
+    doc["server_groups"][0]["nics"]["compute"]["interfaces"] = [f"eth{i}" for i in range(10, 27)]
+    assert _at(_refused(doc), "server_groups", 0, "nics", "compute", "interfaces") == [
+        "17 interfaces: more than the 16 rails a plane can have"
+    ]
+    doc = _example()
+    doc["server_groups"][0]["nics"]["compute"]["interfaces"] = [f"eth{i}" for i in range(10, 44)]
+    assert _at(_refused(doc), "server_groups", 0, "nics", "compute", "interfaces") == [
+        "34 interfaces over 2 planes: more than the 16 rails a plane can have"
+    ]
