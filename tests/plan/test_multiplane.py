@@ -40,13 +40,16 @@ def mpft(servers: int = 2048) -> dict[str, Any]:
 
 def test_deepseek_multi_plane_fat_tree_switch_and_cable_counts():
     """Reference: C. Zhao et al. (DeepSeek-AI), "Insights into DeepSeek-V3: Scaling Challenges and Reflections
-    on Hardware for AI Architectures", ISCA 2025, https://arxiv.org/abs/2505.09343 (section 5, the
-    multi-plane two-layer fat tree, and its topology comparison table): eight planes, every GPU's 400G
-    InfiniBand NIC on its own plane, 64-port 400G switches, 16,384 GPU endpoints on 768 switches.
+    on Hardware for AI Architectures", ISCA 2025, https://arxiv.org/abs/2505.09343: the multi-plane fat tree
+    (MPFT), eight planes, each node's 8 GPUs with 8 400G InfiniBand NICs, each GPU-NIC pair on its own plane,
+    each plane a two-layer fat tree; its topology comparison table gives MPFT 16,384 endpoints and 768
+    switches (figures read as quoted from that table in "MPFT: Multi-Plane Fat-Tree for Massive Scale and
+    Cost Efficiency", https://eeumee.net/tag/networkarchitecture; the paper's page was found, its table not).
 
-    The paper's figures: 16,384 endpoints, 768 switches. One cable per endpoint (its NIC to its leaf), and
-    per plane a two-tier fat tree of radix 64 (64 leaves, 32 spines, 2,048 leaf-spine cables), follow from
-    the design it states; they are checked here too."""
+    Planned from the stated shape: 768 / 8 = 96 switches and 16,384 / 8 = 2,048 endpoints a plane, which is
+    the two-tier fat tree of radix 64 (k^2/2 endpoints, 3k/2 switches): 64-port 400G switches, 64 leaves and
+    32 spines a plane. One cable per endpoint (its NIC to its leaf) and 2,048 leaf-spine cables a plane
+    follow from that design, not from a published figure."""
     plan = plan_doc(mpft())
     plane = plan.planes["compute"]
     assert planes_of(plane) == 8
