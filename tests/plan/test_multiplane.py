@@ -12,7 +12,7 @@ import yaml
 from conftest import INVENTORY, example_plan, plan_doc
 from fabric_builders import role, single_plane
 
-from gpufabric.export import bom, cabling, k8s_labels
+from gpufabric.export import bom, cabling, inventory, k8s_labels
 from gpufabric.export.k8s_network import rails
 from gpufabric.intent import IntentError, load_intent_text
 from gpufabric.plan.model import Plan, ip
@@ -317,3 +317,13 @@ def test_more_than_sixteen_rails_a_plane_are_refused():
     assert _at(_refused(doc), "server_groups", 0, "nics", "compute", "interfaces") == [
         "34 interfaces over 2 planes: more than the 16 rails a plane can have"
     ]
+
+
+def test_the_inventory_groups_each_planes_switches(dual):
+    switches = [h for h in inventory.build(dual) if "switches" in h.groups]
+    compute = [h for h in switches if h.data["plane"] == "compute"]
+    assert {h.name for h in compute if "compute_p2" in h.groups} == {
+        n for n, k in dual.planes["compute"].plane_of.items() if k == 2
+    }
+    assert all(h.data["fabric_plane"] == (1 if "compute_p1" in h.groups else 2) for h in compute)
+    assert all("fabric_plane" not in h.data for h in switches if h.data["plane"] == "oob")
