@@ -327,3 +327,15 @@ def test_the_inventory_groups_each_planes_switches(dual):
     }
     assert all(h.data["fabric_plane"] == (1 if "compute_p1" in h.groups else 2) for h in compute)
     assert all("fabric_plane" not in h.data for h in switches if h.data["plane"] == "oob")
+
+
+def test_growth_installs_both_planes_of_a_unit_together():
+    """9 of 16 nodes installed: unit 2's leaves on both planes stand (node 9 uses them), none more; a
+    build-out of 32 nodes leaves units 3-4 out on both planes, and `plane_of` names only what stands."""
+    doc = _example()
+    doc["server_groups"][0] |= {"count": 9, "build_out": 32}
+    plan = plan_doc(doc)
+    plane = plan.planes["compute"]
+    assert plane.count_by_role()["leaf"] == 2 * 2 * 8
+    assert set(plane.plane_of) == {d.name for d in plane.devices}
+    assert sum(1 for link in plane.links if link.kind == "host") == 9 * 16
