@@ -17,7 +17,7 @@ from gpufabric.intent.errors import Problem
 from gpufabric.intent.model import Addressing, DataPlane, Intent, Multiplane, NicSet, Routing, ServerGroup
 from gpufabric.intent.types import AsnRange, PlaneName
 from gpufabric.plan.fabric import PlaneBuilder
-from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, Server
+from gpufabric.plan.model import HostNic, Plan, PlanePlan, Server
 from gpufabric.plan.sizing import SizingError, size_plane
 
 
@@ -94,21 +94,21 @@ def builders(
     assert mp is not None
     found: list[PlaneBuilder] = []
     problems: list[Problem] = []
+    said: dict[tuple[object, ...], int] = {}  # field -> the plane whose problems there are reported
     for index in range(1, mp.planes + 1):
         seen, one = view(intent, name, plane, index)
         try:
             sizing = size_plane(seen, name, one)
+            builder = PlaneBuilder(name, one, sizing, servers)
+            mine = builder.check_pools()
+            found.append(builder)
         except SizingError as exc:
-            problems += [_of_plane(p, index, mp.planes) for p in exc.problems]
-            continue
-        builder = PlaneBuilder(name, one, sizing, servers)
-        problems += [_of_plane(p, index, mp.planes) for p in builder.check_pools()]
-        found.append(builder)
-    # Every plane is built alike, so what falls short falls short on each: said once, for the first plane.
-    unique: dict[tuple[object, ...], Problem] = {}
-    for p in problems:
-        unique.setdefault(p.path, p)
-    return found, list(unique.values())
+            mine = exc.problems
+        # Every plane is built alike, so what falls short falls short on each: said for the first plane.
+        for p in mine:
+            if said.setdefault(p.path, index) == index:
+                problems.append(_of_plane(p, index, mp.planes))
+    return found, problems
 
 
 def _of_plane(problem: Problem, index: int, planes: int) -> Problem:
@@ -166,11 +166,6 @@ def _domain_name(plane: str, index: int, domain: str) -> str:
 def planes_of(plane: PlanePlan) -> int:
     """How many independent planes a plane of the plan is built as (1 unless `multiplane`)."""
     return max(plane.plane_of.values(), default=1)
-
-
-def device_plane(plane: PlanePlan, device: Device | str) -> int | None:
-    """The 1-based plane a switch is on, or None on a single plane."""
-    return plane.plane_of.get(device if isinstance(device, str) else device.name)
 
 
 def nic_plane(plan: Plan, nic: HostNic) -> int | None:

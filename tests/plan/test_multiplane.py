@@ -339,3 +339,12 @@ def test_growth_installs_both_planes_of_a_unit_together():
     assert plane.count_by_role()["leaf"] == 2 * 2 * 8
     assert set(plane.plane_of) == {d.name for d in plane.devices}
     assert sum(1 for link in plane.links if link.kind == "host") == 9 * 16
+
+
+def test_a_leaf_too_small_for_every_plane_is_said_once():
+    doc = _example()
+    doc["planes"]["compute"]["switches"]["leaf"]["ports"] = 4
+    with pytest.raises(IntentError) as info:
+        plan_doc(doc)
+    at = [p for p in info.value.problems if p.path == ("planes", "compute", "switches", "leaf", "ports")]
+    assert len(at) == 1 and "needs" in at[0].message and info.value.line_of(at[0].path) is not None
