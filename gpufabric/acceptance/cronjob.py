@@ -48,7 +48,9 @@ def _labels(plan: Plan) -> dict[str, str]:
 
 def _rail(job: PerfJob) -> tuple[str, str]:
     """The rail's network and resource, named as the k8s-network export names them."""
-    return f"{job.plane}-rail{job.rail}", f"{k8s_network.RESOURCE_PREFIX}/{job.plane}_rail{job.rail}"
+    # A multi-plane compute plane's job names its plane as `compute-p1`: the resource is `compute_p1_rail<r>`.
+    resource = job.plane.replace("-", "_")
+    return f"{job.plane}-rail{job.rail}", f"{k8s_network.RESOURCE_PREFIX}/{resource}_rail{job.rail}"
 
 
 def _single(suite: Suite) -> list[NcclJob]:
@@ -211,5 +213,5 @@ def _k8s_suite(plan: Plan) -> Suite:
     """The screen's pairs and single-server runs (a rail the k8s-network export has no network for, a
     bonded plane's, is left out: a pod could not take its NIC)."""
     suite = screen_suite(plan)
-    served = {(r.plane.name, r.number) for r in k8s_network.rails(plan)}
+    served = {(r.part, r.number) for r in k8s_network.rails(plan)}
     return Suite(suite.fabric, perf=[j for j in suite.perf if (j.plane, j.rail) in served], nccl=_single(suite))

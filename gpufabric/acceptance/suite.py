@@ -14,6 +14,7 @@ from gpufabric.acceptance.incast import Rail, incast_jobs
 from gpufabric.acceptance.model import Endpoint, IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.paths import Fabric
 from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, Server, ip
+from gpufabric.plan.multiplane import parts
 
 HOPS = {"leaf": 1, "spine": 3, "rail": 3, "pod": 5}  # switches crossed on the way
 
@@ -53,13 +54,16 @@ def build_suite(plan: Plan) -> Suite:
             continue
         fabric = Fabric.of(plan, name)
         tos = _tos(plan, plane)
-        ctx = _Plane(plane, fabric, tos)
-        for rail, pairs in _pairs(plan, plane, hcas).items():
-            for pair in pairs:
-                route = _route(ctx, pair)
-                suite.perf += [_perf(ctx, tool, rail, pair, route) for tool in ("ib_write_bw", "ib_write_lat")]
+        # Pairs and incasts within each plane of a multi-plane compute plane (no path joins two planes);
+        # the collectives run over every plane's NICs at once, as NCCL balances across the planes.
+        for part in _parts(name, plane):
+            ctx = _Plane(part, fabric, tos)
+            for rail, pairs in _pairs(plan, part, hcas).items():
+                for pair in pairs:
+                    route = _route(ctx, pair)
+                    suite.perf += [_perf(ctx, tool, rail, pair, route) for tool in ("ib_write_bw", "ib_write_lat")]
+            suite.incast += _incast(plan, ctx, hcas)
         suite.nccl += _nccl(plan, plane, fabric, hcas, tos)
-        suite.incast += _incast(plan, ctx, hcas)
     if plan.infiniband is not None:
         suite.perf += infiniband.perf_jobs(plan.infiniband)
         suite.nccl += infiniband.nccl_jobs(plan, plan.infiniband)
@@ -87,9 +91,15 @@ def _by_rail(plan: Plan, plane: PlanePlan, hcas: dict[tuple[str, str], str]
     by_rail: dict[int, dict[str, list[Endpoint]]] = defaultdict(lambda: defaultdict(list))
     for s in plan.servers:
         for nic in s.nics:
-            if nic.plane == plane.name and nic.leaf in leaves:
+            if nic.leaf in leaves:  # a leaf's name is the plane's own (and one plane's of a multi-plane one)
                 by_rail[nic.rail][nic.leaf].append(_endpoint(s, nic, hcas))
     return leaves, by_rail
+
+
+def _parts(name: str, plane: PlanePlan) -> list[PlanePlan]:
+    """The plane, or each plane of a multi-plane compute plane named as the exports name it (`compute-p1`):
+    its jobs say which plane they test."""
+    return [dataclasses.replace(part, name=label) if label != name else part for label, part in parts(name, plane)]
 
 
 def _tos(plan: Plan, plane: PlanePlan) -> int:
@@ -234,17 +244,23 @@ def screen_suite(plan: Plan) -> Suite:
     for name, plane in plan.planes.items():
         if not plane.carries_roce:
             continue
-        ctx = _Plane(plane, Fabric.of(plan, name), _tos(plan, plane))
-        leaves, by_rail = _by_rail(plan, plane, hcas)
-        for rail in sorted(by_rail):
-            ring = [e for leaf in sorted(by_rail[rail], key=lambda n: _place(leaves[n])) for e in by_rail[rail][leaf]]
-            pairs = list(itertools.pairwise(ring)) + ([(ring[-1], ring[0])] if len(ring) > 2 else [])
-            for server, client in pairs:
-                path = "leaf" if server.leaf == client.leaf else _farther(leaves[server.leaf], leaves[client.leaf])
-                pair = Pair(path, client, server)
-                job = _perf(ctx, "ib_write_bw", rail, pair, _route(ctx, pair))
-                suite.perf.append(dataclasses.replace(job, id=job.id.replace("ib_write_bw.", "screen.ib_write_bw.", 1)))
-        units = [j for j in _nccl(plan, plane, ctx.fabric, hcas, ctx.tos) if j.tool == "all_reduce_perf"]
+        fabric = Fabric.of(plan, name)
+        for part in _parts(name, plane):
+            ctx = _Plane(part, fabric, _tos(plan, plane))
+            leaves, by_rail = _by_rail(plan, part, hcas)
+            for rail in sorted(by_rail):
+                ring = [
+                    e for leaf in sorted(by_rail[rail], key=lambda n: _place(leaves[n])) for e in by_rail[rail][leaf]
+                ]
+                pairs = list(itertools.pairwise(ring)) + ([(ring[-1], ring[0])] if len(ring) > 2 else [])
+                for server, client in pairs:
+                    path = "leaf" if server.leaf == client.leaf else _farther(leaves[server.leaf], leaves[client.leaf])
+                    pair = Pair(path, client, server)
+                    job = _perf(ctx, "ib_write_bw", rail, pair, _route(ctx, pair))
+                    suite.perf.append(
+                        dataclasses.replace(job, id=job.id.replace("ib_write_bw.", "screen.ib_write_bw.", 1))
+                    )
+        units = [j for j in _nccl(plan, plane, fabric, hcas, _tos(plan, plane)) if j.tool == "all_reduce_perf"]
         for s in plan.servers:
             if s.gpus and any(n.plane == name for n in s.nics):
                 suite.nccl.append(NcclJob(

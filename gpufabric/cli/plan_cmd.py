@@ -111,7 +111,8 @@ def _table(plan: Plan, doc: dict) -> Table:
         over = "\n".join(f"{tier}: {_ratio(v)}" for tier, v in p["oversubscription"].items()) or "-"
         t.add_row(
             name,
-            f"{p['topology']}, {p['tiers']} tier{'s' if p['tiers'] > 1 else ''}",
+            f"{p['topology']}, {p['tiers']} tier{'s' if p['tiers'] > 1 else ''}"
+            + (f", {p['sizing']['planes']} planes" if "planes" in p.get("sizing", {}) else ""),
             switches,
             links,
             over,

@@ -26,7 +26,8 @@ def _summary(plan: Plan) -> list[str]:
     for name, plane in plan.planes.items():
         roles = Counter(d.role for d in plane.devices)
         by_role = ", ".join(f"{n} {role}" for role, n in sorted(roles.items()))
-        rows.append(f"| {name} | {plane.topology} | {by_role} ({len(plane.devices)}) | {len(plane.links)} |")
+        several = f", {plane.sizing['planes']} planes" if "planes" in plane.sizing else ""
+        rows.append(f"| {name} | {plane.topology}{several} | {by_role} ({len(plane.devices)}) | {len(plane.links)} |")
     return rows
 
 

@@ -3,7 +3,8 @@
 Counting rules (also in docs/exports.md):
 - one transceiver per used switch cage (a cage split 2x400G holds one 800G module),
   one per server NIC port; links below 25G are copper (RJ45) and need none;
-- one cable per logical link; the far side of an edge link is not ours to count.
+- one cable per logical link; the far side of an edge link is not ours to count;
+- a compute plane built as several planes is counted plane by plane (`compute-p1`, `compute-p2`, ...).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gpufabric.ib.hardware import SWITCH_MODELS
 from gpufabric.ib.model import IbCable
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Link, Plan, PlanePlan, link_length
+from gpufabric.plan.multiplane import parts
 
 COPPER_BELOW_GBPS = media.COPPER_BELOW_GBPS
 
@@ -74,7 +76,7 @@ def render(plan: Plan) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["plane", "category", "item", "quantity"])
     total: dict[tuple[str, str], int] = {}
-    for name, plane in plan.planes.items():
+    for name, plane in [part for n, p in plan.planes.items() for part in parts(n, p)]:
         bom = plane_bom(plane)
         rows = [("switch", f"{model} ({platform}, {role})", n) for (role, platform, model), n in bom.switches.items()]
         rows += [("transceiver", k, n) for k, n in sorted(bom.transceivers.items())]

@@ -8,6 +8,7 @@ import io
 from gpufabric import media
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Plan, cable_label, link_length
+from gpufabric.plan.multiplane import parts
 
 HEADER = ["cable_id", "plane", "kind", "a_device", "a_port", "b_device", "b_port", "speed", "medium", "length_m"]
 
@@ -32,7 +33,7 @@ def render(plan: Plan) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(HEADER)
-    for name, plane in plan.planes.items():
+    for name, plane in [part for n, p in plan.planes.items() for part in parts(n, p)]:
         roles = {d.name: d.role for d in plane.devices}
         for link in plane.links:
             length = link_length(plane, link, roles)

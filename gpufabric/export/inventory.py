@@ -59,6 +59,9 @@ def _switch(plan: Plan, d: Device) -> InventoryHost:
         groups.append(f"{d.plane}_rail{d.rail}")
     if d.pod is not None:
         groups.append(f"{d.plane}_pod{d.pod}")
+    index = plan.planes[d.plane].plane_of.get(d.name)  # plane k of a compute plane built as several
+    if index is not None:
+        groups.append(f"{d.plane}_p{index}")
     data = {
         "plane": d.plane,
         "role": d.role,
@@ -73,6 +76,8 @@ def _switch(plan: Plan, d: Device) -> InventoryHost:
         "failure_domain": d.failure_domain,
         "mtu": d.mtu,
     }
+    if index is not None:
+        data["fabric_plane"] = index
     return InventoryHost(d.name, d.platform, ip(d.mgmt_ip), groups, data)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpufabric.export import slurm
 from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.plan.model import Plan
+from gpufabric.plan.multiplane import nic_plane
 
 DOMAIN = "gpufabric.io"
 TOPOLOGY = "network.topology.nvidia.com"
@@ -56,7 +57,9 @@ def labels(plan: Plan) -> dict[str, dict[str, str]]:
         for nic in s.nics:
             # In a Clos plane NIC n is not a rail; name the label for what it is.
             word = "rail" if plan.planes[nic.plane].topology == "rail-optimized" else "nic"
-            node[f"{DOMAIN}/{nic.plane}-{word}{nic.rail}-leaf"] = nic.leaf
+            index = nic_plane(plan, nic)  # a multi-plane compute plane: one label per plane and rail
+            part = f"p{index}-" if index is not None else ""
+            node[f"{DOMAIN}/{nic.plane}-{part}{word}{nic.rail}-leaf"] = nic.leaf
             pod = pods.get((nic.plane, nic.leaf))
             if pod is not None:
                 node[f"{DOMAIN}/{nic.plane}-pod"] = str(pod)
@@ -76,4 +79,6 @@ def render(plan: Plan) -> str:
         "#       <plane>-pod (3 tiers), gpus, gpu-model; network.topology.nvidia.com/{leaf,block,spine,core}\n"
         "#       (the Slurm tree's switches) and accelerator (NVLink domain), as NVIDIA's topograph writes them.\n"
     )
+    if any(p.plane_of for p in plan.planes.values()):
+        header += "# On a compute plane built as several planes: <plane>-p<k>-rail<r>-leaf, the leaf on plane k.\n"
     return header + dump_yaml(labels(plan))

@@ -33,6 +33,7 @@ from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, ip
+from gpufabric.plan.multiplane import pool_share
 
 OPERATOR_NS = "nvidia-network-operator"
 WORKLOAD_NS = "default"
@@ -78,15 +79,24 @@ class Rail:
     number: int
     nics: list[tuple[str, HostNic]] = field(default_factory=list)  # (node, NIC)
     groups: dict[str, str] = field(default_factory=dict)  # node -> its server group
+    # A multi-plane compute plane: the plane this rail is on (a resource per rail per plane, as the
+    # Network Operator's software multiplane mode makes them); None on a single plane.
+    fabric_plane: int | None = None
+
+    @property
+    def part(self) -> str:
+        """The plane as the acceptance jobs and exports name it: `compute`, or `compute-p1` on plane 1."""
+        return f"{self.plane.name}-p{self.fabric_plane}" if self.fabric_plane is not None else self.plane.name
 
     @property
     def name(self) -> str:
-        return f"{self.plane.name}-rail{self.number}"
+        return f"{self.part}-rail{self.number}"
 
     @property
     def resource(self) -> str:
         """The device plugin's resource name, without its prefix (DNS label characters, no dash)."""
-        return f"{self.plane.name}_rail{self.number}"
+        part = f"_p{self.fabric_plane}" if self.fabric_plane is not None else ""
+        return f"{self.plane.name}{part}_rail{self.number}"
 
     @property
     def interfaces(self) -> list[str]:
@@ -107,11 +117,13 @@ def rails(plan: Plan) -> list[Rail]:
         # A bonded plane (host_links: lacp) has no rail a pod could take alone: its RDMA stays the host's.
         if not plane.carries_roce or _host_links(plan, plane.name) != "routed":
             continue
-        by_number: dict[int, Rail] = {}
+        by_number: dict[tuple[int, int], Rail] = {}
         for server in plan.servers:
             for nic in server.nics:
                 if nic.plane == plane.name:
-                    rail = by_number.setdefault(nic.rail, Rail(plane, nic.rail))
+                    index = plane.plane_of.get(nic.leaf)
+                    key = (index or 0, nic.rail)
+                    rail = by_number.setdefault(key, Rail(plane, nic.rail, fabric_plane=index))
                     rail.nics.append((server.name, nic))
                     rail.groups[server.name] = server.group
         out.extend(by_number[n] for n in sorted(by_number))
@@ -366,7 +378,12 @@ def _by_name(node: str) -> dict[str, Any]:
 
 
 def _hosts(plan: Plan, rail: Rail) -> str:
+    """The host pool the rail's addresses come from: the plane's, or on plane k of a multi-plane compute
+    plane that plane's share (the other planes' addresses are not reachable over this NIC)."""
     plane = getattr(plan.intent.planes, rail.plane.name)
+    mp = plane.multiplane
+    if mp is not None and rail.fabric_plane is not None:
+        return str(pool_share(plane.addressing.hosts, mp.planes, rail.fabric_plane))
     return str(plane.addressing.hosts)
 
 

@@ -212,6 +212,8 @@ def full(plan: Plan) -> dict[str, Any]:
             "devices": [device_dict(d) for d in plane.devices],
             "links": [link_dict(link) for link in plane.links],
         }
+        if plane.plane_of:  # a compute plane built as several planes: each switch's plane
+            doc["planes"][name]["plane_of"] = dict(plane.plane_of)
     doc["servers"] = [server_dict(s) for s in plan.servers]
     if plan.intent.site is not None or plan.places:
         _placed(plan, doc)

@@ -172,6 +172,9 @@ RULES = [
     "`routing.bfd.enabled`, the interval and multiplier are within what every platform of the plane takes "
     "(docs/configs.md); the refusal names the platform.",
     "`host_links: lacp` needs two NICs per server and a leaf platform with MLAG (cumulus, eos, nxos).",
+    "`multiplane` is only on the compute plane, with `host_links: routed`; every group's compute interfaces "
+    "divide evenly over its planes, without `rails`; every address pool cuts into one share of at least a "
+    "/31 per plane (2, 4 or 8 shares) and the ASN pool holds at least one ASN per plane.",
     f"At most {MAX_SERVERS:,} servers per intent, counted at `build_out` (four times the largest example); "
     "the count is checked before any server is built.",
     "Pools and service addresses (NTP, syslog, DNS, the OOB gateway) are unicast: nothing in 0.0.0.0/8, "

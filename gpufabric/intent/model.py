@@ -60,8 +60,9 @@ class NicSet(Model):
     speed: Speed = Field(description="Port speed of each NIC, e.g. 400G.")
     interfaces: list[InterfaceName] = Field(
         min_length=1,
-        max_length=16,
-        description="Linux interface names, in rail order: the first serves rail 1 (or the first entry of `rails`).",
+        max_length=64,
+        description="Linux interface names, in rail order: the first serves rail 1 (or the first entry of `rails`). "
+        "At most 16 rails: 16 interfaces, or on a compute plane built as several planes 16 per plane.",
     )
     rails: list[int] | None = Field(
         None,
@@ -291,6 +292,27 @@ class LinkLengths(Model):
     )
 
 
+class Multiplane(Model):
+    """The compute plane built as several independent planes (NVIDIA Spectrum-X multiplane, a dual compute
+    fabric): each NIC port lands on one plane, and each plane has its own switches, addresses, ASNs and
+    failure domains. The servers' interfaces are shared out over the planes; the address and ASN pools are
+    cut into one equal share per plane (docs/planning.md#multi-plane-compute)."""
+
+    planes: int = Field(
+        ge=2,
+        le=8,
+        description="How many planes: 2 (dual plane) or 4 (quad plane) as Spectrum-X multiplane builds them, up "
+        "to 8 (one per GPU NIC, as DeepSeek's multi-plane fat tree).",
+    )
+    ports: Literal["interleaved", "blocked"] = Field(
+        "interleaved",
+        description="How a server's compute interfaces map to planes. `interleaved`: consecutive interfaces go "
+        "to planes 1..N in turn, so a SuperNIC whose N ports are listed together spreads over every plane "
+        "(interface i is on plane i mod N + 1, rail i div N + 1); `blocked`: the first 1/N of the interfaces "
+        "are plane 1, the next 1/N plane 2, and so on (rail = place within the block).",
+    )
+
+
 class DataPlane(Model):
     """A routed plane: compute (RoCE), storage or business/frontend."""
 
@@ -357,6 +379,11 @@ class DataPlane(Model):
         "`cable_length`, which the PFC headroom is sized for.",
     )
     border: Border | None = Field(None, description="Edge connectivity; business plane only.")
+    multiplane: Multiplane | None = Field(
+        None,
+        description="Compute plane only: build it as several independent planes, each NIC port on one. "
+        "Omitted: one plane.",
+    )
 
 
 def _pkey(value: Any) -> Any:

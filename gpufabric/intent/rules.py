@@ -15,6 +15,7 @@ from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
+from gpufabric.intent.multiplane_rules import multiplane_rules, rails_per_plane
 from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import names, platform
 
@@ -63,6 +64,7 @@ def check_rules(intent: Intent) -> list[Problem]:
     if problems:
         return problems  # the other rules walk every server name: not for a design this large
     problems += _server_groups(intent)
+    problems += rails_per_plane(intent)
     problems += _site(intent)
     for name, plane in intent.data_planes():
         problems += _data_plane(intent, name, plane)
@@ -487,6 +489,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
     problems += _load_balancing(plane, roles, at)
     if name == "compute":
         problems += _balancing_support(intent, plane, roles, sw)
+    problems += multiplane_rules(intent, name, plane)
     problems += _bgp_timers(plane, (*at, "routing"))
     problems += _bfd(plane, roles, (*at, "routing", "bfd"))
     if plane.border is not None:

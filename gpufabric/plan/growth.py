@@ -64,6 +64,7 @@ def _without(plane: PlanePlan, absent: set[str]) -> PlanePlan:
         devices=[d for d in plane.devices if d.name not in absent],
         links=[link for link in plane.links if link.a not in absent and link.b not in absent],
         failure_domains=[],
+        plane_of={n: k for n, k in plane.plane_of.items() if n not in absent},
     )
     for domain in plane.failure_domains:
         members = [d for d in domain.devices if d not in absent]

@@ -177,6 +177,9 @@ class PlanePlan:
         None  # metres by position (host, leaf_spine, ...), when the intent gives them
     )
     routing: dict[str, object] = field(default_factory=dict)
+    # A compute plane built as several planes (`multiplane`): switch name -> its plane, 1-based
+    # (gpufabric/plan/multiplane.py). Empty on a single plane.
+    plane_of: dict[str, int] = field(default_factory=dict)
 
     def count_by_role(self) -> dict[str, int]:
         counts: dict[str, int] = {}

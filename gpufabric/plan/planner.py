@@ -16,6 +16,8 @@ from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.infiniband import IbPlan, located, management_ports, plan_infiniband
 from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Plan, PlanePlan, Server
+from gpufabric.plan.multiplane import builders as multiplane_builders
+from gpufabric.plan.multiplane import join as join_planes
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.placement import place
 from gpufabric.plan.placement import problems as placement_problems
@@ -65,7 +67,12 @@ def _build_for(loaded: LoadedIntent, intent: Intent, others: list[ManagementPort
     by_name = {s.name: s for s in servers}
     problems: list[Problem] = []
     builders: list[PlaneBuilder] = []
+    several: dict[str, list[PlaneBuilder]] = {}  # planes built as several independent planes
     for name, plane in intent.data_planes():
+        if plane.multiplane is not None:
+            several[name], trouble = multiplane_builders(intent, name, plane, by_name)
+            problems += trouble
+            continue
         try:
             sizing = size_plane(intent, name, plane)
         except SizingError as exc:
@@ -76,7 +83,11 @@ def _build_for(loaded: LoadedIntent, intent: Intent, others: list[ManagementPort
         builders.append(builder)
     if problems:
         raise loaded.error(problems)
-    planes: dict[str, PlanePlan] = {b.name: b.build() for b in builders}
+    single = {b.name: b for b in builders}
+    planes: dict[str, PlanePlan] = {
+        name: single[name].build() if name in single else join_planes(name, [b.build() for b in several[name]], p)
+        for name, p in intent.data_planes()
+    }
     if intent.planes.oob is not None:
         switches = [d for p in planes.values() for d in p.devices]
         endpoints = len(switches) + sum(1 for s in servers if s.mgmt_interface) + len(others)

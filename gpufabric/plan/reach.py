@@ -31,12 +31,18 @@ def rail_reach(plane: PlanePlan) -> RailReach | None:
     for link in plane.links:
         if link.kind == "fabric" and link.a in leaves:
             spines_of[link.a].add(link.b)
-    by_rail: dict[int, list[str]] = defaultdict(list)
+    # A multi-plane compute plane: a rail's leaves meet within their own plane (the planes never meet),
+    # and every plane is built alike, so the first plane's rails say how rails meet.
+    by_plane_rail: dict[tuple[int, int], list[str]] = defaultdict(list)
     for name, rail in leaves.items():
-        by_rail[rail].append(name)
+        by_plane_rail[(plane.plane_of.get(name, 1), rail)].append(name)
     two_hops = all(
-        spines_of[a] & spines_of[b] for names in by_rail.values() for i, a in enumerate(names) for b in names[i + 1 :]
+        spines_of[a] & spines_of[b]
+        for names in by_plane_rail.values()
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
     )
+    by_rail = {rail: names for (index, rail), names in by_plane_rail.items() if index == 1}
     spines_of_rail = {r: set().union(*(spines_of[n] for n in names)) for r, names in by_rail.items()}
     groups: list[list[int]] = []
     for rail in sorted(by_rail):

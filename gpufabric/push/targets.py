@@ -5,7 +5,8 @@ switches), a plane's domains in turn: a batch never holds two domains of one pla
 can take at most one domain of a plane down, and the rollout stops at the first batch that fails.
 The data planes go side by side: their switches share no link, so a batch takes the next domain of
 each (as many switches as one domain alone would have, or `--batch`). The OOB plane goes last and
-alone, as every push reaches the switches over it. `--one-plane-at-a-time` keeps every domain to a
+alone, as every push reaches the switches over it. A compute plane built as several planes goes plane
+by plane, its domains never two to a batch. `--one-plane-at-a-time` keeps every domain to a
 batch of its own. Only switches whose configuration changes are batched (`narrow`): a canary that
 would not change proves nothing.
 """
@@ -64,7 +65,12 @@ def domains_of(plan: Plan, targets: list[Device]) -> list[tuple[str, str, list[s
     for d in targets:  # a switch no failure domain names still gets pushed, in a domain of its own
         if d.name not in seen:
             domains.append((d.plane, d.failure_domain or d.name, [d.name]))
-    domains.sort(key=lambda item: min(ROLE_ORDER.get(by_name[n].role, 9) for n in item[2]))
+    # A compute plane built as several planes goes plane by plane (every role of plane 1, then of plane 2):
+    # a bad change then degrades one plane, whose traffic NCCL moves to the others, and never two.
+    plane_of = {n: k for p in plan.planes.values() for n, k in p.plane_of.items()}
+    domains.sort(
+        key=lambda item: (plane_of.get(item[2][0], 1), min(ROLE_ORDER.get(by_name[n].role, 9) for n in item[2]))
+    )
     return domains
 
 

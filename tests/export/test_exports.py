@@ -33,6 +33,7 @@ from gpufabric.export.hostlist import compress
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.ib.topology import parse as ib_topology_parse
 from gpufabric.plan import Plan, ip
+from gpufabric.plan.multiplane import parts
 
 SMALL = [p for p in ALL_INTENTS if "32k" not in p.name]
 
@@ -131,7 +132,8 @@ def test_every_export_renders_every_example(path, kind):
         "slurm-block": {n for nodes in slurm.blocks(plan).values() for n in nodes},
         "k8s-network": {node for rail in k8s_network.rails(plan) for node, _ in rail.nics},
         "containerlab": {d.name for d in plan.devices() if d.plane != "oob"} | {s.name for s in plan.servers if s.nics},
-        "bom": set(plan.planes) | {"total"},
+        # a multi-plane compute plane is listed plane by plane (compute-p1, compute-p2, ...)
+        "bom": {n for name, p in plan.planes.items() for n, _ in parts(name, p)} | {"total"},
         "structured": switches,
         "anta": {d.name for d in plan.devices() if d.platform == "eos"},
         # every switch whose management port a planned cable reaches (the OOB switches' own need a serial)

@@ -136,18 +136,26 @@ def _expected_rails(plan: Plan) -> dict[str, set[tuple[str, str, str]]]:
             leaf = plan.device(nic.leaf)
             block = ipaddress.ip_network(f"{ip(leaf.host_subnet)}/{leaf.host_prefixlen}")
             assert net.subnet_of(block)  # the node's block is carved from its leaf's block
-            out.setdefault(f"{nic.plane}-rail{nic.rail}", set()).add((server.name, str(net), ip(nic.gateway) or ""))
+            index = plane.plane_of.get(nic.leaf)  # plane k of a multi-plane compute plane: its own pool
+            name = f"{nic.plane}-p{index}-rail{nic.rail}" if index else f"{nic.plane}-rail{nic.rail}"
+            out.setdefault(name, set()).add((server.name, str(net), ip(nic.gateway) or ""))
     return out
 
 
 def pool_problems(pool: dict[str, Any], plan: Plan, expected: set[tuple[str, str, str]]) -> list[str]:
     """What is wrong with a CIDRPool, judged by the plan (empty: nothing)."""
     spec = pool["spec"]
-    plane = getattr(plan.intent.planes, pool["metadata"]["name"].rsplit("-rail", 1)[0])
+    part = pool["metadata"]["name"].rsplit("-rail", 1)[0]
+    plane = getattr(plan.intent.planes, part.split("-p", 1)[0])
     cidr = ipaddress.ip_network(spec["cidr"])
     problems = []
-    if cidr != plane.addressing.hosts:
-        problems.append(f"cidr {cidr} is not the plane's host pool {plane.addressing.hosts}")
+    hosts = plane.addressing.hosts
+    if "-p" in part:  # plane k of a multi-plane compute plane: the k-th of the equal shares of the pool
+        k, n = int(part.rsplit("-p", 1)[1]), plane.multiplane.planes
+        shares = list(hosts.subnets(prefixlen_diff=(n - 1).bit_length()))
+        hosts = shares[k - 1]
+    if cidr != hosts:
+        problems.append(f"cidr {cidr} is not the plane's host pool {hosts}")
     got = {(a["nodeName"], a["prefix"], a["gateway"]) for a in spec["staticAllocations"]}
     if got != expected:
         problems.append(f"allocations differ from the plan: {sorted(got ^ expected)}")

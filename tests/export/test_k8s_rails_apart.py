@@ -53,7 +53,9 @@ def _rail_nics(plan: Plan) -> dict[str, dict[str, str]]:
         for nic in server.nics:
             plane = plan.planes[nic.plane]
             if plane.carries_roce:
-                out.setdefault(server.name, {})[f"{nic.plane}_rail{nic.rail}"] = nic.interface
+                index = plane.plane_of.get(nic.leaf)  # plane k of a multi-plane compute plane: a resource each
+                part = f"{nic.plane}_p{index}" if index else nic.plane
+                out.setdefault(server.name, {})[f"{part}_rail{nic.rail}"] = nic.interface
     return out
 
 
