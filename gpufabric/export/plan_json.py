@@ -166,7 +166,30 @@ def nic_dict(n: HostNic) -> dict[str, Any]:
         "leaf": n.leaf,
         "leaf_port": n.leaf_port,
         "bond": n.bond,
+        **carried_dict(n),
     }
+
+
+def carried_dict(n: HostNic) -> dict[str, Any]:
+    """A NIC on a converged plane: its tagged subinterfaces (`vlans`), and no untagged address when it carries
+    none of the plane's own traffic. Nothing for any other NIC, whose entry stays as it was."""
+    if not n.carried and n.native:
+        return {}
+    out: dict[str, Any] = {"vlans": [
+        {
+            "plane": c.plane,
+            "vrf": c.vrf,
+            "vlan": c.vlan,
+            "interface": c.interface,
+            "address": ip(c.address),
+            "prefixlen": c.prefixlen,
+            "gateway": ip(c.gateway),
+        }
+        for c in n.carried
+    ]}
+    if not n.native:
+        out |= {"address": None, "prefixlen": None, "gateway": None}
+    return out
 
 
 def server_dict(s: Server) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""Carried planes on a converged plane's switches: their VRFs, tags, addresses and traffic classes.
+
+A carried plane's addresses follow from the physical plane's: a host port's /31 in the carried plane's
+pool is at the place its untagged /31 has in `addressing.hosts`, and a fabric link's at its place in
+`addressing.p2p`. So every address is stable as the fabric grows (it moves with its port), nothing is
+allocated twice, and a reader of the plan finds any carried address from the physical one.
+
+Which switches hold the VRF: every leaf, spine and superspine, and no border leaf (only the plane's own
+traffic reaches the edge, so a carried plane has no route out; nothing leaks between VRFs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufabric.intent.converged import CARRYING_ROLES
+from gpufabric.intent.converged_rules import carried_groups
+from gpufabric.intent.model import Intent
+from gpufabric.plan.model import Link, PlanePlan, Server
+
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedPlan:
+    """One logical plane on a physical plane's switches."""
+
+    name: str  # storage | inband
+    vrf: str
+    vlan: int
+    lossless: bool  # in the physical plane's RoCE class (its QoS profile's priority and DSCP)
+    priority: int | None  # lossy planes: their switch priority / traffic class
+    dscp: tuple[int, ...]  # lossy planes: the DSCP values mapped to `priority`
+    bandwidth_percent: int
+    groups: frozenset[str]  # server groups whose hosts join it
+    hosts: str  # the pool, as written ("10.11.0.0/16")
+    hosts_offset: int  # its first address minus the physical plane's hosts pool's
+    p2p_offset: int | None  # the same for fabric /31s; None on an unnumbered plane
+
+    def host_address(self, physical: int) -> int:
+        return physical + self.hosts_offset
+
+    def p2p_address(self, physical: int) -> int:
+        assert self.p2p_offset is not None
+        return physical + self.p2p_offset
+
+    def subinterface(self, port: str) -> str:
+        return f"{port}.{self.vlan}"
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedNic:
+    """A host's tagged subinterface in a carried plane, on one of its NICs of the physical plane."""
+
+    plane: str
+    vrf: str
+    vlan: int
+    interface: str  # "eth4.20"
+    parent: str  # "eth4"
+    address: int
+    prefixlen: int
+    gateway: int
+
+
+def carried_plans(intent: Intent, name: str) -> list[CarriedPlan]:
+    plane = getattr(intent.planes, name)
+    if plane is None or not plane.carries:
+        return []
+    own_hosts = int(plane.addressing.hosts.network_address)
+    own_p2p = plane.addressing.p2p
+    out = []
+    for carried, lp in plane.carries.items():
+        p2p = None
+        if lp.p2p is not None and own_p2p is not None and plane.routing.addressing == "p2p31":
+            p2p = int(lp.p2p.network_address) - int(own_p2p.network_address)
+        out.append(
+            CarriedPlan(
+                name=carried,
+                vrf=lp.vrf,
+                vlan=lp.vlan,
+                lossless=lp.traffic == "lossless",
+                priority=lp.priority,
+                dscp=tuple(lp.dscp),
+                bandwidth_percent=lp.bandwidth_percent,
+                groups=frozenset(carried_groups(intent, name, lp)),
+                hosts=str(lp.hosts),
+                hosts_offset=int(lp.hosts.network_address) - own_hosts,
+                p2p_offset=p2p,
+            )
+        )
+    return out
+
+
+def attach(intent: Intent, plane: PlanePlan, servers: list[Server]) -> None:
+    """Give the plane its carried planes, and each joining host's NICs on it their tagged subinterfaces."""
+    plane.carried = carried_plans(intent, plane.name)
+    if not plane.carried:
+        return
+    native = {g.name: g.nics[plane.name].native for g in intent.server_groups if plane.name in g.nics}
+    for server in servers:
+        for nic in server.nics:
+            if nic.plane != plane.name:
+                continue
+            nic.native = native[server.group]
+            nic.carried = tuple(
+                CarriedNic(
+                    c.name,
+                    c.vrf,
+                    c.vlan,
+                    c.subinterface(nic.interface),
+                    nic.interface,
+                    c.host_address(nic.address),
+                    nic.prefixlen,
+                    c.host_address(nic.gateway),
+                )
+                for c in plane.carried
+                if server.group in c.groups
+            )
+    untagged = {s.name for s in servers if not native.get(s.group, True)}
+    for link in plane.links:
+        if link.kind == "host" and link.a in untagged:
+            link.a_ip = link.b_ip = link.prefixlen = None  # the port's own address: none, only its tags have one
+
+
+def carries_link(link: Link, roles: dict[str, str]) -> bool:
+    """Whether a link of the plane has the carried planes' subinterfaces: host ports and fabric links
+    between carrying switches (never an edge link, a peer link or a border leaf's uplink)."""
+    if link.kind == "host":
+        return True
+    return link.kind == "fabric" and roles.get(link.a) in CARRYING_ROLES and roles.get(link.b) in CARRYING_ROLES
