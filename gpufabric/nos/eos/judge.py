@@ -158,6 +158,7 @@ def _carried(ctx: DeviceContext, sc: SC) -> None:
     conv = ctx.converged
     if conv is None:
         return
+    kinds = {p.name: p.kind for p in ctx.ports}
     sc["vrfs"] += [{"name": v.vrf, "ip_routing": True} for v in conv.vrfs]
     for v in conv.vrfs:
         for sub in v.ports:
@@ -183,17 +184,20 @@ def _carried(ctx: DeviceContext, sc: SC) -> None:
         }
         for v in conv.vrfs
     ]
+    sc.setdefault("qos", {})["map"] = {"dscp": [f"{d} to traffic-class {prio}" for d, prio in conv.dscp_map()]}
+    if "qos_profiles" not in sc:  # a plane without RoCE: the classes' profile alone
+        sc["qos_profiles"] = [{"name": "ROCE", "trust": "dscp", "tx_queues": []}]
+        for e in sc["ethernet_interfaces"]:
+            if e["name"] in kinds and kinds[e["name"]] in ("fabric", "host", "peer"):
+                e["service_profile"] = "ROCE"
     queues = {q["id"]: q for q in sc["qos_profiles"][0]["tx_queues"]}
-    sc["qos"]["map"]["dscp"] = [f"{d} to traffic-class {prio}" for d, prio in conv.dscp_map()]
     for c in conv.classes:
+        queue = queues.setdefault(c.priority, {"id": c.priority})
         if c.bandwidth_percent is None:
-            continue
-        queue = queues.get(c.priority)
-        if queue is None:
-            queue = {"id": c.priority}
-            sc["qos_profiles"][0]["tx_queues"].append(queue)
-        queue["bandwidth_guaranteed_percent"] = c.bandwidth_percent
-    sc["qos_profiles"][0]["tx_queues"].sort(key=lambda q: q["id"])
+            queue["priority"] = "priority strict"
+        else:
+            queue["bandwidth_guaranteed_percent"] = c.bandwidth_percent
+    sc["qos_profiles"][0]["tx_queues"] = sorted(queues.values(), key=lambda q: q["id"])
 
 
 def _acls(ctx: DeviceContext, sc: SC) -> None:
