@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from gpufabric.config.context_types import Neighbor, Port
 from gpufabric.intent.converged import CARRYING_ROLES
 from gpufabric.intent.model import QosProfile
-from gpufabric.plan.converged import CarriedPlan
+from gpufabric.plan.carried import CarriedPlan
 from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, ip
 
 
@@ -86,20 +86,16 @@ def traffic_classes(carried: list[CarriedPlan], profile: QosProfile | None) -> l
     return out
 
 
-class _Servers:
-    """Each server's NICs by interface, built once per plan (a leaf looks its hosts' subinterfaces up)."""
+# The last plan's NICs by (server, interface) and servers' groups: every leaf of a plan looks its hosts up in
+# them, built once per plan (the one plan a render or a verify holds).
+_LAST: list[tuple[Plan, dict[tuple[str, str], HostNic], dict[str, str]]] = []
 
-    plan: Plan | None = None
-    nics: dict[tuple[str, str], HostNic] = {}
-    groups: dict[str, str] = {}
 
-    @classmethod
-    def of(cls, plan: Plan) -> _Servers:
-        if cls.plan is not plan:
-            cls.plan = plan
-            cls.nics = {(s.name, n.interface): n for s in plan.servers for n in s.nics}
-            cls.groups = {s.name: s.group for s in plan.servers}
-        return cls()
+def _servers(plan: Plan) -> tuple[dict[tuple[str, str], HostNic], dict[str, str]]:
+    if not _LAST or _LAST[0][0] is not plan:
+        nics = {(s.name, n.interface): n for s in plan.servers for n in s.nics}
+        _LAST[:] = [(plan, nics, {s.name: s.group for s in plan.servers})]
+    return _LAST[0][1], _LAST[0][2]
 
 
 def converged(
@@ -109,7 +105,7 @@ def converged(
     plane: PlanePlan = plan.planes[device.plane]
     if not plane.carried or device.role not in CARRYING_ROLES:
         return None
-    servers = _Servers.of(plan)
+    servers = _servers(plan)
     vrfs = []
     for c in plane.carried:
         vrf = VrfContext(c.name, c.vrf, c.vlan)
@@ -122,10 +118,13 @@ def converged(
     return Converged(vrfs, traffic_classes(plane.carried, ecmp_profile))
 
 
-def _host(vrf: VrfContext, c: CarriedPlan, p: Port, servers: _Servers) -> None:
-    if servers.groups.get(p.peer) not in c.groups:
+def _host(
+    vrf: VrfContext, c: CarriedPlan, p: Port, servers: tuple[dict[tuple[str, str], HostNic], dict[str, str]]
+) -> None:
+    nics, groups = servers
+    if groups.get(p.peer) not in c.groups:
         return
-    nic = servers.nics[(p.peer, p.peer_port)]
+    nic = nics[(p.peer, p.peer_port)]
     tagged = next(t for t in nic.carried if t.plane == c.name)
     address = f"{ip(tagged.gateway)}/{tagged.prefixlen}"
     vrf.ports.append(SubPort(c.subinterface(p.name), p.name, c.vlan, "host", p.peer, address))

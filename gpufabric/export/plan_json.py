@@ -175,18 +175,20 @@ def carried_dict(n: HostNic) -> dict[str, Any]:
     none of the plane's own traffic. Nothing for any other NIC, whose entry stays as it was."""
     if not n.carried and n.native:
         return {}
-    out: dict[str, Any] = {"vlans": [
-        {
-            "plane": c.plane,
-            "vrf": c.vrf,
-            "vlan": c.vlan,
-            "interface": c.interface,
-            "address": ip(c.address),
-            "prefixlen": c.prefixlen,
-            "gateway": ip(c.gateway),
-        }
-        for c in n.carried
-    ]}
+    out: dict[str, Any] = {
+        "vlans": [
+            {
+                "plane": c.plane,
+                "vrf": c.vrf,
+                "vlan": c.vlan,
+                "interface": c.interface,
+                "address": ip(c.address),
+                "prefixlen": c.prefixlen,
+                "gateway": ip(c.gateway),
+            }
+            for c in n.carried
+        ]
+    }
     if not n.native:
         out |= {"address": None, "prefixlen": None, "gateway": None}
     return out

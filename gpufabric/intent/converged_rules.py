@@ -18,8 +18,8 @@ def converged_rules(intent: Intent) -> list[Problem]:
         for name, nics in group.nics.items():
             if nics.native:
                 continue
-            plane = getattr(intent.planes, name, None)
-            carries = plane.carries if isinstance(plane, DataPlane) else None
+            physical = getattr(intent.planes, name, None)
+            carries = physical.carries if isinstance(physical, DataPlane) else None
             if not carries or not any(group.name in carried_groups(intent, name, lp) for lp in carries.values()):
                 problems.append(
                     Problem(
@@ -42,7 +42,9 @@ def _plane(intent: Intent, name: str, plane: DataPlane, at: Path) -> list[Proble
     assert plane.carries is not None
     problems: list[Problem] = []
     if name == "compute":
-        return [Problem(at, "the compute plane carries only its own RoCE traffic", "move carries to business or storage")]
+        return [
+            Problem(at, "the compute plane carries only its own RoCE traffic", "move carries to business or storage")
+        ]
     if plane.host_links != "routed":
         problems.append(
             Problem(
@@ -52,7 +54,11 @@ def _plane(intent: Intent, name: str, plane: DataPlane, at: Path) -> list[Proble
             )
         )
     for role_name, role in plane.switches:
-        if role is not None and role_name in CARRYING_ROLES and (why := platform(role.platform).carried_planes_problem()) is not None:
+        if (
+            role is not None
+            and role_name in CARRYING_ROLES
+            and (why := platform(role.platform).carried_planes_problem()) is not None
+        ):
             problems.append(
                 Problem(
                     ("planes", name, "switches", role_name, "platform"),
@@ -68,7 +74,7 @@ def _plane(intent: Intent, name: str, plane: DataPlane, at: Path) -> list[Proble
     if profile is not None and plane.carries_roce:
         priorities |= {profile.roce_priority: "RoCE", profile.cnp_priority: "CNP"}
         dscps |= {profile.roce_dscp: "RoCE", profile.cnp_dscp: "CNP"}
-    lossless = [c for c, lp in plane.carries.items() if lp.traffic == "lossless"]
+    lossless: list[str] = [c for c, lp in plane.carries.items() if lp.traffic == "lossless"]
     share = sum(lp.bandwidth_percent for lp in plane.carries.values())
     if plane.carries_roce and profile is not None and not lossless:
         share += profile.roce_bandwidth_percent  # the plane's own RoCE class keeps its share
@@ -83,7 +89,9 @@ def _plane(intent: Intent, name: str, plane: DataPlane, at: Path) -> list[Proble
         vlans.setdefault(lp.vlan, carried)
         problems += _pools(plane, lp, cat)
         if lp.traffic == "lossless":
-            problems += _lossless(name, plane, lp, cat, lossless, profile is not None and profile.lossless)
+            problems += _lossless(
+                name, plane, lp, cat, lossless=lossless, profile_lossless=profile is not None and profile.lossless
+            )
             continue
         if lp.priority is None or not lp.dscp:
             problems.append(
@@ -195,7 +203,7 @@ def _pools(plane: DataPlane, lp: CarriedPlane, at: Path) -> list[Problem]:
 
 
 def _lossless(
-    name: str, plane: DataPlane, lp: CarriedPlane, at: Path, lossless: list[str], profile_lossless: bool
+    name: str, plane: DataPlane, lp: CarriedPlane, at: Path, *, lossless: list[str], profile_lossless: bool
 ) -> list[Problem]:
     problems: list[Problem] = []
     if len(lossless) > 1:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpufabric.intent.model import Intent
 
 if TYPE_CHECKING:
-    from gpufabric.plan.converged import CarriedNic, CarriedPlan
+    from gpufabric.plan.carried import CarriedNic, CarriedPlan
     from gpufabric.plan.infiniband import IbPlan
 
 

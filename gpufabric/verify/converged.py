@@ -12,13 +12,17 @@ from gpufabric.verify.facts import Fact, Finding, SwitchFacts
 def _finding(check: str, facts: SwitchFacts, fact: Fact | None, expected: object, found: object) -> Finding:
     anchor = facts.anchors.get("bgp") or facts.anchors.get("qos")
     at = fact or anchor
-    return Finding(check, facts.device, at.file if at else facts.files[0], at.line if at else 1, str(expected), str(found))
+    return Finding(
+        check, facts.device, at.file if at else facts.files[0], at.line if at else 1, str(expected), str(found)
+    )
 
 
 def check_carried(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
     conv = ctx.converged
     planned_ports = {s.name: (v.vrf, s.vlan, s.address) for v in conv.vrfs for s in v.ports} if conv else {}
-    planned_sessions = {f"{v.vrf} {n.key}": (n.remote_asn, n.peer) for v in conv.vrfs for n in v.neighbors} if conv else {}
+    planned_sessions = (
+        {f"{v.vrf} {n.key}": (n.remote_asn, n.peer) for v in conv.vrfs for n in v.neighbors} if conv else {}
+    )
     for name, want in planned_ports.items():
         got = facts.subinterfaces.get(name)
         if got is None or got.value != want:
@@ -26,12 +30,18 @@ def check_carried(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
             yield _finding("carried-port", facts, got, f"{name}: {_port_text(want)}", shown)
     for name, got in facts.subinterfaces.items():
         if name not in planned_ports:
-            yield _finding("carried-port", facts, got, "no such subinterface in the plan", f"{name}: {_port_text(got.value)}")
+            yield _finding(
+                "carried-port", facts, got, "no such subinterface in the plan", f"{name}: {_port_text(got.value)}"
+            )
     for key, (asn, peer) in planned_sessions.items():
         got = facts.vrf_neighbors.get(key)
         if got is None or got.value != asn:
             yield _finding(
-                "carried-bgp", facts, got, f"vrf {key} ({peer}) remote-as {asn}", "missing" if got is None else got.value
+                "carried-bgp",
+                facts,
+                got,
+                f"vrf {key} ({peer}) remote-as {asn}",
+                "missing" if got is None else got.value,
             )
     for key, got in facts.vrf_neighbors.items():
         if key not in planned_sessions:

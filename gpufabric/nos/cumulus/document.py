@@ -216,7 +216,11 @@ def _carried_vrfs(ctx: DeviceContext, nv: Dialect) -> Tree:
     out: Tree = {}
     for vrf in ctx.converged.vrfs:
         neighbors: Tree = {
-            n.key: {"type": "unnumbered" if n.interface else "numbered", "remote-as": n.remote_asn, "description": n.peer}
+            n.key: {
+                "type": "unnumbered" if n.interface else "numbered",
+                "remote-as": n.remote_asn,
+                "description": n.peer,
+            }
             for n in vrf.neighbors
         }
         family: Tree = {**nv.enabled(), "multipaths": {"ebgp": ctx.ecmp}}
@@ -348,7 +352,9 @@ def _classes(conv: Converged) -> Tree:
     class: CNP strict, every other class its DWRR share (the default class what the others leave)."""
     dscp: Tree = {str(d): {"switch-priority": prio} for d, prio in conv.dscp_map()}
     scheduler: Tree = {
-        str(c.priority): {"mode": "strict"} if c.bandwidth_percent is None else {"mode": "dwrr", "bw-percent": c.bandwidth_percent}
+        str(c.priority): {"mode": "strict"}
+        if c.bandwidth_percent is None
+        else {"mode": "dwrr", "bw-percent": c.bandwidth_percent}
         for c in conv.classes
     }
     return {
