@@ -10,6 +10,7 @@ from typing import Any
 
 from gpufabric.export.bom import PlaneBom, ib_transceivers, plane_bom
 from gpufabric.outputs import json_dumps
+from gpufabric.plan.converged import carried_record
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, cable_label, ip
 from gpufabric.plan.reach import rail_reach
@@ -55,6 +56,7 @@ def plane_summary(plane: PlanePlan, bom: PlaneBom | None = None) -> dict[str, An
         "transceivers": bom.transceiver_total,
         "cables": bom.cable_total,
         **_reach(plane),
+        **({"carries": [carried_record(c) for c in plane.carried]} if plane.carried else {}),
     }
 
 
@@ -237,6 +239,8 @@ def full(plan: Plan) -> dict[str, Any]:
             "devices": [device_dict(d) for d in plane.devices],
             "links": [link_dict(link) for link in plane.links],
         }
+        if plane.carried:
+            doc["planes"][name]["carries"] = [carried_record(c) for c in plane.carried]
     doc["servers"] = [server_dict(s) for s in plan.servers]
     if plan.intent.site is not None or plan.places:
         _placed(plan, doc)

@@ -78,9 +78,32 @@ def attach(intent: Intent, plane: PlanePlan, servers: list[Server]) -> None:
             link.a_ip = link.b_ip = link.prefixlen = None  # the port's own address: none, only its tags have one
 
 
-def carries_link(link: Link, roles: dict[str, str]) -> bool:
-    """Whether a link of the plane has the carried planes' subinterfaces: host ports and fabric links
-    between carrying switches (never an edge link, a peer link or a border leaf's uplink)."""
+def link_carries(plane: PlanePlan, link: Link, roles: dict[str, str], groups: dict[str, str]) -> list[CarriedPlan]:
+    """The carried planes a link of the plane has a subinterface of: a host port, those its server joins; a
+    fabric link between carrying switches, all (never an edge link, a peer link or a border leaf's uplink).
+    `roles`: the plane's switch -> role; `groups`: server -> its group."""
     if link.kind == "host":
-        return True
-    return link.kind == "fabric" and roles.get(link.a) in CARRYING_ROLES and roles.get(link.b) in CARRYING_ROLES
+        return [c for c in plane.carried if groups.get(link.a) in c.groups]
+    if link.kind == "fabric" and roles.get(link.a) in CARRYING_ROLES and roles.get(link.b) in CARRYING_ROLES:
+        return list(plane.carried)
+    return []
+
+
+def describe(c: CarriedPlan) -> str:
+    """One carried plane in a line: `storage (VRF STORAGE, VLAN 20, lossless, 50%)`."""
+    kind = "lossless" if c.lossless else f"lossy, priority {c.priority}"
+    return f"{c.name} (VRF {c.vrf}, VLAN {c.vlan}, {kind}, {c.bandwidth_percent}%)"
+
+
+def carried_record(c: CarriedPlan) -> dict[str, object]:
+    """A carried plane as the inventories and the plan export write it (what hosts and switches agree on)."""
+    return {
+        "plane": c.name,
+        "vrf": c.vrf,
+        "vlan": c.vlan,
+        "traffic": "lossless" if c.lossless else "lossy",
+        "priority": c.priority,
+        "dscp": list(c.dscp),
+        "bandwidth_percent": c.bandwidth_percent,
+        "hosts": c.hosts,
+    }

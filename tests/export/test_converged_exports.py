@@ -1,0 +1,85 @@
+"""Exports of a converged plane: one fabric, counted once, carrying several planes by tag."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from gpufabric.export import bom, cabling, drawing, inventory, k8s_network, plan_json
+from tests.conftest import INVENTORY, example_plan
+
+INBAND = INVENTORY / "examples" / "converged-inband.yml"
+
+
+def test_the_bom_counts_the_fabric_once_and_nothing_for_the_carried_planes():
+    plan = example_plan(INBAND)
+    rows = list(csv.reader(io.StringIO(bom.render(plan))))
+    planes = {r[0] for r in rows[1:]}
+    assert "storage" not in planes and "inband" not in planes
+    switches = sum(int(r[3]) for r in rows[1:] if r[0] == "business" and r[1] == "switch")
+    assert switches == len(plan.planes["business"].devices) == 8
+    total = sum(int(r[3]) for r in rows[1:] if r[0] == "total" and r[1] == "switch")
+    assert total == len(plan.devices())
+
+
+def test_the_cabling_plan_says_which_planes_each_cable_carries():
+    plan = example_plan(INBAND)
+    rows = list(csv.DictReader(io.StringIO(cabling.render(plan))))
+    assert "carries" in rows[0]
+    business = [r for r in rows if r["plane"] == "business"]
+    by_end = {(r["a_device"], r["kind"]): r["carries"] for r in business}
+    assert by_end[("gpu01", "host")] == "storage:20 inband:30"
+    assert by_end[("nvme01", "host")] == "storage:20 inband:30"
+    border_uplinks = [r for r in business if r["kind"] == "fabric" and r["a_device"].startswith("ns-border")]
+    assert border_uplinks and {r["carries"] for r in border_uplinks} == {""}
+    assert {r["carries"] for r in business if r["kind"] == "edge"} == {""}
+    assert {r["carries"] for r in rows if r["plane"] == "compute"} == {""}
+    # a plan without carried planes keeps its columns
+    assert "carries" not in cabling.render(example_plan(INVENTORY / "examples" / "multi-vendor.yml")).splitlines()[0]
+
+
+def test_the_drawing_names_the_carried_planes():
+    plan = example_plan(INBAND)
+    dot = drawing.plane_dot(plan, plan.planes["business"])
+    assert (
+        "carries storage (VRF STORAGE, VLAN 20, lossless, 50%), inband (VRF INBAND, VLAN 30, lossy, priority 2, 10%)"
+        in dot
+    )
+
+
+def test_inventories_give_switches_their_vrfs_and_hosts_their_tagged_addresses():
+    plan = example_plan(INBAND)
+    hosts = {h.name: h for h in inventory.build(plan)}
+    spine = hosts["ns-spine1"]
+    assert spine.data["carries"] == [
+        {"plane": "storage", "vrf": "STORAGE", "vlan": 20},
+        {"plane": "inband", "vrf": "INBAND", "vlan": 30},
+    ]
+    assert {"carries_storage", "carries_inband"} <= set(spine.groups)
+    assert "carries" not in hosts["ns-border1"].data
+    nvme = hosts["nvme01"].data["nics"]
+    first = next(n for n in nvme if n["plane"] == "business")
+    assert first["address"] is None
+    assert [(v["interface"], v["vrf"]) for v in first["vlans"]] == [
+        (f"{first['interface']}.20", "STORAGE"),
+        (f"{first['interface']}.30", "INBAND"),
+    ]
+    assert first["vlans"][0]["address"].startswith("10.11.")
+    facts = inventory.plane_facts(plan)["business"]["carries"]
+    assert [(c["plane"], c["traffic"], c["dscp"], c["bandwidth_percent"]) for c in facts] == [
+        ("storage", "lossless", [], 50),
+        ("inband", "lossy", [16, 18], 10),
+    ]
+
+
+def test_the_plan_export_and_summary_carry_the_carried_planes():
+    plan = example_plan(INBAND)
+    doc = json.loads(plan_json.render(plan))
+    assert [c["vrf"] for c in doc["planes"]["business"]["carries"]] == ["STORAGE", "INBAND"]
+    assert [c["plane"] for c in plan_json.summary(plan)["planes"]["business"]["carries"]] == ["storage", "inband"]
+
+
+def test_no_kubernetes_rail_takes_a_converged_nic_whole():
+    plan = example_plan(INBAND)
+    assert {r.plane.name for r in k8s_network.rails(plan)} == {"compute"}
