@@ -63,7 +63,7 @@ def _switch(plan: Plan, d: Device) -> InventoryHost:
         groups.append(f"{d.plane}_rail{d.rail}")
     if d.pod is not None:
         groups.append(f"{d.plane}_pod{d.pod}")
-    data = {
+    data: dict[str, Any] = {
         "plane": d.plane,
         "role": d.role,
         "platform": d.platform,
