@@ -142,7 +142,7 @@ def test_unknown_groups_and_lacp_hosts_are_refused():
     assert "routed host ports" in found["planes.business.host_links"]
 
 
-@pytest.mark.parametrize("platform", ["nxos", "sonic", "frr"])
+@pytest.mark.parametrize("platform", ["sonic", "frr"])
 def test_a_platform_without_carried_planes_is_refused_at_the_role(platform):
     doc = set_path(_doc(), ("planes", "business", "switches", "spine", "platform"), platform)
     found = dict(_problems(doc))

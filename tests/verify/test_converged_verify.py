@@ -122,3 +122,20 @@ def test_validate_judges_each_vrf_session_from_napalms_answer():
     assert failed[0].observed.startswith("down")
     assert {r.observed for r in failed[1:]} == {"absent"}
     assert len(failed) == 1 + sum(1 for s in want.sessions if s[0] == "INBAND")
+
+
+@pytest.mark.parametrize("role", ["leaf", "spine"])
+def test_nxos_files_read_back_as_planned_and_a_wrong_tag_is_found(role):
+    from gpufabric.nos.nxos.verify import nxos_facts
+    from tests.vendor_variants import converged
+
+    plan = converged("nxos")["converged-nxos"]
+    device = next(d for d in plan.planes["business"].devices if d.role == role)
+    ctx = build(plan, device, LinkIndex(plan))
+    text = render_context(ctx)[f"{device.name}.cfg"]
+    assert [f for f in check_device(plan, ctx, nxos_facts(device.name, text, "x.cfg"))] == []
+    planted = text.replace("encapsulation dot1q 30", "encapsulation dot1q 31", 1).replace(
+        "bandwidth remaining percent 10", "bandwidth remaining percent 15", 1
+    )
+    found = {f.check for f in check_device(plan, ctx, nxos_facts(device.name, planted, "x.cfg"))}
+    assert found == {"carried-port", "carried-share"}
