@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpufabric.config.context import DeviceContext
+from gpufabric.platforms import platform
 from gpufabric.verify.facts import Fact, Finding, SwitchFacts
 
 
@@ -54,8 +55,8 @@ def check_carried(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
             if got is None or got.value != c.priority:
                 shown = f"-> {got.value}" if got else "unmapped"
                 yield _finding("carried-class", facts, got, f"{c.name} DSCP {dscp} -> priority {c.priority}", shown)
-        if c.bandwidth_percent is None:
-            continue
+        if c.bandwidth_percent is None or not platform(facts.platform).lossless_qos():
+            continue  # strict, or a platform with no scheduler to configure (Linux: classification only)
         share = facts.shares.get(c.priority)
         if share is None or share.value != c.bandwidth_percent:
             yield _finding(

@@ -142,7 +142,7 @@ def test_unknown_groups_and_lacp_hosts_are_refused():
     assert "routed host ports" in found["planes.business.host_links"]
 
 
-@pytest.mark.parametrize("platform", ["sonic", "frr"])
+@pytest.mark.parametrize("platform", ["sonic"])
 def test_a_platform_without_carried_planes_is_refused_at_the_role(platform):
     doc = set_path(_doc(), ("planes", "business", "switches", "spine", "platform"), platform)
     found = dict(_problems(doc))
@@ -153,3 +153,15 @@ def test_border_switches_need_no_carried_planes():
     doc = set_path(_doc(), ("planes", "business", "switches", "border", "platform"), "frr")
     plan = plan_doc(doc)
     assert {c.name for c in plan.planes["business"].carried} == {"storage", "inband"}
+
+
+def test_the_lab_refuses_a_converged_plane_at_its_field():
+    from gpufabric.fleet.lab.topology import as_frr
+    from gpufabric.intent import load_intent
+
+    with pytest.raises(IntentError) as caught:
+        as_frr(load_intent(str(EXAMPLE)))
+    problem = caught.value.problems[0]
+    assert problem.path == ("planes", "business", "carries")
+    assert "no VRF or 802.1Q devices" in problem.message
+    assert caught.value.line_of(problem.path) is not None

@@ -139,3 +139,45 @@ def test_nxos_files_read_back_as_planned_and_a_wrong_tag_is_found(role):
     )
     found = {f.check for f in check_device(plan, ctx, nxos_facts(device.name, planted, "x.cfg"))}
     assert found == {"carried-port", "carried-share"}
+
+
+def _frr_folder(tmp_path, role: str):  # type: ignore[no-untyped-def]
+    from tests.vendor_variants import converged
+
+    plan = converged("frr")["converged-frr"]
+    device = next(d for d in plan.planes["business"].devices if d.role == role)
+    ctx = build(plan, device, LinkIndex(plan))
+    for name, text in render_context(ctx).items():
+        (tmp_path / name).write_text(text)
+    return plan, ctx
+
+
+@pytest.mark.parametrize("role", ["leaf", "spine"])
+def test_frr_files_pass_vtysh_and_nft_and_read_back_as_planned(tmp_path, role):
+    import shutil
+    import subprocess
+
+    from gpufabric.nos.frr.verify import read_frr
+
+    plan, ctx = _frr_folder(tmp_path, role)
+    name = ctx.device.name
+    if shutil.which("vtysh") is not None:
+        conf = str(tmp_path / f"{name}.frr.conf")
+        done = subprocess.run(["vtysh", "-C", "-f", conf], check=False, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    facts = read_frr(name, tmp_path)
+    assert ctx.converged is not None
+    assert set(facts.subinterfaces) == {s.name for v in ctx.converged.vrfs for s in v.ports}
+    assert facts.dscp_map[16].value == facts.dscp_map[18].value == 2
+    assert list(check_device(plan, ctx, facts)) == []
+    interfaces = tmp_path / f"{name}.interfaces"
+    interfaces.write_text(interfaces.read_text().replace("    vrf INBAND\n", "    vrf STORAGE\n", 1))
+    conf = tmp_path / f"{name}.frr.conf"
+    conf.write_text(
+        re.sub(
+            r"(router bgp \d+ vrf STORAGE\n(?: .*\n)*?) neighbor \S+ remote-as \d+\n", r"\1", conf.read_text(), count=1
+        )
+    )
+    found = [f"{f.check}: {f.expected} / {f.found}" for f in check_device(plan, ctx, read_frr(name, tmp_path))]
+    assert any(f.startswith("carried-port:") and "vrf INBAND" in f and "vrf STORAGE" in f for f in found), found
+    assert any(f.startswith("carried-bgp:") and "missing" in f for f in found), found

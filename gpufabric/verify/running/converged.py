@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufabric.config.context import DeviceContext
+from gpufabric.platforms import platform
 from gpufabric.verify.running import qos_map
 from gpufabric.verify.running.results import CheckResult, result
 
@@ -30,7 +31,9 @@ def carried_planned(ctx: DeviceContext) -> CarriedPlanned | None:
         ports=tuple((s.name, v.vrf, s.vlan, s.address) for v in conv.vrfs for s in v.ports),
         sessions=tuple((v.vrf, n.key, n.peer, n.remote_asn) for v in conv.vrfs for n in v.neighbors),
         shares=tuple(
-            (c.name, c.priority, c.bandwidth_percent) for c in conv.classes if c.bandwidth_percent is not None
+            (c.name, c.priority, c.bandwidth_percent)
+            for c in conv.classes
+            if c.bandwidth_percent is not None and platform(ctx.device.platform).lossless_qos()
         ),
     )
 
