@@ -17,6 +17,7 @@ from gpufabric.intent.converged import CARRYING_ROLES
 from gpufabric.intent.model import QosProfile
 from gpufabric.plan.carried import CarriedPlan
 from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, ip
+from gpufabric.platforms import platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +107,10 @@ def converged(
     if not plane.carried or device.role not in CARRYING_ROLES:
         return None
     servers = _servers(plan)
+    spec = platform(device.platform)
     vrfs = []
     for c in plane.carried:
-        vrf = VrfContext(c.name, c.vrf, c.vlan)
+        vrf = VrfContext(c.name, spec.vrf_name(c.vrf), c.vlan)
         for p in ports:
             if p.kind == "host":
                 _host(vrf, c, p, servers)

@@ -309,6 +309,11 @@ class Platform:
         Default: it does not, and the intent check says so at the switch role's platform."""
         return f"gpufabric renders no VRFs on tagged subinterfaces for {self.facts.title}"
 
+    def vrf_name(self, name: str) -> str:
+        """How a carried plane's VRF (the intent's upper-case name, at most 12 characters) is named on this
+        platform. Default: as written."""
+        return name
+
     def lossless_qos(self) -> bool:
         """The configuration sets PFC, ECN queues and a scheduler (verify checks them). Default: yes."""
         return True

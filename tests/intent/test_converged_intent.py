@@ -142,11 +142,19 @@ def test_unknown_groups_and_lacp_hosts_are_refused():
     assert "routed host ports" in found["planes.business.host_links"]
 
 
-@pytest.mark.parametrize("platform", ["sonic"])
-def test_a_platform_without_carried_planes_is_refused_at_the_role(platform):
-    doc = set_path(_doc(), ("planes", "business", "switches", "spine", "platform"), platform)
+def test_a_platform_without_carried_planes_is_refused_at_the_role(monkeypatch):
+    """Every built-in platform renders carried planes; one that does not (a third party's, by the base class's
+    default) is refused at the role's platform."""
+    from gpufabric.platforms import platform
+    from gpufabric.platforms.spec import Platform
+
+    spec = platform("nxos")
+    monkeypatch.setattr(spec, "carried_planes_problem", lambda: Platform.carried_planes_problem(spec))
+    doc = set_path(_doc(), ("planes", "business", "switches", "spine", "platform"), "nxos")
     found = dict(_problems(doc))
-    assert "so this plane cannot carry storage, inband" in found["planes.business.switches.spine.platform"]
+    message = found["planes.business.switches.spine.platform"]
+    assert message.startswith("gpufabric renders no VRFs on tagged subinterfaces for Cisco")
+    assert message.endswith("so this plane cannot carry storage, inband")
 
 
 def test_border_switches_need_no_carried_planes():

@@ -181,3 +181,40 @@ def test_frr_files_pass_vtysh_and_nft_and_read_back_as_planned(tmp_path, role):
     found = [f"{f.check}: {f.expected} / {f.found}" for f in check_device(plan, ctx, read_frr(name, tmp_path))]
     assert any(f.startswith("carried-port:") and "vrf INBAND" in f and "vrf STORAGE" in f for f in found), found
     assert any(f.startswith("carried-bgp:") and "missing" in f for f in found), found
+
+
+def test_sonic_config_db_passes_sonic_yang_and_reads_back_as_planned():
+    import json
+
+    from gpufabric.nos.sonic.verify import configdb_facts
+    from tests.vendor_variants import converged
+
+    yang = pytest.importorskip("libyang")
+    del yang
+    from gpufabric.nos.sonic.yang import ConfigDbError, validate
+    from tests.conftest import SONIC_YANG
+
+    if not (SONIC_YANG / "sonic-vlan-sub-interface.yang").is_file():
+        pytest.skip(f"SONiC's YANG models are not in {SONIC_YANG}")
+    plan = converged("sonic")["converged-sonic"]
+    index = LinkIndex(plan)
+    for role in ("leaf", "spine"):
+        device = next(d for d in plan.planes["business"].devices if d.role == role)
+        ctx = build(plan, device, index)
+        files = render_context(ctx)
+        text = files[f"{device.name}.config_db.json"]
+        doc = json.loads(text)
+        validate(SONIC_YANG, doc)
+        assert set(doc["VRF"]) == {"Vrf_STORAGE", "Vrf_INBAND"}
+        facts = configdb_facts(device.name, text, "x.json")
+        from gpufabric.nos.frr.verify import bgp_facts
+        from gpufabric.verify.cli_text import parse
+
+        bgp_facts(facts, parse(files[f"{device.name}.frr.conf"].splitlines(), "ios"), "x.frr.conf")
+        assert facts.shares[2].value == 10 and facts.shares[3].value == 50 and facts.shares[0].value == 40
+        assert list(check_device(plan, ctx, facts)) == []
+    # the models refuse a subinterface in a VRF that does not exist
+    sub = next(k for k in doc["VLAN_SUB_INTERFACE"] if "|" not in k)
+    doc["VLAN_SUB_INTERFACE"][sub]["vrf_name"] = "Vrf_NONE"
+    with pytest.raises(ConfigDbError):
+        validate(SONIC_YANG, doc)
