@@ -83,3 +83,23 @@ def test_the_plan_export_and_summary_carry_the_carried_planes():
 def test_no_kubernetes_rail_takes_a_converged_nic_whole():
     plan = example_plan(INBAND)
     assert {r.plane.name for r in k8s_network.rails(plan)} == {"compute"}
+
+
+def test_the_structured_config_carries_the_vrfs_and_classes():
+    from gpufabric.config.context import LinkIndex, build
+    from gpufabric.export.structured import structured
+
+    plan = example_plan(INBAND)
+    index = LinkIndex(plan)
+    leaf = next(d for d in plan.planes["business"].devices if d.role == "leaf")
+    doc = structured(build(plan, leaf, index))
+    assert [v["vrf"] for v in doc["carried"]["vrfs"]] == ["STORAGE", "INBAND"]
+    assert doc["carried"]["classes"][1] == {
+        "name": "storage",
+        "priority": 3,
+        "dscp": [26],
+        "bandwidth_percent": 50,
+        "lossless": True,
+    }
+    border = next(d for d in plan.planes["business"].devices if d.role == "border")
+    assert "carried" not in structured(build(plan, border, index))
