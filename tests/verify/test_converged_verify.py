@@ -218,3 +218,22 @@ def test_sonic_config_db_passes_sonic_yang_and_reads_back_as_planned():
     doc["VLAN_SUB_INTERFACE"][sub]["vrf_name"] = "Vrf_NONE"
     with pytest.raises(ConfigDbError):
         validate(SONIC_YANG, doc)
+
+
+@pytest.mark.parametrize("release", ["5.11", "5.14", "5.15", "5.18"])
+def test_nvue_carried_planes_fit_each_release_and_a_misplaced_vrf_is_refused(release):
+    from gpufabric.nos.cumulus import judge as nvue
+    from tests.conftest import plan_doc
+
+    doc = yaml.safe_load(STORAGE.read_text()) | {"platforms": {"cumulus": {"release": release}}}
+    plan = plan_doc(doc, f"converged-{release}")
+    _, text = _rendered(plan, "leaf", "cumulus")
+    assert "vrf: STORAGE" in text
+    assert nvue.check(nvue.set_tree(text), release) == []
+    # the VRF where the other generation keeps it: under `ipv4` from 5.15, on the interface before
+    if release >= "5.15":
+        planted = re.sub(r"\n( +)vrf: STORAGE\n\1ipv4:\n", r"\n\1ipv4:\n\1  vrf: STORAGE\n", text, count=1)
+    else:
+        planted = re.sub(r"\n( +)ip:\n\1  vrf: STORAGE\n", r"\n\1vrf: STORAGE\n\1ip:\n", text, count=1)
+    assert planted != text
+    assert nvue.check(nvue.set_tree(planted), release) != []
