@@ -275,7 +275,8 @@ def _qos(facts: SwitchFacts, doc: _Doc) -> None:
 def _carried(facts: SwitchFacts, doc: _Doc) -> None:
     """Tagged subinterfaces in a VRF (`type: sub`: base interface, VLAN, the VRF under `ip` until 5.14 and on
     the interface from 5.15) and each VRF's BGP sessions but the default's."""
-    for port, spec in (doc.get("interface") or {}).items():
+    ports = doc.get("interface")
+    for port, spec in (ports if isinstance(ports, dict) else {}).items():  # a wrong shape: `interface`'s finding
         if not isinstance(spec, dict) or spec.get("type") != "sub" or "vlan" not in spec:
             continue
         ip = spec.get("ipv4") if "ipv4" in spec else spec.get("ip")
@@ -286,9 +287,11 @@ def _carried(facts: SwitchFacts, doc: _Doc) -> None:
         addresses = [str(a) for a in ip.get("address") or {}]
         value = (str(vrf), _int(spec["vlan"], "interface", port, "vlan"), addresses[0] if addresses else None)
         facts.subinterfaces[str(port)] = doc.fact(value, "interface", port)
-    for vrf, spec in (doc.get("vrf") or {}).items():
+    vrfs = doc.get("vrf")
+    for vrf, spec in (vrfs if isinstance(vrfs, dict) else {}).items():
         if vrf == "default" or not isinstance(spec, dict):
             continue
-        for key, n in (doc.get("vrf", vrf, "router", "bgp", "neighbor") or {}).items():
+        neighbors = doc.get("vrf", vrf, "router", "bgp", "neighbor")
+        for key, n in (neighbors if isinstance(neighbors, dict) else {}).items():
             if isinstance(n, dict) and "remote-as" in n:
                 facts.vrf_neighbors[f"{vrf} {key}"] = doc.fact_in(n["remote-as"], n, "remote-as")
