@@ -30,6 +30,7 @@ class SubPort:
     kind: str  # host | fabric
     peer: str
     address: str | None  # "a.b.c.d/31"; None: unnumbered (a fabric link of an unnumbered plane)
+    mtu: int = 9216  # its parent's: a subinterface is given it, never left at a platform's 1500 default
 
     @property
     def unnumbered(self) -> bool:
@@ -129,7 +130,7 @@ def _host(
     nic = nics[(p.peer, p.peer_port)]
     tagged = next(t for t in nic.carried if t.plane == c.name)
     address = f"{ip(tagged.gateway)}/{tagged.prefixlen}"
-    vrf.ports.append(SubPort(c.subinterface(p.name), p.name, c.vlan, "host", p.peer, address))
+    vrf.ports.append(SubPort(c.subinterface(p.name), p.name, c.vlan, "host", p.peer, address, p.mtu))
     vrf.networks.append(f"{ip(tagged.address & ~1)}/{tagged.prefixlen}")
 
 
@@ -137,11 +138,11 @@ def _fabric(vrf: VrfContext, c: CarriedPlan, p: Port, peer: Device) -> None:
     assert peer.asn is not None
     name = c.subinterface(p.name)
     if p.unnumbered or p.address is None or c.p2p_offset is None:
-        vrf.ports.append(SubPort(name, p.name, c.vlan, "fabric", p.peer, None))
+        vrf.ports.append(SubPort(name, p.name, c.vlan, "fabric", p.peer, None, p.mtu))
         vrf.neighbors.append(Neighbor(p.peer, peer.asn, "fabric", interface=name))
         return
     mine = c.p2p_address(_int(p.address.split("/")[0]))
-    vrf.ports.append(SubPort(name, p.name, c.vlan, "fabric", p.peer, f"{ip(mine)}/31"))
+    vrf.ports.append(SubPort(name, p.name, c.vlan, "fabric", p.peer, f"{ip(mine)}/31", p.mtu))
     vrf.neighbors.append(Neighbor(p.peer, peer.asn, "fabric", address=ip(mine ^ 1)))
 
 

@@ -103,3 +103,47 @@ def test_the_structured_config_carries_the_vrfs_and_classes():
     }
     border = next(d for d in plan.planes["business"].devices if d.role == "border")
     assert "carried" not in structured(build(plan, border, index))
+
+
+def test_anta_checks_each_carried_vrf_session_on_a_converged_eos_switch() -> None:
+    """ANTA's own VerifyBGPPeerSession, on `show bgp neighbors vrf all` answers written in EOS's JSON form: every
+    planned session of each VRF established passes; one STORAGE session down, or absent, fails."""
+    import asyncio
+
+    from anta.device import AsyncEOSDevice
+    from anta.tests.routing.bgp import VerifyBGPPeerSession
+
+    from gpufabric.export import anta
+
+    plan = example_plan(INBAND)
+    catalog = anta.catalogs(plan)["ns-leaf1a"]
+    section = catalog["anta.tests.routing"]["bgp"]
+    inputs = next(e["VerifyBGPPeerSession"] for e in section if "VerifyBGPPeerSession" in e)
+    by_vrf: dict[str, list[str]] = {}
+    for p in inputs["bgp_peers"]:
+        by_vrf.setdefault(p["vrf"], []).append(p["peer_address"])
+    assert set(by_vrf) == {"default", "STORAGE", "INBAND"} and len(by_vrf["STORAGE"]) == 6
+
+    def answer(down: str | None, drop_vrf: str | None = None) -> dict[str, object]:
+        peer = {"establishedTime": 3600, "peerTcpInfo": {"inputQueueLength": 0, "outputQueueLength": 0}}
+        return {
+            "vrfs": {
+                vrf: {
+                    "peerList": [
+                        {**peer, "peerAddress": a, "state": "Active" if a == down else "Established"} for a in addrs
+                    ]
+                }
+                for vrf, addrs in by_vrf.items()
+                if vrf != drop_vrf
+            }
+        }
+
+    def run(eos: dict[str, object]) -> object:
+        device = AsyncEOSDevice(host="127.0.0.1", username="u", password="p", name="ns-leaf1a")
+        test = VerifyBGPPeerSession(device, inputs=inputs, eos_data=[eos])
+        asyncio.run(test.test())
+        return test.result
+
+    assert run(answer(None)).result == "success"
+    assert run(answer(by_vrf["STORAGE"][0])).result == "failure"
+    assert run(answer(None, drop_vrf="INBAND")).result == "failure"

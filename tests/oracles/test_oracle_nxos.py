@@ -159,6 +159,8 @@ def _carried(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
     subs = [(s, v.vrf) for v in conv.vrfs for s in v.ports] if conv else []
     same("subinterface VRFs", members, {s.name: vrf for s, vrf in subs})
     same("subinterface tags", tags, {s.name: s.vlan for s, _ in subs})
+    mtus = {i["name"]: i.get("mtu") for i in got["interfaces"] or [] if "." in i["name"]}
+    same("subinterface MTUs", mtus, {s.name: str(s.mtu) for s, _ in subs})
     by_vrf = {v["vrf"]: v for v in (got["bgp_global"] or {}).get("vrfs", [])}
     families = {a["vrf"]: a for a in (got["bgp_address_family"] or {}).get("address_family", []) if "vrf" in a}
     same("BGP VRFs", set(by_vrf), {v.vrf for v in conv.vrfs} if conv else set())

@@ -196,7 +196,7 @@ def _subinterfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     out: Tree = {}
     for vrf in ctx.converged.vrfs:
         for sub in vrf.ports:
-            port: Tree = {"type": "sub", "base-interface": sub.parent, "vlan": sub.vlan}
+            port: Tree = {"type": "sub", "base-interface": sub.parent, "vlan": sub.vlan, "link": {"mtu": sub.mtu}}
             port["description"] = f"{vrf.plane} {sub.kind}: {sub.peer}"
             addr: Tree = {"address": {sub.address: {}}} if sub.address else {}
             if nv.states:

@@ -166,6 +166,7 @@ def _carried(ctx: DeviceContext, sc: SC) -> None:
                 {
                     "name": sub.name,
                     "description": f"{v.plane} {sub.kind}: {sub.peer}",
+                    "mtu": sub.mtu,
                     "shutdown": False,
                     "encapsulation_dot1q": {"vlan": sub.vlan},
                     "vrf": v.vrf,
