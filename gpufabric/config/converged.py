@@ -101,7 +101,7 @@ def _servers(plan: Plan) -> tuple[dict[tuple[str, str], HostNic], dict[str, str]
 
 
 def converged(
-    plan: Plan, device: Device, ports: list[Port], roles: dict[str, Device], ecmp_profile: QosProfile | None
+    plan: Plan, device: Device, ports: list[Port], roles: dict[str, Device], profile: QosProfile | None
 ) -> Converged | None:
     """The carried planes of a switch of a converged plane; None elsewhere (and on its border leaves)."""
     plane: PlanePlan = plan.planes[device.plane]
@@ -118,7 +118,7 @@ def converged(
             elif p.kind == "fabric" and (peer := roles.get(p.peer)) is not None and peer.role in CARRYING_ROLES:
                 _fabric(vrf, c, p, peer)
         vrfs.append(vrf)
-    return Converged(vrfs, traffic_classes(plane.carried, ecmp_profile))
+    return Converged(vrfs, traffic_classes(plane.carried, profile))
 
 
 def _host(
