@@ -23,9 +23,14 @@ from tests.conftest import INVENTORY, SONIC_YANG, plan_doc
 PLATFORMS = ["cumulus", "eos", "nxos", "sonic", "frr"]
 
 
-def _plan(os: str, lossless: bool) -> Plan:
+def _plan(os: str, lossless: bool, unnumbered: bool = False) -> Plan:
     doc = yaml.safe_load((INVENTORY / "examples" / "converged-inband.yml").read_text())
     business = doc["planes"]["business"]
+    if unnumbered:  # BGP unnumbered in every VRF too (RFC 5549 over each subinterface's link-local address)
+        business["routing"]["addressing"] = "unnumbered"
+        del business["addressing"]["p2p"]
+        for carried in business["carries"].values():
+            del carried["p2p"]
     if not lossless:  # no RoCE on the fabric: storage becomes a lossy class of its own
         business["carries_roce"] = False
         del business["qos"]
@@ -40,7 +45,7 @@ def _plan(os: str, lossless: bool) -> Plan:
             "port_speed": "800G",
             "downlink_speed": "400G",
         }
-    return plan_doc(doc, f"converged-{os}-{'lossless' if lossless else 'lossy'}")
+    return plan_doc(doc, f"converged-{os}-{'lossless' if lossless else 'lossy'}{'-unnumbered' if unnumbered else ''}")
 
 
 def _judge(os: str, ctx: Any, files: dict[str, str], tmp: Path) -> list[str]:
@@ -75,10 +80,19 @@ def _judge(os: str, ctx: Any, files: dict[str, str], tmp: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("lossless", [True, False], ids=["lossless", "lossy"])
-@pytest.mark.parametrize("os", PLATFORMS)
-def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_back(os, lossless, tmp_path):
-    plan = _plan(os, lossless)
+CASES = [(os, lossless, False) for os in PLATFORMS for lossless in (True, False)]
+CASES += [(os, True, True) for os in ("cumulus", "sonic", "frr")]  # the platforms that peer unnumbered
+
+
+@pytest.mark.parametrize(
+    ("os", "lossless", "unnumbered"),
+    CASES,
+    ids=[f"{os}-{'lossless' if ll else 'lossy'}{'-unnumbered' if un else ''}" for os, ll, un in CASES],
+)
+def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_back(
+    os, lossless, unnumbered, tmp_path
+):
+    plan = _plan(os, lossless, unnumbered)
     index = LinkIndex(plan)
     judged = 0
     for device in plan.planes["business"].devices:
@@ -96,5 +110,8 @@ def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_
         classes = {c.name: c.priority for c in ctx.converged.classes}
         assert classes["storage"] == (3 if lossless else 4) and classes["inband"] == 2
         assert facts.dscp_map[16].value == 2 and (lossless or facts.dscp_map[10].value == 4)
+        if unnumbered:  # every fabric session of a VRF by interface, none by address
+            fabric = [n for v in ctx.converged.vrfs for n in v.neighbors]
+            assert fabric and all(n.interface and n.address is None for n in fabric)
         judged += 1
     assert judged == 6  # 4 leaves and 2 spines
