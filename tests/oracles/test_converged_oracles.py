@@ -77,6 +77,11 @@ def _judge(os: str, ctx: Any, files: dict[str, str], tmp: Path) -> list[str]:
         conf = tmp / f"{name}.frr.conf"
         done = subprocess.run(["vtysh", "-C", "-f", str(conf)], check=False, capture_output=True, text=True)
         found += [done.stdout + done.stderr] if done.returncode else []
+    if os == "frr" and shutil.which("nft") is not None:  # the classes and the business filter, by nftables' parser
+        done = subprocess.run(
+            ["nft", "-c", "-f", str(tmp / f"{name}.nft")], check=False, capture_output=True, text=True
+        )
+        found += [done.stdout + done.stderr] if done.returncode else []
     return found
 
 
