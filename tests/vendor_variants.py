@@ -37,3 +37,19 @@ def variants(platform: str) -> dict[str, Plan]:
         f"all-{platform}-{route}": plan_doc(one_platform(platform, route), f"all-{platform}-{route}")
         for route in ("originate", "from-edge")
     }
+
+
+CONVERGED = INVENTORY / "examples" / "converged-inband.yml"
+
+
+def converged(platform: str) -> dict[str, Plan]:
+    """The converged example (storage and in-band management carried on the business fabric) with its leaves
+    and spines on one platform: every carried-plane line of that platform, on both roles."""
+    doc = yaml.safe_load(CONVERGED.read_text())
+    for role in ("leaf", "spine"):
+        doc["planes"]["business"]["switches"][role]["platform"] = platform
+    if platform == "sonic":  # SKUs gpufabric knows for SONiC: Spectrum-3 leaves, Spectrum-4 spines split 2x400G
+        switches = doc["planes"]["business"]["switches"]
+        switches["leaf"] |= {"model": "SN4700", "ports": 32, "port_speed": "400G"}
+        switches["spine"] |= {"model": "SN5600", "ports": 64, "port_speed": "800G", "downlink_speed": "400G"}
+    return {f"converged-{platform}": plan_doc(doc, f"converged-{platform}")}

@@ -109,8 +109,10 @@ def _table(plan: Plan, doc: dict) -> Table:
         switches = ", ".join(f"{n} {r}" for r, n in p["switches"].items())
         links = ", ".join(f"{n} {k}" for k, n in p["links"].items())
         over = "\n".join(f"{tier}: {_ratio(v)}" for tier, v in p["oversubscription"].items()) or "-"
+        # A converged plane's row names the planes its switches carry (their switches are its own).
+        carried = "".join(f"\n+ {c['plane']}, VLAN {c['vlan']}" for c in p.get("carries", []))
         t.add_row(
-            name,
+            name + carried,
             f"{p['topology']}, {p['tiers']} tier{'s' if p['tiers'] > 1 else ''}"
             + (f", {p['sizing']['planes']} planes" if "planes" in p.get("sizing", {}) else ""),
             switches,

@@ -58,7 +58,9 @@ def validate_cmd(
     port sees the planned peer and port); interface (planned ports up with the planned MTU);
     ecmp-width (the planned number of paths to every remote loopback); qos-contract (RoCE and
     CNP DSCP classified to their priorities in the running config); oob-isolation (no data route
-    into the management subnet, none out of the management port). With --counter-window:
+    into the management subnet, none out of the management port); on a converged plane's switch
+    carried-port, carried-bgp-config, carried-share and carried-bgp-session (each carried plane's
+    subinterfaces, VRF sessions and class shares). With --counter-window:
     link-flaps, port-errors, port-discards and pfc-pause over that window, per planned port.
 
     Each result has a check id, device, item, expected, observed and verdict.

@@ -45,7 +45,9 @@ def verify_cmd(
     Checks per switch: hostname; BGP ASN, every planned neighbour with the peer's ASN and no
     other, ECMP width and multipath-relax; MTU and /31 of every port; on planes that carry
     RoCE the DSCP map, PFC priority, CNP strict queue, ECN thresholds, PFC watchdog and the
-    policy on every fabric and host port; no OOB route or session toward a data plane;
+    policy on every fabric and host port; a converged plane's carried planes (each subinterface's
+    VRF, tag and address, each VRF session, each class's DSCP values and share); no OOB route or
+    session toward a data plane;
     passwords hashed and communities referenced. Per link: both ends agree on MTU, /31 and ASN.
     Where installed, the vendors' own models judge every line too: NVIDIA's NVUE object model
     (nvueschema) each Cumulus file, Arista's AVD (pyavd) each EOS file; the summary says which

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpufabric.config.context_types import Neighbor, Port
+from gpufabric.config.converged import Converged, converged
 from gpufabric.config.headroom import LosslessBuffer, lossless_buffer
 from gpufabric.config.mlag import Mlag, mlag, peer_session
 from gpufabric.config.policy import Acl, BorderRouting, border_routing, business_acl
@@ -42,6 +43,8 @@ class DeviceContext:
     bfd: Bfd | None = None
     # (keepalive, hold) in seconds when the plane sets them; None: the platform's defaults, nothing rendered.
     bgp_timers: tuple[int, int] | None = None
+    # The logical planes a converged plane's switch carries (VRFs, tagged subinterfaces, classes); None elsewhere.
+    converged: Converged | None = None
 
     @property
     def cable_metres(self) -> int:
@@ -113,6 +116,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         cable_length=plane.cable_length,
         bfd=routing.bfd if routing is not None and routing.bfd.enabled else None,
         bgp_timers=(routing.keepalive, routing.hold) if routing and routing.keepalive and routing.hold else None,
+        converged=converged(plan, device, ports, index.devices, profile),
     )
 
 

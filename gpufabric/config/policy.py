@@ -43,7 +43,8 @@ class BorderRouting:
 
 
 def protected_prefixes(plan: Plan) -> list[str]:
-    return [str(net) for path, net in address_pools(plan.intent) if path[1] != "business"]
+    # every plane's pools but the business plane's own, the pools of the planes it carries included
+    return [str(net) for path, net in address_pools(plan.intent) if path[1] != "business" or "carries" in path]
 
 
 def business_acl(plan: Plan, device: Device, ports: list[Port]) -> Acl | None:
@@ -56,7 +57,8 @@ def business_acl(plan: Plan, device: Device, ports: list[Port]) -> Acl | None:
         protected=protected_prefixes(plan),
         api_prefixes=[str(p) for p in border.api_prefixes] if border else [],
         api_ports=list(border.api_ports) if border else [],
-        host_ports=[p.name for p in ports if p.kind == "host"],
+        # a host port with neither an address nor a bond carries only tagged planes (`native: false`): no ACL
+        host_ports=[p.name for p in ports if p.kind == "host" and (p.address or p.bond is not None)],
         edge_ports=[p.name for p in ports if p.kind == "edge"],
         business_hosts=str(a.hosts),
     )

@@ -81,6 +81,7 @@ def variables(ctx: DeviceContext) -> dict[str, object]:
         "breakouts": breakouts(ctx),
         "bfd": ctx.bfd,
         "bgp_timers": ctx.bgp_timers,
+        "converged": ctx.converged,
     }
 
 

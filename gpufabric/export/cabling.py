@@ -6,6 +6,7 @@ import csv
 import io
 
 from gpufabric import media
+from gpufabric.plan.converged import link_carries
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Plan, cable_label, link_length
 from gpufabric.plan.multiplane import parts
@@ -32,12 +33,19 @@ def cable_labels(plan: Plan) -> dict[tuple[str, str], str]:
 def render(plan: Plan) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(HEADER)
+    # A converged plane's cables carry its logical planes as tags: a `carries` column says which (only in a
+    # plan that has carried planes, so every other plan's CSV stays as it was).
+    converged = any(p.carried for p in plan.planes.values())
+    w.writerow([*HEADER, "carries"] if converged else HEADER)
+    groups = {s.name: s.group for s in plan.servers} if converged else {}
     for name, plane in [part for n, p in plan.planes.items() for part in parts(n, p)]:
         roles = {d.name: d.role for d in plane.devices}
         for link in plane.links:
             length = link_length(plane, link, roles)
             medium = media.choose(link.speed, length) if length is not None else None
+            tags = (
+                [" ".join(f"{c.name}:{c.vlan}" for c in link_carries(plane, link, roles, groups))] if converged else []
+            )
             w.writerow(
                 [
                     cable_id(plane.prefix, link.number),
@@ -50,6 +58,7 @@ def render(plan: Plan) -> str:
                     f"{link.speed}G",
                     medium.name if medium is not None else "",
                     "" if length is None else length,
+                    *tags,
                 ]
             )
     if plan.infiniband is not None:

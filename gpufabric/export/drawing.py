@@ -15,6 +15,7 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 
+from gpufabric.plan.converged import describe
 from gpufabric.plan.model import Device, Plan, PlanePlan
 
 TIER_RANK = {"superspine": 0, "spine": 1, "border": 2, "leaf": 2, "mgmt": 2}
@@ -175,6 +176,8 @@ def plane_dot(plan: Plan, plane: PlanePlan, added: Added | None = None) -> str:
         new_devices = sum(1 for d in plane.devices if d.name in added.names)
         cables = sum(new_edges.values())
         legend += NL + f"green: what this change adds or moves ({new_devices} switches, {cables} cables)"
+    if plane.carried:  # one fabric, several planes: say which ride it, and how
+        legend += NL + "carries " + ", ".join(describe(c) for c in plane.carried)
     title = f"{plan.intent.fabric.name}: {plane.name} ({plane.topology}){legend}"
     lines = [
         f"graph {_q(plane.name)} {{",

@@ -12,6 +12,8 @@ from typing import Any
 
 from gpufabric.export.plan_json import nic_dict
 from gpufabric.export.yaml_out import UnsafeText, dump_yaml
+from gpufabric.intent.converged import CARRYING_ROLES
+from gpufabric.plan.converged import carried_record
 from gpufabric.plan.infiniband import IB_MTU, IbPlan
 from gpufabric.plan.model import LACP_BOND, Device, HostNic, Plan, Server, ip
 
@@ -46,6 +48,8 @@ def plane_facts(plan: Plan) -> dict[str, dict[str, Any]]:
         if plane.qos is not None:
             profile = plan.intent.qos_profiles[plane.qos]
             entry["qos"] = profile.model_dump() | {"name": plane.qos, "host_tos": profile.host_tos}
+        if plane.carried:
+            entry["carries"] = [carried_record(c) for c in plane.carried]
         facts[name] = entry
     return facts
 
@@ -62,7 +66,7 @@ def _switch(plan: Plan, d: Device) -> InventoryHost:
     index = plan.planes[d.plane].plane_of.get(d.name)  # plane k of a compute plane built as several
     if index is not None:
         groups.append(f"{d.plane}_p{index}")
-    data = {
+    data: dict[str, Any] = {
         "plane": d.plane,
         "role": d.role,
         "platform": d.platform,
@@ -78,6 +82,10 @@ def _switch(plan: Plan, d: Device) -> InventoryHost:
     }
     if index is not None:
         data["fabric_plane"] = index
+    carried = plan.planes[d.plane].carried if d.role in CARRYING_ROLES else []
+    if carried:  # the VRFs this switch holds for a converged plane's carried planes
+        data["carries"] = [{"plane": c.name, "vrf": c.vrf, "vlan": c.vlan} for c in carried]
+        groups += [f"carries_{c.name}" for c in carried]
     return InventoryHost(d.name, d.platform, ip(d.mgmt_ip), groups, data)
 
 

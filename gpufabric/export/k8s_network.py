@@ -117,6 +117,10 @@ def rails(plan: Plan) -> list[Rail]:
         # A bonded plane (host_links: lacp) has no rail a pod could take alone: its RDMA stays the host's.
         if not plane.carries_roce or _host_links(plan, plane.name) != "routed":
             continue
+        # A converged plane's NIC carries the host's tagged planes too: a pod taking it whole would cut the host
+        # off them. Its carried planes stay the host's (docs/kubernetes.md).
+        if plane.carried:
+            continue
         by_number: dict[tuple[int, int], Rail] = {}
         for server in plan.servers:
             for nic in server.nics:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpufabric.export.bom import PlaneBom, ib_transceivers, plane_bom
 from gpufabric.outputs import json_dumps
+from gpufabric.plan.converged import carried_record
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, cable_label, ip
 from gpufabric.plan.reach import rail_reach
@@ -55,6 +56,7 @@ def plane_summary(plane: PlanePlan, bom: PlaneBom | None = None) -> dict[str, An
         "transceivers": bom.transceiver_total,
         "cables": bom.cable_total,
         **_reach(plane),
+        **({"carries": [carried_record(c) for c in plane.carried]} if plane.carried else {}),
     }
 
 
@@ -166,7 +168,32 @@ def nic_dict(n: HostNic) -> dict[str, Any]:
         "leaf": n.leaf,
         "leaf_port": n.leaf_port,
         "bond": n.bond,
+        **carried_dict(n),
     }
+
+
+def carried_dict(n: HostNic) -> dict[str, Any]:
+    """A NIC on a converged plane: its tagged subinterfaces (`vlans`), and no untagged address when it carries
+    none of the plane's own traffic. Nothing for any other NIC, whose entry stays as it was."""
+    if not n.carried and n.native:
+        return {}
+    out: dict[str, Any] = {
+        "vlans": [
+            {
+                "plane": c.plane,
+                "vrf": c.vrf,
+                "vlan": c.vlan,
+                "interface": c.interface,
+                "address": ip(c.address),
+                "prefixlen": c.prefixlen,
+                "gateway": ip(c.gateway),
+            }
+            for c in n.carried
+        ]
+    }
+    if not n.native:
+        out |= {"address": None, "prefixlen": None, "gateway": None}
+    return out
 
 
 def server_dict(s: Server) -> dict[str, Any]:
@@ -214,6 +241,8 @@ def full(plan: Plan) -> dict[str, Any]:
         }
         if plane.plane_of:  # a compute plane built as several planes: each switch's plane
             doc["planes"][name]["plane_of"] = dict(plane.plane_of)
+        if plane.carried:
+            doc["planes"][name]["carries"] = [carried_record(c) for c in plane.carried]
     doc["servers"] = [server_dict(s) for s in plan.servers]
     if plan.intent.site is not None or plan.places:
         _placed(plan, doc)

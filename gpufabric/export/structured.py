@@ -60,6 +60,8 @@ def structured(ctx: DeviceContext) -> dict[str, Any]:
         "mlag": asdict(ctx.mlag) if ctx.mlag else None,
         "acl": asdict(ctx.acl) if ctx.acl else None,
         "border": asdict(ctx.border) if ctx.border else None,
+        # a converged plane's switch: its carried planes' VRFs (subinterfaces, sessions, networks) and classes
+        **({"carried": asdict(ctx.converged)} if ctx.converged else {}),
     }
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from gpufabric.intent.converged import CarriedName, CarriedPlane
 from gpufabric.intent.types import (
     DATA_PLANES,
     NAME_PATTERN,
@@ -71,6 +72,12 @@ class NicSet(Model):
     bond: InterfaceName = Field(
         "bond0",
         description="Bond interface name, used only when the plane's `host_links` is `lacp`.",
+    )
+    native: bool = Field(
+        True,
+        description="Whether these NICs carry the plane's own traffic (untagged, with an address of "
+        "`addressing.hosts`). `false` on a converged plane (`carries`) for hosts that join only carried planes, "
+        "such as storage servers on a business fabric: their ports then have no untagged address at all.",
     )
 
 
@@ -383,6 +390,12 @@ class DataPlane(Model):
         None,
         description="Compute plane only: build it as several independent planes, each NIC port on one. "
         "Omitted: one plane.",
+    )
+    carries: dict[CarriedName, CarriedPlane] | None = Field(
+        None,
+        description="Converged north-south (storage or business plane): logical planes these switches carry "
+        "beside the plane's own traffic, each in its own VRF and 802.1Q tag, with its own pools and traffic "
+        "class. The plane's own traffic keeps the default VRF, the untagged ports and the border.",
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Network
 from string import Formatter
 
+from gpufabric.intent.converged_rules import converged_rules
 from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
@@ -82,6 +83,7 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _snmp_location_text(intent)
     problems += _qos_profile_names(intent)
     problems += export_rules(intent)
+    problems += converged_rules(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
     return problems
@@ -839,6 +841,10 @@ def address_pools(intent: Intent) -> list[tuple[Path, IPv4Network]]:
                 pools.append((("planes", name, "addressing", key), net))
         if plane.border is not None:
             pools.append((("planes", name, "border", "edge_p2p"), plane.border.edge_p2p))
+        for carried, logical in (plane.carries or {}).items():
+            for key in ("hosts", "p2p"):
+                if (net := getattr(logical, key)) is not None:
+                    pools.append((("planes", name, "carries", carried, key), net))
     if intent.infiniband is not None and intent.infiniband.ipoib is not None:
         pools.append((("planes", "compute", "ipoib", "subnet"), intent.infiniband.ipoib.subnet))
     if intent.planes.oob is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from gpufabric.intent.model import Intent
 
 if TYPE_CHECKING:
+    from gpufabric.plan.carried import CarriedNic, CarriedPlan
     from gpufabric.plan.infiniband import IbPlan
 
 
@@ -106,6 +107,8 @@ class HostNic:
     prefixlen: int
     gateway: int
     bond: str | None = None
+    carried: tuple[CarriedNic, ...] = ()  # its tagged subinterfaces in the plane's carried planes
+    native: bool = True  # False: no untagged address (a host on a converged plane's carried planes only)
 
 
 @dataclass(slots=True)
@@ -180,6 +183,7 @@ class PlanePlan:
     # A compute plane built as several planes (`multiplane`): switch name -> its plane, 1-based
     # (gpufabric/plan/multiplane.py). Empty on a single plane.
     plane_of: dict[str, int] = field(default_factory=dict)
+    carried: list[CarriedPlan] = field(default_factory=list)  # logical planes on these switches (`carries`)
 
     def count_by_role(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -11,6 +11,7 @@ from gpufabric.intent.errors import Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
 from gpufabric.intent.rules import server_names
+from gpufabric.plan.converged import attach as attach_carried
 from gpufabric.plan.fabric import PlaneBuilder
 from gpufabric.plan.growth import at_build_out, installed
 from gpufabric.plan.infiniband import IbPlan, located, management_ports, plan_infiniband
@@ -88,6 +89,8 @@ def _build_for(loaded: LoadedIntent, intent: Intent, others: list[ManagementPort
         name: single[name].build() if name in single else join_planes(name, [b.build() for b in several[name]], p)
         for name, p in intent.data_planes()
     }
+    for built in planes.values():
+        attach_carried(intent, built, servers)
     if intent.planes.oob is not None:
         switches = [d for p in planes.values() for d in p.devices]
         endpoints = len(switches) + sum(1 for s in servers if s.mgmt_interface) + len(others)

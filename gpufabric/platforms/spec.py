@@ -303,6 +303,17 @@ class Platform:
         intent check reports at the role's model; None: it renders one. Default: None."""
         return None
 
+    def carried_planes_problem(self) -> str | None:
+        """Why a switch of this platform cannot carry logical planes (a converged plane's `carries`: VRFs on
+        802.1Q subinterfaces, BGP per VRF, a class per plane in the scheduler), or None when it renders them.
+        Default: it does not, and the intent check says so at the switch role's platform."""
+        return f"gpufabric renders no VRFs on tagged subinterfaces for {self.facts.title}"
+
+    def vrf_name(self, name: str) -> str:
+        """How a carried plane's VRF (the intent's upper-case name, at most 12 characters) is named on this
+        platform. Default: as written."""
+        return name
+
     def lossless_qos(self) -> bool:
         """The configuration sets PFC, ECN queues and a scheduler (verify checks them). Default: yes."""
         return True

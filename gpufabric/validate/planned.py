@@ -8,6 +8,7 @@ from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.verify.running.checks import Planned
+from gpufabric.verify.running.converged import carried_planned
 
 
 def planned(
@@ -54,5 +55,6 @@ def planned(
             ),
             bgp_timers=ctx.bgp_timers,
             release=plan.intent.release(d.platform),
+            carried=carried_planned(ctx),
         )
     return out

@@ -16,6 +16,7 @@ from gpufabric.intent.model import QosProfile
 from gpufabric.intent.rules import address_pools
 from gpufabric.plan.model import Device, Link, Plan, ip
 from gpufabric.platforms import LosslessBuffers, platform
+from gpufabric.verify.converged import check_carried
 from gpufabric.verify.facts import Fact, Finding, LinkEnd, Row, SwitchFacts
 
 # A host's IP MTU plus Ethernet and 802.1Q headers must fit the leaf port's MTU.
@@ -49,6 +50,7 @@ def check_device(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator
     yield from _load_balancing(ctx, facts)
     if ctx.qos is not None:
         yield from _qos(ctx, ctx.qos, facts)
+    yield from check_carried(ctx, facts)
     if d.plane == "oob":
         yield from _oob(plan, facts)
     yield from _secrets(d, facts)

@@ -92,6 +92,11 @@ class SwitchFacts:
     bfd: dict[str, Fact] = field(default_factory=dict)
     bgp_timers: Fact | None = None  # (keepalive, hold) in seconds, when the text sets them
     routes: list[Fact] = field(default_factory=list)  # (vrf or None, prefix) static routes
+    # A converged plane's carried planes: tagged subinterface -> (VRF, VLAN, address or None); "VRF key" -> the
+    # remote ASN of a BGP session in a VRF other than the default; traffic class -> its guaranteed bandwidth percent.
+    subinterfaces: dict[str, Fact] = field(default_factory=dict)
+    vrf_neighbors: dict[str, Fact] = field(default_factory=dict)
+    shares: dict[int, Fact] = field(default_factory=dict)
     secrets: list[Fact] = field(default_factory=list)  # lines that would carry a password or community
     problems: list[Finding] = field(default_factory=list)  # the text did not parse as expected
     # Where a section starts ("qos", "bgp", "interface NAME"): a finding about something

@@ -130,7 +130,7 @@ def _expected_rails(plan: Plan) -> dict[str, set[tuple[str, str, str]]]:
     for server in plan.servers:
         for nic in server.nics:
             plane = plan.planes[nic.plane]
-            if not plane.carries_roce:
+            if not plane.carries_roce or plane.carried:  # a converged plane's NIC stays the host's
                 continue
             net = ipaddress.ip_network(f"{ip(nic.address)}/{nic.prefixlen}", strict=False)
             leaf = plan.device(nic.leaf)

@@ -52,7 +52,7 @@ def _rail_nics(plan: Plan) -> dict[str, dict[str, str]]:
     for server in plan.servers:
         for nic in server.nics:
             plane = plan.planes[nic.plane]
-            if plane.carries_roce:
+            if plane.carries_roce and not plane.carried:  # a converged plane's NIC stays the host's
                 index = plane.plane_of.get(nic.leaf)  # plane k of a multi-plane compute plane: a resource each
                 part = f"{nic.plane}_p{index}" if index else nic.plane
                 out.setdefault(server.name, {})[f"{part}_rail{nic.rail}"] = nic.interface

@@ -30,6 +30,8 @@ RESOURCES = {
     "ntp_global": ("Ntp_globalFacts", r"^ntp"),
     "logging_global": ("Logging_globalFacts", r"^logging"),
     "snmp_server": ("Snmp_serverFacts", r"^snmp-server"),
+    "vrf_global": ("Vrf_globalFacts", r"^vrf"),
+    "vrf_interfaces": ("Vrf_interfacesFacts", r"^interface"),
 }
 
 

@@ -20,14 +20,14 @@ from gpufabric.config.render import render_context
 from gpufabric.plan.model import Plan, ip
 from tests.conftest import ALL_INTENTS, example_plan
 from tests.oracles import nxos
-from tests.vendor_variants import variants
+from tests.vendor_variants import converged, variants
 
 
 def _plans() -> dict[str, Plan]:
     # Planned once per test process, shared with the other files' per-example tests (conftest).
     plans = {p.stem: example_plan(p) for p in ALL_INTENTS if "32k" not in p.name}
     plans = {k: v for k, v in plans.items() if any(d.platform == "nxos" for d in v.devices())}
-    return plans | variants("nxos")
+    return plans | variants("nxos") | converged("nxos")
 
 
 PLANS = _plans()
@@ -44,6 +44,8 @@ def _expected_l3(ctx: DeviceContext) -> dict[str, str]:
         out[f"Vlan{ctx.mlag.vlan}"] = ctx.mlag.svi
         if ctx.mlag.l3_vlan:
             out[f"Vlan{ctx.mlag.l3_vlan}"] = ctx.mlag.l3_local
+    for v in ctx.converged.vrfs if ctx.converged else []:
+        out |= {sub.name: sub.address for sub in v.ports if sub.address}
     return out
 
 
@@ -94,6 +96,7 @@ def _problems(ctx: DeviceContext, text: str) -> list[str]:
             denied = {a["destination"].get("prefix") for a in aces if a["grant"] == "deny" and a["protocol"] == "ip"}
             same(f"{name} protects", denied, set(ctx.acl.protected))
     _bgp(ctx, got, same)
+    _carried(ctx, got, same)
     _routes(ctx, got, same)
     _services(ctx, got, same)
     return problems
@@ -123,7 +126,7 @@ def _bgp(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
     same("multipath-relax", g["bestpath"]["as_path"]["multipath_relax"], True)
     sessions = {n["neighbor_address"]: (n["remote_as"], n["description"]) for n in g["neighbors"]}
     same("neighbors", sessions, {n.address: (str(n.remote_asn), n.peer) for n in ctx.neighbors})
-    af = got["bgp_address_family"]["address_family"][0]
+    af = next(a for a in got["bgp_address_family"]["address_family"] if "vrf" not in a)
     same("networks", sorted(n["prefix"] for n in af["networks"]), sorted(ctx.networks))
     same("maximum-paths", af["maximum_paths"]["parallel_paths"], ctx.ecmp)
     per_neighbor = {
@@ -143,6 +146,33 @@ def _bgp(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
         same("EDGE-IN", [e["prefix"] for e in lists.get("EDGE-IN", [])], border.accept)
         maps = {m["route_map"]: m["entries"] for m in got["route_maps"]}
         same("EDGE-IN action", maps["EDGE-IN"][0]["action"], "permit" if border.accept else "deny")
+
+
+def _carried(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
+    """A converged plane's carried planes: each VRF defined, each subinterface's tag and VRF, each VRF's BGP
+    (router id, multipath-relax, sessions, networks, maximum-paths)."""
+    conv = ctx.converged
+    vrfs = {v["name"] for v in (got["vrf_global"] or {}).get("vrfs", [])} - {ctx.mgmt.vrf}
+    same("VRFs", vrfs, {v.vrf for v in conv.vrfs} if conv else set())
+    members = {i["name"]: i["vrf_name"] for i in got["vrf_interfaces"] or [] if i.get("vrf_name") and "." in i["name"]}
+    tags = {i["name"]: i["dot1q"] for i in got["l3_interfaces"] or [] if "dot1q" in i}
+    subs = [(s, v.vrf) for v in conv.vrfs for s in v.ports] if conv else []
+    same("subinterface VRFs", members, {s.name: vrf for s, vrf in subs})
+    same("subinterface tags", tags, {s.name: s.vlan for s, _ in subs})
+    mtus = {i["name"]: i.get("mtu") for i in got["interfaces"] or [] if "." in i["name"]}
+    same("subinterface MTUs", mtus, {s.name: str(s.mtu) for s, _ in subs})
+    by_vrf = {v["vrf"]: v for v in (got["bgp_global"] or {}).get("vrfs", [])}
+    families = {a["vrf"]: a for a in (got["bgp_address_family"] or {}).get("address_family", []) if "vrf" in a}
+    same("BGP VRFs", set(by_vrf), {v.vrf for v in conv.vrfs} if conv else set())
+    for v in conv.vrfs if conv else []:
+        g = by_vrf.get(v.vrf, {})
+        same(f"{v.vrf} router id", g.get("router_id"), ip(ctx.device.loopback))
+        same(f"{v.vrf} multipath-relax", g.get("bestpath", {}).get("as_path", {}).get("multipath_relax"), True)
+        sessions = {n["neighbor_address"]: (n["remote_as"], n["description"]) for n in g.get("neighbors", [])}
+        same(f"{v.vrf} neighbors", sessions, {n.address: (str(n.remote_asn), n.peer) for n in v.neighbors})
+        af = families.get(v.vrf, {})
+        same(f"{v.vrf} networks", sorted(n["prefix"] for n in af.get("networks", [])), sorted(v.networks))
+        same(f"{v.vrf} maximum-paths", af.get("maximum_paths", {}).get("parallel_paths"), ctx.ecmp)
 
 
 def _routes(ctx: DeviceContext, got: dict[str, Any], same: Any) -> None:
@@ -195,6 +225,22 @@ def test_planted_errors_are_caught():
     found = _problems(ctx, planted)
     assert any(f.startswith("L3 addresses") and "192.0.2.1/31" in f for f in found)
     assert any(f.startswith("ACLs applied inbound") for f in found)
+
+
+def test_a_planted_error_in_a_carried_plane_is_caught():
+    plan = PLANS["converged-nxos"]
+    device = next(d for d in plan.devices() if d.platform == "nxos" and d.role == "leaf")
+    ctx = build(plan, device, LinkIndex(plan))
+    text = render_context(ctx)[f"{device.name}.cfg"]
+    assert ctx.converged is not None and _problems(ctx, text) == []
+    planted = text.replace(
+        "  encapsulation dot1q 20\n  vrf member STORAGE\n", "  encapsulation dot1q 21\n  vrf member INBAND\n", 1
+    )
+    planted = planted.replace("      network 10.11.0.0/31\n", "", 1)
+    found = _problems(ctx, planted)
+    assert any(f.startswith("subinterface VRFs") and "INBAND" in f for f in found)
+    assert any(f.startswith("subinterface tags") and "21" in f for f in found)
+    assert any(f.startswith("STORAGE networks") for f in found)
 
 
 def test_a_route_after_a_vrf_context_lands_in_that_vrf():

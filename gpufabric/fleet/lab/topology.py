@@ -90,6 +90,14 @@ def as_frr(loaded: LoadedIntent) -> LoadedIntent:
                     "use host_links: routed for a lab run; LACP/MLAG is proven offline by `nornir verify`",
                 )
             )
+        if plane.get("carries"):
+            problems.append(
+                Problem(
+                    ("planes", name, "carries"),
+                    "the lab cannot run carried planes (this kernel has no VRF or 802.1Q devices)",
+                    "leave carries out for a lab run; carried planes are proven offline (`verify`, the vendor models)",
+                )
+            )
     if problems:
         raise loaded.error(problems)
     return LoadedIntent(Intent.model_validate(data), loaded.file, loaded.lines)

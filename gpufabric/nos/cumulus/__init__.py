@@ -38,6 +38,9 @@ class Cumulus(Platform):
 
         return build(ctx)
 
+    def carried_planes_problem(self) -> str | None:
+        return None  # VRFs on 802.1Q subinterfaces, BGP per VRF, a class per carried plane (docs/configs.md)
+
     def read_files(self, device: str, folder: Path) -> SwitchFacts:
         from gpufabric.nos.cumulus.verify import read_nvue
 

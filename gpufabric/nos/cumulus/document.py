@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any
 
 from gpufabric.config.context import DeviceContext, breakouts
+from gpufabric.config.converged import Converged
 from gpufabric.config.policy import MGMT_TCP_PORTS, MGMT_UDP_PORTS
 from gpufabric.intent.model import Bfd
 from gpufabric.nos.cumulus.dialect import NVUE_HASH, Dialect
@@ -41,12 +42,16 @@ def document(ctx: DeviceContext) -> Tree:
         tree["bridge"] = _bridge(ctx)
     if ctx.qos:
         tree["qos"] = _qos(ctx, nv)
+    elif ctx.converged:
+        tree["qos"] = _classes(ctx.converged)
     tree["acl"] = _acls(ctx)
     router = _router(ctx, nv)
     if router:
         tree["router"] = router
     if ctx.device.asn is not None:
         tree["vrf"] = {"default": {"router": {"bgp": _bgp(ctx, nv), **_static(ctx)}}}
+        if ctx.converged:
+            tree["vrf"].update(_carried_vrfs(ctx, nv))
     return tree
 
 
@@ -179,6 +184,57 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
         out[p.name] = port
     if ctx.mlag:
         out.update(_mlag_interfaces(ctx, nv))
+    if ctx.converged:
+        out.update(_subinterfaces(ctx, nv))
+    return out
+
+
+def _subinterfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
+    """A carried plane's tagged routed subinterfaces (`nv set interface swp1.20 type sub`, `base-interface`,
+    `vlan`, the VRF): its own addresses, or none where it peers unnumbered."""
+    assert ctx.converged is not None
+    out: Tree = {}
+    for vrf in ctx.converged.vrfs:
+        for sub in vrf.ports:
+            port: Tree = {"type": "sub", "base-interface": sub.parent, "vlan": sub.vlan, "link": {"mtu": sub.mtu}}
+            port["description"] = f"{vrf.plane} {sub.kind}: {sub.peer}"
+            addr: Tree = {"address": {sub.address: {}}} if sub.address else {}
+            if nv.states:
+                port["vrf"] = vrf.vrf
+                if addr:
+                    port["ipv4"] = addr
+            else:
+                port["ip"] = {"vrf": vrf.vrf, **addr}
+            out[sub.name] = port
+    return out
+
+
+def _carried_vrfs(ctx: DeviceContext, nv: Dialect) -> Tree:
+    """Each carried plane's VRF: its own routing table and eBGP over its subinterfaces, under the switch's
+    ASN and router id; what it announces is its hosts' /31s only (no route leaks in or out)."""
+    assert ctx.converged is not None
+    out: Tree = {}
+    for vrf in ctx.converged.vrfs:
+        neighbors: Tree = {
+            n.key: {
+                "type": "unnumbered" if n.interface else "numbered",
+                "remote-as": n.remote_asn,
+                "description": n.peer,
+            }
+            for n in vrf.neighbors
+        }
+        family: Tree = {**nv.enabled(), "multipaths": {"ebgp": ctx.ecmp}}
+        if vrf.networks:
+            family["network"] = _set(vrf.networks)
+        bgp: Tree = {
+            **nv.enabled(),
+            "autonomous-system": ctx.device.asn,
+            "router-id": ip(ctx.device.loopback),
+            "path-selection": {"multipath": {"aspath-ignore": nv.flag(True)}},
+            "address-family": {"ipv4-unicast": family},
+            "neighbor": neighbors,
+        }
+        out[vrf.vrf] = {"table": "auto", "router": {"bgp": bgp}}
     return out
 
 
@@ -272,6 +328,11 @@ def _qos(ctx: DeviceContext, nv: Dialect) -> Tree:
             }
         }
     }
+    if ctx.converged:
+        classes = _classes(ctx.converged)
+        out["mapping"]["default-global"]["dscp"] = classes["mapping"]["default-global"]["dscp"]
+        out["egress-scheduler"] = classes["egress-scheduler"]
+        return out
     # Every class that carries traffic is listed: a scheduler naming only RoCE and CNP leaves the
     # default class (TC0) without a share.
     out["egress-scheduler"] = {
@@ -284,6 +345,22 @@ def _qos(ctx: DeviceContext, nv: Dialect) -> Tree:
         }
     }
     return out
+
+
+def _classes(conv: Converged) -> Tree:
+    """A converged switch's classes: DSCP to switch priority (trusting DSCP), and one scheduler entry per
+    class: CNP strict, every other class its DWRR share (the default class what the others leave)."""
+    dscp: Tree = {str(d): {"switch-priority": prio} for d, prio in conv.dscp_map()}
+    scheduler: Tree = {
+        str(c.priority): {"mode": "strict"}
+        if c.bandwidth_percent is None
+        else {"mode": "dwrr", "bw-percent": c.bandwidth_percent}
+        for c in conv.classes
+    }
+    return {
+        "mapping": {"default-global": {"trust": "l3", "dscp": dscp}},
+        "egress-scheduler": {"default-global": {"traffic-class": scheduler}},
+    }
 
 
 def _rule(match: Tree | None, action: str) -> Tree:

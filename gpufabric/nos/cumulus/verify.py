@@ -95,7 +95,13 @@ def nvue_facts(device: str, text: str, file: str, tree_ok: bool = False) -> Swit
     for section in ("qos", "router"):
         if section in doc.data:
             facts.anchors["bgp" if section == "router" else section] = doc.fact(section, section)
-    for section, extract in (("system", _system), ("interface", _interfaces), ("router", _bgp), ("qos", _qos)):
+    for section, extract in (
+        ("system", _system),
+        ("interface", _interfaces),
+        ("router", _bgp),
+        ("qos", _qos),
+        ("vrf", _carried),
+    ):
         try:
             extract(facts, doc)
         except _WrongValueError as exc:
@@ -261,3 +267,31 @@ def _qos(facts: SwitchFacts, doc: _Doc) -> None:
     for tc, spec in (doc.get(*sched) or {}).items():
         if isinstance(spec, dict) and spec.get("mode") == "strict":
             facts.strict[_int(tc, *sched, tc)] = doc.fact(True, *sched, tc, "mode")
+        elif isinstance(spec, dict) and "bw-percent" in spec:
+            where = (*sched, tc, "bw-percent")
+            facts.shares[_int(tc, *sched, tc)] = doc.fact(_int(spec["bw-percent"], *where), *where)
+
+
+def _carried(facts: SwitchFacts, doc: _Doc) -> None:
+    """Tagged subinterfaces in a VRF (`type: sub`: base interface, VLAN, the VRF under `ip` until 5.14 and on
+    the interface from 5.15) and each VRF's BGP sessions but the default's."""
+    ports = doc.get("interface")
+    for port, spec in (ports if isinstance(ports, dict) else {}).items():  # a wrong shape: `interface`'s finding
+        if not isinstance(spec, dict) or spec.get("type") != "sub" or "vlan" not in spec:
+            continue
+        ip = spec.get("ipv4") if "ipv4" in spec else spec.get("ip")
+        ip = ip if isinstance(ip, dict) else {}
+        vrf = spec.get("vrf", ip.get("vrf"))
+        if vrf is None:
+            continue  # a subinterface of the default VRF (an MLAG pair's peerlink.4094)
+        addresses = [str(a) for a in ip.get("address") or {}]
+        value = (str(vrf), _int(spec["vlan"], "interface", port, "vlan"), addresses[0] if addresses else None)
+        facts.subinterfaces[str(port)] = doc.fact(value, "interface", port)
+    vrfs = doc.get("vrf")
+    for vrf, spec in (vrfs if isinstance(vrfs, dict) else {}).items():
+        if vrf == "default" or not isinstance(spec, dict):
+            continue
+        neighbors = doc.get("vrf", vrf, "router", "bgp", "neighbor")
+        for key, n in (neighbors if isinstance(neighbors, dict) else {}).items():
+            if isinstance(n, dict) and "remote-as" in n:
+                facts.vrf_neighbors[f"{vrf} {key}"] = doc.fact_in(n["remote-as"], n, "remote-as")

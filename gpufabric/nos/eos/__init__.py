@@ -65,6 +65,9 @@ class Eos(Platform):
 
         return eos_facts("", text, "running-config")
 
+    def carried_planes_problem(self) -> str | None:
+        return None  # VRFs on 802.1Q subinterfaces, BGP per VRF, a class per carried plane (docs/configs.md)
+
     def adaptive_routing(self) -> bool:
         return True  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
 

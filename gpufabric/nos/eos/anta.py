@@ -9,7 +9,8 @@ catalog here asks what the plan promised and nothing it cannot know:
 - `VerifyInterfacesSpeed`: every planned port at its planned rate and lanes (a split cage's port takes
   8 / split of its 8 electrical lanes);
 - `VerifyL3MTU`: the routed ports' MTU (the management and loopback interfaces are not the plan's);
-- `VerifyBGPPeerSession`: every planned BGP session established, in the default VRF;
+- `VerifyBGPPeerSession`: every planned BGP session established, in the default VRF and, on a converged
+  plane's switch, in each carried plane's VRF;
 - `VerifyBFDPeersHealth` where the plane runs BFD, `VerifyMlagStatus` on an MLAG leaf, `VerifyNTP` where
   the management plan names NTP servers.
 
@@ -90,4 +91,10 @@ def _bgp(ctx: DeviceContext) -> list[dict[str, Any]]:
         else:
             continue
         peers.append(peer)
+    for v in ctx.converged.vrfs if ctx.converged else []:  # a carried plane's sessions, in its VRF
+        peers += [
+            {"vrf": v.vrf, "description": f"{n.peer} (AS {n.remote_asn})", "peer_address": n.address}
+            for n in v.neighbors
+            if n.address
+        ]
     return [{"VerifyBGPPeerSession": {"bgp_peers": peers}}] if peers else []

@@ -94,6 +94,7 @@ def structured_config(ctx: DeviceContext) -> SC:
     _mlag(ctx, sc)
     _interfaces(ctx, sc)
     _bgp(ctx, sc)
+    _carried(ctx, sc)
     if ctx.adaptive:
         sc["ip_hardware"] = {"fib": {"load_balance_distribution": {"dynamic": {"enabled": True}}}}
     if PLATFORM.load_balancing(ctx).hash_fields:  # the queue-pair hash of a SAND switch
@@ -150,6 +151,54 @@ def _qos(ctx: DeviceContext, sc: SC) -> None:
     if buffer is not None:  # bytes, AVD's default unit
         queue_profile = {"name": "ROCE", "ingress": {"headroom": {"memory": buffer.headroom}}}
         sc["platform"] = {"trident": {"mmu": {"active_profile": "ROCE", "queue_profiles": [queue_profile]}}}
+
+
+def _carried(ctx: DeviceContext, sc: SC) -> None:
+    """A converged plane's carried planes: a VRF each, its tagged subinterfaces and its BGP instance."""
+    conv = ctx.converged
+    if conv is None:
+        return
+    kinds = {p.name: p.kind for p in ctx.ports}
+    sc["vrfs"] += [{"name": v.vrf, "ip_routing": True} for v in conv.vrfs]
+    for v in conv.vrfs:
+        for sub in v.ports:
+            sc["ethernet_interfaces"].append(
+                {
+                    "name": sub.name,
+                    "description": f"{v.plane} {sub.kind}: {sub.peer}",
+                    "mtu": sub.mtu,
+                    "shutdown": False,
+                    "encapsulation_dot1q": {"vlan": sub.vlan},
+                    "vrf": v.vrf,
+                    "ip_address": sub.address,
+                }
+            )
+    sc["router_bgp"]["vrfs"] = [
+        {
+            "name": v.vrf,
+            "router_id": ip(ctx.device.loopback),
+            "maximum_paths": {"paths": ctx.ecmp, "ecmp": ctx.ecmp},
+            "neighbors": [
+                {"ip_address": n.address, "remote_as": str(n.remote_asn), "description": n.peer} for n in v.neighbors
+            ],
+            "networks": [{"prefix": n} for n in v.networks],
+        }
+        for v in conv.vrfs
+    ]
+    sc.setdefault("qos", {})["map"] = {"dscp": [f"{d} to traffic-class {prio}" for d, prio in conv.dscp_map()]}
+    if "qos_profiles" not in sc:  # a plane without RoCE: the classes' profile alone
+        sc["qos_profiles"] = [{"name": "ROCE", "trust": "dscp", "tx_queues": []}]
+        for e in sc["ethernet_interfaces"]:
+            if e["name"] in kinds and kinds[e["name"]] in ("fabric", "host", "peer"):
+                e["service_profile"] = "ROCE"
+    queues = {q["id"]: q for q in sc["qos_profiles"][0]["tx_queues"]}
+    for c in conv.classes:
+        queue = queues.setdefault(c.priority, {"id": c.priority})
+        if c.bandwidth_percent is None:
+            queue["priority"] = "priority strict"
+        else:
+            queue["bandwidth_guaranteed_percent"] = c.bandwidth_percent
+    sc["qos_profiles"][0]["tx_queues"] = sorted(queues.values(), key=lambda q: q["id"])
 
 
 def _acls(ctx: DeviceContext, sc: SC) -> None:

@@ -36,6 +36,10 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
             facts.bfd[cm.group(1)] = Fact(_bfd_timers(conf), file, line(child))
         for child, cm in children(obj, r"timers bgp (\d+) (\d+)"):
             facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
+        for vrf, vm in children(obj, r"vrf (\S+)"):
+            for child, cm in children(vrf, r"neighbor (\S+) remote-as (\d+)"):
+                facts.vrf_neighbors[f"{vm.group(1)} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
+    _subinterfaces(facts, conf, file)
     for obj, m in sections(conf, r"^qos map dscp ([\d ]+) to traffic-class (\d+)$"):
         for dscp in m.group(1).split():
             facts.dscp_map[int(dscp)] = Fact(int(m.group(2)), file, line(obj))
@@ -47,6 +51,16 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
         _profile(facts, obj, file)
     return facts
+
+
+def _subinterfaces(facts: SwitchFacts, conf: object, file: str) -> None:
+    """Routed subinterfaces in a VRF: `interface EthernetN.V` with `encapsulation dot1q vlan V` and `vrf X`."""
+    for obj, m in sections(conf, r"^interface (\S+\.\d+)$"):
+        vlan = next((int(cm.group(1)) for _, cm in children(obj, r"encapsulation dot1q vlan (\d+)")), None)
+        vrf = next((cm.group(1) for _, cm in children(obj, r"vrf (\S+)")), None)
+        address = next((cm.group(1) for _, cm in children(obj, r"ip address (\S+/\d+)")), None)
+        if vlan is not None and vrf is not None:
+            facts.subinterfaces[m.group(1)] = Fact((vrf, vlan, address), file, line(obj))
 
 
 def _sand_hash(facts: SwitchFacts, conf: object, file: str) -> None:
@@ -99,3 +113,5 @@ def _profile(facts: SwitchFacts, obj: object, file: str) -> None:
             facts.ecn[tc] = Fact((int(cm.group(1)) * 1000, int(cm.group(2)) * 1000), file, line(child))
         for child, _ in children(queue, r"priority strict"):
             facts.strict[tc] = Fact(True, file, line(child))
+        for child, cm in children(queue, r"bandwidth guaranteed percent (\d+)"):
+            facts.shares[tc] = Fact(int(cm.group(1)), file, line(child))

@@ -22,6 +22,9 @@ class Frr(Platform):
 
         return assemble_candidate(device, files)
 
+    def carried_planes_problem(self) -> str | None:
+        return None  # VRF devices and 802.1Q subinterfaces (ifupdown2), `router bgp ASN vrf NAME` (docs/configs.md)
+
     def read_files(self, device: str, folder: Path) -> SwitchFacts:
         from gpufabric.nos.frr.verify import read_frr
 

@@ -97,7 +97,8 @@ def _port_mtus(interfaces: str, mgmt_port: str) -> dict[str, int]:
     for line in interfaces.splitlines():
         if m := _IFACE.match(line):
             current = m.group(1)
-        elif (m := _MTU.match(line)) and current and current not in ("lo", mgmt_port):
+        elif (m := _MTU.match(line)) and current and current not in ("lo", mgmt_port) and "." not in current:
+            # a carried plane's subinterface (`swp1.20`) is ifupdown2's to make (`ifreload -a`), not this script's
             mtus[current] = int(m.group(1))
     return mtus
 

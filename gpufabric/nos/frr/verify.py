@@ -18,6 +18,7 @@ from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
 HASH_POLICY = "net.ipv4.fib_multipath_hash_policy"
 _IFACE = re.compile(r"^iface (\S+)")
 _SETTING = re.compile(r"^\s+(mtu|address) (\S+)")
+_VRF = re.compile(r"^\s+vrf (\S+)$")
 # A rendered file writes DSCP values as numbers; `nft list` prints well-known ones by name.
 _DSCP = re.compile(r"ip dscp (\w+) meta priority set 0:(\d+)")
 DSCP_NAMES = {
@@ -54,6 +55,9 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
         session_timers(facts, conf, obj, file)
+    for obj, m in sections(conf, r"^router bgp \d+ vrf (\S+)$"):
+        for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
+            facts.vrf_neighbors[f"{m.group(1)} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
 
 
 # bfdd's defaults for a profile line left out (FRR user guide, BFD): 300 ms both ways, 3 packets.
@@ -88,15 +92,23 @@ def session_timers(facts: SwitchFacts, conf: Any, bgp: Any, file: str) -> None:
 def _interfaces(facts: SwitchFacts, path: Path) -> None:
     facts.files.append(path.name)
     port = None
+    vrfs: dict[str, tuple[str, int]] = {}  # a carried plane's subinterface -> (its VRF, its line)
     for n, text in enumerate(read_rendered(path).splitlines(), 1):
         if m := _IFACE.match(text):
             port = m.group(1)
             facts.anchors[f"interface {port}"] = Fact(port, path.name, n)
+        elif (m := _VRF.match(text)) and port is not None:
+            vrfs[port] = (m.group(1), n)
         elif (m := _SETTING.match(text)) and port is not None:
             if m.group(1) == "mtu":
                 facts.mtu[port] = Fact(int(m.group(2)), path.name, n)
             else:
                 facts.address[port] = Fact(m.group(2), path.name, n)
+    for port, (vrf, n) in vrfs.items():
+        base, _, tag = port.rpartition(".")
+        if base and tag.isdigit():  # an 802.1Q subinterface (ifupdown2's dotted name) in a VRF
+            address = facts.address.pop(port, None)
+            facts.subinterfaces[port] = Fact((vrf, int(tag), address.value if address else None), path.name, n)
 
 
 def _nft(facts: SwitchFacts, path: Path) -> None:

@@ -49,6 +49,9 @@ class Nxos(Platform):
     def port_name(self, cage: int, lane: int, split: int) -> str:
         return port_name(cage, lane, split)
 
+    def carried_planes_problem(self) -> str | None:
+        return None  # `vrf context`, `encapsulation dot1q` subinterfaces with `vrf member`, BGP `vrf` (docs/configs.md)
+
     def read_files(self, device: str, folder: Path) -> SwitchFacts:
         from gpufabric.nos.nxos.verify import read_nxos
 

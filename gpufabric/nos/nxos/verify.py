@@ -47,6 +47,16 @@ def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:
                 facts.neighbors[nm.group(1)] = Fact(int(cm.group(1)), file, line(child))
             for child, _ in children(nbr, r"bfd"):
                 facts.bfd[nm.group(1)] = Fact(_bfd_timers(conf), file, line(child))
+        for vrf, vm in children(obj, r"vrf (\S+)"):
+            for nbr, nm in children(vrf, r"neighbor (\S+)"):
+                for child, cm in children(nbr, r"remote-as (\d+)"):
+                    facts.vrf_neighbors[f"{vm.group(1)} {nm.group(1)}"] = Fact(int(cm.group(1)), file, line(child))
+    for obj, m in sections(conf, r"^interface (\S+\.\d+)$"):
+        vlan = next((int(cm.group(1)) for _, cm in children(obj, r"encapsulation dot1q (\d+)")), None)
+        member = next((cm.group(1) for _, cm in children(obj, r"vrf member (\S+)")), None)
+        address = next((cm.group(1) for _, cm in children(obj, r"ip address (\S+/\d+)")), None)
+        if vlan is not None and member is not None:
+            facts.subinterfaces[m.group(1)] = Fact((member, vlan, address), file, line(obj))
     for obj, m in sections(conf, r"^vrf context (\S+)$"):
         for child, cm in children(obj, r"ip route (\S+/\d+) \S+"):
             facts.routes.append(Fact((m.group(1), cm.group(1)), file, line(child)))
@@ -93,6 +103,11 @@ def _qos(facts: SwitchFacts, conf: Any, file: str) -> None:
                 facts.ecn[tc] = Fact((int(em.group(1)) * 1000, int(em.group(2)) * 1000), file, line(child))
             for child, _ in children(cls, r"priority level 1"):
                 facts.strict[tc] = Fact(True, file, line(child))
+            for child, bm in children(cls, r"bandwidth remaining percent (\d+)"):
+                facts.shares[tc] = Fact(int(bm.group(1)), file, line(child))
+        for cls, _ in children(obj, r"class type queuing c-out-8q-q-default"):
+            for child, bm in children(cls, r"bandwidth remaining percent (\d+)"):
+                facts.shares[0] = Fact(int(bm.group(1)), file, line(child))
         for cls, qm in children(obj, r"class type queuing c-in-q(\d+)"):
             for child, pm in children(cls, r"pause buffer-size (\d+) pause-threshold (\d+) resume-threshold (\d+)"):
                 sizes = (int(pm.group(1)), int(pm.group(2)), int(pm.group(3)))

@@ -62,6 +62,12 @@ class Sonic(Platform):
     def candidate(self, device: str, files: Mapping[str, str]) -> str:
         return join(device, files)
 
+    def carried_planes_problem(self) -> str | None:
+        return None  # VRF and VLAN_SUB_INTERFACE in CONFIG_DB, BGP per VRF in frr.conf (docs/configs.md)
+
+    def vrf_name(self, name: str) -> str:
+        return f"Vrf_{name}"  # sonic-vrf's VRF names match `Vrf[a-zA-Z0-9_-]+`
+
     def read_files(self, device: str, folder: Path) -> SwitchFacts:
         from gpufabric.nos.sonic.verify import read_sonic
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.config.context_types import Port
+from gpufabric.config.converged import Converged
 from gpufabric.intent.model import QosProfile
 from gpufabric.nos.sonic.hwsku import LANES_PER_CAGE, Sku, UnknownSkuError, alias, port_name, sku
 from gpufabric.outputs import json_dumps
@@ -56,7 +57,62 @@ def tables(ctx: DeviceContext) -> Tables:
         out.update(_qos(ctx, ctx.qos))
         # The ECMP hash over the five-tuple: each RoCE queue pair's UDP source port takes its own path.
         out["SWITCH_HASH"] = {"GLOBAL": {"ecmp_hash": [SONIC_HASH[f] for f in ROCE_HASH]}}
+    if ctx.converged is not None:
+        out.update(_carried(ctx, ctx.converged))
+        _classes(ctx, ctx.converged, out)
     return {name: table for name, table in out.items() if table}
+
+
+def _carried(ctx: DeviceContext, conv: Converged) -> Tables:
+    """A converged plane's carried planes: a VRF each (`VRF`), and each tagged subinterface with its VRF and
+    address (`VLAN_SUB_INTERFACE`; a long name, `Ethernet0.20`, carries its tag in its name)."""
+    vrf: dict[str, dict[str, Any]] = {v.vrf: {} for v in conv.vrfs}
+    sub: dict[str, dict[str, Any]] = {}
+    for v in conv.vrfs:
+        for s in v.ports:
+            sub[s.name] = {"admin_status": "up", "vrf_name": v.vrf}
+            if s.address:
+                sub[f"{s.name}|{s.address}"] = {}
+            else:
+                sub[s.name]["ipv6_use_link_local_only"] = "enable"
+    return {"VRF": vrf, "VLAN_SUB_INTERFACE": sub}
+
+
+def _classes(ctx: DeviceContext, conv: Converged, out: Tables) -> None:
+    """Every class of a converged switch in the QoS tables: each DSCP to its class, a DWRR scheduler with the
+    class's share per queue (the RoCE and default ones re-weighted, one per lossy class), CNP strict."""
+    ports = _qos_ports(ctx)
+    dscp = out.setdefault("DSCP_TO_TC_MAP", {}).setdefault(MAP, {str(d): "0" for d in range(64)})
+    for d, tc in conv.dscp_map():
+        dscp[str(d)] = str(tc)
+    out.setdefault("TC_TO_QUEUE_MAP", {MAP: {str(tc): str(tc) for tc in range(8)}})
+    schedulers = out.setdefault("SCHEDULER", {})
+    queue_of: dict[int, str] = {}
+    for c in conv.classes:
+        name = f"SCHEDULER_{c.name.upper()}"
+        if ctx.qos is not None and c.priority == ctx.qos.roce_priority:
+            name = "SCHEDULER_ROCE"
+        elif c.priority == 0:
+            name = "SCHEDULER_DEFAULT"
+        schedulers[name] = (
+            {"type": "STRICT"} if c.bandwidth_percent is None else {"type": "DWRR", "weight": str(c.bandwidth_percent)}
+        )
+        queue_of[c.priority] = name
+    queues = out.setdefault("QUEUE", {})
+    bindings = out.setdefault("PORT_QOS_MAP", {"global": {"dscp_to_tc_map": MAP}})
+    rest = [i for i in range(8) if i not in queue_of or i == 0]
+    for port in ports:
+        bindings.setdefault(port, {"dscp_to_tc_map": MAP, "tc_to_queue_map": MAP})
+        for key in [k for k in queues if k.startswith(f"{port}|")]:
+            del queues[key]  # the profile's default ranges: laid out again around the carried planes' queues
+        for tc, name in queue_of.items():
+            if tc == 0:
+                continue
+            queues[f"{port}|{tc}"] = {"scheduler": name}
+            if ctx.qos is not None and tc == ctx.qos.roce_priority:
+                queues[f"{port}|{tc}"]["wred_profile"] = "ROCE_ECN"
+        for r in _ranges(rest):
+            queues[f"{port}|{r}"] = {"scheduler": "SCHEDULER_DEFAULT"}
 
 
 # ROCE_HASH's fields by sonic-hash's names (its `hash-field` enumeration).

@@ -70,12 +70,36 @@ def configdb_facts(device: str, text: str, file: str) -> SwitchFacts:
             name, prefix = key.split("|", 1)
             facts.address[name] = Fact(prefix, file, at("INTERFACE", key))
     _qos(facts, db, file, at)
+    _carried(facts, db, file, at)
     hashing = _table(db, "SWITCH_HASH").get("GLOBAL")
     if isinstance(hashing, dict) and isinstance(hashing.get("ecmp_hash"), list):
         named = {v: k for k, v in SONIC_HASH.items()}
         fields = tuple(named[f] for f in hashing["ecmp_hash"] if isinstance(f, str) and f in named)
         facts.hash_fields = Fact(fields, file, at("SWITCH_HASH", "GLOBAL", "ecmp_hash"))
     return facts
+
+
+def _carried(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
+    """A converged plane's tagged subinterfaces (`VLAN_SUB_INTERFACE`: the VRF, the tag of a long name's suffix or
+    of its `vlan` field, the address of its `name|prefix` row)."""
+    rows = _table(db, "VLAN_SUB_INTERFACE")
+    addresses = {k.split("|", 1)[0]: k.split("|", 1)[1] for k in rows if "|" in k}
+    for name, row in rows.items():
+        if "|" in name or not isinstance(row, dict) or "vrf_name" not in row:
+            continue
+        tag = str(row.get("vlan", name.rpartition(".")[2]))
+        if tag.isdigit():
+            value = (str(row["vrf_name"]), int(tag), addresses.get(name))
+            facts.subinterfaces[name] = Fact(value, file, at("VLAN_SUB_INTERFACE", name))
+
+
+def _queues(key: str) -> list[int]:
+    """The queues a QUEUE key names: `Ethernet0|3` or a range, `Ethernet0|0-2`."""
+    part = key.split("|", 1)[1]
+    low, _, high = part.partition("-")
+    if not low.isdigit() or (high and not high.isdigit()):
+        return []
+    return list(range(int(low), int(high or low) + 1))
 
 
 def _table(db: dict[str, Any], name: str) -> dict[str, Any]:
@@ -128,6 +152,12 @@ def _qos(facts: SwitchFacts, db: dict[str, Any], file: str, at: Any) -> None:
                 facts.ecn[q] = Fact((int(low), int(high)), file, at("WRED_PROFILE", v["wred_profile"]))
         if schedulers.get(v.get("scheduler", ""), {}).get("type") == "STRICT" and q not in facts.strict:
             facts.strict[q] = Fact(True, file, at("QUEUE", key, "scheduler"))
+    for key, v in _table(db, "QUEUE").items():
+        scheduler = schedulers.get(v.get("scheduler", ""), {}) if isinstance(v, dict) and "|" in key else {}
+        weight = str(scheduler.get("weight", ""))
+        if scheduler.get("type") == "DWRR" and weight.isdigit():
+            for q in _queues(key):
+                facts.shares.setdefault(q, Fact(int(weight), file, at("QUEUE", key, "scheduler")))
 
 
 def _frr(facts: SwitchFacts, path: Path) -> None:

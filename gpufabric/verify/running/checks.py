@@ -9,6 +9,7 @@ from ipaddress import IPv4Network
 from typing import Any
 
 from gpufabric.verify.running import qos_map
+from gpufabric.verify.running.converged import CarriedPlanned
 from gpufabric.verify.running.results import CheckResult, result
 
 __all__ = ["CheckResult", "Planned", "result"]
@@ -39,6 +40,7 @@ class Planned:
     bfd: tuple[tuple[str, ...], int, int] | None = None
     bgp_timers: tuple[int, int] | None = None  # (keepalive, hold) the plane sets; None: the platform's default
     release: str | None = None  # the OS release the intent pins for the switch's platform; None: not checked
+    carried: CarriedPlanned | None = None  # a converged plane's carried planes on this switch; None: none
 
     @property
     def reads_running(self) -> bool:
@@ -53,6 +55,7 @@ class Planned:
             or self.headroom is not None
             or self.bfd is not None
             or self.bgp_timers is not None
+            or self.carried is not None
         )
 
 

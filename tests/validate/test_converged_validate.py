@@ -1,0 +1,80 @@
+"""validate's task on a converged plane's EOS leaf, with a stand-in connection answering in NAPALM's forms:
+its carried planes are read from the running configuration and each VRF session from `get_bgp_neighbors`.
+(The lab cannot run VRFs on this kernel: these answers are synthesised from the plan and the rendered text.)"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from gpufabric.config.context import LinkIndex, build
+from gpufabric.config.render import render_context
+from gpufabric.validate.planned import planned
+from nornir_tasks.validate import validate_device
+from tests.conftest import INVENTORY, example_plan
+
+EXAMPLE = INVENTORY / "examples" / "converged-inband.yml"
+
+
+class _Conn:
+    def __init__(self, running: str, neighbors: dict[str, Any]) -> None:
+        self.running, self.neighbors = running, neighbors
+
+    def get_config(self, retrieve: str = "all") -> dict[str, str]:
+        return {"running": self.running, "startup": "", "candidate": ""}
+
+    def get_os_version(self) -> str:
+        return "4.33.1F"
+
+    def get_route_to(self) -> dict[str, Any]:
+        return {}
+
+    def get_bgp_neighbors(self) -> dict[str, Any]:
+        return self.neighbors
+
+    def get_lldp_neighbors(self) -> dict[str, Any]:
+        return {}
+
+    def get_interfaces(self) -> dict[str, Any]:
+        return {}
+
+
+def _task(conn: _Conn) -> Any:
+    host = SimpleNamespace(name="ns-leaf1a", get_connection=lambda *_: conn, close_connection=lambda *_: None)
+    return SimpleNamespace(host=host, nornir=SimpleNamespace(config=None))
+
+
+def _run(down: str | None = None) -> list[Any]:
+    plan = example_plan(EXAMPLE)
+    index = LinkIndex(plan)
+    device = plan.device("ns-leaf1a")
+    ctx = build(plan, device, index)
+    running = render_context(ctx)["ns-leaf1a.cfg"]
+    p = planned(plan, index, ["ns-leaf1a"], "business")["ns-leaf1a"]
+    assert p.carried is not None and p.reads_running
+    answer: dict[str, Any] = {"global": {"peers": {}}}
+    for n in ctx.neighbors:
+        answer["global"]["peers"][n.key] = {"is_up": True, "remote_as": n.remote_asn}
+    for vrf, key, _, asn in p.carried.sessions:
+        answer.setdefault(vrf, {"peers": {}})["peers"][key] = {"is_up": key != down, "remote_as": asn}
+    return validate_device(_task(_Conn(running, answer)), p, None).result
+
+
+def test_validate_reads_every_carried_plane_back_from_the_switch():
+    results = _run()
+    carried = [r for r in results if r.check.startswith("carried-")]
+    by_check: dict[str, int] = {}
+    for r in carried:
+        by_check[r.check] = by_check.get(r.check, 0) + 1
+    # 8 host and 6 fabric subinterfaces per VRF, 6 sessions per VRF (read twice), 4 classes with a share
+    assert by_check == {"carried-port": 28, "carried-bgp-config": 12, "carried-bgp-session": 12, "carried-share": 3}
+    assert all(r.ok for r in carried), [r for r in carried if not r.ok]
+
+
+def test_a_carried_session_down_fails_validate():
+    plan = example_plan(EXAMPLE)
+    p = planned(plan, LinkIndex(plan), ["ns-leaf1a"], "business")["ns-leaf1a"]
+    assert p.carried is not None
+    vrf, key, _, _ = p.carried.sessions[0]
+    failed = [r for r in _run(down=key) if not r.ok and r.check.startswith("carried-")]
+    assert [(r.check, r.item.split(" (")[0]) for r in failed] == [("carried-bgp-session", f"vrf {vrf} {key}")]
