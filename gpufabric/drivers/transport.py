@@ -589,8 +589,10 @@ class SSHTransport:
                 allow_agent=False,
                 sock=sock,
             )
-        except paramiko.AuthenticationException:
-            raise ConnectionException(f"{host}: authentication failed for user {username}") from None
+        except paramiko.AuthenticationException as exc:
+            # paramiko's own words tell a refused login from one a busy switch did not answer in time
+            # ("Authentication timeout."): the second is worth retrying, the first is not.
+            raise ConnectionException(f"{host}: authentication failed for user {username} ({_why(exc)})") from None
         except paramiko.BadHostKeyException:
             raise ConnectionException(
                 f"{host}: its host key is not the one in {known_hosts}: refusing to log in (someone may be "

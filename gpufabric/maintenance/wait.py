@@ -190,8 +190,10 @@ def wait_drained(
                     f"{target.name}: {h}" for h in still_held(routes, wanted.get(target.name, ()), ports[target.name])
                 ]
             if not waiting:
-                seen = _port_rates(plan, own, sessions)
-                waiting = [f"{port}: {rate:,.0f} b/s" for port, rate in sorted(seen.items()) if rate > max_rate]
+                seen, unreadable = _port_rates(plan, own, sessions)
+                waiting = unreadable + [
+                    f"{port}: {rate:,.0f} b/s" for port, rate in sorted(seen.items()) if rate > max_rate
+                ]
             elapsed = clock() - started
             if not waiting or elapsed >= timeout:
                 return WaitResult(not waiting, elapsed, tuple(waiting), seen)
@@ -200,17 +202,27 @@ def wait_drained(
         sessions.close()
 
 
-def _port_rates(plan: Plan, own: Mapping[str, Mapping[str, str]], sessions: _Sessions) -> dict[str, float]:
+def _port_rates(
+    plan: Plan, own: Mapping[str, Mapping[str, str]], sessions: _Sessions
+) -> tuple[dict[str, float], list[str]]:
+    """Each drained switch's fabric ports' receive rates, and the switches whose counters could not be read
+    (a login or a reading that failed: the wait goes on as for a port still carrying traffic, never ends in
+    an exception that would leave the drain half done)."""
     found: dict[str, float] = {}
+    unreadable: list[str] = []
     for target in reach(plan, own):
-        first_at = time.monotonic()
-        first = sessions.read(target, lambda c: c.get_interfaces_counters())
-        time.sleep(SAMPLE)
-        second = sessions.read(target, lambda c: c.get_interfaces_counters())
+        try:
+            first_at = time.monotonic()
+            first = sessions.read(target, lambda c: c.get_interfaces_counters())
+            time.sleep(SAMPLE)
+            second = sessions.read(target, lambda c: c.get_interfaces_counters())
+        except Exception as exc:
+            unreadable.append(f"{target.name}: counters unreadable ({type(exc).__name__})")
+            continue
         seconds = time.monotonic() - first_at
         for port, rate in rates(first, second, seconds, own[target.name]).items():
             found[f"{target.name} {port}"] = rate
-    return found
+    return found, unreadable
 
 
 def wait_restored(

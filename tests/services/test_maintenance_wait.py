@@ -125,6 +125,39 @@ def test_traffic_still_arriving_on_the_spine_holds_the_drain(monkeypatch):
     assert found.waiting_for and all(w.startswith(f"{SPINE} swp") and "b/s" in w for w in found.waiting_for)
 
 
+def test_a_drained_switch_whose_login_fails_is_waited_on_not_raised(monkeypatch):
+    # A login that times out on a loaded switch (paramiko's "Authentication timeout") while its counters are
+    # read: the wait goes on, naming it, and ends when a later login works; it never raises out of the drain.
+    monkeypatch.setattr(wait, "SAMPLE", 0.0)
+    clock, fabric = Clock(), Fabric(drained_after=0)
+    failures = {"left": 2}
+
+    def connect(target: wait.Reach) -> object:
+        if target.name == SPINE and failures["left"]:
+            failures["left"] -= 1
+            raise ConnectionError(f"{target.address}: authentication failed for user admin")
+        return fabric.connect(target)
+
+    found = wait.wait_drained(PLAN, [SPINE], connect, {}, timeout=60, max_rate=1e6, clock=clock, sleep=clock.sleep)
+    assert found.done and failures["left"] == 0
+    assert clock.now == 2 * wait.POLL  # two rounds waited on the unreadable spine, the third read it
+    assert set(found.rates) == {f"{SPINE} swp{i}" for i in range(1, 5)}
+
+
+def test_a_drained_switch_never_readable_ends_the_wait_at_its_timeout_naming_it(monkeypatch):
+    monkeypatch.setattr(wait, "SAMPLE", 0.0)
+    clock, fabric = Clock(), Fabric(drained_after=0)
+
+    def connect(target: wait.Reach) -> object:
+        if target.name == SPINE:
+            raise ConnectionError("authentication failed")
+        return fabric.connect(target)
+
+    found = wait.wait_drained(PLAN, [SPINE], connect, {}, timeout=10, max_rate=1e6, clock=clock, sleep=clock.sleep)
+    assert not found.done and clock.now >= 10
+    assert found.waiting_for == (f"{SPINE}: counters unreadable (ConnectionError)",)
+
+
 def test_an_undrain_waits_until_the_planned_widths_are_back():
     clock, fabric = Clock(), Fabric(drained_after=None, narrow_for=2)
     found = wait.wait_restored(PLAN, [SPINE], fabric.connect, {}, timeout=60, clock=clock, sleep=clock.sleep)
