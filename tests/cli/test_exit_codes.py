@@ -22,7 +22,7 @@ from typing import Any
 import click
 import pytest
 import yaml
-from conftest import ROOT, default_doc, run, run_in_process
+from conftest import ROOT, default_doc, run_in_process
 
 from gpufabric.cli import cli, main
 from gpufabric.cli.errors import (
@@ -322,7 +322,7 @@ def test_devices_are_never_reached_with_the_example_fabric(tmp_path):
         ["gpufabric", "telemetry", "scrape"],
     )
     for argv in reaching:
-        done = run(*argv, cwd=tmp_path, **ENV)
+        done = run_in_process(*argv, cwd=tmp_path, **ENV)
         assert done.returncode == EXIT_INPUT, (argv, done.stderr)
         assert "no intent file named, and none here" in done.stderr and "inventory/fabric.yml" in done.stderr
     assert run_in_process("gpufabric", "plan", cwd=tmp_path).returncode == EXIT_OK
