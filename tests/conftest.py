@@ -141,7 +141,7 @@ def run(
 
 
 def run_in_process(
-    prog: str, *args: str, cwd: Path = ROOT, check: bool = False, **env: str
+    prog: str, *args: str | os.PathLike[str], cwd: Path = ROOT, check: bool = False, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """`prog ARGS` (`gpufabric` or `nornir`) as `run` runs it, but in this process: the function the
     console script calls (`gpufabric.cli:main`, with its exit codes and its last line of defence), with
@@ -165,7 +165,7 @@ def run_in_process(
     code: Any = 0
     try:
         sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
-        sys.argv = [str(BIN / prog), *args]
+        sys.argv = [str(BIN / prog), *map(str, args)]
         wanted = cli_env(**env)
         os.environ.clear()
         os.environ.update(wanted)
@@ -193,7 +193,7 @@ def run_in_process(
             logger.propagate = propagate
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
-    done = subprocess.CompletedProcess([prog, *args], code, out.getvalue().decode(), err.getvalue().decode())
+    done = subprocess.CompletedProcess([prog, *map(str, args)], code, out.getvalue().decode(), err.getvalue().decode())
     if check:
         done.check_returncode()
     return done
