@@ -249,7 +249,6 @@ def test_the_report_command_judges_incasts(tmp_path, linux_plan):
     assert f'name="{suite.incast[0].id}"><failure message="not a pass: no PFC pause' in xml
 
 
-@pytest.mark.slow
 def test_an_unknown_incast_job_is_bad_input():
     done = run_in_process(
         "gpufabric", "acceptance", "counters", "--job", "incast.nope", "--phase", "before", "--results", "r"

@@ -113,7 +113,6 @@ def test_check_names_stale_and_leftover_pages_and_leaves_pages_written_by_hand(t
         with_nav_block("nav:\n  - Home: index.md\n", generated, "platforms", tmp_path / "mkdocs.yml")
 
 
-@pytest.mark.slow
 def test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift(tmp_path):
     for kind in ("platforms", "commands"):
         done = run_in_process("gpufabric", "docs", kind, "--check")

@@ -204,7 +204,6 @@ def test_bad_infiniband_intents_exit_2_with_line_field_and_fix(tmp_path: Path, c
     assert line.isdigit()
 
 
-@pytest.mark.slow
 def test_push_to_an_infiniband_compute_plane_says_what_configures_it() -> None:
     env = {"GPUFABRIC_SWITCH_PASSWORD": "not-used", "GPUFABRIC_SALT_KEY": "not-used"}
     done = run_in_process("nornir", "push", "--plane", "compute", "--dry-run", str(LAB), **env)

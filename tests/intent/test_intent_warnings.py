@@ -191,10 +191,10 @@ def _file(tmp_path: Path, text: str) -> Path:
     ("command", "plain"),
     [
         (["check"], 0),
-        pytest.param(["plan"], 0, marks=pytest.mark.slow),
-        pytest.param(["plan", "--json"], 0, marks=pytest.mark.slow),
-        pytest.param(["export", "cabling"], 0, marks=pytest.mark.slow),
-        pytest.param(["render", "-o", "{tmp}/configs"], 0, marks=pytest.mark.slow),
+        (["plan"], 0),
+        (["plan", "--json"], 0),
+        (["export", "cabling"], 0),
+        (["render", "-o", "{tmp}/configs"], 0),
     ],
     ids=["check", "plan", "plan-json", "export", "render"],
 )
@@ -211,7 +211,6 @@ def test_strict_exits_3_on_a_warning(tmp_path, command, plain):
     assert "Traceback" not in strict.stderr
 
 
-@pytest.mark.slow
 def test_strict_verify_exits_3_when_the_configs_pass_but_the_intent_warns(tmp_path):
     text = _edited(("ntp_servers: [172.20.0.1]", "ntp_servers: [172.20.0.1, 172.20.0.1]"))
     f = _file(tmp_path, text)

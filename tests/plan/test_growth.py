@@ -76,7 +76,6 @@ def test_growing_unit_by_unit_changes_nothing_that_exists(name):
         assert not diff.renumbered and not diff.links_moved and not diff.links_removed
 
 
-@pytest.mark.slow
 def test_without_a_build_out_growth_renumbers_and_says_so(tmp_path):
     doc = _doc("fabric.yml")
     small, grown = copy.deepcopy(doc), copy.deepcopy(doc)
@@ -134,14 +133,12 @@ def test_push_changed_from_targets_only_what_the_growth_touches(tmp_path):
     )
 
 
-@pytest.mark.slow
 def test_push_changed_from_an_identical_intent_pushes_nothing(tmp_path):
     _, new = _grown_pair(tmp_path)
     done = run_in_process("nornir", "push", str(new), "--changed-from", str(new))
     assert done.returncode == 0 and "nothing to push" in done.stderr
 
 
-@pytest.mark.slow
 def test_diff_drawing_shows_what_the_growth_adds_in_green(tmp_path):
     old, new = _grown_pair(tmp_path)
     done = run_in_process("gpufabric", "diff", str(old), str(new), "--drawing", str(tmp_path / "draw"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import INVENTORY, run, run_in_process, sized
+from conftest import INVENTORY, run_in_process, sized
 
 from gpufabric.drivers.frr_getters import interfaces_counters
 from gpufabric.drivers.transport import Output
@@ -410,10 +410,9 @@ def test_the_docs_list_every_metric():
         ("gpufabric", "acceptance", "run", "--results", "RESULTS"),
     ],
 )
-@pytest.mark.slow
 def test_commands_that_log_in_say_when_no_lab_is_up(tmp_path, command):
     """Their options parse and reach the login step, which refuses clearly (nothing is contacted)."""
     args = [a.replace("RESULTS", str(tmp_path / "r")) for a in command]
-    done = run(*args, "--lab", "--state-dir", str(tmp_path / "no-lab"))
+    done = run_in_process(*args, "--lab", "--state-dir", str(tmp_path / "no-lab"))
     assert done.returncode == 2, done.stderr
     assert "no lab of fabric 'lab' is up" in done.stderr and "Traceback" not in done.stderr

@@ -107,7 +107,6 @@ def test_a_deadline_that_does_not_fit_the_budget_is_refused():
         FabricCollector([], lambda t: None, deadline=30, budget=25)
 
 
-@pytest.mark.slow
 def test_the_cli_refuses_a_deadline_past_the_budget_before_any_login():
     from conftest import run_in_process
 

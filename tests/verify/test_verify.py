@@ -318,7 +318,6 @@ def test_a_missing_file_is_a_finding(rendered, tmp_path):
     assert [(f.check, f.device, f.file) for f in findings] == [("files", "biz-leaf1", "biz-leaf1.nft")]
 
 
-@pytest.mark.slow
 def test_verify_command_exit_codes_and_table(rendered, tmp_path):
     _, folder = rendered["default"]
     ok = run_in_process("nornir", "verify", "--configs", str(folder))
