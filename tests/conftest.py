@@ -3,8 +3,12 @@ from __future__ import annotations
 import copy
 import fcntl
 import functools
+import gc
+import io
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -134,6 +138,65 @@ def run(
 ) -> subprocess.CompletedProcess:
     """Run one of the project's commands as a user would, with this venv's tools first on PATH."""
     return subprocess.run(list(args), capture_output=True, text=text, cwd=cwd, env=cli_env(**env), check=check)
+
+
+def run_in_process(
+    prog: str, *args: str | os.PathLike[str], cwd: Path = ROOT, check: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`prog ARGS` (`gpufabric` or `nornir`) as `run` runs it, but in this process: the function the
+    console script calls (`gpufabric.cli:main`, with its exit codes and its last line of defence), with
+    sys.argv, the environment, the working folder, stdin (empty), stdout and stderr (not terminals, as
+    `run`'s pipes are not) its own for the call and put back after it, and what a command may change for
+    its process (the cycle collector, gpufabric's loggers, signal handlers) put back too. A test whose
+    point is the process itself (start-up cost, the console scripts, a bound on time or memory, a signal)
+    uses `run`; a test of what a command prints and exits with uses this, without a Python start per call."""
+    from gpufabric.cli import main
+    from gpufabric.cli.logs import PACKAGES
+
+    assert prog in ("gpufabric", "nornir"), prog
+    streams = sys.stdin, sys.stdout, sys.stderr
+    argv, environ, folder, collecting = sys.argv, dict(os.environ), os.getcwd(), gc.isenabled()
+    loggers = [(lg, lg.level, list(lg.handlers), lg.propagate) for lg in map(logging.getLogger, PACKAGES)]
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    out, err = io.BytesIO(), io.BytesIO()
+    # Python's own streams on pipes: UTF-8, stderr with backslash escapes for what UTF-8 cannot carry.
+    stdin, stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.TextIOWrapper(out, encoding="utf-8")
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace")
+    code: Any = 0
+    try:
+        sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+        sys.argv = [str(BIN / prog), *map(str, args)]
+        wanted = cli_env(**env)
+        os.environ.clear()
+        os.environ.update(wanted)
+        os.chdir(cwd)
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        if not isinstance(code, int):  # sys.exit(text): Python prints it and exits 1
+            if code is not None:
+                print(code, file=sys.stderr)
+            code = 0 if code is None else 1
+    finally:
+        stdout.flush()
+        stderr.flush()
+        sys.stdin, sys.stdout, sys.stderr = streams
+        sys.argv = argv
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(folder)
+        (gc.enable if collecting else gc.disable)()
+        for logger, level, kept, propagate in loggers:
+            logger.setLevel(level)
+            logger.handlers[:] = kept
+            logger.propagate = propagate
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    done = subprocess.CompletedProcess([prog, *map(str, args)], code, out.getvalue().decode(), err.getvalue().decode())
+    if check:
+        done.check_returncode()
+    return done
 
 
 @pytest.fixture(scope="session")

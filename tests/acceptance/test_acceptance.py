@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from conftest import INVENTORY, example_plan, run, sized
+from conftest import INVENTORY, example_plan, run_in_process, sized
 from incast_evidence import lossless_results
 
 from gpufabric.acceptance.parse import OutputError, nccl_busbw, perftest_bw, perftest_lat
@@ -111,7 +111,7 @@ def test_the_hca_follows_the_roce_nic_order():
 def test_a_spine_pair_names_the_cables_it_may_cross():
     plan = _plan(INVENTORY / "fabric.yml")
     job = next(j for j in build_suite(plan).perf if j.path == "spine" and j.rail == 1)
-    cabling = run("gpufabric", "export", "cabling", check=True).stdout.splitlines()
+    cabling = run_in_process("gpufabric", "export", "cabling", check=True).stdout.splitlines()
     rows = {line.split(",")[0]: line.split(",") for line in cabling[1:]}
     ends = {(rows[c][3], rows[c][5]) for c in job.cables}
     # both host cables, and each of the two leaves' cables to every spine
@@ -189,14 +189,14 @@ def test_two_failing_pairs_point_at_the_cable_they_share(tmp_path):
 def test_the_report_command_exits_by_verdict(tmp_path):
     suite = build_suite(_plan(INVENTORY / "fabric.yml"))
     folder = _results(tmp_path, suite, set())
-    done = run(
+    done = run_in_process(
         "gpufabric", "acceptance", "report", "--results", str(folder), "--json", "--junit", str(tmp_path / "j.xml")
     )
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["failed"] == 0 and doc["passed"] == len(suite.jobs())
     (folder / f"{suite.nccl[0].id}.txt").unlink()
-    done = run("gpufabric", "acceptance", "report", "--results", str(folder), "--json")
+    done = run_in_process("gpufabric", "acceptance", "report", "--results", str(folder), "--json")
     assert done.returncode == 4 and json.loads(done.stdout)["jobs"][len(suite.perf)]["status"] == "missing"
 
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run_in_process
 from incast_evidence import PortState, Run, lossless_results, nic_text
 
 from gpufabric.acceptance import model as m
@@ -236,7 +236,7 @@ def test_the_report_command_judges_incasts(tmp_path, linux_plan):
     lossless_results(linux_plan, suite, results)
     report = judge(suite, results)
     assert all(v.passed for v in report.verdicts if isinstance(v.job, IncastJob))
-    done = run("gpufabric", "acceptance", "report", "--results", str(results), "--json")
+    done = run_in_process("gpufabric", "acceptance", "report", "--results", str(results), "--json")
     jobs = {j["id"]: j for j in json.loads(done.stdout)["jobs"]}
     assert all(jobs[j.id]["status"] == "passed" for j in suite.incast)
     assert done.returncode == 4  # the pair and nccl-tests jobs have no result here
@@ -249,7 +249,8 @@ def test_the_report_command_judges_incasts(tmp_path, linux_plan):
     assert f'name="{suite.incast[0].id}"><failure message="not a pass: no PFC pause' in xml
 
 
-@pytest.mark.slow
 def test_an_unknown_incast_job_is_bad_input():
-    done = run("gpufabric", "acceptance", "counters", "--job", "incast.nope", "--phase", "before", "--results", "r")
+    done = run_in_process(
+        "gpufabric", "acceptance", "counters", "--job", "incast.nope", "--phase", "before", "--results", "r"
+    )
     assert done.returncode == 2 and "no incast job 'incast.nope'" in done.stderr

@@ -21,7 +21,7 @@ from gpufabric.acceptance.screen import SIGNAL_SCHEMA, ScreenError, screen, sign
 from gpufabric.acceptance.suite import screen_suite
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
-from tests.conftest import BIN
+from tests.conftest import BIN, run_in_process
 from tests.screen_outputs import nccl_node_text, record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +150,7 @@ def test_wrong_data_is_slow_whatever_its_speed(tmp_path: Path, plan: Plan, suite
 
 
 def _cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([BIN / "gpufabric", *map(str, args)], capture_output=True, text=True, check=False)
+    return run_in_process("gpufabric", *map(str, args))
 
 
 def test_the_cli_writes_the_signal_and_exits_by_finding(tmp_path: Path, suite: Suite) -> None:

@@ -10,7 +10,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from conftest import INVENTORY, example_plan, run
+from conftest import INVENTORY, example_plan, run_in_process
 
 from gpufabric.acceptance.report import judge
 from gpufabric.acceptance.slurm import scripts
@@ -96,7 +96,7 @@ def test_the_report_judges_infiniband_outputs_and_names_the_slow_adapter_s_cable
     shared = set.intersection(*(set(j.cables) for j in suite.perf if j.id in slow))
     top = {part for part, _, passing in report.suspects() if passing == 0}
     assert shared and shared <= top  # the cable both failing pairs cross, cleared by no passing pair
-    done = run("gpufabric", "acceptance", "report", str(SUPERPOD), "--results", str(folder), "--json")
+    done = run_in_process("gpufabric", "acceptance", "report", str(SUPERPOD), "--results", str(folder), "--json")
     assert done.returncode != 0 and done.returncode != 2, done.stderr  # findings, not a crash or bad input
     doc = json.loads(done.stdout)
     assert doc["failed"] == len(slow) and doc["passed"] == len(suite.jobs()) - len(slow)

@@ -22,7 +22,7 @@ from typing import Any
 import click
 import pytest
 import yaml
-from conftest import ROOT, default_doc, run
+from conftest import ROOT, default_doc, run_in_process
 
 from gpufabric.cli import cli, main
 from gpufabric.cli.errors import (
@@ -255,27 +255,27 @@ def test_diff_exits_0_same_4_additions_5_disruptive(tmp_path):
         d["server_groups"][0]["build_out"] = 8
         files[f"{name}-built"] = tmp_path / f"{name}-built.yml"
         files[f"{name}-built"].write_text(yaml.safe_dump(d))
-    same = run("gpufabric", "diff", str(files["small"]), str(files["small"]))
+    same = run_in_process("gpufabric", "diff", str(files["small"]), str(files["small"]))
     assert same.returncode == EXIT_OK and "no change" in same.stdout, same.stderr
-    added = run("gpufabric", "diff", str(files["small-built"]), str(files["grown-built"]))
+    added = run_in_process("gpufabric", "diff", str(files["small-built"]), str(files["grown-built"]))
     assert added.returncode == EXIT_FINDINGS and "switches added" in added.stdout, added.stderr
-    moved = run("gpufabric", "diff", str(files["small"]), str(files["grown"]), "--json")
+    moved = run_in_process("gpufabric", "diff", str(files["small"]), str(files["grown"]), "--json")
     assert moved.returncode == EXIT_DISRUPTIVE and json.loads(moved.stdout)["disruptive"], moved.stderr
 
 
 def test_docs_check_exits_4_when_out_of_date(tmp_path):
     stale = tmp_path / "intent.md"
     stale.write_text("# old\n")
-    done = run("gpufabric", "docs", "-o", str(stale), "--check")
+    done = run_in_process("gpufabric", "docs", "-o", str(stale), "--check")
     assert done.returncode == EXIT_FINDINGS and "out of date" in done.stderr
-    assert run("gpufabric", "docs", "-o", str(stale)).returncode == EXIT_OK
-    assert run("gpufabric", "docs", "-o", str(stale), "--check").returncode == EXIT_OK
+    assert run_in_process("gpufabric", "docs", "-o", str(stale)).returncode == EXIT_OK
+    assert run_in_process("gpufabric", "docs", "-o", str(stale), "--check").returncode == EXIT_OK
 
 
 def test_lab_and_ib_lab_status_exit_4_when_nothing_is_up(tmp_path):
-    lab = run("gpufabric", "lab", "status", "--state-dir", str(tmp_path / "none"), "--json")
+    lab = run_in_process("gpufabric", "lab", "status", "--state-dir", str(tmp_path / "none"), "--json")
     assert lab.returncode == EXIT_FINDINGS and not any(s["up"] for s in json.loads(lab.stdout)["switches"])
-    ib = run("gpufabric", "ib", "lab", "status", "--state-dir", str(tmp_path / "none"))
+    ib = run_in_process("gpufabric", "ib", "lab", "status", "--state-dir", str(tmp_path / "none"))
     assert ib.returncode == EXIT_FINDINGS, ib.stderr
 
 
@@ -322,13 +322,13 @@ def test_devices_are_never_reached_with_the_example_fabric(tmp_path):
         ["gpufabric", "telemetry", "scrape"],
     )
     for argv in reaching:
-        done = run(*argv, cwd=tmp_path, **ENV)
+        done = run_in_process(*argv, cwd=tmp_path, **ENV)
         assert done.returncode == EXIT_INPUT, (argv, done.stderr)
         assert "no intent file named, and none here" in done.stderr and "inventory/fabric.yml" in done.stderr
-    assert run("gpufabric", "plan", cwd=tmp_path).returncode == EXIT_OK
+    assert run_in_process("gpufabric", "plan", cwd=tmp_path).returncode == EXIT_OK
     (tmp_path / "inventory").mkdir()
     (tmp_path / "inventory" / "fabric.yml").write_text(Path(INTENT).read_text())
-    done = run("nornir", "validate", "--state-dir", str(tmp_path / "nolab"), cwd=tmp_path, **ENV)
+    done = run_in_process("nornir", "validate", "--state-dir", str(tmp_path / "nolab"), cwd=tmp_path, **ENV)
     assert done.returncode == EXIT_INPUT and "no lab" in done.stderr  # the local intent was read
 
 
@@ -356,5 +356,5 @@ def test_verbose_works_after_the_subcommand_too(monkeypatch, capsys):
     levels.clear()
     assert _code(["check", INTENT]) == EXIT_OK and levels == []
     capsys.readouterr()
-    help_text = run("gpufabric", "--help").stdout
+    help_text = run_in_process("gpufabric", "--help").stdout
     assert "also after the subcommand" in help_text

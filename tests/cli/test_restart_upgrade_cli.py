@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 
-from conftest import ROOT, run
+from conftest import ROOT, run_in_process
 
 MULTI = str(ROOT / "inventory" / "examples" / "multi-vendor.yml")
 SHA = hashlib.sha512(b"image").hexdigest()
@@ -16,7 +15,9 @@ ENV = {"GPUFABRIC_SWITCH_PASSWORD": "not-used-cli", "GPUFABRIC_SALT_KEY": "not-u
 
 
 def test_restart_dry_run_lists_the_batches_with_each_platforms_least_disruptive_reboot() -> None:
-    done = run("nornir", "restart", MULTI, "--plane", "compute", "--plane", "storage", "--dry-run", "--json", **ENV)
+    done = run_in_process(
+        "nornir", "restart", MULTI, "--plane", "compute", "--plane", "storage", "--dry-run", "--json", **ENV
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["kind"] == "restart" and result["dry_run"] and result["drain"]
@@ -30,7 +31,7 @@ def test_restart_dry_run_lists_the_batches_with_each_platforms_least_disruptive_
 
 
 def test_restart_refuses_a_reboot_mode_a_platform_lacks() -> None:
-    done = run("nornir", "restart", MULTI, "--plane", "storage", "--mode", "warm", "--dry-run", **ENV)
+    done = run_in_process("nornir", "restart", MULTI, "--plane", "storage", "--mode", "warm", "--dry-run", **ENV)
     assert done.returncode == 2
     assert "reboots fast, cold, not warm" in done.stderr
 
@@ -46,8 +47,7 @@ def test_upgrade_refuses_what_it_cannot_install_before_reaching_a_switch() -> No
         "hostile": ("nornir", "upgrade", MULTI, "--plane", "compute", "--release", "5.14", "--sha512", SHA,
                     "--image", "http://192.0.2.1/a.bin;reboot", "--dry-run"),
     }  # fmt: skip
-    with ThreadPoolExecutor(len(commands)) as pool:  # six processes that share nothing, side by side
-        done = dict(zip(commands, pool.map(lambda argv: run(*argv, **ENV), commands.values()), strict=True))
+    done = {name: run_in_process(*argv, **ENV) for name, argv in commands.items()}
     assert done["bad_sha"].returncode == 2 and "128 hexadecimal digits" in done["bad_sha"].stderr
     assert done["mixed"].returncode == 2 and "an image is one platform's" in done["mixed"].stderr
     assert done["unknown"].returncode == 2 and "--release 5.99: gpufabric renders" in done["unknown"].stderr
@@ -58,7 +58,7 @@ def test_upgrade_refuses_what_it_cannot_install_before_reaching_a_switch() -> No
 
 def test_upgrade_dry_run_notes_a_release_the_intent_does_not_pin() -> None:
     # The example pins no Cumulus release: the platform's default (5.14) is the pin; 5.15 is not it.
-    done = run("nornir", "upgrade", MULTI, "--plane", "compute", "--release", "5.15", "--sha512", SHA,
+    done = run_in_process("nornir", "upgrade", MULTI, "--plane", "compute", "--release", "5.15", "--sha512", SHA,
                "--image", "http://192.0.2.1/cumulus-linux-5.15.0-mlx-amd64.bin", "--dry-run", **ENV)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "the intent pins cumulus release 5.14; `nornir validate` will report these switches until it pins 5.15" in (

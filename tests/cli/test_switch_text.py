@@ -13,7 +13,7 @@ from rich.console import Console
 
 from gpufabric.validate import report
 from gpufabric.verify.running.results import CheckResult
-from tests.conftest import run
+from tests.conftest import run_in_process
 
 # Markup that does not parse, markup that would, a screen clear (CSI) and a title change (OSC).
 HOSTILE = "Idle [/] [bold red]loud[/bold red] \x1b[2J\x1b]0;pwned\x07"
@@ -63,7 +63,7 @@ def test_ib_diff_shows_a_fabrics_node_description_escaped(tmp_path):
     intent.write_text(MINI)
     live = tmp_path / "live.topo"
     live.write_text(RECORDED.read_text().replace('"dgx005 mlx5_1"', '"dgx005\x1b[2J\x1b]0;pwned\x07 [/]mlx5_1"'))
-    done = run("gpufabric", "ib", "diff", str(intent), "--from", str(live))
+    done = run_in_process("gpufabric", "ib", "diff", str(intent), "--from", str(live))
     assert done.returncode == 2, done.stderr
     assert "live.topo:11: holds the control character '\\x1b'" in done.stderr
     assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr
@@ -72,7 +72,7 @@ def test_ib_diff_shows_a_fabrics_node_description_escaped(tmp_path):
 def test_a_path_the_user_gave_is_named_as_given(tmp_path):
     """`wrote PATH`: brackets in the path are the path's, not markup."""
     target = tmp_path / "[bold]rules.yml"
-    done = run("gpufabric", "telemetry", "rules", "-o", str(target))
+    done = run_in_process("gpufabric", "telemetry", "rules", "-o", str(target))
     assert done.returncode == 0, done.stderr
     assert target.is_file() and f"wrote {target}" in " ".join(done.stderr.split())
 
@@ -101,6 +101,6 @@ def test_check_names_a_hostile_file_name_as_text(tmp_path):
     """`check`'s verdict names the file as given: brackets are the name's, an ESC is shown escaped."""
     name = tmp_path / "[bold]x\x1b[2J.yml"
     name.write_text((Path(__file__).parents[2] / "inventory/fabric.yml").read_text())
-    done = run("gpufabric", "check", str(name))
+    done = run_in_process("gpufabric", "check", str(name))
     assert done.returncode == 0, done.stderr
     assert r"[bold]x\x1b[2J.yml: valid;" in done.stderr and "\x1b" not in done.stderr

@@ -7,7 +7,7 @@ import subprocess
 import warnings
 
 import pytest
-from conftest import INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run, sized
+from conftest import INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run_in_process, sized
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -64,9 +64,9 @@ def test_without_a_salt_key_the_plan_warns(tmp_path):
     assert "salt_key:" in text
     bare = tmp_path / "fabric.yml"
     bare.write_text("\n".join(line for line in text.splitlines() if "salt_key:" not in line))
-    done = run("gpufabric", "plan", str(bare), "--strict")
+    done = run_in_process("gpufabric", "plan", str(bare), "--strict")
     assert done.returncode == 3 and "no salt_key" in done.stderr
-    assert run("gpufabric", "plan", "--strict").returncode == 0
+    assert run_in_process("gpufabric", "plan", "--strict").returncode == 0
 
 
 @pytest.mark.parametrize("path", sized(EXAMPLES), ids=lambda p: p.stem)
@@ -85,7 +85,7 @@ def test_no_rendered_file_holds_a_planted_secret(path, cli_rendering):
 @pytest.mark.slow
 def test_the_rendered_hash_is_the_password_hash(tmp_path):
     def rendered_hash(folder, salt_key):
-        run(
+        run_in_process(
             "nornir", "render", "-o", str(folder), GPUFABRIC_SWITCH_PASSWORD=SWITCH_PASSWORD_CANARY,
             GPUFABRIC_SALT_KEY=salt_key, check=True,
         )  # fmt: skip

@@ -11,7 +11,7 @@ import shutil
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import BIN, ROOT, run
+from conftest import BIN, ROOT, run, run_in_process
 
 from gpufabric.cli import cli, help_pages
 from gpufabric.docsite import platforms
@@ -113,24 +113,23 @@ def test_check_names_stale_and_leftover_pages_and_leaves_pages_written_by_hand(t
         with_nav_block("nav:\n  - Home: index.md\n", generated, "platforms", tmp_path / "mkdocs.yml")
 
 
-@pytest.mark.slow
 def test_the_cli_checks_the_pages_in_the_repository_and_fails_on_drift(tmp_path):
     for kind in ("platforms", "commands"):
-        done = run("gpufabric", "docs", kind, "--check")
+        done = run_in_process("gpufabric", "docs", kind, "--check")
         assert done.returncode == 0, done.stderr
     folder, config = tmp_path / "platforms", tmp_path / "mkdocs.yml"
     shutil.copytree(DOCS / "platforms", folder)
     config.write_text(CONFIG.read_text().replace('"Arista EOS": platforms/eos.md', '"EOS": platforms/eos.md'))
     (folder / "frr.md").unlink()
-    done = run("gpufabric", "docs", "platforms", "-o", str(folder), "--nav", str(config), "--check")
+    done = run_in_process("gpufabric", "docs", "platforms", "-o", str(folder), "--nav", str(config), "--check")
     assert done.returncode == 4
     assert f"{folder / 'frr.md'}" in done.stderr and str(config) in done.stderr
     assert not (folder / "frr.md").exists()  # --check writes nothing
-    done = run("gpufabric", "docs", "platforms", "-o", str(folder), "--nav", str(config))
+    done = run_in_process("gpufabric", "docs", "platforms", "-o", str(folder), "--nav", str(config))
     assert done.returncode == 0
     assert (folder / "frr.md").read_text() == (DOCS / "platforms" / "frr.md").read_text()
     assert config.read_text() == CONFIG.read_text()
-    done = run("gpufabric", "docs", "-o", str(tmp_path / "x.md"), "platforms")
+    done = run_in_process("gpufabric", "docs", "-o", str(tmp_path / "x.md"), "platforms")
     assert done.returncode == 2 and "after the subcommand" in done.stderr
 
 

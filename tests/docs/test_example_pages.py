@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, ROOT, run
+from conftest import INVENTORY, ROOT, run_in_process
 
 NAV = "nav:\n  - Examples:\n      # begin: gpufabric docs examples\n      # end: gpufabric docs examples\n"
 
 
 def test_the_site_s_example_pages_are_current() -> None:
-    done = run("gpufabric", "docs", "examples", "--check", cwd=ROOT)
+    done = run_in_process("gpufabric", "docs", "examples", "--check", cwd=ROOT)
     assert done.returncode == 0, done.stderr
 
 
@@ -35,13 +35,13 @@ def test_an_edited_intent_makes_the_check_fail_until_regenerated(tmp_path: Path)
     shutil.copy(INVENTORY / "examples" / "sonic.yml", inventory / "examples" / "sonic.yml")
     (tmp_path / "mkdocs.yml").write_text(NAV)
     args = ("gpufabric", "docs", "examples", "--inventory", "inventory", "-o", "docs/examples", "--nav", "mkdocs.yml")
-    assert run(*args, cwd=tmp_path).returncode == 0
-    assert run(*args, "--check", cwd=tmp_path).returncode == 0
+    assert run_in_process(*args, cwd=tmp_path).returncode == 0
+    assert run_in_process(*args, "--check", cwd=tmp_path).returncode == 0
     nav = (tmp_path / "mkdocs.yml").read_text()
     assert '- "inventory/examples/sonic.yml": examples/sonic.md' in nav
     intent = inventory / "examples" / "sonic.yml"
     intent.write_text(intent.read_text() + "\n# an operator's note\n")
-    stale = run(*args, "--check", cwd=tmp_path)
+    stale = run_in_process(*args, "--check", cwd=tmp_path)
     assert stale.returncode == 4 and "sonic.md" in stale.stderr
-    assert run(*args, cwd=tmp_path).returncode == 0
+    assert run_in_process(*args, cwd=tmp_path).returncode == 0
     assert "# an operator's note" in (tmp_path / "docs" / "examples" / "sonic.md").read_text()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from anta.catalog import AntaCatalog
 from anta.device import AsyncEOSDevice
-from conftest import EXAMPLES, INVENTORY, example_plan, run
+from conftest import EXAMPLES, INVENTORY, example_plan, run_in_process
 
 from gpufabric.export import anta, cabling
 
@@ -43,7 +43,7 @@ def test_the_fabric_catalog_passes_anta_s_parser_with_every_test_tagged_to_its_s
 
 
 def test_one_catalog_per_switch_each_passes_the_parser(tmp_path) -> None:
-    done = run("gpufabric", "export", "anta", str(MULTI), "-o", str(tmp_path / "anta"))
+    done = run_in_process("gpufabric", "export", "anta", str(MULTI), "-o", str(tmp_path / "anta"))
     assert done.returncode == 0, done.stderr
     files = sorted((tmp_path / "anta").iterdir())
     plan = example_plan(MULTI)
@@ -158,7 +158,7 @@ def test_anta_fails_a_planned_session_that_is_not_established() -> None:
 
 
 def test_a_fabric_without_eos_is_refused_with_exit_2() -> None:
-    done = run("gpufabric", "export", "anta", str(INVENTORY / "fabric.yml"))
+    done = run_in_process("gpufabric", "export", "anta", str(INVENTORY / "fabric.yml"))
     assert done.returncode == 2
     assert "ANTA tests Arista EOS" in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""

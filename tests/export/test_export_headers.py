@@ -21,7 +21,7 @@ from gpufabric.export import k8s_network
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
-from tests.conftest import INVENTORY, run
+from tests.conftest import INVENTORY, run_in_process
 
 # A newline and a carriage return, an injected Slurm line, a terminal escape, NEL and LINE SEPARATOR (line
 # breaks to YAML 1.1 and to str.splitlines), a tab, a bidi override, and a byte that is not UTF-8.
@@ -93,7 +93,7 @@ def test_topology_conf_from_the_command_line_has_no_line_outside_a_comment_but_t
     """Offline stand-in for slurmctld (test_slurmctld.py reads the tree form in the lab tier): every line is
     a comment or one of the tree's own SwitchName lines, and the name's `SwitchName=evil` is in a comment."""
     out = tmp_path / "topology.conf"
-    done = run("gpufabric", "export", "slurm", os.fsdecode(plans[2]), "-o", str(out))
+    done = run_in_process("gpufabric", "export", "slurm", os.fsdecode(plans[2]), "-o", str(out))
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
     lines = _lines(text)

@@ -14,7 +14,7 @@ import subprocess
 import jsonschema
 import pytest
 import yaml
-from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run, sized
+from conftest import ALL_INTENTS, CLAB_SCHEMA, INVENTORY, example_plan, run, run_in_process, sized
 
 from gpufabric.export import (
     anta,
@@ -336,7 +336,7 @@ def test_graphviz_lays_every_tier_out_in_plan_order(path):
 
 def test_drawing_directory_with_svg(tmp_path):
     out = tmp_path / "drawing"
-    done = run("gpufabric", "export", "drawing", "-o", str(out), cwd=INVENTORY.parent)
+    done = run_in_process("gpufabric", "export", "drawing", "-o", str(out), cwd=INVENTORY.parent)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.glob("*.dot")) == ["business.dot", "compute.dot", "oob.dot", "storage.dot"]
     compute = (out / "compute.dot").read_text()
@@ -370,7 +370,7 @@ def test_exports_are_byte_identical_across_runs(tmp_path, kind):
 
 
 def test_plan_json_keys_scripts_rely_on():
-    done = run("gpufabric", "plan", str(INVENTORY / "examples" / "superpod-4su.yml"), "--json", check=True)
+    done = run_in_process("gpufabric", "plan", str(INVENTORY / "examples" / "superpod-4su.yml"), "--json", check=True)
     doc = json.loads(done.stdout)
     assert doc["planes"]["compute"]["switches"] == {"leaf": 32, "spine": 16}
     assert doc["planes"]["compute"]["oversubscription"]["leaf"]["planned"] == 1.0
@@ -382,7 +382,9 @@ def test_structured_export_writes_one_file_per_switch_and_no_secret(tmp_path):
     from conftest import SNMP_CANARY, SWITCH_PASSWORD_CANARY
 
     out = tmp_path / "structured"
-    done = run("gpufabric", "export", "structured", str(INVENTORY / "examples" / "multi-vendor.yml"), "-o", str(out))
+    done = run_in_process(
+        "gpufabric", "export", "structured", str(INVENTORY / "examples" / "multi-vendor.yml"), "-o", str(out)
+    )
     assert done.returncode == 0, done.stderr
     plan = plan_of(INVENTORY / "examples" / "multi-vendor.yml")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{d.name}.json" for d in plan.devices())
@@ -397,7 +399,7 @@ def test_structured_export_writes_one_file_per_switch_and_no_secret(tmp_path):
 
 def test_export_writes_atomically(tmp_path):
     target = tmp_path / "out" / "cabling.csv"
-    done = run("gpufabric", "export", "cabling", "-o", str(target), cwd=INVENTORY.parent)
+    done = run_in_process("gpufabric", "export", "cabling", "-o", str(target), cwd=INVENTORY.parent)
     assert done.returncode == 0
     assert target.read_text().startswith("cable_id,plane,kind,a_device,a_port,b_device,b_port,speed,medium,length_m\n")
     assert [p.name for p in target.parent.iterdir()] == ["cabling.csv"]  # no temporary file left behind

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from gpufabric.export import host_facts, k8s_network
 from gpufabric.inputs import InputError
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
-from tests.conftest import BIN
+from tests.conftest import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "roles" / "host_baseline" / "library" / "gpufabric_host_baseline.py"
@@ -67,19 +66,18 @@ def test_a_read_pairing_replaces_the_assumed_one_for_that_node_only(facts_dir: P
 
 def test_the_cli_says_where_the_pairing_is_assumed(tmp_path: Path, facts_dir: Path) -> None:
     fabric = ROOT / "inventory" / "fabric.yml"
-    done = subprocess.run([BIN / "gpufabric", "export", "k8s-network", fabric, "-o", tmp_path / "net",
-                           "--host-facts", facts_dir], capture_output=True, text=True, check=False)  # fmt: skip
+    done = run_in_process(
+        "gpufabric", "export", "k8s-network", fabric, "-o", tmp_path / "net", "--host-facts", facts_dir
+    )
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stderr.split())
     assert "GPU-to-NIC pairing read from the hosts for 1 node(s)" in said
     assert "assumed by rail (rail r serves GPU r-1) for gpu02, gpu03, gpu04: no reading of theirs" in said
     assert "gpu01 (read): eth1->GPU4,5,6,7" in (tmp_path / "net" / "kubelet-topology.yaml").read_text()
-    bare = subprocess.run([BIN / "gpufabric", "export", "k8s-network", fabric], capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    bare = run_in_process("gpufabric", "export", "k8s-network", fabric)
     assert bare.returncode == 0 and "no reading given (--host-facts)" in " ".join(bare.stderr.split())
     assert "#   gpu01 (assumed): eth1->GPU0,1,2,3" in bare.stdout
-    other = subprocess.run([BIN / "gpufabric", "export", "cabling", fabric, "--host-facts", facts_dir],
-                           capture_output=True, text=True, check=False)  # fmt: skip
+    other = run_in_process("gpufabric", "export", "cabling", fabric, "--host-facts", facts_dir)
     assert other.returncode == 2 and "only k8s-network takes host readings" in other.stderr
 
 

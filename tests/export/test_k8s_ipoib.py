@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import INVENTORY, plan_doc, run
+from conftest import INVENTORY, plan_doc, run_in_process
 from test_k8s_network import objects, published_crds, schema_errors
 
 from gpufabric.export import inventory, k8s_network
@@ -146,7 +146,7 @@ def test_refusals_are_located(tmp_path: Path, case: str) -> None:
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     args = ("export", "k8s-network", str(path)) if command == "export" else ("check", str(path))
-    done = run("gpufabric", *args)
+    done = run_in_process("gpufabric", *args)
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stderr, done.stderr
     assert f"{path}:" in done.stderr and "Traceback" not in done.stderr

@@ -23,7 +23,7 @@ import yaml
 from gpufabric.export import k8s_network
 from gpufabric.plan import Plan
 from gpufabric.plan.model import ip
-from tests.conftest import ALL_INTENTS, BIN, K8S_CRDS, default_doc, plan_doc, plan_text, set_path, sized
+from tests.conftest import ALL_INTENTS, K8S_CRDS, default_doc, plan_doc, plan_text, run_in_process, set_path, sized
 
 SRIOV_KINDS = {"SriovNetwork", "SriovNetworkNodePolicy"}
 
@@ -271,7 +271,7 @@ def test_kubelet_settings_and_pairing() -> None:
 
 
 def _gpufabric(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([BIN / "gpufabric", *map(str, args)], check=False, capture_output=True, text=True)
+    return run_in_process("gpufabric", *map(str, args))
 
 
 def test_cli_writes_a_directory_and_refuses_a_bonded_plane(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import yaml
 
 from gpufabric.export import k8s_labels
 from gpufabric.plan import Plan
-from tests.conftest import ALL_INTENTS, default_doc, plan_doc, plan_text, run, set_path, sized
+from tests.conftest import ALL_INTENTS, default_doc, plan_doc, plan_text, run_in_process, set_path, sized
 from tests.export import test_k8s_network
 from tests.export.test_k8s_network import objects, schema_errors
 
@@ -120,7 +120,7 @@ def test_host_device_refuses_groups_that_name_rails_differently(tmp_path: Path) 
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(_swapped_groups(), sort_keys=False))
     out = tmp_path / "net"
-    done = run("gpufabric", "export", "k8s-network", str(path), "-o", str(out))
+    done = run_in_process("gpufabric", "export", "k8s-network", str(path), "-o", str(out))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
     # Located (file:line, field) and naming both groups and both rails.

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run_in_process
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import render_device
@@ -52,7 +52,7 @@ def _intent(tmp_path, source: str, **ztp_settings) -> str:
 
 def _export(tmp_path, intent: str, name: str = "out"):
     out = tmp_path / name
-    done = run("gpufabric", "export", "ztp", intent, "-o", str(out), **ENV)
+    done = run_in_process("gpufabric", "export", "ztp", intent, "-o", str(out), **ENV)
     assert done.returncode == 0, done.stderr
     return out, done
 
@@ -198,7 +198,7 @@ def test_a_recorded_serial_identifies_a_switch_no_cable_reaches(tmp_path):
 )
 def test_ztp_settings_that_do_not_fit_are_refused_located(tmp_path, settings, field, words):
     intent = _intent(tmp_path, "fabric.yml", **settings)
-    done = run("gpufabric", "export", "ztp", intent, "-o", str(tmp_path / "out"), **ENV)
+    done = run_in_process("gpufabric", "export", "ztp", intent, "-o", str(tmp_path / "out"), **ENV)
     assert done.returncode == 2, done.stderr
     assert field in done.stderr and words in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
@@ -314,7 +314,7 @@ def test_secrets_a_switch_keeps_in_clear_are_filled_in_and_those_files_are_owner
 
 
 def test_stdout_is_keas_configuration_without_rendering_secrets():
-    done = run("gpufabric", "export", "ztp", str(INVENTORY / "fabric.yml"))  # no secret in the environment
+    done = run_in_process("gpufabric", "export", "ztp", str(INVENTORY / "fabric.yml"))  # no secret in the environment
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["Dhcp4"]["interfaces-config"] == {"interfaces": ["eth0"]}
 

@@ -26,7 +26,7 @@ from gpufabric.ib.errors import IbError
 from gpufabric.ib.planner import plan_fabric
 from gpufabric.ib.results import Result as Check
 from gpufabric.intent.errors import IntentError
-from tests.conftest import ROOT, run
+from tests.conftest import ROOT, run_in_process
 
 RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
@@ -559,7 +559,7 @@ def test_the_intents_pkey_with_a_leading_zero_asks_for_hex_or_decimal(tmp_path):
     assert "pkey: 0x0101" in text
     bad = tmp_path / "pk.yml"
     bad.write_text(text.replace("pkey: 0x0101", "pkey: 0101"))
-    done = run("gpufabric", "check", str(bad))
+    done = run_in_process("gpufabric", "check", str(bad))
     assert done.returncode == 2, done.stderr
     assert "pk.yml:78: planes.compute.partitions[0].pkey: '0101' is ambiguous" in done.stderr
     assert "fix: write 0x0101 for hexadecimal or 101 for decimal" in done.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import INVENTORY, plan_doc, run
+from conftest import INVENTORY, plan_doc, run_in_process
 
 from gpufabric.export import bom, cabling, plan_json
 
@@ -102,7 +102,7 @@ def test_the_cabling_plan_names_each_ib_cable_medium_and_length() -> None:
 def test_a_length_beyond_every_reach_is_refused_at_its_field(tmp_path: Path) -> None:
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(_doc(H100, {"node_leaf": 3, "leaf_spine": 2500}), sort_keys=False))
-    done = run("gpufabric", "check", str(path))
+    done = run_in_process("gpufabric", "check", str(path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "planes.compute.lengths.leaf_spine: 2500 m at NDR is beyond every medium's reach (2000 m)" in done.stderr
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, INVENTORY, run
+from tests.conftest import BIN, INVENTORY, run_in_process
 
 RECORDED = Path(__file__).parents[1] / "recorded" / "ib" / "mini.ibnetdiscover"
 MINI = """\
@@ -43,7 +43,9 @@ def mini(tmp_path: Path) -> Path:
     ],
 )
 def test_plan_examples(example: str, counts: dict[str, int]) -> None:
-    done = run("gpufabric", "ib", "plan", str(INVENTORY / "examples" / "infiniband" / example), "--json", check=True)
+    done = run_in_process(
+        "gpufabric", "ib", "plan", str(INVENTORY / "examples" / "infiniband" / example), "--json", check=True
+    )
     got = json.loads(done.stdout)
     assert {k: got[k] for k in counts} == counts
 
@@ -51,11 +53,11 @@ def test_plan_examples(example: str, counts: dict[str, int]) -> None:
 @pytest.mark.slow
 def test_discover_configs_and_export_from_real_ibnetdiscover_output(mini: Path, tmp_path: Path) -> None:
     disc = tmp_path / "discovery.json"
-    run("gpufabric", "ib", "discover", str(mini), "--from", str(RECORDED), "-o", str(disc), check=True)
+    run_in_process("gpufabric", "ib", "discover", str(mini), "--from", str(RECORDED), "-o", str(disc), check=True)
     nodes = json.loads(disc.read_text())["nodes"]
     assert nodes["su2-leaf2"] == {"node_guid": "0x0000000000200003", "port_guid": "0x0000000000200003"}
     sm = tmp_path / "sm"
-    run("gpufabric", "ib", "configs", str(mini), "--discovery", str(disc), "-o", str(sm), check=True)
+    run_in_process("gpufabric", "ib", "configs", str(mini), "--discovery", str(disc), "-o", str(sm), check=True)
     assert sorted(p.name for p in sm.iterdir()) == [
         "cn-guids.conf",
         "node-name-map",
@@ -67,19 +69,19 @@ def test_discover_configs_and_export_from_real_ibnetdiscover_output(mini: Path, 
     conf = (sm / "opensm.conf").read_text()
     assert "routing_engine updn\n" in conf and f"root_guid_file {sm.absolute()}/root-guids.conf\n" in conf
     assert "any, pkey 0x0101 : 1" in (sm / "qos-policy.conf").read_text()
-    topo = run("gpufabric", "ib", "export-topology", str(mini), "--discovery", str(disc), check=True).stdout
+    topo = run_in_process("gpufabric", "ib", "export-topology", str(mini), "--discovery", str(disc), check=True).stdout
     assert 'Switch\t64 "S-0000000000200003"\t\t# "su2-leaf2" enhanced port 0 lid 0 lmc 0' in topo
 
 
 def test_diff_names_a_swapped_cable_and_exits_1(mini: Path, tmp_path: Path) -> None:
-    clean = run("gpufabric", "ib", "diff", str(mini), "--from", str(RECORDED))
+    clean = run_in_process("gpufabric", "ib", "diff", str(mini), "--from", str(RECORDED))
     # ibsim 0.10 reports SDR for planned NDR: the diff says so (and nothing else).
     assert clean.returncode == 4 and "planned 4xNDR" in clean.stdout and "missing" not in clean.stdout
     # dgx005's and dgx006's rail-2 adapters swapped on su2-leaf2, as ibnetdiscover would print it.
     text = _swap(RECORDED.read_text(), '"H-0000000000100012"[1](100013)', '"H-0000000000100016"[1](100017)')
     live = tmp_path / "live.topo"
     live.write_text(_swap(text, '"S-0000000000200003"[1]', '"S-0000000000200003"[2]'))
-    done = run("gpufabric", "ib", "diff", str(mini), "--from", str(live))
+    done = run_in_process("gpufabric", "ib", "diff", str(mini), "--from", str(live))
     assert done.returncode == 4
     assert 'missing cable "dgx005 mlx5_1"[1] - "su2-leaf2"[1]' in done.stdout
     assert 'unplanned cable "dgx005 mlx5_1"[1] - "su2-leaf2"[2]' in done.stdout
@@ -92,7 +94,7 @@ def _swap(text: str, a: str, b: str) -> str:
 def test_discover_refuses_a_fabric_named_otherwise_exit_2(mini: Path, tmp_path: Path) -> None:
     live = tmp_path / "live.topo"
     live.write_text(RECORDED.read_text().replace('"su1-leaf1"', '"leaf-a"'))
-    done = run("gpufabric", "ib", "discover", str(mini), "--from", str(live))
+    done = run_in_process("gpufabric", "ib", "discover", str(mini), "--from", str(live))
     assert done.returncode == 2
     assert "unplanned node 'leaf-a'" in done.stderr and "planned node 'su1-leaf1' not found" in done.stderr
     assert "Traceback" not in done.stderr
@@ -118,7 +120,7 @@ def test_discover_refuses_a_fabric_named_otherwise_exit_2(mini: Path, tmp_path: 
 def test_bad_fabric_files_exit_2_with_line_and_fix(tmp_path: Path, text: str, line: int | None, says: str) -> None:
     path = tmp_path / "ib.yml"
     path.write_text(text)
-    done = run("gpufabric", "ib", "plan", str(path))
+    done = run_in_process("gpufabric", "ib", "plan", str(path))
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
     if line is not None:
@@ -155,7 +157,7 @@ def _stub_tools(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> str:
 @pytest.mark.slow
 def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: Path) -> None:
     path = _stub_tools(tmp_path, {})
-    done = run("gpufabric", "ib", "validate", str(mini), "--no-rates", "--format", "json", PATH=path)
+    done = run_in_process("gpufabric", "ib", "validate", str(mini), "--no-rates", "--format", "json", PATH=path)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert all(r["ok"] for r in rows) and {r["check"] for r in rows} >= {"cabling", "sm", "partition", "route"}
@@ -174,31 +176,33 @@ def test_validate_green_then_a_swapped_cable_named_exit_1(mini: Path, tmp_path: 
             ]
         },
     )
-    done = run("gpufabric", "ib", "validate", str(mini), "--no-rates", "--check", "cabling", PATH=path)
+    done = run_in_process("gpufabric", "ib", "validate", str(mini), "--no-rates", "--check", "cabling", PATH=path)
     assert done.returncode == 4
     assert 'cabling    FAIL    "dgx005 mlx5_1"[1] - "su2-leaf2"[1]' in done.stdout
     assert "4 failed" in done.stdout
 
 
 def test_validate_without_the_tools_exits_2(mini: Path, tmp_path: Path) -> None:
-    done = run("gpufabric", "ib", "validate", str(mini), PATH=f"{BIN}{os.pathsep}{tmp_path}")
+    done = run_in_process("gpufabric", "ib", "validate", str(mini), PATH=f"{BIN}{os.pathsep}{tmp_path}")
     assert done.returncode == 2 and "ibnetdiscover not found: install infiniband-diags" in done.stderr
 
 
 def test_live_discovery_without_the_tools_exits_2(mini: Path, tmp_path: Path) -> None:
-    done = run("gpufabric", "ib", "discover", str(mini), "--from", "live", PATH=f"{BIN}{os.pathsep}{tmp_path}")
+    done = run_in_process(
+        "gpufabric", "ib", "discover", str(mini), "--from", "live", PATH=f"{BIN}{os.pathsep}{tmp_path}"
+    )
     assert done.returncode == 2 and "ibnetdiscover not found: install infiniband-diags" in done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
 def test_metrics_from_the_recorded_tools(mini: Path, tmp_path: Path) -> None:
-    done = run("gpufabric", "ib", "metrics", str(mini), PATH=_stub_tools(tmp_path, {}), check=True)
+    done = run_in_process("gpufabric", "ib", "metrics", str(mini), PATH=_stub_tools(tmp_path, {}), check=True)
     assert 'node="su2-leaf2",role="leaf",port="5",peer="spine01",peer_port="13",tier="leaf-spine"' in done.stdout
     assert done.stdout.count("\n") == 2 + (16 + 32) * 6
 
 
 def test_acceptance_json(mini: Path) -> None:
-    done = run("gpufabric", "ib", "acceptance", str(mini), "--json", check=True)
+    done = run_in_process("gpufabric", "ib", "acceptance", str(mini), "--json", check=True)
     body = json.loads(done.stdout)
     assert body["nccl_env"] == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_NET": "IB"}
     # tenant-a (dgx001, dgx002) is the only partition: every other adapter is a limited member of the
@@ -209,7 +213,7 @@ def test_acceptance_json(mini: Path) -> None:
     ]
     # A tenant across both SUs gets its pair across the spines too.
     mini.write_text(mini.read_text().replace("hosts: [dgx001, dgx002]", "hosts: [dgx001, dgx002, dgx005]"))
-    body = json.loads(run("gpufabric", "ib", "acceptance", str(mini), "--json", check=True).stdout)
+    body = json.loads(run_in_process("gpufabric", "ib", "acceptance", str(mini), "--json", check=True).stdout)
     assert body["pairs"][1] == {
         "rail": 1,
         "path": "spine",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run_in_process
 
 from gpufabric.export import inventory
 from gpufabric.ib import topology
@@ -125,7 +125,7 @@ def test_no_ipoib_unless_asked() -> None:
 
 
 def test_the_exported_topology_reads_back_as_the_plan() -> None:
-    done = run("gpufabric", "export", "ib-topology", str(H100), check=True)
+    done = run_in_process("gpufabric", "export", "ib-topology", str(H100), check=True)
     seen = topology.parse(done.stdout)
     plan = _plan(_doc(H100))
     assert set(seen.by_name()) == {n.name for n in plan.infiniband.fabric.nodes}
@@ -196,7 +196,7 @@ def test_bad_infiniband_intents_exit_2_with_line_field_and_fix(tmp_path: Path, c
     change, says = BAD[case]
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(_with(change), sort_keys=False))
-    done = run("gpufabric", "check", str(path))
+    done = run_in_process("gpufabric", "check", str(path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stderr, done.stderr
     assert f"{path}:" in done.stderr and "fix:" in done.stderr and "Traceback" not in done.stderr
@@ -204,9 +204,8 @@ def test_bad_infiniband_intents_exit_2_with_line_field_and_fix(tmp_path: Path, c
     assert line.isdigit()
 
 
-@pytest.mark.slow
 def test_push_to_an_infiniband_compute_plane_says_what_configures_it() -> None:
     env = {"GPUFABRIC_SWITCH_PASSWORD": "not-used", "GPUFABRIC_SALT_KEY": "not-used"}
-    done = run("nornir", "push", "--plane", "compute", "--dry-run", str(LAB), **env)
+    done = run_in_process("nornir", "push", "--plane", "compute", "--dry-run", str(LAB), **env)
     assert done.returncode == 2, done.stderr
     assert "the compute plane is InfiniBand" in done.stderr and "Traceback" not in done.stderr

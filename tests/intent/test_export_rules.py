@@ -16,7 +16,7 @@ import yaml
 from gpufabric import media
 from gpufabric.intent import IntentError, load_intent_text
 from gpufabric.plan.model import link_length
-from tests.conftest import DELETE, INVENTORY, default_doc, plan_doc, run, set_path
+from tests.conftest import DELETE, INVENTORY, default_doc, plan_doc, run_in_process, set_path
 from tests.fabric_builders import role, single_plane
 
 SONIC = INVENTORY / "examples" / "sonic.yml"
@@ -80,7 +80,7 @@ def test_an_unknown_sku_stops_before_anything_is_written(tmp_path: Path, command
     path = tmp_path / "sonic.yml"
     path.write_text(yaml.safe_dump(set_path(_doc(SONIC), (*LEAF, "ports"), 48), sort_keys=False))
     out = tmp_path / "out"
-    done = run("gpufabric", *(c.format(out=out) for c in command), str(path))
+    done = run_in_process("gpufabric", *(c.format(out=out) for c in command), str(path))
     assert done.returncode == 2, done.stderr
     assert f"{path}:" in done.stderr and "planes.compute.switches.leaf.ports" in done.stderr, done.stderr
     assert "set ports: 32 or fewer" in done.stderr
@@ -111,7 +111,7 @@ def test_nvlink_domain_on_gpu_servers_is_accepted() -> None:
 def test_the_slurm_block_export_of_storage_domains_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(set_path(default_doc(), ("server_groups", 1, "nvlink_domain"), 2)))
-    done = run("gpufabric", "export", "slurm-block", str(path))
+    done = run_in_process("gpufabric", "export", "slurm-block", str(path))
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert "server_groups[1].nvlink_domain" in done.stderr and "group 'storage'" in done.stderr, done.stderr
 
@@ -157,7 +157,7 @@ def test_the_cli_refuses_an_edge_beyond_reach_and_writes_no_bill_of_material(tmp
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(set_path(_doc(SUPERPOD), ("planes", "business", "lengths", "edge"), 3000)))
     out = tmp_path / "bom.csv"
-    done = run("gpufabric", "export", "bom", str(path), "-o", str(out))
+    done = run_in_process("gpufabric", "export", "bom", str(path), "-o", str(out))
     assert done.returncode == 2, done.stderr
     assert "planes.business.lengths.edge" in done.stderr and "within 2000 m" in done.stderr
     assert not out.exists()

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, cli_env, run
+from conftest import INVENTORY, cli_env, run, run_in_process
 
 from gpufabric.intent import IntentError, load_intent_text
 
@@ -33,7 +33,7 @@ def _refused(tmp_path: Path, text: str, *args: str) -> str:
     """`gpufabric ARGS fabric.yml` on `text` must exit 2 without a traceback; its stderr, the path shortened."""
     f = tmp_path / "fabric.yml"
     f.write_text(text)
-    done = run("gpufabric", *args, str(f))
+    done = run_in_process("gpufabric", *args, str(f))
     assert "Traceback" not in done.stdout + done.stderr
     stderr = done.stderr.replace(str(f), "fabric.yml")
     assert done.returncode == 2, stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ALL_INTENTS, INVENTORY, example_plan, run, sized
+from conftest import ALL_INTENTS, INVENTORY, example_plan, run_in_process, sized
 
 from gpufabric.intent import load_intent_text
 from gpufabric.plan import build_plan
@@ -191,10 +191,10 @@ def _file(tmp_path: Path, text: str) -> Path:
     ("command", "plain"),
     [
         (["check"], 0),
-        pytest.param(["plan"], 0, marks=pytest.mark.slow),
-        pytest.param(["plan", "--json"], 0, marks=pytest.mark.slow),
-        pytest.param(["export", "cabling"], 0, marks=pytest.mark.slow),
-        pytest.param(["render", "-o", "{tmp}/configs"], 0, marks=pytest.mark.slow),
+        (["plan"], 0),
+        (["plan", "--json"], 0),
+        (["export", "cabling"], 0),
+        (["render", "-o", "{tmp}/configs"], 0),
     ],
     ids=["check", "plan", "plan-json", "export", "render"],
 )
@@ -202,28 +202,27 @@ def test_strict_exits_3_on_a_warning(tmp_path, command, plain):
     text = _edited(("ntp_servers: [172.20.0.1]", "ntp_servers: [172.20.0.1, 172.20.0.1]"))
     f = _file(tmp_path, text)
     args = [a.replace("{tmp}", str(tmp_path)) for a in command]
-    relaxed = run("gpufabric", *args, str(f))
+    relaxed = run_in_process("gpufabric", *args, str(f))
     assert relaxed.returncode == plain, relaxed.stderr
     line = _line(text, "ntp_servers:")
     assert f"warning: {f}:{line}: management.ntp_servers[1]: 172.20.0.1 is listed twice" in relaxed.stderr
-    strict = run("gpufabric", *args, "--strict", str(f))
+    strict = run_in_process("gpufabric", *args, "--strict", str(f))
     assert strict.returncode == 3, strict.stderr
     assert "Traceback" not in strict.stderr
 
 
-@pytest.mark.slow
 def test_strict_verify_exits_3_when_the_configs_pass_but_the_intent_warns(tmp_path):
     text = _edited(("ntp_servers: [172.20.0.1]", "ntp_servers: [172.20.0.1, 172.20.0.1]"))
     f = _file(tmp_path, text)
     configs = tmp_path / "configs"
-    assert run("gpufabric", "render", str(f), "-o", str(configs)).returncode == 0
-    relaxed = run("gpufabric", "verify", str(f), "--configs", str(configs))
+    assert run_in_process("gpufabric", "render", str(f), "-o", str(configs)).returncode == 0
+    relaxed = run_in_process("gpufabric", "verify", str(f), "--configs", str(configs))
     assert relaxed.returncode == 0 and "listed twice" in relaxed.stderr, relaxed.stderr
-    strict = run("gpufabric", "verify", "--strict", str(f), "--configs", str(configs))
+    strict = run_in_process("gpufabric", "verify", "--strict", str(f), "--configs", str(configs))
     assert strict.returncode == 3, strict.stderr
 
 
 def test_strict_passes_a_quiet_intent(tmp_path):
-    done = run("gpufabric", "check", "--strict", str(INVENTORY / "fabric.yml"))
+    done = run_in_process("gpufabric", "check", "--strict", str(INVENTORY / "fabric.yml"))
     assert done.returncode == 0, done.stderr
     assert "warning:" not in done.stderr

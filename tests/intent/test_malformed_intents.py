@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import DELETE, INVENTORY, default_doc, plan_doc, run, set_path
+from conftest import DELETE, INVENTORY, default_doc, plan_doc, run_in_process, set_path
 
 from gpufabric.intent import IntentError, load_intent_text
 from gpufabric.plan import build_plan
@@ -468,7 +468,7 @@ def test_cli_exit_2_without_traceback(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text(yaml.safe_dump(_doc_with(((*C, "tiers"), 7), (("credentials", "switches", "password"), PW))))
     out = tmp_path / "plan.json"
-    done = run("gpufabric", "export", "plan", str(bad), "-o", str(out))
+    done = run_in_process("gpufabric", "export", "plan", str(bad), "-o", str(out))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr + done.stdout
     assert f"{bad}:" in done.stderr and "planes.compute.tiers" in done.stderr and "fix:" in done.stderr
@@ -479,7 +479,7 @@ def test_cli_exit_2_without_traceback(tmp_path):
 def test_cli_json_errors(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text(yaml.safe_dump(_doc_with(((*C, "tiers"), 7))))
-    done = run("gpufabric", "plan", str(bad), "--json")
+    done = run_in_process("gpufabric", "plan", str(bad), "--json")
     import json
 
     errors = json.loads(done.stdout)["errors"]

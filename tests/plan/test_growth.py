@@ -8,7 +8,7 @@ import re
 
 import pytest
 import yaml
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run_in_process
 
 from gpufabric.config.compare import compare
 from gpufabric.intent.loader import load_intent_text
@@ -76,28 +76,27 @@ def test_growing_unit_by_unit_changes_nothing_that_exists(name):
         assert not diff.renumbered and not diff.links_moved and not diff.links_removed
 
 
-@pytest.mark.slow
 def test_without_a_build_out_growth_renumbers_and_says_so(tmp_path):
     doc = _doc("fabric.yml")
     small, grown = copy.deepcopy(doc), copy.deepcopy(doc)
     small["server_groups"][0]["count"], grown["server_groups"][0]["count"] = 4, 6
     (tmp_path / "old.yml").write_text(yaml.safe_dump(small))
     (tmp_path / "new.yml").write_text(yaml.safe_dump(grown))
-    done = run("gpufabric", "diff", str(tmp_path / "old.yml"), str(tmp_path / "new.yml"))
+    done = run_in_process("gpufabric", "diff", str(tmp_path / "old.yml"), str(tmp_path / "new.yml"))
     assert done.returncode == 5, done.stderr
     assert "would be renumbered" in done.stderr and "would move" in done.stderr
     for d in (small, grown):
         d["server_groups"][0]["build_out"] = 8
     (tmp_path / "old.yml").write_text(yaml.safe_dump(small))
     (tmp_path / "new.yml").write_text(yaml.safe_dump(grown))
-    done = run("gpufabric", "diff", str(tmp_path / "old.yml"), str(tmp_path / "new.yml"), "--work-order",
+    done = run_in_process("gpufabric", "diff", str(tmp_path / "old.yml"), str(tmp_path / "new.yml"), "--work-order",
                str(tmp_path / "wo.csv"))  # fmt: skip
     assert done.returncode == 4, done.stdout + done.stderr
     assert "would" not in done.stderr
     rows = (tmp_path / "wo.csv").read_text().splitlines()
     assert rows[0].startswith("action,cable_id,plane,rack,device,port") and all(r.startswith("add,") for r in rows[1:])
     assert any(",cmp-su3-leaf1,swp3,cmp-spine1," in r for r in rows)
-    same = run("gpufabric", "diff", str(tmp_path / "new.yml"), str(tmp_path / "new.yml"))
+    same = run_in_process("gpufabric", "diff", str(tmp_path / "new.yml"), str(tmp_path / "new.yml"))
     assert same.returncode == 0 and "no change" in same.stdout
 
 
@@ -105,7 +104,7 @@ def test_build_out_below_count_is_refused(tmp_path):
     doc = _doc("fabric.yml")
     doc["server_groups"][0]["build_out"] = 2
     (tmp_path / "f.yml").write_text(yaml.safe_dump(doc))
-    done = run("gpufabric", "check", str(tmp_path / "f.yml"))
+    done = run_in_process("gpufabric", "check", str(tmp_path / "f.yml"))
     assert done.returncode == 2 and "server_groups[0].build_out" in done.stderr
 
 
@@ -134,17 +133,15 @@ def test_push_changed_from_targets_only_what_the_growth_touches(tmp_path):
     )
 
 
-@pytest.mark.slow
 def test_push_changed_from_an_identical_intent_pushes_nothing(tmp_path):
     _, new = _grown_pair(tmp_path)
-    done = run("nornir", "push", str(new), "--changed-from", str(new))
+    done = run_in_process("nornir", "push", str(new), "--changed-from", str(new))
     assert done.returncode == 0 and "nothing to push" in done.stderr
 
 
-@pytest.mark.slow
 def test_diff_drawing_shows_what_the_growth_adds_in_green(tmp_path):
     old, new = _grown_pair(tmp_path)
-    done = run("gpufabric", "diff", str(old), str(new), "--drawing", str(tmp_path / "draw"))
+    done = run_in_process("gpufabric", "diff", str(old), str(new), "--drawing", str(tmp_path / "draw"))
     assert done.returncode == 4, done.stderr
     compute = (tmp_path / "draw" / "compute.dot").read_text()
     filled = set(re.findall(r'^\s+"([^"]+)" \[.*fillcolor="#00a651', compute, re.M))
@@ -153,5 +150,5 @@ def test_diff_drawing_shows_what_the_growth_adds_in_green(tmp_path):
     new_lines = re.findall(r'^\s+"([^"]+)" -- "([^"]+)" \[color="#00a651"', compute, re.M)
     assert ("cmp-spine1", "cmp-su3-leaf1") in new_lines and ("cmp-spine1", "cmp-su1-leaf1") not in new_lines
     assert "what this change adds or moves (2 switches" in compute
-    plain = run("gpufabric", "diff", str(old), str(old), "--drawing", str(tmp_path / "same"))
+    plain = run_in_process("gpufabric", "diff", str(old), str(old), "--drawing", str(tmp_path / "same"))
     assert plain.returncode == 0 and "#00a651" not in (tmp_path / "same" / "compute.dot").read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run_in_process
 
 from gpufabric import media
 from gpufabric.export import bom, cabling
@@ -94,7 +94,7 @@ def test_lengths_beyond_reach_or_headroom_are_refused(
     doc["planes"][plane]["lengths"] = lengths
     path = tmp_path / "fabric.yml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    done = run("gpufabric", "check", str(path))
+    done = run_in_process("gpufabric", "check", str(path))
     if fix is None:  # 150 m of 100G is an AOC's job no more, but single-mode fibre reaches: accepted
         assert done.returncode == 0, done.stderr
         return

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import paramiko
 import pytest
-from conftest import INVENTORY, run
+from conftest import INVENTORY, run_in_process
 from hostile_switch import ADDRESS, PASSWORD, USER, HostileSshSwitch, Reply
 from napalm.base.exceptions import ConnectionException
 
@@ -304,7 +304,7 @@ def test_an_ssh_config_that_is_not_a_file_is_refused(tmp_path):
 
 
 def test_a_malformed_jump_host_is_bad_input(tmp_path):
-    done = run("nornir", "validate", str(INVENTORY / "fabric.yml"), "--jump-host", "ops@host;reboot",
+    done = run_in_process("nornir", "validate", str(INVENTORY / "fabric.yml"), "--jump-host", "ops@host;reboot",
                "--known-hosts", str(tmp_path / "k"), GPUFABRIC_SWITCH_PASSWORD="x")  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--jump-host: 'host;reboot' is not a host name or address" in done.stderr
@@ -314,7 +314,7 @@ def test_push_stops_before_any_switch_when_the_jump_host_key_is_wrong(bastion, t
     known = tmp_path / "known"
     known.write_text(bastion.known_line(paramiko.Ed25519Key.from_private_key_file(_keygen(tmp_path / "x"))))
     config = _config(tmp_path, f"Host {ADDRESS}\n  IdentityFile {bastion.client_key_file}\n")
-    done = run("nornir", "push", str(INVENTORY / "fabric.yml"), "--json", "--device", "cmp-spine1",
+    done = run_in_process("nornir", "push", str(INVENTORY / "fabric.yml"), "--json", "--device", "cmp-spine1",
                "--jump-host", f"ops@{ADDRESS}:{bastion.port}", "--ssh-config", str(config),
                "--known-hosts", str(known), GPUFABRIC_SWITCH_PASSWORD="x", GPUFABRIC_SALT_KEY="s")  # fmt: skip
     assert done.returncode == 2, done.stderr

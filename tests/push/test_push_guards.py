@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run
+from conftest import run_in_process
 
 from gpufabric.push.lock import SYSTEM_DIR, FabricBusyError, LockPathError, fabric_lock, lock_dir
 from gpufabric.push.timing import TimingError, check_timing, needed_confirm_timeout
@@ -37,7 +37,7 @@ def test_a_batch_staged_in_waves_needs_a_longer_timer_and_says_how_long():
 
 
 def test_the_cli_refuses_bad_timeouts_before_any_connection(tmp_path):
-    done = run(
+    done = run_in_process(
         "nornir",
         "push",
         "--check-timeout",

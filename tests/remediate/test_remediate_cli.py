@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import INVENTORY, ROOT, run
+from tests.conftest import INVENTORY, ROOT, run_in_process
 from tests.remediate.remediate_fakes import alert, payload
 
 
@@ -55,20 +55,20 @@ def test_serve_dry_run_receives_records_and_stops_on_sigterm(tmp_path: Path):
 
 def test_serve_refuses_bad_settings():
     fabric = str(INVENTORY / "fabric.yml")
-    share = run("gpufabric", "remediate", "serve", fabric, "--max-share", "2")
+    share = run_in_process("gpufabric", "remediate", "serve", fabric, "--max-share", "2")
     assert share.returncode == 2 and "a share from 0 to 1" in share.stderr
-    hold = run("gpufabric", "remediate", "serve", fabric, "--hold-down", "ten")
+    hold = run_in_process("gpufabric", "remediate", "serve", fabric, "--hold-down", "ten")
     assert hold.returncode == 2 and "600s, 10m" in hold.stderr
-    listen = run("gpufabric", "remediate", "serve", fabric, "--listen", "example.com:80")
+    listen = run_in_process("gpufabric", "remediate", "serve", fabric, "--listen", "example.com:80")
     assert listen.returncode == 2 and "IP address" in listen.stderr
-    nobody = run("gpufabric", "remediate", "serve", fabric, "--listen", "127.0.0.1:1")
+    nobody = run_in_process("gpufabric", "remediate", "serve", fabric, "--listen", "127.0.0.1:1")
     assert nobody.returncode == 2 and "no scheduler named" in nobody.stderr
 
 
 def test_telemetry_alertmanager_writes_the_routes(tmp_path: Path):
     fabric, target = str(INVENTORY / "fabric.yml"), tmp_path / "alertmanager.yml"
-    assert run("gpufabric", "telemetry", "alertmanager", fabric, "-o", str(target)).returncode == 0
+    assert run_in_process("gpufabric", "telemetry", "alertmanager", fabric, "-o", str(target)).returncode == 0
     text = target.read_text()
     assert "url: http://127.0.0.1:9095/webhook" in text and "send_resolved: true" in text
-    assert run("gpufabric", "telemetry", "alertmanager", fabric, "--webhook", "ftp://x").returncode == 2
-    assert run("gpufabric", "telemetry", "alertmanager", fabric, "--group-wait", "soon").returncode == 2
+    assert run_in_process("gpufabric", "telemetry", "alertmanager", fabric, "--webhook", "ftp://x").returncode == 2
+    assert run_in_process("gpufabric", "telemetry", "alertmanager", fabric, "--group-wait", "soon").returncode == 2

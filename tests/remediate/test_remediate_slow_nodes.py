@@ -8,7 +8,6 @@ test_remediate_alertmanager_live.py."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +18,7 @@ import pytest
 from gpufabric.acceptance.screen import SLOW_ALERT
 from gpufabric.acceptance.suite import screen_suite
 from gpufabric.remediate import Guards, Remediator, parse_payload, target_of
-from tests.conftest import BIN, INVENTORY, example_plan
+from tests.conftest import INVENTORY, example_plan, run_in_process
 from tests.remediate.remediate_fakes import FakeScheduler, payload
 from tests.screen_outputs import record
 
@@ -75,11 +74,8 @@ def test_the_screen_posts_its_slow_nic_and_the_loop_drains_that_node(tmp_path: P
     fabric = INVENTORY / "fabric.yml"
     plan = example_plan(fabric)
     results = record(tmp_path / "slow", screen_suite(plan), slow_nics={"gpu03 eth1": 180.0})
-    done = subprocess.run(
-        [BIN / "gpufabric", "acceptance", "screen", "report", fabric, "--results", results,
-         "--alertmanager", f"http://127.0.0.1:{api.server_port}", "--alert-for", "90m"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_in_process("gpufabric", "acceptance", "screen", "report", fabric, "--results", results,
+                          "--alertmanager", f"http://127.0.0.1:{api.server_port}", "--alert-for", "90m")  # fmt: skip
     assert done.returncode == 4, done.stderr  # a signal
     assert "posted 1 signals" in done.stderr
     ((posted,),) = api.posted
@@ -100,10 +96,8 @@ def test_the_screen_posts_its_slow_nic_and_the_loop_drains_that_node(tmp_path: P
 def test_nothing_slow_posts_nothing(tmp_path: Path, api: AlertmanagerApiDouble):
     fabric = INVENTORY / "fabric.yml"
     results = record(tmp_path / "ok", screen_suite(example_plan(fabric)))
-    done = subprocess.run(
-        [BIN / "gpufabric", "acceptance", "screen", "report", fabric, "--results", results,
-         "--alertmanager", f"http://127.0.0.1:{api.server_port}"], capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_in_process("gpufabric", "acceptance", "screen", "report", fabric, "--results", results,
+                          "--alertmanager", f"http://127.0.0.1:{api.server_port}")  # fmt: skip
     assert done.returncode == 0 and api.posted == [] and "no signal to post" in done.stderr
 
 
@@ -120,8 +114,6 @@ def test_a_slow_leaf_names_its_servers_and_a_fabric_cable_nobody():
 def test_an_unreachable_alertmanager_fails_the_report_by_name(tmp_path: Path):
     fabric = INVENTORY / "fabric.yml"
     results = record(tmp_path / "slow", screen_suite(example_plan(fabric)), slow_nodes={"gpu02": 210.0})
-    done = subprocess.run(
-        [BIN / "gpufabric", "acceptance", "screen", "report", fabric, "--results", results,
-         "--alertmanager", "http://127.0.0.1:9"], capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_in_process("gpufabric", "acceptance", "screen", "report", fabric, "--results", results,
+                          "--alertmanager", "http://127.0.0.1:9")  # fmt: skip
     assert done.returncode == 2 and "Alertmanager at http://127.0.0.1:9 was not reached" in done.stderr

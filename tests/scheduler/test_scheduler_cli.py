@@ -7,7 +7,7 @@ import json
 
 from kubernetes_api_double import Budget, Cluster, api_server
 
-from tests.conftest import run
+from tests.conftest import run_in_process
 
 TOKEN = "canary-token-41c2"
 OWNER = "gf-20261125T140000Z-0a0b0c"
@@ -26,7 +26,9 @@ def k8s(url):
 
 
 def test_behind_lists_a_rail_leaf_s_servers_as_json():
-    done = run("gpufabric", "scheduler", "behind", "--device", "cmp-su1-leaf1", "--device", "cmp-spine1", "--json")
+    done = run_in_process(
+        "gpufabric", "scheduler", "behind", "--device", "cmp-su1-leaf1", "--device", "cmp-spine1", "--json"
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert [s["name"] for s in got["cmp-su1-leaf1"]] == ["gpu01", "gpu02"]
@@ -36,7 +38,7 @@ def test_behind_lists_a_rail_leaf_s_servers_as_json():
 def test_drain_status_and_resume_through_the_command_line():
     c = cluster()
     with api_server(c) as url:
-        done = run(
+        done = run_in_process(
             "gpufabric",
             "scheduler",
             "drain",
@@ -55,10 +57,10 @@ def test_drain_status_and_resume_through_the_command_line():
         assert drain["scheduler"] == "kubernetes" and drain["mark"] == f"gpufabric {OWNER}: cmp-su1-leaf1"
         assert [n["node"] for n in drain["nodes"] if n["ours"]] == ["gpu01", "gpu02"]
         assert ("train", "job-a-0") not in c.pods
-        listed = run("gpufabric", "scheduler", "status", *k8s(url), "--json", GF_K8S_TOKEN=TOKEN)
+        listed = run_in_process("gpufabric", "scheduler", "status", *k8s(url), "--json", GF_K8S_TOKEN=TOKEN)
         assert listed.returncode == 0, listed.stderr
         assert [(r["node"], r["owner"]) for r in json.loads(listed.stdout)] == [("gpu01", OWNER), ("gpu02", OWNER)]
-        back = run("gpufabric", "scheduler", "resume", "--owner", OWNER, *k8s(url), GF_K8S_TOKEN=TOKEN)
+        back = run_in_process("gpufabric", "scheduler", "resume", "--owner", OWNER, *k8s(url), GF_K8S_TOKEN=TOKEN)
         assert back.returncode == 0, back.stderr
         assert "2 node(s) put back" in back.stderr
     assert not any(n["spec"].get("unschedulable") for n in c.nodes.values())
@@ -70,7 +72,7 @@ def test_a_drain_whose_wait_runs_out_is_refused_and_undone():
     c = cluster()
     c.budgets.append(Budget("train", {"job": "a"}, 0))
     with api_server(c) as url:
-        done = run(
+        done = run_in_process(
             "gpufabric",
             "scheduler",
             "drain",
@@ -88,5 +90,5 @@ def test_a_drain_whose_wait_runs_out_is_refused_and_undone():
 
 
 def test_an_owner_that_could_not_be_a_mark_is_bad_input():
-    done = run("gpufabric", "scheduler", "resume", "--owner", "a b", "--no-slurm")
+    done = run_in_process("gpufabric", "scheduler", "resume", "--owner", "a b", "--no-slurm")
     assert done.returncode == 2 and "--owner" in done.stderr

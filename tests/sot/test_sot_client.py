@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run
+from conftest import ROOT, run_in_process
 
 from gpufabric.intent import load_intent_text
 from gpufabric.sot.client import MAX_BODY, Nautobot, SotError, check_url, token_from_env
@@ -90,7 +90,7 @@ def page(results: Any, next_link: Any = None) -> Answer:
 def test_hostile_answers_are_clear_errors(hostile: Any, answer: Any, words: str, tmp_path: Path) -> None:
     url, server = hostile(answer)
     began = time.monotonic()
-    done = run("gpufabric", "sot", "push", "--url", url, GPUFABRIC_SOT_TOKEN=TOKEN)
+    done = run_in_process("gpufabric", "sot", "push", "--url", url, GPUFABRIC_SOT_TOKEN=TOKEN)
     assert time.monotonic() - began < 60
     assert done.returncode == 2, done.stderr
     assert words in done.stderr and "Traceback" not in done.stderr
@@ -152,9 +152,9 @@ def test_token_only_by_environment_variable(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_cli_refuses_without_token_or_with_plain_http_afar() -> None:
-    done = run("gpufabric", "sot", "push", "--url", "http://127.0.0.1:9", GPUFABRIC_SOT_TOKEN="")
+    done = run_in_process("gpufabric", "sot", "push", "--url", "http://127.0.0.1:9", GPUFABRIC_SOT_TOKEN="")
     assert done.returncode == 2 and "GPUFABRIC_SOT_TOKEN" in done.stderr
-    done = run("gpufabric", "sot", "pull", "--url", "http://192.0.2.1", GPUFABRIC_SOT_TOKEN=TOKEN)
+    done = run_in_process("gpufabric", "sot", "pull", "--url", "http://192.0.2.1", GPUFABRIC_SOT_TOKEN=TOKEN)
     assert done.returncode == 2 and "loopback" in done.stderr and TOKEN not in done.stderr
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import INVENTORY, example_plan, run
+from conftest import INVENTORY, example_plan, run_in_process
 
 from gpufabric.telemetry.gnmi import PROCESSOR, gnmi_targets, gnmic_config
 from gpufabric.telemetry.metrics import METRICS
@@ -67,7 +67,7 @@ def test_the_output_serves_the_processor_and_plain_names(config, tmp_path: Path)
     assert out["event-processors"] == [PROCESSOR]
     assert out["metric-prefix"] == "" and out["append-subscription-name"] is False
     written = tmp_path / "gnmic.yml"
-    done = run("gpufabric", "telemetry", "gnmi", str(MULTI), "-o", str(written))
+    done = run_in_process("gpufabric", "telemetry", "gnmi", str(MULTI), "-o", str(written))
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(written.read_text()) == config  # the file the command writes is this configuration
 

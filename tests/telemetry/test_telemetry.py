@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import INVENTORY, run, sized
+from conftest import INVENTORY, run_in_process, sized
 
 from gpufabric.drivers.frr_getters import interfaces_counters
 from gpufabric.drivers.transport import Output
@@ -389,10 +389,10 @@ def test_every_dashboard_query_is_valid_promql_on_served_metrics(tmp_path, name)
 
 
 def test_the_commands_write_rules_and_dashboard(tmp_path):
-    done = run("gpufabric", "telemetry", "rules", "-o", str(tmp_path / "r.yml"), "--for", "30s")
+    done = run_in_process("gpufabric", "telemetry", "rules", "-o", str(tmp_path / "r.yml"), "--for", "30s")
     assert done.returncode == 0, done.stderr
     assert {r["for"] for r in yaml.safe_load((tmp_path / "r.yml").read_text())["groups"][0]["rules"]} == {"30s", "0s"}
-    done = run("gpufabric", "telemetry", "dashboard", "-o", str(tmp_path / "d.json"))
+    done = run_in_process("gpufabric", "telemetry", "dashboard", "-o", str(tmp_path / "d.json"))
     assert done.returncode == 0 and json.loads((tmp_path / "d.json").read_text())["title"] == "gpufabric: lab"
 
 
@@ -410,10 +410,9 @@ def test_the_docs_list_every_metric():
         ("gpufabric", "acceptance", "run", "--results", "RESULTS"),
     ],
 )
-@pytest.mark.slow
 def test_commands_that_log_in_say_when_no_lab_is_up(tmp_path, command):
     """Their options parse and reach the login step, which refuses clearly (nothing is contacted)."""
     args = [a.replace("RESULTS", str(tmp_path / "r")) for a in command]
-    done = run(*args, "--lab", "--state-dir", str(tmp_path / "no-lab"))
+    done = run_in_process(*args, "--lab", "--state-dir", str(tmp_path / "no-lab"))
     assert done.returncode == 2, done.stderr
     assert "no lab of fabric 'lab' is up" in done.stderr and "Traceback" not in done.stderr

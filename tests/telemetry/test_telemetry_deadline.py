@@ -107,10 +107,11 @@ def test_a_deadline_that_does_not_fit_the_budget_is_refused():
         FabricCollector([], lambda t: None, deadline=30, budget=25)
 
 
-@pytest.mark.slow
 def test_the_cli_refuses_a_deadline_past_the_budget_before_any_login():
-    from conftest import run
+    from conftest import run_in_process
 
-    done = run("gpufabric", "telemetry", "scrape", "--lab", "--switch-deadline", "30", "--scrape-budget", "25")
+    done = run_in_process(
+        "gpufabric", "telemetry", "scrape", "--lab", "--switch-deadline", "30", "--scrape-budget", "25"
+    )
     assert done.returncode == 2
     assert "--switch-deadline" in done.stderr and "30 s does not fit a scrape budget of 25 s" in done.stderr

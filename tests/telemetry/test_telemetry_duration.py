@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, run
+from tests.conftest import ROOT, run_in_process
 
 HOSTILE = [
     "1m\nfoo: bar",  # a second YAML key
@@ -57,7 +57,7 @@ def test_a_duration_reaches_every_rate_and_state_alert(value: str) -> None:
 
 def test_the_command_exits_2_and_writes_no_rules_file(tmp_path: Path) -> None:
     out = tmp_path / "rules.yml"
-    done = run("gpufabric", "telemetry", "rules", "--for", "1m\nlabels: {severity: none}", "-o", str(out))
+    done = run_in_process("gpufabric", "telemetry", "rules", "--for", "1m\nlabels: {severity: none}", "-o", str(out))
     assert done.returncode == 2, done.stderr
     assert "--for" in done.stderr and "not a Prometheus duration" in done.stderr
     assert "Traceback" not in done.stderr
@@ -71,7 +71,7 @@ def _promtool() -> str | None:
 
 def test_an_accepted_duration_makes_a_rules_file_promtool_accepts(tmp_path: Path) -> None:
     out = tmp_path / "rules.yml"
-    done = run("gpufabric", "telemetry", "rules", "--for", "1h30m", "-o", str(out))
+    done = run_in_process("gpufabric", "telemetry", "rules", "--for", "1h30m", "-o", str(out))
     assert done.returncode == 0, done.stderr
     fabric = next(g for g in yaml.safe_load(out.read_text())["groups"] if g["name"] == "gpufabric")
     assert {r["for"] for r in fabric["rules"]} == {"1h30m", "0s"}  # 0s: the flap and watchdog alerts

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run
+from conftest import run_in_process
 
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
@@ -23,7 +23,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "inventory" / "examples"
 def test_every_streaming_switch_and_every_planned_port_is_subscribed(tmp_path, example):
     plan = build_plan(load_intent(str(EXAMPLES / example)))
     out = tmp_path / "gnmic.yml"
-    done = run("gpufabric", "telemetry", "gnmi", str(EXAMPLES / example), "--interval", "10s", "-o", str(out))
+    done = run_in_process(
+        "gpufabric", "telemetry", "gnmi", str(EXAMPLES / example), "--interval", "10s", "-o", str(out)
+    )
     assert done.returncode == 0, done.stderr
     doc = yaml.safe_load(out.read_text())
     assert set(doc) >= {"targets", "subscriptions", "outputs"}
@@ -60,5 +62,5 @@ def test_platforms_without_a_gnmi_server_are_left_to_the_exporter():
 
 
 def test_the_gnmi_command_refuses_bad_input():
-    done = run("gpufabric", "telemetry", "gnmi", str(EXAMPLES / "sonic.yml"), "--interval", "soon")
+    done = run_in_process("gpufabric", "telemetry", "gnmi", str(EXAMPLES / "sonic.yml"), "--interval", "soon")
     assert done.returncode == 2 and "a duration" in done.stderr and "Traceback" not in done.stderr

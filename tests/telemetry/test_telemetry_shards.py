@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import example_plan, run
+from conftest import example_plan, run_in_process
 
 from gpufabric.telemetry.shards import ShardError, parse_shard, shard_of, split
 
@@ -81,19 +81,19 @@ def test_a_shard_written_wrongly_is_refused(text):
     ],
 )
 def test_the_prometheus_command_refuses_bad_input(tmp_path, args, says):
-    done = run("gpufabric", "telemetry", "prometheus", str(EXAMPLE), *args, "-o", str(tmp_path / "p"))
+    done = run_in_process("gpufabric", "telemetry", "prometheus", str(EXAMPLE), *args, "-o", str(tmp_path / "p"))
     assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
 
 
 def test_serve_refuses_a_shard_that_does_not_exist():
-    done = run("gpufabric", "telemetry", "serve", str(EXAMPLE), "--shard", "3/3")
+    done = run_in_process("gpufabric", "telemetry", "serve", str(EXAMPLE), "--shard", "3/3")
     assert done.returncode == 2 and "shard 3 of 3 does not exist" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_the_prometheus_configuration_covers_every_switch_once_and_passes_promtool(tmp_path, names):
     out = tmp_path / "prom"
-    run("gpufabric", "telemetry", "prometheus", str(EXAMPLE), "--shards", "4", "--listen-base", "10.0.0.5:9200",
-        "-o", str(out), check=True)  # fmt: skip
+    run_in_process("gpufabric", "telemetry", "prometheus", str(EXAMPLE), "--shards", "4",
+                   "--listen-base", "10.0.0.5:9200", "-o", str(out), check=True)  # fmt: skip
     manifest = json.loads((out / "shards.json").read_text())
     owned = [n for m in manifest["members"] for n in m["switches"]]
     assert sorted(owned) == sorted(names)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from conftest import INVENTORY, ROOT, run
+from conftest import INVENTORY, ROOT, run_in_process
 
 from gpufabric.acceptance.report import Report, Verdict, junit
 from gpufabric.acceptance.suite import build_suite
@@ -90,7 +90,7 @@ def _results_with_a_nan(tmp_path: Path) -> tuple[Path, str]:
 
 def test_the_acceptance_report_json_holds_no_nan(tmp_path):
     folder, nan_job = _results_with_a_nan(tmp_path)
-    done = run(
+    done = run_in_process(
         "gpufabric", "acceptance", "report", "--results", str(folder), "--json", "--junit", str(tmp_path / "j.xml")
     )
     assert done.returncode == 4, done.stderr  # the NaN job does not pass

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import INVENTORY, ROOT, default_doc, example_plan, plan_doc, run, set_path
+from conftest import INVENTORY, ROOT, default_doc, example_plan, plan_doc, run, run_in_process, set_path
 from render_helpers import render_into
 
 from gpufabric.intent import load_intent
@@ -50,7 +50,7 @@ def test_every_example_renders_and_verifies_clean(example, cli_rendering):
     assert done.returncode == 0, done.stderr
     # The 32k fabric's 1,280 documents are judged by NVIDIA's model in test_oracle_nvue.py, in memory.
     judges = ["--no-vendor"] if "32k" in example else []
-    checked = run("nornir", "verify", path, "--configs", str(done.folder), "--json", *judges)
+    checked = run_in_process("nornir", "verify", path, "--configs", str(done.folder), "--json", *judges)
     report = json.loads(checked.stdout)
     assert report["findings"] == [] and checked.returncode == 0
     assert report["switches"] == len(example_plan(path).devices())
@@ -318,19 +318,18 @@ def test_a_missing_file_is_a_finding(rendered, tmp_path):
     assert [(f.check, f.device, f.file) for f in findings] == [("files", "biz-leaf1", "biz-leaf1.nft")]
 
 
-@pytest.mark.slow
 def test_verify_command_exit_codes_and_table(rendered, tmp_path):
     _, folder = rendered["default"]
-    ok = run("nornir", "verify", "--configs", str(folder))
+    ok = run_in_process("nornir", "verify", "--configs", str(folder))
     assert ok.returncode == 0 and "16 switches (64 files)" in ok.stderr and "0 findings" in ok.stderr
     bad = tmp_path / "bad"
     shutil.copytree(folder, bad)
     conf = bad / "cmp-spine1.frr.conf"
     conf.write_text(conf.read_text().replace("router bgp 4200000000", "router bgp 4200000005"))
-    found = run("nornir", "verify", "--configs", str(bad))
+    found = run_in_process("nornir", "verify", "--configs", str(bad))
     assert found.returncode == 4
     assert "cmp-spine1" in found.stdout and "4200000005" in found.stdout and "bgp-asn" in found.stdout
-    missing = run("nornir", "verify", "--configs", str(tmp_path / "nowhere"))
+    missing = run_in_process("nornir", "verify", "--configs", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "nornir render" in missing.stderr and "Traceback" not in missing.stderr
 
 
@@ -377,7 +376,9 @@ def test_the_vendors_models_judge_what_verify_does_not_read(rendered, tmp_path):
     )
     eos_line = _plant(copy, "sto-leaf1a.cfg", "   speed 100g-2\n", "   speed 100g-3\n")
     assert verify(plan, copy, vendor_judges=False).findings == []  # the readers alone pass both
-    done = run("nornir", "verify", str(INVENTORY / "examples" / "multi-vendor.yml"), "--configs", str(copy), "--json")
+    done = run_in_process(
+        "nornir", "verify", str(INVENTORY / "examples" / "multi-vendor.yml"), "--configs", str(copy), "--json"
+    )
     assert done.returncode == 4, done.stderr
     findings = json.loads(done.stdout)["findings"]
     nvue = [f for f in findings if f["check"] == "vendor-nvue"]

@@ -9,7 +9,7 @@ import subprocess
 
 import jinja2
 import pytest
-from conftest import INVENTORY, cli_env, run
+from conftest import INVENTORY, cli_env, run_in_process
 
 from gpufabric.config.context import LinkIndex
 from gpufabric.config.render import environment, render_device
@@ -109,7 +109,9 @@ def test_templates_fail_loudly_on_a_missing_value():
 
 def test_render_command_writes_every_frr_switch_and_no_secret(tmp_path):
     out = tmp_path / "configs"
-    done = run("nornir", "render", "-o", str(out), GPUFABRIC_SWITCH_PASSWORD=CANARY, GPUFABRIC_HOST_SSH_KEY=CANARY)
+    done = run_in_process(
+        "nornir", "render", "-o", str(out), GPUFABRIC_SWITCH_PASSWORD=CANARY, GPUFABRIC_HOST_SSH_KEY=CANARY
+    )
     assert done.returncode == 0, done.stderr
     assert "rendered 64 files for 16 switches" in done.stderr
     assert len(list(out.glob("*.frr.conf"))) == 16
@@ -118,7 +120,7 @@ def test_render_command_writes_every_frr_switch_and_no_secret(tmp_path):
 
 
 def test_render_writes_every_platform(tmp_path):
-    done = run("gpufabric", "render", str(INVENTORY / "examples" / "multi-vendor.yml"), "-o", str(tmp_path))
+    done = run_in_process("gpufabric", "render", str(INVENTORY / "examples" / "multi-vendor.yml"), "-o", str(tmp_path))
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
     assert sum(n.endswith(".yaml") and not n.endswith(".system.yaml") for n in names) == 10  # cumulus compute
@@ -144,7 +146,7 @@ def test_render_without_the_password_variable_is_an_input_error(tmp_path):
 
 def test_render_into_a_folder_that_cannot_be_made_is_an_input_error(tmp_path):
     (tmp_path / "a-file").write_text("not a folder\n")
-    done = run("gpufabric", "render", "-o", str(tmp_path / "a-file" / "configs"))
+    done = run_in_process("gpufabric", "render", "-o", str(tmp_path / "a-file" / "configs"))
     assert done.returncode == 2, done.stderr
     assert "cannot write" in done.stderr and "choose another --output" in done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr

@@ -370,9 +370,9 @@ def test_a_release_without_a_rendered_commit_timeout_is_refused():
 
 
 def test_the_cli_refuses_a_confirm_timeout_nxos_cannot_arm_before_any_connection():
-    from conftest import run
+    from conftest import run_in_process
 
-    done = run(
+    done = run_in_process(
         "nornir", "push", "inventory/examples/multi-vendor.yml", "--device", "biz-border1",
         "--confirm-timeout", "25", "--check-timeout", "1", "--timeout", "1",
         GPUFABRIC_SWITCH_PASSWORD="unused", GPUFABRIC_SALT_KEY="unused", GPUFABRIC_SNMP_COMMUNITY="unused",
