@@ -473,6 +473,13 @@ class InfinibandPlane(Model):
     max_vls: int = Field(8, ge=1, le=15, description="Data virtual lanes in use.")
     mtu: Literal[4096] = Field(4096, description="InfiniBand MTU of every port and partition.")
     ipoib: IbIpoib | None = Field(None, description="IPoIB interfaces on the hosts; none unless given.")
+    sharp: bool = Field(
+        False,
+        description="NVIDIA SHARP (reductions in the Quantum switches): `gpufabric ib configs` also writes the "
+        "aggregation manager's sharp_am.cfg (trees rooted at the top tier, its port the subnet manager's) and "
+        "opensm-sharp.conf, the option NVIDIA's OpenSM needs (`sharp_enabled 2`; the open-source OpenSM has no "
+        "such option, so it stays out of opensm.conf).",
+    )
     lengths: IbLinkLengths | None = Field(
         None,
         description="Cable lengths by tier. With them the bill of material and the cabling plan pick each cable "
