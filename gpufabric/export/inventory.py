@@ -46,6 +46,9 @@ def plane_facts(plan: Plan) -> dict[str, dict[str, Any]]:
         if plane.qos is not None:
             profile = plan.intent.qos_profiles[plane.qos]
             entry["qos"] = profile.model_dump() | {"name": plane.qos, "host_tos": profile.host_tos}
+        spectrum_x = getattr(getattr(plan.intent.planes, name, None), "spectrum_x", None)
+        if spectrum_x is not None:  # the SuperNICs' side of adaptive routing (the supernic role)
+            entry["spectrum_x"] = spectrum_x.model_dump()
         facts[name] = entry
     return facts
 

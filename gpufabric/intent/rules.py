@@ -15,6 +15,7 @@ from gpufabric.intent.errors import Path, Problem
 from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
+from gpufabric.intent.supernic_rules import supernic_rules
 from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import names, platform
 
@@ -485,6 +486,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
             )
         )
     problems += _load_balancing(plane, roles, at)
+    problems += supernic_rules(intent, name, plane, roles, at)
     if name == "compute":
         problems += _balancing_support(intent, plane, roles, sw)
     problems += _bgp_timers(plane, (*at, "routing"))
