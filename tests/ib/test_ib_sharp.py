@@ -126,7 +126,7 @@ def test_the_intent_turns_sharp_on_and_a_model_without_it_is_refused_at_its_fiel
 ) -> None:
     plan = build_plan(load_intent_text(yaml.safe_dump(_h100(sharp=True), sort_keys=False), "ib.yml"))
     assert plan.infiniband is not None and plan.infiniband.settings.sharp is True
-    off = build_plan(load_intent_text(yaml.safe_dump(_h100(), sort_keys=False), "ib.yml"))
+    off = build_plan(load_intent_text(yaml.safe_dump(_h100(sharp=False), sort_keys=False), "ib.yml"))
     assert off.infiniband is not None and off.infiniband.settings.sharp is False
     _without_sharp(monkeypatch)
     with pytest.raises(Exception) as caught:
