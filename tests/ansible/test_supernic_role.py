@@ -107,3 +107,45 @@ def test_the_plan_gives_the_role_its_nics_only_on_a_spectrum_x_plane() -> None:
     plain = inventory.plane_facts(plan_doc(yaml.safe_load((INVENTORY / "fabric.yml").read_text())))
     templar = Templar(loader=DataLoader(), variables={"gpufabric_planes": plain})
     assert templar.template(trust_as_template(DEFAULTS["supernic_planes"])) == []
+
+
+def _checks(record: dict[str, Any] | None, **overrides: object) -> list[dict[str, str]]:
+    """The role's read-back checks (vars/main.yml) on a host whose record is `record` (None: not read)."""
+    import base64
+    import json
+
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    variables: dict[str, Any] = {
+        **_vars(),
+        "supernic_nics": [
+            {"interface": "enp3s0np0", "plane": "compute"},
+            {"interface": "enp4s0np0", "plane": "compute"},
+        ],
+        "supernic_via_kubernetes": False,
+        "supernic_read": {} if record is None else {"content": base64.b64encode(json.dumps(record).encode()).decode()},
+        **{name: trust_as_template(text) for name, text in role_vars.items()},  # a role's vars file is trusted
+        **overrides,
+    }
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return list(templar.template(trust_as_template(role_vars["supernic_checks"])))
+
+
+def test_validate_reads_back_what_the_role_recorded() -> None:
+    good = {
+        "nvconfig": DEFAULTS["supernic_nvconfig"],
+        "roce_accl": DEFAULTS["supernic_roce_accl"],
+        "applied": ["enp3s0np0"],
+        "skipped": ["enp4s0np0"],
+    }
+    checks = _checks(good)
+    assert [c["setting"] for c in checks] == [
+        "SuperNIC mlxconfig",
+        "SuperNIC ROCE_ACCL",
+        "SuperNICs applied or skipped",
+    ]
+    assert all(c["expected"] == c["found"] for c in checks), checks
+    off = {**good, "roce_accl": {**good["roce_accl"], "roce_tx_window_en": {"value": 0, "select": "x"}}}
+    assert [c["setting"] for c in _checks(off) if c["expected"] != c["found"]] == ["SuperNIC ROCE_ACCL"]
+    assert all(c["expected"] != c["found"] for c in _checks(None)[:2])  # no record: nothing equals the plan
+    # Nothing to check where the NIC Configuration Operator configures them, or on a host of no Spectrum-X plane.
+    assert _checks(None, supernic_via_kubernetes=True) == [] and _checks(None, supernic_nics=[]) == []
