@@ -12,7 +12,8 @@ sets up over the fabric OpenSM routes. From the plan:
   must stay leaves of the trees (Known Issues 3340353); `ignore_host_guids_file` (same release), the
   fabric manager's adapter ports, which are no job's leaves.
 - `opensm-sharp.conf`: `sharp_enabled 2` for NVIDIA's OpenSM (UFM's `ib sm sharp enable`), kept out of
-  opensm.conf: the open-source OpenSM refuses the token, and would stop reading nothing else but warn.
+  opensm.conf: the open-source OpenSM (3.3.23 here) does not know the option and says `Unrecognized token`
+  for it; NVIDIA's takes it appended to opensm.conf.
 
 Every value is checked on its way into a line (gpufabric.ib.names), as for OpenSM's own files.
 """
