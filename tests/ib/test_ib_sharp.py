@@ -23,6 +23,7 @@ from gpufabric.ib import discovery, hardware, opensm, sharp, topology
 from gpufabric.ib.design import IbDesign
 from gpufabric.ib.errors import IbError
 from gpufabric.ib.planner import plan_fabric
+from gpufabric.intent import IntentError
 from gpufabric.intent.loader import load_intent_text
 from gpufabric.plan import build_plan
 
@@ -129,10 +130,11 @@ def test_the_intent_turns_sharp_on_and_a_model_without_it_is_refused_at_its_fiel
     off = build_plan(load_intent_text(yaml.safe_dump(_h100(sharp=False), sort_keys=False), "ib.yml"))
     assert off.infiniband is not None and off.infiniband.settings.sharp is False
     _without_sharp(monkeypatch)
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(IntentError) as caught:
         build_plan(load_intent_text(yaml.safe_dump(_h100(sharp=True), sort_keys=False), "ib.yml"))
-    text = str(getattr(caught.value, "problems", caught.value))
-    assert "switch_model" in text and "no SHARP aggregation" in text
+    (problem,) = caught.value.problems
+    assert problem.field == "planes.compute.switch_model" and "no SHARP aggregation" in problem.message
+    assert caught.value.line_of(problem.path) is not None
 
 
 def test_sharp_on_an_ethernet_plane_is_refused_with_line_field_and_why(tmp_path: Path) -> None:
