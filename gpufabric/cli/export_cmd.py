@@ -141,7 +141,7 @@ def _k8s_network(plan: Plan, output: Path | None, host_facts: Path | None) -> in
         readings = host_facts_reader.load(host_facts, plan, k8s_network.rail_nics(k8s_network.rails(plan)))
     docs = k8s_network.documents(plan, readings)
     if output is None:
-        emit("---\n".join(docs[name] for name in k8s_network.FILES), None)
+        emit("---\n".join(docs[name] for name in k8s_network.FILES if name in docs), None)
     else:
         err.print(f"wrote {write_files(output, docs)} Kubernetes network file(s) to {output}")
     pairs = k8s_network.pairing(plan, k8s_network.rails(plan), readings)

@@ -143,7 +143,7 @@ def discover_cmd(file: Path, source: str, output: Path | None) -> int:
 @click.option("--role", type=click.Choice(["primary", "standby"]), default="primary", show_default=True)
 @click.option("--sm-dir", type=click.Path(path_type=Path), help="Where OpenSM will find the files (default: -o).")
 def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | None) -> int:
-    """opensm.conf, partitions.conf, qos-policy.conf, root/CN GUID files and the node-name map."""
+    """opensm.conf, partitions.conf, qos-policy.conf, root/CN GUID files, the node-name map; with SHARP sharp_am.cfg."""
     intent = _intent(file)
     try:
         found = discovery.load(disc)

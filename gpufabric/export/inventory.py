@@ -50,6 +50,9 @@ def plane_facts(plan: Plan) -> dict[str, dict[str, Any]]:
             entry["qos"] = profile.model_dump() | {"name": plane.qos, "host_tos": profile.host_tos}
         if plane.carried:
             entry["carries"] = [carried_record(c) for c in plane.carried]
+        spectrum_x = getattr(getattr(plan.intent.planes, name, None), "spectrum_x", None)
+        if spectrum_x is not None:  # the SuperNICs' side of adaptive routing (the supernic role)
+            entry["spectrum_x"] = spectrum_x.model_dump()
         facts[name] = entry
     return facts
 

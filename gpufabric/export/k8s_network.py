@@ -50,10 +50,23 @@ IMAGES: dict[str, tuple[str, str, str]] = {
     "cniPlugins": ("plugins", "ghcr.io/k8snetworkplumbingwg", "v1.5.0"),
     "sriovDevicePlugin": ("sriov-network-device-plugin", "ghcr.io/k8snetworkplumbingwg", "v3.9.0"),
     "ipoib": ("ipoib-cni", "ghcr.io/mellanox", "v1.2.0"),
+    "nicConfigurationOperator": ("nic-configuration-operator", "nvcr.io/nvidia/mellanox", "network-operator-v26.7.0"),
+    "nicConfigurationDaemon": (
+        "nic-configuration-operator-daemon",
+        "nvcr.io/nvidia/mellanox",
+        "network-operator-v26.7.0",
+    ),
 }
+
+# The NIC Configuration Operator selects NICs by PCI device ID (`nicSelector.nicType`): NVIDIA's Network Operator
+# documentation, "NVIDIA Spectrum-X NIC Configuration" (ConnectX-7 1021, ConnectX-8 1023, BlueField-3 SuperNIC
+# a2dc) and the operator's README (ConnectX-9 1025).
+NIC_TYPES = {"ConnectX-7": "1021", "ConnectX-8": "1023", "ConnectX-9": "1025", "BlueField-3": "a2dc"}
+NIC_CONFIGURATION_API = "configuration.net.nvidia.com/v1alpha1"
 
 FILES = (
     "nic-cluster-policy.yaml",
+    "nic-configuration.yaml",
     "ip-pools.yaml",
     "networks.yaml",
     "network-attachment-definitions.yaml",
@@ -331,6 +344,61 @@ def _device_plugin_config(found: list[Rail]) -> str:
     return json_dumps({"resourceList": resources}, separators=(",", ":"))
 
 
+def supernic_templates(plan: Plan) -> list[dict[str, Any]]:
+    """The SuperNICs' side of a Spectrum-X plane's adaptive routing: per server group on it, a NicConfigurationTemplate
+    that has the NIC Configuration Operator apply NVIDIA's Spectrum-X profile (`spectrumXOptimized`) to the group's
+    nodes' NICs of its model; the CNP's DSCP and priority set to the plane's QoS contract on top (`rawNvConfig`, which
+    the operator merges over the profile's values), so the NICs' congestion notifications are classified as the
+    switches expect."""
+    out: list[dict[str, Any]] = []
+    for name in ("compute", "storage", "business"):
+        plane = getattr(plan.intent.planes, name, None)
+        spectrum_x = getattr(plane, "spectrum_x", None)
+        if plane is None or spectrum_x is None:
+            continue
+        profile = plan.intent.qos_profiles[plane.qos] if plane.qos is not None else None
+        raw = (
+            [
+                {"name": f"{param}_P{port}", "value": str(value)}
+                for port in (1, 2)  # a single-port NIC ignores the _P2 parameters (the operator's README)
+                for param, value in (("CNP_DSCP", profile.cnp_dscp), ("CNP_802P_PRIO", profile.cnp_priority))
+            ]
+            if profile is not None
+            else []
+        )
+        for group in plan.intent.server_groups:
+            nics = group.nics.get(name)
+            if nics is None or nics.model is None:
+                continue
+            template: dict[str, Any] = {
+                "numVfs": 1,  # what spectrumXOptimized requires (the CRD's rule); a rail port has one host address
+                "linkType": "Ethernet",
+                "spectrumXOptimized": {
+                    "enabled": True,
+                    "version": spectrum_x.profile,
+                    "platformType": spectrum_x.platform,
+                    "overlay": "none",  # the plane is routed to the hosts: no EVPN overlay
+                    "multiplaneMode": "none",
+                    "numberOfPlanes": 1,
+                },
+            }
+            if raw:
+                template["rawNvConfig"] = raw
+            out.append(
+                {
+                    "apiVersion": NIC_CONFIGURATION_API,
+                    "kind": "NicConfigurationTemplate",
+                    "metadata": _meta(f"{name}-{group.name}-spectrum-x", OPERATOR_NS, plan),
+                    "spec": {
+                        "nodeSelector": {f"{LABELS}/cluster": plan.intent.fabric.name, f"{LABELS}/group": group.name},
+                        "nicSelector": {"nicType": NIC_TYPES[nics.model]},
+                        "template": template,
+                    },
+                }
+            )
+    return out
+
+
 def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str, ipoib: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "ofedDriver": {**_image("ofedDriver"), "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1}},
@@ -342,6 +410,12 @@ def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str, ipoib: bool = F
     if mode == "host-device" and found:
         # With SR-IOV the SR-IOV Network Operator runs its own device plugin; two would fight.
         spec["sriovDevicePlugin"] = {**_image("sriovDevicePlugin"), "config": _device_plugin_config(found)}
+    if supernic_templates(plan):
+        # The NIC Configuration Operator applies the SuperNICs' Spectrum-X settings (nic-configuration.yaml).
+        spec["nicConfigurationOperator"] = {
+            "operator": _image("nicConfigurationOperator"),
+            "configurationDaemon": _image("nicConfigurationDaemon"),
+        }
     return {
         "apiVersion": "mellanox.com/v1alpha1",
         "kind": "NicClusterPolicy",
@@ -523,11 +597,14 @@ def documents(plan: Plan, readings: Mapping[str, Reading] | None = None) -> dict
     head = f"# Generated by gpufabric from {source} (kubernetes.rdma: {mode}). Do not edit: regenerate.\n"
     files = {
         "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode, bool(ib_nets))],
+        "nic-configuration.yaml": supernic_templates(plan),
         "ip-pools.yaml": [cidr_pool(plan, rail) for rail in found] + [ip_pool(plan, n) for n in ib_nets],
         "networks.yaml": networks(plan, found, mode) + [ipoib_network(plan, n) for n in ib_nets],
         "network-attachment-definitions.yaml": [attachment(plan, rail, mode) for rail in found]
         + [ipoib_attachment(plan, n) for n in ib_nets],
     }
+    if not files["nic-configuration.yaml"]:
+        del files["nic-configuration.yaml"]  # only a Spectrum-X plane's SuperNICs get one
     out = {name: head + "---\n".join(dump_yaml(obj) for obj in objs) for name, objs in files.items()}
     lines = [
         head.rstrip("\n"),
@@ -545,4 +622,4 @@ def documents(plan: Plan, readings: Mapping[str, Reading] | None = None) -> dict
 def render(plan: Plan, readings: Mapping[str, Reading] | None = None) -> str:
     """Every file's objects in one YAML stream (kubectl apply -f reads it)."""
     docs = documents(plan, readings)
-    return "---\n".join(docs[name] for name in FILES)
+    return "---\n".join(docs[name] for name in FILES if name in docs)

@@ -45,6 +45,7 @@ class SwitchModel:
     ports: int  # four-lane ports
     split_ports: int  # ports when every port is split in two (two lanes each)
     cages: int  # pluggable cages on the front panel: a transceiver each (a twin-port OSFP carries two ports)
+    sharp: str = ""  # the SHARP generation its ASIC aggregates with; "" where it has none
 
     @property
     def rate(self) -> Rate:
@@ -57,9 +58,11 @@ MGMT_PORT = "mgmt0"
 
 # NVIDIA Quantum-2 QM9700: 32 OSFP cages of two NDR ports, 64 x 400G or 128 x NDR200.
 # NVIDIA Quantum QM8700: 40 QSFP56 ports of HDR 200G, or 80 x HDR100 split.
+# SHARP (in-network reductions) is in the switch ASIC: SHARPv2 on Quantum, SHARPv3 on Quantum-2 (NVIDIA
+# SHARP documentation, Introduction).
 SWITCH_MODELS: dict[str, SwitchModel] = {
-    "QM9700": SwitchModel("QM9700", "NDR", 64, 128, 32),
-    "QM8700": SwitchModel("QM8700", "HDR", 40, 80, 40),
+    "QM9700": SwitchModel("QM9700", "NDR", 64, 128, 32, sharp="SHARPv3"),
+    "QM8700": SwitchModel("QM8700", "HDR", 40, 80, 40, sharp="SHARPv2"),
 }
 
 

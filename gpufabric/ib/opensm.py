@@ -9,6 +9,7 @@
 - qos-policy.conf: the service level per partition (qos-ulps).
 - root-guids.conf / cn-guids.conf: the top tier's node GUIDs, the compute adapters' port GUIDs.
 - node-name-map: GUID -> planned name, for OpenSM's log and the diagnostics' output.
+- with SHARP: sharp_am.cfg and NVIDIA OpenSM's opensm-sharp.conf (gpufabric.ib.sharp).
 
 Every value is checked on its way into a line (gpufabric.ib.names): a name, GUID or path that
 would end the line, start a comment or read as the format's syntax is refused, never written.
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from gpufabric.files import write_atomic
-from gpufabric.ib import names
+from gpufabric.ib import names, sharp
 from gpufabric.ib.discovery import Discovery
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric
@@ -57,6 +58,8 @@ class SmSettings:
     sweep_interval: int = 10
     qos: bool = True  # SL-to-VL tables on every port; off, a subnet comes up 4x faster in ibsim
     extra: dict[str, str] = field(default_factory=dict)  # further opensm.conf options, as written
+    # NVIDIA SHARP: sharp_am's configuration and NVIDIA OpenSM's option, in files of their own (gpufabric.ib.sharp)
+    sharp: bool = False
 
 
 def check(fabric: IbFabric, settings: SmSettings) -> None:
@@ -106,6 +109,11 @@ def check(fabric: IbFabric, settings: SmSettings) -> None:
             problems.append(Problem(where, f"unplanned hosts {', '.join(unknown[:5])}", "use hosts of the plan"))
         if not 0 <= part.sl <= 15:
             problems.append(Problem(where, f"service level {part.sl}", "use 0-15"))
+    if settings.sharp:
+        try:
+            sharp.check(fabric)
+        except IbError as exc:
+            problems += exc.problems
     if len(settings.sl2vl) != 16 or any(not 0 <= vl < settings.max_vls for vl in settings.sl2vl):
         problems.append(
             Problem("sl2vl", f"{list(settings.sl2vl)}", f"give 16 VLs, each below max_vls ({settings.max_vls})")
@@ -127,7 +135,7 @@ def render(
     if sm is None:
         raise IbError([Problem("sm", "no standby planned", "plan a second fabric-manager or compute host")])
     names.fabric_name(fabric.design.name)
-    return {
+    files = {
         "opensm.conf": _opensm_conf(fabric, found, settings, directory, sm=sm, role=role),
         "partitions.conf": _partitions(fabric, found, settings),
         "qos-policy.conf": _qos_policy(settings),
@@ -135,6 +143,10 @@ def render(
         "cn-guids.conf": _guids(found.nodes[n.name].port for n in fabric.role("compute")),
         "node-name-map": _node_name_map(fabric, found),
     }
+    if settings.sharp:
+        # Apart from opensm.conf: the open-source OpenSM refuses `sharp_enabled`, NVIDIA's takes it.
+        files.update(sharp.render(fabric, found, directory, sm))
+    return files
 
 
 def _node_name_map(fabric: IbFabric, found: Discovery) -> str:

@@ -79,6 +79,12 @@ class NicSet(Model):
         "`addressing.hosts`). `false` on a converged plane (`carries`) for hosts that join only carried planes, "
         "such as storage servers on a business fabric: their ports then have no untagged address at all.",
     )
+    model: Literal["ConnectX-7", "ConnectX-8", "ConnectX-9", "BlueField-3"] | None = Field(
+        None,
+        description="The NICs' model, where their settings depend on it: on a Spectrum-X compute plane "
+        "(`spectrum_x`) the SuperNICs (ConnectX-8, ConnectX-9, BlueField-3) are configured for its adaptive "
+        "routing and congestion control. Omitted: unknown, and no NIC-side setting is rendered.",
+    )
 
 
 class Host(Model):
@@ -320,6 +326,23 @@ class Multiplane(Model):
     )
 
 
+class SpectrumX(Model):
+    """The SuperNICs' side of an NVIDIA Spectrum-X compute plane: adaptive routing (out-of-order RoCE placement,
+    adaptive retransmission) and Spectrum-X congestion control, as NVIDIA's NIC Configuration Operator applies
+    them from a Spectrum-X profile (docs/kubernetes.md, docs/configs.md)."""
+
+    profile: str = Field(
+        pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$",
+        description="The Spectrum-X profile: the name of the ConfigMap holding NVIDIA's profile for the reference "
+        "architecture release (the NicConfigurationTemplate's `spectrumXOptimized.version`), e.g. `spectrum-x-ra2-3`.",
+    )
+    platform: str = Field(
+        pattern=r"^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$",
+        description="The server platform the profile's recipe is chosen by (`spectrumXOptimized.platformType`, "
+        "e.g. `gb300`).",
+    )
+
+
 class DataPlane(Model):
     """A routed plane: compute (RoCE), storage or business/frontend."""
 
@@ -367,6 +390,12 @@ class DataPlane(Model):
         "which reorders packets: use it only where the NICs tolerate out-of-order RoCE. "
         "Refused on platforms without it; `ecmp` is refused on an EOS compute plane of Strata models "
         "(no RoCE hash gpufabric can prove there).",
+    )
+    spectrum_x: SpectrumX | None = Field(
+        None,
+        description="Compute plane of NVIDIA Spectrum switches with `load_balancing: adaptive` and SuperNICs "
+        "(`nics.compute.model`): the SuperNICs are configured for it too, through the NIC Configuration Operator "
+        "(`gpufabric export k8s-network`) and the `supernic` host role where no Kubernetes runs.",
     )
     cable_length: Literal["5m", "30m", "100m"] = Field(
         "5m",
@@ -513,6 +542,13 @@ class InfinibandPlane(Model):
     max_vls: int = Field(8, ge=1, le=15, description="Data virtual lanes in use.")
     mtu: Literal[4096] = Field(4096, description="InfiniBand MTU of every port and partition.")
     ipoib: IbIpoib | None = Field(None, description="IPoIB interfaces on the hosts; none unless given.")
+    sharp: bool = Field(
+        False,
+        description="NVIDIA SHARP (reductions in the Quantum switches): `gpufabric ib configs` also writes the "
+        "aggregation manager's sharp_am.cfg (trees rooted at the top tier, its port the subnet manager's) and "
+        "opensm-sharp.conf, the option NVIDIA's OpenSM needs (`sharp_enabled 2`; the open-source OpenSM has no "
+        "such option, so it stays out of opensm.conf).",
+    )
     lengths: IbLinkLengths | None = Field(
         None,
         description="Cable lengths by tier. With them the bill of material and the cabling plan pick each cable "

@@ -17,6 +17,7 @@ from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
 from gpufabric.intent.multiplane_rules import multiplane_rules, rails_per_plane
+from gpufabric.intent.supernic_rules import supernic_rules
 from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import names, platform
 
@@ -489,6 +490,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
             )
         )
     problems += _load_balancing(plane, roles, at)
+    problems += supernic_rules(intent, name, plane, roles, at)
     if name == "compute":
         problems += _balancing_support(intent, plane, roles, sw)
     problems += multiplane_rules(intent, name, plane)

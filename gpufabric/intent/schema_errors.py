@@ -57,6 +57,13 @@ def _one(err: Any, root: type[BaseModel]) -> Problem:
     if kind == "extra_forbidden" and "transport:infiniband" in err["loc"] and path[-1] in _NOT_ON_INFINIBAND:
         what, fix = _NOT_ON_INFINIBAND[str(path[-1])]
         return Problem(path, f"'{path[-1]}' {what}", fix)
+    if kind == "extra_forbidden" and path[-1] == "sharp":
+        return Problem(
+            path,
+            "'sharp' is InfiniBand's in-network reduction in NVIDIA Quantum switches; this plane is Ethernet, "
+            "and gpufabric configures SHARP on InfiniBand only",
+            "drop it, or give the compute plane `transport: infiniband` (Quantum switches)",
+        )
     if kind == "extra_forbidden":
         allowed = _fields_at(root, tuple(err["loc"][:-1]))
         close = difflib.get_close_matches(str(path[-1]), allowed, n=1, cutoff=0.75)

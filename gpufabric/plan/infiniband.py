@@ -116,7 +116,8 @@ def _settings(plane: InfinibandPlane, intent: Intent) -> SmSettings:
         for p in plane.partitions
     )
     sl2vl = tuple(plane.sl2vl) if plane.sl2vl is not None else SmSettings().sl2vl
-    return SmSettings(routing_engine=plane.routing_engine, partitions=partitions, sl2vl=sl2vl, max_vls=plane.max_vls)
+    engine, vls = plane.routing_engine, plane.max_vls
+    return SmSettings(routing_engine=engine, partitions=partitions, sl2vl=sl2vl, max_vls=vls, sharp=plane.sharp)
 
 
 def _ipoib(

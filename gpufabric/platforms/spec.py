@@ -292,6 +292,11 @@ class Platform:
         refuses `adaptive` for a plane with this platform's switches."""
         return False
 
+    def spectrum_x(self, model: str) -> bool:
+        """A switch of hardware `model` is an NVIDIA Spectrum-X switch, whose adaptive routing pairs with the
+        SuperNICs' Spectrum-X settings (the plane's `spectrum_x`). Default: no."""
+        return False
+
     def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
         """What the switch's configuration says about load balancing. Default: adaptive routing on or off as
         the plane asks, where the platform has it; nothing else."""

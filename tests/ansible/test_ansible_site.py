@@ -159,6 +159,22 @@ def test_gpu_operator_applies_the_exported_rdma_networks_in_order(tmp_path):
     assert done.returncode != 0 and "ip-pools.yaml is missing" in done.stdout
 
 
+def test_a_spectrum_x_export_applies_the_nic_configuration_right_after_the_policy(tmp_path):
+    from gpufabric.export import k8s_network
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    plan = build_plan(load_intent(str(ROOT / "inventory" / "examples" / "spectrum-x.yml")))
+    (tmp_path / "net").mkdir()
+    for name, text in k8s_network.documents(plan).items():
+        (tmp_path / "net" / name).write_text(text)
+    done = _network_play(tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    record = json.loads((tmp_path / "gpu-operator.json").read_text())
+    names = ("nic-cluster-policy.yaml", "nic-configuration.yaml", "ip-pools.yaml", "networks.yaml")
+    assert record["network_manifests"] == [str(tmp_path / "net" / f) for f in names]
+
+
 def test_the_read_back_verdict_lists_every_setting_found_other_than_expected():
     import importlib.util
 

@@ -35,6 +35,11 @@ def test_the_4_su_example_comes_up_as_planned_and_validates_green(tmp_path: Path
     try:
         assert up.returncode == 0, up.stderr
         assert "PARSE ERROR" not in (state / "primary" / "opensm.log").read_text()
+        # The example turns SHARP on: sharp_am's files lie beside OpenSM's, whose own configuration (without the
+        # SHARP option, which has a file of its own) brought the subnet up as before.
+        sm = state / "primary"
+        assert (sm / "sharp_am.cfg").is_file() and (sm / "opensm-sharp.conf").is_file()
+        assert "sharp" not in (sm / "opensm.conf").read_text()
         seen = topology.parse(lab.runner(state)(["ibnetdiscover"]), "ibnetdiscover")
         switches = [n for n in seen.nodes.values() if n.kind == "switch"]
         adapters = [n for n in seen.nodes.values() if n.kind == "ca"]

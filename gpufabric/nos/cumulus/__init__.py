@@ -54,6 +54,11 @@ class Cumulus(Platform):
     def adaptive_routing(self) -> bool:
         return True
 
+    def spectrum_x(self, model: str) -> bool:
+        """Spectrum-4 switches, the SN5000 series (SN5400, SN5600): the switches of NVIDIA's Spectrum-X reference
+        architectures, whose adaptive routing the SuperNICs' Spectrum-X settings pair with."""
+        return model.upper().startswith("SN5")
+
     def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
         """NVUE switches adaptive routing on per port too (interface <port> router adaptive-routing), on
         every fabric port of an adaptive plane; on a plane that carries RoCE the ECMP hash takes the five-tuple."""
