@@ -35,6 +35,15 @@ token_option = click.option(
     help="The environment variable holding the API token (the token is never an argument, nor printed).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(1, 3600),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long one request may wait for Nautobot's answer before the command stops with exit 2 (a busy "
+    "server can take long over a write).",
+)
 
 
 @click.group("sot")
@@ -51,12 +60,13 @@ def sot_cmd() -> None:
 @url_option
 @token_option
 @click.option("--dry-run", is_flag=True, help="Count what would change; change nothing.")
+@timeout_option
 @json_option
-def push_cmd(file: str | None, url: str, token_env: str, dry_run: bool, as_json: bool) -> None:
+def push_cmd(*, file: str | None, url: str, token_env: str, dry_run: bool, timeout: float, as_json: bool) -> None:
     """Write the plan of FILE into the source of truth: create what is missing, update what differs, and
     remove what the fabric's tag marks and the plan no longer has. A second push changes nothing."""
     plan = build_plan(load_intent(file))
-    result = push(plan, Nautobot(url, token_from_env(token_env)), dry_run=dry_run)
+    result = push(plan, Nautobot(url, token_from_env(token_env), timeout=timeout), dry_run=dry_run)
     total = result.total
     if as_json:
         doc: dict[str, Any] = {
@@ -88,13 +98,14 @@ def push_cmd(file: str | None, url: str, token_env: str, dry_run: bool, as_json:
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the intent here (default: stdout)."
 )
+@timeout_option
 @json_option
-def pull_cmd(file: str | None, url: str, token_env: str, output: Path | None, as_json: bool) -> None:
+def pull_cmd(*, file: str | None, url: str, token_env: str, output: Path | None, timeout: float, as_json: bool) -> None:
     """The intent FILE with the physical facts the source of truth holds: each group's servers (names,
     racks, positions, serials), the racks, where each switch stands, and cable lengths measured otherwise
     than the positions give. Comments of FILE are not kept."""
     text = read_intent_file(file) if file is not None else default_fabric_text()[0]
-    result = pull(load_intent(file), text, Nautobot(url, token_from_env(token_env)))
+    result = pull(load_intent(file), text, Nautobot(url, token_from_env(token_env), timeout=timeout))
     document = yaml.safe_dump(result.intent, sort_keys=False, allow_unicode=True)
     if output is not None:
         write_atomic(output, document)

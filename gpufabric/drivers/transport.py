@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import dataclasses
 import heapq
 import io
 import itertools
@@ -14,7 +16,7 @@ import shlex
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -65,6 +67,23 @@ def check(transport: Transport, command: str, stdin: str | None = None) -> str:
     if out.rc != 0:
         raise CommandFailedError(command, out)
     return out.stdout
+
+
+@contextlib.contextmanager
+def slow_commands(transport: Transport, seconds: float) -> Iterator[None]:
+    """Within the block, one command may take up to `seconds` (not the usual per-command deadline): for the
+    few commands known to take long, such as restarting a switch's routing daemons on a busy machine, which
+    would otherwise be cut off as an unanswering switch and leave it drained. Every other bound stays
+    (bytes, the session's budget). A transport without bounds (a recording) is left as it is."""
+    bounds = getattr(transport, "bounds", None)
+    if not isinstance(bounds, ReadBounds) or bounds.command_seconds >= seconds:
+        yield
+        return
+    transport.bounds = dataclasses.replace(bounds, command_seconds=seconds)  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        transport.bounds = bounds  # type: ignore[attr-defined]
 
 
 def put_file(transport: Transport, path: str, text: str, mode: int | None = None) -> None:

@@ -109,6 +109,22 @@ def test_a_page_that_never_ends_is_bounded(hostile: Any, monkeypatch: pytest.Mon
     assert len(server.seen) == 5
 
 
+def test_timeout_bounds_each_request_and_is_checked(hostile: Any) -> None:
+    # A server that holds every answer 3 s: --timeout 1 stops the push there (exit 2, named), the default
+    # (60 s) waits for it. The slow answer is the server's, so a busy machine only makes it slower still.
+    def slow(method: str, path: str) -> Answer:
+        time.sleep(3)
+        return 200, b"<html>late</html>"
+
+    url, _server = hostile(slow)
+    done = run_in_process("gpufabric", "sot", "push", "--url", url, "--timeout", "1", GPUFABRIC_SOT_TOKEN=TOKEN)
+    assert done.returncode == 2 and "timed out" in done.stderr, done.stderr
+    done = run_in_process("gpufabric", "sot", "push", "--url", url, GPUFABRIC_SOT_TOKEN=TOKEN)
+    assert done.returncode == 2 and "not JSON" in done.stderr, done.stderr  # the late answer was read
+    done = run_in_process("gpufabric", "sot", "pull", "--url", url, "--timeout", "0", GPUFABRIC_SOT_TOKEN=TOKEN)
+    assert done.returncode == 2 and "--timeout" in done.stderr
+
+
 def test_unreachable_server_is_an_error_naming_it() -> None:
     with pytest.raises(SotError, match=re.escape("cannot reach the source of truth at http://127.0.0.1:9")):
         Nautobot("http://127.0.0.1:9", TOKEN, timeout=5).objects("dcim/racks")

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from gpufabric.drivers.answers import DEFAULT_BOUNDS
 from gpufabric.drivers.images import ImageInputError, ImageStepError, Installed, sha512_of
-from gpufabric.drivers.transport import Output
+from gpufabric.drivers.transport import Output, slow_commands
 from gpufabric.nos.cumulus.driver import CumulusDriver
 from gpufabric.nos.eos.driver import GpufabricEOSDriver
 from gpufabric.nos.frr.driver import FrrDriver
-from gpufabric.nos.frr.restart import restart_script
+from gpufabric.nos.frr.restart import RESTART_SECONDS, restart_script
 from gpufabric.nos.nxos.driver import GpufabricNXOSDriver
 from gpufabric.nos.nxos.upgrade import not_bootable
 from gpufabric.nos.sonic.driver import SonicDriver, sonic_build_version
@@ -135,6 +136,44 @@ def test_frr_restarts_its_daemons_in_the_labs_pathspace_and_nothing_else() -> No
     with pytest.raises(ValueError, match="daemons only"):
         driver.reboot("cold")
     assert not hasattr(driver, "install_image")
+
+
+class BoundedShell(Shell):
+    """A shell with the SSH transport's read bounds: each command's deadline recorded as it is sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bounds = DEFAULT_BOUNDS
+        self.deadlines: list[float] = []
+
+    def run(self, command: str, stdin: str | None = None) -> Output:
+        self.deadlines.append(self.bounds.command_seconds)
+        return super().run(command, stdin)
+
+
+def test_frr_gives_its_daemon_restart_a_longer_deadline_than_a_command_and_only_it() -> None:
+    # A restart of every daemon has taken over a minute on a loaded machine: cut off at the usual 60 s, the
+    # switch was reported unanswering and left drained while its daemons came back.
+    shell = BoundedShell()
+    driver = _linux(FrrDriver, shell, pathspace="leaf1", lldp_socket="/x")
+    driver.reboot("daemons")
+    restart = shell.sent.index(restart_script("leaf1"))
+    assert shell.deadlines[restart] == RESTART_SECONDS > DEFAULT_BOUNDS.command_seconds
+    assert shell.bounds is DEFAULT_BOUNDS  # put back: the next command has the usual deadline
+    shell.run("true")
+    assert shell.deadlines[-1] == DEFAULT_BOUNDS.command_seconds
+
+
+def test_a_longer_deadline_is_put_back_when_the_command_fails_and_never_shortens_one() -> None:
+    shell = BoundedShell()
+    with pytest.raises(RuntimeError), slow_commands(shell, 300):
+        raise RuntimeError("the restart failed")
+    assert shell.bounds is DEFAULT_BOUNDS
+    with slow_commands(shell, 5):  # below the usual deadline: left as it is
+        assert shell.bounds.command_seconds == DEFAULT_BOUNDS.command_seconds
+    recording = Shell()  # no bounds at all (a replayed recording): nothing to change
+    with slow_commands(recording, 300):
+        assert not hasattr(recording, "bounds")
 
 
 class Eos(GpufabricEOSDriver):

@@ -12,11 +12,16 @@ from __future__ import annotations
 import shlex
 
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.transport import slow_commands
 from gpufabric.nos.frr.files import DeviceFiles
 
 FRRINIT = "/usr/lib/frr/frrinit.sh"
 RUN_DIR = "/var/run/frr"
 BFDD_NICENESS = -15  # as gpufabric.lab.frr_node.BFDD_NICENESS: the lab's stand-in for BFD's priority
+# A restart of every daemon returns in seconds on a quiet machine; on a loaded one it has taken over a
+# minute. Cut off earlier, a switch whose daemons were coming back would be reported unanswering (and left
+# drained); waiting longer than this, a restart that hangs is still reported, never waited on forever.
+RESTART_SECONDS = 300.0
 
 
 def restart_script(pathspace: str | None) -> str:
@@ -40,5 +45,7 @@ class FrrRestart(LinuxSwitchDriver):
         """Restart the routing daemons; True: they run again when this returns (nothing to wait for)."""
         if mode != "daemons":
             raise ValueError(f"the FRR driver restarts FRR's daemons only (mode daemons), not {mode!r}")
-        self._run(restart_script(self.files.pathspace))
+        assert self.transport is not None, "call open() first"
+        with slow_commands(self.transport, RESTART_SECONDS):
+            self._run(restart_script(self.files.pathspace))
         return True
