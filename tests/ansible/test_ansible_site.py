@@ -117,6 +117,17 @@ def test_gpu_operator_values_follow_the_host(tmp_path, extra, driver_enabled, ho
     assert "Install the GPU Operator" not in done.stdout  # gpu_operator_deploy: false never reaches helm
 
 
+def _write_network_export(tmp_path, intent):
+    """`gpufabric export k8s-network` of `intent` into tmp_path/net, where the role's play reads it."""
+    from gpufabric.export import k8s_network
+    from gpufabric.intent import load_intent
+    from gpufabric.plan import build_plan
+
+    (tmp_path / "net").mkdir()
+    for name, text in k8s_network.documents(build_plan(load_intent(str(intent)))).items():
+        (tmp_path / "net" / name).write_text(text)
+
+
 def _network_play(tmp_path: Path, **extra: object) -> subprocess.CompletedProcess[str]:
     host = {
         "ansible_connection": "local",
@@ -136,14 +147,7 @@ def _network_play(tmp_path: Path, **extra: object) -> subprocess.CompletedProces
 
 @pytest.mark.slow
 def test_gpu_operator_applies_the_exported_rdma_networks_in_order(tmp_path):
-    from gpufabric.export import k8s_network
-    from gpufabric.intent import load_intent
-    from gpufabric.plan import build_plan
-
-    plan = build_plan(load_intent(str(ROOT / "inventory" / "fabric.yml")))
-    (tmp_path / "net").mkdir()
-    for name, text in k8s_network.documents(plan).items():
-        (tmp_path / "net" / name).write_text(text)
+    _write_network_export(tmp_path, ROOT / "inventory" / "fabric.yml")
     done = _network_play(tmp_path)
     assert done.returncode == 0, done.stdout[-2000:]
     record = json.loads((tmp_path / "gpu-operator.json").read_text())
@@ -160,14 +164,7 @@ def test_gpu_operator_applies_the_exported_rdma_networks_in_order(tmp_path):
 
 
 def test_a_spectrum_x_export_applies_the_nic_configuration_right_after_the_policy(tmp_path):
-    from gpufabric.export import k8s_network
-    from gpufabric.intent import load_intent
-    from gpufabric.plan import build_plan
-
-    plan = build_plan(load_intent(str(ROOT / "inventory" / "examples" / "spectrum-x.yml")))
-    (tmp_path / "net").mkdir()
-    for name, text in k8s_network.documents(plan).items():
-        (tmp_path / "net" / name).write_text(text)
+    _write_network_export(tmp_path, ROOT / "inventory" / "examples" / "spectrum-x.yml")
     done = _network_play(tmp_path)
     assert done.returncode == 0, done.stdout[-2000:]
     record = json.loads((tmp_path / "gpu-operator.json").read_text())
