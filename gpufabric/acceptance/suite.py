@@ -91,7 +91,9 @@ def _by_rail(plan: Plan, plane: PlanePlan, hcas: dict[tuple[str, str], str]
     by_rail: dict[int, dict[str, list[Endpoint]]] = defaultdict(lambda: defaultdict(list))
     for s in plan.servers:
         for nic in s.nics:
-            if nic.leaf in leaves:  # a leaf's name is the plane's own (and one plane's of a multi-plane one)
+            # A leaf's name is the plane's own (and one plane's of a multi-plane one). A NIC that joins only a
+            # converged plane's carried planes (`native: false`) has no address of the plane's own to test.
+            if nic.leaf in leaves and nic.native:
                 by_rail[nic.rail][nic.leaf].append(_endpoint(s, nic, hcas))
     return leaves, by_rail
 

@@ -22,8 +22,8 @@ CARRYING_ROLES = frozenset({"leaf", "spine", "superspine"})
 CARRIED_NAMES: tuple[CarriedName, ...] = ("storage", "inband")
 
 # A VRF name reaches every platform's configuration and a Linux device name (IFNAMSIZ: 15 characters), on
-# SONiC behind its `Vrf_` prefix: 12 characters at most.
-VRF_PATTERN = r"^[A-Z][A-Z0-9_]{0,11}$"
+# SONiC behind its `Vrf_` prefix: 11 characters at most (SONiC's YANG model refuses a name of 16).
+VRF_PATTERN = r"^[A-Z][A-Z0-9_]{0,10}$"
 # Names each platform keeps for itself: the default table and the management VRFs.
 RESERVED_VRFS = frozenset({"DEFAULT", "MGMT", "MANAGEMENT", "GLOBAL", "ALL"})
 # The lowest VLAN a targeted platform reserves is EOS's internal range (1006-4094 by default, allocated
@@ -41,7 +41,7 @@ class CarriedPlane(_Strict):
     vrf: str = Field(
         pattern=VRF_PATTERN,
         description="VRF of the plane on every switch: upper-case letters, digits and '_', starting with a letter, "
-        "at most 12 (a Linux device name, with SONiC's `Vrf_` prefix in front). Not DEFAULT, MGMT, MANAGEMENT, "
+        "at most 11 (a Linux device name, with SONiC's `Vrf_` prefix in front). Not DEFAULT, MGMT, MANAGEMENT, "
         "GLOBAL or ALL.",
     )
     vlan: int = Field(

@@ -130,6 +130,16 @@ def _plane(intent: Intent, name: str, plane: DataPlane, at: Path) -> list[Proble
 
 def _identity(intent: Intent, name: str, carried: str, lp: CarriedPlane, at: Path) -> list[Problem]:
     problems: list[Problem] = []
+    # A host has one plane of each name: two fabrics carrying it would give it two, with nothing to join them.
+    also = [other for other, p in intent.data_planes() if other != name and p.carries and carried in p.carries]
+    if also:
+        problems.append(
+            Problem(
+                at,
+                f"{carried} is carried by the {', '.join(also)} plane too",
+                f"carry {carried} on one plane only",
+            )
+        )
     if carried == name:
         problems.append(Problem(at, f"the {name} plane's own traffic is not carried", f"remove carries.{name}"))
     if carried == "storage" and intent.planes.storage is not None:

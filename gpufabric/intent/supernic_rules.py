@@ -51,6 +51,17 @@ def supernic_rules(
     if name != "compute":
         return [Problem(where, "only the compute plane is a Spectrum-X fabric here", "remove spectrum_x")]
     problems = []
+    if plane.multiplane is not None:
+        # The operator's template would say one plane (multiplaneMode none) and the supernic role sets the
+        # single-plane recipe: a multi-plane fabric's SuperNICs would be configured wrongly, without a word.
+        problems.append(
+            Problem(
+                where,
+                "the SuperNICs' multi-plane mode (their ports spread over the planes) is not written yet, and the "
+                "single-plane settings would be wrong on a compute plane built as several",
+                "remove spectrum_x (configure the SuperNICs' multi-plane mode by hand), or remove multiplane",
+            )
+        )
     if plane.load_balancing != "adaptive":
         problems.append(
             Problem(

@@ -315,7 +315,7 @@ class Platform:
         return f"gpufabric renders no VRFs on tagged subinterfaces for {self.facts.title}"
 
     def vrf_name(self, name: str) -> str:
-        """How a carried plane's VRF (the intent's upper-case name, at most 12 characters) is named on this
+        """How a carried plane's VRF (the intent's upper-case name, at most 11 characters) is named on this
         platform. Default: as written."""
         return name
 

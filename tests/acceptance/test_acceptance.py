@@ -75,7 +75,11 @@ def test_every_leaf_and_spine_of_a_roce_plane_is_crossed(path):
     for plane in plan.planes.values():
         if not plane.carries_roce:
             continue
-        fabric = {d.name for d in plane.devices if d.role in ("leaf", "spine", "superspine")}
+        # A leaf whose hosts join only a converged plane's carried planes (`native: false`) has no address of
+        # the plane's own under it: the plane's own jobs cannot reach it (its carried planes are not tested yet).
+        tagged_only = {n.leaf for s in plan.servers for n in s.nics if n.plane == plane.name and not n.native}
+        tagged_only -= {n.leaf for s in plan.servers for n in s.nics if n.plane == plane.name and n.native}
+        fabric = {d.name for d in plane.devices if d.role in ("leaf", "spine", "superspine")} - tagged_only
         assert fabric <= crossed, sorted(fabric - crossed)[:5]
 
 

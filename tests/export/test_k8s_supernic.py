@@ -236,6 +236,8 @@ SPECTRUM = ("planes", "compute", "spectrum_x")
             "selects a node's NICs by type",
         ),
         ([(("planes", "compute", "spectrum_x", "profile"), "RA2.3")], "planes.compute.spectrum_x.profile", "RA2.3"),
+        # The template would say one plane and the role sets the single-plane recipe: refused, not written wrong.
+        ([(("planes", "compute", "multiplane"), {"planes": 2})], "planes.compute.spectrum_x", "multi-plane mode"),
     ],
 )
 def test_where_the_nic_side_cannot_apply_the_intent_is_refused_at_the_field(

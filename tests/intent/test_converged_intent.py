@@ -39,6 +39,7 @@ def _line_of(doc: dict[str, Any], path: str) -> int | None:
         ("vrf", "STORAGE\nrouter bgp 1"),
         ("vrf", "storage"),  # lower case: the pattern is upper-case letters, digits and '_'
         ("vrf", "A_VERY_LONG_VRF_NAME"),  # 20 characters: longer than a Linux device name
+        ("vrf", "STORAGE_NVME"),  # 12: SONiC's Vrf_STORAGE_NVME is 16, which its YANG model refuses
         ("vrf", "MGMT"),  # reserved
         ("vlan", 1006),  # EOS's internal VLANs
         ("vlan", 1),
@@ -55,6 +56,29 @@ def test_hostile_or_out_of_range_values_are_refused_at_their_field(field, value)
     assert any(path.startswith(f"planes.business.carries.inband.{field}") for path, _ in found), found
     line = _line_of(doc, next(p for p, _ in found if p.startswith(f"planes.business.carries.inband.{field}")))
     assert line is not None and line > 1
+
+
+def test_one_logical_plane_carried_by_two_fabrics_is_refused_at_both():
+    # Each host would have two in-band planes with nothing to join them.
+    doc = yaml.safe_load((INVENTORY / "fabric.yml").read_text())
+    inband = {
+        "vrf": "INBAND",
+        "vlan": 30,
+        "hosts": "10.13.0.0/16",
+        "priority": 2,
+        "dscp": [16],
+        "bandwidth_percent": 10,
+    }
+    doc = set_path(doc, ("planes", "business", "carries"), {"inband": inband})
+    doc = set_path(
+        doc,
+        ("planes", "storage", "carries"),
+        {"inband": {**inband, "vrf": "INBAND2", "vlan": 31, "hosts": "10.14.0.0/16", "p2p": "10.24.0.0/24"}},
+    )
+    assert _problems(doc) == [
+        ("planes.storage.carries.inband", "inband is carried by the business plane too"),
+        ("planes.business.carries.inband", "inband is carried by the storage plane too"),
+    ]
 
 
 def test_an_unknown_carried_plane_is_refused():
