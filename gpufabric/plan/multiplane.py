@@ -9,6 +9,7 @@ no switch, cable, address, ASN or failure domain is shared between two planes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from ipaddress import IPv4Network
 from math import ceil, log2
@@ -127,21 +128,17 @@ def join(name: str, built: list[PlanePlan], plane: DataPlane) -> PlanePlan:
     """The planes as the one compute plane of the plan: devices and cables plane by plane, failure domains
     named by plane (`compute:p2-leaves-rail1`), `plane_of` naming each switch's plane."""
     first = built[0]
-    out = PlanePlan(
+    # Every setting is each plane's (they are built from one intent plane); only the parts are joined.
+    out = dataclasses.replace(
+        first,
         name=name,
-        topology=first.topology,
-        tiers=first.tiers,
         prefix=plane.prefix,
-        mtu=first.mtu,
-        host_mtu=first.host_mtu,
-        tier_stats=first.tier_stats,
+        devices=[],
+        links=[],
+        failure_domains=[],
         sizing={**first.sizing, "planes": len(built)},
-        qos=first.qos,
-        carries_roce=first.carries_roce,
-        load_balancing=first.load_balancing,
-        cable_length=first.cable_length,
-        lengths=first.lengths,
         routing={**first.routing, "asn_pool": f"{plane.routing.asn_pool.first}-{plane.routing.asn_pool.last}"},
+        plane_of={},
     )
     for index, one in enumerate(built, 1):
         for d in one.devices:
