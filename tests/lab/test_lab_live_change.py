@@ -462,6 +462,24 @@ def _print(capsys, figures: dict) -> None:
         Path(target).write_text(json.dumps(FIGURES, indent=2))
 
 
+def _timeline(capsys, figures: dict, push_id: str) -> None:
+    """What a loss outside every drain window is read against (pytest cuts a long assertion message): when
+    each switch's bgpd was replaced, each server's Slurm drain, every loss, the restart's audit records, and
+    the load average."""
+    events = [json.loads(line) for line in _trail().read_text().splitlines()]
+    with capsys.disabled():
+        print("\ntimeline of the drained run (unix seconds)")
+        for key in ("replaced", "windows", "losses", "push_window"):
+            print(f"  {key}: {json.dumps(figures[key])}")
+        for e in events:
+            if e.get("push_id") == push_id:
+                print(
+                    f"  audit {e.get('time')} {e.get('switch')} {e.get('status')} {e.get('seconds', '')} "
+                    f"{str(e.get('reason', ''))[:160]}"
+                )
+        print(f"  load average: {os.getloadavg()}")
+
+
 def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
     measured, watch, restarted, pushed = _change(lab, "auto")
     windows = watch.windows()
@@ -497,6 +515,8 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
     assert drained == SPINES, pushed["drain"]
     # The traffic: a second with a loss is one where an end's server was drained for its leaf.
     assert all(m.sent > 1000 for m in measured), [(m.flow.name, m.sent) for m in measured]  # each ran throughout
+    if not_allowed:
+        _timeline(capsys, figures, restarted["push_id"])
     assert not_allowed == 0, [
         (m.flow.name, [(round(a), lost) for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))])
         for m in measured

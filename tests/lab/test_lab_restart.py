@@ -60,4 +60,8 @@ def test_a_rolling_restart_restarts_each_switchs_daemons_and_waits_for_its_sessi
     assert result["batches"][0]["domain"].startswith("canary") and len(result["batches"]) >= 3
     after = {n: frr_node.pids(n)["bgpd"] for n in switches}
     assert all(after[n] != before[n] for n in switches), (before, after)  # every bgpd is a new process
+    # Each restarted daemon runs at the lab's control-plane priority again, as `lab up` started it.
+    niceness = {(n, d): os.getpriority(os.PRIO_PROCESS, pid) for n in switches for d, pid in frr_node.pids(n).items()
+                if d in ("zebra", "bgpd", "bfdd")}  # fmt: skip
+    assert niceness and set(niceness.values()) == {frr_node.CONTROL_PLANE_NICENESS}, niceness
     assert _healthy(lab) == []

@@ -2,7 +2,7 @@
 
 In the lab a switch is a network namespace running FRR, so a switch's reboot is a restart of its FRR
 daemons: `frrinit.sh restart <pathspace>` (FRR's own init script, as the lab started them), which returns
-once they run again; bfdd gets back the priority the lab gives it (gpufabric/lab/frr_node.py). On an FRR
+once they run again; its daemons get back the priority the lab gives them (gpufabric/lab/frr_node.py). On an FRR
 host without a pathspace it is `systemctl restart frr`. FRR comes from the host's packages: there is no
 image to stage, install or fall back to.
 """
@@ -17,7 +17,7 @@ from gpufabric.nos.frr.files import DeviceFiles
 
 FRRINIT = "/usr/lib/frr/frrinit.sh"
 RUN_DIR = "/var/run/frr"
-BFDD_NICENESS = -15  # as gpufabric.lab.frr_node.BFDD_NICENESS: the lab's stand-in for BFD's priority
+CONTROL_PLANE_NICENESS = -15  # as gpufabric.lab.frr_node: the lab's stand-in for a control-plane CPU
 # A restart of every daemon returns in seconds on a quiet machine; on a loaded one it has taken over a
 # minute. Cut off earlier, a switch whose daemons were coming back would be reported unanswering (and left
 # drained); waiting longer than this, a restart that hangs is still reported, never waited on forever.
@@ -31,7 +31,8 @@ def restart_script(pathspace: str | None) -> str:
     ns = shlex.quote(pathspace)
     return (
         f"{FRRINIT} restart {ns} </dev/null >/dev/null 2>&1 || exit 1; "
-        f'pid=$(cat {RUN_DIR}/{ns}/bfdd.pid 2>/dev/null) && renice -n {BFDD_NICENESS} -p "$pid" >/dev/null 2>&1; '
+        f'for f in {RUN_DIR}/{ns}/*.pid; do pid=$(cat "$f" 2>/dev/null) && '
+        f'renice -n {CONTROL_PLANE_NICENESS} -p "$pid" >/dev/null 2>&1; done; '
         "exit 0"
     )
 
