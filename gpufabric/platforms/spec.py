@@ -155,6 +155,8 @@ class DrainSpec:
     release: str
     asn: int | None = None
     neighbors: tuple[str, ...] = ()
+    # (VRF, its BGP neighbours): the carried planes' sessions of a converged plane, drained with the rest
+    vrfs: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,25 +173,25 @@ class DrainSteps:
 def frr_drain_steps(spec: DrainSpec) -> DrainSteps:
     """FRR (RFC 8326 graceful shutdown, and an outbound AS-path prepend to every neighbour): the GSHUT
     community tells peers that honour it to prefer other paths; the prepend makes every other path shorter
-    for peers that do not (the planned fabric's FRR peers carry no GSHUT policy). Config lines for vtysh."""
+    for peers that do not (the planned fabric's FRR peers carry no GSHUT policy). Both in the default BGP
+    instance and in each VRF's (a converged plane's carried planes): FRR's graceful shutdown is per
+    instance, and a carried plane's traffic must leave the switch as its own plane's does. Config lines for
+    vtysh."""
     if spec.asn is None:
         raise ValueError("an FRR drain needs the switch's BGP ASN")
     asn = int(spec.asn)
-    for name in spec.neighbors:
+    for name in (*spec.neighbors, *(n for _, peers in spec.vrfs for n in peers)):
         if not _NEIGHBOR.fullmatch(name):
             raise ValueError(f"BGP neighbour {name[:40]!r} is not an interface name or an address")
+    for vrf, _ in spec.vrfs:
+        if not _VRF.fullmatch(vrf) or vrf == "default":
+            raise ValueError(f"VRF {vrf[:40]!r} is not a VRF name (letters, digits, - and _, at most 15)")
     prepend = " ".join([str(asn)] * DRAIN_PREPEND)
-    bound = "".join(f"  neighbor {n} route-map {DRAIN_POLICY} out\n" for n in spec.neighbors)
-    unbound = "".join(f"  no neighbor {n} route-map {DRAIN_POLICY} out\n" for n in spec.neighbors)
-    drain = (
-        f"route-map {DRAIN_POLICY} permit 10\n set as-path prepend {prepend}\nexit\n!\n"
-        f"router bgp {asn}\n bgp graceful-shutdown\n address-family ipv4 unicast\n{bound}"
-        " exit-address-family\nexit\n"
+    instances = [(f"router bgp {asn}", spec.neighbors)] + [(f"router bgp {asn} vrf {v}", p) for v, p in spec.vrfs]
+    drain = f"route-map {DRAIN_POLICY} permit 10\n set as-path prepend {prepend}\nexit\n!\n" + "".join(
+        _instance(head, "", peers) for head, peers in instances
     )
-    undrain = (
-        f"router bgp {asn}\n no bgp graceful-shutdown\n address-family ipv4 unicast\n{unbound}"
-        f" exit-address-family\nexit\n!\nno route-map {DRAIN_POLICY}\n"
-    )
+    undrain = "".join(_instance(head, "no ", peers) for head, peers in instances) + f"!\nno route-map {DRAIN_POLICY}\n"
     return DrainSteps(
         "bgp graceful-shutdown + as-path prepend",
         "config",
@@ -199,7 +201,15 @@ def frr_drain_steps(spec: DrainSpec) -> DrainSteps:
     )
 
 
+def _instance(head: str, no: str, neighbors: tuple[str, ...]) -> str:
+    """One BGP instance's drain (`no` = "") or undrain (`no` = "no "): its graceful shutdown and the drain
+    policy on each neighbour."""
+    bound = "".join(f"  {no}neighbor {n} route-map {DRAIN_POLICY} out\n" for n in neighbors)
+    return f"{head}\n {no}bgp graceful-shutdown\n address-family ipv4 unicast\n{bound} exit-address-family\nexit\n"
+
+
 _NEIGHBOR = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_VRF = re.compile(r"[A-Za-z0-9_-]{1,15}")
 
 
 @dataclass(frozen=True)

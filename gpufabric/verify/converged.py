@@ -18,6 +18,31 @@ def _finding(check: str, facts: SwitchFacts, fact: Fact | None, expected: object
     )
 
 
+def _carried_timers(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
+    """Each carried plane's sessions run as the plane's own do: BFD with the plane's timers on every fabric
+    session (none without `routing.bfd`), and the plane's BGP timers in every VRF (none where it sets none)."""
+    conv, bfd = ctx.converged, ctx.bfd
+    want = (bfd.interval, bfd.multiplier) if bfd is not None else None
+    fabric = {f"{v.vrf} {n.key}": n.peer for v in conv.vrfs for n in v.neighbors if n.kind == "fabric"} if conv else {}
+    for key, peer in fabric.items():
+        got = facts.vrf_bfd.get(key)
+        if want is not None and (got is None or got.value != want):
+            shown = "no BFD" if got is None else f"BFD {got.value}"
+            yield _finding("carried-bfd", facts, got, f"vrf {key} ({peer}) BFD {want[0]} ms x {want[1]}", shown)
+    for key, got in facts.vrf_bfd.items():
+        if want is None or key not in fabric:
+            yield _finding("carried-bfd", facts, got, f"no BFD on vrf {key} (the plane's routing.bfd)", "BFD")
+    for vrf in [v.vrf for v in conv.vrfs] if conv else []:
+        got = facts.vrf_timers.get(vrf)
+        found = got.value if got is not None else None
+        if found != ctx.bgp_timers:
+            yield _finding("carried-timers", facts, got, f"vrf {vrf}: {_timers(ctx.bgp_timers)}", _timers(found))
+
+
+def _timers(timers: tuple[int, int] | None) -> str:
+    return "the platform's default BGP timers" if timers is None else f"keepalive {timers[0]}, hold {timers[1]}"
+
+
 def check_carried(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
     conv = ctx.converged
     planned_ports = {s.name: (v.vrf, s.vlan, s.address) for v in conv.vrfs for s in v.ports} if conv else {}
@@ -47,6 +72,7 @@ def check_carried(ctx: DeviceContext, facts: SwitchFacts) -> Iterator[Finding]:
     for key, got in facts.vrf_neighbors.items():
         if key not in planned_sessions:
             yield _finding("carried-bgp", facts, got, "no such VRF session in the plan", f"vrf {key}")
+    yield from _carried_timers(ctx, facts)
     if conv is None:
         return
     for c in conv.classes:

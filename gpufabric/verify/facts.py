@@ -96,6 +96,8 @@ class SwitchFacts:
     # remote ASN of a BGP session in a VRF other than the default; traffic class -> its guaranteed bandwidth percent.
     subinterfaces: dict[str, Fact] = field(default_factory=dict)
     vrf_neighbors: dict[str, Fact] = field(default_factory=dict)
+    vrf_bfd: dict[str, Fact] = field(default_factory=dict)  # "VRF key" -> (interval ms, multiplier), as `bfd`
+    vrf_timers: dict[str, Fact] = field(default_factory=dict)  # VRF -> (keepalive, hold), when the text sets them
     shares: dict[int, Fact] = field(default_factory=dict)
     secrets: list[Fact] = field(default_factory=list)  # lines that would carry a password or community
     problems: list[Finding] = field(default_factory=list)  # the text did not parse as expected

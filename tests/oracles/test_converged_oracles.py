@@ -35,6 +35,8 @@ def _plan(os: str, lossless: bool, unnumbered: bool = False) -> Plan:
         business["carries_roce"] = False
         del business["qos"]
         business["carries"]["storage"] |= {"traffic": "lossy", "priority": 4, "dscp": [10, 12]}
+    if lossless:  # the plane's BFD and BGP timers, which every carried plane's sessions run with too
+        business["routing"] |= {"bfd": {"enabled": True, "interval": 300, "multiplier": 3}, "keepalive": 3, "hold": 9}
     for role in ("leaf", "spine"):
         business["switches"][role]["platform"] = os
     if os == "sonic":  # SKUs gpufabric knows for SONiC
@@ -111,6 +113,12 @@ def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_
         assert _judge(os, ctx, files, tmp_path) == [], device.name
         facts = platform(os).read_files(device.name, tmp_path)
         assert [f"{f.check}: {f.expected} / {f.found}" for f in check_device(plan, ctx, facts)] == []
+        sessions = {f"{v.vrf} {n.key}" for v in ctx.converged.vrfs for n in v.neighbors}
+        if lossless:  # read back from the text: each VRF session's BFD and each VRF's timers, as the plane's
+            assert {k: f.value for k, f in facts.vrf_bfd.items()} == dict.fromkeys(sessions, (300, 3))
+            assert {k: f.value for k, f in facts.vrf_timers.items()} == {v.vrf: (3, 9) for v in ctx.converged.vrfs}
+        else:
+            assert facts.vrf_bfd == {} and facts.vrf_timers == {}
         assert len(facts.subinterfaces) == sum(len(v.ports) for v in ctx.converged.vrfs) > 0
         classes = {c.name: c.priority for c in ctx.converged.classes}
         assert classes["storage"] == (3 if lossless else 4) and classes["inband"] == 2
@@ -120,3 +128,27 @@ def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_
             assert fabric and all(n.interface and n.address is None for n in fabric)
         judged += 1
     assert judged == 6  # 4 leaves and 2 spines
+
+
+def test_a_carried_session_without_the_plane_s_bfd_or_timers_is_a_finding(tmp_path):
+    """verify holds each carried plane's sessions to the plane's BFD and BGP timers: a VRF instance whose
+    `timers bgp` line, or one neighbour's BFD, went missing is found there."""
+    plan = _plan("frr", lossless=True)
+    device = next(d for d in plan.planes["business"].devices if d.platform == "frr" and d.role == "spine")
+    ctx = build(plan, device, LinkIndex(plan))
+    files = render_context(ctx)
+    vrf = ctx.converged.vrfs[0]
+    n = vrf.neighbors[0]
+    conf = f"{device.name}.frr.conf"
+    head = f"router bgp {device.asn} vrf {vrf.vrf}\n"
+    before, block = files[conf].split(head, 1)
+    block, after = block.split("\nexit\n", 1)
+    block = block.replace(" timers bgp 3 9\n", "").replace(f" neighbor {n.key} bfd profile fabric\n", "")
+    files[conf] = before + head + block + "\nexit\n" + after
+    for file, text in files.items():
+        (tmp_path / file).write_text(text)
+    found = {(f.check, f.expected) for f in check_device(plan, ctx, platform("frr").read_files(device.name, tmp_path))}
+    assert found == {
+        ("carried-bfd", f"vrf {vrf.vrf} {n.key} ({n.peer}) BFD 300 ms x 3"),
+        ("carried-timers", f"vrf {vrf.vrf}: keepalive 3, hold 9"),
+    }

@@ -166,3 +166,31 @@ def test_without_an_outbound_route_map_tsa_moves_nothing(confs: dict[str, str], 
     assert said.strip() == "System Mode: No external neighbors" and loaded == ""
     said, _ = ts.run("TSC", bare)
     assert said.strip() == "System Mode: No external neighbors"
+
+
+def test_tsa_moves_a_converged_switch_s_carried_planes_too(ts: TsScripts, tmp_path: Path) -> None:
+    """A carried plane's sessions bind the same outbound route map in their VRF's BGP instance, so SONiC's TSA,
+    which rewrites route maps by name, withdraws their routes with the default VRF's: storage and in-band
+    traffic leave a drained switch too."""
+    from tests.oracles.test_converged_oracles import _plan
+
+    plan = _plan("sonic", lossless=True)
+    index = LinkIndex(plan)
+    spine = next(d for d in plan.planes["business"].devices if d.platform == "sonic" and d.role == "spine")
+    frr = split(join(spine.name, render_device(plan, spine, index).files))[1]
+    assert frr is not None
+    vrfs = re.findall(r"^router bgp \d+ vrf (\S+)$", frr, re.MULTILINE)
+    assert len(vrfs) == 2
+    for vrf in vrfs:
+        block = frr.split(f" vrf {vrf}\n", 1)[1].split("\nexit\n", 1)[0]
+        sessions = re.findall(r"^ neighbor (\S+) (?:interface )?remote-as ", block, re.MULTILINE)
+        bound = re.findall(r"^  neighbor (\S+) route-map GF-FABRIC-OUT-V4 out$", block, re.MULTILINE)
+        assert sessions and sorted(bound) == sorted(sessions), vrf
+    said, loaded = ts.run("TSA", frr)
+    assert said.strip() == "System Mode: Normal -> Maintenance"
+    assert ("route-map GF-FABRIC-OUT-V4 deny 40",) in _stanzas(loaded)  # every route but the loopback withdrawn
+    drained = _before_end(frr, loaded)
+    checked = _vtysh_check(drained, tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said, _ = ts.run("TSC", drained)
+    assert said.strip() == "System Mode: Maintenance"

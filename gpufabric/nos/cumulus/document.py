@@ -215,14 +215,13 @@ def _carried_vrfs(ctx: DeviceContext, nv: Dialect) -> Tree:
     assert ctx.converged is not None
     out: Tree = {}
     for vrf in ctx.converged.vrfs:
-        neighbors: Tree = {
-            n.key: {
-                "type": "unnumbered" if n.interface else "numbered",
-                "remote-as": n.remote_asn,
-                "description": n.peer,
-            }
-            for n in vrf.neighbors
-        }
+        neighbors: Tree = {}
+        for n in vrf.neighbors:
+            spec: Tree = {"type": "unnumbered" if n.interface else "numbered", "remote-as": n.remote_asn}
+            spec["description"] = n.peer
+            if ctx.bfd is not None and n.kind == "fabric":
+                spec["bfd"] = {"profile": BFD_PROFILE} if nv.bfd_profiles else {**nv.enabled(), **_bfd_timers(ctx.bfd)}
+            neighbors[n.key] = spec
         family: Tree = {**nv.enabled(), "multipaths": {"ebgp": ctx.ecmp}}
         if vrf.networks:
             family["network"] = _set(vrf.networks)
@@ -234,6 +233,8 @@ def _carried_vrfs(ctx: DeviceContext, nv: Dialect) -> Tree:
             "address-family": {"ipv4-unicast": family},
             "neighbor": neighbors,
         }
+        if ctx.bgp_timers is not None:
+            bgp["timers"] = {"keepalive": ctx.bgp_timers[0], "hold": ctx.bgp_timers[1]}
         out[vrf.vrf] = {"table": "auto", "router": {"bgp": bgp}}
     return out
 

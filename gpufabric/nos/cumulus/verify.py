@@ -226,20 +226,32 @@ def _bfd_value(timers: Any) -> tuple[Any, int] | None:
 
 def _session_timers(facts: SwitchFacts, doc: _Doc, bgp: tuple[Any, ...]) -> None:
     """BFD per neighbor (its own timers until 5.14, a named profile from 5.15) and the BGP timers."""
+    facts.bfd.update(_bfd_facts(doc, bgp))
+    facts.bgp_timers = _timers_fact(doc, bgp)
+
+
+def _bfd_facts(doc: _Doc, bgp: tuple[Any, ...]) -> dict[str, Fact]:
+    """neighbor -> its BFD (interval, multiplier), under one VRF's `router bgp`."""
     profiles = doc.get("router", "bfd", "profile") or {}
+    out: dict[str, Fact] = {}
     for key, spec in (doc.get(*bgp, "neighbor") or {}).items():
         bfd = spec.get("bfd") if isinstance(spec, dict) else None
         if not isinstance(bfd, dict):
             continue
         if "profile" in bfd:
-            facts.bfd[str(key)] = doc.fact_in(_bfd_value(profiles.get(bfd["profile"])), bfd, "profile")
+            out[str(key)] = doc.fact_in(_bfd_value(profiles.get(bfd["profile"])), bfd, "profile")
         elif _on(bfd.get("enable")) or _on(bfd.get("state")):
-            facts.bfd[str(key)] = doc.fact_in(_bfd_value(bfd), spec, "bfd")
+            out[str(key)] = doc.fact_in(_bfd_value(bfd), spec, "bfd")
+    return out
+
+
+def _timers_fact(doc: _Doc, bgp: tuple[Any, ...]) -> Fact | None:
     timers = doc.get(*bgp, "timers")
     if isinstance(timers, dict) and "keepalive" in timers and "hold" in timers:
         where = (*bgp, "timers")
         value = (_int(timers["keepalive"], *where, "keepalive"), _int(timers["hold"], *where, "hold"))
-        facts.bgp_timers = doc.fact(value, *where)
+        return doc.fact(value, *where)
+    return None
 
 
 def _qos(facts: SwitchFacts, doc: _Doc) -> None:
@@ -295,3 +307,7 @@ def _carried(facts: SwitchFacts, doc: _Doc) -> None:
         for key, n in (neighbors if isinstance(neighbors, dict) else {}).items():
             if isinstance(n, dict) and "remote-as" in n:
                 facts.vrf_neighbors[f"{vrf} {key}"] = doc.fact_in(n["remote-as"], n, "remote-as")
+        bgp = ("vrf", vrf, "router", "bgp")
+        facts.vrf_bfd.update({f"{vrf} {key}": fact for key, fact in _bfd_facts(doc, bgp).items()})
+        if (timers := _timers_fact(doc, bgp)) is not None:
+            facts.vrf_timers[str(vrf)] = timers

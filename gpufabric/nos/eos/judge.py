@@ -153,6 +153,26 @@ def _qos(ctx: DeviceContext, sc: SC) -> None:
         sc["platform"] = {"trident": {"mmu": {"active_profile": "ROCE", "queue_profiles": [queue_profile]}}}
 
 
+def _vrf_bgp(ctx: DeviceContext, v: Any) -> SC:
+    """A carried plane's BGP instance, with the plane's timers and BFD on its fabric sessions."""
+    neighbors = []
+    for n in v.neighbors:
+        nb: SC = {"ip_address": n.address, "remote_as": str(n.remote_asn), "description": n.peer}
+        if ctx.bfd is not None and n.kind == "fabric":
+            nb["bfd"] = True
+        neighbors.append(nb)
+    out: SC = {
+        "name": v.vrf,
+        "router_id": ip(ctx.device.loopback),
+        "maximum_paths": {"paths": ctx.ecmp, "ecmp": ctx.ecmp},
+        "neighbors": neighbors,
+        "networks": [{"prefix": n} for n in v.networks],
+    }
+    if ctx.bgp_timers is not None:
+        out["timers"] = f"{ctx.bgp_timers[0]} {ctx.bgp_timers[1]}"
+    return out
+
+
 def _carried(ctx: DeviceContext, sc: SC) -> None:
     """A converged plane's carried planes: a VRF each, its tagged subinterfaces and its BGP instance."""
     conv = ctx.converged
@@ -173,18 +193,7 @@ def _carried(ctx: DeviceContext, sc: SC) -> None:
                     "ip_address": sub.address,
                 }
             )
-    sc["router_bgp"]["vrfs"] = [
-        {
-            "name": v.vrf,
-            "router_id": ip(ctx.device.loopback),
-            "maximum_paths": {"paths": ctx.ecmp, "ecmp": ctx.ecmp},
-            "neighbors": [
-                {"ip_address": n.address, "remote_as": str(n.remote_asn), "description": n.peer} for n in v.neighbors
-            ],
-            "networks": [{"prefix": n} for n in v.networks],
-        }
-        for v in conv.vrfs
-    ]
+    sc["router_bgp"]["vrfs"] = [_vrf_bgp(ctx, v) for v in conv.vrfs]
     sc.setdefault("qos", {})["map"] = {"dscp": [f"{d} to traffic-class {prio}" for d, prio in conv.dscp_map()]}
     if "qos_profiles" not in sc:  # a plane without RoCE: the classes' profile alone
         sc["qos_profiles"] = [{"name": "ROCE", "trust": "dscp", "tx_queues": []}]

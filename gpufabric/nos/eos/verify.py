@@ -37,8 +37,13 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
         for child, cm in children(obj, r"timers bgp (\d+) (\d+)"):
             facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
         for vrf, vm in children(obj, r"vrf (\S+)"):
+            name = vm.group(1)
             for child, cm in children(vrf, r"neighbor (\S+) remote-as (\d+)"):
-                facts.vrf_neighbors[f"{vm.group(1)} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
+                facts.vrf_neighbors[f"{name} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
+            for child, cm in children(vrf, r"neighbor (\S+) bfd"):
+                facts.vrf_bfd[f"{name} {cm.group(1)}"] = Fact(_bfd_timers(conf), file, line(child))
+            for child, cm in children(vrf, r"timers bgp (\d+) (\d+)"):
+                facts.vrf_timers[name] = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
     _subinterfaces(facts, conf, file)
     for obj, m in sections(conf, r"^qos map dscp ([\d ]+) to traffic-class (\d+)$"):
         for dscp in m.group(1).split():

@@ -217,8 +217,9 @@ class FrrDriver(FrrRestart):
     # with a marker beside the configuration naming who drained the switch; a push meanwhile keeps it.
 
     def _drain_spec(self) -> DrainSpec:
-        """The switch's ASN and BGP neighbours, as its BGP daemon has them now."""
-        command = "show ip bgp summary json"
+        """The switch's ASN and BGP neighbours, in its default instance and each VRF's, as its BGP daemon
+        has them now."""
+        command = "show ip bgp vrf all summary json"
         return self._parsed(command, _summary_spec, self._vtysh(command))
 
     def _change(self, text: str | None, *, marker: str | None, remove: bool) -> None:
@@ -299,14 +300,29 @@ def present_only(undrain: str, running: str) -> str | None:
 
 
 def _summary_spec(text: str) -> DrainSpec:
-    """`show ip bgp summary json` -> the ASN and the neighbours (by address, or by interface when unnumbered)."""
-    found = switch_json(text, "`show ip bgp summary json`")
-    summary = as_dict(found, "`show ip bgp summary json`")
-    summary = as_dict(summary.get("ipv4Unicast", summary), "ipv4Unicast")
-    if "as" not in summary:
+    """`show ip bgp vrf all summary json` ({VRF name: {"ipv4Unicast": {as, peers}}}, "default" the default
+    instance) -> the ASN and the neighbours (by address, or by interface when unnumbered), per VRF."""
+    what = "`show ip bgp vrf all summary json`"
+    found = as_dict(switch_json(text, what), what)
+    if "default" not in found:
         raise ValueError("BGP is not configured on this switch: there is nothing to drain")
-    peers = as_dict(summary.get("peers", {}), "peers")
-    return DrainSpec("", as_int(summary["as"], "as"), tuple(sorted(peers)))
+    asn, peers = _instance_summary(found["default"], "default")
+    vrfs = []
+    for vrf, summary in sorted(found.items()):
+        if vrf == "default":
+            continue
+        vrf_asn, vrf_peers = _instance_summary(summary, vrf)
+        if vrf_asn != asn:
+            raise ValueError(f"VRF {vrf[:40]!r} runs BGP as {vrf_asn}, not the switch's {asn}: not a planned instance")
+        vrfs.append((vrf, vrf_peers))
+    return DrainSpec("", asn, peers, tuple(vrfs))
+
+
+def _instance_summary(summary: object, vrf: str) -> tuple[int, tuple[str, ...]]:
+    instance = as_dict(as_dict(summary, vrf).get("ipv4Unicast", {}), f"{vrf} ipv4Unicast")
+    if "as" not in instance:
+        raise ValueError(f"BGP instance {vrf[:40]!r} has no ASN: there is nothing to drain")
+    return as_int(instance["as"], "as"), tuple(sorted(as_dict(instance.get("peers", {}), "peers")))
 
 
 def _sysctl_section(values: dict[str, str]) -> str:

@@ -55,13 +55,21 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
         session_timers(facts, conf, obj, file)
+    profiles = _bfd_profiles(conf)
     for obj, m in sections(conf, r"^router bgp \d+ vrf (\S+)$"):
+        vrf = m.group(1)
         for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
-            facts.vrf_neighbors[f"{m.group(1)} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
+            facts.vrf_neighbors[f"{vrf} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
+        for child, cm in children(obj, r"neighbor (\S+) bfd(?: profile (\S+))?"):
+            value = profiles.get(cm.group(2)) if cm.group(2) else BFD_DEFAULT_TIMERS
+            facts.vrf_bfd[f"{vrf} {cm.group(1)}"] = Fact(value, file, line(child))
+        for child, cm in children(obj, r"timers bgp (\d+) (\d+)"):
+            facts.vrf_timers[vrf] = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
 
 
 # bfdd's defaults for a profile line left out (FRR user guide, BFD): 300 ms both ways, 3 packets.
 BFD_DEFAULTS = {"transmit-interval": 300, "receive-interval": 300, "detect-multiplier": 3}
+BFD_DEFAULT_TIMERS = (BFD_DEFAULTS["transmit-interval"], BFD_DEFAULTS["detect-multiplier"])
 
 
 def _bfd_profiles(conf: Any) -> dict[str, tuple[Any, int]]:
@@ -81,9 +89,8 @@ def session_timers(facts: SwitchFacts, conf: Any, bgp: Any, file: str) -> None:
     """BFD per neighbor (`neighbor X bfd [profile NAME]`, the profile's timers or bfdd's defaults) and
     `timers bgp`, under one `router bgp` section of an FRR configuration."""
     profiles = _bfd_profiles(conf)
-    defaults = (BFD_DEFAULTS["transmit-interval"], BFD_DEFAULTS["detect-multiplier"])
     for child, cm in children(bgp, r"neighbor (\S+) bfd(?: profile (\S+))?"):
-        value = profiles.get(cm.group(2)) if cm.group(2) else defaults
+        value = profiles.get(cm.group(2)) if cm.group(2) else BFD_DEFAULT_TIMERS
         facts.bfd[cm.group(1)] = Fact(value, file, line(child))
     for child, cm in children(bgp, r"timers bgp (\d+) (\d+)"):
         facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))

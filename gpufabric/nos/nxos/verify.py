@@ -48,9 +48,14 @@ def nxos_facts(device: str, text: str, file: str) -> SwitchFacts:
             for child, _ in children(nbr, r"bfd"):
                 facts.bfd[nm.group(1)] = Fact(_bfd_timers(conf), file, line(child))
         for vrf, vm in children(obj, r"vrf (\S+)"):
+            name = vm.group(1)
+            for child, cm in children(vrf, r"timers bgp (\d+) (\d+)"):
+                facts.vrf_timers[name] = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
             for nbr, nm in children(vrf, r"neighbor (\S+)"):
                 for child, cm in children(nbr, r"remote-as (\d+)"):
-                    facts.vrf_neighbors[f"{vm.group(1)} {nm.group(1)}"] = Fact(int(cm.group(1)), file, line(child))
+                    facts.vrf_neighbors[f"{name} {nm.group(1)}"] = Fact(int(cm.group(1)), file, line(child))
+                for child, _ in children(nbr, r"bfd"):
+                    facts.vrf_bfd[f"{name} {nm.group(1)}"] = Fact(_bfd_timers(conf), file, line(child))
     for obj, m in sections(conf, r"^interface (\S+\.\d+)$"):
         vlan = next((int(cm.group(1)) for _, cm in children(obj, r"encapsulation dot1q (\d+)")), None)
         member = next((cm.group(1) for _, cm in children(obj, r"vrf member (\S+)")), None)

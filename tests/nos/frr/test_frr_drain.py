@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from napalm import get_network_driver
 
+from gpufabric.drivers.answers import AnswerShapeError
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import Output
 from gpufabric.nos.frr.files import DeviceFiles
@@ -43,7 +44,7 @@ if [ -n "$file" ]; then
   exit 0
 fi
 case "$cmd" in
-  "show ip bgp summary json") cat "$state/summary.json" ;;
+  "show ip bgp vrf all summary json") cat "$state/summary.json" ;;
   "show running-config") echo "Current configuration:"; cat "$state/base"; cat "$state/drain" 2>/dev/null || true ;;
   "write memory") echo saved >> "$state/saves" ;;
   *) echo "% unknown: $cmd" >&2; exit 1 ;;
@@ -82,7 +83,9 @@ def switch(tmp_path):
     state.mkdir()
     (bin_dir / "vtysh").write_text(FAKE_VTYSH)
     (bin_dir / "vtysh").chmod(0o755)
-    summary = {"ipv4Unicast": {"routerId": "10.0.0.1", "as": 4200001000, "peers": {"swp2": {}, "swp1": {}}}}
+    summary = {
+        "default": {"ipv4Unicast": {"routerId": "10.0.0.1", "as": 4200001000, "peers": {"swp2": {}, "swp1": {}}}}
+    }
     (state / "summary.json").write_text(json.dumps(summary))
     (state / "base").write_text("frr defaults datacenter\nrouter bgp 4200001000\n")
     dev = get_network_driver("frr")(
@@ -106,6 +109,38 @@ def test_a_drain_applies_frr_s_drain_saves_it_and_marks_the_switch(switch):
     assert (status["by"], status["push_id"], status["reason"]) == ("alice@ctl1", PUSH, "replace PSU")
     assert status["mechanism"] == "bgp graceful-shutdown + as-path prepend" and status["since"].endswith("Z")
     assert (folder / "gpufabric.drain.conf").read_text() == (state / "drain").read_text()
+
+
+def test_a_converged_switch_s_drain_and_undrain_cover_every_vrf_s_sessions(switch):
+    """A carried plane's sessions (their own BGP instance per VRF) are drained with the default instance's:
+    graceful shutdown and the prepend in each, and taken back from each."""
+    dev, _, state = switch
+    summary = json.loads((state / "summary.json").read_text())
+    summary["STORAGE"] = {
+        "ipv4Unicast": {"as": 4200001000, "vrfName": "STORAGE", "peers": {"swp1.20": {}, "swp2.20": {}}}
+    }
+    summary["INBAND"] = {"ipv4Unicast": {"as": 4200001000, "vrfName": "INBAND", "peers": {"10.30.0.1": {}}}}
+    (state / "summary.json").write_text(json.dumps(summary))
+    dev.drain(PUSH, "converged")
+    applied = (state / "applied").read_text()
+    for vrf, peers in (("INBAND", ["10.30.0.1"]), ("STORAGE", ["swp1.20", "swp2.20"])):
+        block = applied.split(f"router bgp 4200001000 vrf {vrf}\n", 1)[1].split("\nexit\n", 1)[0]
+        assert block.startswith(" bgp graceful-shutdown\n"), block
+        assert [line.split()[1] for line in block.splitlines() if "route-map" in line] == peers
+    dev.undrain(PUSH)
+    undone = (state / "applied").read_text().split(applied, 1)[1]
+    assert "router bgp 4200001000 vrf STORAGE\n no bgp graceful-shutdown" in undone
+    assert "  no neighbor swp2.20 route-map GF-DRAIN out" in undone and "no neighbor 10.30.0.1 route-map" in undone
+
+
+def test_a_vrf_running_bgp_as_another_asn_is_refused_before_anything_changes(switch):
+    dev, folder, state = switch
+    summary = json.loads((state / "summary.json").read_text())
+    summary["OTHER"] = {"ipv4Unicast": {"as": 65099, "peers": {"swp9": {}}}}
+    (state / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(AnswerShapeError, match="runs BGP as 65099"):
+        dev.drain(PUSH, "x")
+    assert not (state / "applied").exists() and not (folder / "gpufabric.drained").exists()
 
 
 def test_a_new_driver_reads_the_drain_back_as_a_controller_that_crashed_would(switch, tmp_path):
