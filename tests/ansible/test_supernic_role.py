@@ -35,15 +35,57 @@ def _template(name: str, variables: dict[str, Any]) -> str:
     return str(Templar(loader=DataLoader(), variables=variables).template(source))
 
 
-def _run(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+# What the tools print when read back, in their layouts (mlxconfig's query table, mlxreg's field table): the
+# stand-ins answer `query` and `--get` with these, and record every call.
+MLXCONFIG_QUERY = """
+Device #1:
+----------
+
+Device type:        ConnectX8
+Name:               900-9X81Q-00CN-ST0_Ax
+Description:        NVIDIA ConnectX-8 C8180 HHHL SuperNIC
+Device:             {pci}
+
+Configurations:                                          Next Boot
+        ROCE_ADAPTIVE_ROUTING_EN                    True(1)
+        USER_PROGRAMMABLE_CC                        1
+        TX_SCHEDULER_LOCALITY_MODE                  {locality}
+"""
+MLXREG_GET = """Sending access register...
+
+Field Name                                 | Data
+=======================================================
+roce_adp_retrans_field_select              | 0x00000000
+roce_adp_retrans_en                        | 0x00000001
+roce_tx_window_field_select                | 0x00000000
+roce_tx_window_en                          | 0x00000001
+roce_slow_restart_field_select             | 0x00000000
+roce_slow_restart_en                       | 0x00000000
+roce_slow_restart_idle_field_select        | 0x00000000
+roce_slow_restart_idle_en                  | 0x00000000
+adaptive_routing_forced_en_field_select    | 0x00000000
+adaptive_routing_forced_en                 | 0x00000001
+=======================================================
+"""
+
+
+def _run(
+    tmp_path: Path, script: str, *args: str, locality: str = "TX_SCHEDULER_LOCALITY_ACCUMULATIVE(2)"
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """The script with mlxconfig and mlxreg stand-ins first on PATH; each call's arguments, one line per call."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "calls"
-    for tool in ("mlxconfig", "mlxreg"):
+    answers = {
+        "mlxconfig": ("query", MLXCONFIG_QUERY.replace("{locality}", locality)),
+        "mlxreg": ("--get", MLXREG_GET),
+    }
+    for tool, (asked, answer) in answers.items():
         stub = bin_dir / tool
+        (tmp_path / f"{tool}.answer").write_text(answer)
         record = f'printf "%s" "{tool}" >> "{log}"\nfor a; do printf " [%s]" "$a" >> "{log}"; done\necho >> "{log}"'
-        stub.write_text(f"#!/bin/sh\n{record}\n")
+        reply = f'for a; do [ "$a" = "{asked}" ] && sed "s/{{pci}}/$2/" "{tmp_path}/{tool}.answer"; done; exit 0'
+        stub.write_text(f"#!/bin/sh\n{record}\n{reply}\n")
         stub.chmod(0o755)
     path = tmp_path / "supernic.sh"
     path.write_text(script)
@@ -109,6 +151,34 @@ def test_the_plan_gives_the_role_its_nics_only_on_a_spectrum_x_plane() -> None:
     assert templar.template(trust_as_template(DEFAULTS["supernic_planes"])) == []
 
 
+def _role_vars() -> dict[str, Any]:
+    return {
+        name: trust_as_template(text) for name, text in yaml.safe_load((ROLE / "vars" / "main.yml").read_text()).items()
+    }
+
+
+def test_query_reads_back_what_each_nic_holds_and_the_role_parses_only_that(tmp_path: Path) -> None:
+    """`query` asks each NIC's tools for the planned parameters and fields; the role's parse keeps each NIC's
+    numbers (an enumerated value by its number, a register field from hex) and nothing else the tools print."""
+    done, calls = _run(tmp_path, _template("supernic.sh.j2", _vars()), "query")
+    assert done.returncode == 0, done.stderr
+    assert calls[:2] == [
+        "mlxconfig [-d] [0000:03:00.0] [query] [ROCE_ADAPTIVE_ROUTING_EN] [TX_SCHEDULER_LOCALITY_MODE] "
+        "[USER_PROGRAMMABLE_CC]",
+        "mlxreg [-d] [0000:03:00.0] [--reg_name] [ROCE_ACCL] [--get]",
+    ]
+    assert "skipped eth9: no PCI function behind it" in done.stdout and "changed" not in done.stdout
+    lines = [*done.stdout.splitlines(), "nvconfig enp3s0np0 ROCE_ADAPTIVE_ROUTING_EN 0; touch /tmp/x", "garbage"]
+    held = Templar(loader=DataLoader(), variables={**_role_vars(), "supernic_query": {"stdout_lines": lines}})
+    found = held.template(trust_as_template("{{ supernic_held }}"))
+    planned = {"ROCE_ADAPTIVE_ROUTING_EN": 1, "TX_SCHEDULER_LOCALITY_MODE": 2, "USER_PROGRAMMABLE_CC": 1}
+    accl = {k: v["value"] for k, v in DEFAULTS["supernic_roce_accl"].items()}
+    assert found == {
+        "nvconfig": {"enp3s0np0": planned, "enp4s0np0": planned},
+        "roce_accl": {"enp3s0np0": accl, "enp4s0np0": accl},
+    }
+
+
 def _checks(record: dict[str, Any] | None, **overrides: object) -> list[dict[str, str]]:
     """The role's read-back checks (vars/main.yml) on a host whose record is `record` (None: not read)."""
     import base64
@@ -123,29 +193,42 @@ def _checks(record: dict[str, Any] | None, **overrides: object) -> list[dict[str
         ],
         "supernic_via_kubernetes": False,
         "supernic_read": {} if record is None else {"content": base64.b64encode(json.dumps(record).encode()).decode()},
-        **{name: trust_as_template(text) for name, text in role_vars.items()},  # a role's vars file is trusted
+        **_role_vars(),  # a role's vars file is trusted
         **overrides,
     }
     templar = Templar(loader=DataLoader(), variables=variables)
     return list(templar.template(trust_as_template(role_vars["supernic_checks"])))
 
 
-def test_validate_reads_back_what_the_role_recorded() -> None:
+def test_validate_holds_each_nic_to_what_its_tools_read_back() -> None:
+    planned = {"ROCE_ADAPTIVE_ROUTING_EN": 1, "TX_SCHEDULER_LOCALITY_MODE": 2, "USER_PROGRAMMABLE_CC": 1}
+    accl = {k: v["value"] for k, v in DEFAULTS["supernic_roce_accl"].items()}
     good = {
-        "nvconfig": DEFAULTS["supernic_nvconfig"],
-        "roce_accl": DEFAULTS["supernic_roce_accl"],
+        "nvconfig": {"enp3s0np0": planned},
+        "roce_accl": {"enp3s0np0": accl},
         "applied": ["enp3s0np0"],
         "skipped": ["enp4s0np0"],
     }
     checks = _checks(good)
     assert [c["setting"] for c in checks] == [
-        "SuperNIC mlxconfig",
-        "SuperNIC ROCE_ACCL",
+        "SuperNIC mlxconfig (mlxconfig query, next boot)",
+        "SuperNIC ROCE_ACCL (mlxreg --get)",
         "SuperNICs applied or skipped",
     ]
     assert all(c["expected"] == c["found"] for c in checks), checks
-    off = {**good, "roce_accl": {**good["roce_accl"], "roce_tx_window_en": {"value": 0, "select": "x"}}}
-    assert [c["setting"] for c in _checks(off) if c["expected"] != c["found"]] == ["SuperNIC ROCE_ACCL"]
+    # A NIC that holds another value than the plan's, as its tools said it: found, on the one check it fails.
+    off = {**good, "roce_accl": {"enp3s0np0": {**accl, "roce_tx_window_en": 0}}}
+    assert [c["setting"] for c in _checks(off) if c["expected"] != c["found"]] == ["SuperNIC ROCE_ACCL (mlxreg --get)"]
+    locality = {**good, "nvconfig": {"enp3s0np0": {**planned, "TX_SCHEDULER_LOCALITY_MODE": 0}}}
+    assert [c["setting"] for c in _checks(locality) if c["expected"] != c["found"]] == [
+        "SuperNIC mlxconfig (mlxconfig query, next boot)"
+    ]
+    # A NIC the role set but whose tools said nothing readable is not taken as holding the plan.
+    silent = {**good, "applied": ["enp3s0np0", "enp4s0np0"], "skipped": []}
+    assert [c["setting"] for c in _checks(silent) if c["expected"] != c["found"]][:2] == [
+        "SuperNIC mlxconfig (mlxconfig query, next boot)",
+        "SuperNIC ROCE_ACCL (mlxreg --get)",
+    ]
     assert all(c["expected"] != c["found"] for c in _checks(None)[:2])  # no record: nothing equals the plan
     # Nothing to check where the NIC Configuration Operator configures them, or on a host of no Spectrum-X plane.
     assert _checks(None, supernic_via_kubernetes=True) == [] and _checks(None, supernic_nics=[]) == []
