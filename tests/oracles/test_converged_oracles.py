@@ -111,6 +111,8 @@ def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_
         for file, text in files.items():
             (tmp_path / file).write_text(text)
         assert _judge(os, ctx, files, tmp_path) == [], device.name
+        if os == "nxos":  # PFC on the fabric ports only where a class is lossless
+            assert ("priority-flow-control mode on" in files[f"{device.name}.cfg"]) == lossless, device.name
         facts = platform(os).read_files(device.name, tmp_path)
         assert [f"{f.check}: {f.expected} / {f.found}" for f in check_device(plan, ctx, facts)] == []
         sessions = {f"{v.vrf} {n.key}" for v in ctx.converged.vrfs for n in v.neighbors}
