@@ -6,7 +6,8 @@ can take at most one domain of a plane down, and the rollout stops at the first 
 The data planes go side by side: their switches share no link, so a batch takes the next domain of
 each (as many switches as one domain alone would have, or `--batch`). The OOB plane goes last and
 alone, as every push reaches the switches over it. A compute plane built as several planes goes plane
-by plane, its domains never two to a batch. `--one-plane-at-a-time` keeps every domain to a
+by plane, its domains never two to a batch (unless `--max-capacity-loss` lets a batch hold more of a
+plane's domains, within that budget: gpufabric/push/budget.py). `--one-plane-at-a-time` keeps every domain to a
 batch of its own. Only switches whose configuration changes are batched (`narrow`): a canary that
 would not change proves nothing.
 """
