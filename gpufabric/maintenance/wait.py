@@ -1,10 +1,12 @@
 """Waiting on the fabric around a drain, from what the switches' neighbours route and what the ports carry.
 
 A drain has let traffic go when (1) every neighbour of a drained switch routes each loopback it can still
-reach without it (the plan's path-vector model with the drained switches taken out, gpufabric/plan/ecmp.py)
-through none of its ports facing a drained switch, and (2) those drained switches' fabric ports receive
-near nothing (bits per second, over a measured interval). An undrain is back when the neighbours, and the
-switch itself, route every loopback over as many paths as the plan expects. Both are bounded by a timeout:
+reach without it, and one server subnet of each leaf beside that leaf's loopback (the plan's path-vector
+model with the drained switches taken out, gpufabric/plan/ecmp.py), through none of its ports facing a
+drained switch, and (2) those drained switches' fabric ports receive near nothing (bits per second, over a
+measured interval; the physical ports' counters, which count every VLAN's frames, so a converged plane's
+carried planes are held to it too). An undrain is back when the neighbours, and the switch itself, route
+those prefixes over as many paths as the plan expects. Both are bounded by a timeout:
 a fabric that never gets there is reported with what still holds, never waited on forever.
 """
 
@@ -115,12 +117,43 @@ def rates(first: Mapping[str, Mapping[str, int]], second: Mapping[str, Mapping[s
 def _widths(
     plan: Plan, names: Iterable[str], cap: Mapping[str, int], without: frozenset[str]
 ) -> dict[str, dict[str, int]]:
+    """switch -> {prefix: width}: every remote loopback the plan's path vectors reach, and beside each leaf's
+    loopback one of its servers' subnets at the same width (the prefixes traffic goes to, which a switch may
+    route apart from the loopback while updates are still on their way)."""
     planes = {d.name: d.plane for d in plan.devices()}
+    hosts = host_prefixes(plan)
     out: dict[str, dict[str, int]] = {}
     for plane in sorted({planes[n] for n in names}):
         found = expected_widths(plan, plane, dict(cap), without=without)
-        out |= {n: found.get(n, {}) for n in names if planes[n] == plane}
+        for n in names:
+            if planes[n] == plane:
+                widths = found.get(n, {})
+                out[n] = widths | {hosts[lo]: width for lo, width in widths.items() if lo in hosts}
     return out
+
+
+def host_prefixes(plan: Plan) -> dict[str, str]:
+    """leaf loopback prefix -> the lowest server subnet that leaf alone announces (a routed port's, not an
+    MLAG pair's shared one): one per leaf, so a wait reads as many prefixes as it does loopbacks."""
+    leaves: dict[str, set[str]] = defaultdict(set)
+    for server in plan.servers:
+        for nic in server.nics:
+            if nic.native:
+                mask = (1 << 32) - (1 << (32 - nic.prefixlen))
+                leaves[f"{ip(nic.address & mask)}/{nic.prefixlen}"].add(nic.leaf)
+    devices = {d.name: d for d in plan.devices()}
+    out: dict[str, str] = {}
+    for prefix, (leaf, *others) in sorted(leaves.items(), key=lambda item: _sortable(item[0])):
+        device = devices.get(leaf)
+        if others or device is None or device.loopback is None:
+            continue
+        out.setdefault(f"{ip(device.loopback)}/32", prefix)
+    return out
+
+
+def _sortable(prefix: str) -> tuple[int, ...]:
+    address, length = prefix.split("/")
+    return (*(int(part) for part in address.split(".")), int(length))
 
 
 class _Sessions:

@@ -25,6 +25,7 @@ for link in PLAN.links():
         UPLINKS[link.a][link.a_port] = link.b
         DOWNLINKS[link.b][link.b_port] = link.a
 LOOPBACKS = {f"{ip(d.loopback)}/32": d.name for d in PLAN.devices() if d.loopback is not None}
+HOSTS = wait.host_prefixes(PLAN)  # leaf loopback -> one of its servers' subnets, routed as the loopback is
 
 
 class Clock:
@@ -43,9 +44,15 @@ class Fabric:
     (None: never); `narrow_after`: readings before the restored widths come back; `rx_bps` on SPINE."""
 
     def __init__(
-        self, drained_after: int | None = 0, rx_bps: float = 0.0, narrow_for: int = 0, spine: str = SPINE
+        self,
+        drained_after: int | None = 0,
+        rx_bps: float = 0.0,
+        narrow_for: int = 0,
+        spine: str = SPINE,
+        hosts_lag: int = 0,
     ) -> None:
         self.drained_after, self.rx_bps, self.narrow_for, self.spine = drained_after, rx_bps, narrow_for, spine
+        self.hosts_lag = hosts_lag  # readings for which the servers' subnets still go as before the change
         self.reads: dict[str, int] = defaultdict(int)
         self.octets = 0
 
@@ -71,8 +78,16 @@ class Fabric:
 
     def routes(self, name: str) -> dict[str, list[dict[str, object]]]:
         reads = self.reads[name]
+        out = self._routes(name, reads)
+        lagging = self._routes(name, reads - self.hosts_lag)  # what the servers' subnets still follow
+        for loopback, hosts in HOSTS.items():
+            if loopback in lagging:
+                out[hosts] = lagging[loopback]
+        return out
+
+    def _routes(self, name: str, reads: int) -> dict[str, list[dict[str, object]]]:
         drained = self.drained_after is not None and reads > self.drained_after
-        narrow = reads <= self.narrow_for
+        narrow = self.narrow_for > 0 and reads <= self.narrow_for
         uplinks = UPLINKS.get(name, {})
         out = {}
         for prefix, width in WIDTHS.get(name, {}).items():
@@ -103,6 +118,33 @@ def test_a_drain_waits_until_every_leaf_routes_around_the_spine(monkeypatch):
     assert set(found.rates) == {f"{SPINE} swp{i}" for i in range(1, 5)}  # its four leaf-facing ports
     leaves = {n for n in fabric.reads if n.startswith("cmp-su")}
     assert leaves == {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
+
+
+def test_a_drain_waits_for_the_servers_subnets_not_only_the_loopbacks(monkeypatch):
+    """A leaf may route a remote leaf's loopback around the drained spine while its servers' subnets, the
+    prefixes traffic goes to, still go through it (their updates not there yet): the wait holds until both
+    have moved."""
+    monkeypatch.setattr(wait, "SAMPLE", 0.0)
+    clock, fabric = Clock(), Fabric(drained_after=1, hosts_lag=4)
+    found = wait.wait_drained(
+        PLAN, [SPINE], fabric.connect, {}, timeout=60, max_rate=1e6, clock=clock, sleep=clock.sleep
+    )
+    assert found.done
+    assert clock.now == 5 * wait.POLL  # the loopbacks moved at the second reading, the subnets at the sixth
+    compute_leaves = {lo for lo, name in LOOPBACKS.items() if name.startswith("cmp-su")}
+    assert compute_leaves <= set(HOSTS) and len(compute_leaves) == 4  # one subnet per leaf
+    held = Fabric(drained_after=1, hosts_lag=1000)
+    slow = Clock()
+    late = wait.wait_drained(PLAN, [SPINE], held.connect, {}, timeout=10, max_rate=1e6, clock=slow,
+                             sleep=slow.sleep)  # fmt: skip
+    assert not late.done and all("/31 via" in w for w in late.waiting_for), late.waiting_for
+
+
+def test_an_undrain_waits_for_the_servers_subnets_widths_too():
+    clock = Clock()
+    fabric = Fabric(drained_after=None, narrow_for=1, hosts_lag=3)
+    found = wait.wait_restored(PLAN, [SPINE], fabric.connect, {}, timeout=60, clock=clock, sleep=clock.sleep)
+    assert found.done and clock.now == 4 * wait.POLL
 
 
 def test_a_leaf_that_keeps_the_spine_ends_the_wait_at_its_timeout_naming_it():
