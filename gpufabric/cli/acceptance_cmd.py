@@ -140,6 +140,7 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
     from gpufabric.cli.errors import show_notes
     from gpufabric.files import write_atomic
     from gpufabric.fleet.connect import switch_connector
+    from gpufabric.fleet.select import base_plane
     from gpufabric.fleet.target import reach
     from gpufabric.telemetry.targets import switch_targets
 
@@ -149,7 +150,8 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
                                  param_hint="--job")  # fmt: skip
     plan, access = reach(fleet_args)
     show_notes(access)
-    targets = {t.device: t for t in switch_targets(plan, job.plane) if t.device in job.crosses}
+    # A multi-plane compute plane's job names its plane (compute-p2); its switches are the compute plane's.
+    targets = {t.device: t for t in switch_targets(plan, base_plane(job.plane)) if t.device in job.crosses}
     connect = switch_connector(access)
     snapshot = snapshot_switches(job, {n: t.platform for n, t in targets.items()}, lambda n: connect(targets[n]))
     path = results / job.id / f"switches.{phase}.json"

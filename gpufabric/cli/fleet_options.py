@@ -11,18 +11,17 @@ from typing import Any
 import click
 
 from gpufabric.cli.errors import refusals
-from gpufabric.cli.options import SELECTION, file_arg
+from gpufabric.cli.options import PLANE, SELECTION, file_arg
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.lab.state import DEFAULT_DIR
-from gpufabric.intent.types import ALL_PLANES
 
 FLEET_KEYS = tuple(f.name for f in fields(FleetArgs))
 MANY_PLANES = click.option(
     "--plane",
     "planes",
     multiple=True,
-    type=click.Choice(ALL_PLANES),
-    help="Only this plane's switches (repeatable).",
+    type=PLANE,
+    help="Only this plane's switches (repeatable; compute-pN: one plane of a multi-plane compute plane).",
 )
 
 

@@ -10,6 +10,7 @@ import click
 
 from gpufabric.cli.errors import EXIT_OK, EXIT_WARNINGS
 from gpufabric.cli.output import err, shown
+from gpufabric.fleet.select import PART
 from gpufabric.intent import load_intent
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.plan import Plan, build_plan
@@ -20,7 +21,26 @@ file_arg = click.argument("file", required=False, type=click.Path(dir_okay=False
 strict_option = click.option(
     "--strict", is_flag=True, help="Exit 3 when the intent or the plan has warnings (after doing the work)."
 )
-plane_option = click.option("--plane", type=click.Choice(ALL_PLANES), help="Only this plane's switches.")
+
+
+class PlaneName(click.Choice):
+    """A plane (compute, storage, business, oob), or one plane of a multi-plane compute plane as the exports
+    name it (compute-p1 ... compute-p9)."""
+
+    def __init__(self) -> None:
+        super().__init__([*ALL_PLANES, "compute-pN"])
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and PART.fullmatch(value):
+            return value
+        if value == "compute-pN":
+            self.fail("name the plane by its number: compute-p1, compute-p2, ...", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PLANE = PlaneName()
+plane_option = click.option("--plane", type=PLANE, help="Only this plane's switches (compute-pN: one plane of a "
+                            "multi-plane compute plane).")  # fmt: skip
 device_option = click.option(
     "--device", "devices", multiple=True, metavar="NAME", help="Only this switch (repeatable)."
 )

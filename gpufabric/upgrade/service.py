@@ -24,6 +24,7 @@ from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.errors import EmptySelectionError, PushRefusedError
 from gpufabric.fleet.expect import Expectation, expectations
 from gpufabric.fleet.push_id import new_push_id, tag
+from gpufabric.fleet.select import in_plane
 from gpufabric.fleet.target import READ_WORKERS, WORKERS, Fleet, open_fleet
 from gpufabric.maintenance.around import AroundChange, RollDrainer, SchedulerPolicy
 from gpufabric.maintenance.service import DRAIN_TIMEOUT, Settle, default_trail
@@ -194,7 +195,7 @@ def _narrow(fleet: Fleet, planes: tuple[str, ...]) -> None:
     """Keep only the switches of `planes` (several planes asked for; one went through FleetArgs.plane)."""
     if len(planes) <= 1:
         return
-    fleet.targets[:] = [d for d in fleet.targets if d.plane in planes]
+    fleet.targets[:] = [d for d in fleet.targets if any(in_plane(fleet.plan, d, p) for p in planes)]
     if not fleet.targets:
         raise EmptySelectionError("no switch matches the selection (--plane/--device/--role)")
     wanted = {d.name for d in fleet.targets}

@@ -65,3 +65,16 @@ def test_upgrade_dry_run_notes_a_release_the_intent_does_not_pin() -> None:
         done.stderr
     )
     assert "upgrade dry run:" in done.stderr
+
+
+def test_restart_of_one_plane_of_a_multiplane_compute_plane_touches_that_plane_only(tmp_path) -> None:
+    text = (ROOT / "inventory" / "examples" / "multiplane-b300.yml").read_text()
+    assert "password: {vault: vault_switch_password}" in text  # the example keeps it in a vault; here an env var
+    example = tmp_path / "multiplane.yml"
+    example.write_text(text.replace("{vault: vault_switch_password}", "{env: GPUFABRIC_SWITCH_PASSWORD}"))
+    done = run_in_process("nornir", "restart", str(example), "--plane", "compute-p2", "--dry-run", "--json", **ENV)
+    assert done.returncode == 0, done.stderr
+    every = [n for b in json.loads(done.stdout)["batches"] for n in b["devices"]]
+    assert every and all(n.startswith("cmp-p2-") for n in every), every
+    literal = run_in_process("nornir", "restart", str(example), "--plane", "compute-pN", "--dry-run", **ENV)
+    assert literal.returncode == 2 and "compute-p1, compute-p2" in literal.stderr

@@ -348,3 +348,35 @@ def test_a_leaf_too_small_for_every_plane_is_said_once():
         plan_doc(doc)
     at = [p for p in info.value.problems if p.path == ("planes", "compute", "switches", "leaf", "ports")]
     assert len(at) == 1 and "needs" in at[0].message and info.value.line_of(at[0].path) is not None
+
+
+def test_one_plane_of_a_multiplane_compute_plane_is_selected_by_its_exported_name(dual):
+    """`--plane compute-p2` selects that plane's switches, as the exports name it; a plane the intent does not
+    build selects none."""
+    from gpufabric.fleet.select import select
+
+    plane_of = dual.planes["compute"].plane_of
+    labels = dict(parts("compute", dual.planes["compute"]))
+    for index in (1, 2):
+        chosen = select(dual, f"compute-p{index}", (), None)
+        assert chosen and {d.name for d in chosen} == {d.name for d in labels[f"compute-p{index}"].devices}
+        assert all(plane_of[d.name] == index for d in chosen)
+    assert {d.name for d in select(dual, "compute", (), None)} == set(plane_of)  # the whole plane, as before
+    assert select(dual, "compute-p3", (), None) == []
+    assert [d.name for d in select(dual, "compute-p1", (), "spine")] == [
+        d.name for d in labels["compute-p1"].devices if d.role == "spine"
+    ]
+
+
+def test_an_incast_of_one_plane_reads_the_counters_of_the_switches_it_crosses(dual):
+    """`acceptance counters` finds a job's switches among the compute plane's, whichever plane the job names."""
+    from gpufabric.acceptance.suite import build_suite
+    from gpufabric.fleet.select import base_plane
+    from gpufabric.telemetry.targets import switch_targets
+
+    job = next(j for j in build_suite(dual).incast if j.plane == "compute-p2")
+    assert base_plane(job.plane) == "compute" and base_plane("storage") == "storage"
+    found = {t.device for t in switch_targets(dual, base_plane(job.plane))}
+    assert job.crosses and set(job.crosses) <= found
+    assert all(n.startswith("cmp-p2-") for n in job.crosses)
+    assert switch_targets(dual, job.plane) == []  # the job's own name is no plane of the intent
