@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,25 +82,37 @@ def _bgp_hops(routes: Mapping[str, list[dict[str, Any]]], prefix: str) -> list[d
     return [h for h in routes.get(prefix, []) if h.get("protocol") == "bgp" and h.get("selected_next_hop")]
 
 
-def still_held(routes: Mapping[str, list[dict[str, Any]]], prefixes: Iterable[str], ports: set[str]) -> list[str]:
-    """The prefixes a neighbour still routes through one of `ports` (toward a drained switch), or not at all."""
+def still_held(
+    routes: Mapping[str, list[dict[str, Any]]],
+    prefixes: Iterable[str],
+    ports: set[str],
+    optional: Set[str] = frozenset(),
+) -> list[str]:
+    """The prefixes a neighbour still routes through one of `ports` (toward a drained switch), or not at all;
+    one of `optional` (a server subnet, which a leaf announces only while a server's port is up) may be
+    absent."""
     held = []
     for prefix in sorted(prefixes):
         hops = _bgp_hops(routes, prefix)
         if not hops:
-            held.append(f"{prefix} unrouted")
+            if prefix not in optional:
+                held.append(f"{prefix} unrouted")
         elif any(h.get("outgoing_interface") in ports for h in hops):
             held.append(f"{prefix} via {','.join(sorted({str(h.get('outgoing_interface')) for h in hops}))}")
     return held
 
 
-def narrower(routes: Mapping[str, list[dict[str, Any]]], expected: Mapping[str, int]) -> list[str]:
-    """The prefixes routed over fewer (or more) paths than the plan expects."""
-    return [
-        f"{prefix} {len(_bgp_hops(routes, prefix))}/{width} paths"
-        for prefix, width in sorted(expected.items())
-        if len(_bgp_hops(routes, prefix)) != width
-    ]
+def narrower(
+    routes: Mapping[str, list[dict[str, Any]]], expected: Mapping[str, int], optional: Set[str] = frozenset()
+) -> list[str]:
+    """The prefixes routed over fewer (or more) paths than the plan expects (an absent one of `optional`,
+    a server subnet no leaf announces, aside)."""
+    out = []
+    for prefix, width in sorted(expected.items()):
+        found = len(_bgp_hops(routes, prefix))
+        if found != width and not (found == 0 and prefix in optional):
+            out.append(f"{prefix} {found}/{width} paths")
+    return out
 
 
 def rates(first: Mapping[str, Mapping[str, int]], second: Mapping[str, Mapping[str, int]], seconds: float,
@@ -206,6 +218,7 @@ def wait_drained(
     ports = facing(plan, out)
     loopbacks = {f"{ip(d.loopback)}/32" for d in plan.devices() if d.name in out and d.loopback is not None}
     wanted = {n: set(w) - loopbacks for n, w in _widths(plan, ports, cap, out).items()}
+    subnets = set(host_prefixes(plan).values())
     own = {n: p for n, p in fabric_ports(plan, out).items() if n not in set(terminating)}
     sessions = _Sessions(connect)
     waiting: list[str] = []
@@ -219,9 +232,8 @@ def wait_drained(
                 except Exception as exc:
                     waiting.append(f"{target.name}: unreadable ({type(exc).__name__})")
                     continue
-                waiting += [
-                    f"{target.name}: {h}" for h in still_held(routes, wanted.get(target.name, ()), ports[target.name])
-                ]
+                held = still_held(routes, wanted.get(target.name, ()), ports[target.name], subnets)
+                waiting += [f"{target.name}: {h}" for h in held]
             if not waiting:
                 seen, unreadable = _port_rates(plan, own, sessions)
                 waiting = unreadable + [
@@ -275,6 +287,7 @@ def wait_restored(
     started = clock()
     watched = back | set(facing(plan, back))
     wanted = _widths(plan, watched, cap, frozenset(kept_drained) - back)
+    subnets = set(host_prefixes(plan).values())
     sessions = _Sessions(connect)
     try:
         while True:
@@ -285,7 +298,7 @@ def wait_restored(
                 except Exception as exc:
                     waiting.append(f"{target.name}: unreadable ({type(exc).__name__})")
                     continue
-                waiting += [f"{target.name}: {n}" for n in narrower(routes, wanted.get(target.name, {}))]
+                waiting += [f"{target.name}: {n}" for n in narrower(routes, wanted.get(target.name, {}), subnets)]
             elapsed = clock() - started
             if not waiting or elapsed >= timeout:
                 return WaitResult(not waiting, elapsed, tuple(waiting))

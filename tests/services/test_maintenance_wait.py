@@ -50,7 +50,9 @@ class Fabric:
         narrow_for: int = 0,
         spine: str = SPINE,
         hosts_lag: int = 0,
+        announced: bool = True,
     ) -> None:
+        self.announced = announced  # False: no leaf announces a server subnet (every server's port down)
         self.drained_after, self.rx_bps, self.narrow_for, self.spine = drained_after, rx_bps, narrow_for, spine
         self.hosts_lag = hosts_lag  # readings for which the servers' subnets still go as before the change
         self.reads: dict[str, int] = defaultdict(int)
@@ -81,7 +83,7 @@ class Fabric:
         out = self._routes(name, reads)
         lagging = self._routes(name, reads - self.hosts_lag)  # what the servers' subnets still follow
         for loopback, hosts in HOSTS.items():
-            if loopback in lagging:
+            if loopback in lagging and self.announced:
                 out[hosts] = lagging[loopback]
         return out
 
@@ -138,6 +140,20 @@ def test_a_drain_waits_for_the_servers_subnets_not_only_the_loopbacks(monkeypatc
     late = wait.wait_drained(PLAN, [SPINE], held.connect, {}, timeout=10, max_rate=1e6, clock=slow,
                              sleep=slow.sleep)  # fmt: skip
     assert not late.done and all("/31 via" in w for w in late.waiting_for), late.waiting_for
+
+
+def test_a_subnet_no_leaf_announces_holds_neither_wait(monkeypatch):
+    """A leaf announces a server subnet only while a server's port is up: where none is (servers off, a new
+    unit not cabled yet), the waits go by the loopbacks, never wait for a route that cannot come."""
+    monkeypatch.setattr(wait, "SAMPLE", 0.0)
+    clock = Clock()
+    found = wait.wait_drained(PLAN, [SPINE], Fabric(drained_after=2, announced=False).connect, {}, timeout=60,
+                              max_rate=1e6, clock=clock, sleep=clock.sleep)  # fmt: skip
+    assert found.done and clock.now == 2 * wait.POLL
+    clock = Clock()
+    back = wait.wait_restored(PLAN, [SPINE], Fabric(drained_after=None, narrow_for=2, announced=False).connect, {},
+                              timeout=60, clock=clock, sleep=clock.sleep)  # fmt: skip
+    assert back.done and clock.now == 2 * wait.POLL
 
 
 def test_an_undrain_waits_for_the_servers_subnets_widths_too():
