@@ -238,7 +238,12 @@ def slurm_cluster(nodes: list[str], netns: dict[str, str] | None = None) -> Iter
         raise ValueError("one /24 of node addresses")
     leftovers = {n for n in _namespaces() if n.startswith(PREFIX)}
     if leftovers or Path(f"/sys/class/net/{BRIDGE}").exists():
-        raise AssertionError(f"an earlier run left {sorted(leftovers) or BRIDGE}: remove them first")
+        bridge = [BRIDGE] if Path(f"/sys/class/net/{BRIDGE}").exists() else []
+        removal = [f"ip netns del {n}" for n in sorted(leftovers)] + [f"ip link del {b}" for b in bridge]
+        raise AssertionError(
+            f"an earlier run (one stopped by SIGKILL) left {', '.join(sorted(leftovers) + bridge)}: remove them first "
+            f"({'; '.join(removal)})"
+        )
     # `timeout` and CI stop a run with SIGTERM, which would end Python without this `finally`: make it an exception.
     previous = signal.signal(signal.SIGTERM, _terminated)
     folder = Path(tempfile.mkdtemp(prefix="gpufabric-slurmd-"))
