@@ -384,8 +384,8 @@ def _hop_client(hop: Hop, sock: paramiko.Channel | None, timeout: float) -> para
             allow_agent=True,
             sock=sock,
             timeout=timeout,
-            banner_timeout=timeout,
-            auth_timeout=timeout,
+            banner_timeout=_login_timeout(timeout),
+            auth_timeout=_login_timeout(timeout),
         )
     except BaseException as exc:
         client.close()
@@ -510,6 +510,16 @@ def check_jump_hosts(chains: set[tuple[Hop, ...]], timeout: float) -> None:
             client.close()
 
 
+# The TCP connect keeps the caller's short timeout (an unreachable switch fails fast); the SSH banner and the
+# login of a switch that did answer get at least this long: a loaded switch (or controller) has taken more
+# than ten seconds to finish a key exchange and a login, and a push then refused a healthy switch.
+LOGIN_SECONDS = 60.0
+
+
+def _login_timeout(timeout: float) -> float:
+    return max(timeout, LOGIN_SECONDS)
+
+
 CHUNK = 32 * 1024  # one SSH packet's worth
 POLL = 0.2  # while stdout is quiet, how often stderr is looked at (a switch filling only stderr)
 
@@ -602,8 +612,8 @@ class SSHTransport:
                 key_filename=key_file,
                 pkey=load_private_key(private_key) if private_key else None,
                 timeout=timeout,
-                banner_timeout=timeout,
-                auth_timeout=timeout,
+                banner_timeout=_login_timeout(timeout),
+                auth_timeout=_login_timeout(timeout),
                 look_for_keys=False,
                 allow_agent=False,
                 sock=sock,

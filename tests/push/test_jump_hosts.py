@@ -363,3 +363,28 @@ def test_each_switch_gets_the_jump_hosts_its_address_matches(default_plan, tmp_p
     bastion = (Hop("bastion", 2200, "ops", str(tmp_path / "known")),)
     assert {name for name, hops in jumps.items() if hops} == {"cmp-spine1", "cmp-spine2"}
     assert jumps["cmp-spine1"] == bastion and access.optional_args == {"known_hosts": "/k"}  # shared args untouched
+
+
+def test_a_switch_that_answered_gets_a_minute_to_finish_its_login(monkeypatch):
+    """The TCP connect keeps the short timeout (an unreachable switch fails fast); the banner and the login of
+    a switch that answered get at least LOGIN_SECONDS, since a loaded switch or controller has taken longer
+    than ten seconds to finish them and a restart then refused a healthy switch."""
+    import paramiko
+
+    from gpufabric.drivers import transport
+
+    seen: dict[str, object] = {}
+
+    def connect(self, hostname, **kwargs):
+        seen.update(kwargs)
+        raise paramiko.AuthenticationException("Authentication timeout.")
+
+    monkeypatch.setattr(paramiko.SSHClient, "connect", connect)
+    with pytest.raises(Exception, match="Authentication timeout"):
+        transport.SSHTransport("192.0.2.1", "admin", "x", timeout=10)
+    assert seen["timeout"] == 10
+    assert seen["banner_timeout"] == seen["auth_timeout"] == transport.LOGIN_SECONDS == 60
+    seen.clear()
+    with pytest.raises(Exception, match="Authentication timeout"):
+        transport.SSHTransport("192.0.2.1", "admin", "x", timeout=90)
+    assert seen["timeout"] == seen["banner_timeout"] == seen["auth_timeout"] == 90  # a longer --timeout wins
