@@ -10,10 +10,10 @@ import click
 
 from gpufabric.cli.errors import EXIT_OK, EXIT_WARNINGS
 from gpufabric.cli.output import err, shown
-from gpufabric.fleet.select import PART
 from gpufabric.intent import load_intent
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.plan import Plan, build_plan
+from gpufabric.plan.multiplane import part_of
 
 ROLES = ("leaf", "spine", "superspine", "border", "mgmt")
 
@@ -31,7 +31,7 @@ class PlaneName(click.Choice):
         super().__init__([*ALL_PLANES, "compute-pN"])
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and PART.fullmatch(value):
+        if isinstance(value, str) and part_of(value):
             return value
         if value == "compute-pN":
             self.fail("name the plane by its number: compute-p1, compute-p2, ...", param, ctx)

@@ -7,27 +7,23 @@ A plane is named as the intent names it (`compute`), or, for a compute plane bui
 
 from __future__ import annotations
 
-import re
-
 from gpufabric.plan.model import Device, Plan
-
-PART = re.compile(r"(compute)-p([1-9])")  # one plane of a multi-plane compute plane
+from gpufabric.plan.multiplane import part_of
 
 
 def base_plane(plane: str) -> str:
     """The intent's plane a name belongs to: `compute` for `compute-p2`, the name itself otherwise."""
-    part = PART.fullmatch(plane)
-    return part.group(1) if part else plane
+    part = part_of(plane)
+    return part[0] if part else plane
 
 
 def in_plane(plan: Plan, device: Device, plane: str) -> bool:
     """`device` is in `plane` (a plane's name, or `compute-pN`)."""
-    part = PART.fullmatch(plane)
+    part = part_of(plane)
     if part is None:
         return device.plane == plane
-    base = part.group(1)
-    found = plan.planes.get(base)
-    return device.plane == base and found is not None and found.plane_of.get(device.name) == int(part.group(2))
+    base, index = part
+    return device.plane == base and plan.planes[base].plane_of.get(device.name) == index
 
 
 def select(plan: Plan, plane: str | None, devices: tuple[str, ...], role: str | None) -> list[Device]:

@@ -127,13 +127,12 @@ def rates(first: Mapping[str, Mapping[str, int]], second: Mapping[str, Mapping[s
 
 
 def _widths(
-    plan: Plan, names: Iterable[str], cap: Mapping[str, int], without: frozenset[str]
+    plan: Plan, names: Iterable[str], cap: Mapping[str, int], without: frozenset[str], hosts: Mapping[str, str]
 ) -> dict[str, dict[str, int]]:
     """switch -> {prefix: width}: every remote loopback the plan's path vectors reach, and beside each leaf's
     loopback one of its servers' subnets at the same width (the prefixes traffic goes to, which a switch may
-    route apart from the loopback while updates are still on their way)."""
+    route apart from the loopback while updates are still on their way; `hosts`: host_prefixes)."""
     planes = {d.name: d.plane for d in plan.devices()}
-    hosts = host_prefixes(plan)
     out: dict[str, dict[str, int]] = {}
     for plane in sorted({planes[n] for n in names}):
         found = expected_widths(plan, plane, dict(cap), without=without)
@@ -217,8 +216,9 @@ def wait_drained(
     started = clock()
     ports = facing(plan, out)
     loopbacks = {f"{ip(d.loopback)}/32" for d in plan.devices() if d.name in out and d.loopback is not None}
-    wanted = {n: set(w) - loopbacks for n, w in _widths(plan, ports, cap, out).items()}
-    subnets = set(host_prefixes(plan).values())
+    hosts = host_prefixes(plan)
+    wanted = {n: set(w) - loopbacks for n, w in _widths(plan, ports, cap, out, hosts).items()}
+    subnets = set(hosts.values())
     own = {n: p for n, p in fabric_ports(plan, out).items() if n not in set(terminating)}
     sessions = _Sessions(connect)
     waiting: list[str] = []
@@ -286,8 +286,9 @@ def wait_restored(
     back = set(undrained)
     started = clock()
     watched = back | set(facing(plan, back))
-    wanted = _widths(plan, watched, cap, frozenset(kept_drained) - back)
-    subnets = set(host_prefixes(plan).values())
+    hosts = host_prefixes(plan)
+    wanted = _widths(plan, watched, cap, frozenset(kept_drained) - back, hosts)
+    subnets = set(hosts.values())
     sessions = _Sessions(connect)
     try:
         while True:

@@ -10,6 +10,7 @@ no switch, cable, address, ASN or failure domain is shared between two planes.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import replace
 from ipaddress import IPv4Network
 from math import ceil, log2
@@ -171,6 +172,20 @@ def nic_plane(plan: Plan, nic: HostNic) -> int | None:
     return plane.plane_of.get(nic.leaf) if plane is not None else None
 
 
+PART = re.compile(r"(compute)-p([1-9])")  # one plane of a multi-plane compute plane, as part_name names it
+
+
+def part_name(name: str, index: int) -> str:
+    """How the exports, the jobs and `--plane` name plane `index` of a multi-plane plane: `compute-p2`."""
+    return f"{name}-p{index}"
+
+
+def part_of(label: str) -> tuple[str, int] | None:
+    """(the intent's plane, the plane's number) of a name part_name made; None for any other name."""
+    found = PART.fullmatch(label)
+    return (found.group(1), int(found.group(2))) if found else None
+
+
 def parts(name: str, plane: PlanePlan) -> list[tuple[str, PlanePlan]]:
     """A plane as the exports list it: itself, or for a multi-plane compute plane each plane on its own
     (`compute-p1`, `compute-p2`, ...) with its switches, its cables and its failure domains."""
@@ -182,7 +197,7 @@ def parts(name: str, plane: PlanePlan) -> list[tuple[str, PlanePlan]]:
         mine = {d for d, k in plane.plane_of.items() if k == index}
         out.append(
             (
-                f"{name}-p{index}",
+                part_name(name, index),
                 replace(
                     plane,
                     devices=[d for d in plane.devices if d.name in mine],

@@ -220,7 +220,7 @@ def _carried_vrfs(ctx: DeviceContext, nv: Dialect) -> Tree:
             spec: Tree = {"type": "unnumbered" if n.interface else "numbered", "remote-as": n.remote_asn}
             spec["description"] = n.peer
             if ctx.bfd is not None and n.kind == "fabric":
-                spec["bfd"] = {"profile": BFD_PROFILE} if nv.bfd_profiles else {**nv.enabled(), **_bfd_timers(ctx.bfd)}
+                spec["bfd"] = _neighbor_bfd(ctx.bfd, nv)
             neighbors[n.key] = spec
         family: Tree = {**nv.enabled(), "multipaths": {"ebgp": ctx.ecmp}}
         if vrf.networks:
@@ -452,7 +452,7 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
         elif border and border.default_route == "originate":
             spec["address-family"] = {"ipv4-unicast": {"default-route-origination": nv.enabled()}}
         if ctx.bfd is not None and n.kind == "fabric":
-            spec["bfd"] = {"profile": BFD_PROFILE} if nv.bfd_profiles else {**nv.enabled(), **_bfd_timers(ctx.bfd)}
+            spec["bfd"] = _neighbor_bfd(ctx.bfd, nv)
         neighbors[n.key] = spec
     bgp: Tree = {
         **nv.enabled(),
@@ -469,6 +469,11 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
     if ctx.bgp_timers is not None:
         bgp["timers"] = {"keepalive": ctx.bgp_timers[0], "hold": ctx.bgp_timers[1]}
     return bgp
+
+
+def _neighbor_bfd(bfd: Bfd, nv: Dialect) -> Tree:
+    """A fabric session's BFD: the plane's profile from 5.15, its own timers before."""
+    return {"profile": BFD_PROFILE} if nv.bfd_profiles else {**nv.enabled(), **_bfd_timers(bfd)}
 
 
 def _bfd_timers(bfd: Bfd) -> Tree:

@@ -55,16 +55,14 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
         session_timers(facts, conf, obj, file)
-    profiles = _bfd_profiles(conf)
     for obj, m in sections(conf, r"^router bgp \d+ vrf (\S+)$"):
         vrf = m.group(1)
         for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
             facts.vrf_neighbors[f"{vrf} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
-        for child, cm in children(obj, r"neighbor (\S+) bfd(?: profile (\S+))?"):
-            value = profiles.get(cm.group(2)) if cm.group(2) else BFD_DEFAULT_TIMERS
-            facts.vrf_bfd[f"{vrf} {cm.group(1)}"] = Fact(value, file, line(child))
-        for child, cm in children(obj, r"timers bgp (\d+) (\d+)"):
-            facts.vrf_timers[vrf] = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
+        bfd, timers = _section_timers(conf, obj, file)
+        facts.vrf_bfd.update({f"{vrf} {key}": fact for key, fact in bfd.items()})
+        if timers is not None:
+            facts.vrf_timers[vrf] = timers
 
 
 # bfdd's defaults for a profile line left out (FRR user guide, BFD): 300 ms both ways, 3 packets.
@@ -88,12 +86,23 @@ def _bfd_profiles(conf: Any) -> dict[str, tuple[Any, int]]:
 def session_timers(facts: SwitchFacts, conf: Any, bgp: Any, file: str) -> None:
     """BFD per neighbor (`neighbor X bfd [profile NAME]`, the profile's timers or bfdd's defaults) and
     `timers bgp`, under one `router bgp` section of an FRR configuration."""
+    bfd, timers = _section_timers(conf, bgp, file)
+    facts.bfd.update(bfd)
+    if timers is not None:
+        facts.bgp_timers = timers
+
+
+def _section_timers(conf: Any, bgp: Any, file: str) -> tuple[dict[str, Fact], Fact | None]:
+    """One `router bgp` section's (default or a VRF's) BFD per neighbor and its `timers bgp`, if set."""
     profiles = _bfd_profiles(conf)
+    bfd = {}
     for child, cm in children(bgp, r"neighbor (\S+) bfd(?: profile (\S+))?"):
         value = profiles.get(cm.group(2)) if cm.group(2) else BFD_DEFAULT_TIMERS
-        facts.bfd[cm.group(1)] = Fact(value, file, line(child))
+        bfd[cm.group(1)] = Fact(value, file, line(child))
+    timers = None
     for child, cm in children(bgp, r"timers bgp (\d+) (\d+)"):
-        facts.bgp_timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
+        timers = Fact((int(cm.group(1)), int(cm.group(2))), file, line(child))
+    return bfd, timers
 
 
 def _interfaces(facts: SwitchFacts, path: Path) -> None:
