@@ -104,10 +104,13 @@ class Bastion:
             self.logins += 1
             host, port = self.destinations[-1]
             try:
-                far = socket.create_connection((host, port), timeout=5)
+                far = socket.create_connection((host, port), timeout=60)
             except OSError:
                 channel.close()
                 continue
+            # Blocking from here, as sshd's forwarding is: a session that waits while the next ones log in
+            # (seconds on a loaded machine) must not have its far end time out under it.
+            far.settimeout(None)
             self._spawn(_pump, channel, far)
             self._spawn(_pump_back, far, channel)
 
