@@ -462,17 +462,17 @@ def _print(capsys, figures: dict) -> None:
         Path(target).write_text(json.dumps(FIGURES, indent=2))
 
 
-def _timeline(capsys, figures: dict, push_id: str) -> None:
+def _timeline(capsys, figures: dict, *push_ids: str) -> None:
     """What a loss outside every drain window is read against (pytest cuts a long assertion message): when
-    each switch's bgpd was replaced, each server's Slurm drain, every loss, the restart's audit records, and
-    the load average."""
+    each switch's bgpd was replaced, each server's Slurm drain, every loss, the audit records of the restart
+    and of the spines' push (each of its drains, waits and undrains), and the load average."""
     events = [json.loads(line) for line in _trail().read_text().splitlines()]
     with capsys.disabled():
         print("\ntimeline of the drained run (unix seconds)")
         for key in ("replaced", "windows", "losses", "push_window"):
             print(f"  {key}: {json.dumps(figures[key])}")
         for e in events:
-            if e.get("push_id") == push_id:
+            if e.get("push_id") in push_ids:
                 print(
                     f"  audit {e.get('time')} {e.get('switch')} {e.get('status')} {e.get('seconds', '')} "
                     f"{str(e.get('reason', ''))[:160]}"
@@ -516,7 +516,7 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
     # The traffic: a second with a loss is one where an end's server was drained for its leaf.
     assert all(m.sent > 1000 for m in measured), [(m.flow.name, m.sent) for m in measured]  # each ran throughout
     if not_allowed:
-        _timeline(capsys, figures, restarted["push_id"])
+        _timeline(capsys, figures, restarted["push_id"], str(pushed.get("push_id")))
     assert not_allowed == 0, [
         (m.flow.name, [(round(a), lost) for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))])
         for m in measured
