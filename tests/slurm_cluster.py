@@ -237,8 +237,8 @@ def slurm_cluster(nodes: list[str], netns: dict[str, str] | None = None) -> Iter
     if len(nodes) > 200:
         raise ValueError("one /24 of node addresses")
     leftovers = {n for n in _namespaces() if n.startswith(PREFIX)}
-    if leftovers or Path(f"/sys/class/net/{BRIDGE}").exists():
-        bridge = [BRIDGE] if Path(f"/sys/class/net/{BRIDGE}").exists() else []
+    bridge = [BRIDGE] if Path(f"/sys/class/net/{BRIDGE}").exists() else []
+    if leftovers or bridge:
         removal = [f"ip netns del {n}" for n in sorted(leftovers)] + [f"ip link del {b}" for b in bridge]
         raise AssertionError(
             f"an earlier run (one stopped by SIGKILL) left {', '.join(sorted(leftovers) + bridge)}: remove them first "

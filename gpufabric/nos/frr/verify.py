@@ -55,11 +55,12 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
         session_timers(facts, conf, obj, file)
+    profiles = _bfd_profiles(conf)
     for obj, m in sections(conf, r"^router bgp \d+ vrf (\S+)$"):
         vrf = m.group(1)
         for child, cm in children(obj, r"neighbor (\S+) (?:interface )?remote-as (\d+)"):
             facts.vrf_neighbors[f"{vrf} {cm.group(1)}"] = Fact(int(cm.group(2)), file, line(child))
-        bfd, timers = _section_timers(conf, obj, file)
+        bfd, timers = _section_timers(profiles, obj, file)
         facts.vrf_bfd.update({f"{vrf} {key}": fact for key, fact in bfd.items()})
         if timers is not None:
             facts.vrf_timers[vrf] = timers
@@ -86,15 +87,15 @@ def _bfd_profiles(conf: Any) -> dict[str, tuple[Any, int]]:
 def session_timers(facts: SwitchFacts, conf: Any, bgp: Any, file: str) -> None:
     """BFD per neighbor (`neighbor X bfd [profile NAME]`, the profile's timers or bfdd's defaults) and
     `timers bgp`, under one `router bgp` section of an FRR configuration."""
-    bfd, timers = _section_timers(conf, bgp, file)
+    bfd, timers = _section_timers(_bfd_profiles(conf), bgp, file)
     facts.bfd.update(bfd)
     if timers is not None:
         facts.bgp_timers = timers
 
 
-def _section_timers(conf: Any, bgp: Any, file: str) -> tuple[dict[str, Fact], Fact | None]:
-    """One `router bgp` section's (default or a VRF's) BFD per neighbor and its `timers bgp`, if set."""
-    profiles = _bfd_profiles(conf)
+def _section_timers(profiles: dict[str, tuple[Any, int]], bgp: Any, file: str) -> tuple[dict[str, Fact], Fact | None]:
+    """One `router bgp` section's (default or a VRF's) BFD per neighbor, its profiles' timers read once per
+    file (`_bfd_profiles`), and its `timers bgp`, if set."""
     bfd = {}
     for child, cm in children(bgp, r"neighbor (\S+) bfd(?: profile (\S+))?"):
         value = profiles.get(cm.group(2)) if cm.group(2) else BFD_DEFAULT_TIMERS
