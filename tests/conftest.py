@@ -91,6 +91,9 @@ def sized(cases: Any) -> list[Any]:
     return out
 
 
+pytest_plugins = ["stop_on_sigterm"]  # SIGTERM (CI, `timeout`) stops a run as Ctrl-C does: teardowns run
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         try:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import signal
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 import click
@@ -158,6 +160,11 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in BATCH:
         gc.disable()
+    # SIGTERM (a service manager, `timeout`, a CI runner) ends a command as Ctrl-C does: its cleanups run (a
+    # file half-written is removed, a rollout's trail names every switch), where Python's default would end it
+    # on the spot. A command that serves until stopped installs its own handler.
+    if threading.current_thread() is threading.main_thread():  # where Python lets a handler be set
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         rv = cli.main(args=argv, prog_name=prog, standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -166,13 +173,23 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(EXIT_INPUT)
     except (click.Abort, KeyboardInterrupt):
-        _err().print("interrupted; nothing was written")
+        _err().print(INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # the last line of defence: a bug must not look like a crash dump
         sys.exit(_report(exc))
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+INTERRUPTED = (
+    "interrupted: a file is written whole or not at all; what a push, restart or upgrade had done to switches is "
+    "in its audit trail (gpufabric audit)"
+)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _err() -> Console:

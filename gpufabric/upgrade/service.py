@@ -31,7 +31,7 @@ from gpufabric.maintenance.service import DRAIN_TIMEOUT, Settle, default_trail
 from gpufabric.parallel import cores
 from gpufabric.platforms import platform
 from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who
-from gpufabric.push.lock import fabric_lock
+from gpufabric.push.lock import FabricBusyError, LockPathError, fabric_lock
 from gpufabric.push.targets import Batch, batches
 from gpufabric.scheduler import Reach
 from gpufabric.upgrade.drain import Drainer, NoDrain
@@ -154,6 +154,26 @@ class Watcher(RollWatcher):
 
 
 DrainerFactory = Callable[[Nornir], Drainer]
+
+
+class _Recorded(RollWatcher):
+    """The caller's watcher, and each switch's end written to the audit trail as soon as its batch ends, beside
+    the drains around it: a rollout interrupted later still has every finished batch's ends on record."""
+
+    def __init__(self, kind: str, trail: Trail, shown: RollWatcher) -> None:
+        self.kind, self.trail, self.shown = kind, trail, shown
+
+    def step(self, batch: Batch, what: str) -> None:
+        self.shown.step(batch, what)
+
+    def batch_done(self, batch: Batch, outcomes: list[Outcome]) -> None:
+        self.batch_ends(outcomes, batch.number)
+        self.shown.batch_done(batch, outcomes)
+
+    def batch_ends(self, outcomes: list[Outcome], batch: int) -> None:
+        for o in outcomes:  # a switch already recorded is not recorded twice (Trail.record)
+            self.trail.record(o.device, f"{self.kind} {o.state}", o.reason or (o.mode and f"rebooted ({o.mode})"),
+                              batch=batch)  # fmt: skip
 
 
 def restart(
@@ -290,14 +310,24 @@ def _roll(
         fallback_timeout=request.fallback_timeout if isinstance(request, UpgradeRequest) else 0.0,
         image=image,
     )
+    recorded = _Recorded(kind, trail, watcher)
     try:
         with fabric_lock(fleet.plan.intent.fabric.name):
             watcher.starting(kind, ident.id, plan_batches, request.drain)
-            rolled: Rolled = roll(plan_batches, steps, drains, job, watcher)
-        for b in plan_batches:  # each switch's end in the audit trail, beside the drains around it
-            for n in b.devices:
-                o = rolled.outcomes[n]
-                trail.record(n, f"{kind} {o.state}", o.reason or (o.mode and f"rebooted ({o.mode})"), batch=b.number)
+            rolled: Rolled = roll(plan_batches, steps, drains, job, recorded)
+        for b in plan_batches:  # the switches of the batches the rollout stopped before
+            recorded.batch_ends([rolled.outcomes[n] for n in b.devices], b.number)
+    except (FabricBusyError, LockPathError) as exc:  # the fabric's lock, not held: nothing was touched
+        trail.refused(names, str(exc))
+        raise
+    except BaseException as exc:  # an interrupt (Ctrl-C, SIGTERM) or a bug: the trail still names every switch
+        why = (
+            f"the {kind} stopped: {type(exc).__name__}, before this switch's end was known; a switch it drained "
+            "stays drained (`nornir maintenance status` names them, `nornir maintenance off` undrains)"
+        )
+        for n in names:
+            trail.record(n, f"{kind} {State.FAILED}", why)
+        raise
     finally:
         trail_file.close()
         fleet.nr.close_connections()

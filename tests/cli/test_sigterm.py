@@ -1,0 +1,104 @@
+"""SIGTERM (a service manager stopping a unit, `timeout`, a CI runner) ends a command as Ctrl-C does: its
+cleanups run, it says so in a line and exits 130, with no traceback. Python's default would end the process
+on the spot, with none of its `finally` blocks run (a rollout's trail unwritten, a temporary file left)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import INVENTORY, cli_env
+
+# read(2)'s number, the first field of /proc/PID/syscall while a process is blocked in it.
+READ = {"x86_64": "0", "aarch64": "63"}
+
+
+def _reading_stdin(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return fields[:2] == [READ[platform.machine()], "0x0"]  # read(0, ...)
+
+
+@pytest.mark.skipif(platform.machine() not in READ, reason="read(2)'s number is known for x86_64 and aarch64")
+def test_sigterm_ends_a_command_as_ctrl_c_does():
+    # `ib discover --from -` waits on its standard input, which this test holds open and never writes.
+    command = ["gpufabric", "ib", "discover", str(INVENTORY / "examples" / "lab-infiniband.yml"), "--from", "-"]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=cli_env())  # fmt: skip
+    try:
+        waited = time.monotonic()
+        while not _reading_stdin(proc.pid):  # the handler is set before the command runs, so before its read
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - waited < 300, "the command never came to read its standard input"
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err.strip().startswith("interrupted: ") and "audit trail" in err, err
+    assert "Traceback" not in err and out == ""
+
+
+SUITE = """
+import pathlib
+import time
+
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+
+
+@pytest.fixture
+def made():
+    yield
+    (HERE / "torn-down").write_text("yes")  # what a lab's `lab down` is to the real suite
+
+
+def test_runs_until_stopped(made):
+    (HERE / "running").write_text("yes")
+    time.sleep(3600)
+"""
+
+
+def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
+    """The suite's own plugin (tests/stop_on_sigterm.py): a run stopped by SIGTERM still tears down."""
+    (tmp_path / "test_stopped.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "stop_on_sigterm",
+        "test_stopped.py",
+    ]
+    env = cli_env(PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        waited = time.monotonic()
+        while not (tmp_path / "running").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - waited < 300, "the test never started"
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert (tmp_path / "torn-down").exists(), out
+    assert proc.returncode == 2 and "KeyboardInterrupt" in out, (proc.returncode, out)  # pytest's "interrupted"

@@ -1,0 +1,23 @@
+"""A pytest plugin (tests/conftest.py loads it): SIGTERM stops the run as Ctrl-C does.
+
+CI and `timeout` stop a run with SIGTERM, and Python's default ends the process on the spot: no fixture's
+teardown runs, so a lab's namespaces and FRR daemons, a Slurm cluster and the temporary folders stay on the
+machine, and the next run finds them in its way. As KeyboardInterrupt, pytest stops
+where it is and tears down what it set up."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.hookimpl
+def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is threading.main_thread():  # where Python lets a handler be set
+        signal.signal(signal.SIGTERM, _interrupted)
