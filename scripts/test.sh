@@ -116,15 +116,32 @@ molecule_pid=""
 # below start: its tests, last of the beside-the-lab part, then start it in seconds.
 nice -n 10 bash scripts/sot_server.sh prepare >"$test_tmp/sot-prepare.log" 2>&1 &
 sot_pid=$!
+lab_pid=""
 # Interrupted or failed early: stop the runs this script started (by their PIDs).
 trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; [ -n "$sot_pid" ] && kill "$sot_pid" 2>/dev/null; drop_tmp' EXIT
+# Stopped (SIGTERM from CI's time limit or `timeout`, or Ctrl-C): each part is told to stop and waited for,
+# since pytest then tears down what it set up (a lab's `lab down` reads the lab's state from this run's
+# folder), and only then does the folder go. Without the wait, the folder went at once and a lab torn down
+# later found no state: its namespaces and daemons stayed on the machine.
+stop_parts() {
+    trap '' TERM INT   # the parts get one signal each; a second would cut their teardowns short
+    for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait || true
+    exit 143
+}
+trap stop_parts TERM INT
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
 nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
 echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
-python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -m "lab and not molecule and not beside_lab" "$@" || lab=$?
+# In the background and waited for: a signal for which a trap is set ends `wait` at once (it would wait for a
+# command in the foreground to end first).
+python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -m "lab and not molecule and not beside_lab" "$@" </dev/null &
+lab_pid=$!
+wait "$lab_pid" || lab=$?
+lab_pid=""
 offline=0
 wait "$offline_pid" || offline=$?
 offline_pid=""

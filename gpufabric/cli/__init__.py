@@ -189,6 +189,9 @@ INTERRUPTED = (
 
 
 def _terminated(signum: int, frame: object) -> None:
+    # One stop is enough: a second SIGTERM (a whole process group signalled, then its leader passing it on)
+    # raised inside the cleanups would cut them short. SIGKILL still ends a cleanup that hangs.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 

@@ -62,7 +62,11 @@ HERE = pathlib.Path(__file__).parent
 @pytest.fixture
 def made():
     yield
-    (HERE / "torn-down").write_text("yes")  # what a lab's `lab down` is to the real suite
+    # What a lab's `lab down` is to the real suite; the test signals again while it runs.
+    (HERE / "tearing").write_text("yes")
+    while not (HERE / "go").exists():
+        time.sleep(0.05)
+    (HERE / "torn-down").write_text("yes")
 
 
 def test_runs_until_stopped(made):
@@ -71,8 +75,17 @@ def test_runs_until_stopped(made):
 """
 
 
+def _until(path: Path, proc: subprocess.Popen[str], what: str) -> None:
+    waited = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - waited < 300, what
+        time.sleep(0.1)
+
+
 def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
-    """The suite's own plugin (tests/stop_on_sigterm.py): a run stopped by SIGTERM still tears down."""
+    """The suite's own plugin (tests/stop_on_sigterm.py): a run stopped by SIGTERM still tears down, and a
+    second SIGTERM (CI signals the whole group, scripts/test.sh passes it on) does not cut the teardown short."""
     (tmp_path / "test_stopped.py").write_text(SUITE)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     command = [
@@ -89,12 +102,11 @@ def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
     env = cli_env(PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        waited = time.monotonic()
-        while not (tmp_path / "running").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() - waited < 300, "the test never started"
-            time.sleep(0.1)
+        _until(tmp_path / "running", proc, "the test never started")
         os.kill(proc.pid, signal.SIGTERM)
+        _until(tmp_path / "tearing", proc, "the teardown never started")
+        os.kill(proc.pid, signal.SIGTERM)
+        (tmp_path / "go").write_text("yes")
         out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
