@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -33,6 +34,13 @@ def _run(number: int) -> Any:
     return task(chunks[number])
 
 
+def worker_signals() -> None:
+    """In a forked worker: SIGTERM ends it again. The parent may turn SIGTERM into an exception, so that its
+    own cleanups run (the command line does); a worker inheriting that handler would outlive the SIGTERM its
+    pool ends it with, and the pool would wait for it forever."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def fork_map(task: Callable[[T], R], chunks: Sequence[T], workers: int) -> Iterator[R]:
     """task(chunk) for every chunk, results in chunk order."""
     workers = min(workers, len(chunks))
@@ -41,7 +49,7 @@ def fork_map(task: Callable[[T], R], chunks: Sequence[T], workers: int) -> Itera
         return
     _JOBS.append((task, chunks))
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=worker_signals) as pool:
             yield from pool.imap(_run, range(len(chunks)))
     finally:
         _JOBS.pop()

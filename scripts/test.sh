@@ -117,8 +117,13 @@ molecule_pid=""
 nice -n 10 bash scripts/sot_server.sh prepare >"$test_tmp/sot-prepare.log" 2>&1 &
 sot_pid=$!
 lab_pid=""
-# Interrupted or failed early: stop the runs this script started (by their PIDs).
-trap '[ -n "$offline_pid" ] && kill "$offline_pid" 2>/dev/null; [ -n "$molecule_pid" ] && kill "$molecule_pid" 2>/dev/null; [ -n "$sot_pid" ] && kill "$sot_pid" 2>/dev/null; drop_tmp' EXIT
+# Interrupted or failed early: stop the runs this script started (by their PIDs). Each kill may find its run
+# gone already, which must not end the trap (set -e) before the folder is dropped.
+stop_and_drop() {
+    for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill "$pid" 2>/dev/null || true; done
+    drop_tmp
+}
+trap stop_and_drop EXIT
 # Stopped (SIGTERM from CI's time limit or `timeout`, or Ctrl-C): each part is told to stop and waited for,
 # since pytest then tears down what it set up (a lab's `lab down` reads the lab's state from this run's
 # folder), and only then does the folder go. Without the wait, the folder went at once and a lab torn down
@@ -127,6 +132,7 @@ stop_parts() {
     trap '' TERM INT   # the parts get one signal each; a second would cut their teardowns short
     for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill -TERM "$pid" 2>/dev/null || true; done
     wait || true
+    lab_pid="" offline_pid="" molecule_pid="" sot_pid=""
     exit 143
 }
 trap stop_parts TERM INT

@@ -14,7 +14,7 @@ from nornir.core import Nornir
 from nornir.core.task import AggregatedResult, Result, Task
 from nornir.plugins.runners import ThreadedRunner
 
-from gpufabric.parallel import fork_map
+from gpufabric.parallel import fork_map, worker_signals
 
 
 class PerHost(dict[str, dict[str, Any]]):
@@ -186,6 +186,7 @@ class _Phases:
 
 
 def _checked_share(nr: Nornir, phases: _Phases, names: list[str], pipe: Connection) -> None:
+    worker_signals()  # a daemon child: multiprocessing ends it with SIGTERM when the parent stops
     sys.setswitchinterval(READER_SWITCH_INTERVAL)  # this forked process's own
     reader = nr.with_runner(ThreadedRunner(num_workers=phases.workers))
     task, task_args = phases.task, phases.task_args

@@ -114,3 +114,23 @@ def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
             proc.communicate()
     assert (tmp_path / "torn-down").exists(), out
     assert proc.returncode == 2 and "KeyboardInterrupt" in out, (proc.returncode, out)  # pytest's "interrupted"
+
+
+FORKED = """
+import signal
+from gpufabric.cli import _terminated
+from gpufabric.parallel import fork_map
+signal.signal(signal.SIGTERM, _terminated)  # as the command line sets it
+for _ in range(5):
+    assert list(fork_map(abs, [-1, -2, -3, -4], 2)) == [1, 2, 3, 4]
+print("done")
+"""
+
+
+def test_forked_workers_end_with_their_pool_under_the_command_lines_handler():
+    """A pool ends its forked workers with SIGTERM. A worker that kept the command line's handler answered it
+    with a KeyboardInterrupt (a traceback each), and at times stayed blocked with the pool waiting for it."""
+    command = [sys.executable, "-c", FORKED]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=cli_env(), check=False)
+    assert done.returncode == 0 and done.stdout == "done\n", done
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
