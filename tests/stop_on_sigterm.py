@@ -15,9 +15,14 @@ import pytest
 
 def _interrupted(signum: int, frame: object) -> None:
     # One stop is enough: a second SIGTERM (CI signals the whole process group, and scripts/test.sh passes the
-    # signal on) raised inside a teardown would cut it short.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # signal on) raised inside a teardown would cut it short. Not SIG_IGN, which a command a teardown runs
+    # would inherit through exec; a handler of Python's is reset there.
+    signal.signal(signal.SIGTERM, _tearing_down)
     raise KeyboardInterrupt
+
+
+def _tearing_down(signum: int, frame: object) -> None:
+    """SIGTERM while the teardowns of the first run: they go on."""
 
 
 @pytest.hookimpl

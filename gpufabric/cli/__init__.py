@@ -190,9 +190,14 @@ INTERRUPTED = (
 
 def _terminated(signum: int, frame: object) -> None:
     # One stop is enough: a second SIGTERM (a whole process group signalled, then its leader passing it on)
-    # raised inside the cleanups would cut them short. SIGKILL still ends a cleanup that hangs.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # raised inside the cleanups would cut them short. SIGKILL still ends a cleanup that hangs. Not SIG_IGN,
+    # which a program the cleanups start would inherit through exec; a handler of Python's is reset there.
+    signal.signal(signal.SIGTERM, _stopping)
     raise KeyboardInterrupt
+
+
+def _stopping(signum: int, frame: object) -> None:
+    """SIGTERM while the cleanups of the first run: they go on."""
 
 
 def _err() -> Console:
