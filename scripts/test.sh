@@ -124,18 +124,22 @@ stop_and_drop() {
     drop_tmp
 }
 trap stop_and_drop EXIT
-# Stopped (SIGTERM from CI's time limit or `timeout`, or Ctrl-C): each part is told to stop and waited for,
-# since pytest then tears down what it set up (a lab's `lab down` reads the lab's state from this run's
-# folder), and only then does the folder go. Without the wait, the folder went at once and a lab torn down
-# later found no state: its namespaces and daemons stayed on the machine.
-stop_parts() {
-    trap '' TERM INT   # the parts get one signal each; a second would cut their teardowns short
+# Stopped (SIGTERM from CI's time limit or `timeout`, or Ctrl-C): each part stops and is waited for, since
+# pytest then tears down what it set up (a lab's `lab down` reads the lab's state from this run's folder), and
+# only then does the folder go. Without the wait, the folder went at once and a lab torn down later found no
+# state: its namespaces and daemons stayed on the machine. Each part is sent SIGTERM, whatever stopped this
+# script: SIGTERM may have reached this script alone (`timeout`, `kill PID`), and the parts run in the
+# background, where Ctrl-C's SIGINT is ignored. One that had SIGTERM already (CI signals the whole group)
+# takes the second as nothing.
+stop_parts() {   # stop_parts EXIT_STATUS
+    trap '' TERM INT
     for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill -TERM "$pid" 2>/dev/null || true; done
     wait || true
     lab_pid="" offline_pid="" molecule_pid="" sot_pid=""
-    exit 143
+    exit "$1"
 }
-trap stop_parts TERM INT
+trap 'stop_parts 143' TERM
+trap 'stop_parts 130' INT
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
 nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
