@@ -8,6 +8,7 @@ Where fork is missing, or one worker would do, the work runs in-process, in the 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -34,11 +35,29 @@ def _run(number: int) -> Any:
     return task(chunks[number])
 
 
+TERM = {signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def forking() -> Iterator[None]:
+    """Around the forks of workers: SIGTERM is held (blocked) in this thread, so a child cannot take it before
+    `worker_signals` has run there. The parent may turn SIGTERM into an exception, so that its own cleanups
+    run (the command line does). A worker would inherit that handler: a pool ending a worker that had not yet
+    started (its tasks all taken by the others) made it raise there, and at times left it waiting on the task
+    queue, with the pool waiting for it forever. A SIGTERM for the parent in the meantime is kept and taken
+    when this ends."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, TERM)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def worker_signals() -> None:
-    """In a forked worker: SIGTERM ends it again. The parent may turn SIGTERM into an exception, so that its
-    own cleanups run (the command line does); a worker inheriting that handler would outlive the SIGTERM its
-    pool ends it with, and the pool would wait for it forever."""
+    """First thing in a forked worker: SIGTERM ends it, as a pool or multiprocessing ends its workers with it
+    (a SIGTERM held since the fork ends it now)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TERM)
 
 
 def fork_map(task: Callable[[T], R], chunks: Sequence[T], workers: int) -> Iterator[R]:
@@ -49,7 +68,9 @@ def fork_map(task: Callable[[T], R], chunks: Sequence[T], workers: int) -> Itera
         return
     _JOBS.append((task, chunks))
     try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=worker_signals) as pool:
+        with forking():  # the pool forks every worker as it is made, and its threads (which fork any later one)
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=worker_signals)
+        with pool:
             yield from pool.imap(_run, range(len(chunks)))
     finally:
         _JOBS.pop()

@@ -14,7 +14,7 @@ from nornir.core import Nornir
 from nornir.core.task import AggregatedResult, Result, Task
 from nornir.plugins.runners import ThreadedRunner
 
-from gpufabric.parallel import fork_map, worker_signals
+from gpufabric.parallel import fork_map, forking, worker_signals
 
 
 class PerHost(dict[str, dict[str, Any]]):
@@ -138,7 +138,8 @@ def run_checked_forked(
             mine, theirs = context.Pipe()
             phases = _Phases(check, task, check_args, task_args, workers)
             child = context.Process(target=_checked_share, args=(plain, phases, share, theirs), daemon=True)
-            child.start()
+            with forking():
+                child.start()
             theirs.close()
             pipes.append(mine)
             children.append(child)

@@ -117,20 +117,45 @@ def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
 
 
 FORKED = """
+import os
 import signal
 from gpufabric.cli import _terminated
 from gpufabric.parallel import fork_map
+
 signal.signal(signal.SIGTERM, _terminated)  # as the command line sets it
+
+
+def held_at_fork():  # in each child, before anything of its own runs
+    mask = next(line for line in open("/proc/self/status") if line.startswith("SigBlk:")).split()[1]
+    os.write(1, f"fork {int(mask, 16) >> (signal.SIGTERM - 1) & 1}\\n".encode())
+
+
+os.register_at_fork(after_in_child=held_at_fork)
+
+
+def held():
+    return signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def task(number):  # in a worker, once it runs tasks
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, held()
+
+
 for _ in range(5):
-    assert list(fork_map(abs, [-1, -2, -3, -4], 2)) == [1, 2, 3, 4]
-print("done")
+    assert set(fork_map(task, [1, 2, 3, 4], 2)) == {(True, False)}
+print("parent", signal.getsignal(signal.SIGTERM) is _terminated, held())
 """
 
 
-def test_forked_workers_end_with_their_pool_under_the_command_lines_handler():
-    """A pool ends its forked workers with SIGTERM. A worker that kept the command line's handler answered it
-    with a KeyboardInterrupt (a traceback each), and at times stayed blocked with the pool waiting for it."""
+def test_forked_workers_take_sigterm_only_once_they_end_on_it():
+    """A pool ends its forked workers with SIGTERM, at times one that has not started yet. Forked with the command
+    line's handler and SIGTERM free, such a worker raised KeyboardInterrupt (a traceback), and at times then
+    waited on the task queue with the pool waiting for it forever. Each is forked with SIGTERM held, and takes it
+    once its handler is the default again; the parent gets its own handler and mask back."""
     command = [sys.executable, "-c", FORKED]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=cli_env(), check=False)
-    assert done.returncode == 0 and done.stdout == "done\n", done
+    assert done.returncode == 0, done
+    forks = [line for line in done.stdout.splitlines() if line.startswith("fork ")]
+    assert len(forks) >= 10 and set(forks) == {"fork 1"}, done.stdout  # every worker forked with SIGTERM held
+    assert done.stdout.splitlines()[-1] == "parent True False", done.stdout
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr

@@ -160,7 +160,10 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
         _hosts_up()
         names = [s.name for s in SERVERS]
         with slurm_cluster(names, netns={n: f"{NS}{n}" for n in names}) as cluster:
-            wait_for(_converged, "every leaf routing every other leaf over both spines", timeout=300)
+            try:
+                wait_for(_converged, "every leaf routing every other leaf over both spines", timeout=300)
+            except AssertionError as exc:  # which leaf lacks which path, and what its BGP says of its peers
+                raise AssertionError(f"{exc}: {_unconverged()}; {_sessions()}") from None
             yield Lab(state, cluster)
     finally:
         _hosts_down()
@@ -182,11 +185,27 @@ def _routes(leaf: str) -> dict[str, int]:
     return out
 
 
+def _sessions() -> dict[str, dict[str, str]]:
+    """Each leaf's BGP peers and their state, as its bgpd reports them."""
+    out = {}
+    for leaf in LEAVES:
+        text = subprocess.run(["vtysh", "-N", leaf, "-c", "show bgp summary json"], capture_output=True, text=True,
+                              check=False).stdout  # fmt: skip
+        try:
+            peers = json.loads(text).get("ipv4Unicast", {}).get("peers", {})
+        except (ValueError, AttributeError):
+            out[leaf] = {"vtysh": text[-200:]}
+            continue
+        out[leaf] = {p: f"{v.get('state')} pfxRcd={v.get('pfxRcd')}" for p, v in peers.items()}
+    return out
+
+
 UPLINKS = {leaf: sum(1 for k in PLAN.links() if k.kind == "fabric" and leaf in (k.a, k.b)) for leaf in LEAVES}
 
 
-def _converged() -> bool:
-    """Every leaf routes each other leaf's host subnets of its plane over every one of its uplinks."""
+def _unconverged() -> list[tuple[str, str, int, int]]:
+    """(leaf, another leaf's host subnet of its plane, paths it has in its FIB, uplinks) wherever the two differ."""
+    missing = []
     for leaf in LEAVES:
         plane = PLAN.device(leaf).plane
         spines = UPLINKS[leaf]
@@ -194,10 +213,15 @@ def _converged() -> bool:
         for s in SERVERS:
             for n in s.nics:
                 if n.plane == plane and n.leaf != leaf:
-                    net = ip(n.address & ~1)
-                    if mine.get(f"{net}/{n.prefixlen}", 0) != spines:
-                        return False
-    return True
+                    prefix = f"{ip(n.address & ~1)}/{n.prefixlen}"
+                    if mine.get(prefix, 0) != spines:
+                        missing.append((leaf, prefix, mine.get(prefix, 0), spines))
+    return missing
+
+
+def _converged() -> bool:
+    """Every leaf routes each other leaf's host subnets of its plane over every one of its uplinks."""
+    return not _unconverged()
 
 
 # -- traffic ------------------------------------------------------------------------------------------------
