@@ -77,26 +77,10 @@ def start(node: str, uts: Path) -> dict[str, int]:
     netlink.run("nsenter", f"--uts={uts}", *NO_HISTORY, FRRINIT, "start", node)
     started = pids(node)
     for pid in started.values():
-        prioritise(pid)
-    return started
-
-
-def threads(pid: int) -> list[int]:
-    """The IDs of a process's threads (none when it is gone)."""
-    try:
-        return [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir() if t.name.isdigit()]
-    except OSError:
-        return []
-
-
-def prioritise(pid: int) -> None:
-    """Give every thread of a daemon the control-plane niceness. Linux keeps a niceness per thread, and the
-    threads a daemon started before this call (bgpd's keepalive and I/O threads, zebra's dataplane thread,
-    which installs routes in the kernel) keep their own: setting the process's alone left them at the default."""
-    for tid in threads(pid):
         # Gone already (watchfrr restarts it) or no privilege: the daemon runs, only less promptly.
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.setpriority(os.PRIO_PROCESS, tid, CONTROL_PLANE_NICENESS)
+            os.setpriority(os.PRIO_PROCESS, pid, CONTROL_PLANE_NICENESS)
+    return started
 
 
 def pids(node: str) -> dict[str, int]:

@@ -56,11 +56,8 @@ def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
         f'if [ "$({running})" != "$before" ]; then '
         f"{vtysh} -b </dev/null >/dev/null 2>&1; "
         f"echo {shlex.quote(RELOADED)} >&2; fi; "
-        # Every thread of each daemon: Linux keeps a niceness per thread (bgpd's keepalive and I/O threads,
-        # zebra's dataplane thread), and renicing a process's ID changes its main thread only.
-        f'for f in {RUN_DIR}/{ns}/*.pid; do pid=$(cat "$f" 2>/dev/null) || continue; '
-        f'for t in /proc/"$pid"/task/*; do '
-        f'renice -n {CONTROL_PLANE_NICENESS} -p "${{t##*/}}" >/dev/null 2>&1; done; done; '
+        f'for f in {RUN_DIR}/{ns}/*.pid; do pid=$(cat "$f" 2>/dev/null) && '
+        f'renice -n {CONTROL_PLANE_NICENESS} -p "$pid" >/dev/null 2>&1; done; '
         "exit 0"
     )
 
