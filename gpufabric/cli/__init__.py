@@ -11,9 +11,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import signal
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 import click
@@ -22,6 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 from gpufabric.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED  # light: click and the error classes
+from gpufabric.stopping import sigterm_interrupts
 
 # name -> "module:attribute", imported only when that command runs (or `--help` lists them all):
 # `check` and `plan` never load NAPALM, Nornir or paramiko, and `--version` loads no command.
@@ -160,11 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in BATCH:
         gc.disable()
-    # SIGTERM (a service manager, `timeout`, a CI runner) ends a command as Ctrl-C does: its cleanups run (a
-    # file half-written is removed, a rollout's trail names every switch), where Python's default would end it
-    # on the spot. A command that serves until stopped installs its own handler.
-    if threading.current_thread() is threading.main_thread():  # where Python lets a handler be set
-        signal.signal(signal.SIGTERM, _terminated)
+    # SIGTERM ends a command as Ctrl-C does: its cleanups run. A command that serves until stopped installs its
+    # own handler.
+    sigterm_interrupts()
     try:
         rv = cli.main(args=argv, prog_name=prog, standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -186,18 +183,6 @@ INTERRUPTED = (
     "interrupted: a file is written whole or not at all; what a push, restart or upgrade had done to switches is "
     "in its audit trail (gpufabric audit)"
 )
-
-
-def _terminated(signum: int, frame: object) -> None:
-    # One stop is enough: a second SIGTERM (a whole process group signalled, then its leader passing it on)
-    # raised inside the cleanups would cut them short. SIGKILL still ends a cleanup that hangs. Not SIG_IGN,
-    # which a program the cleanups start would inherit through exec; a handler of Python's is reset there.
-    signal.signal(signal.SIGTERM, _stopping)
-    raise KeyboardInterrupt
-
-
-def _stopping(signum: int, frame: object) -> None:
-    """SIGTERM while the cleanups of the first run: they go on."""
 
 
 def _err() -> Console:

@@ -119,10 +119,10 @@ def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
 FORKED = """
 import os
 import signal
-from gpufabric.cli import _terminated
+from gpufabric.stopping import _terminated, sigterm_interrupts
 from gpufabric.parallel import fork_map
 
-signal.signal(signal.SIGTERM, _terminated)  # as the command line sets it
+sigterm_interrupts()  # as the command line does
 
 
 def held_at_fork():  # in each child, before anything of its own runs
