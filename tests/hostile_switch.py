@@ -131,8 +131,11 @@ def _note_replies(transport: paramiko.Transport, replied: defaultdict[tuple[int,
 class HostileSshSwitch:
     """An SSH server on 127.0.0.1 that answers each exec request by its script."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, slow_start: float = 0.0) -> None:
         self.script = script
+        # Seconds from a connection's accept to the server's banner and key exchange: a loaded switch
+        # whose sshd is slow to start a session.
+        self.slow_start = slow_start
         self.host_key = paramiko.ECDSAKey.generate()
         self.commands: list[str] = []
         self.sent: list[int] = []  # stdout bytes sent, per answered command, in order
@@ -181,10 +184,20 @@ class HostileSshSwitch:
             _note_replies(transport, self.replied)
             transport.add_server_key(self.host_key)
             self._transports.append(transport)
-            try:
-                transport.start_server(server=_Login(self))
-            except (paramiko.SSHException, EOFError, OSError):
-                transport.close()
+            if self.slow_start:
+                threading.Thread(target=self._start_later, args=(transport,), daemon=True).start()
+            else:
+                self._start(transport)
+
+    def _start_later(self, transport: paramiko.Transport) -> None:
+        if not self.stop.wait(self.slow_start):
+            self._start(transport)
+
+    def _start(self, transport: paramiko.Transport) -> None:
+        try:
+            transport.start_server(server=_Login(self))
+        except (paramiko.SSHException, EOFError, OSError):
+            transport.close()
 
     def answer(self, channel: paramiko.Channel, answer: Answer) -> None:
         sent = 0

@@ -74,7 +74,8 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
                 type=click.IntRange(1, 300),
                 default=10,
                 show_default=True,
-                help="Seconds to wait for a switch's SSH login before calling it unreachable.",
+                help="Seconds to wait for a switch to accept the TCP connection before calling it unreachable; one "
+                "that accepted gets at least 60 s (or this, when longer) for its key exchange and login.",
             ),
             click.option(
                 "--known-hosts",

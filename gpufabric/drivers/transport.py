@@ -374,7 +374,10 @@ def _hop_client(hop: Hop, sock: paramiko.Channel | None, timeout: float) -> para
     if os.path.exists(hop.known_hosts):
         _trust_known_keys(client, hop.known_hosts, hop.host, hop.port)
     keys = [k for k in hop.key_files if os.path.exists(k)]
+    dialled: socket.socket | None = None
     try:
+        if sock is None:
+            dialled = dial(hop.host, hop.port, timeout)
         client.connect(
             hop.host,
             port=hop.port,
@@ -382,13 +385,13 @@ def _hop_client(hop: Hop, sock: paramiko.Channel | None, timeout: float) -> para
             key_filename=keys or None,
             look_for_keys=not keys,  # the person's own keys and agent, as ssh offers them to a bastion
             allow_agent=True,
-            sock=sock,
-            timeout=timeout,
-            banner_timeout=_login_timeout(timeout),
-            auth_timeout=_login_timeout(timeout),
+            sock=sock if sock is not None else dialled,
+            **_login_timeouts(timeout),
         )
     except BaseException as exc:
         client.close()
+        if dialled is not None:
+            dialled.close()
         raise _hop_refusal(hop, exc) from None
     return client
 
@@ -520,6 +523,22 @@ def _login_timeout(timeout: float) -> float:
     return max(timeout, LOGIN_SECONDS)
 
 
+def dial(host: str, port: int, timeout: float) -> socket.socket:
+    """The TCP connection to an SSH server, within the caller's short timeout: an unreachable switch fails
+    fast. paramiko then gets the socket, and the login's time for what follows (`_login_timeouts`)."""
+    return socket.create_connection((host, port), timeout=timeout)
+
+
+def _login_timeouts(timeout: float) -> dict[str, float]:
+    """paramiko's bounds for the banner, the key exchange and the login of an SSH server already dialled.
+    paramiko bounds the key exchange by connect()'s `timeout` and, past it, goes on to the login with the
+    exchange unfinished, which then fails as "No existing session": a restarted switch on a loaded machine,
+    whose sshd took longer than the connect timeout to exchange keys, was reported unreachable and left
+    drained. Once the server has answered, each step of the login gets the login's time."""
+    login = _login_timeout(timeout)
+    return {"timeout": login, "banner_timeout": login, "auth_timeout": login}
+
+
 CHUNK = 32 * 1024  # one SSH packet's worth
 POLL = 0.2  # while stdout is quiet, how often stderr is looked at (a switch filling only stderr)
 
@@ -533,6 +552,8 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
         reasons = sorted({e.strerror or str(e) for e in exc.errors.values()})
         return "; ".join(reasons) or str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror  # "Connection refused", as paramiko's own connect reported it
     return str(exc) or type(exc).__name__
 
 
@@ -603,21 +624,27 @@ class SSHTransport:
         sock: paramiko.Channel | None = None,
     ) -> None:
         known_hosts = self.known_hosts
+        hint = "" if sock is not None else _JUMP_HINT
+        pkey = load_private_key(private_key) if private_key else None
         try:
-            self.client.connect(
-                host,
-                port=port,
-                username=username,
-                password=password or None,  # a key-only login offers no empty password
-                key_filename=key_file,
-                pkey=load_private_key(private_key) if private_key else None,
-                timeout=timeout,
-                banner_timeout=_login_timeout(timeout),
-                auth_timeout=_login_timeout(timeout),
-                look_for_keys=False,
-                allow_agent=False,
-                sock=sock,
-            )
+            dialled = dial(host, port, timeout) if sock is None else None
+            try:
+                self.client.connect(
+                    host,
+                    port=port,
+                    username=username,
+                    password=password or None,  # a key-only login offers no empty password
+                    key_filename=key_file,
+                    pkey=pkey,
+                    look_for_keys=False,
+                    allow_agent=False,
+                    sock=sock if sock is not None else dialled,
+                    **_login_timeouts(timeout),
+                )
+            except BaseException:
+                if dialled is not None:
+                    dialled.close()
+                raise
         except paramiko.AuthenticationException as exc:
             # paramiko's own words tell a refused login from one a busy switch did not answer in time
             # ("Authentication timeout."): the second is worth retrying, the first is not.
@@ -635,7 +662,6 @@ class SSHTransport:
                 "(ssh-keyscan), or run once with --accept-new to record first-seen keys"
             ) from None
         except (TimeoutError, OSError) as exc:
-            hint = "" if sock is not None else _JUMP_HINT
             raise ConnectionException(f"{host}:{port}: cannot connect ({_why(exc)}){hint}") from None
 
     def run(self, command: str, stdin: str | None = None) -> Output:

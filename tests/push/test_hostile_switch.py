@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from napalm.base.exceptions import ConnectionException
 
 from gpufabric.drivers.answers import (
     AnswerDeadlineError,
@@ -25,10 +26,12 @@ from gpufabric.drivers.answers import (
     AnswerTooLargeError,
     ReadBounds,
 )
-from gpufabric.drivers.transport import CommandFailedError, check, read_each, read_many
+from gpufabric.drivers.transport import CommandFailedError, SSHTransport, check, read_each, read_many
 from gpufabric.inputs import MiB
 from tests.hostile_switch import (
     ADDRESS,
+    PASSWORD,
+    USER,
     Body,
     Drip,
     Flood,
@@ -159,6 +162,29 @@ def test_a_pause_between_commands_renews_the_session_budget(tmp_path: Path) -> N
                 time.sleep(0.1)
         finally:
             session.close()
+
+
+def test_a_switch_slow_to_exchange_keys_gets_the_logins_time_not_the_connect_timeout(tmp_path: Path) -> None:
+    """The switch's sshd starts its banner and key exchange 2 s after the TCP connect, with a connect
+    timeout of 0.5 s: paramiko bounds the key exchange by that timeout and, past it, logs in with the exchange
+    unfinished ("No existing session"), as a restarted spine on a loaded machine was reported unreachable."""
+    with HostileSshSwitch(lambda command: Reply(b"answered: " + command.encode()), slow_start=2.0) as switch:
+        started = time.monotonic()
+        session = finishes(HANG + 60, lambda: switch.connect(tmp_path, ReadBounds(), timeout=0.5))
+        try:
+            assert time.monotonic() - started >= 2.0  # the login waited for the switch's key exchange
+            assert check(session, "show version") == "answered: show version"
+        finally:
+            session.close()
+    assert switch.commands == ["show version"]
+
+
+def test_a_switch_that_does_not_listen_is_refused_in_the_systems_words(tmp_path: Path) -> None:
+    with HostileSshSwitch(lambda _: Reply()) as switch:
+        known_hosts = switch.known_hosts(tmp_path)
+    with pytest.raises(ConnectionException) as caught:  # its port is closed now: nothing listens on it
+        finishes(HANG, lambda: SSHTransport(ADDRESS, USER, PASSWORD, port=switch.port, known_hosts=known_hosts))
+    assert str(caught.value).startswith(f"{ADDRESS}:{switch.port}: cannot connect (Connection refused)")
 
 
 # -- framing ---------------------------------------------------------------------------------------

@@ -369,25 +369,49 @@ def test_each_switch_gets_the_jump_hosts_its_address_matches(default_plan, tmp_p
 
 
 def test_a_switch_that_answered_gets_a_minute_to_finish_its_login(monkeypatch):
-    """The TCP connect keeps the short timeout (an unreachable switch fails fast); the banner and the login of
-    a switch that answered get at least LOGIN_SECONDS, since a loaded switch or controller has taken longer
-    than ten seconds to finish them and a restart then refused a healthy switch."""
-    import paramiko
-
+    """The TCP connect keeps the short timeout (an unreachable switch fails fast); the banner, the key exchange
+    and the login of a switch that answered get at least LOGIN_SECONDS, since a loaded switch or controller has
+    taken longer than ten seconds to finish them and a restart then refused a healthy switch."""
     from gpufabric.drivers import transport
 
     seen: dict[str, object] = {}
+
+    def dial(host, port, timeout):
+        seen["dial"] = timeout
+        ours, theirs = socket.socketpair()
+        theirs.close()
+        return ours
 
     def connect(self, hostname, **kwargs):
         seen.update(kwargs)
         raise paramiko.AuthenticationException("Authentication timeout.")
 
+    monkeypatch.setattr(transport, "dial", dial)
     monkeypatch.setattr(paramiko.SSHClient, "connect", connect)
     with pytest.raises(Exception, match="Authentication timeout"):
         transport.SSHTransport("192.0.2.1", "admin", "x", timeout=10)
-    assert seen["timeout"] == 10
-    assert seen["banner_timeout"] == seen["auth_timeout"] == transport.LOGIN_SECONDS == 60
+    assert seen["dial"] == 10
+    assert seen["timeout"] == seen["banner_timeout"] == seen["auth_timeout"] == transport.LOGIN_SECONDS == 60
+    sock = seen["sock"]
+    assert isinstance(sock, socket.socket) and sock.fileno() == -1  # closed after the failed login
     seen.clear()
     with pytest.raises(Exception, match="Authentication timeout"):
         transport.SSHTransport("192.0.2.1", "admin", "x", timeout=90)
-    assert seen["timeout"] == seen["banner_timeout"] == seen["auth_timeout"] == 90  # a longer --timeout wins
+    assert seen["dial"] == seen["timeout"] == seen["banner_timeout"] == seen["auth_timeout"] == 90  # longer wins
+
+
+def test_a_switch_slow_to_exchange_keys_behind_a_jump_host_gets_the_logins_time(bastion, tmp_path):
+    """Through the jump host's channel too, the switch's key exchange is bounded by the login's time, not
+    by the connect timeout (paramiko's connect() would go on to the login with it unfinished)."""
+    known = tmp_path / "bastion_known"
+    known.write_text(bastion.known_line())
+    with HostileSshSwitch(lambda command: Reply(b"answered: " + command.encode()), slow_start=2.0) as slow:
+        session = SSHTransport(
+            ADDRESS, USER, PASSWORD, port=slow.port, timeout=0.5, known_hosts=slow.known_hosts(tmp_path),
+            jump=(hop(bastion, known),),
+        )  # fmt: skip
+        try:
+            assert check(session, "show version") == "answered: show version"
+        finally:
+            session.close()
+    assert bastion.destinations == [(ADDRESS, slow.port)]
