@@ -60,6 +60,18 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, or fai
     done
 }
 
+# A long step in the background, waited for, its PID in DIR/NAME.pid so that stop ends it: bash runs a trap
+# only once the command in the foreground has ended, and a migration takes minutes, which a SIGTERM (CI's time
+# limit, `timeout`, the test script stopping) would otherwise wait out.
+waited() {  # waited DIR NAME COMMAND...
+    local dir=$1 name=$2 rc=0; shift 2
+    "$@" <&0 &  # stdin kept: a command sent to the background otherwise reads /dev/null
+    echo $! >"$dir/$name.pid"
+    wait $! || rc=$?
+    rm -f "$dir/$name.pid"  # not left for stop to signal a PID the system may give to another process
+    return "$rc"
+}
+
 start() {
     local dir=$1
     [ -x "$venv/bin/nautobot-server" ] || { echo "run $0 install first" >&2; return 2; }
@@ -131,7 +143,7 @@ EOF
         -h 127.0.0.1 -p "$redis_port" ping
     export NAUTOBOT_CONFIG="$dir/nautobot_config.py" NAUTOBOT_ROOT="$dir"
     if [ "$fresh" -eq 1 ]; then
-        "$venv/bin/nautobot-server" migrate --no-input >"$dir/migrate.log" 2>&1
+        waited "$dir" migrate "$venv/bin/nautobot-server" migrate --no-input >"$dir/migrate.log" 2>&1 9>&-
         # Kept for the next start: the cluster, copied while PostgreSQL is stopped.
         local pid
         pid=$(cat "$dir/postgres.pid")
@@ -143,7 +155,7 @@ EOF
     fi
     # The superuser and a new API token, made in one shell of Nautobot's own: the token goes to a file only
     # its owner reads, and the tokens of earlier starts (a copied cluster holds them) are removed.
-    (umask 077 && "$venv/bin/nautobot-server" nbshell >"$dir/token.log" 2>&1 <<EOF
+    (umask 077 && waited "$dir" nbshell "$venv/bin/nautobot-server" nbshell >"$dir/token.log" 2>&1 9>&- <<EOF
 import secrets
 from nautobot.users.models import Token, User
 user = User.objects.filter(username="gpufabric").first() or User.objects.create_superuser("gpufabric", "gpufabric@example.invalid", secrets.token_hex(16))
@@ -161,7 +173,7 @@ EOF
 
 stop() {
     local dir=$1 name pid
-    for name in nautobot redis postgres; do
+    for name in migrate nbshell nautobot redis postgres; do
         [ -f "$dir/$name.pid" ] || continue
         pid=$(cat "$dir/$name.pid")
         # postgres: SIGINT is its fast shutdown; the others stop on SIGTERM.
