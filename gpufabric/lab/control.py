@@ -144,6 +144,7 @@ def down(state_dir: Path) -> Teardown | None:
     steps = (
         ("links and namespaces", lambda: wiring.down(state)),
         ("directories", lambda: daemons.remove_dirs(state)),
+        ("candidate folders", lambda: daemons.remove_candidate_folders(state)),
     )
     for what, step in steps:
         if what == "links and namespaces" and any(p.startswith("daemons:") for p in done.problems):

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER, PATHSPACE
 from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.fleet.lab.credentials import LabLogin
 from gpufabric.fleet.lab.state import LabState
@@ -166,6 +168,23 @@ def stop_all(state: LabState) -> None:
         processes.stop(watchers)
         processes.stop(sorted(inside - set(watchers)))
     raise netlink.LabCommandError("processes keep starting in the lab's namespaces; they were left running")
+
+
+def remove_candidate_folders(state: LabState, tmp: Path = Path(CANDIDATE_FOLDER).parent) -> list[Path]:
+    """The candidate folders this lab's switches kept in /tmp, which they share with this machine: a session cut
+    off (a push interrupted, a controller that died) never removed its own, as a real switch keeps them until it
+    boots. Only folders named after one of the lab's switches, owned by this user, and never through a link."""
+    removed: list[Path] = []
+    prefix = Path(CANDIDATE_FOLDER).name
+    for switch in state.namespaces:
+        if not PATHSPACE.fullmatch(switch):
+            continue  # a state record changed by hand: its names widen no pattern
+        for folder in tmp.glob(f"{prefix}{switch}.*"):
+            held = folder.lstat()
+            if stat.S_ISDIR(held.st_mode) and held.st_uid == os.getuid():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
 
 
 def remove_dirs(state: LabState) -> None:

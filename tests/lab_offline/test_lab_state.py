@@ -42,3 +42,32 @@ def test_a_state_dir_elsewhere_leaves_its_parent_alone(ours, tmp_path):
     elsewhere.mkdir(parents=True)
     state.remove_state_dir(elsewhere)
     assert not elsewhere.exists() and elsewhere.parent.is_dir()
+
+
+def test_lab_down_removes_the_candidate_folders_its_switches_left_and_nothing_else(tmp_path):
+    """A session cut off mid-push leaves its candidate folder on the switch, in the /tmp the lab's switches
+    share with this machine: the lab's own switches' folders go with the lab, nobody else's."""
+    from gpufabric.drivers.linux_switch import candidate_folder
+    from gpufabric.lab.daemons import remove_candidate_folders
+
+    def folder(pathspace: str | None) -> str:
+        return candidate_folder(pathspace, "0123456789abcdef").removeprefix("/tmp/")
+
+    lab = state.LabState("default", namespaces=["cmp-spine1", "cmp-su1-leaf1", "*"])
+    for switch in ("cmp-spine1", "cmp-su1-leaf1"):
+        (tmp_path / folder(switch)).mkdir()
+        (tmp_path / folder(switch) / "system.secrets").write_text("kept by a cut session")
+    kept = [folder("cmp-spine2"), folder(None), "gpufabric-candidate.cmp-spine1x.00"]
+    for name in kept:
+        (tmp_path / name).mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "file").write_text("not the lab's")
+    linked = tmp_path / "gpufabric-candidate.cmp-su1-leaf1.link"
+    linked.symlink_to(outside)  # a link named like one: never followed, never removed
+
+    removed = remove_candidate_folders(lab, tmp_path)
+
+    assert sorted(p.name for p in removed) == sorted(folder(s) for s in ("cmp-spine1", "cmp-su1-leaf1"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*kept, "outside", linked.name])
+    assert (outside / "file").read_text() == "not the lab's"

@@ -325,6 +325,30 @@ SHAPES = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "pathspace", ["x; rm -rf /", "../../etc", "a b", "ns\x1b[2J", "é", "a" * 65], ids=lambda v: repr(v)[:20]
+)
+def test_an_frr_pathspace_the_switch_answers_is_refused_unless_it_is_one(tmp_path: Path, pathspace: str) -> None:
+    """The pathspace the login reports ($FRR_NS) names files in every command later run on the switch: a
+    name a shell would read is refused at open, before any candidate is placed."""
+    from gpufabric.nos.frr.driver import FrrDriver
+
+    def script(command: str) -> Reply:
+        return Reply(f"{pathspace}\n/run/lldpd.socket\n".encode()) if "FRR_NS" in command else Reply(b"", b"", 127)
+
+    with HostileSshSwitch(script) as switch:
+        args = {"transport": switch.connect(tmp_path, ReadBounds())}
+        driver = FrrDriver(ADDRESS, "admin", "unused", optional_args=args)
+        try:
+            with pytest.raises(AnswerShapeError) as caught:
+                driver.open()
+        finally:
+            driver.close()
+    message = str(caught.value)
+    assert message.isprintable() and "its FRR_NS is not a pathspace: an FRR pathspace is 1 to 64 letters" in message
+    assert len(switch.commands) == 1  # nothing run after the answer
+
+
 @pytest.fixture(scope="module")
 def frr_switch() -> Any:
     with HostileSshSwitch(frr_script({})) as switch:

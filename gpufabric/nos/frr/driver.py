@@ -24,8 +24,8 @@ from napalm.base.exceptions import CommitError
 
 import gpufabric.nos.frr.system as frr_system
 from gpufabric.drivers import frr_getters, maintenance
-from gpufabric.drivers.answers import as_dict, as_int, switch_json
-from gpufabric.drivers.linux_switch import PushMark, parse_push_line
+from gpufabric.drivers.answers import AnswerShapeError, as_dict, as_int, switch_json
+from gpufabric.drivers.linux_switch import PushMark, candidate_folder, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 from gpufabric.nos.frr import PLATFORM as FRR
@@ -53,9 +53,13 @@ class FrrDriver(FrrRestart):
     def open(self) -> None:
         super().open()
         if "pathspace" not in self.optional_args or self.lldp_socket is None:
-            ns, sock = ([*self._run('printf "%s\\n%s\\n" "${FRR_NS:-}" "${GF_LLDP_SOCKET:-}"').split("\n"), "", ""])[:2]
+            asked = 'printf "%s\\n%s\\n" "${FRR_NS:-}" "${GF_LLDP_SOCKET:-}"'
+            ns, sock = ([*self._run(asked).split("\n"), "", ""])[:2]
             if "pathspace" not in self.optional_args:
-                self.files = DeviceFiles(ns or None)
+                try:
+                    self.files = DeviceFiles(ns or None)
+                except ValueError as exc:  # its answer names files in the commands run on it
+                    raise AnswerShapeError(self.hostname, asked, f"its FRR_NS is not a pathspace: {exc}") from None
             self.lldp_socket = self.lldp_socket or sock or None
 
     def _vtysh_command(self, command: str) -> tuple[str, str | None]:
@@ -97,7 +101,7 @@ class FrrDriver(FrrRestart):
         fails on a name that exists, so nothing planted in /tmp beforehand is ever written through."""
         if self.files.workdir is not None:
             return ""
-        workdir = f"/tmp/gpufabric-candidate.{secrets.token_hex(8)}"
+        workdir = candidate_folder(self.files.pathspace, secrets.token_hex(8))
         self.files = replace(self.files, workdir=workdir)
         return f"mkdir -m 700 {shlex.quote(workdir)}"
 

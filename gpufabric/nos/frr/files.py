@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import gpufabric.nos.frr.system as frr_system
+from gpufabric.drivers.linux_switch import PATHSPACE
 from gpufabric.nos.frr.system import INTERFACES_MARKER, SYSTEM_MARKER
 
 NFT_MARKER = "! gpufabric: nftables"
@@ -79,6 +80,11 @@ class DeviceFiles:
     # This session's own folder for candidates (made with mktemp -d, 0700): two sessions on one switch
     # (a push and a validate, say) never read or remove each other's candidate.
     workdir: str | None = None
+
+    def __post_init__(self) -> None:
+        # It names files in the commands run on the switch: a name no shell reads, or nothing is run.
+        if self.pathspace and not PATHSPACE.fullmatch(self.pathspace):
+            raise ValueError(f"an FRR pathspace is 1 to 64 letters, digits, '-' and '_', not {self.pathspace[:80]!r}")
 
     def candidate(self, name: str) -> str:
         return f"{self.workdir}/{name}" if self.workdir else self.path(f"candidate.{name}")

@@ -16,10 +16,9 @@ again and changes nothing). Where the first load worked, nothing is loaded twice
 
 from __future__ import annotations
 
-import re
 import shlex
 
-from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.linux_switch import PATHSPACE, LinuxSwitchDriver
 from gpufabric.drivers.transport import slow_commands
 from gpufabric.nos.frr.files import DeviceFiles
 
@@ -31,7 +30,6 @@ CONTROL_PLANE_NICENESS = -15  # as gpufabric.lab.frr_node: the lab's stand-in fo
 # drained); waiting longer than this, a restart that hangs is still reported, never waited on forever.
 RESTART_SECONDS = 300.0
 LOAD_WAIT_SECONDS = 120  # within RESTART_SECONDS
-PATHSPACE = re.compile(r"[A-Za-z0-9_-]+")
 RELOADED = "FRR came back without all of its saved configuration: loaded it again (vtysh -b)"
 
 
