@@ -139,8 +139,34 @@ def cli_env(**extra: str) -> dict[str, str]:
 def run(
     *args: str, cwd: Path = ROOT, check: bool = False, text: bool = True, **env: str
 ) -> subprocess.CompletedProcess:
-    """Run one of the project's commands as a user would, with this venv's tools first on PATH."""
-    return subprocess.run(list(args), capture_output=True, text=text, cwd=cwd, env=cli_env(**env), check=check)
+    """Run one of the project's commands as a user would, with this venv's tools first on PATH. Interrupted
+    (Ctrl-C, or SIGTERM taken as one), the command is stopped as a user's Ctrl-C or a service manager would
+    stop it, with SIGTERM and time to undo what it had started (a lab half up, a simulator and its subnet
+    managers), where subprocess.run's SIGKILL left those running."""
+    with subprocess.Popen(
+        list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, cwd=cwd, env=cli_env(**env)
+    ) as proc:
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            _stop_command(proc)
+            raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+STOP_SECONDS = 300  # a command's own undoing on a loaded machine (a lab's teardown), before SIGKILL
+
+
+def _stop_command(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.communicate(timeout=STOP_SECONDS)  # its pipes read meanwhile: a full one would hold it
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def run_in_process(

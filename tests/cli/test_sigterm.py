@@ -159,3 +159,30 @@ def test_forked_workers_take_sigterm_only_once_they_end_on_it():
     assert len(forks) >= 10 and set(forks) == {"fork 1"}, done.stdout  # every worker forked with SIGTERM held
     assert done.stdout.splitlines()[-1] == "parent True False", done.stdout
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
+
+
+def test_a_command_the_tests_run_is_stopped_with_sigterm_when_the_run_is_interrupted(tmp_path, monkeypatch):
+    """The tests' `run`, interrupted (Ctrl-C, or SIGTERM taken as one), gives the command SIGTERM and time to undo
+    what it started: subprocess.run's SIGKILL left a simulator and its subnet managers running."""
+    import conftest
+
+    started, undone = tmp_path / "started", tmp_path / "undone"
+    script = f"trap 'echo undone > {undone}; exit 3' TERM; echo started > {started}; while :; do sleep 0.1; done"
+    real = subprocess.Popen.communicate
+    timeouts: list[float | None] = []
+
+    def communicate(self, input=None, timeout=None):
+        timeouts.append(timeout)
+        if len(timeouts) == 1:  # the run's own wait: interrupted once the command is under way
+            waited = time.monotonic()
+            while not started.exists():
+                assert time.monotonic() - waited < 300, "the command never started"
+                time.sleep(0.05)
+            raise KeyboardInterrupt
+        return real(self, input, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", communicate)
+    with pytest.raises(KeyboardInterrupt):
+        conftest.run("sh", "-c", script)
+    assert undone.read_text() == "undone\n"  # its TERM trap ran: it was not killed
+    assert timeouts == [None, conftest.STOP_SECONDS]

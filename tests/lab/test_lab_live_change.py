@@ -404,6 +404,22 @@ def _settled(spine: str, rid: str) -> bool:
     return found.get("routerId") == rid and bool(peers) and all(p.get("state") == "Established" for p in peers.values())
 
 
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    """A failed restart's or push's own account, for the assertion: each switch's record on a line of its own
+    (its diff left out), then the run's other fields and the tail of stderr. The tail of the whole JSON cut off
+    the record of the one switch that had failed."""
+    try:
+        out = json.loads(done.stdout)
+    except ValueError:
+        return f"exit {done.returncode}\n{done.stderr[-3000:]}\n{done.stdout[-3000:]}"
+    if not isinstance(out, dict):
+        return f"exit {done.returncode}\n{done.stderr[-3000:]}\n{done.stdout[-3000:]}"
+    lines = [f"exit {done.returncode}"]
+    lines += [json.dumps({k: v for k, v in d.items() if k != "diff"}) for d in out.get("devices", [])]
+    lines += [json.dumps({k: v for k, v in out.items() if k != "devices"})[:4000], done.stderr[-2000:]]
+    return "\n".join(lines)
+
+
 def _change(lab: Lab, drain: str) -> tuple[list[Measured], Watch, dict, dict]:
     """Flows on; the rolling restart of every compute and storage switch; the spines' BGP-resetting push;
     flows off. Returns the flows, what Slurm and the switches did, and both commands' JSON."""
@@ -416,11 +432,11 @@ def _change(lab: Lab, drain: str) -> tuple[list[Measured], Watch, dict, dict]:
         restart_drain = "always" if drain != "never" else "never"
         restarted = run("nornir", "restart", "--plane", "compute", "--plane", "storage", "--state-dir",
                         str(lab.state), "--drain", restart_drain, "--json", *slurm)  # fmt: skip
-        assert restarted.returncode == 0, restarted.stderr[-3000:] + restarted.stdout[-2000:]
+        assert restarted.returncode == 0, _said(restarted)
         push_started = time.time()
         spines = [arg for spine in SPINES for arg in ("--device", spine)]
         pushed = run("nornir", "push", *spines, "--state-dir", str(lab.state), "--drain", drain, "--json", *slurm)
-        assert pushed.returncode == 0, pushed.stderr[-3000:] + pushed.stdout[-2000:]
+        assert pushed.returncode == 0, _said(pushed)
         push_ended = time.time()
     finally:
         measured = traffic.stop()

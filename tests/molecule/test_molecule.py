@@ -12,9 +12,11 @@ Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +61,39 @@ PINGED = ("default", "netplan", "networkmanager")
 BUILT = ("collection",)  # a dependency step of its own: the collection built and installed
 
 
+HOSTS_STATE = "/var/lib/gpufabric/molecule"  # the scenarios' GPUFABRIC_HOSTS_STATE
+
+
+def _molecule_test(scenario: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`molecule test` in a process group of its own. Interrupted (Ctrl-C, or SIGTERM taken as one), the group
+    is stopped, Molecule and the Ansible it runs, and the hosts its create step made are removed as its destroy
+    step would: a scenario killed half-way kept its containers and the mol-oob bridge."""
+    command = [str(BIN / "molecule"), "test", "--scenario-name", scenario]
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+    ) as run:
+        try:
+            out, _ = run.communicate()
+        except BaseException:
+            _stop_group(run)
+            subprocess.run(
+                [str(BIN / "gpufabric"), "lab", "hosts", "down", "--state-dir", HOSTS_STATE],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False,
+            )  # fmt: skip
+            raise
+    return subprocess.CompletedProcess(command, run.returncode, out)
+
+
+def _stop_group(run: subprocess.Popen[str]) -> None:
+    """SIGTERM to the group this test started; once Molecule has ended, or after a minute, SIGKILL to whatever
+    of the group is left (an Ansible worker still running)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            run.wait(60)
+
+
 @pytest.fixture(scope="module", params=list(SCENARIOS))
 def molecule_run(request):
     scenario = request.param
@@ -72,15 +107,7 @@ def molecule_run(request):
     before = _machine_sysctls()
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
     started = time.perf_counter()
-    done = subprocess.run(
-        [str(BIN / "molecule"), "test", "--scenario-name", scenario],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        check=False,
-    )
+    done = _molecule_test(scenario, env)
     seconds = time.perf_counter() - started
     text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
     (ROOT / "build").mkdir(exist_ok=True)
@@ -157,7 +184,7 @@ def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
     # A container whose init outlived destroy keeps its namespace, and with it the bridge end of its veth.
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
     assert not re.search(r"^\d+: vm-gpu0[12]\b", links, re.M)
-    assert not Path("/var/lib/gpufabric/molecule").exists()  # the hosts' state folder went with them
+    assert not Path(HOSTS_STATE).exists()  # the hosts' state folder went with them
 
 
 def test_every_role_and_plugin_came_from_the_installed_build(molecule_run):
