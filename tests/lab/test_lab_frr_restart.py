@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gpufabric.lab import frr_node
-from gpufabric.nos.frr.restart import RELOADED, restart_script
+from gpufabric.nos.frr.restart import NOT_RUNNING, RELOADED, START_AGAIN, STARTED_AGAIN, restart_script
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real FRR in a network namespace needs root")
 
@@ -49,6 +49,14 @@ mv "$conf" "$conf.hidden"
 /usr/lib/frr/frrinit.sh "$@"; rc=$?
 n=0; while pgrep -f '/usr/lib/frr/watchfrr[.]sh' >/dev/null && [ $n -lt 300 ]; do sleep 1; n=$((n+1)); done
 mv "$conf.hidden" "$conf"
+exit $rc
+"""
+# FRR's init script, whose restart returns with nothing of FRR left running, as two lab switches restarted side by
+# side on a loaded machine came back: watchfrr gone, and with it every daemon.
+LOSING_INIT = """\
+#!/bin/sh
+/usr/lib/frr/frrinit.sh "$@"; rc=$?
+if [ "$1" = restart ]; then /usr/lib/frr/frrinit.sh stop "$2" >/dev/null 2>&1; fi
 exit $rc
 """
 
@@ -111,3 +119,30 @@ def test_a_restart_whose_load_worked_loads_nothing_twice(frr):
     assert set(after) == set(pids) and all(after[d] != pids[d] for d in ("zebra", "bgpd")), (pids, after)  # restarted
     for pid in after.values():
         assert os.getpriority(os.PRIO_PROCESS, pid) == frr_node.CONTROL_PLANE_NICENESS
+
+
+def test_a_restart_after_which_nothing_of_frr_runs_starts_frr_again(frr, tmp_path):
+    init = tmp_path / "frrinit-losing.sh"
+    init.write_text(LOSING_INIT)
+    init.chmod(0o755)
+    # The failure itself, on FRR's own init script: it returns 0, and nothing of FRR runs.
+    assert _sh(f"{init} restart {NODE} </dev/null >/dev/null 2>&1").returncode == 0
+    assert not frr_node.running(NODE) and frr_node.pids(NODE) == {}
+    assert _sh(f"{frr_node.FRRINIT} start {NODE} </dev/null >/dev/null 2>&1").returncode == 0  # as it was
+    # The driver's restart through the same init script: FRR runs again, with its configuration, and says how.
+    done = _sh(restart_script(NODE, init=str(init)))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(STARTED_AGAIN) == 1, done.stderr
+    assert frr_node.running(NODE) and _holds_config(_running()), _running()
+    for pid in frr_node.pids(NODE).values():
+        assert os.getpriority(os.PRIO_PROCESS, pid) == frr_node.CONTROL_PLANE_NICENESS
+
+
+def test_a_restart_after_which_frr_never_runs_fails_at_once_naming_it(frr, tmp_path):
+    init = tmp_path / "frrinit-never.sh"
+    init.write_text(LOSING_INIT.replace('[ "$1" = restart ]', '[ "$1" = restart ] || [ "$1" = start ]'))
+    init.chmod(0o755)
+    done = _sh(restart_script(NODE, init=str(init)))
+    assert done.returncode == 1
+    assert done.stderr.count(STARTED_AGAIN) == START_AGAIN and NOT_RUNNING in done.stderr, done.stderr
+    assert not frr_node.running(NODE)

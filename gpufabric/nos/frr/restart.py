@@ -12,6 +12,14 @@ none of it: running, answering, and routing nothing, which the restart could onl
 out. So the script compares FRR's running configuration after the restart with the one before it, and where
 they differ it loads the saved file once more (`vtysh -b`: the configuration a daemon already holds is applied
 again and changes nothing). Where the first load worked, nothing is loaded twice.
+
+On a loaded machine two lab switches restarted side by side have also come back with nothing running at all:
+the init script returned, and watchfrr, which starts and watches the daemons, was gone a moment later, so no
+daemon came back and the rolling restart waited out its bound. On an FRR host its service manager starts FRR
+again when watchfrr ends (FRR's unit restarts it always); a lab switch has none. So the script looks for
+watchfrr once the restart has settled and, when it is not running, starts FRR again (twice at most, and says
+so); still not running, the restart fails at once, naming it, instead of the rollout waiting for a switch that
+cannot come back.
 """
 
 from __future__ import annotations
@@ -28,9 +36,13 @@ CONTROL_PLANE_NICENESS = -15  # as gpufabric.lab.frr_node: the lab's stand-in fo
 # A restart of every daemon returns in seconds on a quiet machine; on a loaded one it has taken over a
 # minute. Cut off earlier, a switch whose daemons were coming back would be reported unanswering (and left
 # drained); waiting longer than this, a restart that hangs is still reported, never waited on forever.
-RESTART_SECONDS = 300.0
-LOAD_WAIT_SECONDS = 120  # within RESTART_SECONDS
+RESTART_SECONDS = 600.0
+LOAD_WAIT_SECONDS = 120  # per start of FRR, within RESTART_SECONDS
+START_AGAIN = 2  # times FRR is started again when watchfrr is gone after the restart
 RELOADED = "FRR came back without all of its saved configuration: loaded it again (vtysh -b)"
+STARTED_AGAIN = "FRR's watchfrr was not running after the restart: started FRR again"
+NOT_RUNNING = "FRR's watchfrr is not running after the restart, nor after starting FRR again"
+SETTLE_SECONDS = 2  # after a start's loads: a watchfrr that ends at once has ended by then
 
 
 def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
@@ -47,10 +59,20 @@ def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
     # <pathspace> -b -d <daemon>`): waited for, bounded. Anchored at the command's first word, so that this
     # script's own command line (`sh -c ...`), which holds the same words, is not taken for one.
     loading = shlex.quote(f"^[^ ]*vtysh -N {pathspace} -b( |$)")
+    settled = (
+        f"n=0; while pgrep -f -- {loading} >/dev/null && [ $n -lt {LOAD_WAIT_SECONDS} ]; do sleep 1; n=$((n+1)); done; "
+        f"sleep {SETTLE_SECONDS}"
+    )
+    watching = f'kill -0 "$(cat {RUN_DIR}/{ns}/watchfrr.pid 2>/dev/null)" 2>/dev/null'
     return (
         f"before=$({running}); "
         f"{init} restart {ns} </dev/null >/dev/null 2>&1 || exit 1; "
-        f"n=0; while pgrep -f -- {loading} >/dev/null && [ $n -lt {LOAD_WAIT_SECONDS} ]; do sleep 1; n=$((n+1)); done; "
+        f"{settled}; "
+        f"tries=0; while ! {watching} && [ $tries -lt {START_AGAIN} ]; do "
+        f"echo {shlex.quote(STARTED_AGAIN)} >&2; "
+        f"{init} stop {ns} </dev/null >/dev/null 2>&1; {init} start {ns} </dev/null >/dev/null 2>&1; "
+        f"{settled}; tries=$((tries+1)); done; "
+        f"{watching} || {{ echo {shlex.quote(NOT_RUNNING)} >&2; exit 1; }}; "
         f'if [ "$({running})" != "$before" ]; then '
         f"{vtysh} -b </dev/null >/dev/null 2>&1; "
         f"echo {shlex.quote(RELOADED)} >&2; fi; "
