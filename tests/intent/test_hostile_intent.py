@@ -195,14 +195,15 @@ def test_the_boot_script_keeps_a_nic_name_one_word(tmp_path):
 
 
 class _Recorder:
-    """A transport that answers every command with an empty success and remembers it."""
+    """A transport that answers every command with an empty success and remembers it (the login's settings,
+    which the FRR driver asks for at open, as none: an FRR host without a pathspace)."""
 
     def __init__(self) -> None:
         self.commands: list[str] = []
 
     def run(self, command: str, stdin: str | None = None) -> Output:
         self.commands.append(command)
-        return Output(0, "{}", "")
+        return Output(0, "\n\n" if command.startswith("printf ") else "{}", "")
 
     def close(self) -> None:
         pass

@@ -270,10 +270,18 @@ class Traffic:
         time.sleep(3)  # a few seconds of traffic after the change
         for proc in self.clients.values():
             proc.send_signal(signal.SIGINT)  # the client tells its receiver the test ended; both print JSON
+        texts = {}
+        try:
+            for f, server in self.servers.items():
+                texts[f], _ = server.communicate(timeout=120)
+                self.clients[f].communicate(timeout=120)
+        finally:  # every flow's iperf3 ended, whatever one of them did
+            for proc in (*self.servers.values(), *self.clients.values()):
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         out = []
-        for f, server in self.servers.items():
-            text, _ = server.communicate(timeout=120)
-            self.clients[f].communicate(timeout=120)
+        for f, text in texts.items():
             doc = json.loads(text)
             began = float(doc["start"]["timestamp"]["timesecs"])
             intervals = [
@@ -428,6 +436,7 @@ def _change(lab: Lab, drain: str) -> tuple[list[Measured], Watch, dict, dict]:
     traffic = Traffic()
     traffic.start()
     watch, thread = _watching(lab)
+    failed = True
     try:
         restart_drain = "always" if drain != "never" else "never"
         restarted = run("nornir", "restart", "--plane", "compute", "--plane", "storage", "--state-dir",
@@ -438,8 +447,14 @@ def _change(lab: Lab, drain: str) -> tuple[list[Measured], Watch, dict, dict]:
         pushed = run("nornir", "push", *spines, "--state-dir", str(lab.state), "--drain", drain, "--json", *slurm)
         assert pushed.returncode == 0, _said(pushed)
         push_ended = time.time()
+        failed = False
     finally:
-        measured = traffic.stop()
+        try:
+            measured = traffic.stop()
+        except Exception:
+            if not failed:
+                raise
+            measured = []  # the failure in flight is the one to show: an iperf3 cut short by it is not
         watch.stop.set()
         thread.join(timeout=60)
     result = json.loads(restarted.stdout)

@@ -405,9 +405,9 @@ def test_a_switch_slow_to_exchange_keys_behind_a_jump_host_gets_the_logins_time(
     by the connect timeout (paramiko's connect() would go on to the login with it unfinished)."""
     known = tmp_path / "bastion_known"
     known.write_text(bastion.known_line())
-    with HostileSshSwitch(lambda command: Reply(b"answered: " + command.encode()), slow_start=2.0) as slow:
+    with HostileSshSwitch(lambda command: Reply(b"answered: " + command.encode()), slow_start=1.0) as slow:
         session = SSHTransport(
-            ADDRESS, USER, PASSWORD, port=slow.port, timeout=0.5, known_hosts=slow.known_hosts(tmp_path),
+            ADDRESS, USER, PASSWORD, port=slow.port, timeout=0.25, known_hosts=slow.known_hosts(tmp_path),
             jump=(hop(bastion, known),),
         )  # fmt: skip
         try:
