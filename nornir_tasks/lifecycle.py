@@ -14,7 +14,7 @@ from typing import Any
 
 from nornir.core.task import Result, Task
 
-from gpufabric.drivers.images import Installed
+from gpufabric.drivers.images import Installed, Restarted
 from gpufabric.fleet.expect import Expectation, Health, health, regressions
 from gpufabric.verify.running.checks import Planned
 from nornir_tasks.validate import os_version, validate_device
@@ -116,18 +116,20 @@ def install_image(task: Task, image: Image) -> Result:
 class Rebooted:
     sent_at: float  # time.monotonic() when the reboot was asked for
     back_already: bool  # the driver returned once the switch was back (FRR's daemons restarted)
+    notes: tuple[str, ...] = ()  # what such a restart reported on its way (FRR started again, ...)
 
 
 def reboot(task: Task, mode: str) -> Result:
     """Ask the switch to reboot in `mode`; Rebooted, or the problem (nothing was rebooted)."""
     sent_at = time.monotonic()
     try:
-        back = bool(_connect(task).reboot(mode))
+        answer = _connect(task).reboot(mode)
     except Exception as exc:
         return Result(host=task.host, result=f"reboot ({mode}): {_reason(exc)}", failed=True)
     finally:
         _hang_up(task)  # the session dies with the switch
-    return Result(host=task.host, result=Rebooted(sent_at, back))
+    notes = answer.notes if isinstance(answer, Restarted) else ()
+    return Result(host=task.host, result=Rebooted(sent_at, bool(answer), notes))
 
 
 def wait_back(

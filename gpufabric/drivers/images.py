@@ -60,6 +60,17 @@ class Installed:
     reboots: bool = False
 
 
+@dataclass(frozen=True)
+class Restarted:
+    """A reboot that returned once the switch was back (FRR's daemons restarted), with what the restart
+    reported on its way: each note one of the driver's own sentences, never a line the switch made up."""
+
+    notes: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:  # as a reboot's True: back already, nothing to wait for
+        return True
+
+
 def send_reboot(attempt: Callable[[str], Output], command: str) -> None:
     """A reboot's command on a shell-like session: refused (a non-zero exit) is an error; the session
     dropping under it is the reboot under way."""

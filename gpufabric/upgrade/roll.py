@@ -47,6 +47,7 @@ class Outcome:
     after: str = ""  # and after
     back_s: float | None = None  # from the reboot until back and converged
     drained: bool = False  # left drained when the rollout ended
+    notes: tuple[str, ...] = ()  # what its reboot reported on the way (a repair it needed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +60,7 @@ class Outcome:
             "after": self.after,
             "back_s": None if self.back_s is None else round(self.back_s, 2),
             "drained": self.drained,
+            "notes": list(self.notes),
         }
 
 
@@ -161,7 +163,16 @@ def _timed(timing: BatchTiming, attr: str, fn: Callable[[], Any]) -> Any:
 
 
 def _fail(o: Outcome, why: str, state: State = State.FAILED) -> None:
-    o.state, o.reason = state, why
+    o.state, o.reason = state, _with_notes(why, o.notes)
+
+
+def _with_notes(reason: str, notes: tuple[str, ...]) -> str:
+    """The reason, with what the reboot reported on the way after it: the repair a switch needed is read
+    beside whatever became of it."""
+    said = "; ".join(dict.fromkeys(notes))
+    if not said:
+        return reason
+    return f"{reason} (the reboot said: {said})" if reason else said
 
 
 @dataclass
@@ -242,6 +253,7 @@ class _Run:
                 _fail(out[n], f"{got_reboot}; left drained")
             else:
                 rebooted[n] = got_reboot
+                out[n].notes = got_reboot.notes
         waiting = [n for n in rebooting if n in rebooted]
         if not waiting:
             return
@@ -302,8 +314,8 @@ class _Run:
                 _fail(out[n], f"rebooted and healthy, but {undrained[n]}")
             else:
                 out[n].state, out[n].drained = State.DONE, False
-                if image is not None:
-                    out[n].reason = f"runs release {image.release} ({out[n].after})"
+                done = f"runs release {image.release} ({out[n].after})" if image is not None else ""
+                out[n].reason = _with_notes(done, out[n].notes)
 
     def not_back(self, lost: list[str], before: Mapping[str, Before], rebooted: Mapping[str, Rebooted]) -> None:
         steps, job, out = self.steps, self.job, self.out

@@ -347,6 +347,47 @@ def test_an_frr_pathspace_the_switch_answers_is_refused_unless_it_is_one(tmp_pat
     assert len(switch.commands) == 1  # nothing run after the answer
 
 
+def test_an_frr_restarts_repairs_are_its_notes_and_nothing_else_the_switch_wrote(tmp_path: Path) -> None:
+    """What the restart reports on stderr reaches the rollout's record only as the restart script's own
+    sentences, whole lines: a line that looks like one, carries markup, or adds to one is not taken."""
+    from gpufabric.nos.frr.restart import RELOADED, STARTED_AGAIN
+
+    said = f"{STARTED_AGAIN}\n\x1b[2J{RELOADED}\n{RELOADED} (and rm -rf /)\nwarning: daemon slow\n{RELOADED}\n"
+    answers = {"systemctl restart frr": Reply(b"", said.encode())}
+    with HostileSshSwitch(frr_script_with(answers)) as switch:
+        driver = frr_driver(switch, tmp_path)
+        try:
+            restarted = driver.reboot("daemons")
+        finally:
+            driver.close()
+    assert restarted and restarted.notes == (STARTED_AGAIN, RELOADED)
+
+
+def test_an_frr_restart_that_failed_raises_with_what_it_said_as_text(tmp_path: Path) -> None:
+    from gpufabric.nos.frr.restart import NOT_RUNNING
+
+    answers = {"systemctl restart frr": Reply(b"", f"\x1b]0;owned\x07{NOT_RUNNING}\n".encode(), 1)}
+    with HostileSshSwitch(frr_script_with(answers)) as switch:
+        driver = frr_driver(switch, tmp_path)
+        try:
+            with pytest.raises(CommandFailedError) as caught:
+                driver.reboot("daemons")
+        finally:
+            driver.close()
+    message = str(caught.value)
+    assert message.isprintable() and "exited 1" in message and NOT_RUNNING in message and "\x1b" not in message
+
+
+def frr_script_with(answers: dict[str, Reply]) -> Callable[[str], Reply]:
+    """frr_script's good answers, with whole replies (stderr, exit status) for the commands `answers` names."""
+    good = frr_script({})
+
+    def script(command: str) -> Reply:
+        return answers.get(command) or good(command)
+
+    return script
+
+
 @pytest.fixture(scope="module")
 def frr_switch() -> Any:
     with HostileSshSwitch(frr_script({})) as switch:

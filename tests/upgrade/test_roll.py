@@ -29,6 +29,7 @@ class Switches:
         self.sick: set[str] = set()
         self.stale: set[str] = set()
         self.self_rebooting = False
+        self.said: dict[str, tuple[str, ...]] = {}  # what a switch's reboot reports on the way
         self.journal: list[tuple[str, str]] = []
         self.drained: set[str] = set()
 
@@ -58,7 +59,7 @@ class Switches:
     def _boot(self, n: str) -> Rebooted:
         if n in self.next and n not in self.stale:
             self.previous[n], self.version[n] = self.version[n], self.next.pop(n)
-        return Rebooted(0.0, False)
+        return Rebooted(0.0, False, self.said.get(n, ()))
 
     def wait_back(self, names, before, rebooted, timeout) -> Mapping[str, Back]:
         self._log("wait", names)
@@ -136,6 +137,24 @@ def test_a_switch_that_does_not_come_back_stops_the_restart_and_stays_drained() 
     assert rolled.stopped_at == 2 and out["leaf2"].drained and sw.drained == {"leaf2"}
     assert out["leaf2"].reason == "did not come back as it was: not reachable; left drained"
     assert not [s for s, n in sw.journal if n in ("spine1", "spine2")]  # later batches untouched
+
+
+def test_what_a_reboot_reported_on_the_way_is_in_the_switchs_record_whether_it_held_or_not() -> None:
+    """A switch whose restart needed a repair (FRR started again) is seen in the record, done or failed."""
+    sw = Switches(NAMES)
+    sw.said = {
+        "leaf1": ("FRR started again", "FRR started again", "config loaded again"),
+        "leaf2": ("FRR started again",),
+    }
+    sw.hang.add("leaf2")
+    rolled = roll(BATCHES, sw, Drainer(sw), _job(), None)
+    out = rolled.outcomes
+    assert out["leaf1"].state == State.DONE and out["leaf1"].reason == "FRR started again; config loaded again"
+    assert out["leaf1"].as_dict()["notes"] == ["FRR started again", "FRR started again", "config loaded again"]
+    assert out["leaf2"].state == State.FAILED and out["leaf2"].reason == (
+        "did not come back as it was: not reachable; left drained (the reboot said: FRR started again)"
+    )
+    assert out["spine1"].reason == "not attempted: the rollout stopped at batch 2" and out["spine1"].notes == ()
 
 
 def test_a_switch_failing_a_check_it_passed_before_stops_the_restart() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpufabric.drivers.answers import DEFAULT_BOUNDS
-from gpufabric.drivers.images import ImageInputError, ImageStepError, Installed, sha512_of
+from gpufabric.drivers.images import ImageInputError, ImageStepError, Installed, Restarted, sha512_of
 from gpufabric.drivers.transport import Output, slow_commands
 from gpufabric.nos.cumulus.driver import CumulusDriver
 from gpufabric.nos.eos.driver import GpufabricEOSDriver
@@ -129,7 +129,7 @@ def test_sonic_reports_its_own_release_not_its_bgp_containers_frr() -> None:
 def test_frr_restarts_its_daemons_in_the_labs_pathspace_and_nothing_else() -> None:
     shell = Shell()
     driver = _linux(FrrDriver, shell, pathspace="leaf1", lldp_socket="/x")
-    assert driver.reboot("daemons") is True  # back when it returns
+    assert driver.reboot("daemons") == Restarted(())  # back when it returns, with nothing to report
     assert shell.sent[-1] == restart_script("leaf1")
     assert "; /usr/lib/frr/frrinit.sh restart leaf1 </dev/null" in restart_script("leaf1")
     with pytest.raises(ValueError, match="pathspace"):

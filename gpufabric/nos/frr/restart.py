@@ -19,15 +19,17 @@ daemon came back and the rolling restart waited out its bound. On an FRR host it
 again when watchfrr ends (FRR's unit restarts it always); a lab switch has none. So the script looks for
 watchfrr once the restart has settled and, when it is not running, starts FRR again (twice at most, and says
 so); still not running, the restart fails at once, naming it, instead of the rollout waiting for a switch that
-cannot come back.
+cannot come back. Either repair is reported: the rollout's record of the switch carries it (Restarted's notes),
+so a switch that needed one is seen, not only one that failed.
 """
 
 from __future__ import annotations
 
 import shlex
 
+from gpufabric.drivers.images import Restarted
 from gpufabric.drivers.linux_switch import PATHSPACE, LinuxSwitchDriver
-from gpufabric.drivers.transport import slow_commands
+from gpufabric.drivers.transport import CommandFailedError, slow_commands
 from gpufabric.nos.frr.files import DeviceFiles
 
 FRRINIT = "/usr/lib/frr/frrinit.sh"
@@ -43,6 +45,7 @@ RELOADED = "FRR came back without all of its saved configuration: loaded it agai
 STARTED_AGAIN = "FRR's watchfrr was not running after the restart: started FRR again"
 NOT_RUNNING = "FRR's watchfrr is not running after the restart, nor after starting FRR again"
 SETTLE_SECONDS = 2  # after a start's loads: a watchfrr that ends at once has ended by then
+REPAIRS = (STARTED_AGAIN, RELOADED)  # what a restart that worked may report
 
 
 def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
@@ -87,11 +90,21 @@ class FrrRestart(LinuxSwitchDriver):
 
     files: DeviceFiles
 
-    def reboot(self, mode: str = "daemons") -> bool:
-        """Restart the routing daemons; True: they run again when this returns (nothing to wait for)."""
+    def reboot(self, mode: str = "daemons") -> Restarted:
+        """Restart the routing daemons; they run again when this returns (nothing to wait for), and the
+        repairs the restart needed are its notes."""
         if mode != "daemons":
             raise ValueError(f"the FRR driver restarts FRR's daemons only (mode daemons), not {mode!r}")
         assert self.transport is not None, "call open() first"
+        script = restart_script(self.files.pathspace)
         with slow_commands(self.transport, RESTART_SECONDS):
-            self._run(restart_script(self.files.pathspace))
-        return True
+            done = self._try(script)
+        if done.rc != 0:
+            raise CommandFailedError(script, done)
+        return Restarted(repairs_in(done.stderr))
+
+
+def repairs_in(said: str) -> tuple[str, ...]:
+    """The repairs a restart's stderr reports, in order: only the script's own sentences, whole lines; any
+    other line (a switch's, whatever it holds) is not taken."""
+    return tuple(line for line in said.splitlines() if line in REPAIRS)
