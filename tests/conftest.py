@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
 import functools
@@ -149,7 +150,7 @@ def run(
         try:
             out, err = proc.communicate()
         except BaseException:
-            _stop_command(proc)
+            stop_command(proc)
             raise
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     if check:
@@ -160,12 +161,24 @@ def run(
 STOP_SECONDS = 300  # a command's own undoing on a loaded machine (a lab's teardown), before SIGKILL
 
 
-def _stop_command(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.communicate(timeout=STOP_SECONDS)  # its pipes read meanwhile: a full one would hold it
-    except subprocess.TimeoutExpired:
-        proc.kill()
+def stop_command(proc: subprocess.Popen, *, group: bool = False, grace: float = STOP_SECONDS) -> None:
+    """Stop what a test started as a user's Ctrl-C or a service manager would: SIGTERM, then `grace` seconds
+    for it to undo its work, its pipes read meanwhile (a full one would hold it), then SIGKILL. `group`: the
+    process leads a group of its own (start_new_session), which gets both signals; SIGKILL goes to the group
+    even once its leader has ended, for a worker the leader left behind (an Ansible fork)."""
+
+    def send(sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+
+    send(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=grace)
+    if group or proc.poll() is None:
+        send(signal.SIGKILL)
         proc.wait()
 
 

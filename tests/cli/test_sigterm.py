@@ -4,6 +4,7 @@ on the spot, with none of its `finally` blocks run (a rollout's trail unwritten,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import signal
@@ -117,6 +118,7 @@ def test_sigterm_stops_the_test_suite_with_its_teardowns(tmp_path):
 
 
 FORKED = """
+import contextlib
 import os
 import signal
 from gpufabric.stopping import _terminated, sigterm_interrupts
@@ -186,3 +188,45 @@ def test_a_command_the_tests_run_is_stopped_with_sigterm_when_the_run_is_interru
         conftest.run("sh", "-c", script)
     assert undone.read_text() == "undone\n"  # its TERM trap ran: it was not killed
     assert timeouts == [None, conftest.STOP_SECONDS]
+
+
+def test_a_group_the_tests_started_is_stopped_whole_even_what_ignores_sigterm(tmp_path: Path) -> None:
+    """stop_command(group=True), as the Molecule tests stop `molecule test`: the leader gets SIGTERM and time to
+    undo its work; a worker it left that ignores SIGTERM (an Ansible fork) is killed with the group after."""
+    import conftest
+
+    undone, worker = tmp_path / "undone", tmp_path / "worker"
+    script = (
+        f"sh -c 'trap \"\" TERM; exec sleep 600' >/dev/null 2>&1 & echo $! > {worker}; "
+        f"trap 'echo undone > {undone}; exit 3' TERM; while :; do sleep 0.1; done"
+    )
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(["sh", "-c", script], stdout=pipe, stderr=pipe, start_new_session=True)
+    try:
+        waited = time.monotonic()
+        while not (worker.exists() and worker.read_text().strip()):
+            assert time.monotonic() - waited < 300, "the worker never started"
+            time.sleep(0.05)
+        pid = int(worker.read_text())
+        conftest.stop_command(proc, group=True, grace=120)
+        outlived = _still_running_after(pid, 60)
+    finally:  # whatever the test found, nothing of the group is left behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 3 and undone.read_text() == "undone\n"  # the leader ended by its own TERM trap
+    assert not outlived, f"the worker {pid} outlived its group's SIGKILL"
+
+
+def _still_running_after(pid: int, seconds: float) -> bool:
+    """pid still runs after `seconds` (SIGKILL is delivered at once: its end is seen as soon as the kernel has
+    it; a zombie has ended, only its parent has not read its status)."""
+    waited = time.monotonic()
+    while time.monotonic() - waited < seconds:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return False
+        if "\nState:\tZ" in status:
+            return False
+        time.sleep(0.05)
+    return True

@@ -12,17 +12,16 @@ Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import stop_command
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -62,6 +61,7 @@ BUILT = ("collection",)  # a dependency step of its own: the collection built an
 
 
 HOSTS_STATE = "/var/lib/gpufabric/molecule"  # the scenarios' GPUFABRIC_HOSTS_STATE
+STOP_MOLECULE_SECONDS = 60  # Molecule's own ending on SIGTERM; its hosts are removed after it either way
 
 
 def _molecule_test(scenario: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -75,23 +75,13 @@ def _molecule_test(scenario: str, env: dict[str, str]) -> subprocess.CompletedPr
         try:
             out, _ = run.communicate()
         except BaseException:
-            _stop_group(run)
+            stop_command(run, group=True, grace=STOP_MOLECULE_SECONDS)
             subprocess.run(
                 [str(BIN / "gpufabric"), "lab", "hosts", "down", "--state-dir", HOSTS_STATE],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False,
             )  # fmt: skip
             raise
     return subprocess.CompletedProcess(command, run.returncode, out)
-
-
-def _stop_group(run: subprocess.Popen[str]) -> None:
-    """SIGTERM to the group this test started; once Molecule has ended, or after a minute, SIGKILL to whatever
-    of the group is left (an Ansible worker still running)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(run.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            run.wait(60)
 
 
 @pytest.fixture(scope="module", params=list(SCENARIOS))
