@@ -74,3 +74,28 @@ def xml_text(text: str) -> str:
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(text: str, limit: int = 500) -> str:
+    """Text from outside (a switch's answer, a process's message) as an error or a log may show it: every
+    control or formatting character escaped (a terminal escape in stderr must not drive the operator's
+    terminal, a `\\r` must not hide what came before it), one line, at most `limit` characters. Markup-looking
+    text stays as it is: whoever prints an error prints it as text (rich's `markup=False`, or a Text cell),
+    never as markup."""
+    out: list[str] = []
+    size = 0
+    for ch in text:
+        piece = ch if ch.isprintable() else _ESCAPES.get(ch) or _escape(ch)
+        out.append(piece)
+        size += len(piece)
+        if size > limit:
+            return "".join(out)[:limit] + "..."
+    return "".join(out)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

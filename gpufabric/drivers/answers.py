@@ -40,6 +40,7 @@ from napalm.base.exceptions import NapalmException
 
 from gpufabric.errors import GpufabricError
 from gpufabric.inputs import InputError, MiB, json_text
+from gpufabric.outputs import shown
 
 REST_SECONDS = 1.0  # a pause this long between two commands starts a new session budget
 
@@ -56,29 +57,6 @@ class ReadBounds:
 
 
 DEFAULT_BOUNDS = ReadBounds()
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def shown(text: str, limit: int = 500) -> str:
-    """A switch's text as an error may show it: every control or formatting character escaped (a
-    terminal escape in stderr must not drive the operator's terminal, a `\\r` must not hide what came
-    before it), one line, at most `limit` characters. Markup-looking text stays as it is: whoever
-    prints an error prints it as text (rich's `markup=False`, or a Text cell), never as markup."""
-    out: list[str] = []
-    size = 0
-    for ch in text:
-        piece = ch if ch.isprintable() else _ESCAPES.get(ch) or _escape(ch)
-        out.append(piece)
-        size += len(piece)
-        if size > limit:
-            return "".join(out)[:limit] + "..."
-    return "".join(out)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def size_text(n: int) -> str:

@@ -142,6 +142,7 @@ def down(state_dir: Path) -> Teardown | None:
         if failed is not None:
             done.problems.append(f"{what}: {type(failed).__name__}: {failed}")
     steps = (
+        ("syslog", lambda: daemons.stop_syslog(state)),  # after FRR: none of its messages is lost
         ("links and namespaces", lambda: wiring.down(state)),
         ("directories", lambda: daemons.remove_dirs(state)),
         ("candidate folders", lambda: daemons.remove_candidate_folders(state)),
@@ -160,7 +161,8 @@ def down(state_dir: Path) -> Teardown | None:
         lldp_node.RUN_DIR.rmdir()
     if done.problems:
         return done  # the state stays: `lab down` again removes what is left
-    files = ("login.json", SECRETS_FILE, AUDIT_FILE, "known_hosts", "keys/id_ed25519", "keys/id_ed25519.pub")
+    files = ("login.json", SECRETS_FILE, AUDIT_FILE, "known_hosts", daemons.SYSLOG_LOG, "keys/id_ed25519",
+             "keys/id_ed25519.pub")  # fmt: skip
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     remove_state_dir(state_dir)

@@ -12,6 +12,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,12 +24,14 @@ from gpufabric.fleet.lab.credentials import LabLogin
 from gpufabric.fleet.lab.state import LabState
 from gpufabric.fleet.lab.topology import LabTopology, Node
 from gpufabric.inputs import read_text
-from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node
+from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node, syslog
 
 WORKERS = 8
 # Every switch's sshd and FRR, started together: seconds on a quiet machine, more on a loaded one (a CI
 # runner). Only a lab that never comes up waits this long.
 READY_TIMEOUT = 90.0
+SYSLOG = "syslog"  # the lab's syslog process, in the state's PIDs (no switch's: it runs outside the namespaces)
+SYSLOG_LOG = "syslog.log"  # its own output, in the state folder
 
 
 class LabDaemonError(netlink.LabCommandError):
@@ -94,6 +97,7 @@ def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
 
 def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLogin) -> None:
     _record_dirs(topo, state, state_dir)
+    start_syslog(topo, state, state_dir)
     known = dict(state.pids)
     with ThreadPoolExecutor(WORKERS) as pool:
         futures = [pool.submit(_start_node, node, state_dir, login, known) for node in topo.nodes]
@@ -104,6 +108,48 @@ def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLog
             state.save(state_dir)
     _known_hosts(topo, state_dir)
     _wait_ready(topo)
+
+
+def start_syslog(topo: LabTopology, state: LabState, state_dir: Path, path: Path = syslog.SOCKET) -> None:
+    """The lab's syslog (gpufabric/lab/syslog.py), started before FRR, when nothing serves `path`: each switch's
+    FRR messages in its nodes/<switch>/frr.log. A syslog daemon of the machine's, or another lab's, is left
+    alone; so is a socket this lab did not make."""
+    pid = state.pids.get(SYSLOG)
+    if pid is not None and _is_syslog(pid):
+        return
+    if path.exists() or path.is_symlink():
+        if syslog.served(path) or pid is None:
+            return
+        path.unlink()  # this lab's, left by its process that was killed
+    names = sorted(node.name for node in topo.nodes)
+    command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(state_dir), *names]
+    state.pids[SYSLOG] = processes.spawn(command, state_dir / SYSLOG_LOG)
+    state.save(state_dir)
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not syslog.served(path):
+        if not processes.alive(state.pids[SYSLOG]) or time.monotonic() > deadline:
+            raise LabDaemonError(f"the lab's syslog did not start serving {path}: see {state_dir / SYSLOG_LOG}")
+        time.sleep(0.05)
+
+
+def stop_syslog(state: LabState, path: Path = syslog.SOCKET) -> None:
+    """Stop the lab's syslog (it removes its socket); a socket its process left, killed, is removed here."""
+    pid = state.pids.get(SYSLOG)
+    if pid is None:
+        return
+    if _is_syslog(pid):
+        processes.stop([pid])
+    if path.is_socket() and not syslog.served(path):
+        path.unlink(missing_ok=True)
+
+
+def _is_syslog(pid: int) -> bool:
+    """pid is the lab's syslog still (a PID recorded long ago may since be another process's)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"gpufabric.lab.syslog" in fh.read(syslog.MAX_COMMAND_LINE)
+    except OSError:
+        return False
 
 
 def _known_hosts(topo: LabTopology, state_dir: Path) -> None:

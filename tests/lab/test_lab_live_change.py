@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ from slurm_cluster import SlurmCluster, missing, slurm_cluster, wait_for
 
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
-from gpufabric.lab import frr_node
+from gpufabric.lab import frr_node, syslog
 from gpufabric.plan.model import ip
 from gpufabric.scheduler import servers_behind
 
@@ -517,11 +518,13 @@ def _print(capsys, figures: dict) -> None:
         Path(target).write_text(json.dumps(FIGURES, indent=2))
 
 
-def _timeline(capsys, figures: dict, *push_ids: str) -> None:
+def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_ids: str) -> None:
     """What a loss outside every drain window is read against (pytest cuts a long assertion message): when
     each switch's bgpd was replaced, each server's Slurm drain, every loss, the audit records of the restart
-    and of the spines' push (each of its drains, waits and undrains), and the load average."""
+    and of the spines' push (each of its drains, waits and undrains), what each switch's FRR logged around
+    each such loss (the lab's syslog), and the load average."""
     events = [json.loads(line) for line in _trail().read_text().splitlines()]
+    said = _frr_said(state, lost_at)
     with capsys.disabled():
         print("\ntimeline of the drained run (unix seconds)")
         for key in ("replaced", "windows", "losses", "push_window"):
@@ -532,7 +535,29 @@ def _timeline(capsys, figures: dict, *push_ids: str) -> None:
                     f"  audit {e.get('time')} {e.get('switch')} {e.get('status')} {e.get('seconds', '')} "
                     f"{str(e.get('reason', ''))[:160]}"
                 )
+        print(f"  FRR's logs within {SAID_MARGIN:g} s of those losses ({len(said)} lines):")
+        for line in said[:SAID_LINES]:
+            print(f"    {line}")
         print(f"  load average: {os.getloadavg()}")
+
+
+SAID_MARGIN = 20.0  # seconds either side of a loss (iperf3 reports each second's)
+SAID_LINES = 400
+
+
+def _frr_said(state: Path, around: list[float]) -> list[str]:
+    """Each switch's FRR log lines (nodes/<switch>/frr.log, the lab's syslog) stamped within SAID_MARGIN of a
+    time in `around`, in time order, each led by its switch."""
+    found: list[tuple[float, str]] = []
+    for log in sorted((state / "nodes").glob(f"*/{syslog.LOG_NAME}")):
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                stamp = datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            except ValueError:
+                continue
+            if any(abs(stamp.timestamp() - t) <= SAID_MARGIN for t in around):
+                found.append((stamp.timestamp(), f"{log.parent.name} {line}"))
+    return [line for _, line in sorted(found)]
 
 
 def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
@@ -571,7 +596,8 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
     # The traffic: a second with a loss is one where an end's server was drained for its leaf.
     assert all(m.sent > 1000 for m in measured), [(m.flow.name, m.sent) for m in measured]  # each ran throughout
     if not_allowed:
-        _timeline(capsys, figures, restarted["push_id"], str(pushed.get("push_id")))
+        lost_at = [a for m in measured for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))]
+        _timeline(capsys, figures, lab.state, lost_at, restarted["push_id"], str(pushed.get("push_id")))
     assert not_allowed == 0, [
         (m.flow.name, [(round(a), lost) for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))])
         for m in measured

@@ -11,7 +11,7 @@ import time
 import pytest
 from conftest import run
 
-from gpufabric.lab import frr_node
+from gpufabric.lab import frr_node, syslog
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
 
@@ -65,3 +65,17 @@ def test_a_rolling_restart_restarts_each_switchs_daemons_and_waits_for_its_sessi
                 if d in ("zebra", "bgpd", "bfdd")}  # fmt: skip
     assert niceness and set(niceness.values()) == {frr_node.CONTROL_PLANE_NICENESS}, niceness
     assert _healthy(lab) == []
+    _said_by_each_new_bgpd(lab, after)
+
+
+def _said_by_each_new_bgpd(state, bgpd: dict[str, int]) -> None:
+    """What each restarted switch's new bgpd logged is in that switch's log (the lab's syslog, named by the
+    sender's PID as the kernel gives it): its sessions coming up again. Skipped where the machine's own syslog
+    daemon has the messages."""
+    if "syslog" not in json.loads((state / "state.json").read_text())["pids"]:
+        pytest.skip("this machine's syslog daemon serves /dev/log: FRR's messages are in its logs")
+    for switch, pid in bgpd.items():
+        log = (state / "nodes" / switch / syslog.LOG_NAME).read_text()
+        ups = [line for line in log.splitlines() if f" bgpd[{pid}]: " in line and "%ADJCHANGE: neighbor" in line]
+        assert any(line.endswith(" Up") for line in ups), (switch, pid, log[-2000:])
+        assert all(line.isprintable() for line in log.splitlines())

@@ -85,7 +85,7 @@ def _molecule_test(scenario: str, env: dict[str, str]) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="module", params=list(SCENARIOS))
-def molecule_run(request):
+def molecule_run(request, tmp_path_factory):
     scenario = request.param
     if os.geteuid() != 0:
         pytest.skip("Molecule's hosts need root (network namespaces, systemd-nspawn)")
@@ -95,7 +95,10 @@ def molecule_run(request):
             pytest.fail(f"CI must install {missing} (scripts/test.sh does)")
         pytest.skip(f"needs {missing}: run scripts/test.sh, which installs them")
     before = _machine_sysctls()
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1",
+           # Its temporary files in the run's folder, not /tmp: Ansible's connection multiplexer keeps a socket
+           # there that a stopped run left behind.
+           "TMPDIR": str(tmp_path_factory.mktemp(f"molecule-{scenario}-tmp"))}  # fmt: skip
     started = time.perf_counter()
     done = _molecule_test(scenario, env)
     seconds = time.perf_counter() - started
