@@ -91,9 +91,11 @@ CASES = [(os, lossless, False) for os in PLATFORMS for lossless in (True, False)
 CASES += [(os, True, True) for os in ("cumulus", "sonic", "frr")]  # the platforms that peer unnumbered
 
 
+# Lossy planes in the whole suite only (NX-OS's parsers take seconds a case); the fast tier keeps every
+# platform's lossless and unnumbered cases.
 @pytest.mark.parametrize(
     ("os", "lossless", "unnumbered"),
-    CASES,
+    [pytest.param(*case, marks=() if case[1] else pytest.mark.slow) for case in CASES],
     ids=[f"{os}-{'lossless' if ll else 'lossy'}{'-unnumbered' if un else ''}" for os, ll, un in CASES],
 )
 def test_every_platform_renders_carried_planes_its_model_takes_and_verify_reads_back(

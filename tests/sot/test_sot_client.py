@@ -110,10 +110,10 @@ def test_a_page_that_never_ends_is_bounded(hostile: Any, monkeypatch: pytest.Mon
 
 
 def test_timeout_bounds_each_request_and_is_checked(hostile: Any) -> None:
-    # A server that holds every answer 3 s: --timeout 1 stops the push there (exit 2, named), the default
+    # A server that holds every answer 2.5 s: --timeout 1 stops the push there (exit 2, named), the default
     # (60 s) waits for it. The slow answer is the server's, so a busy machine only makes it slower still.
     def slow(method: str, path: str) -> Answer:
-        time.sleep(3)
+        time.sleep(2.5)
         return 200, b"<html>late</html>"
 
     url, _server = hostile(slow)
