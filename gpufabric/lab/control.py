@@ -14,7 +14,7 @@ from gpufabric.ib import lab as ib_lab
 from gpufabric.ib import sim
 from gpufabric.ib.design_file import IbIntent
 from gpufabric.ib.errors import IbError
-from gpufabric.lab import daemons, lldp_node, netlink, wiring
+from gpufabric.lab import daemons, lldp_node, netlink, syslog, wiring
 from gpufabric.lab.hosts import fleet
 from gpufabric.lab.hosts.from_plan import lab_specs
 from gpufabric.plan.infiniband import IbPlan
@@ -161,8 +161,8 @@ def down(state_dir: Path) -> Teardown | None:
         lldp_node.RUN_DIR.rmdir()
     if done.problems:
         return done  # the state stays: `lab down` again removes what is left
-    files = ("login.json", SECRETS_FILE, AUDIT_FILE, "known_hosts", daemons.SYSLOG_LOG, "keys/id_ed25519",
-             "keys/id_ed25519.pub")  # fmt: skip
+    files = ("login.json", SECRETS_FILE, AUDIT_FILE, "known_hosts", daemons.SYSLOG_LOG, syslog.GONE_LOG,
+             "keys/id_ed25519", "keys/id_ed25519.pub")  # fmt: skip
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     remove_state_dir(state_dir)

@@ -8,8 +8,11 @@ whose daemon sent it, `nodes/<switch>/frr.log` in the lab's state folder, while 
 
 Whose message it is comes from the kernel, not from the message: the sender's PID (SCM_CREDENTIALS), whose
 command line names the switch's FRR pathspace (`-N <switch>`, as FRR's init script starts each daemon). A
-message from any other process (an SSH server, a subnet manager) is dropped. What a message holds is text
-written by a process: shown with its control characters escaped, one line each, and each log bounded.
+message from any other process (an SSH server, a subnet manager) is dropped. A daemon's last words may be read
+after it ended, when its command line is gone: a PID seen before is still its switch's; a message from a
+sender never seen and gone already is kept in the state folder's `syslog-sender-gone.log`, not dropped. What
+a message holds is text written by a process: shown with its control characters escaped, one line each, and
+each log bounded.
 Where a syslog daemon serves /dev/log already, the lab leaves it alone: FRR's messages are in its logs.
 """
 
@@ -32,6 +35,7 @@ from gpufabric.owned_files import open_owned
 
 SOCKET = Path("/dev/log")
 LOG_NAME = "frr.log"
+GONE_LOG = "syslog-sender-gone.log"  # in the state folder: messages whose sender ended before they were read
 MAX_LOG_BYTES = 16 * 1024 * 1024  # per switch: a daemon logging in a loop fills no disk
 MAX_COMMAND_LINE = 65536  # bytes of a sender's command line read: a daemon's flags come first
 MAX_MESSAGE = 8192  # bytes of one message kept (syslog's own limit is smaller on most senders)
@@ -40,14 +44,21 @@ _CREDENTIALS = struct.calcsize("3i")
 _HEADER = re.compile(r"^<\d{1,3}>(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d )?")
 
 
+GONE = ""  # what switch_of answers for a sender that has ended (its command line can no longer be read)
+
+
 def switch_of(pid: int, switches: frozenset[str]) -> str | None:
     """The lab switch whose FRR daemon `pid` is: its command line's `-N <switch>` (or `--pathspace`), when that
-    names one of `switches`; None for any other process, or one gone already."""
+    names one of `switches`; None for any other process; GONE for one that has ended (a zombie's command line
+    is empty)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            args = fh.read(MAX_COMMAND_LINE).split(b"\0")
+            raw = fh.read(MAX_COMMAND_LINE)
     except OSError:
-        return None
+        return GONE
+    if not raw:
+        return GONE
+    args = raw.split(b"\0")
     for flag, value in itertools.pairwise(args):
         if flag in (b"-N", b"--pathspace"):
             name = value.decode("ascii", "replace")
@@ -64,10 +75,12 @@ def line_of(message: bytes) -> str:
 
 
 class Logs:
-    """Each switch's log, appended to, opened once, never past MAX_LOG_BYTES (then one line says so)."""
+    """Each switch's log, appended to, opened once, never past MAX_LOG_BYTES (then one line says so); the
+    switch GONE's is the state folder's GONE_LOG."""
 
-    def __init__(self, folder_of: Callable[[str], Path]) -> None:
+    def __init__(self, folder_of: Callable[[str], Path], gone: Path) -> None:
         self.folder_of = folder_of
+        self.gone = gone
         self.files: dict[str, tuple[int, int]] = {}  # switch -> (fd, bytes written)
 
     def write(self, switch: str, line: str) -> None:
@@ -84,9 +97,9 @@ class Logs:
     def _open(self, switch: str) -> int:
         """The switch's log, a plain file of ours (never a link planted in its place); -1: it cannot be, and
         the switch's messages are dropped (the socket is read on)."""
+        path = self.gone if switch == GONE else self.folder_of(switch) / LOG_NAME
         try:
-            return open_owned(self.folder_of(switch) / LOG_NAME, os.geteuid(), os.O_WRONLY | os.O_APPEND,
-                              "a switch's FRR log", OSError)  # fmt: skip
+            return open_owned(path, os.geteuid(), os.O_WRONLY | os.O_APPEND, "a syslog file of the lab's", OSError)
         except OSError:
             return -1
 
@@ -97,7 +110,7 @@ class Logs:
         self.files.clear()
 
 
-def serve(path: Path, switches: frozenset[str], folder_of: Callable[[str], Path], ready: Callable[[], None]) -> None:
+def serve(path: Path, switches: frozenset[str], logs: Logs, ready: Callable[[], None]) -> None:
     """Serve the syslog socket `path` until SIGTERM: each message from a switch's FRR to its log. The socket is
     removed when this ends. Never blocks on anything but the socket: a sender waits on no file write."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -105,7 +118,7 @@ def serve(path: Path, switches: frozenset[str], folder_of: Callable[[str], Path]
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
     sock.bind(str(path))
     os.chmod(path, 0o666)  # as a syslog daemon's: any local process may log
-    logs = Logs(folder_of)
+    seen: dict[int, str] = {}  # PID -> its switch, for the messages a daemon sent just before it ended
     stopping = False
 
     def stop(_signum: int, _frame: object) -> None:
@@ -123,14 +136,26 @@ def serve(path: Path, switches: frozenset[str], folder_of: Callable[[str], Path]
             except (TimeoutError, InterruptedError):
                 continue
             pid = _sender(ancillary)
-            switch = switch_of(pid, switches) if pid else None
+            switch = _whose(pid, switches, seen) if pid else None
             if switch is not None:
                 logs.write(switch, f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime())}Z {line_of(message)}")
     finally:
-        logs.close()
         sock.close()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+def _whose(pid: int, switches: frozenset[str], seen: dict[int, str]) -> str | None:
+    """The switch a message of `pid` goes to: as its command line says while it runs (a PID reused since by
+    another process is read afresh), as it said before once it has ended, GONE when it never was seen."""
+    switch = switch_of(pid, switches)
+    if switch == GONE:
+        return seen.get(pid, GONE)
+    if switch is None:
+        seen.pop(pid, None)
+    else:
+        seen[pid] = switch
+    return switch
 
 
 def _sender(ancillary: list[tuple[int, int, bytes]]) -> int | None:
@@ -154,7 +179,11 @@ def served(path: Path = SOCKET) -> bool:
 def main(argv: list[str]) -> int:
     """`python -m gpufabric.lab.syslog SOCKET STATE_DIR SWITCH...`: what `lab up` starts (see the module)."""
     path, state_dir, names = Path(argv[0]), Path(argv[1]), frozenset(argv[2:])
-    serve(path, names, lambda switch: state_dir / "nodes" / switch, lambda: print("ready", flush=True))
+    logs = Logs(lambda switch: state_dir / "nodes" / switch, state_dir / GONE_LOG)
+    try:
+        serve(path, names, logs, lambda: print("ready", flush=True))
+    finally:
+        logs.close()
     return 0
 
 

@@ -7,6 +7,7 @@ as FRR's daemons' do."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -20,15 +21,54 @@ from gpufabric.fleet.lab.state import LabState
 from gpufabric.lab import daemons, syslog
 
 SWITCHES = ("leaf1", "leaf2")
-SEND = "import socket, sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(sys.stdin.buffer.read(), {path!r})"
+# A sender: each line of its stdin (hex) sent as one message; it ends at EOF. It runs until the test ends it, as a
+# daemon does: a message is named by its sender's command line, read when the message is.
+SENDER = (
+    "import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "for line in sys.stdin:\n"
+    "    s.sendto(bytes.fromhex(line.strip()), {path!r})\n"
+    "    print('sent', flush=True)\n"
+)
 WAIT = 300.0  # a loaded machine's bound, never reached by a working server
 
 
-def _send(path: Path, message: bytes, *args: str) -> None:
-    """`message` sent to the socket by a process whose command line ends with `args` (`-N leaf1`: a daemon of
-    leaf1's FRR, as its command line names the pathspace)."""
-    command = [sys.executable, "-S", "-c", SEND.format(path=str(path)), *args]  # -S: no site, a quick start
-    subprocess.run(command, input=message, check=True, timeout=WAIT)
+class Sender:
+    """A process whose command line ends with `args` (`-N leaf1`: a daemon of leaf1's FRR, as its command line
+    names the pathspace), sending what it is given to the socket."""
+
+    def __init__(self, path: Path, *args: str) -> None:
+        command = [sys.executable, "-S", "-c", SENDER.format(path=str(path)), *args]  # -S: a quick start
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def send(self, *messages: bytes) -> Sender:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        for message in messages:
+            self.proc.stdin.write(message.hex() + "\n")
+            self.proc.stdin.flush()
+            assert self.proc.stdout.readline() == "sent\n"
+        return self
+
+    def end(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(WAIT)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+@pytest.fixture
+def senders():
+    started: list[Sender] = []
+
+    def start(path: Path, *args: str) -> Sender:
+        started.append(Sender(path, *args))
+        return started[-1]
+
+    yield start
+    for sender in started:
+        if sender.proc.returncode is None:
+            sender.end()
 
 
 def _until(what: str, ready) -> None:
@@ -55,23 +95,46 @@ def _log(state_dir: Path, switch: str) -> list[str]:
     return found.read_text().splitlines() if found.exists() else []
 
 
-def test_each_switchs_frr_messages_land_in_its_log_as_one_line_of_text(lab) -> None:
+def test_each_switchs_frr_messages_land_in_its_log_as_one_line_of_text(lab, senders) -> None:
     topo, state, state_dir, path = lab
     daemons.start_syslog(topo, state, state_dir, path)
-    _send(path, b"<30>Nov  6 17:26:39 bgpd[7]: %ADJCHANGE: neighbor swp1 Down BFD down received", "-N", "leaf1")
-    _send(path, b"<27>zebra[8]: \x1b[2Jcleared\nsecond line\r", "--pathspace", "leaf2")
-    _send(path, b"<30>bgpd[9]: not a lab switch", "-N", "leaf9")
-    _send(path, b"<30>bgpd[9]: a name a shell reads", "-N", "../leaf1")
-    _send(path, b"<30>OpenSM[10]: no pathspace at all")
-    _send(path, b"<30>bgpd[7]: last", "-N", "leaf1")
+    down = b"<30>Nov  6 17:26:39 bgpd[7]: %ADJCHANGE: neighbor swp1 Down BFD down received"
+    leaf1 = senders(path, "-N", "leaf1").send(down)
+    senders(path, "--pathspace", "leaf2").send(b"<27>zebra[8]: \x1b[2Jcleared\nsecond line\r")
+    senders(path, "-N", "leaf9").send(b"<30>bgpd[9]: not a lab switch")
+    senders(path, "-N", "../leaf1").send(b"<30>bgpd[9]: a name a shell reads")
+    senders(path).send(b"<30>OpenSM[10]: no pathspace at all")
+    leaf1.send(b"<30>bgpd[7]: last")
     _until("leaf1's last message", lambda: len(_log(state_dir, "leaf1")) == 2)
     one, last = _log(state_dir, "leaf1")
     assert one.endswith("Z bgpd[7]: %ADJCHANGE: neighbor swp1 Down BFD down received") and last.endswith("last")
     (line,) = _log(state_dir, "leaf2")
     assert line.isprintable() and line.endswith(r"zebra[8]: \x1b[2Jcleared\nsecond line\r"), line
     assert sorted(p.name for p in (state_dir / "nodes").rglob("*.log")) == ["frr.log", "frr.log"]
+    assert not (state_dir / syslog.GONE_LOG).exists()  # every sender still ran when its message was read
 
 
+def test_a_daemons_last_words_read_after_it_ended_are_kept(lab, senders) -> None:
+    """A message read once its sender has ended: its switch's still when the sender was seen before; kept in the
+    state folder's log of such messages when it never was."""
+    topo, state, state_dir, path = lab
+    daemons.start_syslog(topo, state, state_dir, path)
+    seen = senders(path, "-N", "leaf1").send(b"<30>bgpd[7]: first")
+    _until("leaf1's first message", lambda: len(_log(state_dir, "leaf1")) == 1)
+    os.kill(state.pids[daemons.SYSLOG], signal.SIGSTOP)  # what follows is read after its sender ended
+    try:
+        seen.send(b"<30>bgpd[7]: ending")
+        seen.end()
+        unseen = senders(path, "-N", "leaf2").send(b"<30>bgpd[8]: never seen")
+        unseen.end()
+    finally:
+        os.kill(state.pids[daemons.SYSLOG], signal.SIGCONT)
+    gone = state_dir / syslog.GONE_LOG
+    _until("the unseen sender's message", lambda: gone.exists() and gone.read_text().endswith("never seen\n"))
+    assert _log(state_dir, "leaf1")[-1].endswith("bgpd[7]: ending") and _log(state_dir, "leaf2") == []
+
+
+@pytest.mark.slow  # the process started and stopped again and again: seconds on a loaded machine
 def test_it_starts_once_leaves_another_server_alone_and_stops_with_its_socket_gone(lab) -> None:
     topo, state, state_dir, path = lab
     daemons.start_syslog(topo, state, state_dir, path)
@@ -91,6 +154,7 @@ def test_it_starts_once_leaves_another_server_alone_and_stops_with_its_socket_go
     assert daemons.SYSLOG not in other.pids
 
 
+@pytest.mark.slow  # the process started and stopped again and again: seconds on a loaded machine
 def test_a_socket_its_killed_process_left_is_replaced_and_removed(lab) -> None:
     topo, state, state_dir, path = lab
     daemons.start_syslog(topo, state, state_dir, path)
@@ -106,21 +170,21 @@ def test_a_socket_its_killed_process_left_is_replaced_and_removed(lab) -> None:
     assert not path.exists()
 
 
-def test_a_link_planted_as_a_switchs_log_is_not_written_through(lab, tmp_path: Path) -> None:
+def test_a_link_planted_as_a_switchs_log_is_not_written_through(lab, senders, tmp_path: Path) -> None:
     topo, state, state_dir, path = lab
     target = tmp_path / "target"
     target.write_text("kept\n")
     (state_dir / "nodes" / "leaf2" / syslog.LOG_NAME).symlink_to(target)
     daemons.start_syslog(topo, state, state_dir, path)
-    _send(path, b"<30>bgpd[1]: to the link", "-N", "leaf2")
-    _send(path, b"<30>bgpd[1]: after it", "-N", "leaf1")
+    senders(path, "-N", "leaf2").send(b"<30>bgpd[1]: to the link")
+    senders(path, "-N", "leaf1").send(b"<30>bgpd[1]: after it")
     _until("leaf1's message", lambda: len(_log(state_dir, "leaf1")) == 1)
     assert target.read_text() == "kept\n"
 
 
 def test_a_log_stops_at_its_bound_saying_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(syslog, "MAX_LOG_BYTES", 200)
-    logs = syslog.Logs(lambda _switch: tmp_path)
+    logs = syslog.Logs(lambda _switch: tmp_path, tmp_path / syslog.GONE_LOG)
     for n in range(50):
         logs.write("leaf1", f"message {n:02d} " + "x" * 20)
     logs.close()
