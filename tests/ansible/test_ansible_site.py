@@ -163,6 +163,7 @@ def test_gpu_operator_applies_the_exported_rdma_networks_in_order(tmp_path):
     assert done.returncode != 0 and "ip-pools.yaml is missing" in done.stdout
 
 
+@pytest.mark.slow  # a playbook run: seconds; in the whole suite
 def test_a_spectrum_x_export_applies_the_nic_configuration_right_after_the_policy(tmp_path):
     _write_network_export(tmp_path, ROOT / "inventory" / "examples" / "spectrum-x.yml")
     done = _network_play(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import ROOT, run
 
 
@@ -21,6 +22,7 @@ def _hostvars(source: str, host: str, **env: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # Ansible's own inventory run for every host: seconds; in the whole suite
 def test_every_host_goes_through_the_jump_host_named(tmp_path):
     source = _source(tmp_path, "jump_host: ops@bastion.example.net:2222,[fd00::1]\n")
     for host in ("gpu01", "cmp-spine1"):

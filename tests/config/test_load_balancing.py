@@ -240,6 +240,7 @@ def test_validate_reads_adaptive_routing_from_a_running_eos_config(folders):
 # -- RoCE-aware ECMP hashing: the five-tuple, the UDP source port a queue pair gets above all ---------------
 
 
+@pytest.mark.slow  # NVIDIA's model built for every release: seconds; in the whole suite
 def test_cumulus_roce_planes_hash_over_the_five_tuple_in_each_generation_s_spelling():
     for release in ("5.14", "5.15"):
         doc = yaml.safe_load(SUPERPOD.read_text())

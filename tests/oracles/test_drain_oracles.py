@@ -53,6 +53,7 @@ def test_cumulus_drain_is_the_release_s_own_mechanism(release):
         assert steps.undrain == "nv action disable system maintenance mode\n"
 
 
+@pytest.mark.slow  # NVIDIA's model built for three releases: seconds; in the whole suite
 def test_the_maintenance_unit_is_refused_before_5_13_and_a_wrong_value_is_caught():
     tree = set_tree("nv set maintenance unit all-protocols mode enabled")
     assert nvue.check(tree, "5.13") == []

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import INVENTORY, ROOT, run_in_process
 from tests.remediate.remediate_fakes import alert, payload
 
@@ -22,6 +24,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # a receiver process started, fed and stopped: seconds; in the whole suite
 def test_serve_dry_run_receives_records_and_stops_on_sigterm(tmp_path: Path):
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from kubernetes_api_double import Budget, Cluster, api_server
 
 from tests.conftest import run_in_process
@@ -35,6 +36,7 @@ def test_behind_lists_a_rail_leaf_s_servers_as_json():
     assert got["cmp-spine1"] == []
 
 
+@pytest.mark.slow  # the command line run end to end, several times: seconds; in the whole suite
 def test_drain_status_and_resume_through_the_command_line():
     c = cluster()
     with api_server(c) as url:

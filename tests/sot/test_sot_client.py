@@ -109,6 +109,7 @@ def test_a_page_that_never_ends_is_bounded(hostile: Any, monkeypatch: pytest.Mon
     assert len(server.seen) == 5
 
 
+@pytest.mark.slow  # waits out a server that holds its answers: seconds; in the whole suite
 def test_timeout_bounds_each_request_and_is_checked(hostile: Any) -> None:
     # A server that holds every answer 2.5 s: --timeout 1 stops the push there (exit 2, named), the default
     # (60 s) waits for it. The slow answer is the server's, so a busy machine only makes it slower still.

@@ -66,6 +66,7 @@ def _ok(samples: list[Sample]) -> dict[str, float]:
     return {s.labels["device"]: s.value for s in samples if s.metric == "gpufabric_scrape_ok"}
 
 
+@pytest.mark.slow  # waits out a deadline: seconds; in the whole suite
 def test_a_hanging_switch_is_reported_not_read_and_the_others_are_served_in_time(fabric):
     """The switch hangs for 60 s; its deadline is 2 s: the scrape is served well within the budget, the
     others' samples in it. The next scrape does not ask it again while its read hangs, and Prometheus's

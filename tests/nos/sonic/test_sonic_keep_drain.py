@@ -73,6 +73,7 @@ def _push(dev: SonicDriver, text: str) -> str:
     return diff
 
 
+@pytest.mark.slow  # four pushes through a switch double: seconds; in the whole suite
 def test_a_push_keeps_tsa_and_the_push_after_the_undrain_finds_nothing(switch: SonicSwitchDouble) -> None:
     dev = SonicDriver("192.0.2.30", "admin", "", optional_args={"transport": switch, "push_id": PUSH, "sudo": False})
     dev.open()
