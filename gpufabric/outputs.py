@@ -72,8 +72,7 @@ def xml_text(text: str) -> str:
 
 
 def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _escape(match.group())
 
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

@@ -63,10 +63,15 @@ class Transport(Protocol):
 
 
 def check(transport: Transport, command: str, stdin: str | None = None) -> str:
+    return checked(transport, command, stdin).stdout
+
+
+def checked(transport: Transport, command: str, stdin: str | None = None) -> Output:
+    """The command's whole output (stderr too: what a script reports on its way); a non-zero exit is an error."""
     out = transport.run(command, stdin)
     if out.rc != 0:
         raise CommandFailedError(command, out)
-    return out.stdout
+    return out
 
 
 @contextlib.contextmanager

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import INVENTORY, cli_env
 
+from gpufabric.pids import alive
+
 # read(2)'s number, the first field of /proc/PID/syscall while a process is blocked in it.
 READ = {"x86_64": "0", "aarch64": "63"}
 
@@ -218,15 +220,10 @@ def test_a_group_the_tests_started_is_stopped_whole_even_what_ignores_sigterm(tm
 
 
 def _still_running_after(pid: int, seconds: float) -> bool:
-    """pid still runs after `seconds` (SIGKILL is delivered at once: its end is seen as soon as the kernel has
-    it; a zombie has ended, only its parent has not read its status)."""
+    """pid still runs after `seconds` (SIGKILL is delivered at once: its end is seen as soon as the kernel has it)."""
     waited = time.monotonic()
     while time.monotonic() - waited < seconds:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except FileNotFoundError:
-            return False
-        if "\nState:\tZ" in status:
+        if not alive(pid):
             return False
         time.sleep(0.05)
     return True

@@ -19,6 +19,7 @@ import pytest
 
 from gpufabric.fleet.lab.state import LabState
 from gpufabric.lab import daemons, syslog
+from gpufabric.pids import alive
 
 SWITCHES = ("leaf1", "leaf2")
 # A sender: each line of its stdin (hex) sent as one message; it ends at EOF. It runs until the test ends it, as a
@@ -142,7 +143,7 @@ def test_it_starts_once_leaves_another_server_alone_and_stops_with_its_socket_go
     daemons.start_syslog(topo, state, state_dir, path)  # a second `lab up`
     assert state.pids[daemons.SYSLOG] == pid and syslog.served(path)
     daemons.stop_syslog(state, path)
-    assert not os.path.exists(f"/proc/{pid}") or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert not alive(pid)
     assert not path.exists()  # it removed its socket on SIGTERM
     other = LabState("another")
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as theirs:

@@ -29,7 +29,7 @@ import shlex
 
 from gpufabric.drivers.images import Restarted
 from gpufabric.drivers.linux_switch import PATHSPACE, LinuxSwitchDriver
-from gpufabric.drivers.transport import CommandFailedError, slow_commands
+from gpufabric.drivers.transport import checked, slow_commands
 from gpufabric.nos.frr.files import DeviceFiles
 
 FRRINIT = "/usr/lib/frr/frrinit.sh"
@@ -96,11 +96,8 @@ class FrrRestart(LinuxSwitchDriver):
         if mode != "daemons":
             raise ValueError(f"the FRR driver restarts FRR's daemons only (mode daemons), not {mode!r}")
         assert self.transport is not None, "call open() first"
-        script = restart_script(self.files.pathspace)
         with slow_commands(self.transport, RESTART_SECONDS):
-            done = self._try(script)
-        if done.rc != 0:
-            raise CommandFailedError(script, done)
+            done = checked(self.transport, restart_script(self.files.pathspace))
         return Restarted(repairs_in(done.stderr))
 
 
