@@ -7,6 +7,7 @@ them, so `down` can clean up after a crash at any point.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -125,6 +126,9 @@ def start_syslog(topo: LabTopology, state: LabState, state_dir: Path, path: Path
     command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(state_dir), *names]
     state.pids[SYSLOG] = processes.spawn(command, state_dir / SYSLOG_LOG)
     state.save(state_dir)
+    # FRR's daemons wait on it when its queue is full: it runs at their priority (not root: it runs, less promptly).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.setpriority(os.PRIO_PROCESS, state.pids[SYSLOG], frr_node.CONTROL_PLANE_NICENESS)
     deadline = time.monotonic() + READY_TIMEOUT
     while not syslog.served(path):
         if not processes.alive(state.pids[SYSLOG]) or time.monotonic() > deadline:

@@ -14,11 +14,17 @@ sender never seen and gone already is kept in the state folder's `syslog-sender-
 a message holds is text written by a process: shown with its control characters escaped, one line each, and
 each log bounded.
 Where a syslog daemon serves /dev/log already, the lab leaves it alone: FRR's messages are in its logs.
+
+A sender waits on this process: glibc's syslog() blocks once the socket's queue is full, and a machine's queue
+is 10 datagrams by default (`net.unix.max_dgram_qlen`). So the socket is made in a network namespace of the
+process's own, whose queue is QUEUE_LENGTH long (the namespace holds no interface: the socket is bound on the
+file system, which every namespace shares), and `lab up` runs the process at the FRR daemons' priority.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import re
@@ -39,7 +45,10 @@ GONE_LOG = "syslog-sender-gone.log"  # in the state folder: messages whose sende
 MAX_LOG_BYTES = 16 * 1024 * 1024  # per switch: a daemon logging in a loop fills no disk
 MAX_COMMAND_LINE = 65536  # bytes of a sender's command line read: a daemon's flags come first
 MAX_MESSAGE = 8192  # bytes of one message kept (syslog's own limit is smaller on most senders)
+QUEUE_LENGTH = 4096  # datagrams queued for this process before a sender waits: every switch's burst at once
 _CREDENTIALS = struct.calcsize("3i")
+_CLONE_NEWNET = 0x40000000  # <sched.h>
+_QUEUE_SYSCTL = "/proc/sys/net/unix/max_dgram_qlen"  # the calling process's network namespace's
 # What glibc's syslog() puts before a message: <priority>, then the local time as RFC 3164 writes it.
 _HEADER = re.compile(r"^<\d{1,3}>(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d )?")
 
@@ -176,9 +185,24 @@ def served(path: Path = SOCKET) -> bool:
     return True
 
 
+def own_queue(length: int = QUEUE_LENGTH) -> bool:
+    """This process in a network namespace of its own whose unix datagram queue is `length` long, for the
+    sockets it makes from now on; False where it may not (not root): the machine's queue length stays."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNET) != 0:
+        return False
+    fd = os.open(_QUEUE_SYSCTL, os.O_WRONLY)
+    try:
+        os.write(fd, str(length).encode())
+    finally:
+        os.close(fd)
+    return True
+
+
 def main(argv: list[str]) -> int:
     """`python -m gpufabric.lab.syslog SOCKET STATE_DIR SWITCH...`: what `lab up` starts (see the module)."""
     path, state_dir, names = Path(argv[0]), Path(argv[1]), frozenset(argv[2:])
+    own_queue()
     logs = Logs(lambda switch: state_dir / "nodes" / switch, state_dir / GONE_LOG)
     try:
         serve(path, names, logs, lambda: print("ready", flush=True))

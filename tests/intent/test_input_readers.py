@@ -41,6 +41,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/pids.py", "alive"): "/proc/PID/status of a daemon the lab started",
     ("gpufabric/lab/daemons.py", "_is_syslog"): "/proc/PID/cmdline of the syslog process the lab started",
     ("gpufabric/lab/syslog.py", "switch_of"): "/proc/PID/cmdline of a syslog sender, the kernel's, sliced to a bound",
+    ("gpufabric/lab/syslog.py", "own_queue"): "a sysctl of the network namespace the syslog process made for itself",
     ("gpufabric/files.py", "current_umask"): "/proc/self/status, this process's own umask",
     ("gpufabric/lab/hosts/container.py", "leader"): "/proc of the systemd-nspawn the lab started",
     ("gpufabric/lab/hosts/container.py", "_is_container_init"): "/proc/PID/comm of the container's init",

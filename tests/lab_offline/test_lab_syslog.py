@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpufabric.fleet.lab.state import LabState
-from gpufabric.lab import daemons, syslog
+from gpufabric.lab import daemons, frr_node, syslog
 from gpufabric.pids import alive
 
 SWITCHES = ("leaf1", "leaf2")
@@ -192,3 +192,29 @@ def test_a_log_stops_at_its_bound_saying_so(tmp_path: Path, monkeypatch: pytest.
     text = (tmp_path / syslog.LOG_NAME).read_text()
     assert len(text.encode()) <= 200 + 100 and text.splitlines()[0] == "message 00 " + "x" * 20
     assert text.splitlines()[-1] == "(this log reached 200 bytes: later messages are dropped)"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace and a raised priority need root, as `lab up` has")
+def test_a_burst_waits_in_its_queue_while_the_server_is_held_up(lab) -> None:
+    """FRR's daemons call glibc's syslog(), which blocks once the socket's queue is full (10 datagrams by the
+    machine's default): a burst of every switch's messages, while the server waits for a core, must not make
+    a daemon at control-plane priority wait on it."""
+    topo, state, state_dir, path = lab
+    daemons.start_syslog(topo, state, state_dir, path)
+    pid = state.pids[daemons.SYSLOG]
+    assert os.getpriority(os.PRIO_PROCESS, pid) == frr_node.CONTROL_PLANE_NICENESS
+    burst = 400  # 16 switches' sessions going down and up at once, and more
+    os.kill(pid, signal.SIGSTOP)  # the server held up, as a loaded machine may
+    refused = 0
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+            sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * 1024 * 1024)
+            sender.connect(str(path))
+            for n in range(burst):
+                try:
+                    sender.send(f"<30>bgpd[1]: message {n}".encode(), socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    refused += 1
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert refused == 0, f"{refused} of {burst} messages would have made their sender wait"
