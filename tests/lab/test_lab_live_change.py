@@ -307,8 +307,12 @@ class Watch:
     stop: threading.Event = field(default_factory=threading.Event)
 
     errors: list[str] = field(default_factory=list)
+    # (time, switch, its bgpd's threads as "name:state:where it waits"), each time a switch's changes: where a
+    # bgpd was stuck when its sessions' keepalives stopped
+    waits: list[tuple[float, str, str]] = field(default_factory=list)
 
     def run(self) -> None:
+        last: dict[str, str] = {}
         while not self.stop.is_set():
             try:
                 nodes = json.loads(self.slurm.command("sinfo", "--json").stdout)["nodes"]
@@ -317,7 +321,13 @@ class Watch:
                     else ""
                     for n in nodes
                 }  # fmt: skip
-                self.samples.append((time.time(), reasons, _bgpds()))
+                bgpds = _bgpds()
+                self.samples.append((time.time(), reasons, bgpds))
+                for switch, pid in bgpds.items():
+                    now = _threads(pid)
+                    if now != last.get(switch):
+                        self.waits.append((time.time(), switch, now))
+                        last[switch] = now
             except Exception as exc:  # a reading missed (a daemon restarting): the next one counts
                 self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
             self.stop.wait(0.5)
@@ -518,7 +528,22 @@ def _print(capsys, figures: dict) -> None:
         Path(target).write_text(json.dumps(FIGURES, indent=2))
 
 
-def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_ids: str) -> None:
+def _threads(pid: int) -> str:
+    """A process's threads, each as "name:state:kernel function it waits in" (its /proc task entries), in
+    thread order; "" for no process."""
+    out = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*"), key=lambda t: int(t.name)) if pid else []:
+        try:
+            stat = (task / "stat").read_text()
+            wchan = (task / "wchan").read_text().strip() or "-"
+        except OSError:  # the thread or the process ended meanwhile
+            continue
+        name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2]
+        out.append(f"{name}:{state}:{wchan}")
+    return " ".join(out)
+
+
+def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_ids: str, watch: Watch) -> None:
     """What a loss outside every drain window is read against (pytest cuts a long assertion message): when
     each switch's bgpd was replaced, each server's Slurm drain, every loss, the audit records of the restart
     and of the spines' push (each of its drains, waits and undrains), what each switch's FRR logged around
@@ -538,6 +563,10 @@ def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_id
         print(f"  FRR's logs within {SAID_MARGIN:g} s of those losses ({len(said)} lines):")
         for line in said[:SAID_LINES]:
             print(f"    {line}")
+        near = [(at, s, threads) for at, s, threads in watch.waits if any(abs(at - t) <= SAID_MARGIN for t in lost_at)]
+        print(f"  each bgpd's threads, as they changed within {SAID_MARGIN:g} s of those losses ({len(near)}):")
+        for at, switch, threads in near[:SAID_LINES]:
+            print(f"    {at:.1f} {switch} {threads}")
         print(f"  load average: {os.getloadavg()}")
 
 
@@ -597,7 +626,7 @@ def test_drained_every_flow_off_the_restarted_leaves_loses_nothing(lab, capsys):
     assert all(m.sent > 1000 for m in measured), [(m.flow.name, m.sent) for m in measured]  # each ran throughout
     if not_allowed:
         lost_at = [a for m in measured for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))]
-        _timeline(capsys, figures, lab.state, lost_at, restarted["push_id"], str(pushed.get("push_id")))
+        _timeline(capsys, figures, lab.state, lost_at, restarted["push_id"], str(pushed.get("push_id")), watch=watch)
     assert not_allowed == 0, [
         (m.flow.name, [(round(a), lost) for a, b, lost, _ in m.intervals if lost and not _allowed(m, windows, (a, b))])
         for m in measured
