@@ -187,13 +187,19 @@ def served(path: Path = SOCKET) -> bool:
 
 def own_queue(length: int = QUEUE_LENGTH) -> bool:
     """This process in a network namespace of its own whose unix datagram queue is `length` long, for the
-    sockets it makes from now on; False where it may not (not root): the machine's queue length stays."""
+    sockets it makes from now on; False where it may not (not root, or /proc/sys read-only): a queue of the
+    kernel's default length, 10, as the machine's usually is. Either way the socket serves."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(_CLONE_NEWNET) != 0:
         return False
-    fd = os.open(_QUEUE_SYSCTL, os.O_WRONLY)
+    try:
+        fd = os.open(_QUEUE_SYSCTL, os.O_WRONLY)
+    except OSError:
+        return False
     try:
         os.write(fd, str(length).encode())
+    except OSError:
+        return False
     finally:
         os.close(fd)
     return True
