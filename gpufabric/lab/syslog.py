@@ -194,14 +194,12 @@ def own_queue(length: int = QUEUE_LENGTH) -> bool:
         return False
     try:
         fd = os.open(_QUEUE_SYSCTL, os.O_WRONLY)
+        try:
+            os.write(fd, str(length).encode())
+        finally:
+            os.close(fd)
     except OSError:
         return False
-    try:
-        os.write(fd, str(length).encode())
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
     return True
 
 

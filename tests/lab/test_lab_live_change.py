@@ -321,12 +321,12 @@ class Watch:
                     else ""
                     for n in nodes
                 }  # fmt: skip
-                bgpds = _bgpds()
-                self.samples.append((time.time(), reasons, bgpds))
+                at, bgpds = time.time(), _bgpds()
+                self.samples.append((at, reasons, bgpds))
                 for switch, pid in bgpds.items():
                     now = _threads(pid)
                     if now != last.get(switch):
-                        self.waits.append((time.time(), switch, now))
+                        self.waits.append((at, switch, now))
                         last[switch] = now
             except Exception as exc:  # a reading missed (a daemon restarting): the next one counts
                 self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
