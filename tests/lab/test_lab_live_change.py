@@ -310,9 +310,13 @@ class Watch:
     # (time, switch, its bgpd's threads as "name:state:where it waits"), each time a switch's changes: where a
     # bgpd was stuck when its sessions' keepalives stopped
     waits: list[tuple[float, str, str]] = field(default_factory=list)
+    # (time, switch, its BGP sockets' kernel queues), each time a switch's changes: whether a silent session's
+    # bytes sat unread at the receiver, unsent or retransmitted at the sender, or were never written
+    queues: list[tuple[float, str, str]] = field(default_factory=list)
 
     def run(self) -> None:
         last: dict[str, str] = {}
+        queued: dict[str, str] = {}
         while not self.stop.is_set():
             try:
                 nodes = json.loads(self.slurm.command("sinfo", "--json").stdout)["nodes"]
@@ -328,6 +332,10 @@ class Watch:
                     if now != last.get(switch):
                         self.waits.append((at, switch, now))
                         last[switch] = now
+                    held = _bgp_queues(pid)
+                    if held != queued.get(switch, ""):
+                        self.queues.append((at, switch, held))
+                        queued[switch] = held
             except Exception as exc:  # a reading missed (a daemon restarting): the next one counts
                 self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
             self.stop.wait(0.5)
@@ -543,6 +551,34 @@ def _threads(pid: int) -> str:
     return " ".join(out)
 
 
+BGP_PORT = 179
+# /proc/net/tcp's timer kinds that mean bytes are waiting on the peer: a retransmission, a zero-window probe
+WAITING_TIMERS = {"01": "retransmit", "04": "zero-window probe"}
+
+
+def _bgp_queues(pid: int) -> str:
+    """A bgpd's established BGP sockets that hold bytes, each as "peer tx=unacknowledged rx=unread timer
+    retransmits" (its network namespace's /proc/<pid>/net/tcp); "" when none does. A session silent with
+    rx > 0 at its receiver was not read; with tx > 0 and a retransmit timer at its sender, the network lost
+    it; with neither, nothing was written."""
+    out = []
+    try:
+        rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:] if pid else []
+    except OSError:  # the process ended meanwhile
+        return ""
+    for row in rows:
+        fields = row.split()
+        local, remote, state, queues, timer, retransmits = fields[1:7]
+        if state != "01" or BGP_PORT not in (int(local.split(":")[1], 16), int(remote.split(":")[1], 16)):
+            continue  # 01: ESTABLISHED
+        tx, rx = (int(q, 16) for q in queues.split(":"))
+        kind = timer.split(":")[0]
+        if tx or rx or kind in WAITING_TIMERS or int(retransmits, 16):
+            peer = ".".join(str(b) for b in reversed(bytes.fromhex(remote.split(":")[0])))
+            out.append(f"{peer} tx={tx} rx={rx} {WAITING_TIMERS.get(kind, '-')} {int(retransmits, 16)}")
+    return "; ".join(sorted(out))
+
+
 def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_ids: str, watch: Watch) -> None:
     """What a loss outside every drain window is read against (pytest cuts a long assertion message): when
     each switch's bgpd was replaced, each server's Slurm drain, every loss, the audit records of the restart
@@ -567,6 +603,10 @@ def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_id
         print(f"  each bgpd's threads, as they changed within {SAID_MARGIN:g} s of those losses ({len(near)}):")
         for at, switch, threads in near[:SAID_LINES]:
             print(f"    {at:.1f} {switch} {threads}")
+        held = [(at, s, q) for at, s, q in watch.queues if any(abs(at - t) <= SAID_MARGIN for t in lost_at)]
+        print(f"  each switch's BGP sockets holding bytes, as they changed within {SAID_MARGIN:g} s ({len(held)}):")
+        for at, switch, queues in held[:SAID_LINES]:
+            print(f"    {at:.1f} {switch} {queues or 'none'}")
         print(f"  load average: {os.getloadavg()}")
 
 
