@@ -28,6 +28,7 @@ $GPUFABRIC_E2E_FIGURES when set).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -602,25 +603,32 @@ WAITING_TIMERS = {"01": "retransmit", "04": "zero-window probe"}
 
 def _bgp_queues(pid: int) -> str:
     """A bgpd's established BGP sockets that hold bytes, each as "peer tx=unacknowledged rx=unread timer
-    retransmits" (its network namespace's /proc/<pid>/net/tcp); "" when none does. A session silent with
-    rx > 0 at its receiver was not read; with tx > 0 and a retransmit timer at its sender, the network lost
-    it; with neither, nothing was written."""
+    retransmits" (its network namespace's /proc/<pid>/net/tcp and tcp6: the compute plane's unnumbered
+    sessions run over IPv6 link-local addresses); "" when none does. A session silent with rx > 0 at its
+    receiver was not read; with tx > 0 and a retransmit timer at its sender, the network lost it; with
+    neither, nothing was written."""
     out = []
-    try:
-        rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:] if pid else []
-    except OSError:  # the process ended meanwhile
-        return ""
-    for row in rows:
-        fields = row.split()
-        local, remote, state, queues, timer, retransmits = fields[1:7]
-        if state != "01" or BGP_PORT not in (int(local.split(":")[1], 16), int(remote.split(":")[1], 16)):
-            continue  # 01: ESTABLISHED
-        tx, rx = (int(q, 16) for q in queues.split(":"))
-        kind = timer.split(":")[0]
-        if tx or rx or kind in WAITING_TIMERS or int(retransmits, 16):
-            peer = ".".join(str(b) for b in reversed(bytes.fromhex(remote.split(":")[0])))
-            out.append(f"{peer} tx={tx} rx={rx} {WAITING_TIMERS.get(kind, '-')} {int(retransmits, 16)}")
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:] if pid else []
+        except OSError:  # the process ended meanwhile
+            return ""
+        for row in rows:
+            local, remote, state, queues, timer, retransmits = row.split()[1:7]
+            if state != "01" or BGP_PORT not in (int(local.split(":")[1], 16), int(remote.split(":")[1], 16)):
+                continue  # 01: ESTABLISHED
+            tx, rx = (int(q, 16) for q in queues.split(":"))
+            kind = timer.split(":")[0]
+            if tx or rx or kind in WAITING_TIMERS or int(retransmits, 16):
+                peer = _address(remote.split(":")[0])
+                out.append(f"{peer} tx={tx} rx={rx} {WAITING_TIMERS.get(kind, '-')} {int(retransmits, 16)}")
     return "; ".join(sorted(out))
+
+
+def _address(hexed: str) -> str:
+    """/proc/net/tcp{,6}'s address: 32-bit words in the machine's (little-endian) byte order."""
+    raw = b"".join(bytes.fromhex(hexed[i : i + 8])[::-1] for i in range(0, len(hexed), 8))
+    return str(ipaddress.ip_address(raw))
 
 
 def _timeline(capsys, figures: dict, state: Path, lost_at: list[float], *push_ids: str, watch: Watch) -> None:
