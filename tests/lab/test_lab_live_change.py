@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import INVENTORY, cli_env, run
+from conftest import INVENTORY, cli_env, default_doc, run
 from slurm_cluster import SlurmCluster, missing, slurm_cluster, wait_for
 
 from gpufabric.fleet.lab.topology import topology
@@ -161,7 +161,7 @@ KEEPALIVE, HOLD = 10, 30  # seconds: the hold three times the longest whole-mach
 
 def _intent(folder: Path) -> Path:
     """The lab's default fabric, its compute and storage planes given the keepalive and hold above."""
-    doc = yaml.safe_load((INVENTORY / "fabric.yml").read_text())
+    doc = default_doc()
     for plane in PLANES:
         doc["planes"][plane]["routing"].update({"keepalive": KEEPALIVE, "hold": HOLD})
     path = folder / "fabric.yml"
@@ -190,28 +190,22 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
                 wait_for(_converged, "every leaf routing every other leaf over both spines", timeout=300)
             except AssertionError as exc:  # which leaf lacks which path, and what its BGP says of its peers
                 raise AssertionError(f"{exc}: {_unconverged()}; {_sessions()}") from None
-            assert _holds() == {HOLD * 1000}, _holds()  # every session took the intent's hold
+            holds = _holds()
+            assert holds == {HOLD * 1000}, holds  # every session took the intent's hold
             yield Lab(state, cluster, intent)
     finally:
         _hosts_down()
         run("gpufabric", "lab", "down", "--state-dir", str(state))
 
 
-def _holds() -> set[int]:
-    """Every compute and storage session's hold time as its bgpd negotiated it, in milliseconds."""
-    found: set[int] = set()
-
-    def collect(node: object) -> None:
-        if isinstance(node, dict):
-            if "bgpTimerHoldTimeMsecs" in node:
-                found.add(int(node["bgpTimerHoldTimeMsecs"]))
-            for value in node.values():
-                collect(value)
-
+def _holds() -> set[int | None]:
+    """Every compute and storage session's hold time as its bgpd negotiated it, in milliseconds (None for a
+    session that has none): `show bgp neighbors json` answers one object per peer."""
+    found: set[int | None] = set()
     for switch in SWITCHES:
         text = subprocess.run(["vtysh", "-N", switch, "-c", "show bgp neighbors json"], capture_output=True,
                               text=True, check=False).stdout  # fmt: skip
-        collect(json.loads(text))
+        found |= {peer.get("bgpTimerHoldTimeMsecs") for peer in json.loads(text).values()}
     return found
 
 
