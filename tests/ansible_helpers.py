@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from conftest import run
 
 BIN = Path(sys.executable).parent
 
@@ -19,13 +18,8 @@ def run_play(folder: Path, hosts: dict[str, dict[str, Any]], play: list[dict[str
     succeeds."""
     (folder / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     (folder / "play.yml").write_text(yaml.safe_dump(play))
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOME": str(folder / "ansible")}
-    done = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(folder / "inventory.yml"), str(folder / "play.yml")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    done = run(
+        str(BIN / "ansible-playbook"), "-i", str(folder / "inventory.yml"), str(folder / "play.yml"),
+        cwd=folder, ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=str(folder / "ansible"),
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

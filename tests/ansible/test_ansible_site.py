@@ -8,21 +8,20 @@ the helm arguments are recorded to a file and checked, and helm is not called).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def ansible(tool: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"}
-    return subprocess.run([str(BIN / tool), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    return run(str(BIN / tool), *args, cwd=cwd, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1")
 
 
 @pytest.mark.slow

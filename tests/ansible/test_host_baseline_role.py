@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import run
 from sysfs_trees import Host, build
 
 from gpufabric.export import inventory
@@ -222,10 +223,9 @@ def _play(tmp_path: Path, **extra: Any) -> subprocess.CompletedProcess[str]:
     (tmp_path / "play.yml").write_text(
         yaml.safe_dump([{"name": "baseline", "hosts": "all", "gather_facts": False, "roles": ["host_baseline"]}])
     )
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"}
-    return subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml"],
-        cwd=tmp_path, capture_output=True, text=True, env=env, check=False,
+    return run(
+        str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml",
+        cwd=tmp_path, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1",
     )  # fmt: skip
 
 
@@ -267,10 +267,9 @@ def test_validate_yml_gathers_the_baselines_checks_as_it_gathers_the_other_roles
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "host_baseline_root": str(tmp_path / "tree"), "gpufabric_lab_container": container, **_gpu01()}  # fmt: skip
     (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpu01": host}}}))
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FILTER_PLUGINS": str(ROOT / "roles" / "host_network" / "filter_plugins")}  # fmt: skip
-    done = subprocess.run([str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml"], cwd=tmp_path,
-                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    done = run(str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml", cwd=tmp_path,
+               ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_FILTER_PLUGINS=str(ROOT / "roles" / "host_network" / "filter_plugins"))  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
     said = " ".join(done.stdout.split())
     if container:

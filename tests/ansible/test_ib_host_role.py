@@ -8,7 +8,6 @@ device/net/<ipoib interface>). Real: Ansible, the role's tasks, templates and fi
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import run
 from networkd_helpers import networkd_log
 
 from gpufabric.export import inventory
@@ -68,10 +68,9 @@ def _play(tmp_path: Path, facts: dict[str, Any], **extra: Any) -> subprocess.Com
     (tmp_path / "play.yml").write_text(
         yaml.safe_dump([{"name": "ib", "hosts": "all", "gather_facts": False, "roles": ["ib_host"]}])
     )
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"}
-    return subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml"],
-        cwd=tmp_path, capture_output=True, text=True, env=env, check=False,
+    return run(
+        str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml",
+        cwd=tmp_path, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1",
     )  # fmt: skip
 
 
