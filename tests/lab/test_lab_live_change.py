@@ -183,13 +183,21 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
         for plane in PLANES:
             pushed = run("nornir", "push", str(intent), "--plane", plane, "--state-dir", str(state), "--json")
             assert pushed.returncode == 0, pushed.stderr
+        # The push gave the switches their BGP: their servers' ports go down and up below, once every
+        # session is up and each switch sends to all of its peers as one (see _one_subgroup).
+        wait_for(_one_subgroup, "every switch's BGP sessions up, sent to as one update-subgroup", timeout=300)
         _hosts_up()
         names = [s.name for s in SERVERS]
         with slurm_cluster(names, netns={n: f"{NS}{n}" for n in names}) as cluster:
             try:
                 wait_for(_converged, "every leaf routing every other leaf over both spines", timeout=300)
-            except AssertionError as exc:  # which leaf lacks which path, and what its BGP says of its peers
-                raise AssertionError(f"{exc}: {_unconverged()}; {_sessions()}") from None
+            except AssertionError as exc:  # which leaf lacks which path, where its route stopped, and what
+                lacking = _unconverged()  # BGP said of its sessions meanwhile (FRR's logs go with `lab down`)
+                kept = _keep_logs(state, folder / "frr-logs")
+                raise AssertionError(
+                    f"{exc}: {lacking}; {_sessions()}; where each route stopped: {_where_stopped(lacking)}; "
+                    f"sessions that changed: {_adjacency_changes(kept)}; every switch's log: {kept}"
+                ) from None
             holds = _holds()
             assert holds == {HOLD * 1000}, holds  # every session took the intent's hold
             yield Lab(state, cluster, intent)
@@ -237,6 +245,92 @@ def _sessions() -> dict[str, dict[str, str]]:
             continue
         out[leaf] = {p: f"{v.get('state')} pfxRcd={v.get('pfxRcd')}" for p, v in peers.items()}
     return out
+
+
+def _vtysh_json(switch: str, command: str) -> dict:
+    text = subprocess.run(["vtysh", "-N", switch, "-c", command], capture_output=True, text=True,
+                          check=False).stdout  # fmt: skip
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _where_stopped(missing: list[tuple[str, str, int, int]]) -> dict[str, dict[str, list[str]]]:
+    """For each host subnet some leaf lacks paths to: the peers each switch of its plane holds a path from
+    (an empty list: none), and, per peer of the leaf that owns the subnet, whether that leaf's bgpd says it
+    advertised the subnet there. Together they show the hop where the route stopped."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for prefix in sorted({p for _, p, _, _ in missing}):
+        owner = next(n.leaf for s in SERVERS for n in s.nics if f"{ip(n.address & ~1)}/{n.prefixlen}" == prefix)
+        plane = PLAN.device(owner).plane
+        held = {}
+        for switch in (d for d in SWITCHES if PLAN.device(d).plane == plane):
+            paths = _vtysh_json(switch, f"show bgp ipv4 unicast {prefix} json").get("paths", [])
+            held[switch] = [str(p.get("peer", {}).get("peerId", "?")) for p in paths if isinstance(p, dict)]
+        peers = _vtysh_json(owner, "show bgp summary json").get("ipv4Unicast", {}).get("peers", {})
+        for peer in peers:
+            said = _vtysh_json(owner, f"show bgp ipv4 unicast neighbors {peer} advertised-routes json")
+            held[f"{owner} advertised to {peer}"] = [str(prefix in said.get("advertisedRoutes", {}))]
+        out[prefix] = held
+    return out
+
+
+def _keep_logs(state: Path, folder: Path) -> Path:
+    """Each switch's FRR log copied into the test's folder (`lab down` removes the lab's state folder, and
+    scripts/test.sh keeps the test folder of a failed run)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for log in sorted((state / "nodes").glob(f"*/{syslog.LOG_NAME}")):
+        (folder / f"{log.parent.name}.log").write_bytes(log.read_bytes())
+    return folder
+
+
+ADJACENCY_LINES = 40
+
+
+def _adjacency_changes(logs: Path) -> list[str]:
+    """The last of every switch's BGP session changes (FRR's %ADJCHANGE lines), each led by its switch."""
+    found = []
+    for log in sorted(logs.glob("*.log")):
+        found += [f"{log.stem} {ln}" for ln in log.read_text(errors="replace").splitlines() if "%ADJCHANGE" in ln]
+    return sorted(found, key=lambda ln: ln.split(" ", 2)[1])[-ADJACENCY_LINES:]
+
+
+def _subgroups(switch: str) -> list[set[str]]:
+    """The peers of each of the switch's IPv4 update-subgroups, as its bgpd lists them (`show bgp ipv4 unicast
+    update-groups`: no JSON form in FRR 8.4)."""
+    text = subprocess.run(["vtysh", "-N", switch, "-c", "show bgp ipv4 unicast update-groups"], capture_output=True,
+                          text=True, check=False).stdout  # fmt: skip
+    groups: list[set[str]] = []
+    listing = False
+    for line in text.splitlines():
+        word = line.strip()
+        if word.startswith("Update-subgroup"):
+            groups.append(set())
+            listing = False
+        elif word == "Peers:" and groups:
+            listing = True
+        elif listing and word.startswith("- "):
+            groups[-1].add(word[2:].strip())
+        else:
+            listing = False
+    return groups
+
+
+def _one_subgroup() -> bool:
+    """Every switch's BGP sessions are up and its bgpd sends to them all as one update-subgroup. A session
+    that comes up later than the others gets a subgroup of its own, merged once it has caught up. A route
+    that a leaf withdrew and announced again meanwhile (a server's port going down and up, as `_hosts_up`
+    moves it) has been seen to stay withdrawn towards the later peers for good in FRR 8.4: the leaf's
+    adj-RIB-out towards them lacked it, with every session up and nothing left to send."""
+    for switch in SWITCHES:
+        peers = _vtysh_json(switch, "show bgp summary json").get("ipv4Unicast", {}).get("peers", {})
+        if not peers or any(p.get("state") != "Established" for p in peers.values()):
+            return False
+        if [set(peers)] != _subgroups(switch):
+            return False
+    return True
 
 
 UPLINKS = {leaf: sum(1 for k in PLAN.links() if k.kind == "fabric" and leaf in (k.a, k.b)) for leaf in LEAVES}
