@@ -322,8 +322,8 @@ def _one_subgroup() -> bool:
     """Every switch's BGP sessions are up and its bgpd sends to them all as one update-subgroup. A session
     that comes up later than the others gets a subgroup of its own, merged once it has caught up. A route
     that a leaf withdrew and announced again meanwhile (a server's port going down and up, as `_hosts_up`
-    moves it) has been seen to stay withdrawn towards the later peers for good in FRR 8.4: the leaf's
-    adj-RIB-out towards them lacked it, with every session up and nothing left to send."""
+    moves it) has been seen to stay withdrawn towards the later peers in FRR 8.4, for the five minutes it was
+    watched: the leaf's adj-RIB-out towards them lacked it, with every session up and nothing left to send."""
     for switch in SWITCHES:
         peers = _vtysh_json(switch, "show bgp summary json").get("ipv4Unicast", {}).get("peers", {})
         if not peers or any(p.get("state") != "Established" for p in peers.values()):
