@@ -218,14 +218,8 @@ def _holds() -> set[int | None]:
 
 
 def _routes(leaf: str) -> dict[str, int]:
-    text = subprocess.run(["vtysh", "-N", leaf, "-c", "show ip route bgp json"], capture_output=True, text=True,
-                          check=False).stdout  # fmt: skip
-    try:
-        found = json.loads(text)
-    except ValueError:
-        return {}
     out = {}
-    for prefix, entries in found.items():
+    for prefix, entries in _vtysh_json(leaf, "show ip route bgp json").items():
         for entry in entries:
             if entry.get("selected"):
                 out[prefix] = sum(1 for h in entry.get("nexthops", []) if h.get("fib"))
