@@ -47,7 +47,8 @@ def test_serve_dry_run_receives_records_and_stops_on_sigterm(tmp_path: Path):
         answer = conn.getresponse()
         assert answer.status == 200 and json.loads(answer.read())["actions"][0].startswith("drain (dry run) gpu01")
         conn.close()
-        record = json.loads((tmp_path / "a.jsonl").read_text().splitlines()[0])
+        start, record = (json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines())
+        assert start["action"] == "start"  # the trail proved writable before the receiver listened
         assert (record["action"], record["nodes"], record["dry_run"]) == ("drain", ["gpu01"], True)
     finally:
         serve.send_signal(signal.SIGTERM)
