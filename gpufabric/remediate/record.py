@@ -13,6 +13,9 @@ not one.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -22,7 +25,7 @@ from typing import Any
 
 from gpufabric.errors import LocatedError, Problem
 from gpufabric.errors import Path as FieldPath
-from gpufabric.inputs import MiB, json_text, read_text, yaml_text
+from gpufabric.inputs import MiB, json_text, read_text
 from gpufabric.remediate.payload import (
     ALERT_NAME,
     FINGERPRINT,
@@ -241,12 +244,47 @@ def _out(check: _Checker, data: dict[str, Any], held: dict[str, Held]) -> dict[s
     return out
 
 
-def _lines(text: str, file: str) -> dict[FieldPath, int]:
-    """Each field's line, for the error only: JSON read as YAML (a superset), best effort."""
-    try:
-        return yaml_text(text, file)[1]
-    except Exception:  # a record YAML cannot read still gets its problems, without lines
-        return {}
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _lines(text: str) -> dict[FieldPath, int]:
+    """Each field's line (a key's, a list item's), for the error only. Walks text that json_text has
+    already read (so its nesting is bounded); a surprise ends the walk with the lines found so far."""
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    lines: dict[FieldPath, int] = {}
+
+    def line(at: int) -> int:
+        return bisect.bisect_left(breaks, at) + 1
+
+    def skip(at: int) -> int:
+        found = _SPACE.match(text, at)
+        return found.end() if found else at
+
+    def value(at: int, where: FieldPath) -> int:
+        at = skip(at)
+        lines.setdefault(where, line(at))
+        opening = text[at]
+        if opening in "{[":
+            closing, index = ("}" if opening == "{" else "]"), 0
+            at = skip(at + 1)
+            while text[at] != closing:
+                if opening == "{":
+                    key, after = _DECODER.raw_decode(text, at)
+                    lines[(*where, key)] = line(at)
+                    at = value(skip(after) + 1, (*where, key))  # past the colon
+                else:
+                    at = value(at, (*where, index))
+                    index += 1
+                at = skip(at)
+                if text[at] == ",":
+                    at = skip(at + 1)
+            return at + 1
+        return int(_DECODER.raw_decode(text, at)[1])  # a string, a number, true, false or null
+
+    with contextlib.suppress(ValueError, IndexError):
+        value(0, ())
+    return lines
 
 
 def read_record(path: Path, now: float) -> tuple[dict[str, Held], dict[str, Out]]:
@@ -265,5 +303,5 @@ def read_record(path: Path, now: float) -> tuple[dict[str, Held], dict[str, Out]
         held = _held(check, top)
         out = _out(check, top, held)
     if check.problems:
-        raise RecordError(str(path), check.problems, _lines(text, str(path)))
+        raise RecordError(str(path), check.problems, _lines(text))
     return held, out
