@@ -16,13 +16,12 @@ loop goes on.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
 
 from gpufabric.errors import GpufabricError
-from gpufabric.owned_files import owned_dir
+from gpufabric.owned_files import open_owned, owned_dir
 
 
 class TrailError(GpufabricError):
@@ -71,25 +70,13 @@ class Trail:
         # Named before opening: a FIFO or a device is never opened.
         if seen is not None and not stat.S_ISREG(seen.st_mode):
             raise self._fail(f"is {_kind(seen.st_mode)}, not a plain file: remove it, or name a file")
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        try:
-            fd = os.open(self.path, flags, 0o600)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise self._fail("is a symbolic link: refusing to follow it; remove it") from None
-            raise self._fail(f"cannot be opened: {exc.strerror}") from None
-        info = os.fstat(fd)  # what was opened, whatever the name pointed at a moment before
-        problem = ""
-        if not stat.S_ISREG(info.st_mode):
-            problem = f"is {_kind(info.st_mode)}, not a plain file: remove it, or name a file"
-        elif info.st_uid != self.uid or info.st_nlink != 1:
-            problem = f"is not a plain file of uid {self.uid} with one name (a planted file or a hard link): remove it"
-        elif info.st_mode & 0o022:
-            problem = f"may be written by others (mode {stat.S_IMODE(info.st_mode):04o}): chmod 600 {self.path}"
-        if problem:
+        # open_owned: without following a link, without blocking on a FIFO swapped in since the look above,
+        # and refused unless a plain file of `uid` with one name.
+        fd = open_owned(self.path, self.uid, os.O_WRONLY | os.O_APPEND, "the remediation trail", self._folder_fail)
+        info = os.fstat(fd)
+        if info.st_mode & 0o022:
             os.close(fd)
-            raise self._fail(problem)
-        os.set_blocking(fd, True)
+            raise self._fail(f"may be written by others (mode {stat.S_IMODE(info.st_mode):04o}): chmod 600 {self.path}")
         if seen is None:  # a new file: its name must survive a crash as well as its lines
             _sync_folder(self.path.parent)
         return fd
