@@ -76,3 +76,17 @@ def test_telemetry_alertmanager_writes_the_routes(tmp_path: Path):
     assert "url: http://127.0.0.1:9095/webhook" in text and "send_resolved: true" in text
     assert run_in_process("gpufabric", "telemetry", "alertmanager", fabric, "--webhook", "ftp://x").returncode == 2
     assert run_in_process("gpufabric", "telemetry", "alertmanager", fabric, "--group-wait", "soon").returncode == 2
+
+
+def test_telemetry_alertmanager_writes_the_webhook_s_http_config(tmp_path: Path):
+    fabric, target = str(INVENTORY / "fabric.yml"), tmp_path / "alertmanager.yml"
+    done = run_in_process(
+        "gpufabric", "telemetry", "alertmanager", fabric, "--webhook", "https://127.0.0.1:9095/webhook",
+        "--webhook-token-file", "/etc/alertmanager/remediate.token", "--webhook-ca-file", "/etc/alertmanager/ca.pem",
+        "-o", str(target),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = target.read_text()
+    assert "credentials_file: /etc/alertmanager/remediate.token" in text and "ca_file: /etc/alertmanager/ca.pem" in text
+    relative = run_in_process("gpufabric", "telemetry", "alertmanager", fabric, "--webhook-token-file", "token")
+    assert relative.returncode == 2 and "not an absolute path" in relative.stderr
