@@ -29,6 +29,7 @@ from typing import Any
 from gpufabric.errors import GpufabricError
 from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.outputs import json_dumps
+from gpufabric.owned_files import owned_dir
 from gpufabric.plan.model import Plan
 from gpufabric.remediate.payload import Alert
 from gpufabric.remediate.record import OWNER, VERSION, Held, Out, read_record
@@ -79,6 +80,10 @@ class Action:
         return f"{what}{where}{nodes}: {self.alert.get('name', '?')} {self.part}: {self.detail}".rstrip(": ")
 
 
+def _record_folder_error(why: str) -> TrailError:
+    return TrailError(f"{why}; or choose another file with --state")
+
+
 def _now_text(clock: float) -> str:
     return datetime.fromtimestamp(clock, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -118,6 +123,8 @@ class Remediator:
         self._units: dict[str, list[tuple[str, int]]] = {s.name: sorted(s.units.items()) for s in plan.servers}
         self.trail = Trail(audit_path)
         self.trail.check()  # TrailError: a loop that could not record what it does is never made
+        # The record's folder as the trail's: no one else may plant a record (or a link) for the loop to read.
+        owned_dir(state_path.parent, os.geteuid(), "the folder of the remediation record", _record_folder_error)
         self._load()
 
     # -- the record file and the trail -----------------------------------------------------------

@@ -150,12 +150,21 @@ def test_dev_full_as_the_trail_is_refused_at_start(plan, tmp_path):
     _refused(_serve_command(tmp_path, "--audit-log", "/dev/full"), "/dev/full is a character device")
 
 
-def test_a_trail_in_a_folder_others_may_write_is_refused(plan, tmp_path):
+def test_a_trail_or_record_in_a_folder_others_may_write_is_refused(plan, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    with pytest.raises(TrailError, match="writable by others"):
+    with pytest.raises(TrailError, match=r"folder of the remediation trail .* is writable by others"):
         _loop(plan, tmp_path, audit=shared / "a.jsonl")
+    with pytest.raises(TrailError, match=r"folder of the remediation record .* is writable by others"):
+        _loop(plan, tmp_path, state=shared / "s.json")
+
+
+def test_a_trail_others_may_write_is_refused(plan, tmp_path):
+    (tmp_path / "a.jsonl").write_text("")
+    (tmp_path / "a.jsonl").chmod(0o666)
+    with pytest.raises(TrailError, match="may be written by others"):
+        _loop(plan, tmp_path)
 
 
 # -- a trail or record that fails half-way ------------------------------------------------------------
