@@ -88,8 +88,9 @@ def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
 def check_listen(host: str, token: bytes | None) -> None:
     """Refuse an address other than loopback when no token guards it."""
     if token is None and not ipaddress.ip_address(host).is_loopback:
+        shown = f"[{host}]" if ":" in host else host
         raise AuthError(
-            f"--listen {f'[{host}]' if ':' in host else host}: not a loopback address, and no --token-file: anyone who reaches it could drain "
+            f"--listen {shown}: not a loopback address, and no --token-file: anyone who reaches it could drain "
             "nodes. Give --token-file (Alertmanager sends it with `gpufabric telemetry alertmanager "
             "--webhook-token-file`), best with --tls-cert and --tls-key, or listen on 127.0.0.1"
         )
