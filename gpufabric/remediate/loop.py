@@ -12,7 +12,11 @@ resolved for the hold-down, within the blast-radius guards.
   more: the alert is recorded as capped, for a person.
 - `dry_run`: everything is decided and written to the trail, nothing is asked of a scheduler.
 - The state (which alert holds which node, under which mark) is a record file written whole after
-  every change, read back at start: a restarted receiver still resumes what it drained.
+  every change, read back at start and checked field by field (record.py): a restarted receiver still
+  resumes what it drained.
+- Record before acting: a drain's or resume's intent goes to the trail, fsynced (trail.py), and a
+  drain's nodes to the record, before any scheduler is asked; the outcome follows. A trail or record
+  that cannot be written is a TrailError, raised before anything is asked of a scheduler.
 """
 
 from __future__ import annotations
