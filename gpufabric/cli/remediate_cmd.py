@@ -14,6 +14,7 @@ import click
 from gpufabric.cli.options import file_arg, load_plan
 from gpufabric.cli.output import err, shown
 from gpufabric.cli.scheduler_options import reach_with_wait
+from gpufabric.remediate.auth import AuthError, check_listen, read_token, tls_context
 from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
 from gpufabric.remediate.server import PATH, Receiver
 from gpufabric.scheduler import schedulers
@@ -86,16 +87,31 @@ def remediate_cmd() -> None:
 @click.option("--k8s-api", metavar="URL", help="The API server, https://host:port.")
 @click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token.")
 @click.option("--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A file holding the bearer token Alertmanager sends (its http_config authorization "
+                   "credentials_file): a request without it gets 401. Needed to listen on anything but "
+                   "loopback.")  # fmt: skip
+@click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path),
+              help="PEM certificate (chain) to serve the webhook over TLS, with --tls-key.")  # fmt: skip
+@click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="The certificate's PEM key.")
 @click.option("--alertmanager", metavar="URL", callback=_url,
               help="Alertmanager's base URL (http://127.0.0.1:9093): a node a cap kept in is posted there as a "
                    "GpufabricRemediationCapped alert for a person.")  # fmt: skip
 def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_share: float, max_unit_share: float,
               hold_down: float, state_path: Path | None, audit_path: Path | None, alertmanager: str | None,
-              **opts: Any) -> int:  # fmt: skip
+              token_file: Path | None, tls_cert: Path | None, tls_key: Path | None, **opts: Any) -> int:  # fmt: skip
     """Receive Alertmanager's notifications until interrupted (SIGINT or SIGTERM) and act on them.
 
-    Exit codes: 0 stopped; 2 bad settings, or the record cannot be read.
+    Exit codes: 0 stopped; 2 bad settings, a token or certificate that cannot be used, a record that is
+    not one, or a trail or record that cannot be written.
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    token = read_token(token_file) if token_file is not None else None  # AuthError, InputError: exit 2
+    check_listen(listen[0], token)
+    tls = tls_context(tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
+    if token is not None and tls is None and not ipaddress.ip_address(listen[0]).is_loopback:
+        err.print(shown(f"warning: the token crosses the network to {listen[0]} in clear: add --tls-cert, --tls-key"))
     plan = load_plan(file, reaches=True)
     reach = reach_with_wait(opts)
     found = schedulers(plan, reach)
@@ -113,12 +129,16 @@ def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_s
         )
     except RemediateError as exc:
         raise click.UsageError(str(exc)) from None
+    loop.start()  # TrailError: a trail or record it cannot write, and the receiver does not start (exit 2)
 
     def report(action: Action) -> None:
         style = "bold" if action.action in ("capped", "failed") else ""
         err.print(shown(action.line(), style))
 
-    server = Receiver(listen, loop, report, alertmanager=alertmanager)
+    try:
+        server = Receiver(listen, loop, report, alertmanager=alertmanager, token=token, tls=tls)
+    except OSError as exc:
+        raise AuthError(f"--listen {listen[0]}:{listen[1]}: cannot listen there: {exc.strerror}") from None
     server.start_ticking(min(30.0, max(1.0, hold_down / 10)))
     thread = threading.Thread(target=server.serve_forever, name="remediate-serve", daemon=True)
     thread.start()
@@ -126,7 +146,10 @@ def serve_cmd(*, file: str | None, listen: tuple[str, int], dry_run: bool, max_s
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     kinds = ", ".join(s.kind for s in found) or "none"
-    err.print(shown(f"receiving on http://{listen[0]}:{server.server_port}{PATH} (schedulers: {kinds}"
+    scheme = "https" if tls else "http"
+    host = f"[{listen[0]}]" if ":" in listen[0] else listen[0]
+    guard = "bearer token" if token else "no token: loopback only"
+    err.print(shown(f"receiving on {scheme}://{host}:{server.server_port}{PATH} (schedulers: {kinds}; {guard}"
                     f"{'; dry run' if dry_run else ''})"))  # fmt: skip
     stop.wait()
     server.shutdown()

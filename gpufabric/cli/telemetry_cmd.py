@@ -157,8 +157,15 @@ def rules_cmd(output: Path | None, hold: str) -> int:
               help="Where `gpufabric remediate serve` listens.")  # fmt: skip
 @click.option("--group-wait", default="10s", show_default=True, metavar="DURATION",
               help="How long Alertmanager gathers a new alert before it notifies (Prometheus duration).")  # fmt: skip
+@click.option("--webhook-token-file", metavar="PATH",
+              help="Absolute path, on Alertmanager's machine, of the file holding the receiver's bearer token "
+                   "(remediate serve --token-file), sent with every notification; not read here.")  # fmt: skip
+@click.option("--webhook-ca-file", metavar="PATH",
+              help="Absolute path, on Alertmanager's machine, of the CA bundle that checks an https webhook's "
+                   "certificate (remediate serve --tls-cert).")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
-def alertmanager_cmd(file: str | None, webhook: str, group_wait: str, output: Path | None) -> int:
+def alertmanager_cmd(file: str | None, webhook: str, group_wait: str, *, webhook_token_file: str | None,
+                     webhook_ca_file: str | None, output: Path | None) -> int:  # fmt: skip
     """Alertmanager's configuration: the alerts of a failing part (link, optic, NIC, GPU, an unreachable
     switch) routed to `gpufabric remediate serve`'s webhook, resolved ones too (amtool check-config reads it)."""
     from gpufabric.remediate.alertmanager import AlertmanagerConfigError, alertmanager_yaml
@@ -170,9 +177,10 @@ def alertmanager_cmd(file: str | None, webhook: str, group_wait: str, output: Pa
         raise click.BadParameter(str(exc), param_hint="--group-wait") from None
     plan = load_plan(file)
     try:
-        text = alertmanager_yaml(webhook, fabric=plan.intent.fabric.name, group_wait=group_wait)
+        text = alertmanager_yaml(webhook, fabric=plan.intent.fabric.name, group_wait=group_wait,
+                                 token_file=webhook_token_file, ca_file=webhook_ca_file)  # fmt: skip
     except AlertmanagerConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--webhook") from None
+        raise click.UsageError(str(exc)) from None
     emit(text, output)
     return 0
 

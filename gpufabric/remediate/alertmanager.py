@@ -8,6 +8,12 @@ remediation receiver.
   waiting for another's; `group_wait` is short because acting late keeps jobs on a failing node.
 - The fabric's name (the plan's source) is written in a comment; the rules carry no fabric label yet,
   so the routes match by alert name. Alertmanager's documentation, "Configuration".
+- With a token file, the webhook's `http_config` sends it as a bearer token (`authorization: {type:
+  Bearer, credentials_file: ...}`: Alertmanager reads the file, so the token is never in this
+  configuration); with a CA file, an https webhook's certificate is checked against it (`tls_config:
+  {ca_file: ...}`). Both are absolute paths on Alertmanager's machine (a relative one would be read from
+  the configuration's folder), never read here. Alertmanager's documentation, "Configuration",
+  `<http_config>` and `<tls_config>`.
 """
 
 from __future__ import annotations
@@ -28,13 +34,44 @@ class AlertmanagerConfigError(GpufabricError):
     """A setting that cannot go into alertmanager.yml (the message says which)."""
 
 
+def _file(path: str, option: str) -> str:
+    if not path.startswith("/") or not path.isprintable() or len(path) > 4096:
+        raise AlertmanagerConfigError(f"{option}: {path!r} is not an absolute path on Alertmanager's machine")
+    return path
+
+
+def http_config(webhook: str, token_file: str | None, ca_file: str | None) -> dict[str, object]:
+    """The webhook's `http_config`: the bearer token's file, the CA's file; {} for neither."""
+    config: dict[str, object] = {}
+    if token_file is not None:
+        config["authorization"] = {"type": "Bearer", "credentials_file": _file(token_file, "--webhook-token-file")}
+    if ca_file is not None:
+        if not webhook.startswith("https://"):
+            raise AlertmanagerConfigError(
+                f"--webhook-ca-file checks a TLS receiver: the webhook must be https://, not {webhook!r}"
+            )
+        config["tls_config"] = {"ca_file": _file(ca_file, "--webhook-ca-file")}
+    return config
+
+
 def alertmanager_yaml(
-    webhook: str, *, fabric: str = "", group_wait: str = "10s", group_interval: str = "30s", repeat: str = "5m"
+    webhook: str,
+    *,
+    fabric: str = "",
+    group_wait: str = "10s",
+    group_interval: str = "30s",
+    repeat: str = "5m",
+    token_file: str | None = None,
+    ca_file: str | None = None,
 ) -> str:
     if not URL.fullmatch(webhook):
         raise AlertmanagerConfigError(
             f"{webhook!r} is not an http(s) URL of the receiver (http://127.0.0.1:9095{PATH})"
         )
+    hook: dict[str, object] = {"url": webhook, "send_resolved": True, "max_alerts": 0}
+    guard = http_config(webhook, token_file, ca_file)
+    if guard:
+        hook["http_config"] = guard
     config = {
         "route": {
             "receiver": "nobody",
@@ -54,7 +91,7 @@ def alertmanager_yaml(
             {"name": "nobody"},
             {
                 "name": RECEIVER,
-                "webhook_configs": [{"url": webhook, "send_resolved": True, "max_alerts": 0}],
+                "webhook_configs": [hook],
             },
         ],
     }

@@ -12,32 +12,35 @@ resolved for the hold-down, within the blast-radius guards.
   more: the alert is recorded as capped, for a person.
 - `dry_run`: everything is decided and written to the trail, nothing is asked of a scheduler.
 - The state (which alert holds which node, under which mark) is a record file written whole after
-  every change, read back at start: a restarted receiver still resumes what it drained.
+  every change, read back at start and checked field by field (record.py): a restarted receiver still
+  resumes what it drained.
+- Record before acting: a drain's or resume's intent goes to the trail, fsynced (trail.py), and a
+  drain's nodes to the record, before any scheduler is asked; the outcome follows. A trail or record
+  that cannot be written is a TrailError, raised before anything is asked of a scheduler.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gpufabric.errors import GpufabricError
-from gpufabric.files import PRIVATE, AppendError, append_line, write_atomic
-from gpufabric.inputs import MiB, read_text
+from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.outputs import json_dumps
+from gpufabric.owned_files import owned_dir
 from gpufabric.plan.model import Plan
 from gpufabric.remediate.payload import Alert
+from gpufabric.remediate.record import OWNER, VERSION, Held, Out, read_record
 from gpufabric.remediate.targets import Target, target_of
+from gpufabric.remediate.trail import Trail, TrailError
 from gpufabric.scheduler import Mark, Scheduler, SchedulerError, drain_nodes
 from gpufabric.scheduler.model import SUBJECT
-
-OWNER = "remediate"
-STATE_VERSION = 1
 
 
 class RemediateError(GpufabricError):
@@ -64,7 +67,9 @@ class Guards:
 class Action:
     """One thing the loop did (or, dry, would do), as the trail records it."""
 
-    action: str  # drain | resume | capped | kept | held | ignored | failed
+    # drain | resume | capped | kept | held | ignored | failed; `intent` before a drain or a resume (the
+    # trail only), `start` when the receiver starts
+    action: str
     alert: dict[str, Any]
     part: str = ""
     nodes: tuple[str, ...] = ()
@@ -79,24 +84,8 @@ class Action:
         return f"{what}{where}{nodes}: {self.alert.get('name', '?')} {self.part}: {self.detail}".rstrip(": ")
 
 
-@dataclass
-class _Held:
-    """An alert that holds nodes out."""
-
-    alert: dict[str, Any]
-    part: str
-    nodes: list[str]
-    resolved_at: float | None = None  # when it was last seen resolved; None while it fires
-
-
-@dataclass
-class _Out:
-    """A node the loop took out (in `ours`' schedulers), under `mark`, held by `holders` (alert keys)."""
-
-    mark: str
-    ours: list[str] = field(default_factory=list)  # the schedulers in which we set the drain
-    holders: list[str] = field(default_factory=list)
-    dry: bool = False
+def _record_folder_error(why: str) -> TrailError:
+    return TrailError(f"{why}; or choose another file with --state")
 
 
 def _now_text(clock: float) -> str:
@@ -133,45 +122,46 @@ class Remediator:
         self.state_path = state_path
         self.audit_path = audit_path
         self.clock = clock
-        self.held: dict[str, _Held] = {}
-        self.out: dict[str, _Out] = {}
+        self.held: dict[str, Held] = {}
+        self.out: dict[str, Out] = {}
         self._units: dict[str, list[tuple[str, int]]] = {s.name: sorted(s.units.items()) for s in plan.servers}
+        self.trail = Trail(audit_path)
+        self.trail.check()  # TrailError: a loop that could not record what it does is never made
+        # The record's folder as the trail's: no one else may plant a record (or a link) for the loop to read.
+        owned_dir(state_path.parent, os.geteuid(), "the folder of the remediation record", _record_folder_error)
         self._load()
 
-    # -- the record file -------------------------------------------------------------------------
+    # -- the record file and the trail -----------------------------------------------------------
     def _load(self) -> None:
-        if not self.state_path.exists():
-            return
-        try:
-            data = json.loads(read_text(self.state_path, what="the remediation record", max_bytes=64 * MiB))
-            if data.get("version") != STATE_VERSION:
-                raise ValueError(f"version {data.get('version')!r}")
-            self.held = {
-                k: _Held(v["alert"], v["part"], list(v["nodes"]), v["resolved_at"]) for k, v in data["held"].items()
-            }
-            self.out = {
-                k: _Out(v["mark"], list(v["ours"]), list(v["holders"]), bool(v["dry"])) for k, v in data["out"].items()
-            }
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise RemediateError(
-                f"{self.state_path}: not a remediation record ({exc}): move it aside to start afresh"
-            ) from None
+        if os.path.lexists(self.state_path):  # a link there (dangling or not) is read, and refused, too
+            self.held, self.out = read_record(self.state_path, self.clock())
 
     def _save(self) -> None:
         data = {
-            "version": STATE_VERSION,
+            "version": VERSION,
             "held": {k: vars(v) for k, v in self.held.items()},
             "out": {k: vars(v) for k, v in self.out.items()},
         }
-        write_atomic(self.state_path, json_dumps(data, indent=1) + "\n", mode=PRIVATE)
+        try:
+            write_atomic(self.state_path, json_dumps(data, indent=1) + "\n", mode=PRIVATE)
+        except OSError as exc:
+            raise TrailError(
+                f"the remediation record {self.state_path} cannot be written: {exc.strerror or exc}; the loop acts "
+                "only when it can record what it holds (choose another file with --state)"
+            ) from None
 
     def _trail(self, action: Action) -> Action:
         record = {"time": _now_text(self.clock()), "owner": OWNER, **vars(action), "nodes": list(action.nodes)}
-        try:
-            append_line(self.audit_path, json_dumps(record) + "\n")
-        except (AppendError, OSError) as exc:
-            raise RemediateError(f"the audit trail {self.audit_path} cannot be written: {exc}") from None
+        self.trail.append(json_dumps(record) + "\n")  # TrailError: the caller acts on nothing more
         return action
+
+    def start(self) -> None:
+        """Write the trail's first line of this run and the record whole: a receiver that cannot keep
+        either does not start (TrailError). The trail's file was checked when the loop was made."""
+        held = sorted({n for h in self.held.values() for n in h.nodes})
+        detail = f"holds {', '.join(held)}" if held else "holds no node"
+        self._trail(Action("start", {}, detail=f"{detail}; hold-down {self.guards.hold_down:g} s"))
+        self._save()
 
     # -- the guards ------------------------------------------------------------------------------
     def _out_now(self) -> set[str]:
@@ -238,7 +228,7 @@ class Remediator:
             if not wanted:
                 return []  # a repeat of a notification already acted on
         else:
-            held = _Held(record, target.part, [])
+            held = Held(record, target.part, [])
             wanted = list(target.nodes)
         actions: list[Action] = []
         mark = _mark(alert.name, target)
@@ -292,7 +282,7 @@ class Remediator:
         return actions
 
     def _take_out(
-        self, alert: Alert, record: dict[str, Any], target: Target, *, mark: Mark, nodes: list[str], held: _Held
+        self, alert: Alert, record: dict[str, Any], target: Target, *, mark: Mark, nodes: list[str], held: Held
     ) -> list[Action]:
         actions: list[Action] = []
         ours: dict[str, list[str]] = {n: [] for n in nodes}
@@ -306,6 +296,7 @@ class Remediator:
                 )
             )
         else:
+            self._intend(alert.key, record, target, mark=mark, nodes=nodes, held=held)
             for scheduler in self.schedulers:
                 try:
                     result = drain_nodes(scheduler, nodes, mark, None)
@@ -338,11 +329,50 @@ class Remediator:
                             Action("drain", record, target.part, taken, scheduler.kind, f"{mark.text!r}; {target.why}")
                         )
                     )
-        for node in nodes:
+        for node in nodes:  # what was done, in place of what was intended
             if ours[node] or self.guards.dry_run:
-                self.out[node] = _Out(mark.text, ours[node], [alert.key], self.guards.dry_run)
-                held.nodes.append(node)
+                self.out[node] = Out(mark.text, ours[node], [alert.key], self.guards.dry_run)
+                if node not in held.nodes:
+                    held.nodes.append(node)
+            else:
+                self.out.pop(node, None)
+                if node in held.nodes:
+                    held.nodes.remove(node)
+        if not held.nodes:
+            self.held.pop(alert.key, None)
         return actions
+
+    def _intend(
+        self, key: str, record: dict[str, Any], target: Target, *, mark: Mark, nodes: list[str], held: Held
+    ) -> None:
+        """Before any scheduler is asked: the intent on the trail, then the record as if every scheduler
+        took every node out. A crash after the drain then still finds the nodes at restart, and puts back
+        only where the scheduler shows exactly this mark. Nothing written, nothing drained (TrailError)."""
+        kinds = [s.kind for s in self.schedulers]
+        self._trail(
+            Action(
+                "intent",
+                record,
+                target.part,
+                tuple(nodes),
+                ", ".join(kinds),
+                f"about to drain under {mark.text!r}: {target.why}",
+            )
+        )
+        before = list(held.nodes), key in self.held
+        for node in nodes:
+            self.out[node] = Out(mark.text, list(kinds), [key], False)
+            held.nodes.append(node)
+        self.held[key] = held
+        try:
+            self._save()
+        except TrailError:
+            for node in nodes:
+                self.out.pop(node, None)
+            held.nodes = before[0]
+            if not before[1]:
+                del self.held[key]
+            raise
 
     def _resolved(self, alert: Alert, target: Target) -> list[Action]:
         held = self.held.get(alert.key)
@@ -398,7 +428,7 @@ class Remediator:
         self._save()
         return actions
 
-    def _put_back(self, held: _Held, node: str, out: _Out) -> list[Action]:
+    def _put_back(self, held: Held, node: str, out: Out) -> list[Action]:
         mark = Mark.parse(out.mark)
         if out.dry or mark is None:
             return [
@@ -414,6 +444,16 @@ class Remediator:
                 )
             ]
         actions = []
+        self._trail(
+            Action(
+                "intent",
+                held.alert,
+                held.part,
+                (node,),
+                ", ".join(out.ours),
+                f"about to put back from {out.mark!r}: resolved for {self.guards.hold_down:g} s",
+            )
+        )  # TrailError: nothing is put back unrecorded
         for scheduler in self.schedulers:
             if scheduler.kind not in out.ours:
                 continue

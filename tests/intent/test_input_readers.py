@@ -56,6 +56,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     "run can see until it is renamed into place",
     ("gpufabric/owned_files.py", "open_owned"): "locks and append-only logs: O_NOFOLLOW, a plain file of this account "
     "with one name, in a folder checked by owned_dir",
+    ("gpufabric/remediate/trail.py", "_sync_folder"): "the trail's folder opened O_DIRECTORY to fsync a new file's "
+    "name; nothing is read",
     ("gpufabric/files.py", "append_line"): "append-only files (SSH and TLS known hosts): O_NOFOLLOW, "
     "never blocking on a FIFO, plain file only",
     ("gpufabric/ib/lab.py", "_start_time"): "/proc/PID/stat of a simulator or subnet manager the lab started",

@@ -25,12 +25,14 @@ from gpufabric.acceptance.screen import screen, signal_record, slow_alerts
 from gpufabric.acceptance.suite import screen_suite
 from gpufabric.remediate import Guards, Remediator
 from gpufabric.remediate.alertmanager import alertmanager_yaml
+from gpufabric.remediate.auth import read_token, tls_context
 from gpufabric.remediate.server import Receiver
 from gpufabric.telemetry.alert_post import post_alerts
 from tests.alertmanager_run import alertmanager_command
 from tests.conftest import INVENTORY, example_plan
 from tests.remediate.remediate_fakes import FakeScheduler
 from tests.screen_outputs import record
+from tests.tls_server import make_pki
 
 pytestmark = [
     pytest.mark.lab,
@@ -64,6 +66,14 @@ def _post_alert(port: int, labels: dict[str, str], ends: datetime | None = None)
     )
     with urllib.request.urlopen(request, timeout=30) as answer:
         assert answer.status == 200
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
 
 
 def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
@@ -125,3 +135,56 @@ def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
         manager.wait(60)
         receiver.shutdown()
         receiver.server_close()
+
+
+def test_the_real_alertmanager_sends_its_bearer_token_over_tls(tmp_path: Path):
+    """Alertmanager configured by `alertmanager_yaml(..., token_file, ca_file)` checks the receiver's
+    certificate against the CA and sends the token from its file: the receiver (TLS, token required) drains.
+    The same Alertmanager with the CA but another token is answered 401 and drains nothing."""
+    plan = example_plan(INVENTORY / "fabric.yml")
+    pki = make_pki(tmp_path, "127.0.0.1")
+    pki.key_file.chmod(0o600)
+    token = tmp_path / "remediate.token"
+    token.write_text("f00dfeedf00dfeedf00dfeedf00dfeed\n")
+    token.chmod(0o600)
+    wrong = tmp_path / "wrong.token"
+    wrong.write_text("0badc0de0badc0de0badc0de0badc0de\n")
+    for credentials, fingerprint, drained in ((wrong, "wrong", []), (token, "right", ["gpu02"])):
+        fake = FakeScheduler([s.name for s in plan.servers])
+        folder = tmp_path / fingerprint
+        folder.mkdir(mode=0o700)
+        loop = Remediator(
+            plan, [fake], Guards(0.5, 0.5, 600.0), state_path=folder / "s.json", audit_path=folder / "a.jsonl"
+        )
+        receiver = Receiver(
+            ("127.0.0.1", 0), loop, token=read_token(token), tls=tls_context(pki.cert_file, pki.key_file)
+        )
+        serving = threading.Thread(target=receiver.serve_forever, daemon=True)
+        serving.start()
+        port = _free_port()
+        config = folder / "alertmanager.yml"
+        config.write_text(
+            alertmanager_yaml(f"https://127.0.0.1:{receiver.server_port}/webhook", group_wait="1s",
+                              group_interval="1s", token_file=str(credentials), ca_file=str(pki.ca_file))
+        )  # fmt: skip
+        log = folder / "alertmanager.log"
+        manager = subprocess.Popen(
+            alertmanager_command([f"--config.file={config}", f"--storage.path={folder / 'data'}",
+                      f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="]),
+            stdout=subprocess.DEVNULL, stderr=log.open("w"),
+        )  # fmt: skip
+        try:
+            _wait("Alertmanager ready", lambda: _ready(port))  # noqa: B023 (used within the iteration)
+            _post_alert(port, {"alertname": "GpufabricLinkDown", "device": "cmp-su1-leaf1", "port": "swp2"})
+            if drained:
+                _wait("gpu02 drained through TLS with the token", lambda: fake.drained == drained)  # noqa: B023
+                assert [r for r in log.read_text().splitlines() if "401" in r] == []
+            else:
+                _wait("Alertmanager told 401", lambda: "401" in log.read_text())  # noqa: B023
+                assert fake.calls == [] and "x509" not in log.read_text()  # the certificate was accepted
+        finally:
+            manager.terminate()
+            manager.wait(60)
+            receiver.shutdown()
+            receiver.server_close()
+    assert "f00dfeed" not in (tmp_path / "right" / "a.jsonl").read_text()  # the token is never recorded

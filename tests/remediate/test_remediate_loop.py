@@ -99,8 +99,10 @@ def test_a_cable_alert_drains_exactly_its_server_and_resumes_it_after_the_hold_d
     assert [(a.action, a.nodes) for a in actions] == [("resume", ("gpu01",))]
     assert fake.drained == [] and fake.calls[-1] == ("put_back", "gpu01", MARK_CABLE)
     records = trail(tmp_path)
-    assert [r["action"] for r in records] == ["drain", "held", "resume"]
-    assert records[0]["alert"]["labels"]["device"] == "cmp-su1-leaf1" and records[0]["part"] == "cmp-su1-leaf1:swp1"
+    # Each drain and resume is preceded by its intent, written before the scheduler was asked.
+    assert [r["action"] for r in records] == ["intent", "drain", "held", "intent", "resume"]
+    assert records[0]["nodes"] == ["gpu01"] and records[0]["detail"].startswith(f"about to drain under {MARK_CABLE!r}")
+    assert records[1]["alert"]["labels"]["device"] == "cmp-su1-leaf1" and records[1]["part"] == "cmp-su1-leaf1:swp1"
 
 
 def test_a_spine_link_drains_nothing(plan, tmp_path):
@@ -225,7 +227,7 @@ def test_dry_run_asks_no_scheduler(plan, tmp_path):
 
 def test_a_record_that_is_not_one_is_refused(plan, tmp_path):
     (tmp_path / "state.json").write_text('{"version": 9}')
-    with pytest.raises(Exception, match="not a remediation record"):
+    with pytest.raises(Exception, match="9 is not a remediation record's version"):
         make(plan, tmp_path, Clock())
 
 
@@ -270,7 +272,7 @@ def test_a_second_alert_on_a_node_already_out_is_written_to_the_trail(plan, tmp_
     send(loop, alert("GpufabricLinkDown", fingerprint="c1", device="cmp-su1-leaf1", port="swp1"))
     actions = send(loop, alert("GpufabricLinkFlapping", fingerprint="c2", device="cmp-su1-leaf1", port="swp1"))
     assert [(a.action, a.nodes) for a in actions] == [("held", ("gpu01",))] and "holds it too" in actions[0].detail
-    assert [r["action"] for r in trail(tmp_path)] == ["drain", "held"] and len(fake.calls) == 1
+    assert [r["action"] for r in trail(tmp_path)] == ["intent", "drain", "held"] and len(fake.calls) == 1
 
 
 def test_a_capped_node_becomes_an_alert_for_alertmanager(plan, tmp_path):
