@@ -40,8 +40,10 @@ elif verb == "replace":
         doc = json.loads(path.read_text())
     except ValueError as e:
         sys.exit(f"Error: {path} is not JSON: {e}")
-    if "NO_SUCH_TABLE" in doc or "DEVICE_METADATA" not in doc:
-        sys.exit("Error: Given patch will produce invalid config")  # what the updater says on a YANG failure
+    mtus = [int(p.get("mtu", "9100")) for p in doc.get("PORT", {}).values()]
+    if "NO_SUCH_TABLE" in doc or "DEVICE_METADATA" not in doc or any(m > 9216 for m in mtus):
+        # What the updater says when SONiC's YANG models refuse the result (sonic-port.yang: mtu 68..9216).
+        sys.exit("Error: Given patch will produce invalid config")
     old = json.loads(running.read_text())
     if dry:
         changed = sorted(t for t in set(old) | set(doc) if old.get(t) != doc.get(t))
