@@ -322,3 +322,37 @@ def test_a_shared_row_the_plan_stops_rendering_loses_only_gpufabric_s_fields() -
     merged = merge(running, _leaf_without("NTP", "NTP_SERVER"))
     assert merged["NTP"]["global"] == {k: v for k, v in running["NTP"]["global"].items() if k != "vrf"}
     assert "NTP_SERVER" not in merged
+
+
+def _converged_leaves() -> dict[str, Doc]:
+    """config_db.json of the converged in-band example's SONiC leaves (carried planes: VRFs, subinterfaces,
+    a class per plane), lossless, lossy (no QoS profile) and unnumbered."""
+    from gpufabric.config.context import LinkIndex, build
+    from gpufabric.config.render import render_context
+    from tests.oracles.test_converged_oracles import _plan
+
+    out: dict[str, Doc] = {}
+    for lossless, unnumbered in ((True, False), (False, False), (True, True)):
+        plan = _plan("sonic", lossless, unnumbered)
+        index = LinkIndex(plan)
+        device = next(d for d in plan.planes["business"].devices if d.platform == "sonic" and d.role == "leaf")
+        files = render_context(build(plan, device, index))
+        out[f"{lossless=} {unnumbered=}"] = json.loads(files[f"{device.name}.config_db.json"])
+    return out
+
+
+def test_what_one_push_writes_the_next_push_takes_away() -> None:
+    """Every table, row and field a render holds is owned (the merge refuses anything else), so a push of one
+    plan after another leaves the switch as a push of the second alone would: nothing of the first stays. The
+    plans: the SONiC example's leaf and the converged example's leaves (VRFs, subinterfaces, other classes)."""
+    plain = _planned("cmp-leaf1a")
+    running = _running(plain)
+    plans = {"sonic example": plain, **_converged_leaves()}
+    assert any("VLAN_SUB_INTERFACE" in p and "VRF" in p for p in plans.values())
+    for first_name, first in plans.items():
+        for second_name, second in plans.items():
+            if first is second:
+                continue
+            once = merge(running, second)
+            assert merge(merge(running, first), second) == once, (first_name, second_name)
+            assert merge(once, second) == once  # a second push of the same plan changes nothing
