@@ -3,8 +3,9 @@
 `SonicSwitchDouble` stands in for the SSH session: it runs the driver's own shell in this machine's
 `sh`, with the switch's /etc/sonic/ (and the bgp container's /etc/frr/) mapped into a temporary folder,
 and with stand-ins for SONiC's commands first on PATH: `config` (the generic config updater's
-checkpoint, replace, rollback, delete-checkpoint, save), `show runningconfiguration all`, `docker exec
-bgp` (frr-reload.py and vtysh) and `sudo -n`. They keep CONFIG_DB and FRR's running configuration in
+checkpoint, replace, rollback, delete-checkpoint, save), `show runningconfiguration all`, `sonic-cfggen -d
+--print-data` (CONFIG_DB as the config updater reads it), `docker exec bgp` (frr-reload.py and vtysh) and
+`sudo -n`. They keep CONFIG_DB and FRR's running configuration in
 files, and a journal of every change: each `config replace` notes whether a revert timer was armed
 at that moment. The driver's scripts, its pending marker and its timer process are the real ones.
 """
@@ -72,6 +73,14 @@ if sys.argv[1:] != ["runningconfiguration", "all"]:
 print((Path(os.environ["SONIC_DOUBLE"]) / "state/running.json").read_text())
 """
 
+_CFGGEN = r"""
+import os, sys
+from pathlib import Path
+if sys.argv[1:] != ["-d", "--print-data"]:
+    sys.exit("sonic-cfggen: not in this double")
+print((Path(os.environ["SONIC_DOUBLE"]) / "state/running.json").read_text())
+"""
+
 _DOCKER = r"""
 import os, shutil, sys
 from pathlib import Path
@@ -117,7 +126,7 @@ class SonicSwitchDouble:
         (root / "state").mkdir()
         self.bin = root / "bin"
         self.bin.mkdir()
-        for name, body in (("config", _CONFIG), ("show", _SHOW), ("docker", _DOCKER)):
+        for name, body in (("config", _CONFIG), ("show", _SHOW), ("sonic-cfggen", _CFGGEN), ("docker", _DOCKER)):
             self._tool(name, f"#!{sys.executable}\n{body}")
         self._tool("sudo", _SUDO)
         self.running_path.write_text(json.dumps(config_db, sort_keys=True))

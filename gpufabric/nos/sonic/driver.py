@@ -47,6 +47,9 @@ FRR_CONTAINER_DIR = "/etc/frr"
 BGP = "docker exec -i bgp"
 FRR_RELOAD = f"{BGP} /usr/lib/frr/frr-reload.py --reload"
 FRR_RUNNING = f"{BGP} vtysh -c 'show running-config' | sed '1,/^Current configuration:/d'"
+# CONFIG_DB as the generic config updater reads it for `config replace` (sonic-utilities generic_config_updater/
+# gu_common.py, get_config_db_as_text). `show runningconfiguration all` adds FRR's configuration as `bgpraw`.
+RUNNING_DB = "sonic-cfggen -d --print-data"
 # Exit 0 when the JSON on stdin equals the JSON file named (SONiC's host has python3: sonic-utilities is Python).
 SAME_JSON = "import json, sys; sys.exit(json.load(sys.stdin) != json.load(open(sys.argv[1])))"
 
@@ -98,9 +101,9 @@ class SonicDriver(SonicUpgrade):
                 _, frr = split(SONIC.keep_drain(self.candidate, DrainSpec(SONIC.facts.default_release)))
             except ValueError as exc:
                 raise CommitError(f"{self.hostname} is drained ({marked.by}): {exc}") from None
-        running_text = self._as_root("show runningconfiguration all\n")
+        running_text = self._as_root(f"{RUNNING_DB}\n")
         try:
-            running = read_tables(running_text, f"{self.hostname}'s running CONFIG_DB (show runningconfiguration all)")
+            running = read_tables(running_text, f"{self.hostname}'s running CONFIG_DB ({RUNNING_DB})")
             merged = merge(running, read_tables(planned, f"the candidate's CONFIG_DB for {self.hostname}"))
         except (RunningConfigDbError, NotOwnedError) as exc:
             raise CommitError(f"{self.hostname}: {exc}") from None
@@ -130,7 +133,7 @@ class SonicDriver(SonicUpgrade):
             "flock -n 9 || { echo 'another gpufabric change is being made on this switch' >&2; exit 5; }\n"
             f"if {f.pending_check}; then echo 'a commit is pending confirmation on this switch' >&2; exit 5; fi\n"
             # The merge is only as good as the CONFIG_DB it was made from: changed since, it is not applied.
-            f"show runningconfiguration all | python3 -c {shlex.quote(SAME_JSON)} {f.path('running.json')} || "
+            f"{RUNNING_DB} | python3 -c {shlex.quote(SAME_JSON)} {f.path('running.json')} || "
             "{ echo 'the running CONFIG_DB changed since this push read it: nothing was applied; push again' >&2; "
             "exit 5; }\n"
             f"config checkpoint {checkpoint} >/dev/null 2>&1 || "

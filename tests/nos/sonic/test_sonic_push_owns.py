@@ -229,7 +229,7 @@ class _ChangingSwitch(SonicSwitchDouble):
 
     def run(self, command: str, stdin: str | None = None):  # type: ignore[no-untyped-def]
         done = super().run(command, stdin)
-        if stdin is not None and stdin.startswith("show runningconfiguration all"):
+        if stdin is not None and stdin.startswith("sonic-cfggen -d --print-data"):
             db = self.running
             db["SNMP"] = {"LOCATION": {"Location": "rack 12"}}
             self.running_path.write_text(json.dumps(db, sort_keys=True))
