@@ -3,8 +3,9 @@
 `SonicSwitchDouble` stands in for the SSH session: it runs the driver's own shell in this machine's
 `sh`, with the switch's /etc/sonic/ (and the bgp container's /etc/frr/) mapped into a temporary folder,
 and with stand-ins for SONiC's commands first on PATH: `config` (the generic config updater's
-checkpoint, replace, rollback, delete-checkpoint, save), `show runningconfiguration all`, `docker exec
-bgp` (frr-reload.py and vtysh) and `sudo -n`. They keep CONFIG_DB and FRR's running configuration in
+checkpoint, replace, rollback, delete-checkpoint, save), `show runningconfiguration all`, `sonic-cfggen -d
+--print-data` (CONFIG_DB as the config updater reads it), `docker exec bgp` (frr-reload.py and vtysh) and
+`sudo -n`. They keep CONFIG_DB and FRR's running configuration in
 files, and a journal of every change: each `config replace` notes whether a revert timer was armed
 at that moment. The driver's scripts, its pending marker and its timer process are the real ones.
 """
@@ -40,8 +41,10 @@ elif verb == "replace":
         doc = json.loads(path.read_text())
     except ValueError as e:
         sys.exit(f"Error: {path} is not JSON: {e}")
-    if "NO_SUCH_TABLE" in doc or "DEVICE_METADATA" not in doc:
-        sys.exit("Error: Given patch will produce invalid config")  # what the updater says on a YANG failure
+    mtus = [int(p.get("mtu", "9100")) for p in doc.get("PORT", {}).values()]
+    if "NO_SUCH_TABLE" in doc or "DEVICE_METADATA" not in doc or any(m > 9216 for m in mtus):
+        # What the updater says when SONiC's YANG models refuse the result (sonic-port.yang: mtu 68..9216).
+        sys.exit("Error: Given patch will produce invalid config")
     old = json.loads(running.read_text())
     if dry:
         changed = sorted(t for t in set(old) | set(doc) if old.get(t) != doc.get(t))
@@ -67,6 +70,14 @@ import os, sys
 from pathlib import Path
 if sys.argv[1:] != ["runningconfiguration", "all"]:
     sys.exit("show: not in this double")
+print((Path(os.environ["SONIC_DOUBLE"]) / "state/running.json").read_text())
+"""
+
+_CFGGEN = r"""
+import os, sys
+from pathlib import Path
+if sys.argv[1:] != ["-d", "--print-data"]:
+    sys.exit("sonic-cfggen: not in this double")
 print((Path(os.environ["SONIC_DOUBLE"]) / "state/running.json").read_text())
 """
 
@@ -115,7 +126,7 @@ class SonicSwitchDouble:
         (root / "state").mkdir()
         self.bin = root / "bin"
         self.bin.mkdir()
-        for name, body in (("config", _CONFIG), ("show", _SHOW), ("docker", _DOCKER)):
+        for name, body in (("config", _CONFIG), ("show", _SHOW), ("sonic-cfggen", _CFGGEN), ("docker", _DOCKER)):
             self._tool(name, f"#!{sys.executable}\n{body}")
         self._tool("sudo", _SUDO)
         self.running_path.write_text(json.dumps(config_db, sort_keys=True))

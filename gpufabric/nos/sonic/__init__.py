@@ -125,8 +125,11 @@ class Sonic(Platform):
         return steps(spec)
 
     def keep_drain(self, candidate: str, spec: DrainSpec) -> str:
-        """TSA's state is a CONFIG_DB row, which `config replace` would drop (and bgpcfgd then shifts the traffic
-        back): the candidate of a drained switch carries it (gpufabric.nos.sonic.drain.keep)."""
+        """TSA's state is a CONFIG_DB row, which `config replace` of the planned file alone would drop (and bgpcfgd
+        then shifts the traffic back), and route-map sequences, which frr-reload drops: the candidate of a drained
+        switch carries both (gpufabric.nos.sonic.drain.keep). The driver replaces CONFIG_DB with the running one
+        merged with gpufabric's tables (gpufabric.nos.sonic.owned), which keeps the row anyway, so it takes only
+        the frr.conf from here."""
         from gpufabric.nos.sonic.drain import keep
 
         return keep(candidate, spec)

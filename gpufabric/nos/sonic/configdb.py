@@ -1,4 +1,6 @@
-"""A SONiC switch's CONFIG_DB (`/etc/sonic/config_db.json`): what `config replace` loads.
+"""gpufabric's part of a SONiC switch's CONFIG_DB (`/etc/sonic/config_db.json`). A push merges it into the
+switch's running CONFIG_DB and hands the merge to `config replace` (gpufabric.nos.sonic.owned says which tables,
+rows and fields are gpufabric's: a table, row or field rendered here must be covered there).
 
 Built as tables of keys of fields, every value a string as CONFIG_DB stores it (lists stay lists: the
 `@` fields), written once as sorted JSON so the same plan always gives the same bytes. BGP is not

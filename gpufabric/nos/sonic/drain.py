@@ -12,12 +12,14 @@ everything else; TSB loads `no` of those three (bgpd.tsa.unisolate.conf.j2). `TS
 bound. gpufabric's frr.conf (templates/sonic/frr.conf.j2) binds `GF-FABRIC-OUT-V4` outbound on every fabric
 neighbour, with its planned sequence 100 after TSA's, so that TSA moves the traffic.
 
-TSA's state is configuration twice over, and a push replaces both: CONFIG_DB whole (`config replace`), where
-bgpcfgd takes a deleted row for TSA's default, `false`, and shifts the traffic back; and FRR's configuration
-(frr-reload), which would delete the three sequences bgpcfgd added while CONFIG_DB still says `true`. So a drained
-switch's candidate carries both (`keep`): `tsa_enabled: "true"` and TSA's sequences. TSB leaves `tsa_enabled:
-"false"` behind, which the planned CONFIG_DB does not hold, so the undrain then removes the field (`HDEL`;
-bgpcfgd reads its absence as the same `false`, so nothing moves) and the next push finds nothing to change.
+TSA's state is configuration twice over. FRR's configuration a push replaces whole (frr-reload), which would
+delete the three sequences bgpcfgd added while CONFIG_DB still says `true`; so a drained switch's frr.conf carries
+TSA's sequences (`keep_frr`). CONFIG_DB's row is not gpufabric's: the push replaces CONFIG_DB with the running one
+merged with gpufabric's tables (gpufabric.nos.sonic.owned), which leaves `BGP_DEVICE_GLOBAL` as TSA wrote it
+(`config replace` of the planned file alone would delete it, and bgpcfgd would take the deleted row for TSA's
+default, `false`, and shift the traffic back). `keep` writes both into a candidate, for a push that replaces
+CONFIG_DB with it. TSB leaves `tsa_enabled: "false"` behind, which the undrain removes (`HDEL`; bgpcfgd reads its
+absence as the same `false`, so nothing moves), so the database is as the image left it again.
 """
 
 from __future__ import annotations

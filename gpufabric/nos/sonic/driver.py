@@ -1,8 +1,12 @@
 """NAPALM driver for SONiC switches: CONFIG_DB through SONiC's generic config updater, BGP through FRR.
 
-A commit, in one remote step under the switch's lock: `config checkpoint <push id>` and a copy of FRR's
-running configuration (the rollback target), then the revert timer armed *on the switch*, then
-`config replace` of the candidate's config_db.json and frr-reload of its frr.conf in the bgp container.
+What `config replace` gets is never the candidate's config_db.json alone (the updater would delete every
+table, row and field it lacks: FEATURE, FLEX_COUNTER_TABLE, DEVICE_METADATA's `mac`...): the driver reads the
+running CONFIG_DB and replaces only the parts gpufabric owns (gpufabric.nos.sonic.owned), so the updater's
+patch names those parts only. A commit, in one remote step under the switch's lock: a check that the running
+CONFIG_DB is still the one merged with, `config checkpoint <push id>` and a copy of FRR's running
+configuration (the rollback target), then the revert timer armed *on the switch*, then `config replace` of
+the merged file and frr-reload of the candidate's frr.conf in the bgp container.
 Unconfirmed, the timer runs `config rollback <push id>` and reloads the saved FRR configuration, so a
 change that cuts the management session off still undoes itself. `confirm_commit` disarms the timer,
 saves (`config save -y`, FRR's `write memory`) and deletes the checkpoint; `rollback` is the timer's
@@ -30,7 +34,9 @@ from gpufabric.nos.frr.files import DeviceFiles
 from gpufabric.nos.sonic import PLATFORM as SONIC
 from gpufabric.nos.sonic.candidate import FRR_MARKER, split
 from gpufabric.nos.sonic.drain import STATUS, in_maintenance
+from gpufabric.nos.sonic.owned import NotOwnedError, RunningConfigDbError, merge, read_tables
 from gpufabric.nos.sonic.upgrade import SonicUpgrade
+from gpufabric.outputs import json_dumps
 from gpufabric.platforms.spec import DrainSpec
 
 CONFIG_DB = "/etc/sonic/config_db.json"
@@ -41,6 +47,11 @@ FRR_CONTAINER_DIR = "/etc/frr"
 BGP = "docker exec -i bgp"
 FRR_RELOAD = f"{BGP} /usr/lib/frr/frr-reload.py --reload"
 FRR_RUNNING = f"{BGP} vtysh -c 'show running-config' | sed '1,/^Current configuration:/d'"
+# CONFIG_DB as the generic config updater reads it for `config replace` (sonic-utilities generic_config_updater/
+# gu_common.py, get_config_db_as_text). `show runningconfiguration all` adds FRR's configuration as `bgpraw`.
+RUNNING_DB = "sonic-cfggen -d --print-data"
+# Exit 0 when the JSON on stdin equals the JSON file named (SONiC's host has python3: sonic-utilities is Python).
+SAME_JSON = "import json, sys; sys.exit(json.load(sys.stdin) != json.load(open(sys.argv[1])))"
 
 
 @dataclass(frozen=True)
@@ -75,17 +86,31 @@ class SonicDriver(SonicUpgrade):
 
     # -- configuration ---------------------------------------------------------------------
     def _upload(self) -> None:
+        """The file `config replace` takes: the running CONFIG_DB with gpufabric's parts replaced by the plan's
+        (gpufabric.nos.sonic.owned), never the planned file alone, which would delete everything else; and
+        the running CONFIG_DB it was merged with, which the commit checks is still the running one."""
         if self.candidate is None:
             raise CommitError("no candidate loaded")
-        candidate = self.candidate
+        planned, frr = split(self.candidate)
         marked = self._held()
-        if marked is not None:  # a drained switch's CONFIG_DB keeps TSA's state (Sonic.keep_drain)
+        if marked is not None:
+            # TSA's state is FRR's as well as CONFIG_DB's: frr-reload replaces FRR's configuration whole, so a
+            # drained switch's frr.conf carries TSA's sequences (Sonic.keep_drain). CONFIG_DB's half
+            # (BGP_DEVICE_GLOBAL) is not gpufabric's: the merge leaves it as TSA wrote it.
             try:
-                candidate = SONIC.keep_drain(candidate, DrainSpec(SONIC.facts.default_release))
+                _, frr = split(SONIC.keep_drain(self.candidate, DrainSpec(SONIC.facts.default_release)))
             except ValueError as exc:
                 raise CommitError(f"{self.hostname} is drained ({marked.by}): {exc}") from None
-        config_db, frr = split(candidate)
-        files: dict[str, tuple[str, int | None]] = {self.files.path("candidate.json"): (config_db, 0o600)}
+        running_text = self._as_root(f"{RUNNING_DB}\n")
+        try:
+            running = read_tables(running_text, f"{self.hostname}'s running CONFIG_DB ({RUNNING_DB})")
+            merged = merge(running, read_tables(planned, f"the candidate's CONFIG_DB for {self.hostname}"))
+        except (RunningConfigDbError, NotOwnedError) as exc:
+            raise CommitError(f"{self.hostname}: {exc}") from None
+        files: dict[str, tuple[str, int | None]] = {
+            self.files.path("candidate.json"): (json_dumps(merged, indent=4, sort_keys=True) + "\n", 0o600),
+            self.files.path("running.json"): (json_dumps(running, indent=4, sort_keys=True) + "\n", 0o600),
+        }
         files[self.files.frr("candidate")] = (frr or "", 0o600)
         assert self.transport is not None
         # Written as root (the folders are root's): put_files' shell under sudo.
@@ -107,6 +132,10 @@ class SonicDriver(SonicUpgrade):
             f"exec 9>{f.path('lock')}\n"
             "flock -n 9 || { echo 'another gpufabric change is being made on this switch' >&2; exit 5; }\n"
             f"if {f.pending_check}; then echo 'a commit is pending confirmation on this switch' >&2; exit 5; fi\n"
+            # The merge is only as good as the CONFIG_DB it was made from: changed since, it is not applied.
+            f"{RUNNING_DB} | python3 -c {shlex.quote(SAME_JSON)} {f.path('running.json')} || "
+            "{ echo 'the running CONFIG_DB changed since this push read it: nothing was applied; push again' >&2; "
+            "exit 5; }\n"
             f"config checkpoint {checkpoint} >/dev/null 2>&1 || "
             "{ echo 'could not save the rollback target (config checkpoint)' >&2; exit 4; }\n"
             f"echo {checkpoint} > {f.path('checkpoint')}\n"

@@ -116,7 +116,11 @@ def test_rollback_returns_to_the_checkpoint_and_disarms(switch, driver) -> None:
 
 
 @pytest.mark.parametrize(
-    "config_db, frr", [({**AFTER, "NO_SUCH_TABLE": {"x": {}}}, FRR_AFTER), (AFTER, "! bgp-fails\n")]
+    "config_db, frr",
+    [
+        ({**AFTER, "PORT": {"Ethernet0": {**AFTER["PORT"]["Ethernet0"], "mtu": "9217"}}}, FRR_AFTER),
+        (AFTER, "! bgp-fails\n"),
+    ],
 )
 def test_a_candidate_that_does_not_apply_is_reverted_at_once(switch, driver, config_db, frr) -> None:
     driver.load_replace_candidate(config=_candidate(config_db, frr))
