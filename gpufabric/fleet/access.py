@@ -16,7 +16,7 @@ from nornir_napalm.plugins.connections import Napalm
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.drivers.jump import Hop, JumpSettings
 from gpufabric.drivers.registry import network_driver
-from gpufabric.drivers.transport import check_jump_hosts
+from gpufabric.drivers.transport import check_jump_hosts, check_known_hosts
 from gpufabric.fleet.args import CONNECT_TIMEOUT
 from gpufabric.fleet.errors import MissingLoginError
 from gpufabric.fleet.lab.credentials import load_login, load_secrets
@@ -82,6 +82,7 @@ def env_access(
         )
     secrets = {**os.environ, **(vault or {})}
     hosts = known_hosts or Path.home() / ".ssh" / "known_hosts"
+    check_known_hosts(hosts)  # a FIFO, a device or a huge file there: exit 2 now, not a hung login per switch
     args: dict[str, Any] = {"known_hosts": str(hosts), "accept_new": accept_new}
     # HTTPS APIs (EOS eAPI, NX-API): a CA bundle, else certificate fingerprints recorded beside known_hosts.
     args["tls_known_hosts"] = str(tls_known_hosts or hosts.with_name(TLS_KNOWN_HOSTS))
