@@ -88,9 +88,12 @@ def push_cmd(
             "updated": total.updated,
             "deleted": total.deleted,
             "kinds": {k: asdict(v) for k, v in result.kinds.items() if v.total},
+            "untagged": result.untagged,
         }
         out.print(json_dumps(doc), markup=False, highlight=False, soft_wrap=True)
+        _warn_untagged(result.untagged)
         return
+    _warn_untagged(result.untagged)
     for kind, c in result.kinds.items():
         if c.total:
             err.print(shown(f"{kind}: {c.created} created, {c.updated} updated, {c.deleted} deleted"))
@@ -101,6 +104,15 @@ def push_cmd(
             f"{total.deleted} deleted)"
         )
     )
+
+
+def _warn_untagged(untagged: list[str]) -> None:
+    """Objects the listing gave as the fabric's that do not carry its tag: said, never touched."""
+    for item in untagged:
+        err.print(shown(f"warning: {item} was listed as the fabric's but does not carry its tag: left alone"))
+    if untagged:
+        err.print(shown(f"warning: {len(untagged)} objects without the fabric's tag in the listings (a proxy or server "
+                        "that drops the tags= filter?); none of them was changed or removed"))  # fmt: skip
 
 
 @sot_cmd.command("pull")

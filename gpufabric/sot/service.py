@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from gpufabric.errors import printable
 from gpufabric.intent.loader import LoadedIntent, load_intent_text
 from gpufabric.plan.model import Plan, cable_label
 from gpufabric.plan.planner import build_plan
@@ -76,6 +77,20 @@ def metres(value: Any, unit: Any, label: str) -> int | None:
     return math.ceil(round(number * UNITS_TO_M[unit], 6))
 
 
+def _one_index(indexes: dict[tuple[str, int], str], group: str, index: int, name: str) -> None:
+    """A server's place in its group (`gpufabric_index`, which decides its leaf ports) is its own: a device
+    cloned in Nautobot copies it, and sorting the two would move an installed server to another port."""
+    other = indexes.setdefault((group, index), name)
+    if other != name:
+        raise SotError(
+            f"devices {printable(other)} and {printable(name)} both have gpufabric_index {index} in group "
+            f"{printable(group)} (a cloned device copies it): give one of them its own index in the source of "
+            "truth; nothing was written"
+        )
+    if index < 1:
+        raise SotError(f"device {printable(name)}: gpufabric_index {index} is not 1 or more")
+
+
 def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
     """The intent `text` (already `loaded`) with the physical facts the source of truth holds for it."""
     intent = loaded.intent
@@ -95,6 +110,7 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
         racks.append({"name": name, "row": row, "column": column, "units": units})
     racks.sort(key=lambda r: (r["row"], r["column"], r["name"]))
     hosts: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    indexes: dict[tuple[str, int], str] = {}  # (group, gpufabric_index) -> the device that holds it
     switches: dict[str, dict[str, Any]] = {}
     for o in api.objects("dcim/devices", tags=tag):
         name = _text(o.get("name"), "a device's name")
@@ -113,6 +129,7 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
             index = _int(cf.get("gpufabric_index"), f"device {name}'s index")
             if index is None:
                 raise SotError(f"server {name} has no gpufabric_index")
+            _one_index(indexes, group, index, name)
             hosts.setdefault(group, []).append((index, {"name": name, **place}))
         elif rack is not None and position is not None:
             switches[name] = place
