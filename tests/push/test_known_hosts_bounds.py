@@ -13,7 +13,8 @@ import pytest
 from conftest import INVENTORY, run_in_process
 
 from gpufabric.drivers import transport
-from gpufabric.drivers.transport import check_known_hosts, read_known_hosts
+from gpufabric.drivers.jump import Hop
+from gpufabric.drivers.transport import check_jump_hosts, check_known_hosts, read_known_hosts
 from gpufabric.inputs import InputError
 
 
@@ -69,3 +70,13 @@ def test_the_keys_are_read_as_paramiko_reads_them(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         check_known_hosts(path)
     assert caught.value.line_of(()) == 2 and "is not `HOST KEY-TYPE BASE64-KEY`" in caught.value.render()
+
+
+def test_a_jump_host_s_known_hosts_that_is_a_fifo_stops_the_check_before_any_login(tmp_path: Path) -> None:
+    fifo = tmp_path / "bastion_known"
+    os.mkfifo(fifo)
+    hop = Hop("127.0.0.1", 9, "ops", str(fifo))  # nothing listens on port 9: no login is ever tried
+    began = time.monotonic()
+    with pytest.raises(InputError, match="is a FIFO, not a regular file"):
+        check_jump_hosts({(hop,)}, 5)
+    assert time.monotonic() - began < 5
