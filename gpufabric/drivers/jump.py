@@ -17,14 +17,13 @@ second host is refused.
 
 from __future__ import annotations
 
-import getpass
 import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpufabric.drivers.ssh_config import Found, Setting, SshConfig, read_ssh_config
+from gpufabric.drivers.ssh_config import Found, Setting, SshConfig, local_user_name, read_ssh_config
 from gpufabric.errors import GpufabricError
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -150,7 +149,7 @@ class JumpSettings:
         hostname, user, port = found.get("hostname"), found.get("user"), found.get("port")
         host = _host(_one(hostname, spec.host), _at(hostname)) if hostname is not None else spec.host
         configured = _user(_one(user, spec.host), _at(user)) if user is not None else None
-        user_name = spec.user or configured or _user(getpass.getuser(), "this user")
+        user_name = spec.user or configured or _user(local_user_name(), "this user")
         port_number = spec.port or (_port(_one(port, spec.host), _at(port)) if port is not None else 22)
         keys = tuple(os.path.expanduser(_one(k, spec.host)) for k in found.identity_files)
         known = found.get("userknownhostsfile")
@@ -183,7 +182,7 @@ def _one(setting: Setting, host: str, *, first: bool = False) -> str:
         elif token == "%d":
             out.append(str(Path.home()))
         elif token == "%u":
-            out.append(getpass.getuser())
+            out.append(local_user_name())
         else:
             raise JumpHostError(f"{_at(setting)}: the token {token!r} is not one gpufabric expands (%h %d %u %%)")
         i += 2

@@ -13,8 +13,9 @@ tell what ssh would have run, and will not guess which lines it may skip.
 The syntax is ssh_config(5)'s (OpenSSH 9.x): one keyword a line, its arguments after blanks or one
 `=`, double quotes around an argument with blanks, `#` comments; keywords in any case; the first value
 found for a keyword wins (IdentityFile adds up). `Host` patterns take `*`, `?` and `!` (a negated
-pattern that matches excludes the block). `Match` takes `all`, `host`, `originalhost`, `user` and
-`localuser` (other criteria are refused at their line: gpufabric cannot evaluate them as ssh would).
+pattern that matches excludes the block). `Match` takes `all`, `host` (the name a HostName found so far
+gives), `originalhost` (the name looked up), `user` and `localuser` (other criteria are refused at
+their line: gpufabric cannot evaluate them as ssh would).
 `Include` reads further files (globs; a relative name is under ~/.ssh), nested at most 4 deep, each
 file read with the same bounds: a regular file (never a FIFO or device), 1 MiB, 4 KiB a line, UTF-8.
 """
@@ -22,9 +23,9 @@ file read with the same bounds: a regular file (never a FIFO or device), 1 MiB, 
 from __future__ import annotations
 
 import fnmatch
-import getpass
 import glob
 import os
+import pwd
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -230,7 +231,7 @@ class SshConfig:
         """ssh's lookup of `host`: every block whose conditions hold, in file order; first value wins."""
         values: dict[str, Setting] = {}
         identity: list[Setting] = []
-        local_user = getpass.getuser()
+        local_user = local_user_name()
         for block in self.blocks:
             if not all(self._holds(c, host, values, local_user) for c in block.conditions):
                 continue
@@ -245,12 +246,20 @@ class SshConfig:
     def _holds(condition: Condition, host: str, values: dict[str, Setting], local_user: str) -> bool:
         if condition.kind == "all":
             return True
-        if condition.kind in ("host", "originalhost"):
+        if condition.kind == "originalhost":
             return _match_list(host, condition.patterns)
+        if condition.kind == "host":  # ssh_config(5): the name after a HostName found so far replaced it
+            name = values["hostname"].args[0].replace("%h", host) if "hostname" in values else host
+            return _match_list(name, condition.patterns)
         if condition.kind == "user":  # the remote user as known so far, as ssh and paramiko evaluate it
             user = values["user"].args[0] if "user" in values else local_user
             return _match_list(user, condition.patterns)
         return _match_list(local_user, condition.patterns)  # localuser
+
+
+def local_user_name() -> str:
+    """This account's name as ssh takes it: from the password database, not from $USER or $LOGNAME."""
+    return pwd.getpwuid(os.getuid()).pw_name
 
 
 def read_ssh_config(path: Path) -> SshConfig:

@@ -7,6 +7,8 @@ marker file, and checks that the file never appears)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from conftest import INVENTORY, run_in_process
 
 from gpufabric.drivers.jump import Hop, JumpHostError, JumpSettings
-from gpufabric.drivers.ssh_config import MAX_DEPTH, SshConfigError, read_ssh_config
+from gpufabric.drivers.ssh_config import MAX_DEPTH, SshConfigError, local_user_name, read_ssh_config
 from gpufabric.inputs import InputError
 
 
@@ -126,6 +128,14 @@ def test_match_host_and_user_select_as_ssh_does(tmp_path: Path) -> None:
     settings = JumpSettings.make(tmp_path / "known", None, config)
     assert settings.hops("172.20.0.3") == (Hop("bastion", 2200, "ops", str(tmp_path / "known")),)
     assert settings.hops("172.20.0.9") == ()
+    # `Match host` sees the name a HostName gave, `Match originalhost` the name looked up.
+    config = _config(
+        tmp_path,
+        "Host jump\n  HostName 192.0.2.7\nMatch host 192.0.2.7\n  User ops\nMatch originalhost jump\n  Port 2201\n"
+        "Host 172.20.*\n  ProxyJump jump\n",
+    )
+    hop = JumpSettings.make(tmp_path / "known", None, config).hops("172.20.0.3")[0]
+    assert (hop.host, hop.user, hop.port) == ("192.0.2.7", "ops", 2201)
 
 
 def test_a_token_it_does_not_know_is_refused_not_guessed(tmp_path: Path) -> None:
@@ -155,3 +165,67 @@ def test_bounds_and_bytes(tmp_path: Path) -> None:
     error = _refused(latin)
     assert "is not UTF-8" in error.render() and error.line_of(()) == 3
     assert read_ssh_config(_config(tmp_path, "# nothing\n\n")).lookup("x").values == {}
+
+
+# -- against OpenSSH's own reading of the same config (`ssh -G`: the options it would use, nothing connected) --
+
+ORACLE_CONFIGS = {
+    "patterns": (
+        "Host 10.0.0.* !10.0.0.9\n  ProxyJump ops@bastion:2222\n"
+        "Host 10.*\n  ProxyJump other\n  User admin\n"
+        "Host bastion\n  HostName %h.example.net\n  User=ops\n  Port 2200\n  IdentityFile ~/.ssh/id_bastion\n"
+        '  IdentityFile "/keys/with space"\n'
+        "Host *\n  Port 2022\n  UserKnownHostsFile /k/one /k/two\n",
+        ["10.0.0.5", "10.0.0.9", "10.1.1.1", "bastion", "other", "192.0.2.1"],
+    ),
+    "match": (
+        "Host jump\n  HostName 192.0.2.7\n"
+        "Match host 192.0.2.7\n  User ops\n"
+        "Match originalhost jump\n  Port 2201\n"
+        "Match user ops host !10.*\n  IdentityFile /keys/ops\n"
+        "Match localuser {me}\n  UserKnownHostsFile /k/mine\n"
+        "Match all\n  ProxyJump none\n",
+        ["jump", "192.0.2.7", "10.1.1.1"],
+    ),
+    "include": (
+        "Host 172.20.*\n  Include {folder}/inc.conf\n  User late\nHost *\n  User fallback\n",
+        ["172.20.0.3", "172.21.0.3"],
+    ),
+}
+
+
+def _openssh(config: Path, host: str, home: Path) -> dict[str, list[str]]:
+    done = subprocess.run(
+        ["ssh", "-G", "-F", str(config), host], capture_output=True, text=True, check=True, timeout=30,
+        env={"HOME": str(home), "PATH": os.environ["PATH"]},
+    )  # fmt: skip
+    out: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        out.setdefault(key, []).append(value)
+    return out
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH's client (ssh) is not installed")
+@pytest.mark.parametrize("name", sorted(ORACLE_CONFIGS))
+def test_the_reader_agrees_with_openssh(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    me = local_user_name()
+    (tmp_path / "inc.conf").write_text("ProxyJump ops@inner\nUser early\nHost 172.20.0.*\n  Port 2300\n")
+    text, hosts = ORACLE_CONFIGS[name]
+    config = _config(tmp_path, text.format(folder=tmp_path, me=me))
+    ours = read_ssh_config(config)
+    for host in hosts:
+        theirs = _openssh(config, host, tmp_path)
+        found = ours.lookup(host)
+        hostname = found.get("hostname")
+        assert theirs["hostname"] == [hostname.args[0].replace("%h", host) if hostname else host], host
+        user, port, jump = found.get("user"), found.get("port"), found.get("proxyjump")
+        assert theirs["user"] == [user.args[0] if user else me], host
+        assert theirs["port"] == [port.args[0] if port else "22"], host
+        assert theirs.get("proxyjump", ["none"]) == [jump.args[0] if jump else "none"], host
+        if found.identity_files:
+            assert theirs["identityfile"] == [s.args[0] for s in found.identity_files], host
+        known = found.get("userknownhostsfile")
+        if known:
+            assert theirs["userknownhostsfile"] == [" ".join(known.args)], host
