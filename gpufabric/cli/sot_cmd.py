@@ -106,13 +106,13 @@ def push_cmd(
     )
 
 
-def _warn_untagged(untagged: list[str]) -> None:
+def _warn_untagged(untagged: list[str], verb: str = "changed or removed") -> None:
     """Objects the listing gave as the fabric's that do not carry its tag: said, never touched."""
     for item in untagged:
         err.print(shown(f"warning: {item} was listed as the fabric's but does not carry its tag: left alone"))
     if untagged:
         err.print(shown(f"warning: {len(untagged)} objects without the fabric's tag in the listings (a proxy or server "
-                        "that drops the tags= filter?); none of them was changed or removed"))  # fmt: skip
+                        f"that drops the tags= filter?); none of them was {verb}"))  # fmt: skip
 
 
 @sot_cmd.command("pull")
@@ -145,7 +145,9 @@ def pull_cmd(
         "switches": result.switches,
         "racks": result.racks,
         "measured_cables": result.measured,
+        "untagged": result.untagged,
     }
+    _warn_untagged(result.untagged, "read")
     if as_json:
         out.print(json_dumps(summary | ({} if output else {"intent": result.intent})), markup=False, highlight=False)
     else:

@@ -153,6 +153,16 @@ def _norm(value: Any) -> Any:
     return value
 
 
+def carries_tag(o: dict[str, Any], tag_id: str | None, tag_name: str) -> bool:
+    """The object carries the fabric's tag itself (by id, as depth 0 shows it, or by name)."""
+    tags = o.get("tags")
+    if not isinstance(tags, list):
+        return False
+    return any(
+        (tag_id is not None and _norm(t) == tag_id) or (isinstance(t, dict) and t.get("name") == tag_name) for t in tags
+    )
+
+
 def _same(want: Any, have: Any) -> bool:
     if isinstance(want, dict):
         have = have if isinstance(have, dict) else {}
@@ -317,14 +327,7 @@ class Sync:
         return out
 
     def _tagged(self, o: dict[str, Any]) -> bool:
-        """The object carries the fabric's tag itself (by id at depth 0, or by name)."""
-        tags = o.get("tags")
-        if not isinstance(tags, list):
-            return False
-        for t in tags:
-            if _norm(t) == self.fixed["tag"] or (isinstance(t, dict) and t.get("name") == self.want.tag):
-                return True
-        return False
+        return carries_tag(o, self.fixed["tag"], self.want.tag)
 
     def _primary_ips(self) -> None:
         """Each device's primary address, once its addresses are assigned to its interfaces."""

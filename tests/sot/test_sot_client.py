@@ -187,8 +187,12 @@ def test_cli_refuses_without_token_or_with_plain_http_afar() -> None:
     ],
 )
 def test_pull_refuses_wrong_types(hostile: Any, racks: Any, devices: Any, words: str) -> None:
+    tagged = [{"tags": [{"id": "t"}]} | o for o in racks + devices]  # the fabric's tag, as depth 0 shows it
+
     def answer(method: str, path: str) -> Answer:
-        return page(racks if "/racks/" in path else devices if "/devices/" in path else [])
+        if "/tags/" in path:
+            return page([{"id": "t", "name": "gpufabric-lab"}])
+        return page([o for o in tagged if ("/racks/" in path) == (o in tagged[: len(racks)])])
 
     url, _ = hostile(answer)
     text = (ROOT / "inventory" / "fabric.yml").read_text()

@@ -87,6 +87,17 @@ def test_the_fabric_s_own_stale_objects_still_go(tmp_path: Path) -> None:
     assert stale not in store.objects["dcim/devices"] and json.loads(out)["deleted"] == 1
 
 
+def test_pull_reads_only_tagged_objects_when_the_filter_is_dropped() -> None:
+    store = pushed()
+    server = next(o for o in store.objects["dcim/devices"].values() if o["custom_fields"].get("gpufabric_index"))
+    store.add("dcim/devices", name="db07", custom_fields=dict(server["custom_fields"], gpufabric_index=99))
+    store.drop_tag_filter = True
+    with nautobot_double(store) as url:
+        code, out, stderr = sot("pull", str(FABRIC), "--url", url)
+    assert code == 0, stderr
+    assert "db07" not in out and "dcim/devices db07 (id " in stderr and "none of them was read" in stderr
+
+
 def test_pull_refuses_a_cloned_device_s_index_naming_both() -> None:
     store = pushed()
     devices = store.objects["dcim/devices"]
