@@ -164,7 +164,8 @@ def _runs(path: Path, number: int, keyword: str) -> SshConfigError:
         keyword,
         f"{keyword} would run a command (or load code) on this machine; gpufabric never runs one, and refuses "
         "a config that holds one",
-        "name the jump host with ProxyJump (or --jump-host), or give gpufabric a config of its own (--ssh-config)",
+        "name the jump host with ProxyJump (or --jump-host); or give gpufabric a config of its own (--ssh-config "
+        "FILE), or none (--ssh-config none)",
     )
 
 

@@ -134,14 +134,20 @@ def driver_name(access: Access, platform_name: str) -> str:
     return LAB_DRIVER if access.lab else platform(platform_name).facts.napalm_driver
 
 
+NO_CONFIG = Path("none")
+
+
 def jump_settings(
     known_hosts: Path | None, jump_host: str | None, ssh_config: Path | None, *, lab: bool
 ) -> JumpSettings | None:
     """The jump hosts asked for: `jump_host`, else the ProxyJump lines of `ssh_config` (for the real
-    switches ~/.ssh/config when there is one, as ssh reads it; a lab only from a config named). Their
+    switches ~/.ssh/config when there is one, as ssh reads it, unless `none` is named; a lab only from a
+    config named). Their
     host keys: each one's UserKnownHostsFile there, else `known_hosts` (default ~/.ssh/known_hosts)."""
     default_config = Path.home() / ".ssh" / "config"
-    if ssh_config is None and not lab and default_config.is_file():
+    if ssh_config == NO_CONFIG:  # `--ssh-config none`, as `ssh -F none`: no config at all, not even ~/.ssh/config
+        ssh_config = None
+    elif ssh_config is None and not lab and default_config.is_file():
         ssh_config = default_config
     settings = JumpSettings.make(known_hosts or Path.home() / ".ssh" / "known_hosts", jump_host, ssh_config)
     return settings if settings.active else None

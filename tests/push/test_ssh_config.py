@@ -229,3 +229,15 @@ def test_the_reader_agrees_with_openssh(name: str, tmp_path: Path, monkeypatch: 
         known = found.get("userknownhostsfile")
         if known:
             assert theirs["userknownhostsfile"] == [" ".join(known.args)], host
+
+
+def test_ssh_config_none_reads_no_config_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpufabric.fleet.access import jump_settings
+
+    ssh = tmp_path / "home" / ".ssh"
+    ssh.mkdir(parents=True)
+    _config(ssh, "Host *\n  ProxyCommand nc %h %p\n", "config")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    with pytest.raises(SshConfigError):
+        jump_settings(None, None, None, lab=False)
+    assert jump_settings(None, None, Path("none"), lab=False) is None
