@@ -113,8 +113,9 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
                 "--ssh-config",
                 type=click.Path(dir_okay=False, path_type=Path),
                 help="SSH client config whose ProxyJump (matched on each management address) leads to the switches, "
-                "and whose Host blocks describe the jump hosts. [default: ~/.ssh/config for real switches; none "
-                "for the lab]",
+                "and whose Host blocks describe the jump hosts; `none` reads no config. A config that would run a "
+                "command (Match exec, ProxyCommand, LocalCommand, KnownHostsCommand) is refused, never run. "
+                "[default: ~/.ssh/config for real switches; none for the lab]",
             ),
             click.option(
                 "--vault-file",

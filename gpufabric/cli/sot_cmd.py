@@ -16,7 +16,7 @@ from gpufabric.intent import load_intent
 from gpufabric.intent.loader import default_fabric_text, read_intent_file
 from gpufabric.outputs import json_dumps
 from gpufabric.plan import build_plan
-from gpufabric.sot.client import Nautobot, token_from_env
+from gpufabric.sot.client import DEADLINE, Nautobot, token_from_env
 from gpufabric.sot.service import pull, push
 
 url_option = click.option(
@@ -41,8 +41,16 @@ timeout_option = click.option(
     default=60.0,
     show_default=True,
     metavar="SECONDS",
-    help="How long one request may wait for Nautobot's answer before the command stops with exit 2 (a busy "
-    "server can take long over a write).",
+    help="How long one request may take, whole (connect, send, the answer to its last byte), before the command "
+    "stops with exit 2 (a busy server can take long over a write).",
+)
+deadline_option = click.option(
+    "--deadline",
+    type=click.FloatRange(1, 86400),
+    default=DEADLINE,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long all of the command's requests may take together before it stops with exit 2.",
 )
 
 
@@ -61,12 +69,16 @@ def sot_cmd() -> None:
 @token_option
 @click.option("--dry-run", is_flag=True, help="Count what would change; change nothing.")
 @timeout_option
+@deadline_option
 @json_option
-def push_cmd(*, file: str | None, url: str, token_env: str, dry_run: bool, timeout: float, as_json: bool) -> None:
+def push_cmd(
+    *, file: str | None, url: str, token_env: str, dry_run: bool, timeout: float, deadline: float, as_json: bool
+) -> None:
     """Write the plan of FILE into the source of truth: create what is missing, update what differs, and
     remove what the fabric's tag marks and the plan no longer has. A second push changes nothing."""
     plan = build_plan(load_intent(file))
-    result = push(plan, Nautobot(url, token_from_env(token_env), timeout=timeout), dry_run=dry_run)
+    api = Nautobot(url, token_from_env(token_env), timeout=timeout, deadline=deadline)
+    result = push(plan, api, dry_run=dry_run)
     total = result.total
     if as_json:
         doc: dict[str, Any] = {
@@ -76,9 +88,12 @@ def push_cmd(*, file: str | None, url: str, token_env: str, dry_run: bool, timeo
             "updated": total.updated,
             "deleted": total.deleted,
             "kinds": {k: asdict(v) for k, v in result.kinds.items() if v.total},
+            "untagged": result.untagged,
         }
         out.print(json_dumps(doc), markup=False, highlight=False, soft_wrap=True)
+        _warn_untagged(result.untagged)
         return
+    _warn_untagged(result.untagged)
     for kind, c in result.kinds.items():
         if c.total:
             err.print(shown(f"{kind}: {c.created} created, {c.updated} updated, {c.deleted} deleted"))
@@ -91,6 +106,15 @@ def push_cmd(*, file: str | None, url: str, token_env: str, dry_run: bool, timeo
     )
 
 
+def _warn_untagged(untagged: list[str], verb: str = "changed or removed") -> None:
+    """Objects the listing gave as the fabric's that do not carry its tag: said, never touched."""
+    for item in untagged:
+        err.print(shown(f"warning: {item} was listed as the fabric's but does not carry its tag: left alone"))
+    if untagged:
+        err.print(shown(f"warning: {len(untagged)} objects without the fabric's tag in the listings (a proxy or server "
+                        f"that drops the tags= filter?); none of them was {verb}"))  # fmt: skip
+
+
 @sot_cmd.command("pull")
 @file_arg
 @url_option
@@ -99,13 +123,17 @@ def push_cmd(*, file: str | None, url: str, token_env: str, dry_run: bool, timeo
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the intent here (default: stdout)."
 )
 @timeout_option
+@deadline_option
 @json_option
-def pull_cmd(*, file: str | None, url: str, token_env: str, output: Path | None, timeout: float, as_json: bool) -> None:
+def pull_cmd(
+    *, file: str | None, url: str, token_env: str, output: Path | None, timeout: float, deadline: float, as_json: bool
+) -> None:
     """The intent FILE with the physical facts the source of truth holds: each group's servers (names,
     racks, positions, serials), the racks, where each switch stands, and cable lengths measured otherwise
     than the positions give. Comments of FILE are not kept."""
     text = read_intent_file(file) if file is not None else default_fabric_text()[0]
-    result = pull(load_intent(file), text, Nautobot(url, token_from_env(token_env), timeout=timeout))
+    api = Nautobot(url, token_from_env(token_env), timeout=timeout, deadline=deadline)
+    result = pull(load_intent(file), text, api)
     document = yaml.safe_dump(result.intent, sort_keys=False, allow_unicode=True)
     if output is not None:
         write_atomic(output, document)
@@ -117,7 +145,9 @@ def pull_cmd(*, file: str | None, url: str, token_env: str, output: Path | None,
         "switches": result.switches,
         "racks": result.racks,
         "measured_cables": result.measured,
+        "untagged": result.untagged,
     }
+    _warn_untagged(result.untagged, "read")
     if as_json:
         out.print(json_dumps(summary | ({} if output else {"intent": result.intent})), markup=False, highlight=False)
     else:

@@ -4,9 +4,11 @@ A route is worked out once per command, before any login: from `--jump-host [use
 (a chain is written `a,b`), else from the `ProxyJump` an SSH config file gives the address
 (`Host` patterns are matched against the management address gpufabric connects to). Each jump host
 is then completed from that config's block for it, as ssh does: `HostName`, `User`, `Port`,
-`IdentityFile` and `UserKnownHostsFile`. Nothing else of the config is followed: `ProxyCommand` is
-a shell command and is refused, never run; `StrictHostKeyChecking` is not read (every hop's key is
-checked against known_hosts, always).
+`IdentityFile` and `UserKnownHostsFile`. The config is read by gpufabric's own reader
+(drivers/ssh_config.py), never by paramiko's, whose lookup runs `Match exec` commands: nothing of a
+config is ever run, and a config holding `Match exec`, `ProxyCommand`, `LocalCommand` or
+`KnownHostsCommand` is refused whole at its line; `StrictHostKeyChecking` is not read (every hop's key
+is checked against known_hosts, always).
 
 Every name, user and port that comes from outside (the option, the config file) is held to a pattern
 before it is used: nothing here reaches a shell, and a value that could be read as an option or a
@@ -15,17 +17,14 @@ second host is refused.
 
 from __future__ import annotations
 
-import getpass
 import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import paramiko
-
+from gpufabric.drivers.ssh_config import Found, Setting, SshConfig, local_user_name, read_ssh_config
 from gpufabric.errors import GpufabricError
-from gpufabric.inputs import read_text
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")  # an RFC 1123 name, or an IPv4 address
@@ -34,7 +33,6 @@ _SPEC = re.compile(
     r"(?:(?P<user>[^@]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:@\[\]]+))(?::(?P<port>[0-9]{1,5}))?"
 )
 MAX_HOPS = 4
-CONFIG_BYTES = 1 << 20
 
 
 class JumpHostError(GpufabricError):
@@ -112,15 +110,6 @@ def parse_chain(text: str, where: str) -> tuple[JumpSpec, ...]:
     return tuple(specs)
 
 
-def read_ssh_config(path: Path) -> paramiko.SSHConfig:
-    """An OpenSSH client config file (bounded, never through a FIFO), parsed by paramiko."""
-    text = read_text(path, what="an SSH client config file", max_bytes=CONFIG_BYTES)
-    try:
-        return paramiko.SSHConfig.from_text(text)
-    except Exception as exc:  # paramiko raises several kinds on a line it cannot read
-        raise JumpHostError(f"{path}: cannot read it as an SSH client config ({exc})") from None
-
-
 @dataclass(frozen=True)
 class JumpSettings:
     """How a command finds the jump hosts in front of an address: the chain given (`--jump-host`),
@@ -130,7 +119,7 @@ class JumpSettings:
     known_hosts: str
     chain: tuple[JumpSpec, ...] = ()
     config_path: Path | None = None
-    config: paramiko.SSHConfig | None = field(default=None, repr=False, compare=False)
+    config: SshConfig | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def make(cls, known_hosts: Path, jump_host: str | None, ssh_config: Path | None) -> JumpSettings:
@@ -142,36 +131,59 @@ class JumpSettings:
     def active(self) -> bool:
         return bool(self.chain) or self.config is not None
 
-    def _lookup(self, name: str) -> dict:
-        if self.config is None:
-            return {}
-        try:
-            return dict(self.config.lookup(name))
-        except Exception as exc:  # a Match exec line (paramiko would need to run it), a bad token
-            raise JumpHostError(f"{self.config_path}: cannot look {name} up ({exc})") from None
+    def _lookup(self, name: str) -> Found:
+        return self.config.lookup(name) if self.config is not None else Found({})
 
     def hops(self, address: str) -> tuple[Hop, ...]:
         """The jump hosts in front of `address`, first first; () for a direct login."""
         chain = self.chain
         if not chain and self.config is not None:
-            found = self._lookup(address)
-            where = f"{self.config_path} (Host matching {address})"
-            if found.get("proxycommand", "none").lower() != "none":
-                raise JumpHostError(
-                    f"{where}: ProxyCommand is a shell command and gpufabric does not run it; name the jump "
-                    "host with ProxyJump (or --jump-host) instead"
-                )
-            chain = parse_chain(found.get("proxyjump", "none"), where)
+            jump = self._lookup(address).get("proxyjump")
+            if jump is not None:
+                chain = parse_chain(_one(jump, address), _at(jump))
         return tuple(self._complete(spec) for spec in chain)
 
     def _complete(self, spec: JumpSpec) -> Hop:
         """A jump host with what the config says of it (the option's user and port win, as with ssh)."""
         found = self._lookup(spec.host)
-        where = f"{self.config_path} (Host {spec.host})"
-        host = _host(found["hostname"], where) if "hostname" in found else spec.host
-        user = spec.user or (_user(found["user"], where) if "user" in found else _user(getpass.getuser(), "this user"))
-        port = spec.port or (_port(found["port"], where) if "port" in found else 22)
-        keys = tuple(os.path.expanduser(k) for k in found.get("identityfile", []))
-        known = found.get("userknownhostsfile", "").split()
-        known_hosts = os.path.expanduser(known[0]) if known else self.known_hosts
-        return Hop(host, port, user, known_hosts, keys)
+        hostname, user, port = found.get("hostname"), found.get("user"), found.get("port")
+        host = _host(_one(hostname, spec.host), _at(hostname)) if hostname is not None else spec.host
+        configured = _user(_one(user, spec.host), _at(user)) if user is not None else None
+        user_name = spec.user or configured or _user(local_user_name(), "this user")
+        port_number = spec.port or (_port(_one(port, spec.host), _at(port)) if port is not None else 22)
+        keys = tuple(os.path.expanduser(_one(k, spec.host)) for k in found.identity_files)
+        known = found.get("userknownhostsfile")
+        known_hosts = os.path.expanduser(_one(known, spec.host, first=True)) if known else self.known_hosts
+        return Hop(host, port_number, user_name, known_hosts, keys)
+
+
+def _at(setting: Setting) -> str:
+    return f"{setting.file}:{setting.line} ({setting.keyword})"
+
+
+def _one(setting: Setting, host: str, *, first: bool = False) -> str:
+    """The value of a setting for `host`: its only word (UserKnownHostsFile: its first), with the
+    tokens ssh_config(5) gives (`%h` the host, `%d` the home folder, `%u` the local user, `%%`)
+    expanded; any other token is refused (gpufabric does not know the value ssh would give it)."""
+    if len(setting.args) != 1 and not first:
+        raise JumpHostError(f"{_at(setting)}: one value expected, {len(setting.args)} given")
+    text = setting.args[0]
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "%":
+            out.append(text[i])
+            i += 1
+            continue
+        token = text[i : i + 2]
+        if token == "%h":
+            out.append(host)
+        elif token == "%%":
+            out.append("%")
+        elif token == "%d":
+            out.append(str(Path.home()))
+        elif token == "%u":
+            out.append(local_user_name())
+        else:
+            raise JumpHostError(f"{_at(setting)}: the token {token!r} is not one gpufabric expands (%h %d %u %%)")
+        i += 2
+    return "".join(out)

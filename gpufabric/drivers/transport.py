@@ -34,8 +34,9 @@ from gpufabric.drivers.answers import (
     size_text,
 )
 from gpufabric.drivers.jump import Hop, JumpHostError
-from gpufabric.errors import GpufabricError
+from gpufabric.errors import GpufabricError, Problem
 from gpufabric.files import AppendError, append_line
+from gpufabric.inputs import InputError, MiB, read_lines
 
 
 @dataclass(frozen=True)
@@ -230,20 +231,53 @@ class _KnownHosts:
 _known_hosts_cache: dict[str, tuple[tuple[int, int], _KnownHosts]] = {}
 
 
+KNOWN_HOSTS_BYTES = 64 * MiB  # a known_hosts of 10,000 switches with three keys each is about 3 MiB
+KNOWN_HOSTS_LINE = 16 * 1024  # bytes of one line: a 16384-bit RSA key in base64 is under 3 KiB
+KNOWN_HOSTS_LINES = 1_000_000
+KNOWN_HOSTS_WHAT = "an SSH known_hosts file"
+
+
+def read_known_hosts(path: str) -> paramiko.HostKeys:
+    """The host keys of a known_hosts file, read as every outside input is (gpufabric.inputs): a regular
+    file only (a FIFO would block the read forever, /dev/zero fill memory), at most 64 MiB, 16 KiB and
+    a million lines, UTF-8, each failure a located InputError (file, line; exit 2). A line of a key type
+    paramiko does not know is skipped, as its own load skips it; a key that is not base64 is refused at
+    its line (paramiko's load raised on it, unlocated)."""
+    keys = paramiko.HostKeys()
+    for number, line in read_lines(path, what=KNOWN_HOSTS_WHAT, max_line=KNOWN_HOSTS_LINE, max_bytes=KNOWN_HOSTS_BYTES):
+        if number > KNOWN_HOSTS_LINES:
+            raise _known_hosts_error(path, number, f"more than {KNOWN_HOSTS_LINES:,} lines, more than it can have")
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            entry = paramiko.hostkeys.HostKeyEntry.from_line(text, number)
+        except (paramiko.hostkeys.InvalidHostKey, paramiko.SSHException, ValueError, binascii.Error):
+            raise _known_hosts_error(path, number, f"line {number} is not `HOST KEY-TYPE BASE64-KEY`") from None
+        if entry is not None:
+            keys._entries.append(entry)  # paramiko's own load, without its compare of each line with all before
+    return keys
+
+
+def _known_hosts_error(path: str, line: int, message: str) -> InputError:
+    return InputError(path, [Problem((), message, "fix or remove the line (ssh-keygen -R HOST)")], {(): line})
+
+
 def _known_keys(path: str) -> _KnownHosts:
     """The known_hosts file, read once per version of it (its mtime and size), not once per login, with
     its entries indexed by host name.
 
     paramiko's own load compares each line with every entry read before it, and its lookup walks every
     entry: over a push to a thousand switches, reading the whole file at every login grew with the cube
-    of the fleet, and looking a host up in it with the square.
+    of the fleet, and looking a host up in it with the square. Its load also opens whatever the name
+    is: a FIFO there held every login forever.
     """
     stat = os.stat(path)
     version = (stat.st_mtime_ns, stat.st_size)
     with _KNOWN_HOSTS_READ:
         cached = _known_hosts_cache.get(path)
         if cached is None or cached[0] != version:
-            keys = paramiko.HostKeys(path)
+            keys = read_known_hosts(path)
             by_name: dict[str, dict[str, paramiko.PKey]] = {}
             for entry in keys._entries:  # paramiko keeps them in file order; no public iterator gives the keys
                 if entry.key is None:
@@ -254,6 +288,14 @@ def _known_keys(path: str) -> _KnownHosts:
             cached = (version, _KnownHosts(keys, by_name))
             _known_hosts_cache[path] = cached
         return cached[1]
+
+
+def check_known_hosts(path: str | Path) -> None:
+    """Read a known_hosts file once before any login, so that one that cannot be read (a FIFO, a device,
+    too large, not UTF-8) stops the command with its located error (exit 2) rather than failing every
+    switch's login in turn. A file that is not there is no error: no key is known yet."""
+    if os.path.lexists(path):
+        _known_keys(str(path))
 
 
 def _trust_known_keys(client: paramiko.SSHClient, path: str, host: str, port: int) -> None:

@@ -16,7 +16,7 @@ from nornir_napalm.plugins.connections import Napalm
 from gpufabric.config.secrets import SecretUnavailableError
 from gpufabric.drivers.jump import Hop, JumpSettings
 from gpufabric.drivers.registry import network_driver
-from gpufabric.drivers.transport import check_jump_hosts
+from gpufabric.drivers.transport import check_jump_hosts, check_known_hosts
 from gpufabric.fleet.args import CONNECT_TIMEOUT
 from gpufabric.fleet.errors import MissingLoginError
 from gpufabric.fleet.lab.credentials import load_login, load_secrets
@@ -82,6 +82,7 @@ def env_access(
         )
     secrets = {**os.environ, **(vault or {})}
     hosts = known_hosts or Path.home() / ".ssh" / "known_hosts"
+    check_known_hosts(hosts)  # a FIFO, a device or a huge file there: exit 2 now, not a hung login per switch
     args: dict[str, Any] = {"known_hosts": str(hosts), "accept_new": accept_new}
     # HTTPS APIs (EOS eAPI, NX-API): a CA bundle, else certificate fingerprints recorded beside known_hosts.
     args["tls_known_hosts"] = str(tls_known_hosts or hosts.with_name(TLS_KNOWN_HOSTS))
@@ -133,14 +134,20 @@ def driver_name(access: Access, platform_name: str) -> str:
     return LAB_DRIVER if access.lab else platform(platform_name).facts.napalm_driver
 
 
+NO_CONFIG = Path("none")
+
+
 def jump_settings(
     known_hosts: Path | None, jump_host: str | None, ssh_config: Path | None, *, lab: bool
 ) -> JumpSettings | None:
     """The jump hosts asked for: `jump_host`, else the ProxyJump lines of `ssh_config` (for the real
-    switches ~/.ssh/config when there is one, as ssh reads it; a lab only from a config named). Their
+    switches ~/.ssh/config when there is one, as ssh reads it, unless `none` is named; a lab only from a
+    config named). Their
     host keys: each one's UserKnownHostsFile there, else `known_hosts` (default ~/.ssh/known_hosts)."""
     default_config = Path.home() / ".ssh" / "config"
-    if ssh_config is None and not lab and default_config.is_file():
+    if ssh_config == NO_CONFIG:  # `--ssh-config none`, as `ssh -F none`: no config at all, not even ~/.ssh/config
+        ssh_config = None
+    elif ssh_config is None and not lab and default_config.is_file():
         ssh_config = default_config
     settings = JumpSettings.make(known_hosts or Path.home() / ".ssh" / "known_hosts", jump_host, ssh_config)
     return settings if settings.active else None

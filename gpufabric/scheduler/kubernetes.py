@@ -17,24 +17,28 @@ The pods that hold a node are those, not finished, whose containers request or l
 plan's RDMA resources (the names `gpufabric export k8s-network` gives the device plugin:
 `nvidia.com/<plane>_rail<n>`); a pod a DaemonSet owns is left (it would come back on its node,
 cordoned or not, as kubectl drain's --ignore-daemonsets knows). The token is read from the
-environment variable the intent names at the moment of each call, and never shown. Plain HTTP is
-refused except to a loopback address (the test double).
+environment variable the intent names at the moment of each call, and never shown (redacted from
+whatever the server says back). Plain HTTP is refused except to a loopback address (the test double).
+
+Every call goes through gpufabric.http_api: no redirect is followed to another origin (scheme, host,
+port), so the token never leaves for another server or in clear; each call has a whole deadline
+(`timeout`, connect to last byte), its answer at most `MAX_BODY` bytes, UTF-8, strict JSON nested at
+most 200 levels, and a list at most `MAX_ITEMS` long.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import ssl
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpufabric.http_api import Bounds, HttpApiError, Request, call, json_body, shown
 from gpufabric.outputs import json_dumps
 from gpufabric.scheduler.model import Mark, NodeState, SchedulerError, SchedulerOutputError, checked_node
 
@@ -42,12 +46,15 @@ ANNOTATION = "gpufabric.io/drain"
 TIMEOUT = 30.0
 FINISHED = frozenset({"Succeeded", "Failed"})
 MERGE_PATCH = "application/merge-patch+json"
+MAX_BODY = 128 * 1024 * 1024  # bytes of one answer: the list of every node, with their images, of a large cluster
+MAX_ITEMS = 100_000  # nodes or pods in one list (Kubernetes' own scale limit is 5,000 nodes, 150,000 pods)
 
 
 @dataclass(frozen=True)
 class Answer:
     status: int
     body: Any
+    secrets: tuple[str, ...] = ()  # what a message taken from the body must not show
 
 
 def _loopback(host: str) -> bool:
@@ -88,6 +95,18 @@ def _meta(obj: Any, what: str) -> dict[str, Any]:
     return meta
 
 
+def _items(body: Any, where: str) -> list[dict[str, Any]]:
+    """A List object's items: a list of objects, at most MAX_ITEMS."""
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        raise SchedulerOutputError(f"kubernetes: {where}: no list of items")
+    if len(items) > MAX_ITEMS:
+        raise SchedulerOutputError(f"kubernetes: {where}: {len(items)} items, more than {MAX_ITEMS}")
+    if not all(isinstance(i, dict) for i in items):
+        raise SchedulerOutputError(f"kubernetes: {where}: an item that is not an object")
+    return items
+
+
 class Kubernetes:
     """One cluster's API server: `api` (https://host:port), the bearer token's environment variable, a CA
     bundle, and the RDMA resource names whose pods must leave a node before its switch changes."""
@@ -126,38 +145,35 @@ class Kubernetes:
 
     def _request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Answer:
         headers = {"Accept": "application/json"}
+        secrets: tuple[str, ...] = ()
         if self.token_env:
             token = os.environ.get(self.token_env)
             if not token:
                 raise SchedulerError(f"the Kubernetes token's variable {self.token_env} is not set")
             headers["Authorization"] = f"Bearer {token}"
+            secrets = (token,)
         data = None
         if body is not None:
             data = json_dumps(body).encode()
             headers["Content-Type"] = content_type
-        request = urllib.request.Request(self.api + path, data=data, method=method, headers=headers)
+        request = Request(method, self.api + path, headers, data, secrets)
+        tls = self._context() if self.api.startswith("https:") else None
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self._context()) as response:
-                return Answer(response.status, self._json(response.read(), method, path))
-        except urllib.error.HTTPError as exc:
-            return Answer(exc.code, self._json(exc.read(), method, path, strict=False))
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise SchedulerError(f"kubernetes: {method} {path}: {reason}") from None
-
-    @staticmethod
-    def _json(raw: bytes, method: str, path: str, strict: bool = True) -> Any:
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            if strict:
-                raise SchedulerOutputError(f"kubernetes: {method} {path} did not answer JSON") from None
-            return None
+            reply = call(request, Bounds(self.timeout, time.monotonic() + self.timeout, MAX_BODY, tls))
+            if reply.status // 100 == 2:
+                return Answer(reply.status, json_body(reply, request))
+            try:  # an error's Status object, when it is one; its message is redacted where it is shown
+                return Answer(reply.status, json_body(reply, request), secrets)
+            except HttpApiError:
+                return Answer(reply.status, None, secrets)
+        except HttpApiError as exc:
+            raise SchedulerOutputError(f"kubernetes: {exc}") from None
 
     def _ok(self, answer: Answer, method: str, path: str) -> Any:
         if answer.status // 100 != 2:
             message = answer.body.get("message", "") if isinstance(answer.body, dict) else ""
-            raise SchedulerError(f"kubernetes: {method} {path}: HTTP {answer.status} {str(message)[:200]}")
+            said = shown(str(message), answer.secrets, 200)
+            raise SchedulerError(f"kubernetes: {method} {path}: HTTP {answer.status} {said}")
         return answer.body
 
     def _node(self, name: str) -> dict[str, Any] | None:
@@ -183,11 +199,7 @@ class Kubernetes:
     def _pods(self, node: str) -> list[dict[str, Any]]:
         selector = urllib.parse.quote(f"spec.nodeName={checked_node(node)}", safe="")
         path = f"/api/v1/pods?fieldSelector={selector}"
-        body = self._ok(self._request("GET", path), "GET", path)
-        items = body.get("items") if isinstance(body, dict) else None
-        if not isinstance(items, list):
-            raise SchedulerOutputError(f"kubernetes: GET {path}: no list of items")
-        return items
+        return _items(self._ok(self._request("GET", path), "GET", path), f"GET {path}")
 
     def _holding(self, node: str) -> list[dict[str, Any]]:
         """The pods on `node` that hold one of the plan's RDMA resources and have not finished."""
@@ -284,8 +296,5 @@ class Kubernetes:
         return lines
 
     def marked(self) -> list[NodeState]:
-        body = self._ok(self._request("GET", "/api/v1/nodes"), "GET", "/api/v1/nodes")
-        items = body.get("items") if isinstance(body, dict) else None
-        if not isinstance(items, list):
-            raise SchedulerOutputError("kubernetes: GET /api/v1/nodes: no list of items")
+        items = _items(self._ok(self._request("GET", "/api/v1/nodes"), "GET", "/api/v1/nodes"), "GET /api/v1/nodes")
         return [s for s in (self._state(n) for n in items) if s.mark is not None]

@@ -1,24 +1,26 @@
 """A small client of Nautobot's REST API, strict about what it reads back.
 
-The server is outside input: every answer is read up to a bound, must be JSON of the expected shape, and
-anything else is a `SotError` that names the request, never the token. The token is read from the
-environment variable the operator names; it travels only in the Authorization header.
+The server is outside input: every answer is read up to a bound, within a whole deadline per request
+and per command, must be JSON of the expected shape (a page no larger than asked for), and anything
+else is a `SotError` that names the request, never the token. The token is read from the environment
+variable the operator names; it travels only in the Authorization header, only to the server's own
+origin (gpufabric.http_api: no redirect elsewhere, never to http), and is redacted from anything the
+server says back.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import re
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpufabric.errors import GpufabricError, printable
+from gpufabric.http_api import Bounds, HttpApiError, HttpUnreachableError, Request, call, json_body, shown
 from gpufabric.outputs import json_dumps
 
 MAX_BODY = 16 * 1024 * 1024  # bytes of one answer: a page of 1,000 objects is well under 4 MiB
@@ -26,6 +28,7 @@ PAGE = 1000  # objects per page asked for (Nautobot's default MAX_PAGE_SIZE)
 MAX_PAGES = 1000  # pages of one listing: a million objects
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 SHOWN = 300  # characters of a server's error text shown
+DEADLINE = 3600.0  # seconds for a whole command's requests (--deadline)
 
 
 class SotError(GpufabricError):
@@ -76,42 +79,42 @@ def token_from_env(name: str) -> str:
 
 @dataclass
 class Nautobot:
-    """Nautobot's REST API at `url` (checked), authorized by `token`."""
+    """Nautobot's REST API at `url` (checked), authorized by `token`. `timeout`: seconds for one request,
+    whole (connect, send, the answer to its last byte); `deadline`: seconds for every request of the
+    command together, counted from when the client is made."""
 
     url: str
     token: str = field(repr=False)
     timeout: float = 60.0
     requests: int = 0
+    deadline: float = DEADLINE
+    _ends: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.url = check_url(self.url)
+        self._ends = time.monotonic() + self.deadline
 
     def _send(self, method: str, path: str, body: Any = None) -> Any:
         self.requests += 1
-        where = f"{method} {path.split('?', maxsplit=1)[0]}"
         data = None if body is None else json_dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Authorization", f"Token {self.token}")
-        request.add_header("Accept", "application/json")
+        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
         if data is not None:
-            request.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
+        request = Request(method, self.url + path, headers, data, (self.token,))
+        now = time.monotonic()
+        if now >= self._ends:
+            raise SotError(f"{request.where}: the command's deadline ({self.deadline:g} s, --deadline) ran out")
+        bounds = Bounds(self.timeout, min(now + self.timeout, self._ends), MAX_BODY)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read(MAX_BODY + 1)
-        except urllib.error.HTTPError as exc:
-            text = exc.read(MAX_BODY + 1)[:SHOWN].decode("utf-8", "replace")
-            raise SotError(f"{where}: the server answered {exc.code}: {printable(text)}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise SotError(f"{where}: cannot reach the source of truth at {self.url}: {reason}") from None
-        if len(raw) > MAX_BODY:
-            raise SotError(f"{where}: the answer is larger than {MAX_BODY} bytes")
-        if not raw.strip():
-            return None
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            raise SotError(f"{where}: the answer is not JSON") from None
+            reply = call(request, bounds)
+            if reply.status // 100 != 2:
+                said = shown(reply.body, (self.token,), SHOWN)
+                raise SotError(f"{request.where}: the server answered {reply.status}: {said}")
+            return json_body(reply, request)
+        except HttpUnreachableError as exc:
+            raise SotError(f"{exc}: cannot reach the source of truth at {self.url}") from None
+        except HttpApiError as exc:
+            raise SotError(f"{exc} (the source of truth at {self.url})") from None
 
     def objects(self, endpoint: str, **params: str) -> list[dict[str, Any]]:
         """Every object of `endpoint` the filters select, page by page (`depth=0`: references as ids)."""
@@ -124,6 +127,10 @@ class Nautobot:
             page = self._send("GET", path)
             if not isinstance(page, dict) or not isinstance(page.get("results"), list):
                 raise SotError(f"GET /api/{endpoint}/: the answer is not a page of results")
+            if len(page["results"]) > PAGE:
+                raise SotError(
+                    f"GET /api/{endpoint}/: a page of {len(page['results'])} results, more than the {PAGE} asked for"
+                )
             out += [_object(o, endpoint) for o in page["results"]]
             path = _next(page.get("next"), self.url, endpoint)
         raise SotError(f"GET /api/{endpoint}/: more than {MAX_PAGES} pages")

@@ -1,8 +1,14 @@
 """Keeping a plan's records in Nautobot: read what is there, change only what differs.
 
 Everything `sot push` makes carries the fabric's tag (`gpufabric-<fabric>`), and only tagged objects are
-ever updated or removed: a site's other devices, prefixes and cables are left alone. Shared vocabulary
+ever updated or removed: a site's other devices, prefixes and cables are left alone. The listing is
+asked for the tag (`?tags=`), and each object it returns is checked for the tag itself all the same: a
+proxy or a server that dropped the filter would otherwise hand over every team's objects for removal.
+An object listed without the tag is reported (`SyncResult.untagged`) and left alone. Shared vocabulary
 (device types, roles, platforms, the custom fields) is made when missing and never removed.
+
+Every value is checked against Nautobot's own field limits before the first request that writes
+(`check_limits`): a value the server would refuse half-way through a push is refused before it starts.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufabric.errors import printable
 from gpufabric.sot.client import Nautobot, SotError
 from gpufabric.sot.records import MANUFACTURER, Desired, Record, Ref
 
@@ -55,6 +62,48 @@ VOCABULARY = {  # kind -> (endpoint, the field that is its key)
 }
 
 
+# Nautobot's field limits (its models, 2.x and 3.x): every name, model, label, serial and description is a
+# CharField of CHARFIELD_MAX_LENGTH = 255 characters (nautobot/core/constants.py); a cable's length a
+# PositiveSmallIntegerField (0-32767); a rack's u_height 1-500 (RACK_U_HEIGHT_MAXIMUM); a device's position
+# a PositiveSmallIntegerField of at least 1; an interface's mtu 1-65536; a VLAN's vid 1-4094.
+TEXT_MAX = 255
+TEXT_FIELDS = ("name", "model", "label", "serial", "description", "address", "prefix")
+NUMBER_RANGES = {
+    "length": (0, 32767),
+    "u_height": (1, 500),
+    "position": (1, 32767),
+    "mtu": (1, 65536),
+    "vid": (1, 4094),
+}
+
+
+def check_limits(want: Desired) -> None:
+    """Every record's values within Nautobot's field limits, else a SotError naming each record, field and
+    limit (before anything is written)."""
+    problems = [
+        problem
+        for kind, records in [*want.vocabulary.items(), *want.owned.items()]
+        for r in records
+        for name, value in r.fields.items()
+        if (problem := _over(f"{kind} {printable(r.key[:80])}", name, value))
+    ]
+    if len(want.tag) > TEXT_MAX:
+        problems.append(f"tag {printable(want.tag[:80])}: {len(want.tag)} characters, Nautobot keeps {TEXT_MAX}")
+    if problems:
+        shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise SotError(f"the plan does not fit Nautobot's fields, nothing was written: {shown}")
+
+
+def _over(what: str, name: str, value: Any) -> str:
+    """What is wrong with one field's value against Nautobot's limit for it ("" when it fits)."""
+    if name in TEXT_FIELDS and isinstance(value, str) and len(value) > TEXT_MAX:
+        return f"{what}: {name} is {len(value)} characters, Nautobot keeps {TEXT_MAX}"
+    low, high = NUMBER_RANGES.get(name, (None, None))
+    if low is not None and high is not None and isinstance(value, int) and not low <= value <= high:
+        return f"{what}: {name} {value} is outside Nautobot's {low}-{high}"
+    return ""
+
+
 @dataclass
 class Counts:
     created: int = 0
@@ -72,6 +121,7 @@ class SyncResult:
     dry_run: bool
     kinds: dict[str, Counts] = field(default_factory=dict)
     requests: int = 0
+    untagged: list[str] = field(default_factory=list)  # listed as the fabric's, without its tag: left alone
 
     def count(self, kind: str) -> Counts:
         return self.kinds.setdefault(kind, Counts())
@@ -101,6 +151,16 @@ def _norm(value: Any) -> Any:
             return value
         return int(number) if number.is_integer() and not value.isdigit() else value
     return value
+
+
+def carries_tag(o: dict[str, Any], tag_id: str | None, tag_name: str) -> bool:
+    """The object carries the fabric's tag itself (by id, as depth 0 shows it, or by name)."""
+    tags = o.get("tags")
+    if not isinstance(tags, list):
+        return False
+    return any(
+        (tag_id is not None and _norm(t) == tag_id) or (isinstance(t, dict) and t.get("name") == tag_name) for t in tags
+    )
 
 
 def _same(want: Any, have: Any) -> bool:
@@ -260,8 +320,14 @@ class Sync:
             k = key(o)
             if not isinstance(k, str):
                 raise SotError(f"/api/{endpoint}/: an object without its {kind} key")
+            if not self._tagged(o):
+                self.result.untagged.append(f"{kind} {printable(k[:120])} (id {printable(o['id'])})")
+                continue  # not the fabric's, whatever the listing said: never updated, never removed
             out[k] = o
         return out
+
+    def _tagged(self, o: dict[str, Any]) -> bool:
+        return carries_tag(o, self.fixed["tag"], self.want.tag)
 
     def _primary_ips(self) -> None:
         """Each device's primary address, once its addresses are assigned to its interfaces."""
@@ -286,6 +352,7 @@ class Sync:
             self.api.update(ENDPOINTS["devices"], changes)
 
     def run(self) -> SyncResult:
+        check_limits(self.want)
         self._prepare()
         stale: dict[str, list[str]] = {}
         for kind in ORDER:

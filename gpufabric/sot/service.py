@@ -9,16 +9,18 @@ not the one its ends' positions give is kept as measured (`site.cable_lengths`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from gpufabric.errors import printable
 from gpufabric.intent.loader import LoadedIntent, load_intent_text
 from gpufabric.plan.model import Plan, cable_label
 from gpufabric.plan.planner import build_plan
 from gpufabric.sot.client import Nautobot, SotError
-from gpufabric.sot.nautobot import Sync, SyncResult, _norm
+from gpufabric.sot.nautobot import Sync, SyncResult, _norm, carries_tag
 from gpufabric.sot.records import desired
 from gpufabric.yaml_lines import load_yaml
 
@@ -40,6 +42,7 @@ class PullResult:
     racks: int = 0
     measured: int = 0  # cables whose recorded length is not their positions'
     groups: list[str] = field(default_factory=list)
+    untagged: list[str] = field(default_factory=list)  # listed as the fabric's without its tag: not read
 
 
 def _fields(o: dict[str, Any]) -> dict[str, Any]:
@@ -76,15 +79,53 @@ def metres(value: Any, unit: Any, label: str) -> int | None:
     return math.ceil(round(number * UNITS_TO_M[unit], 6))
 
 
+@dataclass
+class _Tagged:
+    """The fabric's objects of a listing: asked for by tag, and each checked for the tag itself (a proxy that
+    dropped `tags=` would hand over every team's devices as the fabric's servers)."""
+
+    api: Nautobot
+    tag: str
+    skipped: list[str] = field(default_factory=list)
+    tag_id: str | None = None
+
+    def __post_init__(self) -> None:
+        found = [o["id"] for o in self.api.objects("extras/tags", name=self.tag) if o.get("name") == self.tag]
+        self.tag_id = found[0] if found else None
+
+    def objects(self, endpoint: str) -> Iterator[dict[str, Any]]:
+        for o in self.api.objects(endpoint, tags=self.tag):
+            if carries_tag(o, self.tag_id, self.tag):
+                yield o
+            else:
+                name = o.get("name") or o.get("label") or ""
+                self.skipped.append(f"{endpoint} {printable(str(name)[:120])} (id {printable(o['id'])})")
+
+
+def _one_index(indexes: dict[tuple[str, int], str], group: str, index: int, name: str) -> None:
+    """A server's place in its group (`gpufabric_index`, which decides its leaf ports) is its own: a device
+    cloned in Nautobot copies it, and sorting the two would move an installed server to another port."""
+    other = indexes.setdefault((group, index), name)
+    if other != name:
+        raise SotError(
+            f"devices {printable(other)} and {printable(name)} both have gpufabric_index {index} in group "
+            f"{printable(group)} (a cloned device copies it): give one of them its own index in the source of "
+            "truth; nothing was written"
+        )
+    if index < 1:
+        raise SotError(f"device {printable(name)}: gpufabric_index {index} is not 1 or more")
+
+
 def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
     """The intent `text` (already `loaded`) with the physical facts the source of truth holds for it."""
     intent = loaded.intent
     tag = f"gpufabric-{intent.fabric.name}"
     data, _ = load_yaml(text, loaded.file, core_schema=True)
     assert isinstance(data, dict)
+    tagged = _Tagged(api, tag)
     racks_by_id: dict[str, str] = {}
     racks = []
-    for o in api.objects("dcim/racks", tags=tag):
+    for o in tagged.objects("dcim/racks"):
         name = _text(o.get("name"), "a rack's name")
         cf = _fields(o)
         row, column = _int(cf.get("gpufabric_row"), f"rack {name}'s row"), _int(cf.get("gpufabric_column"), "column")
@@ -95,8 +136,9 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
         racks.append({"name": name, "row": row, "column": column, "units": units})
     racks.sort(key=lambda r: (r["row"], r["column"], r["name"]))
     hosts: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    indexes: dict[tuple[str, int], str] = {}  # (group, gpufabric_index) -> the device that holds it
     switches: dict[str, dict[str, Any]] = {}
-    for o in api.objects("dcim/devices", tags=tag):
+    for o in tagged.objects("dcim/devices"):
         name = _text(o.get("name"), "a device's name")
         if name is None:
             raise SotError("a device without a name")
@@ -113,6 +155,7 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
             index = _int(cf.get("gpufabric_index"), f"device {name}'s index")
             if index is None:
                 raise SotError(f"server {name} has no gpufabric_index")
+            _one_index(indexes, group, index, name)
             hosts.setdefault(group, []).append((index, {"name": name, **place}))
         elif rack is not None and position is not None:
             switches[name] = place
@@ -120,7 +163,7 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
     site |= {"racks": racks, "switches": dict(sorted(switches.items()))}
     site.pop("cable_lengths", None)
     data["site"] = site
-    result = PullResult(data, racks=len(racks), switches=len(switches))
+    result = PullResult(data, racks=len(racks), switches=len(switches), untagged=tagged.skipped)
     for group in data.get("server_groups") or []:
         listed = hosts.get(group.get("name"))
         if not listed:
@@ -136,7 +179,7 @@ def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
     draft = build_plan(load_intent_text(yaml.safe_dump(data, sort_keys=False), PULLED))
     positional = {cable_label(p.prefix, link.number): link.length for p in draft.planes.values() for link in p.links}
     measured: dict[str, int] = {}
-    for o in api.objects("dcim/cables", tags=tag):
+    for o in tagged.objects("dcim/cables"):
         label = _text(o.get("label"), "a cable's label")
         if label is None or label not in positional:
             continue

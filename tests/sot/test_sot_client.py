@@ -75,8 +75,8 @@ def page(results: Any, next_link: Any = None) -> Answer:
 @pytest.mark.parametrize(
     ("answer", "words"),
     [
-        (lambda m, p: (200, b"<html>not json</html>"), "not JSON"),
-        (lambda m, p: (200, b"[" * 100_000), "not JSON"),  # nesting past the parser's recursion
+        (lambda m, p: (200, b"<html>not json</html>"), "not valid JSON"),
+        (lambda m, p: (200, b"[" * 100_000), "nests deeper than 200 levels"),  # past the parser's recursion
         (lambda m, p: (200, b" " * (MAX_BODY + 10)), f"larger than {MAX_BODY} bytes"),
         (lambda m, p: page("nope"), "not a page of results"),
         (lambda m, p: (200, b'{"results": [1, 2]}'), "without a text id"),
@@ -119,9 +119,9 @@ def test_timeout_bounds_each_request_and_is_checked(hostile: Any) -> None:
 
     url, _server = hostile(slow)
     done = run_in_process("gpufabric", "sot", "push", "--url", url, "--timeout", "1", GPUFABRIC_SOT_TOKEN=TOKEN)
-    assert done.returncode == 2 and "timed out" in done.stderr, done.stderr
+    assert done.returncode == 2 and "answer within 1 s" in done.stderr, done.stderr
     done = run_in_process("gpufabric", "sot", "push", "--url", url, GPUFABRIC_SOT_TOKEN=TOKEN)
-    assert done.returncode == 2 and "not JSON" in done.stderr, done.stderr  # the late answer was read
+    assert done.returncode == 2 and "not valid JSON" in done.stderr, done.stderr  # the late answer was read
     done = run_in_process("gpufabric", "sot", "pull", "--url", url, "--timeout", "0", GPUFABRIC_SOT_TOKEN=TOKEN)
     assert done.returncode == 2 and "--timeout" in done.stderr
 
@@ -187,8 +187,12 @@ def test_cli_refuses_without_token_or_with_plain_http_afar() -> None:
     ],
 )
 def test_pull_refuses_wrong_types(hostile: Any, racks: Any, devices: Any, words: str) -> None:
+    tagged = [{"tags": [{"id": "t"}]} | o for o in racks + devices]  # the fabric's tag, as depth 0 shows it
+
     def answer(method: str, path: str) -> Answer:
-        return page(racks if "/racks/" in path else devices if "/devices/" in path else [])
+        if "/tags/" in path:
+            return page([{"id": "t", "name": "gpufabric-lab"}])
+        return page([o for o in tagged if ("/racks/" in path) == (o in tagged[: len(racks)])])
 
     url, _ = hostile(answer)
     text = (ROOT / "inventory" / "fabric.yml").read_text()
