@@ -41,6 +41,27 @@ def breakout_speed(speed_gbps: int, split: int) -> str:
     return f"{speed_gbps}g-{CAGE_LANES // split}"
 
 
+# Every DSCP the plan does not name goes to the default class (traffic class 0) explicitly: on Arista's Strata
+# (Trident, Tomahawk) switches EOS's own DSCP map sends DSCP 0-7, unmarked traffic, to traffic class 1 and
+# DSCP 8-15 to 0 (Arista EOS User Manual, Quality of Service, "QoS Configuration: Trident and Tomahawk Platform
+# Switches", the default DSCP-to-traffic-class map), so a default class on tx-queue 0 would miss its guarantee.
+DEFAULT_TRAFFIC_CLASS = 0
+# `qos map dscp` takes a list of DSCP values; eight to a line, the most the EOS User Manual's syntax for the
+# command shows (`qos map dscp dscp_1 [... dscp_8] to traffic-class tc`).
+DSCP_PER_LINE = 8
+
+
+def dscp_map(named: list[tuple[int, int]]) -> list[tuple[str, int]]:
+    """(DSCP values, traffic class) of each `qos map dscp` line: each named DSCP to its class, one a line, then
+    every other DSCP 0-63 to the default class, eight to a line, so no DSCP is left to the platform's map."""
+    mine = dict(named)
+    rest = [d for d in range(64) if d not in mine]
+    lines = [(str(d), tc) for d, tc in sorted(mine.items())]
+    for i in range(0, len(rest), DSCP_PER_LINE):
+        lines.append((" ".join(str(d) for d in rest[i : i + DSCP_PER_LINE]), DEFAULT_TRAFFIC_CLASS))
+    return lines
+
+
 class Eos(Platform):
     judge = VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.nos.eos.judge")
 
@@ -53,7 +74,7 @@ class Eos(Platform):
         return catalog(ctx)
 
     def template_filters(self) -> Mapping[str, TemplateFilter]:
-        return {"eos_speed": breakout_speed}
+        return {"eos_speed": breakout_speed, "eos_dscp_map": dscp_map}
 
     def read_files(self, device: str, folder: Path) -> SwitchFacts:
         from gpufabric.nos.eos.verify import read_eos

@@ -107,18 +107,29 @@ def structured_config(ctx: DeviceContext) -> SC:
     return sc
 
 
+# Arista's `qos map dscp` takes up to eight DSCP values a line (EOS User Manual, Quality of Service, "qos map
+# dscp to traffic-class": `qos map dscp dscp_1 [dscp_2 ... dscp_8] to traffic-class tc`); AVD passes each
+# `qos.map.dscp` string through as written.
+ARISTA_DSCP_PER_LINE = 8
+DEFAULT_CLASS = 0  # the scheduler's default class, every DSCP the plan does not name
+
+
+def _dscp_map(named: dict[int, int]) -> list[str]:
+    """`qos.map.dscp` as AVD writes it: each named DSCP to its class, and every other DSCP (0-63) to the
+    default class, eight to a line, so no DSCP is left to the platform's own map."""
+    rest = [d for d in range(64) if d not in named]
+    lines = [f"{d} to traffic-class {tc}" for d, tc in sorted(named.items())]
+    for i in range(0, len(rest), ARISTA_DSCP_PER_LINE):
+        chunk = " ".join(str(d) for d in rest[i : i + ARISTA_DSCP_PER_LINE])
+        lines.append(f"{chunk} to traffic-class {DEFAULT_CLASS}")
+    return lines
+
+
 def _qos(ctx: DeviceContext, sc: SC) -> None:
     q = ctx.qos
     if q is None:
         return
-    sc["qos"] = {
-        "map": {
-            "dscp": [
-                f"{q.roce_dscp} to traffic-class {q.roce_priority}",
-                f"{q.cnp_dscp} to traffic-class {q.cnp_priority}",
-            ]
-        }
-    }
+    sc["qos"] = {"map": {"dscp": _dscp_map({q.roce_dscp: q.roce_priority, q.cnp_dscp: q.cnp_priority})}}
     profile: SC = {
         "name": "ROCE",
         "trust": "dscp",
@@ -147,6 +158,8 @@ def _qos(ctx: DeviceContext, sc: SC) -> None:
             "watchdog": {"enabled": q.pfc_watchdog},
         }
     sc["qos_profiles"] = [profile]
+    if q.lossless:  # LANZ keeps the lossless queue's congestion records the buffer telemetry reads
+        sc["queue_monitor_length"] = {"enabled": True}
     buffer = ctx.lossless_buffer
     if buffer is not None:  # bytes, AVD's default unit
         queue_profile = {"name": "ROCE", "ingress": {"headroom": {"memory": buffer.headroom}}}
@@ -194,7 +207,7 @@ def _carried(ctx: DeviceContext, sc: SC) -> None:
                 }
             )
     sc["router_bgp"]["vrfs"] = [_vrf_bgp(ctx, v) for v in conv.vrfs]
-    sc.setdefault("qos", {})["map"] = {"dscp": [f"{d} to traffic-class {prio}" for d, prio in conv.dscp_map()]}
+    sc.setdefault("qos", {})["map"] = {"dscp": _dscp_map(dict(conv.dscp_map()))}
     if "qos_profiles" not in sc:  # a plane without RoCE: the classes' profile alone
         sc["qos_profiles"] = [{"name": "ROCE", "trust": "dscp", "tx_queues": []}]
         for e in sc["ethernet_interfaces"]:
