@@ -19,7 +19,14 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.nos.eos import PLATFORM
-from gpufabric.nos.eos.hashing import BTH_DEST_QP_BYTES, ROCE_PROFILE, ROCE_UDP_PORT
+from gpufabric.nos.eos.hashing import (
+    BTH_DEST_QP_BYTES,
+    ROCE_PROFILE,
+    ROCE_UDP_PORT,
+    STRATA_UDF_MASK,
+    STRATA_UDF_OFFSETS,
+    strata_udf_hash,
+)
 from gpufabric.plan.model import ip
 from gpufabric.verify.facts import Finding, read_rendered
 
@@ -97,7 +104,15 @@ def structured_config(ctx: DeviceContext) -> SC:
     _carried(ctx, sc)
     if ctx.adaptive:
         sc["ip_hardware"] = {"fib": {"load_balance_distribution": {"dynamic": {"enabled": True}}}}
-    if PLATFORM.load_balancing(ctx).hash_fields:  # the queue-pair hash of a SAND switch
+    if PLATFORM.load_balancing(ctx).hash_fields and strata_udf_hash(ctx.device.model):
+        # the queue-pair hash of a Strata switch: one user-defined field a byte of the destination QP
+        sc["port_channel"] = {
+            "load_balance_trident_udf": [
+                {"eth_type": "ipv4", "ip_protocol": "udp", "header": "outer_l4", "offset": o, "mask": STRATA_UDF_MASK}
+                for o in STRATA_UDF_OFFSETS
+            ]
+        }
+    elif PLATFORM.load_balancing(ctx).hash_fields:  # the queue-pair hash of a SAND switch
         udp = {"dst_port": ROCE_UDP_PORT, "payload_bytes": BTH_DEST_QP_BYTES}
         sc["load_balance"] = {"policies": {"sand_profiles": [{"name": ROCE_PROFILE, "fields": {"udp": udp}}]}}
         sc["port_channel"] = {"load_balance_sand_profile": ROCE_PROFILE}
