@@ -1,11 +1,14 @@
 """Arista EOS: which switches hash RoCEv2 by its queue pair, and the values each family's hash takes.
 
-EOS's hardware families, by the packet processor each series' data sheet names:
-- SAND (Broadcom Jericho and Arad, "DNX"): the 7020R, 7280R, 7500R, 7700R and 7800R series, any generation.
-  A `load-balance sand profile` hashes on bytes of a UDP payload (`fields udp dst-port ... payload bytes ...`).
+EOS's hardware families, by the packet processor each series' Arista data sheet names (for instance the 7280R3
+and 7800R3 on Jericho2, the 7050X3 and 7300X3 on Trident3, the 7260X3 on Tomahawk2, the 7060X5 on Tomahawk4):
+- SAND (Broadcom Jericho and Arad, "DNX"): the 7020R, 7280R, 7500R, 7700R and 7800R series, any generation,
+  whose settings AVD keeps under `platform sand`. A `load-balance sand profile` hashes on bytes of a UDP payload
+  (`fields udp dst-port ... payload bytes ...`).
 - Strata (Broadcom StrataXGS Trident and Tomahawk): the 7050X series (Trident), the 7060X and 7260X series
-  (Tomahawk) and the 7300X series (Trident), the families EOS's `platform trident` settings apply to. Their LAG
-  and ECMP hash takes user-defined fields (UDF) of a packet's headers, `port-channel load-balance trident udf`.
+  (Tomahawk) and the 7300X series (Trident), whose settings AVD keeps under `platform trident` (the MMU queue
+  profile gpufabric renders for the lossless headroom among them). Their LAG and ECMP hash takes user-defined
+  fields (UDF) of a packet's headers, `port-channel load-balance trident udf`.
 Models of other series (the 7130 FPGA switches, the 7170 Tofino switches, campus 72x series) are neither here:
 gpufabric proves no RoCE-aware hash on them.
 """
