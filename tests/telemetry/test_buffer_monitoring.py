@@ -175,3 +175,23 @@ def test_a_switch_without_the_lines_is_caught():
     assert _sonic({db: json.dumps(doc)}, sonic) == [
         "FLEX_COUNTER_TABLE|PG_WATERMARK is {'FLEX_COUNTER_STATUS': 'disable'}, not polling"
     ]
+
+
+def test_sonic_s_models_accept_the_watermark_rows_and_refuse_a_wrong_status():
+    """sonic-flex_counter.yang judges the rows: the rendered ones pass, a status outside enable/disable and a
+    group the model lacks are refused."""
+    from tests.nos.sonic.test_sonic_yang import _judge_available
+
+    _judge_available()
+    from gpufabric.nos.sonic.yang import ConfigDbError, validate
+    from tests.conftest import SONIC_YANG
+
+    sonic = _target(PLANS["sonic"], "sonic")
+    doc = json.loads(_files(PLANS["sonic"], sonic.device)[f"{sonic.device}.config_db.json"])
+    assert set(doc["FLEX_COUNTER_TABLE"]) == {"QUEUE_WATERMARK", "PG_WATERMARK", "BUFFER_POOL_WATERMARK"}
+    validate(SONIC_YANG, doc)
+    for group, status in (("QUEUE_WATERMARK", "on"), ("QUEUE_WATERMARKS", "enable")):
+        bad = json.loads(json.dumps(doc))
+        bad["FLEX_COUNTER_TABLE"][group] = {"FLEX_COUNTER_STATUS": status}
+        with pytest.raises(ConfigDbError):
+            validate(SONIC_YANG, bad)
