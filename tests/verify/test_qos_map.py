@@ -20,7 +20,7 @@ def _rendered(platform: str) -> str:
     if platform in ("nxos", "eos"):  # their templates peer over /31s
         doc = set_path(doc, ("planes", "compute", "routing", "addressing"), "p2p31")
         doc = set_path(doc, ("planes", "compute", "addressing", "p2p"), "10.20.0.0/24")
-    if platform == "eos":  # a Strata-class model: EOS balances a compute plane dynamically
+    if platform == "eos":  # a model of neither EOS family (SAND, Strata): EOS balances a compute plane dynamically
         doc = set_path(doc, ("planes", "compute", "load_balancing"), "adaptive")
     files = render_all(plan_doc(doc))
     name = next(n for n in sorted(files) if n.startswith("cmp-spine1"))
