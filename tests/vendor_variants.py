@@ -25,7 +25,7 @@ def one_platform(platform: str, default_route: str = "originate") -> dict[str, A
         if name == "compute":
             plane["routing"]["addressing"] = "p2p31"  # EOS and NX-OS fabrics peer over /31s
             plane["addressing"]["p2p"] = "10.20.0.0/22"
-            if platform == "eos":  # the example's compute models are Strata-class: EOS balances them dynamically
+            if platform == "eos":  # its compute models are of neither EOS family: EOS balances them dynamically
                 plane["load_balancing"] = "adaptive"
         if name == "business":
             plane["border"]["default_route"] = default_route

@@ -384,12 +384,12 @@ class DataPlane(Model):
     load_balancing: Literal["ecmp", "adaptive"] = Field(
         "ecmp",
         description="How a switch spreads flows over its equal-cost uplinks. `ecmp`: a per-flow hash (on a plane "
-        "that carries RoCE over the L4 ports too, so RoCE's varied UDP source ports spread; on EOS SAND switches "
-        "over the queue pair); `adaptive`: the ASIC picks "
+        "that carries RoCE over the L4 ports too, so RoCE's varied UDP source ports spread; on EOS Strata and SAND "
+        "switches over the queue pair); `adaptive`: the ASIC picks "
         "the least loaded uplink per packet or flowlet (Cumulus adaptive routing, EOS dynamic load balancing), "
         "which reorders packets: use it only where the NICs tolerate out-of-order RoCE. "
-        "Refused on platforms without it; `ecmp` is refused on an EOS compute plane of Strata models "
-        "(no RoCE hash gpufabric can prove there).",
+        "Refused on platforms without it; `ecmp` is refused on an EOS compute plane of models of neither family "
+        "(no RoCE hash gpufabric can prove there) and of SAND models before EOS 4.33.",
     )
     spectrum_x: SpectrumX | None = Field(
         None,

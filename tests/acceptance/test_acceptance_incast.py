@@ -29,7 +29,7 @@ def vendor_plan(tmp_path_factory):
     """The example fabric with NX-OS leaves and EOS spines on its compute plane (their port names)."""
     text = (INVENTORY / "fabric.yml").read_text()
     text = text.replace("leaf:  {platform: frr, model: lab-400g-32", "leaf:  {platform: nxos, model: lab-400g-32", 1)
-    # A SAND model: an EOS compute switch on `ecmp` hashes RoCE by queue pair, which only SAND switches do.
+    # A SAND model: an EOS compute switch on `ecmp` hashes RoCE by queue pair (SAND or Strata hardware only).
     text = text.replace("spine: {platform: frr, model: lab-400g-32", "spine: {platform: eos, model: 7280CR3-32P4", 1)
     text = text.replace("      addressing: unnumbered\n", "      addressing: p2p31\n", 1)
     text = text.replace("      hosts: 10.10.0.0/16", "      hosts: 10.10.0.0/16\n      p2p: 10.200.0.0/24", 1)

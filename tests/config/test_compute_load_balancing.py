@@ -134,7 +134,7 @@ def test_every_compute_switch_renders_its_platform_s_load_balancing(path: Path) 
 @pytest.mark.parametrize("name", ["eos", "nxos"])
 def test_every_platform_s_compute_switches_render_a_setting(name: str) -> None:
     """Beyond the examples: the multi-vendor example with every role on one platform (EOS's compute plane
-    balanced dynamically, its Strata models having no RoCE hash gpufabric can prove)."""
+    balanced dynamically, its models being of neither EOS family, with no RoCE hash gpufabric can prove)."""
     settings = compute_settings(plan_doc(one_platform(name), f"all-{name}"))
     assert settings and all(settings.values()), {n: v for n, v in settings.items() if not v}
 

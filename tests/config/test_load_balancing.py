@@ -356,16 +356,67 @@ def test_pyavd_s_schema_refuses_a_port_beyond_udp():
     assert any("dst_port" in v for v in avd.render(sc).violations)
 
 
-def test_eos_strata_switches_get_no_sand_profile_on_other_planes():
-    """The multi-vendor example's EOS storage plane (7060X5, Strata) keeps EOS's own hash: no profile."""
+STRATA = "7060X5-64S"
+UDF = "port-channel load-balance trident udf eth-type IPv4 ip-protocol udp header outer l4 offset {} mask 0xff\n"
+
+
+def test_eos_strata_switches_hash_roce_on_the_destination_queue_pair_as_pyavd_renders_it():
+    """A Strata (Tomahawk) compute plane on `ecmp`: the destination QP's three bytes, outer-L4 offsets 13-15
+    of IPv4 UDP (8 bytes of UDP header, then the BTH's bytes 5-7), one user-defined hash field each, as
+    AVD's port_channel.load_balance_trident_udf renders them; no sand profile."""
+    plan = plan_doc(_eos_compute(STRATA), "all-eos-strata")
+    index = LinkIndex(plan)
+    checked = 0
+    for device in plan.devices():
+        if device.plane != "compute":
+            continue
+        ctx = build(plan, device, index)
+        assert platform("eos").load_balancing(ctx).hash_fields == ("bth-dest-qp",)
+        ours = render_context(ctx)[f"{device.name}.cfg"]
+        assert all(UDF.format(o) in ours for o in (13, 14, 15))
+        assert "load-balance sand profile" not in ours
+        sc = avd.structured_config(ctx)
+        assert sc["port_channel"]["load_balance_trident_udf"] == [
+            {"eth_type": "ipv4", "ip_protocol": "udp", "header": "outer_l4", "offset": o, "mask": "0xff"}
+            for o in (13, 14, 15)
+        ]
+        assert "load_balance" not in sc
+        result = avd.render(sc)
+        assert result.violations == []
+        assert avd.compare(ours, result.text) == []
+        # Another byte in our text and pyavd's part: the comparison reads each field.
+        shifted = ours.replace(UDF.format(15), UDF.format(16))
+        assert set(avd.compare(shifted, result.text)) == {
+            f"only gpufabric: {UDF.format(16).strip()}",
+            f"only pyavd: {UDF.format(15).strip()}",
+        }
+        checked += 1
+    assert checked
+
+
+def test_pyavd_s_schema_refuses_an_offset_beyond_its_range():
+    plan = plan_doc(_eos_compute(STRATA), "all-eos-strata")
+    device = next(d for d in plan.devices() if d.plane == "compute")
+    sc = avd.structured_config(build(plan, device, LinkIndex(plan)))
+    sc["port_channel"]["load_balance_trident_udf"][0]["offset"] = 65
+    assert any("offset" in v for v in avd.render(sc).violations)
+
+
+def test_eos_strata_switches_of_other_roce_planes_hash_by_queue_pair_too():
+    """The multi-vendor example's EOS storage plane (7060X5, Strata) carries RoCE: the same user-defined
+    fields, no sand profile (that is SAND's)."""
     plan = plan_doc(yaml.safe_load((INVENTORY / "examples" / "multi-vendor.yml").read_text()), "mv")
-    for name, files in _files(plan, "storage").items():
-        assert "load-balance" not in files[f"{name}.cfg"], name
+    files = _files(plan, "storage")
+    assert files
+    for name, f in files.items():
+        text = f[f"{name}.cfg"]
+        assert all(UDF.format(o) in text for o in (13, 14, 15)), name
+        assert "load-balance sand profile" not in text, name
 
 
 @pytest.mark.parametrize(
     ("model", "release", "words"),
-    [("7060X5-64S", None, "no SAND switch"), (SAND, "4.32", "EOS 4.32 has no UDP payload hash")],
+    [("7170-64C", None, "neither a Strata"), (SAND, "4.32", "EOS 4.32 has no UDP payload hash")],
 )
 def test_an_eos_compute_plane_without_a_provable_hash_is_refused_at_the_model(model, release, words):
     text = yaml.safe_dump(_eos_compute(model, release), sort_keys=False)
@@ -375,7 +426,7 @@ def test_an_eos_compute_plane_without_a_provable_hash_is_refused_at_the_model(mo
     assert {p.path[3] for p in found} >= {"leaf", "spine"}
     assert all(words in p.message for p in found)
     assert all(info.value.line_of(p.path) is not None for p in found)
-    # Dynamic load balancing is the way out on Strata, a release with the hash on SAND.
+    # Dynamic load balancing is the way out on other hardware, a release with the hash on SAND.
     load_intent_text(yaml.safe_dump(_eos_compute(model, release, "adaptive"), sort_keys=False), "fabric.yml")
     if release is not None:
         load_intent_text(yaml.safe_dump(_eos_compute(model, "4.33"), sort_keys=False), "fabric.yml")
@@ -404,6 +455,7 @@ def hashed(tmp_path_factory):
     out = {}
     for name, plan in (
         ("eos", plan_doc(_eos_compute(SAND), "all-eos-sand")),
+        ("eos-strata", plan_doc(_eos_compute(STRATA), "all-eos-strata")),
         ("nxos", plan_doc(one_platform("nxos"), "all-nxos")),
     ):
         folder = tmp_path_factory.mktemp(name)
@@ -412,7 +464,7 @@ def hashed(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("which", ["eos", "nxos"])
+@pytest.mark.parametrize("which", ["eos", "eos-strata", "nxos"])
 def test_the_rendered_hash_verifies_clean(hashed, which):
     plan, folder = hashed[which]
     assert [f for f in verify(plan, folder, vendor_judges=False).findings if f.check == "load-balancing"] == []
@@ -423,9 +475,11 @@ def test_the_rendered_hash_verifies_clean(hashed, which):
     [
         ("eos", SAND_LINE, "         payload bytes 0-3\n", "the platform's default"),
         ("eos", "port-channel load-balance sand profile ROCE\n", "", "the platform's default"),
+        ("eos-strata", UDF.format(14), UDF.format(14).replace("0xff", "0x0f"), "the platform's default"),
+        ("eos-strata", UDF.format(15), "", "the platform's default"),
         ("nxos", NXOS_LINE, "ip load-sharing address source-destination\n", "the platform's default"),
     ],
-    ids=["eos-bytes", "eos-unapplied", "nxos-addresses-only"],
+    ids=["eos-bytes", "eos-unapplied", "eos-strata-half-byte", "eos-strata-byte-missing", "nxos-addresses-only"],
 )
 def test_a_hash_changed_in_the_file_is_found_at_its_line(hashed, tmp_path, which, old, new, found):
     plan, folder = hashed[which]
@@ -441,7 +495,9 @@ def test_a_hash_changed_in_the_file_is_found_at_its_line(hashed, tmp_path, which
     assert findings[0].file == f"{device}.cfg" and findings[0].line >= 1
 
 
-@pytest.mark.parametrize(("which", "old", "new"), [("eos", SAND_LINE, ""), ("nxos", NXOS_LINE, "")])
+@pytest.mark.parametrize(
+    ("which", "old", "new"), [("eos", SAND_LINE, ""), ("eos-strata", UDF.format(13), ""), ("nxos", NXOS_LINE, "")]
+)
 def test_validate_reads_the_hash_from_a_running_config(hashed, which, old, new):
     plan, folder = hashed[which]
     p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]

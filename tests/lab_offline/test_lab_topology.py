@@ -32,7 +32,7 @@ def test_other_platforms_run_as_frr_with_linux_port_names():
         doc = set_path(doc, ("planes", "compute", "switches", role, "platform"), "eos")
     doc = set_path(doc, ("planes", "compute", "routing", "addressing"), "p2p31")
     doc = set_path(doc, ("planes", "compute", "addressing", "p2p"), "10.20.0.0/24")
-    doc = set_path(doc, ("planes", "compute", "load_balancing"), "adaptive")  # EOS on a Strata-class model
+    doc = set_path(doc, ("planes", "compute", "load_balancing"), "adaptive")  # EOS on a model of neither EOS family
     loaded = load_intent_text(yaml.safe_dump(doc), "eos-compute.yml")
     assert {d.platform for d in build_plan(loaded).planes["compute"].devices} == {"eos"}
     topo = topology(loaded)

@@ -8,6 +8,7 @@ are listed in ACCEPTED with the reason, and in docs/configs.md.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -143,3 +144,48 @@ def test_the_templates_loaded_once_render_what_get_device_config_renders(monkeyp
         assert avd._device_config() is get_device_config
     finally:
         avd._device_config.cache_clear()
+
+
+def _dscp_lines(text: str) -> list[tuple[list[int], int]]:
+    return [
+        ([int(d) for d in m[1].split()], int(m[2]))
+        for m in re.finditer(r"^qos map dscp ([\d ]+) to traffic-class (\d+)$", text, re.M)
+    ]
+
+
+def test_every_dscp_is_mapped_on_every_eos_switch_with_a_qos_profile():
+    """No DSCP is left to EOS's own map, which on Strata switches sends unmarked traffic (DSCP 0-7) to traffic
+    class 1: each of 0-63 is mapped once, the plan's to their classes, every other one to the default class's
+    tx-queue 0, at most eight to a line; and pyavd renders the same lines from AVD's qos.map.dscp."""
+    checked = 0
+    for name in ("multi-vendor", "converged-north-south", "all-eos-originate"):
+        plan = PLANS[name]
+        index = LinkIndex(plan)
+        for device in (d for d in plan.devices() if d.platform == "eos"):
+            ctx = build(plan, device, index)
+            if ctx.qos is None and ctx.converged is None:
+                continue
+            text = render_context(ctx)[f"{device.name}.cfg"]
+            named = dict(ctx.converged.dscp_map()) if ctx.converged else {}
+            if ctx.qos is not None:
+                named |= {ctx.qos.roce_dscp: ctx.qos.roce_priority, ctx.qos.cnp_dscp: ctx.qos.cnp_priority}
+            lines = _dscp_lines(text)
+            mapped = [d for dscps, _ in lines for d in dscps]
+            assert sorted(mapped) == list(range(64)), device.name
+            assert all(len(dscps) <= 8 for dscps, _ in lines)
+            assert {d: tc for dscps, tc in lines for d in dscps} == {d: named.get(d, 0) for d in range(64)}
+            assert "   tx-queue 0\n" in text or ctx.converged is None  # the default class's guarantee is on 0
+            assert sorted(_dscp_lines(avd.render(avd.structured_config(ctx)).text)) == sorted(lines)
+            checked += 1
+    assert checked > 0
+
+
+def test_a_dscp_left_to_the_platform_map_is_caught():
+    plan = PLANS["multi-vendor"]
+    device = next(d for d in plan.devices() if d.platform == "eos")
+    ctx = build(plan, device, LinkIndex(plan))
+    ours = render_context(ctx)[f"{device.name}.cfg"]
+    planted = ours.replace("qos map dscp 0 1 2 3 4 5 6 7 to traffic-class 0\n", "", 1)
+    assert planted != ours
+    diffs = avd.compare(planted, avd.render(avd.structured_config(ctx)).text)
+    assert diffs == ["only pyavd: qos map dscp 0 1 2 3 4 5 6 7 to traffic-class 0"]

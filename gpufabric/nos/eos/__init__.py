@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpufabric.nos.eos.hashing import SAND_MODEL, sand_udp_hash
+from gpufabric.nos.eos.hashing import SAND_MODEL, STRATA_UDF_OFFSETS, sand_udp_hash, strata_udf_hash
 from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import (
     BTH_DEST_QP,
@@ -41,6 +41,33 @@ def breakout_speed(speed_gbps: int, split: int) -> str:
     return f"{speed_gbps}g-{CAGE_LANES // split}"
 
 
+# Every DSCP the plan does not name goes to the default class (traffic class 0) explicitly: on Arista's Strata
+# (Trident, Tomahawk) switches EOS's own DSCP map sends DSCP 0-7, unmarked traffic, to traffic class 1 and
+# DSCP 8-15 to 0 (Arista EOS User Manual, Quality of Service, "QoS Configuration: Trident and Tomahawk Platform
+# Switches", the default DSCP-to-traffic-class map), so a default class on tx-queue 0 would miss its guarantee.
+DEFAULT_TRAFFIC_CLASS = 0
+# `qos map dscp` takes a list of DSCP values; eight to a line, the most the EOS User Manual's syntax for the
+# command shows (`qos map dscp dscp_1 [... dscp_8] to traffic-class tc`).
+DSCP_PER_LINE = 8
+
+
+def dscp_map(named: list[tuple[int, int]]) -> list[tuple[str, int]]:
+    """(DSCP values, traffic class) of each `qos map dscp` line: each named DSCP to its class, one a line, then
+    every other DSCP 0-63 to the default class, eight to a line, so no DSCP is left to the platform's map."""
+    mine = dict(named)
+    rest = [d for d in range(64) if d not in mine]
+    lines = [(str(d), tc) for d, tc in sorted(mine.items())]
+    for i in range(0, len(rest), DSCP_PER_LINE):
+        lines.append((" ".join(str(d) for d in rest[i : i + DSCP_PER_LINE]), DEFAULT_TRAFFIC_CLASS))
+    return lines
+
+
+def udf_offsets(model: str) -> tuple[int, ...]:
+    """The outer-L4 offsets of the queue-pair bytes a Strata switch hashes through user-defined fields; none on
+    a switch of another family (a SAND switch hashes them through its sand profile)."""
+    return STRATA_UDF_OFFSETS if strata_udf_hash(model) else ()
+
+
 class Eos(Platform):
     judge = VendorJudge("Arista's AVD eos_cli_config_gen", "pyavd", "pyavd>=5,<7", "gpufabric.nos.eos.judge")
 
@@ -53,7 +80,7 @@ class Eos(Platform):
         return catalog(ctx)
 
     def template_filters(self) -> Mapping[str, TemplateFilter]:
-        return {"eos_speed": breakout_speed}
+        return {"eos_speed": breakout_speed, "eos_dscp_map": dscp_map, "eos_udf_offsets": udf_offsets}
 
     def read_files(self, device: str, folder: Path) -> SwitchFacts:
         from gpufabric.nos.eos.verify import read_eos
@@ -72,17 +99,21 @@ class Eos(Platform):
         return True  # dynamic load balancing: `ip hardware fib load-balance distribution dynamic`
 
     def load_balancing(self, ctx: DeviceContext) -> LoadBalancing:
-        """Dynamic load balancing on or off as the plane asks; on a plane that carries RoCE a SAND switch's
-        `load-balance sand profile` adds the destination queue pair (bytes 5-7 of the UDP payload to port
-        4791, the base transport header) to the LAG and ECMP hash."""
-        roce = ctx.qos is not None and sand_udp_hash(ctx.device.model, ctx.release)
+        """Dynamic load balancing on or off as the plane asks; on a plane that carries RoCE the destination
+        queue pair (the base transport header's bytes 5-7, after the UDP header) joins the LAG and ECMP hash:
+        a SAND switch's `load-balance sand profile` hashes those bytes of the payload to UDP port 4791, a
+        Strata switch's `port-channel load-balance trident udf` lines the same bytes at outer-L4 offsets 13-15
+        (gpufabric/nos/eos/hashing.py)."""
+        model = ctx.device.model
+        roce = ctx.qos is not None and (sand_udp_hash(model, ctx.release) or strata_udf_hash(model))
         return LoadBalancing(adaptive=ctx.adaptive, hash_fields=(BTH_DEST_QP,) if roce else ())
 
     def balancing_problem(self, model: str, release: str, adaptive: bool) -> tuple[str, str] | None:
-        """A compute switch balances by dynamic load balancing (`adaptive`) or, on SAND hardware from EOS
-        4.33.1F, by the queue-pair hash; a Strata switch on `ecmp` would keep EOS's default hash, which
-        neither a model nor a document gpufabric holds shows for RoCEv2."""
-        if adaptive or sand_udp_hash(model, release):
+        """A compute switch balances by dynamic load balancing (`adaptive`) or by the queue-pair hash: on
+        Strata hardware through user-defined hash fields, on SAND hardware from EOS 4.33.1F through a sand
+        profile. A switch of neither family on `ecmp` would keep EOS's default hash, which neither a model nor
+        a document gpufabric holds shows for RoCEv2."""
+        if adaptive or sand_udp_hash(model, release) or strata_udf_hash(model):
             return None
         if SAND_MODEL.match(model):
             return (
@@ -91,9 +122,10 @@ class Eos(Platform):
                 "pin platforms.eos.release to 4.33 or later, or set load_balancing: adaptive",
             )
         return (
-            f"{model} is no SAND switch: EOS gives it no RoCE-aware hash gpufabric can render and prove",
-            "set the plane's load_balancing: adaptive (dynamic load balancing), or use a SAND model "
-            "(7280R3, 7800R3, ...) on EOS 4.33 or later for the queue-pair hash",
+            f"{model} is neither a Strata (7050X, 7060X, 7260X, 7300X) nor a SAND switch: EOS gives it no "
+            "RoCE-aware hash gpufabric can render and prove",
+            "set the plane's load_balancing: adaptive (dynamic load balancing), or use a Strata model (7060X5, "
+            "...) or a SAND model (7280R3, 7800R3, ...) on EOS 4.33 or later for the queue-pair hash",
         )
 
     def lossless_buffers(self, ctx: DeviceContext) -> LosslessBuffers:

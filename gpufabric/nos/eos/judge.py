@@ -19,7 +19,14 @@ from typing import Any
 
 from gpufabric.config.context import DeviceContext
 from gpufabric.nos.eos import PLATFORM
-from gpufabric.nos.eos.hashing import BTH_DEST_QP_BYTES, ROCE_PROFILE, ROCE_UDP_PORT
+from gpufabric.nos.eos.hashing import (
+    BTH_DEST_QP_BYTES,
+    ROCE_PROFILE,
+    ROCE_UDP_PORT,
+    STRATA_UDF_MASK,
+    STRATA_UDF_OFFSETS,
+    strata_udf_hash,
+)
 from gpufabric.plan.model import ip
 from gpufabric.verify.facts import Finding, read_rendered
 
@@ -97,7 +104,15 @@ def structured_config(ctx: DeviceContext) -> SC:
     _carried(ctx, sc)
     if ctx.adaptive:
         sc["ip_hardware"] = {"fib": {"load_balance_distribution": {"dynamic": {"enabled": True}}}}
-    if PLATFORM.load_balancing(ctx).hash_fields:  # the queue-pair hash of a SAND switch
+    if PLATFORM.load_balancing(ctx).hash_fields and strata_udf_hash(ctx.device.model):
+        # the queue-pair hash of a Strata switch: one user-defined field a byte of the destination QP
+        sc["port_channel"] = {
+            "load_balance_trident_udf": [
+                {"eth_type": "ipv4", "ip_protocol": "udp", "header": "outer_l4", "offset": o, "mask": STRATA_UDF_MASK}
+                for o in STRATA_UDF_OFFSETS
+            ]
+        }
+    elif PLATFORM.load_balancing(ctx).hash_fields:  # the queue-pair hash of a SAND switch
         udp = {"dst_port": ROCE_UDP_PORT, "payload_bytes": BTH_DEST_QP_BYTES}
         sc["load_balance"] = {"policies": {"sand_profiles": [{"name": ROCE_PROFILE, "fields": {"udp": udp}}]}}
         sc["port_channel"] = {"load_balance_sand_profile": ROCE_PROFILE}
@@ -107,18 +122,29 @@ def structured_config(ctx: DeviceContext) -> SC:
     return sc
 
 
+# Arista's `qos map dscp` takes up to eight DSCP values a line (EOS User Manual, Quality of Service, "qos map
+# dscp to traffic-class": `qos map dscp dscp_1 [dscp_2 ... dscp_8] to traffic-class tc`); AVD passes each
+# `qos.map.dscp` string through as written.
+ARISTA_DSCP_PER_LINE = 8
+DEFAULT_CLASS = 0  # the scheduler's default class, every DSCP the plan does not name
+
+
+def _dscp_map(named: dict[int, int]) -> list[str]:
+    """`qos.map.dscp` as AVD writes it: each named DSCP to its class, and every other DSCP (0-63) to the
+    default class, eight to a line, so no DSCP is left to the platform's own map."""
+    rest = [d for d in range(64) if d not in named]
+    lines = [f"{d} to traffic-class {tc}" for d, tc in sorted(named.items())]
+    for i in range(0, len(rest), ARISTA_DSCP_PER_LINE):
+        chunk = " ".join(str(d) for d in rest[i : i + ARISTA_DSCP_PER_LINE])
+        lines.append(f"{chunk} to traffic-class {DEFAULT_CLASS}")
+    return lines
+
+
 def _qos(ctx: DeviceContext, sc: SC) -> None:
     q = ctx.qos
     if q is None:
         return
-    sc["qos"] = {
-        "map": {
-            "dscp": [
-                f"{q.roce_dscp} to traffic-class {q.roce_priority}",
-                f"{q.cnp_dscp} to traffic-class {q.cnp_priority}",
-            ]
-        }
-    }
+    sc["qos"] = {"map": {"dscp": _dscp_map({q.roce_dscp: q.roce_priority, q.cnp_dscp: q.cnp_priority})}}
     profile: SC = {
         "name": "ROCE",
         "trust": "dscp",
@@ -147,6 +173,8 @@ def _qos(ctx: DeviceContext, sc: SC) -> None:
             "watchdog": {"enabled": q.pfc_watchdog},
         }
     sc["qos_profiles"] = [profile]
+    if q.lossless:  # LANZ keeps the lossless queue's congestion records the buffer telemetry reads
+        sc["queue_monitor_length"] = {"enabled": True}
     buffer = ctx.lossless_buffer
     if buffer is not None:  # bytes, AVD's default unit
         queue_profile = {"name": "ROCE", "ingress": {"headroom": {"memory": buffer.headroom}}}
@@ -194,7 +222,7 @@ def _carried(ctx: DeviceContext, sc: SC) -> None:
                 }
             )
     sc["router_bgp"]["vrfs"] = [_vrf_bgp(ctx, v) for v in conv.vrfs]
-    sc.setdefault("qos", {})["map"] = {"dscp": [f"{d} to traffic-class {prio}" for d, prio in conv.dscp_map()]}
+    sc.setdefault("qos", {})["map"] = {"dscp": _dscp_map(dict(conv.dscp_map()))}
     if "qos_profiles" not in sc:  # a plane without RoCE: the classes' profile alone
         sc["qos_profiles"] = [{"name": "ROCE", "trust": "dscp", "tx_queues": []}]
         for e in sc["ethernet_interfaces"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpufabric.nos.eos.hashing import BTH_DEST_QP_BYTES, ROCE_UDP_PORT
+from gpufabric.nos.eos.hashing import BTH_DEST_QP_BYTES, ROCE_UDP_PORT, STRATA_UDF_MASK, STRATA_UDF_OFFSETS
 from gpufabric.platforms.spec import BTH_DEST_QP
 from gpufabric.verify.cli_text import children, line, parse, read_common, sections
 from gpufabric.verify.facts import Fact, SwitchFacts, read_rendered
@@ -51,6 +51,7 @@ def eos_facts(device: str, text: str, file: str) -> SwitchFacts:
     for obj, _ in sections(conf, r"^ip hardware fib load-balance distribution dynamic$"):
         facts.adaptive = Fact(True, file, line(obj))
     _sand_hash(facts, conf, file)
+    _strata_hash(facts, conf, file)
     _mmu(facts, conf, file)
     for obj, _ in sections(conf, r"^qos profile ROCE$"):
         facts.anchors["qos"] = Fact("ROCE", file, line(obj))
@@ -80,6 +81,25 @@ def _sand_hash(facts: SwitchFacts, conf: object, file: str) -> None:
                 for child, cm in children(fields, r"payload bytes (\S+)"):
                     if int(fm.group(1)) == ROCE_UDP_PORT and cm.group(1) == BTH_DEST_QP_BYTES:
                         facts.hash_fields = Fact((BTH_DEST_QP,), file, line(child))
+
+
+# EOS writes the Ethernet type `IPv4` (as AVD renders it); either case is read.
+_UDF = (
+    r"(?i)^port-channel load-balance trident udf eth-type ipv4 ip-protocol udp header outer l4 offset (\d+)"
+    r"(?: mask (0x[0-9a-f]{1,2}))?$"
+)
+
+
+def _strata_hash(facts: SwitchFacts, conf: object, file: str) -> None:
+    """The queue-pair hash of a Strata switch: user-defined hash fields on every byte of the destination QP
+    (outer-L4 offsets 13-15 of IPv4 UDP), each byte whole (mask 0xff, or none)."""
+    found: dict[int, object] = {}
+    for obj, m in sections(conf, _UDF):
+        mask = m.group(2)
+        if mask is None or int(mask, 16) == int(STRATA_UDF_MASK, 16):
+            found.setdefault(int(m.group(1)), obj)
+    if all(o in found for o in STRATA_UDF_OFFSETS):
+        facts.hash_fields = Fact((BTH_DEST_QP,), file, line(found[STRATA_UDF_OFFSETS[0]]))
 
 
 def _bfd_timers(conf: object) -> tuple[object, int]:

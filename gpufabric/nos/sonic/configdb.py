@@ -62,7 +62,23 @@ def tables(ctx: DeviceContext) -> Tables:
     if ctx.converged is not None:
         out.update(_carried(ctx, ctx.converged))
         _classes(ctx, ctx.converged, out)
+    if ctx.qos is not None and ctx.qos.lossless:
+        out["FLEX_COUNTER_TABLE"] = watermark_counters()
     return {name: table for name, table in out.items() if table}
+
+
+# The flex counter groups that poll the buffer watermarks (sonic-flex_counter.yang, FLEX_COUNTER_TABLE; SONiC
+# Command Reference, "counterpoll watermark"): the unicast queues' and the priority groups' are what `show queue
+# watermark unicast` and `show priority-group watermark shared` print, and the buffer telemetry reads
+# (gpufabric/nos/sonic/telemetry.py); the pools' is `show buffer_pool watermark`. SONiC fills the watermark tables
+# only for a group whose status is enable: without them the switch shows nothing and the lossless-queue alert
+# cannot fire. The polling interval stays SONiC's own.
+WATERMARK_GROUPS = ("QUEUE_WATERMARK", "PG_WATERMARK", "BUFFER_POOL_WATERMARK")
+
+
+def watermark_counters() -> dict[str, dict[str, Any]]:
+    """FLEX_COUNTER_TABLE's rows gpufabric renders (and owns): each watermark group, polling on."""
+    return {group: {"FLEX_COUNTER_STATUS": "enable"} for group in WATERMARK_GROUPS}
 
 
 def _carried(ctx: DeviceContext, conv: Converged) -> Tables:
