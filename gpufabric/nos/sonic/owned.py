@@ -60,6 +60,7 @@ class Scope:
     mgmt: str | None
     qos: bool
     mgmt_address: bool
+    tables: frozenset[str] = frozenset()  # the planned tables: `Owned.planned_only` tables go by them
 
     def port_of(self, key: str) -> bool:
         """`Ethernet0`, `Ethernet0|10.0.0.1/31`, `Ethernet0|3-4`, `Ethernet0.20|...`: keyed by a SKU port."""
@@ -109,6 +110,7 @@ class Owned:
     fields: Fields = _all
     shared: frozenset[str] = frozenset()
     qos: bool = False  # owned only when the plan holds QoS
+    planned_only: bool = False  # owned only when the plan renders the table at all
 
 
 def _shared(*names: str) -> frozenset[str]:
@@ -200,6 +202,16 @@ OWNED: dict[str, Owned] = {
         qos=True,
     ),
     "SWITCH_HASH": Owned(fields=_of("ecmp_hash"), shared=_shared("GLOBAL"), qos=True),
+    # The buffer watermark groups the telemetry reads (configdb.watermark_counters), rendered on lossless
+    # planes only: their rows are the image's too (SONiC's init_cfg lists its flex counter groups), so they
+    # are shared rows of which gpufabric sets only the status. The table is owned only where the plan
+    # renders it: a switch whose plane reads no watermark keeps the image's counters as they are, and the
+    # port, queue and watchdog counter groups are never gpufabric's.
+    "FLEX_COUNTER_TABLE": Owned(
+        fields=_of("FLEX_COUNTER_STATUS"),
+        shared=_shared("QUEUE_WATERMARK", "PG_WATERMARK", "BUFFER_POOL_WATERMARK"),
+        planned_only=True,
+    ),
 }
 
 
@@ -221,12 +233,18 @@ def scope(planned: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> Scope:
         mgmt=mgmt[0] if mgmt else None,
         qos="DSCP_TO_TC_MAP" in planned,
         mgmt_address=bool(planned.get("MGMT_INTERFACE")),
+        tables=frozenset(planned),
     )
 
 
 def owned_tables(where: Scope) -> dict[str, Owned]:
-    """The tables a push owns for this scope (the QoS tables only when QoS is planned)."""
-    return {name: own for name, own in OWNED.items() if where.qos or not own.qos}
+    """The tables a push owns for this scope (the QoS tables only when QoS is planned, a `planned_only` table
+    only when the plan renders it)."""
+    return {
+        name: own
+        for name, own in OWNED.items()
+        if (where.qos or not own.qos) and (name in where.tables or not own.planned_only)
+    }
 
 
 def _shared_rows(table: str, own: Owned, where: Scope) -> frozenset[str]:

@@ -22,7 +22,7 @@ from napalm.base.exceptions import CommitError
 from gpufabric.nos.sonic.candidate import join
 from gpufabric.nos.sonic.driver import SonicDriver
 from gpufabric.nos.sonic.hwsku import SKUS
-from gpufabric.nos.sonic.owned import merge
+from gpufabric.nos.sonic.owned import NotOwnedError, merge
 from tests.conftest import ROOT
 from tests.sonic_switch_double import SonicSwitchDouble
 
@@ -356,3 +356,26 @@ def test_what_one_push_writes_the_next_push_takes_away() -> None:
             once = merge(running, second)
             assert merge(merge(running, first), second) == once, (first_name, second_name)
             assert merge(once, second) == once  # a second push of the same plan changes nothing
+
+
+def test_the_watermark_groups_are_switched_on_and_the_image_s_other_counters_left_alone() -> None:
+    """FLEX_COUNTER_TABLE is the image's: a lossless leaf's push turns on the three watermark groups the telemetry
+    reads (their poll intervals and every other group as the image has them), and a plan that renders no
+    watermark group leaves the table byte for byte, a disabled group included."""
+    planned = _planned("cmp-leaf1a")
+    assert set(planned["FLEX_COUNTER_TABLE"]) == {"QUEUE_WATERMARK", "PG_WATERMARK", "BUFFER_POOL_WATERMARK"}
+    running = _running(planned)
+    running["FLEX_COUNTER_TABLE"]["PG_WATERMARK"]["FLEX_COUNTER_STATUS"] = "disable"
+    merged = merge(running, planned)["FLEX_COUNTER_TABLE"]
+    assert merged["PG_WATERMARK"] == {"FLEX_COUNTER_STATUS": "enable", "POLL_INTERVAL": "60000"}
+    for group in ("PORT", "QUEUE", "WRED_ECN_QUEUE", "WRED_ECN_PORT", "PFCWD"):
+        assert merged[group] == running["FLEX_COUNTER_TABLE"][group], group
+    untouched = merge(running, _leaf_without("FLEX_COUNTER_TABLE"))["FLEX_COUNTER_TABLE"]
+    assert untouched == running["FLEX_COUNTER_TABLE"]
+
+
+def test_a_counter_group_gpufabric_does_not_render_is_refused_in_a_candidate() -> None:
+    planned = _planned("cmp-leaf1a")
+    planned["FLEX_COUNTER_TABLE"]["PORT"] = {"FLEX_COUNTER_STATUS": "disable"}
+    with pytest.raises(NotOwnedError, match=r"FLEX_COUNTER_TABLE\|PORT"):
+        merge(_running(_planned("cmp-leaf1a")), planned)
