@@ -136,7 +136,7 @@ def footprint(plan: Plan, nodes: Sequence[str], job: str | None = None) -> Footp
         if not mine:
             continue
         graph = _Graph(plane)
-        placed = _placed(plane, mine)
+        placed = place_nics(plane, mine)
         nics += placed
         if name == COMPUTE:
             planes += _own(graph, placed)
@@ -167,7 +167,7 @@ def _storage_servers(plan: Plan) -> dict[str, list[Server]]:
     return out
 
 
-def _placed(plane: PlanePlan, mine: list[tuple[Server, HostNic]]) -> list[NicPlace]:
+def place_nics(plane: PlanePlan, mine: list[tuple[Server, HostNic]]) -> list[NicPlace]:
     """The NICs with their plane part, rail and host cable (one pass over the plane's host links)."""
     ports = {(s.name, nic.interface) for s, nic in mine}
     cables = {
