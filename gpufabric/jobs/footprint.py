@@ -248,15 +248,19 @@ class _Graph:
         self.role = {d.name: d.role for d in plane.devices}
         self.asn = {d.name: d.asn for d in plane.devices if d.asn is not None}
         self.adjacent: dict[str, list[str]] = defaultdict(list)
+        # The cable numbers of each pair of switches, kept in the same pass (labelled only when used).
+        self._edge_cables: dict[tuple[str, str], list[int]] = defaultdict(list)
+        adjacent, asn, numbers = self.adjacent, self.asn, self._edge_cables
         for link in plane.links:
-            if link.kind == "fabric" and link.a in self.asn and link.b in self.asn:
-                self.adjacent[link.a].append(link.b)
-                self.adjacent[link.b].append(link.a)
+            a, b = link.a, link.b
+            if link.kind == "fabric" and a in asn and b in asn:
+                adjacent[a].append(b)
+                adjacent[b].append(a)
+                numbers[(a, b) if a < b else (b, a)].append(link.number)
         self._class: dict[str, frozenset[str]] = {}
         self._members: dict[frozenset[str], list[str]] | None = None
         self._hops: dict[frozenset[str], tuple[str, dict[str, list[str]]]] = {}
         self._walks: dict[tuple[frozenset[str], frozenset[str]], _Walk] = {}
-        self._edge_cables: dict[tuple[str, str], list[int]] | None = None
 
     def key(self, leaf: str) -> frozenset[str]:
         found = self._class.get(leaf)
@@ -358,13 +362,7 @@ class _Graph:
 
     def cables(self, edge: tuple[str, str]) -> list[str]:
         """The labels of the fabric cables between two switches (names in order), as the cabling export
-        writes them; the plane's fabric links are indexed on the first ask."""
-        if self._edge_cables is None:
-            self._edge_cables = defaultdict(list)
-            for link in self.plane.links:
-                if link.kind == "fabric":
-                    pair = (link.a, link.b) if link.a < link.b else (link.b, link.a)
-                    self._edge_cables[pair].append(link.number)  # labelled only when used
+        writes them."""
         return [cable_id(self.plane.prefix, n) for n in self._edge_cables.get(edge, ())]
 
 
