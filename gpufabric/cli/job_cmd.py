@@ -52,7 +52,7 @@ def show_cmd(job: str | None, nodes: str | None, file: str | None, slurm_conf: P
     """
     if (job is None) == (nodes is None):
         raise click.UsageError("give a JOB id or --nodes LIST (one of them)")
-    plan = load_plan(file)
+    plan = load_plan(file, reaches=job is not None)  # Slurm's nodes are only ever placed on a real intent
     if nodes is not None:
         try:
             names = expand_hostlist(nodes)

@@ -63,7 +63,7 @@ def _print(t: Triage) -> None:
     if r.unread_count > SHOWN_EVENTS:
         err.print(shown(f"unread: {r.unread_count - SHOWN_EVENTS} more line(s) (--json lists {len(r.unread)})"))
     for event in t.events[:SHOWN_EVENTS]:
-        out.print(shown(_event(event)))
+        out.print(shown(_event(event)), soft_wrap=True)  # one error a line, however long, for grep
     if len(t.events) > SHOWN_EVENTS:
         out.print(shown(f"... {len(t.events) - SHOWN_EVENTS} more error(s) (--json lists them all)"))
     for note in t.notes:
@@ -97,6 +97,7 @@ def _event(e: Event) -> str:
 def _end(end: End) -> str:
     if end.nic is not None:
         return f"{end.via} {end.said} = {end.nic.node} {end.nic.interface} ({end.nic.leaf} {end.nic.leaf_port})"
+    said = end.said if end.via == "rank" else f"{end.via} {end.said}"  # "rank 8", not "rank rank 8"
     if end.server is not None:
-        return f"{end.via} {end.said} = {end.server}" + (f" ({end.note})" if end.note else "")
-    return f"{end.via} {end.said}: {end.note}"
+        return f"{said} = {end.server}" + (f" ({end.note})" if end.note else "")
+    return f"{said}: {end.note}"

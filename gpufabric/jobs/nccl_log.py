@@ -68,20 +68,29 @@ WC_STATUS = {
 
 # `host:pid:tid [cudaDev] file:line NCCL WARN ` (file:line since before 2.18), after whatever a launcher or
 # NCCL_DEBUG_TIMESTAMP_FORMAT put in front. The host is NCCL's, cut at its first dot.
-_WARN = re.compile(
-    r"(?:^|[\s\]:>])(?P<host>[A-Za-z0-9][A-Za-z0-9_-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
-    r"(?:\S+:\d+ )?NCCL WARN (?P<message>.*)$"
+# Each pattern runs on a bounded window around a fixed marker, never across a whole line: a line of 64 KiB
+# built to make a search retry at every position costs what its window does, not the square of its length.
+WINDOW = 320  # before a marker: a launcher's label, a timestamp, host:pid:tid [dev] file:line
+MESSAGE = 1024  # after it: NCCL formats a whole line into 1,024 bytes (src/debug.cc); PyTorch's watchdog is short
+# `host:pid:tid [cudaDev] file:line ` right before "NCCL WARN" (file:line since before 2.18), after whatever a
+# launcher or NCCL_DEBUG_TIMESTAMP_FORMAT put in front. The host is NCCL's, cut at its first dot.
+_PREFIX = re.compile(
+    r"(?:^|[\s\]:>])(?P<host>[A-Za-z0-9][A-Za-z0-9_-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+:\d+ )?$"
 )
-_INFO_INIT = re.compile(
-    r"(?:^|[\s\]:>])(?P<host>[A-Za-z0-9][A-Za-z0-9_-]*):\d+:\d+ \[(?P<dev>\d+)\] NCCL INFO .*?"
-    r"comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+)\b.*Init"
+_INFO_PREFIX = re.compile(r"(?:^|[\s\]:>])(?P<host>[A-Za-z0-9][A-Za-z0-9_-]*):\d+:\d+ \[(?P<dev>\d+)\] $")
+_INIT = re.compile(
+    r"comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+) "
 )
-_WATCHDOG = re.compile(
+_WATCHDOG_WHO = re.compile(
     r"(?:\[PG ID (?P<pg>\d+) PG GUID (?P<guid>[^\s(\]]+)(?:\((?P<desc>[^)]*)\))? Rank (?P<pg_rank>\d+)\]"
-    r"|\[Rank (?P<rank>\d+)\]) Watchdog caught collective operation timeout: "
-    r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?P<rest>.*?)\) "
+    r"|\[Rank (?P<rank>\d+)\]) $"
+)
+_WATCHDOG_WHAT = re.compile(
+    r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?P<rest>[^\n]*?)\) "
     r"ran for (?P<ms>\d+) milliseconds before timing out"
 )
+WARN_MARK, INFO_MARK = "NCCL WARN ", "NCCL INFO "
+WATCHDOG_MARK = "Watchdog caught collective operation timeout: "
 _LAUNCHER_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")  # torchrun's log line prefix: the global rank
 _PEER = re.compile(r"(?P<address>[^<>\s]+)<(?P<port>\d+)>")
 
@@ -299,17 +308,21 @@ def read_lines_into(reading: Reading, name: str, lines: Iterable[tuple[int, str]
 
 
 def _read_line(reading: Reading, where: Where, text: str) -> None:
-    if "NCCL WARN" in text:
-        found = _WARN.search(text)
-        said = _warn(found, where) if found is not None else None
-        _keep(reading, where, text, said)
-    elif "Watchdog caught collective operation timeout" in text:
-        _keep(reading, where, text, _watchdog(text, where))
-    elif "NCCL INFO" in text and " nranks " in text:
-        init = _INFO_INIT.search(text)
-        if init is not None:
+    at = text.find(WARN_MARK)
+    if at >= 0:
+        _keep(reading, where, text, _warn(text, at, where))
+        return
+    at = text.find(WATCHDOG_MARK)
+    if at >= 0:
+        _keep(reading, where, text, _watchdog(text, at, where))
+        return
+    at = text.find(INFO_MARK)
+    if at >= 0 and "Init" in text:
+        prefix = _INFO_PREFIX.search(text, max(0, at - WINDOW), at)
+        init = _INIT.search(text, at, at + MESSAGE)
+        if prefix is not None and init is not None:
             reading.ranks.append(
-                RankSeen(int(init["rank"]), int(init["nranks"]), init["host"], int(init["cuda"]), init["comm"])
+                RankSeen(int(init["rank"]), int(init["nranks"]), prefix["host"], int(init["cuda"]), init["comm"])
             )
 
 
@@ -326,8 +339,11 @@ def _keep(reading: Reading, where: Where, text: str, said: Said | None) -> None:
         reading.dropped += 1
 
 
-def _warn(prefix: re.Match[str], where: Where) -> Said | None:
-    message = prefix["message"].rstrip()
+def _warn(text: str, at: int, where: Where) -> Said | None:
+    prefix = _PREFIX.search(text, max(0, at - WINDOW), at)
+    message = text[at + len(WARN_MARK) :].rstrip()
+    if prefix is None or len(message) > MESSAGE:
+        return None  # no NCCL prefix, or more than NCCL can print: not NCCL's line
     for layout in LAYOUTS:
         found = layout.pattern.match(message)
         if found is None:
@@ -363,10 +379,12 @@ def _gid(text: str | None) -> str | None:
     return None if text in (None, "", "N/A") else text
 
 
-def _watchdog(text: str, where: Where) -> Said | None:
-    found = _WATCHDOG.search(text)
-    if found is None:
+def _watchdog(text: str, at: int, where: Where) -> Said | None:
+    who = _WATCHDOG_WHO.search(text, max(0, at - WINDOW), at)
+    what = _WATCHDOG_WHAT.match(text, at + len(WATCHDOG_MARK), at + MESSAGE)
+    if who is None or what is None:
         return None
+    found = {**who.groupdict(), **what.groupdict()}
     launcher = _LAUNCHER_RANK.match(text)
     rank: int | None = int(launcher["rank"]) if launcher else None
     pg_rank: int | None = None

@@ -306,3 +306,21 @@ def test_the_watchdog_s_rank_is_global_only_where_the_line_says_so():
     assert got == [(5, None, "ALLREDUCE"), (None, 1, "ALLREDUCE"), (None, 3, "ALLREDUCE"), (9, None, "ALLREDUCE"),
                    (None, 0, "BROADCAST")]  # fmt: skip
     assert reading.said[0].detail == {"op": "ALLREDUCE", "ms": "600432", "seq": "412", "pg": "0 (default_pg)"}
+
+
+def test_a_line_built_to_make_the_patterns_retry_costs_its_window_not_its_square():
+    # Each marker repeated over a 64 KiB line: a pattern searched over the whole line retried from every
+    # repetition (about 2 s a line here); read in bounded windows around the first marker, 50 lines take
+    # milliseconds. The bound below is for a loaded machine.
+    import time
+
+    hostile = [
+        (" x:1:1 [0] NCCL INFO nranks Init" * 2000)[:65000],
+        (" x:1:1 [0] NCCL WARN " * 3000)[:65000],
+        ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(OpType=A" * 900)[:65000],
+    ]
+    start = time.monotonic()
+    reading = Reading()
+    read_lines_into(reading, "hostile.log", [(n, line) for n in range(50) for line in hostile])
+    assert time.monotonic() - start < 5
+    assert reading.said == [] and reading.ranks == [] and reading.unread_count == 100
