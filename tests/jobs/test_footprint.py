@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections import defaultdict, deque
 from pathlib import Path
 from types import SimpleNamespace
@@ -199,3 +200,29 @@ def test_an_ended_or_malformed_slurm_job_is_refused_with_what_to_do():
         slurm_job_nodes(jobs["COMPLETED"], slurm)
     with pytest.raises(FootprintError, match="not a Slurm job id"):
         slurm_job_nodes("12;rm -rf /", slurm)
+
+
+def test_job_show_places_a_running_slurm_job_read_through_squeue(tmp_path):
+    """`job show JOB` runs `squeue --json` with the given slurm.conf and places the job's nodes. squeue here is a
+    STAND-IN script printing Slurm 22.05's recorded answer (the real slurmctld runs in the lab tier only); it
+    records its arguments and SLURM_CONF."""
+    text = (RECORDED / "squeue-22.05.json").read_text()
+    running = next(str(r["job_id"]) for r in json.loads(text)["jobs"] if r["job_state"] == "RUNNING")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    squeue = bin_dir / "squeue"
+    squeue.write_text(f'#!/bin/sh\necho "$* $SLURM_CONF" >> {calls}\ncat {RECORDED / "squeue-22.05.json"}\n')
+    squeue.chmod(0o755)
+    conf = tmp_path / "slurm.conf"
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    intent = ROOT / "inventory" / "fabric.yml"
+    done = run_in_process("gpufabric", "job", "show", running, "--intent", intent, "--slurm-conf", conf, "--json",
+                          PATH=path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["job"] == running and got["nodes"] == ["gpu01"]
+    assert calls.read_text().split() == ["--json", str(conf)]
+    ended = next(str(r["job_id"]) for r in json.loads(text)["jobs"] if r["job_state"] == "COMPLETED")
+    done = run_in_process("gpufabric", "job", "show", ended, "--intent", intent, PATH=path)
+    assert done.returncode == 2 and "holds no node now" in done.stderr
