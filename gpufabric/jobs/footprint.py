@@ -135,9 +135,11 @@ def footprint(plan: Plan, nodes: Sequence[str], job: str | None = None) -> Footp
         mine = [(s, nic) for s in chosen for nic in s.nics if nic.plane == name]
         if not mine:
             continue
-        graph = _Graph(plane)
         placed = place_nics(plane, mine)
         nics += placed
+        if name != COMPUTE and name not in targets:
+            continue  # a plane the job's traffic does not cross between its nodes (business): its NICs only
+        graph = _Graph(plane)
         if name == COMPUTE:
             planes += _own(graph, placed)
         if name in targets:
@@ -167,14 +169,23 @@ def _storage_servers(plan: Plan) -> dict[str, list[Server]]:
     return out
 
 
-def place_nics(plane: PlanePlan, mine: list[tuple[Server, HostNic]]) -> list[NicPlace]:
-    """The NICs with their plane part, rail and host cable (one pass over the plane's host links)."""
-    ports = {(s.name, nic.interface) for s, nic in mine}
-    cables = {
+def host_cables(plane: PlanePlan, ports: set[tuple[str, str]] | None = None) -> dict[tuple[str, str], str]:
+    """(server, interface) -> the label of its cable, for `ports` (every host port when None), in one pass over
+    the plane's links."""
+    return {
         (link.a, link.a_port): cable_id(plane.prefix, link.number)
         for link in plane.links
-        if link.kind == "host" and (link.a, link.a_port) in ports
+        if link.kind == "host" and (ports is None or (link.a, link.a_port) in ports)
     }
+
+
+def place_nics(
+    plane: PlanePlan, mine: list[tuple[Server, HostNic]], cables: dict[tuple[str, str], str] | None = None
+) -> list[NicPlace]:
+    """The NICs with their plane part, rail and host cable (`cables` as host_cables gives them, else read for
+    these NICs in one pass over the plane's links)."""
+    if cables is None:
+        cables = host_cables(plane, {(s.name, nic.interface) for s, nic in mine})
     leaves = {d.name: d for d in plane.devices if d.role == "leaf"}
     out = []
     for s, nic in mine:

@@ -22,7 +22,7 @@ import ipaddress
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from gpufabric.jobs.footprint import NicPlace, place_nics
+from gpufabric.jobs.footprint import NicPlace, host_cables, place_nics
 from gpufabric.jobs.nccl_log import Reading, Said
 from gpufabric.plan.model import HostNic, Plan, Server
 
@@ -166,6 +166,7 @@ class _Index:
                 for sub in nic.carried:
                     self.address[sub.address] = (s, nic)  # a tagged subinterface rides its NIC's cable
         self._placed: dict[tuple[str, str], NicPlace] = {}
+        self._cables: dict[str, dict[tuple[str, str], str]] = {}  # plane -> every host port's cable, on first ask
 
     def host(self, name: str, via: str) -> End:
         short = name.rstrip(".")
@@ -202,7 +203,10 @@ class _Index:
     def place(self, server: Server, nic: HostNic) -> NicPlace:
         key = (server.name, nic.interface)
         if key not in self._placed:
-            (self._placed[key],) = place_nics(self.plan.planes[nic.plane], [(server, nic)])
+            plane = self.plan.planes[nic.plane]
+            if nic.plane not in self._cables:
+                self._cables[nic.plane] = host_cables(plane)
+            (self._placed[key],) = place_nics(plane, [(server, nic)], self._cables[nic.plane])
         return self._placed[key]
 
 
