@@ -77,6 +77,8 @@ def _print(t: Triage) -> None:
     out.print(shown(f"{which}, common to all {t.weighed} error(s) weighed ({t.evidence}):"), style="bold")
     for s in t.suspects:
         out.print(shown(f"  {_suspect(s)}"))
+        for command in s.confirm:
+            out.print(shown(f"    look: {command}"), soft_wrap=True)
 
 
 def _suspect(s: Suspect) -> str:

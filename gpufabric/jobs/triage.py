@@ -19,8 +19,9 @@ on every rank, so beside NCCL's own errors they point nowhere.
 from __future__ import annotations
 
 import ipaddress
+import shlex
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpufabric.jobs.footprint import NicPlace, host_cables, place_nics
 from gpufabric.jobs.nccl_log import Reading, Said
@@ -103,9 +104,12 @@ class Suspect:
     name: str
     events: int
     nic: NicPlace | None = None
+    confirm: tuple[str, ...] = ()  # read-only commands that look at it
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind, "name": self.name, "events": self.events}
+        if self.confirm:
+            out["confirm"] = list(self.confirm)
         if self.nic is not None:
             out.update(
                 plane=self.nic.plane,
@@ -229,6 +233,7 @@ def triage(plan: Plan, reading: Reading) -> Triage:
     timeouts = [e for e in events if e.said.kind == "watchdog" and e.parts()]
     evidence, weighed = ("network", network) if network else ("timeouts", timeouts) if timeouts else ("none", [])
     suspects, common, counts = _common(weighed, index)
+    suspects = [replace(s, confirm=confirm(plan, s)) for s in suspects]
     notes = []
     if reading.dropped:
         notes.append(f"{reading.dropped} more errors were read than kept; the common part is sought in those kept")
@@ -272,6 +277,20 @@ def _resolve(index: _Index, ranks: dict[int, tuple[str, int]], said: Said) -> Ev
             end = index.host(placed[0], "rank")
             ends.append(End(f"rank {said.rank}", "rank", end.server, note=end.note))
     return Event(said, tuple(ends), tuple(notes))
+
+
+COUNTER_WINDOW = 60  # seconds: a window long enough for a flapping link to flap, short enough to wait for
+
+
+def confirm(plan: Plan, suspect: Suspect) -> tuple[str, ...]:
+    """The read-only commands that look at a suspect: the leaf's ports (link state, flaps, errors, discards and
+    PFC pauses over a window, `nornir validate --counter-window`), and a server's host settings read back
+    (`playbooks/validate.yml`)."""
+    source = shlex.quote(plan.source)
+    leaf = suspect.nic.leaf if suspect.nic is not None else suspect.name if suspect.kind == "leaf" else None
+    if leaf is not None:
+        return (f"nornir validate {source} --device {shlex.quote(leaf)} --counter-window {COUNTER_WINDOW}",)
+    return (f"ansible-playbook -i <inventory> playbooks/validate.yml --limit {shlex.quote(suspect.name)}",)
 
 
 def _common(

@@ -147,6 +147,7 @@ def test_two_servers_nics_under_one_leaf_name_that_leaf(superpod):
     )
     found = triage(superpod, read(text))
     assert [(s.kind, s.name, s.events) for s in found.suspects] == [("leaf", a.leaf, 3)]
+    assert found.suspects[0].confirm[0].endswith(f"--device {a.leaf} --counter-window 60")
 
 
 def test_timeouts_alone_name_the_server_all_their_ranks_ran_on():
@@ -164,6 +165,7 @@ def test_timeouts_alone_name_the_server_all_their_ranks_ran_on():
     found = triage(plan, read(text))
     assert found.evidence == "timeouts"
     assert [(s.kind, s.name) for s in found.suspects] == [("server", "gpu02")]
+    assert found.suspects[0].confirm == ("ansible-playbook -i <inventory> playbooks/validate.yml --limit gpu02",)
 
 
 def test_errors_with_nothing_in_common_point_nowhere():
@@ -230,7 +232,8 @@ def test_the_command_line_exits_4_naming_the_cable_and_prints_json(logs):
     doc = json.loads(as_json.stdout)
     assert doc["suspects"] == [
         {"kind": "nic", "name": f"dgx017 {bad.interface}", "events": 12, "plane": "compute", "rail": 3,
-         "cable": cable, "leaf": leaf, "leaf_port": port}
+         "cable": cable, "leaf": leaf, "leaf_port": port,
+         "confirm": [f"nornir validate {SUPERPOD} --device {leaf} --counter-window 60"]}
     ]  # fmt: skip
     assert doc["unread_count"] == 1 and doc["unread"][0]["text"].endswith("'unspecified launch failure'")
 
