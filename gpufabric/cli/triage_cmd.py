@@ -39,6 +39,12 @@ def nccl_cmd(logs: tuple[Path, ...], file: str | None, as_json: bool) -> int:
     socket errors), NCCL INFO init lines (which host each rank ran on), PyTorch's watchdog timeouts. A WARN or
     watchdog line in no known layout is listed as unread; nothing is guessed from it.
 
+    \b
+    JSON keys: suspects[] {kind, name, events, plane, rail, cable, leaf, leaf_port, confirm}, common[],
+    most_named[], events[] {kind, layout, file, line, host, rank, detail, ends[] {said, via, server, nic,
+    note}}, evidence, weighed, layouts, errors_not_kept, ranks_placed, unread[] {file, line, text}, unread_count,
+    notes.
+
     Exit codes: 0 nothing points anywhere; 4 a suspect (the most specific part every error names: a NIC and
     its cable, a leaf, a server); 2 a log that cannot be read (not a regular file, not UTF-8, a line over
     64 KiB, a file over 1 GiB).
