@@ -47,6 +47,8 @@ COMMANDS = {
     "scheduler": "gpufabric.cli.scheduler_cmd:scheduler_cmd",
     "remediate": "gpufabric.cli.remediate_cmd:remediate_cmd",
     "sot": "gpufabric.cli.sot_cmd:sot_cmd",
+    "job": "gpufabric.cli.job_cmd:job_cmd",
+    "triage": "gpufabric.cli.triage_cmd:triage_cmd",
 }
 
 
@@ -112,7 +114,7 @@ class LazyGroup(click.Group):
 # Commands that build a plan, work through it and exit. Python's cycle collector would walk the
 # plan's millions of objects again and again as they are made (a third of `plan --json` at 32k);
 # these commands make no garbage cycles worth collecting before they exit, so it is switched off.
-BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs", "schema"})
+BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs", "schema", "job", "triage"})
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -62,8 +62,15 @@ def widths_from(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]
 
 
 def _paths_from(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]) -> dict[str, int]:
+    return {receiver: len(senders) for receiver, senders in next_hops(origin, asn, adjacent).items()}
+
+
+def next_hops(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]) -> dict[str, list[str]]:
+    """switch -> the neighbours (one entry per link) it installs as equal-cost next hops toward `origin`'s
+    prefix: the eBGP path vector above, whose widths are these lists' lengths. Following them from any switch
+    walks every path ECMP may take to `origin` (`gpufabric job show` lists the switches on them)."""
     path: dict[str, tuple[int, ...]] = {origin: (asn[origin],)}  # the AS path each switch advertises
-    width: dict[str, int] = {}
+    hops: dict[str, list[str]] = {}
     frontier = [origin]
     while frontier:
         offers: dict[str, list[str]] = defaultdict(list)
@@ -72,8 +79,8 @@ def _paths_from(origin: str, asn: dict[str, int], adjacent: dict[str, list[str]]
                 if receiver not in path and asn[receiver] not in path[sender]:
                     offers[receiver].append(sender)
         for receiver, senders in offers.items():
-            width[receiver] = len(senders)
+            hops[receiver] = senders
             best = min(senders)  # a deterministic best path; equal-length paths share their ASNs in a Clos
             path[receiver] = (asn[receiver], *path[best])
         frontier = sorted(offers)
-    return width
+    return hops

@@ -52,6 +52,7 @@ FOUND_ELSEWHERE = {
     "ib validate": "tests/ib/test_ib_cli.py (a port at the wrong rate)",
     "docs commands": "tests/docs/test_docs_site.py (a stale command page)",
     "demo": "tests/lab/test_demo_e2e.py (every fact: 0; the lab tier)",
+    "triage nccl": "tests/jobs/test_triage.py (a 512-rank job's log naming one cable)",
 }
 
 
