@@ -95,7 +95,7 @@ def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> i
     """The planned fabric in ibnetdiscover's format (what ibsim reads; what to diff against)."""
     intent = _intent(file)
     try:
-        guids = discovery.load(disc).node_guids() if disc else None
+        guids = discovery.load(disc, intent.fabric).node_guids() if disc else None
         emit(topology.render(intent.fabric, guids), output)
     except IbError as exc:
         raise _as_input_error(exc) from None
@@ -146,7 +146,7 @@ def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | 
     """opensm.conf, partitions.conf, qos-policy.conf, root/CN GUID files, the node-name map; with SHARP sharp_am.cfg."""
     intent = _intent(file)
     try:
-        found = discovery.load(disc)
+        found = discovery.load(disc, intent.fabric)
         files = opensm.render(intent.fabric, found, intent.settings, (sm_dir or output).absolute(), role)  # type: ignore[arg-type]
     except IbError as exc:
         raise _as_input_error(exc) from None
