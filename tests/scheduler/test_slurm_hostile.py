@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from gpufabric.maintenance import around
 from gpufabric.remediate import Guards, Remediator
 from gpufabric.remediate.server import Receiver
 from gpufabric.scheduler import Mark, SchedulerError, SchedulerOutputError, drain_nodes, resume_owner
@@ -28,6 +29,7 @@ from gpufabric.scheduler.slurm import MAX_HOSTLIST, MAX_JOB_NODES, Slurm, expand
 from tests.conftest import INVENTORY, example_plan, run_in_process
 from tests.remediate.remediate_fakes import alert, payload
 from tests.remediate.test_remediate_receiver import post
+from tests.services.test_around_change import made  # noqa: F401  (the fixture: a change's switches recorded)
 
 RECORDED = Path(__file__).resolve().parents[1] / "recorded" / "slurm"
 BEFORE = RECORDED / "sinfo-22.05-latin1-before.json"
@@ -95,6 +97,22 @@ def test_a_latin1_reason_on_one_node_does_not_stop_the_drain_of_another():
     # Neither the byte nor the escape reaches a line a person reads: U+FFFD, and ESC written out.
     assert all("\x1b" not in line for line in seen.lines)
     assert f"slurm: gpu01 was out already ({REPLACED}): left as it is" in seen.lines
+
+
+def test_a_restart_drains_its_leaf_past_a_latin1_reason_and_puts_its_server_back(made):  # noqa: F811
+    """What push, maintenance, restart and upgrade do around a batch (gpufabric/maintenance/around.py), over
+    the recorded Slurm: the servers behind cmp-su2-leaf1 (gpu03; gpu04 is not in this Slurm) go out, the
+    switch is drained, and gpu03 comes back once the switch is back."""
+    recorded = RecordedSlurm()
+    slurm = Slurm(runner=recorded)
+    slurm.log = []  # type: ignore[attr-defined]  (the harness's switches log beside the scheduler's)
+    change, _, _ = made(slurm)
+    drainer = around.RollDrainer(change)
+    assert drainer.drain(["cmp-su2-leaf1"], "x", "restart") == {"cmp-su2-leaf1": None}
+    assert slurm.log[0] == "switch-drain cmp-su2-leaf1"  # type: ignore[attr-defined]
+    assert recorded.node("gpu03")["reason"] == f"gpufabric {change.ident.id}: cmp-su2-leaf1"
+    assert drainer.undrain(["cmp-su2-leaf1"], "x") == {"cmp-su2-leaf1": None}
+    assert recorded.node("gpu03")["state_flags"] == [] and recorded.node("gpu01")["reason"] == "caf\udce9 DIMM"
 
 
 def test_the_recorded_answer_after_the_drain_reads_as_slurm_meant_it():
@@ -258,7 +276,7 @@ def test_scheduler_status_reads_past_a_latin1_reason(commands: Path):
 
 @pytest.fixture
 def receiver(tmp_path: Path):
-    made: list[Receiver] = []
+    served: list[Receiver] = []
 
     def serve(runner) -> Receiver:
         plan = example_plan(INVENTORY / "fabric.yml")
@@ -268,11 +286,11 @@ def receiver(tmp_path: Path):
         )  # fmt: skip
         server = Receiver(("127.0.0.1", 0), loop)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        made.append(server)
+        served.append(server)
         return server
 
     yield serve
-    for server in made:
+    for server in served:
         server.shutdown()
         server.server_close()
 
