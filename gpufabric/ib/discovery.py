@@ -91,7 +91,7 @@ def loads(text: str, source: str) -> Discovery:
 
 def _key_lines(text: str, names: Iterable[str]) -> dict[str, int]:
     """The line of each node's key in the file (as `dumps` writes it: one key a line), for messages."""
-    wanted = {json.dumps(name, ensure_ascii=False): name for name in names}
+    wanted = {json_dumps(name): name for name in names}  # as `dumps` writes a key
     out: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
         key = line.strip().split(":", 1)[0].strip()
@@ -112,7 +112,7 @@ def _no_name_twice(text: str, source: str) -> None:
 
     json.loads(text, object_pairs_hook=pairs)  # depth and form checked by json_text already
     if twice:
-        key = json.dumps(twice[0]) + ":"
+        key = json_dumps(twice[0]) + ":"
         lines = [n for n, line in enumerate(text.splitlines(), 1) if line.strip().startswith(key)]
         where = " and ".join(f"line {n}" for n in lines) if len(lines) > 1 else "twice in one object"
         message = f"{printable(twice[0][:70])!r} is given twice ({where}); JSON keeps one of them silently"
