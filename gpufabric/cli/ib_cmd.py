@@ -174,13 +174,20 @@ def diff_cmd(file: Path, source: str) -> int:
     return outcome(diff.clean)
 
 
+TOOL_SECONDS = 300.0  # one diagnostic, whole: ibnetdiscover sweeps the largest subnet in well under this
+
+
 def _run_tool(args: Sequence[str]) -> str:
     """One of infiniband-diags on this machine's fabric; a failure is the input's (exit 2), and so is
     output that is not UTF-8 text or larger than ibnetdiscover's for the largest subnet."""
     try:
-        done = subprocess.run(list(args), capture_output=True, check=False, timeout=300)
+        done = subprocess.run(list(args), capture_output=True, check=False, timeout=TOOL_SECONDS)
     except FileNotFoundError:
         raise click.ClickException(f"{args[0]} not found: install infiniband-diags") from None
+    except subprocess.TimeoutExpired:  # subprocess.run has killed it
+        raise click.ClickException(
+            f"{printable(' '.join(args))} did not answer within {TOOL_SECONDS:g} s: stopped (check the subnet manager)"
+        ) from None
     if done.returncode != 0:
         said = printable(done.stderr.decode("utf-8", "replace").strip()[-300:])
         raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {said}")

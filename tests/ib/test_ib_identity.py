@@ -9,6 +9,7 @@ ibsim itself refuses a fabric with one GUID on two nodes ("new_node: node Ca gui
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -230,3 +231,26 @@ def test_a_description_that_holds_the_word_lid_is_no_lid():
     text = re.sub(r'"ufm2 mlx5_0"', '"ufm2 lid 99999999"', TEXT)
     with pytest.raises(IbError, match="unplanned node 'ufm2 lid 99999999'"):
         discovery.discover(plan_fabric(MINI_DESIGN), topology.parse(text, "seen.topo"))
+
+
+# --- the live tool ------------------------------------------------------------------------------------
+
+
+def test_a_live_ibnetdiscover_that_never_answers_is_stopped_and_exits_2(
+    tmp_path: Path, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+):
+    """A STAND-IN `ibnetdiscover` first on PATH that never answers (a hung subnet): the command ends at its
+    deadline with a message, where a TimeoutExpired escaped as an internal error (exit 1)."""
+    from gpufabric.cli import ib_cmd
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    tool = folder / "ibnetdiscover"
+    tool.write_text(f"#!/bin/sh\necho $$ > '{tmp_path}/pid'\nexec sleep 600\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    monkeypatch.setattr(ib_cmd, "TOOL_SECONDS", 1.0)
+    (tmp_path / "ib.yml").write_text(MINI)
+    code, err = _main(capsys, ["ib", "discover", str(tmp_path / "ib.yml"), "--from", "live"])
+    assert code == 2 and "ibnetdiscover did not answer within 1 s: stopped" in err, err
+    assert not Path(f"/proc/{(tmp_path / 'pid').read_text().strip()}").exists()
