@@ -323,7 +323,7 @@ def _iperf3_doc(text: str) -> dict[str, object]:
     except InputError as exc:
         try:  # one document followed by more: runs appended to one file
             _, end = json.JSONDecoder().raw_decode(text.lstrip())
-        except ValueError:
+        except (ValueError, RecursionError):  # its reader recurses once per level: a deep file ends here, named
             end = 0
         if end and text.lstrip()[end:].strip():
             raise InvalidOutputError("more than one iperf3 run in one file: a result file holds one run") from None

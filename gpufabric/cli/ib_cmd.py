@@ -95,7 +95,7 @@ def export_topology_cmd(file: Path, disc: Path | None, output: Path | None) -> i
     """The planned fabric in ibnetdiscover's format (what ibsim reads; what to diff against)."""
     intent = _intent(file)
     try:
-        guids = discovery.load(disc).node_guids() if disc else None
+        guids = discovery.load(disc, intent.fabric).node_guids() if disc else None
         emit(topology.render(intent.fabric, guids), output)
     except IbError as exc:
         raise _as_input_error(exc) from None
@@ -146,7 +146,7 @@ def configs_cmd(file: Path, disc: Path, output: Path, role: str, sm_dir: Path | 
     """opensm.conf, partitions.conf, qos-policy.conf, root/CN GUID files, the node-name map; with SHARP sharp_am.cfg."""
     intent = _intent(file)
     try:
-        found = discovery.load(disc)
+        found = discovery.load(disc, intent.fabric)
         files = opensm.render(intent.fabric, found, intent.settings, (sm_dir or output).absolute(), role)  # type: ignore[arg-type]
     except IbError as exc:
         raise _as_input_error(exc) from None
@@ -174,13 +174,20 @@ def diff_cmd(file: Path, source: str) -> int:
     return outcome(diff.clean)
 
 
+TOOL_SECONDS = 300.0  # one diagnostic, whole: ibnetdiscover sweeps the largest subnet in well under this
+
+
 def _run_tool(args: Sequence[str]) -> str:
     """One of infiniband-diags on this machine's fabric; a failure is the input's (exit 2), and so is
     output that is not UTF-8 text or larger than ibnetdiscover's for the largest subnet."""
     try:
-        done = subprocess.run(list(args), capture_output=True, check=False, timeout=300)
+        done = subprocess.run(list(args), capture_output=True, check=False, timeout=TOOL_SECONDS)
     except FileNotFoundError:
         raise click.ClickException(f"{args[0]} not found: install infiniband-diags") from None
+    except subprocess.TimeoutExpired:  # subprocess.run has killed it
+        raise click.ClickException(
+            f"{printable(' '.join(args))} did not answer within {TOOL_SECONDS:g} s: stopped (check the subnet manager)"
+        ) from None
     if done.returncode != 0:
         said = printable(done.stderr.decode("utf-8", "replace").strip()[-300:])
         raise click.ClickException(f"{' '.join(args)} exited {done.returncode}: {said}")

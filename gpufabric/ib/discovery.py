@@ -8,7 +8,9 @@ rendered from the plan plus a discovery. `compare()` names every cable that diff
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,9 +58,11 @@ class Discovery:
 
 def loads(text: str, source: str) -> Discovery:
     """A discovery as `dumps` writes it: every name a node description, every GUID 0x and at most
-    sixteen hex digits (they are written into OpenSM's files as they are read here)."""
+    sixteen hex digits (they are written into OpenSM's files as they are read here), no node named
+    twice and no GUID of two nodes (each refused naming both lines)."""
     body = json_text(text, source, WHAT)
     fix = "write it with 'gpufabric ib discover'"
+    _no_name_twice(text, source)
     if not isinstance(body, dict) or not isinstance(body.get("fabric"), str) or not isinstance(body.get("nodes"), dict):
         raise IbError([Problem(source, "not a discovery file (it needs fabric and nodes)", fix)])
     nodes: dict[str, Guids] = {}
@@ -79,9 +83,90 @@ def loads(text: str, source: str) -> Discovery:
             )
             continue
         nodes[name] = Guids(node, port)
+    problems += _shared_guids(nodes, source, _key_lines(text, nodes))
     if problems:
         raise IbError(_listed(problems))
     return Discovery(body["fabric"], nodes)
+
+
+def _key_lines(text: str, names: Iterable[str]) -> dict[str, int]:
+    """The line of each node's key in the file (as `dumps` writes it: one key a line), for messages."""
+    wanted = {json_dumps(name): name for name in names}  # as `dumps` writes a key
+    out: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        key = line.strip().split(":", 1)[0].strip()
+        if key in wanted:
+            out.setdefault(wanted[key], number)
+    return out
+
+
+def _no_name_twice(text: str, source: str) -> None:
+    """A key given twice in one object (a node named twice in `nodes`): JSON's reader keeps the last silently,
+    and the file holds two GUIDs for one node."""
+    twice: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        twice.extend(k for i, k in enumerate(keys) if k in keys[:i])
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)  # depth and form checked by json_text already
+    if twice:
+        key = json_dumps(twice[0]) + ":"
+        lines = [n for n, line in enumerate(text.splitlines(), 1) if line.strip().startswith(key)]
+        where = " and ".join(f"line {n}" for n in lines) if len(lines) > 1 else "twice in one object"
+        message = f"{printable(twice[0][:70])!r} is given twice ({where}); JSON keeps one of them silently"
+        raise IbError([Problem(source, message, "discover the fabric again: a discovery names each node once")])
+
+
+def _shared_guids(nodes: Mapping[str, Guids], source: str, lines: Mapping[str, int] | None = None) -> list[Problem]:
+    """Each GUID two nodes claim (as node or port GUID), naming both. A switch's port GUID is its node GUID:
+    one node's own GUIDs never clash. Two nodes of one GUID would make whichever host owns it a member of the
+    other's partitions (partitions.conf lists port GUIDs)."""
+    owner: dict[int, str] = {}
+    problems = []
+    for name, g in nodes.items():
+        for guid in dict.fromkeys((g.node, g.port)):
+            first = owner.setdefault(guid, name)
+            if first != name:
+                where = {n: f" (line {lines[n]})" if lines and n in lines else "" for n in (first, name)}
+                problems.append(
+                    Problem(
+                        f"{source}:{lines[name]}" if lines and name in lines else source,
+                        f"GUID 0x{guid:016x} of {name!r}{where[name]} is also that of {first!r}{where[first]}",
+                        "discover the fabric again: a GUID names one node",
+                    )
+                )
+    return problems
+
+
+def check(found: Discovery, fabric: IbFabric, source: str = "discovery") -> None:
+    """Refuse a discovery that is not of `fabric`: another fabric's name, a node the plan does not hold or a
+    planned node it has no GUID for, or a GUID of two nodes. The plan knows no GUID (only hardware has them): its
+    fabric's name and its node descriptions are what identifies it, and a discovery records both."""
+    problems: list[Problem] = []
+    fix = "discover this fabric: gpufabric ib discover FILE --from ..."
+    if found.fabric != fabric.design.name:
+        problems.append(
+            Problem(
+                source,
+                f"a discovery of the fabric {printable(found.fabric[:70])!r}, not of {fabric.design.name!r}",
+                fix,
+            )
+        )
+    problems += [
+        Problem(source, f"node {name!r} is not in the plan of {fabric.design.name!r}", fix)
+        for name in found.nodes
+        if name not in fabric.by_name
+    ]
+    problems += [
+        Problem(source, f"no GUID for the planned node {name!r}", fix)
+        for name in fabric.by_name
+        if name not in found.nodes
+    ]
+    problems += _shared_guids(found.nodes, source)
+    if problems:
+        raise IbError(_listed(problems))
 
 
 def _guid(value: Any) -> int | None:
@@ -90,8 +175,12 @@ def _guid(value: Any) -> int | None:
     return int(value, 16) or None
 
 
-def load(path: Path) -> Discovery:
-    return loads(read_text(path, what=WHAT, max_bytes=MAX_BYTES), str(path))
+def load(path: Path, fabric: IbFabric | None = None) -> Discovery:
+    """The discovery file at `path`; with `fabric`, refused unless it is that fabric's (`check`)."""
+    found = loads(read_text(path, what=WHAT, max_bytes=MAX_BYTES), str(path))
+    if fabric is not None:
+        check(found, fabric, str(path))
+    return found
 
 
 def discover(fabric: IbFabric, seen: Topology, source: str = "ibnetdiscover") -> Discovery:

@@ -25,6 +25,7 @@ from typing import Literal
 from gpufabric.files import write_atomic
 from gpufabric.ib import names, sharp
 from gpufabric.ib.discovery import Discovery
+from gpufabric.ib.discovery import check as check_discovery
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric
 from gpufabric.intent.errors import printable
@@ -135,6 +136,7 @@ def render(
     if sm is None:
         raise IbError([Problem("sm", "no standby planned", "plan a second fabric-manager or compute host")])
     names.fabric_name(fabric.design.name)
+    check_discovery(found, fabric)  # another fabric's GUIDs would make its hosts members of this one's partitions
     files = {
         "opensm.conf": _opensm_conf(fabric, found, settings, directory, sm=sm, role=role),
         "partitions.conf": _partitions(fabric, found, settings),

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpufabric.errors import printable
 from gpufabric.ib import names
 from gpufabric.ib.errors import IbError, Problem
 from gpufabric.ib.model import IbFabric, IbNode, PortRef
@@ -80,6 +81,14 @@ _PORT = re.compile(
 _GUID = re.compile(r"^(switchguid|caguid|rtguid)=(0x[0-9a-fA-F]{1,16})(?![0-9a-fA-F])")
 _GUID_LINE = re.compile(r"^(switchguid|caguid|rtguid)=")
 _LID = re.compile(r"\blid (\d{1,5})\b")
+# Every `lid` a line gives, whatever its length: checked before any is read (a 5,000-digit LID used to fail the
+# 5-digit pattern above and be dropped). Node descriptions, between double quotes, are left out first.
+_ANY_LID = re.compile(r"\blid\s+(\S*)")
+_QUOTED = re.compile(r'"[^"]*"')
+# IBA 1.4 vol. 1, 4.1.3 "Local Identifiers": unicast LIDs are 0x0001-0xBFFF, 0xC000-0xFFFE multicast, 0xFFFF
+# the permissive LID. 0 is what a port reads before the subnet manager assigns one (and what an exported
+# topology writes).
+MAX_UNICAST_LID = 0xBFFF
 _RATE = re.compile(r"\b(\d{1,2})x([A-Z0-9]{1,12})\s*$")
 MAX_BYTES = 64 << 20  # ibnetdiscover's output for the largest subnet (49,151 LIDs) is well under this
 MAX_ID = 128  # characters of a node id ("S-<guid>", or an exported topology's "H-<description>")
@@ -117,18 +126,20 @@ def parse(text: str, source: str = "topology") -> Topology:
     nodes: dict[str, SeenNode] = {}
     raw: list[tuple[str, int, str, int, str]] = []
     guid: int | None = None
+    guid_line = 0
     current: SeenNode | None = None
     problems: list[Problem] = []
+    claimed = _Claims(source, problems)
     for lineno, raw_line in enumerate(text.splitlines(), 1):
         line = raw_line.strip()
         if not line or line.startswith("#"):
             current = None if not line else current
             continue
-        bad = _unfit(line)
+        bad = _unfit(line) or _bad_lid(line)
         if bad:
             problems.append(Problem(f"{source}:{lineno}", bad, "give ibnetdiscover's own output"))
         elif m := _GUID.match(line):
-            guid = int(m[2], 16)
+            guid, guid_line = int(m[2], 16), lineno
         elif _GUID_LINE.match(line):
             problems.append(
                 Problem(f"{source}:{lineno}", "a GUID of more than 16 hex digits", "give ibnetdiscover's output")
@@ -139,10 +150,15 @@ def parse(text: str, source: str = "topology") -> Topology:
             current = SeenNode(m[3], kind, int(m[2]), m[4] or m[3], guid, int(lid[1]) if lid else None)
             if error := _name_error(current):
                 problems.append(Problem(f"{source}:{lineno}", error, "give each node a node description of text"))
-            nodes[current.id] = current
+            claimed.node_id(current, lineno)
+            if guid is not None:
+                claimed.guid(guid, current, guid_line)
+            nodes.setdefault(current.id, current)
             guid = None
         elif (m := _PORT.match(line)) and current is not None:
             _port(current, m, raw)
+            if m[2]:
+                claimed.guid(int(m[2], 16), current, lineno)
         elif "=" not in line:
             problems.append(
                 Problem(f"{source}:{lineno}", f"unreadable line {line[:60]!r}", "give ibnetdiscover's output")
@@ -150,6 +166,45 @@ def parse(text: str, source: str = "topology") -> Topology:
     if problems:
         raise IbError(_counted(problems))
     return Topology(nodes, _links(nodes, raw, source))
+
+
+class _Claims:
+    """Who claimed each node id and GUID, at which line: one claimed twice is a problem naming both lines. Two
+    nodes of one GUID would give a partition's membership (partitions.conf lists port GUIDs) to whichever
+    host really owns it, another tenant's perhaps."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.source, self.problems = source, problems
+        self.ids: dict[str, tuple[SeenNode, int]] = {}
+        self.guids: dict[int, tuple[SeenNode, int]] = {}
+
+    def node_id(self, node: SeenNode, line: int) -> None:
+        first = self.ids.setdefault(node.id, (node, line))
+        if first[0] is not node:
+            self._twice(f"node id {printable(node.id)!r}", first, node, line)
+
+    def guid(self, guid: int, node: SeenNode, line: int) -> None:
+        first = self.guids.setdefault(guid, (node, line))
+        if first[0] is not node:  # a switch's port 0 and a node's own ports share its GUIDs: only another node counts
+            self._twice(f"GUID 0x{guid:016x}", first, node, line)
+
+    def _twice(self, what: str, first: tuple[SeenNode, int], node: SeenNode, line: int) -> None:
+        message = (
+            f"{what} of {printable(node.name)!r} (line {line}) is also that of {printable(first[0].name)!r} "
+            f"(line {first[1]})"
+        )
+        fix = "give ibnetdiscover's own output of one fabric: a GUID names one node"
+        self.problems.append(Problem(f"{self.source}:{line}", message, fix))
+
+
+def _bad_lid(line: str) -> str:
+    """Why a LID on the line is none a port can have, or ""."""
+    for found in _ANY_LID.finditer(_QUOTED.sub("", line)):
+        lid = found[1]
+        if not lid.isascii() or not lid.isdigit() or len(lid) > 5 or int(lid) > MAX_UNICAST_LID:
+            shown = f"of {len(lid):,} digits" if len(lid) > 12 else repr(lid)
+            return f"a LID {shown}: a port's LID is 1-{MAX_UNICAST_LID} (0x0001-0xbfff), or 0 before the SM assigns one"
+    return ""
 
 
 def _unfit(line: str) -> str:
@@ -182,7 +237,7 @@ def _port(node: SeenNode, m: re.Match[str], raw: list[tuple[str, int, str, int, 
     if m[2]:
         node.port_guids[port] = int(m[2], 16)
     comment = m[6] or ""
-    if node.kind == "ca" and node.lid is None and (lid := _LID.search(comment)):
+    if node.kind == "ca" and node.lid is None and (lid := _LID.search(_QUOTED.sub("", comment))):
         node.lid = int(lid[1])  # "# lid 4 lmc 0 ..." : the adapter port's own LID comes first
     rate = _RATE.search(comment)
     raw.append((node.id, port, m[3], int(m[4]), f"{rate[1]}x{rate[2]}" if rate else ""))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from gpufabric.errors import printable
 from gpufabric.plan.model import Plan
 from gpufabric.scheduler.behind import BehindServer, servers_behind
 from gpufabric.scheduler.model import Mark, NodeDrain, NodeState, Quiet, Scheduler, SchedulerDrain, Watcher
@@ -93,7 +94,9 @@ def drain_nodes(
         state = states[name]
         if state.out:
             result.nodes.append(NodeDrain(name, False, state.reason))
-            seen.say(f"{scheduler.kind}: {name} was out already ({state.reason or 'no reason'}): left as it is")
+            # The reason is a person's text: escaped (a scheduler's reader keeps it so too), never a terminal's command.
+            said = printable(state.reason) or "no reason"
+            seen.say(f"{scheduler.kind}: {name} was out already ({said}): left as it is")
             continue
         try:
             scheduler.take_out(name, mark)
