@@ -173,7 +173,7 @@ def test_the_command_line_prints_the_footprint_as_json_and_refuses_an_unknown_no
     neither = run_in_process("gpufabric", "job", "show")
     assert neither.returncode == 2 and "JOB id or --nodes" in neither.stderr
     unreadable = run_in_process("gpufabric", "job", "show", "--nodes", "gpu[01-")
-    assert unreadable.returncode == 2 and "unreadable hostlist" in unreadable.stderr
+    assert unreadable.returncode == 2 and "gpu[01-' is unreadable" in unreadable.stderr
 
 
 def recorded_slurm():

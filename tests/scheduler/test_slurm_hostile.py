@@ -318,7 +318,10 @@ def test_the_receiver_drains_past_another_node_s_latin1_reason(receiver, tmp_pat
     assert code == 200, body
     assert slurm.node("gpu03")["reason"].startswith("gpufabric remediate: GpufabricLinkDown@")
     trail = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
-    assert [r["action"] for r in trail if r.get("nodes") == ["gpu03"]] == ["drain"]
+    assert [r["action"] for r in trail if r.get("nodes") == ["gpu03"]] == [
+        "intent",
+        "drain",
+    ]  # the intent recorded before the drain
 
 
 def test_the_receiver_answers_an_unreadable_slurm_with_its_reason_not_a_traceback(receiver):
