@@ -11,6 +11,7 @@ No test here compares a constant with a copy of its own literal: the judge is al
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -319,3 +320,162 @@ def test_the_cordon_field_needs_a_kubernetes_api_server(monkeypatch):
     state = kubernetes.Kubernetes._state({"metadata": {"name": "gpu01"}, "spec": {"unschedulable": True}})
     assert state.out is False  # read with the planted name: the cordon is not seen, and nothing here says why
     _documented(kubernetes, "UNSCHEDULABLE")
+
+
+# -- Upgrades: Cisco's own install module for NX-OS; nothing here for the others ------------------------------------
+
+IMAGE, URL = "image-2.bin", "https://images.example.net/image-2.bin"
+
+
+class _Sent(list[str]):
+    """The commands a driver's upgrade steps sent, in order (the transport stands in for the switch)."""
+
+    def run(self, command: str, stdin: str | None = None) -> str:
+        self.append(command)
+        if "json" in command:  # NVUE's `nv show ... -o json`
+            return "{}"
+        if command.endswith(".bin") and " -y " not in command:  # sonic-installer's binary version of the file
+            return "image-2\n"
+        return "Current: image-1\n"  # sonic-installer's list
+
+    def attempt(self, command: str, stdin: str | None = None) -> object:
+        self.append(command)
+        return SimpleNamespace(rc=0, stdout="", stderr="")
+
+    def eapi(self, commands: list[str], encoding: str = "json") -> list[object]:
+        self.extend(commands)
+        return [{"softwareImage": "flash:image-1.swi"} if encoding == "json" else {"output": ""} for _ in commands]
+
+    def nxapi(self, command: str) -> str:
+        self.append(command)
+        return "Module  Bootable  Impact\n1       yes       non-disruptive\n" if command.startswith("show") else ""
+
+
+def _nxos_sent() -> _Sent:
+    from gpufabric.nos.nxos.upgrade import NxosUpgrade
+
+    sent = _Sent()
+    switch = NxosUpgrade.__new__(NxosUpgrade)
+    switch.hostname, switch._exec = "sw1", sent.nxapi
+    switch._install(IMAGE)
+    return sent
+
+
+def _cisco_install(kind: str) -> str:
+    from ansible_collections.cisco.nxos.plugins.modules import nxos_install_os
+
+    commands = nxos_install_os.build_install_cmd_set("no", f"bootflash:{IMAGE}", None, kind)
+    assert commands[0] == "terminal dont-ask"
+    return " ".join(commands[1].split())
+
+
+def test_cisco_s_install_module_builds_the_same_install_commands():
+    impact, install = _nxos_sent()
+    assert impact == _cisco_install("impact")
+    assert install.startswith(_cisco_install("install") + " ")  # then gpufabric's no-prompt keyword
+
+
+@pytest.mark.parametrize(
+    ("name", "planted"), [("IMPACT", "show install all impcat nxos"), ("INSTALL_ALL", "install al nxos")]
+)
+def test_cisco_s_install_module_catches_a_misspelt_install_command(monkeypatch, name, planted):
+    from gpufabric.nos.nxos import upgrade
+
+    monkeypatch.setattr(upgrade, name, planted)
+    impact, install = _nxos_sent()
+    assert impact != _cisco_install("impact") or not install.startswith(_cisco_install("install") + " ")
+
+
+def _cumulus(steps: str) -> _Sent:
+    from gpufabric.nos.cumulus.upgrade import CumulusUpgrade
+
+    sent = _Sent()
+    switch = CumulusUpgrade.__new__(CumulusUpgrade)
+    switch._run, switch._try, switch.hostname = sent.run, sent.attempt, "sw1"  # type: ignore[method-assign]
+    {"stage": lambda: switch.stage_image(URL, IMAGE), "install": lambda: switch.install_image(IMAGE),
+     "reboot": lambda: switch.reboot("warm"), "back": lambda: switch.boot_previous("image-1")}[steps]()  # fmt: skip
+    return sent
+
+
+def _eos(steps: str) -> _Sent:
+    from gpufabric.nos.eos.upgrade import EosUpgrade
+
+    sent = _Sent()
+    switch = EosUpgrade.__new__(EosUpgrade)
+    switch._run_commands, switch.hostname = sent.eapi, "sw1"  # type: ignore[method-assign]
+    {"stage": lambda: switch.stage_image(URL, IMAGE), "checksum": lambda: _quietly(switch.image_checksum, IMAGE),
+     "install": lambda: switch.install_image(IMAGE), "reboot": lambda: switch.reboot("fast")}[steps]()  # fmt: skip
+    return sent
+
+
+def _nxos(steps: str) -> _Sent:
+    from gpufabric.nos.nxos.upgrade import NxosUpgrade
+
+    sent = _Sent()
+    switch = NxosUpgrade.__new__(NxosUpgrade)
+    switch._exec, switch.hostname = sent.nxapi, "sw1"  # type: ignore[method-assign]
+    switch._send_command = lambda command, raw_text=False: sent.nxapi(command)  # type: ignore[method-assign]
+    {"stage": lambda: switch.stage_image(URL, IMAGE), "checksum": lambda: _quietly(switch.image_checksum, IMAGE),
+     "install": lambda: switch._install(IMAGE), "reboot": lambda: switch.reboot("cold")}[steps]()  # fmt: skip
+    return sent
+
+
+def _sonic(steps: str) -> _Sent:
+    from gpufabric.nos.sonic.upgrade import SonicUpgrade
+
+    sent = _Sent()
+    switch = SonicUpgrade.__new__(SonicUpgrade)
+    switch._run, switch._try, switch.hostname = sent.run, sent.attempt, "sw1"  # type: ignore[method-assign]
+    {"install": lambda: switch.install_image(IMAGE), "reboot": lambda: switch.reboot("warm"),
+     "list": switch.running_image}[steps]()  # fmt: skip
+    return sent
+
+
+def _quietly(step: object, *args: str) -> None:
+    """A checksum step whose answer holds no checksum raises after sending: the command is what is looked at."""
+    from gpufabric.drivers.images import ImageStepError
+
+    with contextlib.suppress(ImageStepError):
+        step(*args)  # type: ignore[operator]
+
+
+UPGRADE_WORDS = [
+    ("cumulus", "FETCH", "nv action fetch sytem image", _cumulus, "stage"),
+    ("cumulus", "INSTALL", "nv action install sytem image files", _cumulus, "install"),
+    ("cumulus", "BOOT_OTHER", "nv action boot-next sytem image other", _cumulus, "back"),
+    ("cumulus", "REBOOT", "nv action reboot sytem mode", _cumulus, "reboot"),
+    ("cumulus", "SHOW_IMAGE", "nv show sytem image -o json", _cumulus, "install"),
+    ("eos", "COPY", "cpy", _eos, "stage"),
+    ("eos", "VERIFY_SHA512", "verify /sha521", _eos, "checksum"),
+    ("eos", "BOOT_SYSTEM", "boot sytem", _eos, "install"),
+    ("eos", "SHOW_BOOT", "show boot-confg", _eos, "install"),
+    ("eos", "RELOADS", {"fast": "reload fast-bot now", "cold": "reload now"}, _eos, "reboot"),
+    ("nxos", "COPY", "cpy", _nxos, "stage"),
+    ("nxos", "VRF", "vrf managment", _nxos, "stage"),
+    ("nxos", "SHA512", "sha521sum", _nxos, "checksum"),
+    ("nxos", "NO_PROMPT", "non-interuptive", _nxos, "install"),
+    ("nxos", "RELOAD", "relaod", _nxos, "reboot"),
+    ("sonic", "INSTALLER", "sonic-instaler", _sonic, "install"),
+    ("sonic", "INSTALL", "instal -y", _sonic, "install"),
+    ("sonic", "SET_DEFAULT", "set-defualt", _sonic, "install"),
+    ("sonic", "SET_NEXT_BOOT", "set-next-bot", _sonic, "install"),
+    ("sonic", "BINARY_VERSION", "binary-verison", _sonic, "install"),
+    ("sonic", "LIST", "lst", _sonic, "list"),
+    ("sonic", "REBOOTS", {"warm": "warm-rebot", "fast": "fast-reboot", "cold": "reboot"}, _sonic, "reboot"),
+]
+
+
+@pytest.mark.parametrize(("os_name", "name", "planted", "driver", "steps"), UPGRADE_WORDS,
+                         ids=[f"{o}.{n}" for o, n, *_ in UPGRADE_WORDS])  # fmt: skip
+def test_upgrade_words_no_model_here_checks_are_sent_as_written_and_listed(
+    monkeypatch, os_name, name, planted, driver, steps
+):
+    import importlib
+
+    module = importlib.import_module(f"gpufabric.nos.{os_name}.upgrade")
+    right = getattr(module, name)
+    word = planted if isinstance(planted, str) else next(v for k, v in planted.items() if v != right[k])
+    monkeypatch.setattr(module, name, planted)
+    sent = " | ".join(driver(steps))
+    assert word in sent, sent  # the planted word goes to the switch: only the switch would refuse it
+    _documented(module, name)
