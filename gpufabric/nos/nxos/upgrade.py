@@ -21,7 +21,9 @@ from gpufabric.drivers.images import ImageStepError, Installed, image_name, imag
 # Cisco Nexus 9000 Series NX-OS Software Upgrade and Downgrade Guide: `copy ... vrf management`, `show file ...
 # sha512sum`, `show install all impact nxos <image>`, `install all nxos <image>`, `reload`. The two install
 # commands are judged by Cisco's own module (cisco.nxos nxos_install_os builds the same); the others by no model
-# here (docs/not-shown.md). `non-interruptive` asks no question on the way (the guide's no-prompt option).
+# here (docs/not-shown.md). `non-interruptive` keeps `install all` from asking for a confirmation: Cisco Nexus
+# 3000 and 9000 Series NX-API REST SDK User Guide, "ISSU Commands" (`install all nxos bootflash:<image>
+# non-disruptive non-interruptive`); Cisco's nxos_install_os answers the prompts with `terminal dont-ask` instead.
 COPY = "copy"
 VRF = "vrf management"
 SHA512 = "sha512sum"
