@@ -33,10 +33,10 @@ IGNORE_HOSTS = "sharp-ignore-host-guids.conf"
 OPENSM_FRAGMENT = "opensm-sharp.conf"
 # NVIDIA OpenSM's SHARP switch (the option UFM's `ib sm sharp enable` / `ib sm sharp ignore` set: NVIDIA UFM-SDN
 # Appliance Command Reference Guide, "SHARP Configuration in OpenSM"): 0 disabled, 1 ignore (leave the switches
-# as they are), 2 enabled. The UFM commands are documented there; this opensm.conf spelling and its numbers were not
-# found in the NVIDIA documents searched (unconfirmed). No model here checks the
-# name or the value: the open-source OpenSM refuses the option whatever its spelling (`Unrecognized token`), and
-# NVIDIA's OpenSM does not install here (docs/not-shown.md).
+# as they are), 2 enabled. The UFM commands are documented there; this opensm.conf spelling and its numbers were
+# not found in the NVIDIA documents searched (unconfirmed). No model here checks the name or the value: the
+# open-source OpenSM refuses the option whatever its spelling (`Unrecognized token`), and NVIDIA's OpenSM does not
+# install here (docs/not-shown.md).
 SHARP_OPTION = "sharp_enabled"
 SHARP_ENABLED = 2
 # sharp_am.cfg's keys, NVIDIA SHARP documentation: `ib_port_guid` ("sharp_am Network Interfaces"),
