@@ -12,7 +12,7 @@ from rich.table import Table
 
 from gpufabric.cli.errors import EXIT_FINDINGS, EXIT_OK
 from gpufabric.cli.fleet_options import fleet_options
-from gpufabric.cli.options import file_arg, load_plan
+from gpufabric.cli.options import FiniteFloat, file_arg, load_plan
 from gpufabric.cli.output import err, out, shown, write_files, write_stdout
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.outputs import json_dumps
@@ -296,7 +296,7 @@ def _duration(text: str) -> timedelta:
 @file_arg
 @click.option("--results", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
               help="Folder of the screen's outputs, one <job id>.txt per job.")  # fmt: skip
-@click.option("--factor", type=float, default=1.5, show_default=True,
+@click.option("--factor", type=FiniteFloat(), default=1.5, show_default=True,
               help="A result is slow below the median of its like divided by this.")  # fmt: skip
 @click.option("--min-peers", type=int, default=3, show_default=True,
               help="Results of one kind needed to judge them against their median.")  # fmt: skip

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.cli.scheduler_options import audit_log_option
 from gpufabric.fleet.access import Access
@@ -58,9 +59,9 @@ class Shown(service.MaintenanceWatcher):
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="Wait until the traffic has left: the neighbours' ECMP no longer holds the switch and its "
               "fabric ports carry almost nothing.")  # fmt: skip
-@click.option("--drain-timeout", type=click.FloatRange(1, 3600), default=DRAIN_TIMEOUT, show_default=True,
+@click.option("--drain-timeout", type=FiniteFloat(1, 3600), default=DRAIN_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long to wait for the traffic to leave.")  # fmt: skip
-@click.option("--max-rate", type=click.FloatRange(0), default=MAX_RATE, show_default=True, metavar="BITS_S",
+@click.option("--max-rate", type=FiniteFloat(0), default=MAX_RATE, show_default=True, metavar="BITS_S",
               help="What a drained switch's fabric port may still receive (routing protocols, LLDP).")  # fmt: skip
 @audit_log_option
 def on_cmd(*, fleet_args: FleetArgs, as_json: bool, reason: str, wait: bool, drain_timeout: float,
@@ -85,7 +86,7 @@ on_cmd.help = (on_cmd.help or "") + "\n\n" + EXIT
 @fleet_options
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="Wait until the neighbours route over as many paths as the plan expects.")  # fmt: skip
-@click.option("--drain-timeout", type=click.FloatRange(1, 3600), default=DRAIN_TIMEOUT, show_default=True,
+@click.option("--drain-timeout", type=FiniteFloat(1, 3600), default=DRAIN_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long to wait for the planned ECMP widths.")  # fmt: skip
 @audit_log_option
 def off_cmd(*, fleet_args: FleetArgs, as_json: bool, wait: bool, drain_timeout: float, audit_log: Path | None) -> int:

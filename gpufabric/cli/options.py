@@ -3,6 +3,7 @@ of switches (`--plane/--device/--role`), each defined here once."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,32 @@ from gpufabric.intent import load_intent
 from gpufabric.intent.types import ALL_PLANES
 from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.multiplane import part_of
+
+
+class FiniteFloat(click.FloatRange):
+    """Every number of seconds, rate, share or factor a command takes: click's FLOAT and FloatRange
+    accept `nan`, `inf` and `-inf` (Python's float() parses them, and NaN compares false with every
+    bound, so a range lets it through). A NaN wait never ends a loop (`scheduler drain --job-wait nan`
+    polled slurmctld for ever) and a NaN factor passes every comparison (`--factor nan` passed every
+    slow node): refused here, exit 2, naming the option. Bounds as FloatRange's."""
+
+    def __init__(
+        self, min: float | None = None, max: float | None = None, *, min_open: bool = False, max_open: bool = False
+    ) -> None:
+        super().__init__(min, max, min_open=min_open, max_open=max_open)
+        # `--help` as before: FLOAT RANGE [lo<=x<=hi] with bounds, FLOAT without.
+        self.name = "float" if min is None and max is None else "float range"
+
+    def _describe_range(self) -> str:
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            bounds = f" in the range {self._describe_range()}" if self._describe_range() else ""
+            self.fail(f"{value!r} is not a finite number: give a number{bounds}", param, ctx)
+        return super().convert(number, param, ctx)
+
 
 ROLES = ("leaf", "spine", "superspine", "border", "mgmt")
 

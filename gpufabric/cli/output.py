@@ -14,8 +14,11 @@ from gpufabric.files import write_atomic
 # Results go to stdout, everything for people (progress, warnings, errors) to stderr,
 # so `gpufabric plan --json | jq` always gets clean JSON.
 # Tables piped to a file or CI log keep their full width instead of Rich's 80 columns.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# No emoji codes, ever: Rich turns `:100:` into an emoji even with markup off, so `FILE:100: field`
+# printed as `FILE💯 field`, and a switch's or a file's `:name:` would change the same way. These two
+# consoles are the only ones the commands print through (Progress bars are given one of them).
+out = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
 def shown(text: object, style: str = "") -> Text:

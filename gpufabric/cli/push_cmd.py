@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.cli.push_progress import PushProgress
 from gpufabric.cli.scheduler_options import Lines, change_options, reach_of
@@ -60,7 +61,7 @@ STYLE = {
 )
 @click.option(
     "--check-timeout",
-    type=click.FloatRange(1, 600),
+    type=FiniteFloat(1, 600),
     default=30.0,
     show_default=True,
     help="Seconds a switch's BGP sessions and ports get to come back after its change.",
@@ -96,7 +97,7 @@ STYLE = {
 @click.option(
     "--wait",
     "wait_seconds",
-    type=click.FloatRange(0, 3600),
+    type=FiniteFloat(0, 3600),
     default=60.0,
     show_default=True,
     help="After a converged push, wait up to this long for every BGP session between pushed switches to be "

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from gpufabric.cli.options import file_arg, load_plan
+from gpufabric.cli.options import FiniteFloat, file_arg, load_plan
 from gpufabric.cli.output import err, shown
 from gpufabric.cli.scheduler_options import reach_with_wait
 from gpufabric.remediate.auth import AuthError, check_listen, read_token, tls_context
@@ -67,9 +67,9 @@ def remediate_cmd() -> None:
 @click.option("--listen", default="127.0.0.1:9095", show_default=True, callback=_listen, metavar="ADDR:PORT",
               help=f"Where Alertmanager POSTs its notifications ({PATH}).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Decide and record everything; ask no scheduler anything.")
-@click.option("--max-share", type=float, default=0.05, show_default=True, callback=_share,
+@click.option("--max-share", type=FiniteFloat(), default=0.05, show_default=True, callback=_share,
               help="At most this share of the plan's servers out at once (at least one node).")  # fmt: skip
-@click.option("--max-unit-share", type=float, default=0.25, show_default=True, callback=_share,
+@click.option("--max-unit-share", type=FiniteFloat(), default=0.25, show_default=True, callback=_share,
               help="At most this share of one scalable unit's servers out at once (at least one node).")  # fmt: skip
 @click.option("--hold-down", default="600s", show_default=True, callback=_seconds, metavar="DURATION",
               help="How long an alert stays resolved before its nodes go back.")  # fmt: skip

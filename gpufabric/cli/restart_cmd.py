@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import fleet_options_planes
+from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.roll_output import Progress, report
 from gpufabric.cli.scheduler_options import audit_log_option, change_options, reach_of
 from gpufabric.fleet.args import FleetArgs
@@ -33,14 +34,14 @@ MODES = ("warm", "fast", "cold", "daemons")
 )
 @click.option(
     "--boot-timeout",
-    type=click.FloatRange(10, 7200),
+    type=FiniteFloat(10, 7200),
     default=900.0,
     show_default=True,
     help="Seconds from a switch's reboot until it must be back, with every session and port it had up.",
 )
 @click.option(
     "--poll",
-    type=click.FloatRange(0.1, 60),
+    type=FiniteFloat(0.1, 60),
     default=2.0,
     show_default=True,
     help="Seconds between two looks at a switch while waiting for it to come back.",

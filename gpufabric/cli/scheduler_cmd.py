@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpufabric.cli.errors import outcome
-from gpufabric.cli.options import file_arg, load_plan
+from gpufabric.cli.options import FiniteFloat, file_arg, load_plan
 from gpufabric.cli.output import err, out
 from gpufabric.cli.scheduler_options import Lines, reach_options, reach_with_wait
 from gpufabric.drivers.push_id import new_push_id
@@ -128,7 +128,7 @@ def status_cmd(file: str | None, as_json: bool, **opts: Any) -> int:
     metavar="ID",
     help="The id the drain is recorded under. [default: a new push id]",
 )
-@click.option("--job-wait", type=click.FloatRange(min=0), help="Seconds to wait for jobs. [default: the intent's]")
+@click.option("--job-wait", type=FiniteFloat(min=0), help="Seconds to wait for jobs. [default: the intent's]")
 @click.option("--force", is_flag=True, help="Go on when the wait runs out, with jobs still running (said loudly).")
 @reach_options
 @click.option("--json", "as_json", is_flag=True, help="What was drained, per scheduler, as JSON.")

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.output import err, shown
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.scheduler import Reach
@@ -57,7 +58,7 @@ def change_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = (
         click.option(
             "--job-wait",
-            type=click.FloatRange(min=0),
+            type=FiniteFloat(min=0),
             help="Seconds to wait for the jobs on the servers that depend on a switch alone (a rail leaf's) to "
             "end before it changes; when they still run, the change is refused (exit 4, that switch untouched). "
             "[default: the intent's scheduler.job_wait]",
@@ -69,7 +70,7 @@ def change_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--drain-timeout",
-            type=click.FloatRange(0, 7200),
+            type=FiniteFloat(0, 7200),
             default=300.0,
             show_default=True,
             help="Seconds a drained switch's traffic gets to leave (the neighbours routing around it, its fabric "

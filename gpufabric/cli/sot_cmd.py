@@ -9,7 +9,7 @@ from typing import Any
 import click
 import yaml
 
-from gpufabric.cli.options import file_arg
+from gpufabric.cli.options import FiniteFloat, file_arg
 from gpufabric.cli.output import err, out, shown
 from gpufabric.files import write_atomic
 from gpufabric.intent import load_intent
@@ -37,7 +37,7 @@ token_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 timeout_option = click.option(
     "--timeout",
-    type=click.FloatRange(1, 3600),
+    type=FiniteFloat(1, 3600),
     default=60.0,
     show_default=True,
     metavar="SECONDS",

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import login_options
-from gpufabric.cli.options import file_arg, load_plan
+from gpufabric.cli.options import FiniteFloat, file_arg, load_plan
 from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.files import write_atomic
 from gpufabric.fleet.args import FleetArgs
@@ -49,12 +49,12 @@ def _budget_options(command: Any) -> Any:
     from gpufabric.telemetry.shards import SCRAPE_BUDGET, SWITCH_DEADLINE
 
     command = click.option(
-        "--switch-deadline", type=click.FloatRange(0.1, 3600), default=SWITCH_DEADLINE, show_default=True,
+        "--switch-deadline", type=FiniteFloat(0.1, 3600), default=SWITCH_DEADLINE, show_default=True,
         metavar="SECONDS", help="A switch (or server) not read this long after its read started is reported as "
         "not read for that scrape (gpufabric_scrape_ok 0); the others are served.",
     )(command)  # fmt: skip
     return click.option(
-        "--scrape-budget", type=click.FloatRange(0.1, 3600), default=SCRAPE_BUDGET, show_default=True,
+        "--scrape-budget", type=FiniteFloat(0.1, 3600), default=SCRAPE_BUDGET, show_default=True,
         metavar="SECONDS", help="A scrape answers within this, whatever the switches do: keep it below "
         "Prometheus's scrape timeout (`telemetry prometheus` sets that to the interval, 30s by default).",
     )(command)  # fmt: skip

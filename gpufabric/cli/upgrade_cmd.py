@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.fleet_options import fleet_options_planes
+from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.roll_output import Progress, report
 from gpufabric.cli.scheduler_options import audit_log_option, change_options, reach_of
 from gpufabric.fleet.args import FleetArgs
@@ -35,21 +36,21 @@ from gpufabric.upgrade.service import UpgradeRequest, upgrade
 )
 @click.option(
     "--boot-timeout",
-    type=click.FloatRange(10, 14400),
+    type=FiniteFloat(10, 14400),
     default=1800.0,
     show_default=True,
     help="Seconds from a switch's reboot until it must be back on the release, with every session and port.",
 )
 @click.option(
     "--fallback-timeout",
-    type=click.FloatRange(0, 14400),
+    type=FiniteFloat(0, 14400),
     default=1800.0,
     show_default=True,
     help="Seconds more a switch that did not come back is waited for (on its previous image).",
 )
 @click.option(
     "--poll",
-    type=click.FloatRange(0.1, 60),
+    type=FiniteFloat(0.1, 60),
     default=5.0,
     show_default=True,
     help="Seconds between two looks at a switch while waiting for it to come back.",

@@ -9,6 +9,7 @@ import click
 
 from gpufabric.cli.errors import outcome, show_notes
 from gpufabric.cli.fleet_options import fleet_options
+from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.output import err, out, write_stdout
 from gpufabric.fleet.access import Access
 from gpufabric.fleet.args import FleetArgs
@@ -29,14 +30,14 @@ from gpufabric.validate.service import PlaneUnreadableError, ValidateReport, Val
 )
 @click.option("--all", "show_all", is_flag=True, help="Table: list passing results too.")
 @click.option("--no-drift", is_flag=True, help="Skip the config-drift check (it renders each switch's candidate).")
-@click.option("--counter-window", type=click.FloatRange(0, 3600), default=0.0, show_default=True, metavar="SECONDS",
+@click.option("--counter-window", type=FiniteFloat(0, 3600), default=0.0, show_default=True, metavar="SECONDS",
               help="Read each planned port's counters twice this far apart and judge what happened between: "
               "link flaps, error, discard and PFC pause rates (0: no counter checks).")  # fmt: skip
-@click.option("--max-error-rate", type=click.FloatRange(0), default=0.0, show_default=True, metavar="PER_S",
+@click.option("--max-error-rate", type=FiniteFloat(0), default=0.0, show_default=True, metavar="PER_S",
               help="Errored frames per second a port may show in the window.")  # fmt: skip
-@click.option("--max-discard-rate", type=click.FloatRange(0), default=1000.0, show_default=True, metavar="PER_S",
+@click.option("--max-discard-rate", type=FiniteFloat(0), default=1000.0, show_default=True, metavar="PER_S",
               help="Frames dropped per second a port may show in the window.")  # fmt: skip
-@click.option("--max-pause-rate", type=click.FloatRange(0), default=10000.0, show_default=True, metavar="PER_S",
+@click.option("--max-pause-rate", type=FiniteFloat(0), default=10000.0, show_default=True, metavar="PER_S",
               help="PFC pause frames received per second (where the switch exposes them).")  # fmt: skip
 def validate_cmd(
     *,

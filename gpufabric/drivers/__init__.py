@@ -8,6 +8,7 @@ replays their command output.
 `eos` and `nxos` subclass NAPALM's own drivers (verified TLS, `tls_pins`; sessions and files named after
 the push, `push_id`; NX-OS's revert armed on the switch). NAPALM resolves the names `eos` and `nxos` to
 its own modules first, so gpufabric opens these through `registry.network_driver` (push, validate and
-telemetry do); a Nornir script of your own gets them by using `gpufabric.fleet.access.RevealingNapalm` as
-its `napalm` connection plugin.
+telemetry do); a Nornir script of your own gets them from the GpufabricInventory plugin (its hosts'
+`napalm` connection names `gpufabric_eos`/`gpufabric_nxos`) or by using
+`gpufabric.fleet.access.RevealingNapalm` as its `napalm` connection plugin.
 """

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv4Network
 
 from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.render import render_context
@@ -112,11 +112,59 @@ def _check(plan: Plan) -> None:
                 Problem((*_AT, "serials", name), f"serial {serial} is {seen[serial]}'s too", "give each its own")
             )
         seen.setdefault(serial, name)
-    address = server(plan)
-    if address not in oob.subnet:
-        problems.append(Problem((*_AT, "server"), f"{address} is not on the OOB subnet {oob.subnet}", "an OOB address"))
+    problems += _serials_within_others(oob.ztp.serials)
+    problems += _server_problems(plan, oob)
     if problems:
         raise ZtpError("the intent's zero-touch provisioning settings do not fit the plan", problems)
+
+
+def _serials_within_others(serials: Mapping[str, str]) -> list[Problem]:
+    """dnsmasq matches a quoted `dhcp-match` value anywhere in the option the client sends ("If the value is a
+    string, substring matching is used": dnsmasq(8), --dhcp-match), so a switch whose serial holds another's
+    would get both switches' tags: two addresses, two names, two provisioning files for one switch."""
+    return [
+        Problem(
+            (*_AT, "serials", name),
+            f"serial {serial} holds {other}'s serial {inner}: dnsmasq matches a serial anywhere in the client "
+            f"identifier a switch sends, so {name} would be known as {other} too",
+            "record each switch's whole serial, as the switch sends it; no serial may be part of another's",
+        )
+        for name, serial in serials.items()
+        for other, inner in serials.items()
+        if other != name and inner != serial and inner in serial
+    ]
+
+
+def _server_problems(plan: Plan, oob: OobPlane) -> list[Problem]:
+    """The provisioning server must be a host of the OOB subnet that no switch leases: the network and
+    broadcast addresses reach no one (every switch's HTTP fetch would fail), and a switch's own address
+    would have the switch fetch its files from itself, or the server lose its address to a lease."""
+    address, net = server(plan), oob.subnet
+    where = (*_AT, "server")
+    given = "" if oob.ztp.server is not None else f" (the default: the OOB gateway {address})"
+    leased = {ip(d.mgmt_ip): d.name for d in plan.devices() if d.mgmt_ip is not None}
+    if address not in net:
+        return [Problem(where, f"{address}{given} is not on the OOB subnet {net}", _free_host(net, leased))]
+    if net.prefixlen < 31 and address in (net.network_address, net.broadcast_address):
+        kind = "network" if address == net.network_address else "broadcast"
+        return [
+            Problem(where, f"{address}{given} is the OOB subnet's {kind} address, no host's", _free_host(net, leased))
+        ]
+    if str(address) in leased:
+        return [
+            Problem(
+                where,
+                f"{address}{given} is {leased[str(address)]}'s management address, which ZTP leases to that switch",
+                _free_host(net, leased),
+            )
+        ]
+    return []
+
+
+def _free_host(net: IPv4Network, leased: Mapping[str | None, str]) -> str:
+    free = next((str(a) for a in net.hosts() if str(a) not in leased), None)
+    hint = f", such as {free}" if free is not None else ""
+    return f"a host address of the OOB subnet {net} that no switch leases{hint}"
 
 
 def identities(plan: Plan) -> tuple[list[Identity], dict[str, str]]:

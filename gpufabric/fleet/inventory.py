@@ -6,19 +6,27 @@
 Switches carry their NAPALM platform name; servers have platform `linux`. The
 switch password is read from the environment variable the intent names, at load
 time, and only into the connection settings: it is never part of host data.
+
+EOS, NX-OS and SONiC hosts get a `napalm` connection whose platform is gpufabric's
+driver's NAPALM name (`gpufabric_eos`, ...): nornir_napalm's `napalm_get` in a script
+of the user's own then opens the driver that verifies the switch's certificate, where
+the stock `eos`/`nxos` would open NAPALM's own, which sends the password to whoever
+answers. The host's `platform` stays the OS's name, which tasks and groups match on.
 """
 
 from __future__ import annotations
 
 import os
 
-from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
+from nornir.core.inventory import ConnectionOptions, Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
 
 from gpufabric.export.inventory import build
 from gpufabric.intent import load_intent
 from gpufabric.intent.model import Credential
 from gpufabric.plan import Plan, build_plan
 from gpufabric.platforms import platform
+
+NAPALM = "napalm"  # nornir_napalm's connection name (its CONNECTION_NAME), which napalm_get and friends open
 
 
 def _secret(cred: Credential) -> str | None:
@@ -46,13 +54,21 @@ def inventory_from_plan(plan: Plan) -> Inventory:
                 groups[g] = Group(name=g)
         is_switch = entry.platform != "linux"
         cred = creds.switches if is_switch else creds.hosts
+        facts = platform(entry.platform).facts if is_switch else None
         hosts[entry.name] = Host(
             name=entry.name,
             hostname=entry.hostname,
             username=cred.username,
             password=_secret(cred) if is_switch else None,
-            platform=platform(entry.platform).facts.napalm_driver if is_switch else "linux",
+            platform=facts.napalm_driver if facts else "linux",
             groups=ParentGroups([groups[g] for g in entry.groups]),
             data=dict(entry.data),
+            connection_options=_connections(facts.napalm_name if facts else None),
         )
     return Inventory(hosts=hosts, groups=groups, defaults=Defaults())
+
+
+def _connections(napalm_name: str | None) -> dict[str, ConnectionOptions]:
+    """The `napalm` connection opening gpufabric's driver by the name NAPALM finds it under, where the
+    platform's NAPALM name is not that driver's."""
+    return {NAPALM: ConnectionOptions(platform=napalm_name)} if napalm_name else {}

@@ -31,8 +31,23 @@ from gpufabric.ib.model import IbFabric
 AM_CONF = "sharp_am.cfg"
 IGNORE_HOSTS = "sharp-ignore-host-guids.conf"
 OPENSM_FRAGMENT = "opensm-sharp.conf"
-# NVIDIA OpenSM's `sharp_enabled`: 0 disabled, 1 ignore (leave the switches as they are), 2 enabled.
+# NVIDIA OpenSM's SHARP switch (the option UFM's `ib sm sharp enable` / `ib sm sharp ignore` set: NVIDIA UFM-SDN
+# Appliance Command Reference Guide, "SHARP Configuration in OpenSM"): 0 disabled, 1 ignore (leave the switches
+# as they are), 2 enabled. The UFM commands are documented there; this opensm.conf spelling and its numbers were
+# not found in the NVIDIA documents searched (unconfirmed). No model here checks the name or the value: the
+# open-source OpenSM refuses the option whatever its spelling (`Unrecognized token`), and NVIDIA's OpenSM does not
+# install here (docs/not-shown.md).
+SHARP_OPTION = "sharp_enabled"
 SHARP_ENABLED = 2
+# sharp_am.cfg's keys, NVIDIA SHARP documentation: `ib_port_guid` ("sharp_am Network Interfaces"),
+# `root_guids_file`, and `ignore_sm_guids` / `ignore_host_guids_file` (SHARP 3.2.0, "Changes and New Features").
+# sharp_am does not install here either: no model checks them.
+AM_PORT_GUID, AM_ROOT_GUIDS, AM_IGNORE_SMS, AM_IGNORE_HOSTS = (
+    "ib_port_guid",
+    "root_guids_file",
+    "ignore_sm_guids",
+    "ignore_host_guids_file",
+)
 
 
 def check(fabric: IbFabric) -> None:
@@ -65,13 +80,13 @@ def render(fabric: IbFabric, found: Discovery, directory: Path, sm: str) -> dict
     # The SMs on compute hosts (no fabric-manager ports): their adapters are leaves of the trees like any other.
     sms_on_fabric_managers = bool(fm_ports)
     options: list[tuple[str, object]] = [
-        ("ib_port_guid", names.guid(found.nodes[sm].port, sm)),
-        ("root_guids_file", d / "root-guids.conf"),
-        ("ignore_sm_guids", "TRUE" if sms_on_fabric_managers else "FALSE"),
+        (AM_PORT_GUID, names.guid(found.nodes[sm].port, sm)),
+        (AM_ROOT_GUIDS, d / "root-guids.conf"),
+        (AM_IGNORE_SMS, "TRUE" if sms_on_fabric_managers else "FALSE"),
     ]
     files: dict[str, str] = {}
     if fm_ports:
-        options.append(("ignore_host_guids_file", d / IGNORE_HOSTS))
+        options.append((AM_IGNORE_HOSTS, d / IGNORE_HOSTS))
         files[IGNORE_HOSTS] = "".join(f"{names.guid(g, 'fabric-manager port')}\n" for g in fm_ports)
     fabric_name = names.fabric_name(fabric.design.name)
     names.node_description(sm, AM_CONF)
@@ -85,6 +100,6 @@ def render(fabric: IbFabric, found: Discovery, directory: Path, sm: str) -> dict
     files[OPENSM_FRAGMENT] = (
         "# NVIDIA's OpenSM only (UFM, DOCA-OFED): append to opensm.conf. The open-source OpenSM refuses this\n"
         "# option (Unrecognized token). 2: SHARP enabled on every switch that supports it.\n"
-        f"{' '.join(names.option('sharp_enabled', SHARP_ENABLED))}\n"
+        f"{' '.join(names.option(SHARP_OPTION, SHARP_ENABLED))}\n"
     )
     return files

@@ -79,6 +79,11 @@ class PlatformFacts:
     # "module:Class" of the NAPALM driver gpufabric opens for it, where it has its own (None: NAPALM's lookup
     # of `napalm_driver`). EOS and NX-OS subclass NAPALM's drivers to verify TLS and arm a switch-side revert.
     driver_class: str | None = None
+    # The name NAPALM resolves to that driver (`napalm.get_network_driver(...)`, a module `napalm_<name>`), which
+    # the Nornir inventory gives the host's `napalm` connection: a Nornir script's own `napalm_get` then opens
+    # gpufabric's driver, where `napalm_driver` ("eos", "nxos") would open NAPALM's own, which trusts any
+    # certificate. None: NAPALM's lookup of `napalm_driver` already finds the platform's driver.
+    napalm_name: str | None = None
     # The revert timers the device accepts, in seconds (NX-OS's commit-timeout: 30-3600): --confirm-timeout
     # must fall inside for every targeted switch.
     confirm_timeout_range: tuple[int, int] = (10, 3600)

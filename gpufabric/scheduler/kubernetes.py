@@ -45,6 +45,10 @@ from gpufabric.scheduler.model import Mark, NodeState, SchedulerError, Scheduler
 ANNOTATION = "gpufabric.io/drain"
 TIMEOUT = 30.0
 FINISHED = frozenset({"Succeeded", "Failed"})
+# Kubernetes API reference (v1.30), "Node" / NodeSpec: `unschedulable` controls whether new pods are scheduled
+# onto the node (what `kubectl cordon` sets). No API server installs here, so no model checks the field's
+# spelling: the tests' API double is ours (docs/not-shown.md). RFC 7386 names the merge patch's media type.
+UNSCHEDULABLE = "unschedulable"
 MERGE_PATCH = "application/merge-patch+json"
 MAX_BODY = 128 * 1024 * 1024  # bytes of one answer: the list of every node, with their images, of a large cluster
 MAX_ITEMS = 100_000  # nodes or pods in one list (Kubernetes' own scale limit is 5,000 nodes, 150,000 pods)
@@ -192,7 +196,7 @@ class Kubernetes:
         annotations = meta.get("annotations") or {}
         if not isinstance(spec, dict) or not isinstance(annotations, dict):
             raise SchedulerOutputError(f"node {meta['name']}: spec or annotations not an object")
-        out = spec.get("unschedulable") is True
+        out = spec.get(UNSCHEDULABLE) is True
         reason = annotations.get(ANNOTATION, "")
         return NodeState(meta["name"], out, reason if isinstance(reason, str) else "", holders)
 
@@ -225,7 +229,7 @@ class Kubernetes:
         meta = _meta(node, f"node {name}")
         patch = {
             "metadata": {"annotations": {ANNOTATION: mark}, "resourceVersion": meta.get("resourceVersion")},
-            "spec": {"unschedulable": unschedulable},
+            "spec": {UNSCHEDULABLE: unschedulable},
         }
         path = f"/api/v1/nodes/{urllib.parse.quote(checked_node(name), safe='')}"
         answer = self._request("PATCH", path, patch, MERGE_PATCH)

@@ -80,6 +80,15 @@ MAX_HOSTLIST = 65_536
 # Names expanded from one squeue answer, all jobs together: sixteen jobs on every node of such a cluster.
 MAX_JOB_NODES = 16 * MAX_HOSTLIST
 
+# The drain and resume commands' words, from Slurm's scontrol(1) man page (22.05), "NODES - SPECIFICATIONS FOR
+# UPDATE COMMAND": `update NodeName=<name> State=<state> Reason=<reason>`; State=DRAIN starts no new job on the
+# node and lets the running ones end; RESUME is no state of its own: it takes a node that is drained, draining,
+# down or rebooting back to idle. scontrol's own parser refuses a misspelt keyword or state before it asks
+# slurmctld anything (tests/oracles/test_vendor_strings.py runs it).
+SCONTROL_UPDATE = ("scontrol", "update")
+NODE_NAME, STATE, REASON = "NodeName", "State", "Reason"
+STATE_DRAIN, STATE_RESUME = "DRAIN", "RESUME"
+
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[bytes]"]
 
 # A hostlist: items joined by commas, each item name characters and bracketed ranges (`gpu[01-03,07]-ib`). Read
@@ -358,7 +367,8 @@ class Slurm:
         return out
 
     def take_out(self, node: str, mark: Mark) -> None:
-        self._call("scontrol", "update", f"NodeName={checked_node(node)}", "State=DRAIN", f"Reason={mark.text}")
+        node_arg = f"{NODE_NAME}={checked_node(node)}"
+        self._call(*SCONTROL_UPDATE, node_arg, f"{STATE}={STATE_DRAIN}", f"{REASON}={mark.text}")
         # Read back: a node drained at the same moment by someone else carries their reason, not ours.
         state = read_nodes(self._call("sinfo", "--json")).get(node)
         if state is None or not state.out or state.reason != mark.text:
@@ -368,7 +378,7 @@ class Slurm:
         state = read_nodes(self._call("sinfo", "--json")).get(node)
         if state is None or not state.out or state.reason != mark.text:
             return False
-        self._call("scontrol", "update", f"NodeName={checked_node(node)}", "State=RESUME")
+        self._call(*SCONTROL_UPDATE, f"{NODE_NAME}={checked_node(node)}", f"{STATE}={STATE_RESUME}")
         return True
 
     def move(self, states: dict[str, NodeState]) -> list[str]:

@@ -104,3 +104,23 @@ def test_check_names_a_hostile_file_name_as_text(tmp_path):
     done = run_in_process("gpufabric", "check", str(name))
     assert done.returncode == 0, done.stderr
     assert r"[bold]x\x1b[2J.yml: valid;" in done.stderr and "\x1b" not in done.stderr
+
+
+def test_no_emoji_code_is_turned_into_an_emoji(tmp_path):
+    """Rich turns `:name:` into an emoji even with markup off: an error on line 100 printed as `FILE💯`.
+    A located error on line 100, a file and a field named like emoji codes print as written."""
+    lines = (Path(__file__).parents[2] / "inventory/fabric.yml").read_text().splitlines()
+    assert lines[99].lstrip().startswith("border: {") and lines[99].endswith("}"), lines[99]
+    lines[99] = lines[99][:-1] + ', ":fire:": 1}'  # an unknown field on line 100
+    bad = tmp_path / ":smile:.yml"
+    bad.write_text("\n".join(lines) + "\n")
+    done = run_in_process("gpufabric", "check", str(bad))
+    assert done.returncode == 2, done.stderr
+    assert f"{bad}:100: planes.business.switches.border.:fire:: unknown field ':fire:'" in done.stderr
+    assert done.stderr.isascii(), done.stderr  # no 💯, 😄 or 🔥
+
+    good = tmp_path / ":100:.yml"
+    good.write_text((Path(__file__).parents[2] / "inventory/fabric.yml").read_text())
+    done = run_in_process("gpufabric", "check", str(good))
+    assert done.returncode == 0, done.stderr
+    assert f"{good}: valid;" in done.stderr and done.stderr.isascii(), done.stderr

@@ -192,6 +192,16 @@ def test_a_recorded_serial_identifies_a_switch_no_cable_reaches(tmp_path):
         ({"serials": {"no-such-switch": "ABC123"}}, "planes.oob.ztp.serials.no-such-switch", "no switch named"),
         ({"serials": {"cmp-spine1": "ABC1", "cmp-spine2": "ABC1"}}, "planes.oob.ztp.serials", "cmp-spine1's too"),
         ({"server": "10.9.9.9"}, "planes.oob.ztp.server", "not on the OOB subnet"),
+        # Reaches no one: every switch's fetch would fail. A switch's own lease: it would fetch from itself.
+        ({"server": "172.20.0.0"}, "planes.oob.ztp.server", "the OOB subnet's network address"),
+        ({"server": "172.20.0.255"}, "planes.oob.ztp.server", "the OOB subnet's broadcast address"),
+        ({"server": "172.20.0.3"}, "planes.oob.ztp.server", "is cmp-spine1's management address"),
+        # dnsmasq's dhcp-match finds a string anywhere in the option: ABC12 would be known as cmp-spine1 too.
+        (
+            {"serials": {"cmp-spine1": "ABC1", "cmp-spine2": "XABC12"}},
+            "planes.oob.ztp.serials.cmp-spine2",
+            "holds cmp-spine1's serial ABC1",
+        ),
         ({"serials": {"cmp-spine1": "AB C;rm"}}, "planes.oob.ztp.serials.cmp-spine1", "serial number"),
         ({"interface": "eth0;x"}, "planes.oob.ztp.interface", "interface name"),
     ],
@@ -202,6 +212,8 @@ def test_ztp_settings_that_do_not_fit_are_refused_located(tmp_path, settings, fi
     assert done.returncode == 2, done.stderr
     assert field in done.stderr and words in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+    if field == "planes.oob.ztp.server" and "not on" not in words:  # what would be right, checked as it is
+        assert "a host address of the OOB subnet 172.20.0.0/24 that no switch leases, such as 172.20.0.1" in done.stderr
 
 
 # -- every vendor's file ---------------------------------------------------------------------------------

@@ -42,3 +42,12 @@ def test_the_safe_connection_plugin_is_an_entry_point_of_nornir():
     assert points == {"gpufabric_napalm": "gpufabric.fleet.access:RevealingNapalm"}
     module, attribute = points["gpufabric_napalm"].split(":")
     assert getattr(__import__(module, fromlist=[attribute]), attribute) is RevealingNapalm
+
+
+def test_the_name_nornir_hosts_open_is_the_driver_gpufabric_opens():
+    """The Nornir inventory gives a host's `napalm` connection the platform's `napalm_name`: NAPALM must find
+    gpufabric's own driver under it. EOS and NX-OS must have one (their `napalm_driver` is NAPALM's own)."""
+    named = {p.facts.napalm_driver: p.facts.napalm_name for p in all_platforms() if p.facts.napalm_name}
+    assert {"eos", "nxos"} <= set(named)
+    for driver, name in named.items():
+        assert napalm.get_network_driver(name) is network_driver(driver), name

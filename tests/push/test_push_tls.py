@@ -150,3 +150,38 @@ def test_a_refused_eapi_connection_names_the_switch(address):
     driver = GpufabricEOSDriver(address, "admin", PASSWORD, timeout=2, optional_args={"port": 9})
     with pytest.raises(ConnectionException, match=f"{address}: cannot log in to eAPI"):
         driver.open()
+
+
+@pytest.mark.parametrize("kind", ["eos", "nxos"])
+def test_a_nornir_script_over_gpufabric_s_inventory_opens_the_verified_driver(tmp_path, address, kind, monkeypatch):
+    """A user's own Nornir script: InitNornir over the GpufabricInventory plugin and nornir_napalm's stock
+    `napalm` connection and `napalm_get`. The inventory's EOS and NX-OS hosts open gpufabric's drivers, so an
+    unverified switch is refused before the password; with the stock `eos`/`nxos` platform NAPALM's own
+    driver opened and the server received the password."""
+    import napalm
+    from conftest import ROOT
+    from nornir import InitNornir
+    from nornir.core.plugins.connections import ConnectionPluginRegister
+    from nornir_napalm.plugins.connections import Napalm
+    from nornir_napalm.plugins.tasks import napalm_get
+
+    monkeypatch.setitem(ConnectionPluginRegister.available, "napalm", Napalm)  # the plugin a script of one's own has
+    monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", PASSWORD)
+    monkeypatch.chdir(tmp_path)
+    nr = InitNornir(
+        inventory={
+            "plugin": "GpufabricInventory",
+            "options": {"intent": str(ROOT / "inventory/examples/multi-vendor.yml")},
+        },
+        runner={"plugin": "serial"},
+        logging={"enabled": False},
+    )
+    host = next(h for h in nr.inventory.hosts.values() if h.platform == kind)  # the OS's name stays for tasks
+    pki = make_pki(tmp_path, address)
+    with TlsServer(pki, address) as server:
+        host.hostname, host.port = address, server.port  # the plan's management address, moved to loopback
+        result = nr.filter(name=host.name).run(task=napalm_get, getters=["facts"])
+    assert server.seen == [] and authorized(server) == []  # not a request, not the password
+    assert result[host.name].failed and isinstance(result[host.name].exception, TlsTrustError)
+    chosen = host.get_connection_parameters("napalm").platform
+    assert chosen == f"gpufabric_{kind}" and napalm.get_network_driver(chosen) is DRIVERS[kind]

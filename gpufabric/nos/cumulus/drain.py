@@ -21,7 +21,22 @@ from gpufabric.nos.cumulus.nvue import set_tree as nvue_tree
 from gpufabric.platforms.spec import DrainSpec, DrainSteps
 from gpufabric.platforms.yaml_text import mapping_lines
 
+# Vendor strings, each from the document beside it. NVUE's object model holds maintenance units as a map
+# keyed by any name, so it accepts a misspelt unit: the name rests on the document alone (docs/not-shown.md,
+# "Vendor strings no model checks"). The mode values are checked by the model (tests/oracles).
+# NVIDIA Cumulus Linux User Guide 5.14, "Maintenance Mode"; NVUE Command Reference, "System Maintenance":
+# `nv set maintenance unit all-protocols mode enabled|disabled` (introduced in 5.13.0).
 UNIT = "all-protocols"
+MODE_ENABLED, MODE_DISABLED = "enabled", "disabled"
+# The same page: 5.12 and earlier have `nv action enable|disable system maintenance mode`, which 5.13
+# deprecates. An action is no configuration: no object model describes it.
+ACTION_ENABLE = "nv action enable system maintenance mode"
+ACTION_DISABLE = "nv action disable system maintenance mode"
+# NVUE Command Reference, Show Commands, "System": `nv show maintenance` (5.13.0 on) lists each unit with its
+# state (`all-protocols  maintenance`); 5.12 and earlier answer `nv show system maintenance` instead.
+SHOW = "nv show maintenance"
+SHOW_BEFORE_UNITS = "nv show system maintenance"
+STATE_IN_MAINTENANCE = "maintenance"
 SOURCE = (
     "NVIDIA Cumulus Linux User Guide, Maintenance Mode; NVUE Command Reference, System Maintenance "
     "(nv set maintenance unit, 5.13.0)"
@@ -29,7 +44,11 @@ SOURCE = (
 
 
 APPLY = "nv config apply -y\n"
-KEPT: dict[str, object] = {"maintenance": {"unit": {UNIT: {"mode": "enabled"}}}}
+
+
+def kept() -> dict[str, object]:
+    """The unit enabled, as a candidate's `set` document carries it while the switch is drained."""
+    return {"maintenance": {"unit": {UNIT: {"mode": MODE_ENABLED}}}}
 
 
 def maintenance_units(release: str) -> bool:
@@ -42,18 +61,12 @@ def steps(spec: DrainSpec) -> DrainSteps:
         return DrainSteps(
             f"maintenance unit {UNIT}",
             "commands",
-            f"nv set maintenance unit {UNIT} mode enabled\n{APPLY}",
+            f"nv set maintenance unit {UNIT} mode {MODE_ENABLED}\n{APPLY}",
             # NVIDIA's documented way back first; the unit then leaves the configuration, as planned.
-            f"nv set maintenance unit {UNIT} mode disabled\n{APPLY}nv unset maintenance unit {UNIT}\n{APPLY}",
+            f"nv set maintenance unit {UNIT} mode {MODE_DISABLED}\n{APPLY}nv unset maintenance unit {UNIT}\n{APPLY}",
             SOURCE,
         )
-    return DrainSteps(
-        "system maintenance mode",
-        "commands",
-        "nv action enable system maintenance mode\n",
-        "nv action disable system maintenance mode\n",
-        SOURCE,
-    )
+    return DrainSteps("system maintenance mode", "commands", f"{ACTION_ENABLE}\n", f"{ACTION_DISABLE}\n", SOURCE)
 
 
 def keep(candidate: str, spec: DrainSpec) -> str:
@@ -63,9 +76,10 @@ def keep(candidate: str, spec: DrainSpec) -> str:
     the plan never does, so such a file is not one gpufabric rendered."""
     if not maintenance_units(spec.release):
         return candidate
+    wanted = kept()
     present = nvue_tree(candidate).get("maintenance")
     if present is not None:
-        if present == KEPT["maintenance"]:
+        if present == wanted["maintenance"]:
             return candidate
         raise ValueError("the candidate configures NVUE maintenance itself: a drain cannot be kept in it")
     lines = candidate.splitlines(keepends=True)
@@ -73,7 +87,7 @@ def keep(candidate: str, spec: DrainSpec) -> str:
     if at is None:
         raise ValueError("the candidate has no `- set:` document to keep the drain in")
     unit: list[str] = []
-    mapping_lines(KEPT, 4, unit)
+    mapping_lines(wanted, 4, unit)
     return "".join([*lines[: at + 1], *(f"{line}\n" for line in unit), *lines[at + 1 :]])
 
 

@@ -32,6 +32,7 @@ from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 from gpufabric.nos.cumulus import PLATFORM as CUMULUS
+from gpufabric.nos.cumulus import drain as nvue_drain
 from gpufabric.nos.cumulus import nvue
 from gpufabric.nos.cumulus.drain import maintenance_units
 from gpufabric.nos.cumulus.upgrade import CumulusUpgrade
@@ -282,7 +283,7 @@ class CumulusDriver(CumulusUpgrade):
         """The marker, and NVUE's own account (`nv show maintenance`, 5.13 on; `nv show system maintenance`
         before): a row of the all-protocols unit saying `maintenance`."""
         release = self._release()
-        show = "nv show maintenance" if maintenance_units(release) else "nv show system maintenance"
+        show = nvue_drain.SHOW if maintenance_units(release) else nvue_drain.SHOW_BEFORE_UNITS
         assert self.transport is not None, "call open() first"
         found = read_many(self.transport, {"mark": f"cat {self.DRAINED}", "show": show})
         applied = _unit_in_maintenance(found["show"]) if found["show"].strip() else None
@@ -293,11 +294,12 @@ class CumulusDriver(CumulusUpgrade):
 def _unit_in_maintenance(text: str) -> bool:
     """`nv show maintenance`: the all-protocols row's state is `maintenance` (NVUE command reference);
     before 5.13, a `maintenance` state anywhere in `nv show system maintenance`."""
+    state = nvue_drain.STATE_IN_MAINTENANCE
     for line in text.splitlines():
         words = line.split()
-        if words and words[0] == "all-protocols":
-            return "maintenance" in words[1:]
-    return any(w == "maintenance" for line in text.splitlines() for w in line.split()[1:2])
+        if words and words[0] == nvue_drain.UNIT:
+            return state in words[1:]
+    return any(w == state for line in text.splitlines() for w in line.split()[1:2])
 
 
 __all__ = ["CumulusDriver"]

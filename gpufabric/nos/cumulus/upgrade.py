@@ -20,6 +20,13 @@ from gpufabric.drivers.images import ImageStepError, Installed, image_name, imag
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
 
 IMAGE_DIR = "/var/lib/cumulus/images"  # assumed: where `nv action fetch system image` keeps what it fetched
+# NVIDIA Cumulus Linux User Guide, "Upgrading Cumulus Linux" (optimized image upgrade), and the NVUE Command
+# Reference's Action Commands (System Image, System Reboot). Actions are no configuration: NVUE's object model
+# does not describe them, so no model here checks these words (docs/not-shown.md).
+FETCH = "nv action fetch system image"
+INSTALL = "nv action install system image files"
+BOOT_OTHER = "nv action boot-next system image other"
+REBOOT = "nv action reboot system mode"
 SHOW_IMAGE = "nv show system image -o json"
 MODES = ("warm", "fast", "cold")
 
@@ -34,7 +41,7 @@ class CumulusUpgrade(LinuxSwitchDriver):
 
     def stage_image(self, url: str, name: str) -> None:
         image_name(name)
-        self._run(f"nv action fetch system image {shlex.quote(image_url(url))}")
+        self._run(f"{FETCH} {shlex.quote(image_url(url))}")
 
     def image_checksum(self, name: str) -> str:
         out = self._as_root(f"sha512sum {IMAGE_DIR}/{image_name(name)}")
@@ -58,20 +65,20 @@ class CumulusUpgrade(LinuxSwitchDriver):
 
     def install_image(self, name: str) -> Installed:
         previous = self.running_image()
-        self._run(f"nv action install system image files {image_name(name)}")
-        self._run("nv action boot-next system image other")
+        self._run(f"{INSTALL} {image_name(name)}")
+        self._run(BOOT_OTHER)
         return Installed(previous)
 
     def reboot(self, mode: str = "cold") -> bool:
         """Ask for the reboot; False: the switch goes away and comes back by itself (wait for it)."""
         if mode not in MODES:
             raise ValueError(f"Cumulus Linux reboots {', '.join(MODES)}, not {mode!r}")
-        send_reboot(self._try, f"nv action reboot system mode {mode}")
+        send_reboot(self._try, f"{REBOOT} {mode}")
         return False
 
     def boot_previous(self, previous: str) -> bool:
         """Boot the other partition (the previous release) next; False: reboot it to get there."""
-        self._run("nv action boot-next system image other")
+        self._run(BOOT_OTHER)
         return False
 
     def keep_image(self, name: str) -> None:

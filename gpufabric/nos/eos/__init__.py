@@ -208,6 +208,7 @@ PLATFORM = Eos(
         containerlab_image="ceos:4.33.1F",
         eth_numbering=True,
         driver_class="gpufabric.nos.eos.driver:GpufabricEOSDriver",
+        napalm_name="gpufabric_eos",  # napalm_gpufabric_eos: NAPALM's "eos" is not this driver
         confirm_timer=True,
         ecn_unit_bytes=1000,
         rank=1,

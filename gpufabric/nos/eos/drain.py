@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from gpufabric.platforms.spec import DrainSpec, DrainSteps
 
+# Arista EOS User Manual, "Maintenance Mode": `System` is the built-in unit that stands for the whole switch
+# (Arista TOI "Maintenance Mode", EOS 4.15.2F). AVD's schema takes any unit name (`maintenance.units[].name` is
+# free text), so no model here checks this spelling (docs/not-shown.md); `quiesce` is AVD's to render.
 UNIT = "System"
 
 

@@ -15,6 +15,15 @@ from napalm.eos.eos import EOSDriver
 
 from gpufabric.drivers.images import ImageStepError, Installed, image_name, image_url, sha512_of
 
+# Arista EOS User Manual, "Upgrades and Downgrades" (copy the SWI to flash:, `verify /sha512`, `boot system`,
+# `reload`; `reload fast-boot` for Accelerated Software Upgrade) and "show boot-config". No model here checks
+# these exec commands (docs/not-shown.md); `boot system` is configuration AVD's schema does not describe.
+COPY = "copy"
+VERIFY_SHA512 = "verify /sha512"
+BOOT_SYSTEM = "boot system"
+SHOW_BOOT = "show boot-config"
+RELOADS = {"fast": "reload fast-boot now", "cold": "reload now"}
+
 
 def _text(answer: Any) -> str:
     """eAPI's text answer of one command (`{"output": ...}`)."""
@@ -25,27 +34,27 @@ class EosUpgrade(EOSDriver):  # type: ignore[misc]
     """The reboot and upgrade steps `nornir restart` and `nornir upgrade` call (nornir_tasks/lifecycle.py)."""
 
     def stage_image(self, url: str, name: str) -> None:
-        self._run_commands([f"copy {image_url(url)} flash:{image_name(name)}"], encoding="text")
+        self._run_commands([f"{COPY} {image_url(url)} flash:{image_name(name)}"], encoding="text")
 
     def image_checksum(self, name: str) -> str:
-        answers = self._run_commands([f"verify /sha512 flash:{image_name(name)}"], encoding="text")
+        answers = self._run_commands([f"{VERIFY_SHA512} flash:{image_name(name)}"], encoding="text")
         found = sha512_of(_text(answers[-1]))
         if found is None:
             raise ImageStepError(f"{self.hostname}: `verify /sha512 flash:{name}` printed no checksum")
         return found
 
     def running_image(self) -> str:
-        boot = self._run_commands(["show boot-config"], encoding="json")[-1]
+        boot = self._run_commands([SHOW_BOOT], encoding="json")[-1]
         image = str(boot.get("softwareImage", "")) if isinstance(boot, dict) else ""
         return image.removeprefix("flash:/").removeprefix("flash:")
 
     def install_image(self, name: str) -> Installed:
         previous = self.running_image()
-        self._run_commands(["configure", f"boot system flash:{image_name(name)}", "end"], encoding="text")
+        self._run_commands(["configure", f"{BOOT_SYSTEM} flash:{image_name(name)}", "end"], encoding="text")
         return Installed(previous)
 
     def reboot(self, mode: str = "cold") -> bool:
-        command = {"fast": "reload fast-boot now", "cold": "reload now"}.get(mode)
+        command = RELOADS.get(mode)
         if command is None:
             raise ValueError(f"EOS reboots fast or cold, not {mode!r}")
         with contextlib.suppress(OSError, ConnectionError):  # eAPI's connection drops as the switch goes down
@@ -53,7 +62,7 @@ class EosUpgrade(EOSDriver):  # type: ignore[misc]
         return False
 
     def boot_previous(self, previous: str) -> bool:
-        self._run_commands(["configure", f"boot system flash:{image_name(previous)}", "end"], encoding="text")
+        self._run_commands(["configure", f"{BOOT_SYSTEM} flash:{image_name(previous)}", "end"], encoding="text")
         return False
 
     def keep_image(self, name: str) -> None:

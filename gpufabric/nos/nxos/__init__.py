@@ -153,6 +153,7 @@ PLATFORM = Nxos(
         containerlab_image="vrnetlab/cisco_n9kv:10.4.2",
         eth_numbering=True,
         driver_class="gpufabric.nos.nxos.driver:GpufabricNXOSDriver",
+        napalm_name="gpufabric_nxos",  # napalm_gpufabric_nxos: NAPALM's "nxos" is not this driver
         confirm_timeout_range=COMMIT_TIMEOUT_RANGE,
         confirm_timer=True,  # configuration replace with a commit timeout
         ecn_unit_bytes=1000,

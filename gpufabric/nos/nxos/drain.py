@@ -18,15 +18,20 @@ from __future__ import annotations
 
 from gpufabric.platforms.spec import DrainSpec, DrainSteps
 
+# Cisco Nexus 9000 Series NX-OS System Management Configuration Guide, "Configuring Graceful Insertion and
+# Removal": the commands Cisco's own module (cisco.nxos nxos_gir) sends too, which judges them in the tests.
 STATUS = "show system mode"
+NO_QUESTIONS = "terminal dont-ask"
+ENTER = "system mode maintenance"
+LEAVE = f"no {ENTER}"
 
 
 def steps(spec: DrainSpec) -> DrainSteps:
     return DrainSteps(
         "GIR system mode maintenance",
         "commands",
-        "terminal dont-ask\nsystem mode maintenance\n",
-        "terminal dont-ask\nno system mode maintenance\n",
+        f"{NO_QUESTIONS}\n{ENTER}\n",
+        f"{NO_QUESTIONS}\n{LEAVE}\n",
         "Cisco Nexus 9000 Series NX-OS System Management Configuration Guide, Graceful Insertion and Removal",
     )
 

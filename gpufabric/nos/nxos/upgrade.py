@@ -18,6 +18,20 @@ from napalm.nxos.nxos import NXOSDriver
 
 from gpufabric.drivers.images import ImageStepError, Installed, image_name, image_url, sha512_of
 
+# Cisco Nexus 9000 Series NX-OS Software Upgrade and Downgrade Guide: `copy ... vrf management`, `show file ...
+# sha512sum`, `show install all impact nxos <image>`, `install all nxos <image>`, `reload`. The two install
+# commands are judged by Cisco's own module (cisco.nxos nxos_install_os builds the same); the others by no model
+# here (docs/not-shown.md). `non-interruptive` keeps `install all` from asking for a confirmation: Cisco Nexus
+# 3000 and 9000 Series NX-API REST SDK User Guide, "ISSU Commands" (`install all nxos bootflash:<image>
+# non-disruptive non-interruptive`); Cisco's nxos_install_os answers the prompts with `terminal dont-ask` instead.
+COPY = "copy"
+VRF = "vrf management"
+SHA512 = "sha512sum"
+IMPACT = "show install all impact nxos"
+INSTALL_ALL = "install all nxos"
+NO_PROMPT = "non-interruptive"
+RELOAD = "reload"
+
 # A module's row of `show install all impact`: module, bootable (yes/no), impact, install type, reason.
 _IMPACT_ROW = re.compile(r"^\s*(\d+)\s+(yes|no)\s+(\S+)", re.MULTILINE)
 
@@ -39,10 +53,10 @@ class NxosUpgrade(NXOSDriver):  # type: ignore[misc]
         raise NotImplementedError
 
     def stage_image(self, url: str, name: str) -> None:
-        self._exec(f"copy {image_url(url)} bootflash:{image_name(name)} vrf management")
+        self._exec(f"{COPY} {image_url(url)} bootflash:{image_name(name)} {VRF}")
 
     def image_checksum(self, name: str) -> str:
-        shown: Any = self._send_command(f"show file bootflash:{image_name(name)} sha512sum", raw_text=True)
+        shown: Any = self._send_command(f"show file bootflash:{image_name(name)} {SHA512}", raw_text=True)
         found = sha512_of(str(shown or ""))
         if found is None:
             raise ImageStepError(f"{self.hostname}: `show file bootflash:{name} sha512sum` printed no checksum")
@@ -54,7 +68,7 @@ class NxosUpgrade(NXOSDriver):  # type: ignore[misc]
         return path.rsplit("/", 1)[-1].removeprefix("bootflash:")
 
     def _install(self, name: str) -> None:
-        impact = self._exec(f"show install all impact nxos bootflash:{name}")
+        impact = self._exec(f"{IMPACT} bootflash:{name}")
         refused = not_bootable(impact)
         if refused:
             raise ImageStepError(
@@ -62,7 +76,7 @@ class NxosUpgrade(NXOSDriver):  # type: ignore[misc]
                 f"{', '.join(refused)}; nothing was installed"
             )
         with contextlib.suppress(OSError, ConnectionError):  # NX-API's connection drops as the switch reloads
-            self._exec(f"install all nxos bootflash:{name} non-interruptive")
+            self._exec(f"{INSTALL_ALL} bootflash:{name} {NO_PROMPT}")
 
     def install_image(self, name: str) -> Installed:
         previous = self.running_image()
@@ -73,7 +87,7 @@ class NxosUpgrade(NXOSDriver):  # type: ignore[misc]
         if mode != "cold":
             raise ValueError(f"NX-OS reboots cold only, not {mode!r}")
         with contextlib.suppress(OSError, ConnectionError):
-            self._exec("reload")
+            self._exec(RELOAD)
         return False
 
     def boot_previous(self, previous: str) -> bool:

@@ -162,6 +162,7 @@ PLATFORM = Sonic(
         candidate_suffix=CONFIG_DB,
         napalm_driver="sonic",
         driver_class="gpufabric.nos.sonic.driver:SonicDriver",
+        napalm_name="gpufabric_sonic",  # NAPALM has no "sonic": a napalm_sonic package would be another's driver
         containerlab_kind="sonic-vs",
         containerlab_image="docker-sonic-vs:latest",
         eth_numbering=True,  # containerlab's sonic-vs: eth1 is Ethernet0

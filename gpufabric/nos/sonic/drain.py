@@ -31,6 +31,9 @@ from gpufabric.nos.sonic.candidate import FRR_MARKER, split
 from gpufabric.outputs import json_dumps
 from gpufabric.platforms.spec import DrainSpec, DrainSteps
 
+# sonic-buildimage dockers/docker-fpm-frr/TSA, TSB and TSC: the scripts' names are the commands; SONiC's own scripts
+# judge them where a sonic-buildimage tree is given to the tests (tests/sonic_ts_scripts.py), nothing here otherwise.
+TSA, TSB = "TSA", "TSB"
 STATUS = "TSC"
 NORMAL = "System Mode: Normal"
 MAINTENANCE = "System Mode: Maintenance"
@@ -45,8 +48,8 @@ def steps(spec: DrainSpec) -> DrainSteps:
     return DrainSteps(
         "TSA (traffic shift away)",
         "commands",
-        "TSA\nconfig save -y\n",
-        f"TSB\n{TIDY}\nconfig save -y\n",
+        f"{TSA}\nconfig save -y\n",
+        f"{TSB}\n{TIDY}\nconfig save -y\n",
         "sonic-buildimage TSA, TSB, TSC (dockers/docker-fpm-frr) and bgpcfgd (managers_device_global.py); "
         "sonic-mgmt tests/bgp/test_traffic_shift.py",
     )

@@ -17,6 +17,17 @@ from gpufabric.drivers.images import ImageStepError, Installed, image_name, imag
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
 
 IMAGE_DIR = "/host/gpufabric-images"  # on /host, the partition SONiC keeps its images on (assumed)
+# sonic-utilities' Command Reference, "SONiC Installer" and "Reboot Commands". sonic-utilities does not install
+# here, so no model checks these words (docs/not-shown.md).
+INSTALLER = "sonic-installer"
+INSTALL, SET_DEFAULT, SET_NEXT_BOOT, LIST, BINARY_VERSION = (
+    "install -y",
+    "set-default",
+    "set-next-boot",
+    "list",
+    "binary-version",
+)
+CURRENT = "Current"  # `sonic-installer list`'s line naming the running image
 REBOOTS = {"warm": "warm-reboot", "fast": "fast-reboot", "cold": "reboot"}
 
 
@@ -24,7 +35,7 @@ def current_image(listed: str) -> str:
     """`Current: <image>` of `sonic-installer list`."""
     for line in listed.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "Current":
+        if key.strip() == CURRENT:
             return value.strip()
     return ""
 
@@ -48,19 +59,19 @@ class SonicUpgrade(LinuxSwitchDriver):
         return found
 
     def running_image(self) -> str:
-        return current_image(self._run(f"{self.root}sonic-installer list"))
+        return current_image(self._run(f"{self.root}{INSTALLER} {LIST}"))
 
     def _version(self, name: str) -> str:
         """The image name sonic-installer gives the file once installed (`binary-version`)."""
-        version = self._run(f"{self.root}sonic-installer binary-version {self._image(name)}").strip()
+        version = self._run(f"{self.root}{INSTALLER} {BINARY_VERSION} {self._image(name)}").strip()
         return image_name(version)
 
     def install_image(self, name: str) -> Installed:
         previous = image_name(self.running_image())
         new = self._version(name)
-        self._run(f"{self.root}sonic-installer install -y {self._image(name)}")
-        self._run(f"{self.root}sonic-installer set-default {previous}")
-        self._run(f"{self.root}sonic-installer set-next-boot {new}")
+        self._run(f"{self.root}{INSTALLER} {INSTALL} {self._image(name)}")
+        self._run(f"{self.root}{INSTALLER} {SET_DEFAULT} {previous}")
+        self._run(f"{self.root}{INSTALLER} {SET_NEXT_BOOT} {new}")
         return Installed(previous)
 
     def reboot(self, mode: str = "cold") -> bool:
@@ -71,9 +82,9 @@ class SonicUpgrade(LinuxSwitchDriver):
         return False
 
     def boot_previous(self, previous: str) -> bool:
-        self._run(f"{self.root}sonic-installer set-default {image_name(previous)}")
-        self._run(f"{self.root}sonic-installer set-next-boot {image_name(previous)}")
+        self._run(f"{self.root}{INSTALLER} {SET_DEFAULT} {image_name(previous)}")
+        self._run(f"{self.root}{INSTALLER} {SET_NEXT_BOOT} {image_name(previous)}")
         return False
 
     def keep_image(self, name: str) -> None:
-        self._run(f"{self.root}sonic-installer set-default {self._version(name)}")
+        self._run(f"{self.root}{INSTALLER} {SET_DEFAULT} {self._version(name)}")

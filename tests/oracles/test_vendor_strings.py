@@ -1,0 +1,481 @@
+"""Vendor strings that rest on a document: each is one named constant in the code, with its document cited
+beside it. Here a misspelling is planted in each (monkeypatch) and the test shows what catches it: a vendor's
+model or code (NVIDIA's NVUE object model, Cisco's nxos_gir module), or a vendor's tool (Slurm's scontrol,
+whose parser refuses a wrong keyword or state before it asks slurmctld anything). Where nothing here can
+catch it, the test shows that too (the model or tool at hand takes the misspelling as it takes the right
+word), and docs/not-shown.md must list the constant under "Vendor strings no model checks": only a switch,
+a subnet manager or a cluster of that vendor would tell.
+
+No test here compares a constant with a copy of its own literal: the judge is always someone else's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpufabric.nos.cumulus import drain as cumulus_drain
+from gpufabric.nos.eos import drain as eos_drain
+from gpufabric.nos.nxos import drain as nxos_drain
+from gpufabric.nos.sonic import drain as sonic_drain
+from gpufabric.platforms import platform
+from gpufabric.platforms.spec import DrainSpec
+from gpufabric.scheduler import kubernetes, slurm
+from gpufabric.scheduler.model import Mark, SchedulerError
+from tests.conftest import ROOT
+
+NOT_SHOWN = ROOT / "docs" / "not-shown.md"
+SECTION = "## Vendor strings no model checks"
+
+
+def _listed() -> str:
+    text = NOT_SHOWN.read_text()
+    assert SECTION in text, f"{NOT_SHOWN} has no section {SECTION!r}"
+    return text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+
+
+def _documented(module: object, name: str) -> None:
+    """Nothing here catches this constant: docs/not-shown.md lists it by its module and name."""
+    dotted = f"`{module.__name__}.{name}`"
+    assert dotted in _listed(), f"{dotted} is checked by no model here: list it in {NOT_SHOWN} under {SECTION!r}"
+
+
+# -- NVIDIA Cumulus Linux: NVUE's object model judges the unit's mode, not its name ---------------------------
+
+
+def _nvue_verdicts(release: str) -> list[object]:
+    from gpufabric.nos.cumulus import judge as nvue
+
+    steps = platform("cumulus").drain_steps(DrainSpec(release))
+    sets = [line for line in (steps.drain + steps.undrain).splitlines() if line.startswith("nv set ")]
+    assert sets, steps
+    return [f for command in sets for f in nvue.check(cumulus_drain.set_tree(command), release)]
+
+
+def test_nvue_model_catches_a_misspelt_maintenance_mode(monkeypatch):
+    pytest.importorskip("nvueschema", reason="NVIDIA's NVUE model (the vendor extra) is not installed")
+    assert _nvue_verdicts("5.14") == []
+    monkeypatch.setattr(cumulus_drain, "MODE_ENABLED", "enable")
+    assert _nvue_verdicts("5.14"), "NVIDIA's model must refuse `mode enable`"
+    monkeypatch.undo()
+    monkeypatch.setattr(cumulus_drain, "MODE_DISABLED", "disable")
+    assert _nvue_verdicts("5.14"), "NVIDIA's model must refuse `mode disable`"
+
+
+def test_nvue_model_takes_any_maintenance_unit_name_so_only_the_document_pins_it(monkeypatch):
+    pytest.importorskip("nvueschema", reason="NVIDIA's NVUE model (the vendor extra) is not installed")
+    monkeypatch.setattr(cumulus_drain, "UNIT", "all-protocol")
+    steps = platform("cumulus").drain_steps(DrainSpec("5.14"))
+    assert "nv set maintenance unit all-protocol mode" in steps.drain  # the planted name reaches the switch
+    assert _nvue_verdicts("5.14") == []  # and NVIDIA's model of the release takes it: units are a map by name
+    _documented(cumulus_drain, "UNIT")
+
+
+@pytest.mark.parametrize(
+    ("name", "planted"),
+    [
+        ("ACTION_ENABLE", "nv action enable system maintenace mode"),
+        ("ACTION_DISABLE", "nv action disable system maintenace mode"),
+    ],
+)
+def test_the_maintenance_action_before_5_13_is_no_configuration_no_model_describes(monkeypatch, name, planted):
+    monkeypatch.setattr(cumulus_drain, name, planted)
+    steps = platform("cumulus").drain_steps(DrainSpec("5.12"))
+    assert planted in steps.drain + steps.undrain  # an action is sent as written; NVUE's model has no actions
+    _documented(cumulus_drain, name)
+
+
+@pytest.mark.parametrize(
+    ("name", "planted"), [("SHOW", "nv show maintenence"), ("SHOW_BEFORE_UNITS", "nv show system maintenence")]
+)
+def test_the_maintenance_show_commands_are_a_switch_s_to_refuse(monkeypatch, name, planted):
+    """A show command is no configuration either; only a switch would answer a misspelt one with an error."""
+    from gpufabric.nos.cumulus import driver
+
+    monkeypatch.setattr(cumulus_drain, name, planted)
+    asked: dict[str, str] = {}
+
+    def read_many(_transport: object, commands: dict[str, str]) -> dict[str, str]:
+        asked.update(commands)
+        return {"mark": "", "show": ""}
+
+    monkeypatch.setattr(driver, "read_many", read_many)
+    release = "5.14" if name == "SHOW" else "5.12"
+    switch = SimpleNamespace(transport=object(), DRAINED=driver.CumulusDriver.DRAINED, _release=lambda: release)
+    driver.CumulusDriver.maintenance_status(switch)  # type: ignore[arg-type]
+    assert asked["show"] == planted
+    _documented(cumulus_drain, name)
+
+
+def test_the_unit_state_word_is_read_from_a_switch_s_answer(monkeypatch):
+    from gpufabric.nos.cumulus.driver import _unit_in_maintenance
+
+    answer = "Unit            State\n--------------  -----------\nall-protocols   maintenance\n"
+    assert _unit_in_maintenance(answer) is True
+    monkeypatch.setattr(cumulus_drain, "STATE_IN_MAINTENANCE", "maintenence")
+    assert _unit_in_maintenance(answer) is False  # read wrong, and nothing but a switch's answer would say so
+    _documented(cumulus_drain, "STATE_IN_MAINTENANCE")
+
+
+# -- Arista EOS: AVD renders any unit name ---------------------------------------------------------------------
+
+
+def test_avd_renders_any_maintenance_unit_name_so_only_the_document_pins_it(monkeypatch):
+    from gpufabric.nos.eos import judge as avd
+
+    monkeypatch.setattr(eos_drain, "UNIT", "Sytem")
+    steps = platform("eos").drain_steps(DrainSpec("4.32"))
+    result = avd.render({"hostname": "x", "maintenance": {"units": [{"name": "Sytem", "quiesce": True}]}})
+    assert result.violations == []  # AVD's schema takes the name as free text
+    assert avd.blocks(steps.drain)["maintenance"] == avd.blocks(result.text)["maintenance"]
+    _documented(eos_drain, "UNIT")
+
+
+# -- Cisco NX-OS: Cisco's own GIR module --------------------------------------------------------------------------
+
+
+def _cisco_gir(drain: bool) -> list[str]:
+    from ansible_collections.cisco.nxos.plugins.modules import nxos_gir
+
+    keys = ("system_mode_maintenance_dont_generate_profile", "system_mode_maintenance_timeout",
+            "system_mode_maintenance_shutdown", "system_mode_maintenance_on_reload_reset_reason")  # fmt: skip
+    module = SimpleNamespace(params={**dict.fromkeys(keys), "system_mode_maintenance": drain})
+    return list(nxos_gir.get_commands(module, "present", "normal" if drain else "maintenance"))
+
+
+def _ours(drain: bool) -> list[str]:
+    steps = platform("nxos").drain_steps(DrainSpec("10.4"))
+    return (steps.drain if drain else steps.undrain).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("name", "planted"),
+    [
+        ("NO_QUESTIONS", "terminal dont-aks"),
+        ("ENTER", "system mode maintenace"),
+        ("LEAVE", "no system mode maintenace"),
+    ],
+)
+def test_cisco_s_gir_module_catches_a_misspelt_gir_command(monkeypatch, name, planted):
+    assert _ours(True) == _cisco_gir(True) and _ours(False) == _cisco_gir(False)
+    monkeypatch.setattr(nxos_drain, name, planted)
+    assert _ours(True) != _cisco_gir(True) or _ours(False) != _cisco_gir(False)
+
+
+def test_cisco_s_gir_module_catches_a_misspelt_status_command(monkeypatch):
+    """Cisco's module reads the mode with a command of its own: the one our driver sends must be that one."""
+    from ansible_collections.cisco.nxos.plugins.modules import nxos_gir
+
+    from gpufabric.nos.nxos import driver
+
+    asked: list[str] = []
+    monkeypatch.setattr(
+        nxos_gir, "run_commands", lambda _m, cmds: [asked.append(c["command"]) or "System Mode: Normal" for c in cmds]
+    )
+    assert nxos_gir.get_system_mode(SimpleNamespace()) == "normal"
+    assert driver.GIR_STATUS is nxos_drain.STATUS and asked == [nxos_drain.STATUS]
+    monkeypatch.setattr(nxos_drain, "STATUS", "show sytem mode")
+    assert asked != [nxos_drain.STATUS]
+
+
+# -- SONiC: its own scripts, where a sonic-buildimage tree is given -------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "planted"), [("TSA", "TSa"), ("TSB", "TSb"), ("STATUS", "TSc")])
+def test_sonic_s_traffic_shift_script_names_need_sonic_s_tree(monkeypatch, name, planted):
+    """SONiC's own TSA/TSB/TSC run in test_sonic_tsa.py when the sonic-buildimage tree is given; the script names
+    as commands are a SONiC switch's to refuse: nothing here runs a SONiC shell."""
+    monkeypatch.setattr(sonic_drain, name, planted)
+    steps = platform("sonic").drain_steps(DrainSpec("202411"))
+    assert planted in steps.drain + steps.undrain or name == "STATUS"
+    _documented(sonic_drain, name)
+
+
+# -- Slurm: scontrol's own parser -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def slurm_conf(tmp_path: Path) -> Path:
+    """A slurm.conf whose controller is a loopback port nothing listens on: scontrol parses the command line
+    first and only then tries to reach slurmctld, so `Unable to contact slurm controller` means it took the
+    command, and anything said before that is its refusal."""
+    if shutil.which("scontrol") is None:
+        if os.environ.get("CI"):
+            pytest.fail("scontrol is missing; scripts/test.sh installs slurm-client")
+        pytest.skip("scontrol is not installed (apt-get install slurm-client)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        f"ClusterName=facts\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={port}\n"
+        "NodeName=gpu01 CPUs=1 State=UNKNOWN\nPartitionName=all Nodes=gpu01 Default=YES\n"
+    )
+    return conf
+
+
+def _scontrol_says(conf: Path, drain: bool) -> str:
+    """What gpufabric's Slurm drain (or resume) ran into, with the whole answer of the real scontrol it ran (the
+    error gpufabric raises carries the last line only)."""
+    answers: list[str] = []
+
+    def runner(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        done = cluster._run(args)  # the real command, as gpufabric runs it
+        answers.append(done.stdout + done.stderr)
+        return done
+
+    cluster = slurm.Slurm(conf, runner)
+    try:
+        if drain:
+            cluster.take_out("gpu01", Mark("gf-20260101-000000-abcd", "leaf1"))
+        else:  # put_back reads sinfo before it resumes; the resume command itself is what scontrol must parse
+            cluster._call(*slurm.SCONTROL_UPDATE, f"{slurm.NODE_NAME}=gpu01", f"{slurm.STATE}={slurm.STATE_RESUME}")
+    except SchedulerError as exc:
+        return " ".join([str(exc), *answers])
+    raise AssertionError("no slurmctld listens, so scontrol cannot have succeeded")
+
+
+TAKEN = "Unable to contact slurm controller"
+
+
+@pytest.mark.parametrize("drain", [True, False], ids=["drain", "resume"])
+def test_scontrol_takes_the_drain_and_resume_commands_as_written(slurm_conf, drain):
+    assert TAKEN in _scontrol_says(slurm_conf, drain)
+
+
+@pytest.mark.parametrize(
+    ("name", "planted", "drain", "refusal"),
+    [
+        ("SCONTROL_UPDATE", ("scontrol", "updte"), True, "invalid keyword: updte"),
+        ("SCONTROL_UPDATE", ("scontrl", "update"), True, "scontrl is not installed"),
+        ("NODE_NAME", "NodeNme", True, "No valid entity in update command"),
+        ("STATE", "Stae", True, "Update of this parameter is not supported: Stae=DRAIN"),
+        ("REASON", "Reasn", True, "Update of this parameter is not supported: Reasn="),
+        ("STATE_DRAIN", "DRIAN", True, "Invalid input: State=DRIAN"),
+        ("STATE_RESUME", "RESUEM", False, "Invalid input: State=RESUEM"),
+    ],
+)
+def test_scontrol_refuses_each_misspelt_word_of_the_drain(monkeypatch, slurm_conf, name, planted, drain, refusal):
+    monkeypatch.setattr(slurm, name, planted)
+    said = _scontrol_says(slurm_conf, drain)
+    assert TAKEN not in said and refusal in said, said
+
+
+# -- NVIDIA SHARP: the open-source OpenSM refuses the option whatever its spelling ----------------------------------
+
+
+def _opensm_on(fragment: str, tmp_path: Path) -> str:
+    found = shutil.which("opensm") or ("/usr/sbin/opensm" if Path("/usr/sbin/opensm").exists() else None)
+    if found is None:
+        pytest.skip("OpenSM is not installed (apt-get install opensm)")
+    conf = tmp_path / "opensm-sharp.conf"
+    conf.write_text(fragment)
+    done = subprocess.run([found, "-F", str(conf), "-c", str(tmp_path / "out.conf"), "-f", str(tmp_path / "sm.log")],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return done.stdout + done.stderr
+
+
+def _fragment() -> str:
+    from gpufabric.ib import names, sharp
+
+    return " ".join(names.option(sharp.SHARP_OPTION, sharp.SHARP_ENABLED)) + "\n"
+
+
+@pytest.mark.parametrize(("name", "planted"), [("SHARP_OPTION", "sharp_enable"), ("SHARP_ENABLED", 3)])
+def test_the_open_source_opensm_cannot_tell_nvidia_s_sharp_option_right_from_wrong(
+    monkeypatch, tmp_path, name, planted
+):
+    from gpufabric.ib import sharp
+
+    right = _opensm_on(_fragment(), tmp_path)
+    monkeypatch.setattr(sharp, name, planted)
+    wrong = _opensm_on(_fragment(), tmp_path)
+    assert "Unrecognized token" in right and "Unrecognized token" in wrong  # the same verdict for both
+    _documented(sharp, name)
+
+
+@pytest.mark.parametrize("name", ["AM_PORT_GUID", "AM_ROOT_GUIDS", "AM_IGNORE_SMS", "AM_IGNORE_HOSTS"])
+def test_sharp_am_keys_need_nvidia_s_sharp_am(name):
+    """sharp_am does not install here: its keys are documented, not shown."""
+    from gpufabric.ib import sharp
+
+    _documented(sharp, name)
+
+
+# -- Kubernetes: no API server here ------------------------------------------------------------------------------
+
+
+def test_the_cordon_field_needs_a_kubernetes_api_server(monkeypatch):
+    """The tests' API double is ours: it reads whatever field name we send, so only a real API server (which
+    does not install here) would ignore a misspelt one and leave the node schedulable."""
+    monkeypatch.setattr(kubernetes, "UNSCHEDULABLE", "unschedulabel")
+    state = kubernetes.Kubernetes._state({"metadata": {"name": "gpu01"}, "spec": {"unschedulable": True}})
+    assert state.out is False  # read with the planted name: the cordon is not seen, and nothing here says why
+    _documented(kubernetes, "UNSCHEDULABLE")
+
+
+# -- Upgrades: Cisco's own install module for NX-OS; nothing here for the others ------------------------------------
+
+IMAGE, URL = "image-2.bin", "https://images.example.net/image-2.bin"
+
+
+class _Sent(list[str]):
+    """The commands a driver's upgrade steps sent, in order (the transport stands in for the switch)."""
+
+    def run(self, command: str, stdin: str | None = None) -> str:
+        self.append(command)
+        if "json" in command:  # NVUE's `nv show ... -o json`
+            return "{}"
+        if command.endswith(".bin") and " -y " not in command:  # sonic-installer's binary version of the file
+            return "image-2\n"
+        return "Current: image-1\n"  # sonic-installer's list
+
+    def attempt(self, command: str, stdin: str | None = None) -> object:
+        self.append(command)
+        return SimpleNamespace(rc=0, stdout="", stderr="")
+
+    def eapi(self, commands: list[str], encoding: str = "json") -> list[object]:
+        self.extend(commands)
+        return [{"softwareImage": "flash:image-1.swi"} if encoding == "json" else {"output": ""} for _ in commands]
+
+    def nxapi(self, command: str) -> str:
+        self.append(command)
+        return "Module  Bootable  Impact\n1       yes       non-disruptive\n" if command.startswith("show") else ""
+
+
+def _nxos_sent() -> _Sent:
+    from gpufabric.nos.nxos.upgrade import NxosUpgrade
+
+    sent = _Sent()
+    switch = NxosUpgrade.__new__(NxosUpgrade)
+    switch.hostname, switch._exec = "sw1", sent.nxapi
+    switch._install(IMAGE)
+    return sent
+
+
+def _cisco_install(kind: str) -> str:
+    from ansible_collections.cisco.nxos.plugins.modules import nxos_install_os
+
+    commands = nxos_install_os.build_install_cmd_set("no", f"bootflash:{IMAGE}", None, kind)
+    assert commands[0] == "terminal dont-ask"
+    return " ".join(commands[1].split())
+
+
+def test_cisco_s_install_module_builds_the_same_install_commands():
+    impact, install = _nxos_sent()
+    assert impact == _cisco_install("impact")
+    assert install.startswith(_cisco_install("install") + " ")  # then gpufabric's no-prompt keyword
+
+
+@pytest.mark.parametrize(
+    ("name", "planted"), [("IMPACT", "show install all impcat nxos"), ("INSTALL_ALL", "install al nxos")]
+)
+def test_cisco_s_install_module_catches_a_misspelt_install_command(monkeypatch, name, planted):
+    from gpufabric.nos.nxos import upgrade
+
+    monkeypatch.setattr(upgrade, name, planted)
+    impact, install = _nxos_sent()
+    assert impact != _cisco_install("impact") or not install.startswith(_cisco_install("install") + " ")
+
+
+def _cumulus(steps: str) -> _Sent:
+    from gpufabric.nos.cumulus.upgrade import CumulusUpgrade
+
+    sent = _Sent()
+    switch = CumulusUpgrade.__new__(CumulusUpgrade)
+    switch._run, switch._try, switch.hostname = sent.run, sent.attempt, "sw1"  # type: ignore[method-assign]
+    {"stage": lambda: switch.stage_image(URL, IMAGE), "install": lambda: switch.install_image(IMAGE),
+     "reboot": lambda: switch.reboot("warm"), "back": lambda: switch.boot_previous("image-1")}[steps]()  # fmt: skip
+    return sent
+
+
+def _eos(steps: str) -> _Sent:
+    from gpufabric.nos.eos.upgrade import EosUpgrade
+
+    sent = _Sent()
+    switch = EosUpgrade.__new__(EosUpgrade)
+    switch._run_commands, switch.hostname = sent.eapi, "sw1"  # type: ignore[method-assign]
+    {"stage": lambda: switch.stage_image(URL, IMAGE), "checksum": lambda: _quietly(switch.image_checksum, IMAGE),
+     "install": lambda: switch.install_image(IMAGE), "reboot": lambda: switch.reboot("fast")}[steps]()  # fmt: skip
+    return sent
+
+
+def _nxos(steps: str) -> _Sent:
+    from gpufabric.nos.nxos.upgrade import NxosUpgrade
+
+    sent = _Sent()
+    switch = NxosUpgrade.__new__(NxosUpgrade)
+    switch._exec, switch.hostname = sent.nxapi, "sw1"  # type: ignore[method-assign]
+    switch._send_command = lambda command, raw_text=False: sent.nxapi(command)  # type: ignore[method-assign]
+    {"stage": lambda: switch.stage_image(URL, IMAGE), "checksum": lambda: _quietly(switch.image_checksum, IMAGE),
+     "install": lambda: switch._install(IMAGE), "reboot": lambda: switch.reboot("cold")}[steps]()  # fmt: skip
+    return sent
+
+
+def _sonic(steps: str) -> _Sent:
+    from gpufabric.nos.sonic.upgrade import SonicUpgrade
+
+    sent = _Sent()
+    switch = SonicUpgrade.__new__(SonicUpgrade)
+    switch._run, switch._try, switch.hostname = sent.run, sent.attempt, "sw1"  # type: ignore[method-assign]
+    {"install": lambda: switch.install_image(IMAGE), "reboot": lambda: switch.reboot("warm"),
+     "list": switch.running_image}[steps]()  # fmt: skip
+    return sent
+
+
+def _quietly(step: object, *args: str) -> None:
+    """A checksum step whose answer holds no checksum raises after sending: the command is what is looked at."""
+    from gpufabric.drivers.images import ImageStepError
+
+    with contextlib.suppress(ImageStepError):
+        step(*args)  # type: ignore[operator]
+
+
+UPGRADE_WORDS = [
+    ("cumulus", "FETCH", "nv action fetch sytem image", _cumulus, "stage"),
+    ("cumulus", "INSTALL", "nv action install sytem image files", _cumulus, "install"),
+    ("cumulus", "BOOT_OTHER", "nv action boot-next sytem image other", _cumulus, "back"),
+    ("cumulus", "REBOOT", "nv action reboot sytem mode", _cumulus, "reboot"),
+    ("cumulus", "SHOW_IMAGE", "nv show sytem image -o json", _cumulus, "install"),
+    ("eos", "COPY", "cpy", _eos, "stage"),
+    ("eos", "VERIFY_SHA512", "verify /sha521", _eos, "checksum"),
+    ("eos", "BOOT_SYSTEM", "boot sytem", _eos, "install"),
+    ("eos", "SHOW_BOOT", "show boot-confg", _eos, "install"),
+    ("eos", "RELOADS", {"fast": "reload fast-bot now", "cold": "reload now"}, _eos, "reboot"),
+    ("nxos", "COPY", "cpy", _nxos, "stage"),
+    ("nxos", "VRF", "vrf managment", _nxos, "stage"),
+    ("nxos", "SHA512", "sha521sum", _nxos, "checksum"),
+    ("nxos", "NO_PROMPT", "non-interuptive", _nxos, "install"),
+    ("nxos", "RELOAD", "relaod", _nxos, "reboot"),
+    ("sonic", "INSTALLER", "sonic-instaler", _sonic, "install"),
+    ("sonic", "INSTALL", "instal -y", _sonic, "install"),
+    ("sonic", "SET_DEFAULT", "set-defualt", _sonic, "install"),
+    ("sonic", "SET_NEXT_BOOT", "set-next-bot", _sonic, "install"),
+    ("sonic", "BINARY_VERSION", "binary-verison", _sonic, "install"),
+    ("sonic", "LIST", "lst", _sonic, "list"),
+    ("sonic", "REBOOTS", {"warm": "warm-rebot", "fast": "fast-reboot", "cold": "reboot"}, _sonic, "reboot"),
+]
+
+
+@pytest.mark.parametrize(("os_name", "name", "planted", "driver", "steps"), UPGRADE_WORDS,
+                         ids=[f"{o}.{n}" for o, n, *_ in UPGRADE_WORDS])  # fmt: skip
+def test_upgrade_words_no_model_here_checks_are_sent_as_written_and_listed(
+    monkeypatch, os_name, name, planted, driver, steps
+):
+    import importlib
+
+    module = importlib.import_module(f"gpufabric.nos.{os_name}.upgrade")
+    right = getattr(module, name)
+    word = planted if isinstance(planted, str) else next(v for k, v in planted.items() if v != right[k])
+    monkeypatch.setattr(module, name, planted)
+    sent = " | ".join(driver(steps))
+    assert word in sent, sent  # the planted word goes to the switch: only the switch would refuse it
+    _documented(module, name)
