@@ -46,7 +46,7 @@ timeout_option = click.option(
 )
 deadline_option = click.option(
     "--deadline",
-    type=click.FloatRange(1, 86400),
+    type=FiniteFloat(1, 86400),
     default=DEADLINE,
     show_default=True,
     metavar="SECONDS",

@@ -227,9 +227,9 @@ def _scontrol_says(conf: Path, drain: bool) -> str:
     error gpufabric raises carries the last line only)."""
     answers: list[str] = []
 
-    def runner(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-        done = cluster._run(args)  # the real command, as gpufabric runs it
-        answers.append(done.stdout + done.stderr)
+    def runner(args: Sequence[str]) -> subprocess.CompletedProcess[bytes]:
+        done = cluster._run(args)  # the real command, as gpufabric runs it (its answer as bytes, bounded)
+        answers.append((done.stdout + done.stderr).decode(errors="replace"))
         return done
 
     cluster = slurm.Slurm(conf, runner)
