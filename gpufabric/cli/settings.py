@@ -324,7 +324,10 @@ def _value_problem(param: click.Option, value: object, ctx: click.Context) -> tu
             param.type.convert(_expand(param, item), param, ctx)
         except click.BadParameter as exc:
             choices = getattr(param.type, "choices", None)
-            return exc.message, f"one of: {', '.join(map(str, choices))}" if choices else hint
+            said = f"one of: {', '.join(map(str, choices))}" if choices else f"what {flag} takes (see --help)"
+            if isinstance(param.type, click.Path) and param.type.exists:
+                said = "name a path that exists (a relative one is read from the working folder)"
+            return exc.message, said
     return None
 
 
