@@ -164,6 +164,9 @@ def cli(ctx: click.Context, log_level: str | None, verbose: int) -> None:
       gpufabric export plan -o build/plan.json
       gpufabric render                one config per switch into build/configs
 
+    Every option's default can be set in ./gpufabric.toml or a GPUFABRIC_<COMMAND>_<OPTION> variable
+    (the command line wins, then the variable, then the file): `gpufabric config show` says which.
+
     Exit codes: 0 ok, 1 internal error, 2 bad intent or usage, 3 warnings with --strict, 4 findings
     (failed checks, failed or rolled-back switches, a refused drain, a non-empty diff; `diff`: 5 when
     disruptive). Each command's help says what its codes mean.
