@@ -88,7 +88,7 @@ def with_verbose(command: click.Command) -> click.Command:
         expose_value=False,
         is_eager=True,
         callback=_more_verbose,
-        allow_from_autoenv=False,  # not a setting: GPUFABRIC_PUSH_VERBOSE is not read (GPUFABRIC_VERBOSE is)
+        allow_from_autoenv=False,  # not a setting: only the top-level -v has a variable
     )
     command.params.append(hidden)
     if isinstance(command, click.Group):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,13 @@ def _values(param: click.Option) -> tuple[Any, Any, Any]:
         low = getattr(kind, "min", None) or 0
         step = 1 if isinstance(kind, click.types.IntParamType) else 1.5
         return low + step, low + 2 * step, low + 3 * step
+    if not isinstance(kind, click.types.StringParamType | click.Path):  # a type of our own: numbers, if it takes them
+        try:
+            [kind.convert(v, param, None) for v in (1.5, 2.5, 3.5)]
+        except click.BadParameter:
+            pass
+        else:
+            return 1.5, 2.5, 3.5
     return f"file-{param.name}", f"env-{param.name}", f"cli-{param.name}"
 
 
@@ -285,6 +293,17 @@ BAD_FILES = [
         "gpufabric.toml:5: telemetry.alertmanager.group_wait: is a list",
         'group_wait = "..."',
     ),
+    (
+        '[lab.hosts.up]\nprefix = "m-"\nrouter = ["r"]\n',
+        "gpufabric.toml:3: lab.hosts.up.router: is a list",
+        'router = "..."',
+    ),
+    (
+        '[sot.push]\ntoken = "t"\n',
+        "gpufabric.toml:2: sot.push.token: is no option of `gpufabric sot push`",
+        "did you mean token_env?",
+    ),
+    ('[export]\nkind = "cabling"\n', "gpufabric.toml:2: export.kind: is no option", "KIND is an argument"),
     ("[push]\ntimeout = \n", "gpufabric.toml:2: (top level): is not valid TOML", "fix the TOML at the line shown"),
     ('text = """\n[push]\ntimeout = 3\n"""\nlog_level = 7\n', "gpufabric.toml:1: text: is no option", ""),
 ]
@@ -293,7 +312,8 @@ BAD_FILES = [
 @pytest.mark.parametrize(("text", "error", "hint"), BAD_FILES, ids=[b[1].split(": ")[1] for b in BAD_FILES])
 def test_a_wrong_settings_file_is_a_located_error(tmp_path, text, error, hint):
     (tmp_path / "gpufabric.toml").write_text(text)
-    command = next((c for c in (("lab", "up"), ("telemetry", "alertmanager")) if ".".join(c) in text), ("push",))
+    headers = re.findall(r"^\[([a-z.-]+)\]", text, re.MULTILINE)
+    command = headers[-1].split(".") if headers else ["push"]
     done = run_in_process("gpufabric", *command, "--help", cwd=tmp_path)
     assert done.returncode == 2, done.stdout
     assert f"error: {error}" in done.stderr
@@ -384,6 +404,19 @@ def test_an_option_carrying_a_secret_is_refused_in_the_file_and_the_environment(
     assert ctx.params["password"] == "hunter2"  # the command line may still give it
 
 
+def test_config_show_never_prints_the_value_of_an_option_carrying_a_secret():
+    from gpufabric.cli import config_cmd
+
+    settings.adopt(_login)
+    ctx = _login.make_context("login", ["--password", "hunter2", "--password-file", "/run/pw"])
+    section = config_cmd._section(ctx)
+    rows = {row["key"]: row for row in section["options"]}
+    assert rows["password"]["value"] is None and rows["password"]["secret"] is True
+    assert rows["password_file"]["value"] == "/run/pw" and "secret" not in rows["password_file"]
+    text = config_cmd._text(None, [section])
+    assert "hunter2" not in text and "# password = (a secret: not shown)" in text
+
+
 def test_a_url_with_a_password_is_refused_in_the_file_and_the_environment_and_never_shown(tmp_path):
     (tmp_path / "gpufabric.toml").write_text('[scheduler.status]\nk8s_api = "https://admin:hunter2@10.0.0.1:6443"\n')
     done = run_in_process("gpufabric", "config", "show", cwd=tmp_path)
@@ -405,12 +438,21 @@ def test_a_url_with_a_password_is_refused_in_the_file_and_the_environment_and_ne
     assert url["value"] == "https://u:***@127.0.0.1" and url["source"] == "command line"
 
 
-def test_no_options_variable_is_a_secrets_own(monkeypatch):
-    """The variables that hold secrets (the intent names them) are never an option's generic name."""
-    secrets = {"GPUFABRIC_SWITCH_PASSWORD", "GPUFABRIC_SNMP_COMMUNITY", "GPUFABRIC_SALT_KEY", "GPUFABRIC_SOT_TOKEN",
-               "GPUFABRIC_HOST_SSH_KEY", "GPUFABRIC_SOT_TOKEN_FILE"}  # fmt: skip
-    names = {_env_name(chain, p) for chain, command in TREE for p in settings.settable(command).values()}
-    assert names & secrets == set()
+def test_no_options_variable_is_a_variable_gpufabric_reads_for_something_else():
+    """The variables gpufabric, its scripts and its Ansible plugins read for other ends (the secrets the
+    intent names, the inventory's jump host) are never an option's generic name, unless the option
+    itself named that variable."""
+    root = Path(__file__).resolve().parents[2]
+    mine = {root / "gpufabric" / "cli" / "settings.py"}  # its docstring writes generic names out
+    used: set[str] = set()
+    for folder in ("gpufabric", "scripts", "plugins", "roles"):
+        for path in (root / folder).rglob("*"):
+            if path.suffix in {".py", ".sh", ".yml"} and path.is_file() and path not in mine:
+                used |= set(re.findall(r"\bGPUFABRIC_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(errors="replace")))
+    assert {"GPUFABRIC_SWITCH_PASSWORD", "GPUFABRIC_SOT_TOKEN", "GPUFABRIC_JUMP_HOST", "GPUFABRIC_DEBUG"} <= used
+    named = {n for _c, command in TREE for p in settings.settable(command).values() for n in [p.envvar] if n}
+    generic = {_env_name(chain, p) for chain, command in TREE for p in settings.settable(command).values()}
+    assert (used - named) & generic == set()
 
 
 # --- config show --------------------------------------------------------------------------------------
