@@ -36,8 +36,8 @@ def show_cmd(ctx: click.Context, as_json: bool, command: tuple[str, ...]) -> int
     """Print every option's value per command, as the command would get it, and where it came from: the
     command line, an environment variable (named), the settings file (file:line) or the built-in
     default. COMMAND (`push`, `lab up`) shows that command only (a group: its commands too); ARGS after
-    it are read as its command line (`config show push --timeout 30`). The text is TOML a settings file
-    can take (the sources are comments); a secret's value is never shown.
+    it are read as its command line, as the command reads them (`config show push --timeout 30`). The
+    text is TOML a settings file can take (the sources are comments); a secret's value is never shown.
 
     Exit codes: 0 shown; 2 the settings file is wrong (located), a variable holds a secret, or a value
     from the command line or a variable is not valid for its option (marked in the listing).
@@ -64,9 +64,13 @@ def _reach(ctx: click.Context, words: list[str]) -> tuple[click.Context, list[st
         if sub is None:
             raise click.UsageError(f"no such command: {ctx.command_path} {name}", ctx)
         descend = bool(words) and isinstance(sub, click.Group) and not words[0].startswith("-")
-        ctx = sub.make_context(name, [] if descend else list(words), parent=ctx, resilient_parsing=True)
-        if not descend:
-            break
+        if descend or not words:
+            ctx = sub.make_context(name, [], parent=ctx, resilient_parsing=True)
+            continue
+        try:  # the words as the command reads them: an unknown option or a refused value exits 2
+            return sub.make_context(name, list(words), parent=ctx), words
+        except click.MissingParameter:  # a required option nothing gives is shown as not set
+            return sub.make_context(name, list(words), parent=ctx, resilient_parsing=True), words
     return ctx, words
 
 

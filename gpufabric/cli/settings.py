@@ -293,7 +293,10 @@ def _toml_kind(value: object) -> str:
 
 
 def _expand(param: click.Option, value: object) -> object:
-    """A path from the file with `~` at its start expanded, as a shell does on the command line."""
+    """A path from the file (or each of a list) with `~` at its start expanded, as a shell does on the
+    command line."""
+    if isinstance(value, list):
+        return [_expand(param, v) for v in value]
     if isinstance(param.type, click.Path) and isinstance(value, str) and value.startswith("~"):
         return os.path.expanduser(value)
     return value

@@ -537,3 +537,13 @@ def test_nothing_is_read_without_a_settings_file(tmp_path):
     assert shown["settings_file"] is None
     assert {o["source"] for o in shown["commands"][0]["options"]} == {"default"}
     assert Path(tmp_path / "pyproject.toml").exists()
+
+
+def test_config_show_reads_the_words_after_a_command_as_that_command_does(tmp_path):
+    done = run_in_process("gpufabric", "config", "show", "push", "--no-such-option", cwd=tmp_path)
+    assert done.returncode == 2 and "No such option '--no-such-option'" in done.stderr
+    done = run_in_process("gpufabric", "config", "show", "lab", "hosts", "up", "--prefix", "XX", cwd=tmp_path)
+    assert done.returncode == 2 and "Invalid value for '--prefix'" in done.stderr
+    done = run_in_process("gpufabric", "config", "show", "lab", "hosts", "up", "--prefix", "m-", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # --router is required, and shown as not set
+    assert 'prefix = "m-"' in done.stdout and "# router: not set" in done.stdout
