@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import stat
@@ -318,6 +319,8 @@ def _value_problem(param: click.Option, value: object, ctx: click.Context) -> tu
     for item in items:
         if not isinstance(item, kinds) or (isinstance(item, bool) and bool not in kinds):
             return f"is {_toml_kind(item)}; {flag} takes {hint.split(':')[0]}", hint
+        if isinstance(item, float) and math.isnan(item):  # TOML has nan; no option means it (range checks pass it)
+            return f"is nan, not a number; {flag} takes {hint.split(':')[0]}", hint
         if has_url_password(item):
             return (
                 "is a URL with a password in it: a secret, which a settings file never holds",

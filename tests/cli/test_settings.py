@@ -304,6 +304,7 @@ BAD_FILES = [
         "did you mean token_env?",
     ),
     ('[export]\nkind = "cabling"\n', "gpufabric.toml:2: export.kind: is no option", "KIND is an argument"),
+    ("[push]\ncheck_timeout = nan\n", "gpufabric.toml:2: push.check_timeout: is nan, not a number", "= 1.5"),
     ("[push]\ntimeout = \n", "gpufabric.toml:2: (top level): is not valid TOML", "fix the TOML at the line shown"),
     ('text = """\n[push]\ntimeout = 3\n"""\nlog_level = 7\n', "gpufabric.toml:1: text: is no option", ""),
 ]
