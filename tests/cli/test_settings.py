@@ -235,6 +235,12 @@ def test_version_help_and_the_hidden_verbose_are_no_settings(tmp_path):
                           GPUFABRIC_PLAN_VERBOSE="3")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "version" not in done.stdout and "verbose" not in done.stdout.split("[plan]")[1]
+    from gpufabric.cli import VERBOSE
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        patch.setenv("GPUFABRIC_PLAN_VERBOSE", "2")  # the hidden -v's callback would count it
+        assert _context(("plan",), lambda _c: []).meta.get(VERBOSE, 0) == 0
     (tmp_path / "gpufabric.toml").write_text("[plan]\nverbose = 2\n")
     done = run_in_process("gpufabric", "plan", cwd=tmp_path)
     assert done.returncode == 2
