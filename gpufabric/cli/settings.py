@@ -27,29 +27,30 @@ an inline table) is reported at its table's line.
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
 import os
 import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from gpufabric.errors import GpufabricError, Problem
 from gpufabric.errors import Path as FieldPath
-from gpufabric.inputs import InputError, MiB, decode_text, open_input
+
+if TYPE_CHECKING:
+    from gpufabric.inputs import InputError
 
 PREFIX = "GPUFABRIC"  # the environment variables' prefix: GPUFABRIC_PUSH_KNOWN_HOSTS
 FILE_NAME = "gpufabric.toml"
 PYPROJECT = "pyproject.toml"
 PYPROJECT_TABLE = ("tool", "gpufabric")
-MAX_BYTES = MiB  # a settings file is a few hundred lines; more is not one
+MAX_BYTES = 1 << 20  # a settings file is a few hundred lines; more is not one
 
 Key = FieldPath  # a key's place in the TOML document: ("push", "known_hosts")
 
@@ -95,13 +96,18 @@ class Table(dict[str, Any]):
 _BARE = r"[A-Za-z0-9_-]+"
 _PART = rf"""(?:{_BARE}|"(?:[^"\\]|\\.)*"|'[^']*')"""
 _DOTTED = rf"{_PART}(?:[ \t]*\.[ \t]*{_PART})*"
-_HEADER = re.compile(rf"\[\[?[ \t]*({_DOTTED})[ \t]*\]")
-_ASSIGN = re.compile(rf"({_DOTTED})[ \t]*=")
-_PARTS = re.compile(_PART)
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """A table header, an assignment, a key's parts (compiled when a file is read, not at every start)."""
+    return re.compile(rf"\[\[?[ \t]*({_DOTTED})[ \t]*\]"), re.compile(rf"({_DOTTED})[ \t]*="), re.compile(_PART)
 
 
 def _unquote(part: str) -> str:
     if part.startswith('"'):
+        import json
+
         try:
             return str(json.loads(part))  # TOML's basic strings escape as JSON's do (\uXXXX, \n, \")
         except ValueError:
@@ -110,7 +116,7 @@ def _unquote(part: str) -> str:
 
 
 def _parts(dotted: str) -> Key:
-    return tuple(_unquote(p) for p in _PARTS.findall(dotted))
+    return tuple(_unquote(p) for p in _patterns()[2].findall(dotted))
 
 
 def key_lines(text: str) -> dict[Key, int]:
@@ -118,6 +124,7 @@ def key_lines(text: str) -> dict[Key, int]:
     A scan, not a parser (the parser is tomllib, which has no line numbers): it reads headers and
     assignments at the start of a line, and skips the inside of multi-line strings, where a line that
     looks like `key = value` is text."""
+    header_line, assignment, _ = _patterns()
     lines: dict[Key, int] = {}
     table: Key = ()
     open_string = ""
@@ -127,12 +134,12 @@ def key_lines(text: str) -> dict[Key, int]:
                 open_string = ""
             continue
         stripped = line.strip()
-        header = _HEADER.match(stripped)
+        header = header_line.match(stripped)
         if header:
             table = _parts(header.group(1))
             lines.setdefault(table, number)
             continue
-        assign = _ASSIGN.match(stripped)
+        assign = assignment.match(stripped)
         if not assign:
             continue
         key = (*table, *_parts(assign.group(1)))
@@ -145,13 +152,21 @@ def key_lines(text: str) -> dict[Key, int]:
     return lines
 
 
+def _input_error(file: str, problems: list[Problem], lines: dict[Key, int] | None = None) -> InputError:
+    from gpufabric.inputs import InputError
+
+    return InputError(file, problems, lines or {})
+
+
 def _read(path: Path) -> tuple[str, int]:
     """The text of a settings file, read as every outside input is (gpufabric/inputs.py), and its mode."""
+    from gpufabric.inputs import decode_text, open_input  # only where a settings file is there
+
     with open_input(path, what="a settings file") as fh:
         mode = os.fstat(fh.fileno()).st_mode
         raw = fh.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
-        raise InputError(str(path), [Problem((), "is larger than 1 MiB, more than a settings file can be")])
+        raise _input_error(str(path), [Problem((), "is larger than 1 MiB, more than a settings file can be")])
     return decode_text(raw, path, "a settings file"), mode
 
 
@@ -160,7 +175,7 @@ def _owned(file: str, mode: int, origin: Origin, key: Key) -> None:
     if mode & stat.S_IWOTH:
         message = f"is writable by others (mode {stat.S_IMODE(mode):04o}): anyone could choose this account's "
         message += "known-hosts file, jump host or CA"
-        raise InputError(file, [Problem(key, message, f"chmod o-w {file}")], origin.lines)
+        raise _input_error(file, [Problem(key, message, f"chmod o-w {file}")], origin.lines)
 
 
 def _parse(text: str, file: str) -> dict[str, Any]:
@@ -172,11 +187,11 @@ def _parse(text: str, file: str) -> dict[str, Any]:
         found = re.search(r"at line (\d+)", str(exc))
         line = int(found.group(1)) if found else None
         message = f"is not valid TOML: {exc}"
-        raise InputError(
+        raise _input_error(
             file, [Problem((), message, "fix the TOML at the line shown")], {(): line} if line else {}
         ) from None
     except RecursionError:
-        raise InputError(file, [Problem((), "is not valid TOML: it nests too deep")]) from None
+        raise _input_error(file, [Problem((), "is not valid TOML: it nests too deep")]) from None
 
 
 def load(folder: Path = Path()) -> Table | None:
@@ -202,9 +217,9 @@ def load(folder: Path = Path()) -> Table | None:
     if settings is not None:
         message = f"settings are in {FILE_NAME} too; only one place may hold them"
         hint = f"keep them in one of the two (remove [tool.gpufabric] or {FILE_NAME})"
-        raise InputError(PYPROJECT, [Problem(PYPROJECT_TABLE, message, hint)], origin.lines)
+        raise _input_error(PYPROJECT, [Problem(PYPROJECT_TABLE, message, hint)], origin.lines)
     if not isinstance(table, dict):
-        raise InputError(
+        raise _input_error(
             PYPROJECT, [Problem(PYPROJECT_TABLE, "is not a table", "write [tool.gpufabric]")], origin.lines
         )
     _owned(PYPROJECT, mode, origin, PYPROJECT_TABLE)
@@ -349,6 +364,8 @@ def _unknown_hint(name: str, command: click.Command, ctx: click.Context) -> str:
     if name == "verbose":
         return "set verbose at the top of the file (before any table)"
     commands = subcommands(command, ctx)
+    import difflib
+
     close = difflib.get_close_matches(name, [*options, *commands], n=1)
     said = f"did you mean {close[0]}? " if close else ""
     said += f"its options: {', '.join(options) or 'none'}"
@@ -401,7 +418,7 @@ def check(ctx: click.Context) -> None:
     if isinstance(table, Table):
         problems = table_problems(table, ctx.command, ctx)
         if problems:
-            raise InputError(table.origin.file, problems, table.origin.lines)
+            raise _input_error(table.origin.file, problems, table.origin.lines)
     refused = env_problems(ctx.command, ctx)
     if refused:
         raise SettingsError("; ".join(refused))
