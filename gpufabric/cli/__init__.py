@@ -12,13 +12,14 @@ import gc
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+from gpufabric.cli import settings  # light: click and the input readers (TOML only when a file is there)
 from gpufabric.cli.errors import EXIT_INPUT, EXIT_INTERRUPTED  # light: click and the error classes
 from gpufabric.stopping import sigterm_interrupts
 
@@ -49,6 +50,7 @@ COMMANDS = {
     "sot": "gpufabric.cli.sot_cmd:sot_cmd",
     "job": "gpufabric.cli.job_cmd:job_cmd",
     "triage": "gpufabric.cli.triage_cmd:triage_cmd",
+    "config": "gpufabric.cli.config_cmd:config_cmd",
 }
 
 
@@ -77,11 +79,18 @@ def _more_verbose(ctx: click.Context, _param: click.Parameter, value: int) -> No
 
 def with_verbose(command: click.Command) -> click.Command:
     """`command`, and every subcommand it resolves, taking `-v` after its name too (hidden in its help:
-    the top level's help says so once)."""
+    the top level's help says so once), and checking its settings when its context is made."""
     if getattr(command, "_gpufabric_verbose", False):
         return command
+    settings.adopt(command)
     hidden = click.Option(
-        ["-v", "--verbose"], count=True, hidden=True, expose_value=False, is_eager=True, callback=_more_verbose
+        ["-v", "--verbose"],
+        count=True,
+        hidden=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_more_verbose,
+        allow_from_autoenv=False,  # not a setting: only the top-level -v has a variable
     )
     command.params.append(hidden)
     if isinstance(command, click.Group):
@@ -97,7 +106,20 @@ def with_verbose(command: click.Command) -> click.Command:
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported when used, so every command does not pay for all."""
+    """A group whose subcommands are imported when used, so every command does not pay for all. Its
+    context reads the settings (gpufabric.toml or pyproject's [tool.gpufabric], GPUFABRIC_* variables:
+    gpufabric/cli/settings.py) and hands each command its table as click's default_map."""
+
+    context_class = settings.SettingsContext
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        if parent is None:
+            extra.setdefault("auto_envvar_prefix", settings.PREFIX)
+            if "default_map" not in extra:
+                extra["default_map"] = settings.load()
+        return super().make_context(info_name, args, parent, **extra)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -119,7 +141,7 @@ BATCH = frozenset({"check", "plan", "export", "render", "diff", "verify", "docs"
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")  # fmt: skip
+              allow_from_autoenv=False, help="Show the version and exit.")  # fmt: skip
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -143,6 +165,9 @@ def cli(ctx: click.Context, log_level: str | None, verbose: int) -> None:
       gpufabric export cabling -o build/cabling.csv
       gpufabric export plan -o build/plan.json
       gpufabric render                one config per switch into build/configs
+
+    Every option's default can be set in ./gpufabric.toml or a GPUFABRIC_<COMMAND>_<OPTION> variable
+    (the command line wins, then the variable, then the file): `gpufabric config show` says which.
 
     Exit codes: 0 ok, 1 internal error, 2 bad intent or usage, 3 warnings with --strict, 4 findings
     (failed checks, failed or rolled-back switches, a refused drain, a non-empty diff; `diff`: 5 when
@@ -169,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        settings.locate(exc)  # a value from a variable or the settings file: say which
         exc.show()
         sys.exit(EXIT_INPUT)
     except (click.Abort, KeyboardInterrupt):
