@@ -97,9 +97,10 @@ class Host(Model):
 
 
 class Bmc(Model):
-    """How the group's baseboard management controllers (BMCs) are read: DMTF Redfish at each server's
-    address on the OOB plane (the address its `oob` port is planned), with `credentials.bmc`
-    (`gpufabric telemetry bmc`, and `telemetry serve` beside the switches)."""
+    """How the group's BMCs are read: DMTF Redfish at each server's OOB address, with `credentials.bmc`.
+
+    The address is the one the plan gives the server's `oob` port; `gpufabric telemetry bmc` reads them, and
+    `telemetry serve` beside the switches."""
 
     scheme: Literal["https", "http"] = Field(
         "https",
