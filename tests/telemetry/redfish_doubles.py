@@ -95,9 +95,11 @@ def _status(health: str, state: str = "Enabled") -> dict[str, str]:
     return {"State": state, "Health": health}
 
 
-def older_model(psu2: str = "Critical") -> dict[str, Any]:
-    """A server whose chassis has the older Power and Thermal resources: PSU 2 failed (by default)."""
+def older_model(psu2: str = "Critical", rollup: str | None = None) -> dict[str, Any]:
+    """A server whose chassis has the older Power and Thermal resources: PSU 2 failed (by default), and the
+    system's health rollup saying so (unless `rollup` says otherwise)."""
     ch = "/redfish/v1/Chassis/1U"
+    rollup = rollup or ("Critical" if psu2 == "Critical" else "OK")
     return {
         "/redfish/v1/": {
             "Id": "RootService",
@@ -108,7 +110,7 @@ def older_model(psu2: str = "Critical") -> dict[str, Any]:
         "/redfish/v1/Systems/437XR1138R2": {
             "Id": "437XR1138R2",
             "PowerState": "On",
-            "Status": {"State": "Enabled", "Health": "OK", "HealthRollup": "Critical" if psu2 == "Critical" else "OK"},
+            "Status": {"State": "Enabled", "Health": "OK", "HealthRollup": rollup},
         },
         "/redfish/v1/Chassis": {"Members": [_ref(ch)]},
         ch: {"Id": "1U", "Power": _ref(f"{ch}/Power"), "Thermal": _ref(f"{ch}/Thermal"), "Status": _status("OK")},

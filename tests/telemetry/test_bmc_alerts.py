@@ -115,9 +115,7 @@ def test_a_failed_fan_and_a_hot_sensor_fire_from_the_newer_model(tmp_path: Path)
         {
             "eval_time": "2m",
             "alertname": "GpufabricBmcTemperatureCritical",
-            "exp_alerts": [
-                _fired(SENSOR, f"{WHO}: temperature HGX GPU0 Temp at or past its critical threshold (91)")
-            ],
+            "exp_alerts": [_fired(SENSOR, f"{WHO}: temperature HGX GPU0 Temp at or past its critical threshold (91)")],
         },
         {"eval_time": "2m", "alertname": "GpufabricBmcPsuFailed", "exp_alerts": []},
         {"eval_time": "2m", "alertname": "GpufabricBmcHealthCritical", "exp_alerts": []},  # the system says Warning
