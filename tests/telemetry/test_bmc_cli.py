@@ -132,3 +132,48 @@ def test_the_command_refuses_an_intent_without_bmcs_and_an_unknown_node(tmp_path
     done = subprocess.run([sys.executable, "-m", "gpufabric", "telemetry", "bmc", str(_intent(tmp_path)), "--once",
                            "--node", "gpu999"], capture_output=True, text=True, env=env, check=False)  # fmt: skip
     assert done.returncode == 2 and "no BMC is read for gpu999" in done.stderr
+
+
+def _placed_plan():
+    """The default fabric with its GPU servers placed in racks (the source-of-truth tests' intent), BMCs on."""
+    from sot_fabric import sot_intent
+
+    from tests.conftest import plan_doc
+
+    doc = sot_intent()
+    doc["server_groups"][0]["bmc"] = {}
+    doc["credentials"]["bmc"] = {"username": USER, "password": {"env": "TEST_BMC_PASSWORD"}}
+    return plan_doc(doc)
+
+
+def test_the_bmc_labels_carry_the_server_s_rack_and_position():
+    plan = _placed_plan()
+    targets = {t.node: t.labels for t in bmc_targets(plan)}
+    gpu01 = next(s for s in plan.servers if s.name == "gpu01")
+    from gpufabric.plan.model import ip
+
+    assert targets["gpu01"] == {"node": "gpu01", "rack": "r01", "position": "2", "bmc": str(ip(gpu01.mgmt_ip))}
+    assert targets["gpu03"]["rack"] == "r02" and set(targets) == {"gpu01", "gpu02", "gpu03"}  # installed only
+
+
+def test_the_exporter_reads_its_shard_s_bmcs_with_the_login_from_the_environment(monkeypatch):
+    from gpufabric.config.secrets import SecretUnavailableError
+    from gpufabric.fleet.args import FleetArgs
+    from gpufabric.telemetry.service import _bmcs
+    from gpufabric.telemetry.shards import parse_shard
+
+    plan = _placed_plan()
+    monkeypatch.setenv("TEST_BMC_PASSWORD", PASSWORD)
+    every = _bmcs(plan, FleetArgs(), None, plain_http=False)
+    assert [t.node for t, _ in every] == ["gpu01", "gpu02", "gpu03"]
+    target, endpoint = every[0]
+    assert (endpoint.host, endpoint.port, endpoint.scheme, endpoint.username) == (target.address, 443, "https", USER)
+    assert endpoint.password.reveal() == PASSWORD and PASSWORD not in repr(endpoint)
+    shards = [parse_shard(f"{i}/2") for i in range(2)]
+    split = [[t.node for t, _ in _bmcs(plan, FleetArgs(), s, plain_http=False)] for s in shards]
+    assert sorted(split[0] + split[1]) == ["gpu01", "gpu02", "gpu03"] and all(
+        shards[i].owns(n) for i in range(2) for n in split[i]
+    )
+    monkeypatch.delenv("TEST_BMC_PASSWORD")
+    with pytest.raises(SecretUnavailableError, match="TEST_BMC_PASSWORD"):
+        _bmcs(plan, FleetArgs(), None, plain_http=False)
