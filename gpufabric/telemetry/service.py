@@ -53,7 +53,10 @@ def collector(
         fabric = plan.infiniband.fabric
         if shard is None or shard.owns(fabric.design.name):  # one exporter of the shards reads the subnet
             infiniband = IbPorts(fabric, _ib_runner(args.lab_dir if access.lab else None)).read
-    bmcs = [] if access.lab or args.devices else _bmcs(plan, args, shard, plain_http=bmc_plain_http)
+    # The servers' BMCs sit on the OOB plane: read by an exporter of every plane or of that one (not by one per data
+    # plane, which would read each BMC once per plane), never in the lab (it has no BMCs) or for chosen switches.
+    wanted = args.plane in (None, "oob") and not args.devices and not access.lab
+    bmcs = _bmcs(plan, args, shard, plain_http=bmc_plain_http) if wanted else []
     return FabricCollector(
         switches, connect, nics, shell, workers, budget=budget, deadline=deadline, infiniband=infiniband, bmcs=bmcs
     )
