@@ -177,3 +177,26 @@ def test_the_exporter_reads_its_shard_s_bmcs_with_the_login_from_the_environment
     monkeypatch.delenv("TEST_BMC_PASSWORD")
     with pytest.raises(SecretUnavailableError, match="TEST_BMC_PASSWORD"):
         _bmcs(plan, FleetArgs(), None, plain_http=False)
+
+
+@pytest.mark.parametrize(
+    ("plane", "devices", "lab", "read"),
+    [(None, (), False, True), ("oob", (), False, True), ("compute", (), False, False),
+     (None, ("cmp-su1-leaf1",), False, False), (None, (), True, False)],
+)  # fmt: skip
+def test_the_exporter_reads_bmcs_for_every_plane_or_the_oob_plane_and_never_in_the_lab(
+    monkeypatch, plane: str | None, devices: tuple[str, ...], lab: bool, read: bool
+):
+    """`telemetry serve`'s collector, its reaching of switches replaced (no switch answers here)."""
+    from gpufabric.fleet.access import Access
+    from gpufabric.fleet.args import FleetArgs
+    from gpufabric.telemetry import service
+
+    plan = _placed_plan()
+    monkeypatch.setenv("TEST_BMC_PASSWORD", PASSWORD)
+    monkeypatch.setattr(service, "reach", lambda args: (plan, Access(lab, "admin", "")))
+    monkeypatch.setattr(service, "check_jump", lambda *a: None)
+    monkeypatch.setattr(service, "host_shell", lambda *a: None)
+    args = FleetArgs(plane=plane, devices=devices)
+    collector = service.collector(args, 1, budget=10, deadline=10)
+    assert [t.node for t, _ in collector.bmcs] == (["gpu01", "gpu02", "gpu03"] if read else [])
