@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import threading
@@ -60,7 +61,15 @@ def _budget_options(command: Any) -> Any:
     )(command)  # fmt: skip
 
 
-def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None, *, budget: float, deadline: float) -> Any:
+def _collector(
+    fleet_args: FleetArgs,
+    workers: int,
+    shard: Any = None,
+    *,
+    budget: float,
+    deadline: float,
+    bmc_plain_http: bool = False,
+) -> Any:
     from gpufabric.cli.errors import show_notes
     from gpufabric.telemetry.service import collector
 
@@ -69,7 +78,16 @@ def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None, *, budget
             f"{deadline:g} s does not fit a scrape budget of {budget:g} s (--scrape-budget)",
             param_hint="--switch-deadline",
         )
-    return collector(fleet_args, workers, shard, budget=budget, deadline=deadline, reached=show_notes)
+    return collector(
+        fleet_args, workers, shard, budget=budget, deadline=deadline, reached=show_notes, bmc_plain_http=bmc_plain_http
+    )
+
+
+_BMC_PLAIN_HTTP = click.option(
+    "--bmc-plain-http", is_flag=True,
+    help="For a lab only: let the BMC login go over plain http to BMCs the intent reaches with `scheme: http` "
+    "(it crosses the wire in clear). Without it such BMCs are refused.",
+)  # fmt: skip
 
 
 @telemetry_cmd.command("serve")
@@ -82,8 +100,9 @@ def _collector(fleet_args: FleetArgs, workers: int, shard: Any = None, *, budget
               help="Read only shard I of N (counted from 0): the switches and servers whose name hashes "
                    "to I (Prometheus's hashmod). `telemetry prometheus --shards N` configures the N.")  # fmt: skip
 @_budget_options
+@_BMC_PLAIN_HTTP
 def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: str | None, scrape_budget: float,
-              switch_deadline: float) -> int:  # fmt: skip
+              switch_deadline: float, bmc_plain_http: bool) -> int:  # fmt: skip
     """Serve the fabric's counters for Prometheus until interrupted (SIGINT or SIGTERM)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
@@ -92,15 +111,18 @@ def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: s
         raise click.BadParameter("write ADDR:PORT, e.g. 127.0.0.1:9108", param_hint="--listen")
     shard = _shard(shard_text)
     registry = CollectorRegistry()
-    collector = _collector(fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline)
+    collector = _collector(
+        fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline, bmc_plain_http=bmc_plain_http
+    )
     registry.register(collector)
     server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     share = f" (shard {shard})" if shard is not None else ""
+    bmcs = f", {len(collector.bmcs)} BMCs" if collector.bmcs else ""
     err.print(
-        f"serving {len(collector.switches)} switches and {len(collector.hosts)} servers{share} "
+        f"serving {len(collector.switches)} switches and {len(collector.hosts)} servers{bmcs}{share} "
         f"on http://{listen}/metrics"
     )
     stop.wait()
@@ -115,20 +137,114 @@ def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: s
 @click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True)
 @click.option("--shard", "shard_text", metavar="I/N", help="Read only shard I of N (counted from 0), as serve does.")
 @_budget_options
+@_BMC_PLAIN_HTTP
 def scrape_cmd(*, fleet_args: FleetArgs, workers: int, shard_text: str | None, scrape_budget: float,
-               switch_deadline: float) -> int:  # fmt: skip
+               switch_deadline: float, bmc_plain_http: bool) -> int:  # fmt: skip
     """Read the fabric once and print what `serve` would serve (Prometheus text format)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
     shard = _shard(shard_text)
     registry = CollectorRegistry()
-    collector = _collector(fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline)
+    collector = _collector(
+        fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline, bmc_plain_http=bmc_plain_http
+    )
     registry.register(collector)
     try:
         write_stdout(generate_latest(registry).decode())
     finally:
         collector.close()
     return 0
+
+
+@telemetry_cmd.command("bmc")
+@file_arg
+@click.option("--node", "nodes", multiple=True, metavar="NAME", help="Only this server's BMC (repeatable).")
+@click.option("--once", is_flag=True, help="Read every BMC once, print, and exit with the verdict.")
+@click.option("--interval", type=FiniteFloat(1, 86400), default=30.0, show_default=True, metavar="SECONDS",
+              help="Without --once: the time between two rounds.")  # fmt: skip
+@click.option("--request-timeout", type=FiniteFloat(0.1, 600), default=5.0, show_default=True,
+              metavar="SECONDS", help="One Redfish request, connect to last byte.")  # fmt: skip
+@click.option("--deadline", type=FiniteFloat(0.1, 3600), default=20.0, show_default=True, metavar="SECONDS",
+              help="The whole read of one BMC: past it, the BMC is reported not read.")  # fmt: skip
+@click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True, help="BMCs read at once.")
+@click.option("--vault-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Ansible Vault file holding the BMC password when the intent names it {vault: NAME}.")  # fmt: skip
+@click.option("--vault-password-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="File holding the vault's password. [default: $ANSIBLE_VAULT_PASSWORD_FILE]")  # fmt: skip
+@click.option("--plain-http", is_flag=True,
+              help="For a lab only: let the login go over plain http to BMCs the intent reaches with "
+                   "`scheme: http` (it crosses the wire in clear). Without it such BMCs are refused.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print each round as one JSON document (a line) on stdout.")
+def bmc_cmd(*, file: str | None, nodes: tuple[str, ...], once: bool, interval: float, request_timeout: float,
+            deadline: float, workers: int, vault_file: Path | None, vault_password_file: Path | None,
+            plain_http: bool, as_json: bool) -> int:  # fmt: skip
+    """Read the servers' BMCs over Redfish at their OOB addresses: the system's health rollup and power
+    state, power supplies, fans and temperatures. With --once: exit 4 when a BMC reports a failed part
+    (a power supply, fan or sensor Critical, a temperature at its critical threshold, the health rollup
+    Critical), 2 when a BMC could not be read (each named, with the URL path and field), 0 when all are
+    healthy. Without it: a round every --interval until interrupted."""
+    from gpufabric.cli.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK
+    from gpufabric.config.vault import open_vault
+    from gpufabric.telemetry.bmc import BmcSetupError, bmc_targets, endpoints
+    from gpufabric.telemetry.redfish import Limits
+
+    if request_timeout > deadline:
+        raise click.BadParameter(f"{request_timeout:g} s does not fit the deadline of {deadline:g} s (--deadline)",
+                                 param_hint="--request-timeout")  # fmt: skip
+    plan = load_plan(file, reaches=True)
+    try:
+        targets = bmc_targets(plan, nodes)
+    except BmcSetupError as exc:
+        raise click.UsageError(str(exc)) from None
+    vault = open_vault(vault_file, vault_password_file) if vault_file else {}
+    pairs = list(zip(targets, endpoints(plan, targets, {**os.environ, **vault}, plain_http=plain_http), strict=True))
+    limits = Limits(request_timeout=request_timeout, deadline=deadline)
+    if once:
+        readings = _bmc_round(pairs, limits, workers, as_json)
+        if any(r.failures for r in readings):
+            return EXIT_FINDINGS
+        return EXIT_INPUT if any(r.error for r in readings) else EXIT_OK
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.is_set():
+        _bmc_round(pairs, limits, workers, as_json)
+        stop.wait(interval)
+    return EXIT_OK
+
+
+def _bmc_round(pairs: list[Any], limits: Any, workers: int, as_json: bool) -> list[Any]:
+    """Every BMC read once (at most `workers` at a time), printed; the readings, in the plan's order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpufabric.telemetry.bmc import read_bmc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pairs)))) as pool:
+        readings = list(pool.map(lambda pair: read_bmc(pair[0], pair[1], limits), pairs))
+    if as_json:
+        write_stdout(json_dumps([r.as_dict() for r in readings]) + "\n")
+        return readings
+    for r in readings:
+        t = r.target
+        if r.error is not None:
+            err.print(shown(f"{t.node} {t.address}: not read: {r.error}"))
+            continue
+        power = ", ".join(f"{s.id} {s.power or '?'}" for s in r.systems) or "no system"
+        health = ", ".join(_health_word(s.health) for s in r.systems) or "?"
+        counts = {k: sum(1 for p in r.parts if p.kind == k) for k in ("psu", "fan", "temperature")}
+        write_stdout(
+            f"{t.node} {t.address}: power {power}; health {health}; {counts['psu']} power supplies, "
+            f"{counts['fan']} fans, {counts['temperature']} temperatures\n"
+        )
+        for line in r.failures:
+            write_stdout(f"  FAILED {line}\n")
+        for line in r.warnings:
+            write_stdout(f"  warning {line}\n")
+    return readings
+
+
+def _health_word(value: int | None) -> str:
+    return "?" if value is None else ("OK", "Warning", "Critical")[value]
 
 
 @telemetry_cmd.command("rules")

@@ -157,9 +157,9 @@ def secret_values(intent: Intent, secrets: Mapping[str, str]) -> tuple[str, ...]
     """The values of the secrets the intent names that `secrets` holds: what output must never show.
     Longest first, so a secret containing another is hidden whole."""
     refs = set(declared(intent))
-    salt_key = intent.credentials.salt_key
-    if salt_key is not None:
-        refs.add(("env", salt_key.env) if salt_key.env else ("vault", str(salt_key.vault)))
+    for ref in (intent.credentials.salt_key, intent.credentials.bmc.password if intent.credentials.bmc else None):
+        if ref is not None:
+            refs.add(("env", ref.env) if ref.env else ("vault", str(ref.vault)))
     keys = [name if kind == "env" else f"vault:{name}" for kind, name in refs]
     values = {secrets[key] for key in keys if secrets.get(key)}
     return tuple(sorted(values, key=len, reverse=True))

@@ -96,6 +96,25 @@ class Host(Model):
     serial: Serial | None = Field(None, description="Its serial number, as the source of truth keeps it.")
 
 
+class Bmc(Model):
+    """How the group's BMCs are read: DMTF Redfish at each server's OOB address, with `credentials.bmc`.
+
+    The address is the one the plan gives the server's `oob` port; `gpufabric telemetry bmc` reads them, and
+    `telemetry serve` beside the switches."""
+
+    scheme: Literal["https", "http"] = Field(
+        "https",
+        description="`https`: the BMC's certificate is verified (against `ca_file`, else the system's CAs). "
+        "`http` is for a lab only: the login would cross in clear, so the commands refuse it unless given "
+        "`--plain-http`.",
+    )
+    port: int = Field(443, ge=1, le=65535, description="TCP port of the BMC's Redfish service.")
+    ca_file: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]{1,250}$")] | None = Field(
+        None,
+        description="Absolute path of the CA bundle the BMCs' certificates are checked against; omitted: the system's.",
+    )
+
+
 class ServerGroup(Model):
     """A set of identical servers (GPU nodes, storage servers, ...): a count and a naming pattern, or a
     list of hosts."""
@@ -141,6 +160,11 @@ class ServerGroup(Model):
         description="Servers per NVLink domain (e.g. 18 for an NVL72 rack of 4-GPU trays): consecutive servers "
         "of the group, in index order, share one. Feeds Slurm's block topology and the Kubernetes accelerator label. "
         "Only on a group of GPU servers (`kind: gpu`, `gpus` above 0).",
+    )
+    bmc: Bmc | None = Field(
+        None,
+        description="Read the servers' BMCs over Redfish (power, thermal, PSUs, fans, health) at their OOB "
+        "address; needs an `oob` NIC, `planes.oob` and `credentials.bmc`. Omitted: the BMCs are not read.",
     )
 
     @model_validator(mode="before")
@@ -651,11 +675,21 @@ class Credential(Model):
     ssh_key: SecretRef | None = Field(None, description="Private key, by reference: `{env: NAME}` or `{vault: NAME}`.")
 
 
+class BmcLogin(Model):
+    """How gpufabric logs in to the servers' BMCs (Redfish, HTTP basic authentication). By reference only."""
+
+    username: UserName = Field(description="Login name (a read-only BMC account is enough).")
+    password: SecretRef = Field(description="`{env: NAME}` or `{vault: NAME}`.")
+
+
 class Credentials(Model):
     """Logins for switches and servers."""
 
     switches: Credential = Field(description="Switch logins.")
     hosts: Credential = Field(description="Server logins.")
+    bmc: BmcLogin | None = Field(
+        None, description="The servers' BMC login, for the groups with `bmc` (one account on every BMC)."
+    )
     salt_key: SecretRef | None = Field(
         None,
         description="Key the password-hash salts are derived from (HMAC-SHA-256 of fabric and user), by "

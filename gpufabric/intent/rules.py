@@ -78,6 +78,7 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _pool_overlaps(intent)
     problems += _asn_overlaps(intent)
     problems += _credentials(intent)
+    problems += _bmcs(intent)
     problems += _releases(intent)
     problems += _prefixes(intent)
     problems += _address_kinds(intent)
@@ -893,6 +894,33 @@ def _asn_overlaps(intent: Intent) -> list[Problem]:
                         "use the edge's own ASN, outside every fabric pool",
                     )
                 )
+    return problems
+
+
+def _bmcs(intent: Intent) -> list[Problem]:
+    """A group whose BMCs are read needs the address they are read at (an `oob` port on the OOB plane) and
+    the login they are read with."""
+    problems = []
+    for gi, group in enumerate(intent.server_groups):
+        if group.bmc is None:
+            continue
+        at: Path = ("server_groups", gi, "bmc")
+        if "oob" not in group.nics or intent.planes.oob is None:
+            problems.append(
+                Problem(
+                    at,
+                    "the BMCs are read at the servers' OOB addresses, and this group has none",
+                    "give the group an `oob` NIC (nics.oob) and define planes.oob, or remove bmc",
+                )
+            )
+        if intent.credentials.bmc is None:
+            problems.append(
+                Problem(
+                    at,
+                    "the BMCs need a login, and credentials.bmc names none",
+                    "add credentials.bmc: {username: NAME, password: {env: GPUFABRIC_BMC_PASSWORD}}",
+                )
+            )
     return problems
 
 

@@ -12,6 +12,7 @@ The alert's labels only name parts; the servers come from the plan:
   (`node`, dcgm-exporter's Hostname): that server;
 - an InfiniBand switch port (`node`, `port`, as `gpufabric ib metrics` labels it): the host of the adapter
   cabled there (a leaf's node port), nobody for a port between switches;
+- a server's BMC reporting a failed part (`node`, as the exporter labels a BMC's series): that server;
 - a part the slow-node screen found behind slow results (`part`, as `acceptance screen report` names it):
   the servers behind that part (none for a fabric cable or a spine).
 
@@ -52,8 +53,15 @@ ACTED: dict[str, str] = {
     "GpufabricIbLinkDowned": "ib-port",
     "GpufabricIbLinkErrorRecovery": "ib-port",
     "GpufabricIbReceiveErrors": "ib-port",
+    "GpufabricBmcPsuFailed": "bmc",
+    "GpufabricBmcFanFailed": "bmc",
+    "GpufabricBmcTemperatureCritical": "bmc",
+    "GpufabricBmcHealthCritical": "bmc",
     SLOW_ALERT: "slow",
 }
+# The label naming the failed part of a BMC alert, and the word for it in the part's name.
+BMC_PARTS = (("psu", "psu"), ("fan", "fan"), ("sensor", "temperature"), ("system", "system"))
+BMC_PART = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 GPU = re.compile(r"[0-9]{1,3}")
 
 
@@ -128,6 +136,8 @@ def target_of(plan: Plan, labels: Mapping[str, str]) -> Target | None:
         gpu = labels.get("gpu", "")
         part = f"{node}:gpu{gpu}" if GPU.fullmatch(gpu) else node
         return Target(part, (node,), "a GPU of the server")
+    if kind == "bmc":
+        return _bmc(index, labels)
     if kind == "nic" or (kind == "port" and "host" in labels and not device):
         host, interface = labels.get("host", ""), labels.get("interface", "")
         if host not in index.servers:
@@ -166,6 +176,23 @@ def target_of(plan: Plan, labels: Mapping[str, str]) -> Target | None:
         why = f"a {link} link between switches (cable {cable}): the servers keep their other paths"
         return Target(f"{device}:{port}", (), why, cable)
     return Target(f"{device}:{port}" if port else device, (), "no planned cable on this port")
+
+
+def _bmc(index: _Index, labels: Mapping[str, str]) -> Target:
+    """A BMC's alert: the server it is the BMC of (the alert's `node`, a server of the plan)."""
+    node = labels.get("node", "")
+    if node not in index.servers:
+        return Target(node or "?", (), "the BMC's node is not a server of the plan")
+    # The part, for the drain's reason: the label the alert names it by, when it is a plain id.
+    for label, word in BMC_PARTS:
+        value = labels.get(label, "")
+        if value and BMC_PART.fullmatch(value):
+            return Target(
+                f"{node}:{word}{value}" if word != "system" else f"{node}:system",
+                (node,),
+                "the server's BMC reports a failed part",
+            )
+    return Target(node, (node,), "the server's BMC reports a failed part")
 
 
 def _ib_port(index: _Index, labels: Mapping[str, str]) -> Target:

@@ -23,8 +23,11 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from gpufabric.errors import GpufabricError
+from gpufabric.telemetry.bmc import BmcTarget, read_bmc
+from gpufabric.telemetry.bmc import samples as bmc_samples
 from gpufabric.telemetry.metrics import METRICS
 from gpufabric.telemetry.read import Sample, host_script, read_host, read_switch
+from gpufabric.telemetry.redfish import Endpoint, Limits
 from gpufabric.telemetry.shards import SCRAPE_BUDGET, SWITCH_DEADLINE
 from gpufabric.telemetry.targets import NicTarget, SwitchTarget
 
@@ -60,6 +63,7 @@ class FabricCollector:
         budget: float = SCRAPE_BUDGET,
         deadline: float = SWITCH_DEADLINE,
         infiniband: Callable[[], list[Sample]] | None = None,
+        bmcs: list[tuple[BmcTarget, Endpoint]] | None = None,
     ) -> None:
         if not 0 < deadline <= budget:
             raise BudgetError(
@@ -70,6 +74,10 @@ class FabricCollector:
         self.workers = max(1, workers)
         self.infiniband = infiniband  # the InfiniBand plane's port counters (telemetry/ib.py), read like a switch
         self.budget, self.deadline = budget, deadline
+        # Servers' BMCs over Redfish (telemetry/bmc.py): each read within the switches' deadline, its requests
+        # within the Redfish client's own timeout (or the deadline, when shorter).
+        self.bmcs = bmcs or []
+        self._bmc_limits = Limits(request_timeout=min(Limits().request_timeout, deadline), deadline=deadline)
         self._conns: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition()  # a read started or ended
@@ -90,6 +98,8 @@ class FabricCollector:
             asked += [(f"host {name}", _bind(self._host, name), []) for name in sorted(self.hosts)]
         if self.infiniband is not None:
             asked.append(("infiniband", self.infiniband, []))
+        for target, endpoint in self.bmcs:  # a BMC without an answer in time is gpufabric_bmc_up 0
+            asked.append((f"bmc {target.node}", _bmc_read(target, endpoint, self._bmc_limits), _bmc_down(target)))
         jobs: queue.SimpleQueue[_Read] = queue.SimpleQueue()
         reads = []
         with self._changed:
@@ -200,6 +210,14 @@ class FabricCollector:
 
 def _scrape_ok(t: SwitchTarget, value: float) -> Sample:
     return Sample("gpufabric_scrape_ok", {"plane": t.plane, "device": t.device, "role": t.role}, value)
+
+
+def _bmc_read(target: BmcTarget, endpoint: Endpoint, limits: Limits) -> Callable[[], list[Sample]]:
+    return lambda: bmc_samples(read_bmc(target, endpoint, limits))
+
+
+def _bmc_down(target: BmcTarget) -> list[Sample]:
+    return [Sample("gpufabric_bmc_up", target.labels, 0.0)]
 
 
 def _bind(read: Callable[[Any], list[Sample]], what: Any) -> Callable[[], list[Sample]]:

@@ -23,6 +23,10 @@ Each alert names the part it is about with the plan's labels, so that whatever a
   carrier_changes, `ip -s` error counters, the NIC device's PCIe AER totals), labelled with host,
   interface, rail and leaf: link down, link flapped, frame errors, fatal or nonfatal AER errors, and
   correctable AER errors at a rate that marks a marginal PCIe link.
+- **Server BMCs**, over the exporter's Redfish reading of each server's BMC (labelled node, rack, position
+  and the BMC's OOB address): a power supply or a fan the BMC reports Critical, a temperature at or past
+  the sensor's own critical threshold (or a sensor reported Critical), the system's health rollup
+  Critical; and a BMC that has not been read for a while (a person looks: the server may be fine).
 - **Lossless buffers**: a lossless queue whose watermark stays above the plan's ECN maximum threshold,
   scrape after scrape: DCQCN is not holding the queue where it marks, and PFC pauses come next.
 """
@@ -57,9 +61,12 @@ class HealthThresholds:
     nic_window: str = "5m"
     nic_hold: str = "1m"  # a NIC link down this long
     buffer_hold: str = "5m"  # a lossless queue above the ECN maximum this long
+    bmc_hold: str = "1m"  # a BMC's failed part this long (one scrape's glitch is not a drain)
+    bmc_unread_hold: str = "10m"  # a BMC not read this long
 
     def __post_init__(self) -> None:
-        for text in (self.gpu_window, self.nic_window, self.nic_hold, self.buffer_hold):
+        for text in (self.gpu_window, self.nic_window, self.nic_hold, self.buffer_hold, self.bmc_hold,
+                     self.bmc_unread_hold):  # fmt: skip
             check_duration(text)
         if not self.xids or any(not 0 < x < 1 << 16 for x in self.xids):
             raise ValueError("xids: Xid numbers, at least one")
@@ -185,5 +192,50 @@ def buffer_group(t: HealthThresholds = HealthThresholds()) -> dict[str, object]:
     return {"name": "gpufabric-buffers", "rules": rules}
 
 
+def bmc_group(t: HealthThresholds = HealthThresholds()) -> dict[str, object]:
+    """A server's BMC reporting a failed part (Redfish health 2 is Critical)."""
+    server = "{{ $labels.node }} (BMC {{ $labels.bmc }})"
+    part = "{{ $labels.chassis }} {{ $labels.name }}"
+    rules = [
+        _rule(
+            "GpufabricBmcPsuFailed",
+            "gpufabric_bmc_psu_health == 2",
+            f"{server}: power supply {part} ({{{{ $labels.psu }}}}) is Critical",
+            "critical",
+            t.bmc_hold,
+        ),
+        _rule(
+            "GpufabricBmcFanFailed",
+            "gpufabric_bmc_fan_health == 2",
+            f"{server}: fan {part} ({{{{ $labels.fan }}}}) is Critical",
+            "critical",
+            t.bmc_hold,
+        ),
+        _rule(
+            "GpufabricBmcTemperatureCritical",
+            "gpufabric_bmc_temperature_celsius >= gpufabric_bmc_temperature_critical_celsius"
+            " or gpufabric_bmc_temperature_health == 2",
+            f"{server}: temperature {part} at or past its critical threshold ({{{{ $value }}}})",
+            "critical",
+            t.bmc_hold,
+        ),
+        _rule(
+            "GpufabricBmcHealthCritical",
+            "gpufabric_bmc_health == 2",
+            f"{server}: system {{{{ $labels.system }}}} reports its health rollup Critical",
+            "critical",
+            t.bmc_hold,
+        ),
+        _rule(
+            "GpufabricBmcUnread",
+            "gpufabric_bmc_up == 0",
+            f"{server}: the BMC has not been read over Redfish (`gpufabric telemetry bmc --once` says why)",
+            "warning",
+            t.bmc_unread_hold,
+        ),
+    ]
+    return {"name": "gpufabric-bmc", "rules": rules}
+
+
 def health_groups(t: HealthThresholds = HealthThresholds()) -> list[dict[str, object]]:
-    return [gpu_group(t), nic_group(t), buffer_group(t)]
+    return [gpu_group(t), nic_group(t), buffer_group(t), bmc_group(t)]

@@ -19,6 +19,13 @@ OPTICS = ("plane", "device", "role", "port", "peer", "rail")
 # One lossless queue of a switch port: its traffic class and which buffer (egress-queue, ingress-pg).
 QUEUE = (*PORT, "queue", "buffer")
 # A planned InfiniBand switch port, labelled as `gpufabric ib metrics` labels it (gpufabric/ib/counters.py).
+# A server's BMC, read over Redfish: the plan's server name, its rack and position when the intent places it,
+# and the BMC's address on the OOB plane; a part adds its chassis, its id and the BMC's name for it.
+BMC = ("node", "rack", "position", "bmc")
+BMC_SYSTEM = (*BMC, "system")
+BMC_PSU = (*BMC, "chassis", "psu", "name")
+BMC_FAN = (*BMC, "chassis", "fan", "name")
+BMC_SENSOR = (*BMC, "chassis", "sensor", "name")
 IB_PORT = ("fabric", "node", "role", "port", "peer", "peer_port", "tier", "rail", "su", "counter")
 
 
@@ -139,6 +146,26 @@ METRICS = {
             "counter",
             (*NIC, "severity"),
             "PCIe AER errors the host NIC's device reported (correctable, nonfatal, fatal)",
+        ),
+        # -- servers' BMCs (Redfish); a health is 0 OK, 1 Warning, 2 Critical ------------------------------------
+        Metric("gpufabric_bmc_up", "gauge", BMC, "1 when the server's BMC was read whole over Redfish"),
+        Metric("gpufabric_bmc_health", "gauge", BMC_SYSTEM, "the system's health rollup: 0 OK, 1 Warning, 2 Critical"),
+        Metric("gpufabric_bmc_power_on", "gauge", BMC_SYSTEM, "1 when the system's PowerState is On"),
+        Metric("gpufabric_bmc_psu_health", "gauge", BMC_PSU, "a power supply's health: 0 OK, 1 Warning, 2 Critical"),
+        Metric("gpufabric_bmc_fan_health", "gauge", BMC_FAN, "a fan's health: 0 OK, 1 Warning, 2 Critical"),
+        Metric("gpufabric_bmc_fan_rpm", "gauge", BMC_FAN, "a fan's speed, where the BMC gives it in RPM"),
+        Metric(
+            "gpufabric_bmc_temperature_health",
+            "gauge",
+            BMC_SENSOR,
+            "a temperature sensor's health: 0 OK, 1 Warning, 2 Critical",
+        ),
+        Metric("gpufabric_bmc_temperature_celsius", "gauge", BMC_SENSOR, "a temperature the BMC reads"),
+        Metric(
+            "gpufabric_bmc_temperature_critical_celsius",
+            "gauge",
+            BMC_SENSOR,
+            "the sensor's upper critical threshold, as the BMC sets it",
         ),
         Metric(
             "gpufabric_ib_port_counter",

@@ -4,6 +4,7 @@ as gpufabric.fleet decides (the lab only when asked for), in this exporter's sha
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,11 @@ from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.connect import TIMEOUT, host_shell, switch_connector
 from gpufabric.fleet.target import reach
 from gpufabric.ib.results import Runner
+from gpufabric.plan.model import Plan
+from gpufabric.telemetry.bmc import bmc_targets, endpoints
 from gpufabric.telemetry.exporter import FabricCollector
 from gpufabric.telemetry.ib import IbPorts, local_runner
+from gpufabric.telemetry.redfish import Endpoint
 from gpufabric.telemetry.targets import nic_targets, switch_targets
 
 
@@ -26,6 +30,7 @@ def collector(
     budget: float,
     deadline: float,
     reached: Callable[[Access], None] = lambda access: None,
+    bmc_plain_http: bool = False,
 ) -> FabricCollector:
     """The collector of the selected switches (and the plane's servers), `shard`'s share of them when
     given; `reached` hears of the login chosen (its notes are for the person running the exporter)."""
@@ -48,9 +53,26 @@ def collector(
         fabric = plan.infiniband.fabric
         if shard is None or shard.owns(fabric.design.name):  # one exporter of the shards reads the subnet
             infiniband = IbPorts(fabric, _ib_runner(args.lab_dir if access.lab else None)).read
+    # The servers' BMCs sit on the OOB plane: read by an exporter of every plane or of that one (not by one per data
+    # plane, which would read each BMC once per plane), never in the lab (it has no BMCs) or for chosen switches.
+    wanted = args.plane in (None, "oob") and not args.devices and not access.lab
+    bmcs = _bmcs(plan, args, shard, plain_http=bmc_plain_http) if wanted else []
     return FabricCollector(
-        switches, connect, nics, shell, workers, budget=budget, deadline=deadline, infiniband=infiniband
+        switches, connect, nics, shell, workers, budget=budget, deadline=deadline, infiniband=infiniband, bmcs=bmcs
     )
+
+
+def _bmcs(plan: Plan, args: FleetArgs, shard: Any, *, plain_http: bool) -> list[tuple[Any, Endpoint]]:
+    """The servers' BMCs to read (none when no group has `bmc`; the lab has no BMCs), with the login from the
+    environment or the vault the switches' secrets come from."""
+    if not any(g.bmc is not None for g in plan.intent.server_groups):
+        return []
+    from gpufabric.config.vault import open_vault  # only when BMCs are read
+
+    targets = [t for t in bmc_targets(plan) if shard is None or shard.owns(t.node)]
+    vault = open_vault(args.vault_file, args.vault_password_file) if args.vault_file else {}
+    secrets = {**os.environ, **vault}
+    return list(zip(targets, endpoints(plan, targets, secrets, plain_http=plain_http), strict=True))
 
 
 def _ib_runner(lab_dir: Path | None) -> Callable[[], Runner]:

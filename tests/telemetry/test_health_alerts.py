@@ -309,9 +309,9 @@ def _words(group: dict[str, object]) -> set[str]:
 
 
 def test_the_gpu_rules_read_only_dcgm_exporter_names_and_the_others_only_served_metrics():
-    gpu, nic, buffers = health_groups()
+    gpu, nic, buffers, bmc = health_groups()
     assert {w for w in _words(gpu) if w.startswith("DCGM_")} == set(DCGM_METRICS) == set(DEFAULT_CSV)
-    for group in (nic, buffers):
+    for group in (nic, buffers, bmc):
         assert {w for w in _words(group) if w.startswith("gpufabric_")} <= set(METRICS)
 
 
