@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-UNKNOWN_VERSION = "0.0.0+unknown"  # not installed (a checkout on PYTHONPATH): no metadata to read
+# The release this tree is, written in this one place: pyproject.toml reads it for the wheel's metadata,
+# and tests hold the Ansible collection (collection/galaxy.yml, collection/requirements.txt) and
+# CHANGELOG.md's newest release to it. A clone carries no tags, so the version cannot come from git; a
+# release is tagged v<this version>, and the release workflow refuses a tag that differs.
+__version__ = "0.1.0"
 
 
 def version() -> str:
-    """The installed distribution's version, which setuptools-scm took from the git tag at build time."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("gpufabric")
-    except PackageNotFoundError:
-        return UNKNOWN_VERSION
-
-
-def __getattr__(name: str) -> str:
-    if name == "__version__":  # read when asked for: importlib.metadata is not paid by every command
-        return version()
-    raise AttributeError(f"module 'gpufabric' has no attribute {name!r}")
+    """This tree's release, the same installed, editable or run from a checkout on PYTHONPATH."""
+    return __version__

@@ -38,7 +38,8 @@ def open_vault(vault_file: Path, password_file: Path | None = None) -> dict[str,
     except ImportError:
         raise VaultError(
             f"{vault_file}: reading an Ansible Vault needs ansible-core, which this installation lacks: "
-            "pip install 'gpufabric[ansible]'"
+            "install gpufabric's `ansible` extra: pip install 'gpufabric[ansible]' "
+            "(from a clone: pip install '.[ansible]')"
         ) from None
 
     password_file = password_file or _env_password_file()

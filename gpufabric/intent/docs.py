@@ -128,6 +128,8 @@ def render() -> str:
         "Every section below is a mapping; unknown fields are errors (with a 'did you mean').",
         "Rules that relate several fields are listed at the end.",
         "",
+        *EDITORS,
+        "",
     ]
     for model in _models(Intent):
         lines += [
@@ -147,6 +149,27 @@ def render() -> str:
     lines += ["## Warnings", "", *WARNINGS_INTRO, ""] + [f"- {w}" for w in WARNINGS] + [""]
     return "\n".join(lines)
 
+
+EDITORS = [
+    "In an editor: `gpufabric schema` prints the intent's JSON Schema (draft 2020-12). Save it beside the "
+    "intent and name it on the intent's first line, and an editor with the YAML language server (VS Code's "
+    "YAML extension, Neovim's yamlls, ...) completes the fields and marks a wrong one as it is typed:",
+    "",
+    "```",
+    "gpufabric schema > inventory/fabric.schema.json",
+    "```",
+    "",
+    "```yaml",
+    "# yaml-language-server: $schema=fabric.schema.json",
+    "fabric:",
+    "  name: lab",
+    "```",
+    "",
+    "The path is relative to the intent file. The schema checks each field on its own (speeds such as "
+    "`400G`, ratios such as `3:1`, patterns, ranges, unknown fields); the cross-field rules below are "
+    "checked by `gpufabric check`. Print it again after upgrading gpufabric: the platforms it lists are "
+    "the ones installed where it is printed.",
+]
 
 RULES = [
     "Server group names, and the server names their patterns make, are unique; `naming` contains `{index}` "

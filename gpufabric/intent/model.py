@@ -10,7 +10,17 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from gpufabric.intent.converged import CarriedName, CarriedPlane
 from gpufabric.intent.types import (
@@ -468,11 +478,21 @@ def _pkey(value: Any) -> Any:
     return whole_number(value)
 
 
+# For editors (`gpufabric schema`): a number, or the hexadecimal text `_pkey` reads; the range is checked on load.
+PKEY_JSON_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0x0001, "maximum": 0x7FFE},
+        {"type": "string", "pattern": "^0[xX][0-9a-fA-F]{1,4}$"},
+    ],
+    "examples": ["0x0101"],
+}
+
+
 class IbPartition(Model):
     """A tenant's InfiniBand partition: every adapter port of its server groups' hosts is a full member."""
 
     name: str = Field(pattern=NAME_PATTERN, description="Partition name (OpenSM's partitions.conf).")
-    pkey: Annotated[int, BeforeValidator(_pkey)] = Field(
+    pkey: Annotated[int, BeforeValidator(_pkey), WithJsonSchema(PKEY_JSON_SCHEMA)] = Field(
         ge=0x0001,
         le=0x7FFE,
         description="Partition key, 0x0001-0x7ffe (0x7fff is the default partition); written as a number or "

@@ -17,10 +17,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     PlainSerializer,
     Strict,
+    WithJsonSchema,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from gpufabric.platforms import names
 
@@ -198,12 +202,29 @@ def _parse_speed(value: Any) -> Any:
     raise ValueError("a speed is written like 400G")
 
 
+# The JSON Schema (`gpufabric schema`, for editors) says what a person writes, not the number the model
+# keeps: pydantic would print the core type (an integer, a number) and an editor would mark every "400G".
+# The same patterns the validators match, so the two cannot drift apart; the range of a written speed
+# is still checked only on load.
+SPEED_JSON_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "integer", "minimum": 1, "maximum": 1600},
+        {"type": "string", "pattern": _SPEED.pattern},
+    ],
+    "examples": ["400G", "800G"],
+}
+
 Speed = Annotated[
     int,
     BeforeValidator(_parse_speed),
     Field(ge=1, le=1600),
     PlainSerializer(lambda v: f"{v}G", return_type=str),
+    WithJsonSchema(SPEED_JSON_SCHEMA),
 ]
+
+
+# What float() takes from a hand-written ratio's parts ("3:1", "1.5:1", "3"); the validator still checks it.
+_RATIO_TEXT = r"^\s*[0-9]+(\.[0-9]+)?\s*(:\s*[0-9]+(\.[0-9]+)?\s*)?$"
 
 
 def _parse_ratio(value: Any) -> Any:
@@ -228,11 +249,20 @@ def _parse_ratio(value: Any) -> Any:
     raise ValueError("oversubscription is written like 1:1 or 3:1")
 
 
+RATIO_JSON_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "number", "minimum": 1, "maximum": 64},
+        {"type": "string", "pattern": _RATIO_TEXT},
+    ],
+    "examples": ["1:1", "3:1"],
+}
+
 Ratio = Annotated[
     float,
     BeforeValidator(_parse_ratio),
     Field(ge=1.0, le=64.0),
     PlainSerializer(lambda v: f"{v:g}:1", return_type=str),
+    WithJsonSchema(RATIO_JSON_SCHEMA),
 ]
 
 # RFC 6996 private ranges; RFC 7938 fabrics number their switches from these.
@@ -272,6 +302,10 @@ Asn = Annotated[int, Field(ge=1, le=4294967294), AfterValidator(_usable_asn)]
 
 def _in_private(first: int, last: int) -> bool:
     return any(lo <= first and last <= hi for lo, hi in (PRIVATE_ASN_2B, PRIVATE_ASN_4B))
+
+
+# "FIRST-LAST" as AsnRange reads it: spaces anywhere, digits on both sides of one '-'.
+ASN_RANGE_TEXT = r"^[ ]*[0-9][0-9 ]*-[ ]*[0-9][0-9 ]*$"
 
 
 class AsnRange(BaseModel):
@@ -320,6 +354,11 @@ class AsnRange(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.first}-{self.last}"
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The text form people write ("4200000000-4200000999") beside the mapping the model also takes."""
+        return {"anyOf": [{"type": "string", "pattern": ASN_RANGE_TEXT}, handler(core_schema)]}
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -17,7 +17,8 @@ description:
     has no address, prefixlen or gateway of its own), gpufabric_bonds (one entry per LACP bond with
     interface, plane, members, mtu, address, prefixlen, gateway, mode, transmit_hash_policy,
     lacp_rate, miimon) and gpufabric_planes (per plane MTU and the QoS contract where RoCE runs).
-  - Needs gpufabric installed in the Python that runs Ansible (pip install gpufabric).
+  - Needs gpufabric of the collection's release installed in the Python that runs Ansible (the collection's
+    requirements.txt; pip install . in a clone of gpufabric, or its wheel, until it is published).
   - The inventory file's name ends in gpufabric.yml or gpufabric.yaml.
 options:
   plugin:
@@ -154,7 +155,7 @@ class InventoryModule(BaseInventoryPlugin):
         except ImportError as exc:
             raise AnsibleError(
                 f"gpufabric is not importable ({exc}); install it into the Python that runs Ansible: "
-                "pip install gpufabric (pip install -e . in a clone)"
+                "pip install . in a clone of gpufabric, or its wheel (pip install gpufabric once it is published)"
             ) from None
         intent = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("intent"))
         try:

@@ -20,6 +20,8 @@ import pytest
 import yaml
 from conftest import INVENTORY, ROOT, run
 
+import gpufabric
+
 pytestmark = pytest.mark.slow  # ansible-galaxy build and install, then a few ansible runs: seconds
 
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir())
@@ -52,7 +54,7 @@ def _ansible(installed: dict[str, Path], *args: str):
 
 
 def test_the_tarball_holds_the_ansible_content_and_nothing_else(installed):
-    assert installed["tarball"].name == "gpufabric-cluster-0.1.0.tar.gz"
+    assert installed["tarball"].name == f"gpufabric-cluster-{gpufabric.__version__}.tar.gz"
     with tarfile.open(installed["tarball"]) as tar:
         names = set(tar.getnames())
         manifest = json.load(tar.extractfile("MANIFEST.json"))["collection_info"]
@@ -60,7 +62,8 @@ def test_the_tarball_holds_the_ansible_content_and_nothing_else(installed):
     assert manifest["dependencies"] == {"kubernetes.core": ">=3.0.0,<7.0.0"}
     assert manifest["license"] == ["Apache-2.0"]
     for path in (
-        "meta/runtime.yml", "README.md", "CHANGELOG.md", "tests/sanity/ignore-2.19.txt",
+        "meta/runtime.yml", "README.md", "CHANGELOG.md", "tests/sanity/ignore-2.19.txt", "requirements.txt",
+        "execution-environment.yml",
         "playbooks/site.yml", "playbooks/validate.yml", "plugins/inventory/gpufabric.py",
         "plugins/strategy/gpufabric_mitogen.py", "plugins/modules/gpufabric_host_baseline.py",
         "plugins/filter/read_back.py", "plugins/filter/ib_ports.py",
@@ -72,11 +75,11 @@ def test_the_tarball_holds_the_ansible_content_and_nothing_else(installed):
     # Only Ansible content: nothing of the Python package, the tests or the docs, no bytecode.
     assert {n.split("/")[0] for n in names} == {
         "MANIFEST.json", "FILES.json", "meta", "README.md", "CHANGELOG.md", "tests", "playbooks",
-        "plugins", "roles",
+        "plugins", "roles", "requirements.txt", "execution-environment.yml",
     } | ({"LICENSE"} if (ROOT / "LICENSE").is_file() else set())  # fmt: skip
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     requires = yaml.safe_load((installed["installed"] / "meta" / "runtime.yml").read_text())["requires_ansible"]
-    assert requires.startswith(">=2.16")
+    assert requires.startswith(">=2.16")  # the whole range: tests/ansible/test_ansible_range.py
 
 
 def test_every_use_of_the_filters_is_qualified(installed):
