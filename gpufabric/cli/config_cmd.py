@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from gpufabric.cli import settings
 from gpufabric.cli.errors import EXIT_INPUT, EXIT_OK
 from gpufabric.cli.output import write_stdout
 from gpufabric.errors import printable
+from gpufabric.outputs import json_dumps
 
 NOT_SHOWN = "(a secret: not shown)"
 
@@ -48,7 +48,7 @@ def show_cmd(ctx: click.Context, as_json: bool, command: tuple[str, ...]) -> int
     table = ctx.find_root().default_map
     file = table.origin.file if isinstance(table, settings.Table) else None
     if as_json:
-        write_stdout(json.dumps({"settings_file": file, "commands": sections}, indent=2) + "\n")
+        write_stdout(json_dumps({"settings_file": file, "commands": sections}, indent=2) + "\n")
     else:
         write_stdout(_text(file, sections))
     invalid = any(o.get("invalid") for s in sections for o in s["options"])
@@ -147,7 +147,7 @@ def _toml(value: Any) -> str:
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return json_dumps(value)  # a TOML basic string: JSON's escapes (ASCII only, DEL and controls escaped) are TOML's
 
 
 def _text(file: str | None, sections: list[dict[str, Any]]) -> str:
