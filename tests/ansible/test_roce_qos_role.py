@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -277,3 +278,114 @@ def test_the_role_converges_on_the_stand_ins_and_a_second_run_changes_nothing(ro
 @pytest.mark.parametrize("plant", list(PLANTS))
 def test_validate_names_each_planted_wrong_setting_and_nothing_else(role_run: str, plant: str) -> None:
     assert _verdict(role_run, plant) == PLANTS[plant][1]
+
+
+# -- software marking (nftables): the role's rules in a network namespace of the test's own --------------------------
+
+# In an unnamed network namespace (made by `unshare --net`, gone with it): the RoCE NIC eth1 and a NIC of another
+# plane, eth3, each a veth whose far end stands for its leaf's port; the role's rules loaded twice (a reload at
+# boot); UDP to 4791 and to another port sent from each NIC; what arrives at each far end is counted by DSCP, as
+# the leaf's classification would.
+NETNS_SCRIPT = r"""
+set -eu
+ip link set lo up
+for pair in "eth1 leaf1 10.10.0.1 10.10.0.0 02:00:00:00:00:01" "eth3 leaf3 10.11.0.1 10.11.0.0 02:00:00:00:00:03"; do
+    set -- $pair
+    ip link add "$1" type veth peer name "$2"
+    ip link set "$2" address "$5"
+    ip link set "$1" up
+    ip link set "$2" up
+    ip addr add "$3/31" dev "$1"
+    ip neigh add "$4" lladdr "$5" dev "$1" nud permanent
+done
+nft -f "$RULES"
+nft -f "$RULES"
+nft -f - <<'NFT'
+table inet leaf {
+    chain classify {
+        type filter hook prerouting priority -300;
+        iifname "leaf1" udp dport 4791 ip dscp 26 counter
+        iifname "leaf1" udp dport 4792 ip dscp 0 counter
+        iifname "leaf3" udp dport 4791 ip dscp 0 counter
+    }
+}
+NFT
+python3 -c "
+import socket
+for src, dst in (('10.10.0.1', '10.10.0.0'), ('10.11.0.1', '10.11.0.0')):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    for port, count in ((4791, 5), (4792, 3)):
+        for _ in range(count):
+            s.sendto(b'x' * 64, (dst, port))
+"
+nft -n -j list table inet gpufabric_roce_qos
+echo
+nft -n -j list table inet leaf
+"""
+
+
+def _marking(**overrides: object) -> str:
+    variables = {
+        "ansible_managed": "test", "roce_qos_dscp": 26, "roce_qos_script": "/usr/local/sbin/gpufabric-roce-qos",
+        "roce_qos_nics": [{"interface": "eth1", "plane": "compute"}, {"interface": "eth2", "plane": "compute"}],
+        **overrides,
+    }  # fmt: skip
+    source = trust_as_template((ROLE / "templates" / "roce-mark.nft.j2").read_text())
+    return str(Templar(loader=DataLoader(), variables=variables).template(source))
+
+
+def _in_own_netns(tmp_path: Path, rules: str) -> tuple[str, dict[str, int]]:
+    """The role's table as `nft -n -j` lists it, and the far ends' counters by rule (iifname, port, dscp)."""
+    import json
+
+    if os.geteuid() != 0 or not all(map(shutil.which, ("nft", "unshare", "ip"))):
+        pytest.skip("needs root, nft, unshare and ip (a network namespace of the test's own)")
+    path = tmp_path / "roce-qos.nft"
+    path.write_text(rules)
+    checked = subprocess.run(["nft", "-c", "-f", str(path)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stderr
+    done = subprocess.run(
+        ["unshare", "--net", "sh", "-c", NETNS_SCRIPT], capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "RULES": str(path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    table, leaf = done.stdout.split("\n\n", 1)
+    counts = {}
+    for item in json.loads(leaf)["nftables"]:
+        if "rule" in item:
+            expr = item["rule"]["expr"]
+            key = (expr[0]["match"]["right"], expr[1]["match"]["right"], expr[2]["match"]["right"])
+            counts[" ".join(map(str, key))] = expr[3]["counter"]["packets"]
+    return table, counts
+
+
+def test_the_software_marking_sets_the_roce_dscp_on_udp_4791_leaving_a_roce_nic_only(tmp_path: Path) -> None:
+    _, counts = _in_own_netns(tmp_path, _marking())
+    # eth1 is a RoCE NIC: RoCEv2 leaves it with DSCP 26, other UDP unmarked; eth3 (storage) is left alone.
+    assert counts == {"leaf1 4791 26": 5, "leaf1 4792 0": 3, "leaf3 4791 0": 5}
+
+
+def _nft_checks(read: dict[str, Any]) -> list[dict[str, str]]:
+    role_vars = {n: trust_as_template(t) for n, t in yaml.safe_load((ROLE / "vars" / "main.yml").read_text()).items()}
+    variables = {
+        **role_vars, "roce_qos_software_marking": True, "roce_qos_dscp": 26, "roce_qos_nft_read": read,
+        "roce_qos_nics": [{"interface": "eth1", "plane": "compute"}, {"interface": "eth2", "plane": "compute"}],
+    }  # fmt: skip
+    return list(
+        Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ roce_qos_nft_checks }}"))
+    )
+
+
+def test_validate_reads_the_marking_back_from_nft_and_names_a_wrong_dscp_or_a_missing_table(tmp_path: Path) -> None:
+    table, _ = _in_own_netns(tmp_path, _marking())
+    good = _nft_checks({"rc": 0, "stdout": table, "stderr": ""})
+    assert [(c["setting"], c["expected"], c["found"]) for c in good] == [
+        ("RoCE DSCP set by nftables on UDP 4791 (IPv4, IPv6)", "ip 26, ip6 26", "ip 26, ip6 26"),  # one copy each
+        ("RoCE NICs marked by nftables", "eth1,eth2", "eth1,eth2"),
+    ]
+    wrong, _ = _in_own_netns(tmp_path, _marking().replace("dscp set 26", "dscp set 24"))
+    assert _nft_checks({"rc": 0, "stdout": wrong, "stderr": ""})[0]["found"] == "ip 24, ip6 24"
+    missing = _nft_checks({"rc": 1, "stdout": "", "stderr": "Error: No such file or directory\n"})
+    assert missing[0]["found"] == "table inet gpufabric_roce_qos missing: Error: No such file or directory"
+    assert missing[1]["found"] == "none"
