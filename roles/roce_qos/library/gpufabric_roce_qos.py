@@ -240,25 +240,26 @@ def nic_checks(nic: str, found: dict, want: dict) -> list[dict[str, str]]:
 def read_qos(root: str, run: Runner, devices: dict[str, str], want: dict) -> dict[str, object]:
     """Every NIC (interface -> RDMA device, empty to find it) read and checked: {nics, skipped, differing, checks,
     differences}."""
-    out: dict[str, object] = {"nics": {}, "skipped": [], "differing": [], "checks": [], "differences": []}
+    nics: dict[str, dict[str, object]] = {}
+    skipped: list[str] = []
+    differing: list[str] = []
+    checks: list[dict[str, str]] = []
+    differences: list[str] = []
     for name, given in sorted(devices.items()):
         hca = _hca(root, name, str(given or ""))
         if hca is None:
-            out["skipped"].append(name)  # type: ignore[union-attr]
+            skipped.append(name)
             continue
-        found = read_nic(root, run, name, hca, want)
-        checks = nic_checks(name, found, want)
-        out["nics"][name] = found  # type: ignore[index]
-        out["checks"].extend(checks)  # type: ignore[union-attr]
+        nics[name] = read_nic(root, run, name, hca, want)
+        mine = nic_checks(name, nics[name], want)
+        checks += mine
         wrong = [
-            f"{c['setting']}: expected {c['expected']}, found {c['found']}"
-            for c in checks
-            if c["found"] != c["expected"]
+            f"{c['setting']}: expected {c['expected']}, found {c['found']}" for c in mine if c["found"] != c["expected"]
         ]
         if wrong:
-            out["differing"].append(name)  # type: ignore[union-attr]
-            out["differences"].extend(wrong)  # type: ignore[union-attr]
-    return out
+            differing.append(name)
+            differences += wrong
+    return {"nics": nics, "skipped": skipped, "differing": differing, "checks": checks, "differences": differences}
 
 
 def _problems(params: dict) -> list[str]:
