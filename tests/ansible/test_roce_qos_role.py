@@ -389,3 +389,14 @@ def test_validate_reads_the_marking_back_from_nft_and_names_a_wrong_dscp_or_a_mi
     missing = _nft_checks({"rc": 1, "stdout": "", "stderr": "Error: No such file or directory\n"})
     assert missing[0]["found"] == "table inet gpufabric_roce_qos missing: Error: No such file or directory"
     assert missing[1]["found"] == "none"
+
+
+def test_the_boot_script_loads_the_software_marking_only_when_the_plan_asks(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _install(root)
+    nft_file = "/etc/gpufabric/roce qos.nft"  # a space: the path stays one word
+    on = _script(root, roce_qos_software_marking=True, roce_qos_nft_file=nft_file).read_text()
+    assert "    nft -f '/etc/gpufabric/roce qos.nft'\n" in on
+    assert on.index("nft -f") > on.index("\nelse\n")  # at boot (every NIC), not when one NIC is applied by hand
+    off = _script(root, roce_qos_software_marking=False, roce_qos_nft_file=nft_file).read_text()
+    assert "nft -f" not in off
