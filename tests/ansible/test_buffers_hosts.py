@@ -43,7 +43,7 @@ def test_pfc_is_on_the_roce_priority_only():
 def test_dcqcn_settings_are_written_only_where_named(tmp_path: Path):
     assert "roce_rp/rpg_min_rate" not in _script(roce_qos_lossless=True)
     text = _script(roce_qos_lossless=True, roce_qos_dcqcn={"roce_np/min_time_between_cnps": 4})
-    assert 'echo 4 > "/sys/class/net/$nic/ecn/"roce_np/min_time_between_cnps' in text
+    assert 'echo 4 > "$ecn/"roce_np/min_time_between_cnps' in text
     pwned = tmp_path / "pwned"
     hostile = _script(roce_qos_lossless=True, roce_qos_dcqcn={f"roce_np/x;touch {pwned}": 1})
     script = tmp_path / "s.sh"

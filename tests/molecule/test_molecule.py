@@ -7,7 +7,8 @@ brought up by the collection gpufabric.cluster built from this repository and in
 collections path (`ansible-playbook gpufabric.cluster.site`, roles and plugins by their qualified names).
 
 Real: systemd, systemd-networkd, sshd, apt, the kernel's routing and MTU handling inside the hosts.
-Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts as SKIPPED).
+Not here: ConnectX NICs, RDMA, Kubernetes (the roles report those runtime parts as SKIPPED). In `default`,
+gpu01's RoCE NICs get stand-in ConnectX tools (tests/nic_tools/nic_standin.py) that roce_qos sets and reads back.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ SCENARIOS = {
 # How ansible-playbook names a role's tasks: the collection's roles by their qualified name.
 ROLE_PREFIX = {"collection": "gpufabric.cluster."}
 # Scenarios with a prepare step (a backend installed); the collection's verify is its own (no pings).
-PREPARED = ("netplan", "networkmanager")
+PREPARED = ("default", "netplan", "networkmanager")
 PINGED = ("default", "netplan", "networkmanager")
 BUILT = ("collection",)  # a dependency step of its own: the collection built and installed
 
@@ -162,6 +163,33 @@ def test_runtime_parts_that_cannot_run_here_are_reported_skipped(molecule_run):
     _, text, _, _, _ = molecule_run
     for role in ("ofed", "roce_qos", "hugepages"):
         assert f"{role} runtime SKIPPED" in text
+
+
+def test_roce_qos_set_the_stand_in_nics_once_and_validate_read_them_back(molecule_run):
+    _, text, _, _, scenario = molecule_run
+    if scenario != "default":
+        pytest.skip("only the default scenario installs stand-in ConnectX NICs (prepare.yml)")
+    applied = "TASK [roce_qos : Apply on the NICs whose settings differ from the contract]"
+    # converge applied on both of gpu01's RoCE NICs; idempotence's run found nothing to apply.
+    runs = text.split(applied)
+    assert len(runs) >= 3, "the apply task did not run in converge and idempotence"
+    converge, idempotence = runs[1].split("TASK [", 1)[0], runs[2].split("TASK [", 1)[0]
+    assert {f"changed: [gpu01] => (item={nic})" for nic in ("eth1", "eth2")} <= {
+        line.strip() for line in converge.splitlines()
+    }, converge
+    assert "changed:" not in idempotence and "item=" not in idempotence, idempotence
+    # validate's verdict on gpu01 lists every setting it read back from the stand-in tools.
+    verdict = re.search(r'"msg": "gpu01: \d+ settings equal the plan \(([^"]*)\)"', text)
+    assert verdict, "no validate verdict for gpu01"
+    for setting in (
+        "eth1 trust (mlnx_qos -i)",
+        "eth2 PFC priorities (mlnx_qos -i)",
+        "eth1 global pause (ethtool -a)",
+        "eth2 ECN reaction point on priority 3",
+        "eth1 RDMA-CM ToS (mlx5_0 default_roce_tos, cma_roce_tos)",
+    ):
+        assert setting in verdict.group(1), setting
+    assert "roce_qos runtime SKIPPED on eth1, eth2" in text  # gpu02 has no stand-ins
 
 
 def test_machine_sysctls_unchanged_and_nothing_left_behind(molecule_run):
