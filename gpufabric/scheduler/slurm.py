@@ -198,6 +198,10 @@ class Slurm:
             raise SchedulerError(f"{' '.join(args[:2])} failed (exit {done.returncode}): {said[-1] if said else ''}")
         return done.stdout
 
+    def squeue(self) -> str:
+        """`squeue --json` as Slurm printed it: every job of the cluster, for a reader of running jobs (read-only)."""
+        return self._call("squeue", "--json")
+
     def nodes(self, names: Sequence[str]) -> dict[str, NodeState]:
         every = read_nodes(self._call("sinfo", "--json"))
         jobs = read_jobs(self._call("squeue", "--json")) if any(n in every for n in names) else {}

@@ -1,0 +1,179 @@
+"""Running jobs joined to the switch ports and NICs of their footprints, as info series beside the exporter's
+counters (kube-state-metrics' `kube_pod_info` joins pods to nodes the same way):
+
+    gpufabric_job_port_info{job_id, user, plane, device, port, rail, role, peer, cable} 1
+    gpufabric_job_nic_info{job_id, user, plane, host, interface, rail, leaf} 1
+
+`role` is `host` (the leaf port of one of the job's NICs), `uplink` (a port of one of the job's leaves toward a
+spine its ECMP paths cross) or `downlink` (that link's spine end). A recording rule joins a counter to its jobs
+by `device, port` (or `host, interface`): gpufabric/telemetry/job_rules.py.
+
+The jobs are read from the scheduler (Slurm's `squeue --json`) at most every `interval` seconds, on a thread of
+their own when served (a slow scheduler never holds a scrape), inline for a one-off scrape. Each scrape serves
+the last answer only while it is younger than `max_age`: a scheduler that failed its last read, or has not
+answered for that long, leaves no job series at all and `gpufabric_job_scheduler_up 0`, never the jobs of an
+older answer. A job that ended is absent from the next answer, so its series end there (Prometheus marks them
+stale on the scrape that lacks them) and every rule joined on them gives nothing for it.
+
+Cardinality: one port row per NIC of a running job, plus two per leaf-to-spine link its paths cross on its own
+leaves; one NIC row per NIC. Whole-node jobs put each NIC in one job, so NIC and host rows are at most the
+cluster's planned NICs; uplink rows are at most (jobs under a leaf) x (the leaf's uplinks) x 2 per leaf, and
+none for a job whose nodes share one leaf per rail. docs/telemetry.md has the figures of the 32k example.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from gpufabric.errors import GpufabricError
+from gpufabric.jobs.ports import JobPorts, JobRows
+from gpufabric.jobs.running import read_running
+from gpufabric.plan.model import Plan
+from gpufabric.telemetry.metrics import Metric as MetricSpec
+from gpufabric.telemetry.read import Sample
+
+log = logging.getLogger(__name__)
+
+JOB_PORT = ("job_id", "user", "plane", "device", "port", "rail", "role", "peer", "cable")
+JOB_NIC = ("job_id", "user", "plane", "host", "interface", "rail", "leaf")
+SCHEDULER = ("scheduler",)
+INTERVAL = 15.0  # seconds between two reads of the scheduler
+SHARD_KEY = "gpufabric-jobs"  # with exporter shards, the one that owns this name serves the jobs
+
+JOB_METRICS = {
+    m.name: m
+    for m in (
+        MetricSpec("gpufabric_job_port_info", "gauge", JOB_PORT, "a switch port on a running job's footprint (1)"),
+        MetricSpec("gpufabric_job_nic_info", "gauge", JOB_NIC, "a data NIC of a running job's node (1)"),
+        MetricSpec(
+            "gpufabric_job_scheduler_up",
+            "gauge",
+            SCHEDULER,
+            "1 when the scheduler's last answer is recent and read: the job series are served only then",
+        ),
+        MetricSpec("gpufabric_jobs_running", "gauge", SCHEDULER, "jobs holding nodes in the scheduler's last answer"),
+        MetricSpec(
+            "gpufabric_job_nodes_unplanned",
+            "gauge",
+            SCHEDULER,
+            "nodes of running jobs that the plan does not hold (their NICs are not joined)",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class _Answer:
+    at: float  # monotonic time of the read
+    rows: list[JobRows] | None  # None: the read failed
+    error: str = ""
+
+
+class JobCollector:
+    """The job join's series for a prometheus_client registry (beside the FabricCollector)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        read: Callable[[], str],
+        *,
+        scheduler: str = "slurm",
+        interval: float = INTERVAL,
+        max_age: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("the scheduler's read interval must be positive")
+        self.ports = JobPorts(plan)
+        self.read, self.scheduler, self.interval, self.clock = read, scheduler, interval, clock
+        self.max_age = max_age if max_age is not None else 2 * interval + 5
+        self._answer: _Answer | None = None
+        self._lock = threading.Lock()  # one read at a time
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def refresh(self) -> None:
+        """Read the scheduler once and join its running jobs (the failure is the answer when it fails)."""
+        with self._lock:
+            at = self.clock()
+            try:
+                rows: list[JobRows] | None = self.ports.join(read_running(self.read()))
+                error = ""
+            except (GpufabricError, OSError) as exc:  # SchedulerError, a plan refusal, a command that cannot run
+                rows, error = None, str(exc)
+                log.warning("jobs: %s did not answer as read: %s", self.scheduler, error)
+            self._answer = _Answer(at, rows, error)
+
+    def start(self) -> None:
+        """Read on a daemon thread every `interval` (the first read now), until close()."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="gpufabric-jobs", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.refresh()
+            except Exception as exc:  # a last resort: the thread keeps reading, the failure is the answer
+                self._answer = _Answer(self.clock(), None, f"{type(exc).__name__}: {exc}")
+            self._stop.wait(self.interval)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def samples(self) -> list[Sample]:
+        if self._thread is None:
+            answer = self._answer
+            if answer is None or self.clock() - answer.at >= self.interval:
+                self.refresh()
+        answer = self._answer
+        fresh = answer is not None and answer.rows is not None and self.clock() - answer.at <= self.max_age
+        sched = {"scheduler": self.scheduler}
+        out = [Sample("gpufabric_job_scheduler_up", sched, 1.0 if fresh else 0.0)]
+        if not fresh or answer is None or answer.rows is None:
+            return out
+        unplanned: set[str] = set()
+        for job in answer.rows:
+            who = {"job_id": job.job.job_id, "user": job.job.user}
+            unplanned.update(job.unplanned)
+            for p in job.ports:
+                labels = {
+                    **who, "plane": p.plane, "device": p.device, "port": p.port, "rail": p.rail, "role": p.role,
+                    "peer": p.peer, "cable": p.cable,
+                }  # fmt: skip
+                out.append(Sample("gpufabric_job_port_info", labels, 1.0))
+            for n in job.nics:
+                labels = {**who, "plane": n.plane, "host": n.host, "interface": n.interface, "rail": n.rail, "leaf": n.leaf}
+                out.append(Sample("gpufabric_job_nic_info", labels, 1.0))
+        out.append(Sample("gpufabric_jobs_running", sched, float(len(answer.rows))))
+        out.append(Sample("gpufabric_job_nodes_unplanned", sched, float(len(unplanned))))
+        return out
+
+    def describe(self) -> Iterator[Metric]:
+        yield from families([])
+
+    def collect(self) -> Iterator[Metric]:
+        yield from families(self.samples())
+
+
+def families(samples: list[Sample]) -> Iterator[Metric]:
+    by_metric: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_metric.setdefault(s.metric, []).append(s)
+    for m in JOB_METRICS.values():
+        family = GaugeMetricFamily(m.name, m.help, labels=list(m.labels))
+        for s in by_metric.get(m.name, []):
+            family.add_metric([s.labels.get(label, "") for label in m.labels], s.value)
+        yield family
+
+
+def markdown() -> str:
+    rows = ["| metric | type | labels | what |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{m.name}` | {m.kind} | {', '.join(m.labels)} | {m.help} |" for m in JOB_METRICS.values()]
+    return "\n".join(rows) + "\n"
