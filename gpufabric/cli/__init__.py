@@ -49,6 +49,7 @@ COMMANDS = {
     "sot": "gpufabric.cli.sot_cmd:sot_cmd",
     "job": "gpufabric.cli.job_cmd:job_cmd",
     "triage": "gpufabric.cli.triage_cmd:triage_cmd",
+    "probe": "gpufabric.cli.probe_cmd:probe_cmd",
 }
 
 

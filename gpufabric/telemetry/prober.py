@@ -188,15 +188,23 @@ def host_plan(doc: Any, node: str, where: str = "probe plan") -> HostPlan:
 # -- sockets ------------------------------------------------------------------------------------------------
 
 
+class ProbeSocketError(GpufabricError):
+    """A probe socket that cannot be opened (an address that is not this host's, a port taken)."""
+
+
 def udp_socket(address: str, port: int, dscp: int) -> socket.socket:
+    """A UDP socket bound to (address, port) whose datagrams carry `dscp` (IP_TOS)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos(dscp))
         sock.bind((address, port))
         sock.setblocking(False)
-    except OSError:
+    except OSError as exc:
         sock.close()
-        raise
+        raise ProbeSocketError(
+            f"cannot open UDP {address}:{port} ({exc.strerror or exc}): is the address this host's (the plan's "
+            "NIC address, set by the host_network role) and the port free?"
+        ) from None
     return sock
 
 
@@ -208,7 +216,7 @@ class Responder:
         try:
             for address, port, dscp in binds:
                 self.sockets.append(udp_socket(address, port, dscp))
-        except OSError:
+        except ProbeSocketError:
             self.close()
             raise
         self._stop = threading.Event()
@@ -296,7 +304,7 @@ class Prober:
                         udp_socket(peer.source, 0 if plan.source_base == 0 else plan.source_base + i, dscp)
                         for i in range(plan.source_ports)
                     ]
-        except OSError:
+        except ProbeSocketError:
             self.close()
             raise
         self._turn = {source: itertools.cycle(socks) for source, socks in self._sockets.items()}
