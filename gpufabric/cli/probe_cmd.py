@@ -8,13 +8,17 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from gpufabric.cli.options import load_plan
 from gpufabric.cli.errors import EXIT_FINDINGS
+from gpufabric.cli.options import load_plan
 from gpufabric.cli.output import emit, err, shown, write_stdout
 from gpufabric.outputs import json_dumps
+
+if TYPE_CHECKING:
+    from gpufabric.export.probe_plan import Group
 
 intent_option = click.option(
     "--intent",
@@ -55,10 +59,19 @@ def probe_cmd() -> None:
 @probe_cmd.command("plan")
 @intent_option
 @click.option("--node", help="Only this server's share.")
-@click.option("--max-probes", type=click.IntRange(1, 64), default=64, show_default=True,
-              help="Probes a host may send (over all its NICs).")  # fmt: skip
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write here (gzip-compressed when the name ends in .gz), not to stdout.")  # fmt: skip
+@click.option(
+    "--max-probes",
+    type=click.IntRange(1, 64),
+    default=64,
+    show_default=True,
+    help="Probes a host may send (over all its NICs).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write here (gzip-compressed when the name ends in .gz), not to stdout.",
+)
 def plan_cmd(file: str | None, node: str | None, max_probes: int, output: Path | None) -> int:
     """The probe plan from the plan: per plane carrying RoCE and rail, each NIC probes the next under its leaf,
     every pair of the rail's leaves is given to one server pair, and each probe rotates over 16 source ports
@@ -83,23 +96,33 @@ def plan_cmd(file: str | None, node: str | None, max_probes: int, output: Path |
     else:
         emit(text, output)
     for g in found.groups:
-        err.print(
-            shown(
-                f"{g.plane} rail {g.rail or '-'}: {g.nics} NICs under {g.leaves} leaves, {g.covered_pairs}/{g.leaf_pairs} "
-                f"leaf pairs, {g.flows} flows over {len(g.spines)} spines (none reached: p <= {g.spine_miss:.1e})"
-                + (f", {len(g.superspines)} superspines (p <= {g.superspine_miss:.1e})" if g.superspines else "")
-            )
-        )
+        err.print(shown(_group_line(g)))
     most = max((len(p) for p in found.probes.values()), default=0)
     err.print(shown(f"{len(found.responders)} hosts, at most {most} probes a host"))
     return 0
 
 
+def _group_line(g: Group) -> str:
+    parts = [
+        f"{g.plane} rail {g.rail or '-'}: {g.nics} NICs under {g.leaves} leaves",
+        f"{g.covered_pairs}/{g.leaf_pairs} leaf pairs",
+        f"{g.flows} flows over {len(g.spines)} spines (none reached: p <= {g.spine_miss:.1e})",
+    ]
+    if g.superspines:
+        parts.append(f"{len(g.superspines)} superspines (p <= {g.superspine_miss:.1e})")
+    return ", ".join(parts)
+
+
 @probe_cmd.command("serve")
 @plan_option
 @node_option
-@click.option("--listen", default="127.0.0.1:9111", show_default=True, metavar="ADDR:PORT",
-              help="Where Prometheus scrapes the probes' /metrics.")  # fmt: skip
+@click.option(
+    "--listen",
+    default="127.0.0.1:9111",
+    show_default=True,
+    metavar="ADDR:PORT",
+    help="Where Prometheus scrapes the probes' /metrics.",
+)
 def serve_cmd(plan_file: Path, node: str | None, listen: str) -> int:
     """Answer probes on this host's RoCE addresses and probe its planned peers until SIGTERM or SIGINT."""
     from prometheus_client import CollectorRegistry, start_http_server
@@ -120,8 +143,10 @@ def serve_cmd(plan_file: Path, node: str | None, listen: str) -> int:
     responder.start()
     prober.start()
     err.print(
-        shown(f"{plan.node}: answering on {len(plan.responders)} address(es), probing {len(plan.peers)} peer(s); "
-              f"metrics on http://{listen}/metrics")  # fmt: skip
+        shown(
+            f"{plan.node}: answering on {len(plan.responders)} address(es), probing {len(plan.peers)} peer(s); "
+            f"metrics on http://{listen}/metrics"
+        )
     )
     stop.wait()
     prober.close()
@@ -151,20 +176,30 @@ def run_cmd(plan_file: Path, node: str | None, count: int, as_json: bool) -> int
         prober.close()
     rows = [
         {
-            "dst": r.peer.dst, "address": r.peer.address, "plane": r.peer.plane, "rail": r.peer.rail,
-            "src_leaf": r.peer.src_leaf, "dst_leaf": r.peer.dst_leaf, "sent": r.sent, "lost": r.lost,
-            "p50": quantile(r.rtts, 0.5), "p99": quantile(r.rtts, 0.99),
-        }  # fmt: skip
+            "dst": r.peer.dst,
+            "address": r.peer.address,
+            "plane": r.peer.plane,
+            "rail": r.peer.rail,
+            "src_leaf": r.peer.src_leaf,
+            "dst_leaf": r.peer.dst_leaf,
+            "sent": r.sent,
+            "lost": r.lost,
+            "p50": quantile(r.rtts, 0.5),
+            "p99": quantile(r.rtts, 0.99),
+        }
         for r in results
     ]
     if as_json:
         write_stdout(json_dumps({"node": plan.node, "peers": rows}, indent=2) + "\n")
     else:
-        for row in rows:
-            p50 = "-" if row["p50"] is None else f"{row['p50'] * 1e6:.0f} us"
-            p99 = "-" if row["p99"] is None else f"{row['p99'] * 1e6:.0f} us"
+        for r in results:
+            p = r.peer
             write_stdout(
-                f"{row['dst']} {row['address']} ({row['plane']} rail {row['rail'] or '-'}, {row['src_leaf']} to "
-                f"{row['dst_leaf']}): {row['sent']} sent, {row['lost']} lost, p50 {p50}, p99 {p99}\n"
+                f"{p.dst} {p.address} ({p.plane} rail {p.rail or '-'}, {p.src_leaf} to {p.dst_leaf}): "
+                f"{r.sent} sent, {r.lost} lost, p50 {_us(quantile(r.rtts, 0.5))}, p99 {_us(quantile(r.rtts, 0.99))}\n"
             )
     return EXIT_FINDINGS if any(r.lost for r in results) else 0
+
+
+def _us(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:.0f} us"

@@ -98,7 +98,9 @@ def daemon_set(plan: Plan, label_keys: list[str]) -> dict[str, Any]:
                     "dnsPolicy": "ClusterFirstWithHostNet",
                     "automountServiceAccountToken": False,
                     "nodeSelector": {f"{DOMAIN}/cluster": plan.intent.fabric.name},
-                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}},
+                    "affinity": {
+                        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+                    },
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                     "containers": [container],
                     "volumes": [{"name": "plan", "configMap": {"name": f"{NAME}-plan"}}],

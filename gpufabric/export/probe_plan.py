@@ -61,7 +61,16 @@ class Probe:
     dst_leaf: str
 
     def row(self) -> list[str]:
-        return [self.interface, self.source, self.dst, self.address, self.plane, self.rail, self.src_leaf, self.dst_leaf]
+        return [
+            self.interface,
+            self.source,
+            self.dst,
+            self.address,
+            self.plane,
+            self.rail,
+            self.src_leaf,
+            self.dst_leaf,
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +151,7 @@ def probe_plan(plan: Plan, max_probes: int = MAX_PROBES, source_ports: int = SOU
     responders: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
     groups: list[Group] = []
     dscps: dict[str, int] = {}
-    for name, plane in plan.planes.items():
+    for plane in plan.planes.values():
         if not plane.carries_roce:
             continue
         profile = plan.intent.qos_profiles.get(plane.qos) if plane.qos else None
@@ -179,7 +188,9 @@ def _nics(plan: Plan, plane: PlanePlan) -> dict[tuple[str, str], dict[str, list[
             index = plane.plane_of.get(nic.leaf)
             part = part_name(plane.name, index) if index is not None else plane.name
             rail = rails[nic.leaf]
-            out[(part, "" if rail is None else str(rail))][nic.leaf].append(_Nic(s.name, nic.interface, address, nic.leaf))
+            out[(part, "" if rail is None else str(rail))][nic.leaf].append(
+                _Nic(s.name, nic.interface, address, nic.leaf)
+            )
     return out
 
 
@@ -190,7 +201,9 @@ def _mesh(group: Group, by_leaf: dict[str, list[_Nic]], probes: dict[str, list[P
     group.leaf_pairs = count * (count - 1) // 2
 
     def add(a: _Nic, b: _Nic) -> None:
-        probes[a.server].append(Probe(a.interface, a.address, b.server, b.address, group.plane, group.rail, a.leaf, b.leaf))
+        probes[a.server].append(
+            Probe(a.interface, a.address, b.server, b.address, group.plane, group.rail, a.leaf, b.leaf)
+        )
 
     for leaf in leaves:  # a ring under each leaf
         nics = by_leaf[leaf]

@@ -64,15 +64,24 @@ def rows(found: Footprint) -> tuple[tuple[JoinedPort, ...], tuple[JoinedNic, ...
         rail = "" if nic.rail is None else str(nic.rail)
         rail_of[nic.leaf] = rail
         nics.append(JoinedNic(nic.plane, nic.node, nic.interface, rail, nic.leaf))
-        ports.setdefault((nic.leaf, nic.leaf_port), JoinedPort(nic.plane, nic.leaf, nic.leaf_port, rail, "host", nic.node, nic.cable))
+        ports.setdefault(
+            (nic.leaf, nic.leaf_port), JoinedPort(nic.plane, nic.leaf, nic.leaf_port, rail, "host", nic.node, nic.cable)
+        )
     for crossing in (*found.planes, *found.storage):
         mine = set(crossing.leaves)  # the job's leaves (a storage path's far leaves are in `toward`)
         for link in crossing.links:
-            for leaf, port, far, far_port in ((link.a, link.a_port, link.b, link.b_port), (link.b, link.b_port, link.a, link.a_port)):
+            for leaf, port, far, far_port in (
+                (link.a, link.a_port, link.b, link.b_port),
+                (link.b, link.b_port, link.a, link.a_port),
+            ):
                 if leaf in mine:
                     rail = rail_of.get(leaf, "")
-                    ports.setdefault((leaf, port), JoinedPort(crossing.plane, leaf, port, rail, "uplink", far, link.cable))
-                    ports.setdefault((far, far_port), JoinedPort(crossing.plane, far, far_port, rail, "downlink", leaf, link.cable))
+                    ports.setdefault(
+                        (leaf, port), JoinedPort(crossing.plane, leaf, port, rail, "uplink", far, link.cable)
+                    )
+                    ports.setdefault(
+                        (far, far_port), JoinedPort(crossing.plane, far, far_port, rail, "downlink", leaf, link.cable)
+                    )
     return tuple(ports.values()), tuple(nics)
 
 

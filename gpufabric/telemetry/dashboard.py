@@ -102,7 +102,10 @@ def job_panels() -> list[dict[str, Any]]:
     return [
         _panel(
             "job: errors and discards on its ports",
-            [(f"{JOB_RECORDS['errors']}{{{job}}}", f"{each} errors"), (f"{JOB_RECORDS['discards']}{{{job}}}", f"{each} discards")],
+            [
+                (f"{JOB_RECORDS['errors']}{{{job}}}", f"{each} errors"),
+                (f"{JOB_RECORDS['discards']}{{{job}}}", f"{each} discards"),
+            ],
             "pps",
         ),
         _panel(
@@ -123,12 +126,22 @@ def job_panels() -> list[dict[str, Any]]:
         ),
         _panel(
             "job: its ports with the most errors",
-            [(f"topk(10, {ports} * on(device, port) group_left() ({errors}) > 0)", "{{job_id}} {{device}} {{port}} ({{role}}, {{cable}})")],
+            [
+                (
+                    f"topk(10, {ports} * on(device, port) group_left() ({errors}) > 0)",
+                    "{{job_id}} {{device}} {{port}} ({{role}}, {{cable}})",
+                )
+            ],
             "pps",
         ),
         _panel(
             "job: probe latency p99 from its nodes",
-            [(f"topk(10, max by (src, dst, rail) ({PROBE_P99} * on(src) group_left() {nodes}))", "{{src}} to {{dst}} rail {{rail}}")],
+            [
+                (
+                    f"topk(10, max by (src, dst, rail) ({PROBE_P99} * on(src) group_left() {nodes}))",
+                    "{{src}} to {{dst}} rail {{rail}}",
+                )
+            ],
             "s",
         ),
     ]

@@ -149,7 +149,14 @@ class JobCollector:
                 }  # fmt: skip
                 out.append(Sample("gpufabric_job_port_info", labels, 1.0))
             for n in job.nics:
-                labels = {**who, "plane": n.plane, "host": n.host, "interface": n.interface, "rail": n.rail, "leaf": n.leaf}
+                labels = {
+                    **who,
+                    "plane": n.plane,
+                    "host": n.host,
+                    "interface": n.interface,
+                    "rail": n.rail,
+                    "leaf": n.leaf,
+                }
                 out.append(Sample("gpufabric_job_nic_info", labels, 1.0))
         out.append(Sample("gpufabric_jobs_running", sched, float(len(answer.rows))))
         out.append(Sample("gpufabric_job_nodes_unplanned", sched, float(len(unplanned))))

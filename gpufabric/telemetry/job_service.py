@@ -1,5 +1,5 @@
 """The job join as a library call: the collector of running jobs for `telemetry serve --jobs slurm`, reading
-Slurm's `squeue --json` through the scheduler reader, on the plan the exporter reads (gpufabric/telemetry/job_join.py)."""
+Slurm's `squeue --json` through the scheduler reader, on the plan the exporter reads (telemetry/job_join.py)."""
 
 from __future__ import annotations
 

@@ -48,7 +48,10 @@ def _quantile(q: float, by: str, window: str) -> str:
 
 def probe_group(t: ProbeThresholds = ProbeThresholds()) -> dict[str, object]:
     w = t.window
-    pair = "{{ $labels.src }} to {{ $labels.dst }} ({{ $labels.plane }} rail {{ $labels.rail }}, {{ $labels.src_leaf }} to {{ $labels.dst_leaf }})"
+    pair = (
+        "{{ $labels.src }} to {{ $labels.dst }} ({{ $labels.plane }} rail {{ $labels.rail }}, "
+        "{{ $labels.src_leaf }} to {{ $labels.dst_leaf }})"
+    )
     sent = f"sum by ({PAIR}) (rate(gpufabric_probe_sent_total[{w}]))"
     lost = f"sum by ({PAIR}) (rate(gpufabric_probe_lost_total[{w}]))"
     rules: list[dict[str, object]] = [

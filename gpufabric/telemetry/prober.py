@@ -21,6 +21,7 @@ Exported (prometheus_client): `gpufabric_probe_rtt_seconds` (histogram), `gpufab
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import ipaddress
 import itertools
@@ -124,7 +125,9 @@ def _get(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], where: st
 
 def _name(value: Any, where: str, pattern: re.Pattern[str] = NAME) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise ProbeInputError(f"{where}: {str(value)[:40]!r} is not a name of the plan (letters, digits, '.', '_', '-')")
+        raise ProbeInputError(
+            f"{where}: {str(value)[:40]!r} is not a name of the plan (letters, digits, '.', '_', '-')"
+        )
     return value
 
 
@@ -153,7 +156,7 @@ def host_plan(doc: Any, node: str, where: str = "probe plan") -> HostPlan:
     base = doc.get("source_base", port + 1)
     interval = _get(doc, "interval", (int, float), where)
     timeout = _get(doc, "timeout", (int, float), where)
-    if not 0 < port < 65536 or not isinstance(base, int) or not (base == 0 or 0 < base and base + count <= 65536):
+    if not 0 < port < 65536 or not isinstance(base, int) or not (base == 0 or (base > 0 and base + count <= 65536)):
         raise ProbeInputError(f"{where}: ports out of range (port {port}, source ports {base}+{count})")
     if not 1 <= count <= 64 or not 0.01 <= interval <= 3600 or not 0.001 <= timeout <= 60:
         raise ProbeInputError(f"{where}: source_ports 1-64, interval 0.01-3600 s and timeout 0.001-60 s")
@@ -179,8 +182,16 @@ def host_plan(doc: Any, node: str, where: str = "probe plan") -> HostPlan:
         if plane not in dscp:
             raise ProbeInputError(f"{at}: plane {plane!r} has no DSCP in the plan")
         peers.append(
-            Peer(_name(row[0], at), _address(row[1], at), _name(row[2], at), _address(row[3], at), plane,
-                 _name(row[5], at, RAIL), _name(row[6], at), _name(row[7], at))  # fmt: skip
+            Peer(
+                _name(row[0], at),
+                _address(row[1], at),
+                _name(row[2], at),
+                _address(row[3], at),
+                plane,
+                _name(row[5], at, RAIL),
+                _name(row[6], at),
+                _name(row[7], at),
+            )
         )
     return HostPlan(node, port, count, base, float(interval), float(timeout), dscp, tuple(responders), tuple(peers))
 
@@ -286,9 +297,11 @@ class Metrics:
 
 
 class Prober:
-    """Probes `plan.peers` from `plan`'s source addresses; `observe` hears of each result."""
+    """Probes `plan.peers` from `plan`'s source addresses; `metrics`, when given, count and time each."""
 
-    def __init__(self, plan: HostPlan, metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, plan: HostPlan, metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.plan, self.metrics, self.clock = plan, metrics, clock
         self.results = [PeerResult(p) for p in plan.peers]
         self._sockets: dict[str, list[socket.socket]] = {}
@@ -359,10 +372,8 @@ class Prober:
         seq = next(self._seq)
         sock = next(self._turn[peer.source])
         packet = _HEADER.pack(MAGIC, seq).ljust(PACKET, b"\0")
-        try:
+        with contextlib.suppress(OSError):  # unreachable now (no route, a NIC down): lost when its time is up
             sock.sendto(packet, (peer.address, self.plan.port))
-        except OSError:
-            pass  # unreachable now (no route, a NIC down): counted as lost when its time is up
         self._pending[seq] = (i, self.clock(), sock)
         self.results[i].sent += 1
         if self.metrics is not None:
