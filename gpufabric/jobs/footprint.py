@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from gpufabric.errors import GpufabricError
 from gpufabric.export.cabling import cable_id
 from gpufabric.plan.ecmp import next_hops
-from gpufabric.plan.model import HostNic, Link, Plan, PlanePlan, Server, ip
+from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
 from gpufabric.plan.multiplane import part_name
 from gpufabric.scheduler.slurm import Slurm, read_jobs
 
@@ -141,6 +141,7 @@ class Footprints:
         self._targets = _storage_servers(plan)
         self._graphs: dict[str, _Graph] = {}
         self._cables: dict[str, dict[tuple[str, str], str]] = {}
+        self._leaves: dict[str, dict[str, Device]] = {}
 
     def _graph(self, name: str) -> _Graph:
         found = self._graphs.get(name)
@@ -175,7 +176,10 @@ class Footprints:
             mine = [(s, nic) for s in chosen for nic in s.nics if nic.plane == name]
             if not mine:
                 continue
-            placed = place_nics(plane, mine, self._host_cables(name))
+            leaves = self._leaves.get(name)
+            if leaves is None:
+                leaves = self._leaves[name] = plane_leaves(plane)
+            placed = place_nics(plane, mine, self._host_cables(name), leaves)
             nics += placed
             if name != COMPUTE and name not in targets:
                 continue  # a plane the job's traffic does not cross between its nodes (business): its NICs only
@@ -219,14 +223,22 @@ def host_cables(plane: PlanePlan, ports: set[tuple[str, str]] | None = None) -> 
     }
 
 
+def plane_leaves(plane: PlanePlan) -> dict[str, Device]:
+    return {d.name: d for d in plane.devices if d.role == "leaf"}
+
+
 def place_nics(
-    plane: PlanePlan, mine: list[tuple[Server, HostNic]], cables: dict[tuple[str, str], str] | None = None
+    plane: PlanePlan,
+    mine: list[tuple[Server, HostNic]],
+    cables: dict[tuple[str, str], str] | None = None,
+    leaves: dict[str, Device] | None = None,
 ) -> list[NicPlace]:
     """The NICs with their plane part, rail and host cable (`cables` as host_cables gives them, else read for
-    these NICs in one pass over the plane's links)."""
+    these NICs in one pass over the plane's links; `leaves` the plane's leaves by name, else read here)."""
     if cables is None:
         cables = host_cables(plane, {(s.name, nic.interface) for s, nic in mine})
-    leaves = {d.name: d for d in plane.devices if d.role == "leaf"}
+    if leaves is None:
+        leaves = plane_leaves(plane)
     out = []
     for s, nic in mine:
         leaf = leaves.get(nic.leaf)

@@ -97,7 +97,7 @@ def job_panels() -> list[dict[str, Any]]:
     job = 'job_id=~"$job_id"'
     each = "{{job_id}}"
     ports = f"gpufabric_job_port_info{{{job}}}"
-    errors = "sum by (device, port) (rate(gpufabric_interface_errors_total[5m]))"
+    errors = "sum by (device, port, cable) (rate(gpufabric_interface_errors_total[5m]))"
     nodes = f'label_replace(group by (host) (gpufabric_job_nic_info{{{job}}}), "src", "$1", "host", "(.+)")'
     return [
         _panel(

@@ -1,19 +1,22 @@
 """Running jobs joined to the switch ports and NICs of their footprints, as info series beside the exporter's
 counters (kube-state-metrics' `kube_pod_info` joins pods to nodes the same way):
 
-    gpufabric_job_port_info{job_id, user, plane, device, port, rail, role, peer, cable} 1
-    gpufabric_job_nic_info{job_id, user, plane, host, interface, rail, leaf} 1
+    gpufabric_job_port_info{job_id, user, device, port, role} 1
+    gpufabric_job_nic_info{job_id, user, host, interface} 1
 
 `role` is `host` (the leaf port of one of the job's NICs), `uplink` (a port of one of the job's leaves toward a
 spine its ECMP paths cross) or `downlink` (that link's spine end). A recording rule joins a counter to its jobs
-by `device, port` (or `host, interface`): gpufabric/telemetry/job_rules.py.
+by `device, port` (or `host, interface`) and takes the port's plan labels (peer, cable, rail) from the counter,
+which has them already: gpufabric/telemetry/job_rules.py. The info series carry only the join's keys, so that
+a scrape of 2,000 running jobs stays small and fast.
 
 The jobs are read from the scheduler (Slurm's `squeue --json`) at most every `interval` seconds, on a thread of
-their own when served (a slow scheduler never holds a scrape), inline for a one-off scrape. Each scrape serves
-the last answer only while it is younger than `max_age`: a scheduler that failed its last read, or has not
-answered for that long, leaves no job series at all and `gpufabric_job_scheduler_up 0`, never the jobs of an
-older answer. A job that ended is absent from the next answer, so its series end there (Prometheus marks them
-stale on the scrape that lacks them) and every rule joined on them gives nothing for it.
+their own when served (a slow scheduler never holds a scrape), inline for a one-off scrape. The series of an
+answer are built once, when it is read, and served as they are until the next. Each scrape serves the last
+answer only while it is younger than `max_age`: a scheduler that failed its last read, or has not answered
+for that long, leaves no job series at all and `gpufabric_job_scheduler_up 0`, never the jobs of an older
+answer. A job that ended is absent from the next answer, so its series end there (Prometheus marks them stale
+on the scrape that lacks them) and every rule joined on them gives nothing for it.
 
 Cardinality: one port row per NIC of a running job, plus two per leaf-to-spine link its paths cross on its own
 leaves; one NIC row per NIC. Whole-node jobs put each NIC in one job, so NIC and host rows are at most the
@@ -40,8 +43,8 @@ from gpufabric.telemetry.read import Sample
 
 log = logging.getLogger(__name__)
 
-JOB_PORT = ("job_id", "user", "plane", "device", "port", "rail", "role", "peer", "cable")
-JOB_NIC = ("job_id", "user", "plane", "host", "interface", "rail", "leaf")
+JOB_PORT = ("job_id", "user", "device", "port", "role")
+JOB_NIC = ("job_id", "user", "host", "interface")
 SCHEDULER = ("scheduler",)
 INTERVAL = 15.0  # seconds between two reads of the scheduler
 SHARD_KEY = "gpufabric-jobs"  # with exporter shards, the one that owns this name serves the jobs
@@ -73,6 +76,7 @@ class _Answer:
     at: float  # monotonic time of the read
     rows: list[JobRows] | None  # None: the read failed
     error: str = ""
+    families: tuple[Metric, ...] = ()  # the answer's series, built once
 
 
 class JobCollector:
@@ -103,12 +107,36 @@ class JobCollector:
         with self._lock:
             at = self.clock()
             try:
-                rows: list[JobRows] | None = self.ports.join(read_running(self.read()))
-                error = ""
+                rows = self.ports.join(read_running(self.read()))
             except (GpufabricError, OSError) as exc:  # SchedulerError, a plan refusal, a command that cannot run
-                rows, error = None, str(exc)
-                log.warning("jobs: %s did not answer as read: %s", self.scheduler, error)
-            self._answer = _Answer(at, rows, error)
+                log.warning("jobs: %s did not answer as read: %s", self.scheduler, exc)
+                self._answer = _Answer(at, None, str(exc))
+                return
+            self._answer = _Answer(at, rows, "", self._families(rows))
+
+    def _families(self, rows: list[JobRows]) -> tuple[Metric, ...]:
+        ports = GaugeMetricFamily(
+            "gpufabric_job_port_info", JOB_METRICS["gpufabric_job_port_info"].help, labels=JOB_PORT
+        )
+        nics = GaugeMetricFamily("gpufabric_job_nic_info", JOB_METRICS["gpufabric_job_nic_info"].help, labels=JOB_NIC)
+        unplanned: set[str] = set()
+        for job in rows:
+            job_id, user = job.job.job_id, job.job.user
+            unplanned.update(job.unplanned)
+            for p in job.ports:
+                ports.add_metric((job_id, user, p.device, p.port, p.role), 1.0)
+            for n in job.nics:
+                nics.add_metric((job_id, user, n.host, n.interface), 1.0)
+        sched = [self.scheduler]
+        running = GaugeMetricFamily(
+            "gpufabric_jobs_running", JOB_METRICS["gpufabric_jobs_running"].help, labels=SCHEDULER
+        )
+        running.add_metric(sched, float(len(rows)))
+        left = GaugeMetricFamily(
+            "gpufabric_job_nodes_unplanned", JOB_METRICS["gpufabric_job_nodes_unplanned"].help, labels=SCHEDULER
+        )
+        left.add_metric(sched, float(len(unplanned)))
+        return ports, nics, running, left
 
     def start(self) -> None:
         """Read on a daemon thread every `interval` (the first read now), until close()."""
@@ -127,49 +155,33 @@ class JobCollector:
     def close(self) -> None:
         self._stop.set()
 
-    def samples(self) -> list[Sample]:
+    def _served(self) -> _Answer | None:
+        """The answer a scrape serves: the last, when it was read and is recent; None otherwise."""
         if self._thread is None:
             answer = self._answer
             if answer is None or self.clock() - answer.at >= self.interval:
                 self.refresh()
         answer = self._answer
-        fresh = answer is not None and answer.rows is not None and self.clock() - answer.at <= self.max_age
-        sched = {"scheduler": self.scheduler}
-        out = [Sample("gpufabric_job_scheduler_up", sched, 1.0 if fresh else 0.0)]
-        if not fresh or answer is None or answer.rows is None:
-            return out
-        unplanned: set[str] = set()
-        for job in answer.rows:
-            who = {"job_id": job.job.job_id, "user": job.job.user}
-            unplanned.update(job.unplanned)
-            for p in job.ports:
-                labels = {
-                    **who, "plane": p.plane, "device": p.device, "port": p.port, "rail": p.rail, "role": p.role,
-                    "peer": p.peer, "cable": p.cable,
-                }  # fmt: skip
-                out.append(Sample("gpufabric_job_port_info", labels, 1.0))
-            for n in job.nics:
-                labels = {
-                    **who,
-                    "plane": n.plane,
-                    "host": n.host,
-                    "interface": n.interface,
-                    "rail": n.rail,
-                    "leaf": n.leaf,
-                }
-                out.append(Sample("gpufabric_job_nic_info", labels, 1.0))
-        out.append(Sample("gpufabric_jobs_running", sched, float(len(answer.rows))))
-        out.append(Sample("gpufabric_job_nodes_unplanned", sched, float(len(unplanned))))
-        return out
+        if answer is None or answer.rows is None or self.clock() - answer.at > self.max_age:
+            return None
+        return answer
 
     def describe(self) -> Iterator[Metric]:
         yield from families([])
 
     def collect(self) -> Iterator[Metric]:
-        yield from families(self.samples())
+        answer = self._served()
+        up = GaugeMetricFamily(
+            "gpufabric_job_scheduler_up", JOB_METRICS["gpufabric_job_scheduler_up"].help, labels=SCHEDULER
+        )
+        up.add_metric([self.scheduler], 0.0 if answer is None else 1.0)
+        yield up
+        if answer is not None:
+            yield from answer.families
 
 
 def families(samples: list[Sample]) -> Iterator[Metric]:
+    """The job metrics' families holding `samples` (every family, empty or not: what describe() lists)."""
     by_metric: dict[str, list[Sample]] = {}
     for s in samples:
         by_metric.setdefault(s.metric, []).append(s)

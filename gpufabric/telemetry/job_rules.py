@@ -49,21 +49,30 @@ class JobThresholds:
             check_duration(text)
 
 
-def _ports(inner: str, info: str = PORT_INFO) -> str:
-    """`inner` (one series per device, port) on each job's rows of those ports."""
-    return f"{info} * on(device, port) group_left() ({inner})"
+# What names a port or a NIC in an alert, taken from the exporter's own counter series (they carry the plan's
+# labels; the info series carry only the join's keys).
+PORT_NAMES = "plane, rail, peer, cable"
+NIC_NAMES = "plane, rail, leaf"
 
 
-def _nics(inner: str) -> str:
-    return f"{NIC_INFO} * on(host, interface) group_left() ({inner})"
+def _ports(inner: str, info: str = PORT_INFO, names: bool = False) -> str:
+    """`inner` (one series per device, port) on each job's rows of those ports; with `names`, the port's plan
+    labels copied from `inner` onto the result."""
+    return f"{info} * on(device, port) group_left({PORT_NAMES if names else ''}) ({inner})"
 
 
-def _per_port(metric: str, window: str, selector: str = "", fn: str = "rate") -> str:
-    return f"sum by (device, port) ({fn}({metric}{selector}[{window}]))"
+def _nics(inner: str, names: bool = False) -> str:
+    return f"{NIC_INFO} * on(host, interface) group_left({NIC_NAMES if names else ''}) ({inner})"
 
 
-def _per_nic(metric: str, window: str, selector: str = "", fn: str = "rate") -> str:
-    return f"sum by (host, interface) ({fn}({metric}{selector}[{window}]))"
+def _per_port(metric: str, window: str, selector: str = "", fn: str = "rate", names: bool = False) -> str:
+    by = f"device, port, {PORT_NAMES}" if names else "device, port"
+    return f"sum by ({by}) ({fn}({metric}{selector}[{window}]))"
+
+
+def _per_nic(metric: str, window: str, selector: str = "", fn: str = "rate", names: bool = False) -> str:
+    by = f"host, interface, {NIC_NAMES}" if names else "host, interface"
+    return f"sum by ({by}) ({fn}({metric}{selector}[{window}]))"
 
 
 def _job(expr: str, agg: str = "sum") -> str:
@@ -119,25 +128,39 @@ def job_group(t: JobThresholds = JobThresholds()) -> dict[str, object]:
         "job {{ $labels.job_id }} ({{ $labels.user }}): {{ $labels.host }} {{ $labels.interface }} "
         "(rail {{ $labels.rail }}, to {{ $labels.leaf }}): {{ $labels.reason }}"
     )
+    named_pauses = (
+        _per_port(pause, w, '{direction="rx",priority!="all"}', names=True)
+        + " or "
+        + _per_port(pause, w, '{direction="rx",priority="all"}', names=True)
+    )
     degraded_port = " or ".join(
-        _because(_ports(inner), reason)
+        _because(_ports(inner, names=True), reason)
         for inner, reason in (
-            ("max by (device, port) (gpufabric_link_up == 0)", "the link is down"),
-            (f"{_per_port('gpufabric_link_carrier_changes_total', '10m', fn='increase')} > 0", "the link flapped"),
-            (f"{_per_port('gpufabric_interface_errors_total', w, fn='increase')} > 0", "errored frames"),
-            (f"{_per_port('gpufabric_interface_discards_total', w, fn='increase')} > {t.discards:g}", "frames dropped"),
-            (f"({port_pauses}) > {t.pause_per_second:g}", "a PFC pause storm"),
-            (f"{_per_port('gpufabric_pfc_watchdog_events_total', w, fn='increase')} > 0", "the PFC watchdog tripped"),
+            (f"max by (device, port, {PORT_NAMES}) (gpufabric_link_up == 0)", "the link is down"),
+            (f"{_per_port(flaps, '10m', fn='increase', names=True)} > 0", "the link flapped"),
+            (f"{_per_port('gpufabric_interface_errors_total', w, fn='increase', names=True)} > 0", "errored frames"),
+            (
+                f"{_per_port('gpufabric_interface_discards_total', w, fn='increase', names=True)} > {t.discards:g}",
+                "frames dropped",
+            ),
+            (f"({named_pauses}) > {t.pause_per_second:g}", "a PFC pause storm"),
+            (
+                f"{_per_port('gpufabric_pfc_watchdog_events_total', w, fn='increase', names=True)} > 0",
+                "the PFC watchdog tripped",
+            ),
         )
     )
     degraded_nic = " or ".join(
-        _because(_nics(inner), reason)
+        _because(_nics(inner, names=True), reason)
         for inner, reason in (
-            ("max by (host, interface) (gpufabric_nic_link_up == 0)", "the NIC's link is down"),
-            (f"{_per_nic('gpufabric_nic_carrier_changes_total', '10m', fn='increase')} > 0", "the NIC's link flapped"),
-            (f"{_per_nic('gpufabric_nic_errors_total', w, fn='increase')} > 0", "errored frames at the NIC"),
+            (f"max by (host, interface, {NIC_NAMES}) (gpufabric_nic_link_up == 0)", "the NIC's link is down"),
+            (f"{_per_nic(nic_flaps, '10m', fn='increase', names=True)} > 0", "the NIC's link flapped"),
             (
-                f"{_per_nic('gpufabric_nic_out_of_sequence_total', w, fn='increase')} > 0",
+                f"{_per_nic('gpufabric_nic_errors_total', w, fn='increase', names=True)} > 0",
+                "errored frames at the NIC",
+            ),
+            (
+                f"{_per_nic('gpufabric_nic_out_of_sequence_total', w, fn='increase', names=True)} > 0",
                 "RoCE packets out of sequence (loss)",
             ),
         )

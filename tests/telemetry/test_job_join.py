@@ -154,10 +154,7 @@ def test_the_collector_serves_the_join_and_nothing_stale(plan):
         s.labels for s in first["gpufabric_job_port_info"]
         if s.labels["device"] == "cmp-su1-leaf1" and s.labels["port"] == "swp1"
     )  # fmt: skip
-    assert row == {
-        "job_id": "81234", "user": "alice", "plane": "compute", "device": "cmp-su1-leaf1", "port": "swp1",
-        "rail": "1", "role": "host", "peer": "gpu01", "cable": "cmp-000009",
-    }  # fmt: skip
+    assert row == {"job_id": "81234", "user": "alice", "device": "cmp-su1-leaf1", "port": "swp1", "role": "host"}
     assert {s.labels["job_id"] for s in first["gpufabric_job_nic_info"]} == {"81234", "81235"}
     assert [s.value for s in first["gpufabric_jobs_running"]] == [2.0]
     # Within the interval the last answer serves: the scheduler is not asked again.
@@ -207,6 +204,11 @@ COUNTER = {"role": "leaf", "peer_port": "swp1", "unit": "1"}
 NIC = {"plane": "compute", "host": "gpu01", "interface": "eth1", "rail": "1", "leaf": "cmp-su1-leaf1"}
 
 
+def _row(labels: dict[str, str]) -> dict[str, str]:
+    """The join's keys of a port: what gpufabric_job_port_info carries besides the job."""
+    return {k: labels[k] for k in ("device", "port", "role")}
+
+
 def _text(labels: dict[str, str]) -> str:
     return ",".join(f'{k}="{v}"' for k, v in labels.items())
 
@@ -225,10 +227,10 @@ def _port(labels: dict[str, str], **extra: str) -> dict[str, str]:
 SERIES = [
     # Job 81234 runs until 10m (its info series goes stale there, as Prometheus marks a series a scrape lacks);
     # job 81235 runs on. Both are behind cmp-su1-leaf1 swp3: an uplink two jobs share.
-    _series("gpufabric_job_port_info", {**ALICE, **HOST}, "1x9 stale"),
-    _series("gpufabric_job_port_info", {**ALICE, **UPLINK}, "1x9 stale"),
-    _series("gpufabric_job_port_info", {**BOB, **UPLINK}, "1x30"),
-    _series("gpufabric_job_nic_info", {**ALICE, **NIC}, "1x9 stale"),
+    _series("gpufabric_job_port_info", {**ALICE, **_row(HOST)}, "1x9 stale"),
+    _series("gpufabric_job_port_info", {**ALICE, **_row(UPLINK)}, "1x9 stale"),
+    _series("gpufabric_job_port_info", {**BOB, **_row(UPLINK)}, "1x30"),
+    _series("gpufabric_job_nic_info", {**ALICE, "host": "gpu01", "interface": "eth1"}, "1x9 stale"),
     # The shared uplink errs at 1 frame a second from 3m; the host port is clean; a port on no job's footprint
     # errs too and must be no job's.
     _series("gpufabric_interface_errors_total", _port(UPLINK, direction="rx"), "0 0 0+60x30"),
