@@ -143,6 +143,15 @@ class Footprints:
         self._cables: dict[str, dict[tuple[str, str], str]] = {}
         self._leaves: dict[str, dict[str, Device]] = {}
 
+    def warm(self) -> None:
+        """Build every index a job's footprint may need now (each plane's graph, leaves and host cables), so the
+        first job placed does not pay for them."""
+        for name, plane in self.plan.planes.items():
+            self._host_cables(name)
+            self._leaves.setdefault(name, plane_leaves(plane))
+            if name == COMPUTE or name in self._targets:
+                self._graph(name)
+
     def _graph(self, name: str) -> _Graph:
         found = self._graphs.get(name)
         if found is None:

@@ -90,6 +90,7 @@ class JobPorts:
 
     def __init__(self, plan: Plan) -> None:
         self.footprints = Footprints(plan)
+        self.footprints.warm()  # at start: the first refresh places jobs only
         self._kept: dict[tuple[str, tuple[str, ...]], JobRows] = {}
 
     def join(self, jobs: Sequence[RunningJob]) -> list[JobRows]:

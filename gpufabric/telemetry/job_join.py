@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample as PromSample
 
 from gpufabric.errors import GpufabricError
 from gpufabric.jobs.ports import JobPorts, JobRows
@@ -120,13 +121,17 @@ class JobCollector:
         )
         nics = GaugeMetricFamily("gpufabric_job_nic_info", JOB_METRICS["gpufabric_job_nic_info"].help, labels=JOB_NIC)
         unplanned: set[str] = set()
+        # The samples made directly (add_metric's own zip per sample costs a third of a refresh at 80,000 rows).
+        port_samples, nic_samples = ports.samples, nics.samples
         for job in rows:
             job_id, user = job.job.job_id, job.job.user
             unplanned.update(job.unplanned)
             for p in job.ports:
-                ports.add_metric((job_id, user, p.device, p.port, p.role), 1.0)
+                labels = {"job_id": job_id, "user": user, "device": p.device, "port": p.port, "role": p.role}
+                port_samples.append(PromSample("gpufabric_job_port_info", labels, 1.0, None))
             for n in job.nics:
-                nics.add_metric((job_id, user, n.host, n.interface), 1.0)
+                labels = {"job_id": job_id, "user": user, "host": n.host, "interface": n.interface}
+                nic_samples.append(PromSample("gpufabric_job_nic_info", labels, 1.0, None))
         sched = [self.scheduler]
         running = GaugeMetricFamily(
             "gpufabric_jobs_running", JOB_METRICS["gpufabric_jobs_running"].help, labels=SCHEDULER

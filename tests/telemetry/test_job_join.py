@@ -350,3 +350,43 @@ def test_the_join_the_counter_side_cannot_take_fails_on_a_shared_uplink(tmp_path
     done = _promtool_test(tmp_path, {"groups": [group]})
     assert done.returncode != 0
     assert "many-to-many" in done.stdout + done.stderr or "duplicate" in done.stdout + done.stderr
+
+
+def test_slurm_s_squeue_is_read_through_its_own_command_and_a_failure_is_a_scheduler_error():
+    import subprocess as sp
+
+    from gpufabric.scheduler.slurm import Slurm
+
+    asked: list[list[str]] = []
+
+    def runner(args):
+        asked.append(list(args))
+        return sp.CompletedProcess(args, 0, RECORDED.read_text(), "")
+
+    assert read_running(Slurm(runner=runner).squeue())[0].nodes == ("gpu01",)
+    assert asked == [["squeue", "--json"]]  # read-only: nothing else is asked of Slurm
+
+    def failing(args):
+        return sp.CompletedProcess(args, 1, "", "slurm_load_jobs error: Unable to contact slurm controller")
+
+    with pytest.raises(SchedulerError, match="Unable to contact"):
+        Slurm(runner=failing).squeue()
+
+
+def test_the_dashboard_has_a_job_row_over_a_job_id_variable(plan):
+    from gpufabric.telemetry.dashboard import dashboard
+
+    board = dashboard(plan)
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert variables["job_id"]["query"]["query"] == "label_values(gpufabric_job_port_info, job_id)"
+    row = next(i for i, p in enumerate(board["panels"]) if p["type"] == "row" and p["title"] == "jobs ($job_id)")
+    panels = board["panels"][row + 1 :]
+    assert {p["title"] for p in panels} >= {
+        "job: errors and discards on its ports",
+        "job: busiest uplink against its rate",
+    }
+    for panel in panels:  # every query of the row is the chosen jobs'
+        for target in panel["targets"]:
+            assert 'job_id=~"$job_id"' in target["expr"], target["expr"]
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids))
