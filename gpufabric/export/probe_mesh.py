@@ -34,7 +34,7 @@ CONFIGMAP_LIMIT = 1 << 20  # bytes: etcd's limit on one object, as Kubernetes do
 MOUNT = "/etc/gpufabric/probes"
 
 
-class ProbeMeshError(GpufabricError):
+class ProbeMeshError(ValueError, GpufabricError):
     """No probe mesh for this plan in Kubernetes (no RoCE plane, or a plan too large for a ConfigMap)."""
 
 

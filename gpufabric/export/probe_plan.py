@@ -51,7 +51,7 @@ MAX_ROUNDS = 16
 TIMEOUT = 1.0  # seconds after which a probe without an answer is lost
 
 
-class ProbePlanError(GpufabricError):
+class ProbePlanError(ValueError, GpufabricError):
     """No probe plan within the limits (the message names the host and what to change)."""
 
 
