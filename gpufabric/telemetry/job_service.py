@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from gpufabric.fleet.args import FleetArgs
-from gpufabric.fleet.target import reach
+from gpufabric.intent import load_intent
+from gpufabric.plan import build_plan
 from gpufabric.scheduler.slurm import Slurm
 from gpufabric.telemetry.job_join import INTERVAL, SHARD_KEY, JobCollector
 
@@ -23,7 +24,8 @@ def job_collector(
         raise ValueError(f"no job reader for {scheduler!r} (readers: {', '.join(SCHEDULERS)})")
     if shard is not None and not shard.owns(SHARD_KEY):
         return None
-    plan, _ = reach(args)
+    # The plan's names only: no login is needed to join jobs to ports (the lab's switches carry the same names).
+    plan = build_plan(load_intent(args.file, embedded=False))
     settings = plan.intent.scheduler
     if conf is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
         conf = Path(settings.slurm.conf)

@@ -390,3 +390,17 @@ def test_the_dashboard_has_a_job_row_over_a_job_id_variable(plan):
             assert 'job_id=~"$job_id"' in target["expr"], target["expr"]
     ids = [p["id"] for p in board["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def test_one_exporter_shard_serves_the_jobs_and_no_login_is_needed_for_them():
+    from gpufabric.fleet.args import FleetArgs
+    from gpufabric.telemetry.job_join import SHARD_KEY
+    from gpufabric.telemetry.job_service import job_collector
+    from gpufabric.telemetry.shards import parse_shard, shard_of
+
+    args = FleetArgs(file=str(ROOT / "inventory" / "fabric.yml"))  # no switch password in the environment
+    owner = shard_of(SHARD_KEY, 4)
+    served = [job_collector(args, "slurm", shard=parse_shard(f"{i}/4")) for i in range(4)]
+    assert [i for i, c in enumerate(served) if c is not None] == [owner]
+    collector = served[owner]
+    assert collector is not None and collector.read.__name__ == "squeue" and collector.scheduler == "slurm"
