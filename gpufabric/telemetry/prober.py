@@ -32,7 +32,8 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,12 +275,15 @@ class Responder:
 # -- the prober ---------------------------------------------------------------------------------------------
 
 
+KEPT = 10_000  # round trips kept per peer (the last ones): `serve` runs for months, its histograms count the rest
+
+
 @dataclass
 class PeerResult:
     peer: Peer
     sent: int = 0
     lost: int = 0
-    rtts: list[float] = field(default_factory=list)
+    rtts: deque[float] = field(default_factory=lambda: deque(maxlen=KEPT))
 
 
 class Metrics:
@@ -427,9 +431,9 @@ class Prober:
             sock.close()
 
 
-def quantile(values: list[float], q: float) -> float | None:
+def quantile(values: Iterable[float], q: float) -> float | None:
     """The q-quantile of `values` (nearest rank), None when there are none."""
-    if not values:
-        return None
     ordered = sorted(values)
+    if not ordered:
+        return None
     return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.999999) - 1))]

@@ -162,7 +162,7 @@ def test_probes_go_out_in_the_roce_class_are_timed_and_a_silent_peer_is_lost():
         p50, p99 = quantile(r.rtts, 0.5), quantile(r.rtts, 0.99)
         assert p50 is not None and p99 is not None and 0 < p50 <= p99 < 0.3
     silent = answered["gpu04"]  # nothing listens on 127.0.0.4: every probe lost
-    assert (silent.sent, silent.lost, silent.rtts) == (20, 20, [])
+    assert (silent.sent, silent.lost, list(silent.rtts)) == (20, 20, [])
     assert responder.answered == 40
     # The histogram as Prometheus reads it: buckets per pair, labelled with both ends, the rail and the leaves.
     families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
@@ -234,7 +234,7 @@ def test_an_answer_not_from_the_peer_or_not_a_probe_is_not_taken():
         prober.close()
         liar.close()
         stranger.close()
-    assert (result.sent, result.lost, result.rtts) == (5, 5, [])
+    assert (result.sent, result.lost, list(result.rtts)) == (5, 5, [])
 
 
 def test_the_plan_file_is_read_strictly(tmp_path):
@@ -444,3 +444,84 @@ def test_a_plan_without_roce_has_no_probe_mesh():
 
 def test_a_packet_is_64_bytes_with_the_magic_and_sequence():
     assert struct.calcsize("!8sQ") + 48 == PACKET and MAGIC == b"GFPROBE1"
+
+
+def _free_port(kind: int) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_probe_serve_processes_probe_each_other_and_serve_the_round_trips(tmp_path):
+    """`gpufabric probe serve` as the unit and the DaemonSet run it: two servers on loopback addresses, each
+    answering and probing the other, their /metrics read over HTTP, and a clean exit on SIGTERM."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    port = _free_port(socket.SOCK_DGRAM)
+    hosts = {"gpu11": "127.0.0.11", "gpu12": "127.0.0.12"}
+    doc = {
+        "format": FORMAT, "fabric": "lab", "port": port, "source_ports": 2, "source_base": 0, "interval": 0.05,
+        "timeout": 0.5, "dscp": {"compute": DSCP},
+        "hosts": {
+            me: {"responders": [["eth1", address, DSCP]],
+                 "probes": [["eth1", address, peer, hosts[peer], "compute", "1", f"leaf-{me}", f"leaf-{peer}"]]}
+            for me, address in hosts.items() for peer in hosts if peer != me
+        },
+    }  # fmt: skip
+    plan = tmp_path / "probes.json"
+    plan.write_text(json.dumps(doc))
+    listen = {name: _free_port(socket.SOCK_STREAM) for name in hosts}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpufabric",
+                "probe",
+                "serve",
+                "--plan",
+                str(plan),
+                "--node",
+                name,
+                "--listen",
+                f"127.0.0.1:{listen[name]}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name in hosts
+    }
+    try:
+        text = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{listen['gpu11']}/metrics", timeout=5) as answer:
+                    text = answer.read().decode()
+            except OSError:
+                continue  # not listening yet
+            counts = [
+                s for f in text_string_to_metric_families(text) if f.name == "gpufabric_probe_rtt_seconds"
+                for s in f.samples if s.name.endswith("_count")
+            ]  # fmt: skip
+            if counts and counts[0].value >= 5:
+                break
+        else:
+            pytest.fail(f"no round trips served in 30 s: {text[-500:]}")
+        assert counts[0].labels == {
+            "plane": "compute", "rail": "1", "src": "gpu11", "dst": "gpu12", "src_leaf": "leaf-gpu11",
+            "dst_leaf": "leaf-gpu12",
+        }  # fmt: skip
+    finally:
+        for proc in procs.values():
+            proc.send_signal(signal.SIGTERM)  # ours, by PID
+        codes = {name: proc.wait(timeout=20) for name, proc in procs.items()}
+    assert codes == {"gpu11": 0, "gpu12": 0}, {n: p.stderr.read() if p.stderr else "" for n, p in procs.items()}
