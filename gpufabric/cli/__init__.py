@@ -51,6 +51,7 @@ COMMANDS = {
     "job": "gpufabric.cli.job_cmd:job_cmd",
     "triage": "gpufabric.cli.triage_cmd:triage_cmd",
     "config": "gpufabric.cli.config_cmd:config_cmd",
+    "probe": "gpufabric.cli.probe_cmd:probe_cmd",
 }
 
 

@@ -90,6 +90,32 @@ _BMC_PLAIN_HTTP = click.option(
 )  # fmt: skip
 
 
+def _job_options(command: Any) -> Any:
+    """--jobs, --slurm-conf, --jobs-interval: running jobs joined to their footprints' ports (docs/telemetry.md)."""
+    command = click.option(
+        "--jobs-interval", type=FiniteFloat(1, 3600), default=15.0, show_default=True, metavar="SECONDS",
+        help="Read the scheduler's running jobs at most this often (its last answer serves the scrapes between).",
+    )(command)  # fmt: skip
+    command = click.option(
+        "--slurm-conf", type=click.Path(dir_okay=False, path_type=Path),
+        help="slurm.conf for squeue (--jobs slurm). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
+    )(command)  # fmt: skip
+    return click.option(
+        "--jobs", "jobs", type=click.Choice(["slurm"]),
+        help="Serve gpufabric_job_port_info and gpufabric_job_nic_info: each running job (squeue --json) joined "
+        "to the switch ports and NICs of its footprint. With --shard, the shard that owns the name gpufabric-jobs "
+        "serves them.",
+    )(command)  # fmt: skip
+
+
+def _jobs(fleet_args: FleetArgs, jobs: str | None, slurm_conf: Path | None, interval: float, shard: Any) -> Any:
+    if jobs is None:
+        return None
+    from gpufabric.telemetry.job_service import job_collector
+
+    return job_collector(fleet_args, jobs, conf=slurm_conf, interval=interval, shard=shard)
+
+
 @telemetry_cmd.command("serve")
 @login_options
 @click.option("--listen", default="127.0.0.1:9108", show_default=True, metavar="ADDR:PORT",
@@ -101,8 +127,10 @@ _BMC_PLAIN_HTTP = click.option(
                    "to I (Prometheus's hashmod). `telemetry prometheus --shards N` configures the N.")  # fmt: skip
 @_budget_options
 @_BMC_PLAIN_HTTP
+@_job_options
 def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: str | None, scrape_budget: float,
-              switch_deadline: float, bmc_plain_http: bool) -> int:  # fmt: skip
+              switch_deadline: float, bmc_plain_http: bool, jobs: str | None = None, slurm_conf: Path | None = None,
+              jobs_interval: float = 15.0) -> int:  # fmt: skip
     """Serve the fabric's counters for Prometheus until interrupted (SIGINT or SIGTERM)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
@@ -115,6 +143,10 @@ def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: s
         fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline, bmc_plain_http=bmc_plain_http
     )
     registry.register(collector)
+    joined = _jobs(fleet_args, jobs, slurm_conf, jobs_interval, shard)
+    if joined is not None:
+        registry.register(joined)
+        joined.start()  # the scheduler is read on its own thread: a slow squeue never holds a scrape
     server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=registry)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -129,6 +161,8 @@ def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: s
     server.shutdown()
     thread.join(5)
     collector.close()
+    if joined is not None:
+        joined.close()
     return 0
 
 
@@ -138,8 +172,10 @@ def serve_cmd(*, fleet_args: FleetArgs, listen: str, workers: int, shard_text: s
 @click.option("--shard", "shard_text", metavar="I/N", help="Read only shard I of N (counted from 0), as serve does.")
 @_budget_options
 @_BMC_PLAIN_HTTP
+@_job_options
 def scrape_cmd(*, fleet_args: FleetArgs, workers: int, shard_text: str | None, scrape_budget: float,
-               switch_deadline: float, bmc_plain_http: bool) -> int:  # fmt: skip
+               switch_deadline: float, bmc_plain_http: bool, jobs: str | None = None, slurm_conf: Path | None = None,
+               jobs_interval: float = 15.0) -> int:  # fmt: skip
     """Read the fabric once and print what `serve` would serve (Prometheus text format)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
@@ -149,6 +185,9 @@ def scrape_cmd(*, fleet_args: FleetArgs, workers: int, shard_text: str | None, s
         fleet_args, workers, shard, budget=scrape_budget, deadline=switch_deadline, bmc_plain_http=bmc_plain_http
     )
     registry.register(collector)
+    joined = _jobs(fleet_args, jobs, slurm_conf, jobs_interval, shard)
+    if joined is not None:
+        registry.register(joined)  # read inline, once: a one-off scrape
     try:
         write_stdout(generate_latest(registry).decode())
     finally:

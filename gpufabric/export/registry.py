@@ -16,6 +16,7 @@ from gpufabric.export import (
     k8s_labels,
     k8s_network,
     plan_json,
+    probe_mesh,
     slurm,
     structured,
     ztp,
@@ -63,6 +64,12 @@ EXPORTERS: dict[str, Exporter] = {
             "Kubernetes RDMA networks per rail: Network Operator objects (a directory with -o)",
             ".yaml",
             k8s_network.render,
+        ),
+        Exporter(
+            "k8s-probe-mesh",
+            "Kubernetes DaemonSet and ConfigMap of the probe mesh (`gpufabric probe serve` on every RoCE node)",
+            ".yaml",
+            probe_mesh.render,
         ),
         Exporter(
             "ib-topology",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from gpufabric.errors import GpufabricError
 from gpufabric.export.cabling import cable_id
 from gpufabric.plan.ecmp import next_hops
-from gpufabric.plan.model import HostNic, Plan, PlanePlan, Server, ip
+from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, ip
 from gpufabric.plan.multiplane import part_name
 from gpufabric.scheduler.slurm import Slurm, read_jobs
 
@@ -52,6 +52,17 @@ class NicPlace:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkEnds:
+    """A fabric link on a job's paths, by its two ends (names in order) and its cable label."""
+
+    a: str
+    a_port: str
+    b: str
+    b_port: str
+    cable: str
+
+
+@dataclass(frozen=True, slots=True)
 class Crossing:
     """What traffic between some leaves can cross on the plan's ECMP paths: its spines, superspines and the
     fabric cables between them. `toward`: the far side's leaves (storage servers'), empty for the job's own."""
@@ -63,6 +74,7 @@ class Crossing:
     superspines: tuple[str, ...]
     cables: tuple[str, ...]
     servers: tuple[str, ...] = ()  # the storage servers on the far side
+    links: tuple[LinkEnds, ...] = ()  # the fabric links behind `cables`, by their ends (the telemetry join's ports)
 
 
 @dataclass(frozen=True)
@@ -115,48 +127,89 @@ def _crossing_dict(c: Crossing) -> dict[str, object]:
 
 def footprint(plan: Plan, nodes: Sequence[str], job: str | None = None) -> Footprint:
     """The footprint of a job on `nodes` (names as the plan writes them; duplicates taken once)."""
-    servers = {s.name: s for s in plan.servers}
-    wanted = list(dict.fromkeys(nodes))
-    unknown = [n for n in wanted if n not in servers]
-    if unknown:
-        more = f" and {len(unknown) - MAX_SHOWN} more" if len(unknown) > MAX_SHOWN else ""
-        raise FootprintError(
-            f"not a server of the plan ({plan.source}): {', '.join(unknown[:MAX_SHOWN])}{more}; "
-            "name the nodes as the plan does (gpufabric export inventory)"
+    return Footprints(plan).footprint(nodes, job)
+
+
+class Footprints:
+    """The footprints of many jobs on one plan: the plan's indexes (servers, host cables, each plane's ECMP
+    graph and its walks) are built on the first job that needs them and kept for the next ones, so a thousand
+    jobs cost the plan's walks once (the telemetry join places every running job at each refresh)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.servers = {s.name: s for s in plan.servers}
+        self._targets = _storage_servers(plan)
+        self._graphs: dict[str, _Graph] = {}
+        self._cables: dict[str, dict[tuple[str, str], str]] = {}
+        self._leaves: dict[str, dict[str, Device]] = {}
+
+    def warm(self) -> None:
+        """Build every index a job's footprint may need now (each plane's graph, leaves and host cables), so the
+        first job placed does not pay for them."""
+        for name, plane in self.plan.planes.items():
+            self._host_cables(name)
+            self._leaves.setdefault(name, plane_leaves(plane))
+            if name == COMPUTE or name in self._targets:
+                self._graph(name)
+
+    def _graph(self, name: str) -> _Graph:
+        found = self._graphs.get(name)
+        if found is None:
+            found = self._graphs[name] = _Graph(self.plan.planes[name])
+        return found
+
+    def _host_cables(self, name: str) -> dict[tuple[str, str], str]:
+        found = self._cables.get(name)
+        if found is None:
+            found = self._cables[name] = host_cables(self.plan.planes[name])
+        return found
+
+    def footprint(self, nodes: Sequence[str], job: str | None = None) -> Footprint:
+        plan, servers = self.plan, self.servers
+        wanted = list(dict.fromkeys(nodes))
+        unknown = [n for n in wanted if n not in servers]
+        if unknown:
+            more = f" and {len(unknown) - MAX_SHOWN} more" if len(unknown) > MAX_SHOWN else ""
+            raise FootprintError(
+                f"not a server of the plan ({plan.source}): {', '.join(unknown[:MAX_SHOWN])}{more}; "
+                "name the nodes as the plan does (gpufabric export inventory)"
+            )
+        if not wanted:
+            raise FootprintError("no node named: give a job id or --nodes")
+        chosen = [servers[n] for n in wanted]
+        nics: list[NicPlace] = []
+        planes: list[Crossing] = []
+        storage: list[Crossing] = []
+        targets = self._targets
+        for name, plane in plan.planes.items():
+            mine = [(s, nic) for s in chosen for nic in s.nics if nic.plane == name]
+            if not mine:
+                continue
+            leaves = self._leaves.get(name)
+            if leaves is None:
+                leaves = self._leaves[name] = plane_leaves(plane)
+            placed = place_nics(plane, mine, self._host_cables(name), leaves)
+            nics += placed
+            if name != COMPUTE and name not in targets:
+                continue  # a plane the job's traffic does not cross between its nodes (business): its NICs only
+            graph = self._graph(name)
+            if name == COMPUTE:
+                planes += _own(graph, placed)
+            if name in targets:
+                storage.append(_to_storage(graph, placed, targets[name]))
+        notes = []
+        if plan.infiniband is not None:
+            notes.append(
+                f"the {plan.infiniband.plane} plane is InfiniBand: its adapters and cables are not in this footprint"
+            )
+        return Footprint(
+            job,
+            tuple(wanted),
+            tuple(nics),
+            tuple(planes),
+            tuple(storage),
+            tuple(notes),
         )
-    if not wanted:
-        raise FootprintError("no node named: give a job id or --nodes")
-    chosen = [servers[n] for n in wanted]
-    nics: list[NicPlace] = []
-    planes: list[Crossing] = []
-    storage: list[Crossing] = []
-    targets = _storage_servers(plan)
-    for name, plane in plan.planes.items():
-        mine = [(s, nic) for s in chosen for nic in s.nics if nic.plane == name]
-        if not mine:
-            continue
-        placed = place_nics(plane, mine)
-        nics += placed
-        if name != COMPUTE and name not in targets:
-            continue  # a plane the job's traffic does not cross between its nodes (business): its NICs only
-        graph = _Graph(plane)
-        if name == COMPUTE:
-            planes += _own(graph, placed)
-        if name in targets:
-            storage.append(_to_storage(graph, placed, targets[name]))
-    notes = []
-    if plan.infiniband is not None:
-        notes.append(
-            f"the {plan.infiniband.plane} plane is InfiniBand: its adapters and cables are not in this footprint"
-        )
-    return Footprint(
-        job,
-        tuple(wanted),
-        tuple(nics),
-        tuple(planes),
-        tuple(storage),
-        tuple(notes),
-    )
 
 
 def _storage_servers(plan: Plan) -> dict[str, list[Server]]:
@@ -179,14 +232,22 @@ def host_cables(plane: PlanePlan, ports: set[tuple[str, str]] | None = None) -> 
     }
 
 
+def plane_leaves(plane: PlanePlan) -> dict[str, Device]:
+    return {d.name: d for d in plane.devices if d.role == "leaf"}
+
+
 def place_nics(
-    plane: PlanePlan, mine: list[tuple[Server, HostNic]], cables: dict[tuple[str, str], str] | None = None
+    plane: PlanePlan,
+    mine: list[tuple[Server, HostNic]],
+    cables: dict[tuple[str, str], str] | None = None,
+    leaves: dict[str, Device] | None = None,
 ) -> list[NicPlace]:
     """The NICs with their plane part, rail and host cable (`cables` as host_cables gives them, else read for
-    these NICs in one pass over the plane's links)."""
+    these NICs in one pass over the plane's links; `leaves` the plane's leaves by name, else read here)."""
     if cables is None:
         cables = host_cables(plane, {(s.name, nic.interface) for s, nic in mine})
-    leaves = {d.name: d for d in plane.devices if d.role == "leaf"}
+    if leaves is None:
+        leaves = plane_leaves(plane)
     out = []
     for s, nic in mine:
         leaf = leaves.get(nic.leaf)
@@ -259,15 +320,15 @@ class _Graph:
         self.role = {d.name: d.role for d in plane.devices}
         self.asn = {d.name: d.asn for d in plane.devices if d.asn is not None}
         self.adjacent: dict[str, list[str]] = defaultdict(list)
-        # The cable numbers of each pair of switches, kept in the same pass (labelled only when used).
-        self._edge_cables: dict[tuple[str, str], list[int]] = defaultdict(list)
-        adjacent, asn, numbers = self.adjacent, self.asn, self._edge_cables
+        # The links of each pair of switches, kept in the same pass (labelled only when used).
+        self._edge_links: dict[tuple[str, str], list[Link]] = defaultdict(list)
+        adjacent, asn, links = self.adjacent, self.asn, self._edge_links
         for link in plane.links:
             a, b = link.a, link.b
             if link.kind == "fabric" and a in asn and b in asn:
                 adjacent[a].append(b)
                 adjacent[b].append(a)
-                numbers[(a, b) if a < b else (b, a)].append(link.number)
+                links[(a, b) if a < b else (b, a)].append(link)
         self._class: dict[str, frozenset[str]] = {}
         self._members: dict[frozenset[str], list[str]] | None = None
         self._hops: dict[frozenset[str], tuple[str, dict[str, list[str]]]] = {}
@@ -368,13 +429,21 @@ class _Graph:
             tuple(_natural(by_role["superspine"])),
             tuple(sorted(label for edge in edges for label in self.cables(edge))),
             servers,
+            tuple(self.ends(edges)),
         )
         return crossing
 
     def cables(self, edge: tuple[str, str]) -> list[str]:
         """The labels of the fabric cables between two switches (names in order), as the cabling export
         writes them."""
-        return [cable_id(self.plane.prefix, n) for n in self._edge_cables.get(edge, ())]
+        return [cable_id(self.plane.prefix, link.number) for link in self._edge_links.get(edge, ())]
+
+    def ends(self, edges: Iterable[tuple[str, str]]) -> list[LinkEnds]:
+        """The fabric links between these pairs of switches, by their ends, in cable order."""
+        found = [link for edge in edges for link in self._edge_links.get(edge, ())]
+        found.sort(key=lambda link: link.number)
+        prefix = self.plane.prefix
+        return [LinkEnds(k.a, k.a_port, k.b, k.b_port, cable_id(prefix, k.number)) for k in found]
 
 
 def _natural(names: Iterable[str]) -> list[str]:

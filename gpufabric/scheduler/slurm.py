@@ -353,6 +353,10 @@ class Slurm:
             raise SchedulerOutputError(f"{' '.join(args[:2])} printed more than {self.max_bytes:,} bytes")
         return decode(done.stdout)
 
+    def squeue(self) -> str:
+        """`squeue --json` as Slurm printed it: every job of the cluster, for a reader of running jobs (read-only)."""
+        return self._call("squeue", "--json")
+
     def nodes(self, names: Sequence[str]) -> dict[str, NodeState]:
         every = read_nodes(self._call("sinfo", "--json"))
         wanted = set(names)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpufabric.plan.model import Plan
+from gpufabric.telemetry.job_rules import RECORDS as JOB_RECORDS
 from gpufabric.telemetry.optics_rules import BER
+from gpufabric.telemetry.probe_rules import P99 as PROBE_P99
 from gpufabric.telemetry.targets import switch_targets
 
 WIDTH, HEIGHT = 24, 8
@@ -77,6 +79,84 @@ def plane_panels(plane: str, rails: list[str], roce: bool) -> list[dict[str, Any
     return panels
 
 
+JOB_VARIABLE = {
+    "name": "job_id",
+    "label": "Job",
+    "type": "query",
+    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+    "query": {"query": "label_values(gpufabric_job_port_info, job_id)", "refId": "jobs"},
+    "refresh": 2,  # on time range change: the jobs running in the range shown
+    "multi": True,
+    "includeAll": False,
+}
+
+
+def job_panels() -> list[dict[str, Any]]:
+    """The job row: the fabric as the chosen jobs see it (the records of job_rules.py, the join's ports, and
+    the probe mesh's latency from the job's nodes)."""
+    job = 'job_id=~"$job_id"'
+    each = "{{job_id}}"
+    ports = f"gpufabric_job_port_info{{{job}}}"
+    errors = "sum by (device, port, cable) (rate(gpufabric_interface_errors_total[5m]))"
+    nodes = f'label_replace(group by (host) (gpufabric_job_nic_info{{{job}}}), "src", "$1", "host", "(.+)")'
+    return [
+        _panel(
+            "job: errors and discards on its ports",
+            [
+                (f"{JOB_RECORDS['errors']}{{{job}}}", f"{each} errors"),
+                (f"{JOB_RECORDS['discards']}{{{job}}}", f"{each} discards"),
+            ],
+            "pps",
+        ),
+        _panel(
+            "job: PFC pauses received, ECN marks, CNPs sent",
+            [
+                (f"{JOB_RECORDS['pauses']}{{{job}}}", f"{each} pauses"),
+                (f"{JOB_RECORDS['ecn']}{{{job}}}", f"{each} CE marks"),
+                (f"{JOB_RECORDS['cnp']}{{{job}}}", f"{each} CNPs"),
+            ],
+            "pps",
+        ),
+        _panel("job: link flaps (10 min)", [(f"{JOB_RECORDS['flaps']}{{{job}}}", each)]),
+        _panel("job: uplink traffic", [(f"{JOB_RECORDS['uplink_bits']}{{{job}}}", each)], "bps"),
+        _panel(
+            "job: busiest uplink against its rate",
+            [(f"{JOB_RECORDS['uplink_utilisation']}{{{job}}}", each)],
+            "percentunit",
+        ),
+        _panel(
+            "job: its ports with the most errors",
+            [
+                (
+                    f"topk(10, {ports} * on(device, port) group_left() ({errors}) > 0)",
+                    "{{job_id}} {{device}} {{port}} ({{role}}, {{cable}})",
+                )
+            ],
+            "pps",
+        ),
+        _panel(
+            "job: probe latency p99 from its nodes",
+            [
+                (
+                    f"topk(10, max by (src, dst, rail) ({PROBE_P99} * on(src) group_left() {nodes}))",
+                    "{{src}} to {{dst}} rail {{rail}}",
+                )
+            ],
+            "s",
+        ),
+    ]
+
+
+def _job_row(y: int) -> list[dict[str, Any]]:
+    panels: list[dict[str, Any]] = [
+        {"type": "row", "title": "jobs ($job_id)", "collapsed": False, "gridPos": {"h": 1, "w": WIDTH, "x": 0, "y": y}}
+    ]
+    mine = job_panels()
+    for i, panel in enumerate(mine):
+        panel["gridPos"] = {"h": HEIGHT, "w": WIDTH // 2, "x": (i % 2) * (WIDTH // 2), "y": y + 1 + (i // 2) * HEIGHT}
+    return panels + mine
+
+
 def dashboard(plan: Plan) -> dict[str, Any]:
     rails: dict[str, set[str]] = {}
     for t in switch_targets(plan):
@@ -96,6 +176,7 @@ def dashboard(plan: Plan) -> dict[str, Any]:
             panel["gridPos"] = {"h": HEIGHT, "w": WIDTH // 2, "x": (i % 2) * (WIDTH // 2), "y": y + (i // 2) * HEIGHT}
         panels += mine
         y += (len(mine) + 1) // 2 * HEIGHT
+    panels += _job_row(y)  # the fabric through the jobs on it: job_join.py's series, job_rules.py's records
     for i, p in enumerate(panels, 1):
         p["id"] = i
     return {
@@ -105,7 +186,10 @@ def dashboard(plan: Plan) -> dict[str, Any]:
         "time": {"from": "now-1h", "to": "now"},
         "refresh": "30s",
         "templating": {
-            "list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"}]
+            "list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
+                JOB_VARIABLE,
+            ]
         },
         "panels": panels,
     }

@@ -10,7 +10,9 @@ from gpufabric.ib import alerts as ib_alerts
 from gpufabric.telemetry.durations import MAX_DURATION_CHARS, DurationError, check_duration
 from gpufabric.telemetry.flapping import FLAPPING, flapping
 from gpufabric.telemetry.health_rules import health_groups
+from gpufabric.telemetry.job_rules import job_group
 from gpufabric.telemetry.optics_rules import optics_group
+from gpufabric.telemetry.probe_rules import probe_group
 
 __all__ = [
     "FLAPPING",
@@ -116,6 +118,8 @@ def alert_rules(t: Thresholds = Thresholds()) -> dict[str, object]:
     # The InfiniBand fabric's rules (over `gpufabric ib metrics` or `telemetry serve`): a group of their own, idle
     # without it. GPU, host NIC and lossless-buffer health (health_rules.py).
     groups = [{"name": "gpufabric", "rules": rules}, optics_group(), ib_alerts.alert_group(), *health_groups()]
+    groups.append(job_group())  # running jobs joined to their footprints' ports (job_rules.py)
+    groups.append(probe_group())  # the probe mesh's latency and loss (probe_rules.py)
     return {"groups": groups}
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import csv
+import gzip
 import io
 import itertools
 import json
@@ -26,6 +28,7 @@ from gpufabric.export import (
     k8s_labels,
     k8s_network,
     plan_json,
+    probe_mesh,
     slurm,
     ztp,
 )
@@ -92,6 +95,9 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         return {h for g in groups.values() for h in g["hosts"]}
     if kind == "ib-topology":  # read back by the topology parser (ibnetdiscover's format): hosts by adapter
         return {name.split(" ")[0] for name in ib_topology_parse(text).by_name()}
+    if kind == "k8s-probe-mesh":  # the ConfigMap's probe plan: every host it probes from
+        (config,) = [d for d in yaml.load_all(text, Loader=_LOADER) if d and d["kind"] == "ConfigMap"]
+        return set(json.loads(gzip.decompress(base64.b64decode(config["binaryData"]["probes.json.gz"])))["hosts"])
     assert kind == "bom"
     rows = list(csv.DictReader(io.StringIO(text)))
     return {r["plane"] for r in rows}
@@ -116,6 +122,10 @@ def test_every_export_renders_every_example(path, kind):
             EXPORTERS[kind].render(plan)
         assert refused.value.problems[0].path == ("planes", "oob")
         return
+    if kind == "k8s-probe-mesh" and not any(p.carries_roce for p in plan.planes.values()):  # nothing to probe
+        with pytest.raises(probe_mesh.ProbeMeshError, match="carries RoCE"):
+            EXPORTERS[kind].render(plan)
+        return
     if kind == "anta" and not any(d.platform == "eos" for d in plan.devices()):  # ANTA tests EOS only
         with pytest.raises(anta.NoAntaSwitchError, match="ANTA tests Arista EOS"):
             EXPORTERS[kind].render(plan)
@@ -135,6 +145,11 @@ def test_every_export_renders_every_example(path, kind):
         # a multi-plane compute plane is listed plane by plane (compute-p1, compute-p2, ...)
         "bom": {n for name, p in plan.planes.items() for n, _ in parts(name, p)} | {"total"},
         "structured": switches,
+        "k8s-probe-mesh": {
+            s.name
+            for s in plan.servers
+            if any(n.plane in plan.planes and plan.planes[n.plane].carries_roce for n in s.nics)
+        },
         "anta": {d.name for d in plan.devices() if d.platform == "eos"},
         # every switch whose management port a planned cable reaches (the OOB switches' own need a serial)
         "ztp": {d.name for d in plan.devices() if d.plane != "oob"},

@@ -18,6 +18,7 @@ from gpufabric.drivers.transport import Output
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.telemetry.dashboard import dashboard, queries
+from gpufabric.telemetry.job_join import JOB_METRICS
 from gpufabric.telemetry.metrics import METRICS
 from gpufabric.telemetry.read import Sample, read_host
 from gpufabric.telemetry.rules import Thresholds, alert_rules, rules_yaml
@@ -249,9 +250,9 @@ def test_rules_pass_promtool_and_watch_only_served_metrics(tmp_path):
     done = subprocess.run([_promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (
-        "SUCCESS: 41 rules found" in done.stdout
+        "SUCCESS: 58 rules found" in done.stdout
     )  # 11 Ethernet, 7 optics (test_optics_alerts.py), 6 InfiniBand, 12 GPU, NIC, buffers (test_health_alerts.py),
-    # 5 BMC (test_bmc_alerts.py)
+    # 5 BMC (test_bmc_alerts.py), 11 jobs (test_job_join.py), 6 probes (test_probe_mesh.py)
     used = {
         w
         for r in alert_rules()["groups"][0]["rules"]
@@ -367,6 +368,8 @@ def test_dashboard_has_a_row_per_plane_and_a_panel_per_rail():
     plan = _plan()
     board = dashboard(plan)
     rows = [p["title"] for p in board["panels"] if p["type"] == "row"]
+    assert rows[-1] == "jobs ($job_id)"  # the job row last, over the job_id variable (test_job_join.py)
+    rows = rows[:-1]
     assert rows == [n for n in plan.planes if n != "oob"] + (["oob"] if "oob" in rows else [])
     compute = [p["title"] for p in board["panels"] if p["title"].startswith("compute: rail")]
     assert compute == ["compute: rail 1", "compute: rail 2"]
@@ -385,8 +388,11 @@ def test_every_dashboard_query_is_valid_promql_on_served_metrics(tmp_path, name)
         [_promtool(), "check", "rules", str(tmp_path / "q.yml")], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    named = {w.split("{")[0] for e in exprs for w in e.replace("(", " ").split() if w.startswith("gpufabric_")}
-    assert named <= set(METRICS), named - set(METRICS)
+    named = {
+        w.split("{")[0].split("[")[0] for e in exprs for w in e.replace("(", " ").split() if w.startswith("gpufabric_")
+    }
+    served = set(METRICS) | set(JOB_METRICS)  # the exporter's, and the job join's beside them
+    assert named <= served, named - served
 
 
 def test_the_commands_write_rules_and_dashboard(tmp_path):
