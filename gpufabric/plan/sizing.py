@@ -13,10 +13,12 @@ from math import ceil
 
 from gpufabric.errors import GpufabricError
 from gpufabric.intent.errors import Path, Problem
-from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, SwitchRole
+from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, StoragePlane, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
+from gpufabric.intent.storage import gbps_text
 from gpufabric.intent.types import PlaneName
 from gpufabric.plan.ports import MLAG_PEER_CAGES, cages_needed
+from gpufabric.plan.storage import leaf_demand
 
 
 class SizingError(GpufabricError):
@@ -136,7 +138,29 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
             ]
         )
     leaf_up = _uplinks_for(leaf, unit_nodes, d_leaf, plane.oversubscription)
+    # A storage plane's leaves carry what the GPU servers read and write, when the intent says how much:
+    # the uplinks the ratio gives are raised to it (`uplinks`, written, stays as written: the check after
+    # the build says whether it carries the demand).
+    demand = None
+    if isinstance(plane, StoragePlane) and leaf.uplinks is None:
+        demand = leaf_demand(intent, plane, unit_nodes, uplink_speed(leaf))
+        if demand is not None and demand.uplinks > leaf_up:
+            leaf_up = demand.uplinks
+        else:
+            demand = None
     need = cages_needed(unit_nodes, split(leaf, d_leaf), leaf_up, split(leaf, uplink_speed(leaf))) + peer_cages
+    if need > leaf.ports and demand is not None:
+        raise SizingError(
+            [
+                Problem(
+                    demand.at,
+                    f"{demand.why} needs {gbps_text(demand.gbps)} of uplinks on each storage leaf: "
+                    f"{demand.uplinks} uplinks of {uplink_speed(leaf)}G beside {unit_nodes} host ports take "
+                    f"{need} ports, a leaf has {leaf.ports}",
+                    "lower unit_nodes, use leaves with more or faster ports, or ask less of the plane",
+                )
+            ]
+        )
     if need > leaf.ports:
         best = _max_downlinks(leaf, d_leaf, plane.oversubscription, peer_cages)
         problems.append(
