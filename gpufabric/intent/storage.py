@@ -48,7 +48,7 @@ MAX_SIZE = 10**18  # an exabyte: far past any checkpoint, small enough that no a
 
 def _parse_size(value: Any) -> Any:
     """A size in bytes, written like 40TB or 512GiB (a bare number is bytes)."""
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, bool | float):
         raise ValueError("a size is written like 40TB or 512GiB")
     if isinstance(value, int):
         return value
@@ -76,7 +76,7 @@ def _parse_rate(value: Any) -> Any:
 
 def _parse_duration(value: Any) -> Any:
     """A duration in seconds, written like 60s, 5min or 1h (a bare whole number is seconds)."""
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, bool | float):
         raise ValueError("a duration is written like 60s, 5min or 1h")
     if isinstance(value, int):
         return float(value)

@@ -79,7 +79,11 @@ def leaf_demand(intent: Intent, plane: StoragePlane, unit_nodes: int, uplink_gbp
         asks: list[tuple[float, str, Path]] = []
         if demand.read_per_gpu is not None:
             asks.append(
-                (g.gpus * demand.read_per_gpu, f"reading {gbps_text(demand.read_per_gpu)} per GPU", (*AT, "demand", "read_per_gpu"))
+                (
+                    g.gpus * demand.read_per_gpu,
+                    f"reading {gbps_text(demand.read_per_gpu)} per GPU",
+                    (*AT, "demand", "read_per_gpu"),
+                )
             )
         if ckpt is not None:
             assert demand.checkpoint is not None
@@ -141,7 +145,7 @@ def flow(plan: Plan) -> StorageFlow | None:
     pp = plan.planes.get("storage")
     if plane_intent is None or pp is None:
         return None
-    data, meta = target_groups(plane_intent, plan.intent)
+    data, _ = target_groups(plane_intent, plan.intent)
     client_names = {g.name for g in client_groups(plan.intent, plane_intent)}
     clients = [s for s in plan.servers if s.group in client_names]
     targets = [s for s in plan.servers if s.group in data]
