@@ -145,7 +145,9 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
     if isinstance(plane, StoragePlane) and leaf.uplinks is None:
         demand = leaf_demand(intent, plane, unit_nodes, uplink_speed(leaf))
         if demand is not None and demand.uplinks > leaf_up:
-            leaf_up = demand.uplinks
+            # A leaf spreads its uplinks evenly over a fixed number of spines: a whole number each.
+            each = spine.count or 1
+            leaf_up = ceil(demand.uplinks / each) * each
         else:
             demand = None
     need = cages_needed(unit_nodes, split(leaf, d_leaf), leaf_up, split(leaf, uplink_speed(leaf))) + peer_cages
@@ -197,9 +199,16 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
         raise SizingError(problems)
 
     tier = LeafTier(unit_nodes, leaf_up, shares, unit_leaves, borders, border_up, edges)
-    if plane.tiers == 2:
-        return _two_tier(at, spine, tier, plane.topology == "rail-optimized")
-    return _three_tier(at, plane, spine, tier)
+    try:
+        if plane.tiers == 2:
+            return _two_tier(at, spine, tier, plane.topology == "rail-optimized")
+        return _three_tier(at, plane, spine, tier)
+    except SizingError as exc:
+        if demand is None:
+            raise
+        # The uplinks are the demand's: say so, so the reader knows which field asked for them.
+        said = f"{demand.why} asks {leaf_up} uplinks of each storage leaf ({gbps_text(demand.gbps)}): "
+        raise SizingError([Problem(p.path, said + p.message, p.hint) for p in exc.problems]) from None
 
 
 def _shares(intent: Intent, name: PlaneName, unit_nodes: int) -> tuple[tuple[GroupShare, ...], tuple[int, ...]]:

@@ -81,7 +81,7 @@ def leaf_demand(intent: Intent, plane: StoragePlane, unit_nodes: int, uplink_gbp
             asks.append(
                 (
                     g.gpus * demand.read_per_gpu,
-                    f"reading {gbps_text(demand.read_per_gpu)} per GPU",
+                    f"reading {byte_rate_text(demand.read_per_gpu)} per GPU",
                     (*AT, "demand", "read_per_gpu"),
                 )
             )

@@ -1,0 +1,128 @@
+"""The storage plane sized from what the GPU servers read and write (`planes.storage.demand`), the path's
+bottleneck and the checkpoint's time at full fabric rate (gpufabric/plan/storage.py, docs/storage.md)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from conftest import INVENTORY, default_doc, example_plan, plan_doc, run
+
+from gpufabric.intent import IntentError
+from gpufabric.plan.storage import flow
+
+THIRTY_TWO_K = INVENTORY / "examples" / "three-tier-32k.yml"
+
+
+def _with(demand: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(default_doc())
+    del doc["planes"]["storage"]["switches"]["spine"]["count"]  # sized from the uplinks, as the demand asks
+    if demand is not None:
+        doc["planes"]["storage"]["demand"] = demand
+    doc["planes"]["storage"].update(storage)
+    return doc
+
+
+def test_the_default_fabrics_path_and_its_bottleneck_are_the_planned_links() -> None:
+    """4 GPU servers x one 200G storage NIC; 2 storage servers x one 200G port: the targets' ports limit."""
+    f = flow(plan_doc(_with()))
+    assert f is not None
+    stages = {s.name: s.gbps for s in f.stages}
+    assert stages["GPU servers' storage NICs"] == 800
+    assert stages["storage targets' ports"] == 400
+    assert f.bottleneck.name == "storage targets' ports"
+    assert f.checkpoint_seconds() is None  # no checkpoint asked
+
+
+def test_the_checkpoint_time_is_its_size_over_the_slowest_stage() -> None:
+    f = flow(plan_doc(_with({"checkpoint": {"size": "2TB", "within": "60s"}})))
+    assert f is not None
+    # 2 TB = 16,000 Gb over 400 Gb/s.
+    assert f.checkpoint_seconds() == pytest.approx(40.0)
+
+
+def test_a_checkpoint_the_targets_cannot_take_is_refused_with_the_numbers_at_its_field() -> None:
+    with pytest.raises(IntentError) as refused:
+        plan_doc(_with({"checkpoint": {"size": "4TB", "within": "60s"}}))
+    [problem] = refused.value.problems
+    assert problem.path == ("planes", "storage", "demand", "checkpoint", "within")
+    # 4 TB in 60 s is 533 Gb/s; two 200G ports carry 400.
+    assert "a checkpoint of 4 TB in 60 s needs 533 Gb/s at the storage targets' ports" in problem.message
+    assert "they carry 400 Gb/s (2 data servers, 2 ports)" in problem.message
+
+
+def test_a_read_demand_above_the_path_is_refused_naming_gpus_rate_and_stage() -> None:
+    with pytest.raises(IntentError) as refused:
+        plan_doc(_with({"read_per_gpu": "2GB/s"}))
+    [problem] = refused.value.problems
+    assert problem.path == ("planes", "storage", "demand", "read_per_gpu")
+    assert "32 GPUs reading 2 GB/s (16 Gb/s) each need 512 Gb/s at the storage targets' ports" in problem.message
+
+
+def test_the_demand_raises_the_storage_leaves_uplinks_above_the_ratio() -> None:
+    """A 4:1 plane gives a leaf of 4 x 200G hosts one 200G uplink; reading 1 GB/s on each of 32 GPUs asks
+    256 Gb/s of the GPU servers' leaf, so it gets two."""
+    ratio_only = plan_doc(_with(oversubscription="4:1"))
+    demanded = plan_doc(_with({"read_per_gpu": "1GB/s"}, oversubscription="4:1"))
+    assert ratio_only.planes["storage"].sizing["leaf_uplinks"] == 1
+    assert demanded.planes["storage"].sizing["leaf_uplinks"] == 2
+    f = flow(demanded)
+    assert f is not None
+    assert {s.name: s.gbps for s in f.stages}["GPU servers' leaves' uplinks"] == 400
+
+
+def test_written_uplinks_stay_and_the_shortfall_is_refused_at_the_leaves() -> None:
+    doc = _with({"read_per_gpu": "1GB/s"}, oversubscription="4:1")
+    doc["planes"]["storage"]["switches"]["leaf"]["uplinks"] = 1
+    with pytest.raises(IntentError) as refused:
+        plan_doc(doc)
+    [problem] = refused.value.problems
+    assert "need 256 Gb/s at the GPU servers' leaves' uplinks; they carry 200 Gb/s" in problem.message
+    assert "1 switches: 1 uplinks of 200G" in problem.message
+
+
+def test_a_demand_the_leaves_have_no_ports_for_is_refused_at_the_demand() -> None:
+    """4 GPU servers of 8 GPUs reading 100 GB/s each ask 25.6 Tb/s of their leaf: 128 uplinks of 200G, which a
+    32-port leaf cannot hold; the refusal names the demand, not the leaf's ports."""
+    doc = _with({"read_per_gpu": "100GB/s"})
+    with pytest.raises(IntentError) as refused:
+        plan_doc(doc)
+    [problem] = refused.value.problems
+    assert problem.path == ("planes", "storage", "demand", "read_per_gpu")
+    assert "reading 100 GB/s per GPU needs 25.6 Tb/s of uplinks on each storage leaf" in problem.message
+    assert "a leaf has 32" in problem.message
+
+
+def test_the_plan_command_prints_the_path_and_exits_2_on_a_shortfall(tmp_path) -> None:
+    import yaml
+
+    good = tmp_path / "good.yml"
+    good.write_text(yaml.safe_dump(_with({"checkpoint": {"size": "2TB", "within": "60s"}}), sort_keys=False))
+    done = run("gpufabric", "plan", str(good))
+    assert done.returncode == 0, done.stderr
+    assert "storage: a checkpoint of 2 TB takes 40 s at full fabric rate (target 60 s)" in done.stdout
+    assert "limited by the storage targets' ports (2 data servers, 2 ports)" in done.stdout
+    doc = json.loads(run("gpufabric", "plan", str(good), "--json").stdout)
+    assert doc["storage_path"]["checkpoint"]["seconds"] == 40.0
+    assert doc["storage_path"]["bottleneck"] == "storage targets' ports"
+    bad = tmp_path / "bad.yml"
+    bad.write_text(yaml.safe_dump(_with({"checkpoint": {"size": "40TB", "within": "60s"}}), sort_keys=False))
+    done = run("gpufabric", "plan", str(bad))
+    assert done.returncode == 2
+    assert "planes.storage.demand.checkpoint.within: a checkpoint of 40 TB in 60 s needs 5.33 Tb/s" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_32k_examples_checkpoint_takes_12_5_s_limited_by_the_storage_leaves() -> None:
+    """docs/storage.md explains these numbers: 4 leaves of the object storage servers, 16 uplinks of 400G
+    each, carry 25.6 Tb/s; 40 TB is 320,000 Gb."""
+    f = flow(example_plan(THIRTY_TWO_K))
+    assert f is not None
+    assert f.bottleneck.name == "spines' links to the storage leaves"
+    assert f.bottleneck.gbps == 25_600
+    assert f.checkpoint_seconds() == pytest.approx(12.5)
+    assert f.read_gbps == pytest.approx(32768 * 0.2)  # 25 MB/s = 0.2 Gb/s per GPU
+    assert {s.name: s.gbps for s in f.stages}["storage targets' ports"] == 64 * 4 * 200
