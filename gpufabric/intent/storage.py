@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
-from gpufabric.intent.types import NAME_PATTERN
+from gpufabric.intent.types import NAME_PATTERN, _pattern
 
 # Decimal units, as disk and network vendors count them (a TB is 10^12 bytes); the binary ones are
 # accepted where written so (TiB), since checkpoint sizes are often read from `du -h --si` or `ls -lh`.
@@ -129,7 +129,10 @@ Duration = Annotated[
 ]
 # A mount point or an export: an absolute path of plain characters (it reaches fstab, a systemd unit's
 # name and a shell-free mount command line, none of which quote the same way).
-ABSOLUTE_PATH = r"^/([A-Za-z0-9._-]{1,64}(/[A-Za-z0-9._-]{1,64}){0,15})?$"
+ABSOLUTE_PATH = _pattern(
+    r"^/([A-Za-z0-9._-]{1,64}(/[A-Za-z0-9._-]{1,64}){0,15})?$",
+    "an absolute path of letters, digits, '.', '_' and '-' (e.g. /mnt/scratch), at most 16 parts of 64",
+)
 GroupName = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
