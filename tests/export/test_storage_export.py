@@ -37,7 +37,8 @@ def _doc(*file_systems: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-NFS = {"name": "home", "type": "nfs", "data": ["storage"], "mount": "/home/shared", "export": "/srv/home"} | {"nconnect": 16}
+NFS = {"name": "home", "type": "nfs", "data": ["storage"], "mount": "/home/shared", "export": "/srv/home"}
+NFS["nconnect"] = 16
 LUSTRE = {"name": "scratch", "type": "lustre", "data": ["storage"], "metadata": ["meta"], "mount": "/lustre/scr-1"}
 BEEGFS = {"name": "fast", "type": "beegfs", "data": ["storage"], "metadata": ["meta"], "mount": "/mnt/beegfs"}
 
