@@ -23,7 +23,7 @@ def acceptance_cmd() -> None:
     """Acceptance tests derived from the plan: perftest pairs across every leaf and spine of every
     rail, nccl-tests per scalable unit and for the cluster, N-to-1 incasts per leaf and across the
     spines judged by the switch and NIC counters (no drop; PFC pauses and ECN marks that rise), each
-    with its expected figure.
+    with its expected figure; and fio and gdsio on the storage plane's file systems (listed by `plan`).
 
     \b
       gpufabric acceptance plan              the jobs, expected figures and thresholds

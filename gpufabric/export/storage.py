@@ -29,12 +29,12 @@ characters) or from the plan's addresses: no outside text reaches a file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from gpufabric.export.header import comment_text
 from gpufabric.intent.errors import IntentError, Problem
 from gpufabric.intent.storage import FileSystem
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import HostNic, Plan, Server, ip
 from gpufabric.plan.storage import client_groups
 
@@ -179,7 +179,7 @@ def _beegfs(plan: Plan, fs: FileSystem, client: Server, header: str) -> list[Hos
 
 def cufile_json(client: Server) -> str:
     addresses = [ip(n.address) for n in _storage_nics(client)]
-    return json.dumps({"properties": {"rdma_dev_addr_list": addresses}}, indent=2) + "\n"
+    return json_dumps({"properties": {"rdma_dev_addr_list": addresses}}, indent=2) + "\n"
 
 
 def host_files(plan: Plan, client: Server, index: int) -> list[HostFile]:
@@ -203,7 +203,7 @@ def host_files(plan: Plan, client: Server, index: int) -> list[HostFile]:
     if any(fs.gds for fs in storage.file_systems):
         # What the role checks on the host: each GPU has one of these NICs on its NUMA node.
         manifest["gds_interfaces"] = [n.interface for n in _storage_nics(client)]
-    files.append(HostFile(MANIFEST, "", "manifest", json.dumps(manifest, indent=2) + "\n"))
+    files.append(HostFile(MANIFEST, "", "manifest", json_dumps(manifest, indent=2) + "\n"))
     return files
 
 
@@ -234,4 +234,4 @@ def documents(plan: Plan) -> dict[str, str]:
 
 def render(plan: Plan) -> str:
     """Every client's files as one JSON object (`<host>/<file>` -> text), for stdout; -o writes the folders."""
-    return json.dumps(documents(plan), indent=1, sort_keys=True) + "\n"
+    return json_dumps(documents(plan), indent=1, sort_keys=True) + "\n"
