@@ -430,8 +430,7 @@ class DataPlane(Model):
 
 
 class StoragePlane(DataPlane):
-    """The storage fabric: a routed plane, with what its clients demand of it and the file systems they mount
-    over it (docs/storage.md)."""
+    """The storage fabric: a routed plane, with its clients' demand and the file systems they mount (docs/storage.md)."""
 
     demand: StorageDemand | None = Field(
         None,

@@ -126,3 +126,19 @@ def test_the_32k_examples_checkpoint_takes_12_5_s_limited_by_the_storage_leaves(
     assert f.checkpoint_seconds() == pytest.approx(12.5)
     assert f.read_gbps == pytest.approx(32768 * 0.2)  # 25 MB/s = 0.2 Gb/s per GPU
     assert {s.name: s.gbps for s in f.stages}["storage targets' ports"] == 64 * 4 * 200
+
+
+def test_with_three_tiers_and_the_ends_in_different_pods_the_superspine_crossing_is_a_stage() -> None:
+    """One unit per pod: the GPU servers in pod 1, the storage servers in pod 2; each pod's 4 spines have one
+    200G uplink each, so the crossing carries 800 Gb/s on either side."""
+    doc = _with(tiers=3, pod_units=1)
+    doc["planes"]["storage"]["switches"]["spine"]["uplinks"] = 1
+    doc["planes"]["storage"]["switches"]["superspine"] = {
+        "platform": "frr", "model": "lab-200g-32", "ports": 32, "port_speed": "200G",
+    }  # fmt: skip
+    f = flow(plan_doc(doc))
+    assert f is not None
+    stages = {s.name: s for s in f.stages}
+    crossing = stages["GPU pods' spines' uplinks to the superspines"]
+    assert crossing.gbps == 800
+    assert crossing.detail == "4 switches: 4 uplinks of 200G"
