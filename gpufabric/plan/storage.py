@@ -64,36 +64,41 @@ class LeafDemand:
     at: Path  # the field that asks it
 
 
-def leaf_demand(intent: Intent, plane: StoragePlane, unit_nodes: int, uplink_gbps: int) -> LeafDemand | None:
-    """Uplinks a storage leaf needs for the demand: the servers of a full unit each send their share over
-    the leaf (one NIC of each server lands on each leaf of its unit). None without a demand."""
+def _asks(intent: Intent, plane: StoragePlane, gpus: int) -> list[tuple[float, str, Path]]:
+    """Each demand as (Gb/s all GPUs together, in words, the field that asks it)."""
     demand = plane.demand
+    assert demand is not None
+    asks: list[tuple[float, str, Path]] = []
+    if demand.read_per_gpu is not None:
+        why = f"reading {byte_rate_text(demand.read_per_gpu)} per GPU"
+        asks.append((gpus * demand.read_per_gpu, why, (*AT, "demand", "read_per_gpu")))
+    ckpt = checkpoint_gbps(plane)
+    if ckpt is not None and demand.checkpoint is not None:
+        why = f"a checkpoint of {bytes_text(demand.checkpoint.size)} in {seconds_text(demand.checkpoint.within)}"
+        asks.append((ckpt, why, (*AT, "demand", "checkpoint")))
+    return asks
+
+
+def leaf_demand(intent: Intent, plane: StoragePlane, unit_nodes: int, uplink_gbps: int) -> LeafDemand | None:
+    """Uplinks a storage leaf needs for the demand, on the GPU servers' side and on the data servers' side;
+    None without a demand. A GPU server's NICs land one on each leaf of its unit, so a leaf carries the share
+    of a full unit's servers; the data servers' leaves carry all of it, in proportion to their groups' ports."""
     clients = client_groups(intent, plane)
     gpus = sum(g.count * g.gpus for g in clients)
-    if demand is None or gpus == 0:
+    if plane.demand is None or gpus == 0:
         return None
-    ckpt = checkpoint_gbps(plane)
+    data, _ = target_groups(plane, intent)
+    targets = [g for g in intent.server_groups if g.name in data and "storage" in g.nics]
+    ports = {g.name: g.count * len(g.nics["storage"].interfaces) * g.nics["storage"].speed for g in targets}
     best: LeafDemand | None = None
-    for g in clients:
-        nics = len(g.nics["storage"].interfaces)
-        asks: list[tuple[float, str, Path]] = []
-        if demand.read_per_gpu is not None:
-            asks.append(
-                (
-                    g.gpus * demand.read_per_gpu,
-                    f"reading {byte_rate_text(demand.read_per_gpu)} per GPU",
-                    (*AT, "demand", "read_per_gpu"),
-                )
-            )
-        if ckpt is not None:
-            assert demand.checkpoint is not None
-            what = f"a checkpoint of {bytes_text(demand.checkpoint.size)} in {seconds_text(demand.checkpoint.within)}"
-            asks.append((ckpt * g.gpus / gpus, what, (*AT, "demand", "checkpoint")))
-        for per_server, why, at in asks:
-            per_leaf = unit_nodes * per_server / nics
-            need = LeafDemand(per_leaf, max(1, ceil(per_leaf / uplink_gbps - 1e-9)), why, at)
-            if best is None or need.gbps > best.gbps:
-                best = need
+    for total, why, at in _asks(intent, plane, gpus):
+        per_leaf = [unit_nodes * total * g.gpus / gpus / len(g.nics["storage"].interfaces) for g in clients]
+        for g in targets:
+            leaves = ceil(g.count / unit_nodes) * len(g.nics["storage"].interfaces)
+            per_leaf.append(total * ports[g.name] / sum(ports.values()) / leaves)
+        for gbps in per_leaf:
+            if best is None or gbps > best.gbps:
+                best = LeafDemand(gbps, max(1, ceil(gbps / uplink_gbps - 1e-9)), why, at)
     return best
 
 
@@ -132,10 +137,14 @@ class StorageFlow:
         return self.checkpoint_bytes * 8 / 1e9 / self.rate_gbps
 
 
-def _count(items: dict[int, int], noun: str, speed_noun: str) -> str:
-    """'64 leaves x 16 uplinks of 400G', from {speed: links}, for the stage's detail."""
-    parts = [f"{n} {speed_noun} of {s}G" for s, n in sorted(items.items(), reverse=True)]
+def _count(items: dict[int, int], noun: str) -> str:
+    """'4 switches: 64 uplinks of 400G', from {speed: links}, for the stage's detail."""
+    parts = [f"{_plural(n, 'uplink')} of {s}G" for s, n in sorted(items.items(), reverse=True)]
     return f"{noun}: " + " + ".join(parts) if parts else f"{noun}: none"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("ch") else "s")
 
 
 def flow(plan: Plan) -> StorageFlow | None:
@@ -164,7 +173,8 @@ def flow(plan: Plan) -> StorageFlow | None:
             per[link.speed] = per.get(link.speed, 0) + 1
     stages = [
         Stage("GPU servers' storage NICs", sum(s for _, s in client_nics),
-              f"{len(clients)} servers, {len(client_nics)} NICs", "faster or more storage NICs on the GPU servers"),
+              f"{_plural(len(clients), 'server')}, {_plural(len(client_nics), 'NIC')}",
+              "faster or more storage NICs on the GPU servers"),
         _uplinks("GPU servers' leaves' uplinks", c_leaves - shared, up,
                  "more leaf uplinks: a lower oversubscription or leaf `uplinks`"),
     ]  # fmt: skip
@@ -184,7 +194,8 @@ def flow(plan: Plan) -> StorageFlow | None:
         _uplinks("spines' links to the storage leaves", t_leaves - shared, up,
                  "more uplinks on the storage servers' leaves: a lower oversubscription or leaf `uplinks`"),
         Stage("storage targets' ports", sum(s for _, s in target_nics),
-              f"{len(targets)} data servers, {len(target_nics)} ports", "more data servers, or faster ports on them"),
+              f"{_plural(len(targets), 'data server')}, {_plural(len(target_nics), 'port')}",
+              "more data servers, or faster ports on them"),
     ]  # fmt: skip
     if shared:  # a leaf with both ends: the data that stays on it crosses no uplink, so no stage is exact
         stages = [s for s in stages if s.gbps > 0]
@@ -213,8 +224,7 @@ def _uplinks(name: str, leaves: set[str], up: dict[str, dict[int, int]], fix: st
         for speed, n in up.get(leaf, {}).items():
             speeds[speed] = speeds.get(speed, 0) + n
     total = sum(speed * n for speed, n in speeds.items())
-    noun = f"{len(leaves)} switches"
-    return Stage(name, total, _count(speeds, noun, "uplinks"), fix)
+    return Stage(name, total, _count(speeds, _plural(len(leaves), "switch")), fix)
 
 
 def problems(plan: Plan) -> list[Problem]:

@@ -80,7 +80,7 @@ def test_written_uplinks_stay_and_the_shortfall_is_refused_at_the_leaves() -> No
         plan_doc(doc)
     [problem] = refused.value.problems
     assert "need 256 Gb/s at the GPU servers' leaves' uplinks; they carry 200 Gb/s" in problem.message
-    assert "1 switches: 1 uplinks of 200G" in problem.message
+    assert "1 switch: 1 uplink of 200G" in problem.message
 
 
 def test_a_demand_the_leaves_have_no_ports_for_is_refused_at_the_demand() -> None:
@@ -142,3 +142,16 @@ def test_with_three_tiers_and_the_ends_in_different_pods_the_superspine_crossing
     crossing = stages["GPU pods' spines' uplinks to the superspines"]
     assert crossing.gbps == 800
     assert crossing.detail == "4 switches: 4 uplinks of 200G"
+
+
+def test_the_data_servers_leaves_are_sized_for_the_whole_demand_too() -> None:
+    """GPU servers with two storage NICs spread a 320 Gb/s checkpoint over two leaves (160 each: one 200G
+    uplink), but the one leaf of the data servers carries all 320: the leaves get two uplinks, and the plan
+    passes (with one, the data servers' leaf would carry 200 and the checkpoint be refused)."""
+    doc = _with({"checkpoint": {"size": "2.4TB", "within": "60s"}}, oversubscription="4:1")
+    doc["server_groups"][0]["nics"]["storage"]["interfaces"] = ["eth3", "eth5"]
+    plan = plan_doc(doc)
+    assert plan.planes["storage"].sizing["leaf_uplinks"] == 2
+    f = flow(plan)
+    assert f is not None
+    assert {s.name: s.gbps for s in f.stages}["spines' links to the storage leaves"] == 400
