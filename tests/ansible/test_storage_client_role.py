@@ -128,3 +128,46 @@ def test_every_destination_the_export_writes_is_one_the_role_takes(tmp_path: Pat
 def test_ansible_lint_production_profile_passes_on_the_role() -> None:
     done = run("ansible-lint", "-q", "--profile", "production", "roles/storage_client")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _role_run(tmp_path: Path, manifest: dict[str, Any], files: dict[str, str], **role_vars: str) -> Any:
+    """The role in check mode (nothing on this machine changes) on host gpu01 over a local connection, with
+    `manifest` and `files` as the export's folder for it."""
+    host = tmp_path / "out" / "gpu01"
+    host.mkdir(parents=True)
+    (host / "manifest.json").write_text(json.dumps(manifest))
+    for name, text in files.items():
+        (host / name).write_text(text)
+    role = {"role": "storage_client", "storage_client_dir": str(tmp_path / "out"), **role_vars}
+    play = [{"hosts": "gpu01", "gather_facts": False, "roles": [role]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    python = f"ansible_python_interpreter={sys.executable}"
+    return run("ansible-playbook", "-i", "gpu01,", "-c", "local", "-e", python, "--check", str(tmp_path / "play.yml"),
+               cwd=tmp_path, ANSIBLE_STRATEGY="linear", ANSIBLE_ROLES_PATH=str(ROOT / "roles"))  # fmt: skip
+
+
+def test_a_manifest_sending_a_file_elsewhere_is_refused_before_anything_is_installed(tmp_path: Path) -> None:
+    manifest = {"files": [
+        {"file": "cufile.json", "dest": "/etc/cufile.json", "kind": "file"},
+        {"file": "cufile.json", "dest": "/etc/shadow", "kind": "file"},
+    ]}  # fmt: skip
+    done = _role_run(tmp_path, manifest, {"cufile.json": "{}\n"})
+    assert done.returncode != 0
+    assert "is not one gpufabric export storage writes" in done.stdout
+    assert "/etc/shadow" in done.stdout
+    assert "Install the files and mount units" not in done.stdout  # stopped before any file task
+
+
+def test_the_numa_check_fails_the_host_naming_the_gpus_far_from_every_listed_nic(tmp_path: Path) -> None:
+    names = build(tmp_path / "sysroot", Host(nics={"stor1": (0, 1)}))
+    manifest = {"files": [{"file": "cufile.json", "dest": "/etc/cufile.json", "kind": "file"}],
+                "gds_interfaces": ["stor1"]}  # fmt: skip
+    done = _role_run(tmp_path, manifest, {"cufile.json": "{}\n"}, storage_client_gds_numa="fail",
+                     storage_client_sysfs_root=str(tmp_path / "sysroot"))  # fmt: skip
+    assert done.returncode != 0
+    assert f"GPUs {names['GPU4']}, " in done.stdout
+    assert "have no storage NIC of cufile.json on their NUMA node" in done.stdout
+    warned = _role_run(tmp_path / "warn", manifest, {"cufile.json": "{}\n"},
+                       storage_client_sysfs_root=str(tmp_path / "sysroot"))  # fmt: skip
+    assert warned.returncode == 0, warned.stdout
+    assert "have no storage NIC of cufile.json on their NUMA node" in warned.stdout
