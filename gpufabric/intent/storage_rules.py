@@ -24,6 +24,7 @@ def storage_rules(intent: Intent) -> list[Problem]:
         at_second = ("planes", "storage", "file_systems", beegfs[1])
         why = "a second BeeGFS file system: the client configuration written here holds one"
         problems.append(Problem(at_second, why, "keep one BeeGFS file system"))
+    problems += _demand_has_both_ends(intent)
     for fi, fs in enumerate(plane.file_systems):
         at: Path = ("planes", "storage", "file_systems", fi)
         if fs.type == "lustre" and len(fs.name) > LUSTRE_FSNAME:
@@ -61,4 +62,23 @@ def _server_group(intent: Intent, groups: dict, name: str, at: Path) -> list[Pro
     if nics is None or not nics.native:
         return [Problem(at, f"group {name!r} has no address on the storage plane",
                         "give the group `nics.storage` (native), or name another group")]  # fmt: skip
+    return []
+
+
+def _demand_has_both_ends(intent: Intent) -> list[Problem]:
+    """A demand is held against the path from the GPU servers to the data servers: with either end missing
+    there is no path, and the demand would be taken without a word."""
+    plane = intent.planes.storage
+    if plane is None or plane.demand is None:
+        return []
+    on_plane = [g for g in intent.server_groups if "storage" in g.nics and g.nics["storage"].native]
+    named = {n for fs in plane.file_systems for n in (*fs.data, *fs.metadata)}
+    data = {n for fs in plane.file_systems for n in fs.data} or {g.name for g in on_plane if g.kind == "storage"}
+    at: Path = ("planes", "storage", "demand")
+    if not any(g.gpus > 0 and g.name not in named for g in on_plane):
+        return [Problem(at, "no GPU server group has a NIC on the storage plane: nothing reads or writes the demand",
+                        "give the GPU servers nics.storage, or remove demand")]  # fmt: skip
+    if not any(g.name in data for g in on_plane):
+        return [Problem(at, "no data server is on the storage plane: the demand has nowhere to go",
+                        "add a group of kind: storage with nics.storage, or remove demand")]  # fmt: skip
     return []

@@ -155,3 +155,13 @@ def test_the_data_servers_leaves_are_sized_for_the_whole_demand_too() -> None:
     f = flow(plan)
     assert f is not None
     assert {s.name: s.gbps for s in f.stages}["spines' links to the storage leaves"] == 400
+
+
+def test_a_demand_with_no_gpu_server_on_the_plane_is_refused_not_ignored() -> None:
+    doc = _with({"read_per_gpu": "1GB/s"})
+    del doc["server_groups"][0]["nics"]["storage"]
+    with pytest.raises(IntentError) as refused:
+        plan_doc(doc)
+    assert [(p.path, p.message.split(":")[0]) for p in refused.value.problems] == [
+        (("planes", "storage", "demand"), "no GPU server group has a NIC on the storage plane")
+    ]
