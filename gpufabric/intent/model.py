@@ -430,7 +430,9 @@ class DataPlane(Model):
 
 
 class StoragePlane(DataPlane):
-    """The storage fabric: a routed plane, with its clients' demand and the file systems they mount (docs/storage.md)."""
+    """The storage fabric: a routed plane, with its clients' demand and the file systems they mount.
+
+    docs/storage.md: the demand's sizing, the checkpoint's time, the clients' files."""
 
     demand: StorageDemand | None = Field(
         None,
