@@ -37,11 +37,11 @@ _SIZE_UNITS = {
     "TiB": 2**40,
     "PiB": 2**50,
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?i?B)\s*$")
+_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,6})?)\s*([KMGTP]?i?B)\s*$")
 # A rate says what it counts: `GB/s` bytes, `Gb/s` bits (the unit of the intent's port speeds).
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT])([Bb])/s\s*$")
+_RATE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,6})?)\s*([KMGT])([Bb])/s\s*$")
 _RATE_GBPS = {"K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|min|h)\s*$")
+_DURATION = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,6})?)\s*(s|min|h)\s*$")
 _DURATION_S = {"s": 1, "min": 60, "h": 3600}
 MAX_SIZE = 10**18  # an exabyte: far past any checkpoint, small enough that no arithmetic overflows a float
 
@@ -79,6 +79,8 @@ def _parse_duration(value: Any) -> Any:
     if isinstance(value, bool | float):
         raise ValueError("a duration is written like 60s, 5min or 1h")
     if isinstance(value, int):
+        if not 0 < value <= 10**9:  # float() of a 400-digit number would overflow; a week is the limit anyway
+            raise ValueError(f"{value} s is not a duration a checkpoint can be asked in; write it like 60s")
         return float(value)
     if isinstance(value, str):
         m = _DURATION.match(value)
