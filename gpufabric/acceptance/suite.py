@@ -13,6 +13,7 @@ from gpufabric.acceptance import model as m
 from gpufabric.acceptance.incast import Rail, incast_jobs
 from gpufabric.acceptance.model import Endpoint, IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.paths import Fabric
+from gpufabric.acceptance.storage import storage_jobs
 from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, Server, ip
 from gpufabric.plan.multiplane import parts
 
@@ -67,6 +68,7 @@ def build_suite(plan: Plan) -> Suite:
     if plan.infiniband is not None:
         suite.perf += infiniband.perf_jobs(plan.infiniband)
         suite.nccl += infiniband.nccl_jobs(plan, plan.infiniband)
+    suite.storage = storage_jobs(plan)
     return suite
 
 

@@ -10,7 +10,7 @@ import click
 from gpufabric.cli.drawings import write_drawings
 from gpufabric.cli.options import print_warnings, strict_option, warnings_exit
 from gpufabric.cli.output import emit, err, shown, write_files
-from gpufabric.export import anta, containerlab, drawing, ib_topology, k8s_network, structured, ztp
+from gpufabric.export import anta, containerlab, drawing, ib_topology, k8s_network, storage, structured, ztp
 from gpufabric.export import host_facts as host_facts_reader
 from gpufabric.export.registry import EXPORTERS
 from gpufabric.files import PRIVATE, write_atomic
@@ -36,7 +36,7 @@ Kinds:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="File to write (a directory for drawing, structured, k8s-network, ztp and anta).",
+    help="File to write (a directory for drawing, structured, k8s-network, ztp, anta and storage).",
 )
 @click.option(
     "--image",
@@ -89,6 +89,9 @@ def export_cmd(
         raise click.ClickException(f"{printable(plan.source)}: {exc}") from None
     except anta.NoAntaSwitchError as exc:
         raise click.UsageError(f"{printable(plan.source)}: {exc}") from None
+    except storage.NoStorageClientsError as exc:
+        raise IntentError(plan.source, [Problem(("planes", "storage", "file_systems"), str(exc),
+                                                "name the file systems the GPU servers mount")]) from None  # fmt: skip
     except ib_topology.NotInfinibandError as exc:
         fix = "give planes.compute transport: infiniband (docs/infiniband.md)"
         raise IntentError(plan.source, [Problem(("planes", "compute"), str(exc), fix)]) from None
@@ -104,6 +107,11 @@ def _export(
         return _structured_dir(plan, output)
     if kind == "ztp" and output is not None:
         return _ztp_dir(plan, output, vault)
+    if kind == "storage" and output is not None:
+        _into_dir(output, "storage writes one folder per GPU server")
+        written = write_files(output, storage.documents(plan))
+        err.print(f"wrote {written} storage client file(s) to {output} (roles/storage_client installs them)")
+        return 0
     if kind == "anta" and output is not None:
         _into_dir(output, "anta writes one catalog per EOS switch")
         err.print(f"wrote {write_files(output, anta.documents(plan))} ANTA catalog(s) to {output}")

@@ -12,6 +12,8 @@ from gpufabric.export.plan_json import summary
 from gpufabric.intent import IntentError
 from gpufabric.outputs import json_dumps
 from gpufabric.plan import Plan
+from gpufabric.plan.storage import flow as storage_flow
+from gpufabric.plan.storage import notes as storage_notes
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -54,6 +56,9 @@ def plan_cmd(file: str | None, as_json: bool, strict: bool) -> int:
     else:
         out.print(_table(plan, doc))
         for line in _reach_notes(doc):
+            out.print(line, markup=False)
+        path = storage_flow(plan)
+        for line in storage_notes(path) if path is not None else []:
             out.print(line, markup=False)
     print_warnings(plan)
     return warnings_exit(plan, strict)

@@ -14,6 +14,8 @@ from gpufabric.plan.converged import carried_record
 from gpufabric.plan.infiniband import IbPlan
 from gpufabric.plan.model import Device, HostNic, Link, Plan, PlanePlan, Server, cable_label, ip
 from gpufabric.plan.reach import rail_reach
+from gpufabric.plan.storage import flow as storage_flow
+from gpufabric.plan.storage import summary as storage_summary
 
 SCHEMA_VERSION = 1
 PLACE_KEYS = ("rack", "position", "serial")
@@ -112,6 +114,7 @@ def summary(plan: Plan) -> dict[str, Any]:
         "source": plan.source,
         "planes": {name: plane_summary(p, boms[name]) for name, p in plan.planes.items()},
         **({"infiniband": infiniband_summary(plan.infiniband)} if plan.infiniband is not None else {}),
+        **({"storage_path": storage_summary(path)} if (path := storage_flow(plan)) is not None else {}),
         "totals": totals(plan, list(boms.values())),
         "warnings": plan.warnings,
     }

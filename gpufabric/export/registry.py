@@ -18,6 +18,7 @@ from gpufabric.export import (
     plan_json,
     probe_mesh,
     slurm,
+    storage,
     structured,
     ztp,
 )
@@ -89,6 +90,13 @@ EXPORTERS: dict[str, Exporter] = {
             "ANTA test catalog for the EOS switches (a directory with -o: one catalog per switch)",
             ".yml",
             anta.render,
+        ),
+        Exporter(
+            "storage",
+            "storage clients of the GPU servers: NFS over RDMA, Lustre LNet, BeeGFS, cufile.json (a directory with "
+            "-o: one folder per server)",
+            ".json",
+            storage.render,
         ),
         Exporter(
             "ansible-inventory",

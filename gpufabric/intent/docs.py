@@ -14,6 +14,12 @@ from gpufabric.intent.rules import MAX_SERVERS
 from gpufabric.intent.types import AsnRange, SecretRef
 from gpufabric.platforms import names as platform_names
 
+# Storage quantities (gpufabric/intent/storage.py), by the validator that reads them.
+_QUANTITIES = {
+    "_parse_size": "size (e.g. `40TB`)",
+    "_parse_rate": "rate (e.g. `2GB/s`)",
+    "_parse_duration": "duration (e.g. `60s`)",
+}
 # Types users write as one value, though they are models inside.
 _SCALAR_MODELS: dict[type, str] = {AsnRange: "ASN range `FIRST-LAST`", SecretRef: "`{env: NAME}` or `{vault: NAME}`"}
 
@@ -36,6 +42,9 @@ def _type_name(annotation: Any) -> str:
         base = args[0]
         if "_registered_platform" in _validator_names(args[1:]):
             return _platforms()
+        quantity = next((_QUANTITIES[n] for n in _validator_names(args[1:]) if n in _QUANTITIES), None)
+        if quantity is not None:
+            return quantity
         meta = " ".join(type(m).__name__ for m in args[1:])
         if "PlainSerializer" in meta and base is int:
             return "speed (e.g. `400G`)"
@@ -68,6 +77,8 @@ def _field_type(field: Any) -> str:
             return "speed (e.g. `400G`)" + (" or none" if "None" in str(field.annotation) else "")
         if func == "_parse_ratio":
             return "ratio (e.g. `3:1`)"
+        if func in _QUANTITIES:
+            return _QUANTITIES[func]
     return _type_name(field.annotation)
 
 

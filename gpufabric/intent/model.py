@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from gpufabric.intent.converged import CarriedName, CarriedPlane
+from gpufabric.intent.storage import FileSystem, StorageDemand
 from gpufabric.intent.types import (
     DATA_PLANES,
     NAME_PATTERN,
@@ -462,6 +463,26 @@ class DataPlane(Model):
     )
 
 
+class StoragePlane(DataPlane):
+    """The storage fabric: a routed plane, with its clients' demand and the file systems they mount.
+
+    docs/storage.md: the demand's sizing, the checkpoint's time, the clients' files."""
+
+    demand: StorageDemand | None = Field(
+        None,
+        description="The data-loading rate per GPU and the checkpoint to write: the leaf uplinks are sized to carry "
+        "both, and `plan` reports the checkpoint's write time and where it is limited. Omitted: sized by "
+        "`oversubscription` alone.",
+    )
+    file_systems: list[FileSystem] = Field(
+        default_factory=list,
+        max_length=16,
+        description="File systems the GPU servers mount over this plane, with their data and metadata servers "
+        "apart (`gpufabric export storage`, the `storage_client` host role). Omitted: every server group of "
+        "`kind: storage` counts as data.",
+    )
+
+
 def _pkey(value: Any) -> Any:
     """A PKey as written: a whole number, or its hexadecimal text ("0x0101", as OpenSM and smpquery show it)."""
     if isinstance(value, str) and value.lower().startswith("0x"):
@@ -662,7 +683,7 @@ class Planes(Model):
     compute: ComputePlane | None = Field(
         None, description="The GPU-to-GPU fabric: RoCE (Ethernet), or InfiniBand with `transport: infiniband`."
     )
-    storage: DataPlane | None = Field(None, description="The storage fabric (NVMe-oF, parallel file systems).")
+    storage: StoragePlane | None = Field(None, description="The storage fabric (NVMe-oF, parallel file systems).")
     business: DataPlane | None = Field(None, description="The frontend / in-band plane with the cluster's border.")
     oob: OobPlane | None = Field(None, description="Out-of-band management.")
 

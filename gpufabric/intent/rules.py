@@ -17,6 +17,7 @@ from gpufabric.intent.export_rules import export_rules
 from gpufabric.intent.infiniband_rules import infiniband_rules
 from gpufabric.intent.model import DataPlane, InfinibandPlane, Intent, OobPlane, ServerGroup, SwitchRole
 from gpufabric.intent.multiplane_rules import multiplane_rules, rails_per_plane
+from gpufabric.intent.storage_rules import storage_rules
 from gpufabric.intent.supernic_rules import supernic_rules
 from gpufabric.intent.types import ALL_PLANES, PlaneName
 from gpufabric.platforms import names, platform
@@ -86,6 +87,7 @@ def check_rules(intent: Intent) -> list[Problem]:
     problems += _qos_profile_names(intent)
     problems += export_rules(intent)
     problems += converged_rules(intent)
+    problems += storage_rules(intent)
     if not any(getattr(intent.planes, p) is not None for p in ALL_PLANES):
         problems.append(Problem(("planes",), "no plane is defined", "define at least `compute:` under planes"))
     return problems

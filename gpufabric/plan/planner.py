@@ -23,6 +23,7 @@ from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.placement import place
 from gpufabric.plan.placement import problems as placement_problems
 from gpufabric.plan.sizing import SizingError, size_plane
+from gpufabric.plan.storage import problems as storage_problems
 
 
 def build_plan(loaded: LoadedIntent) -> Plan:
@@ -54,6 +55,9 @@ def _build(loaded: LoadedIntent) -> Plan:
     misplaced = place(plan)
     if misplaced:
         raise loaded.error(misplaced)
+    short = storage_problems(plan)  # the installed servers read and write; the path is the one built
+    if short:
+        raise loaded.error(short)
     if ib_error is not None:
         raise loaded.error(located(ib_error, loaded.intent)) from None
     if ib is not None:

@@ -13,10 +13,12 @@ from math import ceil
 
 from gpufabric.errors import GpufabricError
 from gpufabric.intent.errors import Path, Problem
-from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, SwitchRole
+from gpufabric.intent.model import DataPlane, Intent, NicSet, ServerGroup, StoragePlane, SwitchRole
 from gpufabric.intent.rules import downlink_speed, uplink_speed
+from gpufabric.intent.storage import gbps_text
 from gpufabric.intent.types import PlaneName
 from gpufabric.plan.ports import MLAG_PEER_CAGES, cages_needed
+from gpufabric.plan.storage import leaf_demand
 
 
 class SizingError(GpufabricError):
@@ -136,7 +138,31 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
             ]
         )
     leaf_up = _uplinks_for(leaf, unit_nodes, d_leaf, plane.oversubscription)
+    # A storage plane's leaves carry what the GPU servers read and write, when the intent says how much:
+    # the uplinks the ratio gives are raised to it (`uplinks`, written, stays as written: the check after
+    # the build says whether it carries the demand).
+    demand = None
+    if isinstance(plane, StoragePlane) and leaf.uplinks is None:
+        demand = leaf_demand(intent, plane, unit_nodes, uplink_speed(leaf))
+        if demand is not None and demand.uplinks > leaf_up:
+            # A leaf spreads its uplinks evenly over a fixed number of spines: a whole number each.
+            each = spine.count or 1
+            leaf_up = ceil(demand.uplinks / each) * each
+        else:
+            demand = None
     need = cages_needed(unit_nodes, split(leaf, d_leaf), leaf_up, split(leaf, uplink_speed(leaf))) + peer_cages
+    if need > leaf.ports and demand is not None:
+        raise SizingError(
+            [
+                Problem(
+                    demand.at,
+                    f"{demand.why} needs {gbps_text(demand.gbps)} of uplinks on each storage leaf: "
+                    f"{demand.uplinks} uplinks of {uplink_speed(leaf)}G beside {unit_nodes} host ports take "
+                    f"{need} ports, a leaf has {leaf.ports}",
+                    "lower unit_nodes, use leaves with more or faster ports, or ask less of the plane",
+                )
+            ]
+        )
     if need > leaf.ports:
         best = _max_downlinks(leaf, d_leaf, plane.oversubscription, peer_cages)
         problems.append(
@@ -173,9 +199,16 @@ def size_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> Sizing:
         raise SizingError(problems)
 
     tier = LeafTier(unit_nodes, leaf_up, shares, unit_leaves, borders, border_up, edges)
-    if plane.tiers == 2:
-        return _two_tier(at, spine, tier, plane.topology == "rail-optimized")
-    return _three_tier(at, plane, spine, tier)
+    try:
+        if plane.tiers == 2:
+            return _two_tier(at, spine, tier, plane.topology == "rail-optimized")
+        return _three_tier(at, plane, spine, tier)
+    except SizingError as exc:
+        if demand is None:
+            raise
+        # The uplinks are the demand's: say so, so the reader knows which field asked for them.
+        said = f"{demand.why} asks {leaf_up} uplinks of each storage leaf ({gbps_text(demand.gbps)}): "
+        raise SizingError([Problem(p.path, said + p.message, p.hint) for p in exc.problems]) from None
 
 
 def _shares(intent: Intent, name: PlaneName, unit_nodes: int) -> tuple[tuple[GroupShare, ...], tuple[int, ...]]:

@@ -30,6 +30,7 @@ from gpufabric.export import (
     plan_json,
     probe_mesh,
     slurm,
+    storage,
     ztp,
 )
 from gpufabric.export.hostlist import compress
@@ -84,6 +85,8 @@ def _parsed_names(kind: str, text: str) -> set[str]:
         return set(json.loads(text))
     if kind == "ztp":  # one Kea client class per switch the DHCP server knows
         return {c["name"].removeprefix("gpufabric-") for c in json.loads(text)["Dhcp4"]["client-classes"]}
+    if kind == "storage":  # one folder per client: `<host>/<file>` keys
+        return {key.split("/")[0] for key in json.loads(text)}
     if kind == "anta":  # every test names its switch in its tag filter
         doc = _load(text)
         sections = [
@@ -126,6 +129,11 @@ def test_every_export_renders_every_example(path, kind):
         with pytest.raises(probe_mesh.ProbeMeshError, match="carries RoCE"):
             EXPORTERS[kind].render(plan)
         return
+    storage_plane = plan.intent.planes.storage
+    if kind == "storage" and (storage_plane is None or not storage_plane.file_systems):  # nothing to mount
+        with pytest.raises(storage.NoStorageClientsError, match="names no file system"):
+            EXPORTERS[kind].render(plan)
+        return
     if kind == "anta" and not any(d.platform == "eos" for d in plan.devices()):  # ANTA tests EOS only
         with pytest.raises(anta.NoAntaSwitchError, match="ANTA tests Arista EOS"):
             EXPORTERS[kind].render(plan)
@@ -153,8 +161,10 @@ def test_every_export_renders_every_example(path, kind):
         "anta": {d.name for d in plan.devices() if d.platform == "eos"},
         # every switch whose management port a planned cable reaches (the OOB switches' own need a serial)
         "ztp": {d.name for d in plan.devices() if d.plane != "oob"},
+        # every GPU server on the storage plane, and no storage server
+        "storage": {s.name for s in plan.servers if s.gpus and any(n.plane == "storage" for n in s.nics)},
     }
-    if kind in ("structured", "anta"):
+    if kind in ("structured", "anta", "storage"):
         assert names == expected[kind]
     elif kind in expected:
         assert names >= expected[kind]
@@ -367,9 +377,12 @@ def test_drawing_directory_with_svg(tmp_path):
 def test_exports_are_byte_identical_across_runs(tmp_path, kind):
     outs = []
     # multi-vendor's RoCE plane bonds its hosts: no rail a pod could take (k8s-network refuses it).
-    intent = INVENTORY / {"k8s-network": "fabric.yml", "ib-topology": "examples/superpod-ib.yml"}.get(
-        kind, "examples/multi-vendor.yml"
-    )
+    # Only the 32k example names file systems on its storage plane (the storage clients).
+    intent = INVENTORY / {
+        "k8s-network": "fabric.yml",
+        "ib-topology": "examples/superpod-ib.yml",
+        "storage": "examples/three-tier-32k.yml",
+    }.get(kind, "examples/multi-vendor.yml")
     for seed in ("1", "2"):
         done = run(
             "gpufabric",
