@@ -330,7 +330,8 @@ class _Mesh:
             for x in set(ups):
                 share = ups.count(x) / len(ups)
                 log_miss[x] += flows * (math.log1p(-share) if share < 1 else -math.inf) if flows else 0.0
-        return min(1.0, sum(math.exp(log_miss.get(x, 0.0)) for x in spines))
+        # fsum: exact whatever the order, so a set's order (hash seeds differ run to run) never changes the figure
+        return min(1.0, math.fsum(math.exp(log_miss.get(x, 0.0)) for x in spines))
 
     def _superspine_miss(self) -> float:
         k = len(self.group.superspines)

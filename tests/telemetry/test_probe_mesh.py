@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -525,3 +528,22 @@ def test_two_probe_serve_processes_probe_each_other_and_serve_the_round_trips(tm
             proc.send_signal(signal.SIGTERM)  # ours, by PID
         codes = {name: proc.wait(timeout=20) for name, proc in procs.items()}
     assert codes == {"gpu11": 0, "gpu12": 0}, {n: p.stderr.read() if p.stderr else "" for n, p in procs.items()}
+
+
+@pytest.mark.slow  # builds the 32k plan in four processes
+def test_the_miss_figures_are_the_same_whatever_the_order_of_a_set():
+    """The figures are sums over a set of spines, whose order follows Python's hash seed, new each run: summed in
+    that order (512 spines in the 32k example) their last digit changed from run to run, and so did the exported
+    plan's bytes."""
+    script = (
+        "import sys; from gpufabric.intent import load_intent; from gpufabric.plan import build_plan; "
+        "from gpufabric.export.probe_plan import probe_plan; "
+        f"found = probe_plan(build_plan(load_intent({str(ROOT / 'inventory/examples/three-tier-32k.yml')!r}))); "
+        "print([(repr(g.spine_miss), repr(g.superspine_miss)) for g in found.groups])"
+    )
+    seen = set()
+    for seed in range(4):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)})  # fmt: skip
+        seen.add(done.stdout)
+    assert len(seen) == 1, seen
