@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 from typing import Any
 
 from gpufabric.errors import GpufabricError
@@ -23,6 +22,7 @@ from gpufabric.export.header import comment_text
 from gpufabric.export.k8s_labels import DOMAIN, labels
 from gpufabric.export.probe_plan import PORT, probe_plan
 from gpufabric.export.yaml_out import dump_yaml
+from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import Plan
 
 NAMESPACE = "gpufabric"
@@ -114,7 +114,7 @@ def documents(plan: Plan) -> list[dict[str, Any]]:
     found = probe_plan(plan)
     if not found.responders:
         raise ProbeMeshError("no plane of the plan carries RoCE (carries_roce): the probe mesh has nothing to probe")
-    text = json.dumps(found.as_dict(), separators=(",", ":"), sort_keys=True)
+    text = json_dumps(found.as_dict(), separators=(",", ":"), sort_keys=True)
     compressed = gzip.compress(text.encode(), mtime=0)
     if len(base64.b64encode(compressed)) > CONFIGMAP_LIMIT - 4096:
         raise ProbeMeshError(

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gpufabric.outputs import json_dumps
 from gpufabric.scheduler.model import SchedulerError, SchedulerOutputError
 from gpufabric.scheduler.slurm import NOT_HOLDING, expand_hostlist
 
@@ -51,7 +52,7 @@ def read_running(text: str) -> list[RunningJob]:
     if not isinstance(errors, list):
         raise SchedulerOutputError("squeue --json: field 'errors' is not a list")
     if errors:
-        raise SchedulerError(f"squeue --json reported: {json.dumps(errors)[:300]}")
+        raise SchedulerError(f"squeue --json reported: {json_dumps(errors)[:300]}")
     records = doc.get("jobs")
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise SchedulerOutputError("squeue --json: field 'jobs' missing or not a list of objects")
