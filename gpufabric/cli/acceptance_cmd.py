@@ -64,7 +64,8 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
         write_stdout(json_dumps(suite_dict(suite), indent=2) + "\n")
         return 0
     t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs, "
-              f"{len(suite.incast)} incast jobs, {len(suite.storage)} storage jobs", title_justify="left")  # fmt: skip
+              f"{len(suite.incast)} incast jobs, {len(suite.gpu)} GPU diagnostics, {len(suite.storage)} storage jobs",
+              title_justify="left")  # fmt: skip
     for col in ("job", "between", "expected", "fails below/above"):
         t.add_column(col)
     for j in suite.perf:
@@ -77,6 +78,9 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
     for i in suite.incast:
         t.add_row(i.id, f"{i.why} -> {i.receiver.server}:{i.receiver.hca}", f"{i.expected} Gb/s in all, no drop, "
                   f"PFC prio {i.priority} and ECN rise", f"below {i.threshold}")  # fmt: skip
+    for g in suite.gpu:
+        t.add_row(g.id, f"{g.server}: {g.gpus} GPUs, dcgmi diag -r {g.level}", "every test passes",
+                  "any failed test")  # fmt: skip
     for s in suite.storage:
         who = s.servers[0] if s.scope == "server" else f"{len(s.servers)} servers at once"
         t.add_row(s.id, f"{who} -> {s.mount}", f"{s.expected} {s.unit} ({s.limited_by})" + (f"; {s.note}" if s.note
