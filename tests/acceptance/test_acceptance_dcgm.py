@@ -28,8 +28,10 @@ from gpufabric.acceptance.suite import build_suite
 
 FABRIC = INVENTORY / "fabric.yml"
 JOB = DiagJob("dcgmi-diag.r3.gpu01", "gpu01", 8)
-# DCGM's message for a GPU that fell off the bus under stress, as its error table words it (DCGM_FR_*; stand-in)
-XID_79 = "Detected XID 79 (GPU has fallen off the bus) for GPU 3"
+# DCGM's messages and error ids as its error table has them (NVIDIA/DCGM dcgmlib/dcgm_errors.h: DCGM_FR_XID_ERROR
+# 101, DCGM_FR_PCIE_REPLAY_THRESHOLD_VIOLATION 107, DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS 83, with their _MSG texts)
+XID_79 = "Detected XID 79 for GPU 3"
+DBE = "Pending page retirements together with a DBE were detected on GPU 0."
 
 
 def _verdict(tmp_path: Path, text: str | bytes) -> Any:
@@ -59,9 +61,9 @@ def test_a_passing_run_passes(tmp_path: Path) -> None:
 
 
 def test_a_failed_test_fails_with_its_error(tmp_path: Path) -> None:
-    v = _verdict(tmp_path, diag_text(fail={("targeted_stress", 3): (XID_79, 43)}))
+    v = _verdict(tmp_path, diag_text(fail={("targeted_stress", 3): (XID_79, 101)}))
     assert (v.status, v.observed, v.fault) == ("failed", 1, True)
-    assert v.detail == f"1 failed: targeted_stress on GPU 3: {XID_79} (DCGM error 43)"
+    assert v.detail == f"1 failed: targeted_stress on GPU 3: {XID_79} (DCGM error 101)"
     case = ET.fromstring(junit(Report([v]))).find("testcase")
     assert case is not None and case.get("classname") == "acceptance.gpu.dcgmi"
     failure = case.find("failure")
@@ -71,10 +73,14 @@ def test_a_failed_test_fails_with_its_error(tmp_path: Path) -> None:
 def test_a_test_failed_as_a_whole_fails(tmp_path: Path) -> None:
     doc = diag_doc()
     test = doc["DCGM Diagnostic"]["test_categories"][1]["tests"][0]  # pcie
-    test["test_summary"] = {"status": "Fail", "warnings": [{"warning": "PCIe replay rate too high", "error_id": 8,
-                                                             "error_category": 13, "error_severity": 2}]}  # fmt: skip
+    replays = "Detected 260 PCIe replays for GPU 5 which is above the threshold 250"
+    warning = {"warning": replays, "error_id": 107, "error_category": 13, "error_severity": 2}
+    test["test_summary"] = {"status": "Fail", "warnings": [warning]}
     v = _verdict(tmp_path, json.dumps(doc))
-    assert (v.status, v.detail) == ("failed", "1 failed: pcie: PCIe replay rate too high (DCGM error 8)")
+    assert (v.status, v.detail) == (
+        "failed",
+        "1 failed: pcie: Detected 260 PCIe replays for GPU 5 which is above the threshold 250 (DCGM error 107)",
+    )
 
 
 def test_no_verdict_without_a_level3_run(tmp_path: Path) -> None:
@@ -152,11 +158,11 @@ def test_the_report_command_judges_each_node_and_exits_by_verdict(tmp_path: Path
     assert done.returncode == 4  # the network jobs have no results here
     assert {j["status"] for j in _gpu_rows(done).values()} == {"passed"}
     bad = suite.gpu[1]
-    (folder / f"{bad.id}.json").write_text(diag_text(bad.gpus, fail={("memory", 0): ("DBE detected", 74)}))
+    (folder / f"{bad.id}.json").write_text(diag_text(bad.gpus, fail={("memory", 0): (DBE, 83)}))
     (folder / f"{suite.gpu[2].id}.json").write_text('{"DCGM Diagnostic": ')
     done = run_in_process("gpufabric", "acceptance", "report", str(FABRIC), "--results", str(folder))
     assert done.returncode == 4 and "Traceback" not in done.stderr
-    assert f"{bad.id}: failed: 1 failed: memory on GPU 0: DBE detected (DCGM error 74)" in done.stderr
+    assert f"{bad.id}: failed: 1 failed: memory on GPU 0: {DBE} (DCGM error 83)" in done.stderr
     assert f"{suite.gpu[2].id}: unreadable: {suite.gpu[2].id}.json:1:" in done.stderr
     (folder / f"{bad.id}.json").write_bytes(b"\xff\xfe not UTF-8")
     done = run_in_process("gpufabric", "acceptance", "report", str(FABRIC), "--results", str(folder))
@@ -183,7 +189,7 @@ def test_the_stand_ins_follow_dcgms_published_schema() -> None:
     if not name or not Path(name).is_file():
         pytest.skip("GPUFABRIC_DCGM_SCHEMA does not name NVIDIA/DCGM's testing/python3/dcgm_diag_schema.json")
     schema = json.loads(Path(name).read_text())
-    for doc in (diag_doc(), diag_doc(fail={("targeted_stress", 3): (XID_79, 43)}), diag_doc(tests=LEVEL1)):
+    for doc in (diag_doc(), diag_doc(fail={("targeted_stress", 3): (XID_79, 101)}), diag_doc(tests=LEVEL1)):
         assert list(jsonschema.Draft7Validator(schema).iter_errors(doc)) == []
     broken = diag_doc()
     del broken["DCGM Diagnostic"]["test_categories"][0]["tests"][0]["results"][0]["status"]
