@@ -74,7 +74,8 @@ def test_shared_gives_each_rail_a_shared_resource_and_no_pod_network(schemas: An
     assert all(c["selectors"]["vendors"] == ["15b3"] for c in configs)
     # The pods run on the host's network: no rail pool, network or attachment, no SR-IOV device plugin.
     assert {o["kind"] for o in objs} == {"NicClusterPolicy"}
-    assert "sriovDevicePlugin" not in _by_kind(objs, "NicClusterPolicy")[0]["spec"]
+    spec = _by_kind(objs, "NicClusterPolicy")[0]["spec"]
+    assert "sriovDevicePlugin" not in spec and "nvIpam" not in spec  # no pool to allocate from
 
 
 def test_shared_selects_by_device_id_where_every_group_names_its_nic_model() -> None:
@@ -104,6 +105,7 @@ def test_infiniband_pods_get_the_hcas_beside_ipoib_when_shared(schemas: Any) -> 
     ]
     # The partitions' IPoIB networks stay: the pod's address for rdma_cm, its HCAs from the resource.
     assert {o["metadata"]["name"] for o in _by_kind(objs, "IPoIBNetwork")} == {"ib-tenant-a", "ib-tenant-b"}
+    assert "nvIpam" in _by_kind(objs, "NicClusterPolicy")[0]["spec"]  # the partitions' pools
     # The default keeps what it gave before: IPoIB only, no RDMA device plugin.
     default = objects(plan_doc(copy.deepcopy(doc)))
     assert "rdmaSharedDevicePlugin" not in _by_kind(default, "NicClusterPolicy")[0]["spec"]
@@ -117,7 +119,7 @@ def test_infiniband_shared_needs_no_pod_subnet() -> None:
         p.pop("pod_subnet", None)
     objs = objects(_plan(doc, rdma="shared"))
     assert [c["resourceName"] for c in _shared_config(objs)] == ["compute_hca"]
-    assert not _by_kind(objs, "IPoIBNetwork")
+    assert not _by_kind(objs, "IPoIBNetwork") and "nvIpam" not in _by_kind(objs, "NicClusterPolicy")[0]["spec"]
     with pytest.raises(k8s_network.K8sNetworkError, match="no InfiniBand partition gives pods a subnet"):
         k8s_network.documents(plan_doc(doc))
 
