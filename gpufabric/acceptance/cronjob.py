@@ -164,6 +164,12 @@ def documents(plan: Plan, intent_text: str, *, schedule: str, image: str, driver
         if not _IMAGE.fullmatch(ref):
             raise ScreenError(f"{what} {ref!r} is not an image reference (registry/path:tag[@sha256:digest])")
     suite = _k8s_suite(plan)
+    if suite.perf and plan.intent.kubernetes.rdma == "shared":
+        # A pair's pods take the rail's network (_rail); with the shared device plugin there is none to take.
+        raise ScreenError(
+            "kubernetes.rdma: shared gives the rails no pod network, which the screen's perftest pods join: "
+            "run this screen from Slurm (screen.sbatch, without --image), or export with host-device or sriov"
+        )
     labels = _labels(plan)
     meta = {"name": NAME, "namespace": NAMESPACE, "labels": labels}
     data = {"screen.sh": driver_script(plan, image), "jobs.tsv": job_table(suite), "intent.yml": intent_text}

@@ -27,8 +27,9 @@ def suite_dict(suite: Suite) -> dict[str, Any]:
     for job in suite.jobs():
         key = "incast" if job in suite.incast else job.tool
         counts[key] = counts.get(key, 0) + 1
+    gpu = [{**asdict(j), "command": j.command()} for j in suite.gpu]
     storage = [{**asdict(j), "command": j.command()} for j in suite.storage]
     for j in suite.storage:
         counts[j.tool] = counts.get(j.tool, 0) + 1
     return {"fabric": suite.fabric, "counts": counts, "perftest": perf, "nccl": nccl, "incast": incast,
-            "storage": storage}  # fmt: skip
+            "gpu": gpu, "storage": storage}  # fmt: skip

@@ -211,6 +211,32 @@ class IncastJob:
         return [self.receiver, *self.senders]
 
 
+# DCGM's diagnostic at level 3 (`dcgmi diag -r 3`, "long": about 15 minutes per node in NVIDIA's dcgmi diag
+# reference), with its result as JSON (`-j`): the GPUs' stress, power, memory and PCIe tests on every GPU of the node.
+DCGM_LEVEL = 3
+DCGM_SECONDS = 3600  # what the run may take before it is stopped: four times the reference's figure
+
+
+@dataclass(frozen=True, slots=True)
+class DiagJob:
+    """DCGM's GPU diagnostic on one node: judged by the tests its JSON output reports (none may fail)."""
+
+    id: str
+    server: str
+    gpus: int
+    tool: str = "dcgmi"
+    plane: str = "gpu"  # not a network plane: JUnit's class is acceptance.gpu.dcgmi
+    level: int = DCGM_LEVEL
+    expected: float = 0.0  # failed test results
+    threshold: float = 0.0
+    unit: str = "failed tests"
+    crosses: tuple[str, ...] = ()  # no switch or cable: a GPU's fault is its node's
+    cables: tuple[str, ...] = ()
+
+    def command(self) -> list[str]:
+        return ["dcgmi", "diag", "-r", str(self.level), "-j"]
+
+
 @dataclass(slots=True)
 class Suite:
     fabric: str
@@ -220,6 +246,7 @@ class Suite:
     # fio and gdsio on the storage plane's file systems (gpufabric/acceptance/storage.py): listed with their
     # figures by `acceptance plan`; scripts, run and report do not take them yet, so they stay out of jobs().
     storage: list[Any] = field(default_factory=list)
+    gpu: list[DiagJob] = field(default_factory=list)  # DCGM's diagnostic, one per GPU node
 
-    def jobs(self) -> list[PerfJob | NcclJob | IncastJob]:
-        return [*self.perf, *self.nccl, *self.incast]
+    def jobs(self) -> list[PerfJob | NcclJob | IncastJob | DiagJob]:
+        return [*self.perf, *self.nccl, *self.incast, *self.gpu]

@@ -20,7 +20,8 @@ from gpufabric.acceptance.counters import (
     judge_switches,
     parse_nic,
 )
-from gpufabric.acceptance.model import IncastJob, NcclJob, PerfJob, Suite
+from gpufabric.acceptance.dcgm import judge_diag
+from gpufabric.acceptance.model import DiagJob, IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.parse import (
     FailedOutputError,
     InvalidOutputError,
@@ -33,7 +34,7 @@ from gpufabric.errors import GpufabricError
 from gpufabric.inputs import InputError, MiB, json_text, read_text
 from gpufabric.outputs import xml_text
 
-Job = PerfJob | NcclJob | IncastJob
+Job = PerfJob | NcclJob | IncastJob | DiagJob
 MAX_OUTPUT = 4 * MiB  # bytes of one result file: perftest and nccl-tests print a few KiB, a snapshot less
 NO_VERDICT = ("missing", "unreadable", "invalid", "unknown")  # JUnit errors: the job could not be judged
 
@@ -42,8 +43,9 @@ NO_VERDICT = ("missing", "unreadable", "invalid", "unknown")  # JUnit errors: th
 class Verdict:
     """status: passed | failed | unstressed (an incast that congested nothing) | missing (no output) |
     unreadable (not the tool's output of a finished run) | invalid (another tool, test type, size or
-    count than the job's, several runs in one file, or a figure no link can produce) | unknown (an
-    incast whose drop counters cannot be compared)."""
+    count than the job's, several runs in one file, or a figure no link can produce, or a DCGM run with no
+    level-3 test) | unknown (an incast whose drop counters cannot be compared, a DCGM diagnostic that could
+    not run)."""
 
     job: Job
     status: str
@@ -96,6 +98,8 @@ def judge(suite: Suite, results: Path) -> Report:
     for job in suite.jobs():
         if isinstance(job, IncastJob):
             report.verdicts.append(incast_verdict(job, results / job.id))
+        elif isinstance(job, DiagJob):
+            report.verdicts.append(diag_verdict(job, results / f"{job.id}.json"))
         else:
             report.verdicts.append(job_verdict(job, results / f"{job.id}.txt"))
     return report
@@ -224,6 +228,15 @@ def job_verdict(job: PerfJob | NcclJob, path: Path) -> Verdict:
     return Verdict(job, "failed", seen.value, detail)
 
 
+def diag_verdict(job: DiagJob, path: Path) -> Verdict:
+    """DCGM's JSON output of one node's diagnostic (gpufabric/acceptance/dcgm.py reads its layout). A failed
+    test is the node's fault, named with DCGM's own message."""
+    if not path.exists():
+        return Verdict(job, "missing", None, f"no result file {path.name}")
+    seen = judge_diag(_read(path, "dcgmi diag's output"), path)
+    return Verdict(job, seen.status, seen.failed, seen.detail, fault=seen.status == "failed")
+
+
 def _finite(value: float | None) -> float | None:
     """JSON has no NaN or Infinity: a figure that is not finite is no figure (the parsers refuse them)."""
     return value if value is None or math.isfinite(value) else None
@@ -266,7 +279,7 @@ def junit(report: Report) -> str:
             suite, "testcase", classname=xml_text(f"acceptance.{v.job.plane}.{v.job.tool}"), name=xml_text(v.job.id)
         )
         path = xml_text(f"crosses: {', '.join(v.job.crosses)}\ncables: {', '.join(v.job.cables)}")
-        if (isinstance(v.job, IncastJob) or v.fault) and v.status in ("failed", "unstressed"):
+        if (isinstance(v.job, IncastJob | DiagJob) or v.fault) and v.status in ("failed", "unstressed"):
             node = ET.SubElement(case, "failure", message=xml_text(v.detail))
             node.text = path
         elif v.status == "failed":

@@ -7,7 +7,7 @@ import re
 import shlex
 
 from gpufabric.acceptance.counters import nic_command
-from gpufabric.acceptance.model import IncastJob, NcclJob, PerfJob, Suite
+from gpufabric.acceptance.model import DCGM_SECONDS, DiagJob, IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.screen import ScreenError
 
 JOB_NAME = "gpufabric-acceptance"  # with --dependency=singleton: one job of this name runs at a time
@@ -55,6 +55,17 @@ def nccl_script(job: NcclJob) -> str:
     return "\n".join(lines) + "\n"
 
 
+def diag_script(job: DiagJob) -> str:
+    """DCGM's diagnostic on its node, alone on it (it loads every GPU to its power limit), its JSON kept for
+    `report`. dcgmi exits non-zero when a test fails; the JSON it wrote is the verdict's evidence all the same."""
+    q = shlex.quote
+    extra = [f"#SBATCH --nodelist={job.server}", "#SBATCH --exclusive", f"#SBATCH --time={DCGM_SECONDS // 60}"]
+    lines = _header(job.id, 1, extra)
+    cmd = " ".join(q(c) for c in job.command())
+    lines.append(f"srun --nodes=1 --ntasks=1 {cmd} > {q(f'results/{job.id}.json')}")
+    return "\n".join(lines) + "\n"
+
+
 def incast_script(job: IncastJob) -> str:
     """Counters before, N listeners on the receiver, N senders at once, counters after. The switches'
     counters come from `gpufabric acceptance counters` on the batch host (it needs the intent and the
@@ -98,6 +109,7 @@ def scripts(suite: Suite) -> dict[str, str]:
     files = {f"{j.id}.sbatch": perf_script(j) for j in suite.perf}
     files |= {f"{j.id}.sbatch": nccl_script(j) for j in suite.nccl}
     files |= {f"{j.id}.sbatch": incast_script(j) for j in suite.incast}
+    files |= {f"{j.id}.sbatch": diag_script(j) for j in suite.gpu}
     submit = ["#!/bin/sh", "# Queue every acceptance job; they run one at a time (singleton), in this order.", "set -e"]
     submit += [f"sbatch {shlex.quote(name)}" for name in files]
     files["submit.sh"] = "\n".join(submit) + "\n"

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from gpufabric.acceptance import infiniband
 from gpufabric.acceptance import model as m
 from gpufabric.acceptance.incast import Rail, incast_jobs
-from gpufabric.acceptance.model import Endpoint, IncastJob, NcclJob, PerfJob, Suite
+from gpufabric.acceptance.model import DiagJob, Endpoint, IncastJob, NcclJob, PerfJob, Suite
 from gpufabric.acceptance.paths import Fabric
 from gpufabric.acceptance.storage import storage_jobs
 from gpufabric.plan.model import Device, HostNic, Plan, PlanePlan, Server, ip
@@ -69,7 +69,14 @@ def build_suite(plan: Plan) -> Suite:
         suite.perf += infiniband.perf_jobs(plan.infiniband)
         suite.nccl += infiniband.nccl_jobs(plan, plan.infiniband)
     suite.storage = storage_jobs(plan)
+    suite.gpu = diag_jobs(plan)
     return suite
+
+
+def diag_jobs(plan: Plan) -> list[DiagJob]:
+    """DCGM's level-3 diagnostic on every server with GPUs: a GPU that fails under stress slows every
+    collective it is in, which no network test tells apart from a slow link."""
+    return [DiagJob(f"dcgmi-diag.r{m.DCGM_LEVEL}.{s.name}", s.name, s.gpus) for s in plan.servers if s.gpus]
 
 
 def _incast(plan: Plan, ctx: _Plane, hcas: dict[tuple[str, str], str]) -> list[IncastJob]:

@@ -23,11 +23,12 @@ def acceptance_cmd() -> None:
     """Acceptance tests derived from the plan: perftest pairs across every leaf and spine of every
     rail, nccl-tests per scalable unit and for the cluster, N-to-1 incasts per leaf and across the
     spines judged by the switch and NIC counters (no drop; PFC pauses and ECN marks that rise), each
-    with its expected figure; and fio and gdsio on the storage plane's file systems (listed by `plan`).
+    with its expected figure; DCGM's level-3 diagnostic on every GPU node (`dcgmi diag -r 3 -j`, judged
+    from its JSON); and fio and gdsio on the storage plane's file systems (listed by `plan`).
 
     \b
       gpufabric acceptance plan              the jobs, expected figures and thresholds
-      gpufabric acceptance scripts -o DIR    Slurm batch scripts (results/<job>.txt, results/<incast>/)
+      gpufabric acceptance scripts -o DIR    Slurm batch scripts (results/<job>.txt or .json, results/<incast>/)
       gpufabric acceptance run --results DIR  the pair jobs over SSH (--lab --stand-in in the lab)
       gpufabric acceptance counters --job ID --phase before|after --results DIR   an incast's switch counters
       gpufabric acceptance report --results DIR [--junit F]   expected vs observed
@@ -64,7 +65,8 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
         write_stdout(json_dumps(suite_dict(suite), indent=2) + "\n")
         return 0
     t = Table(title=f"{suite.fabric}: {len(suite.perf)} pair jobs, {len(suite.nccl)} nccl-tests jobs, "
-              f"{len(suite.incast)} incast jobs, {len(suite.storage)} storage jobs", title_justify="left")  # fmt: skip
+              f"{len(suite.incast)} incast jobs, {len(suite.gpu)} GPU diagnostics, {len(suite.storage)} storage jobs",
+              title_justify="left")  # fmt: skip
     for col in ("job", "between", "expected", "fails below/above"):
         t.add_column(col)
     for j in suite.perf:
@@ -77,6 +79,9 @@ def plan_cmd(file: str | None, as_json: bool, stand_in: bool) -> int:
     for i in suite.incast:
         t.add_row(i.id, f"{i.why} -> {i.receiver.server}:{i.receiver.hca}", f"{i.expected} Gb/s in all, no drop, "
                   f"PFC prio {i.priority} and ECN rise", f"below {i.threshold}")  # fmt: skip
+    for g in suite.gpu:
+        t.add_row(g.id, f"{g.server}: {g.gpus} GPUs, dcgmi diag -r {g.level}", "every test passes",
+                  "any failed test")  # fmt: skip
     for s in suite.storage:
         who = s.servers[0] if s.scope == "server" else f"{len(s.servers)} servers at once"
         t.add_row(s.id, f"{who} -> {s.mount}", f"{s.expected} {s.unit} ({s.limited_by})" + (f"; {s.note}" if s.note
@@ -173,14 +178,15 @@ def counters_cmd(fleet_args: FleetArgs, as_json: bool, job_id: str, phase: str, 
 @acceptance_cmd.command("report")
 @file_arg
 @click.option("--results", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True,
-              help="Folder of the tools' outputs, one <job id>.txt per job.")  # fmt: skip
+              help="Folder of the tools' outputs, one <job id>.txt per job (DCGM's: <job id>.json).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Verdicts and suspects as JSON on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
 @stand_in_option
 def report_cmd(file: str | None, results: Path, as_json: bool, junit: Path | None, stand_in: bool) -> int:
     """Judge the outputs: expected vs observed per job, and the switches and cables that failing jobs
     share. An incast passes on its counters: no drop anywhere, PFC pauses and ECN marks or CNPs that
-    rose; one that raised neither congested nothing and is `unstressed`, not a pass. Exit 0 when every
+    rose; one that raised neither congested nothing and is `unstressed`, not a pass. A GPU node passes
+    DCGM's diagnostic when no test failed in its JSON output. Exit 0 when every
     job passed, 4 when any failed or has no verdict (`missing`, `unreadable`, `invalid`, `unknown`). A
     result file that is no regular file, is larger than 4 MiB or is not UTF-8 is bad input (exit 2)."""
     from gpufabric.acceptance import report as r

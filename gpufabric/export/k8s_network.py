@@ -10,10 +10,16 @@ Every plane that carries RoCE gets, per rail:
   rail NIC, because the plan gives each rail port exactly one host address).
 - the NetworkAttachmentDefinition the operator derives from that network (exported too, for
   clusters that run Multus without the operator's network controllers).
+- with `kubernetes.rdma_isolation`, the `rdma` CNI plugin chained after the rail's plugin (the networks'
+  `metaPlugins`, the attachment's plugin list): it moves the NIC's RDMA device into the pod's namespace.
+With `shared` a rail gets none of these: the RDMA shared device plugin (NicClusterPolicy
+`rdmaSharedDevicePlugin`) offers each rail's RDMA device to many pods at once (`rdma/<plane>_rail<r>`),
+which run on the host's network, as the rail's one planned address is the host's.
 An InfiniBand compute plane gets, per partition that gives pods a subnet (`pod_subnet`), an IPoIBNetwork
 whose `master` is the hosts' IPoIB child in that partition (`<netdev>.<pkey>`, the interface the ib_host
 role makes, so pods' interfaces carry the partition's PKey), an nv-ipam IPPool of the pod subnet on the
-partition's hosts, and the ipoib CNI's NetworkAttachmentDefinition.
+partition's hosts, and the ipoib CNI's NetworkAttachmentDefinition. With `shared`, the pods on an InfiniBand
+plane also get the node's HCAs, as one shared device plugin resource (`rdma/<plane>_hca`).
 Plus one NicClusterPolicy and the kubelet settings that keep a pod's GPUs and rail NICs on one
 NUMA node. docs/kubernetes.md explains each object and what was proven.
 """
@@ -50,6 +56,7 @@ IMAGES: dict[str, tuple[str, str, str]] = {
     "cniPlugins": ("plugins", "ghcr.io/k8snetworkplumbingwg", "v1.5.0"),
     "sriovDevicePlugin": ("sriov-network-device-plugin", "ghcr.io/k8snetworkplumbingwg", "v3.9.0"),
     "ipoib": ("ipoib-cni", "ghcr.io/mellanox", "v1.2.0"),
+    "rdmaSharedDevicePlugin": ("k8s-rdma-shared-dev-plugin", "ghcr.io/mellanox", "v1.5.3"),
     "nicConfigurationOperator": ("nic-configuration-operator", "nvcr.io/nvidia/mellanox", "network-operator-v26.7.0"),
     "nicConfigurationDaemon": (
         "nic-configuration-operator-daemon",
@@ -63,6 +70,17 @@ IMAGES: dict[str, tuple[str, str, str]] = {
 # a2dc) and the operator's README (ConnectX-9 1025).
 NIC_TYPES = {"ConnectX-7": "1021", "ConnectX-8": "1023", "ConnectX-9": "1025", "BlueField-3": "a2dc"}
 NIC_CONFIGURATION_API = "configuration.net.nvidia.com/v1alpha1"
+
+# The RDMA shared device plugin's resources are `rdma/<resourceName>`: it has no prefix setting (Mellanox
+# k8s-rdma-shared-dev-plugin README, "RDMA Shared Device Plugin Configurations").
+SHARED_PREFIX = "rdma"
+# The link type the shared plugin's `linkTypes` selector matches on an InfiniBand port's netdev (the
+# plugin's README, "Devices Selectors"; the kernel's ARPHRD_INFINIBAND link, `link/infiniband` in `ip link`).
+IB_LINK_TYPE = "infiniband"
+# The rdma CNI plugin, chained after a rail's plugin: it moves the RDMA device of the pod's interface into
+# the pod's network namespace (k8snetworkplumbingwg/rdma-cni README: a chained plugin, `"type": "rdma"`;
+# the hosts' RDMA subsystem must be in exclusive netns mode).
+RDMA_CNI: dict[str, Any] = {"type": "rdma"}
 
 FILES = (
     "nic-cluster-policy.yaml",
@@ -272,6 +290,22 @@ def ipoib_attachment(plan: Plan, net: IpoibNet) -> dict[str, Any]:
     }
 
 
+def _refuse_isolation(found: list[Rail]) -> None:
+    """rdma_isolation with no rail network to chain the rdma CNI after: an InfiniBand plane's pods join IPoIB
+    children, which share the parent's HCA and cannot own it, so the setting would do nothing."""
+    raise K8sNetworkError(
+        "rdma_isolation: no rail network for the rdma CNI to isolate a device on",
+        [
+            Problem(
+                ("kubernetes", "rdma_isolation"),
+                "there is no RoCE rail network (an IPoIB interface shares its HCA with the host and cannot take "
+                "the RDMA device into a pod), so no pod's RDMA device would be isolated",
+                "leave rdma_isolation false",
+            )
+        ],
+    )
+
+
 def _check(found: list[Rail]) -> None:
     if not found:
         raise K8sNetworkError(
@@ -292,8 +326,8 @@ def shared_names(found: list[Rail]) -> dict[str, list[Rail]]:
 
 
 def _refuse_shared_names(plan: Plan, shared: dict[str, list[Rail]]) -> None:
-    """host-device: the device plugin's one cluster-wide configuration selects NICs by name on every node,
-    so a name that serves two rails cannot be told apart. Refused, located at the groups that name it."""
+    """host-device and shared: the device plugin's one cluster-wide configuration selects NICs by name on every
+    node, so a name that serves two rails cannot be told apart. Refused, located at the groups that name it."""
     group_index = {g.name: gi for gi, g in enumerate(plan.intent.server_groups)}
     problems: list[Problem] = []
     for name, rails in shared.items():
@@ -342,6 +376,54 @@ def _device_plugin_config(found: list[Rail]) -> str:
         for rail in found
     ]
     return json_dumps({"resourceList": resources}, separators=(",", ":"))
+
+
+def _device_ids(plan: Plan, plane: str, groups: set[str]) -> list[str]:
+    """The PCI device IDs of the groups' NICs on the plane, when every group names a model the table knows;
+    else none (the selector is left out rather than guessed)."""
+    ids: set[str] = set()
+    for group in plan.intent.server_groups:
+        if group.name not in groups:
+            continue
+        nics = group.nics.get(plane)  # type: ignore[call-overload]  # a plane name the plan carries
+        model = getattr(nics, "model", None)
+        if model not in NIC_TYPES:
+            return []
+        ids.add(NIC_TYPES[model])
+    return sorted(ids)
+
+
+def ib_hca_resource(plan: Plan) -> str | None:
+    """The shared device plugin's resource for an InfiniBand plane's HCAs (`<plane>_hca`), when pods get them."""
+    ib = plan.infiniband
+    if ib is None or plan.intent.kubernetes.rdma != "shared":
+        return None
+    return f"{ib.plane}_hca"
+
+
+def _shared_plugin_config(plan: Plan, found: list[Rail]) -> str:
+    """The RDMA shared device plugin's `configList`: a resource per RoCE rail (its NICs by name, as the SR-IOV
+    device plugin selects them in host-device mode) and one for an InfiniBand plane's HCAs (by link type: the
+    node's Ethernet NICs are other planes'); each at most `rdma_hca_max` pods at once."""
+    most = plan.intent.kubernetes.rdma_hca_max
+    configs: list[dict[str, Any]] = []
+    for rail in found:
+        selectors: dict[str, list[str]] = {"vendors": [MELLANOX_VENDOR]}
+        ids = _device_ids(plan, rail.plane.name, set(rail.groups.values()))
+        if ids:
+            selectors["deviceIDs"] = ids
+        selectors["ifNames"] = rail.interfaces
+        configs.append({"resourceName": rail.resource, "rdmaHcaMax": most, "selectors": selectors})
+    resource, ib = ib_hca_resource(plan), plan.infiniband
+    if resource is not None and ib is not None:
+        selectors = {"vendors": [MELLANOX_VENDOR]}
+        groups = {s.group for s in plan.servers if s.name in set(ib.fabric.hosts)}
+        ids = _device_ids(plan, ib.plane, groups)
+        if ids:
+            selectors["deviceIDs"] = ids
+        selectors["linkTypes"] = [IB_LINK_TYPE]
+        configs.append({"resourceName": resource, "rdmaHcaMax": most, "selectors": selectors})
+    return json_dumps({"configList": configs}, separators=(",", ":"))
 
 
 def supernic_templates(plan: Plan) -> list[dict[str, Any]]:
@@ -399,17 +481,27 @@ def supernic_templates(plan: Plan) -> list[dict[str, Any]]:
     return out
 
 
-def nic_cluster_policy(plan: Plan, found: list[Rail], mode: str, ipoib: bool = False) -> dict[str, Any]:
+def nic_cluster_policy(
+    plan: Plan, found: list[Rail], mode: str, ipoib: bool = False, pools: bool = True
+) -> dict[str, Any]:
+    """`pools`: some network takes its addresses from nv-ipam (not so where every pod is on the host's network)."""
     spec: dict[str, Any] = {
         "ofedDriver": {**_image("ofedDriver"), "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1}},
         "nvIpam": {**_image("nvIpam"), "enableWebhook": False},
         "secondaryNetwork": {"multus": _image("multus"), "cniPlugins": _image("cniPlugins")},
     }
+    if not pools:
+        del spec["nvIpam"]
     if ipoib:
         spec["secondaryNetwork"]["ipoib"] = _image("ipoib")
     if mode == "host-device" and found:
         # With SR-IOV the SR-IOV Network Operator runs its own device plugin; two would fight.
         spec["sriovDevicePlugin"] = {**_image("sriovDevicePlugin"), "config": _device_plugin_config(found)}
+    if mode == "shared" and (found or ib_hca_resource(plan) is not None):
+        spec["rdmaSharedDevicePlugin"] = {
+            **_image("rdmaSharedDevicePlugin"),
+            "config": _shared_plugin_config(plan, found),
+        }
     if supernic_templates(plan):
         # The NIC Configuration Operator applies the SuperNICs' Spectrum-X settings (nic-configuration.yaml).
         spec["nicConfigurationOperator"] = {
@@ -465,8 +557,16 @@ def _hosts(plan: Plan, rail: Rail) -> str:
     return str(plane.addressing.hosts)
 
 
+def _meta_plugins(plan: Plan) -> dict[str, str]:
+    """The network's `metaPlugins` (both CRDs: CNI objects, comma-separated, no brackets): the rdma CNI when
+    the intent isolates RDMA devices."""
+    return {"metaPlugins": json_dumps(RDMA_CNI, separators=(",", ":"))} if plan.intent.kubernetes.rdma_isolation else {}
+
+
 def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    if mode == "shared":
+        return out  # pods share the rail's RDMA device on the host's network: no network of their own
     shared = {rail.name for rails in shared_names(found).values() for rail in rails}
     for rail in found:
         if mode == "host-device":
@@ -475,7 +575,12 @@ def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
                     "apiVersion": "mellanox.com/v1alpha1",
                     "kind": "HostDeviceNetwork",
                     "metadata": _meta(rail.name, None, plan),
-                    "spec": {"networkNamespace": WORKLOAD_NS, "resourceName": rail.resource, "ipam": _ipam(rail)},
+                    "spec": {
+                        "networkNamespace": WORKLOAD_NS,
+                        "resourceName": rail.resource,
+                        "ipam": _ipam(rail),
+                        **_meta_plugins(plan),
+                    },
                 }
             )
             continue
@@ -490,7 +595,12 @@ def networks(plan: Plan, found: list[Rail], mode: str) -> list[dict[str, Any]]:
                 "apiVersion": "sriovnetwork.openshift.io/v1",
                 "kind": "SriovNetwork",
                 "metadata": _meta(rail.name, OPERATOR_NS, plan),
-                "spec": {"resourceName": rail.resource, "networkNamespace": WORKLOAD_NS, "ipam": _ipam(rail)},
+                "spec": {
+                    "resourceName": rail.resource,
+                    "networkNamespace": WORKLOAD_NS,
+                    "ipam": _ipam(rail),
+                    **_meta_plugins(plan),
+                },
             }
         )
     return out
@@ -519,7 +629,11 @@ def _node_policy(plan: Plan, rail: Rail, name: str, interfaces: list[str], nodes
 
 def attachment(plan: Plan, rail: Rail, mode: str) -> dict[str, Any]:
     cni = "host-device" if mode == "host-device" else "sriov"
-    config = {"cniVersion": "0.3.1", "name": rail.name, "type": cni, "ipam": json.loads(_ipam(rail))}
+    plugin = {"type": cni, "ipam": json.loads(_ipam(rail))}
+    config: dict[str, Any] = {"cniVersion": "0.3.1", "name": rail.name, **plugin}
+    if plan.intent.kubernetes.rdma_isolation:
+        # A chain is a plugin list (CNI spec: a network configuration list); the rdma plugin runs second.
+        config = {"cniVersion": "0.3.1", "name": rail.name, "plugins": [plugin, RDMA_CNI]}
     annotations = {"k8s.v1.cni.cncf.io/resourceName": f"{RESOURCE_PREFIX}/{rail.resource}"}
     return {
         "apiVersion": "k8s.cni.cncf.io/v1",
@@ -586,21 +700,26 @@ def documents(plan: Plan, readings: Mapping[str, Reading] | None = None) -> dict
     host_baseline read per node (`host_facts.load`); the GPU-to-NIC pairing of a node without one is assumed."""
     found = rails(plan)
     ib_nets = ipoib_networks(plan)
-    if not found and not ib_nets:
+    mode = plan.intent.kubernetes.rdma
+    if not found and not ib_nets and ib_hca_resource(plan) is None:
         _check_ipoib(plan)
         _check(found)
-    mode = plan.intent.kubernetes.rdma
     shared = shared_names(found)
-    if shared and mode == "host-device":
+    if shared and mode in ("host-device", "shared"):
         _refuse_shared_names(plan, shared)
+    if plan.intent.kubernetes.rdma_isolation and not found:
+        _refuse_isolation(found)
+    # A shared rail has no pod network: its pods are on the host's, whose address is the rail's one.
+    networked = [] if mode == "shared" else found
     source = comment_text(plan.source)
-    head = f"# Generated by gpufabric from {source} (kubernetes.rdma: {mode}). Do not edit: regenerate.\n"
+    said = f"kubernetes.rdma: {mode}" + (", rdma_isolation" if plan.intent.kubernetes.rdma_isolation else "")
+    head = f"# Generated by gpufabric from {source} ({said}). Do not edit: regenerate.\n"
     files = {
-        "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode, bool(ib_nets))],
+        "nic-cluster-policy.yaml": [nic_cluster_policy(plan, found, mode, bool(ib_nets), bool(networked or ib_nets))],
         "nic-configuration.yaml": supernic_templates(plan),
-        "ip-pools.yaml": [cidr_pool(plan, rail) for rail in found] + [ip_pool(plan, n) for n in ib_nets],
+        "ip-pools.yaml": [cidr_pool(plan, rail) for rail in networked] + [ip_pool(plan, n) for n in ib_nets],
         "networks.yaml": networks(plan, found, mode) + [ipoib_network(plan, n) for n in ib_nets],
-        "network-attachment-definitions.yaml": [attachment(plan, rail, mode) for rail in found]
+        "network-attachment-definitions.yaml": [attachment(plan, rail, mode) for rail in networked]
         + [ipoib_attachment(plan, n) for n in ib_nets],
     }
     if not files["nic-configuration.yaml"]:

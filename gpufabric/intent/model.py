@@ -781,10 +781,36 @@ class PlatformSettings(Model):
 class Kubernetes(Model):
     """How pods reach the rails (`gpufabric export k8s-network`)."""
 
-    rdma: Literal["host-device", "sriov"] = Field(
+    rdma: Literal["host-device", "sriov", "shared"] = Field(
         "host-device",
-        description="`host-device`: a pod takes a rail's NIC whole; `sriov`: a pod takes a virtual function of it.",
+        description="`host-device`: a pod takes a rail's NIC whole; `sriov`: a pod takes a virtual function of it; "
+        "`shared`: pods share the rail NICs' RDMA devices (NVIDIA's RDMA shared device plugin) on the host's network, "
+        "and on an InfiniBand plane every pod gets the node's HCAs besides its IPoIB interface.",
     )
+    rdma_isolation: bool = Field(
+        False,
+        description="Chain the `rdma` CNI plugin after the rail network, which moves the NIC's RDMA device into the "
+        "pod's network namespace (the hosts' RDMA subsystem must run in exclusive mode: `rdma system set netns "
+        "exclusive`). For `host-device` and `sriov`; a shared device cannot be isolated.",
+    )
+    rdma_hca_max: int = Field(
+        63,
+        ge=1,
+        le=1000,
+        description="`shared`: how many pods on a node may hold one rail's (or the InfiniBand HCAs') RDMA "
+        "resource at once (the shared device plugin's `rdmaHcaMax`).",
+    )
+
+    @model_validator(mode="after")
+    def _isolation_needs_an_owned_device(self) -> Kubernetes:
+        # The kernel's exclusive mode gives an RDMA device to one network namespace: a device the shared plugin
+        # hands to many pods would be moved into the first and vanish from the others.
+        if self.rdma_isolation and self.rdma == "shared":
+            raise ValueError(
+                "rdma_isolation moves a NIC's RDMA device into one pod's namespace, but `shared` gives it to many "
+                "pods: use rdma: host-device or sriov with rdma_isolation, or leave rdma_isolation false"
+            )
+        return self
 
 
 class SlurmAccess(Model):

@@ -11,6 +11,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 from conftest import INVENTORY, example_plan, run_in_process, sized
+from dcgm_outputs import write_passing
 from incast_evidence import lossless_results
 
 from gpufabric.acceptance.parse import OutputError, nccl_busbw, perftest_bw, perftest_lat
@@ -168,6 +169,7 @@ def _results(tmp_path: Path, suite, bad: set[str]) -> Path:
     for n in suite.nccl:
         (folder / f"{n.id}.txt").write_text(_nccl(n.expected))
     lossless_results(_plan(INVENTORY / "fabric.yml"), suite, folder)
+    write_passing(suite, folder)  # every GPU node's DCGM diagnostic passes (stand-in outputs)
     return folder
 
 

@@ -21,7 +21,7 @@ from gpufabric.acceptance.screen import SIGNAL_SCHEMA, ScreenError, screen, sign
 from gpufabric.acceptance.suite import screen_suite
 from gpufabric.intent import load_intent
 from gpufabric.plan import Plan, build_plan
-from tests.conftest import BIN, run_in_process
+from tests.conftest import BIN, default_doc, plan_doc, run_in_process, set_path
 from tests.screen_outputs import nccl_node_text, record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -306,6 +306,14 @@ def test_a_screen_too_large_for_a_configmap_is_refused(plan: Plan) -> None:
 
     with pytest.raises(ScreenError, match="past the 1 MiB a ConfigMap may hold"):
         cronjob.documents(plan, "x" * (1 << 20), schedule="0 3 * * 0", image="a/b:1", driver_image="c/d:1")
+
+
+def test_the_cronjob_refuses_shared_rails_which_have_no_pod_network() -> None:
+    from gpufabric.acceptance import cronjob
+
+    shared = plan_doc(set_path(default_doc(), ("kubernetes",), {"rdma": "shared"}))
+    with pytest.raises(ScreenError, match=r"kubernetes\.rdma: shared gives the rails no pod network"):
+        cronjob.documents(shared, "x", schedule="0 3 * * 0", image="a/b:1", driver_image="c/d:1")
 
 
 def test_an_image_that_is_no_reference_is_refused(tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def _roce_intents() -> list[Path]:
     return [p for p in ALL_INTENTS if p.name != "multi-vendor.yml" and p not in _INFINIBAND]
 
 
-@pytest.mark.parametrize("mode", ["host-device", "sriov"])
+@pytest.mark.parametrize("mode", ["host-device", "sriov", "shared"])
 @pytest.mark.parametrize("path", sized(p for p in ALL_INTENTS if p not in _INFINIBAND), ids=lambda p: p.name)
 def test_every_object_validates_against_its_crd(path: Path, mode: str, schemas: Any) -> None:
     doc = yaml.safe_load(path.read_text())
@@ -115,9 +115,13 @@ def test_every_object_validates_against_its_crd(path: Path, mode: str, schemas: 
     plan = _mode(doc, mode)
     objs = objects(plan)
     kinds = {o["kind"] for o in objs}
-    assert {"NicClusterPolicy", "CIDRPool", "NetworkAttachmentDefinition"} <= kinds
+    assert "NicClusterPolicy" in kinds
+    # shared: the pods are on the host's network, so a rail has no pool, network or attachment of its own
+    assert ({"CIDRPool", "NetworkAttachmentDefinition"} <= kinds) == (mode != "shared")
     assert ("HostDeviceNetwork" in kinds) == (mode == "host-device")
     assert (kinds >= SRIOV_KINDS) == (mode == "sriov")
+    policy = next(o for o in objs if o["kind"] == "NicClusterPolicy")["spec"]
+    assert ("rdmaSharedDevicePlugin" in policy) == (mode == "shared")
     for obj in objs:
         if obj["kind"] == "NicConfigurationTemplate":
             continue  # its CRD is the NIC Configuration Operator's, not in the shared folder: test_k8s_supernic.py

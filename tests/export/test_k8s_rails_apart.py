@@ -72,6 +72,10 @@ def _selected(plan: Plan, objs: list[dict[str, Any]]) -> dict[str, dict[str, set
     if plugin is not None:
         for r in json.loads(plugin["config"])["resourceList"]:
             rules.append(({}, r["resourceName"], r["selectors"]["pfNames"]))
+    shared = policy["spec"].get("rdmaSharedDevicePlugin")  # shared: its resources select rail NICs by name
+    if shared is not None:
+        for r in json.loads(shared["config"])["configList"]:
+            rules.append(({}, r["resourceName"], r["selectors"]["ifNames"]))
     for o in objs:
         if o["kind"] == "SriovNetworkNodePolicy":
             spec = o["spec"]
@@ -94,7 +98,7 @@ def _each_resource_takes_its_rails_nic(plan: Plan, objs: list[dict[str, Any]]) -
     return problems
 
 
-@pytest.mark.parametrize("mode", ["host-device", "sriov"])
+@pytest.mark.parametrize("mode", ["host-device", "sriov", "shared"])
 @pytest.mark.parametrize("path", sized(_ROCE), ids=lambda p: p.name)
 def test_every_rails_resource_takes_only_that_rails_nic_on_every_node(path: Path, mode: str) -> None:
     plan = _roce_plan(path, mode)
@@ -116,9 +120,11 @@ def test_sriov_gives_groups_that_name_rails_differently_a_policy_each(schemas: A
             assert schema_errors(obj, schemas, "upstream") == [], obj["metadata"]["name"]
 
 
-def test_host_device_refuses_groups_that_name_rails_differently(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["host-device", "shared"])
+def test_host_device_refuses_groups_that_name_rails_differently(tmp_path: Path, mode: str) -> None:
+    # shared: the RDMA shared device plugin's one configuration selects by name on every node, as host-device's
     path = tmp_path / "fabric.yml"
-    path.write_text(yaml.safe_dump(_swapped_groups(), sort_keys=False))
+    path.write_text(yaml.safe_dump(_swapped_groups(mode), sort_keys=False))
     out = tmp_path / "net"
     done = run_in_process("gpufabric", "export", "k8s-network", str(path), "-o", str(out))
     assert done.returncode == 2, done.stderr
