@@ -285,6 +285,8 @@ def _bootstraps(plan: Plan, index: LinkIndex, served: list[Identity], out: ZtpEx
         except NoZtpFormError as exc:
             out.skipped[d.name] = str(exc)
             continue
+        except ValueError as exc:  # a rendered file or a plan value the bootstrap cannot carry: said, not written
+            raise ZtpError(f"{d.name}: no console bootstrap: {exc}") from None
         for name, text in files.items():
             if _TOKEN.search(text):
                 raise ZtpError(f"{d.name}: its console bootstrap would hold a secret token ({name})")

@@ -196,3 +196,13 @@ def test_an_frr_oob_plane_of_several_management_switches_is_left_to_the_hand_wit
     assert not [n for n in done.files if n.split("/")[-1].split(".")[0] in relaying and n.startswith("console/")]
     for name in relaying:
         assert "sends none" in done.skipped[name] and "remote-id" in done.skipped[name]
+
+
+def test_a_bootstrap_that_would_hold_a_secret_token_is_refused(monkeypatch):
+    """The console files hold the password only as its hash: a token of the rendered files (an SNMP community,
+    a vault entry) reaching one is refused, and nothing is returned to write."""
+    plan = example_plan(INVENTORY / "fabric.yml")
+    frr = type(platform("frr"))
+    monkeypatch.setattr(frr, "console_bootstrap", lambda self, device, files, b: {f"{device}.x": "@secret:env:X@\n"})
+    with pytest.raises(ztp.ZtpError, match="oob-mgmt1: its console bootstrap would hold a secret token"):
+        ztp.export(plan, LinkIndex(plan, PasswordHasher.for_intent(plan.intent, ENV)), ENV)
