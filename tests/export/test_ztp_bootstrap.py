@@ -177,6 +177,13 @@ def test_the_frr_bootstrap_passes_sh_and_frr_s_parser_and_relays_every_switch_po
     options = re.search(r'OPTIONS="(.*)"', relay)
     assert options and options.group(1).split() == ["-a", *[w for p in ports for w in ("-id", p)], "-iu", "br-oob"]
     assert f'SERVERS="{ztp.server(plan)}"' in relay
+    # The management bridge keeps the rendered bridge's other members (the servers' management ports).
+    index = LinkIndex(plan, PasswordHasher.for_intent(plan.intent, ENV))
+    interfaces = render_device(plan, index.devices["oob-mgmt1"], index).files["oob-mgmt1.interfaces"]
+    members = re.search(r"^iface br-oob\n(?:.*\n)*?\s+bridge-ports (.+)$", interfaces, re.M)
+    assert members
+    bridged = re.findall(r"^ip link set dev (\S+) master br-oob up$", text, re.M)
+    assert bridged and bridged == [p for p in members.group(1).split() if p not in ports]
 
 
 def test_an_frr_oob_plane_of_several_management_switches_is_left_to_the_hand_with_the_reason():

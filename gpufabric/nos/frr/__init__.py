@@ -69,7 +69,8 @@ class Frr(Platform):
     def console_bootstrap(self, device: str, files: Mapping[str, str], bootstrap: Bootstrap) -> dict[str, str]:
         from gpufabric.nos.frr.bootstrap import script
 
-        return {f"{device}.bootstrap.sh": script(device, files[f"{device}.system.yaml"], bootstrap)}
+        text = script(device, files[f"{device}.system.yaml"], bootstrap, files.get(f"{device}.interfaces", ""))
+        return {f"{device}.bootstrap.sh": text}
 
 
 PLATFORM = Frr(

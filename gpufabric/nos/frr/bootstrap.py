@@ -3,7 +3,7 @@
 Its values are the switch's rendered files (`NAME.system.yaml`: the host name, the users with their hashed
 passwords, the management port and address), the OOB gateway and the provisioning server. It sets the host
 name and the users' hashes (as the FRR driver's own host step does), puts the management address on the
-management port, gives FRR the default route (an FRR fragment that the test suite judges with FRR's own
+management port (the rendered bridge, with the members the relay does not route), gives FRR the default route (an FRR fragment that the test suite judges with FRR's own
 parser, `vtysh -C`), starts sshd, and relays DHCP from each port cabled to a provisioned switch's management
 port to the provisioning server with ISC `dhcrelay -a`, which adds option 82 with the receiving
 interface's name as its circuit-id (dhcrelay(8), `-a`, `-id`, `-iu`). Each relayed port is routed as the lab
@@ -43,8 +43,17 @@ def frr_fragment(hostname: str, gateway: str) -> str:
     return f"frr defaults datacenter\nhostname {hostname}\nip route 0.0.0.0/0 {IPv4Address(gateway)}\n"
 
 
-def script(device: str, system_yaml: str, b: Bootstrap) -> str:
-    """The console bootstrap of one Linux + FRR OOB switch from its rendered system settings."""
+def bridged_ports(interfaces: str, bridge: str, b: Bootstrap) -> list[str]:
+    """The rendered bridge's members (`bridge-ports` of the management port's stanza in `NAME.interfaces`)
+    that the relay does not route: the servers' management ports, the uplinks."""
+    stanza = re.search(rf"^iface\s+{re.escape(bridge)}\n((?:[ \t]+.*\n?)*)", interfaces, re.M)
+    members = re.search(r"^\s+bridge-ports\s+(.+)$", stanza.group(1), re.M) if stanza else None
+    found = members.group(1).split() if members else []
+    return [_name(p, "port") for p in found if p not in b.relay_ports]
+
+
+def script(device: str, system_yaml: str, b: Bootstrap, interfaces: str = "") -> str:
+    """The console bootstrap of one Linux + FRR OOB switch from its rendered system settings and ports."""
     if b.remote_id is not None:
         raise NoZtpFormError(
             f"{device}: the OOB plane has several management switches, whose relays must send their name as "
@@ -71,6 +80,7 @@ def script(device: str, system_yaml: str, b: Bootstrap) -> str:
     out += [
         f"ip link show dev {q(port)} >/dev/null 2>&1 || ip link add {q(port)} type bridge",
         f"ip link set dev {q(port)} up",
+        *(f"ip link set dev {q(member)} master {q(port)} up" for member in bridged_ports(interfaces, port, b)),
         f"ip address replace {address} dev {q(port)}",
         heredoc(FRR_FRAGMENT, frr_fragment(host, gateway)).rstrip("\n"),
         f"vtysh -f {FRR_FRAGMENT}",
