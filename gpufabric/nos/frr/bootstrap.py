@@ -3,16 +3,17 @@
 Its values are the switch's rendered files (`NAME.system.yaml`: the host name, the users with their hashed
 passwords, the management port and address), the OOB gateway and the provisioning server. It sets the host
 name and the users' hashes (as the FRR driver's own host step does), puts the management address on the
-management port (the rendered bridge, with the members the relay does not route), gives FRR the default route (an FRR fragment that the test suite judges with FRR's own
-parser, `vtysh -C`), starts sshd, and relays DHCP from each port cabled to a provisioned switch's management
-port to the provisioning server with ISC `dhcrelay -a`, which adds option 82 with the receiving
-interface's name as its circuit-id (dhcrelay(8), `-a`, `-id`, `-iu`). Each relayed port is routed as the lab
-relays (docs/ztp.md): the switch's own management address as a /32 on it (the relay's giaddr), a host route
-to the address the plan gives the switch behind it, and proxy ARP. ISC dhcrelay sends no remote-id, so an
-OOB plane of several management switches (where the remote-id tells their ports apart) is refused here.
-The relay's settings go to Debian's `/etc/default/isc-dhcp-relay` (package isc-dhcp-relay, read by its init
-script as `dhcrelay -q $OPTIONS $SERVERS`), so it survives a reboot until `push` brings the whole
-configuration.
+management port (the rendered bridge, with the members the relay does not route), gives FRR the default route
+(an FRR fragment that the test suite judges with FRR's own parser, `vtysh -C`), starts sshd, and relays DHCP
+from each port cabled to a provisioned switch's management port to the provisioning server with ISC `dhcrelay
+-a`, which adds option 82 with the receiving interface's name as its circuit-id (dhcrelay(8), `-a`, `-id`,
+`-iu`). Each relayed port is routed as the lab relays (docs/ztp.md): the switch's own management address as a
+/32 on it (the relay's giaddr), a host route to the address the plan gives the switch behind it, and proxy
+ARP. ISC dhcrelay sends no remote-id, so an OOB plane of several management switches (where the remote-id
+tells their ports apart) is refused here. The relay's settings go to Debian's `/etc/default/isc-dhcp-relay`
+(package isc-dhcp-relay, whose init script runs `dhcrelay -q $OPTIONS $SERVERS` with no INTERFACES), so the
+relay starts again at boot; the addresses and routes set with `ip` do not outlive a reboot: run the script
+again after one, until ZTP is done.
 """
 
 from __future__ import annotations
