@@ -93,8 +93,9 @@ static_and_offline() {
     # Ansible's own tests of a collection, on gpufabric.cluster as built (their pinned linters in .cache/ansible-test).
     echo "== ansible-test sanity (the collection gpufabric.cluster)" && scripts/collection_sanity.sh || return 1
     echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
-    echo "== the platform, command and example pages match the registry, --help and the intents" &&
-        gpufabric docs platforms --check && gpufabric docs commands --check && gpufabric docs examples --check || return 1
+    echo "== the platform, command and example pages and the figures match the registry, --help and the intents" &&
+        gpufabric docs platforms --check && gpufabric docs commands --check && gpufabric docs examples --check &&
+        gpufabric docs figures --check || return 1
     # Built into the run's temporary folder: nothing is written into the checkout. Strict: a page
     # missing from the nav, a broken link or anchor fails the build (mkdocs.yml's validation).
     echo "== the documentation site builds (mkdocs --strict)" &&

@@ -10,7 +10,7 @@ import click
 from gpufabric.cli import help_pages
 from gpufabric.cli.errors import EXIT_FINDINGS
 from gpufabric.cli.output import err, write_stdout
-from gpufabric.docsite import examples, pages, platforms
+from gpufabric.docsite import examples, figures, pages, platforms
 from gpufabric.docsite.pages import Generated, NavBlockError, stale_pages, with_nav_block, write_pages
 from gpufabric.export import drawing
 from gpufabric.files import write_atomic, write_if_changed
@@ -31,6 +31,7 @@ def docs_cmd(ctx: click.Context, output: Path | None, check: bool) -> int:
       gpufabric docs platforms   one page per network OS, from the platform registry
       gpufabric docs commands    one page per command, from each command's --help
       gpufabric docs examples    one page per example intent, with each plane's drawing
+      gpufabric docs figures     the front page's and the tutorial's drawings (docs/img/)
     """
     if ctx.invoked_subcommand is not None:
         if output is not None or check:
@@ -137,6 +138,55 @@ def examples_cmd(output: Path, nav_file: Path, check: bool, inventory: Path) -> 
             raise click.ClickException("Graphviz's `dot` is needed to draw the examples: install graphviz")
         write_if_changed(output / name, image.decode())
     return _site_pages("examples", generated, output, nav_file, check)
+
+
+@docs_cmd.command("figures")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("docs") / figures.FOLDER,
+    show_default=True,
+    help="The folder of the figures.",
+)
+@click.option("--check", is_flag=True, help="Exit 4 if a figure is missing or not drawn from today's intent.")
+@click.option(
+    "--inventory",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("inventory"),
+    show_default=True,
+    help="The folder holding fabric.yml (the default fabric).",
+)
+@click.option(
+    "--docs",
+    "docs_folder",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("docs"),
+    show_default=True,
+    help="The folder holding tutorial.md (its intent is the page's one YAML block).",
+)
+def figures_cmd(output: Path, check: bool, inventory: Path, docs_folder: Path) -> int:
+    """The drawings of the front page and the tutorial: each one's compute plane, as SVG."""
+    try:
+        wanted = figures.figures(inventory, docs_folder)
+    except figures.FigureError as exc:
+        raise click.BadParameter(str(exc), param_hint="--docs") from exc
+    if check:
+        stale = [
+            f.name for f in wanted if not (output / f.name).is_file() or not f.current((output / f.name).read_text())
+        ]
+        if stale:
+            err.print(
+                f"figures not drawn from today's intents in {output}: {', '.join(stale)}: run `gpufabric docs figures`"
+            )
+            return EXIT_FINDINGS
+        return 0
+    for figure in wanted:
+        image = drawing.svg(figure.dot, drawing.drawn_nodes(figure.dot))
+        if image is None:
+            raise click.ClickException("Graphviz's `dot` is needed to draw the figures: install graphviz")
+        write_if_changed(output / figure.name, figure.stamped(image.decode()))
+    return 0
 
 
 @click.command("schema")

@@ -6,6 +6,11 @@ Written into one folder:
   find its provisioning file, and nothing is given to a client the plan does not know.
 - `http/`: the provisioning server's document root, every switch's files in its OS's ZTP form (the
   platform's `ztp` method) named after the switch.
+- `console/`: each OOB switch's first configuration, typed or copied on its console before anything else
+  (the platform's `console_bootstrap`): the OOB switches relay DHCP for every other switch, so none of
+  them can be provisioned through itself. It is the minimal part of the switch's rendered configuration
+  (name, management address, default route, SSH, the users' hashed passwords) and the DHCP relay towards
+  the provisioning server that the other switches' identities need (option 82).
 
 A switch is known by what the plan knows (docs/ztp.md):
 - the OOB switch port its management port is cabled to, as a DHCP relay agent reports it in option 82:
@@ -31,11 +36,15 @@ from gpufabric.intent.model import OobPlane
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import Plan, ip
 from gpufabric.platforms import platform
-from gpufabric.platforms.spec import NoZtpFormError, ZtpForm
+from gpufabric.platforms.spec import Bootstrap, NoZtpFormError, ZtpForm
 
 KEA = "dhcp/kea-dhcp4.json"
 DNSMASQ = "dhcp/dnsmasq.conf"
 HTTP = "http"
+CONSOLE = "console"
+# What a console file may never hold: a secret token of the rendered files, resolved or not (the password is
+# only ever there as its hash).
+_TOKEN = re.compile(r"@(secret|hash):")
 LEASE_SECONDS = 86_400
 CLASS_PREFIX = "gpufabric-"
 # What reaches a Kea expression or a dnsmasq line between quotes: the plan's port and switch names and the
@@ -74,6 +83,7 @@ class ZtpExport:
     files: dict[str, str] = field(default_factory=dict)
     provisioned: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    consoled: list[str] = field(default_factory=list)  # the OOB switches given a console bootstrap
     secret_files: set[str] = field(default_factory=set)  # files that hold a resolved secret (written 0600)
 
 
@@ -240,9 +250,53 @@ def export(
         for form in forms.values():
             for name, text in form.files.items():
                 out.files[f"{HTTP}/{name}"] = text
+        _bootstraps(plan, index, served, out)
     else:
         out.secret_files.clear()
     return out
+
+
+def _bootstraps(plan: Plan, index: LinkIndex, served: list[Identity], out: ZtpExport) -> None:
+    """Every OOB switch's console bootstrap, relaying for the switches cabled to it that ZTP serves."""
+    if "oob" not in plan.planes:
+        return
+    oob = _oob(plan)
+    switches = plan.planes["oob"].devices
+    several = len([d for d in switches if d.role == "mgmt"]) > 1
+    by_name = {i.device: i for i in served if i.circuit_id is not None}
+    clients: dict[str, list[Identity]] = {}
+    for link in plan.planes["oob"].links:
+        if link.kind == "mgmt" and link.a in by_name:
+            clients.setdefault(link.b, []).append(by_name[link.a])
+    for d in switches:
+        relayed = clients.get(d.name, [])
+        settings = Bootstrap(
+            server=str(server(plan)),
+            gateway=str(oob.gateway_address),
+            relay_ports=tuple(str(i.circuit_id) for i in relayed),
+            remote_id=d.name if several and relayed else None,
+            relay_clients=tuple(i.address for i in relayed),
+            release=plan.intent.release(d.platform),
+        )
+        device = index.devices[d.name]
+        rendered = render_context(build(plan, device, index))
+        try:
+            files = platform(d.platform).console_bootstrap(d.name, rendered, settings)
+        except NoZtpFormError as exc:
+            out.skipped[d.name] = str(exc)
+            continue
+        except ValueError as exc:  # a rendered file or a plan value the bootstrap cannot carry: said, not written
+            raise ZtpError(f"{d.name}: no console bootstrap: {exc}") from None
+        for name, text in files.items():
+            if _TOKEN.search(text):
+                raise ZtpError(f"{d.name}: its console bootstrap would hold a secret token ({name})")
+            out.files[f"{CONSOLE}/{name}"] = text
+        out.consoled.append(d.name)
+        if d.name in out.skipped:  # known by no relay: the console is how it gets its first configuration
+            out.skipped[d.name] = (
+                f"an OOB switch: its first configuration is {CONSOLE}/{next(iter(files))}, for its console "
+                "(or record its serial under planes.oob.ztp.serials and relay its DHCP upstream)"
+            )
 
 
 def _forms_unresolved(plan: Plan, found: list[Identity], out: ZtpExport) -> dict[str, ZtpForm]:
@@ -384,9 +438,10 @@ def dnsmasq(plan: Plan, served: list[Identity], forms: Mapping[str, ZtpForm]) ->
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DNSMASQ", "HTTP", "KEA", "Identity", "ZtpError", "ZtpExport", "base_url", "export", "render"]
+__all__ = ["CONSOLE", "DNSMASQ", "HTTP", "KEA", "Identity", "ZtpError", "ZtpExport", "base_url", "export", "render"]
 
 
 def summary(out: ZtpExport) -> str:
     """One line for the command line."""
-    return f"{len(out.provisioned)} switch(es) provisioned, {len(out.skipped)} left out"
+    console = f", {len(out.consoled)} OOB switch(es) bootstrapped on the console ({CONSOLE}/)" if out.consoled else ""
+    return f"{len(out.provisioned)} switch(es) provisioned{console}, {len(out.skipped)} left out"

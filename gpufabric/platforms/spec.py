@@ -230,6 +230,20 @@ class NoZtpFormError(GpufabricError):
     """The platform has no zero-touch provisioning form in gpufabric."""
 
 
+@dataclass(frozen=True)
+class Bootstrap:
+    """What an OOB switch needs before the others can be provisioned through it (`gpufabric export ztp`):
+    the OOB switches relay DHCP for every other switch, so their own first configuration comes from the
+    console. Every value is the plan's (addresses, port and switch names), checked by the export."""
+
+    server: str  # the provisioning (DHCP) server the relay forwards to
+    gateway: str  # the OOB gateway: the switch's default route
+    relay_ports: tuple[str, ...]  # the ports cabled to a provisioned switch's management port (the relay's clients)
+    remote_id: str | None  # option 82's remote-id the relay sends (its own name) where the plane has several
+    relay_clients: tuple[str, ...] = ()  # the planned management address of each relay port's switch, in order
+    release: str | None = None  # the OS release the intent pins for the switch's platform
+
+
 class Platform:
     """One network OS's behaviour. Every method has a default that does the common thing; an OS overrides
     those it does differently. Subclasses live in gpufabric/nos/<os>/ or in a third party's distribution and
@@ -433,6 +447,15 @@ class Platform:
         raise NoZtpFormError(
             f"platform {self.name} ({self.title}) has no zero-touch provisioning form in gpufabric: "
             f"its switches ({device}, ...) are provisioned by hand or by `nornir push` once reachable"
+        )
+
+    def console_bootstrap(self, device: str, files: Mapping[str, str], bootstrap: Bootstrap) -> dict[str, str]:
+        """Day 0 for one OOB switch, typed or served on its console: file name -> text, the minimal part of its
+        rendered `files` (name, management address, default route, SSH, the admin's hashed login) and the
+        DHCP relay towards the provisioning server. Default: the platform has no console bootstrap here."""
+        raise NoZtpFormError(
+            f"platform {self.name} ({self.title}) has no console bootstrap in gpufabric: the OOB switch {device} "
+            "is configured by hand on its console (docs/ztp.md, day 0)"
         )
 
     # -- telemetry: buffer occupancy and watermarks ------------------------------------------------

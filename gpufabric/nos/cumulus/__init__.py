@@ -10,6 +10,7 @@ from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.disruption import Classifier, Disruption
 from gpufabric.platforms.spec import (
     ROCE_HASH,
+    Bootstrap,
     DrainSpec,
     DrainSteps,
     LoadBalancing,
@@ -112,6 +113,12 @@ class Cumulus(Platform):
         from gpufabric.nos.cumulus.ztp import ztp_form
 
         return ztp_form(device, files, base_url, self.title)
+
+    def console_bootstrap(self, device: str, files: Mapping[str, str], bootstrap: Bootstrap) -> dict[str, str]:
+        from gpufabric.nos.cumulus.bootstrap import document
+
+        release = bootstrap.release or DEFAULT_RELEASE
+        return {f"{device}.bootstrap.yaml": document(device, files[f"{device}.yaml"], release, bootstrap)}
 
     def read_buffers(self, conn: Any, ports: list[str], queues: list[str]) -> dict[str, PortBuffers] | None:
         from gpufabric.nos.cumulus.telemetry import read_buffers

@@ -52,6 +52,13 @@ class Dialect:
         neighbor names its profile instead of carrying `enable` and the timers itself."""
         return _key(self.release) >= (5, 15)
 
+    @property
+    def relay_groups(self) -> bool:
+        """5.14 grouped a DHCP relay's servers into `server-group`s with their upstream interfaces, named the
+        client side `downstream-interface`, and spelled its agent's switches `state: enabled` (5.11 to 5.13:
+        `server`, `interface`, `enable: on`)."""
+        return _key(self.release) >= (5, 14)
+
     def enabled(self) -> dict[str, str]:
         return {"state": "enabled"} if self.states else {"enable": "on"}
 

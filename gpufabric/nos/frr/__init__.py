@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import LoadBalancing, Platform, PlatformFacts, ZtpForm
+from gpufabric.platforms.spec import Bootstrap, LoadBalancing, Platform, PlatformFacts, ZtpForm
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -65,6 +65,12 @@ class Frr(Platform):
         from gpufabric.nos.frr.ztp import ztp_form
 
         return ztp_form(device, files, base_url)
+
+    def console_bootstrap(self, device: str, files: Mapping[str, str], bootstrap: Bootstrap) -> dict[str, str]:
+        from gpufabric.nos.frr.bootstrap import script
+
+        text = script(device, files[f"{device}.system.yaml"], bootstrap, files.get(f"{device}.interfaces", ""))
+        return {f"{device}.bootstrap.sh": text}
 
 
 PLATFORM = Frr(
