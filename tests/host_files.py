@@ -34,7 +34,7 @@ FILES: list[tuple[str, str, str | None, str | None]] = [
     ("vlan.network.j2", f"systemd-networkd/61-gpufabric-{NET}.network", "host_network_vlans", None),
     ("vrf.netdev.j2", "systemd-networkd/59-gpufabric-{{ item.name }}.netdev", "host_network_vrfs", None),
     ("vrf.network.j2", "systemd-networkd/59-gpufabric-{{ item.name }}.network", "host_network_vrfs", None),
-    ("netplan.yaml.j2", NETPLAN, None, None),
+    ("netplan.yaml.j2", NETPLAN, None, None),  # written 0600 below: netplan warns about a file others can read
     ("nic.nmconnection.j2", f"NetworkManager/gpufabric-{NET}.nmconnection", "host_network_links", None),
     ("member.nmconnection.j2", f"NetworkManager/gpufabric-{NET}.nmconnection", "host_network_members", None),
     ("trunk.nmconnection.j2", f"NetworkManager/gpufabric-{NET}.nmconnection", "host_network_trunks", None),
@@ -47,8 +47,13 @@ FILES: list[tuple[str, str, str | None, str | None]] = [
 def _task(template: str, dest: str, loop: str | None, when: str | None) -> dict[str, Any]:
     task: dict[str, Any] = {
         "name": f"{template} -> {dest}",
-        "ansible.builtin.template": {"src": str(ROLE / "templates" / template), "dest": "{{ out }}/{{ inventory_hostname }}/" + dest},
+        "ansible.builtin.template": {
+            "src": str(ROLE / "templates" / template),
+            "dest": "{{ out }}/{{ inventory_hostname }}/" + dest,
+        },
     }
+    if template == "netplan.yaml.j2":
+        task["ansible.builtin.template"]["mode"] = "0600"
     if loop is not None:
         task["loop"] = "{{ " + loop + " }}"
     if when is not None:
@@ -66,7 +71,13 @@ def render_play(out: Path) -> list[dict[str, Any]]:
             "vars_files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / "main.yml")],
             "vars": {"out": str(out)},
             "tasks": [
-                {"ansible.builtin.file": {"path": "{{ out }}/{{ inventory_hostname }}/" + d, "state": "directory", "mode": "0755"}}
+                {
+                    "ansible.builtin.file": {
+                        "path": "{{ out }}/{{ inventory_hostname }}/" + d,
+                        "state": "directory",
+                        "mode": "0755",
+                    }
+                }
                 for d in folders
             ]
             + [_task(*row) for row in FILES if (ROLE / "templates" / row[0]).exists()],
@@ -81,17 +92,33 @@ def host_vars(intent: Path, hosts: list[str] | None = None) -> dict[str, dict[st
     return {n: v for n, v in found.items() if hosts is None or n in hosts}
 
 
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
 def render(out: Path, intent: Path, hosts: list[str] | None = None) -> Path:
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    run_play(out, {n: local | v for n, v in host_vars(intent, hosts).items()}, render_play(out))
+    run_play(out, {n: LOCAL | v for n, v in host_vars(intent, hosts).items()}, render_play(out))
     return out
 
 
-def digests(out: Path) -> str:
-    """`sha256sum`'s format over every rendered file, `<host>/<backend>/<file>`, sorted."""
-    files = sorted(p for p in out.rglob("*") if p.is_file() and p.parent != out and "ansible" not in p.parts)
+def render_many(out: Path, sources: dict[str, tuple[Path, list[str] | None]]) -> Path:
+    """Several plans' servers in one Ansible run (it costs its start-up once): `<out>/<label>--<host>/...`."""
+    inventory = {}
+    for label, (intent, hosts) in sources.items():
+        inventory |= {f"{label}--{n}": LOCAL | v for n, v in host_vars(intent, hosts).items()}
+    run_play(out, inventory, render_play(out))
+    return out
+
+
+def digests(out: Path, label: str | None = None) -> str:
+    """`sha256sum`'s format over every rendered file, `<host>/<backend>/<file>`, sorted; with `label`, the
+    files of that plan's hosts from render_many."""
     lines = []
-    for p in files:
-        rel = p.relative_to(out)
-        lines.append(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {rel}\n")
+    for folder in sorted(p for p in out.iterdir() if p.is_dir() and p.name != "ansible"):
+        host = folder.name
+        if label is not None:
+            if not host.startswith(f"{label}--"):
+                continue
+            host = host.removeprefix(f"{label}--")
+        for p in sorted(f for f in folder.rglob("*") if f.is_file()):
+            lines.append(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {host}/{p.relative_to(folder)}\n")
     return "".join(lines)
