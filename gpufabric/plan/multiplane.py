@@ -132,6 +132,20 @@ def _of_plane(problem: Problem, index: int, planes: int) -> Problem:
 SHARED_CAGE_GBPS = {"ConnectX-8": 800}
 
 
+# The NICs' side of a multi-plane compute plane, as NVIDIA's NIC Configuration Operator names it
+# (NicConfigurationTemplate `spectrumXOptimized.multiplaneMode`, README "Spectrum-X"): the plan gives each plane's
+# port of a SuperNIC an interface and an address of its own and NCCL balances over them, which is software packet
+# load balancing (`swplb`); `hwplb` (one interface the NIC balances over the planes) is not what the plan builds.
+NIC_MULTIPLANE_MODE = "swplb"
+
+
+def nic_multiplane(mp: Multiplane | None) -> dict[str, object]:
+    """The SuperNICs' multi-plane mode and plane count (`none` and 1 on a single plane)."""
+    if mp is None:
+        return {"multiplaneMode": "none", "numberOfPlanes": 1}
+    return {"multiplaneMode": NIC_MULTIPLANE_MODE, "numberOfPlanes": mp.planes}
+
+
 def nic_index(count: int, mp: Multiplane, position: int) -> int:
     """Which NIC (0-based, in interface order) the interface at `position` of `count` belongs to: with
     `interleaved` ports a NIC's ports are listed together, with `blocked` one per block."""
