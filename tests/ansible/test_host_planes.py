@@ -290,3 +290,47 @@ def test_hosts_without_carried_planes_get_no_tag_vrf_or_marking(rendered):
         if folder.name.startswith(("default--", "multiplane-b300--")):
             files = [p.name for p in folder.rglob("*") if p.is_file()]
             assert not [f for f in files if f.startswith(("59-", "61-")) or f.endswith(".nft")], folder.name
+
+
+# --- A multi-plane node: every plane's port a routed NIC, on every backend ----------------------------------
+
+
+def _routed_planned(label: str, host: str) -> dict[str, dict[str, Any]]:
+    """Each routed NIC's address, MTU, default route in its own table (101.. in name order) and source rule."""
+    nics = sorted((n for n in _vars(label, host)["gpufabric_nics"] if n["address"]), key=lambda n: n["interface"])
+    return {
+        n["interface"]: {
+            "mtu": n["mtu"],
+            "addresses": [f"{n['address']}/{n['prefixlen']}"],
+            "routes": [("0.0.0.0/0", n["gateway"], 101 + i, True)],
+            "rules": [(f"{n['address']}/32", 101 + i, 1000)],
+            "ipv6": "off",
+        }
+        for i, n in enumerate(nics)
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_multiplane_node_gets_every_planes_port_on_each_backend(rendered, backend):
+    from test_host_network_backends import _networkd_contract, _nm_contract
+
+    folder = rendered / "multiplane-b300--hgx01"
+    if backend == "systemd-networkd":
+        found = _networkd_contract(folder / "systemd-networkd")
+    elif backend == "netplan":
+        found = _networkd_contract(_netplan_generate(folder / "netplan"))
+    else:
+        nmcli = _need(_tool("network-manager", "usr/bin/nmcli"), "network-manager (nmcli)")
+        found = _nm_contract({p.name: _nmcli_round_trip(nmcli, p) for p in (folder / "NetworkManager").glob("*")})
+    planned = _routed_planned("multiplane-b300", "hgx01")
+    assert len(planned) == 16  # 8 SuperNICs x 2 planes
+    assert found == planned
+
+
+@pytest.mark.parametrize("source", ["systemd-networkd", "netplan"])
+def test_systemd_networkd_loads_a_multiplane_nodes_files(rendered, source):
+    folder = rendered / "multiplane-b300--hgx01"
+    files = folder / "systemd-networkd" if source == "systemd-networkd" else _netplan_generate(folder / "netplan")
+    log = networkd_log(files)
+    assert "Enumeration completed" in log, log[-2000:]
+    assert not [ln for ln in log.splitlines() if "/run/systemd/network/" in ln]
