@@ -184,7 +184,7 @@ def _subinterface_names(intent: Intent, name: str, carried: str, lp: CarriedPlan
     problems: list[Problem] = []
     joined = set(carried_groups(intent, name, lp))
     for gi, group in enumerate(intent.server_groups):
-        nics = group.nics.get(name)
+        nics = next((n for plane, n in group.nics.items() if plane == name), None)
         if nics is None or group.name not in joined:
             continue
         for ii, ifname in enumerate(nics.interfaces):
