@@ -2,7 +2,9 @@
 
 Counting rules (also in docs/exports.md):
 - one transceiver per used switch cage (a cage split 2x400G holds one 800G module),
-  one per server NIC port; links below 25G are copper (RJ45) and need none;
+  one per server NIC cage: one per port, but one for all the ports of a NIC whose ports share a cage
+  (a ConnectX-8 on a multi-plane compute plane, 2 x 400G in one 800G cage: `a_split` on the host link),
+  counted with its first port's plane; links below 25G are copper (RJ45) and need none;
 - one cable per logical link; the far side of an edge link is not ours to count;
 - a compute plane built as several planes is counted plane by plane (`compute-p1`, `compute-p2`, ...).
 """
@@ -60,14 +62,29 @@ def plane_bom(plane: PlanePlan) -> PlaneBom:
         (link.a, link.a_cage): (link.speed, link.a_split) for link in fast if link.a in switches
     }
     cages |= {(link.b, link.b_cage): (link.speed, link.b_split) for link in fast if link.b in switches}
-    nic_ports: Counter[int] = Counter(link.speed for link in fast if link.kind == "host" and link.a not in switches)
+    nic_ports = _nic_modules(plane, [link for link in fast if link.kind == "host" and link.a not in switches])
     for speed, n in by_speed.items():
         bom.cables[f"{speed}G {'copper' if speed < COPPER_BELOW_GBPS else 'fiber'}"] = n
     for (speed, ways), n in Counter(cages.values()).items():
         bom.transceivers[_module(speed, ways)] = n
-    for speed, n in nic_ports.items():
-        bom.transceivers[f"{speed}G module (server NIC)"] = n
+    bom.transceivers |= nic_ports
     return bom
+
+
+def _nic_modules(plane: PlanePlan, host_links: list[Link]) -> dict[str, int]:
+    """The server NICs' modules on these host links (each needing one): one per port, and one per shared cage
+    (`a_split` > 1), in the plane of the cage's first port (plane 1 of a multi-plane compute plane)."""
+    ports: Counter[str] = Counter()
+    shared: dict[tuple[str, int], str] = {}
+    for link in host_links:
+        if link.a_split == 1:
+            ports[f"{link.speed}G module (server NIC)"] += 1
+        elif plane.plane_of.get(link.b, 1) == 1:
+            shared[(link.a, link.a_cage)] = (
+                f"{link.speed * link.a_split}G module (server NIC, {link.a_split}x{link.speed}G)"
+            )
+    ports.update(shared.values())
+    return dict(ports)
 
 
 def render(plan: Plan) -> str:
@@ -154,7 +171,7 @@ def _bom_by_reach(plane: PlanePlan) -> PlaneBom:
         bom.switches[key] = bom.switches.get(key, 0) + 1
     cables: Counter[str] = Counter()
     cages: dict[tuple[str, int], tuple[int, int]] = {}
-    nic_ports: Counter[int] = Counter()
+    nic_links: list[Link] = []
     for link in plane.links:
         medium = media.choose(link.speed, link_length(plane, link, roles) or 0)
         cables[cable_name(plane, link, roles)] += 1
@@ -164,12 +181,11 @@ def _bom_by_reach(plane: PlanePlan) -> PlaneBom:
             if end in switches:
                 cages[(end, cage)] = (link.speed, split)
         if link.kind == "host" and link.a not in switches:
-            nic_ports[link.speed] += 1
+            nic_links.append(link)
     bom.cables = dict(cables)
     for (speed, ways), n in Counter(cages.values()).items():
         bom.transceivers[_module(speed, ways)] = n
-    for speed, n in nic_ports.items():
-        bom.transceivers[f"{speed}G module (server NIC)"] = n
+    bom.transceivers |= _nic_modules(plane, nic_links)
     return bom
 
 

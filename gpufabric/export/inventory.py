@@ -16,6 +16,7 @@ from gpufabric.intent.converged import CARRYING_ROLES
 from gpufabric.plan.converged import carried_record
 from gpufabric.plan.infiniband import IB_MTU, IbPlan
 from gpufabric.plan.model import LACP_BOND, Device, HostNic, Plan, Server, ip
+from gpufabric.plan.multiplane import nic_multiplane
 
 VAR_PREFIX = "gpufabric_"
 # Ansible evaluates these in inventory values on the controller (a `lookup('pipe', ...)` runs a command).
@@ -53,6 +54,10 @@ def plane_facts(plan: Plan) -> dict[str, dict[str, Any]]:
         spectrum_x = getattr(getattr(plan.intent.planes, name, None), "spectrum_x", None)
         if spectrum_x is not None:  # the SuperNICs' side of adaptive routing (the supernic role)
             entry["spectrum_x"] = spectrum_x.model_dump()
+            multiplane = getattr(getattr(plan.intent.planes, name, None), "multiplane", None)
+            if multiplane is not None:  # their multi-plane mode (the supernic role's split settings)
+                mode = nic_multiplane(multiplane)
+                entry["multiplane"] = {"mode": mode["multiplaneMode"], "planes": mode["numberOfPlanes"]}
         facts[name] = entry
     return facts
 

@@ -37,9 +37,10 @@ from gpufabric.export.header import comment_text
 from gpufabric.export.host_facts import Reading
 from gpufabric.export.yaml_out import dump_yaml
 from gpufabric.intent.errors import Problem
+from gpufabric.intent.model import DataPlane
 from gpufabric.outputs import json_dumps
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, ip
-from gpufabric.plan.multiplane import pool_share
+from gpufabric.plan.multiplane import nic_multiplane, pool_share
 
 OPERATOR_NS = "nvidia-network-operator"
 WORKLOAD_NS = "default"
@@ -426,6 +427,12 @@ def _shared_plugin_config(plan: Plan, found: list[Rail]) -> str:
     return json_dumps({"configList": configs}, separators=(",", ":"))
 
 
+def multiplane_mode(plane: DataPlane) -> dict[str, Any]:
+    """`spectrumXOptimized`'s planes: `swplb` with the plane count on a compute plane built as several
+    (gpufabric/plan/multiplane.py, NIC_MULTIPLANE_MODE), `none` and 1 on one plane."""
+    return dict(nic_multiplane(plane.multiplane))
+
+
 def supernic_templates(plan: Plan) -> list[dict[str, Any]]:
     """The SuperNICs' side of a Spectrum-X plane's adaptive routing: per server group on it, a NicConfigurationTemplate
     that has the NIC Configuration Operator apply NVIDIA's Spectrum-X profile (`spectrumXOptimized`) to the group's
@@ -460,8 +467,7 @@ def supernic_templates(plan: Plan) -> list[dict[str, Any]]:
                     "version": spectrum_x.profile,
                     "platformType": spectrum_x.platform,
                     "overlay": "none",  # the plane is routed to the hosts: no EVPN overlay
-                    "multiplaneMode": "none",
-                    "numberOfPlanes": 1,
+                    **multiplane_mode(plane),
                 },
             }
             if raw:

@@ -172,6 +172,33 @@ def _identity(intent: Intent, name: str, carried: str, lp: CarriedPlane, at: Pat
             )
     if lp.groups is not None and not lp.groups:
         problems.append(Problem((*at, "groups"), "no server group joins the plane", "name at least one group"))
+    return problems + _subinterface_names(intent, name, carried, lp)
+
+
+# A Linux interface name has at most 15 characters (IFNAMSIZ 16 with its NUL): a host's subinterface
+# `<nic>.<vlan>` must fit, or no backend can create it.
+IFNAME_MAX = 15
+
+
+def _subinterface_names(intent: Intent, name: str, carried: str, lp: CarriedPlane) -> list[Problem]:
+    problems: list[Problem] = []
+    joined = set(carried_groups(intent, name, lp))
+    for gi, group in enumerate(intent.server_groups):
+        nics = next((n for plane, n in group.nics.items() if plane == name), None)
+        if nics is None or group.name not in joined:
+            continue
+        for ii, ifname in enumerate(nics.interfaces):
+            sub = f"{ifname}.{lp.vlan}"
+            if len(sub) > IFNAME_MAX:
+                problems.append(
+                    Problem(
+                        ("server_groups", gi, "nics", name, "interfaces", ii),
+                        f"the {carried} plane's subinterface {sub} is {len(sub)} characters, more than a Linux "
+                        f"interface name takes ({IFNAME_MAX})",
+                        f"rename the NIC (udev) to at most {IFNAME_MAX - 1 - len(str(lp.vlan))} characters, or "
+                        "give the plane a shorter VLAN number",
+                    )
+                )
     return problems
 
 

@@ -18,6 +18,9 @@ from gpufabric.platforms import platform
 # NIC Configuration Operator's published RA1.3 and RA2.0 profiles); the plane's contract must use the same.
 SPECTRUM_X_PFC_PRIORITY = 3
 SUPERNICS: tuple[str | None, ...] = ("ConnectX-8", "ConnectX-9", "BlueField-3")
+# How many planes the NIC Configuration Operator's Spectrum-X multi-plane modes configure (NicConfigurationTemplate
+# `spectrumXOptimized.numberOfPlanes`: 1, 2 or 4 in its published CRD).
+MULTIPLANE_PLANES = (2, 4)
 
 
 def _spectrum_switches(roles: dict[str, SwitchRole]) -> bool:
@@ -51,15 +54,14 @@ def supernic_rules(
     if name != "compute":
         return [Problem(where, "only the compute plane is a Spectrum-X fabric here", "remove spectrum_x")]
     problems = []
-    if plane.multiplane is not None:
-        # The operator's template would say one plane (multiplaneMode none) and the supernic role sets the
-        # single-plane recipe: a multi-plane fabric's SuperNICs would be configured wrongly, without a word.
+    if plane.multiplane is not None and plane.multiplane.planes not in MULTIPLANE_PLANES:
+        # The operator's multi-plane modes split a SuperNIC's ports over 2 or 4 planes (its numberOfPlanes).
         problems.append(
             Problem(
-                where,
-                "the SuperNICs' multi-plane mode (their ports spread over the planes) is not written yet, and the "
-                "single-plane settings would be wrong on a compute plane built as several",
-                "remove spectrum_x (configure the SuperNICs' multi-plane mode by hand), or remove multiplane",
+                (*at, "multiplane", "planes"),
+                f"the SuperNICs' multi-plane mode spreads their ports over 2 or 4 planes, not "
+                f"{plane.multiplane.planes}",
+                "set multiplane.planes to 2 or 4, or remove spectrum_x",
             )
         )
     if plane.load_balancing != "adaptive":

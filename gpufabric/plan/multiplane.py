@@ -125,6 +125,53 @@ def _of_plane(problem: Problem, index: int, planes: int) -> Problem:
     )
 
 
+# NIC models whose ports share one cage, and the cage's speed in Gb/s. A ConnectX-8 SuperNIC (C8180) has one
+# 800G OSFP cage, run as one 800G port, 2 x 400G or 4 x 200G (NVIDIA ConnectX-8 SuperNIC user manual,
+# "Specifications" and "Port Split"; the split is the firmware's NUM_OF_PLANES_P1 setting). A multi-plane host
+# lists those ports as interfaces of its own, one per plane: one module serves them all.
+SHARED_CAGE_GBPS = {"ConnectX-8": 800}
+
+
+# The NICs' side of a multi-plane compute plane, as NVIDIA's NIC Configuration Operator names it
+# (NicConfigurationTemplate `spectrumXOptimized.multiplaneMode`, README "Spectrum-X"): the plan gives each plane's
+# port of a SuperNIC an interface and an address of its own and NCCL balances over them, which is software packet
+# load balancing (`swplb`); `hwplb` (one interface the NIC balances over the planes) is not what the plan builds.
+NIC_MULTIPLANE_MODE = "swplb"
+
+
+def nic_multiplane(mp: Multiplane | None) -> dict[str, object]:
+    """The SuperNICs' multi-plane mode and plane count (`none` and 1 on a single plane)."""
+    if mp is None:
+        return {"multiplaneMode": "none", "numberOfPlanes": 1}
+    return {"multiplaneMode": NIC_MULTIPLANE_MODE, "numberOfPlanes": mp.planes}
+
+
+def nic_index(count: int, mp: Multiplane, position: int) -> int:
+    """Which NIC (0-based, in interface order) the interface at `position` of `count` belongs to: with
+    `interleaved` ports a NIC's ports are listed together, with `blocked` one per block."""
+    return position // mp.planes if mp.ports == "interleaved" else position % (count // mp.planes)
+
+
+def share_nic_cages(
+    intent: Intent, name: PlaneName, plane: DataPlane, joined: PlanePlan, groups: dict[str, str]
+) -> None:
+    """Each host link's server end names its NIC's cage and how many ports share it (`a_cage`, `a_split`), where
+    the group's NICs put every plane's port in one cage (SHARED_CAGE_GBPS) and the ports fit it: the bill of
+    material then counts one module per cage. `groups`: server -> its group."""
+    mp = plane.multiplane
+    assert mp is not None
+    cages: dict[str, dict[str, int]] = {}  # group -> interface -> its NIC
+    for g in intent.server_groups:
+        nics = g.nics.get(name)
+        if nics is None or nics.model not in SHARED_CAGE_GBPS or nics.speed * mp.planes > SHARED_CAGE_GBPS[nics.model]:
+            continue
+        cages[g.name] = {ifname: nic_index(len(nics.interfaces), mp, i) for i, ifname in enumerate(nics.interfaces)}
+    for link in joined.links:
+        nic = cages.get(groups.get(link.a, ""), {}).get(link.a_port) if link.kind == "host" else None
+        if nic is not None:
+            link.a_cage, link.a_split = nic, mp.planes
+
+
 def join(name: str, built: list[PlanePlan], plane: DataPlane) -> PlanePlan:
     """The planes as the one compute plane of the plan: devices and cables plane by plane, failure domains
     named by plane (`compute:p2-leaves-rail1`), `plane_of` naming each switch's plane."""

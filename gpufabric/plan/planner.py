@@ -19,6 +19,7 @@ from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Plan, PlanePlan, Server
 from gpufabric.plan.multiplane import builders as multiplane_builders
 from gpufabric.plan.multiplane import join as join_planes
+from gpufabric.plan.multiplane import share_nic_cages
 from gpufabric.plan.oob import build_oob, oob_addresses_needed
 from gpufabric.plan.placement import place
 from gpufabric.plan.placement import problems as placement_problems
@@ -93,6 +94,10 @@ def _build_for(loaded: LoadedIntent, intent: Intent, others: list[ManagementPort
         name: single[name].build() if name in single else join_planes(name, [b.build() for b in several[name]], p)
         for name, p in intent.data_planes()
     }
+    groups = {s.name: s.group for s in servers}
+    for name, p in intent.data_planes():
+        if name in several:  # one module per NIC cage whose ports land on several planes
+            share_nic_cages(intent, name, p, planes[name], groups)
     for built in planes.values():
         attach_carried(intent, built, servers)
     if intent.planes.oob is not None:

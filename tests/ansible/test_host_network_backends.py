@@ -373,9 +373,10 @@ def test_networkmanager_reads_the_bond_and_its_ports(rendered):
     port = configparser.ConfigParser(interpolation=None)
     port.read_string(readings["gpufabric-ens5f0np0.nmconnection"])
     assert (port["connection"]["master"], port["connection"]["slave-type"]) == ("bond-storage", "bond")
-    # NetworkManager ignores a keyfile others can read: both of the role's keyfile tasks write mode 0600.
+    # NetworkManager ignores a keyfile others can read: every keyfile task of the role writes mode 0600 (NICs
+    # and bonds, members, and on converged planes the NICs that carry only tags, the VRFs, the subinterfaces).
     tasks = yaml.safe_load((ROLE / "tasks" / "persist-NetworkManager.yml").read_text())
-    assert [t["ansible.builtin.template"]["mode"] for t in tasks] == ["0600", "0600"]
+    assert [t["ansible.builtin.template"]["mode"] for t in tasks] == ["0600"] * 5
 
 
 # --- systemd-networkd's own parser -------------------------------------------------------------------------

@@ -22,6 +22,10 @@ def _vars(**overrides: object) -> dict[str, Any]:
     return {
         "ansible_managed": "test",
         "supernic_nvconfig": DEFAULTS["supernic_nvconfig"],
+        "supernic_settings": DEFAULTS["supernic_nvconfig"],  # vars/main.yml: these, on a single plane
+        "supernic_planes": ["compute"],
+        "supernic_multiplane_nvconfig": {},
+        "gpufabric_planes": {"compute": {}},
         "supernic_roce_accl": DEFAULTS["supernic_roce_accl"],
         "supernic_script": "/usr/local/sbin/gpufabric-supernic",
         "supernic_unit": "gpufabric-supernic.service",
@@ -232,3 +236,50 @@ def test_validate_holds_each_nic_to_what_its_tools_read_back() -> None:
     assert all(c["expected"] != c["found"] for c in _checks(None)[:2])  # no record: nothing equals the plan
     # Nothing to check where the NIC Configuration Operator configures them, or on a host of no Spectrum-X plane.
     assert _checks(None, supernic_via_kubernetes=True) == [] and _checks(None, supernic_nics=[]) == []
+
+
+def _multiplane_planes() -> dict[str, Any]:
+    """The plan's plane facts for the Spectrum-X example built as two planes."""
+    from gpufabric.export import inventory
+
+    doc = yaml.safe_load((INVENTORY / "examples" / "spectrum-x.yml").read_text())
+    doc["planes"]["compute"]["multiplane"] = {"planes": 2, "ports": "interleaved"}
+    return inventory.plane_facts(plan_doc(doc))
+
+
+# A stand-in parameter name: NVIDIA's Spectrum-X profile names the real ones; the role takes them as given.
+STANDIN_SPLIT = {"STANDIN_PLANE_SPLIT": 2}
+
+
+def _role_template(expression: str, **overrides: object) -> Any:
+    variables = {**_vars(), "gpufabric_planes": _multiplane_planes(), **_role_vars(), **overrides}
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expression))
+
+
+def test_a_multiplane_plane_sets_its_modes_parameters_with_the_spectrum_x_ones(tmp_path: Path) -> None:
+    assert _multiplane_planes()["compute"]["multiplane"] == {"mode": "swplb", "planes": 2}
+    settings = _role_template("{{ supernic_settings }}", supernic_multiplane_nvconfig=STANDIN_SPLIT)
+    assert settings == {**DEFAULTS["supernic_nvconfig"], **STANDIN_SPLIT}
+    done, calls = _run(tmp_path, _template("supernic.sh.j2", _vars(supernic_settings=settings)), "nvconfig")
+    assert done.returncode == 0, done.stderr
+    assert calls[0] == (
+        "mlxconfig [-d] [0000:03:00.0] [-y] [set] [ROCE_ADAPTIVE_ROUTING_EN=1] [STANDIN_PLANE_SPLIT=2] "
+        "[TX_SCHEDULER_LOCALITY_MODE=2] [USER_PROGRAMMABLE_CC=1]"
+    )
+    # ... and validate holds the NICs to them too.
+    planned = _role_template("{{ supernic_planned_nvconfig }}", supernic_multiplane_nvconfig=STANDIN_SPLIT)
+    assert planned["STANDIN_PLANE_SPLIT"] == 2
+
+
+def _guard(**overrides: object) -> bool:
+    tasks = yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
+    (task,) = [t for t in tasks if t["name"].startswith("A multi-plane plane's")]
+    return all(_role_template("{{ " + cond + " }}", **overrides) for cond in task["ansible.builtin.assert"]["that"])
+
+
+def test_a_multiplane_plane_without_its_modes_parameters_is_refused() -> None:
+    assert _guard() is False  # the single-plane settings alone would configure the NICs wrongly
+    assert _guard(supernic_multiplane_nvconfig=STANDIN_SPLIT) is True
+    assert _guard(supernic_multiplane_nvconfig={"bad name; reboot": 1}) is False
+    single = {"compute": {"spectrum_x": {"profile": "p", "platform": "gb300"}}}
+    assert _guard(gpufabric_planes=single) is True

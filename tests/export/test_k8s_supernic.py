@@ -236,8 +236,12 @@ SPECTRUM = ("planes", "compute", "spectrum_x")
             "selects a node's NICs by type",
         ),
         ([(("planes", "compute", "spectrum_x", "profile"), "RA2.3")], "planes.compute.spectrum_x.profile", "RA2.3"),
-        # The template would say one plane and the role sets the single-plane recipe: refused, not written wrong.
-        ([(("planes", "compute", "multiplane"), {"planes": 2})], "planes.compute.spectrum_x", "multi-plane mode"),
+        # The operator's multi-plane modes split a SuperNIC over 2 or 4 planes (numberOfPlanes): 3 is refused.
+        (
+            [(("planes", "compute", "multiplane"), {"planes": 3})],
+            "planes.compute.multiplane.planes",
+            "2 or 4 planes",
+        ),
     ],
 )
 def test_where_the_nic_side_cannot_apply_the_intent_is_refused_at_the_field(
@@ -254,3 +258,21 @@ def test_without_supernics_adaptive_routing_alone_stays_as_it_was() -> None:
     doc = set_path(set_path(_doc(), SPECTRUM, DELETE), NIC_MODEL, DELETE)
     plan = plan_doc(doc)
     assert "nic-configuration.yaml" not in k8s_network.documents(plan)
+
+
+def test_a_multiplane_plane_sets_the_supernics_software_plane_balancing_and_passes_the_crd(nco: Any) -> None:
+    """Each plane's port of a SuperNIC is an interface with its own address and NCCL balances over them: `swplb`
+    with the plan's plane count, which the CRD and its CEL rules accept for ConnectX-8."""
+    doc = set_path(_doc(), ("planes", "compute", "multiplane"), {"planes": 2, "ports": "interleaved"})
+    objs = objects(plan_doc(doc))
+    (template,) = _templates(objs)
+    sx = template["spec"]["template"]["spectrumXOptimized"]
+    assert (sx["multiplaneMode"], sx["numberOfPlanes"]) == ("swplb", 2)
+    for obj in objs:
+        assert schema_errors(obj, nco) == [], (obj["kind"], obj["metadata"]["name"])
+    rules = _rules(nco["upstream"][TEMPLATE_KEY])
+    for where, message in rules:
+        node: Any = template
+        for key in where:
+            node = node.get(key, {})
+        assert CEL[message](node), message

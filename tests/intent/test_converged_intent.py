@@ -197,3 +197,24 @@ def test_the_lab_refuses_a_converged_plane_at_its_field():
     assert problem.path == ("planes", "business", "carries")
     assert "no VRF or 802.1Q devices" in problem.message
     assert caught.value.line_of(problem.path) is not None
+
+
+def test_a_subinterface_name_longer_than_linux_takes_is_refused_at_the_nic():
+    # enp219s0f0np0.20 is 16 characters: no host backend can create it (a Linux name takes 15).
+    doc = set_path(_doc(), ("server_groups", 1, "nics", "business", "interfaces", 0), "enp219s0f0np0")
+    problems = _problems(doc)
+    assert problems == [
+        (
+            "server_groups.1.nics.business.interfaces.0",
+            "the storage plane's subinterface enp219s0f0np0.20 is 16 characters, more than a Linux interface "
+            "name takes (15)",
+        ),
+        (
+            "server_groups.1.nics.business.interfaces.0",
+            "the inband plane's subinterface enp219s0f0np0.30 is 16 characters, more than a Linux interface "
+            "name takes (15)",
+        ),
+    ]
+    assert _line_of(doc, "server_groups.1.nics.business.interfaces.0") is not None
+    # 15 characters fit.
+    plan_doc(set_path(_doc(), ("server_groups", 1, "nics", "business", "interfaces", 0), "enp21s0f0np0"))
