@@ -11,10 +11,11 @@ and two moves a collection requires:
 
 - A role in a collection loads no plugins of its own, so each role's `library/` module goes to
   plugins/modules/ and its `filter_plugins/` to plugins/filter/ (the role's tasks call the module by
-  its short name, which a collection's role resolves in its own collection first).
+  its short name; the collection's copy names it fully, as below).
 - Jinja finds a collection's filters only by their fully qualified name, so every use of the moved
   filters in the roles and playbooks (`| gpufabric_differences`) is qualified
-  (`| gpufabric.cluster.gpufabric_differences`). Nothing else is rewritten.
+  (`| gpufabric.cluster.gpufabric_differences`), and so is every task that calls a moved module
+  (`gpufabric_roce_qos:` -> `gpufabric.cluster.gpufabric_roce_qos:`). Nothing else is rewritten.
 """
 
 from __future__ import annotations
@@ -93,6 +94,25 @@ def _qualify_filters(dest: Path, fqcn: str, names: list[str]) -> int:
     return count
 
 
+def _qualify_modules(dest: Path, fqcn: str, names: list[str]) -> int:
+    """A task's `name:` key -> `<fqcn>.name:` for the moved modules, in the roles' and playbooks' YAML; how many.
+    A collection's role run from a collection playbook (`gpufabric.cluster.site`) was not found to resolve a
+    short module name in its own collection (the RoCE role's read-back failed with "not found in configured
+    module paths"), so the tasks name them fully, as the filters are."""
+    if not names:
+        return 0
+    key = re.compile(r"^(\s*(?:- )?)(" + "|".join(map(re.escape, names)) + r"):", re.MULTILINE)
+    count = 0
+    for folder in ("roles", "playbooks"):
+        for path in sorted((dest / folder).rglob("*.yml")):
+            text = path.read_text()
+            new, n = key.subn(rf"\g<1>{fqcn}.\g<2>:", text)
+            if n:
+                path.write_text(new)
+                count += n
+    return count
+
+
 def assemble(out: Path) -> Path:
     """The collection's tree under out/ansible_collections/<namespace>/<name>, made afresh; its path."""
     meta = galaxy()
@@ -108,6 +128,8 @@ def assemble(out: Path) -> Path:
         shutil.copy2(ROOT / "LICENSE", dest / "LICENSE")
     names = [n for p in moved if p.parent.name == "filter" for n in filter_names(p)]
     _qualify_filters(dest, f"{meta['namespace']}.{meta['name']}", names)
+    modules = [p.stem for p in moved if p.parent.name == "modules"]
+    _qualify_modules(dest, f"{meta['namespace']}.{meta['name']}", modules)
     return dest
 
 

@@ -289,8 +289,10 @@ def cli_rendering(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], 
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the lock file closes
             if not record.exists():
                 folder = shared / key
-                secrets = {"GPUFABRIC_SWITCH_PASSWORD": SWITCH_PASSWORD_CANARY, "GPUFABRIC_SNMP_COMMUNITY": SNMP_CANARY}
-                done = run("nornir", "render", str(path), "-o", str(folder), **secrets)
+                done = run(
+                    "nornir", "render", str(path), "-o", str(folder),
+                    GPUFABRIC_SWITCH_PASSWORD=SWITCH_PASSWORD_CANARY, GPUFABRIC_SNMP_COMMUNITY=SNMP_CANARY,
+                )  # fmt: skip
                 made = {"folder": str(folder), "returncode": done.returncode, "stdout": done.stdout}
                 record.with_suffix(".new").write_text(json.dumps(made | {"stderr": done.stderr}))
                 record.with_suffix(".new").replace(record)
