@@ -37,6 +37,13 @@ options:
     description: The storage NICs cufile.json lists, by interface name.
 """
 
+EXAMPLES = r"""
+- name: Check that each GPU has a storage NIC of cufile.json on its NUMA node
+  gpufabric_gds_numa:
+    interfaces: [eth3, eth4]
+  register: storage_client_numa
+"""
+
 RETURN = r"""
 gpus:
   description: Each GPU with its PCI address, NUMA node and the listed NICs on that node.
