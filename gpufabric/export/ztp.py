@@ -250,16 +250,20 @@ def export(
         for form in forms.values():
             for name, text in form.files.items():
                 out.files[f"{HTTP}/{name}"] = text
-        _bootstraps(plan, index, served, out)
+        _bootstraps(plan, index, served, out, secrets)
     else:
         out.secret_files.clear()
     return out
 
 
-def _bootstraps(plan: Plan, index: LinkIndex, served: list[Identity], out: ZtpExport) -> None:
-    """Every OOB switch's console bootstrap, relaying for the switches cabled to it that ZTP serves."""
+def _bootstraps(
+    plan: Plan, index: LinkIndex, served: list[Identity], out: ZtpExport, secrets: Mapping[str, str] | None
+) -> None:
+    """Every OOB switch's console bootstrap, relaying for the switches cabled to it that ZTP serves. Its rendered
+    files are resolved as the ZTP files are (a password referenced in a vault is there as a token until then)."""
     if "oob" not in plan.planes:
         return
+    allowed = declared(plan.intent)
     oob = _oob(plan)
     switches = plan.planes["oob"].devices
     several = len([d for d in switches if d.role == "mgmt"]) > 1
@@ -280,8 +284,9 @@ def _bootstraps(plan: Plan, index: LinkIndex, served: list[Identity], out: ZtpEx
         )
         device = index.devices[d.name]
         rendered = render_context(build(plan, device, index))
+        resolved = {name: resolve_tokens(text, secrets, allowed) for name, text in rendered.items()}
         try:
-            files = platform(d.platform).console_bootstrap(d.name, rendered, settings)
+            files = platform(d.platform).console_bootstrap(d.name, resolved, settings)
         except NoZtpFormError as exc:
             out.skipped[d.name] = str(exc)
             continue
@@ -291,6 +296,8 @@ def _bootstraps(plan: Plan, index: LinkIndex, served: list[Identity], out: ZtpEx
             if _TOKEN.search(text):
                 raise ZtpError(f"{d.name}: its console bootstrap would hold a secret token ({name})")
             out.files[f"{CONSOLE}/{name}"] = text
+            if resolved != rendered:  # a secret resolved into the switch's files: kept 0600, as its ZTP files
+                out.secret_files.add(f"{CONSOLE}/{name}")
         out.consoled.append(d.name)
         if d.name in out.skipped:  # known by no relay: the console is how it gets its first configuration
             out.skipped[d.name] = (
