@@ -65,7 +65,8 @@ def _values(param: click.Option) -> tuple[Any, Any, Any]:
         return 2, 1, 3
     if isinstance(kind, click.Choice):
         choices = [str(c) for c in kind.choices]
-        assert len(choices) >= 2, param.name
+        if len(choices) == 1:  # one choice (`telemetry serve --jobs slurm`): the sources tell them apart
+            return choices[0], choices[0], choices[0]
         return choices[0], choices[1], choices[0] if param.multiple else choices[1 % len(choices)]
     if isinstance(kind, click.types.IntParamType | click.types.FloatParamType):
         low = getattr(kind, "min", None) or 0
