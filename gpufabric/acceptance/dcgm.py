@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpufabric.errors import GpufabricError
 from gpufabric.inputs import InputError, json_text
 from gpufabric.outputs import shown
 
@@ -36,7 +37,7 @@ MAX_NAMED = 5  # failures named in a verdict's detail; the rest are counted
 MAX_TEXT = 300  # characters of one DCGM message carried into a detail
 
 
-class DiagOutputError(ValueError):
+class DiagOutputError(ValueError, GpufabricError):
     """The output is not DCGM's diagnostic result as laid out above: `where` is the JSON path at fault."""
 
     def __init__(self, where: str, message: str) -> None:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpufabric.errors import GpufabricError
 from gpufabric.export import drawing
 from gpufabric.inputs import read_text
 from gpufabric.intent import load_intent
@@ -28,7 +29,7 @@ _YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
 MAX_PAGE = 1_000_000
 
 
-class FigureError(ValueError):
+class FigureError(ValueError, GpufabricError):
     """A figure's source cannot be read (the tutorial page has not exactly one YAML block)."""
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpufabric.errors import GpufabricError
 from gpufabric.export.header import comment_text
 from gpufabric.intent.errors import IntentError, Problem
 from gpufabric.intent.storage import FileSystem
@@ -49,7 +50,7 @@ BEEGFS_MOUNTS = "/etc/beegfs/beegfs-mounts.conf"
 HEADER = "Written by gpufabric export storage from {source}; changes are overwritten."
 
 
-class NoStorageClientsError(ValueError):
+class NoStorageClientsError(ValueError, GpufabricError):
     """The plan has no storage clients to write: no file system, or no GPU server on the storage plane."""
 
 

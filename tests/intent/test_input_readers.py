@@ -35,6 +35,7 @@ COPIES = {("shutil", f) for f in ("copy", "copy2", "copyfile", "copyfileobj")}
 INPUTS_MODULE = {"inputs", "gpufabric.inputs"}  # `inputs.read_text(...)` is the reader itself
 
 ALLOWED: dict[tuple[str, str], str] = {
+    ("gpufabric/cli/docs_cmd.py", "figures_cmd"): "reads back a drawing it wrote into the checkout, to compare",
     # Not outside input: what gpufabric ships, or what the kernel says of a process gpufabric started.
     ("gpufabric/intent/loader.py", "default_fabric_text"): "the fabric shipped in the package (importlib.resources)",
     ("gpufabric/nos/sonic/__init__.py", "_frr_template"): "a template shipped in the package",
