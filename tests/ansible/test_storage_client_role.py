@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 import yaml
 from conftest import ROOT, default_doc, run
 from sysfs_trees import Host, build
@@ -125,6 +126,7 @@ def test_every_destination_the_export_writes_is_one_the_role_takes(tmp_path: Pat
         assert name.match(f["file"]), f
 
 
+@pytest.mark.slow  # runs a whole tool (the fast tier's budget): the whole suite runs it
 def test_ansible_lint_production_profile_passes_on_the_role() -> None:
     done = run("ansible-lint", "-q", "--profile", "production", "roles/storage_client")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -158,6 +160,7 @@ def test_a_manifest_sending_a_file_elsewhere_is_refused_before_anything_is_insta
     assert "Install the files and mount units" not in done.stdout  # stopped before any file task
 
 
+@pytest.mark.slow  # runs a whole tool (the fast tier's budget): the whole suite runs it
 def test_the_numa_check_fails_the_host_naming_the_gpus_far_from_every_listed_nic(tmp_path: Path) -> None:
     names = build(tmp_path / "sysroot", Host(nics={"stor1": (0, 1)}))
     manifest = {"files": [{"file": "cufile.json", "dest": "/etc/cufile.json", "kind": "file"}],

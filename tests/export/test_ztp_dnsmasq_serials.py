@@ -150,6 +150,7 @@ def _offer(ns: str, iface: str, client_id: bytes) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow  # runs a whole tool (the fast tier's budget): the whole suite runs it
 def test_dnsmasq_matches_a_recorded_serial_anywhere_in_the_client_identifier(served):
     ns, client_if, log = served
     plan = build_plan(load_intent(str(INVENTORY / "fabric.yml")))

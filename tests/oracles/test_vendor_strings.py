@@ -246,6 +246,7 @@ def _scontrol_says(conf: Path, drain: bool) -> str:
 TAKEN = "Unable to contact slurm controller"
 
 
+@pytest.mark.slow  # runs a whole tool (the fast tier's budget): the whole suite runs it
 @pytest.mark.parametrize("drain", [True, False], ids=["drain", "resume"])
 def test_scontrol_takes_the_drain_and_resume_commands_as_written(slurm_conf, drain):
     assert TAKEN in _scontrol_says(slurm_conf, drain)

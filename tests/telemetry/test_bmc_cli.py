@@ -59,6 +59,7 @@ def _in_namespace(tmp_path: Path, bmcs: list[dict], runs: list[dict]) -> list[di
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow  # runs a whole tool (the fast tier's budget): the whole suite runs it
 @pytest.mark.skipif(sushy_emulator_path() is None, reason="sushy-tools is not installed (the test extra)")
 def test_telemetry_bmc_reads_the_plan_s_bmcs_and_exits_with_the_verdict(tmp_path: Path):
     intent = _intent(tmp_path)
