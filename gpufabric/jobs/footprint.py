@@ -459,8 +459,7 @@ def slurm_job_nodes(job: str, slurm: Slurm) -> list[str]:
     that is pending or ended holds no node there: that is an error naming it, never an empty footprint."""
     if not JOB_ID.fullmatch(job):
         raise FootprintError(f"{job[:40]!r} is not a Slurm job id (digits; for a job array, its own job id)")
-    # The reader's one way to run a Slurm client command: squeue only reads.
-    holding = read_jobs(slurm._call("squeue", "--json"))
+    holding = read_jobs(slurm.squeue())  # the reader's public, read-only squeue
     tag = f"job {int(job)} "  # how read_jobs names a job holding a node: "job <id> <state>"
     nodes = [node for node, jobs in holding.items() if any(j.startswith(tag) for j in jobs)]
     if not nodes:
