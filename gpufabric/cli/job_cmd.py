@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +15,10 @@ from gpufabric.jobs.footprint import Crossing, Footprint, FootprintError, footpr
 from gpufabric.outputs import json_dumps
 from gpufabric.scheduler.model import SchedulerOutputError
 from gpufabric.scheduler.slurm import Slurm, expand_hostlist
+
+if TYPE_CHECKING:
+    from gpufabric.jobs.timeline import Timeline
+    from gpufabric.plan.model import Plan
 
 intent_option = click.option(
     "--intent",
@@ -106,3 +112,167 @@ def _line(c: Crossing, what: str) -> str:
     if c.superspines:
         parts.append(f"superspines {', '.join(c.superspines)}")
     return f"{c.plane} {what}: {leaves}; {'; '.join(parts)}; {len(c.cables)} fabric cable(s)"
+
+
+def _time(_ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    from gpufabric.jobs.timeline import parse_time
+
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO 8601 time with its zone (2026-11-27T08:00:00Z)", param=param
+        ) from None
+
+
+@job_cmd.command("timeline")
+@click.argument("job", required=False)
+@click.option("--nodes", metavar="LIST", help="The job's nodes, as a Slurm hostlist (with --since, --until).")
+@click.option("--since", callback=_time, metavar="ISO", help="With --nodes: the job's start (UTC unless it says).")
+@click.option("--until", callback=_time, metavar="ISO", help="With --nodes: its end. [default: now, still running]")
+@intent_option
+@click.option(
+    "--slurm-conf",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="slurm.conf for squeue (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
+)
+@click.option(
+    "--audit-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="GPUFABRIC_AUDIT_LOG",
+    help="The push audit trail. [env: GPUFABRIC_AUDIT_LOG; default: where `push` writes it]",
+)
+@click.option(
+    "--remediation-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The remediation loop's trail. [default: ~/.local/state/gpufabric/remediate.jsonl]",
+)
+@click.option("--alertmanager", metavar="URL", help="Alertmanager's base URL (http://127.0.0.1:9093): its alerts.")
+@click.option(
+    "--switch-log",
+    "switch_logs",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A switch's syslog file, a folder of them (<switch>.log, <switch>/...), or a lab's nodes/ folder "
+    "(repeatable): FRR's BGP and link lines.",
+)
+@click.option(
+    "--log-zone",
+    metavar="ZONE",
+    help="The switches' time zone (UTC, Europe/Berlin), for FRR's own log files, which write local time "
+    "without it. [default: such lines are unread]",
+)
+@click.option("--json", "as_json", is_flag=True, help="The timeline as one JSON object on stdout.")
+def timeline_cmd(
+    *,
+    job: str | None,
+    nodes: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    file: str | None,
+    slurm_conf: Path | None,
+    audit_log: Path | None,
+    remediation_log: Path | None,
+    alertmanager: str | None,
+    switch_logs: tuple[Path, ...],
+    log_zone: str | None,
+    as_json: bool,
+) -> int:
+    """What touched JOB's footprint (a running Slurm job) or --nodes' between --since and --until, in time
+    order: pushes, drains, restarts and upgrades from the push audit trail, the remediation loop's actions,
+    Alertmanager's alerts, and FRR's BGP session and link changes from the switches' logs. Only what names a
+    switch the job's traffic crosses (its leaves, spines, superspines, storage leaves) or one of its nodes.
+
+    \b
+    JSON keys: job, nodes, since, until (null: still running), events[] {time, kind (push, drain, restart,
+    upgrade, remediation, alert, bgp, link, counter), device, port, node, summary, source}, unread[] {source,
+    line, why}: log lines that name an FRR message and could not be read, never guessed.
+
+    Exit codes: 0 shown (unread lines included); 2 bad input: an unknown node, a job Slurm does not show
+    running, a missing or unreadable trail or log, an Alertmanager answer that is no alert list.
+    """
+    from gpufabric.jobs.timeline import Sources, Window, slurm_start, timeline, zone_of
+    from gpufabric.push.audit import default_path
+
+    if (job is None) == (nodes is None):
+        raise click.UsageError("give a JOB id or --nodes LIST (one of them)")
+    if job is not None and (since is not None or until is not None):
+        raise click.UsageError("JOB's window is Slurm's: --since and --until go with --nodes")
+    if nodes is not None and since is None:
+        raise click.UsageError("--nodes needs --since (the job's start; sacct -j JOB -o Start,End)")
+    plan = load_plan(file, reaches=job is not None)
+    if nodes is not None:
+        assert since is not None
+        try:
+            names = expand_hostlist(nodes)
+        except SchedulerOutputError as exc:
+            raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
+        window = Window(since, until)
+    else:
+        assert job is not None
+        said = _Said(Slurm(_slurm_conf(plan, slurm_conf)))
+        names = slurm_job_nodes(job, said)  # type: ignore[arg-type]
+        window = Window(slurm_start(job, said.text or ""), None)
+    try:
+        found = footprint(plan, names, job)
+    except FootprintError as exc:
+        if nodes is not None:
+            raise click.BadParameter(str(exc), param_hint="--nodes") from None
+        raise
+    sources = Sources(
+        audit_log=audit_log or default_path(),
+        remediation_log=remediation_log or Path.home() / ".local/state/gpufabric/remediate.jsonl",
+        alertmanager=alertmanager,
+        switch_logs=switch_logs,
+        zone=zone_of(log_zone) if log_zone else None,
+    )
+    tl = timeline(found, (d.name for d in plan.devices()), window, sources)  # TimelineError: exit 2, named
+    if as_json:
+        write_stdout(json_dumps(tl.as_dict(), indent=2) + "\n")
+    else:
+        _print_timeline(tl)
+    for note in tl.notes:
+        err.print(shown(f"note: {note}"))
+    return 0
+
+
+class _Said:
+    """The Slurm reader's squeue, asked once: its text kept for the job's start time."""
+
+    def __init__(self, slurm: Slurm) -> None:
+        self.slurm = slurm
+        self.text: str | None = None
+
+    def squeue(self) -> str:
+        if self.text is None:
+            self.text = self.slurm.squeue()
+        return self.text
+
+
+def _slurm_conf(plan: Plan, given: Path | None) -> Path | None:
+    settings = plan.intent.scheduler
+    if given is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
+        return Path(settings.slurm.conf)
+    return given
+
+
+def _print_timeline(tl: Timeline) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpufabric.jobs.timeline import iso
+
+    until = "now (running)" if tl.window.until is None else iso(tl.window.until)
+    title = f"job {tl.job}: " if tl.job else ""
+    err.print(shown(f"{title}{len(tl.nodes)} node(s) {compress(list(tl.nodes))}, {iso(tl.window.since)} to {until}"))
+    table = Table(title=f"{len(tl.events)} event(s)", title_justify="left")
+    for column in ("time", "kind", "device", "port", "node", "summary", "source"):
+        table.add_column(column)
+    for e in tl.events:
+        cells = (iso(e.time), e.kind, e.device or "", e.port or "", e.node or "", e.summary, e.source)
+        table.add_row(*(Text(c) for c in cells))  # text read from files and servers: never markup
+    out.print(table)
+    for u in tl.unread:
+        err.print(Text(f"unread {u.source}: {u.why}: {u.line}"))
