@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +18,7 @@ from gpufabric.scheduler.model import SchedulerOutputError
 from gpufabric.scheduler.slurm import Slurm, expand_hostlist
 
 if TYPE_CHECKING:
+    from gpufabric.jobs.k8s_pods import PodNodes
     from gpufabric.jobs.timeline import Timeline
     from gpufabric.plan.model import Plan
 
@@ -26,6 +28,61 @@ intent_option = click.option(
     type=click.Path(dir_okay=False),
     help="The intent file. [default: ./inventory/fabric.yml, else the default fabric shipped with gpufabric]",
 )
+
+
+def k8s_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A Kubernetes job's pods, and how to reach the API server (each overriding the intent's
+    scheduler.kubernetes)."""
+    options = (
+        click.option(
+            "--k8s-job",
+            metavar="NAMESPACE/NAME",
+            help="A Kubernetes batch/v1 Job: the nodes its pods run on (label batch.kubernetes.io/job-name).",
+        ),
+        click.option(
+            "--selector", metavar="SELECTOR", help="Pods by label (app=trainer,tier!=test), with --namespace."
+        ),
+        click.option("--namespace", metavar="NAME", help="The pods' namespace (with --selector)."),
+        click.option("--k8s-api", metavar="URL", help="The API server, https://host:port."),
+        click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
+        click.option(
+            "--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server."
+        ),
+    )
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _one_source(job: str | None, nodes: str | None, k8s: dict[str, Any]) -> None:
+    given = [job is not None, nodes is not None, k8s["k8s_job"] is not None, k8s["selector"] is not None]
+    if sum(given) != 1:
+        raise click.UsageError("give a JOB id or --nodes LIST, or --k8s-job NAMESPACE/NAME or --selector (one of them)")
+    if (k8s["selector"] is None) != (k8s["namespace"] is None):
+        raise click.UsageError("--selector and --namespace go together")
+
+
+def _k8s_pods(plan: Plan, k8s: dict[str, Any]) -> PodNodes:
+    """The nodes of --k8s-job's or --selector's pods, through the Kubernetes client the intent (or the
+    options) name."""
+    from gpufabric.jobs.k8s_pods import checked_selector, job_selector, k8s_pod_nodes
+    from gpufabric.scheduler import Reach, schedulers
+    from gpufabric.scheduler.kubernetes import Kubernetes
+
+    if k8s["k8s_job"] is not None:
+        namespace, selector = job_selector(k8s["k8s_job"])
+    else:
+        namespace, selector = checked_selector(k8s["selector"], k8s["namespace"])
+    reach = Reach(
+        slurm=False, k8s_api=k8s["k8s_api"], k8s_token_env=k8s["k8s_token_env"], k8s_ca_file=k8s["k8s_ca_file"]
+    )
+    client = next((s for s in schedulers(plan, reach) if isinstance(s, Kubernetes)), None)
+    if client is None:
+        raise click.UsageError("no Kubernetes API server: the intent's scheduler.kubernetes, or --k8s-api")
+    return k8s_pod_nodes(client, namespace, selector)
+
+
+K8S_KEYS = ("k8s_job", "selector", "namespace", "k8s_api", "k8s_token_env", "k8s_ca_file")
 
 
 @click.group("job")
@@ -42,9 +99,13 @@ def job_cmd() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="slurm.conf for squeue (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
 )
+@k8s_options
 @click.option("--json", "as_json", is_flag=True, help="The footprint as one JSON object on stdout.")
-def show_cmd(job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, as_json: bool) -> int:
-    """The footprint of JOB (a running Slurm job, read with squeue --json) or of --nodes, from the plan: each
+def show_cmd(
+    job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, as_json: bool, **k8s: Any
+) -> int:
+    """The footprint of JOB (a running Slurm job, read with squeue --json), of --nodes, or of a Kubernetes job's
+    pods (--k8s-job, or --selector with --namespace: the nodes they run on), from the plan: each
     node's NICs per plane and rail with their leaf port and cable, the spines and superspines the plan's ECMP
     paths between the job's leaves cross (rail by rail; none when each rail's nodes share one leaf), and its
     storage path (the storage servers' leaves and the switches between).
@@ -54,23 +115,20 @@ def show_cmd(job: str | None, nodes: str | None, file: str | None, slurm_conf: P
     planes[] and storage[] {plane, leaves, spines, superspines, cables, servers, toward}, notes.
 
     Exit codes: 0 shown; 2 a node the plan does not hold, an unreadable hostlist, a job Slurm does not
-    show running, or JOB and --nodes both or neither given.
+    show running, pods none of which runs on a node, or not exactly one of JOB, --nodes, --k8s-job, --selector.
     """
-    if (job is None) == (nodes is None):
-        raise click.UsageError("give a JOB id or --nodes LIST (one of them)")
-    plan = load_plan(file, reaches=job is not None)  # Slurm's nodes are only ever placed on a real intent
-    if nodes is not None:
+    _one_source(job, nodes, k8s)
+    plan = load_plan(file, reaches=nodes is None)  # a scheduler's nodes are only ever placed on a real intent
+    if k8s["k8s_job"] is not None or k8s["selector"] is not None:
+        names = list(_k8s_pods(plan, k8s).nodes)
+    elif nodes is not None:
         try:
             names = expand_hostlist(nodes)
         except SchedulerOutputError as exc:
             raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
     else:
         assert job is not None
-        settings = plan.intent.scheduler
-        conf = slurm_conf
-        if conf is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
-            conf = Path(settings.slurm.conf)
-        names = slurm_job_nodes(job, Slurm(conf))
+        names = slurm_job_nodes(job, Slurm(_slurm_conf(plan, slurm_conf)))
     try:
         found = footprint(plan, names, job)
     except FootprintError as exc:
@@ -164,6 +222,7 @@ def _time(_ctx: click.Context, param: click.Parameter, value: str | None) -> dat
     help="The switches' time zone (UTC, Europe/Berlin), for FRR's own log files, which write local time "
     "without it. [default: such lines are unread]",
 )
+@k8s_options
 @click.option("--json", "as_json", is_flag=True, help="The timeline as one JSON object on stdout.")
 def timeline_cmd(
     *,
@@ -179,11 +238,13 @@ def timeline_cmd(
     switch_logs: tuple[Path, ...],
     log_zone: str | None,
     as_json: bool,
+    **k8s: Any,
 ) -> int:
-    """What touched JOB's footprint (a running Slurm job) or --nodes' between --since and --until, in time
-    order: pushes, drains, restarts and upgrades from the push audit trail, the remediation loop's actions,
-    Alertmanager's alerts, and FRR's BGP session and link changes from the switches' logs. Only what names a
-    switch the job's traffic crosses (its leaves, spines, superspines, storage leaves) or one of its nodes.
+    """What touched JOB's footprint (a running Slurm job), --nodes' between --since and --until, or a Kubernetes
+    job's (--k8s-job, --selector: from its pods' first start, or --since) in time order: pushes, drains,
+    restarts and upgrades from the push audit trail, the remediation loop's actions, Alertmanager's alerts,
+    and FRR's BGP session and link changes from the switches' logs. Only what names a switch the job's
+    traffic crosses (its leaves, spines, superspines, storage leaves) or one of its nodes.
 
     \b
     JSON keys: job, nodes, since, until (null: still running), events[] {time, kind (push, drain, restart,
@@ -196,14 +257,20 @@ def timeline_cmd(
     from gpufabric.jobs.timeline import Sources, Window, slurm_start, timeline, zone_of
     from gpufabric.push.audit import default_path
 
-    if (job is None) == (nodes is None):
-        raise click.UsageError("give a JOB id or --nodes LIST (one of them)")
+    _one_source(job, nodes, k8s)
     if job is not None and (since is not None or until is not None):
         raise click.UsageError("JOB's window is Slurm's: --since and --until go with --nodes")
     if nodes is not None and since is None:
         raise click.UsageError("--nodes needs --since (the job's start; sacct -j JOB -o Start,End)")
-    plan = load_plan(file, reaches=job is not None)
-    if nodes is not None:
+    plan = load_plan(file, reaches=nodes is None)
+    if k8s["k8s_job"] is not None or k8s["selector"] is not None:
+        pods = _k8s_pods(plan, k8s)
+        names = list(pods.nodes)
+        start = since or pods.started
+        if start is None:
+            raise click.UsageError("the pods say no start time (status.startTime): give --since")
+        window = Window(start, until)
+    elif nodes is not None:
         assert since is not None
         try:
             names = expand_hostlist(nodes)
