@@ -378,7 +378,7 @@ ADJCHANGE = re.compile(r"%ADJCHANGE: neighbor (\S+?)\((\S*)\) in vrf (\S*) (Up|D
 INTF = re.compile(r"Intf (\S+)\((\d+)\) has (come UP|gone DOWN)")
 MARKERS = ("%ADJCHANGE", "Intf ")
 # The layouts a line comes in, each with the time and who logged it:
-LAB = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (?:(bgpd|zebra)\[\d+\]: )?" + _ID + r"(.*)")
+LAB = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (bgpd|zebra)\[\d+\]: " + _ID + r"(.*)")
 RFC3339 = re.compile(
     r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) (\S+) (bgpd|zebra)(?:\[\d+\])?: "
     + _ID
@@ -397,10 +397,10 @@ class LogLine:
 
 def read_line_of(text: str, zone: tzinfo | None) -> LogLine | str:
     """A log line as (time, host, message), or why it cannot be read."""
-    if m := LAB.fullmatch(text):
-        return LogLine(datetime.fromisoformat(m[1].replace("Z", "+00:00")), None, m[3])
     if m := RFC3339.fullmatch(text):
         return LogLine(parse_time(m[1]), m[2], m[4])
+    if m := LAB.fullmatch(text):
+        return LogLine(datetime.fromisoformat(m[1].replace("Z", "+00:00")), None, m[3])
     if m := FRR_FILE.fullmatch(text):
         if zone is None:
             return "FRR's log file writes the switch's local time without its zone: give --log-zone"
@@ -497,6 +497,8 @@ def _one(
             tl.add_unread(Unread(where, _cut(text), read))
         return
     device = read.host or owner
+    if device is not None and device not in scope.plan_devices and "." in device:
+        device = device.split(".", 1)[0]  # a syslog daemon that writes the sender's FQDN: the switch's name first
     if device not in scope.plan_devices:
         if device is None:
             tl.add_unread(Unread(where, _cut(text), "whose switch: neither the line nor the file's name says"))

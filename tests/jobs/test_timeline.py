@@ -149,6 +149,8 @@ def test_syslog_layouts_numbered_peers_and_times_without_a_zone(tmp_path):
         "2026-11-27T11:07:00.123456+01:00 cmp-su2-leaf2 bgpd[88]: [M59KS-A3ZXZ] %ADJCHANGE: neighbor "
         "10.0.0.9(Unknown) in vrf default Down BGP Notification received\n"
         "2026-11-27T10:07:00+00:00 some-server sshd[1]: Accepted publickey\n"
+        "2026-11-27T10:07:05Z cmp-su2-leaf2.fabric.example bgpd[88]: %ADJCHANGE: neighbor swp2(cmp-spine2) in vrf "
+        "default Up\n"
         # RFC 3164: no year, no zone.
         "Nov 27 10:07:00 cmp-su2-leaf2 bgpd[88]: %ADJCHANGE: neighbor swp3(cmp-spine2) in vrf default Up\n"
     )
@@ -164,10 +166,11 @@ def test_syslog_layouts_numbered_peers_and_times_without_a_zone(tmp_path):
     assert [(e["time"], e["device"], e["port"], e["summary"]) for e in no_zone["events"]] == [
         ("2026-11-27T10:07:00.123Z", "cmp-su2-leaf2", None,
          "BGP neighbor 10.0.0.9 vrf default Down (BGP Notification received)"),
+        ("2026-11-27T10:07:05.000Z", "cmp-su2-leaf2", "swp2", "BGP neighbor swp2(cmp-spine2) vrf default Up"),
     ]  # fmt: skip
     assert sorted((Path(u["source"]).name, u["why"].split(":")[0]) for u in no_zone["unread"]) == [
         ("cmp-su2-leaf1.log:1", "FRR's log file writes the switch's local time without its zone"),
-        ("messages:3", "an RFC 3164 syslog time has no year nor zone"),
+        ("messages:4", "an RFC 3164 syslog time has no year nor zone"),
     ]
     zoned = timeline(found, names, window, Sources(switch_logs=(logs,), zone=zone_of("Europe/Berlin"))).as_dict()
     assert ("2026-11-27T10:09:00.000Z", "cmp-su2-leaf1", "swp51") in [
