@@ -14,18 +14,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from http_doubles import Reply, redirect, serve
 
 from gpufabric.jobs.footprint import footprint
 from gpufabric.jobs.timeline import Sources, TimelineError, Window, event_of, slurm_start, timeline, zone_of
 from tests.conftest import INVENTORY, example_plan, run_in_process
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from http_doubles import Reply, redirect, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SINCE = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
