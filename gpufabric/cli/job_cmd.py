@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -209,6 +210,28 @@ def _time(_ctx: click.Context, param: click.Parameter, value: str | None) -> dat
 )
 @click.option("--alertmanager", metavar="URL", help="Alertmanager's base URL (http://127.0.0.1:9093): its alerts.")
 @click.option(
+    "--prometheus",
+    metavar="URL",
+    help="Prometheus's base URL (http://127.0.0.1:9090): the footprint ports' counter jumps, from its history of "
+    "the exporter's counters.",
+)
+@click.option(
+    "--counter-step",
+    type=click.IntRange(1, 86_400),
+    default=60,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --prometheus: a counter's increase is taken over each step of this many seconds.",
+)
+@click.option(
+    "--counter-threshold",
+    "counter_thresholds",
+    multiple=True,
+    metavar="NAME=N",
+    help="With --prometheus: an event when NAME's increase within a step is over N (repeatable). NAME: errors "
+    "(default 0), discards (100), pauses and ecn (10,000 a second times the step), flaps (0), watchdog (0).",
+)
+@click.option(
     "--switch-log",
     "switch_logs",
     multiple=True,
@@ -235,6 +258,9 @@ def timeline_cmd(
     audit_log: Path | None,
     remediation_log: Path | None,
     alertmanager: str | None,
+    prometheus: str | None,
+    counter_step: int,
+    counter_thresholds: tuple[str, ...],
     switch_logs: tuple[Path, ...],
     log_zone: str | None,
     as_json: bool,
@@ -243,8 +269,11 @@ def timeline_cmd(
     """What touched JOB's footprint (a running Slurm job), --nodes' between --since and --until, or a Kubernetes
     job's (--k8s-job, --selector: from its pods' first start, or --since) in time order: pushes, drains,
     restarts and upgrades from the push audit trail, the remediation loop's actions, Alertmanager's alerts,
-    and FRR's BGP session and link changes from the switches' logs. Only what names a switch the job's
-    traffic crosses (its leaves, spines, superspines, storage leaves) or one of its nodes.
+    FRR's BGP session and link changes from the switches' logs, and, with --prometheus, each step in which a
+    footprint port's counter (errors, discards, PFC pauses, ECN marks, link flaps, PFC watchdog) rose by more
+    than its threshold (Prometheus's increase() over the step). Only what names a switch the job's traffic
+    crosses (its leaves, spines, superspines, storage leaves, and for counters their footprint ports) or one
+    of its nodes.
 
     \b
     JSON keys: job, nodes, since, until (null: still running), events[] {time, kind (push, drain, restart,
@@ -252,8 +281,10 @@ def timeline_cmd(
     line, why}: log lines that name an FRR message and could not be read, never guessed.
 
     Exit codes: 0 shown (unread lines included); 2 bad input: an unknown node, a job Slurm does not show
-    running, a missing or unreadable trail or log, an Alertmanager answer that is no alert list.
+    running, a missing or unreadable trail or log, an Alertmanager answer that is no alert list, a Prometheus
+    answer that is no range query's matrix (or larger than its bounds).
     """
+    from gpufabric.jobs.counters import reader
     from gpufabric.jobs.timeline import Sources, Window, slurm_start, timeline, zone_of
     from gpufabric.push.audit import default_path
 
@@ -292,6 +323,7 @@ def timeline_cmd(
         audit_log=audit_log or default_path(),
         remediation_log=remediation_log or Path.home() / ".local/state/gpufabric/remediate.jsonl",
         alertmanager=alertmanager,
+        counters=None if prometheus is None else reader(prometheus, counter_step, _thresholds(counter_thresholds)),
         switch_logs=switch_logs,
         zone=zone_of(log_zone) if log_zone else None,
     )
@@ -303,6 +335,25 @@ def timeline_cmd(
     for note in tl.notes:
         err.print(shown(f"note: {note}"))
     return 0
+
+
+def _thresholds(given: tuple[str, ...]) -> dict[str, float]:
+    from gpufabric.jobs.counters import COUNTERS
+
+    out: dict[str, float] = {}
+    for text in given:
+        name, _, number = text.partition("=")
+        try:
+            value = float(number)
+        except ValueError:
+            value = math.nan
+        if name not in COUNTERS or not math.isfinite(value) or value < 0:
+            raise click.BadParameter(
+                f"{text[:60]!r} is not NAME=N with NAME one of {', '.join(COUNTERS)} and N a number, 0 or more",
+                param_hint="--counter-threshold",
+            )
+        out[name] = value
+    return out
 
 
 class _Said:
