@@ -269,13 +269,16 @@ def read_jobs(text: str, only: Collection[str] | None = None) -> dict[str, list[
 
 
 # `sacct --json`: Slurm's accounting (slurmdbd) of one job, running or ended. Its layout is Slurm's OpenAPI job
-# record, per release (Slurm's openapi docs, rest_api.html, and the data_parser plugins' field tables):
-# - 22.05, openapi/dbv0.0.38 (`dbv0.0.38_job`): `time.start`/`time.end` integers, `state.current` text;
-# - 23.02, data_parser/v0.0.39: the same two, `time.limit` now {set, infinite, number};
-# - 23.11 on, data_parser/v0.0.40 and later: `state.current` a list of flags (["COMPLETED"]), a time may be
-#   written as {set, infinite, number} as the other numbers are.
-# Every release: `job_id` an integer, `nodes` a hostlist ("None assigned" for a job that never ran), 0 for a
-# time not set (an end while the job runs).
+# record, per release, as Slurm's source declares its fields (the parser tables, `add_parse(TYPE, field, "path")`):
+# - 22.05, src/plugins/openapi/dbv0.0.38/parse.c: `time/start`, `time/end` UINT32 (numbers), `state/current`
+#   JOB_STATE (text);
+# - 23.02, src/plugins/data_parser/v0.0.39/parsers.c: the times UINT64 (numbers), JOB_STATE dumped as
+#   job_state_string() (text);
+# - 23.11 on, data_parser v0.0.40 to v0.0.44: the times TIMESTAMP (dumped as UINT64: numbers), `state/current` a
+#   bit flag array (["COMPLETED"]). A time written as {set, infinite, number} (TIMESTAMP_NO_VAL, a step's) is read
+#   too.
+# Every release: `job_id` an integer, `nodes` a hostlist ("None assigned" for a job that never ran:
+# accounting_storage/mysql/as_mysql_job.c), 0 for a time not set (an end while the job runs).
 JOB_ID = re.compile(r"[0-9]{1,10}")
 JOB_STATE = re.compile(r"[A-Z][A-Z_]{0,39}")  # COMPLETED, OUT_OF_MEMORY, ...
 NONE_ASSIGNED = "None assigned"

@@ -6,12 +6,13 @@ tests/slurm_cluster.py, runs `AccountingStorageType=accounting_storage/none`). S
 
 - the real sacct (Debian 12's Slurm 22.05.8) is run here against such a slurm.conf, and what it says (exit 1,
   "Slurm accounting storage is disabled") is what gpufabric reports, exit 2;
-- the answers read are NOT recorded: they are WRITTEN from Slurm's documented layouts of a job record, one per
-  release where they differ (Slurm's REST API reference, rest_api.html, and its openapi/data_parser plugins'
-  field tables): 22.05's openapi/dbv0.0.38 (`time.start`/`end` integers, `state.current` text), 23.02's
-  data_parser v0.0.39 (the same, `time.limit` as {set, infinite, number}), 23.11's v0.0.40 on
-  (`state.current` a list of flags). A STAND-IN `sacct` script on PATH prints them through gpufabric's real
-  process path, beside the STAND-IN squeue printing Slurm 22.05's recorded, empty answer.
+- the answers read are NOT recorded: they are WRITTEN from Slurm's job record as Slurm's source declares it,
+  one layout per release where they differ: 22.05's src/plugins/openapi/dbv0.0.38/parse.c (`time/start`,
+  `time/end` numbers, `state/current` text), 23.02's src/plugins/data_parser/v0.0.39/parsers.c (the same;
+  `time.limit` as {set, infinite, number}), 23.11's v0.0.40 on (`state/current` a bit flag array). "None
+  assigned" is accounting_storage/mysql/as_mysql_job.c's `nodes` of a job that never ran. A STAND-IN `sacct`
+  script on PATH prints them through gpufabric's real process path, beside the STAND-IN squeue printing Slurm
+  22.05's recorded, empty answer.
 """
 
 from __future__ import annotations
