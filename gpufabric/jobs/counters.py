@@ -263,7 +263,12 @@ def counter_events(
             "step": f"{span.step}s",
         }
         where = f"Prometheus at {url} ({counter})"
-        for point in read_matrix(post(url, form, deadline), where):
+        body = post(url, form, deadline)
+        points = read_matrix(body, where)
+        warnings = body.get("warnings")  # a partial answer says so here (the API's `warnings`): said, not dropped
+        if isinstance(warnings, list):
+            tl.notes.extend(f"{where} warns: {printable(w[:300])}" for w in warnings[:5] if isinstance(w, str))
+        for point in points:
             if point.port not in ports.get(point.device, ()) or point.value <= limit[counter]:
                 continue  # not a pair of the footprint's, or not over the threshold: not what was asked
             began = point.at - timedelta(seconds=span.step)

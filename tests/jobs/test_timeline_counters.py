@@ -60,6 +60,15 @@ def test_only_the_footprint_s_pairs_over_their_threshold_are_events(tmp_path):
     assert seen_forms == ["POST /api/v1/query_range"] * 6
 
 
+def test_prometheus_s_warnings_are_said(tmp_path):
+    body = json.dumps({"status": "success", "warnings": ["partial \x1b[2J data"] * 9,
+                       "data": {"resultType": "matrix", "result": []}}).encode()  # fmt: skip
+    with serve(lambda method, path: Reply(200, body)) as server:
+        done = _run(tmp_path, server.url)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("(errors) warns: partial \\x1b[2J data") == 5, done.stderr
+
+
 BIG = b'{"status": "success", "data": {"resultType": "matrix", "result": [' + b'{"metric": {}},' * 3_000_000
 
 
@@ -146,3 +155,34 @@ def test_the_thresholds_the_step_and_the_selector():
     assert range_of(Window(SINCE, SINCE + timedelta(seconds=20)), 60).step == 20  # shorter than a step
     year = Window(SINCE, SINCE + timedelta(days=365))
     assert range_of(year, 60).step == -(-365 * 86400 // MAX_STEPS)  # widened to MAX_STEPS steps
+
+
+def test_every_counter_read_is_a_switch_port_counter_the_exporter_serves():
+    """The names the queries ask for are the exporter's own (a renamed series would answer nothing, silently),
+    each a counter with `device` and `port` labels, and the pause selector's labels are the series' own."""
+    from gpufabric.jobs.counters import COUNTERS
+    from gpufabric.telemetry.metrics import METRICS
+
+    for counter, (series, _what) in COUNTERS.items():
+        for metric, extra in series:
+            served = METRICS[metric]
+            assert served.kind == "counter" and {"device", "port"} <= set(served.labels), counter
+            for matcher in filter(None, extra.split(",")):
+                assert matcher.split("=")[0].rstrip("!") in served.labels, (counter, matcher)
+
+
+def test_prometheus_is_a_setting_of_job_timeline(tmp_path):
+    """`[job.timeline] prometheus` in gpufabric.toml, or GPUFABRIC_JOB_TIMELINE_PROMETHEUS, as every option."""
+    body = _matrix([_point()])
+    with serve(lambda method, path: Reply(200, body)) as server:
+        (tmp_path / "gpufabric.toml").write_text(f'[job.timeline]\nprometheus = "{server.url}"\n')
+        done = run_in_process("gpufabric", "job", "timeline", "--nodes", "gpu01", "--since", "2026-11-27T10:00Z",
+                              "--until", "2026-11-27T11:00Z", "--audit-log", tmp_path / "none", "--remediation-log",
+                              tmp_path / "none", "--json", cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert [e["kind"] for e in json.loads(done.stdout)["events"]] == ["counter"] * 3
+        assert len(server.seen) == 6
+    done = run_in_process("gpufabric", "job", "timeline", "--nodes", "gpu01", "--since", "2026-11-27T10:00Z",
+                          "--audit-log", tmp_path / "none", "--remediation-log", tmp_path / "none",
+                          GPUFABRIC_JOB_TIMELINE_PROMETHEUS="ftp://127.0.0.1/")  # fmt: skip
+    assert done.returncode == 2 and "not a Prometheus base URL" in done.stderr, done.stderr
