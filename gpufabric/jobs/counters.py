@@ -244,8 +244,12 @@ def counter_events(
     """An event for each step in which a footprint port's counter rose by more than its threshold."""
     if not BASE_URL.fullmatch(base):
         raise TimelineError(f"{base[:80]!r} is not a Prometheus base URL (http://127.0.0.1:9090)")
-    ports = {d: {p for p in names if NAME.fullmatch(p)} for d, names in ports_of(found).items() if NAME.fullmatch(d)}
-    ports = {d: names for d, names in ports.items() if names and d in scope.devices}
+    every = {d: names for d, names in ports_of(found).items() if d in scope.devices}
+    ports = {d: {p for p in names if NAME.fullmatch(p)} for d, names in every.items() if NAME.fullmatch(d)}
+    ports = {d: names for d, names in ports.items() if names}
+    left = sum(len(names) for names in every.values()) - sum(len(names) for names in ports.values())
+    if left:  # a name the selector's pattern does not hold never reaches PromQL: said, not read
+        tl.notes.append(f"{left} footprint port(s) named outside {NAME.pattern}: their counters are not read")
     if not ports:
         tl.notes.append("the footprint has no switch port to read counters of")
         return
