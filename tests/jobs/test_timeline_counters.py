@@ -186,3 +186,26 @@ def test_prometheus_is_a_setting_of_job_timeline(tmp_path):
                           "--audit-log", tmp_path / "none", "--remediation-log", tmp_path / "none",
                           GPUFABRIC_JOB_TIMELINE_PROMETHEUS="ftp://127.0.0.1/")  # fmt: skip
     assert done.returncode == 2 and "not a Prometheus base URL" in done.stderr, done.stderr
+
+
+def test_a_port_name_the_selector_cannot_hold_is_said_and_never_reaches_promql(monkeypatch):
+    from gpufabric.jobs import counters
+    from gpufabric.jobs.footprint import footprint
+    from gpufabric.jobs.timeline import Timeline, scope_of
+    from tests.conftest import INVENTORY, example_plan
+
+    plan = example_plan(INVENTORY / "fabric.yml")
+    found = footprint(plan, ["gpu01"], None)
+    monkeypatch.setattr(counters, "ports_of", lambda _found: {"cmp-su1-leaf1": {"swp1", 'x"} or vector(1)'}})
+    asked: list[str] = []
+
+    def post(url: str, form: dict[str, str], deadline: float) -> object:
+        asked.append(form["query"])
+        return json.loads(_matrix([]))
+
+    window = Window(SINCE, SINCE + timedelta(hours=1))
+    tl = Timeline(None, ("gpu01",), window)
+    counters.counter_events("http://127.0.0.1:9", found, scope_of(found, [d.name for d in plan.devices()]), window,
+                            tl, post=post)  # fmt: skip
+    assert len(asked) == 6 and not any("vector" in q for q in asked) and all('port=~"swp1"' in q for q in asked)
+    assert any("1 footprint port(s) named outside" in n for n in tl.notes), tl.notes
