@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +16,12 @@ from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.export.hostlist import compress
 from gpufabric.jobs.footprint import Crossing, Footprint, FootprintError, footprint, slurm_job_nodes
 from gpufabric.outputs import json_dumps
-from gpufabric.scheduler.model import SchedulerOutputError
-from gpufabric.scheduler.slurm import Slurm, expand_hostlist
+from gpufabric.scheduler.model import SchedulerError, SchedulerOutputError
+from gpufabric.scheduler.slurm import JOB_ID, AccountedJob, Slurm, expand_hostlist
 
 if TYPE_CHECKING:
     from gpufabric.jobs.k8s_pods import PodNodes
-    from gpufabric.jobs.timeline import Timeline
+    from gpufabric.jobs.timeline import Timeline, Window
     from gpufabric.plan.model import Plan
 
 intent_option = click.option(
@@ -97,28 +99,31 @@ def job_cmd() -> None:
 @click.option(
     "--slurm-conf",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="slurm.conf for squeue (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
+    help="slurm.conf for squeue and sacct (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
 )
 @k8s_options
 @click.option("--json", "as_json", is_flag=True, help="The footprint as one JSON object on stdout.")
 def show_cmd(
     job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, as_json: bool, **k8s: Any
 ) -> int:
-    """The footprint of JOB (a running Slurm job, read with squeue --json), of --nodes, or of a Kubernetes job's
-    pods (--k8s-job, or --selector with --namespace: the nodes they run on), from the plan: each
-    node's NICs per plane and rail with their leaf port and cable, the spines and superspines the plan's ECMP
-    paths between the job's leaves cross (rail by rail; none when each rail's nodes share one leaf), and its
-    storage path (the storage servers' leaves and the switches between).
+    """The footprint of JOB (a Slurm job: its nodes from squeue --json while it runs, from Slurm's accounting,
+    sacct --json, once it ended), of --nodes, or of a Kubernetes job's pods (--k8s-job, or --selector with
+    --namespace: the nodes they run on), from the plan: each node's NICs per plane and rail with their leaf
+    port and cable, the spines and superspines the plan's ECMP paths between the job's leaves cross (rail by
+    rail; none when each rail's nodes share one leaf), and its storage path (the storage servers' leaves and
+    the switches between).
 
     \b
     JSON keys: nodes, nics[] {node, plane, rail, interface, address, leaf, leaf_port, cable, bond},
     planes[] and storage[] {plane, leaves, spines, superspines, cables, servers, toward}, notes.
 
-    Exit codes: 0 shown; 2 a node the plan does not hold, an unreadable hostlist, a job Slurm does not
-    show running, pods none of which runs on a node, or not exactly one of JOB, --nodes, --k8s-job, --selector.
+    Exit codes: 0 shown; 2 a node the plan does not hold, an unreadable hostlist, a job neither squeue nor
+    sacct shows on nodes (or an answer of theirs that is not Slurm's layout), pods none of which runs on a
+    node, or not exactly one of JOB, --nodes, --k8s-job, --selector.
     """
     _one_source(job, nodes, k8s)
     plan = load_plan(file, reaches=nodes is None)  # a scheduler's nodes are only ever placed on a real intent
+    ended: str | None = None  # a Slurm job no longer running: what sacct said of it
     if k8s["k8s_job"] is not None or k8s["selector"] is not None:
         names = list(_k8s_pods(plan, k8s).nodes)
     elif nodes is not None:
@@ -128,13 +133,15 @@ def show_cmd(
             raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
     else:
         assert job is not None
-        names = slurm_job_nodes(job, Slurm(_slurm_conf(plan, slurm_conf)))
+        names, ended = _slurm_job(job, _Said(Slurm(_slurm_conf(plan, slurm_conf))))
     try:
         found = footprint(plan, names, job)
     except FootprintError as exc:
         if nodes is not None:
             raise click.BadParameter(str(exc), param_hint="--nodes") from None
         raise
+    if job is not None and ended is not None:
+        found = dataclasses.replace(found, notes=(*found.notes, ended))
     if as_json:
         write_stdout(json_dumps(found.as_dict(), indent=2) + "\n")
     else:
@@ -194,7 +201,7 @@ def _time(_ctx: click.Context, param: click.Parameter, value: str | None) -> dat
 @click.option(
     "--slurm-conf",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="slurm.conf for squeue (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
+    help="slurm.conf for squeue and sacct (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
 )
 @click.option(
     "--audit-log",
@@ -208,6 +215,28 @@ def _time(_ctx: click.Context, param: click.Parameter, value: str | None) -> dat
     help="The remediation loop's trail. [default: ~/.local/state/gpufabric/remediate.jsonl]",
 )
 @click.option("--alertmanager", metavar="URL", help="Alertmanager's base URL (http://127.0.0.1:9093): its alerts.")
+@click.option(
+    "--prometheus",
+    metavar="URL",
+    help="Prometheus's base URL (http://127.0.0.1:9090): the footprint ports' counter jumps, from its history of "
+    "the exporter's counters.",
+)
+@click.option(
+    "--counter-step",
+    type=click.IntRange(1, 86_400),
+    default=60,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --prometheus: a counter's increase is taken over each step of this many seconds.",
+)
+@click.option(
+    "--counter-threshold",
+    "counter_thresholds",
+    multiple=True,
+    metavar="NAME=N",
+    help="With --prometheus: an event when NAME's increase within a step is over N (repeatable). NAME: errors "
+    "(default 0), discards (100), pauses and ecn (10,000 a second times the step), flaps (0), watchdog (0).",
+)
 @click.option(
     "--switch-log",
     "switch_logs",
@@ -235,26 +264,35 @@ def timeline_cmd(
     audit_log: Path | None,
     remediation_log: Path | None,
     alertmanager: str | None,
+    prometheus: str | None,
+    counter_step: int,
+    counter_thresholds: tuple[str, ...],
     switch_logs: tuple[Path, ...],
     log_zone: str | None,
     as_json: bool,
     **k8s: Any,
 ) -> int:
-    """What touched JOB's footprint (a running Slurm job), --nodes' between --since and --until, or a Kubernetes
+    """What touched JOB's footprint (a Slurm job: from its start to now while squeue shows it running, else from
+    its start to its end as sacct --json shows them), --nodes' between --since and --until, or a Kubernetes
     job's (--k8s-job, --selector: from its pods' first start, or --since) in time order: pushes, drains,
     restarts and upgrades from the push audit trail, the remediation loop's actions, Alertmanager's alerts,
-    and FRR's BGP session and link changes from the switches' logs. Only what names a switch the job's
-    traffic crosses (its leaves, spines, superspines, storage leaves) or one of its nodes.
+    FRR's BGP session and link changes from the switches' logs, and, with --prometheus, each step in which a
+    footprint port's counter (errors, discards, PFC pauses, ECN marks, link flaps, PFC watchdog) rose by more
+    than its threshold (Prometheus's increase() over the step). Only what names a switch the job's traffic
+    crosses (its leaves, spines, superspines, storage leaves, and for counters their footprint ports) or one
+    of its nodes.
 
     \b
     JSON keys: job, nodes, since, until (null: still running), events[] {time, kind (push, drain, restart,
     upgrade, remediation, alert, bgp, link, counter), device, port, node, summary, source}, unread[] {source,
     line, why}: log lines that name an FRR message and could not be read, never guessed.
 
-    Exit codes: 0 shown (unread lines included); 2 bad input: an unknown node, a job Slurm does not show
-    running, a missing or unreadable trail or log, an Alertmanager answer that is no alert list.
+    Exit codes: 0 shown (unread lines included); 2 bad input: an unknown node, a job neither squeue nor sacct
+    shows on nodes, a missing or unreadable trail or log, an Alertmanager answer that is no alert list, a Prometheus
+    answer that is no range query's matrix (or larger than its bounds).
     """
-    from gpufabric.jobs.timeline import Sources, Window, slurm_start, timeline, zone_of
+    from gpufabric.jobs.counters import reader
+    from gpufabric.jobs.timeline import Sources, Window, timeline, zone_of
     from gpufabric.push.audit import default_path
 
     _one_source(job, nodes, k8s)
@@ -280,8 +318,8 @@ def timeline_cmd(
     else:
         assert job is not None
         said = _Said(Slurm(_slurm_conf(plan, slurm_conf)))
-        names = slurm_job_nodes(job, said)  # type: ignore[arg-type]
-        window = Window(slurm_start(job, said.text or ""), None)
+        names, ended = _slurm_job(job, said)
+        window = _slurm_window(job, said) if ended is None else Window(*_accounted_window(said))
     try:
         found = footprint(plan, names, job)
     except FootprintError as exc:
@@ -292,10 +330,13 @@ def timeline_cmd(
         audit_log=audit_log or default_path(),
         remediation_log=remediation_log or Path.home() / ".local/state/gpufabric/remediate.jsonl",
         alertmanager=alertmanager,
+        counters=None if prometheus is None else reader(prometheus, counter_step, _thresholds(counter_thresholds)),
         switch_logs=switch_logs,
         zone=zone_of(log_zone) if log_zone else None,
     )
     tl = timeline(found, (d.name for d in plan.devices()), window, sources)  # TimelineError: exit 2, named
+    if job is not None and ended is not None:
+        tl.notes.insert(0, ended)
     if as_json:
         write_stdout(json_dumps(tl.as_dict(), indent=2) + "\n")
     else:
@@ -305,17 +346,80 @@ def timeline_cmd(
     return 0
 
 
+def _thresholds(given: tuple[str, ...]) -> dict[str, float]:
+    from gpufabric.jobs.counters import COUNTERS
+
+    out: dict[str, float] = {}
+    for text in given:
+        name, _, number = text.partition("=")
+        try:
+            value = float(number)
+        except ValueError:
+            value = math.nan
+        if name not in COUNTERS or not math.isfinite(value) or value < 0:
+            raise click.BadParameter(
+                f"{text[:60]!r} is not NAME=N with NAME one of {', '.join(COUNTERS)} and N a number, 0 or more",
+                param_hint="--counter-threshold",
+            )
+        out[name] = value
+    return out
+
+
 class _Said:
-    """The Slurm reader's squeue, asked once: its text kept for the job's start time."""
+    """The Slurm reader's squeue, asked once: its text kept for the job's start time; and sacct's record of a
+    job squeue does not show running."""
 
     def __init__(self, slurm: Slurm) -> None:
         self.slurm = slurm
         self.text: str | None = None
+        self.accounted: AccountedJob | None = None
 
     def squeue(self) -> str:
         if self.text is None:
             self.text = self.slurm.squeue()
         return self.text
+
+
+def _slurm_job(job: str, said: _Said) -> tuple[list[str], str | None]:
+    """A Slurm job's nodes: squeue's while it runs; once it no longer holds them (ended, or pending again after
+    a requeue), sacct's (Slurm's accounting), with a note saying so (None while it runs)."""
+    try:
+        return slurm_job_nodes(job, said), None  # type: ignore[arg-type]
+    except FootprintError as exc:
+        if not JOB_ID.fullmatch(job):
+            raise
+        try:
+            said.accounted = record = said.slurm.sacct(job)
+        except SchedulerOutputError:
+            raise
+        except SchedulerError as why:
+            raise FootprintError(f"{exc}; and Slurm's accounting cannot say what it held: {why}") from None
+    if record.start is None or not record.nodes:
+        raise FootprintError(
+            f"Slurm job {job} never ran (sacct: {record.state.lower()}, no start time or no node): it has no footprint"
+        )
+    from gpufabric.jobs.timeline import iso
+
+    start = iso(datetime.fromtimestamp(record.start, UTC))
+    until = "still running" if record.end is None else f"to {iso(datetime.fromtimestamp(record.end, UTC))}"
+    return (
+        list(record.nodes),
+        f"job {job} is not running (sacct: {record.state.lower()}, {start} {until}): "
+        "its nodes as Slurm's accounting keeps them",
+    )
+
+
+def _slurm_window(job: str, said: _Said) -> Window:
+    from gpufabric.jobs.timeline import Window, slurm_start
+
+    return Window(slurm_start(job, said.text or ""), None)
+
+
+def _accounted_window(said: _Said) -> tuple[datetime, datetime | None]:
+    record = said.accounted
+    assert record is not None and record.start is not None
+    end = None if record.end is None else datetime.fromtimestamp(record.end, UTC)
+    return datetime.fromtimestamp(record.start, UTC), end
 
 
 def _slurm_conf(plan: Plan, given: Path | None) -> Path | None:

@@ -1,6 +1,6 @@
 """What touched a job's footprint while it ran, in time order (docs/jobs.md, "What happened around a job").
 
-Five sources, each read as outside input, each kept to the footprint (its switches and its nodes) and the
+These sources, each read as outside input, each kept to the footprint (its switches and its nodes) and the
 job's window:
 
 - the push audit trail (gpufabric/push/audit.py): pushes, drains, restarts and upgrades of a footprint switch,
@@ -10,6 +10,8 @@ job's window:
 - Alertmanager's API v2 (`GET /api/v2/alerts`): the alerts naming a footprint switch (`device`), node
   (`host`, `node`, `peer`) or the job (`job_id`), through gpufabric/http_api.py (bounded answer, no redirect
   off its origin, a whole deadline);
+- Prometheus's range queries (gpufabric/jobs/counters.py): a footprint port's counter (errors, discards, PFC
+  pauses, ECN marks, link flaps, PFC watchdog) rising by more than a threshold within a step;
 - the switches' logs: FRR's own lines, as its source writes them (below), in a syslog file or folder, or the
   lab's per-switch logs (gpufabric/lab/syslog.py: `nodes/<switch>/frr.log`).
 
@@ -527,6 +529,9 @@ def zone_of(name: str) -> tzinfo:
 ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
 
+Counters = Callable[[Footprint, Scope, Window, Timeline], None]  # adds its events and notes to the timeline
+
+
 @dataclass(frozen=True)
 class Sources:
     audit_log: Path | None = None
@@ -535,6 +540,7 @@ class Sources:
     switch_logs: tuple[Path, ...] = ()
     zone: tzinfo | None = None
     fetch: Fetch = fetch_json
+    counters: Counters | None = None  # the counter jumps' reader (gpufabric/jobs/counters.py, on Prometheus)
 
 
 def timeline(found: Footprint, plan_devices: Iterable[str], window: Window, sources: Sources) -> Timeline:
@@ -561,7 +567,10 @@ def timeline(found: Footprint, plan_devices: Iterable[str], window: Window, sour
         log_events(sources.switch_logs, scope, window, tl, sources.zone)
     else:
         tl.notes.append("no switch log named (--switch-log): no BGP or link event read")
-    tl.notes.append("counter jumps are not read yet: the exporter keeps no history (Prometheus does; see docs/jobs.md)")
+    if sources.counters is not None:
+        sources.counters(found, scope, window, tl)
+    else:
+        tl.notes.append("no Prometheus named (--prometheus): no counter jump read (the exporter keeps no history)")
     if tl.unread_more:
         tl.notes.append(f"{tl.unread_more} more unread line(s) not listed")
     tl.events.sort(key=lambda e: (e.time, ORDER[e.kind], e.device or "", e.node or "", e.source))

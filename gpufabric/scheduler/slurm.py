@@ -1,5 +1,5 @@
-"""Slurm, through its own commands: `sinfo --json` and `squeue --json` to read, `scontrol update` to
-drain and resume.
+"""Slurm, through its own commands: `sinfo --json` and `squeue --json` to read (and `sacct --json` for a job
+that ended), `scontrol update` to drain and resume.
 
 Slurm 22.05 (Debian 12) gives JSON from `sinfo` and `squeue` (its OpenAPI v0.0.38 form) but not from
 `scontrol` (that came with 23.02), so nodes are read through `sinfo --json`, which lists every node
@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,71 @@ def read_jobs(text: str, only: Collection[str] | None = None) -> dict[str, list[
     return out
 
 
+# `sacct --json`: Slurm's accounting (slurmdbd) of one job, running or ended. Its layout is Slurm's OpenAPI job
+# record, per release, as Slurm's source declares its fields (the parser tables, `add_parse(TYPE, field, "path")`):
+# - 22.05, src/plugins/openapi/dbv0.0.38/parse.c: `time/start`, `time/end` UINT32 (numbers), `state/current`
+#   JOB_STATE (text);
+# - 23.02, src/plugins/data_parser/v0.0.39/parsers.c: the times UINT64 (numbers), JOB_STATE dumped as
+#   job_state_string() (text);
+# - 23.11 on, data_parser v0.0.40 to v0.0.44: the times TIMESTAMP (dumped as UINT64: numbers), `state/current` a
+#   bit flag array (["COMPLETED"]). A time written as {set, infinite, number} (TIMESTAMP_NO_VAL, a step's) is read
+#   too.
+# Every release: `job_id` an integer, `nodes` a hostlist ("None assigned" for a job that never ran:
+# accounting_storage/mysql/as_mysql_job.c), 0 for a time not set (an end while the job runs).
+JOB_ID = re.compile(r"[0-9]{1,10}")
+JOB_STATE = re.compile(r"[A-Z][A-Z_]{0,39}")  # COMPLETED, OUT_OF_MEMORY, ...
+NONE_ASSIGNED = "None assigned"
+
+
+@dataclass(frozen=True)
+class AccountedJob:
+    """One job as `sacct --json` shows it."""
+
+    job_id: int
+    state: str  # `state.current`, a list's flags joined by "+"
+    nodes: tuple[str, ...]  # empty: it never ran on any
+    start: int | None  # seconds since 1970; None: not started
+    end: int | None  # None: still running (or never started)
+
+
+def _epoch(record: dict[str, Any], key: str, what: str) -> int | None:
+    value = record.get(key)
+    if isinstance(value, dict):  # {set, infinite, number}: 23.02's form for numbers, read the same for times
+        if value.get("set") is False or value.get("infinite") is True:
+            return None
+        value = value.get("number")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 40:
+        raise SchedulerOutputError(f"{what}: field 'time.{key}' is not a time (seconds since 1970)")
+    return value or None
+
+
+def _state(record: dict[str, Any], what: str) -> str:
+    state = record.get("state")
+    current = state.get("current") if isinstance(state, dict) else None
+    flags: list[Any] = current if isinstance(current, list) else [current]
+    if not flags or not all(isinstance(f, str) and JOB_STATE.fullmatch(f) for f in flags):
+        raise SchedulerOutputError(f"{what}: field 'state.current' is not a job state (COMPLETED, or a list of them)")
+    return "+".join(str(f) for f in flags)
+
+
+def read_accounted(text: str, job: int) -> AccountedJob:
+    """`sacct --json -j JOB` as the job's record: its last one listed (sacct lists a requeued job's latest
+    last); every field read checked, the hostlist counted before it is expanded."""
+    records = _document(text, "jobs", "sacct --json")
+    mine = [r for r in records if _field(r, "job_id", int, "sacct --json job") == job]
+    if not mine:
+        raise SchedulerError(f"sacct shows no job {job} (not a job of this cluster, or purged from its accounting)")
+    record = mine[-1]
+    what = f"sacct --json job {job}"
+    nodes = _field(record, "nodes", str, what)
+    try:
+        names = () if nodes == NONE_ASSIGNED else tuple(expand_hostlist(nodes))
+    except SchedulerOutputError as exc:
+        raise SchedulerOutputError(f"{what}: field 'nodes': {exc}") from None
+    times = _field(record, "time", dict, what)
+    return AccountedJob(job, _state(record, what), names, _epoch(times, "start", what), _epoch(times, "end", what))
+
+
 def run_bounded(
     argv: Sequence[str], env: dict[str, str], max_bytes: int, timeout: float
 ) -> subprocess.CompletedProcess[bytes]:
@@ -356,6 +422,13 @@ class Slurm:
     def squeue(self) -> str:
         """`squeue --json` as Slurm printed it: every job of the cluster, for a reader of running jobs (read-only)."""
         return self._call("squeue", "--json")
+
+    def sacct(self, job: str) -> AccountedJob:
+        """One job, running or ended, from Slurm's accounting: `sacct --json -j JOB` (read-only; slurmdbd answers
+        it: without accounting storage sacct says it is disabled, a SchedulerError naming that)."""
+        if not JOB_ID.fullmatch(job):
+            raise SchedulerError(f"{shown(job, 40)!r} is not a Slurm job id (digits)")
+        return read_accounted(self._call("sacct", "--json", "-j", job), int(job))
 
     def nodes(self, names: Sequence[str]) -> dict[str, NodeState]:
         every = read_nodes(self._call("sinfo", "--json"))
