@@ -224,5 +224,11 @@ def test_job_show_places_a_running_slurm_job_read_through_squeue(tmp_path):
     assert got["job"] == running and got["nodes"] == ["gpu01"]
     assert calls.read_text().split() == ["--json", str(conf)]
     ended = next(str(r["job_id"]) for r in json.loads(text)["jobs"] if r["job_state"] == "COMPLETED")
+    # An ended job falls back to sacct: a STAND-IN answering as Slurm 22.05's does without accounting storage,
+    # so the test never depends on what the machine's own sacct knows.
+    sacct = bin_dir / "sacct"
+    sacct.write_text("#!/bin/sh\necho 'Slurm accounting storage is disabled' >&2\nexit 1\n")
+    sacct.chmod(0o755)
     done = run_in_process("gpufabric", "job", "show", ended, "--intent", intent, PATH=path)
     assert done.returncode == 2 and "holds no node now" in done.stderr
+    assert "accounting storage is disabled" in done.stderr
