@@ -190,12 +190,11 @@ PROFILE_TIMERS = {"datacenter": (3, 9), "traditional": (60, 180)}
 
 
 def running_session_timers(facts: SwitchFacts, frr: str) -> None:
-    """BFD and BGP timers of FRR's running configuration, the profile's timers where no line sets them."""
+    """BFD and BGP timers of FRR's running configuration, and the profile's timers bgpd runs where no line
+    sets them (a line equal to them is left out of the running configuration)."""
     conf = parse(frr.splitlines(), "ios")
     for obj, m in sections(conf, r"^router bgp (\d+)"):
         facts.asn = Fact(int(m.group(1)), "running-config", line(obj))
         session_timers(facts, conf, obj, "running-config")
-        if facts.bgp_timers is None:
-            profile = re.search(r"^frr defaults (\S+)", frr, re.M)
-            timers = PROFILE_TIMERS.get(profile.group(1) if profile else "datacenter")
-            facts.bgp_timers = Fact(timers, "running-config", line(obj)) if timers else None
+        profile = re.search(r"^frr defaults (\S+)", frr, re.M)
+        facts.default_bgp_timers = PROFILE_TIMERS.get(profile.group(1) if profile else "datacenter")
