@@ -61,7 +61,7 @@ def validate_cmd(
     route into the management subnet, none out of the management port); carried-bgp-session (each
     carried plane's VRF session Established). The running configuration is held to the plan by
     verify's checks, under verify's names (qos-dscp-map, load-balancing, bfd, bgp-timers,
-    qos-cable-length, qos-headroom, carried-port, carried-bgp, carried-class, carried-share), where
+    bgp-max-med, qos-cable-length, qos-headroom, carried-port, carried-bgp, carried-class, carried-share), where
     the platform's running reader returns their facts. With --counter-window:
     link-flaps, port-errors, port-discards and pfc-pause over that window, per planned port.
 

@@ -32,6 +32,7 @@ CHECKS: dict[str, frozenset[str]] = {
     "ecmp": frozenset({"max_paths", "multipath_relax"}),
     "bfd": frozenset({"asn", "bfd"}),
     "bgp-timers": frozenset({"asn", "bgp_timers"}),
+    "bgp-max-med": frozenset({"asn", "max_med"}),
     "mtu": frozenset({"mtu"}),
     "address": frozenset({"address"}),
     "load-balancing": frozenset({"adaptive", "adaptive_ports", "hash_fields", "multipath_hash"}),
@@ -97,6 +98,7 @@ class SwitchExpectation:
     ecmp: int = 0
     bfd: tuple[int, int] | None = None  # (interval ms, multiplier) on every fabric session; None: BFD off
     bgp_timers: tuple[int, int] | None = None  # (keepalive, hold); None: the platform's default
+    max_med: int | None = None  # seconds of max-MED after BGP starts; None: none
     host_mtu: int = 0
     ports: tuple[PortWant, ...] = ()
     qos: QosProfile | None = None
@@ -127,6 +129,7 @@ def expect(ctx: DeviceContext, host_mtu: int) -> SwitchExpectation:
         ecmp=ctx.ecmp,
         bfd=(ctx.bfd.interval, ctx.bfd.multiplier) if ctx.bfd is not None else None,
         bgp_timers=ctx.bgp_timers,
+        max_med=ctx.max_med_on_startup,
         host_mtu=host_mtu,
         ports=tuple(PortWant(p.name, p.kind, p.mtu, p.address, p.bond is not None) for p in ctx.ports),
         balancing=spec.load_balancing(ctx),
@@ -244,6 +247,12 @@ def _session_timers(want: SwitchExpectation, facts: SwitchFacts) -> Iterator[Out
         else (_timers_text(facts.default_bgp_timers) + " (the platform's default)")
     )
     yield _o("bgp-timers", "BGP", _timers_text(want.bgp_timers), shown, ok, facts.bgp_timers, "bgp")
+    med = facts.max_med.value if facts.max_med is not None else None
+    yield _o("bgp-max-med", "BGP", _med_text(want.max_med), _med_text(med), med == want.max_med, facts.max_med, "bgp")
+
+
+def _med_text(seconds: int | None) -> str:
+    return "no max-MED on startup" if seconds is None else f"max-med on-startup {seconds} s"
 
 
 def _timers_text(timers: tuple[int, int] | None) -> str:

@@ -50,6 +50,8 @@ def _rendered(which: str) -> tuple[Plan, dict[str, str]]:
     for plane in doc["planes"].values():
         if "routing" in plane:
             plane["routing"] |= {"bfd": {"enabled": True, "interval": 250, "multiplier": 4}, "keepalive": 2, "hold": 7}
+            if which in ("frr", "sonic"):  # the platforms that render BGP max-MED on startup
+                plane["routing"]["max_med_on_startup"] = 300
     plan = plan_doc(doc, f"one-comparison-{which}")
     return plan, render_all(plan)
 
@@ -129,6 +131,7 @@ def test_every_platform_has_its_running_checks_planted():
         assert {(which, "qos-dscp-map"), (which, "load-balancing")} <= planted, which
     for which in ("cumulus", "eos", "nxos", "frr"):  # SONiC's running reader reads CONFIG_DB, which holds no BGP
         assert {(which, "bfd"), (which, "bgp-timers")} <= planted, which
+    assert ("frr", "bgp-max-med") in planted
     for which in ("eos-carried", "cumulus-carried"):
         assert {(which, c) for c in ("carried-port", "carried-bgp", "carried-class", "carried-share")} <= planted
 

@@ -91,12 +91,14 @@ RUNNING_FACTS = frozenset(
         "subinterfaces",
         "vrf_neighbors",
         "shares",
+        "max_med",
     }
 )
 
 PLATFORM = Frr(
     PlatformFacts(
         running_facts=RUNNING_FACTS,
+        bgp_max_med=True,  # FRR's `bgp max-med on-startup`, proven by FRR's own parser (vtysh -C)
         name="frr",
         title="Linux + FRR",
         releases=("8.4", "9.1", "10.2"),

@@ -163,6 +163,7 @@ RUNNING_FACTS = frozenset(
 PLATFORM = Sonic(
     PlatformFacts(
         running_facts=RUNNING_FACTS,
+        bgp_max_med=True,  # FRR's `bgp max-med on-startup`, proven by FRR's own parser (vtysh -C)
         name="sonic",
         title="NVIDIA Spectrum with SONiC",
         releases=("202411", "202505"),
