@@ -112,18 +112,24 @@ def _concurrent(conn: Any) -> bool:
 
 
 def _health(conn: Any, expect: Expectation) -> Health:
-    """The sessions and ports up now; the two readings side by side where the driver allows it."""
+    """The sessions and ports up now, and the running configuration held to the switch's expectation; the
+    readings side by side where the driver allows it."""
+    running = _running(conn) if expect.reads_running else None
     if not expect.peers:
-        return health(expect, {}, conn.get_interfaces())
+        return health(expect, {}, conn.get_interfaces(), running)
     if not _concurrent(conn):
-        return health(expect, conn.get_bgp_neighbors(), conn.get_interfaces())
+        return health(expect, conn.get_bgp_neighbors(), conn.get_interfaces(), running)
     ports = _Beside(conn.get_interfaces)
     try:
         bgp = conn.get_bgp_neighbors()
     except BaseException:
         ports.wait()
         raise
-    return health(expect, bgp, ports.result())
+    return health(expect, bgp, ports.result(), running)
+
+
+def _running(conn: Any) -> str:
+    return str(conn.get_config(retrieve="running")["running"])
 
 
 def _wait_healthy(conn: Any, expect: Expectation, before: Health, opts: PushOptions) -> list[str]:

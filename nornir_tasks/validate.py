@@ -16,7 +16,7 @@ from nornir.core.task import Result, Task
 from gpufabric.platforms import platform
 from gpufabric.verify.running import checks, counters
 from gpufabric.verify.running.checks import Planned
-from gpufabric.verify.running.converged import carried_config, carried_sessions
+from gpufabric.verify.running.converged import carried_sessions
 from gpufabric.verify.running.counters import Limits
 from gpufabric.verify.running.results import CheckResult
 from nornir_tasks.push import hang_up, mask
@@ -69,17 +69,13 @@ def validate_device(
             version = os_version(conn)
             found += checks.release(p, version, platform(p.platform).running_release(version))
         routes = conn.get_route_to()
-        bgp_neighbors = conn.get_bgp_neighbors() if p.peers or p.carried else {}
+        bgp_neighbors = conn.get_bgp_neighbors() if p.peers or p.carried_sessions else {}
         found += checks.bgp(p, bgp_neighbors)
-        found += carried_sessions(p.device, p.carried, bgp_neighbors)
+        found += carried_sessions(p.device, p.carried_sessions, bgp_neighbors)
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})
         found += checks.interfaces(p, conn.get_interfaces())
         found += checks.ecmp(p, routes)
-        found += checks.qos(p, running or "")
-        found += checks.load_balancing(p, running or "")
-        found += checks.session_timers(p, running or "")
-        found += checks.buffers(p, running or "")
-        found += carried_config(p.device, p.platform, p.carried, running or "")
+        found += checks.config(p, running or "")
         found += checks.oob_isolation(p, routes)
         if first is not None and limits is not None:
             time.sleep(max(0.0, limits.window - (time.monotonic() - started)))

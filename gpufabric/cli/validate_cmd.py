@@ -57,11 +57,12 @@ def validate_cmd(
     Checks, per switch: reachable; config-drift (the running config equals the rendered one);
     bgp-session (each planned peer Established with its planned ASN); lldp-neighbor (each fabric
     port sees the planned peer and port); interface (planned ports up with the planned MTU);
-    ecmp-width (the planned number of paths to every remote loopback); qos-contract (RoCE and
-    CNP DSCP classified to their priorities in the running config); oob-isolation (no data route
-    into the management subnet, none out of the management port); on a converged plane's switch
-    carried-port, carried-bgp-config, carried-share and carried-bgp-session (each carried plane's
-    subinterfaces, VRF sessions and class shares). With --counter-window:
+    ecmp-width (the planned number of paths to every remote loopback); oob-isolation (no data
+    route into the management subnet, none out of the management port); carried-bgp-session (each
+    carried plane's VRF session Established). The running configuration is held to the plan by
+    verify's checks, under verify's names (qos-dscp-map, load-balancing, bfd, bgp-timers,
+    bgp-max-med, qos-cable-length, qos-headroom, carried-port, carried-bgp, carried-class, carried-share), where
+    the platform's running reader returns their facts. With --counter-window:
     link-flaps, port-errors, port-discards and pfc-pause over that window, per planned port.
 
     Each result has a check id, device, item, expected, observed and verdict.

@@ -43,6 +43,8 @@ class DeviceContext:
     bfd: Bfd | None = None
     # (keepalive, hold) in seconds when the plane sets them; None: the platform's defaults, nothing rendered.
     bgp_timers: tuple[int, int] | None = None
+    # Seconds the switch advertises max-MED after its BGP starts, when the plane asks; None: nothing is rendered.
+    max_med_on_startup: int | None = None
     # The logical planes a converged plane's switch carries (VRFs, tagged subinterfaces, classes); None elsewhere.
     converged: Converged | None = None
 
@@ -117,6 +119,7 @@ def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
         bfd=routing.bfd if routing is not None and routing.bfd.enabled else None,
         bgp_timers=(routing.keepalive, routing.hold) if routing and routing.keepalive and routing.hold else None,
         converged=converged(plan, device, ports, index.devices, profile),
+        max_med_on_startup=routing.max_med_on_startup if routing is not None and device.asn is not None else None,
     )
 
 

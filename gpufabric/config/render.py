@@ -11,7 +11,7 @@ Cumulus NVUE documents are built as a tree (gpufabric/nos/cumulus/document.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 
 import jinja2
@@ -62,26 +62,19 @@ class Rendered:
     files: dict[str, str]  # file name -> text
 
 
+# A context field a template knows by another name: the switch is `d` in every template.
+RENAMED = {"device": "d"}
+
+
 def variables(ctx: DeviceContext) -> dict[str, object]:
-    return {
-        "d": ctx.device,
-        "ports": ctx.ports,
-        "neighbors": ctx.neighbors,
-        "networks": ctx.networks,
-        "ecmp": ctx.ecmp,
-        "qos": ctx.qos,
-        "mgmt": ctx.mgmt,
-        "mlag": ctx.mlag,
-        "acl": ctx.acl,
-        "border": ctx.border,
-        "release": ctx.release,
+    """Every field of the switch's context, by its own name (a new field reaches the templates without being
+    listed here), and what the context derives from them."""
+    values: dict[str, object] = {RENAMED.get(f.name, f.name): getattr(ctx, f.name) for f in fields(ctx)}
+    return values | {
         "adaptive": ctx.adaptive,
         "balancing": platform(ctx.device.platform).load_balancing(ctx),  # what verify reads back
         "lossless_buffer": ctx.lossless_buffer,
         "breakouts": breakouts(ctx),
-        "bfd": ctx.bfd,
-        "bgp_timers": ctx.bgp_timers,
-        "converged": ctx.converged,
     }
 
 

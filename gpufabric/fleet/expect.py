@@ -1,8 +1,10 @@
 """What must hold on a switch after a change: the post-change checks, as pure functions over getter output.
 
 A push must not make things worse: every planned BGP session that was established before the
-change must be established again, and every planned port that was up must be up. Sessions that
-were down before (a first rollout, peers not configured yet) are not held against the change.
+change must be established again, every planned port that was up must be up, and every item of the
+switch's one expectation (gpufabric/verify/expect.py) its running configuration met before must still be
+met, compared by the comparison verify and validate run. Sessions that were down before (a first rollout,
+peers not configured yet) are not held against the change, nor is an item the switch already missed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ from typing import Any
 from gpufabric.config.context import LinkIndex
 from gpufabric.fleet.context import SwitchContexts, contexts_of
 from gpufabric.plan.model import Plan
+from gpufabric.platforms import platform
+from gpufabric.verify.expect import SwitchExpectation, compare, expect
+from gpufabric.verify.running.qos_map import running_facts
+
+HELD_PORTS = ("fabric", "host", "edge", "peer")  # the ports a change must not take down
 
 
 @dataclass(frozen=True)
@@ -20,28 +27,37 @@ class Expectation:
     device: str
     peers: dict[str, int] = field(default_factory=dict)  # session key (interface or address) -> planned ASN
     ports: tuple[str, ...] = ()
+    want: SwitchExpectation | None = None  # what its running configuration must say; None: not read
+
+    @property
+    def reads_running(self) -> bool:
+        return self.want is not None and bool(platform(self.want.platform).facts.running_facts)
+
+
+def of(want: SwitchExpectation) -> Expectation:
+    """Push's view of a switch's one expectation: its sessions and the ports it holds up."""
+    peers = {s.key: s.remote_asn for s in want.sessions}
+    return Expectation(want.device, peers, tuple(p.name for p in want.ports if p.kind in HELD_PORTS), want)
 
 
 def expectations(
     plan: Plan, index: LinkIndex, names: list[str], *, contexts: SwitchContexts | None = None
 ) -> dict[str, Expectation]:
     known = contexts_of(plan, index, contexts)
-    out = {}
-    for name in names:
-        ctx = known[name]
-        peers = {n.key: n.remote_asn for n in ctx.neighbors}
-        ports = tuple(p.name for p in ctx.ports if p.kind in ("fabric", "host", "edge", "peer"))
-        out[name] = Expectation(name, peers, ports)
-    return out
+    return {name: of(expect(known[name], plan.planes[known[name].device.plane].host_mtu)) for name in names}
 
 
 @dataclass(frozen=True)
 class Health:
     peers_up: frozenset[str]
     ports_up: frozenset[str]
+    config_missed: frozenset[str] = frozenset()  # "check item" of each expectation the running config misses
 
 
-def health(expect: Expectation, bgp: dict[str, Any], interfaces: dict[str, dict[str, Any]]) -> Health:
+def health(
+    expect: Expectation, bgp: dict[str, Any], interfaces: dict[str, dict[str, Any]], running: str | None = None
+) -> Health:
+    """`running`: the running configuration's text, held to the expectation where given."""
     peers = bgp.get("global", {}).get("peers", {})
     up = {
         key
@@ -49,7 +65,19 @@ def health(expect: Expectation, bgp: dict[str, Any], interfaces: dict[str, dict[
         if peers.get(key, {}).get("is_up") and int(peers[key].get("remote_as", 0)) == asn
     }
     ports = {p for p in expect.ports if interfaces.get(p, {}).get("is_up")}
-    return Health(frozenset(up), frozenset(ports))
+    return Health(frozenset(up), frozenset(ports), config_missed(expect, running))
+
+
+def config_missed(expect: Expectation, running: str | None) -> frozenset[str]:
+    """The items of the switch's expectation its running configuration misses, by the one comparison."""
+    want = expect.want
+    if want is None or running is None:
+        return frozenset()
+    facts = running_facts(want.platform, running)
+    if facts is None:
+        return frozenset()
+    read = platform(want.platform).facts.running_facts
+    return frozenset(f"{o.check} {o.item}" for o in compare(want, facts, read) if not o.ok)
 
 
 def regressions(expect: Expectation, before: Health, after: Health) -> list[str]:
@@ -58,4 +86,8 @@ def regressions(expect: Expectation, before: Health, after: Health) -> list[str]
         for key in sorted(before.peers_up - after.peers_up)
     ]
     problems += [f"port {port} went down" for port in sorted(before.ports_up - after.ports_up)]
+    problems += [
+        f"{missed}: the running configuration no longer says what the plan does"
+        for missed in sorted(after.config_missed - before.config_missed)
+    ]
     return problems

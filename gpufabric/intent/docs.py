@@ -204,7 +204,8 @@ RULES = [
     "ranges 64496-64511 and 65536-65551 (RFC 5398).",
     "`routing.keepalive` and `routing.hold` are set together, the hold above the keepalive. With "
     "`routing.bfd.enabled`, the interval and multiplier are within what every platform of the plane takes "
-    "(docs/configs.md); the refusal names the platform.",
+    "(docs/configs.md); the refusal names the platform. `routing.max_med_on_startup` only on a plane whose "
+    "switches' platform renders it (frr, sonic); the refusal names the others.",
     "`host_links: lacp` needs two NICs per server and a leaf platform with MLAG (cumulus, eos, nxos).",
     "`multiplane` is only on the compute plane, with `host_links: routed`; every group's compute interfaces "
     "divide evenly over its planes, without `rails`; every address pool cuts into one share of at least a "

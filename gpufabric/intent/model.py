@@ -281,6 +281,15 @@ class Routing(Model):
         "on EOS and NX-OS). 0 (no hold timer) is not offered: a fabric session must end when its peer falls "
         "silent.",
     )
+    max_med_on_startup: int | None = Field(
+        None,
+        ge=5,
+        le=86400,
+        description="Seconds a switch whose BGP has just started advertises its routes with the highest MED "
+        "(`bgp max-med on-startup`), so a rebooted switch attracts no traffic until its routes have settled; "
+        "its peers' multipath leaves it out of ECMP meanwhile. Only on platforms whose vendor model proves "
+        "the line (FRR, SONiC): refused on a plane with others. Default: none, and nothing is rendered.",
+    )
 
 
 class Addressing(Model):

@@ -499,6 +499,7 @@ def _data_plane(intent: Intent, name: PlaneName, plane: DataPlane) -> list[Probl
     problems += multiplane_rules(intent, name, plane)
     problems += _bgp_timers(plane, (*at, "routing"))
     problems += _bfd(plane, roles, (*at, "routing", "bfd"))
+    problems += _max_med(plane, roles, (*at, "routing", "max_med_on_startup"))
     if plane.border is not None:
         problems += _border(plane, (*at, "border"))
     return problems
@@ -558,6 +559,24 @@ def _bgp_timers(plane: DataPlane, at: Path) -> list[Problem]:
             )
         ]
     return []
+
+
+def _max_med(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    """Max-MED on startup only where every switch of the plane renders it (its platform says so)."""
+    if plane.routing.max_med_on_startup is None:
+        return []
+    lacking = sorted({r.platform for r in roles.values() if not platform(r.platform).facts.bgp_max_med})
+    if not lacking:
+        return []
+    rendering = ", ".join(n for n in names() if platform(n).facts.bgp_max_med)
+    return [
+        Problem(
+            at,
+            f"{', '.join(lacking)} switches render no BGP max-MED on startup: their vendor's model has no such setting",
+            f"remove routing.max_med_on_startup, or put the plane's switches on a platform that renders it "
+            f"({rendering})",
+        )
+    ]
 
 
 def _bfd(plane: DataPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:

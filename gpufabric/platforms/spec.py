@@ -108,6 +108,13 @@ class PlatformFacts:
     # Where the platform sorts among the registered ones: every listing (docs, exports, containerlab
     # kinds) follows (rank, name). The built-ins take 0-4; a third party keeps the default and sorts after.
     rank: int = 1000
+    # The facts (gpufabric.verify.facts.SwitchFacts' fields) the platform's running-configuration reader
+    # (`read_running`) returns: validate holds the running switch to every check of the one comparison
+    # (gpufabric/verify/expect.py) whose facts are all among them, and to no other. Empty: none.
+    running_facts: frozenset[str] = frozenset()
+    # The configuration carries BGP max-MED on startup (the plane's routing.max_med_on_startup), a line its
+    # vendor's model proves; False: the intent's rules refuse the field on a plane with the platform's switches.
+    bgp_max_med: bool = False
 
 
 @dataclass(frozen=True)

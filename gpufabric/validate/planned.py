@@ -1,4 +1,5 @@
-"""What validate expects of each switch, derived from the plan (the same context the templates print)."""
+"""What validate expects of each switch, derived from the plan: the switch's one expectation (built from the
+context the templates print, gpufabric/verify/expect.py) and what only a live switch shows."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from gpufabric.config.context import LinkIndex
 from gpufabric.fleet.context import SwitchContexts, contexts_of
 from gpufabric.plan.ecmp import expected_widths
 from gpufabric.plan.model import Plan
-from gpufabric.platforms import platform
+from gpufabric.verify.expect import expect
 from gpufabric.verify.running.checks import Planned
-from gpufabric.verify.running.converged import carried_planned
 
 
 def planned(
@@ -28,10 +28,6 @@ def planned(
     out = {}
     for name, ctx in contexts_by_name.items():
         d = ctx.device
-        q = ctx.qos
-        spec = platform(d.platform)
-        balancing = spec.load_balancing(ctx)
-        buffers = spec.lossless_buffers(ctx)
         out[name] = Planned(
             device=name,
             platform=d.platform,
@@ -39,22 +35,9 @@ def planned(
             lldp={p.name: (p.peer, p.peer_port) for p in ctx.ports if p.kind == "fabric" and p.peer in index.devices},
             ports={p.name: p.mtu for p in ctx.ports if p.kind in ("fabric", "host", "edge")},
             ecmp=widths.get(name, {}),
-            qos=((q.roce_dscp, q.roce_priority, "RoCE"), (q.cnp_dscp, q.cnp_priority, "CNP")) if q else (),
             mgmt_port=d.mgmt_port if d.mgmt_ip is not None else None,
             mgmt_subnet=str(oob.subnet) if oob is not None and d.mgmt_ip is not None else None,
-            adaptive=balancing.adaptive if d.asn is not None else None,
-            multipath_hash=balancing.multipath_hash,
-            hash_fields=balancing.hash_fields,
-            cable_metres=buffers.cable_metres,
-            pause_buffer=buffers.pause_buffer,
-            headroom=buffers.headroom,
-            bfd=(
-                (tuple(n.key for n in ctx.neighbors if n.kind == "fabric"), ctx.bfd.interval, ctx.bfd.multiplier)
-                if ctx.bfd is not None
-                else None
-            ),
-            bgp_timers=ctx.bgp_timers,
             release=plan.intent.release(d.platform),
-            carried=carried_planned(ctx),
+            expect=expect(ctx, plan.planes[d.plane].host_mtu),
         )
     return out

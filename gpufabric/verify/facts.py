@@ -91,6 +91,10 @@ class SwitchFacts:
     # gives none and the platform's default applies).
     bfd: dict[str, Fact] = field(default_factory=dict)
     bgp_timers: Fact | None = None  # (keepalive, hold) in seconds, when the text sets them
+    max_med: Fact | None = None  # seconds of max-MED after BGP starts (`bgp max-med on-startup`), when set
+    # The (keepalive, hold) the switch runs where the text sets none, where its reader knows them (FRR's running
+    # configuration leaves out timers equal to its profile's); None: the text says nothing of them.
+    default_bgp_timers: tuple[int, int] | None = None
     routes: list[Fact] = field(default_factory=list)  # (vrf or None, prefix) static routes
     # A converged plane's carried planes: tagged subinterface -> (VRF, VLAN, address or None); "VRF key" -> the
     # remote ASN of a BGP session in a VRF other than the default; traffic class -> its guaranteed bandwidth percent.

@@ -138,9 +138,11 @@ def test_validate_reads_the_cable_length_from_a_running_cumulus_config(tmp_path)
     plan = _plan(SUPERPOD, "100m", "5.14")
     files = render_into(plan, tmp_path)
     p = planned(plan, LinkIndex(plan), ["cmp-su1-leaf1"], "compute")["cmp-su1-leaf1"]
-    assert p.cable_metres == 100 and p.pause_buffer is None and p.reads_running
+    assert p.expect.buffers.cable_metres == 100 and p.expect.buffers.pause_buffer is None and p.reads_running
     running = files["cmp-su1-leaf1.yaml"]
-    assert [(r.ok, r.observed) for r in checks.buffers(p, running)] == [(True, "100 m")]
+    cable = [(r.ok, r.observed) for r in checks.config(p, running) if r.check == "qos-cable-length"]
+    assert cable and set(cable) == {(True, "100")}
     planted = running.replace("cable-length: 100\n", "cable-length: 5\n")
     assert planted != running
-    assert [(r.ok, r.observed) for r in checks.buffers(p, planted)] == [(False, "5 m")]
+    cable = [(r.ok, r.observed) for r in checks.config(p, planted) if r.check == "qos-cable-length"]
+    assert set(cable) == {(False, "5")}

@@ -152,17 +152,22 @@ def test_verify_finds_a_planted_pause_buffer_change(nxos_folder, tmp_path, plant
     assert found[0].line > 1
 
 
+def _buffers(p, running):
+    """validate's results of the lossless buffers (the one comparison's `qos-headroom`) on a running config."""
+    return [r for r in checks.config(p, running) if r.check == "qos-headroom"]
+
+
 def test_validate_reads_the_pause_buffer_from_a_running_config(nxos_folder):
     plan, folder = nxos_folder
     p = planned(plan, LinkIndex(plan), ["cmp-su1-leaf1"], "compute")["cmp-su1-leaf1"]
-    assert p.pause_buffer is not None and p.reads_running
-    tc, _, pause, _ = p.pause_buffer
+    assert p.expect.buffers.pause_buffer is not None and p.reads_running
+    tc, _, pause, _ = p.expect.buffers.pause_buffer
     assert tc == 3
     running = (folder / "cmp-su1-leaf1.cfg").read_text()
-    assert [r.ok for r in checks.buffers(p, running)] == [True]
+    assert [r.ok for r in _buffers(p, running)] == [True]
     planted = running.replace(f"pause-threshold {pause} ", f"pause-threshold {pause + 1} ")
     assert planted != running
-    results = list(checks.buffers(p, planted))
+    results = _buffers(p, planted)
     assert [r.ok for r in results] == [False]
     assert f"pause-threshold {pause + 1}" in results[0].observed
 
@@ -238,12 +243,13 @@ def test_verify_finds_a_planted_eos_headroom_change(eos_folder, tmp_path, old, n
 def test_validate_reads_the_eos_headroom_from_a_running_config(eos_folder):
     plan, folder = eos_folder
     p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
-    assert p.headroom is not None and p.pause_buffer is None and p.reads_running
+    headroom = p.expect.buffers.headroom
+    assert headroom is not None and p.expect.buffers.pause_buffer is None and p.reads_running
     running = (folder / "cmp-spine1.cfg").read_text()
-    assert [(r.ok, r.observed) for r in checks.buffers(p, running)] == [(True, f"{p.headroom} bytes")]
-    planted = running.replace(f"ingress headroom {p.headroom}\n", "ingress headroom 64000\n")
+    assert [(r.ok, r.observed) for r in _buffers(p, running)] == [(True, f"{headroom} bytes")]
+    planted = running.replace(f"ingress headroom {headroom}\n", "ingress headroom 64000\n")
     assert planted != running
-    assert [(r.ok, r.observed) for r in checks.buffers(p, planted)] == [(False, "64000 bytes")]
+    assert [(r.ok, r.observed) for r in _buffers(p, planted)] == [(False, "64000 bytes")]
 
 
 def test_verify_finds_a_planted_eos_no_drop_priority(eos_folder, tmp_path):

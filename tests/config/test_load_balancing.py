@@ -213,6 +213,11 @@ def test_adaptive_routing_on_an_ecmp_plane_is_found(folders, tmp_path):
     assert [(f.device, f.found) for f in found] == [("cmp-su1-leaf1", "on")]
 
 
+def _balancing(p, running: str, item: str) -> list:
+    """validate's load-balancing results for `item` (the one comparison's) on a running configuration."""
+    return [r for r in checks.config(p, running) if r.check == "load-balancing" and r.item == item]
+
+
 def _frr_running(policy: int | None) -> str:
     conf = "frr version 8.4\nrouter bgp 65000\n!\nend\n"
     return conf if policy is None else f"{conf}{SYSCTL_MARKER}\nnet.ipv4.fib_multipath_hash_policy = {policy}\n"
@@ -222,19 +227,19 @@ def _frr_running(policy: int | None) -> str:
 def test_validate_reads_the_running_hash_policy(folders, policy, ok):
     plan, _ = folders["frr"]
     p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
-    assert p.multipath_hash == 1 and p.reads_running
-    results = list(checks.load_balancing(p, _frr_running(policy)))
+    assert p.expect.balancing.multipath_hash == 1 and p.reads_running
+    results = _balancing(p, _frr_running(policy), "net.ipv4.fib_multipath_hash_policy")
     assert [r.ok for r in results] == [ok]
 
 
 def test_validate_reads_adaptive_routing_from_a_running_eos_config(folders):
     plan, folder = folders["eos"]
     p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
-    assert p.adaptive is True
+    assert p.expect.balancing.adaptive is True
     running = (folder / "cmp-spine1.cfg").read_text()
-    assert [r.ok for r in checks.load_balancing(p, running)] == [True]
+    assert [r.ok for r in _balancing(p, running, "adaptive routing")] == [True]
     planted = running.replace("ip hardware fib load-balance distribution dynamic\n", "")
-    assert [r.ok for r in checks.load_balancing(p, planted)] == [False]
+    assert [r.ok for r in _balancing(p, planted, "adaptive routing")] == [False]
 
 
 # -- RoCE-aware ECMP hashing: the five-tuple, the UDP source port a queue pair gets above all ---------------
@@ -280,12 +285,13 @@ def test_a_cumulus_leaf_without_the_hash_is_found_by_verify(folders, tmp_path):
 def test_validate_reads_the_running_hash_fields_of_a_cumulus_switch(folders):
     plan, folder = folders["cumulus"]
     p = planned(plan, LinkIndex(plan), ["cmp-su1-leaf1"], "compute")["cmp-su1-leaf1"]
-    assert p.hash_fields == ("src-ip", "dst-ip", "ip-protocol", "l4-src-port", "l4-dst-port") and p.reads_running
+    fields = ("src-ip", "dst-ip", "ip-protocol", "l4-src-port", "l4-dst-port")
+    assert p.expect.balancing.hash_fields == fields and p.reads_running
     running = (folder / "cmp-su1-leaf1.yaml").read_text()
-    hashing = [r for r in checks.load_balancing(p, running) if r.item == "ECMP hash fields"]
+    hashing = _balancing(p, running, "ECMP hash fields")
     assert [r.ok for r in hashing] == [True]
     planted = running.replace("          source-port: 'on'\n", "          source-port: 'off'\n", 1)
-    hashing = [r for r in checks.load_balancing(p, planted) if r.item == "ECMP hash fields"]
+    hashing = _balancing(p, planted, "ECMP hash fields")
     assert [r.ok for r in hashing] == [False] and "l4-src-port" not in hashing[0].observed
 
 
@@ -501,9 +507,9 @@ def test_a_hash_changed_in_the_file_is_found_at_its_line(hashed, tmp_path, which
 def test_validate_reads_the_hash_from_a_running_config(hashed, which, old, new):
     plan, folder = hashed[which]
     p = planned(plan, LinkIndex(plan), ["cmp-spine1"], "compute")["cmp-spine1"]
-    assert p.hash_fields and p.reads_running
+    assert p.expect.balancing.hash_fields and p.reads_running
     running = (folder / "cmp-spine1.cfg").read_text()
-    hashing = [r for r in checks.load_balancing(p, running) if r.item == "ECMP hash fields"]
+    hashing = _balancing(p, running, "ECMP hash fields")
     assert [r.ok for r in hashing] == [True]
-    hashing = [r for r in checks.load_balancing(p, running.replace(old, new, 1)) if r.item == "ECMP hash fields"]
+    hashing = _balancing(p, running.replace(old, new, 1), "ECMP hash fields")
     assert [r.ok for r in hashing] == [False]

@@ -214,8 +214,9 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         "lldp-neighbor",
         "interface",
         "ecmp-width",
-        "qos-contract",
+        "qos-dscp-map",
         "load-balancing",
+        "bgp-timers",
         "oob-isolation",
         "release",
     }

@@ -5,6 +5,7 @@ refused where they are written."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -377,6 +378,11 @@ def test_wrong_or_missing_bgp_timers_are_reported_by_verify(stem, file_of, old, 
 # -- validate reads them out of a running configuration --------------------------------------------------
 
 
+def _timers(checks, p, running: str) -> list:
+    """validate's BFD and BGP timer results (the one comparison's) on a running configuration."""
+    return [r for r in checks.config(p, running) if r.check in ("bfd", "bgp-timers")]
+
+
 @pytest.mark.parametrize(("stem", "platform_name"), [("multi", "eos"), ("multi", "nxos"), ("multi", "cumulus")])
 def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, platform_name):
     from gpufabric.validate.planned import planned
@@ -386,14 +392,14 @@ def test_validate_reads_bfd_and_timers_from_the_running_configuration(stem, plat
     index = LinkIndex(plan)
     d = _devices(stem, platform_name)[0]
     p = planned(plan, index, [d.name], None)[d.name]
-    assert p.reads_running and p.bfd is not None and p.bgp_timers == (2, 7)
+    assert p.reads_running and p.expect.bfd is not None and p.expect.bgp_timers == (2, 7)
     running = files[f"{d.name}{'.yaml' if platform_name == 'cumulus' else '.cfg'}"]
-    results = list(checks.session_timers(p, running))
+    results = _timers(checks, p, running)
     assert results and all(r.ok for r in results), [r for r in results if not r.ok]
     assert {r.check for r in results} == {"bfd", "bgp-timers"}
-    assert sum(r.check == "bfd" for r in results) == len(p.bfd[0]) > 0
+    assert sum(r.check == "bfd" for r in results) == sum(s.kind == "fabric" for s in p.expect.sessions) > 0
     bad = running.replace("2 7", "3 9").replace("keepalive: 2", "keepalive: 3")
-    failed = [r for r in checks.session_timers(p, bad) if not r.ok]
+    failed = [r for r in _timers(checks, p, bad) if not r.ok]
     assert [(r.check, r.observed) for r in failed] == [
         ("bgp-timers", "keepalive 3, hold 9" if platform_name != "cumulus" else "keepalive 3, hold 7")
     ]
@@ -408,14 +414,14 @@ def test_validate_reads_frr_s_running_configuration_with_its_profile_s_timers():
     d = _devices("default", "frr")[0]
     p = planned(plan, LinkIndex(plan), [d.name], None)[d.name]
     conf = files[f"{d.name}.frr.conf"]
-    results = list(checks.session_timers(p, join_candidate(conf, None)))
+    results = _timers(checks, p, join_candidate(conf, None))
     assert results and all(r.ok for r in results)
     # FRR's running configuration leaves out timers equal to its profile's: 3/9 under `datacenter`
-    p39 = type(p)(**{**p.__dict__, "bgp_timers": (3, 9)})
+    p39 = dataclasses.replace(p, expect=dataclasses.replace(p.expect, bgp_timers=(3, 9)))
     without = join_candidate(conf.replace(" timers bgp 2 7\n", ""), None)
-    assert [r.ok for r in checks.session_timers(p39, without) if r.check == "bgp-timers"] == [True]
+    assert [r.ok for r in _timers(checks, p39, without) if r.check == "bgp-timers"] == [True]
     no_bfd = join_candidate(re.sub(r"^ neighbor \S+ bfd profile fabric\n", "", conf, count=1, flags=re.M), None)
-    assert [r.observed for r in checks.session_timers(p, no_bfd) if not r.ok] == ["no BFD"]
+    assert [r.observed for r in _timers(checks, p, no_bfd) if not r.ok] == ["no BFD"]
 
 
 def test_validate_leaves_bfd_to_verify_where_the_running_reader_sees_no_bgp():
@@ -427,6 +433,6 @@ def test_validate_leaves_bfd_to_verify_where_the_running_reader_sees_no_bgp():
     plan, files = _rendered("sonic")
     d = _devices("sonic", "sonic")[0]
     p = planned(plan, LinkIndex(plan), [d.name], None)[d.name]
-    assert p.bfd is not None
+    assert p.expect.bfd is not None
     running = join(d.name, {n: t for n, t in files.items() if n.startswith(f"{d.name}.")})
-    assert list(checks.session_timers(p, running)) == []
+    assert _timers(checks, p, running) == []

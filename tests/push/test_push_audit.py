@@ -96,6 +96,10 @@ class AuditSwitchDouble(NetworkDriver):
     def get_bgp_neighbors(self) -> dict[str, Any]:
         return {}
 
+    def get_config(self, retrieve: str = "all", full: bool = False, sanitized: bool = False) -> dict[str, str]:
+        """The running configuration push's proof holds to the switch's expectation: what was committed."""
+        return {"running": self.RUNNING.get(self.hostname, ""), "startup": "", "candidate": ""}
+
     def get_interfaces(self) -> dict[str, Any]:
         return {}
 

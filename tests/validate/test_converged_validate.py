@@ -51,12 +51,12 @@ def _run(down: str | None = None) -> list[Any]:
     ctx = build(plan, device, index)
     running = render_context(ctx)["ns-leaf1a.cfg"]
     p = planned(plan, index, ["ns-leaf1a"], "business")["ns-leaf1a"]
-    assert p.carried is not None and p.reads_running
+    assert p.carried_sessions and p.reads_running
     answer: dict[str, Any] = {"global": {"peers": {}}}
     for n in ctx.neighbors:
         answer["global"]["peers"][n.key] = {"is_up": True, "remote_as": n.remote_asn}
-    for vrf, key, _, asn in p.carried.sessions:
-        answer.setdefault(vrf, {"peers": {}})["peers"][key] = {"is_up": key != down, "remote_as": asn}
+    for vrf, s in p.carried_sessions:
+        answer.setdefault(vrf, {"peers": {}})["peers"][s.key] = {"is_up": s.key != down, "remote_as": s.remote_asn}
     return validate_device(_task(_Conn(running, answer)), p, None).result
 
 
@@ -66,15 +66,23 @@ def test_validate_reads_every_carried_plane_back_from_the_switch():
     by_check: dict[str, int] = {}
     for r in carried:
         by_check[r.check] = by_check.get(r.check, 0) + 1
-    # 8 host and 6 fabric subinterfaces per VRF, 6 sessions per VRF (read twice), 4 classes with a share
-    assert by_check == {"carried-port": 28, "carried-bgp-config": 12, "carried-bgp-session": 12, "carried-share": 3}
+    # 8 host and 6 fabric subinterfaces per VRF, 6 sessions per VRF (configured, and established), 4 classes'
+    # DSCP values, 3 of them with a share
+    assert by_check == {
+        "carried-port": 28,
+        "carried-bgp": 12,
+        "carried-bgp-session": 12,
+        "carried-class": 4,
+        "carried-share": 3,
+    }
     assert all(r.ok for r in carried), [r for r in carried if not r.ok]
 
 
 def test_a_carried_session_down_fails_validate():
     plan = example_plan(EXAMPLE)
     p = planned(plan, LinkIndex(plan), ["ns-leaf1a"], "business")["ns-leaf1a"]
-    assert p.carried is not None
-    vrf, key, _, _ = p.carried.sessions[0]
+    assert p.carried_sessions
+    vrf, first = p.carried_sessions[0]
+    key = first.key
     failed = [r for r in _run(down=key) if not r.ok and r.check.startswith("carried-")]
     assert [(r.check, r.item.split(" (")[0]) for r in failed] == [("carried-bgp-session", f"vrf {vrf} {key}")]

@@ -15,7 +15,9 @@ from gpufabric.nos.eos.verify import eos_facts
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.verify.checks import check_device
-from gpufabric.verify.running.converged import carried_config, carried_planned, carried_sessions
+from gpufabric.verify.expect import expect
+from gpufabric.verify.running.checks import Planned, config
+from gpufabric.verify.running.converged import carried_sessions
 from tests.conftest import INVENTORY, example_plan
 
 INBAND = INVENTORY / "examples" / "converged-inband.yml"  # EOS leaves, Cumulus spines
@@ -97,31 +99,38 @@ def test_validate_reads_the_running_configuration(os):
     plan = example_plan(INBAND)
     ctx, text = _rendered(plan, "leaf" if os == "eos" else "spine", os)
     platform(os)  # registered
-    want = carried_planned(ctx)
-    assert want is not None
-    results = list(carried_config(ctx.device.name, os, want, _running(os, text)))
-    assert len(results) == len(want.ports) + len(want.sessions) + len(want.shares)
+    want = expect(ctx, plan.planes[ctx.device.plane].host_mtu)
+    p = Planned(ctx.device.name, os, expect=want)
+    results = [r for r in config(p, _running(os, text)) if r.check.startswith("carried-")]
+    counts = {c: sum(r.check == c for r in results) for c in ("carried-port", "carried-bgp", "carried-share")}
+    shares = sum(c.percent is not None for c in want.carried_classes)
+    assert counts == {
+        "carried-port": len(want.carried_ports),
+        "carried-bgp": len(want.carried_sessions),
+        "carried-share": shares,
+    }
+    assert want.carried_ports and want.carried_sessions and shares
     assert all(r.ok for r in results), [r for r in results if not r.ok]
-    bad = [r for r in carried_config(ctx.device.name, os, want, _running(os, _plant(os, text))) if not r.ok]
+    bad = [r for r in config(p, _running(os, _plant(os, text))) if not r.ok]
     assert {r.check for r in bad} == {"carried-port", "carried-share"}
 
 
 def test_validate_judges_each_vrf_session_from_napalms_answer():
     plan = example_plan(INBAND)
     ctx, _ = _rendered(plan, "leaf", "eos")
-    want = carried_planned(ctx)
-    assert want is not None
+    want = expect(ctx, plan.planes[ctx.device.plane].host_mtu).carried_sessions
+    assert want
     answer: dict[str, dict[str, dict[str, dict[str, object]]]] = {"global": {"peers": {}}}
-    for vrf, key, _, asn in want.sessions:
-        answer.setdefault(vrf, {"peers": {}})["peers"][key] = {"is_up": True, "remote_as": asn}
+    for vrf, s in want:
+        answer.setdefault(vrf, {"peers": {}})["peers"][s.key] = {"is_up": True, "remote_as": s.remote_asn}
     assert all(r.ok for r in carried_sessions(ctx.device.name, want, answer))
-    vrf, key, _, _ = want.sessions[0]
-    answer[vrf]["peers"][key]["is_up"] = False
+    vrf, first = want[0]
+    answer[vrf]["peers"][first.key]["is_up"] = False
     del answer["INBAND"]
     failed = [r for r in carried_sessions(ctx.device.name, want, answer) if not r.ok]
     assert failed[0].observed.startswith("down")
     assert {r.observed for r in failed[1:]} == {"absent"}
-    assert len(failed) == 1 + sum(1 for s in want.sessions if s[0] == "INBAND")
+    assert len(failed) == 1 + sum(1 for v, _ in want if v == "INBAND")
 
 
 @pytest.mark.parametrize("role", ["leaf", "spine"])

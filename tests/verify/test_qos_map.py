@@ -7,6 +7,9 @@ import pytest
 from conftest import default_doc, plan_doc, set_path
 from render_helpers import render_all
 
+from gpufabric.intent.model import QosProfile
+from gpufabric.platforms import LoadBalancing, LosslessBuffers
+from gpufabric.verify.expect import SwitchExpectation
 from gpufabric.verify.running import checks, qos_map
 from gpufabric.verify.running.checks import Planned
 
@@ -51,10 +54,14 @@ def test_rendered_config_of_each_platform_reads_back_as_the_contract(platform):
 def test_a_changed_map_fails_the_contract_check(platform, old, new):
     running = _rendered(platform)
     assert old in running
-    planned = Planned("cmp-spine1", platform, qos=((26, 3, "RoCE"), (48, 6, "CNP")))
-    results = list(checks.qos(planned, running.replace(old, new, 1)))
+    want = SwitchExpectation(
+        "cmp-spine1", platform, LoadBalancing(), LosslessBuffers(), qos=QosProfile(roce_dscp=26, cnp_dscp=48)
+    )
+    planned = Planned("cmp-spine1", platform, expect=want)
+    results = [r for r in checks.config(planned, running.replace(old, new, 1)) if r.check == "qos-dscp-map"]
+    assert [r.ok for r in results if r.item == "CNP DSCP 48"] == [True]
     bad = [r for r in results if not r.ok]
-    assert [(r.item, r.expected, r.observed) for r in bad] == [("RoCE DSCP 26", "priority 3", "priority 1")]
+    assert [(r.item, r.expected, r.observed) for r in bad] == [("RoCE DSCP 26", "RoCE DSCP 26 -> priority 3", "-> 1")]
 
 
 def test_nvue_tree_form_reads_like_the_startup_form():

@@ -126,8 +126,30 @@ class Cumulus(Platform):
         return read_buffers(conn, ports, queues)
 
 
+# What `read_running` returns, the facts validate compares on a running switch:
+# NVUE's running tree (`nv config show`): the same reader as the rendered startup file's.
+RUNNING_FACTS = frozenset(
+    {
+        "dscp_map",
+        "adaptive",
+        "adaptive_ports",
+        "hash_fields",
+        "multipath_hash",
+        "cable_length",
+        "pause_buffer",
+        "headroom",
+        "asn",
+        "bfd",
+        "bgp_timers",
+        "subinterfaces",
+        "vrf_neighbors",
+        "shares",
+    }
+)
+
 PLATFORM = Cumulus(
     PlatformFacts(
+        running_facts=RUNNING_FACTS,
         name="cumulus",
         title="NVIDIA Cumulus Linux (NVUE)",
         releases=RELEASES,

@@ -188,8 +188,30 @@ class Eos(Platform):
         return read_buffers(conn, ports, queues)
 
 
+# What `read_running` returns, the facts validate compares on a running switch:
+# `show running-config`: the same reader as the rendered file's.
+RUNNING_FACTS = frozenset(
+    {
+        "dscp_map",
+        "adaptive",
+        "adaptive_ports",
+        "hash_fields",
+        "multipath_hash",
+        "cable_length",
+        "pause_buffer",
+        "headroom",
+        "asn",
+        "bfd",
+        "bgp_timers",
+        "subinterfaces",
+        "vrf_neighbors",
+        "shares",
+    }
+)
+
 PLATFORM = Eos(
     PlatformFacts(
+        running_facts=RUNNING_FACTS,
         name="eos",
         title="Arista EOS",
         releases=("4.32", "4.33", "4.34"),

@@ -73,8 +73,32 @@ class Frr(Platform):
         return {f"{device}.bootstrap.sh": text}
 
 
+# What `read_running` returns, the facts validate compares on a running switch:
+# vtysh's running configuration, the nftables ruleset and the kernel's ECMP hash policy.
+RUNNING_FACTS = frozenset(
+    {
+        "dscp_map",
+        "adaptive",
+        "adaptive_ports",
+        "hash_fields",
+        "multipath_hash",
+        "cable_length",
+        "pause_buffer",
+        "headroom",
+        "asn",
+        "bfd",
+        "bgp_timers",
+        "subinterfaces",
+        "vrf_neighbors",
+        "shares",
+        "max_med",
+    }
+)
+
 PLATFORM = Frr(
     PlatformFacts(
+        running_facts=RUNNING_FACTS,
+        bgp_max_med=True,  # FRR's `bgp max-med on-startup`, proven by FRR's own parser (vtysh -C)
         name="frr",
         title="Linux + FRR",
         releases=("8.4", "9.1", "10.2"),

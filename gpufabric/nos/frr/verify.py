@@ -52,6 +52,7 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
             facts.neighbors[cm.group(1)] = Fact(int(cm.group(2)), file, line(child))
         for child, _ in children(obj, r"bgp bestpath as-path multipath-relax"):
             facts.multipath_relax = Fact(True, file, line(child))
+        max_med(facts, obj, file)
         for child, cm in children(obj, r"maximum-paths (\d+)", deep=True):
             facts.max_paths = Fact(int(cm.group(1)), file, line(child))
         session_timers(facts, conf, obj, file)
@@ -69,6 +70,12 @@ def bgp_facts(facts: SwitchFacts, conf: Any, file: str) -> None:
 # bfdd's defaults for a profile line left out (FRR user guide, BFD): 300 ms both ways, 3 packets.
 BFD_DEFAULTS = {"transmit-interval": 300, "receive-interval": 300, "detect-multiplier": 3}
 BFD_DEFAULT_TIMERS = (BFD_DEFAULTS["transmit-interval"], BFD_DEFAULTS["detect-multiplier"])
+
+
+def max_med(facts: SwitchFacts, bgp: Any, file: str) -> None:
+    """`bgp max-med on-startup SECONDS` of a `router bgp` section (FRR prints no MED value equal to its default)."""
+    for child, cm in children(bgp, r"bgp max-med on-startup (\d+)"):
+        facts.max_med = Fact(int(cm.group(1)), file, line(child))
 
 
 def _bfd_profiles(conf: Any) -> dict[str, tuple[Any, int]]:
@@ -190,12 +197,12 @@ PROFILE_TIMERS = {"datacenter": (3, 9), "traditional": (60, 180)}
 
 
 def running_session_timers(facts: SwitchFacts, frr: str) -> None:
-    """BFD and BGP timers of FRR's running configuration, the profile's timers where no line sets them."""
+    """BFD and BGP timers of FRR's running configuration, and the profile's timers bgpd runs where no line
+    sets them (a line equal to them is left out of the running configuration)."""
     conf = parse(frr.splitlines(), "ios")
     for obj, m in sections(conf, r"^router bgp (\d+)"):
         facts.asn = Fact(int(m.group(1)), "running-config", line(obj))
         session_timers(facts, conf, obj, "running-config")
-        if facts.bgp_timers is None:
-            profile = re.search(r"^frr defaults (\S+)", frr, re.M)
-            timers = PROFILE_TIMERS.get(profile.group(1) if profile else "datacenter")
-            facts.bgp_timers = Fact(timers, "running-config", line(obj)) if timers else None
+        max_med(facts, obj, "running-config")
+        profile = re.search(r"^frr defaults (\S+)", frr, re.M)
+        facts.default_bgp_timers = PROFILE_TIMERS.get(profile.group(1) if profile else "datacenter")

@@ -133,8 +133,30 @@ class Nxos(Platform):
         return read_buffers(conn, ports, queues)
 
 
+# What `read_running` returns, the facts validate compares on a running switch:
+# `show running-config`: the same reader as the rendered file's.
+RUNNING_FACTS = frozenset(
+    {
+        "dscp_map",
+        "adaptive",
+        "adaptive_ports",
+        "hash_fields",
+        "multipath_hash",
+        "cable_length",
+        "pause_buffer",
+        "headroom",
+        "asn",
+        "bfd",
+        "bgp_timers",
+        "subinterfaces",
+        "vrf_neighbors",
+        "shares",
+    }
+)
+
 PLATFORM = Nxos(
     PlatformFacts(
+        running_facts=RUNNING_FACTS,
         name="nxos",
         title="Cisco NX-OS (Nexus 9000)",
         releases=("10.3", "10.4", "10.5"),

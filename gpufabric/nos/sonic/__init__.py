@@ -145,8 +145,25 @@ class Sonic(Platform):
         return read_buffers(conn, ports, queues)
 
 
+# What `read_running` returns, the facts validate compares on a running switch:
+# The running CONFIG_DB: QoS, hashing and buffers; BGP lives in FRR, which it does not carry.
+RUNNING_FACTS = frozenset(
+    {
+        "dscp_map",
+        "adaptive",
+        "adaptive_ports",
+        "hash_fields",
+        "multipath_hash",
+        "cable_length",
+        "pause_buffer",
+        "headroom",
+    }
+)
+
 PLATFORM = Sonic(
     PlatformFacts(
+        running_facts=RUNNING_FACTS,
+        bgp_max_med=True,  # FRR's `bgp max-med on-startup`, proven by FRR's own parser (vtysh -C)
         name="sonic",
         title="NVIDIA Spectrum with SONiC",
         releases=("202411", "202505"),

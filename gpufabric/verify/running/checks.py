@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from typing import Any
 
+from gpufabric.platforms import names, platform
+from gpufabric.verify.expect import Session, SwitchExpectation, compare
 from gpufabric.verify.running import qos_map
-from gpufabric.verify.running.converged import CarriedPlanned
 from gpufabric.verify.running.results import CheckResult, result
 
 __all__ = ["CheckResult", "Planned", "result"]
@@ -17,7 +18,8 @@ __all__ = ["CheckResult", "Planned", "result"]
 
 @dataclass(frozen=True)
 class Planned:
-    """What the plan says about one switch, for validation."""
+    """What the plan says about one switch, for validation: its one expectation (what its configuration must
+    say, compared by the comparison verify runs on its rendered files) and what only a live switch shows."""
 
     device: str
     platform: str
@@ -25,38 +27,20 @@ class Planned:
     lldp: dict[str, tuple[str, str]] = field(default_factory=dict)  # local port -> (peer switch, peer port)
     ports: dict[str, int] = field(default_factory=dict)  # port -> MTU
     ecmp: dict[str, int] = field(default_factory=dict)  # remote loopback -> width
-    qos: tuple[tuple[int, int, str], ...] = ()  # (DSCP, priority, what)
     mgmt_port: str | None = None
     mgmt_subnet: str | None = None
-    adaptive: bool | None = None  # adaptive routing on (True) or off; None: the platform has none to check
-    multipath_hash: int | None = None  # a Linux switch's net.ipv4.fib_multipath_hash_policy; None: not kept
-    hash_fields: tuple[str, ...] = ()  # the ECMP hash's packet fields the configuration sets; empty: not kept
-    # Lossless buffers as the switch is given them: the cable length class in metres (Cumulus, SONiC size the
-    # headroom from it) and (traffic class, buffer size, pause threshold, resume threshold) in bytes (NX-OS).
-    cable_metres: int | None = None
-    pause_buffer: tuple[int, int, int, int] | None = None
-    headroom: int | None = None  # PFC headroom in bytes the switch is given (EOS)
-    # BFD as the plane asks for it: (fabric session keys, interval ms, multiplier); None: BFD is off.
-    bfd: tuple[tuple[str, ...], int, int] | None = None
-    bgp_timers: tuple[int, int] | None = None  # (keepalive, hold) the plane sets; None: the platform's default
     release: str | None = None  # the OS release the intent pins for the switch's platform; None: not checked
-    carried: CarriedPlanned | None = None  # a converged plane's carried planes on this switch; None: none
+    expect: SwitchExpectation | None = None  # None: its configuration is not compared
 
     @property
     def reads_running(self) -> bool:
         """A check needs the running configuration's text."""
-        return (
-            bool(self.qos)
-            or self.adaptive is not None
-            or self.multipath_hash is not None
-            or bool(self.hash_fields)
-            or self.cable_metres is not None
-            or self.pause_buffer is not None
-            or self.headroom is not None
-            or self.bfd is not None
-            or self.bgp_timers is not None
-            or self.carried is not None
-        )
+        return self.expect is not None and bool(platform(self.platform).facts.running_facts)
+
+    @property
+    def carried_sessions(self) -> tuple[tuple[str, Session], ...]:
+        """A converged plane's VRF sessions on this switch: (VRF, session)."""
+        return self.expect.carried_sessions if self.expect is not None else ()
 
 
 def drift(p: Planned, diff: str) -> Iterator[CheckResult]:
@@ -104,100 +88,16 @@ def ecmp(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckR
         yield result("ecmp-width", p.device, prefix, f"{width} paths", f"{len(hops)} paths")
 
 
-def qos(p: Planned, running: str) -> Iterator[CheckResult]:
-    if not p.qos:
-        return
-    mapped = qos_map.dscp_map(p.platform, running)
-    for dscp, prio, what in p.qos:
-        got = mapped.get(dscp)
-        yield result(
-            "qos-contract",
-            p.device,
-            f"{what} DSCP {dscp}",
-            f"priority {prio}",
-            "unmapped" if got is None else f"priority {got}",
-        )
-
-
-def load_balancing(p: Planned, running: str) -> Iterator[CheckResult]:
-    """The plane's load balancing as the switch runs it: adaptive routing on or off, the kernel's ECMP hash."""
-    if p.adaptive is None and p.multipath_hash is None and not p.hash_fields:
+def config(p: Planned, running: str) -> Iterator[CheckResult]:
+    """The running configuration held to the switch's expectation by the comparison verify runs on its
+    rendered files, every item a result, for the checks whose facts the platform's running reader returns."""
+    if p.expect is None or p.platform not in names():
         return
     facts = qos_map.running_facts(p.platform, running)
     if facts is None:
         return
-    if p.adaptive is not None:
-        on = bool(facts.adaptive and facts.adaptive.value)
-        yield result(
-            "load-balancing", p.device, "adaptive routing", "on" if p.adaptive else "off", "on" if on else "off"
-        )
-    if p.hash_fields:
-        fields = facts.hash_fields.value if facts.hash_fields is not None else ()
-        have = [f for f in p.hash_fields if f in fields]
-        yield result(
-            "load-balancing",
-            p.device,
-            "ECMP hash fields",
-            ", ".join(p.hash_fields),
-            ", ".join(have) if have else "the platform's default",
-        )
-    if p.multipath_hash is not None:
-        got = facts.multipath_hash
-        yield result(
-            "load-balancing",
-            p.device,
-            "net.ipv4.fib_multipath_hash_policy",
-            str(p.multipath_hash),
-            "not shown" if got is None else str(got.value),
-        )
-
-
-def session_timers(p: Planned, running: str) -> Iterator[CheckResult]:
-    """BFD on each fabric session with the plane's timers, and the BGP timers, as the running configuration says."""
-    if p.bfd is None and p.bgp_timers is None:
-        return
-    facts = qos_map.running_facts(p.platform, running)
-    if facts is None or facts.asn is None:
-        return  # the text the platform's running reader takes carries no BGP (SONiC's CONFIG_DB): nothing to judge
-    if p.bfd is not None:
-        keys, interval, multiplier = p.bfd
-        for key in keys:
-            got = facts.bfd.get(key)
-            shown = "no BFD" if got is None else "BFD, platform default" if got.value is None else got.value
-            observed = shown if isinstance(shown, str) else f"BFD {shown[0]} ms x {shown[1]}"
-            yield result("bfd", p.device, key, f"BFD {interval} ms x {multiplier}", observed)
-    if p.bgp_timers is not None:
-        got_timers = facts.bgp_timers.value if facts.bgp_timers is not None else None
-        observed = "not set" if got_timers is None else f"keepalive {got_timers[0]}, hold {got_timers[1]}"
-        yield result("bgp-timers", p.device, "BGP", f"keepalive {p.bgp_timers[0]}, hold {p.bgp_timers[1]}", observed)
-
-
-def buffers(p: Planned, running: str) -> Iterator[CheckResult]:
-    """The lossless buffer settings the switch runs: the cable length it sizes headroom from, or the pause
-    buffer sizes it is given (gpufabric/config/headroom.py)."""
-    if p.cable_metres is None and p.pause_buffer is None and p.headroom is None:
-        return
-    facts = qos_map.running_facts(p.platform, running)
-    if facts is None:
-        return
-    if p.cable_metres is not None:
-        lengths = {f"{f.value}" for f in facts.cable_length.values()}
-        observed = ", ".join(sorted(lengths)) + " m" if lengths else "not shown"
-        yield result("qos-headroom", p.device, "PFC cable length", f"{p.cable_metres} m", observed)
-    if p.pause_buffer is not None:
-        tc, *sizes = p.pause_buffer
-        got = facts.pause_buffer.get(tc)
-        yield result(
-            "qos-headroom",
-            p.device,
-            f"class {tc} pause buffer",
-            "buffer-size {} pause-threshold {} resume-threshold {}".format(*sizes),
-            "not shown" if got is None else "buffer-size {} pause-threshold {} resume-threshold {}".format(*got.value),
-        )
-    if p.headroom is not None:
-        shown = facts.headroom
-        observed = "not shown" if shown is None else f"{shown.value} bytes"
-        yield result("qos-headroom", p.device, "PFC headroom", f"{p.headroom} bytes", observed)
+    for o in compare(p.expect, facts, platform(p.platform).facts.running_facts):
+        yield result(o.check, p.device, o.item, o.expected, o.found, ok=o.ok)
 
 
 def oob_isolation(p: Planned, routes: dict[str, list[dict[str, Any]]]) -> Iterator[CheckResult]:
