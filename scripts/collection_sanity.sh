@@ -2,7 +2,8 @@
 # ansible-test sanity on the collection gpufabric.cluster, as scripts/build_collection.py assembles it.
 #   scripts/collection_sanity.sh              # every sanity test that applies to the collection
 #   scripts/collection_sanity.sh --test pep8  # extra arguments go to ansible-test sanity
-# Run without containers (--local) on Python 3.11, by the ansible-test of the project's .venv. ansible-test
+# Run without containers (--local) on the venv's Python, by the ansible-test of the project's .venv (or of
+# VENV_BIN: another ansible-core of the supported range, as docs/testing.md shows). ansible-test
 # makes a virtualenv per sanity test and installs into it the exact versions it pins (pylint, yamllint,
 # voluptuous, rstcheck, antsibull-docs-parser ...): those live under .cache/ansible-test (its HOME for the
 # run), apart from the project's .venv and the user's ~/.ansible. Made once, a minute; reused after.
@@ -13,9 +14,11 @@ bin=${VENV_BIN:-$repo/.venv/bin}
 export HOME="$repo/.cache/ansible-test/home"
 # ansible-test puts pip into each virtualenv with get-pip.py from its own CI file host, or a copy cached
 # here under its version's name: the stand-in (scripts/ansible_test_get_pip.py) takes pip from the index.
-pip_version=$("$bin/python" -c 'from ansible_test._internal.python_requirements import get_venv_packages as p
+# The Python the venv runs: 3.11 for the project's own; ansible-core 2.20 and later need 3.12 (VENV_BIN).
+py=$("$bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pip_version=$("$bin/python" -c "from ansible_test._internal.python_requirements import get_venv_packages as p
 from ansible_test._internal.host_configs import NativePythonConfig as c
-print(p(c(version="3.11"))["pip"])')
+print(p(c(version='$py'))['pip'])")
 mkdir -p "$HOME/.ansible/test/cache"
 cp scripts/ansible_test_get_pip.py "$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
 # Assembled in a temporary folder, removed afterwards: the checkout is left as it was.
@@ -27,4 +30,4 @@ cd "$collection"
 # be this clone, whose build/ is ignored (no file to test). The assembled tree is made a repository of
 # its own, every file added (nothing committed), so ansible-test tests exactly what the collection ships.
 git init -q . && git add -A
-"$bin/ansible-test" sanity --local --python 3.11 --color no "$@"
+"$bin/ansible-test" sanity --local --python "$py" --color no "$@"

@@ -7,6 +7,8 @@ real API server (none runs here):
   body into the node (null removes a key); a `metadata.resourceVersion` in the patch that is not the
   node's current one is a 409 Conflict; every change bumps the resourceVersion; other patch types 415;
 - `GET /api/v1/pods?fieldSelector=spec.nodeName={node}` (the only selector it knows, else 400): a PodList;
+- `GET /api/v1/namespaces/{ns}/pods?labelSelector=...`: a PodList of the namespace's pods whose labels match
+  every equality-based term (`k=v`, `k==v`, `k!=v`, comma-joined; anything else 400);
 - `POST /api/v1/namespaces/{ns}/pods/{name}/eviction` with a policy/v1 Eviction named like the
   path: 429 Too Many Requests with a Status whose reason is TooManyRequests while a
   PodDisruptionBudget selecting the pod (matchLabels) allows no disruption; otherwise the pod is
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -101,6 +104,7 @@ class Cluster:
         labels: dict[str, str] | None = None,
         owner: str | None = None,
         phase: str = "Running",
+        started: str | None = None,
     ) -> None:
         meta: dict[str, Any] = {
             "name": name,
@@ -120,13 +124,15 @@ class Cluster:
                     {"name": "main", "image": "example", "resources": {"requests": resources, "limits": resources}}
                 ],
             },
-            "status": {"phase": phase},
+            "status": {"phase": phase, **({"startTime": started} if started else {})},
         }
+        if not node:  # not bound yet: a pending pod has no spec.nodeName
+            del self.pods[(namespace, name)]["spec"]["nodeName"]
 
     def _pods_on(self, node: str) -> list[dict[str, Any]]:
         out = []
         for key, pod in list(self.pods.items()):
-            if pod["spec"]["nodeName"] != node:
+            if pod["spec"].get("nodeName") != node:
                 continue
             if key in self._dying:
                 if self._dying[key] <= 0:
@@ -190,6 +196,18 @@ class Cluster:
                 "metadata": {},
                 "items": self._pods_on(selector.split("=", 1)[1]),
             }
+        if len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "pods" and method == "GET":
+            terms = urllib.parse.parse_qs(parts.query).get("labelSelector", [""])[0].split(",")
+            wanted = [re.fullmatch(r"([^=!]+)(==|!=|=)([^=!]*)", t) for t in terms]
+            if not all(wanted):
+                return 400, status(400, "BadRequest", "this double only selects by equality-based labels")
+
+            def matches(pod: dict[str, Any]) -> bool:
+                labels = pod["metadata"].get("labels", {})
+                return all((labels.get(m[1]) == m[3]) == (m[2] != "!=") for m in wanted if m)
+
+            items = [copy.deepcopy(p) for (ns, _), p in self.pods.items() if ns == rest[1] and matches(p)]
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
         if len(rest) == 5 and rest[0] == "namespaces" and rest[2] == "pods" and rest[4] == "eviction":
             if method != "POST":
                 return 405, status(405, "MethodNotAllowed", "POST an Eviction")

@@ -26,6 +26,7 @@ Chain = tuple[str, ...]  # a command's names under the root: ("lab", "up")
 SAMPLES: dict[str, tuple[Any, Any, Any]] = {
     "listen": ("127.0.0.1:9101", "127.0.0.1:9102", "127.0.0.1:9103"),
     "since": ("2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z"),
+    "until": ("2026-11-04T00:00:00Z", "2026-11-05T00:00:00Z", "2026-11-06T00:00:00Z"),
     "owner": ("gf-a", "gf-b", "gf-c"),
     "prefix": ("a-", "b-", "c-"),
     "max_share": (0.1, 0.2, 0.3),
