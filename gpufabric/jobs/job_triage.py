@@ -460,7 +460,15 @@ def counter_evidence(
 
 def event_evidence(events: Iterable[TimelineEvent], parts: Parts) -> list[Evidence]:
     """What the job's timeline lists on its parts (a push, a drain, a restart, a BGP or link event), weighed half
-    of a measurement: it says what happened there, not that it hurt."""
+    of a measurement together, however many there are: they say what happened there, not that it hurt."""
+    found = _placed_events(events, parts)
+    count: dict[Part, int] = defaultdict(int)
+    for part, _ in found:
+        count[part] += 1
+    return [Evidence(part, "events", 0.5 / count[part], f"{e.kind}: {e.summary}", e.time) for part, e in found]
+
+
+def _placed_events(events: Iterable[TimelineEvent], parts: Parts) -> list[tuple[Part, TimelineEvent]]:
     out = []
     nic_of = {(p.device, p.port): p for p in parts.nics}
     for e in events:
@@ -477,7 +485,7 @@ def event_evidence(events: Iterable[TimelineEvent], parts: Parts) -> list[Eviden
         if part is None and e.device in parts.switches:
             part = Part("switch", e.device)
         if part is not None:
-            out.append(Evidence(part, "events", 0.5, f"{e.kind}: {e.summary}", e.time))
+            out.append((part, e))
     return out
 
 
