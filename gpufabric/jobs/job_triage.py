@@ -257,6 +257,7 @@ class LinkScore:
     crossing: int
     others: int
     said: str
+    either_way: bool = False  # the flows crossing it cross its other direction too: which way is not told
 
 
 def localise(flows: Sequence[FlowSample], paths: Sequence[dict[Edge, float] | None]) -> list[LinkScore]:
@@ -280,6 +281,8 @@ def _greedy(known: list[tuple[FlowSample, dict[Edge, float]]], kind: str) -> lis
         best = max((s for s in _scores(left, kind) if _passes(s, left)), key=_strength, default=None)
         if best is None:
             break
+        back = (best.edge[2], best.edge[3], best.edge[0], best.edge[1])
+        best.either_way = all((p.get(best.edge, 0.0) > 0) == (p.get(back, 0.0) > 0) for _, p in left)
         out.append(best)
         left = [(f, p) for f, p in left if p.get(best.edge, 0.0) == 0.0]  # the flows it explains, set aside
     return out
@@ -433,7 +436,10 @@ def probe_evidence(scores: Sequence[LinkScore], parts: Parts) -> list[Evidence]:
         if part is None:
             continue
         what = "loss" if s.kind == "loss" else "queueing delay"
-        out.append(Evidence(part, "probe", _strength(s), f"{what} {a} {a_port} -> {b} {b_port}: {s.said}"))
+        # A switch that hashes both directions of a flow alike (Linux's does) sends its answer back over the
+        # same link: which way is at fault is then not told, and not claimed.
+        way = "<->" if s.either_way else "->"
+        out.append(Evidence(part, "probe", _strength(s), f"{what} {a} {a_port} {way} {b} {b_port}: {s.said}"))
     return out
 
 
@@ -449,12 +455,13 @@ def counter_evidence(
             if value > 0:
                 what = COUNTER_KINDS.get(kind, kind)
                 out.append(Evidence(part, "counters", 1.0, f"{device} {port}: {value:g} {what} in {window}"))
+    said: dict[Part, list[str]] = defaultdict(list)  # a session, as each of its ends reports it: one fact
     for device, peer, what in down:
         link = parts.between.get(frozenset((device, peer)))
-        if link is None:
-            continue
-        part = Part("bgp", link.device, link.port, link.peer, link.peer_port, link.cable)
-        out.append(Evidence(part, "counters", 1.0, f"{device}'s session with {peer}: {what} in {window}"))
+        if link is not None:
+            part = Part("bgp", link.device, link.port, link.peer, link.peer_port, link.cable)
+            said[part].append(f"{device}'s session with {peer}: {what} in {window}")
+    out += [Evidence(part, "counters", 1.0, "; ".join(texts)) for part, texts in said.items()]
     return out
 
 

@@ -141,6 +141,8 @@ def test_a_lossy_link_and_a_slow_link_are_the_first_two_suspects_by_their_plan_n
     by = {s.part.device: s for s in (first, second)}
     assert "lost" in by["cmp-su1-leaf1"].evidence[0].said
     assert "median round trip" in by["cmp-su2-leaf2"].evidence[0].said
+    # The fake's answers take another spine than their probes: the shaped direction is told, and named.
+    assert f"{slow[0]} {slow[1]} -> {slow[2]} {slow[3]}" in by["cmp-su2-leaf2"].evidence[0].said
     assert all(s.confirm and s.confirm[0].startswith("nornir validate") for s in (first, second))
     doc = result.as_dict()
     assert doc["suspects"][0]["kind"] == "link" and doc["suspects"][0]["cable"].startswith("cmp-")
