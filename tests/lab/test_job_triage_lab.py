@@ -371,6 +371,9 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
             told = timeline(lab, number, plan)
             extra = ("--timeline", str(lab.folder / "timeline.json")) if told.returncode == 0 else ()
             code, found = triage(lab, number, *extra)
+            reads = ("--lab", "--prometheus", lab.prometheus, "--window", "1m", *extra)
+            shown = run("gpufabric", "triage", "job", str(number), "--intent", str(lab.intent), "--slurm-conf",
+                        str(lab.slurm.conf), *reads)  # fmt: skip
             recorded = f'{RECORDS["probe_loss"]}{{job_id="{number}"}}'
             # The rule's last evaluation, and the same loss from the raw probe counters at that very instant.
             at = float(query(lab.prometheus, f"timestamp({recorded})")[0]["value"][1])
@@ -378,7 +381,9 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
             raw = query(lab.prometheus, _raw_loss(number), at)
             p99 = query(lab.prometheus, P99, at)
         with capsys.disabled():
-            print(f"\nclean: {json.dumps(clean['sources'])}\nfaults: {json.dumps(found, indent=1)[:6000]}")
+            print(f"\nclean: {json.dumps(clean['sources'])} {json.dumps(clean['probe'])}")
+            print(f"faults: {json.dumps(found, indent=1)[:6000]}")
+            print(f"shown (exit {shown.returncode}):\n{shown.stderr}{shown.stdout}")
             print(f"job loss {loss}, raw {raw}, before {before}; p99 {[(r['metric'], r['value'][1]) for r in p99]}")
     assert code == 4, found
     first, second = found["suspects"][:2]
