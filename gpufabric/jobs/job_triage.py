@@ -195,8 +195,9 @@ def probe_hosts(found: Footprint, dscp: int, count: int = COUNT) -> dict[str, di
     for n in nics:
         by_part[n.plane].append(n)
     hosts: dict[str, dict[str, object]] = {}
+    parts = sorted(by_part)
     for n in nics:
-        doc = hosts.setdefault(n.node, _host_doc(n.node, dscp))
+        doc = hosts.setdefault(n.node, _host_doc(n.node, dict.fromkeys(parts, dscp)))
         doc["responders"].append([n.interface, n.address, dscp])  # type: ignore[attr-defined]
     per_host: dict[str, int] = defaultdict(int)
     for part, mine in by_part.items():
@@ -216,14 +217,10 @@ def probe_hosts(found: Footprint, dscp: int, count: int = COUNT) -> dict[str, di
     return hosts
 
 
-def _host_doc(node: str, dscp: int) -> dict[str, object]:
+def _host_doc(node: str, dscp: dict[str, int]) -> dict[str, object]:
+    """A host's share as `probe serve` reads one; `dscp`: each compute plane part's RoCE DSCP."""
     return {"format": FORMAT, "node": node, "port": PORT, "source_ports": FLOW_PORTS, "source_base": PORT + 1,
-            "interval": INTERVAL, "timeout": TIMEOUT, "dscp": {"compute": dscp} | _parts_dscp(dscp),
-            "responders": [], "probes": []}  # fmt: skip
-
-
-def _parts_dscp(dscp: int) -> dict[str, int]:
-    return {f"compute-p{i}": dscp for i in range(1, 9)}  # a multi-plane compute plane's parts
+            "interval": INTERVAL, "timeout": TIMEOUT, "dscp": dscp, "responders": [], "probes": []}  # fmt: skip
 
 
 def _round_robin(groups: list[list[NicPlace]]) -> Iterable[NicPlace]:

@@ -244,3 +244,72 @@ def test_the_command_exits_4_naming_a_timeline_event_s_link(tmp_path, job):
         link.b,
         link.b_port,
     )
+
+
+class _Answers:
+    """A Prometheus stand-in on loopback (a fake, named so): answers each query with what the test set."""
+
+    def __init__(self, answer) -> None:
+        import http.server
+        import threading
+
+        outer = self
+        self.queries: list[str] = []
+        self.answer = answer
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                from urllib.parse import parse_qs, urlsplit
+
+                query = parse_qs(urlsplit(self.path).query)["query"][0]
+                outer.queries.append(query)
+                body = outer.answer(query)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _vector(rows) -> bytes:
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": rows}}).encode()
+
+
+def test_prometheus_s_counters_name_the_footprint_s_port_and_a_hostile_answer_exits_2(job):
+    nic = next(n for n in job.nics if n.node == "gpu01" and n.plane == "compute" and n.rail == 1)
+
+    def answer(query: str) -> bytes:
+        if "gpufabric_interface_errors_total" in query:
+            return _vector([{"metric": {"device": nic.leaf, "port": nic.leaf_port}, "value": [1, "7"]},
+                            {"metric": {"device": nic.leaf, "port": "swp30"}, "value": [1, "9"]}])  # fmt: skip
+        return _vector([])
+
+    good = _Answers(answer)
+    try:
+        done = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu[01-04]", "--prometheus", good.url, "--json")
+    finally:
+        good.close()
+    assert done.returncode == 4, done.stderr
+    (suspect,) = json.loads(done.stdout)["suspects"]  # swp30 is on no footprint: not a suspect
+    assert (suspect["kind"], suspect["node"], suspect["leaf_port"]) == ("nic", "gpu01", nic.leaf_port)
+    assert "7 errored frames" in suspect["evidence"][0]["said"]
+    assert any('device=~"' in q and "cmp-su1-leaf1" in q for q in good.queries)
+    for hostile in (b"not json", b'{"status": "error"}', b'{"status": "success", "data": {"result": 5}}'):
+        bad = _Answers(lambda query, body=hostile: body)
+        try:
+            done = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu[01-04]", "--prometheus", bad.url)
+        finally:
+            bad.close()
+        assert done.returncode == 2, (hostile, done.stderr)
+        assert "Prometheus at" in done.stderr and "Traceback" not in done.stderr
