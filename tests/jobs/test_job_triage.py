@@ -313,3 +313,32 @@ def test_prometheus_s_counters_name_the_footprint_s_port_and_a_hostile_answer_ex
             bad.close()
         assert done.returncode == 2, (hostile, done.stderr)
         assert "Prometheus at" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_job_s_nccl_errors_name_the_nic_in_every_failing_pair(tmp_path):
+    # NCCL 2.22-2.27's completion line (src/transport/net_ib.cc), as tests/jobs/test_triage.py writes it.
+    def line(host: str, local: str, remote: str) -> str:
+        return (f"[2026-11-27 07:58:12] {host}:5120:5301 [0] transport/net_ib.cc:2458 NCCL WARN NET/IB: Got "
+                f"completion from peer 10.12.0.5<40613> with status=12 opcode=0 len=0 vendor err 129 (Send) "
+                f"localGid ::ffff:{local} remoteGids::ffff:{remote} hca mlx5_0")  # fmt: skip
+
+    log = tmp_path / "slurm-81234.out"
+    log.write_text(
+        "\n".join(
+            [
+                line("gpu01", "10.10.0.1", "10.10.0.9"),
+                line("gpu03", "10.10.0.9", "10.10.0.1"),
+                line("gpu02", "10.10.0.3", "10.10.0.1"),
+            ]
+        )
+        + "\n"
+    )
+    done = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu[01-04]", "--nccl", str(log), "--json")
+    assert done.returncode == 4, done.stderr
+    (suspect,) = json.loads(done.stdout)["suspects"]
+    assert (suspect["kind"], suspect["node"], suspect["interface"], suspect["cable"]) == (
+        "nic", "gpu01", "eth1", "cmp-000009"
+    )  # fmt: skip
+    assert suspect["evidence"][0]["source"] == "nccl"
+    missing = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu01", "--nccl", str(tmp_path / "none.log"))
+    assert missing.returncode == 2 and "none.log" in missing.stderr
