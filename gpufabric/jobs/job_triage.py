@@ -527,8 +527,10 @@ class Readers:
 
 
 def _window_seconds(window: str) -> int:
+    """The window in seconds for the confirming command's counter window (`nornir validate` takes 1 h at most)."""
     units = {"s": 1, "m": 60, "h": 3600}
-    return int(window[:-1]) * units[window[-1]] if window[-1:] in units and window[:-1].isdigit() else 60
+    seconds = int(window[:-1]) * units[window[-1]] if window[-1:] in units and window[:-1].isdigit() else 60
+    return max(1, min(seconds, 3600))
 
 
 def triage_job(

@@ -144,6 +144,7 @@ def test_a_lossy_link_and_a_slow_link_are_the_first_two_suspects_by_their_plan_n
     # The fake's answers take another spine than their probes: the shaped direction is told, and named.
     assert f"{slow[0]} {slow[1]} -> {slow[2]} {slow[3]}" in by["cmp-su2-leaf2"].evidence[0].said
     assert all(s.confirm and s.confirm[0].startswith("nornir validate") for s in (first, second))
+    assert first.confirm[0].endswith("--counter-window 300")  # the 5-minute window the evidence was read over
     doc = result.as_dict()
     assert doc["suspects"][0]["kind"] == "link" and doc["suspects"][0]["cable"].startswith("cmp-")
     assert doc["probe"]["source"] == "active" and doc["probe"]["paths_known"] == doc["probe"]["flows"]
