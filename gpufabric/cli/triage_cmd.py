@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +14,11 @@ from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.jobs.nccl_log import read_logs
 from gpufabric.jobs.triage import End, Event, Suspect, Triage, triage
 from gpufabric.outputs import json_dumps
+
+if TYPE_CHECKING:
+    from gpufabric.jobs.footprint import Footprint
+    from gpufabric.jobs.job_triage import JobTriage
+    from gpufabric.plan.model import Plan
 
 SHOWN_EVENTS = 20  # errors listed in the text report (--json has them all)
 
@@ -109,3 +116,157 @@ def _end(end: End) -> str:
     if end.server is not None:
         return f"{said} = {end.server}" + (f" ({end.note})" if end.note else "")
     return f"{said}: {end.note}"
+
+
+WINDOW = re.compile(r"[1-9][0-9]{0,4}[smh]")
+
+
+@triage_cmd.command("job")
+@click.argument("job", required=False)
+@click.option("--nodes", metavar="LIST", help="The job's nodes, as a Slurm hostlist: gpu[01-04],gpu07.")
+@click.option(
+    "--intent",
+    "file",
+    type=click.Path(dir_okay=False),
+    help="The intent file. [default: ./inventory/fabric.yml, else the default fabric shipped with gpufabric]",
+)
+@click.option(
+    "--slurm-conf",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="slurm.conf for squeue (JOB only). [default: the intent's scheduler.slurm.conf, else Slurm's own]",
+)
+@click.option("--prometheus", metavar="URL", help="Prometheus holding gpufabric's exporter and the probe mesh.")
+@click.option("--window", default="5m", show_default=True, help="How far back counters and the mesh are read.")
+@click.option("--lab", is_flag=True, help="The lab (root): probe from the hosts' namespaces, read the switches' paths.")
+@click.option("--count", type=click.IntRange(5, 400), default=40, show_default=True, help="Active probes per peer.")
+@click.option("--nccl", "logs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The job's NCCL/PyTorch output (repeatable): its errors' suspects are evidence too.")  # fmt: skip
+@click.option("--timeline", type=click.Path(dir_okay=False, path_type=Path),
+              help="`gpufabric job timeline JOB --json`'s output: the job's events, as evidence.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="The suspects, their evidence and what was read, as JSON.")
+def job_cmd(
+    *,
+    job: str | None,
+    nodes: str | None,
+    file: str | None,
+    slurm_conf: Path | None,
+    prometheus: str | None,
+    window: str,
+    lab: bool,
+    count: int,
+    logs: tuple[Path, ...],
+    timeline: Path | None,
+    as_json: bool,
+) -> int:
+    """Rank the suspect parts of JOB's footprint (a running Slurm job) or of --nodes: links, NICs, switches and
+    BGP sessions, from the exporter's counters and BGP sessions (--prometheus), latency and loss between the
+    job's NICs (the probe mesh's results; where there are none, or to localise what they show, a short active
+    probe with --lab), the job's timeline (--timeline) and its NCCL errors (--nccl).
+
+    \b
+    Each suspect comes with its evidence and the read-only command that confirms it.
+    JSON keys: job, nodes, suspects[] {kind, device, port, peer, peer_port, cable (a link or BGP session);
+    node, interface, leaf, leaf_port, cable (a NIC); name, strength, evidence[] {source, said, time},
+    confirm[]}, probe {source, flows, sent, lost, median_rtt, paths_known}, sources, notes.
+
+    Exit codes: 0 nothing points anywhere; 4 a suspect; 2 bad input (a node the plan does not hold, a job not
+    running, an unreadable log, timeline or Prometheus answer).
+    """
+    if (job is None) == (nodes is None):
+        raise click.UsageError("give a JOB id or --nodes LIST (one of them)")
+    if not WINDOW.fullmatch(window):
+        raise click.BadParameter("a duration such as 90s, 5m or 1h", param_hint="--window")
+    found, plan = _footprint(job, nodes, file, slurm_conf, lab)
+    result = _triage_job(
+        found, plan, prometheus=prometheus, window=window, lab=lab, count=count, logs=logs, timeline=timeline
+    )
+    if as_json:
+        write_stdout(json_dumps(result.as_dict(), indent=2) + "\n")
+    else:
+        _print_job(result)
+    return EXIT_FINDINGS if result.suspects else EXIT_OK
+
+
+def _footprint(
+    job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, lab: bool
+) -> tuple[Footprint, Plan]:
+    from gpufabric.jobs.footprint import FootprintError, footprint, slurm_job_nodes
+    from gpufabric.scheduler.model import SchedulerOutputError
+    from gpufabric.scheduler.slurm import Slurm, expand_hostlist
+
+    if lab:
+        from gpufabric.fleet.lab.topology import topology
+        from gpufabric.intent import load_intent
+
+        plan = topology(load_intent(file, embedded=False)).plan  # the lab's own plan: every switch as it runs there
+    else:
+        plan = load_plan(file, reaches=job is not None)
+    if nodes is not None:
+        try:
+            names = expand_hostlist(nodes)
+        except SchedulerOutputError as exc:
+            raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
+    else:
+        assert job is not None
+        settings = plan.intent.scheduler
+        conf = slurm_conf
+        if conf is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
+            conf = Path(settings.slurm.conf)
+        names = slurm_job_nodes(job, Slurm(conf))
+    try:
+        return footprint(plan, names, job), plan
+    except FootprintError as exc:
+        if nodes is not None:
+            raise click.BadParameter(str(exc), param_hint="--nodes") from None
+        raise
+
+
+def _triage_job(
+    found: Footprint,
+    plan: Plan,
+    *,
+    prometheus: str | None,
+    window: str,
+    lab: bool,
+    count: int,
+    logs: tuple[Path, ...],
+    timeline: Path | None,
+) -> JobTriage:
+    from gpufabric.jobs.job_triage import Readers, nccl_evidence, read_timeline, triage_job
+    from gpufabric.jobs.triage_readers import LabPaths, LabProbe, Prometheus
+
+    readers = Readers()
+    if prometheus is not None:
+        readers.counters = Prometheus(prometheus)
+    if lab:
+        from gpufabric.jobs.job_triage import Parts
+        from gpufabric.lab.hosts.spec import netns_of
+
+        readers.probe = LabProbe(netns_of)
+        readers.paths = LabPaths(found, Parts(found))
+    if logs:
+        readers.nccl = nccl_evidence(triage(plan, read_logs(logs)).suspects, found)
+    if timeline is not None:
+        readers.events = read_timeline(timeline)
+    compute = plan.planes.get("compute")
+    profile = plan.intent.qos_profiles.get(compute.qos) if compute is not None and compute.qos else None
+    dscp = profile.roce_dscp if profile is not None else 0
+    return triage_job(found, readers, intent=plan.source, dscp=dscp, window=window, count=count)
+
+
+def _print_job(t: JobTriage) -> None:
+    err.print(shown(f"{'job ' + t.job + ': ' if t.job else ''}{len(t.nodes)} node(s)"))
+    for source, said in t.sources.items():
+        err.print(shown(f"{source}: {said}"))
+    for note in t.notes:
+        err.print(shown(f"note: {note}"))
+    if not t.suspects:
+        out.print(shown("no suspect: nothing the evidence read points at"))
+        return
+    for i, s in enumerate(t.suspects, 1):
+        out.print(shown(f"{i}. {s.part.kind} {s.part.name} (strength {s.strength:.1f})"), style="bold", soft_wrap=True)
+        for e in s.evidence:
+            when = f" at {e.time}" if e.time else ""
+            out.print(shown(f"   {e.source}{when}: {e.said}"), soft_wrap=True)
+        for command in s.confirm:
+            out.print(shown(f"   look: {command}"), soft_wrap=True)

@@ -11,7 +11,8 @@ the records and alerts built on them, have nothing for it: no stale series.
 Records (by job_id and user): errors, discards, PFC pause frames received (switch ports and the job's NICs),
 ECN marks on its ports, CNPs its NICs sent, link flaps (ports and NICs, 10 minutes), and its uplinks'
 traffic (bits per second over all of them) and utilisation (the busiest uplink, over its link rate where the
-port reports one).
+port reports one), and the share of the probe mesh's probes sent from the job's nodes that were lost (the loss
+its NICs' peers see across the fabric, where the mesh runs: gpufabric/telemetry/prober.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ RECORDS = {
     "flaps": "gpufabric:job_link_flaps:increase10m",
     "uplink_bits": "gpufabric:job_uplink_bits:rate5m",
     "uplink_utilisation": "gpufabric:job_uplink_utilisation:max5m",
+    "probe_loss": "gpufabric:job_probe_loss:ratio5m",
 }
 
 
@@ -73,6 +75,17 @@ def _per_port(metric: str, window: str, selector: str = "", fn: str = "rate", na
 def _per_nic(metric: str, window: str, selector: str = "", fn: str = "rate", names: bool = False) -> str:
     by = f"host, interface, {NIC_NAMES}" if names else "host, interface"
     return f"sum by ({by}) ({fn}({metric}{selector}[{window}]))"
+
+
+def _probes(what: str, window: str) -> str:
+    """The probe mesh's probes `what` (sent, lost) per second, per sending host (the prober's `src`)."""
+    return f'sum by (host) (label_replace(rate(gpufabric_probe_{what}_total[{window}]), "host", "$1", "src", "(.*)"))'
+
+
+def _hosts(inner: str) -> str:
+    """`inner` (one series per host) on each job's hosts: a host is one row per job holding it (its NICs' rows
+    taken once)."""
+    return f"max by ({BY_JOB}, host) ({NIC_INFO}) * on(host) group_left() ({inner})"
 
 
 def _job(expr: str, agg: str = "sum") -> str:
@@ -119,6 +132,7 @@ def job_group(t: JobThresholds = JobThresholds()) -> dict[str, object]:
         ),
         (RECORDS["uplink_bits"], _job(_ports(octets, uplinks))),
         (RECORDS["uplink_utilisation"], _job(_ports(f"{octets} / on(device, port) {speed}", uplinks), "max")),
+        (RECORDS["probe_loss"], f"{_job(_hosts(_probes('lost', w)))} / {_job(_hosts(_probes('sent', w)))}"),
     ]
     part = (
         "job {{ $labels.job_id }} ({{ $labels.user }}): {{ $labels.device }} {{ $labels.port }} "

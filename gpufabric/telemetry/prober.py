@@ -279,11 +279,28 @@ KEPT = 10_000  # round trips kept per peer (the last ones): `serve` runs for mon
 
 
 @dataclass
+class FlowResult:
+    """One source port's share of a peer's probes: one flow, one ECMP path (job triage localises with it)."""
+
+    sent: int = 0
+    lost: int = 0
+    rtts: deque[float] = field(default_factory=lambda: deque(maxlen=KEPT))
+
+
+@dataclass
 class PeerResult:
     peer: Peer
     sent: int = 0
     lost: int = 0
     rtts: deque[float] = field(default_factory=lambda: deque(maxlen=KEPT))
+    flows: dict[int, FlowResult] = field(default_factory=dict)  # source port -> its flow's results
+
+    def flow(self, sock: socket.socket) -> FlowResult:
+        port = sock.getsockname()[1]
+        found = self.flows.get(port)
+        if found is None:
+            found = self.flows[port] = FlowResult()
+        return found
 
 
 class Metrics:
@@ -380,6 +397,7 @@ class Prober:
             sock.sendto(packet, (peer.address, self.plan.port))
         self._pending[seq] = (i, self.clock(), sock)
         self.results[i].sent += 1
+        self.results[i].flow(sock).sent += 1
         if self.metrics is not None:
             self.metrics.sent.labels(**self.metrics.labels(peer)).inc()
 
@@ -405,6 +423,7 @@ class Prober:
             del self._pending[seq]
             rtt = now - sent
             self.results[i].rtts.append(rtt)
+            self.results[i].flow(sock).rtts.append(rtt)
             if self.metrics is not None:
                 self.metrics.rtt.labels(**self.metrics.labels(peer)).observe(rtt)
 
@@ -414,8 +433,9 @@ class Prober:
                 self._lose(seq)
 
     def _lose(self, seq: int) -> None:
-        i, _, _ = self._pending.pop(seq)
+        i, _, sock = self._pending.pop(seq)
         self.results[i].lost += 1
+        self.results[i].flow(sock).lost += 1
         if self.metrics is not None:
             self.metrics.lost.labels(**self.metrics.labels(self.plan.peers[i])).inc()
 

@@ -201,6 +201,7 @@ OTHER = {**HOST, "device": "cmp-su2-leaf1", "port": "swp3", "role": "uplink", "c
 ALICE = {"job_id": "81234", "user": "alice"}
 BOB = {"job_id": "81235", "user": "bob"}
 COUNTER = {"role": "leaf", "peer_port": "swp1", "unit": "1"}
+PROBE = {"plane": "compute", "rail": "1", "src": "gpu01", "src_leaf": "cmp-su1-leaf1", "dst_leaf": "cmp-su2-leaf1"}
 NIC = {"plane": "compute", "host": "gpu01", "interface": "eth1", "rail": "1", "leaf": "cmp-su1-leaf1"}
 
 
@@ -241,6 +242,15 @@ SERIES = [
     # gpu01 eth1 sees RoCE packets out of sequence from 3m.
     _series("gpufabric_nic_out_of_sequence_total", NIC, "0 0 0+5x30"),
     _series("gpufabric_nic_link_up", NIC, "1x32"),
+    # gpu01, one host of 81234 with two NICs, probes two peers once a second and loses 0.1 a second toward one;
+    # gpu07, on no job, loses every probe and must be no job's.
+    _series("gpufabric_job_nic_info", {**ALICE, "host": "gpu01", "interface": "eth2"}, "1x9 stale"),
+    _series("gpufabric_probe_sent_total", {**PROBE, "dst": "gpu03"}, "0+60x32"),
+    _series("gpufabric_probe_lost_total", {**PROBE, "dst": "gpu03"}, "0+6x32"),
+    _series("gpufabric_probe_sent_total", {**PROBE, "dst": "gpu02"}, "0+60x32"),
+    _series("gpufabric_probe_lost_total", {**PROBE, "dst": "gpu02"}, "0x32"),
+    _series("gpufabric_probe_sent_total", {**PROBE, "src": "gpu07", "dst": "gpu08"}, "0+60x32"),
+    _series("gpufabric_probe_lost_total", {**PROBE, "src": "gpu07", "dst": "gpu08"}, "0+60x32"),
     # The scheduler stops answering at 2m.
     _series("gpufabric_job_scheduler_up", {"scheduler": "slurm"}, "1 1 0x30"),
 ]
@@ -308,6 +318,10 @@ RECORDED_AT = [
     {"expr": ERRORS, "eval_time": "15m", "exp_samples": [{"labels": f"{ERRORS}{{{_text(BOB)}}}", "value": 1}]},
     {"expr": f'{ERRORS}{{job_id="81234"}}', "eval_time": "15m", "exp_samples": []},
     {"expr": f'{RECORDS["flaps"]}{{job_id="81234"}}', "eval_time": "15m", "exp_samples": []},
+    # The share of the probes from 81234's host that were lost: 0.1 of 2 a second (its two NICs' rows count once).
+    {"expr": RECORDS["probe_loss"], "eval_time": "8m",
+     "exp_samples": [{"labels": f'{RECORDS["probe_loss"]}{{{_text(ALICE)}}}', "value": 0.05}]},
+    {"expr": RECORDS["probe_loss"], "eval_time": "15m", "exp_samples": []},
 ]  # fmt: skip
 
 
@@ -333,7 +347,7 @@ def test_the_job_rules_name_the_job_and_the_part_and_leave_nothing_of_an_ended_j
     check = subprocess.run(
         [_promtool(), "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True, check=False
     )
-    assert check.returncode == 0 and "SUCCESS: 11 rules found" in check.stdout, check.stdout + check.stderr
+    assert check.returncode == 0 and "SUCCESS: 12 rules found" in check.stdout, check.stdout + check.stderr
 
 
 def test_the_join_the_counter_side_cannot_take_fails_on_a_shared_uplink(tmp_path):

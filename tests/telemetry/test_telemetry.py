@@ -250,9 +250,9 @@ def test_rules_pass_promtool_and_watch_only_served_metrics(tmp_path):
     done = subprocess.run([_promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (
-        "SUCCESS: 58 rules found" in done.stdout
+        "SUCCESS: 59 rules found" in done.stdout
     )  # 11 Ethernet, 7 optics (test_optics_alerts.py), 6 InfiniBand, 12 GPU, NIC, buffers (test_health_alerts.py),
-    # 5 BMC (test_bmc_alerts.py), 11 jobs (test_job_join.py), 6 probes (test_probe_mesh.py)
+    # 5 BMC (test_bmc_alerts.py), 12 jobs (test_job_join.py), 6 probes (test_probe_mesh.py)
     used = {
         w
         for r in alert_rules()["groups"][0]["rules"]
