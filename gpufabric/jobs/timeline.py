@@ -434,7 +434,7 @@ def event_of(message: str, device: str, where: str, when: datetime) -> Event | s
 
 def log_files(path: Path) -> Iterator[tuple[Path, str | None]]:
     """(file, the switch its name says) for a log file or each file of a log folder: `<switch>.log`,
-    `<switch>/frr.log` (the lab's `nodes/` folder) or any file whose lines name their host."""
+    `<switch>/*.log` (the lab's `nodes/` folder: `frr.log`) or any file whose lines name their host."""
     if not path.is_dir():
         yield path, path.stem if path.suffix == ".log" else None
         return
@@ -444,6 +444,8 @@ def log_files(path: Path) -> Iterator[tuple[Path, str | None]]:
         for child in children:
             if child.is_symlink() or not child.is_file():
                 continue
+            if entry.is_dir() and child.suffix != ".log":
+                continue  # a lab node's folder also holds its namespace's bind mount (uts): a "file" read as EINVAL
             seen += 1
             if seen > MAX_FILES:
                 raise TimelineError(f"{path}: more than {MAX_FILES} files; name the switches' logs")
@@ -453,6 +455,14 @@ def log_files(path: Path) -> Iterator[tuple[Path, str | None]]:
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """Each line's bytes (a longer one than MAX_LINE cut there, read past), within MAX_LOG bytes a file."""
+    try:
+        yield from _read_lines(path)
+    except OSError as exc:  # a file that opens but cannot be read (a namespace's bind mount, a device)
+        why = exc.strerror or exc
+        raise TimelineError(f"{path}: cannot be read as a switch's log ({why}); name the log files") from None
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with open_input(path, what="a switch's log") as fh:
         total, number = 0, 0
         while True:

@@ -88,6 +88,8 @@ def _lab_logs(folder: Path) -> Path:
         b"2026-11-27T10:08:01Z bgpd[311]: something else entirely\n"
         b"2026-11-27T12:00:00Z bgpd[311]: %ADJCHANGE: neighbor swp2(cmp-su2-leaf1) in vrf default Up\n"  # after
     )
+    # The lab's node folder also holds the namespace's bind mount (`uts`): not a log, never read as one.
+    (spine / "uts").write_text("2026-11-27T10:07:10Z bgpd[311]: %ADJCHANGE: not a log line\n")
     other = folder / "nodes" / "cmp-su4-leaf1"  # a switch the job does not cross
     other.mkdir()
     (other / "frr.log").write_text(
@@ -134,8 +136,23 @@ def test_the_trails_and_the_lab_logs_merge_in_time_order_within_the_window(tmp_p
         ("frr.log:3", "names %ADJCHANGE but is not bgpd's 'neighbor HOST(HOSTNAME) in vrf VRF Up|Down REASON'"),
         ("frr.log:5", "not UTF-8 at byte 57"),
     ]
+    assert not [u for u in unread if u[0].startswith("uts")]
     assert got["since"] == "2026-11-27T10:00:00.000Z" and got["until"] == "2026-11-27T11:00:00.000Z"
     assert got["job"] is None and got["nodes"] == NODES
+
+
+def test_a_log_that_opens_but_cannot_be_read_is_bad_input_naming_it(tmp_path, monkeypatch):
+    """A namespace's bind mount named as a log opens, then its read fails (EINVAL): exit 2 naming the file,
+    never an internal error."""
+    import gpufabric.jobs.timeline as tl
+
+    def einval(path):
+        raise OSError(22, "Invalid argument")
+        yield  # a generator, as the reader it stands in for
+
+    monkeypatch.setattr(tl, "_read_lines", einval)
+    with pytest.raises(TimelineError, match=r"frr\.log: cannot be read as a switch's log \(Invalid argument\)"):
+        _run(tmp_path)
 
 
 def test_syslog_layouts_numbered_peers_and_times_without_a_zone(tmp_path):
