@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -42,6 +43,8 @@ from gpufabric.http_api import (
     HttpUnreachableError,
     Origin,
     Reply,
+    Request,
+    json_body,
     origin,
     shown,
 )
@@ -242,7 +245,7 @@ def failure(
         reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
         return HttpUnreachableError(f"{where}: cannot connect: {shown(_short(reason), secrets)}")
     if isinstance(cause, (TimeoutError, urllib3.exceptions.ReadTimeoutError, socket.timeout)):
-        return HttpApiError(f"{where}: no answer within {limits.timeout:g} s (nothing arrived)")
+        return HttpApiError(f"{where}: no answer within {limits.timeout:.3g} s (nothing arrived)")
     if isinstance(cause, urllib3.exceptions.SSLError) or type(cause).__name__ == "SSLError":
         return HttpApiError(f"{where}: TLS: {shown(str(cause), secrets)}")
     reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
@@ -269,3 +272,78 @@ def _cause(exc: BaseException) -> BaseException:
 def _short(reason: str) -> str:
     # urllib3 puts the connection object's repr first ("<...HTTPConnection object at 0x...>: Failed to ...").
     return reason.split(">: ", 1)[-1]
+
+
+# -- requests (pynautobot, pynetbox) ----------------------------------------------------------------
+
+
+def guard_session(
+    session: Any,
+    url: str,
+    *,
+    seconds: Callable[[str], float],
+    max_bytes: Callable[[], int],
+    secrets: Sequence[str],
+    check: Callable[[str, str, Any], None] | None = None,
+    ca_file: str | None = None,
+) -> None:
+    """Put the guards on a requests Session a client library made (its headers, auth and API version
+    kept): every request through `GuardedAdapter`, no proxy or .netrc from the environment, the server's
+    certificate checked against `ca_file` (or the system's)."""
+    from requests.adapters import HTTPAdapter
+
+    class GuardedAdapter(HTTPAdapter):
+        """Sends through a `GuardedPoolManager` of `url`'s origin, under `seconds(where)`'s whole deadline;
+        refuses any 3xx; reads the body itself (at most `max_bytes()`), checks it as strict JSON, and
+        hands it, parsed, to `check(method, url, value)` before the library sees it."""
+
+        def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
+            self.poolmanager = GuardedPoolManager(
+                origin(url), num_pools=connections, maxsize=maxsize, block=block, **pool_kwargs
+            )
+
+        def send(self, request: Any, stream: bool = False, timeout: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+            where = f"{request.method} {urllib.parse.urlsplit(request.url).path}"
+            there = origin(request.url)
+            if there != origin(url):  # a link the library followed to another server: not sent
+                raise HttpApiError(f"{where}: not sent to {there}, which is not the server named ({origin(url)})")
+            limit = seconds(where)
+            limits = Limits(limit, max_bytes())
+            began = time.monotonic()
+            with watched(limit) as watch:
+                try:
+                    response = super().send(request, stream=True, timeout=(limit, limit), **kwargs)
+                    try:
+                        refuse_redirect(
+                            response.status_code, response.headers.get("Location"), request.url, where, secrets
+                        )
+                        body = read_body(response.raw, where, limits.max_bytes)
+                    finally:
+                        response.raw.close()
+                        response.raw.release_conn()
+                    if watch.fired:
+                        raise TimeoutError
+                except HttpApiError:
+                    raise
+                except BaseException as exc:
+                    raise failure(
+                        exc, watch.fired, where, limits, secrets=secrets, spent=time.monotonic() - began
+                    ) from None
+            response._content = body  # read: the library takes it from here, as if it had read it
+            response._content_consumed = True
+            if 200 <= response.status_code < 300 and body.strip():
+                value = json_body(
+                    Reply(response.status_code, body), Request(request.method, request.url, {}, None, tuple(secrets))
+                )
+                if check is not None:
+                    check(request.method, request.url, value)
+            return response
+
+    adapter = GuardedAdapter(max_retries=0)
+    session.trust_env = False  # no proxy, CA bundle or .netrc from the environment: the token goes nowhere else
+    session.max_redirects = 0
+    # The system's CAs (and $SSL_CERT_FILE, as Python's ssl reads it) unless a bundle is named: requests'
+    # own default would be certifi's alone.
+    session.verify = ca_file or ssl.get_default_verify_paths().cafile or True
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
