@@ -142,6 +142,7 @@ class GuardedPoolManager(urllib3.PoolManager):
             )
         kw["retries"] = False  # no retry, and a 3xx comes back as it is (judged by `exchange`)
         kw["preload_content"] = False
+        kw["headers"] = {**(kw.get("headers") or self.headers), "Connection": "close"}
         return super().urlopen(method, url, redirect=False, **kw)
 
 
@@ -307,6 +308,9 @@ def guard_session(
             there = origin(request.url)
             if there != origin(url):  # a link the library followed to another server: not sent
                 raise HttpApiError(f"{where}: not sent to {there}, which is not the server named ({origin(url)})")
+            # One connection per request, as the server is told: a kept-alive one the server has closed
+            # meanwhile would fail the next request, and no request is retried.
+            request.headers["Connection"] = "close"
             limit = seconds(where)
             limits = Limits(limit, max_bytes())
             began = time.monotonic()
