@@ -116,12 +116,27 @@ class _WatchedTLSConnection(HTTPSConnection):
         super().request(*args, **kwargs)
 
 
+def _put_conn(pool: HTTPConnectionPool, conn: Any) -> None:
+    # A connection is never reused: a server that honours `Connection: close` without saying so in its
+    # answer (Django's runserver) has closed it already, and no request is retried. The pool keeps an
+    # empty place instead, and opens a new connection for the next request.
+    if conn is not None:
+        conn.close()
+    HTTPConnectionPool._put_conn(pool, None)
+
+
 class _Pool(HTTPConnectionPool):
     ConnectionCls = _WatchedConnection
+
+    def _put_conn(self, conn: Any) -> None:
+        _put_conn(self, conn)
 
 
 class _TLSPool(HTTPSConnectionPool):
     ConnectionCls = _WatchedTLSConnection
+
+    def _put_conn(self, conn: Any) -> None:
+        _put_conn(self, conn)
 
 
 class GuardedPoolManager(urllib3.PoolManager):
