@@ -1,33 +1,20 @@
-"""The one way gpufabric calls an outside HTTP API with a token: Nautobot (gpufabric/sot/client.py) and
-the Kubernetes API server (gpufabric/scheduler/kubernetes.py).
+"""What gpufabric's calls to an outside HTTP API with a token share: the error they raise, the origin
+(scheme, host, port) a token is bound to, redaction, and the strict reading of a JSON answer.
 
-The server is outside input, and so is anything it redirects to. Here:
+The requests themselves are made by the ecosystem's clients (the official `kubernetes` client for the
+API server, pynautobot and pynetbox for the sources of truth), with gpufabric.http_guard under them:
+no redirect, one origin, a whole deadline per request, a bounded answer. Here:
 
-- **No redirect leaves the origin.** A 3xx whose Location is another scheme, host or port is refused
-  (the token would go with the request, to a server nobody named, or in clear after a downgrade to
-  http); one on the same origin is followed for GET only, at most `MAX_REDIRECTS` times. Python's
-  urllib follows every redirect and keeps the Authorization header across hosts: it is not used.
-- **Every request has a whole deadline.** The socket timeout bounds each read, and a watchdog shuts
-  the socket down when the request's deadline passes (connect, send, headers and body together), so a
-  server that drips one byte a second cannot hold a command forever. The caller gives the deadline: a
-  request's own, cut to what is left of its command's.
-- **The answer is bounded.** At most `max_bytes` (an over-size Content-Length is refused before
-  reading), decoded and parsed as gpufabric reads any outside JSON (gpufabric.inputs: UTF-8 located,
-  no NaN, nesting at most 200 levels).
-- **A token is never shown.** Every message built from what the server said (an error body, a
-  Location) passes through `redact` with the request's secrets, then `printable`.
+- **A token is never shown.** Every message built from what a server said (an error body, a Location)
+  passes through `redact` with the request's secrets, then `printable` (`shown`).
+- **JSON is read as gpufabric reads any outside JSON** (`json_body`, gpufabric.inputs): UTF-8 located,
+  no NaN, nesting at most 200 levels.
 
 Each failure is an `HttpApiError` (a GpufabricError: exit 2) whose message names the request.
 """
 
 from __future__ import annotations
 
-import contextlib
-import http.client
-import socket
-import ssl
-import threading
-import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,8 +23,7 @@ from typing import Any
 from gpufabric.errors import GpufabricError, printable
 from gpufabric.inputs import InputError, decode_text, json_text
 
-MAX_REDIRECTS = 3
-CHUNK = 64 * 1024
+CHUNK = 64 * 1024  # bytes read at a time from an answer
 SHOWN = 300  # characters of a server's text shown in an error
 REDACTED = "[redacted]"
 
@@ -113,140 +99,6 @@ class Request:
         """The request as an error names it: method and path, never the query (it may hold names) or
         a header."""
         return f"{self.method} {urllib.parse.urlsplit(self.url).path}"
-
-
-@dataclass(frozen=True)
-class Bounds:
-    timeout: float  # seconds for one read (and the connect)
-    deadline: float  # time.monotonic() by which the whole request must be done
-    max_bytes: int
-    tls: ssl.SSLContext | None = None
-
-
-def call(request: Request, bounds: Bounds) -> Reply:
-    """`request`, following redirects only on its own origin (GET only), within `bounds`."""
-    start = origin(request.url)
-    current = request
-    for _ in range(MAX_REDIRECTS + 1):
-        reply, location = _once(current, bounds)
-        if location is None:
-            return reply
-        target = urllib.parse.urljoin(current.url, location)
-        there = origin(target)
-        if there != start:
-            clear = ", in clear" if there.scheme == "http" and start.scheme == "https" else ""
-            raise HttpApiError(
-                f"{request.where}: the server answered {reply.status}, a redirect to "
-                f"{shown(str(there), request.secrets)}; gpufabric follows no redirect to another origin than "
-                f"{start} (the token would go with it{clear}): give the server's own address"
-            )
-        if current.method not in ("GET", "HEAD"):
-            raise HttpApiError(f"{request.where}: the server redirected a {current.method} ({reply.status})")
-        current = Request(current.method, target, current.headers, None, current.secrets)
-    raise HttpApiError(f"{request.where}: more than {MAX_REDIRECTS} redirects")
-
-
-def _connection(url: str, bounds: Bounds, timeout: float) -> http.client.HTTPConnection:
-    parts = urllib.parse.urlsplit(url)
-    host, port = parts.hostname or "", parts.port
-    if parts.scheme == "https":
-        return http.client.HTTPSConnection(host, port, timeout=timeout, context=bounds.tls)
-    if parts.scheme == "http":
-        return http.client.HTTPConnection(host, port, timeout=timeout)
-    raise HttpApiError(f"{url[:80]!r}: not an http(s) URL")
-
-
-class _Watchdog:
-    """Shuts a connection's socket down when the request's deadline passes: any read blocked on it
-    returns at once, however slowly the server sends."""
-
-    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
-        self.fired = False
-        self._connection = connection
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        sock = self._connection.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):  # closed already
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-
-def _once(request: Request, bounds: Bounds) -> tuple[Reply, str | None]:
-    """One exchange: the reply, and the Location of a redirect (None when the reply is not one)."""
-    left = bounds.deadline - time.monotonic()
-    if left <= 0:
-        raise HttpApiError(f"{request.where}: the command's time ran out before this request")
-    connection = _connection(request.url, bounds, min(bounds.timeout, left))
-    watchdog = _Watchdog(connection, left)
-    parts = urllib.parse.urlsplit(request.url)
-    target = parts.path or "/"
-    if parts.query:
-        target += f"?{parts.query}"
-    try:
-        connection.connect()
-    except (OSError, ValueError) as exc:
-        watchdog.cancel()
-        connection.close()
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise HttpUnreachableError(f"{request.where}: cannot connect: {shown(reason, request.secrets)}") from None
-    try:
-        connection.request(request.method, target, body=request.data, headers=request.headers)
-        response = connection.getresponse()
-        if 300 <= response.status < 400 and response.status != 304:
-            location = response.getheader("Location")
-            if location is None:
-                raise HttpApiError(f"{request.where}: the server answered {response.status} without a Location")
-            return Reply(response.status, b""), location
-        body = _body(response, request, bounds)
-        if watchdog.fired:
-            raise TimeoutError
-        return Reply(response.status, body, response.getheader("Content-Type") or ""), None
-    except HttpApiError:
-        raise
-    except TimeoutError:
-        if watchdog.fired:
-            raise HttpApiError(f"{request.where}: no whole answer within {_seconds(bounds, left)}") from None
-        raise HttpApiError(f"{request.where}: no answer within {bounds.timeout:g} s (nothing arrived)") from None
-    except ssl.SSLError as exc:
-        raise HttpApiError(f"{request.where}: TLS: {shown(str(exc), request.secrets)}") from None
-    except (http.client.HTTPException, OSError, ValueError) as exc:
-        if watchdog.fired:
-            raise HttpApiError(f"{request.where}: no whole answer within {_seconds(bounds, left)}") from None
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise HttpApiError(f"{request.where}: {shown(reason, request.secrets)}") from None
-    finally:
-        watchdog.cancel()
-        connection.close()
-
-
-def _seconds(bounds: Bounds, left: float) -> str:
-    return f"{left:.3g} s"
-
-
-def _body(response: http.client.HTTPResponse, request: Request, bounds: Bounds) -> bytes:
-    """At most `max_bytes` of the answer's body, read a chunk at a time; more is refused, not cut."""
-    length = response.getheader("Content-Length")
-    if length is not None and length.strip().isdigit() and int(length) > bounds.max_bytes:
-        raise HttpApiError(
-            f"{request.where}: the answer is larger than {bounds.max_bytes} bytes (Content-Length {int(length)})"
-        )
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = response.read1(CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > bounds.max_bytes:
-            raise HttpApiError(f"{request.where}: the answer is larger than {bounds.max_bytes} bytes")
-        chunks.append(chunk)
 
 
 def json_body(reply: Reply, request: Request) -> Any:

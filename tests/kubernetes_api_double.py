@@ -17,21 +17,30 @@ real API server (none runs here):
   404 for a pod that is not there.
 - A bearer token, when the double is given one: any other Authorization is 401.
 
+It serves HTTPS only, with a CA and certificate each run makes (tests/tls_server.py), so the client's
+certificate checks are the ones a real API server's would meet; `Served.kubeconfig` writes the
+kubeconfig a client logs in with.
+
 It records each request (method, path, and whether it was authorised: never the token) in `calls`.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+from tls_server import make_pki
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -154,7 +163,9 @@ class Cluster:
     def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
         parts = urllib.parse.urlsplit(raw_path)
         path = [urllib.parse.unquote(p) for p in parts.path.strip("/").split("/")]
-        authorised = self.token is None or headers.get("authorization") == f"Bearer {self.token}"
+        scheme, _, credentials = headers.get("authorization", "").partition(" ")
+        # RFC 7235: the scheme is case-insensitive (the client's in-cluster login sends "bearer").
+        authorised = self.token is None or (scheme.lower() == "bearer" and credentials == self.token)
         self.calls.append((method, parts.path, authorised))
         if not authorised:
             return 401, status(401, "Unauthorized", "Unauthorized")
@@ -265,15 +276,47 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+@dataclass(frozen=True)
+class Served:
+    """The double as a client finds it: its https address and the CA its certificate is signed by."""
+
+    url: str
+    ca_file: Path
+
+    def kubeconfig(self, path: Path, token: str, context: str = "double", *, inline_ca: bool = False) -> Path:
+        """A kubeconfig (the format `kubectl config view` writes) whose context `context` reaches the
+        double with `token`; the CA by file, or inline (certificate-authority-data) with `inline_ca`."""
+        ca: dict[str, str] = (
+            {"certificate-authority-data": base64.b64encode(self.ca_file.read_bytes()).decode()}
+            if inline_ca
+            else {"certificate-authority": str(self.ca_file)}
+        )
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": f"{context}-cluster", "cluster": {"server": self.url, **ca}}],
+            "users": [{"name": f"{context}-user", "user": {"token": token}}],
+            "contexts": [{"name": context, "context": {"cluster": f"{context}-cluster", "user": f"{context}-user"}}],
+            "current-context": context,
+        }
+        path.write_text(json.dumps(config))  # JSON is YAML: the client's loader reads it as any kubeconfig
+        return path
+
+
 @contextmanager
-def api_server(cluster: Cluster) -> Iterator[str]:
-    """The double serving `cluster` on 127.0.0.1 (a free port); yields its address (http://127.0.0.1:PORT)."""
+def api_server(cluster: Cluster, folder: Path) -> Iterator[Served]:
+    """The double serving `cluster` on 127.0.0.1 (a free port) over TLS, with a CA and certificate made
+    in `folder` for this run (tests/tls_server.py)."""
+    pki = make_pki(folder, "127.0.0.1", "k8s")
     handler = type("Handler", (_Handler,), {"cluster": cluster})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.cert_file, pki.key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield Served(f"https://127.0.0.1:{server.server_address[1]}", pki.ca_file)
     finally:
         server.shutdown()
         server.server_close()

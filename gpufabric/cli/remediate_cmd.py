@@ -13,7 +13,14 @@ import click
 
 from gpufabric.cli.options import FiniteFloat, file_arg, load_plan
 from gpufabric.cli.output import err, shown
-from gpufabric.cli.scheduler_options import reach_with_wait
+from gpufabric.cli.scheduler_options import (
+    CONTEXT_HELP,
+    K8S_API_HELP,
+    K8S_CA_HELP,
+    KUBECONFIG_HELP,
+    KUBERNETES_HELP,
+    reach_with_wait,
+)
 from gpufabric.remediate.auth import AuthError, check_listen, read_token, tls_context
 from gpufabric.remediate.loop import Action, Guards, RemediateError, Remediator
 from gpufabric.remediate.server import PATH, Receiver
@@ -83,10 +90,14 @@ def remediate_cmd() -> None:
 )
 @click.option("--slurm/--no-slurm", "slurm", default=None, help="Tell Slurm (or not), whatever the intent says.")
 @click.option("--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands.")
-@click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help="Tell Kubernetes (or not).")
-@click.option("--k8s-api", metavar="URL", help="The API server, https://host:port.")
+@click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help=KUBERNETES_HELP)
+@click.option("--k8s-api", metavar="URL", help=K8S_API_HELP)
 @click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token.")
-@click.option("--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server.")
+@click.option("--k8s-ca-file", "--k8s-ca", "k8s_ca_file", type=click.Path(dir_okay=False, path_type=Path),
+              help=K8S_CA_HELP)  # fmt: skip
+@click.option("--kubeconfig", "k8s_kubeconfig", type=click.Path(dir_okay=False, path_type=Path),
+              help=KUBECONFIG_HELP)  # fmt: skip
+@click.option("--context", "k8s_context", metavar="NAME", help=CONTEXT_HELP)
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="A file holding the bearer token Alertmanager sends (its http_config authorization "
                    "credentials_file): a request without it gets 401. Needed to listen on anything but "

@@ -25,6 +25,17 @@ class Lines:
         err.print(shown(f"warning: {text}", "bold"))
 
 
+PATH = click.Path(dir_okay=False, path_type=Path)
+KUBERNETES_HELP = (
+    "Tell Kubernetes (or not), whatever the intent says; alone, reach it as kubectl would ($KUBECONFIG, the pod's "
+    "service account in a cluster, ~/.kube/config)."
+)
+K8S_API_HELP = "The API server, https://host:port, with --k8s-token-env (instead of a kubeconfig)."
+K8S_CA_HELP = "CA bundle of the API server (replaces the kubeconfig's certificate-authority)."
+KUBECONFIG_HELP = "The kubeconfig file to log in with (the official Kubernetes client reads it). [env: KUBECONFIG]"
+CONTEXT_HELP = "The kubeconfig's context to use (default: its current-context)."
+
+
 def reach_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """How to reach the schedulers, each overriding the intent's `scheduler:` section."""
     options = (
@@ -37,14 +48,12 @@ def reach_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands."
         ),
-        click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help="Tell Kubernetes (or not)."),
-        click.option("--k8s-api", metavar="URL", help="The API server, https://host:port."),
+        click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help=KUBERNETES_HELP),
+        click.option("--k8s-api", metavar="URL", help=K8S_API_HELP),
         click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
-        click.option(
-            "--k8s-ca-file",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="CA bundle of the API server.",
-        ),
+        click.option("--k8s-ca-file", "--k8s-ca", "k8s_ca_file", type=PATH, help=K8S_CA_HELP),
+        click.option("--kubeconfig", "k8s_kubeconfig", type=PATH, help=KUBECONFIG_HELP),
+        click.option("--context", "k8s_context", metavar="NAME", help=CONTEXT_HELP),
     )
     for option in reversed(options):
         fn = option(fn)
@@ -97,6 +106,8 @@ def reach_with_wait(opts: dict[str, Any], wait: float | None = None) -> Reach:
         k8s_api=opts["k8s_api"],
         k8s_token_env=opts["k8s_token_env"],
         k8s_ca_file=opts["k8s_ca_file"],
+        k8s_kubeconfig=opts.get("k8s_kubeconfig"),
+        k8s_context=opts.get("k8s_context"),
         job_wait=wait,
     )
 

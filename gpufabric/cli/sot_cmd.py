@@ -1,4 +1,4 @@
-"""`gpufabric sot`: the plan into a source of truth (Nautobot), and the physical facts back."""
+"""`gpufabric sot`: the plan into a source of truth (Nautobot), and the physical facts back (Nautobot or NetBox)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from gpufabric.intent import load_intent
 from gpufabric.intent.loader import default_fabric_text, read_intent_file
 from gpufabric.outputs import json_dumps
 from gpufabric.plan import build_plan
-from gpufabric.sot.client import DEADLINE, Nautobot, token_from_env
+from gpufabric.sot.client import DEADLINE, KINDS, Nautobot, SotError, Source, token_from_env
 from gpufabric.sot.service import pull, push
 
 url_option = click.option(
@@ -24,8 +24,21 @@ url_option = click.option(
     envvar="GPUFABRIC_SOT_URL",
     required=True,
     metavar="URL",
-    help="Nautobot's base URL: https://HOST[:PORT] (plain http only to a loopback address). "
+    help="The source of truth's base URL: https://HOST[:PORT] (plain http only to a loopback address). "
     "Default: $GPUFABRIC_SOT_URL.",
+)
+kind_option = click.option(
+    "--kind",
+    type=click.Choice(sorted(KINDS)),
+    default="nautobot",
+    show_default=True,
+    help="Which source of truth answers at --url (through its own client library: pynautobot, pynetbox). "
+    "NetBox is read only: `pull`.",
+)
+ca_option = click.option(
+    "--ca-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="CA bundle the server's certificate is checked against (default: the system's).",
 )
 token_option = click.option(
     "--token-env",
@@ -70,14 +83,20 @@ def sot_cmd() -> None:
 @click.option("--dry-run", is_flag=True, help="Count what would change; change nothing.")
 @timeout_option
 @deadline_option
+@kind_option
+@ca_option
 @json_option
 def push_cmd(
-    *, file: str | None, url: str, token_env: str, dry_run: bool, timeout: float, deadline: float, as_json: bool
-) -> None:
+    *, file: str | None, url: str, token_env: str, dry_run: bool, timeout: float, deadline: float, as_json: bool,
+    kind: str, ca_file: Path | None,
+) -> None:  # fmt: skip
     """Write the plan of FILE into the source of truth: create what is missing, update what differs, and
     remove what the fabric's tag marks and the plan no longer has. A second push changes nothing."""
+    if kind != "nautobot":
+        raise SotError(f"`sot push` writes to Nautobot only; {kind} is read with `sot pull` (use --kind nautobot)")
     plan = build_plan(load_intent(file))
-    api = Nautobot(url, token_from_env(token_env), timeout=timeout, deadline=deadline)
+    api = _source(kind, url, token_env, timeout=timeout, deadline=deadline, ca_file=ca_file)
+    assert isinstance(api, Nautobot)  # the kind was checked above
     result = push(plan, api, dry_run=dry_run)
     total = result.total
     if as_json:
@@ -94,9 +113,9 @@ def push_cmd(
         _warn_untagged(result.untagged)
         return
     _warn_untagged(result.untagged)
-    for kind, c in result.kinds.items():
+    for what, c in result.kinds.items():
         if c.total:
-            err.print(shown(f"{kind}: {c.created} created, {c.updated} updated, {c.deleted} deleted"))
+            err.print(shown(f"{what}: {c.created} created, {c.updated} updated, {c.deleted} deleted"))
     verb = "would change" if dry_run else "changed"
     out.print(
         shown(
@@ -104,6 +123,12 @@ def push_cmd(
             f"{total.deleted} deleted)"
         )
     )
+
+
+def _source(kind: str, url: str, token_env: str, *, timeout: float, deadline: float, ca_file: Path | None) -> Source:
+    """The client of `kind` at `url`, the token read from `token_env`."""
+    token = token_from_env(token_env)
+    return KINDS[kind](url, token, timeout=timeout, deadline=deadline, ca_file=str(ca_file) if ca_file else None)
 
 
 def _warn_untagged(untagged: list[str], verb: str = "changed or removed") -> None:
@@ -124,15 +149,18 @@ def _warn_untagged(untagged: list[str], verb: str = "changed or removed") -> Non
 )
 @timeout_option
 @deadline_option
+@kind_option
+@ca_option
 @json_option
 def pull_cmd(
-    *, file: str | None, url: str, token_env: str, output: Path | None, timeout: float, deadline: float, as_json: bool
-) -> None:
+    *, file: str | None, url: str, token_env: str, output: Path | None, timeout: float, deadline: float,
+    as_json: bool, kind: str, ca_file: Path | None,
+) -> None:  # fmt: skip
     """The intent FILE with the physical facts the source of truth holds: each group's servers (names,
     racks, positions, serials), the racks, where each switch stands, and cable lengths measured otherwise
     than the positions give. Comments of FILE are not kept."""
     text = read_intent_file(file) if file is not None else default_fabric_text()[0]
-    api = Nautobot(url, token_from_env(token_env), timeout=timeout, deadline=deadline)
+    api = _source(kind, url, token_env, timeout=timeout, deadline=deadline, ca_file=ca_file)
     result = pull(load_intent(file), text, api)
     document = yaml.safe_dump(result.intent, sort_keys=False, allow_unicode=True)
     if output is not None:

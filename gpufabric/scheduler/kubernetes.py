@@ -1,4 +1,16 @@
-"""Kubernetes, through its API server's REST API (plain HTTPS, the standard library's client).
+"""Kubernetes, through its API server's REST API, reached with the official `kubernetes` Python client.
+
+The client is how gpufabric finds and logs in to the cluster, as kubectl does: a kubeconfig file and
+context (`--kubeconfig`, `--context`, `$KUBECONFIG`, else `~/.kube/config`), the pod's service account
+when gpufabric runs in the cluster, or an API server URL with a bearer token read from an environment
+variable (the intent's `scheduler.kubernetes`). Its configuration gives the server, the CA (the
+kubeconfig's certificate-authority(-data), the service account's ca.crt, or `--k8s-ca-file`), the token
+or client certificate, and its ApiClient builds each request's URL and Authorization. The request then
+goes through gpufabric.http_guard's pool manager, not urllib3's own: only to that server's origin, no
+redirect followed (the token would go with it), a whole deadline per request (`timeout`, connect to
+last byte); gpufabric reads the answer itself, at most `MAX_BODY` bytes, UTF-8, strict JSON nested at
+most 200 levels (the client's typed models would take NaN, and a deep answer would crash it), and a
+list at most `MAX_ITEMS` long.
 
 The calls, as the Kubernetes API reference (v1.30) describes them:
 - `GET /api/v1/nodes/{name}` and `GET /api/v1/nodes`: a node's `spec.unschedulable`, its annotations
@@ -16,30 +28,22 @@ The calls, as the Kubernetes API reference (v1.30) describes them:
 The pods that hold a node are those, not finished, whose containers request or limit one of the
 plan's RDMA resources (the names `gpufabric export k8s-network` gives the device plugin:
 `nvidia.com/<plane>_rail<n>`); a pod a DaemonSet owns is left (it would come back on its node,
-cordoned or not, as kubectl drain's --ignore-daemonsets knows). The token is read from the
-environment variable the intent names at the moment of each call, and never shown (redacted from
-whatever the server says back). Plain HTTP is refused except to a loopback address (the test double).
-
-Every call goes through gpufabric.http_api: no redirect is followed to another origin (scheme, host,
-port), so the token never leaves for another server or in clear; each call has a whole deadline
-(`timeout`, connect to last byte), its answer at most `MAX_BODY` bytes, UTF-8, strict JSON nested at
-most 200 levels, and a list at most `MAX_ITEMS` long.
+cordoned or not, as kubectl drain's --ignore-daemonsets knows). A token is never shown (redacted from
+whatever the server says back). Plain HTTP is refused except to a loopback address.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-import ssl
-import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpufabric.http_api import Bounds, HttpApiError, Request, call, json_body, shown
-from gpufabric.outputs import json_dumps
+from gpufabric.errors import printable
+from gpufabric.http_api import HttpApiError, Reply, Request, json_body, origin, shown
 from gpufabric.scheduler.model import Mark, NodeState, SchedulerError, SchedulerOutputError, checked_node
 
 ANNOTATION = "gpufabric.io/drain"
@@ -59,6 +63,29 @@ class Answer:
     status: int
     body: Any
     secrets: tuple[str, ...] = ()  # what a message taken from the body must not show
+
+
+def _secrets(headers: dict[str, Any]) -> tuple[str, ...]:
+    """The credentials in a request's headers: what a message built from the answer must not show."""
+    out = []
+    for name, value in headers.items():
+        if name.lower() == "authorization" and isinstance(value, str):
+            out += [value.split(" ", 1)[-1], value]  # the token first: "Bearer [redacted]" stays readable
+    return tuple(out)
+
+
+def origin_of(url: str) -> Any:
+    return origin(url)
+
+
+def _check_server(api: Any, source: str) -> None:
+    parts = urllib.parse.urlsplit(api if isinstance(api, str) else "")
+    if parts.scheme not in ("https", "http") or not parts.hostname or parts.path not in ("", "/"):
+        raise SchedulerError(f"{printable(str(api))[:200]!r}{source} is not an API server address (https://host:port)")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise SchedulerError(
+            f"{printable(str(api))[:200]!r}{source}: plain HTTP would carry the token in clear; use https"
+        )
 
 
 def _loopback(host: str) -> bool:
@@ -111,59 +138,167 @@ def _items(body: Any, where: str) -> list[dict[str, Any]]:
     return items
 
 
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")  # a pod's token and ca.crt
+KUBECONFIG_DEFAULT = "~/.kube/config"
+
+
+def _library() -> Any:
+    """The official client, imported when a call is first made (it is the `kubernetes` extra)."""
+    try:
+        import kubernetes  # optional, and slow to import: only when Kubernetes is reached
+    except ImportError:
+        raise SchedulerError(
+            "kubernetes: the official Kubernetes Python client is not installed: pip install 'gpufabric[kubernetes]'"
+        ) from None
+    return kubernetes
+
+
+def in_cluster() -> bool:
+    """gpufabric runs in a pod: the service's address in the environment and a service account token."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
+
+
 class Kubernetes:
-    """One cluster's API server: `api` (https://host:port), the bearer token's environment variable, a CA
-    bundle, and the RDMA resource names whose pods must leave a node before its switch changes."""
+    """One cluster's API server, and the RDMA resource names whose pods must leave a node before its switch
+    changes. Reached as the first of these says: `api` (https://host:port) with the bearer token in the
+    environment variable `token_env`; a kubeconfig (`kubeconfig`, `context`, else `$KUBECONFIG`); the pod's
+    service account (in a cluster); `~/.kube/config`. `ca_file` replaces the CA the kubeconfig or service
+    account names."""
 
     kind = "kubernetes"
 
     def __init__(
         self,
-        api: str,
+        api: str | None,
         resources: Iterable[str],
         token_env: str | None = None,
         ca_file: Path | None = None,
         timeout: float = TIMEOUT,
+        *,
+        kubeconfig: Path | None = None,
+        context: str | None = None,
     ) -> None:
-        parts = urllib.parse.urlsplit(api)
-        if parts.scheme not in ("https", "http") or not parts.hostname or parts.path not in ("", "/"):
-            raise SchedulerError(f"{api!r} is not an API server address (https://host:port)")
-        if parts.scheme == "http" and not _loopback(parts.hostname):
-            raise SchedulerError(f"{api!r}: plain HTTP would carry the token in clear; use https")
-        self.api = api.rstrip("/")
+        if api is not None:
+            _check_server(api, "")
+            api = api.rstrip("/")
+        self.api = api
         self.resources = frozenset(resources)
         self.token_env = token_env
         self.timeout = timeout
         self.ca_file = ca_file
-        self._tls: ssl.SSLContext | None = None  # made at the first call: opening is not reaching
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self._client: Any = None  # made at the first call: opening is not reaching
 
-    def _context(self) -> ssl.SSLContext:
-        if self._tls is None:
-            try:
-                self._tls = ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
-            except (OSError, ssl.SSLError) as exc:
-                raise SchedulerError(f"kubernetes: the CA bundle {self.ca_file}: {exc}") from None
-        return self._tls
+    # -- the connection --------------------------------------------------------------------------
+
+    def _source(self) -> str:
+        """How the cluster is reached, as an error names it."""
+        if self.api is not None:
+            return f"the API server {self.api}"
+        if self.kubeconfig is not None or self.context is not None or os.environ.get("KUBECONFIG"):
+            files = str(self.kubeconfig) if self.kubeconfig is not None else os.environ.get("KUBECONFIG", "")
+            return f"the kubeconfig {files or KUBECONFIG_DEFAULT}" + (
+                f", context {self.context}" if self.context else ""
+            )
+        if in_cluster():
+            return f"the pod's service account ({SERVICE_ACCOUNT})"
+        return f"the kubeconfig {KUBECONFIG_DEFAULT}"
+
+    def _configuration(self) -> Any:
+        lib = _library()
+        cfg = lib.client.Configuration()
+        source = self._source()
+        try:
+            if self.api is not None:
+                cfg.host = self.api
+                if self.token_env:
+                    cfg.api_key_prefix["BearerToken"] = "Bearer"
+                    cfg.api_key["BearerToken"] = ""  # a place the hook fills: the client asks it only then
+                    cfg.refresh_api_key_hook = self._token_hook  # the variable is read at each call
+            elif source.startswith("the pod's"):
+                loader = lib.config.incluster_config.InClusterConfigLoader(
+                    token_filename=str(SERVICE_ACCOUNT / "token"), cert_filename=str(SERVICE_ACCOUNT / "ca.crt")
+                )
+                loader.load_and_set(cfg)
+            else:
+                files = str(self.kubeconfig) if self.kubeconfig is not None else os.environ.get("KUBECONFIG")
+                lib.config.load_kube_config(
+                    config_file=files or os.path.expanduser(KUBECONFIG_DEFAULT),
+                    context=self.context,
+                    client_configuration=cfg,
+                    persist_config=False,  # never writes the file back (a refreshed token would be stored)
+                )
+        except SchedulerError:
+            raise
+        except Exception as exc:  # the library's ConfigException, yaml's and OSError: all named
+            raise SchedulerError(f"kubernetes: {source}: {printable(str(exc) or type(exc).__name__)[:300]}") from None
+        if self.ca_file is not None:
+            if not self.ca_file.is_file():
+                raise SchedulerError(f"kubernetes: the CA bundle {self.ca_file} is not a file")
+            cfg.ssl_ca_cert = str(self.ca_file)
+        _check_server(cfg.host, f" ({source})")
+        if not cfg.verify_ssl:
+            raise SchedulerError(
+                f"kubernetes: {source} turns the server's certificate check off (insecure-skip-tls-verify): the "
+                "token would go to whoever answers; give the cluster's CA (certificate-authority or --k8s-ca-file)"
+            )
+        if getattr(cfg, "proxy", None):
+            raise SchedulerError(
+                f"kubernetes: {source} names a proxy; gpufabric talks to the API server directly (the token would "
+                "go through the proxy): remove proxy-url"
+            )
+        return cfg
+
+    def _token_hook(self, cfg: Any) -> None:
+        token = os.environ.get(self.token_env or "")
+        if not token:
+            raise SchedulerError(f"the Kubernetes token's variable {self.token_env} is not set")
+        cfg.api_key["BearerToken"] = token
+
+    def _api(self) -> Any:
+        if self._client is None:
+            from gpufabric.http_guard import GuardedPoolManager  # urllib3, with the client
+
+            cfg = self._configuration()
+            api = _library().client.ApiClient(cfg)
+            kept = api.rest_client.pool_manager
+            api.rest_client.pool_manager = GuardedPoolManager(origin_of(cfg.host), **kept.connection_pool_kw)
+            self._client = api
+        return self._client
 
     # -- the calls -------------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Answer:
+        from gpufabric.http_guard import Limits, exchange
+
+        api = self._api()
+        parts = urllib.parse.urlsplit(path)
         headers = {"Accept": "application/json"}
-        secrets: tuple[str, ...] = ()
-        if self.token_env:
-            token = os.environ.get(self.token_env)
-            if not token:
-                raise SchedulerError(f"the Kubernetes token's variable {self.token_env} is not set")
-            headers["Authorization"] = f"Bearer {token}"
-            secrets = (token,)
-        data = None
         if body is not None:
-            data = json_dumps(body).encode()
             headers["Content-Type"] = content_type
-        request = Request(method, self.api + path, headers, data, secrets)
-        tls = self._context() if self.api.startswith("https:") else None
+        query = urllib.parse.parse_qsl(parts.query) or None
+        serialized = api.param_serialize(
+            method=method, resource_path=parts.path, query_params=query, header_params=headers, body=body,
+            auth_settings=["BearerToken"],
+        )  # fmt: skip
+        verb, url, sent_headers, sent_body, post = serialized
+        secrets = _secrets(sent_headers)
+        where = f"{method} {parts.path}"
+        ApiException = _library().client.ApiException
+
+        def send() -> Any:
+            try:
+                return api.call_api(
+                    verb, url, header_params=sent_headers, body=sent_body, post_params=post,
+                    _request_timeout=(self.timeout, self.timeout),
+                ).response  # fmt: skip
+            except ApiException as exc:  # the client's name for a TLS failure (status 0)
+                raise HttpApiError(f"{where}: TLS: {shown(str(exc.reason), secrets)}") from None
+
+        request = Request(method, url, {}, None, secrets)
         try:
-            reply = call(request, Bounds(self.timeout, time.monotonic() + self.timeout, MAX_BODY, tls))
+            reply: Reply = exchange(send, url, where, Limits(self.timeout, MAX_BODY), secrets)
             if reply.status // 100 == 2:
                 return Answer(reply.status, json_body(reply, request))
             try:  # an error's Status object, when it is one; its message is redacted where it is shown
@@ -172,6 +307,11 @@ class Kubernetes:
                 return Answer(reply.status, None, secrets)
         except HttpApiError as exc:
             raise SchedulerOutputError(f"kubernetes: {exc}") from None
+
+    def get(self, path: str) -> Any:
+        """An authenticated GET of an API path (with its query), its answer parsed; a refusal (not 2xx) is a
+        SchedulerError naming the call and what the server said."""
+        return self._ok(self._request("GET", path), "GET", urllib.parse.urlsplit(path).path)
 
     def _ok(self, answer: Answer, method: str, path: str) -> Any:
         if answer.status // 100 != 2:

@@ -19,7 +19,7 @@ from gpufabric.errors import printable
 from gpufabric.intent.loader import LoadedIntent, load_intent_text
 from gpufabric.plan.model import Plan, cable_label
 from gpufabric.plan.planner import build_plan
-from gpufabric.sot.client import Nautobot, SotError
+from gpufabric.sot.client import Nautobot, SotError, Source
 from gpufabric.sot.nautobot import Sync, SyncResult, _norm, carries_tag
 from gpufabric.sot.records import desired
 from gpufabric.yaml_lines import load_yaml
@@ -84,17 +84,24 @@ class _Tagged:
     """The fabric's objects of a listing: asked for by tag, and each checked for the tag itself (a proxy that
     dropped `tags=` would hand over every team's devices as the fabric's servers)."""
 
-    api: Nautobot
+    api: Source
     tag: str
     skipped: list[str] = field(default_factory=list)
     tag_id: str | None = None
+    selector: str | None = None  # the listing filter's value: the tag's name (Nautobot) or slug (NetBox)
 
     def __post_init__(self) -> None:
-        found = [o["id"] for o in self.api.objects("extras/tags", name=self.tag) if o.get("name") == self.tag]
-        self.tag_id = found[0] if found else None
+        found = [o for o in self.api.objects("extras/tags", name=self.tag) if o.get("name") == self.tag]
+        self.tag_id = found[0]["id"] if found else None
+        self.selector = self.tag
+        if self.api.tag_filter == "tag":  # NetBox selects by slug, and refuses one it does not have
+            slug = found[0].get("slug") if found else None
+            self.selector = slug if isinstance(slug, str) and slug else None
 
     def objects(self, endpoint: str) -> Iterator[dict[str, Any]]:
-        for o in self.api.objects(endpoint, tags=self.tag):
+        if self.selector is None:
+            return  # no such tag: nothing is the fabric's
+        for o in self.api.objects(endpoint, **{self.api.tag_filter: self.selector}):
             if carries_tag(o, self.tag_id, self.tag):
                 yield o
             else:
@@ -116,7 +123,7 @@ def _one_index(indexes: dict[tuple[str, int], str], group: str, index: int, name
         raise SotError(f"device {printable(name)}: gpufabric_index {index} is not 1 or more")
 
 
-def pull(loaded: LoadedIntent, text: str, api: Nautobot) -> PullResult:
+def pull(loaded: LoadedIntent, text: str, api: Source) -> PullResult:
     """The intent `text` (already `loaded`) with the physical facts the source of truth holds for it."""
     intent = loaded.intent
     tag = f"gpufabric-{intent.fabric.name}"

@@ -26,8 +26,8 @@ def test_a_cable_alert_cordons_its_node_and_the_hold_down_uncordons_it(tmp_path,
     cluster.add_pod("train", "job-a-0", "gpu01", {"nvidia.com/compute_rail1": "1"})
     cluster.nodes["gpu02"]["spec"]["unschedulable"] = True  # a person cordoned it
     now = [1_790_000_000.0]
-    with api_server(cluster) as url:
-        k8s = Kubernetes(url, rdma_resources(plan), "GF_TEST_K8S_TOKEN")
+    with api_server(cluster, tmp_path) as api:
+        k8s = Kubernetes(api.url, rdma_resources(plan), "GF_TEST_K8S_TOKEN", api.ca_file)
         loop = Remediator(
             plan, [k8s], Guards(1.0, 1.0, 300.0), state_path=tmp_path / "s.json", audit_path=tmp_path / "a.jsonl",
             clock=lambda: now[0],

@@ -61,21 +61,21 @@ def cluster() -> Cluster:
     return c
 
 
-def client(url, plan, token_env="GF_TEST_K8S_TOKEN"):
-    return Kubernetes(url, rdma_resources(plan), token_env)
+def client(api, plan, token_env="GF_TEST_K8S_TOKEN"):
+    return Kubernetes(api.url, rdma_resources(plan), token_env, api.ca_file)
 
 
 def test_the_plan_s_rdma_resources_are_the_export_s(plan):
     assert rdma_resources(plan) == ["nvidia.com/compute_rail1", "nvidia.com/compute_rail2"]
 
 
-def test_cordon_evict_and_uncordon_only_ours(plan, monkeypatch):
+def test_cordon_evict_and_uncordon_only_ours(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
     c.nodes["gpu02"]["spec"]["unschedulable"] = True  # a person cordoned it, without a word
     clock, lines = Clock(), Lines()
-    with api_server(c) as url:
-        k8s = client(url, plan)
+    with api_server(c, tmp_path) as api:
+        k8s = client(api, plan)
         drain = drain_for(k8s, plan, "cmp-su1-leaf1", PUSH, 600, watcher=lines, clock=clock, sleep=clock.sleep)
         assert drain.clear and not drain.refused
         assert drain.ours == ["gpu01"] and [n.node for n in drain.others] == ["gpu02"]
@@ -96,7 +96,7 @@ def test_cordon_evict_and_uncordon_only_ours(plan, monkeypatch):
     assert c.nodes["gpu02"]["spec"]["unschedulable"] is True  # the person's cordon stays
 
 
-def test_a_pod_disruption_budget_makes_the_drain_wait(plan, monkeypatch):
+def test_a_pod_disruption_budget_makes_the_drain_wait(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
     budget = Budget("train", {"job": "a"}, 0)
@@ -111,8 +111,8 @@ def test_a_pod_disruption_budget_makes_the_drain_wait(plan, monkeypatch):
             with c.lock:
                 budget.disruptions_allowed = 1
 
-    with api_server(c) as url:
-        drain = drain_for(client(url, plan), plan, "cmp-su1-leaf1", PUSH, 600, clock=clock, sleep=sleep)
+    with api_server(c, tmp_path) as api:
+        drain = drain_for(client(api, plan), plan, "cmp-su1-leaf1", PUSH, 600, clock=clock, sleep=sleep)
     assert drain.clear and c.blocked == 3
     assert "gpu01: eviction of train/job-a-0 blocked by a PodDisruptionBudget: waiting" in drain.notes
     assert "gpu01: train/job-a-0 evicted" in drain.notes
@@ -121,15 +121,15 @@ def test_a_pod_disruption_budget_makes_the_drain_wait(plan, monkeypatch):
     assert drain.waited >= 3 * 2.0
 
 
-def test_the_wait_running_out_refuses_and_uncordons_ours(plan, monkeypatch):
+def test_the_wait_running_out_refuses_and_uncordons_ours(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
     c.budgets.append(Budget("train", {"job": "a"}, 0))  # never allows
     c.nodes["gpu02"]["spec"]["unschedulable"] = True
     clock, lines = Clock(), Lines()
-    with api_server(c) as url:
+    with api_server(c, tmp_path) as api:
         drain = drain_for(
-            client(url, plan), plan, "cmp-su1-leaf1", PUSH, 30, watcher=lines, clock=clock, sleep=clock.sleep
+            client(api, plan), plan, "cmp-su1-leaf1", PUSH, 30, watcher=lines, clock=clock, sleep=clock.sleep
         )
     assert drain.refused and not drain.clear
     assert drain.holding == {"gpu01": ("train/job-a-0",)}
@@ -140,14 +140,14 @@ def test_the_wait_running_out_refuses_and_uncordons_ours(plan, monkeypatch):
     assert 30 <= drain.waited <= 32
 
 
-def test_force_goes_on_loudly(plan, monkeypatch):
+def test_force_goes_on_loudly(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
     c.budgets.append(Budget("train", {"job": "a"}, 0))
     clock, lines = Clock(), Lines()
-    with api_server(c) as url:
+    with api_server(c, tmp_path) as api:
         drain = drain_for(
-            client(url, plan),
+            client(api, plan),
             plan,
             "cmp-su1-leaf1",
             PUSH,
@@ -162,12 +162,12 @@ def test_force_goes_on_loudly(plan, monkeypatch):
     assert any(w.startswith("FORCED:") and "train/job-a-0" in w for w in lines.warned)
 
 
-def test_a_node_recordoned_by_a_person_stays_cordoned(plan, monkeypatch):
+def test_a_node_recordoned_by_a_person_stays_cordoned(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
     clock = Clock()
-    with api_server(c) as url:
-        k8s = client(url, plan)
+    with api_server(c, tmp_path) as api:
+        k8s = client(api, plan)
         drain = drain_for(k8s, plan, "cmp-su1-leaf1", PUSH, 600, clock=clock, sleep=clock.sleep)
         c.nodes["gpu01"]["metadata"]["annotations"][ANNOTATION] = "bad NIC, alice"
         resume(k8s, drain)
@@ -175,14 +175,14 @@ def test_a_node_recordoned_by_a_person_stays_cordoned(plan, monkeypatch):
     assert c.nodes["gpu01"]["spec"]["unschedulable"] is True
 
 
-def test_a_crashed_push_s_cordons_are_found_and_undone(plan, monkeypatch):
+def test_a_crashed_push_s_cordons_are_found_and_undone(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
     c.add_node("gpu05", unschedulable=True, annotations={ANNOTATION: "gpufabric gf-20261125T120000Z-000001: x"})
     c.add_node("gpu06", unschedulable=True, annotations={ANNOTATION: "not ours"})
     clock = Clock()
-    with api_server(c) as url:
-        k8s = client(url, plan)
+    with api_server(c, tmp_path) as api:
+        k8s = client(api, plan)
         drain_for(k8s, plan, "cmp-su1-leaf1", PUSH, 600, clock=clock, sleep=clock.sleep)  # ... and then it crashes
         found = status(k8s)
         assert sorted((s.name, m.owner) for s, m in found) == [
@@ -196,26 +196,26 @@ def test_a_crashed_push_s_cordons_are_found_and_undone(plan, monkeypatch):
     assert c.nodes["gpu05"]["spec"]["unschedulable"] is True and c.nodes["gpu06"]["spec"]["unschedulable"] is True
 
 
-def test_the_token_is_sent_but_never_shown(plan, monkeypatch):
+def test_the_token_is_sent_but_never_shown(plan, monkeypatch, tmp_path):
     c = cluster()
-    with api_server(c) as url:
+    with api_server(c, tmp_path) as api:
         monkeypatch.delenv("GF_TEST_K8S_TOKEN", raising=False)
         with pytest.raises(SchedulerError, match="GF_TEST_K8S_TOKEN is not set"):
-            client(url, plan).nodes(["gpu01"])
+            client(api, plan).nodes(["gpu01"])
         monkeypatch.setenv("GF_TEST_K8S_TOKEN", "wrong-" + TOKEN)
         with pytest.raises(SchedulerError) as caught:
-            client(url, plan).nodes(["gpu01"])
+            client(api, plan).nodes(["gpu01"])
     assert "401" in str(caught.value) and TOKEN not in str(caught.value)
     assert c.calls[-1][2] is False
 
 
-def test_a_node_the_cluster_does_not_know_is_left_alone(plan, monkeypatch):
+def test_a_node_the_cluster_does_not_know_is_left_alone(plan, monkeypatch, tmp_path):
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = Cluster(token=TOKEN)
     c.add_node("gpu01")
     clock = Clock()
-    with api_server(c) as url:
-        drain = drain_for(client(url, plan), plan, "sto-leaf1", PUSH, 600, clock=clock, sleep=clock.sleep)
+    with api_server(c, tmp_path) as api:
+        drain = drain_for(client(api, plan), plan, "sto-leaf1", PUSH, 600, clock=clock, sleep=clock.sleep)
     assert drain.ours == ["gpu01"] and drain.unknown == ["gpu02", "gpu03", "gpu04"]
 
 
@@ -225,12 +225,12 @@ def test_an_api_address_that_would_leak_or_is_not_one_is_refused(api):
         Kubernetes(api, [])
 
 
-def test_a_cordon_races_a_change_and_reads_again(plan, monkeypatch):
+def test_a_cordon_races_a_change_and_reads_again(plan, monkeypatch, tmp_path):
     """A node changed between our read and our patch (409) is read again, not overwritten."""
     monkeypatch.setenv("GF_TEST_K8S_TOKEN", TOKEN)
     c = cluster()
-    with api_server(c) as url:
-        k8s = client(url, plan)
+    with api_server(c, tmp_path) as api:
+        k8s = client(api, plan)
         real = k8s._node
         first = threading.Event()
 

@@ -22,8 +22,8 @@ def cluster():
     return c
 
 
-def k8s(url):
-    return ["--no-slurm", "--k8s-api", url, "--k8s-token-env", "GF_K8S_TOKEN"]
+def k8s(api):
+    return ["--no-slurm", "--k8s-api", api.url, "--k8s-token-env", "GF_K8S_TOKEN", "--k8s-ca-file", str(api.ca_file)]
 
 
 def test_behind_lists_a_rail_leaf_s_servers_as_json():
@@ -37,9 +37,9 @@ def test_behind_lists_a_rail_leaf_s_servers_as_json():
 
 
 @pytest.mark.slow  # the command line run end to end, several times: seconds; in the whole suite
-def test_drain_status_and_resume_through_the_command_line():
+def test_drain_status_and_resume_through_the_command_line(tmp_path):
     c = cluster()
-    with api_server(c) as url:
+    with api_server(c, tmp_path) as api:
         done = run_in_process(
             "gpufabric",
             "scheduler",
@@ -50,7 +50,7 @@ def test_drain_status_and_resume_through_the_command_line():
             OWNER,
             "--job-wait",
             "120",
-            *k8s(url),
+            *k8s(api),
             "--json",
             GF_K8S_TOKEN=TOKEN,
         )
@@ -59,10 +59,10 @@ def test_drain_status_and_resume_through_the_command_line():
         assert drain["scheduler"] == "kubernetes" and drain["mark"] == f"gpufabric {OWNER}: cmp-su1-leaf1"
         assert [n["node"] for n in drain["nodes"] if n["ours"]] == ["gpu01", "gpu02"]
         assert ("train", "job-a-0") not in c.pods
-        listed = run_in_process("gpufabric", "scheduler", "status", *k8s(url), "--json", GF_K8S_TOKEN=TOKEN)
+        listed = run_in_process("gpufabric", "scheduler", "status", *k8s(api), "--json", GF_K8S_TOKEN=TOKEN)
         assert listed.returncode == 0, listed.stderr
         assert [(r["node"], r["owner"]) for r in json.loads(listed.stdout)] == [("gpu01", OWNER), ("gpu02", OWNER)]
-        back = run_in_process("gpufabric", "scheduler", "resume", "--owner", OWNER, *k8s(url), GF_K8S_TOKEN=TOKEN)
+        back = run_in_process("gpufabric", "scheduler", "resume", "--owner", OWNER, *k8s(api), GF_K8S_TOKEN=TOKEN)
         assert back.returncode == 0, back.stderr
         assert "2 node(s) put back" in back.stderr
     assert not any(n["spec"].get("unschedulable") for n in c.nodes.values())
@@ -70,10 +70,10 @@ def test_drain_status_and_resume_through_the_command_line():
         assert TOKEN not in done.stdout + done.stderr
 
 
-def test_a_drain_whose_wait_runs_out_is_refused_and_undone():
+def test_a_drain_whose_wait_runs_out_is_refused_and_undone(tmp_path):
     c = cluster()
     c.budgets.append(Budget("train", {"job": "a"}, 0))
-    with api_server(c) as url:
+    with api_server(c, tmp_path) as api:
         done = run_in_process(
             "gpufabric",
             "scheduler",
@@ -82,7 +82,7 @@ def test_a_drain_whose_wait_runs_out_is_refused_and_undone():
             "cmp-su1-leaf1",
             "--job-wait",
             "0",
-            *k8s(url),
+            *k8s(api),
             GF_K8S_TOKEN=TOKEN,
         )
     assert done.returncode == 4, done.stderr
