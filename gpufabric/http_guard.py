@@ -18,6 +18,9 @@ API versions, pagination); what they do not do is distrust the server. Here, und
 - **No secret shown.** Messages pass through `gpufabric.http_api.shown` with the request's secrets.
 
 Each failure is a `gpufabric.http_api.HttpApiError` (exit 2) naming the request.
+
+`call` sends one request this way where no kept client exists (Alertmanager's and Prometheus's HTTP
+APIs, read by `job timeline` and `triage job`).
 """
 
 from __future__ import annotations
@@ -288,6 +291,37 @@ def _cause(exc: BaseException) -> BaseException:
 def _short(reason: str) -> str:
     # urllib3 puts the connection object's repr first ("<...HTTPConnection object at 0x...>: Failed to ...").
     return reason.split(">: ", 1)[-1]
+
+
+# -- services with no kept client (Alertmanager, Prometheus) -------------------------------------
+
+
+@dataclass(frozen=True)
+class Bounds:
+    timeout: float  # seconds for one read (and the connect)
+    deadline: float  # time.monotonic() by which the whole request must be done
+    max_bytes: int
+    tls: ssl.SSLContext | None = None
+
+
+def call(request: Request, bounds: Bounds) -> Reply:
+    """`request` through a `GuardedPoolManager` of its own origin: no redirect followed (a 3xx is an error
+    naming where it pointed), within the whole deadline, the body bounded and never decompressed."""
+    left = bounds.deadline - time.monotonic()
+    if left <= 0:
+        raise HttpApiError(f"{request.where}: no time left for it (the command's deadline passed)")
+    pool_kw: dict[str, Any] = {} if bounds.tls is None else {"ssl_context": bounds.tls}
+    pool = GuardedPoolManager(origin(request.url), **pool_kw)
+    headers = {**request.headers, "Accept-Encoding": "identity"}
+    timeout = urllib3.Timeout(connect=min(bounds.timeout, left), read=min(bounds.timeout, left))
+
+    def send() -> Any:
+        return pool.urlopen(request.method, request.url, body=request.data, headers=headers, timeout=timeout)
+
+    try:
+        return exchange(send, request.url, request.where, Limits(left, bounds.max_bytes), request.secrets)
+    finally:
+        pool.clear()
 
 
 # -- requests (pynautobot, pynetbox) ----------------------------------------------------------------

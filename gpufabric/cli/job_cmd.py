@@ -13,6 +13,7 @@ import click
 
 from gpufabric.cli.options import load_plan
 from gpufabric.cli.output import err, out, shown, write_stdout
+from gpufabric.cli.scheduler_options import CONTEXT_HELP, K8S_API_HELP, K8S_CA_HELP, KUBECONFIG_HELP, PATH
 from gpufabric.export.hostlist import compress
 from gpufabric.jobs.footprint import Crossing, Footprint, FootprintError, footprint, slurm_job_nodes
 from gpufabric.outputs import json_dumps
@@ -45,11 +46,11 @@ def k8s_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--selector", metavar="SELECTOR", help="Pods by label (app=trainer,tier!=test), with --namespace."
         ),
         click.option("--namespace", metavar="NAME", help="The pods' namespace (with --selector)."),
-        click.option("--k8s-api", metavar="URL", help="The API server, https://host:port."),
+        click.option("--k8s-api", metavar="URL", help=K8S_API_HELP),
         click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
-        click.option(
-            "--k8s-ca-file", type=click.Path(dir_okay=False, path_type=Path), help="CA bundle of the API server."
-        ),
+        click.option("--k8s-ca-file", "--k8s-ca", "k8s_ca_file", type=PATH, help=K8S_CA_HELP),
+        click.option("--kubeconfig", "k8s_kubeconfig", type=PATH, help=KUBECONFIG_HELP),
+        click.option("--context", "k8s_context", metavar="NAME", help=CONTEXT_HELP),
     )
     for option in reversed(options):
         fn = option(fn)
@@ -76,15 +77,24 @@ def _k8s_pods(plan: Plan, k8s: dict[str, Any]) -> PodNodes:
     else:
         namespace, selector = checked_selector(k8s["selector"], k8s["namespace"])
     reach = Reach(
-        slurm=False, k8s_api=k8s["k8s_api"], k8s_token_env=k8s["k8s_token_env"], k8s_ca_file=k8s["k8s_ca_file"]
+        slurm=False,
+        k8s_api=k8s["k8s_api"],
+        k8s_token_env=k8s["k8s_token_env"],
+        k8s_ca_file=k8s["k8s_ca_file"],
+        k8s_kubeconfig=k8s["k8s_kubeconfig"],
+        k8s_context=k8s["k8s_context"],
+        kubernetes=True,  # a Kubernetes job was named: its API server is asked, whatever the intent says
     )
     client = next((s for s in schedulers(plan, reach) if isinstance(s, Kubernetes)), None)
     if client is None:
-        raise click.UsageError("no Kubernetes API server: the intent's scheduler.kubernetes, or --k8s-api")
+        raise click.UsageError("no Kubernetes API server: --kubeconfig, the intent's scheduler.kubernetes or --k8s-api")
     return k8s_pod_nodes(client, namespace, selector)
 
 
-K8S_KEYS = ("k8s_job", "selector", "namespace", "k8s_api", "k8s_token_env", "k8s_ca_file")
+K8S_KEYS = (
+    *("k8s_job", "selector", "namespace"),
+    *("k8s_api", "k8s_token_env", "k8s_ca_file", "k8s_kubeconfig", "k8s_context"),
+)
 
 
 @click.group("job")

@@ -15,7 +15,7 @@ selector names the switches and the ports, and the answer is filtered to the pai
 
 Prometheus's answer is outside input, read as the documented response envelope (`status`, `data.resultType`
 "matrix", `data.result[]` {`metric`, `values` [[unix time, "value"]...]}): at most MAX_BYTES, MAX_SERIES
-series and MAX_POINTS points in all, through gpufabric/http_api.py (no redirect off its origin, a whole
+series and MAX_POINTS points in all, through gpufabric/http_guard.py (no redirect off its origin, a whole
 deadline). Anything else is a TimelineError (exit 2) naming the query and the field.
 """
 
@@ -109,12 +109,12 @@ Post = Callable[[str, dict[str, str], float], Any]  # URL, form, deadline -> the
 
 def post_form(url: str, form: dict[str, str], deadline: float) -> Any:
     """POST `form` to `url` within the bounds above (a query of a large footprint is too long for a GET's URL)."""
-    from gpufabric import http_api
+    from gpufabric import http_api, http_guard
 
     data = urllib.parse.urlencode(form).encode()
     headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
     request = http_api.Request("POST", url, headers, data)
-    reply = http_api.call(request, http_api.Bounds(TIMEOUT, deadline, MAX_BYTES))
+    reply = http_guard.call(request, http_guard.Bounds(TIMEOUT, deadline, MAX_BYTES))
     if reply.status != 200:
         # Prometheus's error envelope says why (`error`); any other body is shown as text, cut.
         try:

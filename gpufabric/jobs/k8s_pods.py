@@ -114,9 +114,9 @@ def pod_nodes(body: Any, where: str) -> PodNodes:
 
 def k8s_pod_nodes(k8s: Kubernetes, namespace: str, selector: str) -> PodNodes:
     """The nodes of the pods `selector` picks in `namespace`, asked of the API server through the client's
-    request path (the one GET it makes today)."""
+    guarded, authenticated GET."""
     path = pods_path(namespace, selector)
-    body = k8s._ok(k8s._request("GET", path), "GET", path)
+    body = k8s.get(path)
     found = pod_nodes(body, f"GET /api/v1/namespaces/{namespace}/pods")
     if not found.nodes:
         raise PodLookupError(

@@ -8,7 +8,7 @@ job's window:
 - the remediation trail (gpufabric/remediate/loop.py): what the loop drained, resumed, kept or capped for a
   footprint node or part;
 - Alertmanager's API v2 (`GET /api/v2/alerts`): the alerts naming a footprint switch (`device`), node
-  (`host`, `node`, `peer`) or the job (`job_id`), through gpufabric/http_api.py (bounded answer, no redirect
+  (`host`, `node`, `peer`) or the job (`job_id`), through gpufabric/http_guard.py (bounded answer, no redirect
   off its origin, a whole deadline);
 - Prometheus's range queries (gpufabric/jobs/counters.py): a footprint port's counter (errors, discards, PFC
   pauses, ECN marks, link flaps, PFC watchdog) rising by more than a threshold within a step;
@@ -283,18 +283,18 @@ def remediation_events(path: Path, scope: Scope, window: Window, tl: Timeline) -
 
 # -- Alertmanager ----------------------------------------------------------------------------------------
 
-Fetch = Callable[[str], Any]  # URL -> the answer's JSON (gpufabric.http_api by default)
+Fetch = Callable[[str], Any]  # URL -> the answer's JSON (gpufabric.http_guard.call by default)
 
 
 def fetch_json(url: str) -> Any:
     """GET `url` within the bounds above: no redirect off its origin, the whole answer in ALERT_DEADLINE."""
     import time
 
-    from gpufabric import http_api
+    from gpufabric import http_api, http_guard
 
     request = http_api.Request("GET", url, {"Accept": "application/json"})
-    bounds = http_api.Bounds(ALERT_TIMEOUT, time.monotonic() + ALERT_DEADLINE, MAX_ALERT_BYTES)
-    reply = http_api.call(request, bounds)
+    bounds = http_guard.Bounds(ALERT_TIMEOUT, time.monotonic() + ALERT_DEADLINE, MAX_ALERT_BYTES)
+    reply = http_guard.call(request, bounds)
     if reply.status != 200:
         raise TimelineError(
             f"Alertmanager at {url}: answered HTTP {reply.status}: {http_api.shown(reply.body, ())}; "

@@ -23,7 +23,8 @@ from pathlib import Path
 from subprocess import PIPE
 
 from gpufabric.errors import GpufabricError
-from gpufabric.http_api import Bounds, HttpApiError, Request, call, json_body
+from gpufabric.http_api import HttpApiError, Request, json_body
+from gpufabric.http_guard import Bounds, call
 from gpufabric.jobs.footprint import Footprint
 from gpufabric.jobs.job_triage import Edge, FlowSample, Parts, flows_of
 

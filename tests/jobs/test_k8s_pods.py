@@ -28,14 +28,15 @@ def _cluster() -> Cluster:
     return cluster
 
 
-def _show(url: str, *args: str, token: str = "s3cret-token"):
-    return run_in_process("gpufabric", "job", "show", *args, "--intent", INVENTORY / "fabric.yml", "--k8s-api", url,
-                          "--k8s-token-env", "GF_K8S_TOKEN", "--json", GF_K8S_TOKEN=token)  # fmt: skip
+def _show(served, *args: str, token: str = "s3cret-token"):
+    return run_in_process("gpufabric", "job", "show", *args, "--intent", INVENTORY / "fabric.yml", "--k8s-api",
+                          served.url, "--k8s-ca-file", served.ca_file, "--k8s-token-env", "GF_K8S_TOKEN", "--json",
+                          GF_K8S_TOKEN=token)  # fmt: skip
 
 
-def test_a_kubernetes_job_s_pods_place_it_on_their_nodes():
+def test_a_kubernetes_job_s_pods_place_it_on_their_nodes(tmp_path):
     cluster = _cluster()
-    with api_server(cluster) as url:
+    with api_server(cluster, tmp_path) as url:
         done = _show(url, "--k8s-job", "training/llama")
         by_label = _show(url, "--selector", "app=other", "--namespace", "training")
         not_other = _show(url, "--selector", "job-name=llama,app!=other", "--namespace", "training")
@@ -52,18 +53,20 @@ def test_a_kubernetes_job_s_pods_place_it_on_their_nodes():
 
 
 def test_a_timeline_of_a_kubernetes_job_starts_at_its_first_pod(tmp_path):
-    with api_server(_cluster()) as url:
+    """Logged in from a kubeconfig (the server's address, its CA and the token), as kubectl would be."""
+    with api_server(_cluster(), tmp_path) as served:
+        config = served.kubeconfig(tmp_path / "kubeconfig", "s3cret-token")
         done = run_in_process("gpufabric", "job", "timeline", "--k8s-job", "training/llama", "--intent",
-                              INVENTORY / "fabric.yml", "--k8s-api", url, "--k8s-token-env", "GF_K8S_TOKEN",
+                              INVENTORY / "fabric.yml", "--kubeconfig", config,
                               "--audit-log", tmp_path / "none", "--remediation-log", tmp_path / "none", "--json",
-                              GF_K8S_TOKEN="s3cret-token")  # fmt: skip
+                              )  # fmt: skip
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["nodes"] == ["gpu03", "gpu01"] and got["since"] == "2026-11-27T10:01:30.000Z" and got["until"] is None
 
 
-def test_no_running_pod_a_wrong_token_or_bad_names_are_exit_2():
-    with api_server(_cluster()) as url:
+def test_no_running_pod_a_wrong_token_or_bad_names_are_exit_2(tmp_path):
+    with api_server(_cluster(), tmp_path) as url:
         none = _show(url, "--k8s-job", "training/nobody")
         denied = _show(url, "--k8s-job", "training/llama", token="wrong")
         for args, said in [
