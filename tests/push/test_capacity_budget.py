@@ -25,11 +25,10 @@ from gpufabric.push.targets import Batch, batches, domains_of
 EXAMPLES = ["inventory/fabric.yml", "examples/multi-vendor.yml", "examples/superpod-1su.yml",
             "examples/superpod-4su.yml", "examples/sonic.yml", "examples/three-tier-32k.yml"]  # fmt: skip
 THIRTY_TWO_K = "inventory/examples/three-tier-32k.yml"
-THIRTY_TWO_K_STORAGE = "tests/plan/intents/three-tier-32k-storage.yml"  # a storage plane beside the compute plane
 
 
 def _plan(path: str) -> Plan:
-    return example_plan(path if path.startswith(("inventory/", "tests/")) else f"inventory/{path}")
+    return example_plan(path if path.startswith("inventory/") else f"inventory/{path}")
 
 
 def _rails(plan: Plan, devices: tuple[str, ...]) -> int:
@@ -91,12 +90,12 @@ def _each_plane_opens_with_its_next_domain(plan: Plan, planned: list[Batch]) -> 
         pushed.update(b.devices)
 
 
-@pytest.mark.parametrize("example", [*sized(EXAMPLES), pytest.param(THIRTY_TWO_K_STORAGE, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("example", sized(EXAMPLES))
 @pytest.mark.parametrize("budget", [0.0, 1e-6])
 def test_a_budget_of_nothing_gives_todays_batches(example, budget):
-    """Batch for batch, with the same domains: on the 32k fabric with a storage plane the storage plane's
-    first domain does not fit beside the compute plane's (today's bound: the largest domain), so it goes
-    in a batch of its own, under a budget of nothing as without one."""
+    """Batch for batch, with the same domains: on the 32k example the storage plane's first domain does not
+    fit beside the compute plane's (today's bound: the largest domain), so it goes in a batch of its own,
+    under a budget of nothing as without one."""
     plan = _plan(example)
     targets = list(plan.devices())
     today = [(b.domain, b.devices) for b in batches(plan, targets, None, width=WORKERS)]
@@ -108,16 +107,26 @@ def test_a_budget_of_nothing_gives_todays_batches(example, budget):
 def test_the_32k_rollout_takes_a_few_batches_at_twelve_and_a_half_percent():
     """Eight rails, each with eight spine positions (every leaf keeps 56 of its 64 spines), the four
     superspine places alone (each costs every spine one of its four superspines: what the design
-    tolerates), and the out-of-band plane last: 14 batches for the 1,280 data switches, not 77."""
+    tolerates); the storage plane side by side, its leaves a side at a time and two of its 16 spines at a
+    time: 13 batches for the 1,366 switches, not 85."""
     plan = _plan(THIRTY_TWO_K)
     targets = list(plan.devices())
     planner = Budget(plan, 0.125)
     planned = planner.batches(plan, targets, None, width=WORKERS)
-    assert len(planned) == 13 and len(batches(plan, targets, None, width=WORKERS)) == 77
-    roles = [Counter(plan.device(n).role for n in b.devices) for b in planned]
+    assert len(planned) == 13 and len(batches(plan, targets, None, width=WORKERS)) == 85
+    roles = [Counter(plan.device(n).role for n in b.devices if plan.device(n).plane == "compute") for b in planned]
     assert roles[1] == {"leaf": 63, "spine": 64} and all(r == {"leaf": 64, "spine": 64} for r in roles[2:9])
     assert all(r == {"superspine": 64} for r in roles[9:13])
     assert all(planner.cost(b.devices).worst_share == pytest.approx(0.875) for b in planned[1:9])
+    storage = [[n for n in b.devices if plan.device(n).plane == "storage"] for b in planned]
+    assert [len(s) for s in storage] == [0, 34, 34, 3, 3, 2, 2, 2, 2, 2, 2, 0, 0]
+    domains = [{plan.device(n).failure_domain for n in s} for s in storage]
+    assert all(
+        planner.planes["storage"].cost(set(s)).within(0.125)
+        for s, d in zip(storage, domains, strict=True)
+        if len(d) > 1
+    )
+    assert sum(len(d) > 1 for d in domains) == 8  # a storage side's leaf beside two spines, or two spines
 
 
 def test_a_batch_size_still_caps_every_batch():
