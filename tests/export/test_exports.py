@@ -377,7 +377,7 @@ def test_drawing_directory_with_svg(tmp_path):
 def test_exports_are_byte_identical_across_runs(tmp_path, kind):
     outs = []
     # multi-vendor's RoCE plane bonds its hosts: no rail a pod could take (k8s-network refuses it).
-    # Only the 32k example names file systems on its storage plane (the storage clients).
+    # The 32k example's storage clients: Lustre (lnet.conf, the MGS NIDs); the smaller examples' are NFS.
     intent = INVENTORY / {
         "k8s-network": "fabric.yml",
         "ib-topology": "examples/superpod-ib.yml",
