@@ -6,13 +6,15 @@ the plan allows.
     python -m bench.rollout_scale --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
     python -m bench.rollout_scale --scale 1/8 --latency-scale 0.1 --json out.json
 
-Each fraction is the 32k example with that share of its GPU nodes (1/8: one pod), plus an
+Each fraction is the 32k example's compute plane with that share of its GPU nodes (1/8: one pod), plus an
 out-of-band plane (Cumulus management switches) whose subnet gives every switch its address: the
 example names none, and a push reaches switches at their management address. The run happens in a
 network namespace of its own whose loopback holds that subnet, so the simulator (bench/fleet_sim, a
 test double, one asyncio process) listens on every switch's address and `nornir push`, run as a user
 runs it (a fresh process, the installed command), reaches them as it would real ones: SSH with the
 host keys in a known_hosts file the simulator wrote, the password from the variable the intent names.
+The example's storage plane (and its storage servers) is left out: the figures in docs/benchmarks.md
+were measured on the compute and out-of-band planes (1,309 switches), and stay comparable.
 
 Per fraction, in order: `push --dry-run` (every switch's diff), the push, and the same push again
 (every diff must be empty). From one run it prints wall time, waves (the batches that went out), the
@@ -94,6 +96,10 @@ def intent_text(fraction: Fraction, data_platform: str = "cumulus") -> str:
     doc: Any = yaml.safe_load((EXAMPLES / "three-tier-32k.yml").read_text())
     doc = copy.deepcopy(doc)
     doc["fabric"]["name"] = FABRIC
+    doc["planes"].pop("storage", None)  # the fabric of the published figures: compute and out-of-band
+    doc["server_groups"] = [g for g in doc["server_groups"] if g.get("kind", "gpu") != "storage"]
+    for group in doc["server_groups"]:
+        group.get("nics", {}).pop("storage", None)
     doc["server_groups"][0]["count"] = int(NODES * fraction)
     doc["planes"]["oob"] = {
         "prefix": "oob",

@@ -8,7 +8,7 @@ need over its storage NICs and addresses, and a `manifest.json` saying where eac
   (Linux nfs(5): `proto=rdma` selects the RDMA transport, 20049 is NFS/RDMA's port (RFC 8267 section 6.3),
   `nconnect` the connections per server, at most 16). Clients are spread over the data servers and their
   ports in turn, so no one server takes every client.
-- Lustre: `/etc/lnet.conf` in lnetctl's YAML import format, one `o2ib<k>` network per storage NIC k
+- Lustre: `/etc/lnet.conf` in lnetctl's YAML import format, one `o2ib<k>` network per storage port k
   (Lustre Operations Manual, "Configuring Lustre Networking (LNet)", "Configuring LNet via lnetctl": the
   `net:` list of `net type` with `local NI(s)` and their `interfaces`), which Lustre's lnet.service imports
   at boot; and a mount unit per file system naming the metadata servers' MGS NIDs on the client's networks.
@@ -22,6 +22,9 @@ need over its storage NICs and addresses, and a `manifest.json` saying where eac
   Counters": the rows are in order of a GPU's affinity with each NIC). The role checks on the host that every
   GPU has a listed NIC on its NUMA node. NVIDIA ships the file as JSON with comments; this one is plain JSON
   with only the keys gpufabric decides.
+
+A storage port is a storage NIC with its address, or a bond (`host_links: lacp`) of them with its one address:
+the files name the bond, and list its address once.
 
 Every value here comes from the intent's patterns (names, interface names, absolute paths of plain
 characters) or from the plan's addresses: no outside text reaches a file.
@@ -77,6 +80,22 @@ def _storage_nics(server: Server) -> list[HostNic]:
     return [n for n in server.nics if n.plane == "storage" and n.native]
 
 
+@dataclass(frozen=True, slots=True)
+class _Port:
+    interface: str  # the interface that holds the address: a bond's name, for its members
+    address: int
+
+
+def _ports(server: Server) -> list[_Port]:
+    """A server's storage addresses as its IP stack has them: the NICs of a bond (`host_links: lacp`) are one
+    port, the bond, with one address, which LNet, NFS, BeeGFS and cuFile see once."""
+    ports: dict[str, _Port] = {}
+    for nic in _storage_nics(server):
+        name = nic.bond or nic.interface
+        ports.setdefault(name, _Port(name, nic.address))
+    return list(ports.values())
+
+
 def _servers_of(plan: Plan, groups: list[str]) -> list[Server]:
     wanted = set(groups)
     return [s for s in plan.servers if s.group in wanted and _storage_nics(s)]
@@ -106,8 +125,8 @@ def _nfs(plan: Plan, fs: FileSystem, index: int, header: str) -> list[HostFile]:
     """Client `index` mounts from data server index mod n, through that server's port (index div n) mod ports."""
     servers = _servers_of(plan, fs.data)
     server = servers[index % len(servers)]
-    nics = _storage_nics(server)
-    address = ip(nics[(index // len(servers)) % len(nics)].address)
+    ports = _ports(server)
+    address = ip(ports[(index // len(servers)) % len(ports)].address)
     export = fs.export or "/"
     # nfs(5): proto=rdma (the RDMA transport), port=20049 (NFS/RDMA's port), nconnect=n (1-16 connections).
     options = f"proto=rdma,port={NFS_RDMA_PORT},nconnect={fs.nconnect or DEFAULT_NCONNECT},hard"
@@ -124,11 +143,11 @@ def _nfs(plan: Plan, fs: FileSystem, index: int, header: str) -> list[HostFile]:
 
 
 def lnet_yaml(client: Server) -> str:
-    """lnetctl's import format: one o2ib network per storage NIC, in NIC order (o2ib0 on the first)."""
+    """lnetctl's import format: one o2ib network per storage port, in NIC order (o2ib0 on the first)."""
     lines = ["net:"]
-    for k, nic in enumerate(_storage_nics(client)):
+    for k, port in enumerate(_ports(client)):
         lines += [f"    - net type: o2ib{k}", "      local NI(s):", "        - interfaces:"]
-        lines.append(f"              0: {nic.interface}")
+        lines.append(f"              0: {port.interface}")
     return "\n".join(lines) + "\n"
 
 
@@ -137,7 +156,7 @@ def mgs_nids(plan: Plan, fs: FileSystem, networks: int) -> str:
     networks the client has) joined by ',', the servers (failover MGS nodes) by ':' (mount.lustre(8))."""
     nodes = []
     for server in _servers_of(plan, fs.metadata):
-        nids = [f"{ip(n.address)}@o2ib{k}" for k, n in enumerate(_storage_nics(server)) if k < networks]
+        nids = [f"{ip(p.address)}@o2ib{k}" for k, p in enumerate(_ports(server)) if k < networks]
         if nids:
             nodes.append(",".join(nids))
     return ":".join(nodes)
@@ -145,7 +164,7 @@ def mgs_nids(plan: Plan, fs: FileSystem, networks: int) -> str:
 
 def _lustre(plan: Plan, fs: FileSystem, client: Server, header: str) -> list[HostFile]:
     unit = unit_name(fs.mount)
-    what = f"{mgs_nids(plan, fs, len(_storage_nics(client)))}:/{fs.name}"
+    what = f"{mgs_nids(plan, fs, len(_ports(client)))}:/{fs.name}"
     text = _mount_unit(
         header,
         description=f"gpufabric: Lustre {fs.name}",
@@ -159,12 +178,12 @@ def _lustre(plan: Plan, fs: FileSystem, client: Server, header: str) -> list[Hos
 
 
 def _beegfs(plan: Plan, fs: FileSystem, client: Server, header: str) -> list[HostFile]:
-    names = [n.interface for n in _storage_nics(client)]
+    names = [p.interface for p in _ports(client)]
     interfaces = f"{BEEGFS_DIR}/gpufabric-{fs.name}-interfaces"
     rdma = f"{BEEGFS_DIR}/gpufabric-{fs.name}-rdma-interfaces"
     mgmtd = _servers_of(plan, fs.metadata)[0]
     keys = (
-        f"sysMgmtdHost = {ip(_storage_nics(mgmtd)[0].address)}\n"
+        f"sysMgmtdHost = {ip(_ports(mgmtd)[0].address)}\n"
         f"connInterfacesFile = {interfaces}\n"
         f"connRDMAInterfacesFile = {rdma}\n"
         "connUseRDMA = true\n"
@@ -179,7 +198,7 @@ def _beegfs(plan: Plan, fs: FileSystem, client: Server, header: str) -> list[Hos
 
 
 def cufile_json(client: Server) -> str:
-    addresses = [ip(n.address) for n in _storage_nics(client)]
+    addresses = [ip(p.address) for p in _ports(client)]
     return json_dumps({"properties": {"rdma_dev_addr_list": addresses}}, indent=2) + "\n"
 
 
@@ -203,6 +222,7 @@ def host_files(plan: Plan, client: Server, index: int) -> list[HostFile]:
     manifest: dict[str, object] = {"files": [{"file": f.name, "dest": f.dest, "kind": f.kind} for f in files]}
     if any(fs.gds for fs in storage.file_systems):
         # What the role checks on the host: each GPU has one of these NICs on its NUMA node.
+        # A bond's members, not the bond: each has a PCIe device, so a NUMA node.
         manifest["gds_interfaces"] = [n.interface for n in _storage_nics(client)]
     files.append(HostFile(MANIFEST, "", "manifest", json_dumps(manifest, indent=2) + "\n"))
     return files

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 
 from gpufabric.intent.types import NAME_PATTERN, _pattern
 
@@ -114,20 +114,38 @@ def seconds_text(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+# What an editor's schema says of them (`gpufabric schema`): as written (40TB, 2GB/s, 60s), by the patterns the
+# validators match, where pydantic's own would say the number they become; the ranges are checked on load.
+SIZE_JSON_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_SIZE}, {"type": "string", "pattern": _SIZE.pattern}],
+    "examples": ["40TB", "512GiB"],
+}
+RATE_JSON_SCHEMA: dict[str, Any] = {"type": "string", "pattern": _RATE.pattern, "examples": ["2GB/s", "16Gb/s"]}
+DURATION_JSON_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "integer", "minimum": 1, "maximum": 10**9}, {"type": "string", "pattern": _DURATION.pattern}],
+    "examples": ["60s", "5min", "1h"],
+}
+
 DataSize = Annotated[
-    int, BeforeValidator(_parse_size), Field(ge=1, le=MAX_SIZE), PlainSerializer(bytes_text, return_type=str)
+    int,
+    BeforeValidator(_parse_size),
+    Field(ge=1, le=MAX_SIZE),
+    PlainSerializer(bytes_text, return_type=str),
+    WithJsonSchema(SIZE_JSON_SCHEMA),
 ]
 Rate = Annotated[
     float,
     BeforeValidator(_parse_rate),
     Field(gt=0, le=1_000_000),
     PlainSerializer(lambda v: f"{v:g}Gb/s", return_type=str),
+    WithJsonSchema(RATE_JSON_SCHEMA),
 ]
 Duration = Annotated[
     float,
     BeforeValidator(_parse_duration),
     Field(gt=0, le=7 * 86400),
     PlainSerializer(lambda v: f"{v:g}s", return_type=str),
+    WithJsonSchema(DURATION_JSON_SCHEMA),
 ]
 # A mount point or an export: an absolute path of plain characters (it reaches fstab, a systemd unit's
 # name and a shell-free mount command line, none of which quote the same way).

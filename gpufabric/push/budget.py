@@ -18,9 +18,11 @@ once:
 
 A failure domain that alone costs more than that (a superspine place in the 32k example: every spine
 loses one of its four superspines) still goes, alone, as the design tolerates losing it. The domains
-go in today's order (leaves first, the out-of-band plane last and apart), each batch taking the first
-domain left and then every later domain that keeps it within the budget. A budget of 0 gives today's
-batches (no second domain of a plane ever fits).
+go in today's order (leaves first, the out-of-band plane last and apart), the planes side by side as
+today (the k-th part of every plane together): a plane's part of a batch opens with its next domain and
+takes every later one that keeps the plane within the budget. A budget of 0 gives today's batches, batch
+for batch: no second domain of a plane ever fits, and planes side by side then keep today's bound on a
+batch's switches, so a plane's next domain never rides along where today's would start a batch of its own.
 
 Servers and leaves are not transit: a leaf out of service costs its servers one rail (counted apart)
 and removes the groups toward it, never a member of another group. Leaves with the same uplinks are
@@ -244,6 +246,14 @@ class PlaneCost:
         return Cost(share, where, rails, server, self.reach(down))
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    plane: str
+    domain: str
+    devices: tuple[str, ...]
+    alone: bool  # within the budget on its own (else its part's only domain)
+
+
 def stage_workers(plan_batches: list[Batch], workers: int) -> int:
     """Sessions in flight while a batch changes: the whole largest batch at once (up to MOST_AT_ONCE), so
     that a batch of several failure domains takes as long as one domain's switch does."""
@@ -269,9 +279,10 @@ class Budget:
             by_plane[self.plane_of.get(n, "")].add(n)
         return combine([self.planes[p].cost(down) for p, down in by_plane.items() if p in self.planes])
 
-    def batches(self, plan: Plan, targets: list[Device], size: int | None) -> list[Batch]:
+    def batches(self, plan: Plan, targets: list[Device], size: int | None, *, width: int) -> list[Batch]:
         """The canary alone, then the data planes' domains packed within the budget, then the out-of-band
-        plane's apart; each batch at most `size` switches (or MOST_AT_ONCE)."""
+        plane's apart; each batch at most `size` switches (or MOST_AT_ONCE). `width`: the sessions the
+        push stages at once, as for today's batches (targets.batches), which a budget of nothing gives."""
         domains = domains_of(plan, targets)
         if not domains:
             return []
@@ -279,49 +290,60 @@ class Budget:
         out: list[list[Part]] = [[(f"canary ({first})", (members[0],))]]
         domains[0] = (plane, first, members[1:])
         cap = size or MOST_AT_ONCE
-        chunks = [
-            (plane, name, tuple(members[i : i + cap]))
-            for plane, name, members in domains
-            for i in range(0, len(members), cap)
-        ]
-        out += self._pack([c for c in chunks if c[0] != OOB], cap)
-        out += self._pack([c for c in chunks if c[0] == OOB], cap)
+        per_plane: dict[str, list[_Chunk]] = {}
+        for plane, name, members in domains:
+            for i in range(0, len(members), cap):
+                devices = tuple(members[i : i + cap])
+                alone = plane in self.planes and self.planes[plane].cost(set(devices)).within(self.budget)
+                per_plane.setdefault(plane, []).append(_Chunk(plane, name, devices, alone))
+        data = [chunks for p, chunks in per_plane.items() if p != OOB]
+        waves, packed = self._waves(data, cap)
+        if not size and not packed:  # today's bound, as no part holds two domains
+            waves, _ = self._waves(data, max([width, *(len(c.devices) for chunks in data for c in chunks)]))
+        out += waves
+        out += self._waves([per_plane.get(OOB, [])], cap)[0]
         return [batch_of(number, parts) for number, parts in enumerate(out, 1)]
 
-    def _pack(self, chunks: list[tuple[str, str, tuple[str, ...]]], cap: int) -> list[list[Part]]:
-        """Each batch: the first domain left, then every later one that fits. Planes go side by side as
-        without a budget (a plane's first domain in a batch always joins it); a second domain of a plane
-        joins only when the plane's part stays within the budget, so a domain that alone costs more than
-        the budget is its plane's only one in its batch."""
-        within = [p in self.planes and self.planes[p].cost(set(ds)).within(self.budget) for p, _, ds in chunks]
-        left = list(range(len(chunks)))
-        rank: dict[str, int] = {}
-        for plane, _, _ in chunks:
-            rank.setdefault(plane, len(rank))
+    def _waves(self, planes: list[list[_Chunk]], capacity: int) -> tuple[list[list[Part]], bool]:
+        """Planes side by side as without a budget (targets.batches): the k-th part of every plane together,
+        as far as `capacity` switches allow (a plane's next domain that does not fit starts the next
+        batch); each plane keeps its order, so its next domain always opens its part. A part then takes
+        every later domain of its plane that keeps the plane within the budget, leaving room for the next
+        domains of the planes still to come in the batch. A domain that alone costs more than the budget
+        is its part's only one. Once the budget packs, the push stages each batch whole (stage_workers),
+        so `capacity` is MOST_AT_ONCE; while it packs nothing, today's bound (the width, or the largest
+        domain): a budget of nothing is today's rollout, batch for batch. Also: whether a part packed."""
+        left = [list(chunks) for chunks in planes]
         out: list[list[Part]] = []
-        while left:
-            taken: list[int] = []
-            down: dict[str, set[str]] = {}
-            closed: set[str] = set()  # planes whose part holds a domain over the budget
-            size = 0
-            for i in list(left):
-                plane, _, devices = chunks[i]
-                if taken and size + len(devices) > cap:
-                    continue
-                if plane not in down:
-                    down[plane] = set(devices)
-                    if not within[i]:
-                        closed.add(plane)
-                elif plane in closed or not within[i] or not self._fits(plane, down[plane] | set(devices)):
-                    continue
-                else:
-                    down[plane] |= set(devices)
-                size += len(devices)
-                taken.append(i)
-                left.remove(i)
-            taken.sort(key=lambda i: (rank[chunks[i][0]], i))  # plane by plane, as side by side
-            out.append([(chunks[i][1], chunks[i][2]) for i in taken])
-        return out
+        packed = False
+        while any(left):
+            current: list[Part] = []
+            used = 0
+            wave = [chunks for chunks in left if chunks]
+            for k, chunks in enumerate(wave):
+                if current and used + len(chunks[0].devices) > capacity:
+                    out.append(current)
+                    current, used = [], 0
+                reserve = sum(len(later[0].devices) for later in wave[k + 1 :])
+                part = self._part(chunks, capacity - used - reserve)
+                current += part
+                used += sum(len(ds) for _, ds in part)
+                packed = packed or len(part) > 1
+            out.append(current)
+        return out, packed
+
+    def _part(self, chunks: list[_Chunk], room: int) -> list[Part]:
+        """A plane's next domain (taken from `chunks`), then every later one that keeps the plane within
+        the budget and the part within `room` switches."""
+        first = chunks.pop(0)
+        taken = [first]
+        down = set(first.devices)
+        for c in list(chunks) if first.alone else []:
+            if c.alone and len(down) + len(c.devices) <= room and self._fits(c.plane, down | set(c.devices)):
+                down |= set(c.devices)
+                taken.append(c)
+                chunks.remove(c)
+        return [(c.domain, c.devices) for c in taken]
 
     def _fits(self, plane: str, down: set[str]) -> bool:
         costs = self.planes[plane]

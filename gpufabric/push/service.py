@@ -255,7 +255,7 @@ def _guarded(
     expects = expectations(fleet.plan, fleet.index, names, contexts=fleet.contexts)
     budget = None if request.max_capacity_loss is None else Budget(fleet.plan, request.max_capacity_loss)
     if budget is not None:
-        plan_batches = budget.batches(fleet.plan, fleet.targets, request.batch_size)
+        plan_batches = budget.batches(fleet.plan, fleet.targets, request.batch_size, width=WORKERS)
         workers = stage_workers(plan_batches, WORKERS)
         fleet.nr = fleet.nr.with_runner(ThreadedRunner(num_workers=workers))  # a whole batch staged at once
     else:

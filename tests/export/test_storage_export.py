@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import default_doc, plan_doc, run
+from conftest import ALL_INTENTS, INVENTORY, default_doc, example_plan, plan_doc, run, sized
 
 from gpufabric.export import storage
 from gpufabric.intent import IntentError
@@ -198,10 +198,105 @@ def test_a_file_system_the_plan_cannot_serve_is_refused_where_it_is_written(
 
 
 def test_no_file_system_is_refused_with_exit_2(tmp_path: Path) -> None:
+    doc = copy.deepcopy(default_doc())
+    del doc["planes"]["storage"]["file_systems"]
     intent = tmp_path / "fabric.yml"
-    intent.write_text(yaml.safe_dump(default_doc(), sort_keys=False))
+    intent.write_text(yaml.safe_dump(doc, sort_keys=False))
     done = run("gpufabric", "export", "storage", str(intent), "-o", str(tmp_path / "out"))
     assert done.returncode == 2
     assert "planes.storage.file_systems" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+# -- every shipped example with a storage plane ----------------------------------------------------------
+
+STORAGE_EXAMPLES = [p for p in ALL_INTENTS if (yaml.safe_load(p.read_text())["planes"].get("storage") or {})]
+NO_STORAGE_SERVERS = {"superpod-b200-ib"}  # its storage plane names no storage server group: nothing to mount
+
+
+def _judged_hosts(out: Path) -> list[Path]:
+    """The first and the last client's folders (a 32k example has 4,096: they differ in addresses only)."""
+    hosts = sorted(p for p in out.iterdir() if p.is_dir())
+    return [hosts[0], hosts[-1]] if len(hosts) > 1 else hosts
+
+
+def _systemd_verifies(units: list[Path], tmp: Path) -> subprocess.CompletedProcess[str]:
+    """systemd's unit loader on the units, lnet.service standing in for Lustre's (not installed here)."""
+    folder = tmp / "units"
+    folder.mkdir()
+    for unit in units:
+        shutil.copy(unit, folder / unit.name)
+    (folder / "lnet.service").write_text("[Service]\nType=oneshot\nExecStart=/bin/true\n")
+    env = {**os.environ, "SYSTEMD_UNIT_PATH": f"{folder}:"}
+    names = [str(folder / u.name) for u in units]
+    return subprocess.run(["systemd-analyze", "verify", *names], capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.mark.parametrize(
+    "example",
+    sized([p for p in STORAGE_EXAMPLES if p.stem not in NO_STORAGE_SERVERS]),
+    ids=lambda p: p.stem,
+)
+def test_every_example_with_a_storage_plane_renders_its_clients(example: Path, tmp_path: Path) -> None:
+    """`export storage` writes every GPU server on the storage plane a folder, each file its manifest lists,
+    judged where the file's own parser runs here: mount units by systemd (and NFS options by mount.nfs), the
+    JSON by a JSON parser, lnet.conf by a YAML parser against the Lustre manual's shape."""
+    out = tmp_path / "out"
+    done = run("gpufabric", "export", "storage", str(example), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    plan = example_plan(example)
+    fs = plan.intent.planes.storage.file_systems
+    assert fs, f"{example.name} names no file system on its storage plane"
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(s.name for s in storage.clients(plan))
+    units: list[Path] = []
+    for host in _judged_hosts(out):
+        manifest = json.loads((host / "manifest.json").read_text())
+        listed = {f["file"] for f in manifest["files"]}
+        assert listed | {"manifest.json"} == {p.name for p in host.iterdir()}
+        assert {unit_of for unit_of in listed if unit_of.endswith(".mount")} == {
+            storage.unit_name(f.mount) for f in fs if f.type != "beegfs"
+        }
+        units += [host / n for n in sorted(listed) if n.endswith(".mount")]
+        if "cufile.json" in listed:
+            addresses = json.loads((host / "cufile.json").read_text())["properties"]["rdma_dev_addr_list"]
+            assert addresses and len(set(addresses)) == len(addresses), addresses
+        if "lnet.conf" in listed:
+            nets = yaml.safe_load((host / "lnet.conf").read_text())["net"]
+            assert [n["net type"] for n in nets] == [f"o2ib{k}" for k in range(len(nets))]
+    if shutil.which("systemd-analyze"):
+        verified = _systemd_verifies(units, tmp_path)
+        assert verified.returncode == 0 and verified.stderr.strip() == "", verified.stderr
+    nfs_units = [u for u in units if "Type=nfs\n" in u.read_text()]
+    if nfs_units and shutil.which("mount.nfs") and os.geteuid() == 0:
+        lines = nfs_units[0].read_text().splitlines()
+        what = next(ln[5:] for ln in lines if ln.startswith("What="))
+        options = next(ln[8:] for ln in lines if ln.startswith("Options="))
+        (tmp_path / "mnt").mkdir()
+        mounted = _fake_mount(what, options, tmp_path / "mnt")
+        assert mounted.returncode == 0, mounted.stderr
+
+
+def test_an_example_whose_storage_plane_has_no_storage_servers_is_refused_saying_so(tmp_path: Path) -> None:
+    """superpod-b200-ib's storage plane carries the GPU servers' storage ports to storage the intent does not
+    describe: no file system can be named, and the export says what is missing, with exit 2."""
+    (example,) = [p for p in STORAGE_EXAMPLES if p.stem in NO_STORAGE_SERVERS]
+    done = run("gpufabric", "export", "storage", str(example), "-o", str(tmp_path / "out"))
+    assert done.returncode == 2 and "planes.storage.file_systems" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bonded_pair_is_one_port_with_one_address() -> None:
+    """multi-vendor bonds each server's two storage NICs (`host_links: lacp`): the IP stack has one address,
+    on the bond, so LNet gets one network on the bond and cuFile the address once; the NUMA check keeps the
+    members, which have PCIe devices."""
+    plan = example_plan(INVENTORY / "examples" / "multi-vendor.yml")
+    gpu = plan.servers[0]
+    members = [n for n in gpu.nics if n.plane == "storage"]
+    assert len(members) == 2 and {n.bond for n in members} == {"bond-storage"}
+    assert yaml.safe_load(storage.lnet_yaml(gpu))["net"] == [
+        {"net type": "o2ib0", "local NI(s)": [{"interfaces": {0: "bond-storage"}}]}
+    ]
+    assert json.loads(storage.cufile_json(gpu))["properties"]["rdma_dev_addr_list"] == [storage.ip(members[0].address)]
+    manifest = json.loads(storage.documents(plan)[f"{gpu.name}/manifest.json"])
+    assert manifest["gds_interfaces"] == [n.interface for n in members]

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import default_doc, example_plan, plan_doc, run
+from conftest import INVENTORY, default_doc, example_plan, plan_doc, run
 
 from gpufabric.intent import IntentError
 from gpufabric.plan.storage import flow
 
-# The 32k example with the storage plane docs/storage.md adds to it (its worked example).
-THIRTY_TWO_K = Path(__file__).parent / "intents" / "three-tier-32k-storage.yml"
+THIRTY_TWO_K = INVENTORY / "examples" / "three-tier-32k.yml"
 
 
 def _with(demand: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:

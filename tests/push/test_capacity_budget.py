@@ -15,11 +15,12 @@ from conftest import example_plan, sized
 from napalm.base import NetworkDriver
 
 from gpufabric.cli import cli
+from gpufabric.fleet.target import WORKERS
 from gpufabric.plan.model import Plan
 from gpufabric.push.audit import AuditLog, SwitchFacts, Trail, Who, read
 from gpufabric.push.budget import Budget, BudgetError, parse_budget
 from gpufabric.push.proof import Judge, Outage, claims_problems, from_events, from_trail
-from gpufabric.push.targets import batches
+from gpufabric.push.targets import Batch, batches, domains_of
 
 EXAMPLES = ["inventory/fabric.yml", "examples/multi-vendor.yml", "examples/superpod-1su.yml",
             "examples/superpod-4su.yml", "examples/sonic.yml", "examples/three-tier-32k.yml"]  # fmt: skip
@@ -52,7 +53,7 @@ def test_every_batch_keeps_the_budget_no_server_loses_two_rails_every_switch_onc
     plan = _plan(example)
     targets = list(plan.devices())
     planner = Budget(plan, budget)
-    planned = planner.batches(plan, targets, None)
+    planned = planner.batches(plan, targets, None, width=WORKERS)
     pushed = [n for b in planned for n in b.devices]
     assert sorted(pushed) == sorted(d.name for d in targets) and len(pushed) == len(set(pushed))
     assert planned[0].domain.startswith("canary") and len(planned[0].devices) == 1
@@ -72,37 +73,65 @@ def test_every_batch_keeps_the_budget_no_server_loses_two_rails_every_switch_onc
         assert cost.rails_lost == verdict.rails_lost
         assert cost.worst_share == pytest.approx(verdict.worst_share)
         assert cost.reach_share == pytest.approx(verdict.reach_share)
-    assert len(planned) <= len(batches(plan, targets, None, width=32))
+    assert len(planned) <= len(batches(plan, targets, None, width=WORKERS))
+    _each_plane_opens_with_its_next_domain(plan, planned)
+
+
+def _each_plane_opens_with_its_next_domain(plan: Plan, planned: list[Batch]) -> None:
+    """A plane's part of a batch opens with the first of its domains not yet pushed (leaves before spines),
+    whatever else of the plane the budget lets ride along."""
+    domains = domains_of(plan, list(plan.devices()))  # in today's order
+    pushed = set(planned[0].devices)
+    for b in planned[1:]:
+        parts = [(plan.device(ds[0]).plane, domain) for domain, ds in b.split()]
+        for p in dict.fromkeys(plane for plane, _ in parts):
+            left = [(plane, name) for plane, name, ms in domains if plane == p and not pushed.issuperset(ms)]
+            assert next(part for part in parts if part[0] == p) == left[0], (b.number, p)
+        pushed.update(b.devices)
 
 
 @pytest.mark.parametrize("example", sized(EXAMPLES))
 @pytest.mark.parametrize("budget", [0.0, 1e-6])
 def test_a_budget_of_nothing_gives_todays_batches(example, budget):
+    """Batch for batch, with the same domains: on the 32k example the storage plane's first domain does not
+    fit beside the compute plane's (today's bound: the largest domain), so it goes in a batch of its own,
+    under a budget of nothing as without one."""
     plan = _plan(example)
     targets = list(plan.devices())
-    today = [b.devices for b in batches(plan, targets, None, width=32)]
-    assert [b.devices for b in Budget(plan, budget).batches(plan, targets, None)] == today
+    today = [(b.domain, b.devices) for b in batches(plan, targets, None, width=WORKERS)]
+    planned = Budget(plan, budget).batches(plan, targets, None, width=WORKERS)
+    assert [(b.domain, b.devices) for b in planned] == today
 
 
 @pytest.mark.slow
 def test_the_32k_rollout_takes_a_few_batches_at_twelve_and_a_half_percent():
     """Eight rails, each with eight spine positions (every leaf keeps 56 of its 64 spines), the four
     superspine places alone (each costs every spine one of its four superspines: what the design
-    tolerates), and the out-of-band plane last: 14 batches for the 1,280 data switches, not 77."""
+    tolerates); the storage plane side by side, its leaves a side at a time and two of its 16 spines at a
+    time: 13 batches for the 1,366 switches, not 85."""
     plan = _plan(THIRTY_TWO_K)
     targets = list(plan.devices())
     planner = Budget(plan, 0.125)
-    planned = planner.batches(plan, targets, None)
-    assert len(planned) == 13 and len(batches(plan, targets, None, width=32)) == 77
-    roles = [Counter(plan.device(n).role for n in b.devices) for b in planned]
+    planned = planner.batches(plan, targets, None, width=WORKERS)
+    assert len(planned) == 13 and len(batches(plan, targets, None, width=WORKERS)) == 85
+    roles = [Counter(plan.device(n).role for n in b.devices if plan.device(n).plane == "compute") for b in planned]
     assert roles[1] == {"leaf": 63, "spine": 64} and all(r == {"leaf": 64, "spine": 64} for r in roles[2:9])
     assert all(r == {"superspine": 64} for r in roles[9:13])
     assert all(planner.cost(b.devices).worst_share == pytest.approx(0.875) for b in planned[1:9])
+    storage = [[n for n in b.devices if plan.device(n).plane == "storage"] for b in planned]
+    assert [len(s) for s in storage] == [0, 34, 34, 3, 3, 2, 2, 2, 2, 2, 2, 0, 0]
+    domains = [{plan.device(n).failure_domain for n in s} for s in storage]
+    assert all(
+        planner.planes["storage"].cost(set(s)).within(0.125)
+        for s, d in zip(storage, domains, strict=True)
+        if len(d) > 1
+    )
+    assert sum(len(d) > 1 for d in domains) == 8  # a storage side's leaf beside two spines, or two spines
 
 
 def test_a_batch_size_still_caps_every_batch():
     plan = _plan("inventory/fabric.yml")
-    planned = Budget(plan, 0.5).batches(plan, list(plan.devices()), 2)
+    planned = Budget(plan, 0.5).batches(plan, list(plan.devices()), 2, width=WORKERS)
     assert max(len(b.devices) for b in planned) <= 2
 
 
@@ -287,7 +316,7 @@ def test_a_push_under_a_budget_records_each_batch_and_its_cost_and_the_proof_hol
     assert done.value.code in (0, None)
     report = json.loads(capsys.readouterr().out)
     plan = _plan(intent)
-    assert len(report["batches"]) == len(Budget(plan, 0.25).batches(plan, list(plan.devices()), None))
+    assert len(report["batches"]) == len(Budget(plan, 0.25).batches(plan, list(plan.devices()), None, width=WORKERS))
     assert all(b["cost"]["max_rails_lost"] <= 1 for b in report["batches"])
     found = [r for _, r in read(trail) if r]
     outages = from_trail(found)

@@ -18,7 +18,7 @@ from gpufabric.telemetry.shards import ShardError, parse_shard, shard_of, split
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "inventory" / "examples" / "three-tier-32k.yml"
 # A hash spreads names as a fair die would: a shard's size is binomial around the mean, so the bound is
-# the mean plus four standard deviations (sqrt(mean)): 392 of 1,280 at N = 4, 116 at N = 16.
+# the mean plus four standard deviations (sqrt(mean)): 415 of 1,366 at N = 4, 122 at N = 16.
 SIGMAS = 4
 
 
@@ -32,7 +32,7 @@ def names() -> list[str]:
 def test_every_switch_of_the_32k_fabric_is_in_exactly_one_shard(names, count):
     shards = split(names, count)
     flat = [n for s in shards for n in s]
-    assert len(flat) == len(set(flat)) == len(names) == 1280
+    assert len(flat) == len(set(flat)) == len(names) == 1366
     assert set(flat) == set(names)
     for i, members in enumerate(shards):
         assert all(parse_shard(f"{i}/{count}").owns(n) for n in members)
