@@ -47,10 +47,12 @@ def uplink_speed(role: SwitchRole) -> int:
     return role.uplink_speed or role.port_speed
 
 
-# Servers one intent may plan, counted at build-out before anything is built: four times the largest
-# shipped design (inventory/examples/three-tier-32k.yml, 4,096 servers). Without a bound, 256 groups
-# of 65,536 servers ran for minutes and ended in MemoryError.
-MAX_SERVERS = 4 * 4096
+# Servers one intent may plan, counted at build-out before anything is built. GPU servers are bounded
+# at the intent's limit, 16,384 (131,072 GPUs at 8 each: inventory/examples/multiplane-131k.yml plans
+# them in seconds); storage and CPU servers beside them at a quarter of that. Without a bound, 256
+# groups of 65,536 servers ran for minutes and ended in MemoryError.
+MAX_GPU_SERVERS = 16_384
+MAX_OTHER_SERVERS = 4_096
 
 # Ranges that are never a pool or a service address: they do not route as unicast to one host.
 SPECIAL_RANGES = (
@@ -94,17 +96,24 @@ def check_rules(intent: Intent) -> list[Problem]:
 
 
 def _fan_out(intent: Intent) -> list[Problem]:
-    total = sum(max(g.count, g.build_out or 0) for g in intent.server_groups)
-    if total <= MAX_SERVERS:
-        return []
-    gi = max(range(len(intent.server_groups)), key=lambda i: intent.server_groups[i].count)
-    return [
-        Problem(
-            ("server_groups", gi, "count"),
-            f"the groups add up to {total:,} servers (count or build_out); gpufabric plans at most {MAX_SERVERS:,}",
-            f"plan at most {MAX_SERVERS:,} servers per intent (split the cluster into several intents)",
+    """GPU servers and the others (storage, CPU) each within their bound, counted at build-out."""
+    problems: list[Problem] = []
+    for gpu, limit, what in ((True, MAX_GPU_SERVERS, "GPU"), (False, MAX_OTHER_SERVERS, "storage and CPU")):
+        groups = enumerate(intent.server_groups)
+        sizes = {i: max(g.count, g.build_out or 0) for i, g in groups if (g.kind == "gpu") == gpu}
+        total = sum(sizes.values())
+        if total <= limit:
+            continue
+        gi = max(sizes, key=lambda i: sizes[i])
+        problems.append(
+            Problem(
+                ("server_groups", gi, "count"),
+                f"the {what} groups add up to {total:,} servers (count or build_out); gpufabric plans at most "
+                f"{limit:,} {what} servers per intent",
+                f"plan at most {limit:,} {what} servers per intent (split the cluster into several intents)",
+            )
         )
-    ]
+    return problems
 
 
 def _address_kinds(intent: Intent) -> list[Problem]:
