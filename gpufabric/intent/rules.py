@@ -770,18 +770,51 @@ def _oob_plane(oob: OobPlane) -> list[Problem]:
                 (*at, "switches"), "the oob plane needs `mgmt` switches", "add switches.mgmt (e.g. a 48-port 1G switch)"
             )
         )
-    for extra in ("leaf", "superspine", "border"):
+    for extra in ("leaf", "border"):
         if extra in roles:
             problems.append(
                 Problem(
                     (*at, "switches", extra),
                     f"the oob plane has no `{extra}` role",
-                    "use mgmt (access) and spine (aggregation)",
+                    "use mgmt (access), spine (aggregation) and superspine (core)",
                 )
             )
+    problems += _oob_core(oob, roles, at)
     if oob.gateway is not None and oob.gateway not in oob.subnet:
         problems.append(
             Problem((*at, "gateway"), f"{oob.gateway} is outside {oob.subnet}", f"use an address inside {oob.subnet}")
+        )
+    return problems
+
+
+def _oob_core(oob: OobPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    """A `superspine` core groups the spines: the plan counts them, so the intent gives no spine count."""
+    sw: Path = (*at, "switches")
+    if "superspine" not in roles:
+        if oob.spine_group is not None:
+            return [Problem((*at, "spine_group"), "spine groups join at an OOB core", "add switches.superspine")]
+        return []
+    problems = []
+    spine = roles.get("spine")
+    if spine is None:
+        problems.append(Problem(sw, "an OOB core (superspine) joins spines, and there are none", "add switches.spine"))
+    elif spine.count is not None:
+        problems.append(
+            Problem(
+                (*sw, "spine", "count"),
+                "with an OOB core the plan counts the spines (one group per set of mgmt switches they carry)",
+                "remove spine.count; set spine_group to size the groups",
+            )
+        )
+    mgmt = roles.get("mgmt")
+    group = oob.spine_group or (mgmt.uplinks if mgmt is not None else None) or 2
+    if mgmt is not None and mgmt.uplinks is not None and mgmt.uplinks % group:
+        problems.append(
+            Problem(
+                (*sw, "mgmt", "uplinks"),
+                f"{mgmt.uplinks} uplinks do not spread over a group of {group} spines",
+                f"use a multiple of {group}, or a spine_group that divides {mgmt.uplinks}",
+            )
         )
     return problems
 
