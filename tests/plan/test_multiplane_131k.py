@@ -81,3 +81,15 @@ def test_a_sample_of_every_role_renders_what_nvidias_model_accepts(plan):
         if found:
             findings[d.name] = found
     assert findings == {}
+
+
+def test_every_plane_draws_within_what_dot_is_given(plan):
+    """The OOB plane's 624 mgmt switches are counted past the first, as spines are: every plane's drawing
+    stays small enough for Graphviz (docs/examples/multiplane-131k.md shows them)."""
+    from gpufabric.export.drawing import SVG_MAX_NODES, drawn_nodes, plane_dot
+
+    for name, plane in plan.planes.items():
+        text = plane_dot(plan, plane)
+        assert 0 < drawn_nodes(text) <= SVG_MAX_NODES, name
+    oob = plane_dot(plan, plan.planes["oob"])
+    assert '"616 more mgmt switches"' in oob and '"oob-core4"' in oob and '"22 more spines"' in oob
