@@ -223,7 +223,11 @@ class SwitchRoles(Model):
 
     leaf: SwitchRole | None = Field(None, description="Leaves: host-facing switches (tier 1).")
     spine: SwitchRole | None = Field(None, description="Spines (tier 2). On the OOB plane: aggregation switches.")
-    superspine: SwitchRole | None = Field(None, description="Superspines (tier 3), only with `tiers: 3`.")
+    superspine: SwitchRole | None = Field(
+        None,
+        description="Superspines (tier 3), only with `tiers: 3`. On the OOB plane: its core, joining groups of "
+        "spines (`spine_group`).",
+    )
     border: SwitchRole | None = Field(None, description="Border leaves toward the edge (business plane only).")
     mgmt: SwitchRole | None = Field(None, description="Management switches (OOB plane only).")
 
