@@ -479,7 +479,7 @@ def prove(plan: Any, events: list[dict[str, Any]], trail: Path, opts: Options) -
     }
 
 
-def floor(sim: Simulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
+def floor(sim: Simulator | ShardedSimulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
     """What the machine allows: one SSH login and one command (`hostname`, the exec channel's latency
     alone) to every switch, through the drivers' own transport, from as many threads as a read of the
     fleet uses (bench/ssh_floor.py, a fresh process), in this namespace against this simulator."""

@@ -70,7 +70,7 @@ def _load() -> str:
 def measure(
     runs: int, parent: Path, baseline: Path | None, example: str = "three-tier-32k"
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    goal, short = GOALS[example]
+    goal_s, short = GOALS[example]
     intent = EXAMPLE.parent / f"{example}.yml"
     parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpufabric-bench-", dir=parent))
@@ -96,7 +96,7 @@ def measure(
         judged = importlib.util.find_spec("nvueschema") is not None
         if judged:
             figures.append(
-                (f"gpufabric verify {short} (NVUE model)", goal, verify, "every file judged by nvueschema", here)
+                (f"gpufabric verify {short} (NVUE model)", goal_s, verify, "every file judged by nvueschema", here)
             )
         if baseline is not None:
             # run from the other checkout: `python -m` puts the working folder first on the path
