@@ -65,3 +65,22 @@ def test_spine_uplinks_spread_evenly_over_the_cores():
     with pytest.raises(IntentError) as refused:
         plan_doc(_doc(spine_uplinks=3), "oob-core")
     assert "planes.oob.switches.spine.uplinks: 3 uplinks do not spread over 2 core switches" in str(refused.value)
+
+
+def test_the_cabling_and_the_bill_of_material_count_the_core():
+    from gpufabric.export.registry import EXPORTERS
+
+    plan = plan_doc(_doc(), "oob-core")
+    oob = plan.planes["oob"]
+    fabric = [link for link in oob.links if link.kind == "fabric"]
+    cabling = EXPORTERS["cabling"].render(plan)
+    to_core = [row for row in cabling.splitlines() if "oob-core" in row]
+    assert (
+        len(to_core)
+        == sum(1 for link in fabric if link.b.startswith("oob-core"))
+        == 2 * len([d for d in oob.devices if d.role == "spine"])
+    )
+    bom = EXPORTERS["bom"].render(plan)
+    roles = Counter(d.role for d in oob.devices)
+    for role in ("superspine", "spine", "mgmt"):
+        assert f'oob,switch,"lab-1g-8 (frr, {role})",{roles[role]}' in bom.splitlines(), bom
