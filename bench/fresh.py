@@ -26,12 +26,19 @@ def rows_from_fresh_processes(
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--only", help=f"measure these cases alone, comma-separated (of {', '.join(cases)})")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure_one(args.one, args.repeat)))
         return None
     # The benchmark's own module, run from the repository root as it was (`python -m bench.plan_scale`).
     module = ".".join(Path(script).resolve().relative_to(ROOT).with_suffix("").parts)
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [w for w in wanted if w not in cases]
+        if unknown:
+            parser.error(f"no case named {', '.join(unknown)} (known: {', '.join(cases)})")
+        cases = {name: case for name, case in cases.items() if name in wanted}
     rows = []
     for name, case in cases.items():
         print(f"measuring {name} ...", file=sys.stderr)

@@ -1,7 +1,8 @@
-"""Plan plus render of every switch, against fabric size, up to the 32,768-GPU example.
+"""Plan plus render of every switch, against fabric size, up to the 131,072-GPU example.
 
-    python -m bench.render_scale            # the table
-    python -m bench.render_scale --json     # the same figures for machines
+    python -m bench.render_scale                          # the table
+    python -m bench.render_scale --json                   # the same figures for machines
+    python -m bench.render_scale --only multiplane-131k   # one fabric
 
 Each fabric is measured in a fresh process (so peak RSS is that fabric's own): load +
 validate + plan, then the render context and templates of every switch, in memory (no
@@ -9,7 +10,9 @@ disk), the first run and the best of --repeat. `three-tier-32k-eos` is the 32k e
 with every switch on EOS (/31 links). This is one process, as a library user renders; the
 CLI's figures (on every core, files written) and Arista's pyavd on the same EOS switches, measured
 in the same run, are bench/cli_scale.py's.
-Budget: the 32k-GPU fabric planned and rendered in under 5 s and 1 GiB.
+Budgets: the 32k-GPU fabric planned and rendered in under 5 s and 1 GiB; the 131k-GPU fabric
+(12,702 switches) rendered in under 8 s (the render alone, its plan is bench/plan_scale.py's) and 4 GiB.
+The worst of the runs is printed beside the best: the spread.
 """
 
 from __future__ import annotations
@@ -24,8 +27,21 @@ from bench.fresh import rows_from_fresh_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "inventory" / "examples"
-CASES = ["fabric", "multi-vendor", "superpod-1su", "superpod-4su", "three-tier-32k", "three-tier-32k-eos"]
-BUDGET_S, BUDGET_MIB = 5.0, 1024.0
+CASES = [
+    "fabric",
+    "multi-vendor",
+    "superpod-1su",
+    "superpod-4su",
+    "three-tier-32k",
+    "three-tier-32k-eos",
+    "multiplane-131k",
+]
+# fabric: (what the budget counts: "total" = plan + render, "render" = the render alone; seconds; MiB)
+BUDGETS = {
+    "three-tier-32k": ("total", 5.0, 1024.0),
+    "three-tier-32k-eos": ("total", 5.0, 1024.0),
+    "multiplane-131k": ("render", 8.0, 4096.0),
+}
 use_placeholder_secrets()
 
 
@@ -64,7 +80,11 @@ def measure_one(case: str, repeat: int) -> dict[str, float]:
         runs.append((planned - start, done - planned, done - start))
     first = runs[0]
     best = min(runs, key=lambda r: r[2])
+    worst = max(runs, key=lambda r: r[2])
     return {
+        "first_render_seconds": first[1],
+        "worst_render_seconds": worst[1],
+        "worst_seconds": worst[2],
         "switches": switches,
         "lines_per_switch": lines / switches,
         "first_seconds": first[2],
@@ -81,25 +101,26 @@ def main() -> int:
         return 0
     print(
         f"{'fabric':19} {'switches':>8} {'lines/sw':>8} {'plan s':>7} {'render s':>8} {'total s':>7} "
-        f"{'first s':>7} {'switch/s':>8} {'ms/sw':>6} {'peak MiB':>8}"
+        f"{'first s':>7} {'worst s':>7} {'switch/s':>8} {'ms/sw':>6} {'peak MiB':>8}"
     )
     for r in rows:
         ms = r["seconds"] * 1000 / r["switches"]
         print(
             f"{r['fabric']:19} {r['switches']:8.0f} {r['lines_per_switch']:8.0f} {r['plan_seconds']:7.3f} "
-            f"{r['render_seconds']:8.3f} {r['seconds']:7.3f} {r['first_seconds']:7.3f} "
+            f"{r['render_seconds']:8.3f} {r['seconds']:7.3f} {r['first_seconds']:7.3f} {r['worst_seconds']:7.3f} "
             f"{r['switches'] / r['seconds']:8.0f} {ms:6.2f} {r['peak_rss_mib']:8.1f}"
         )
     ok = True
-    for r in rows:
-        if r["fabric"].startswith("three-tier-32k"):
-            within = r["first_seconds"] <= BUDGET_S and r["peak_rss_mib"] <= BUDGET_MIB
-            ok &= within
-            print(
-                f"{r['fabric']} budget (first run): {r['first_seconds']:.2f} s of {BUDGET_S:.0f} s "
-                f"({r['first_seconds'] / BUDGET_S:.0%}), {r['peak_rss_mib']:.0f} MiB of {BUDGET_MIB:.0f} MiB "
-                f"({r['peak_rss_mib'] / BUDGET_MIB:.0%}){'' if within else '  OVER BUDGET'}"
-            )
+    for r in (r for r in rows if r["fabric"] in BUDGETS):
+        counts, budget_s, budget_mib = BUDGETS[r["fabric"]]
+        first = r["first_seconds"] if counts == "total" else r["first_render_seconds"]
+        within = first <= budget_s and r["peak_rss_mib"] <= budget_mib
+        ok &= within
+        print(
+            f"{r['fabric']} budget ({'plan and render' if counts == 'total' else 'the render'}, first run): "
+            f"{first:.2f} s of {budget_s:.0f} s ({first / budget_s:.0%}), {r['peak_rss_mib']:.0f} MiB of "
+            f"{budget_mib:.0f} MiB ({r['peak_rss_mib'] / budget_mib:.0%}){'' if within else '  OVER BUDGET'}"
+        )
     return 0 if ok else 1
 
 

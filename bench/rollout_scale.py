@@ -5,6 +5,7 @@ the plan allows.
     python -m bench.rollout_scale --max-capacity-loss 12.5% --drain always
     python -m bench.rollout_scale --scale 1/8,1/4,1/2,1   # growth: each fraction of the fabric
     python -m bench.rollout_scale --scale 1/8 --latency-scale 0.1 --json out.json
+    python -m bench.rollout_scale --example multiplane-131k --sim-shards 4 --max-capacity-loss 12.5% --drain always
 
 Each fraction is the 32k example's compute plane with that share of its GPU nodes (1/8: one pod), plus an
 out-of-band plane (Cumulus management switches) whose subnet gives every switch its address: the
@@ -40,6 +41,13 @@ bench/fleet_sim/drain.py), and a drained wave's bound then counts the drain and 
 every push the budget is proved from the logs alone by gpufabric.push.proof (not by the planner): every
 largest set of switches out of service at once in the simulator's log, and every batch the audit trail
 records.
+
+`--example multiplane-131k` pushes the 131,072-GPU example instead (12,702 switches at scale 1: two
+compute planes, storage, business and its own out-of-band plane with a core, its subnet replaced by
+the namespace's); a fraction scales its GPU servers, the storage servers stay. One simulator process
+(one asyncio loop, one core) cannot serve that many switches as fast as the controller reads them:
+`--sim-shards N` runs N simulator processes, each serving a slice of the switches, their host keys in
+one known_hosts file and their event logs merged by time for the checks and the proof.
 
 `--dry-run-only`, `--validate`, `--role ROLE` (a small fleet of the same fabric), `--platform eos`
 (the data planes on Arista EOS, eAPI over HTTPS, `--ca-file`), `--profile DIR` (py-spy),
@@ -85,6 +93,8 @@ BENCH = Path(__file__).resolve().parent
 NODES = 4096  # the 32k example's GPU nodes
 SUBNET = ipaddress.ip_network("10.254.0.0/16")  # the OOB plane's, made local inside the namespace
 FABRIC = "fleet-sim-32k"  # its own name: its push lock and trail are this benchmark's
+# The examples a run can push: the 32k example (with an OOB plane added) or the 131k one (its own OOB plane).
+FLEETS = {"three-tier-32k": "fleet-sim-32k", "multiplane-131k": "fleet-sim-131k"}
 SETTLE = 2.0  # nornir_tasks.push.PushOptions.settle: how long a switch's checks must hold
 PASSWORD_ENV = "GPUFABRIC_SWITCH_PASSWORD"
 INSIDE = "FLEET_SIM_NETNS"  # set once the benchmark runs in its own network namespace
@@ -92,7 +102,9 @@ BUDGET_S = 60.0  # dry run and validate at 32k
 use_placeholder_secrets()
 
 
-def intent_text(fraction: Fraction, data_platform: str = "cumulus") -> str:
+def intent_text(fraction: Fraction, data_platform: str = "cumulus", example: str = "three-tier-32k") -> str:
+    if example != "three-tier-32k":
+        return _example_text(fraction, example)
     doc: Any = yaml.safe_load((EXAMPLES / "three-tier-32k.yml").read_text())
     doc = copy.deepcopy(doc)
     doc["fabric"]["name"] = FABRIC
@@ -119,6 +131,18 @@ def intent_text(fraction: Fraction, data_platform: str = "cumulus") -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def _example_text(fraction: Fraction, example: str) -> str:
+    """An example that plans its own OOB plane: `fraction` of its GPU servers, the OOB subnet the namespace's."""
+    doc: Any = yaml.safe_load((EXAMPLES / f"{example}.yml").read_text())
+    doc["fabric"]["name"] = FLEETS[example]
+    gpu = next(g for g in doc["server_groups"] if g.get("kind", "gpu") == "gpu")
+    gpu["count"] = max(1, int(gpu["count"] * fraction))
+    doc["planes"]["oob"]["subnet"] = str(SUBNET)
+    doc["planes"]["oob"].pop("gateway", None)
+    doc["credentials"]["switches"]["password"] = {"env": PASSWORD_ENV}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
 def _enter_namespace() -> None:
     """Re-run this script in a new network namespace (a user namespace too when not root) whose
     loopback holds SUBNET: nothing outside it sees the simulated switches, and nothing is left behind."""
@@ -138,6 +162,58 @@ def _enter_namespace() -> None:
 def _raise_file_limit() -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket per switch, on both sides
+
+
+class ShardedSimulator:
+    """`shards` simulator processes, each serving a slice of the switches (one asyncio loop is one core):
+    one known_hosts file, one snapshot (the shards' counts summed) and one event log merged by time."""
+
+    def __init__(
+        self, folder: Path, switches: list[dict[str, str]], scale: float, trace: bool = False, shards: int = 1
+    ) -> None:
+        self.folder = folder
+        self.ca_file = folder / "ca.pem"  # EOS (one CA a shard) is not sharded: --sim-shards refuses it
+        self.known_hosts = folder / "known_hosts"
+        self.events, self.stats = folder / "events.jsonl", folder / "sim-stats.json"
+        self.trace = folder / "trace.jsonl" if trace else None
+        self.shards: list[Simulator] = []
+        try:
+            for i in range(shards):
+                part = folder / f"shard{i}"
+                part.mkdir()
+                self.shards.append(Simulator(part, switches[i::shards], scale, trace))
+        except BaseException:
+            for sim in self.shards:
+                sim.proc.kill()
+            raise
+        self.known_hosts.write_text("".join(s.known_hosts.read_text() for s in self.shards))
+
+    def snapshot(self) -> dict[str, Any]:
+        return _summed([s.snapshot() for s in self.shards])
+
+    def stop(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        stopped = [s.stop() for s in self.shards]
+        events = sorted((e for ev, _ in stopped for e in ev), key=lambda e: e["time"])
+        self.events.write_text("".join(json.dumps(e) + "\n" for e in events))
+        if self.trace is not None:
+            lines = [ln for s in self.shards if s.trace and s.trace.exists() for ln in s.trace.read_text().splitlines()]
+            self.trace.write_text("".join(ln + "\n" for ln in lines if ln.strip()))
+        stats = _summed([st for _, st in stopped])
+        self.stats.write_text(json.dumps(stats))
+        return events, stats
+
+
+def _summed(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shards' counts and CPU seconds added up, as one simulator's would read."""
+    out: dict[str, Any] = {"kinds": {}}
+    for part in parts:
+        for key, value in part.items():
+            if key == "kinds":
+                for kind, n in value.items():
+                    out["kinds"][kind] = out["kinds"].get(kind, 0) + n
+            elif isinstance(value, int | float):
+                out[key] = out.get(key, 0) + value
+    return out
 
 
 class Simulator:
@@ -298,6 +374,8 @@ class Options:
     experiments: tuple[str, ...]  # A/B experiments on the controller (HOOKS)
     max_capacity_loss: str | None = None  # push --max-capacity-loss (a capacity budget, "12.5%")
     drain: str | None = None  # push --drain MODE
+    example: str = "three-tier-32k"  # the fabric pushed (FLEETS)
+    sim_shards: int = 1  # simulator processes
 
 
 def _wrap(argv: list[str], opts: Options, name: str) -> list[str]:
@@ -313,7 +391,7 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="fleet-sim-"))
     try:
         intent = folder / "fabric.yml"
-        intent.write_text(intent_text(fraction, opts.platform))
+        intent.write_text(intent_text(fraction, opts.platform, opts.example))
         plan = build_plan(load_intent(str(intent)))
         devices = list(plan.devices())
         switches = [{"name": d.name, "address": str(ipaddress.IPv4Address(d.mgmt_ip)), "platform": d.platform}
@@ -325,7 +403,11 @@ def measure(fraction: Fraction, opts: Options) -> dict[str, Any]:
                     domain_of[n] = (p.name, fd.name)
         if opts.role:
             switches = [s for s, d in zip(switches, devices, strict=True) if d.role == opts.role]
-        sim = Simulator(folder, switches, opts.scale, trace=opts.keep is not None)
+        sim: Simulator | ShardedSimulator
+        if opts.sim_shards > 1:
+            sim = ShardedSimulator(folder, switches, opts.scale, trace=opts.keep is not None, shards=opts.sim_shards)
+        else:
+            sim = Simulator(folder, switches, opts.scale, trace=opts.keep is not None)
         # As a person runs it (a table, diffs not printed) unless --json-output; what each switch became is
         # read from the push's audit trail, one file per run.
         common = [str(intent), "--known-hosts", str(sim.known_hosts), "--no-diff", "--wait", "0",
@@ -403,7 +485,7 @@ def prove(plan: Any, events: list[dict[str, Any]], trail: Path, opts: Options) -
     }
 
 
-def floor(sim: Simulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
+def floor(sim: Simulator | ShardedSimulator, folder: Path, addresses: list[str]) -> dict[str, Any]:
     """What the machine allows: one SSH login and one command (`hostname`, the exec channel's latency
     alone) to every switch, through the drivers' own transport, from as many threads as a read of the
     fleet uses (bench/ssh_floor.py, a fresh process), in this namespace against this simulator."""
@@ -719,6 +801,8 @@ def main() -> None:
         choices=["auto", "always", "never"],
         help="push --drain MODE (auto, always, never)",
     )
+    parser.add_argument("--example", choices=sorted(FLEETS), default="three-tier-32k", help="the fabric pushed")
+    parser.add_argument("--sim-shards", type=int, default=1, help="simulator processes, each a slice of the switches")
     parser.add_argument("--experiment", default="", help=f"A/B on the controller, comma-separated: {', '.join(HOOKS)}")
     args = parser.parse_args()
     opts = Options(
@@ -734,7 +818,11 @@ def main() -> None:
         platform=args.platform,
         max_capacity_loss=args.max_capacity_loss,
         drain=args.drain,
+        example=args.example,
+        sim_shards=args.sim_shards,
     )
+    if args.sim_shards < 1 or (args.sim_shards > 1 and args.platform == "eos"):
+        parser.error("--sim-shards takes 1 or more, and 1 with --platform eos (one CA for the eAPI certificates)")
     fractions = [Fraction(s.strip()) for s in args.scale.split(",")]
     unknown = [e for e in args.experiment.split(",") if e and e not in HOOKS]
     if unknown:

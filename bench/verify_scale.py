@@ -5,6 +5,7 @@
     python -m bench.verify_scale --json
     python -m bench.verify_scale --dir /tmp   # render into another filesystem than the project's
     python -m bench.verify_scale --baseline ../old-checkout   # also time another checkout's verify
+    python -m bench.verify_scale --example multiplane-131k --runs 3   # the 131,072-GPU example (12,702 switches)
 
 The example is rendered once into a scratch folder under the project's build/ (or --dir), removed
 afterwards. Each figure is a whole command in a fresh process (start-up, imports, planning, reading,
@@ -37,7 +38,8 @@ from typing import Any
 
 from bench.cli_scale import ENV, EXAMPLE, GPUFABRIC, ROOT
 
-GOAL = 5.0  # seconds: verify of the 32k example with the vendor's model, on this 2-core machine kind
+# seconds: verify of an example with the vendor's model, on this 2-core machine kind; its short name in the rows
+GOALS = {"three-tier-32k": (5.0, "32k"), "multiplane-131k": (20.0, "131k")}
 
 
 def _timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
@@ -65,31 +67,45 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def measure(runs: int, parent: Path, baseline: Path | None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def measure(
+    runs: int, parent: Path, baseline: Path | None, example: str = "three-tier-32k"
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    goal_s, short = GOALS[example]
+    intent = EXAMPLE.parent / f"{example}.yml"
     parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpufabric-bench-", dir=parent))
     configs = work / "configs"
     load = {"before": _load()}
     try:
-        render = [*GPUFABRIC, "render", str(EXAMPLE), "-o", str(configs)]
+        render = [*GPUFABRIC, "render", str(intent), "-o", str(configs)]
         subprocess.run(render, env=ENV, check=True, capture_output=True)
-        verify = [*GPUFABRIC, "verify", str(EXAMPLE), "--configs", str(configs)]
+        verify = [*GPUFABRIC, "verify", str(intent), "--configs", str(configs)]
         imports = [sys.executable, "-c", "import pydantic, yaml, jinja2"]
         here = (ENV, ROOT)
         figures: list[tuple[str, float | None, list[str], str, tuple[dict[str, str], Path]]] = [
             ("import pydantic, yaml, jinja2 (anchor)", None, imports, "", here),
-            ("gpufabric plan 32k --json (anchor)", None, [*GPUFABRIC, "plan", str(EXAMPLE), "--json"], "", here),
-            ("gpufabric verify 32k --no-vendor (anchor)", None, [*verify, "--no-vendor"], "readers and checks", here),
+            (f"gpufabric plan {short} --json (anchor)", None, [*GPUFABRIC, "plan", str(intent), "--json"], "", here),
+            (
+                f"gpufabric verify {short} --no-vendor (anchor)",
+                None,
+                [*verify, "--no-vendor"],
+                "readers and checks",
+                here,
+            ),
         ]
         judged = importlib.util.find_spec("nvueschema") is not None
         if judged:
-            figures.append(("gpufabric verify 32k (NVUE model)", GOAL, verify, "every file judged by nvueschema", here))
+            figures.append(
+                (f"gpufabric verify {short} (NVUE model)", goal_s, verify, "every file judged by nvueschema", here)
+            )
         if baseline is not None:
             # run from the other checkout: `python -m` puts the working folder first on the path
             other = ({**ENV, "PYTHONPATH": str(baseline.resolve())}, baseline.resolve())
-            figures.append(("baseline: verify 32k --no-vendor", None, [*verify, "--no-vendor"], str(baseline), other))
+            figures.append(
+                (f"baseline: verify {short} --no-vendor", None, [*verify, "--no-vendor"], str(baseline), other)
+            )
             if judged:
-                figures.append(("baseline: verify 32k (NVUE model)", None, verify, str(baseline), other))
+                figures.append((f"baseline: verify {short} (NVUE model)", None, verify, str(baseline), other))
         samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in figures}
         for _ in range(runs):  # interleaved: a change of load hits every figure alike
             for name, _goal, cmd, _note, (env, cwd) in figures:
@@ -110,7 +126,7 @@ def measure(runs: int, parent: Path, baseline: Path | None) -> tuple[list[dict[s
                 }
             )
         if importlib.util.find_spec("nvueschema") is None:
-            rows.append({"figure": "gpufabric verify 32k (NVUE model)", "note": "nvueschema not installed"})
+            rows.append({"figure": f"gpufabric verify {short} (NVUE model)", "note": "nvueschema not installed"})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load["after"] = _load()
@@ -125,8 +141,10 @@ def main() -> int:
         "--dir", type=Path, default=ROOT / "build", help="parent of the scratch folder (default: the project's build/)"
     )
     parser.add_argument("--baseline", type=Path, help="another checkout whose verify is timed beside this one's")
+    parser.add_argument("--example", choices=sorted(GOALS), default="three-tier-32k", help="the example verified")
     args = parser.parse_args()
-    rows, load = measure(args.runs, args.dir, args.baseline)
+    rows, load = measure(args.runs, args.dir, args.baseline, args.example)
+    short = GOALS[args.example][1]
     if args.json:
         print(json.dumps({"rows": rows, "load_average": load, "cores": os.cpu_count()}, indent=2))
         return 0
@@ -144,7 +162,8 @@ def main() -> int:
     print(f"(seconds, {args.runs} runs each; cpu: median CPU seconds of the command and its workers;")
     print(f" load average before {load['before']}, after {load['after']}; {os.cpu_count()} cores)")
     timed = {r["figure"]: r["median"] for r in rows if "median" in r}
-    judged, alone = timed.get("gpufabric verify 32k (NVUE model)"), timed["gpufabric verify 32k --no-vendor (anchor)"]
+    judged = timed.get(f"gpufabric verify {short} (NVUE model)")
+    alone = timed[f"gpufabric verify {short} --no-vendor (anchor)"]
     if judged is not None:
         print(f"NVIDIA's model adds {judged - alone:.2f} s to the readers' {alone:.2f} s ({judged / alone:.2f}x)")
     return 1 if over else 0

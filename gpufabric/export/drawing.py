@@ -4,7 +4,8 @@ Tiers are drawn top to bottom, each in plan order from left to right (pods, unit
 rail has its own colour; spine groups and pods are clusters. Parallel cables collapse into one line
 per pair of switches, labelled once in the legend when every bundle is alike. Servers collapse into
 one node per unit. Large planes are summarised: the first units are drawn, the rest counted in one
-node, so even a 32k-GPU plane draws.
+node, so even a 32k-GPU plane draws; past the first of a tier, spines and superspines are counted
+in one node too, and so are the mgmt switches of an OOB plane of hundreds (the 131k example's 624).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ TIER_RANK = {"superspine": 0, "spine": 1, "border": 2, "leaf": 2, "mgmt": 2}
 SVG_MAX_NODES = 600  # beyond this dot takes minutes and the picture is unreadable anyway
 DRAWN_UNITS = 2  # a plane with more units draws these and counts the rest
 DRAWN_PER_TIER = 8  # spines (superspines) drawn per group before the rest are counted
+MGMT_DRAWN_UP_TO = 64  # OOB mgmt switches all drawn up to this many; beyond, as spines: the first, the rest counted
 NL = "\\n"  # a line break inside a DOT label
 ADDED_COLOUR = "#00a651"  # what `gpufabric diff --drawing` adds; no rail uses it
 RAIL_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -95,8 +97,9 @@ class _View:
 
     def _cap_upper(self) -> None:
         tiers: dict[tuple[str, int, int], list[Device]] = {}
+        many_mgmt = sum(d.role == "mgmt" for d in self.plane.devices) > MGMT_DRAWN_UP_TO
         for d in self.plane.devices:
-            if d.role in ("spine", "superspine"):
+            if d.role in ("spine", "superspine") or (d.role == "mgmt" and many_mgmt):
                 tiers.setdefault((d.role, d.pod or 0, self.group_of.get(d.name, 0)), []).append(d)
         hidden_pods = sorted({pod for (_, pod, _) in tiers if pod and pod not in self.drawn_pods})
         for (role, pod, group), members in tiers.items():
@@ -109,7 +112,7 @@ class _View:
             rest = members[DRAWN_PER_TIER:]
             if rest:
                 where = f" pod {pod}" if pod else f" group {group}" if group else ""
-                node = f"{len(rest)} more {role}s{where}"
+                node = f"{len(rest)} more {'mgmt switches' if role == 'mgmt' else role + 's'}{where}"
                 for d in rest:
                     self.hidden_upper[d.name] = node
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from gpufabric.intent.model import Intent
-from gpufabric.intent.rules import MAX_SERVERS
+from gpufabric.intent.rules import MAX_GPU_SERVERS, MAX_OTHER_SERVERS
 from gpufabric.intent.types import AsnRange, SecretRef
 from gpufabric.platforms import names as platform_names
 
@@ -210,8 +210,9 @@ RULES = [
     "`multiplane` is only on the compute plane, with `host_links: routed`; every group's compute interfaces "
     "divide evenly over its planes, without `rails`; every address pool cuts into one share of at least a "
     "/31 per plane (2, 4 or 8 shares) and the ASN pool holds at least one ASN per plane.",
-    f"At most {MAX_SERVERS:,} servers per intent, counted at `build_out` (four times the largest example); "
-    "the count is checked before any server is built.",
+    f"At most {MAX_GPU_SERVERS:,} GPU servers per intent ({MAX_GPU_SERVERS * 8:,} GPUs at 8 each, the "
+    f"largest example) and {MAX_OTHER_SERVERS:,} storage and CPU servers beside them, counted at `build_out`; "
+    "the counts are checked before any server is built.",
     "Pools and service addresses (NTP, syslog, DNS, the OOB gateway) are unicast: nothing in 0.0.0.0/8, "
     "127.0.0.0/8 (syslog excepted: it warns), 169.254.0.0/16, 224.0.0.0/4 or 240.0.0.0/4 (with "
     "255.255.255.255); no service on the management subnet's network or broadcast address.",

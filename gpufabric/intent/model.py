@@ -223,7 +223,11 @@ class SwitchRoles(Model):
 
     leaf: SwitchRole | None = Field(None, description="Leaves: host-facing switches (tier 1).")
     spine: SwitchRole | None = Field(None, description="Spines (tier 2). On the OOB plane: aggregation switches.")
-    superspine: SwitchRole | None = Field(None, description="Superspines (tier 3), only with `tiers: 3`.")
+    superspine: SwitchRole | None = Field(
+        None,
+        description="Superspines (tier 3), only with `tiers: 3`. On the OOB plane: its core, joining groups of "
+        "spines (`spine_group`).",
+    )
     border: SwitchRole | None = Field(None, description="Border leaves toward the edge (business plane only).")
     mgmt: SwitchRole | None = Field(None, description="Management switches (OOB plane only).")
 
@@ -674,7 +678,18 @@ class OobPlane(Model):
     """The out-of-band management plane: a flat switched network, no routing toward the data planes."""
 
     prefix: str = Field("oob", pattern=PREFIX_PATTERN, description="Switch name prefix.")
-    switches: SwitchRoles = Field(description="`mgmt` switches, and `spine` when more than one mgmt switch is needed.")
+    switches: SwitchRoles = Field(
+        description="`mgmt` switches, and `spine` when more than one mgmt switch is needed; `superspine` (the "
+        "OOB core) when the mgmt switches are too many for one set of spines."
+    )
+    spine_group: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="With a `superspine` core: spines per aggregation group. Each mgmt switch spreads its uplinks "
+        "over its group's spines only (its pod's pair, say), the groups are as many as the mgmt switches need, "
+        "and every spine spreads its own `uplinks` over all core switches. Default: the mgmt switch's `uplinks`.",
+    )
     subnet: Network = Field(description="The management subnet: every switch and server gets one address.")
     gateway: Address | None = Field(None, description="Management gateway. Default: the subnet's first address.")
     mtu: int = Field(1500, ge=1280, le=9216, description="MTU of the management network.")

@@ -47,10 +47,12 @@ def uplink_speed(role: SwitchRole) -> int:
     return role.uplink_speed or role.port_speed
 
 
-# Servers one intent may plan, counted at build-out before anything is built: four times the largest
-# shipped design (inventory/examples/three-tier-32k.yml, 4,096 servers). Without a bound, 256 groups
-# of 65,536 servers ran for minutes and ended in MemoryError.
-MAX_SERVERS = 4 * 4096
+# Servers one intent may plan, counted at build-out before anything is built. GPU servers are bounded
+# at the intent's limit, 16,384 (131,072 GPUs at 8 each: inventory/examples/multiplane-131k.yml plans
+# them in seconds); storage and CPU servers beside them at a quarter of that. Without a bound, 256
+# groups of 65,536 servers ran for minutes and ended in MemoryError.
+MAX_GPU_SERVERS = 16_384
+MAX_OTHER_SERVERS = 4_096
 
 # Ranges that are never a pool or a service address: they do not route as unicast to one host.
 SPECIAL_RANGES = (
@@ -94,17 +96,24 @@ def check_rules(intent: Intent) -> list[Problem]:
 
 
 def _fan_out(intent: Intent) -> list[Problem]:
-    total = sum(max(g.count, g.build_out or 0) for g in intent.server_groups)
-    if total <= MAX_SERVERS:
-        return []
-    gi = max(range(len(intent.server_groups)), key=lambda i: intent.server_groups[i].count)
-    return [
-        Problem(
-            ("server_groups", gi, "count"),
-            f"the groups add up to {total:,} servers (count or build_out); gpufabric plans at most {MAX_SERVERS:,}",
-            f"plan at most {MAX_SERVERS:,} servers per intent (split the cluster into several intents)",
+    """GPU servers and the others (storage, CPU) each within their bound, counted at build-out."""
+    problems: list[Problem] = []
+    for gpu, limit, what in ((True, MAX_GPU_SERVERS, "GPU"), (False, MAX_OTHER_SERVERS, "storage and CPU")):
+        groups = enumerate(intent.server_groups)
+        sizes = {i: max(g.count, g.build_out or 0) for i, g in groups if (g.kind == "gpu") == gpu}
+        total = sum(sizes.values())
+        if total <= limit:
+            continue
+        gi = max(sizes, key=lambda i: sizes[i])
+        problems.append(
+            Problem(
+                ("server_groups", gi, "count"),
+                f"the {what} groups add up to {total:,} servers (count or build_out); gpufabric plans at most "
+                f"{limit:,} {what} servers per intent",
+                f"plan at most {limit:,} {what} servers per intent (split the cluster into several intents)",
+            )
         )
-    ]
+    return problems
 
 
 def _address_kinds(intent: Intent) -> list[Problem]:
@@ -780,18 +789,51 @@ def _oob_plane(oob: OobPlane) -> list[Problem]:
                 (*at, "switches"), "the oob plane needs `mgmt` switches", "add switches.mgmt (e.g. a 48-port 1G switch)"
             )
         )
-    for extra in ("leaf", "superspine", "border"):
+    for extra in ("leaf", "border"):
         if extra in roles:
             problems.append(
                 Problem(
                     (*at, "switches", extra),
                     f"the oob plane has no `{extra}` role",
-                    "use mgmt (access) and spine (aggregation)",
+                    "use mgmt (access), spine (aggregation) and superspine (core)",
                 )
             )
+    problems += _oob_core(oob, roles, at)
     if oob.gateway is not None and oob.gateway not in oob.subnet:
         problems.append(
             Problem((*at, "gateway"), f"{oob.gateway} is outside {oob.subnet}", f"use an address inside {oob.subnet}")
+        )
+    return problems
+
+
+def _oob_core(oob: OobPlane, roles: dict[str, SwitchRole], at: Path) -> list[Problem]:
+    """A `superspine` core groups the spines: the plan counts them, so the intent gives no spine count."""
+    sw: Path = (*at, "switches")
+    if "superspine" not in roles:
+        if oob.spine_group is not None:
+            return [Problem((*at, "spine_group"), "spine groups join at an OOB core", "add switches.superspine")]
+        return []
+    problems = []
+    spine = roles.get("spine")
+    if spine is None:
+        problems.append(Problem(sw, "an OOB core (superspine) joins spines, and there are none", "add switches.spine"))
+    elif spine.count is not None:
+        problems.append(
+            Problem(
+                (*sw, "spine", "count"),
+                "with an OOB core the plan counts the spines (one group per set of mgmt switches they carry)",
+                "remove spine.count; set spine_group to size the groups",
+            )
+        )
+    mgmt = roles.get("mgmt")
+    group = oob.spine_group or (mgmt.uplinks if mgmt is not None else None) or 2
+    if mgmt is not None and mgmt.uplinks is not None and mgmt.uplinks % group:
+        problems.append(
+            Problem(
+                (*sw, "mgmt", "uplinks"),
+                f"{mgmt.uplinks} uplinks do not spread over a group of {group} spines",
+                f"use a multiple of {group}, or a spine_group that divides {mgmt.uplinks}",
+            )
         )
     return problems
 

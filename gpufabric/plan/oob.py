@@ -6,6 +6,7 @@ OOB switches route nothing; they hold one address each on the management subnet.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from math import ceil
 
 from gpufabric.intent.errors import Path, Problem
@@ -14,6 +15,7 @@ from gpufabric.intent.rules import downlink_speed, uplink_speed
 from gpufabric.plan.fabric import portmap
 from gpufabric.plan.management import ManagementPort
 from gpufabric.plan.model import Device, FailureDomain, Link, PlanePlan, Server
+from gpufabric.plan.ports import PortMap
 from gpufabric.plan.sizing import SizingError, split
 from gpufabric.platforms import platform
 
@@ -51,7 +53,9 @@ def _counts(oob: OobPlane, endpoints: int) -> tuple[int, int, int]:
                 )
             ]
         )
-    spines = spine.count or 1
+    cored = oob.switches.superspine is not None
+    # With a core, a mgmt switch's uplinks spread over its group of spines; without, over all of them.
+    spines = (oob.spine_group or mgmt.uplinks or 2) if cored else (spine.count or 1)
     uplinks = mgmt.uplinks or spines
     if uplinks % spines:
         raise SizingError(
@@ -76,6 +80,11 @@ def _counts(oob: OobPlane, endpoints: int) -> tuple[int, int, int]:
             ]
         )
     count = ceil(endpoints / down)
+    if cored:
+        shape = _core_shape(oob, uplinks)
+        n_spines = ceil(count / shape.per_group) * shape.group
+        _core_capacity(oob, shape, n_spines)
+        return count, n_spines, uplinks
     spine_capacity = spine.ports * split(spine, downlink_speed(spine))
     if count * uplinks // spines > spine_capacity:
         raise SizingError(
@@ -88,6 +97,69 @@ def _counts(oob: OobPlane, endpoints: int) -> tuple[int, int, int]:
             ]
         )
     return count, spines, uplinks
+
+
+@dataclass(frozen=True)
+class CoreShape:
+    """An OOB core: the spines in groups of `group`, each group carrying `per_group` mgmt switches, and each
+    spine spreading `spine_uplinks` over `cores` core switches."""
+
+    group: int
+    per_group: int
+    spine_down: int
+    spine_uplinks: int
+    cores: int
+
+
+def _core_shape(oob: OobPlane, uplinks: int) -> CoreShape:
+    """How the spines group under an OOB core, refused when a spine or a core runs out of ports."""
+    spine, core, mgmt = oob.switches.spine, oob.switches.superspine, oob.switches.mgmt
+    assert spine is not None and core is not None and mgmt is not None
+    group = oob.spine_group or uplinks
+    cores = core.count or 2
+    spine_up = spine.uplinks or cores
+    if spine_up % cores:
+        raise SizingError(
+            [
+                Problem(
+                    (*AT, "switches", "spine", "uplinks"),
+                    f"{spine_up} uplinks do not spread over {cores} core switches",
+                    f"use a multiple of {cores}",
+                )
+            ]
+        )
+    spine_down = (spine.ports - ceil(spine_up / split(spine, uplink_speed(spine)))) * split(
+        spine, downlink_speed(spine)
+    )
+    per_group = spine_down // (uplinks // group)
+    if per_group < 1:
+        raise SizingError(
+            [
+                Problem(
+                    (*AT, "switches", "spine", "ports"),
+                    "no spine ports are left for mgmt switches after the uplinks to the core",
+                    "use fewer spine uplinks or a larger spine",
+                )
+            ]
+        )
+    return CoreShape(group, per_group, spine_down, spine_up, cores)
+
+
+def _core_capacity(oob: OobPlane, shape: CoreShape, spines: int) -> None:
+    core = oob.switches.superspine
+    assert core is not None
+    capacity = core.ports * split(core, downlink_speed(core))
+    if spines * shape.spine_uplinks // shape.cores > capacity:
+        raise SizingError(
+            [
+                Problem(
+                    (*AT, "switches", "superspine", "ports"),
+                    f"{spines} spines x {shape.spine_uplinks} uplinks exceed {shape.cores} core switches of "
+                    f"{capacity} ports",
+                    "add core switches (superspine.count) or use larger ones",
+                )
+            ]
+        )
 
 
 def build_oob(
@@ -115,16 +187,20 @@ def build_oob(
     if n_spines:
         assert oob.switches.spine is not None
         spines = [_switch(f"{pre}-spine{i + 1}", "spine", oob.switches.spine, oob.mtu) for i in range(n_spines)]
+    cores = []
+    if spines and oob.switches.superspine is not None:
+        n_cores = _core_shape(oob, uplinks).cores
+        cores = [_switch(f"{pre}-core{i + 1}", "superspine", oob.switches.superspine, oob.mtu) for i in range(n_cores)]
     out = PlanePlan(
         name="oob",
         topology="switched",
-        tiers=2 if spines else 1,
+        tiers=3 if cores else 2 if spines else 1,
         prefix=pre,
         mtu=oob.mtu,
         host_mtu=oob.mtu,
-        devices=spines + mgmts,
+        devices=cores + spines + mgmts,
     )
-    _addresses(oob, spines + mgmts, switches, servers, reserved, others=others)
+    _addresses(oob, cores + spines + mgmts, switches, servers, reserved, others=others)
     ports = portmap(mgmt, down)
     by_name = {s.name: s for s in servers}
     for k, (name, port) in enumerate(ends):
@@ -150,7 +226,9 @@ def build_oob(
         elif k >= len(switches):
             server = by_name[name]
             server.mgmt_switch, server.mgmt_port = sw.name, sw_port
-    if spines:
+    if cores:
+        _cable_core(oob, out, (mgmts, spines, cores), uplinks, ports)
+    elif spines:
         assert oob.switches.spine is not None
         spine_ports = portmap(oob.switches.spine, oob.switches.spine.ports)
         per_spine = uplinks // len(spines)
@@ -175,9 +253,67 @@ def build_oob(
                         b_split=spine_ports.down_split,
                     )
                 )
-    out.failure_domains = [FailureDomain(d.failure_domain, "oob", [d.name]) for d in spines + mgmts]
+    out.failure_domains = [FailureDomain(d.failure_domain, "oob", [d.name]) for d in out.devices]
     out.sizing = {"mgmt_switches": count, "spines": len(spines), "management_ports": len(ends)}
+    if cores:
+        out.sizing["core_switches"] = len(cores)
     return out
+
+
+def _cable_core(
+    oob: OobPlane,
+    out: PlanePlan,
+    tiers: tuple[list[Device], list[Device], list[Device]],
+    uplinks: int,
+    ports: PortMap,
+) -> None:
+    """Mgmt switch m uplinks to the spines of group m // per_group, an equal share to each; every spine
+    spreads its uplinks over every core switch."""
+    mgmts, spines, cores = tiers
+    spine, core, mgmt = oob.switches.spine, oob.switches.superspine, oob.switches.mgmt
+    assert spine is not None and core is not None and mgmt is not None
+    shape = _core_shape(oob, uplinks)
+    per_spine = uplinks // shape.group
+    spine_ports = portmap(spine, shape.spine_down)
+    core_ports = portmap(core, core.ports)
+    for m, sw in enumerate(mgmts):
+        g, slot = divmod(m, shape.per_group)
+        for j in range(uplinks):
+            target = spines[g * shape.group + j // per_spine]
+            ends = (ports.up(j), spine_ports.down(slot * per_spine + j % per_spine))
+            out.links.append(_uplink(sw, target, ends=ends, maps=(ports, spine_ports), role=mgmt))
+    per_core = shape.spine_uplinks // shape.cores
+    for s_index, sp in enumerate(spines):
+        for j in range(shape.spine_uplinks):
+            target = cores[j // per_core]
+            ends = (spine_ports.up(j), core_ports.down(s_index * per_core + j % per_core))
+            out.links.append(_uplink(sp, target, ends=ends, maps=(spine_ports, core_ports), role=spine))
+
+
+def _uplink(
+    a: Device,
+    b: Device,
+    *,
+    ends: tuple[tuple[str, int], tuple[str, int]],
+    maps: tuple[PortMap, PortMap],
+    role: SwitchRole,
+) -> Link:
+    """A fabric link of the OOB plane, from `a`'s uplink to `b`'s downlink."""
+    (a_port, a_cage), (b_port, b_cage) = ends
+    return Link(
+        "oob",
+        "fabric",
+        a.name,
+        a_port,
+        b.name,
+        b_port,
+        uplink_speed(role),
+        min(a.mtu, b.mtu),
+        a_cage=a_cage,
+        a_split=maps[0].up_split,
+        b_cage=b_cage,
+        b_split=maps[1].down_split,
+    )
 
 
 def oob_addresses_needed(endpoints: int, oob: OobPlane) -> list[Problem]:

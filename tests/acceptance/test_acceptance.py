@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from conftest import INVENTORY, example_plan, run_in_process, sized
+from conftest import ALL_INTENTS, INVENTORY, example_plan, run_in_process, sized
 from dcgm_outputs import write_passing
 from incast_evidence import lossless_results
 
@@ -24,7 +24,7 @@ OUTPUTS = Path(__file__).parents[1] / "acceptance_outputs"
 # tests/acceptance/test_ib_acceptance.py).
 EXAMPLES = [
     p
-    for p in [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.yml"))]
+    for p in ALL_INTENTS  # conftest.HUGE_DESIGNS aside
     if "transport: infiniband" not in p.read_text()
 ]
 

@@ -7,14 +7,14 @@ import subprocess
 import warnings
 
 import pytest
-from conftest import INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run_in_process, sized
+from conftest import ALL_INTENTS, INVENTORY, SNMP_CANARY, SWITCH_PASSWORD_CANARY, run_in_process, sized
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpufabric.config.secrets import SecretUnavailableError, resolve_tokens
 from gpufabric.config.shacrypt import ALPHABET, salt_for, sha_crypt
 
-EXAMPLES = [INVENTORY / "fabric.yml", *sorted((INVENTORY / "examples").glob("*.yml"))]
+EXAMPLES = ALL_INTENTS  # the huge designs aside (conftest.HUGE_DESIGNS)
 
 
 @pytest.mark.parametrize("algorithm", ["sha512", "sha256"])

@@ -337,9 +337,39 @@ def test_fan_out_is_bounded_before_servers_are_built(tmp_path):
         preexec_fn=_two_gib,  # the bound a malformed intent must stay within
     )
     assert done.returncode == 2, done.stderr
-    assert "server_groups[1].count: the groups add up to 16,777,220 servers" in done.stderr, done.stderr
-    assert "at most 16,384" in done.stderr and "Traceback" not in done.stderr
+    assert "server_groups[1].count: the storage and CPU groups add up to 16,777,216 servers" in done.stderr
+    assert "at most 4,096 storage and CPU servers" in done.stderr and "Traceback" not in done.stderr
     assert time.monotonic() - started < 30
+
+
+def test_gpu_servers_are_bounded_at_the_intents_limit():
+    """16,384 GPU servers (131,072 GPUs at 8 each) pass the bound, one more does not; the storage
+    servers beside them are bounded on their own."""
+    from conftest import default_doc
+
+    from gpufabric.intent.loader import load_intent_text
+    from gpufabric.intent.rules import MAX_GPU_SERVERS, MAX_OTHER_SERVERS
+
+    def problems(gpus: int, storage: int) -> list[str]:
+        import yaml
+
+        from gpufabric.errors import IntentError
+
+        doc = default_doc()
+        doc["server_groups"][0]["build_out"] = gpus
+        doc["server_groups"][1]["build_out"] = storage
+        try:
+            load_intent_text(yaml.safe_dump(doc, sort_keys=False), "<test>")
+        except IntentError as exc:
+            return [f"{p.field}: {p.message}" for p in exc.problems if "servers per intent" in p.message]
+        return []
+
+    assert problems(MAX_GPU_SERVERS, MAX_OTHER_SERVERS) == []
+    over = problems(MAX_GPU_SERVERS + 1, 2)
+    assert len(over) == 1 and "server_groups[0].count: the GPU groups add up to 16,385 servers" in over[0], over
+    assert "at most 16,384 GPU servers" in over[0]
+    over = problems(4, MAX_OTHER_SERVERS + 1)
+    assert len(over) == 1 and "the storage and CPU groups add up to 4,097 servers" in over[0], over
 
 
 def _two_gib() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ALL_INTENTS, ROOT, run_in_process
+from conftest import ALL_INTENTS, HUGE_DESIGNS, ROOT, SHIPPED_EXAMPLES, run_in_process
 from jsonschema import Draft202012Validator, ValidationError
 
 from gpufabric.intent.errors import IntentError
@@ -64,7 +64,8 @@ def _leaves(errors: Iterable[ValidationError]) -> Iterator[ValidationError]:
             yield error
 
 
-SHIPPED = [*ALL_INTENTS, DEFAULT]
+# The huge designs too: reading one is quick, only planning and rendering it is not.
+SHIPPED = [*ALL_INTENTS, *(p for p in SHIPPED_EXAMPLES if p.stem in HUGE_DESIGNS), DEFAULT]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))

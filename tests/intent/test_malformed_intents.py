@@ -320,6 +320,52 @@ CASES = [
         "needs `mgmt` switches",
     ),
     (
+        "OOB spine groups without a core",
+        [(("planes", "oob", "spine_group"), 2)],
+        "planes.oob.spine_group",
+        "join at an OOB core",
+    ),
+    (
+        "OOB core without spines",
+        [
+            (
+                ("planes", "oob", "switches", "superspine"),
+                {"platform": "frr", "model": "x", "ports": 8, "port_speed": "1G"},
+            )
+        ],
+        "planes.oob.switches",
+        "there are none",
+    ),
+    (
+        "OOB core with a spine count",
+        [
+            (
+                ("planes", "oob", "switches", "spine"),
+                {"platform": "frr", "model": "x", "ports": 8, "port_speed": "1G", "count": 4},
+            ),
+            (
+                ("planes", "oob", "switches", "superspine"),
+                {"platform": "frr", "model": "x", "ports": 8, "port_speed": "1G"},
+            ),
+        ],
+        "planes.oob.switches.spine.count",
+        "the plan counts the spines",
+    ),
+    (
+        "OOB mgmt uplinks over a spine group",
+        [
+            (("planes", "oob", "switches", "mgmt", "uplinks"), 3),
+            (("planes", "oob", "spine_group"), 2),
+            (("planes", "oob", "switches", "spine"), {"platform": "frr", "model": "x", "ports": 8, "port_speed": "1G"}),
+            (
+                ("planes", "oob", "switches", "superspine"),
+                {"platform": "frr", "model": "x", "ports": 8, "port_speed": "1G"},
+            ),
+        ],
+        "planes.oob.switches.mgmt.uplinks",
+        "do not spread over a group of 2 spines",
+    ),
+    (
         "leaf radix too small",
         [((*C, "unit_nodes"), 20)],
         "planes.compute.switches.leaf.ports",

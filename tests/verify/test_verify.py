@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES as EXAMPLE_PATHS
 from conftest import INVENTORY, ROOT, default_doc, example_plan, plan_doc, run, run_in_process, set_path
 from render_helpers import render_into
 
@@ -15,7 +16,7 @@ from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.verify.runner import verify
 
-EXAMPLES = ["fabric.yml", *(f"examples/{p.name}" for p in sorted((INVENTORY / "examples").glob("*.yml")))]
+EXAMPLES = ["fabric.yml", *(f"examples/{p.name}" for p in EXAMPLE_PATHS)]  # conftest.HUGE_DESIGNS aside
 
 
 def _nxos_roce_doc() -> dict:
