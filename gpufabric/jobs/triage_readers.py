@@ -23,10 +23,12 @@ from pathlib import Path
 from subprocess import PIPE
 
 from gpufabric.errors import GpufabricError
+from gpufabric.files import write_atomic
 from gpufabric.http_api import HttpApiError, Request, json_body
 from gpufabric.http_guard import Bounds, call
 from gpufabric.jobs.footprint import Footprint
 from gpufabric.jobs.job_triage import Edge, FlowSample, Parts, flows_of
+from gpufabric.outputs import json_dumps
 
 MAX_ANSWER = 32 << 20  # bytes of one Prometheus answer
 QUERY_TIMEOUT = 20.0
@@ -199,7 +201,7 @@ class LabProbe:
             try:
                 for node, doc in hosts.items():
                     plan = Path(folder) / f"{node}.json"
-                    plan.write_text(json.dumps(doc))
+                    write_atomic(plan, json_dumps(doc))
                     command = [
                         sys.executable,
                         "-m",

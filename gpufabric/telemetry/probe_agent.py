@@ -15,12 +15,12 @@ Every wait is bounded (WAIT seconds); an agent whose triage went away ends on it
 from __future__ import annotations
 
 import argparse
-import json
 import select
 import sys
 import time
 
 from gpufabric.errors import GpufabricError
+from gpufabric.outputs import json_dumps
 from gpufabric.telemetry.prober import PeerResult, Prober, Responder, read_plan
 
 WAIT = 120.0  # seconds an agent waits for "go" or for the end, at most
@@ -36,7 +36,7 @@ def _line(timeout: float) -> str | None:
 
 
 def _say(doc: object) -> None:
-    sys.stdout.write(json.dumps(doc) + "\n")
+    sys.stdout.write(json_dumps(doc) + "\n")
     sys.stdout.flush()
 
 

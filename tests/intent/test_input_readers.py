@@ -48,6 +48,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/lab/hosts/container.py", "_is_container_init"): "/proc/PID/comm of the container's init",
     ("gpufabric/lab/hosts/rootfs.py", "_prune"): "/proc/self/mountinfo, this process's own mounts",
     ("gpufabric/lab/hosts/fleet.py", "_remove_root"): "/proc/mounts, the kernel's list of mounts",
+    ("gpufabric/telemetry/probe_agent.py", "_line"): "its stdin: the `go` line of the triage process that "
+    "started it (a pipe, not a file)",
     # Not files: a NAPALM driver's or connection's open() logs in to a switch.
     ("gpufabric/fleet/access.py", "RevealingNapalm.open"): "a NAPALM connection's open, not a file",
     ("gpufabric/fleet/connect.py", "switch_connector.connect"): "a NAPALM driver's open, not a file",

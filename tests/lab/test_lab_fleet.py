@@ -217,6 +217,7 @@ def test_validate_proves_the_plan_and_never_prints_a_secret(lab, pushed):
         "qos-dscp-map",
         "load-balancing",
         "bgp-timers",
+        "bgp-max-med",  # the plan sets none: the switch is held to having none
         "oob-isolation",
         "release",
     }

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from gpufabric.gc_pause import gc_paused
 
 
@@ -14,7 +16,17 @@ class _Node:
         self.me = self  # a cycle: only the cyclic collector frees it
 
 
-def test_what_the_pause_built_is_old_and_its_cycles_are_still_collected():
+@pytest.fixture
+def collecting():
+    """The collector on, as in a command's process (an earlier test in this worker may have left it off,
+    as `gpufabric render` does for its whole run); as it was, afterwards."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+def test_what_the_pause_built_is_old_and_its_cycles_are_still_collected(collecting):
     gc.collect()
     with gc_paused():
         kept = [[i] for i in range(200_000)]  # tracked objects, as a plan's
