@@ -26,7 +26,11 @@ install() {
     ensure_unpacked "$redis" redis-tools libjemalloc2 liblzf1
     [ -e "$redis/usr/bin/redis-server" ] || ln -s redis-check-rdb "$redis/usr/bin/redis-server"
     local stamp="$venv/.installed"
-    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$NAUTOBOT_VERSION" ] && return 0
+    # A venv's scripts name its Python by the path it was made at: one made through another checkout's
+    # link to this cache (or moved) has scripts that cannot run, and is made again.
+    local runs=0
+    [ -x "$(sed -n '1s/^#!//p' "$venv/bin/nautobot-server" 2>/dev/null)" ] && runs=1
+    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$NAUTOBOT_VERSION" ] && [ "$runs" -eq 1 ] && return 0
     echo "making $venv: pip installs nautobot $NAUTOBOT_VERSION (a few minutes the first time) ..." >&2
     rm -rf "$venv"
     python3 -m venv "$venv"
@@ -204,10 +208,12 @@ prepare) prepare ;;
 start)
     [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }
     # Called plainly, so that errexit holds inside it; whatever stops it half-way stops what it started.
-    started=0
-    trap '[ "$started" -eq 1 ] || stop "$2"' EXIT
+    # The folder in a variable of the script's own: the EXIT trap may run inside `start`, where $2 is
+    # not the script's.
+    started=0 start_dir=$2
+    trap '[ "$started" -eq 1 ] || stop "$start_dir"' EXIT
     trap 'exit 143' TERM INT
-    start "$2"
+    start "$start_dir"
     started=1
     ;;
 stop) [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }; stop "$2" ;;

@@ -38,8 +38,11 @@ SHIPPED_EXAMPLES = sorted((INVENTORY / "examples").glob("*.yml"))
 EXAMPLES = [p for p in SHIPPED_EXAMPLES if p.stem not in HUGE_DESIGNS]  # what the sweeps go over
 ALL_INTENTS = [INVENTORY / "fabric.yml", *EXAMPLES]
 BIN = Path(sys.executable).parent
-# containerlab's schema sits in ../shared beside a clone (CI has it); tests that need it say so when it is absent.
-CLAB_SCHEMA = ROOT.parent / "shared" / "schemas" / "containerlab-topology.schema.json"
+# containerlab's schema sits in ../shared beside a clone (CI has it; GPUFABRIC_SHARED names another folder); tests
+# that need it say so when it is absent.
+CLAB_SCHEMA = (
+    Path(os.environ.get("GPUFABRIC_SHARED", ROOT.parent / "shared")) / "schemas" / "containerlab-topology.schema.json"
+)
 # The Network Operator's, nv-ipam's and SR-IOV's CRDs, also in ../shared (GPUFABRIC_SHARED names another folder).
 K8S_CRDS = Path(os.environ.get("GPUFABRIC_SHARED", ROOT.parent / "shared")) / "schemas" / "k8s-network"
 # SONiC's YANG models for CONFIG_DB (sonic-yang-models), in the same folder.

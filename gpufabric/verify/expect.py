@@ -303,9 +303,10 @@ def _load_balancing(want: SwitchExpectation, facts: SwitchFacts) -> Iterator[Out
                  not missing, got)  # fmt: skip
     if lb.multipath_hash is not None:
         got = facts.multipath_hash
-        expected = f"net.ipv4.fib_multipath_hash_policy {lb.multipath_hash} (ECMP hash over the L4 ports)"
-        yield _o("load-balancing", "net.ipv4.fib_multipath_hash_policy", expected, got.value if got else "not set",
-                 got is not None and got.value == lb.multipath_hash, got)  # fmt: skip
+        # The item names the sysctl: expected and found are its values (1: the hash takes the L4 ports).
+        yield _o("load-balancing", "net.ipv4.fib_multipath_hash_policy", str(lb.multipath_hash),
+                 "not set" if got is None else str(got.value), got is not None and got.value == lb.multipath_hash,
+                 got)  # fmt: skip
 
 
 def _qos(want: SwitchExpectation, q: QosProfile, facts: SwitchFacts) -> Iterator[Outcome]:

@@ -186,7 +186,7 @@ PLANTED = [
         "net.ipv4.fib_multipath_hash_policy: 1",
         "net.ipv4.fib_multipath_hash_policy: 0",
         "cmp-spine1",
-        "policy 1",
+        "1",  # the sysctl's value, as validate reports it of a running switch
     ),
 ]
 
