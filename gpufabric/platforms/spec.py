@@ -49,6 +49,16 @@ class VendorJudge:
     module: str  # gpufabric's module that runs it, with `judge(ctx, path) -> list[Finding]`
 
 
+# Groups of facts a running reader returns, named by the OS folders (PlatformFacts.running_facts): what a
+# reader of the switch's configuration text finds of load balancing and lossless QoS, and of its BGP, BFD and
+# the planes a converged switch carries.
+QOS_FACTS = frozenset(
+    {"dscp_map", "adaptive", "adaptive_ports", "hash_fields", "multipath_hash"}
+    | {"cable_length", "pause_buffer", "headroom"}
+)
+ROUTING_FACTS = frozenset({"asn", "bfd", "bgp_timers", "subinterfaces", "vrf_neighbors", "shares"})
+
+
 @dataclass(frozen=True)
 class PlatformFacts:
     """What is true of one network OS, as data: read by every layer, never a switch naming one vendor."""

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 from gpufabric.nos.cumulus.dialect import DEFAULT_RELEASE, RELEASES
 from gpufabric.platforms.disruption import Classifier, Disruption
 from gpufabric.platforms.spec import (
+    QOS_FACTS,
     ROCE_HASH,
+    ROUTING_FACTS,
     Bootstrap,
     DrainSpec,
     DrainSteps,
@@ -128,24 +130,7 @@ class Cumulus(Platform):
 
 # What `read_running` returns, the facts validate compares on a running switch:
 # NVUE's running tree (`nv config show`): the same reader as the rendered startup file's.
-RUNNING_FACTS = frozenset(
-    {
-        "dscp_map",
-        "adaptive",
-        "adaptive_ports",
-        "hash_fields",
-        "multipath_hash",
-        "cable_length",
-        "pause_buffer",
-        "headroom",
-        "asn",
-        "bfd",
-        "bgp_timers",
-        "subinterfaces",
-        "vrf_neighbors",
-        "shares",
-    }
-)
+RUNNING_FACTS = QOS_FACTS | ROUTING_FACTS
 
 PLATFORM = Cumulus(
     PlatformFacts(

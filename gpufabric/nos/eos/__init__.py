@@ -10,6 +10,8 @@ from gpufabric.nos.eos.hashing import SAND_MODEL, STRATA_UDF_OFFSETS, sand_udp_h
 from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import (
     BTH_DEST_QP,
+    QOS_FACTS,
+    ROUTING_FACTS,
     DrainSpec,
     DrainSteps,
     LoadBalancing,
@@ -190,24 +192,7 @@ class Eos(Platform):
 
 # What `read_running` returns, the facts validate compares on a running switch:
 # `show running-config`: the same reader as the rendered file's.
-RUNNING_FACTS = frozenset(
-    {
-        "dscp_map",
-        "adaptive",
-        "adaptive_ports",
-        "hash_fields",
-        "multipath_hash",
-        "cable_length",
-        "pause_buffer",
-        "headroom",
-        "asn",
-        "bfd",
-        "bgp_timers",
-        "subinterfaces",
-        "vrf_neighbors",
-        "shares",
-    }
-)
+RUNNING_FACTS = QOS_FACTS | ROUTING_FACTS
 
 PLATFORM = Eos(
     PlatformFacts(

@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufabric.platforms.disruption import Disruption
-from gpufabric.platforms.spec import Bootstrap, LoadBalancing, Platform, PlatformFacts, ZtpForm
+from gpufabric.platforms.spec import (
+    QOS_FACTS,
+    ROUTING_FACTS,
+    Bootstrap,
+    LoadBalancing,
+    Platform,
+    PlatformFacts,
+    ZtpForm,
+)
 
 if TYPE_CHECKING:
     from gpufabric.config.context import DeviceContext
@@ -75,25 +83,7 @@ class Frr(Platform):
 
 # What `read_running` returns, the facts validate compares on a running switch:
 # vtysh's running configuration, the nftables ruleset and the kernel's ECMP hash policy.
-RUNNING_FACTS = frozenset(
-    {
-        "dscp_map",
-        "adaptive",
-        "adaptive_ports",
-        "hash_fields",
-        "multipath_hash",
-        "cable_length",
-        "pause_buffer",
-        "headroom",
-        "asn",
-        "bfd",
-        "bgp_timers",
-        "subinterfaces",
-        "vrf_neighbors",
-        "shares",
-        "max_med",
-    }
-)
+RUNNING_FACTS = QOS_FACTS | ROUTING_FACTS | {"max_med"}
 
 PLATFORM = Frr(
     PlatformFacts(

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from gpufabric.nos.nxos.hashing import NXOS_HASH
 from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import (
+    QOS_FACTS,
+    ROUTING_FACTS,
     DrainSpec,
     DrainSteps,
     LoadBalancing,
@@ -135,24 +137,7 @@ class Nxos(Platform):
 
 # What `read_running` returns, the facts validate compares on a running switch:
 # `show running-config`: the same reader as the rendered file's.
-RUNNING_FACTS = frozenset(
-    {
-        "dscp_map",
-        "adaptive",
-        "adaptive_ports",
-        "hash_fields",
-        "multipath_hash",
-        "cable_length",
-        "pause_buffer",
-        "headroom",
-        "asn",
-        "bfd",
-        "bgp_timers",
-        "subinterfaces",
-        "vrf_neighbors",
-        "shares",
-    }
-)
+RUNNING_FACTS = QOS_FACTS | ROUTING_FACTS
 
 PLATFORM = Nxos(
     PlatformFacts(

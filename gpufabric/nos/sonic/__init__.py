@@ -12,6 +12,7 @@ from gpufabric.nos.sonic.candidate import join, split
 from gpufabric.nos.sonic.hwsku import port_name, role_problems
 from gpufabric.platforms.disruption import Disruption
 from gpufabric.platforms.spec import (
+    QOS_FACTS,
     ROCE_HASH,
     DrainSpec,
     DrainSteps,
@@ -147,18 +148,7 @@ class Sonic(Platform):
 
 # What `read_running` returns, the facts validate compares on a running switch:
 # The running CONFIG_DB: QoS, hashing and buffers; BGP lives in FRR, which it does not carry.
-RUNNING_FACTS = frozenset(
-    {
-        "dscp_map",
-        "adaptive",
-        "adaptive_ports",
-        "hash_fields",
-        "multipath_hash",
-        "cable_length",
-        "pause_buffer",
-        "headroom",
-    }
-)
+RUNNING_FACTS = QOS_FACTS
 
 PLATFORM = Sonic(
     PlatformFacts(
