@@ -13,7 +13,7 @@ import click
 
 from gpufabric.cli.options import load_plan
 from gpufabric.cli.output import err, out, shown, write_stdout
-from gpufabric.cli.scheduler_options import CONTEXT_HELP, K8S_API_HELP, K8S_CA_HELP, KUBECONFIG_HELP, PATH
+from gpufabric.cli.scheduler_options import K8S_LOGIN_OPTIONS
 from gpufabric.export.hostlist import compress
 from gpufabric.jobs.footprint import Crossing, Footprint, FootprintError, footprint, slurm_job_nodes
 from gpufabric.outputs import json_dumps
@@ -46,11 +46,7 @@ def k8s_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--selector", metavar="SELECTOR", help="Pods by label (app=trainer,tier!=test), with --namespace."
         ),
         click.option("--namespace", metavar="NAME", help="The pods' namespace (with --selector)."),
-        click.option("--k8s-api", metavar="URL", help=K8S_API_HELP),
-        click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
-        click.option("--k8s-ca-file", "--k8s-ca", "k8s_ca_file", type=PATH, help=K8S_CA_HELP),
-        click.option("--kubeconfig", "k8s_kubeconfig", type=PATH, help=KUBECONFIG_HELP),
-        click.option("--context", "k8s_context", metavar="NAME", help=CONTEXT_HELP),
+        *K8S_LOGIN_OPTIONS,
     )
     for option in reversed(options):
         fn = option(fn)

@@ -34,6 +34,14 @@ K8S_API_HELP = "The API server, https://host:port, with --k8s-token-env (instead
 K8S_CA_HELP = "CA bundle of the API server (replaces the kubeconfig's certificate-authority)."
 KUBECONFIG_HELP = "The kubeconfig file to log in with (the official Kubernetes client reads it). [env: KUBECONFIG]"
 CONTEXT_HELP = "The kubeconfig's context to use (default: its current-context)."
+# How to log in to the Kubernetes API server: every command that reaches it takes these.
+K8S_LOGIN_OPTIONS = (
+    click.option("--k8s-api", metavar="URL", help=K8S_API_HELP),
+    click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
+    click.option("--k8s-ca-file", "--k8s-ca", "k8s_ca_file", type=PATH, help=K8S_CA_HELP),
+    click.option("--kubeconfig", "k8s_kubeconfig", type=PATH, help=KUBECONFIG_HELP),
+    click.option("--context", "k8s_context", metavar="NAME", help=CONTEXT_HELP),
+)
 
 
 def reach_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -49,11 +57,7 @@ def reach_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--slurm-conf", type=click.Path(dir_okay=False, path_type=Path), help="slurm.conf for Slurm's commands."
         ),
         click.option("--kubernetes/--no-kubernetes", "kubernetes", default=None, help=KUBERNETES_HELP),
-        click.option("--k8s-api", metavar="URL", help=K8S_API_HELP),
-        click.option("--k8s-token-env", metavar="NAME", help="The environment variable holding the bearer token."),
-        click.option("--k8s-ca-file", "--k8s-ca", "k8s_ca_file", type=PATH, help=K8S_CA_HELP),
-        click.option("--kubeconfig", "k8s_kubeconfig", type=PATH, help=KUBECONFIG_HELP),
-        click.option("--context", "k8s_context", metavar="NAME", help=CONTEXT_HELP),
+        *K8S_LOGIN_OPTIONS,
     )
     for option in reversed(options):
         fn = option(fn)
