@@ -205,16 +205,11 @@ def audit_events(path: Path, scope: Scope, window: Window, tl: Timeline) -> None
         if kind is None:
             continue
         switches = [s for s in switch.split(",") if s in scope.devices]
-        nodes = record.get("nodes")
-        held = [n for n in nodes if isinstance(n, str) and n in scope.nodes] if isinstance(nodes, list) else []
+        held = _held(record, scope)
         if not switches and not held:
             continue
-        try:
-            when = parse_time(str(record.get("time", "")))
-        except ValueError:
-            tl.add_unread(Unread(where, _cut(str(record.get("time"))), "'time' is not an ISO 8601 time with its zone"))
-            continue
-        if not window.holds(when):
+        when = _record_time(record, where, window, tl)
+        if when is None:
             continue
         who = f"{record.get('os_user') or '?'}@{record.get('controller') or '?'}"
         reason = record.get("reason")
@@ -234,6 +229,22 @@ def audit_events(path: Path, scope: Scope, window: Window, tl: Timeline) -> None
         )
 
 
+def _held(record: dict[str, Any], scope: Scope) -> list[str]:
+    """The footprint's nodes a trail record names (its `nodes` list; anything else there is ignored)."""
+    nodes = record.get("nodes")
+    return [n for n in nodes if isinstance(n, str) and n in scope.nodes] if isinstance(nodes, list) else []
+
+
+def _record_time(record: dict[str, Any], where: str, window: Window, tl: Timeline) -> datetime | None:
+    """A trail record's time when it falls in the window; None when it does not, or cannot be read (unread)."""
+    try:
+        when = parse_time(str(record.get("time", "")))
+    except ValueError:
+        tl.add_unread(Unread(where, _cut(str(record.get("time"))), "'time' is not an ISO 8601 time with its zone"))
+        return None
+    return when if window.holds(when) else None
+
+
 # -- the remediation trail -------------------------------------------------------------------------------
 
 
@@ -250,21 +261,17 @@ def remediation_events(path: Path, scope: Scope, window: Window, tl: Timeline) -
             continue
         part = record.get("part") if isinstance(record.get("part"), str) else ""
         device, _, port = str(part).partition(":")
-        nodes = record.get("nodes")
-        held = [n for n in nodes if isinstance(n, str) and n in scope.nodes] if isinstance(nodes, list) else []
+        held = _held(record, scope)
         if device not in scope.devices and device not in scope.nodes and not held:
             continue
-        try:
-            when = parse_time(str(record.get("time", "")))
-        except ValueError:
-            tl.add_unread(Unread(where, _cut(str(record.get("time"))), "'time' is not an ISO 8601 time with its zone"))
-            continue
-        if not window.holds(when):
+        when = _record_time(record, where, window, tl)
+        if when is None:
             continue
         alert = record.get("alert") if isinstance(record.get("alert"), dict) else {}
         name = alert.get("name") if isinstance(alert, dict) else None
         dry = " (dry run)" if record.get("dry_run") is True else ""
         detail = record.get("detail") if isinstance(record.get("detail"), str) else ""
+        nodes = record.get("nodes")
         every = nodes if isinstance(nodes, list) else []
         summary = f"{action}{dry} {', '.join(map(str, every))} for {name or '?'} {part}: {detail}".strip(": ")
         node = held[0] if len(held) == 1 else (device if device in scope.nodes else None)
