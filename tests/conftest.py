@@ -106,8 +106,16 @@ def sized(cases: Any) -> list[Any]:
 pytest_plugins = ["stop_on_sigterm"]  # SIGTERM (CI, `timeout`) stops a run as Ctrl-C does: teardowns run
 
 
+# Tests slow by measure (scripts/slow_by_measure.py): `slow` as if they said so themselves.
+SLOW_BY_MEASURE = frozenset(
+    line for line in (HERE / "slow_by_measure.txt").read_text().splitlines() if line and not line.startswith("#")
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.nodeid in SLOW_BY_MEASURE:
+            item.add_marker(pytest.mark.slow)
         try:
             folder = item.path.resolve().relative_to(HERE).parts[0]
         except ValueError:  # a test file outside tests/
