@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -19,6 +18,7 @@ import pytest
 
 from tests.alertmanager_run import alertmanager_command
 from tests.conftest import run_in_process
+from tests.loopback import free_port, http_ready
 
 pytestmark = [
     pytest.mark.lab,
@@ -26,20 +26,6 @@ pytestmark = [
     pytest.mark.root,
     pytest.mark.skipif(os.geteuid() != 0, reason="Debian's unpacked Alertmanager runs in a mount namespace (root)"),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
 
 
 def _post(port: int, alerts: list[dict]) -> None:
@@ -51,7 +37,7 @@ def _post(port: int, alerts: list[dict]) -> None:
 
 
 def test_the_real_alertmanager_s_alerts_on_the_footprint(tmp_path: Path):
-    port = _free_port()
+    port = free_port()
     config = tmp_path / "alertmanager.yml"
     config.write_text("route:\n  receiver: nobody\nreceivers:\n  - name: nobody\n")
     manager = subprocess.Popen(
@@ -61,7 +47,7 @@ def test_the_real_alertmanager_s_alerts_on_the_footprint(tmp_path: Path):
     )  # fmt: skip
     try:
         end = time.monotonic() + 120
-        while not _ready(port):
+        while not http_ready(port):
             assert time.monotonic() < end, (tmp_path / "alertmanager.log").read_text()
             time.sleep(0.2)
         now = datetime.now(UTC).replace(microsecond=0)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_in_process
+from tests.loopback import free_port, http_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHED = ROOT / ".cache" / "prometheus" / "usr" / "bin"
@@ -36,20 +35,6 @@ def _binary(name: str) -> str:
             pytest.fail(f"{name} is missing: scripts/test.sh unpacks Debian's prometheus package into .cache")
         pytest.skip(f"{name} is not installed (scripts/test.sh unpacks Debian's prometheus package into .cache)")
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
 
 
 # (metric, labels, [(minutes after T0, value from then on)]): each series written every SCRAPE seconds for 90
@@ -112,7 +97,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
                           check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert made.returncode == 0, made.stderr
     (tmp / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\n")
-    port = _free_port()
+    port = free_port()
     log = (tmp / "prometheus.log").open("w")
     server = subprocess.Popen(
         [binary, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
@@ -121,7 +106,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     )  # fmt: skip
     try:
         end = time.monotonic() + 120
-        while not _ready(port):
+        while not http_ready(port):
             assert server.poll() is None and time.monotonic() < end, (tmp / "prometheus.log").read_text()
             time.sleep(0.2)
         yield f"http://127.0.0.1:{port}", t0
