@@ -13,7 +13,7 @@ import click
 
 from gpufabric.cli.options import load_plan
 from gpufabric.cli.output import err, out, shown, write_stdout
-from gpufabric.cli.scheduler_options import K8S_LOGIN_OPTIONS
+from gpufabric.cli.scheduler_options import K8S_LOGIN_OPTIONS, nodes_option, slurm_conf_of
 from gpufabric.export.hostlist import compress
 from gpufabric.jobs.footprint import Crossing, Footprint, FootprintError, footprint, slurm_job_nodes
 from gpufabric.outputs import json_dumps
@@ -133,13 +133,10 @@ def show_cmd(
     if k8s["k8s_job"] is not None or k8s["selector"] is not None:
         names = list(_k8s_pods(plan, k8s).nodes)
     elif nodes is not None:
-        try:
-            names = expand_hostlist(nodes)
-        except SchedulerOutputError as exc:
-            raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
+        names = nodes_option(nodes)
     else:
         assert job is not None
-        names, ended = _slurm_job(job, _Said(Slurm(_slurm_conf(plan, slurm_conf))))
+        names, ended = _slurm_job(job, _Said(Slurm(slurm_conf_of(plan, slurm_conf))))
     try:
         found = footprint(plan, names, job)
     except FootprintError as exc:
@@ -323,7 +320,7 @@ def timeline_cmd(
         window = Window(since, until)
     else:
         assert job is not None
-        said = _Said(Slurm(_slurm_conf(plan, slurm_conf)))
+        said = _Said(Slurm(slurm_conf_of(plan, slurm_conf)))
         names, ended = _slurm_job(job, said)
         window = _slurm_window(job, said) if ended is None else Window(*_accounted_window(said))
     try:
@@ -426,13 +423,6 @@ def _accounted_window(said: _Said) -> tuple[datetime, datetime | None]:
     assert record is not None and record.start is not None
     end = None if record.end is None else datetime.fromtimestamp(record.end, UTC)
     return datetime.fromtimestamp(record.start, UTC), end
-
-
-def _slurm_conf(plan: Plan, given: Path | None) -> Path | None:
-    settings = plan.intent.scheduler
-    if given is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
-        return Path(settings.slurm.conf)
-    return given
 
 
 def _print_timeline(tl: Timeline) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,11 @@ from gpufabric.cli.options import FiniteFloat
 from gpufabric.cli.output import err, shown
 from gpufabric.push.audit import ENV as AUDIT_ENV
 from gpufabric.scheduler import Reach
+from gpufabric.scheduler.model import SchedulerOutputError
+from gpufabric.scheduler.slurm import expand_hostlist
+
+if TYPE_CHECKING:
+    from gpufabric.plan import Plan
 
 
 class Lines:
@@ -124,3 +129,19 @@ audit_log_option = click.option(
     f"(`gpufabric audit` reads them back). [env: {AUDIT_ENV}; default: the lab's state folder for the lab, "
     "/var/log/gpufabric/audit.jsonl for root, ~/.local/state/gpufabric/audit.jsonl otherwise]",
 )
+
+
+def nodes_option(nodes: str) -> list[str]:
+    """--nodes' Slurm hostlist, expanded; a bad one is --nodes' error."""
+    try:
+        return expand_hostlist(nodes)
+    except SchedulerOutputError as exc:
+        raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
+
+
+def slurm_conf_of(plan: Plan, given: Path | None) -> Path | None:
+    """The slurm.conf Slurm's commands read: --slurm-conf, else the intent's scheduler.slurm.conf, else Slurm's."""
+    settings = plan.intent.scheduler
+    if given is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
+        return Path(settings.slurm.conf)
+    return given

@@ -190,9 +190,9 @@ def job_cmd(
 def _footprint(
     job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, lab: bool
 ) -> tuple[Footprint, Plan]:
+    from gpufabric.cli.scheduler_options import nodes_option, slurm_conf_of
     from gpufabric.jobs.footprint import FootprintError, footprint, slurm_job_nodes
-    from gpufabric.scheduler.model import SchedulerOutputError
-    from gpufabric.scheduler.slurm import Slurm, expand_hostlist
+    from gpufabric.scheduler.slurm import Slurm
 
     if lab:
         from gpufabric.fleet.lab.topology import topology
@@ -202,17 +202,10 @@ def _footprint(
     else:
         plan = load_plan(file, reaches=job is not None)
     if nodes is not None:
-        try:
-            names = expand_hostlist(nodes)
-        except SchedulerOutputError as exc:
-            raise click.BadParameter(f"{exc}: a Slurm hostlist, e.g. gpu[01-04],gpu07", param_hint="--nodes") from None
+        names = nodes_option(nodes)
     else:
         assert job is not None
-        settings = plan.intent.scheduler
-        conf = slurm_conf
-        if conf is None and settings is not None and settings.slurm is not None and settings.slurm.conf:
-            conf = Path(settings.slurm.conf)
-        names = slurm_job_nodes(job, Slurm(conf))
+        names = slurm_job_nodes(job, Slurm(slurm_conf_of(plan, slurm_conf)))
     try:
         return footprint(plan, names, job), plan
     except FootprintError as exc:
