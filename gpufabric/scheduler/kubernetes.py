@@ -50,8 +50,9 @@ ANNOTATION = "gpufabric.io/drain"
 TIMEOUT = 30.0
 FINISHED = frozenset({"Succeeded", "Failed"})
 # Kubernetes API reference (v1.30), "Node" / NodeSpec: `unschedulable` controls whether new pods are scheduled
-# onto the node (what `kubectl cordon` sets). No API server installs here, so no model checks the field's
-# spelling: the tests' API double is ours (docs/not-shown.md). RFC 7386 names the merge patch's media type.
+# onto the node (what `kubectl cordon` sets). The official client's model of a node (V1NodeSpec, generated from the
+# API server's OpenAPI document) judges the field's name (tests/oracles/test_vendor_strings.py). RFC 7386 names the
+# merge patch's media type.
 UNSCHEDULABLE = "unschedulable"
 MERGE_PATCH = "application/merge-patch+json"
 MAX_BODY = 128 * 1024 * 1024  # bytes of one answer: the list of every node, with their images, of a large cluster

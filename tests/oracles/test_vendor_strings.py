@@ -1,7 +1,8 @@
 """Vendor strings that rest on a document: each is one named constant in the code, with its document cited
 beside it. Here a misspelling is planted in each (monkeypatch) and the test shows what catches it: a vendor's
-model or code (NVIDIA's NVUE object model, Cisco's nxos_gir module), or a vendor's tool (Slurm's scontrol,
-whose parser refuses a wrong keyword or state before it asks slurmctld anything). Where nothing here can
+model or code (NVIDIA's NVUE object model, Cisco's nxos_gir module, the official Kubernetes client's model of a
+node), or a vendor's tool (Slurm's scontrol, whose parser refuses a wrong keyword or state before it asks
+slurmctld anything). Where nothing here can
 catch it, the test shows that too (the model or tool at hand takes the misspelling as it takes the right
 word), and docs/not-shown.md must list the constant under "Vendor strings no model checks": only a switch,
 a subnet manager or a cluster of that vendor would tell.
@@ -12,6 +13,7 @@ No test here compares a constant with a copy of its own literal: the judge is al
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 import socket
@@ -19,6 +21,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -311,16 +314,81 @@ def test_sharp_am_keys_need_nvidia_s_sharp_am(name):
     _documented(sharp, name)
 
 
-# -- Kubernetes: no API server here ------------------------------------------------------------------------------
+# -- Kubernetes: the official client's model of a Node ---------------------------------------------------------
 
 
-def test_the_cordon_field_needs_a_kubernetes_api_server(monkeypatch):
-    """The tests' API double is ours: it reads whatever field name we send, so only a real API server (which
-    does not install here) would ignore a misspelt one and leave the node schedulable."""
+def _node_model() -> Any:
+    """kubernetes.client: its models are generated from the API server's OpenAPI document (the test extra has it)."""
+    try:
+        from kubernetes import client
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("the official Kubernetes client is missing; the test extra installs kubernetes")
+        pytest.skip("the official Kubernetes client is not installed (the kubernetes and test extras have it)")
+    return client
+
+
+def _cluster(node: dict[str, Any]) -> tuple[kubernetes.Kubernetes, list[Any]]:
+    """gpufabric's Kubernetes side with its HTTP exchange standing in for an API server that holds `node`: a GET
+    answers the node, a PATCH is kept (the patch body, what an API server would apply, is what is judged)."""
+    patches: list[Any] = []
+
+    def request(method: str, path: str, body: Any = None, content_type: str = "") -> kubernetes.Answer:
+        if method == "PATCH":
+            patches.append(body)
+        return kubernetes.Answer(200, body if method == "PATCH" else copy.deepcopy(node))
+
+    cluster = kubernetes.Kubernetes(None, ())
+    cluster._request = request  # type: ignore[method-assign]
+    return cluster, patches
+
+
+MARK = Mark("gf-20260101-000000-abcd", "leaf1")
+
+
+def _node(client: Any, cordoned: bool) -> dict[str, Any]:
+    """A node as the client's model writes it (sanitize_for_serialization: the JSON an API server sends)."""
+    meta = client.V1ObjectMeta(name="gpu01", resource_version="7",
+                               annotations={kubernetes.ANNOTATION: MARK.text} if cordoned else None)  # fmt: skip
+    node = client.V1Node(metadata=meta, spec=client.V1NodeSpec(unschedulable=cordoned))
+    return client.ApiClient().sanitize_for_serialization(node)  # type: ignore[no-any-return]
+
+
+def _spec(client: Any, patch: dict[str, Any]) -> Any:
+    """A patch's spec as the client's NodeSpec model takes it: its fields are those `V1NodeSpec.attribute_map`
+    names, and it forbids any other (pydantic's ValidationError, returned here to be looked at)."""
+    try:
+        return client.V1NodeSpec.model_validate(patch["spec"])
+    except ValueError as exc:
+        return exc
+
+
+def _cordon_judged(client: Any) -> tuple[Any, Any]:
+    """gpufabric's cordon patch and its uncordon patch, each judged by the client's model; the uncordon is made on
+    a node the client's model wrote, cordoned with gpufabric's mark (None when gpufabric does not see the cordon
+    there, and so leaves the node cordoned)."""
+    cluster, patches = _cluster(_node(client, cordoned=False))
+    cluster.take_out("gpu01", MARK)
+    cordon = _spec(client, patches[-1])
+    cluster, patches = _cluster(_node(client, cordoned=True))
+    return cordon, _spec(client, patches[-1]) if cluster.put_back("gpu01", MARK) else None
+
+
+def test_the_kubernetes_client_s_node_model_takes_the_cordon_as_gpufabric_writes_and_reads_it():
+    client = _node_model()
+    assert kubernetes.UNSCHEDULABLE in client.V1NodeSpec.attribute_map
+    cordon, uncordon = _cordon_judged(client)
+    assert isinstance(cordon, client.V1NodeSpec) and cordon.unschedulable is True, cordon
+    assert isinstance(uncordon, client.V1NodeSpec) and uncordon.unschedulable is None, uncordon
+    assert f"`{kubernetes.__name__}.UNSCHEDULABLE`" not in _listed()  # checked here: not among the unchecked
+
+
+def test_the_kubernetes_client_s_node_model_catches_a_misspelt_cordon_field(monkeypatch):
+    client = _node_model()
     monkeypatch.setattr(kubernetes, "UNSCHEDULABLE", "unschedulabel")
-    state = kubernetes.Kubernetes._state({"metadata": {"name": "gpu01"}, "spec": {"unschedulable": True}})
-    assert state.out is False  # read with the planted name: the cordon is not seen, and nothing here says why
-    _documented(kubernetes, "UNSCHEDULABLE")
+    cordon, uncordon = _cordon_judged(client)
+    assert "unschedulabel" in str(cordon) and "Extra inputs are not permitted" in str(cordon), cordon
+    assert uncordon is None  # the uncordon reads the client's `unschedulable: true` as no cordon, and sends nothing
 
 
 # -- Upgrades: Cisco's own install module for NX-OS; nothing here for the others ------------------------------------
