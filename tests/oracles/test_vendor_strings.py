@@ -1,11 +1,12 @@
 """Vendor strings that rest on a document: each is one named constant in the code, with its document cited
 beside it. Here a misspelling is planted in each (monkeypatch) and the test shows what catches it: a vendor's
 model or code (NVIDIA's NVUE object model, Cisco's nxos_gir module, the official Kubernetes client's model of a
-node), or a vendor's tool (Slurm's scontrol, whose parser refuses a wrong keyword or state before it asks
-slurmctld anything). Where nothing here can
-catch it, the test shows that too (the model or tool at hand takes the misspelling as it takes the right
-word), and docs/not-shown.md must list the constant under "Vendor strings no model checks": only a switch,
-a subnet manager or a cluster of that vendor would tell.
+node and, where the tests are given SONiC's trees, sonic-utilities' sonic-installer and sonic-buildimage's
+traffic-shift scripts), or a vendor's tool (Slurm's scontrol, whose parser refuses a wrong keyword or state
+before it asks slurmctld anything). Where nothing here can catch it, the test shows that too (the model or tool
+at hand takes the misspelling as it takes the right word), and docs/not-shown.md must list the constant under
+"Vendor strings no model checks": only a switch, a subnet manager or a cluster of that vendor would tell. A
+constant caught only where a SONiC tree is given stays listed, its row saying so.
 
 No test here compares a constant with a copy of its own literal: the judge is always someone else's code.
 """
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,6 +33,7 @@ from gpufabric.nos.cumulus import drain as cumulus_drain
 from gpufabric.nos.eos import drain as eos_drain
 from gpufabric.nos.nxos import drain as nxos_drain
 from gpufabric.nos.sonic import drain as sonic_drain
+from gpufabric.nos.sonic import upgrade as sonic_upgrade
 from gpufabric.platforms import platform
 from gpufabric.platforms.spec import DrainSpec
 from gpufabric.scheduler import kubernetes, slurm
@@ -194,12 +199,56 @@ def test_cisco_s_gir_module_catches_a_misspelt_status_command(monkeypatch):
 
 @pytest.mark.parametrize(("name", "planted"), [("TSA", "TSa"), ("TSB", "TSb"), ("STATUS", "TSc")])
 def test_sonic_s_traffic_shift_script_names_need_sonic_s_tree(monkeypatch, name, planted):
-    """SONiC's own TSA/TSB/TSC run in test_sonic_tsa.py when the sonic-buildimage tree is given; the script names
-    as commands are a SONiC switch's to refuse: nothing here runs a SONiC shell."""
+    """SONiC's own TSA/TSB/TSC run in test_sonic_tsa.py, and the next test judges their names, when the
+    sonic-buildimage tree is given; without it the names as commands are a SONiC switch's to refuse: nothing here
+    runs a SONiC shell."""
     monkeypatch.setattr(sonic_drain, name, planted)
     steps = platform("sonic").drain_steps(DrainSpec("202411"))
     assert planted in steps.drain + steps.undrain or name == "STATUS"
     _documented(sonic_drain, name)
+
+
+# The bgp container's scripts that a SONiC image installs on the host, each as /usr/bin/<name> (sonic-buildimage
+# rules/docker-fpm-frr.mk, `_BASE_IMAGE_FILES += TSA:/usr/bin/TSA` and the others). The drain's other commands are
+# other SONiC packages' (sonic-utilities' `config`, sonic-swss-common's `sonic-db-cli`), not judged here.
+HOST_SCRIPTS = "dockers/docker-fpm-frr/base_image_files"
+OTHER_TOOLS = frozenset({"config", "sonic-db-cli"})
+
+
+def _host_scripts() -> Path:
+    """The sonic-buildimage tree's host copies of the traffic-shift scripts, or the test is skipped."""
+    from tests.sonic_ts_scripts import BUILDIMAGE
+
+    folder = BUILDIMAGE / HOST_SCRIPTS
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not there: GPUFABRIC_SONIC_BUILDIMAGE names a sonic-buildimage tree")
+    return folder
+
+
+def _ts_sent() -> list[str]:
+    """The traffic-shift commands gpufabric sends: each drain and undrain line's command, and the driver's status."""
+    from gpufabric.nos.sonic.driver import SonicDriver
+
+    steps = platform("sonic").drain_steps(DrainSpec("202411"))
+    sent = [line.split()[0] for line in (steps.drain + steps.undrain).splitlines() if line.strip()]
+    answer = SimpleNamespace(rc=1, stdout="")
+    switch = SimpleNamespace(root="", _held=lambda: None, _try=lambda command: sent.append(command) or answer)
+    SonicDriver.maintenance_status(switch)  # type: ignore[arg-type]
+    return [word for word in sent if word not in OTHER_TOOLS]
+
+
+@pytest.mark.parametrize(("name", "planted"), [("TSA", "TSa"), ("TSB", "TSb"), ("STATUS", "TSc")])
+def test_sonic_s_tree_installs_each_traffic_shift_command_and_no_misspelt_one(monkeypatch, name, planted):
+    from gpufabric.nos.sonic import driver
+
+    scripts = _host_scripts()
+    sent = _ts_sent()
+    assert sent and all((scripts / word).is_file() for word in sent), sent
+    for module in (sonic_drain, driver):  # the driver holds its own binding of STATUS
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, planted)
+    sent = _ts_sent()
+    assert planted in sent and not (scripts / planted).exists(), sent  # SONiC's image has no such command
 
 
 # -- Slurm: scontrol's own parser -------------------------------------------------------------------------------
@@ -391,7 +440,7 @@ def test_the_kubernetes_client_s_node_model_catches_a_misspelt_cordon_field(monk
     assert uncordon is None  # the uncordon reads the client's `unschedulable: true` as no cordon, and sends nothing
 
 
-# -- Upgrades: Cisco's own install module for NX-OS; nothing here for the others ------------------------------------
+# -- Upgrades: Cisco's own install module for NX-OS; sonic-utilities' own code for SONiC, where its tree is given
 
 IMAGE, URL = "image-2.bin", "https://images.example.net/image-2.bin"
 
@@ -548,3 +597,160 @@ def test_upgrade_words_no_model_here_checks_are_sent_as_written_and_listed(
     sent = " | ".join(driver(steps))
     assert word in sent, sent  # the planted word goes to the switch: only the switch would refuse it
     _documented(module, name)
+
+
+# -- SONiC's upgrade words: sonic-utilities' own CLI, where its tree is given -------------------------------------
+#
+# sonic-utilities' setup.py says which commands a SONiC image installs (its console_scripts and scripts), and
+# sonic_installer/main.py is `sonic-installer`: a click group whose subcommands and options parse a command line
+# before anything runs. Each command gpufabric's SONiC upgrade steps send is looked up in setup.py and, for
+# sonic-installer, parsed by that click group (resolved and its options and arguments taken, never invoked), in a
+# subprocess with tests/sonic_factory.py's stand-ins for the modules that exist only on a switch, and three more
+# for modules the installer imports and this parse never uses: M2Crypto (Arista's image signatures),
+# lazy_object_proxy, sonic_py_common.general. sonic-utilities pins click below 8.2; click here is newer, whose
+# command resolution and option parsing are the same for these commands.
+
+SONIC_UTILITIES_NEEDED = ("setup.py", "sonic_installer/main.py", "sonic_installer/aliases.ini",
+                          "utilities_common/cli.py")  # fmt: skip
+
+
+def _sonic_utilities() -> Path:
+    """The sonic-utilities tree (tests/sonic_factory.py finds it), or the test is skipped naming what is missing."""
+    from tests.sonic_factory import UTILITIES
+
+    missing = [p for p in SONIC_UTILITIES_NEEDED if not (UTILITIES / p).is_file()]
+    if missing:
+        pytest.skip(f"sonic-utilities' sonic-installer is not in {UTILITIES} ({', '.join(missing)}): "
+                    "GPUFABRIC_SONIC_UTILITIES names a sonic-utilities tree")  # fmt: skip
+    return UTILITIES
+
+
+def _installed_commands(tree: Path) -> dict[str, str]:
+    """The commands sonic-utilities' setup.py installs: a console script's name to its `module:object`, a
+    script's name to its path in the tree (read from setup.py's own `setup(...)` call, not run)."""
+    import ast
+
+    module = ast.parse((tree / "setup.py").read_text())
+    call = next(n for n in ast.walk(module) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "setup")
+    given = {k.arg: k.value for k in call.keywords}
+    commands = {Path(path).name: path for path in ast.literal_eval(given["scripts"])}
+    for line in ast.literal_eval(given["entry_points"])["console_scripts"]:
+        name, _, target = line.partition("=")
+        commands[name.strip()] = target.strip()
+    return commands
+
+
+# Each line is (its click command's `module:object`, its arguments); the answer, after a blank line (a prompt may
+# come first), is one [verdict, said] a line: `taken` and the subcommand's own name, `abbreviated` and the name
+# the group's AliasedGroup expanded it to (sonic-installer takes any unique prefix), or `refused` and click's
+# message.
+_SONIC_CLI = r"""
+import importlib, json, sys
+import click
+out = []
+for target, argv in json.loads(sys.argv[1]):
+    module, _, name = target.partition(":")
+    group = getattr(importlib.import_module(module), name)
+    ctx = click.Context(group, info_name=name)
+    try:
+        _, command, rest = group.resolve_command(ctx, argv)
+        command.make_context(command.name, rest, parent=ctx).close()
+        out.append(["taken" if command.name == argv[0] else "abbreviated", command.name])
+    except click.ClickException as exc:
+        out.append(["refused", exc.format_message()])
+    except click.Abort:
+        out.append(["refused", "it asked for a confirmation (-y) and no one gave it"])
+print()
+print(json.dumps(out))
+"""
+
+_SONIC_STANDINS = {
+    "M2Crypto/__init__.py": "X509 = None  # Arista's image signatures (sonic_installer.bootloader.aboot): unused\n",
+    "lazy_object_proxy.py": "class Proxy:\n    def __init__(self, factory):\n        self.factory = factory\n",
+    "sonic_py_common/general.py": "def getstatusoutput_noshell_pipe(*a, **k):\n    raise RuntimeError('stand-in')\n",
+}
+
+
+def _sonic_cli(tree: Path, folder: Path, lines: list[tuple[str, list[str]]]) -> list[tuple[str, str]]:
+    """sonic-utilities' click commands' verdicts on each line, in one subprocess."""
+    from tests.sonic_factory import standins
+
+    standins(folder)
+    for name, text in _SONIC_STANDINS.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(tree)])}
+    done = subprocess.run([sys.executable, "-c", _SONIC_CLI, json.dumps(lines)], capture_output=True, text=True,
+                          env=env, stdin=subprocess.DEVNULL, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [(verdict, said) for verdict, said in json.loads(done.stdout.splitlines()[-1])]
+
+
+def _sonic_sent() -> list[str]:
+    """Every command gpufabric's SONiC upgrade steps send: the install, the list, and each reboot."""
+    from gpufabric.nos.sonic.upgrade import SonicUpgrade
+
+    sent = [*_sonic("install"), *_sonic("list")]
+    for mode in ("warm", "fast", "cold"):
+        reboots = _Sent()
+        switch = SonicUpgrade.__new__(SonicUpgrade)
+        switch._run, switch._try, switch.hostname = reboots.run, reboots.attempt, "sw1"  # type: ignore[method-assign]
+        switch.reboot(mode)
+        sent.extend(reboots)
+    return sent
+
+
+NO_COMMAND, NO_SUBCOMMAND = "refused: sonic-utilities installs no command", "refused: No such command"
+SONIC_PLANTS = {  # id: (constant, planted, sonic-utilities' verdict on the command that holds it)
+    "INSTALLER": ("INSTALLER", "sonic-instaler", f"{NO_COMMAND} 'sonic-instaler'"),
+    "INSTALL": ("INSTALL", "isntall -y", f"{NO_SUBCOMMAND} 'isntall'"),
+    "INSTALL-option": ("INSTALL", "install --yse", "refused: No such option '--yse'"),
+    "INSTALL-no-yes": ("INSTALL", "install", "refused: it asked for a confirmation (-y) and no one gave it"),
+    "INSTALL-prefix": ("INSTALL", "instal -y", "abbreviated: install"),  # taken only as a prefix of `install`
+    "SET_DEFAULT": ("SET_DEFAULT", "set-defualt", f"{NO_SUBCOMMAND} 'set-defualt'"),
+    "SET_NEXT_BOOT": ("SET_NEXT_BOOT", "set-next-bot", f"{NO_SUBCOMMAND} 'set-next-bot'"),
+    "BINARY_VERSION": ("BINARY_VERSION", "binary-verison", f"{NO_SUBCOMMAND} 'binary-verison'"),
+    "LIST": ("LIST", "lst", f"{NO_SUBCOMMAND} 'lst'"),
+    "REBOOTS-warm": ("REBOOTS", {**sonic_upgrade.REBOOTS, "warm": "warm-rebot"}, f"{NO_COMMAND} 'warm-rebot'"),
+    "REBOOTS-fast": ("REBOOTS", {**sonic_upgrade.REBOOTS, "fast": "fastreboot"}, f"{NO_COMMAND} 'fastreboot'"),
+    "REBOOTS-cold": ("REBOOTS", {**sonic_upgrade.REBOOTS, "cold": "rebot"}, f"{NO_COMMAND} 'rebot'"),
+}
+
+
+@pytest.fixture(scope="module")
+def sonic_utilities_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[str, str, str]]]:
+    """Per plant (and `right`, nothing planted): each command sent, with sonic-utilities' verdict and words. All
+    are judged in one subprocess: importing sonic-installer takes a second."""
+    tree = _sonic_utilities()
+    installed = _installed_commands(tree)
+    sent = {"right": _sonic_sent()}
+    for plant, (name, planted, _) in SONIC_PLANTS.items():
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sonic_upgrade, name, planted)
+            sent[plant] = _sonic_sent()
+    verdicts: dict[str, tuple[str, str]] = {}
+    parsed: list[tuple[str, list[str]]] = []
+    for command in {c for commands in sent.values() for c in commands}:
+        words = shlex.split(command.removeprefix(sonic_upgrade.SonicUpgrade.root))
+        target = installed.get(words[0])
+        if target is None:
+            verdicts[command] = ("refused", f"sonic-utilities installs no command {words[0]!r}")
+        elif ":" not in target:  # one of setup.py's scripts: its name is the whole word
+            verdicts[command] = ("taken" if len(words) == 1 else "refused", words[0])
+        else:
+            parsed.append((target, words[1:]))
+            verdicts[command] = ("parsed", "")
+    lines = [c for c, (v, _) in verdicts.items() if v == "parsed"]
+    verdicts.update(zip(lines, _sonic_cli(tree, tmp_path_factory.mktemp("sonic-utilities"), parsed), strict=True))
+    return {key: [(c, *verdicts[c]) for c in commands] for key, commands in sent.items()}
+
+
+def test_sonic_utilities_takes_every_upgrade_command_gpufabric_sends(sonic_utilities_verdicts):
+    right = sonic_utilities_verdicts["right"]
+    assert right and all(verdict == "taken" for _, verdict, _ in right), right
+
+
+@pytest.mark.parametrize("plant", SONIC_PLANTS)
+def test_sonic_utilities_refuses_each_misspelt_upgrade_word(sonic_utilities_verdicts, plant):
+    not_taken = [(c, f"{v}: {said}") for c, v, said in sonic_utilities_verdicts[plant] if v != "taken"]
+    assert not_taken and all(said.startswith(SONIC_PLANTS[plant][2]) for _, said in not_taken), not_taken

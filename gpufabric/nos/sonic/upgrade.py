@@ -17,8 +17,9 @@ from gpufabric.drivers.images import ImageStepError, Installed, image_name, imag
 from gpufabric.drivers.linux_switch import LinuxSwitchDriver
 
 IMAGE_DIR = "/host/gpufabric-images"  # on /host, the partition SONiC keeps its images on (assumed)
-# sonic-utilities' Command Reference, "SONiC Installer" and "Reboot Commands". sonic-utilities does not install
-# here, so no model checks these words (docs/not-shown.md).
+# sonic-utilities' Command Reference, "SONiC Installer" and "Reboot Commands". sonic-utilities' own setup.py and
+# sonic-installer's click commands judge these words where the tests are given its tree; nothing else here does
+# (docs/not-shown.md).
 INSTALLER = "sonic-installer"
 INSTALL, SET_DEFAULT, SET_NEXT_BOOT, LIST, BINARY_VERSION = (
     "install -y",
