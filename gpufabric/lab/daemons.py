@@ -40,6 +40,7 @@ class LabDaemonError(netlink.LabCommandError):
 
 
 def node_dir(state_dir: Path, node: str) -> Path:
+    """A switch's folder in the state dir, by its namespace's name (the switch's own in the default lab)."""
     return state_dir / "nodes" / node
 
 
@@ -59,33 +60,35 @@ def _uts(node: str, directory: Path) -> Path:
 
 
 def _start_node(node: Node, state_dir: Path, login: LabLogin, known: dict[str, int]) -> Started:
-    directory = node_dir(state_dir, node.name)
+    # Namespace, pathspace, folders and PIDs by the lab's name for the switch; its host name is its own.
+    ns = node.netns
+    directory = node_dir(state_dir, ns)
     uts = _uts(node.name, directory)
-    started = Started(node.name)
-    if not frr_node.running(node.name):
-        if not (frr_node.etc_dir(node.name) / "daemons").exists():
-            frr_node.write_pathspace(node.name)
-        started.pids.update(frr_node.start(node.name, uts))
-    if node.mgmt_ip and not processes.alive(known.get(f"{node.name}/sshd", 0)):
+    started = Started(ns)
+    if not frr_node.running(ns):
+        if not (frr_node.etc_dir(ns) / "daemons").exists():
+            frr_node.write_pathspace(ns, node.name)
+        started.pids.update(frr_node.start(ns, uts))
+    if node.mgmt_ip and not processes.alive(known.get(f"{ns}/sshd", 0)):
         config = sshd_node.write_config(
-            node.name, directory, node.mgmt_ip.split("/")[0], login, lldp_node.socket_path(directory)
+            ns, directory, node.mgmt_ip.split("/")[0], login, lldp_node.socket_path(directory)
         )
-        started.pids["sshd"] = sshd_node.start(node.name, directory, uts, config, login)
-    if not processes.alive(known.get(f"{node.name}/lldpd", 0)):
-        started.pids["lldpd"] = lldp_node.start(node.name, directory, uts)
+        started.pids["sshd"] = sshd_node.start(ns, directory, uts, config, login)
+    if not processes.alive(known.get(f"{ns}/lldpd", 0)):
+        started.pids["lldpd"] = lldp_node.start(ns, directory, uts)
     return started
 
 
 def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
     for node in topo.nodes:
-        foreign = frr_node.etc_dir(node.name)
+        foreign = frr_node.etc_dir(node.netns)
         if foreign.exists() and str(foreign) not in state.paths:
             raise LabDaemonError(f"{foreign} exists but this lab did not make it; remove it or rename the switch")
-        directory = node_dir(state_dir, node.name)
+        directory = node_dir(state_dir, node.netns)
         paths = (
             directory,
-            frr_node.etc_dir(node.name),
-            frr_node.run_dir(node.name),
+            frr_node.etc_dir(node.netns),
+            frr_node.run_dir(node.netns),
             lldp_node.socket_path(directory).parent,
         )
         for path in paths:
@@ -93,7 +96,7 @@ def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
                 state.paths.append(str(path))
     state.save(state_dir)
     for node in topo.nodes:
-        node_dir(state_dir, node.name).mkdir(parents=True, exist_ok=True)
+        node_dir(state_dir, node.netns).mkdir(parents=True, exist_ok=True)
 
 
 def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLogin) -> None:
@@ -122,7 +125,7 @@ def start_syslog(topo: LabTopology, state: LabState, state_dir: Path, path: Path
         if syslog.served(path) or pid is None:
             return
         path.unlink()  # this lab's, left by its process that was killed
-    names = sorted(node.name for node in topo.nodes)
+    names = sorted(node.netns for node in topo.nodes)  # the FRR pathspaces its senders name
     command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(state_dir), *names]
     state.pids[SYSLOG] = processes.spawn(command, state_dir / SYSLOG_LOG)
     state.save(state_dir)
@@ -160,7 +163,7 @@ def _known_hosts(topo: LabTopology, state_dir: Path) -> None:
     """Each switch's host key at its management address, so clients can reject anything else."""
     lines = []
     for node in topo.nodes:
-        key = node_dir(state_dir, node.name) / "ssh_host_ed25519_key.pub"
+        key = node_dir(state_dir, node.netns) / "ssh_host_ed25519_key.pub"
         if node.mgmt_ip and key.is_file():
             text = read_text(
                 key, what="a switch's SSH host key (ssh-keygen's .pub)", max_bytes=64 * 1024, follow_links=False
@@ -183,7 +186,7 @@ def _wait_ready(topo: LabTopology) -> None:
     deadline = time.monotonic() + READY_TIMEOUT
     pending = [n for n in topo.nodes if n.mgmt_ip]
     while pending and time.monotonic() < deadline:
-        pending = [n for n in pending if not (_ssh_open(str(n.mgmt_ip).split("/")[0]) and frr_node.running(n.name))]
+        pending = [n for n in pending if not (_ssh_open(str(n.mgmt_ip).split("/")[0]) and frr_node.running(n.netns))]
         if pending:
             time.sleep(0.1)
     if pending:
@@ -194,6 +197,7 @@ def _wait_ready(topo: LabTopology) -> None:
 
 
 def daemon_status(node: str, state: LabState) -> dict[str, bool]:
+    """`node`: the switch's namespace (LabTopology.ns), which its PIDs are recorded under."""
     return {
         "frr": frr_node.running(node),
         "sshd": processes.alive(state.pids.get(f"{node}/sshd", 0)),

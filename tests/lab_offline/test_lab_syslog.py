@@ -84,7 +84,7 @@ def lab(tmp_path: Path):
     state_dir = tmp_path / "state"
     for name in SWITCHES:
         (state_dir / "nodes" / name).mkdir(parents=True)
-    topo = SimpleNamespace(nodes=[SimpleNamespace(name=n) for n in SWITCHES])
+    topo = SimpleNamespace(nodes=[SimpleNamespace(name=n, netns=n) for n in SWITCHES])
     state = LabState("test")
     path = tmp_path / "log"
     yield topo, state, state_dir, path

@@ -1,0 +1,209 @@
+"""Named labs, offline: every name a lab gives a machine-wide thing carries the lab's name or tag, fits the
+kernel's limits, and no two labs' names meet (no root needed: the names and the registry are pure data)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ALL_INTENTS, LARGE_DESIGNS, run
+
+from gpufabric.errors import GpufabricError
+from gpufabric.fleet.lab import registry
+from gpufabric.fleet.lab.names import DEFAULT_LAB, IFNAMSIZ, MAX_NETNS, LabNameError, LabNames
+from gpufabric.fleet.lab.state import LabState
+from gpufabric.fleet.lab.topology import BRIDGE, LabTopology, topology
+from gpufabric.intent import load_intent
+from gpufabric.lab.hosts.from_plan import lab_specs
+
+LABS = (DEFAULT_LAB, "blue", "green-2")
+
+
+def _runnable() -> list[Path]:
+    """The shipped intents the lab brings up (no LACP hosts, no carried planes, an OOB plane), large ones left out."""
+    found = []
+    for path in ALL_INTENTS:
+        if path.stem in LARGE_DESIGNS:
+            continue
+        try:
+            topology(load_intent(str(path)))
+        except GpufabricError:
+            continue
+        found.append(path)
+    return found
+
+
+RUNNABLE = _runnable()
+
+
+def _things(topo: LabTopology) -> dict[str, set[str]]:
+    """Every machine-wide name the lab of `topo` would make: namespaces (= FRR pathspaces and folder names),
+    root-namespace links, host namespaces and their bridge ports."""
+    mtu = {(s.node, s.port): s.mtu for s in topo.stubs if s.server}
+    prefixlen = int(str(topo.gateway).split("/")[1])
+    hosts = lab_specs(topo.plan, mtu, prefixlen, prefix=topo.names.host_prefix, netns=topo.ns)
+    return {
+        "netns": {n.netns for n in topo.nodes} | {h.netns for h in hosts},
+        "root_links": {topo.bridge} | {m.root_end for m in topo.mgmt} | {h.root_port for h in hosts},
+    }
+
+
+def test_the_lab_runs_at_least_the_default_fabric_and_another_example():
+    assert {p.stem for p in RUNNABLE} >= {"fabric", "sonic", "lab-infiniband"}
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: p.stem)
+@pytest.mark.parametrize("lab", LABS)
+def test_every_name_carries_the_lab_and_fits(path, lab):
+    topo = topology(load_intent(str(path)), lab)
+    names = LabNames(lab)
+    things = _things(topo)
+    assert all(len(link) <= IFNAMSIZ for link in things["root_links"]), sorted(things["root_links"])
+    assert all(len(s.far_end) <= IFNAMSIZ for s in topo.stubs)
+    assert all(len(ns) <= MAX_NETNS for ns in things["netns"])
+    switch_ns = {n.netns for n in topo.nodes}
+    if lab == DEFAULT_LAB:  # today's names, unchanged: what the docs and every lab test use
+        assert switch_ns == {n.name for n in topo.nodes}
+        assert topo.bridge == BRIDGE == "gf-oob" and all(m.root_end.startswith("gfm") for m in topo.mgmt)
+    else:
+        assert all(names.switch_of(n.netns) == n.name and n.netns == f"{lab}_{n.name}" for n in topo.nodes)
+        assert topo.bridge == f"gfo-{names.tag}"
+        assert all(m.root_end.startswith(f"g{names.tag}") for m in topo.mgmt)
+        hosts = things["netns"] - switch_ns
+        assert all(h.startswith(f"h{names.tag}-") for h in hosts)
+    # Each switch's namespace, and each root link, is one switch's or host's: none shared inside a lab.
+    assert len(switch_ns) == len(topo.nodes) and len({m.root_end for m in topo.mgmt}) == len(topo.mgmt)
+
+
+def test_two_labs_names_never_meet():
+    """Every pair of labs of different names, over every pair of runnable intents (the same intent too)."""
+    built = {(lab, p): _things(topology(load_intent(str(p)), lab)) for lab in LABS for p in RUNNABLE}
+    pairs = 0
+    for (lab_a, path_a), (lab_b, path_b) in itertools.combinations(built, 2):
+        if lab_a == lab_b:
+            continue
+        a, b = built[(lab_a, path_a)], built[(lab_b, path_b)]
+        for kind in ("netns", "root_links"):
+            assert a[kind].isdisjoint(b[kind]), (lab_a, path_a.stem, lab_b, path_b.stem, kind, a[kind] & b[kind])
+        pairs += 1
+    assert pairs >= 3 * len(RUNNABLE) ** 2
+
+
+@pytest.mark.parametrize("bad", ["", "Blue", "a_b", "1lab", "x" * 17, "a/b", "a b", "lab;rm"])
+def test_a_lab_name_outside_the_pattern_is_refused(bad):
+    with pytest.raises(LabNameError, match="lower-case letters, digits and '-'"):
+        LabNames(bad)
+
+
+def test_a_namespace_past_frrs_limit_is_refused_naming_the_switch():
+    long_switch = "s" + "x" * 60
+    with pytest.raises(LabNameError, match=f"switch {long_switch}'s namespace .* longer than 64"):
+        LabNames("longlabname").netns(long_switch)
+    assert LabNames().netns(long_switch) == long_switch
+
+
+def test_switch_of_reads_back_only_the_labs_own_namespaces():
+    blue = LabNames("blue")
+    assert blue.switch_of("blue_cmp-spine1") == "cmp-spine1"
+    assert blue.switch_of("green_cmp-spine1") is None and blue.switch_of("cmp-spine1") is None
+    assert LabNames().switch_of("cmp-spine1") == "cmp-spine1" and LabNames().switch_of("blue_cmp-spine1") is None
+
+
+# The registry: checked before anything is made.
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def _up(tmp_path: Path, name: str, fabric: str, oob: str, reg: Path) -> registry.LabRecord:
+    """A lab `name` as `lab up` records it: its state in a folder of its own, claimed in the registry."""
+    folder = tmp_path / name
+    folder.mkdir()
+    LabState(fabric, name=name).save(folder)
+    entry = registry.LabRecord(name, str(folder), fabric, oob, ["10.0.0.0/24"])
+    registry.claim(entry, reg)
+    return entry
+
+
+def test_an_overlapping_oob_subnet_is_refused_naming_the_other_lab(tmp_path):
+    reg = tmp_path / "registry"
+    _up(tmp_path, "blue", "gpu-a", "172.20.0.0/24", reg)
+    other = registry.LabRecord("green", str(tmp_path / "green"), "gpu-b", "172.20.0.128/25")
+    with pytest.raises(registry.LabClashError, match=r"lab blue \(fabric gpu-a\) is up with OOB subnet 172.20.0.0/24"):
+        registry.claim(other, reg)
+    assert registry.find("green", reg) is None  # nothing recorded for the refused lab
+    apart = registry.LabRecord("green", str(tmp_path / "green"), "gpu-b", "172.21.0.0/24")
+    registry.claim(apart, reg)
+    LabState("gpu-b", name="green").save(_folder(tmp_path / "green"))  # then `lab up` makes it
+    assert [e.name for e in registry.labs(reg)] == ["blue", "green"]
+    assert registry.held_elsewhere("green", reg) == {"10.0.0.0/24"}
+
+
+def test_the_same_name_in_another_folder_is_refused_and_a_stale_record_is_not(tmp_path):
+    reg = tmp_path / "registry"
+    blue = _up(tmp_path, "blue", "gpu-a", "172.20.0.0/24", reg)
+    again = registry.LabRecord("blue", str(tmp_path / "elsewhere"), "gpu-a", "172.30.0.0/24")
+    with pytest.raises(registry.LabClashError, match="a lab named blue is up with its state in"):
+        registry.claim(again, reg)
+    registry.claim(blue, reg)  # the same lab brought up again: idempotent
+    LabState.path(Path(blue.state_dir)).unlink()  # its state gone (a reboot, a folder removed): stale
+    assert registry.labs(reg) == [] and registry.find("blue", reg) is None
+    registry.claim(again, reg)
+    LabState("gpu-a", name="blue").save(_folder(tmp_path / "elsewhere"))
+    assert registry.find("blue", reg).state_dir == again.state_dir
+
+
+def test_forget_removes_only_the_record_of_that_folder(tmp_path):
+    reg = tmp_path / "registry"
+    blue = _up(tmp_path, "blue", "gpu-a", "172.20.0.0/24", reg)
+    registry.forget("blue", tmp_path / "not-blue", reg)
+    assert registry.find("blue", reg) is not None
+    registry.forget("blue", Path(blue.state_dir), reg)
+    assert registry.find("blue", reg) is None and not reg.exists()
+
+
+def test_resolve_finds_a_named_labs_folder(tmp_path):
+    reg = tmp_path / "registry"
+    blue = _up(tmp_path, "blue", "gpu-a", "172.20.0.0/24", reg)
+    assert registry.resolve("blue", None, reg) == ("blue", Path(blue.state_dir))
+    assert registry.resolve(None, Path(blue.state_dir), reg) == ("blue", Path(blue.state_dir))
+    assert registry.resolve("red", None, reg) == ("red", Path("/var/lib/gpufabric/labs/red"))
+    assert registry.resolve(None, None, reg) == (DEFAULT_LAB, Path("/var/lib/gpufabric/lab"))
+
+
+def test_a_planted_registry_record_is_refused_located(tmp_path):
+    reg = tmp_path / "registry"
+    reg.mkdir()
+    (reg / "blue.json").write_text(json.dumps({"name": "blue", "no": "such field"}))
+    with pytest.raises(GpufabricError, match=r"blue\.json"):
+        registry.find("blue", reg)
+
+
+# The command line: a bad name is refused before anything is touched.
+
+
+def test_the_commands_refuse_a_bad_lab_name_with_exit_2():
+    for args in (
+        ("lab", "up", "--name", "Bad_Name"),
+        ("lab", "status", "--name", "a_b"),
+        ("lab", "down", "--name", ""),
+    ):
+        done = run("gpufabric", *args)
+        assert done.returncode == 2 and "lower-case letters" in done.stderr, (args, done.stderr)
+    push = run("nornir", "push", "--lab-name", "no_such", "--dry-run")
+    assert push.returncode == 2 and "lower-case letters" in push.stderr, push.stderr
+
+
+def test_push_to_a_named_lab_that_is_not_up_is_refused_naming_its_folder():
+    done = run("nornir", "validate", "--lab-name", "nosuchlab", "--plane", "compute")
+    assert done.returncode == 2, done.stderr
+    assert "no lab of fabric" in done.stderr and "/var/lib/gpufabric/labs/nosuchlab" in done.stderr
+
+
+def test_lab_ztp_refuses_a_named_lab(tmp_path):
+    done = run("gpufabric", "lab", "ztp", "--name", "blue", "--device", "cmp-spine1", "--from", str(tmp_path))
+    assert done.returncode == 2 and "default lab only" in done.stderr, done.stderr
