@@ -207,3 +207,24 @@ def test_push_to_a_named_lab_that_is_not_up_is_refused_naming_its_folder():
 def test_lab_ztp_refuses_a_named_lab(tmp_path):
     done = run("gpufabric", "lab", "ztp", "--name", "blue", "--device", "cmp-spine1", "--from", str(tmp_path))
     assert done.returncode == 2 and "default lab only" in done.stderr, done.stderr
+
+
+def test_lab_up_beside_a_lab_holding_its_oob_subnet_exits_2_naming_it_and_makes_nothing(monkeypatch, tmp_path, capsys):
+    """`lab up` in this process, its registry a folder of the test's: the refusal comes before any namespace,
+    link or process would be made (the wiring is replaced by a step that fails the test if reached)."""
+    from gpufabric.cli import lab_cmd, main
+    from gpufabric.lab import control, wiring
+
+    reg = tmp_path / "registry"
+    monkeypatch.setattr(registry, "REGISTRY_DIR", reg)
+    _up(tmp_path, "blue", "gpu-a", "172.20.0.0/24", reg)  # the default fabric's OOB subnet
+    monkeypatch.setattr(lab_cmd, "require_root", lambda _why: None)
+    monkeypatch.setattr(control, "missing_packages", list)
+    monkeypatch.setattr(wiring, "up", lambda *_a, **_k: pytest.fail("the wiring ran"))
+    state = tmp_path / "green-state"
+    with pytest.raises(SystemExit) as done:
+        main(["lab", "up", "--no-hosts", "--name", "green", "--state-dir", str(state)])
+    said = capsys.readouterr().err
+    assert done.value.code == 2, said
+    assert "lab blue (fabric gpu-a) is up with OOB subnet 172.20.0.0/24" in said and "lab down --name blue" in said
+    assert registry.find("green", reg, alive_only=False) is None and not state.exists()

@@ -11,6 +11,7 @@ The records live under /run: they go with a reboot, as the lab's namespaces and 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import os
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,10 @@ from gpufabric.fleet.lab.state import LabState, read_record
 from gpufabric.outputs import json_dumps
 
 REGISTRY_DIR = Path("/run/gpufabric-lab/labs")
+
+
+def _folder(registry: Path | None) -> Path:
+    return REGISTRY_DIR if registry is None else registry  # read when called: tests stand a folder of their own in
 
 
 class LabClashError(GpufabricError):
@@ -46,13 +51,15 @@ def _path(name: str, registry: Path) -> Path:
     return registry / f"{check_name(name)}.json"
 
 
-def record(entry: LabRecord, registry: Path = REGISTRY_DIR) -> None:
+def record(entry: LabRecord, registry: Path | None = None) -> None:
+    registry = _folder(registry)
     registry.mkdir(parents=True, exist_ok=True, mode=0o755)
     write_atomic(_path(entry.name, registry), json_dumps(asdict(entry), indent=2) + "\n")
 
 
-def forget(name: str, state_dir: Path, registry: Path = REGISTRY_DIR) -> None:
+def forget(name: str, state_dir: Path, registry: Path | None = None) -> None:
     """The lab's record, when it names this state folder (another folder's lab of that name is not this one)."""
+    registry = _folder(registry)
     found = find(name, registry, alive_only=False)
     if found is not None and Path(found.state_dir) == state_dir.absolute():
         _path(name, registry).unlink(missing_ok=True)
@@ -69,13 +76,15 @@ def _alive(entry: LabRecord) -> bool:
     return state is not None and state.name == entry.name
 
 
-def find(name: str, registry: Path = REGISTRY_DIR, *, alive_only: bool = True) -> LabRecord | None:
+def find(name: str, registry: Path | None = None, *, alive_only: bool = True) -> LabRecord | None:
+    registry = _folder(registry)
     found = read_record(_path(name, registry), "a lab's record (/run/gpufabric-lab/labs)", lambda d: LabRecord(**d))
     return found if found is not None and (not alive_only or _alive(found)) else None
 
 
-def labs(registry: Path = REGISTRY_DIR) -> list[LabRecord]:
+def labs(registry: Path | None = None) -> list[LabRecord]:
     """Every lab up on this machine, by name."""
+    registry = _folder(registry)
     if not registry.is_dir():
         return []
     found = (find(p.stem, registry) for p in sorted(registry.glob("*.json")) if _valid(p.stem))
@@ -112,30 +121,41 @@ def clash(entry: LabRecord, others: list[LabRecord]) -> str | None:
     return None
 
 
-def claim(entry: LabRecord, registry: Path = REGISTRY_DIR) -> None:
+def claim(entry: LabRecord, registry: Path | None = None) -> None:
     """Record `entry` as up, or refuse it (LabClashError) when it cannot run beside the labs up now."""
-    problem = clash(entry, labs(registry))
-    if problem is not None:
-        raise LabClashError(f"lab {entry.name}: {problem}")
-    record(entry, registry)
+    registry = _folder(registry)
+    registry.mkdir(parents=True, exist_ok=True, mode=0o755)
+    # Two `lab up` at once: one checks and records while the other waits, so both cannot pass the check.
+    fd = os.open(registry, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        problem = clash(entry, labs(registry))
+        if problem is not None:
+            raise LabClashError(f"lab {entry.name}: {problem}")
+        record(entry, registry)
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
-def held_elsewhere(name: str, registry: Path = REGISTRY_DIR) -> set[str]:
+def held_elsewhere(name: str, registry: Path | None = None) -> set[str]:
     """The loopback prefixes other labs made unreachable: a lab going down leaves those routes in place."""
+    registry = _folder(registry)
     return {prefix for entry in labs(registry) if entry.name != name for prefix in entry.loopbacks}
 
 
-def resolve_state_dir(name: str, state_dir: Path | None, registry: Path = REGISTRY_DIR) -> Path:
+def resolve_state_dir(name: str, state_dir: Path | None, registry: Path | None = None) -> Path:
     """The state folder of lab `name`: the one given, else the one it was brought up with, else its default."""
+    registry = _folder(registry)
     if state_dir is not None:
         return state_dir
     found = find(name, registry) if os.path.isdir(registry) else None
     return Path(found.state_dir) if found is not None else LabNames(name).state_dir
 
 
-def resolve(name: str | None, state_dir: Path | None, registry: Path = REGISTRY_DIR) -> tuple[str, Path]:
+def resolve(name: str | None, state_dir: Path | None, registry: Path | None = None) -> tuple[str, Path]:
     """The lab a command means, and its state folder: `--name` (default: the default lab), `--state-dir`, or both.
     A state folder named alone means the lab recorded there (the default lab when none is)."""
+    registry = _folder(registry)
     if name is None and state_dir is not None:
         state = LabState.load(state_dir)
         return (state.name if state is not None else DEFAULT_LAB), state_dir
