@@ -228,3 +228,42 @@ def test_lab_up_beside_a_lab_holding_its_oob_subnet_exits_2_naming_it_and_makes_
     assert done.value.code == 2, said
     assert "lab blue (fabric gpu-a) is up with OOB subnet 172.20.0.0/24" in said and "lab down --name blue" in said
     assert registry.find("green", reg, alive_only=False) is None and not state.exists()
+
+
+def test_every_command_the_wiring_runs_names_only_the_labs_own_namespaces_and_links(monkeypatch, tmp_path):
+    """The wiring of a named lab with iproute2 recorded instead of run: each namespace a command enters or puts
+    a link in is the lab's own (NAME_<switch>), and each link it makes in the root namespace carries its tag."""
+    from gpufabric.lab import netlink, wiring
+
+    topo = topology(load_intent(str(Path(ALL_INTENTS[0]))), "blue")
+    names = LabNames("blue")
+    commands: list[tuple[str | None, str]] = []
+
+    def run(*args: str, check: bool = True):
+        commands.append((None, " ".join(args)))
+        return type("Done", (), {"stdout": "", "returncode": 0})()
+
+    monkeypatch.setattr(netlink, "run", run)
+    monkeypatch.setattr(netlink, "batch", lambda cmds, netns=None: commands.extend((netns, c) for c in cmds))
+    monkeypatch.setattr(netlink, "links", lambda netns=None: set())
+    monkeypatch.setattr(netlink, "namespaces", set)
+    state = wiring.up(topo, tmp_path)
+    assert state.name == "blue" and set(state.namespaces) == {f"blue_{n.name}" for n in topo.nodes}
+    entered = {ns for ns, _ in commands if ns is not None}
+    for _, text in commands:
+        words = text.split()
+        entered |= {
+            words[i + 1] for i, w in enumerate(words[:-1]) if w == "netns" and words[i + 1] not in ("add", "exec")
+        }
+        entered |= {words[i + 2] for i, w in enumerate(words[:-2]) if w == "netns" and words[i + 1] in ("add", "exec")}
+    assert entered and all(names.switch_of(ns) for ns in entered), sorted(
+        ns for ns in entered if not names.switch_of(ns)
+    )
+    # A link added with `netns` right after its name is made in that namespace; any other, in the root one.
+    root_made = {
+        text.split()[2]
+        for ns, text in commands
+        if ns is None and text.startswith("link add") and text.split()[3] != "netns"
+    }
+    assert root_made and all(link == names.bridge or link.startswith(f"g{names.tag}") for link in root_made)
+    assert all(f"dev {names.bridge}" in t for _, t in commands if t.startswith("ip address replace"))
