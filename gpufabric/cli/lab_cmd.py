@@ -150,6 +150,10 @@ def lab_status(file: str | None, name: str | None, state_dir: Path | None, as_js
     name, state_dir = _which(name, state_dir)
     topo = topology(load_intent(file), name)
     state = LabState.load(state_dir)
+    if state is not None and state.fabric != topo.fabric:
+        raise click.UsageError(
+            f"lab {name} runs fabric '{state.fabric}', not this intent's '{topo.fabric}': give its intent file"
+        )
     present = netlink.namespaces()
     made = set(state.namespaces) if state else set()
     labs = [{"name": r.name, "fabric": r.fabric, "state_dir": r.state_dir, "oob": r.oob} for r in registry.labs()]
