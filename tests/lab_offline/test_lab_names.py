@@ -267,3 +267,43 @@ def test_every_command_the_wiring_runs_names_only_the_labs_own_namespaces_and_li
     }
     assert root_made and all(link == names.bridge or link.startswith(f"g{names.tag}") for link in root_made)
     assert all(f"dev {names.bridge}" in t for _, t in commands if t.startswith("ip address replace"))
+
+
+def test_a_named_labs_daemons_start_in_its_namespaces_with_the_switchs_own_host_name(monkeypatch, tmp_path):
+    """One switch's start with the programs recorded instead of run: FRR's pathspace, the namespace sshd and lldpd
+    enter and the switch's folder are the lab's name for it; the host name (UTS) and FRR's hostname its own."""
+    from gpufabric.fleet.lab.credentials import LabLogin
+    from gpufabric.lab import daemons, frr_node, lldp_node, netlink, sshd_node
+
+    topo = topology(load_intent(str(ALL_INTENTS[0])), "blue")
+    node = next(n for n in topo.nodes if n.name == "cmp-spine1")
+    calls: dict[str, tuple] = {}
+    monkeypatch.setattr(netlink, "run", lambda *args, check=True: calls.setdefault("uts", args))
+    monkeypatch.setattr(frr_node, "running", lambda ns: calls.setdefault("probe", (ns,)) and False)
+    monkeypatch.setattr(frr_node, "etc_dir", lambda ns: tmp_path / "etc" / ns)
+    monkeypatch.setattr(
+        frr_node, "write_pathspace", lambda ns, hostname=None: calls.setdefault("pathspace", (ns, hostname))
+    )
+    monkeypatch.setattr(frr_node, "start", lambda ns, uts: calls.setdefault("frr", (ns, uts)) and {"watchfrr": 1})
+    monkeypatch.setattr(sshd_node, "write_config", lambda *args: calls.setdefault("sshd_config", args) and tmp_path)
+    monkeypatch.setattr(sshd_node, "start", lambda *args: calls.setdefault("sshd", args) and 2)
+    monkeypatch.setattr(lldp_node, "start", lambda *args: calls.setdefault("lldpd", args) and 3)
+    (tmp_path / "nodes" / node.netns).mkdir(parents=True)
+    started = daemons._start_node(node, tmp_path, LabLogin("admin", "pw", tmp_path / "key"), {})
+    assert started.node == "blue_cmp-spine1" and started.pids == {"watchfrr": 1, "sshd": 2, "lldpd": 3}
+    assert calls["uts"][-1] == "cmp-spine1"  # `unshare --uts=FILE hostname cmp-spine1`: the switch's own name
+    assert calls["pathspace"] == ("blue_cmp-spine1", "cmp-spine1") and calls["frr"][0] == "blue_cmp-spine1"
+    assert calls["sshd_config"][0] == "blue_cmp-spine1" and calls["sshd"][0] == "blue_cmp-spine1"
+    assert calls["lldpd"][0] == "blue_cmp-spine1" and calls["sshd_config"][1] == tmp_path / "nodes" / "blue_cmp-spine1"
+    assert lldp_node.socket_path(calls["sshd_config"][1]).parent.name == "blue_cmp-spine1"  # /run/gpufabric-lab/<ns>
+
+
+def test_frrs_pathspace_of_a_named_lab_keeps_the_switchs_hostname(monkeypatch, tmp_path):
+    from gpufabric.lab import frr_node
+
+    monkeypatch.setattr(frr_node, "FRR_ETC", tmp_path)
+    monkeypatch.setattr(frr_node.shutil, "chown", lambda *_a: None)
+    folder = frr_node.write_pathspace("blue_cmp-spine1", "cmp-spine1")
+    assert folder == tmp_path / "blue_cmp-spine1"
+    assert "hostname cmp-spine1\n" in (folder / "frr.conf").read_text()
+    assert frr_node.write_pathspace("cmp-spine1").joinpath("frr.conf").read_text().count("hostname cmp-spine1") == 1
