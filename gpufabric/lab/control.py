@@ -153,7 +153,7 @@ def down(state_dir: Path) -> Teardown | None:
         if failed is not None:
             done.problems.append(f"{what}: {type(failed).__name__}: {failed}")
     steps = (
-        ("syslog", lambda: daemons.stop_syslog(state)),  # after FRR: none of its messages is lost
+        ("syslog", lambda: daemons.stop_syslog(state.name)),  # after FRR: none of its messages is lost
         ("links and namespaces", lambda: wiring.down(state, frozenset(registry.held_elsewhere(state.name)))),
         ("directories", lambda: daemons.remove_dirs(state)),
         ("candidate folders", lambda: daemons.remove_candidate_folders(state)),

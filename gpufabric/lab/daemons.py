@@ -8,6 +8,7 @@ them, so `down` can clean up after a crash at any point.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -21,18 +22,20 @@ from pathlib import Path
 
 from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER, PATHSPACE
 from gpufabric.files import PRIVATE, write_atomic
+from gpufabric.fleet.lab import registry
 from gpufabric.fleet.lab.credentials import LabLogin
 from gpufabric.fleet.lab.state import LabState
 from gpufabric.fleet.lab.topology import LabTopology, Node
 from gpufabric.inputs import read_text
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node, syslog
+from gpufabric.outputs import json_dumps
 
 WORKERS = 8
 # Every switch's sshd and FRR, started together: seconds on a quiet machine, more on a loaded one (a CI
 # runner). Only a lab that never comes up waits this long.
 READY_TIMEOUT = 90.0
-SYSLOG = "syslog"  # the lab's syslog process, in the state's PIDs (no switch's: it runs outside the namespaces)
-SYSLOG_LOG = "syslog.log"  # its own output, in the state folder
+SYSLOG_LOG = "syslog.log"  # the labs' syslog's own output, beside the labs' registry
+SYSLOG_RECORD = "syslog.json"  # its PID, beside the registry: the last lab down stops it
 
 
 class LabDaemonError(netlink.LabCommandError):
@@ -101,7 +104,7 @@ def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
 
 def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLogin) -> None:
     _record_dirs(topo, state, state_dir)
-    start_syslog(topo, state, state_dir)
+    start_syslog()
     known = dict(state.pids)
     with ThreadPoolExecutor(WORKERS) as pool:
         futures = [pool.submit(_start_node, node, state_dir, login, known) for node in topo.nodes]
@@ -114,40 +117,56 @@ def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLog
     _wait_ready(topo)
 
 
-def start_syslog(topo: LabTopology, state: LabState, state_dir: Path, path: Path = syslog.SOCKET) -> None:
-    """The lab's syslog (gpufabric/lab/syslog.py), started before FRR, when nothing serves `path`: each switch's
-    FRR messages in its nodes/<switch>/frr.log. A syslog daemon of the machine's, or another lab's, is left
-    alone; so is a socket this lab did not make."""
-    pid = state.pids.get(SYSLOG)
-    if pid is not None and _is_syslog(pid):
-        return
-    if path.exists() or path.is_symlink():
-        if syslog.served(path) or pid is None:
-            return
-        path.unlink()  # this lab's, left by its process that was killed
-    names = sorted(node.netns for node in topo.nodes)  # the FRR pathspaces its senders name
-    command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(state_dir), *names]
-    state.pids[SYSLOG] = processes.spawn(command, state_dir / SYSLOG_LOG)
-    state.save(state_dir)
-    # FRR's daemons wait on it when its queue is full: it runs at their priority (not root: it runs, less promptly).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.setpriority(os.PRIO_PROCESS, state.pids[SYSLOG], frr_node.CONTROL_PLANE_NICENESS)
-    deadline = time.monotonic() + READY_TIMEOUT
-    while not syslog.served(path):
-        if not processes.alive(state.pids[SYSLOG]) or time.monotonic() > deadline:
-            raise LabDaemonError(f"the lab's syslog did not start serving {path}: see {state_dir / SYSLOG_LOG}")
-        time.sleep(0.05)
+def start_syslog(path: Path = syslog.SOCKET, registry_dir: Path | None = None) -> None:
+    """The labs' syslog (gpufabric/lab/syslog.py), started before FRR when nothing serves `path`: each switch's
+    FRR messages in its nodes/<switch>/frr.log, for every lab up. One that serves already (another lab's) is
+    kept; a syslog daemon of the machine's, or a socket no lab made, is left alone. Decided holding the
+    registry, so a lab coming up and the last lab going down never both decide at once."""
+    with registry.locked(registry_dir) as held:
+        pid = _recorded_syslog(held)
+        if path.exists() or path.is_symlink():
+            if syslog.served(path) or pid is None:
+                return
+            path.unlink()  # the labs', left by its process that was killed
+        command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(held)]
+        pid = processes.spawn(command, held.parent / SYSLOG_LOG)
+        write_atomic(held.parent / SYSLOG_RECORD, json_dumps({"pid": pid, "socket": str(path)}) + "\n")
+        # FRR's daemons wait on it when its queue is full: it runs at their priority (not root: it runs, less promptly).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.setpriority(os.PRIO_PROCESS, pid, frr_node.CONTROL_PLANE_NICENESS)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not syslog.served(path):
+            if not processes.alive(pid) or time.monotonic() > deadline:
+                raise LabDaemonError(f"the lab's syslog did not start serving {path}: see {held.parent / SYSLOG_LOG}")
+            time.sleep(0.05)
 
 
-def stop_syslog(state: LabState, path: Path = syslog.SOCKET) -> None:
-    """Stop the lab's syslog (it removes its socket); a socket its process left, killed, is removed here."""
-    pid = state.pids.get(SYSLOG)
-    if pid is None:
-        return
-    if _is_syslog(pid):
-        processes.stop([pid])
-    if path.is_socket() and not syslog.served(path):
-        path.unlink(missing_ok=True)
+def stop_syslog(lab: str, path: Path = syslog.SOCKET, registry_dir: Path | None = None) -> bool:
+    """Stop the labs' syslog (it removes its socket) when `lab` is the last lab up; a socket its process left,
+    killed, is removed here. False: other labs are up, and it serves them on."""
+    with registry.locked(registry_dir) as held:
+        if any(other.name != lab for other in registry.labs(held)):
+            return False
+        pid = _recorded_syslog(held)
+        if pid is None:
+            return True
+        if _is_syslog(pid):
+            processes.stop([pid])
+        if path.is_socket() and not syslog.served(path):
+            path.unlink(missing_ok=True)
+        for name in (SYSLOG_RECORD, SYSLOG_LOG, syslog.GONE_LOG):
+            (held.parent / name).unlink(missing_ok=True)
+        return True
+
+
+def _recorded_syslog(registry_dir: Path) -> int | None:
+    """The PID `lab up` recorded for the labs' syslog, or None (none started, or a record that cannot be read)."""
+    try:
+        doc = json.loads((registry_dir.parent / SYSLOG_RECORD).read_bytes()[:4096])
+    except (OSError, ValueError):
+        return None
+    pid = doc.get("pid") if isinstance(doc, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 else None
 
 
 def _is_syslog(pid: int) -> bool:

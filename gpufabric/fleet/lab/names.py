@@ -46,6 +46,13 @@ def check_name(name: str) -> str:
     return name
 
 
+def owner_of(netns: str) -> str:
+    """The name of the lab a namespace (or FRR pathspace) of this module's naming belongs to. Not checked: a
+    name that is no lab's is refused where it is looked up (check_name)."""
+    head, sep, _switch = netns.partition(SEPARATOR)
+    return head if sep else DEFAULT_LAB
+
+
 @dataclass(frozen=True)
 class LabNames:
     """The names of one lab's things. Pure: nothing here looks at the machine."""
@@ -104,4 +111,4 @@ class LabNames:
         return DEFAULT_HOST_PREFIX if self.is_default else f"h{self.tag}-"
 
 
-__all__ = ["DEFAULT_LAB", "IFNAMSIZ", "LabNameError", "LabNames", "check_name"]
+__all__ = ["DEFAULT_LAB", "IFNAMSIZ", "LabNameError", "LabNames", "check_name", "owner_of"]

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import ipaddress
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,30 @@ REGISTRY_DIR = Path("/run/gpufabric-lab/labs")
 
 def _folder(registry: Path | None) -> Path:
     return REGISTRY_DIR if registry is None else registry  # read when called: tests stand a folder of their own in
+
+
+def folder(registry: Path | None = None) -> Path:
+    """The registry's folder (REGISTRY_DIR unless a test gives its own)."""
+    return _folder(registry)
+
+
+@contextlib.contextmanager
+def locked(registry: Path | None = None) -> Iterator[Path]:
+    """The registry held by this process alone (a lock on its folder) while the block runs: what a lab decides
+    from the labs up (may it come up, is it the last one) holds until it has acted on it."""
+    registry = _folder(registry)
+    for _attempt in range(3):  # the folder removed by the last lab's `down` between the two calls: made again
+        registry.mkdir(parents=True, exist_ok=True, mode=0o755)
+        with contextlib.suppress(FileNotFoundError):
+            fd = os.open(registry, os.O_RDONLY | os.O_DIRECTORY)
+            break
+    else:
+        fd = os.open(registry, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield registry
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 class LabClashError(GpufabricError):
@@ -123,18 +148,12 @@ def clash(entry: LabRecord, others: list[LabRecord]) -> str | None:
 
 def claim(entry: LabRecord, registry: Path | None = None) -> None:
     """Record `entry` as up, or refuse it (LabClashError) when it cannot run beside the labs up now."""
-    registry = _folder(registry)
-    registry.mkdir(parents=True, exist_ok=True, mode=0o755)
     # Two `lab up` at once: one checks and records while the other waits, so both cannot pass the check.
-    fd = os.open(registry, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        problem = clash(entry, labs(registry))
+    with locked(registry) as held:
+        problem = clash(entry, labs(held))
         if problem is not None:
             raise LabClashError(f"lab {entry.name}: {problem}")
-        record(entry, registry)
-    finally:
-        os.close(fd)  # the lock goes with it
+        record(entry, held)
 
 
 def held_elsewhere(name: str, registry: Path | None = None) -> set[str]:
