@@ -124,6 +124,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _default_lab_to_itself(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The lab tests side by side (CI runs them on two xdist workers): a module marked `own_lab` brings up a lab
+    of its worker's own (tests/lab_slot.py); any other lab module brings up the default lab, and holds the
+    default lab's lock while it runs, so no two such modules run at once, whichever worker has them."""
+    module = request.node
+    in_lab_folder = Path(str(module.path)).parent == HERE / "lab"  # Molecule's hosts have names of their own
+    if not in_lab_folder or any(module.get_closest_marker(m) for m in ("own_lab", "beside_lab")):
+        yield
+        return
+    # The workers' temporary folders are siblings under the run's: the lock beside them is the run's one.
+    base = tmp_path_factory.getbasetemp()
+    folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    fd = os.open(folder / "default-lab.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits while another worker's module has the default lab
+        yield
+    finally:
+        os.close(fd)
+
+
 # Every test renders with these planted secrets; the secret tests grep every output for them.
 SWITCH_PASSWORD_CANARY = "canary-Switch-Pw-7e41"
 SNMP_CANARY = "canary-Snmp-Community-0b9c"

@@ -123,7 +123,7 @@ def start_syslog(path: Path = syslog.SOCKET, registry_dir: Path | None = None) -
     kept; a syslog daemon of the machine's, or a socket no lab made, is left alone. Decided holding the
     registry, so a lab coming up and the last lab going down never both decide at once."""
     with registry.locked(registry_dir) as held:
-        pid = _recorded_syslog(held)
+        pid = recorded_syslog(held)
         if path.exists() or path.is_symlink():
             if syslog.served(path) or pid is None:
                 return
@@ -147,7 +147,7 @@ def stop_syslog(lab: str, path: Path = syslog.SOCKET, registry_dir: Path | None 
     with registry.locked(registry_dir) as held:
         if any(other.name != lab for other in registry.labs(held)):
             return False
-        pid = _recorded_syslog(held)
+        pid = recorded_syslog(held)
         if pid is None:
             return True
         if _is_syslog(pid):
@@ -159,8 +159,10 @@ def stop_syslog(lab: str, path: Path = syslog.SOCKET, registry_dir: Path | None 
         return True
 
 
-def _recorded_syslog(registry_dir: Path) -> int | None:
-    """The PID `lab up` recorded for the labs' syslog, or None (none started, or a record that cannot be read)."""
+def recorded_syslog(registry_dir: Path | None = None) -> int | None:
+    """The PID `lab up` recorded for the labs' syslog, or None (none started: the machine's own syslog daemon
+    serves /dev/log; or a record that cannot be read)."""
+    registry_dir = registry.folder(registry_dir)
     try:
         doc = json.loads((registry_dir.parent / SYSLOG_RECORD).read_bytes()[:4096])
     except (OSError, ValueError):

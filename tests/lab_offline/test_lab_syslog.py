@@ -113,7 +113,7 @@ def lab(tmp_path: Path):
 
 def _start(lab: Lab) -> int:
     daemons.start_syslog(lab.path, lab.registry)
-    pid = daemons._recorded_syslog(lab.registry)
+    pid = daemons.recorded_syslog(lab.registry)
     assert pid is not None
     return pid
 
@@ -170,14 +170,14 @@ def test_it_starts_once_leaves_another_server_alone_and_stops_with_its_socket_go
     assert daemons.stop_syslog("default", path, lab.registry)
     assert not alive(pid)
     assert not path.exists()  # it removed its socket on SIGTERM
-    assert daemons._recorded_syslog(lab.registry) is None
+    assert daemons.recorded_syslog(lab.registry) is None
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as theirs:
         theirs.bind(str(path))  # a syslog daemon of the machine's
         daemons.start_syslog(path, lab.registry)
-        assert daemons._recorded_syslog(lab.registry) is None
+        assert daemons.recorded_syslog(lab.registry) is None
     assert path.exists()  # their socket, closed: not served, not a lab's, left alone
     daemons.start_syslog(path, lab.registry)
-    assert daemons._recorded_syslog(lab.registry) is None
+    assert daemons.recorded_syslog(lab.registry) is None
 
 
 @pytest.mark.slow  # two processes' worth of senders and labs
@@ -207,7 +207,7 @@ def test_labs_side_by_side_share_one_syslog_which_the_last_down_stops(lab, sende
     assert len(_log(lab.state_dir, "leaf1")) == 1
     assert not _lab_down(again, lab.registry, "default", path)
     assert _lab_down(other, lab.registry, "nlb", path)
-    assert not alive(pid) and not path.exists() and daemons._recorded_syslog(lab.registry) is None
+    assert not alive(pid) and not path.exists() and daemons.recorded_syslog(lab.registry) is None
 
 
 @pytest.mark.slow  # the process started and stopped again and again: seconds on a loaded machine
