@@ -638,7 +638,7 @@ def test_validate_changes_nothing_on_a_switch(lab, pushed):
 def test_a_second_push_while_one_runs_is_refused(lab, pushed):
     from gpufabric.push.lock import fabric_lock
 
-    with fabric_lock("lab"):  # what a running push of this fabric holds
+    with fabric_lock("lab", target="lab-default"):  # what a running push to this lab holds
         done = run("nornir", "push", *PLANE, "--state-dir", str(lab), "--json")
     assert done.returncode == 2 and "another push of fabric 'lab' is running" in done.stderr
 
