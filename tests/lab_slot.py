@@ -17,9 +17,13 @@ namespace (`ip -n`, `vtysh -N`, /etc/frr/<pathspace>) through `ns(switch)`.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import ipaddress
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,7 @@ OOB_SPACE = ipaddress.ip_network(f"172.{27 if _INDEX is None else 28 + _INDEX}.0
 # What the Slurm harness of this process calls its bridge and namespaces, and its /24 (tests/slurm_cluster.py).
 SLURM_TAG = "" if _INDEX is None else f"w{_INDEX}"
 SLURM_SUBNET = "10.254.42" if _INDEX is None else f"10.254.{43 + _INDEX}"
+DEFAULT_FABRIC = Path(__file__).resolve().parent.parent / "inventory" / "fabric.yml"
 
 
 def is_default() -> bool:
@@ -71,6 +76,17 @@ def moved(doc: dict[str, Any]) -> dict[str, Any]:
     old = ipaddress.ip_network(subnet)
     new = ipaddress.ip_network(f"{OOB_SPACE.network_address}/{max(old.prefixlen, OOB_SPACE.prefixlen)}")
     return _walk(doc, old, new)
+
+
+@functools.cache
+def fabric() -> Path:
+    """The default fabric (inventory/fabric.yml) as this process's lab runs it: the file itself for the default
+    lab, else its moved copy, written once in a folder removed when the process ends."""
+    if NAMES.is_default:
+        return DEFAULT_FABRIC
+    folder = Path(tempfile.mkdtemp(prefix=f"gpufabric-lab-{NAME}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return intent_file(DEFAULT_FABRIC, folder)
 
 
 def intent_file(path: str | Path, folder: Path) -> Path:

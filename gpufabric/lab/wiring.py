@@ -17,6 +17,9 @@ from gpufabric.lab import netlink
 def up(topo: LabTopology, state_dir: Path, *, hosts: bool = False) -> LabState:
     """With `hosts`, server-facing ports are left for the host containers' NICs instead of stubs."""
     state = LabState.load(state_dir) or LabState(topo.fabric, name=topo.names.name)
+    source = Path(topo.plan.source)
+    if source.is_file():  # not the fabric shipped with gpufabric, which has no file of its own
+        state.intent = str(source.resolve())
     if state.fabric != topo.fabric or state.name != topo.names.name:
         raise netlink.LabCommandError(
             f"lab {state.name} of fabric '{state.fabric}' is up (state in {state_dir}); run "

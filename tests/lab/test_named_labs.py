@@ -162,5 +162,6 @@ def test_both_push_and_validate_and_down_of_one_leaves_the_other(labs):
     assert down.returncode == 0, down.stderr
     _wait(lambda: not any(_alive(a.pids).values()), "the default lab's processes gone")
     assert set(a.namespaces).isdisjoint(netlink.namespaces()) and set(a.root_links).isdisjoint(netlink.links())
-    assert not (set(a.routes) & _unreachable())
+    # Its routes gone, but for a prefix another lab up holds too (an xdist worker's lab of the same pools).
+    assert not ((set(a.routes) - registry.held_elsewhere(a.name)) & _unreachable())
     assert not [lab for lab in registry.labs() if lab.state_dir in (str(first), str(second))]

@@ -307,3 +307,30 @@ def test_frrs_pathspace_of_a_named_lab_keeps_the_switchs_hostname(monkeypatch, t
     assert folder == tmp_path / "blue_cmp-spine1"
     assert "hostname cmp-spine1\n" in (folder / "frr.conf").read_text()
     assert frr_node.write_pathspace("cmp-spine1").joinpath("frr.conf").read_text().count("hostname cmp-spine1") == 1
+
+
+def test_a_command_naming_a_lab_and_no_file_takes_the_intent_the_lab_came_up_with(monkeypatch, tmp_path):
+    """`lab up FILE` records FILE; push, validate and the rest, given the lab (`--lab-name`, `--state-dir`) and
+    no file, read that intent, not ./inventory/fabric.yml (whose fabric the lab does not run). A file removed
+    since, or a lab of the fabric shipped with gpufabric, leaves the usual default."""
+    from gpufabric.fleet import target
+    from gpufabric.lab import netlink, wiring
+
+    example = (Path(ALL_INTENTS[0]).parent / "examples" / "sonic.yml").resolve()
+    topo = topology(load_intent(str(example)), "blue")
+    monkeypatch.setattr(netlink, "run", lambda *a, **k: type("Done", (), {"stdout": "", "returncode": 0})())
+    monkeypatch.setattr(netlink, "batch", lambda cmds, netns=None: None)
+    monkeypatch.setattr(netlink, "links", lambda netns=None: set())
+    monkeypatch.setattr(netlink, "namespaces", set)
+    state = wiring.up(topo, tmp_path)
+    assert state.intent == str(example) and LabState.load(tmp_path).intent == str(example)
+    assert target.lab_intent(tmp_path) == str(example)
+    copy = tmp_path / "copy.yml"
+    copy.write_text(example.read_text())
+    recorded = LabState.load(tmp_path)
+    recorded.intent = str(copy)
+    recorded.save(tmp_path)
+    assert target.lab_intent(tmp_path) == str(copy)
+    copy.unlink()
+    assert target.lab_intent(tmp_path) is None  # gone: the command's own default, named in its error if missing
+    assert target.lab_intent(tmp_path / "no-lab") is None

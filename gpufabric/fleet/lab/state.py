@@ -32,6 +32,7 @@ class LabState:
     pids: dict[str, int] = field(default_factory=dict)  # "node/daemon" -> PID of a process the lab started
     paths: list[str] = field(default_factory=list)  # directories the lab made (FRR pathspaces, per-node state)
     name: str = DEFAULT_LAB  # the lab's name (gpufabric/fleet/lab/names.py); a record from before names: the default
+    intent: str | None = None  # the intent file `lab up` was given (absolute): a command naming the lab and no file
 
     @staticmethod
     def path(state_dir: Path) -> Path:
