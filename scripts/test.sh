@@ -105,9 +105,11 @@ static_and_offline() {
 }
 
 # Three parts side by side: the checks and offline tests (above); the lab's tests, which mostly wait
-# (BGP, timers, booting containers) and run one at a time (they share namespace names); and Molecule,
-# whose hosts have names of their own (niced a little: the lab's timed steps come first). The other
-# parts' output is kept and printed after the lab's, so each part reads whole.
+# (BGP, timers, booting containers); and Molecule, whose hosts have names of their own (niced a little: the
+# lab's timed steps come first). The lab's tests run on LAB_WORKERS xdist workers: a module marked `own_lab`
+# brings up a lab named after its worker and goes to whichever worker comes free; the modules on the default lab
+# go to one worker, one after another (tests/lab_slot.py, tests/conftest.py's xdist groups). The other parts'
+# output is kept and printed after the lab's, so each part reads whole.
 echo "== static checks, offline tests and Molecule run beside the lab tier; their output follows the lab's"
 offline_log="$test_tmp/offline.log"   # with the run's other temporary files
 molecule_log="$test_tmp/molecule.log"
@@ -134,6 +136,8 @@ trap stop_and_drop EXIT
 # takes the second as nothing.
 stop_parts() {   # stop_parts EXIT_STATUS
     trap '' TERM INT
+    # The lab's xdist workers too: each tears its own lab down (pytest's teardown on SIGTERM, stop_on_sigterm).
+    [ -n "$lab_pid" ] && pkill -TERM -P "$lab_pid" 2>/dev/null || true
     for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill -TERM "$pid" 2>/dev/null || true; done
     wait || true
     lab_pid="" offline_pid="" molecule_pid="" sot_pid=""
@@ -149,7 +153,8 @@ echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
 # In the background and waited for: a signal for which a trap is set ends `wait` at once (it would wait for a
 # command in the foreground to end first).
-python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -m "lab and not molecule and not beside_lab" "$@" </dev/null &
+python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -n "${LAB_WORKERS:-2}" --dist loadgroup \
+    -m "lab and not molecule and not beside_lab" "$@" </dev/null &
 lab_pid=$!
 wait "$lab_pid" || lab=$?
 lab_pid=""

@@ -122,6 +122,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         for mark in FOLDER_MARKS.get(folder, ()):
             item.add_marker(mark)
+        if folder == "lab":
+            item.add_marker(pytest.mark.xdist_group(_lab_group(item)))
+
+
+DEFAULT_LAB_GROUP = "default-lab"
+
+
+def _lab_group(item: pytest.Item) -> str:
+    """Which xdist group a lab test goes with (`--dist loadgroup`, scripts/test.sh): every module on the default
+    lab in one group, which one worker runs a module after another; each module with a lab of its own
+    (`own_lab`) or none (`beside_lab`) a group of its own, which any worker takes as it comes free."""
+    if item.get_closest_marker("own_lab") or item.get_closest_marker("beside_lab"):
+        return item.path.name
+    return DEFAULT_LAB_GROUP
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _default_lab_to_itself(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The lab tests side by side (CI runs them on two xdist workers): a module marked `own_lab` brings up a lab
+    of its worker's own (tests/lab_slot.py); any other lab module brings up the default lab, and holds the
+    default lab's lock while it runs, so no two such modules run at once, whichever worker has them. Under
+    `--dist loadgroup` they all go to one worker anyway (DEFAULT_LAB_GROUP): the lock is for other ways of
+    spreading them (`--dist loadfile`), where a worker would wait on it."""
+    module = request.node
+    in_lab_folder = Path(str(module.path)).parent == HERE / "lab"  # Molecule's hosts have names of their own
+    if not in_lab_folder or any(module.get_closest_marker(m) for m in ("own_lab", "beside_lab")):
+        yield
+        return
+    # The workers' temporary folders are siblings under the run's: the lock beside them is the run's one.
+    base = tmp_path_factory.getbasetemp()
+    folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    fd = os.open(folder / "default-lab.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits while another worker's module has the default lab
+        yield
+    finally:
+        os.close(fd)
 
 
 # Every test renders with these planted secrets; the secret tests grep every output for them.

@@ -16,9 +16,10 @@ fails the wait at once with its log. Jobs are `sbatch --wrap` of a shell loop th
 creates a file: a job ends when the test says, never on a timer.
 
 Everything lives in a temporary folder, the bridge `gfsch0` (10.254.42.1/24) and the namespaces
-`gfsch-<node>` (10.254.42.11 up): no traffic leaves the machine. Teardown cancels the jobs, stops
-every daemon by its PID, kills what is left in the namespaces (ip netns pids), and deletes the
-namespaces, the bridge and the folder, also when the run is stopped with SIGTERM (`timeout`).
+`gfsch-<node>` (10.254.42.11 up; an xdist worker's carry its tag: `gfschw1-<node>` on 10.254.44.0/24): no
+traffic leaves the machine. Teardown cancels the jobs, stops every daemon by its PID, kills what is left in
+the namespaces (ip netns pids), and deletes the namespaces, the bridge and the folder, also when the run is
+stopped with SIGTERM (`timeout`).
 GPUFABRIC_KEEP_SLURM_LOGS=<folder> keeps the daemons' logs. Root only; run under the lab lock.
 """
 
@@ -38,9 +39,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-BRIDGE = "gfsch0"
-PREFIX = "gfsch-"
-SUBNET = "10.254.42"
+from lab_slot import SLURM_SUBNET, SLURM_TAG
+
+# Each xdist worker's harness beside the other's (tests/lab_slot.py): its names carry the worker's tag.
+BRIDGE = f"gfsch{SLURM_TAG or 0}"
+PREFIX = f"gfsch{SLURM_TAG}-"
+SUBNET = SLURM_SUBNET
 CONTROLLER_IP = f"{SUBNET}.1"
 NEEDED = ("slurmctld", "slurmd", "scontrol", "sbatch", "squeue", "sinfo", "scancel", "munged", "ip")
 

@@ -12,7 +12,16 @@ import pytest
 
 from gpufabric.stopping import sigterm_interrupts
 
+# pytest-xdist's controller, stopped, gives its workers 10 s to end before it kills them: a worker tearing
+# down a lab (its FRR daemons, namespaces, a Slurm cluster) takes longer, and killed it would leave them.
+WORKERS_TEARDOWN = 600.0  # seconds
+
 
 @pytest.hookimpl
 def pytest_configure(config: pytest.Config) -> None:
     sigterm_interrupts()
+    try:
+        from xdist.workermanage import NodeManager
+    except ImportError:  # run without pytest-xdist
+        return
+    NodeManager.EXIT_TIMEOUT = max(NodeManager.EXIT_TIMEOUT, WORKERS_TEARDOWN)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from gpufabric.cli.errors import refusals
-from gpufabric.cli.options import PLANE, SELECTION, file_arg
+from gpufabric.cli.options import PLANE, SELECTION, file_arg, lab_name_callback
 from gpufabric.fleet.args import FleetArgs
 from gpufabric.fleet.lab.state import DEFAULT_DIR
 
@@ -68,6 +68,13 @@ def _with_options(fn: Callable[..., Any], *, json_flag: bool, many_planes: bool 
                 type=click.Path(file_okay=False, path_type=Path),
                 default=None,
                 help=f"The lab's state dir (login, keys); naming it targets that lab. [default: {DEFAULT_DIR}]",
+            ),
+            click.option(
+                "--lab-name",
+                metavar="NAME",
+                callback=lab_name_callback,
+                help="Target the lab brought up with `gpufabric lab up --name NAME` (its state dir found from the "
+                "name); naming it targets that lab.",
             ),
             click.option(
                 "--timeout",

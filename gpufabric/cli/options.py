@@ -17,6 +17,18 @@ from gpufabric.plan import Plan, build_plan
 from gpufabric.plan.multiplane import part_of
 
 
+def lab_name_callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A lab's name (`lab up --name`, `--lab-name`), checked before anything else: exit 2 naming the rule."""
+    from gpufabric.fleet.lab.names import LabNameError, check_name  # light: a pattern and a hash
+
+    if value is None:
+        return None
+    try:
+        return check_name(value)
+    except LabNameError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 class FiniteFloat(click.FloatRange):
     """Every number of seconds, rate, share or factor a command takes: click's FLOAT and FloatRange
     accept `nan`, `inf` and `-inf` (Python's float() parses them, and NaN compares false with every

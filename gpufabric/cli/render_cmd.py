@@ -11,7 +11,15 @@ from pathlib import Path
 import click
 
 from gpufabric.cli.errors import outcome
-from gpufabric.cli.options import file_arg, load_plan, print_warnings, selection_options, strict_option, warnings_exit
+from gpufabric.cli.options import (
+    file_arg,
+    lab_name_callback,
+    load_plan,
+    print_warnings,
+    selection_options,
+    strict_option,
+    warnings_exit,
+)
 from gpufabric.cli.output import err, shown
 from gpufabric.config.batch import PARALLEL_FROM, render_all
 from gpufabric.config.context import LinkIndex
@@ -44,6 +52,12 @@ from gpufabric.plan.model import Plan
     help="The lab's state dir; naming it renders for that lab. [default: /var/lib/gpufabric/lab]",
 )
 @click.option(
+    "--lab-name",
+    metavar="NAME",
+    callback=lab_name_callback,
+    help="Render for the lab brought up with `gpufabric lab up --name NAME`; naming it renders for that lab.",
+)
+@click.option(
     "-j",
     "--jobs",
     type=click.IntRange(min=1),
@@ -59,6 +73,7 @@ def render_cmd(
     output: Path,
     lab: bool,
     state_dir: Path | None,
+    lab_name: str | None,
     jobs: int | None,
     strict: bool,
 ) -> int:
@@ -72,7 +87,7 @@ def render_cmd(
     SHA-crypt hash; an SNMP community stays a reference token that `push` resolves in memory.
     """
     started = time.perf_counter()
-    target = FleetArgs(file=file, lab=lab, state_dir=state_dir)
+    target = FleetArgs(file=file, lab=lab, state_dir=state_dir, lab_name=lab_name)
     if target.wants_lab:
         plan, index = _for_lab(target)
     else:

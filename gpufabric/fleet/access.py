@@ -41,6 +41,13 @@ class Access:
     secrets: dict[str, str] = field(default_factory=dict, repr=False)  # what rendering may need, by reference name
     notes: tuple[str, ...] = ()  # for the person running the command (the CLI prints them)
     jump: JumpSettings | None = None  # the jump hosts in front of the switches and servers, if any
+    lab_name: str | None = None  # the lab's name (`lab up --name`) when the target is a lab
+
+    @property
+    def target(self) -> str:
+        """What a push holds its lock on: the fabric's real switches, or one lab of it (labs side by side, and
+        the real fabric beside its lab, are each a target of their own)."""
+        return "switches" if self.lab_name is None else f"lab-{self.lab_name}"
 
     def hops(self, address: str | None) -> tuple[Hop, ...]:
         """The jump hosts a login to `address` goes through, first first (none for a direct login)."""
@@ -62,7 +69,7 @@ def lab_access(state_dir: Path, intent: Intent) -> Access | None:
     ref = intent.credentials.switches.password
     if ref is not None and ref.env:
         secrets[ref.env] = login.password
-    return Access(True, login.username, login.password, args, secrets)
+    return Access(True, login.username, login.password, args, secrets, lab_name=state.name)
 
 
 def env_access(

@@ -25,6 +25,7 @@ class FleetArgs:
     role: str | None = None
     lab: bool = False  # the lab only when asked for
     state_dir: Path | None = None  # naming a lab's state dir asks for that lab
+    lab_name: str | None = None  # naming a lab (`lab up --name`) asks for that lab
     timeout: int = CONNECT_TIMEOUT
     known_hosts: Path | None = None  # real switches: their SSH host keys (default ~/.ssh/known_hosts)
     accept_new: bool = False  # record a first-seen host key (or TLS certificate) instead of refusing it
@@ -40,9 +41,13 @@ class FleetArgs:
     @property
     def wants_lab(self) -> bool:
         """The lab was asked for: `--lab`, or a lab's state folder named."""
-        return self.lab or self.state_dir is not None
+        return self.lab or self.state_dir is not None or self.lab_name is not None
 
     @property
     def lab_dir(self) -> Path:
         """The state folder of the lab asked for (or that would be: the default one)."""
+        if self.lab_name is not None and self.state_dir is None:
+            from gpufabric.fleet.lab.registry import resolve_state_dir  # only for a named lab
+
+            return resolve_state_dir(self.lab_name, None)
         return self.state_dir or DEFAULT_DIR  # read when asked: tests stand a folder of their own in for it

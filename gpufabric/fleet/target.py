@@ -62,10 +62,12 @@ class Fleet:
 def reach(args: FleetArgs) -> tuple[Plan, Access]:
     """The plan to work from and how to log in: the lab's (every switch as frr) only when asked for,
     else the real switches' with the intent's credentials."""
-    loaded = load_intent(args.file, embedded=False)  # an example fabric is never a target
-    intent = loaded.intent
     wants_lab = args.wants_lab
     state_dir = args.lab_dir
+    # A lab named and no file: the intent that lab was brought up with (another lab's fabric would not match).
+    file = args.file if args.file is not None or not wants_lab else lab_intent(state_dir)
+    loaded = load_intent(file, embedded=False)  # an example fabric is never a target
+    intent = loaded.intent
     lab_login = access_mod.lab_access(state_dir, intent) if wants_lab else None
     if wants_lab and lab_login is None:
         raise NoLabError(
@@ -89,6 +91,15 @@ def reach(args: FleetArgs) -> tuple[Plan, Access]:
         )
         chosen = dataclasses.replace(chosen, notes=(*chosen.notes, note))
     return plan, chosen
+
+
+def lab_intent(state_dir: Path) -> str | None:
+    """The intent file the lab in `state_dir` was brought up with, while it is there; None: no lab, one
+    brought up with the fabric shipped with gpufabric, or a file since removed (the usual default then)."""
+    state = LabState.load(state_dir)
+    if state is None or state.intent is None or not Path(state.intent).is_file():
+        return None
+    return state.intent
 
 
 def lab_trail(args: FleetArgs) -> Path | None:

@@ -456,7 +456,9 @@ def log_files(path: Path) -> Iterator[tuple[Path, str | None]]:
             seen += 1
             if seen > MAX_FILES:
                 raise TimelineError(f"{path}: more than {MAX_FILES} files; name the switches' logs")
-            owner = entry.name if entry.is_dir() else (child.stem if child.suffix == ".log" else None)
+            # A named lab's node folder is `<lab>_<switch>` (no switch name holds a `_`): the switch is the last part.
+            named = child.stem if child.suffix == ".log" else None
+            owner = entry.name.rpartition("_")[2] if entry.is_dir() else named
             yield child, owner
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpufabric.fleet.lab import registry
 from gpufabric.fleet.lab.credentials import SECRETS_FILE, ensure_login, ensure_secrets
 from gpufabric.fleet.lab.state import AUDIT_FILE, LabState, remove_leftovers, remove_state_dir
-from gpufabric.fleet.lab.topology import BRIDGE, LabTopology
+from gpufabric.fleet.lab.topology import LabTopology
 from gpufabric.ib import lab as ib_lab
 from gpufabric.ib import sim
 from gpufabric.ib.design_file import IbIntent
@@ -45,6 +47,8 @@ def up(
     missing = missing_packages() + (fleet.missing_packages() if hosts else [])
     if missing:
         raise netlink.LabCommandError(f"the lab needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
+    # Checked against every other lab up, and recorded, before anything is made (LabClashError: nothing was).
+    registry.claim(lab_record(topo, state_dir))
     state = wiring.up(topo, state_dir, hosts=hosts)
     login = ensure_login(state_dir, topo.plan.intent.credentials.switches.username)
     ensure_secrets(state_dir, topo.plan.intent)
@@ -56,14 +60,21 @@ def up(
     gateway = topo.gateway
     _unstub(topo)
     mtu = {(s.node, s.port): s.mtu for s in topo.stubs if s.server}
-    specs = lab_specs(topo.plan, mtu, int(gateway.split("/")[1]))
+    specs = lab_specs(topo.plan, mtu, int(gateway.split("/")[1]), prefix=topo.names.host_prefix, netns=topo.ns)
     # The hosts need only the leaves' namespaces (made by the wiring), not their daemons: both side by side.
     with ThreadPoolExecutor(max_workers=2) as pool:
         started = pool.submit(daemons.start_all, topo, state, state_dir, login)
-        booted = pool.submit(fleet.up, specs, state_dir, bridge=BRIDGE, gateway=gateway, say=say)
+        booted = pool.submit(fleet.up, specs, state_dir, bridge=topo.bridge, gateway=gateway, say=say)
     booted.result()
     started.result()
     return state
+
+
+def lab_record(topo: LabTopology, state_dir: Path) -> registry.LabRecord:
+    """What the machine's other labs are checked against: the name, and what the lab holds in the root namespace."""
+    return registry.LabRecord(
+        topo.names.name, str(state_dir.absolute()), topo.fabric, topo.oob_subnet, list(topo.loopback_space)
+    )
 
 
 def infiniband_dir(state_dir: Path) -> Path:
@@ -98,8 +109,8 @@ def infiniband_up(ib: IbPlan, state_dir: Path, say: Callable[[str], None]) -> No
 def _unstub(topo: LabTopology) -> None:
     """A lab first brought up without hosts has stubs on the server ports: make room for the hosts' NICs."""
     for stub in topo.stubs:
-        if stub.server and stub.far_end in netlink.links(stub.node):
-            netlink.delete_link(stub.port, stub.node)
+        if stub.server and stub.far_end in netlink.links(topo.ns(stub.node)):
+            netlink.delete_link(stub.port, topo.ns(stub.node))
 
 
 @dataclass
@@ -142,8 +153,8 @@ def down(state_dir: Path) -> Teardown | None:
         if failed is not None:
             done.problems.append(f"{what}: {type(failed).__name__}: {failed}")
     steps = (
-        ("syslog", lambda: daemons.stop_syslog(state)),  # after FRR: none of its messages is lost
-        ("links and namespaces", lambda: wiring.down(state)),
+        ("syslog", lambda: daemons.stop_syslog(state.name)),  # after FRR: none of its messages is lost
+        ("links and namespaces", lambda: wiring.down(state, frozenset(registry.held_elsewhere(state.name)))),
         ("directories", lambda: daemons.remove_dirs(state)),
         ("candidate folders", lambda: daemons.remove_candidate_folders(state)),
     )
@@ -157,13 +168,21 @@ def down(state_dir: Path) -> Teardown | None:
             step()
         except Exception as exc:  # reported; the next step still runs
             done.problems.append(f"{what}: {type(exc).__name__}: {exc}")
-    if lldp_node.RUN_DIR.is_dir() and not any(lldp_node.RUN_DIR.iterdir()):
-        lldp_node.RUN_DIR.rmdir()
+    _remove_run_dir()
     if done.problems:
-        return done  # the state stays: `lab down` again removes what is left
+        return done  # the state stays (and the lab's record): `lab down` again removes what is left
     files = ("login.json", SECRETS_FILE, AUDIT_FILE, "known_hosts", daemons.SYSLOG_LOG, syslog.GONE_LOG,
              "keys/id_ed25519", "keys/id_ed25519.pub")  # fmt: skip
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     remove_state_dir(state_dir)
+    registry.forget(state.name, state_dir)
+    _remove_run_dir()
     return done
+
+
+def _remove_run_dir() -> None:
+    """/run/gpufabric-lab once no lab holds anything there (lldpd's sockets, the labs' records)."""
+    with contextlib.suppress(OSError):  # another lab's things are there: it stays
+        if lldp_node.RUN_DIR.is_dir() and not any(lldp_node.RUN_DIR.iterdir()):
+            lldp_node.RUN_DIR.rmdir()

@@ -8,6 +8,7 @@ them, so `down` can clean up after a crash at any point.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -21,18 +22,20 @@ from pathlib import Path
 
 from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER, PATHSPACE
 from gpufabric.files import PRIVATE, write_atomic
+from gpufabric.fleet.lab import registry
 from gpufabric.fleet.lab.credentials import LabLogin
 from gpufabric.fleet.lab.state import LabState
 from gpufabric.fleet.lab.topology import LabTopology, Node
 from gpufabric.inputs import read_text
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node, syslog
+from gpufabric.outputs import json_dumps
 
 WORKERS = 8
 # Every switch's sshd and FRR, started together: seconds on a quiet machine, more on a loaded one (a CI
 # runner). Only a lab that never comes up waits this long.
 READY_TIMEOUT = 90.0
-SYSLOG = "syslog"  # the lab's syslog process, in the state's PIDs (no switch's: it runs outside the namespaces)
-SYSLOG_LOG = "syslog.log"  # its own output, in the state folder
+SYSLOG_LOG = "syslog.log"  # the labs' syslog's own output, beside the labs' registry
+SYSLOG_RECORD = "syslog.json"  # its PID, beside the registry: the last lab down stops it
 
 
 class LabDaemonError(netlink.LabCommandError):
@@ -40,6 +43,7 @@ class LabDaemonError(netlink.LabCommandError):
 
 
 def node_dir(state_dir: Path, node: str) -> Path:
+    """A switch's folder in the state dir, by its namespace's name (the switch's own in the default lab)."""
     return state_dir / "nodes" / node
 
 
@@ -59,33 +63,35 @@ def _uts(node: str, directory: Path) -> Path:
 
 
 def _start_node(node: Node, state_dir: Path, login: LabLogin, known: dict[str, int]) -> Started:
-    directory = node_dir(state_dir, node.name)
+    # Namespace, pathspace, folders and PIDs by the lab's name for the switch; its host name is its own.
+    ns = node.netns
+    directory = node_dir(state_dir, ns)
     uts = _uts(node.name, directory)
-    started = Started(node.name)
-    if not frr_node.running(node.name):
-        if not (frr_node.etc_dir(node.name) / "daemons").exists():
-            frr_node.write_pathspace(node.name)
-        started.pids.update(frr_node.start(node.name, uts))
-    if node.mgmt_ip and not processes.alive(known.get(f"{node.name}/sshd", 0)):
+    started = Started(ns)
+    if not frr_node.running(ns):
+        if not (frr_node.etc_dir(ns) / "daemons").exists():
+            frr_node.write_pathspace(ns, node.name)
+        started.pids.update(frr_node.start(ns, uts))
+    if node.mgmt_ip and not processes.alive(known.get(f"{ns}/sshd", 0)):
         config = sshd_node.write_config(
-            node.name, directory, node.mgmt_ip.split("/")[0], login, lldp_node.socket_path(directory)
+            ns, directory, node.mgmt_ip.split("/")[0], login, lldp_node.socket_path(directory)
         )
-        started.pids["sshd"] = sshd_node.start(node.name, directory, uts, config, login)
-    if not processes.alive(known.get(f"{node.name}/lldpd", 0)):
-        started.pids["lldpd"] = lldp_node.start(node.name, directory, uts)
+        started.pids["sshd"] = sshd_node.start(ns, directory, uts, config, login)
+    if not processes.alive(known.get(f"{ns}/lldpd", 0)):
+        started.pids["lldpd"] = lldp_node.start(ns, directory, uts)
     return started
 
 
 def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
     for node in topo.nodes:
-        foreign = frr_node.etc_dir(node.name)
+        foreign = frr_node.etc_dir(node.netns)
         if foreign.exists() and str(foreign) not in state.paths:
             raise LabDaemonError(f"{foreign} exists but this lab did not make it; remove it or rename the switch")
-        directory = node_dir(state_dir, node.name)
+        directory = node_dir(state_dir, node.netns)
         paths = (
             directory,
-            frr_node.etc_dir(node.name),
-            frr_node.run_dir(node.name),
+            frr_node.etc_dir(node.netns),
+            frr_node.run_dir(node.netns),
             lldp_node.socket_path(directory).parent,
         )
         for path in paths:
@@ -93,12 +99,12 @@ def _record_dirs(topo: LabTopology, state: LabState, state_dir: Path) -> None:
                 state.paths.append(str(path))
     state.save(state_dir)
     for node in topo.nodes:
-        node_dir(state_dir, node.name).mkdir(parents=True, exist_ok=True)
+        node_dir(state_dir, node.netns).mkdir(parents=True, exist_ok=True)
 
 
 def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLogin) -> None:
     _record_dirs(topo, state, state_dir)
-    start_syslog(topo, state, state_dir)
+    start_syslog()
     known = dict(state.pids)
     with ThreadPoolExecutor(WORKERS) as pool:
         futures = [pool.submit(_start_node, node, state_dir, login, known) for node in topo.nodes]
@@ -111,40 +117,58 @@ def start_all(topo: LabTopology, state: LabState, state_dir: Path, login: LabLog
     _wait_ready(topo)
 
 
-def start_syslog(topo: LabTopology, state: LabState, state_dir: Path, path: Path = syslog.SOCKET) -> None:
-    """The lab's syslog (gpufabric/lab/syslog.py), started before FRR, when nothing serves `path`: each switch's
-    FRR messages in its nodes/<switch>/frr.log. A syslog daemon of the machine's, or another lab's, is left
-    alone; so is a socket this lab did not make."""
-    pid = state.pids.get(SYSLOG)
-    if pid is not None and _is_syslog(pid):
-        return
-    if path.exists() or path.is_symlink():
-        if syslog.served(path) or pid is None:
-            return
-        path.unlink()  # this lab's, left by its process that was killed
-    names = sorted(node.name for node in topo.nodes)
-    command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(state_dir), *names]
-    state.pids[SYSLOG] = processes.spawn(command, state_dir / SYSLOG_LOG)
-    state.save(state_dir)
-    # FRR's daemons wait on it when its queue is full: it runs at their priority (not root: it runs, less promptly).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.setpriority(os.PRIO_PROCESS, state.pids[SYSLOG], frr_node.CONTROL_PLANE_NICENESS)
-    deadline = time.monotonic() + READY_TIMEOUT
-    while not syslog.served(path):
-        if not processes.alive(state.pids[SYSLOG]) or time.monotonic() > deadline:
-            raise LabDaemonError(f"the lab's syslog did not start serving {path}: see {state_dir / SYSLOG_LOG}")
-        time.sleep(0.05)
+def start_syslog(path: Path = syslog.SOCKET, registry_dir: Path | None = None) -> None:
+    """The labs' syslog (gpufabric/lab/syslog.py), started before FRR when nothing serves `path`: each switch's
+    FRR messages in its nodes/<switch>/frr.log, for every lab up. One that serves already (another lab's) is
+    kept; a syslog daemon of the machine's, or a socket no lab made, is left alone. Decided holding the
+    registry, so a lab coming up and the last lab going down never both decide at once."""
+    with registry.locked(registry_dir) as held:
+        pid = recorded_syslog(held)
+        if path.exists() or path.is_symlink():
+            if syslog.served(path) or pid is None:
+                return
+            path.unlink()  # the labs', left by its process that was killed
+        command = [sys.executable, "-m", "gpufabric.lab.syslog", str(path), str(held)]
+        pid = processes.spawn(command, held.parent / SYSLOG_LOG)
+        write_atomic(held.parent / SYSLOG_RECORD, json_dumps({"pid": pid, "socket": str(path)}) + "\n")
+        # FRR's daemons wait on it when its queue is full: it runs at their priority (not root: it runs, less promptly).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.setpriority(os.PRIO_PROCESS, pid, frr_node.CONTROL_PLANE_NICENESS)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not syslog.served(path):
+            if not processes.alive(pid) or time.monotonic() > deadline:
+                raise LabDaemonError(f"the lab's syslog did not start serving {path}: see {held.parent / SYSLOG_LOG}")
+            time.sleep(0.05)
 
 
-def stop_syslog(state: LabState, path: Path = syslog.SOCKET) -> None:
-    """Stop the lab's syslog (it removes its socket); a socket its process left, killed, is removed here."""
-    pid = state.pids.get(SYSLOG)
-    if pid is None:
-        return
-    if _is_syslog(pid):
-        processes.stop([pid])
-    if path.is_socket() and not syslog.served(path):
-        path.unlink(missing_ok=True)
+def stop_syslog(lab: str, path: Path = syslog.SOCKET, registry_dir: Path | None = None) -> bool:
+    """Stop the labs' syslog (it removes its socket) when `lab` is the last lab up; a socket its process left,
+    killed, is removed here. False: other labs are up, and it serves them on."""
+    with registry.locked(registry_dir) as held:
+        if any(other.name != lab for other in registry.labs(held)):
+            return False
+        pid = recorded_syslog(held)
+        if pid is None:
+            return True
+        if _is_syslog(pid):
+            processes.stop([pid])
+        if path.is_socket() and not syslog.served(path):
+            path.unlink(missing_ok=True)
+        for name in (SYSLOG_RECORD, SYSLOG_LOG, syslog.GONE_LOG):
+            (held.parent / name).unlink(missing_ok=True)
+        return True
+
+
+def recorded_syslog(registry_dir: Path | None = None) -> int | None:
+    """The PID `lab up` recorded for the labs' syslog, or None (none started: the machine's own syslog daemon
+    serves /dev/log; or a record that cannot be read)."""
+    registry_dir = registry.folder(registry_dir)
+    try:
+        doc = json.loads((registry_dir.parent / SYSLOG_RECORD).read_bytes()[:4096])
+    except (OSError, ValueError):
+        return None
+    pid = doc.get("pid") if isinstance(doc, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 else None
 
 
 def _is_syslog(pid: int) -> bool:
@@ -160,7 +184,7 @@ def _known_hosts(topo: LabTopology, state_dir: Path) -> None:
     """Each switch's host key at its management address, so clients can reject anything else."""
     lines = []
     for node in topo.nodes:
-        key = node_dir(state_dir, node.name) / "ssh_host_ed25519_key.pub"
+        key = node_dir(state_dir, node.netns) / "ssh_host_ed25519_key.pub"
         if node.mgmt_ip and key.is_file():
             text = read_text(
                 key, what="a switch's SSH host key (ssh-keygen's .pub)", max_bytes=64 * 1024, follow_links=False
@@ -183,7 +207,7 @@ def _wait_ready(topo: LabTopology) -> None:
     deadline = time.monotonic() + READY_TIMEOUT
     pending = [n for n in topo.nodes if n.mgmt_ip]
     while pending and time.monotonic() < deadline:
-        pending = [n for n in pending if not (_ssh_open(str(n.mgmt_ip).split("/")[0]) and frr_node.running(n.name))]
+        pending = [n for n in pending if not (_ssh_open(str(n.mgmt_ip).split("/")[0]) and frr_node.running(n.netns))]
         if pending:
             time.sleep(0.1)
     if pending:
@@ -194,6 +218,7 @@ def _wait_ready(topo: LabTopology) -> None:
 
 
 def daemon_status(node: str, state: LabState) -> dict[str, bool]:
+    """`node`: the switch's namespace (LabTopology.ns), which its PIDs are recorded under."""
     return {
         "frr": frr_node.running(node),
         "sshd": processes.alive(state.pids.get(f"{node}/sshd", 0)),

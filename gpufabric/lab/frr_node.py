@@ -52,13 +52,14 @@ def run_dir(node: str) -> Path:
     return FRR_RUN / node
 
 
-def write_pathspace(node: str) -> Path:
-    """/etc/frr/<node>/ with daemons, an empty frr.conf and vtysh.conf, owned by frr (0640)."""
+def write_pathspace(node: str, hostname: str | None = None) -> Path:
+    """/etc/frr/<node>/ with daemons, an empty frr.conf and vtysh.conf, owned by frr (0640). `node` is the
+    pathspace (the switch's namespace), `hostname` the switch's name when the lab's name for it differs."""
     d = etc_dir(node)
     d.mkdir(mode=0o750, exist_ok=True)
     files = {"daemons": DAEMONS, "frr.conf": EMPTY_CONFIG, "vtysh.conf": "service integrated-vtysh-config\n"}
     for name, text in files.items():
-        write_atomic(d / name, text.format(node=node), mode=0o640)
+        write_atomic(d / name, text.format(node=hostname or node), mode=0o640)
         shutil.chown(d / name, "frr", "frr")
     shutil.chown(d, "frr", "frr")
     return d

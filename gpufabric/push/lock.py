@@ -1,4 +1,4 @@
-"""One push per fabric at a time, on this controller.
+"""One push per fabric at a time, on this controller (per target: the real switches, or one lab of the fabric).
 
 Two pushes of one fabric would interleave their batches, and each would take the other's changes
 for drift. The lock is an advisory `flock` on a file named for the fabric, held for the whole
@@ -61,13 +61,18 @@ def open_owned(path: Path, uid: int, flags: int, what: str = "the push lock", er
 
 
 @contextmanager
-def fabric_lock(fabric: str, directory: Path | None = None, uid: int | None = None) -> Iterator[Path]:
-    """Hold the fabric's push lock for the `with` block. `directory` and `uid` default to this user's
-    lock folder and id (tests give their own)."""
+def fabric_lock(
+    fabric: str, directory: Path | None = None, uid: int | None = None, target: str = "switches"
+) -> Iterator[Path]:
+    """Hold the fabric's push lock for the `with` block. `target`: the real switches, or a lab of the fabric
+    (`lab-<name>`: two labs of one fabric side by side are two targets). `directory` and `uid` default to this
+    user's lock folder and id (tests give their own)."""
     uid = os.geteuid() if uid is None else uid
     folder = directory or lock_dir(uid)
     owned_dir(folder, uid)
-    path = folder / f"gpufabric-push-{fabric}.lock"
+    path = folder / (
+        f"gpufabric-push-{fabric}.lock" if target == "switches" else f"gpufabric-push-{fabric}@{target}.lock"
+    )
     fd = open_owned(path, uid, os.O_RDWR)
     try:
         try:
@@ -75,7 +80,8 @@ def fabric_lock(fabric: str, directory: Path | None = None, uid: int | None = No
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
             raise FabricBusyError(
-                f"another push of fabric '{fabric}' is running (pid {holder}, lock {path}): "
+                f"another push of fabric '{fabric}'{'' if target == 'switches' else ' to ' + target} is running "
+                f"(pid {holder}, lock {path}): "
                 "wait for it to finish; a second push would interleave with it"
             ) from None
         os.ftruncate(fd, 0)

@@ -287,7 +287,7 @@ def _guarded(
     watcher.starting(ident)
     with ExitStack() as stack:
         if not request.dry_run:
-            stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name))
+            stack.enter_context(fabric_lock(fleet.plan.intent.fabric.name, target=fleet.access.target))
         rollout = _rollout(
             fleet,
             plan_batches=plan_batches,

@@ -312,7 +312,7 @@ def _roll(
     )
     recorded = _Recorded(kind, trail, watcher)
     try:
-        with fabric_lock(fleet.plan.intent.fabric.name):
+        with fabric_lock(fleet.plan.intent.fabric.name, target=fleet.access.target):
             watcher.starting(kind, ident.id, plan_batches, request.drain)
             rolled: Rolled = roll(plan_batches, steps, drains, job, recorded)
         for b in plan_batches:  # the switches of the batches the rollout stopped before

@@ -207,7 +207,9 @@ def test_lab_down_exits_4_when_something_could_not_be_removed(monkeypatch, capsy
 
     monkeypatch.setattr(lab_cmd, "require_root", lambda _why: None)
     for problems, code in (([], EXIT_OK), (["namespace cmp-spine1: busy"], EXIT_FINDINGS)):
-        done = SimpleNamespace(problems=problems, state=SimpleNamespace(fabric="lab"), summary=lambda: "all")
+        done = SimpleNamespace(
+            problems=problems, state=SimpleNamespace(fabric="lab", name="default"), summary=lambda: "all"
+        )
         monkeypatch.setattr(lab_cmd, "down", lambda _dir, done=done: done)
         assert _code(["lab", "down", "--state-dir", str(tmp_path)]) == code
     assert "could not remove" in capsys.readouterr().err

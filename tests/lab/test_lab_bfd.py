@@ -26,9 +26,11 @@ from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import ip
 from tests.conftest import INVENTORY, run
+from tests.lab_slot import intent_file, moved, ns, up_args
 
 pytestmark = [
     pytest.mark.lab,
+    pytest.mark.own_lab,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
 ]
 
@@ -98,17 +100,17 @@ def _intent(tmp: Path, bfd: dict[str, Any] | None) -> Path:
     if bfd is not None:
         routing["bfd"] = bfd
     path = tmp / f"fabric-bfd-{'on' if bfd else 'off'}.yml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(yaml.safe_dump(moved(doc), sort_keys=False))
     return path
 
 
 def _netns(node: str, *argv: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", "netns", "exec", node, *argv], capture_output=True, text=True, **kw)  # noqa: PLW1510
+    return subprocess.run(["ip", "netns", "exec", ns(node), *argv], capture_output=True, text=True, **kw)  # noqa: PLW1510
 
 
 def _established(node: str) -> tuple[int, int]:
     done = subprocess.run(
-        ["env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", node, "-c", "show bgp summary json"],
+        ["env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", ns(node), "-c", "show bgp summary json"],
         capture_output=True,
         text=True,
         check=False,
@@ -152,11 +154,11 @@ def _measure(tmp: Path, spine_port: str, src: str, dst: str) -> dict[str, Any]:
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     netns = ("ip", "netns", "exec")
     recv = subprocess.Popen(
-        [*netns, RECEIVER, sys.executable, str(probe), "recv", dst, str(PORT), str(seconds + 3), str(out)]
+        [*netns, ns(RECEIVER), sys.executable, str(probe), "recv", dst, str(PORT), str(seconds + 3), str(out)]
     )
     time.sleep(1.0)
     sender = [str(probe), "send", src, dst, str(PORT), str(FLOWS), str(seconds), str(PERIOD)]
-    send = subprocess.Popen([*netns, SENDER, sys.executable, *sender])
+    send = subprocess.Popen([*netns, ns(SENDER), sys.executable, *sender])
     try:
         time.sleep(BEFORE)
         _netns(SPINE, "nft", "-f", "-", input=DROP.format(port=spine_port), check=True)
@@ -179,8 +181,9 @@ def _measure(tmp: Path, spine_port: str, src: str, dst: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    state = tmp_path_factory.mktemp("lab-bfd") / "state"
-    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state))
+    folder = tmp_path_factory.mktemp("lab-bfd")
+    state, intent = folder / "state", intent_file(INVENTORY / "fabric.yml", folder)
+    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", *up_args(), "--state-dir", str(state))
     try:
         assert up.returncode == 0, up.stderr
         yield state
@@ -221,7 +224,7 @@ def test_bfd_cuts_the_loss_of_a_silently_dropping_link_from_the_hold_time_to_und
         _wait_established(compute)
         if name == "with BFD":
             sessions = subprocess.run(
-                ["env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", SENDER, "-c", "show bfd peers json"],
+                ["env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", ns(SENDER), "-c", "show bfd peers json"],
                 capture_output=True,
                 text=True,
                 check=False,

@@ -21,11 +21,15 @@ from pathlib import Path
 
 import pytest
 from conftest import INVENTORY, cli_env, run
+from lab_slot import fabric, ns, up_args
 
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+pytestmark = [
+    pytest.mark.own_lab,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
+]
 
 PLAN = topology(load_intent(str(INVENTORY / "fabric.yml"))).plan  # the lab's plan: every switch as frr
 LEAVES = ("cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2")
@@ -43,7 +47,7 @@ def facing(spine: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     state = tmp_path_factory.mktemp("lab") / "state"
-    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", str(fabric()), "--no-hosts", *up_args(), "--state-dir", str(state))
     assert up.returncode == 0, up.stderr
     pushed = run("nornir", "push", "--plane", "compute", "--state-dir", str(state), "--json")
     assert pushed.returncode == 0, pushed.stderr
@@ -59,7 +63,7 @@ def maintenance(state: Path, action: str, *args: str) -> tuple[int, dict]:
 
 def routes(leaf: str) -> dict[str, set[str]]:
     """prefix -> the ports a leaf's kernel-installed BGP route goes out of, as FRR says (read without gpufabric)."""
-    text = subprocess.run(["vtysh", "-N", leaf, "-c", "show ip route bgp json"], capture_output=True, text=True,
+    text = subprocess.run(["vtysh", "-N", ns(leaf), "-c", "show ip route bgp json"], capture_output=True, text=True,
                           check=True).stdout  # fmt: skip
     out: dict[str, set[str]] = {}
     for prefix, entries in json.loads(text).items():
@@ -97,11 +101,11 @@ def test_a_drained_spine_leaves_every_leaf_s_ecmp_and_says_so_itself(lab):
     assert all(rate < 1e6 for rate in found["wait"]["rates"].values()) and len(found["wait"]["rates"]) == 4
     # Read without gpufabric: no leaf routes another leaf's loopback through the drained spine.
     assert all(not hops for per_leaf in remote_leaf_routes("cmp-spine1").values() for hops in per_leaf.values())
-    marker = json.loads(Path("/etc/frr/cmp-spine1/gpufabric.drained").read_text())
+    marker = json.loads(Path(f"/etc/frr/{ns('cmp-spine1')}/gpufabric.drained").read_text())
     assert marker["push_id"] == found["push_id"] and marker["reason"] == "lab drain test"
     shown = running("cmp-spine1")
     assert "bgp graceful-shutdown" in shown and "route-map GF-DRAIN permit 10" in shown
-    saved = Path("/etc/frr/cmp-spine1/frr.conf").read_text()
+    saved = Path(f"/etc/frr/{ns('cmp-spine1')}/frr.conf").read_text()
     assert "route-map GF-DRAIN" in saved  # a restart of FRR comes back drained
     trail = [json.loads(line) for line in Path(os.environ["GPUFABRIC_AUDIT_LOG"]).read_text().splitlines()]
     assert any(r["push_id"] == found["push_id"] and r["status"] == "drained" for r in trail)
@@ -121,13 +125,13 @@ def test_a_new_process_finds_the_drain_and_a_push_meanwhile_keeps_it(lab):
 
 
 def running(node: str) -> str:
-    done = subprocess.run(["vtysh", "-N", node, "-c", "show running-config"], capture_output=True, text=True,
+    done = subprocess.run(["vtysh", "-N", ns(node), "-c", "show running-config"], capture_output=True, text=True,
                           check=False)  # fmt: skip
     return done.stdout
 
 
 def test_a_controller_killed_mid_drain_leaves_the_switch_drained_and_status_says_so(lab):
-    marker = Path("/etc/frr/cmp-spine2/gpufabric.drained")
+    marker = Path(f"/etc/frr/{ns('cmp-spine2')}/gpufabric.drained")
     command = ["gpufabric", "maintenance", "on", "--device", "cmp-spine2", "--state-dir", str(lab),
                "--reason", "crash", "--drain-timeout", "600"]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=cli_env())
@@ -147,7 +151,7 @@ def test_a_controller_killed_mid_drain_leaves_the_switch_drained_and_status_says
 def test_maintenance_off_restores_the_planned_ecmp_widths(lab):
     rc, found = maintenance(lab, "off", "--device", "cmp-spine1")
     assert rc == 0 and found["ok"] and found["wait"]["done"], found
-    assert not Path("/etc/frr/cmp-spine1/gpufabric.drained").exists()
+    assert not Path(f"/etc/frr/{ns('cmp-spine1')}/gpufabric.drained").exists()
     assert all(hops for per_leaf in remote_leaf_routes("cmp-spine1").values() for hops in per_leaf.values())
     checked = run("nornir", "validate", "--plane", "compute", "--state-dir", str(lab), "--format", "json")
     results = json.loads(checked.stdout)["results"]
@@ -174,7 +178,7 @@ def _kill_frr(node: str) -> None:
     would restart the others). zebra takes the routes it installed out of the kernel as it exits, so the
     switch stops forwarding, as a rebooting switch does. With SIGKILL the kernel kept forwarding on stale
     routes and the lab measured no loss either way (0 of 100,000, drained or not): no reboot does that."""
-    run_dir = Path("/var/run/frr") / node
+    run_dir = Path("/var/run/frr") / ns(node)
     names = sorted(run_dir.glob("*.pid"), key=lambda p: p.stem != "watchfrr")
     for pid_file in names:
         try:
@@ -186,14 +190,14 @@ def _kill_frr(node: str) -> None:
 def _udp_loss(spine: str) -> tuple[int, int]:
     """(lost, sent) datagrams of STREAMS UDP streams SENDER -> RECEIVER, `spine`'s FRR killed a third in."""
     server = subprocess.Popen(
-        ["ip", "netns", "exec", RECEIVER, "iperf3", "-s", "-1", "-B", _address(RECEIVER), "-p", "5299"],
+        ["ip", "netns", "exec", ns(RECEIVER), "iperf3", "-s", "-1", "-B", _address(RECEIVER), "-p", "5299"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         time.sleep(1)  # iperf3 listening (the client retries below if it is not yet)
         client = subprocess.Popen(
-            ["ip", "netns", "exec", SENDER, "iperf3", "-c", _address(RECEIVER), "-B", _address(SENDER), "-p", "5299",
-             "-u", "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", str(SECONDS), "-w", SOCKET_BUFFER,
+            ["ip", "netns", "exec", ns(SENDER), "iperf3", "-c", _address(RECEIVER), "-B", _address(SENDER),
+             "-p", "5299", "-u", "-b", RATE, "-l", "1000", "-P", str(STREAMS), "-t", str(SECONDS), "-w", SOCKET_BUFFER,
              "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -210,7 +214,7 @@ def _udp_loss(spine: str) -> tuple[int, int]:
 
 def _restart(lab: Path, spine: str) -> None:
     """`lab up` again starts the killed switch's FRR (from its saved configuration) and leaves the rest."""
-    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(lab))
+    up = run("gpufabric", "lab", "up", str(fabric()), "--no-hosts", *up_args(), "--state-dir", str(lab))
     assert up.returncode == 0, up.stderr
     _until(lambda: "GF-DRAIN" in running(spine) or "router bgp" in running(spine), 120, f"{spine}'s FRR back")
 
@@ -230,7 +234,7 @@ def test_draining_a_spine_before_its_frr_dies_loses_no_datagram(lab, capsys):
     _restart(lab, spine)
     rc, found = maintenance(lab, "off", "--device", spine)  # waits for the planned ECMP widths again
     assert rc == 0 and found["ok"], found
-    policy = subprocess.run(["ip", "netns", "exec", SENDER, "sysctl", "-n", "net.ipv4.fib_multipath_hash_policy"],
+    policy = subprocess.run(["ip", "netns", "exec", ns(SENDER), "sysctl", "-n", "net.ipv4.fib_multipath_hash_policy"],
                             capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
     with capsys.disabled():
         print(f"\nUDP {STREAMS} streams of {RATE}b/s {SENDER} -> {RECEIVER} (ECMP hash policy {policy}), "

@@ -22,6 +22,7 @@ import pytest
 import revert_timer
 from conftest import INVENTORY, cli_env, run
 
+from gpufabric.fleet.lab.names import DEFAULT_LAB, owner_of
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
 
@@ -95,8 +96,9 @@ def pushed(lab):
 
 
 def _revert_timers() -> list[str]:
-    """Revert timers still armed on any lab switch: a confirmed push must leave none."""
-    return [str(p) for p in Path("/etc/frr").glob("*/gpufabric.pending")]
+    """Revert timers still armed on any switch of the default lab: a confirmed push must leave none (another
+    worker's lab, named, arms and clears its own)."""
+    return [str(p) for p in Path("/etc/frr").glob("*/gpufabric.pending") if owner_of(p.parent.name) == DEFAULT_LAB]
 
 
 def _pending(name: str) -> Path:
@@ -636,7 +638,7 @@ def test_validate_changes_nothing_on_a_switch(lab, pushed):
 def test_a_second_push_while_one_runs_is_refused(lab, pushed):
     from gpufabric.push.lock import fabric_lock
 
-    with fabric_lock("lab"):  # what a running push of this fabric holds
+    with fabric_lock("lab", target="lab-default"):  # what a running push to this lab holds
         done = run("nornir", "push", *PLANE, "--state-dir", str(lab), "--json")
     assert done.returncode == 2 and "another push of fabric 'lab' is running" in done.stderr
 

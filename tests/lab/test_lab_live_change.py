@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import INVENTORY, cli_env, default_doc, run
+from lab_slot import moved, ns, up_args
 from slurm_cluster import SlurmCluster, missing, slurm_cluster, wait_for
 
 from gpufabric.fleet.lab.topology import topology
@@ -51,7 +52,10 @@ from gpufabric.lab import frr_node, syslog
 from gpufabric.plan.model import ip
 from gpufabric.scheduler import servers_behind
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+pytestmark = [
+    pytest.mark.own_lab,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
+]
 
 PLAN = topology(load_intent(str(INVENTORY / "fabric.yml"))).plan  # the lab's plan: every switch as frr
 PLANES = ("compute", "storage")
@@ -114,19 +118,19 @@ def _ip(*args: str) -> None:
 
 def _hosts_up() -> None:
     for number, server in enumerate(SERVERS):
-        ns = f"{NS}{server.name}"
-        _ip("netns", "add", ns)
-        _ip("-n", ns, "link", "set", "lo", "up")
+        home = f"{NS}{server.name}"
+        _ip("netns", "add", home)
+        _ip("-n", home, "link", "set", "lo", "up")
         for n in server.nics:
             if n.plane not in PLANES:
                 continue
             stub, temp = f"p-{n.leaf_port}"[:15], f"e2e{number}{n.interface}"[:15]
-            _ip("-n", n.leaf, "link", "set", stub, "down")
-            _ip("-n", n.leaf, "link", "set", stub, "name", temp)
-            _ip("-n", n.leaf, "link", "set", temp, "netns", ns)
-            _ip("-n", ns, "link", "set", temp, "name", n.interface)
-            _ip("-n", ns, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
-            _ip("-n", ns, "link", "set", n.interface, "up")
+            _ip("-n", ns(n.leaf), "link", "set", stub, "down")
+            _ip("-n", ns(n.leaf), "link", "set", stub, "name", temp)
+            _ip("-n", ns(n.leaf), "link", "set", temp, "netns", home)
+            _ip("-n", home, "link", "set", temp, "name", n.interface)
+            _ip("-n", home, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
+            _ip("-n", home, "link", "set", n.interface, "up")
     for flow in FLOWS:  # each end reaches the other's NIC through its own NIC on that rail
         for here, there in ((flow.src, flow.dst), (flow.dst, flow.src)):
             mine, theirs = nic(here, flow.plane, flow.rail), nic(there, flow.plane, flow.rail)
@@ -136,14 +140,14 @@ def _hosts_up() -> None:
 
 def _hosts_down() -> None:
     for server in SERVERS:
-        ns = f"{NS}{server.name}"
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout
+        home = f"{NS}{server.name}"
+        pids = subprocess.run(["ip", "netns", "pids", home], capture_output=True, text=True, check=False).stdout
         for pid in pids.split():
             try:
                 os.kill(int(pid), signal.SIGKILL)  # an iperf3 of ours left behind by a failed test
             except ProcessLookupError:
                 continue
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", home], capture_output=True, check=False)
 
 
 # -- the lab, its servers and their Slurm, once for the module ----------------------------------------------
@@ -165,7 +169,7 @@ def _intent(folder: Path) -> Path:
     for plane in PLANES:
         doc["planes"][plane]["routing"].update({"keepalive": KEEPALIVE, "hold": HOLD})
     path = folder / "fabric.yml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(yaml.safe_dump(moved(doc), sort_keys=False))
     return path
 
 
@@ -177,7 +181,7 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
         pytest.skip("iperf3 not installed (scripts/test.sh installs it)")
     folder = tmp_path_factory.mktemp("lab")
     state, intent = folder / "state", _intent(folder)
-    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", *up_args(), "--state-dir", str(state))
     try:
         assert up.returncode == 0, up.stderr
         for plane in PLANES:
@@ -211,7 +215,7 @@ def _holds() -> set[int | None]:
     session that has none): `show bgp neighbors json` answers one object per peer."""
     found: set[int | None] = set()
     for switch in SWITCHES:
-        text = subprocess.run(["vtysh", "-N", switch, "-c", "show bgp neighbors json"], capture_output=True,
+        text = subprocess.run(["vtysh", "-N", ns(switch), "-c", "show bgp neighbors json"], capture_output=True,
                               text=True, check=False).stdout  # fmt: skip
         found |= {peer.get("bgpTimerHoldTimeMsecs") for peer in json.loads(text).values()}
     return found
@@ -230,7 +234,7 @@ def _sessions() -> dict[str, dict[str, str]]:
     """Each leaf's BGP peers and their state, as its bgpd reports them."""
     out = {}
     for leaf in LEAVES:
-        text = subprocess.run(["vtysh", "-N", leaf, "-c", "show bgp summary json"], capture_output=True, text=True,
+        text = subprocess.run(["vtysh", "-N", ns(leaf), "-c", "show bgp summary json"], capture_output=True, text=True,
                               check=False).stdout  # fmt: skip
         try:
             peers = json.loads(text).get("ipv4Unicast", {}).get("peers", {})
@@ -242,7 +246,7 @@ def _sessions() -> dict[str, dict[str, str]]:
 
 
 def _vtysh_json(switch: str, command: str) -> dict:
-    text = subprocess.run(["vtysh", "-N", switch, "-c", command], capture_output=True, text=True,
+    text = subprocess.run(["vtysh", "-N", ns(switch), "-c", command], capture_output=True, text=True,
                           check=False).stdout  # fmt: skip
     try:
         answer = json.loads(text)
@@ -294,7 +298,7 @@ def _adjacency_changes(logs: Path) -> list[str]:
 def _subgroups(switch: str) -> list[set[str]]:
     """The peers of each of the switch's IPv4 update-subgroups, as its bgpd lists them (`show bgp ipv4 unicast
     update-groups`: no JSON form in FRR 8.4)."""
-    text = subprocess.run(["vtysh", "-N", switch, "-c", "show bgp ipv4 unicast update-groups"], capture_output=True,
+    text = subprocess.run(["vtysh", "-N", ns(switch), "-c", "show bgp ipv4 unicast update-groups"], capture_output=True,
                           text=True, check=False).stdout  # fmt: skip
     groups: list[set[str]] = []
     listing = False
@@ -508,7 +512,7 @@ def _trail() -> Path:
 def _bgpds() -> dict[str, int]:
     """Each switch's bgpd's PID (0 while it has none), found apart from gpufabric: the processes named bgpd
     in /proc, by the network namespace they run in (watchfrr starts each switch's daemons in its own)."""
-    switch_of = {os.stat(f"/run/netns/{s}").st_ino: s for s in SWITCHES}
+    switch_of = {os.stat(f"/run/netns/{ns(s)}").st_ino: s for s in SWITCHES}
     found = dict.fromkeys(SWITCHES, 0)
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -538,7 +542,8 @@ def _drift_spines() -> None:
     drifted = {spine: f"10.254.99.{number + 1}" for number, spine in enumerate(SPINES)}
     for spine, rid in drifted.items():
         # Saved too, so that the restart's reboot (FRR started from its saved file) keeps the drift.
-        subprocess.run(["vtysh", "-N", spine, "-c", "configure terminal", "-c", f"router bgp {PLAN.device(spine).asn}",
+        asn = PLAN.device(spine).asn
+        subprocess.run(["vtysh", "-N", ns(spine), "-c", "configure terminal", "-c", f"router bgp {asn}",
                         "-c", f"bgp router-id {rid}", "-c", "end", "-c", "write memory"], check=True,
                        capture_output=True)  # fmt: skip
     wait_for(lambda: all(_settled(s, rid) for s, rid in drifted.items()), "the spines' sessions back", timeout=300)
@@ -547,7 +552,7 @@ def _drift_spines() -> None:
 
 def _settled(spine: str, rid: str) -> bool:
     """The spine runs router-id `rid` (its sessions were reset for it) and every session is established."""
-    text = subprocess.run(["vtysh", "-N", spine, "-c", "show ip bgp summary json"], capture_output=True, text=True,
+    text = subprocess.run(["vtysh", "-N", ns(spine), "-c", "show ip bgp summary json"], capture_output=True, text=True,
                           check=False).stdout  # fmt: skip
     try:
         found = json.loads(text).get("ipv4Unicast", {})
@@ -847,7 +852,7 @@ def _restart(lab: Lab, *args: str) -> subprocess.Popen[str]:
 def test_a_real_job_holds_its_leafs_restart_until_it_ends(lab, capsys):
     lab.slurm.reset()
     job, stop = lab.slurm.submit("gpu01")
-    before = frr_node.pids(LEAF)["bgpd"]
+    before = frr_node.pids(ns(LEAF))["bgpd"]
     asked = time.monotonic()
     proc = _restart(lab, "--job-wait", "900")
     try:
@@ -856,7 +861,7 @@ def test_a_real_job_holds_its_leafs_restart_until_it_ends(lab, capsys):
         # Held: the job runs, gpu01 stays drained, the leaf's bgpd is the same process, for as long as we look.
         watched_until = time.monotonic() + 15
         while time.monotonic() < watched_until:
-            assert proc.poll() is None and frr_node.pids(LEAF)["bgpd"] == before
+            assert proc.poll() is None and frr_node.pids(ns(LEAF))["bgpd"] == before
             assert lab.slurm.job_state(job) == "RUNNING"
             time.sleep(1)
         ended = time.monotonic()
@@ -869,7 +874,7 @@ def test_a_real_job_holds_its_leafs_restart_until_it_ends(lab, capsys):
     assert proc.returncode == 0, err[-3000:]
     result = json.loads(out)
     assert result["ok"] and [d["state"] for d in result["devices"]] == ["done"]
-    assert frr_node.pids(LEAF)["bgpd"] != before
+    assert frr_node.pids(ns(LEAF))["bgpd"] != before
     assert not lab.slurm.drained("gpu01") and not lab.slurm.drained("gpu02")
     trail = [json.loads(line) for line in _trail().read_text().splitlines()]
     (drain,) = [r for r in trail if r.get("push_id") == result["push_id"] and r["status"] == "scheduler-drained"]
@@ -888,7 +893,7 @@ def test_a_real_job_holds_its_leafs_restart_until_it_ends(lab, capsys):
 def test_a_short_job_wait_refuses_the_restart_and_changes_nothing(lab, capsys):
     lab.slurm.reset()
     job, stop = lab.slurm.submit("gpu01")
-    before = frr_node.pids(LEAF)["bgpd"]
+    before = frr_node.pids(ns(LEAF))["bgpd"]
     try:
         proc = _restart(lab, "--job-wait", "3")
         out, err = proc.communicate(timeout=600)
@@ -896,9 +901,9 @@ def test_a_short_job_wait_refuses_the_restart_and_changes_nothing(lab, capsys):
         result = json.loads(out)
         (device,) = result["devices"]
         assert device["state"] == "failed" and "refused, nothing was changed" in device["reason"], device
-        assert frr_node.pids(LEAF)["bgpd"] == before  # not restarted
-        assert not Path(f"/etc/frr/{LEAF}/gpufabric.drained").exists()  # not drained
-        assert "GF-DRAIN" not in subprocess.run(["vtysh", "-N", LEAF, "-c", "show running-config"],
+        assert frr_node.pids(ns(LEAF))["bgpd"] == before  # not restarted
+        assert not Path(f"/etc/frr/{ns(LEAF)}/gpufabric.drained").exists()  # not drained
+        assert "GF-DRAIN" not in subprocess.run(["vtysh", "-N", ns(LEAF), "-c", "show running-config"],
                                                 capture_output=True, text=True, check=False).stdout  # fmt: skip
         assert not lab.slurm.drained("gpu01") and not lab.slurm.drained("gpu02")  # put back
         assert lab.slurm.job_state(job) == "RUNNING"

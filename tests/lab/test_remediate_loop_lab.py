@@ -33,13 +33,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import BIN, run
+from lab_slot import moved, ns, up_args
 from slurm_cluster import SlurmCluster, free_port, missing, slurm_cluster
 
 from tests.alertmanager_run import alertmanager_command
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.own_lab,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
     pytest.mark.skipif(bool(missing()), reason=f"Slurm's daemons are missing: {missing()}"),
 ]
@@ -137,8 +140,8 @@ def _get(url: str) -> bytes | None:
         return None
 
 
-def _ns(namespace: str, *args: str) -> None:
-    subprocess.run(["ip", "-n", namespace, "link", "set", *args], check=True, capture_output=True)
+def _ns(switch: str, *args: str) -> None:
+    subprocess.run(["ip", "-n", ns(switch), "link", "set", *args], check=True, capture_output=True)
 
 
 def _stub_far_end(state: Path, leaf: str, port: str) -> str:
@@ -179,11 +182,11 @@ def test_the_loop_end_to_end_in_the_lab(tmp_path: Path) -> None:
     if prometheus is None:
         pytest.skip("prometheus is missing: scripts/test.sh unpacks Debian's package into .cache/prometheus")
     intent = tmp_path / "loop.yml"
-    intent.write_text(INTENT)
+    intent.write_text(yaml.safe_dump(moved(yaml.safe_load(INTENT)), sort_keys=False))
     state = tmp_path / "state"
     figures: dict[str, object] = {}
     loop = Loop(tmp_path)
-    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", *up_args(), "--state-dir", str(state))
     try:
         assert up.returncode == 0, up.stderr
         pushed = run("nornir", "push", str(intent), "--plane", "compute", "--state-dir", str(state), "--json")

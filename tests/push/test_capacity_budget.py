@@ -294,7 +294,7 @@ def test_a_push_under_a_budget_records_each_batch_and_its_cost_and_the_proof_hol
     trail = tmp_path / "trail" / "audit.jsonl"
     monkeypatch.setenv("GPUFABRIC_AUDIT_LOG", str(trail))
     monkeypatch.setattr(access, "network_driver", lambda platform: _Switch)
-    monkeypatch.setattr(service, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(service, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     monkeypatch.setattr(service, "PushOptions", functools.partial(PushOptions, settle=0.0))
     monkeypatch.setattr(_Switch, "RUNNING", {})
     with pytest.raises(SystemExit) as done:

@@ -117,7 +117,7 @@ def switches(monkeypatch, tmp_path):
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("GPUFABRIC_AUDIT_LOG", str(tmp_path / "trail" / "audit.jsonl"))
     monkeypatch.setattr(access, "network_driver", lambda platform: AuditSwitchDouble)
-    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     hosts = inventory_from_plan(build_plan(load_intent(INTENT))).hosts
     behave: dict[str, str] = {}
     monkeypatch.setattr(AuditSwitchDouble, "BEHAVE", behave)

@@ -79,7 +79,7 @@ def fleet(monkeypatch, tmp_path) -> Path:
         monkeypatch.setenv(name, f"canary-{name.lower()}")
     monkeypatch.setenv("GPUFABRIC_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
     monkeypatch.setattr(access, "network_driver", lambda platform: Double)
-    monkeypatch.setattr(service, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(service, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     hosts = inventory_from_plan(build_plan(load_intent(INTENT))).hosts
     monkeypatch.setattr(Double, "NAMES", {str(hosts[n].hostname): n for n in DIFFS})
     monkeypatch.setattr(Double, "COMMITS", [])

@@ -59,6 +59,17 @@ def test_a_second_push_of_a_fabric_is_refused_while_the_first_holds_the_lock(tmp
         pass
 
 
+def test_a_lab_of_a_fabric_is_a_target_of_its_own(tmp_path):
+    """Two labs of one fabric side by side, and the real switches beside a lab of their fabric: one push each
+    at once; a second push to the same lab is refused, naming it."""
+    with fabric_lock("lab", tmp_path, target="lab-default"):
+        with fabric_lock("lab", tmp_path, target="lab-w1"), fabric_lock("lab", tmp_path):
+            pass
+        busy = "another push of fabric 'lab' to lab-default"
+        with pytest.raises(FabricBusyError, match=busy), fabric_lock("lab", tmp_path, target="lab-default"):
+            pass
+
+
 def test_a_push_that_dies_leaves_the_fabric_unlocked(tmp_path):
     code = (
         "import os, sys\n"
@@ -244,7 +255,7 @@ def test_the_cli_refuses_a_push_while_another_pushs_change_is_pending(tmp_path, 
         raise OtherPushPendingError(["cmp-spine1"], [other])
 
     monkeypatch.setattr(cmd, "run", refusing)
-    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "unused")
     with pytest.raises(SystemExit) as done:
         main(["push", "--device", "cmp-spine1"])
@@ -274,7 +285,7 @@ def test_the_push_id_is_in_the_json_and_is_the_one_the_drivers_were_given(tmp_pa
         return Rollout(outcomes={"cmp-spine1": DeviceOutcome("cmp-spine1", "unchanged")})
 
     monkeypatch.setattr(cmd, "run", unchanged)
-    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(cmd, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "unused")
     with pytest.raises(SystemExit) as done:
         main(["push", "--device", "cmp-spine1", "--wait", "0", "--json"])

@@ -111,7 +111,7 @@ def doubles(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> type[SwitchDoubl
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(access, "network_driver", lambda platform: SwitchDouble)
-    monkeypatch.setattr(push_service, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(push_service, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     # A healthy switch is confirmed at once: the checks need not hold for the 2 s a real switch gets.
     monkeypatch.setattr(push_service, "PushOptions", functools.partial(PushOptions, settle=0.0))
     monkeypatch.setattr(SwitchDouble, "RUNNING", {})

@@ -26,7 +26,7 @@ SWITCHES = ("cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1")
 @pytest.fixture
 def request_(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RestartRequest:
     monkeypatch.setenv("GPUFABRIC_SWITCH_PASSWORD", "roll-trail-not-a-secret")
-    monkeypatch.setattr(service, "fabric_lock", lambda fabric: fabric_lock(fabric, tmp_path / "locks"))
+    monkeypatch.setattr(service, "fabric_lock", lambda fabric, **kw: fabric_lock(fabric, tmp_path / "locks", **kw))
     fleet = FleetArgs(file=INTENT, devices=SWITCHES, known_hosts=tmp_path / "known_hosts")
     return RestartRequest(fleet, drain=False, validate=False, audit_log=tmp_path / "audit.jsonl")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpufabric.files import write_atomic
+from gpufabric.fleet.lab.names import DEFAULT_LAB, DEFAULT_STATE_DIR, LABS_DIR
 from gpufabric.inputs import InputError, MiB, read_json
 from gpufabric.intent.errors import Problem
 from gpufabric.outputs import json_dumps
@@ -17,7 +18,7 @@ from gpufabric.outputs import json_dumps
 T = TypeVar("T")
 MAX_RECORD = 16 * MiB  # a lab of a thousand switches records a few hundred KiB
 
-DEFAULT_DIR = Path("/var/lib/gpufabric/lab")
+DEFAULT_DIR = DEFAULT_STATE_DIR
 # The audit trail of pushes to this lab: kept with the lab, gone with it (a lab that is down leaves nothing).
 AUDIT_FILE = "audit.jsonl"
 
@@ -30,6 +31,8 @@ class LabState:
     routes: list[str] = field(default_factory=list)  # unreachable routes added in the root namespace
     pids: dict[str, int] = field(default_factory=dict)  # "node/daemon" -> PID of a process the lab started
     paths: list[str] = field(default_factory=list)  # directories the lab made (FRR pathspaces, per-node state)
+    name: str = DEFAULT_LAB  # the lab's name (gpufabric/fleet/lab/names.py); a record from before names: the default
+    intent: str | None = None  # the intent file `lab up` was given (absolute): a command naming the lab and no file
 
     @staticmethod
     def path(state_dir: Path) -> Path:
@@ -67,10 +70,11 @@ def remove_state_dir(state_dir: Path) -> None:
     if any(state_dir.iterdir()):
         return
     state_dir.rmdir()
-    if state_dir.parent == DEFAULT_DIR.parent:
+    parents = {DEFAULT_DIR.parent: (DEFAULT_DIR.parent,), LABS_DIR: (LABS_DIR, LABS_DIR.parent)}
+    for folder in parents.get(state_dir.parent, ()):
         # Not empty: another lab's or Molecule's state is there (or it is gone already).
         with contextlib.suppress(OSError):
-            state_dir.parent.rmdir()
+            folder.rmdir()
 
 
 def remove_leftovers(state_dir: Path, files: tuple[str, ...], folders: tuple[str, ...]) -> None:

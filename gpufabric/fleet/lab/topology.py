@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufabric.fleet.lab.names import DEFAULT_BRIDGE, DEFAULT_LAB, DEFAULT_MGMT_PREFIX, LabNames
 from gpufabric.intent.errors import IntentError, Problem
 from gpufabric.intent.loader import LoadedIntent
 from gpufabric.intent.model import Intent
@@ -18,10 +19,11 @@ from gpufabric.intent.rules import address_pools
 from gpufabric.plan import build_plan
 from gpufabric.plan.model import Plan, ip
 
-BRIDGE = "gf-oob"  # the OOB plane in the root namespace; one lab per machine
-# Root-side ends of the management veths, named by the switch's management address (gfm ac140005 for
-# 172.20.0.5): stable when the fabric grows, where a running number would shift onto another switch.
-ROOT_MGMT_PREFIX = "gfm"
+# The default lab's OOB bridge in the root namespace; another lab's is named by LabNames (names.py).
+BRIDGE = DEFAULT_BRIDGE
+# Root-side ends of the default lab's management veths, named by the switch's management address (gfm ac140005
+# for 172.20.0.5): stable when the fabric grows, where a running number would shift onto another switch.
+ROOT_MGMT_PREFIX = DEFAULT_MGMT_PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,11 @@ class Node:
     platform: str  # what the plan says it is; the lab runs every switch as frr (`lab status` says so)
     mgmt_ip: str | None  # "a.b.c.d/len" on eth0
     loopback: str | None
+    ns: str = ""  # its network namespace and FRR pathspace: the lab's name for it (LabNames.netns)
+
+    @property
+    def netns(self) -> str:
+        return self.ns or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,16 @@ class LabTopology:
     mgmt: list[MgmtAttachment] = field(default_factory=list)
     gateway: str | None = None  # "a.b.c.d/len" on the bridge: the OOB gateway
     loopback_space: list[str] = field(default_factory=list)  # made unreachable in the root namespace
+    names: LabNames = field(default_factory=LabNames)  # what this lab's things are called on the machine
+    oob_subnet: str | None = None  # held in the root namespace (the gateway on the bridge): one lab's at a time
+
+    @property
+    def bridge(self) -> str:
+        return self.names.bridge
+
+    def ns(self, switch: str) -> str:
+        """The switch's network namespace (and FRR pathspace) in this lab."""
+        return self.names.netns(switch)
 
 
 def as_frr(loaded: LoadedIntent) -> LoadedIntent:
@@ -103,7 +120,7 @@ def as_frr(loaded: LoadedIntent) -> LoadedIntent:
     return LoadedIntent(Intent.model_validate(data), loaded.file, loaded.lines)
 
 
-def topology(loaded: LoadedIntent) -> LabTopology:
+def topology(loaded: LoadedIntent, lab: str = DEFAULT_LAB) -> LabTopology:
     planned = {d.name: d.platform for d in build_plan(loaded).devices()}
     plan = build_plan(as_frr(loaded))
     intent = plan.intent
@@ -112,7 +129,8 @@ def topology(loaded: LoadedIntent) -> LabTopology:
         raise IntentError(
             loaded.file, [Problem(("planes", "oob"), "the lab reaches switches over the OOB plane", "add planes.oob")]
         )
-    topo = LabTopology(intent.fabric.name, plan)
+    names = LabNames(lab)
+    topo = LabTopology(intent.fabric.name, plan, names=names, oob_subnet=str(oob.subnet))
     prefixlen = oob.subnet.prefixlen
     topo.gateway = f"{oob.gateway_address}/{prefixlen}"
     for i, d in enumerate(plan.devices()):
@@ -122,16 +140,16 @@ def topology(loaded: LoadedIntent) -> LabTopology:
                 planned[d.name],
                 f"{ip(d.mgmt_ip)}/{prefixlen}" if d.mgmt_ip is not None else None,
                 ip(d.loopback),
+                names.netns(d.name),
             )
         )
-        root_end = f"{ROOT_MGMT_PREFIX}{d.mgmt_ip:08x}" if d.mgmt_ip is not None else f"{ROOT_MGMT_PREFIX}{i}"
-        topo.mgmt.append(MgmtAttachment(d.name, root_end, d.mgmt_port))
-    names = {n.name for n in topo.nodes}
+        topo.mgmt.append(MgmtAttachment(d.name, names.mgmt_root_end(d.mgmt_ip, i), d.mgmt_port))
+    switches = {n.name for n in topo.nodes}
     for link in plan.links():
-        if link.kind == "fabric" and link.a in names and link.b in names:
+        if link.kind == "fabric" and link.a in switches and link.b in switches:
             topo.cables.append(Cable(link.a, link.a_port, link.b, link.b_port, link.mtu))
-        elif link.kind in ("host", "edge") and (link.a in names) != (link.b in names):
-            node, port, other = (link.a, link.a_port, link.b) if link.a in names else (link.b, link.b_port, link.a)
+        elif link.kind in ("host", "edge") and (link.a in switches) != (link.b in switches):
+            node, port, other = (link.a, link.a_port, link.b) if link.a in switches else (link.b, link.b_port, link.a)
             topo.stubs.append(Stub(node, port, link.mtu, other if link.kind == "host" else None))
     topo.loopback_space = [str(net) for path, net in address_pools(intent) if path[-1] == "loopbacks"]
     return topo

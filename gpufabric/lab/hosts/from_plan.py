@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 
 from gpufabric.errors import GpufabricError
 from gpufabric.lab.hosts.spec import LAB_PREFIX, HostNic, HostSpec
@@ -52,8 +53,16 @@ def standin_specs(
     return specs
 
 
-def lab_specs(plan: Plan, mtu_of_port: dict[tuple[str, str], int], mgmt_prefixlen: int) -> list[HostSpec]:
-    """Every server of the plan, each data NIC cabled into its planned leaf port (the lab's switch namespace).
+def lab_specs(
+    plan: Plan,
+    mtu_of_port: dict[tuple[str, str], int],
+    mgmt_prefixlen: int,
+    *,
+    prefix: str = LAB_PREFIX,
+    netns: Callable[[str], str] = str,
+) -> list[HostSpec]:
+    """Every server of the plan, each data NIC cabled into its planned leaf port (the lab's switch namespace,
+    `netns` of the leaf's name; `prefix` before each host's namespace: the lab's, LabNames).
 
     The leaf end gets its address from the switch's configuration when it is pushed, as on a real
     leaf, so no address is put on it here.
@@ -65,7 +74,7 @@ def lab_specs(plan: Plan, mtu_of_port: dict[tuple[str, str], int], mgmt_prefixle
         nics = tuple(
             HostNic(
                 interface=n.interface,
-                peer_netns=n.leaf,
+                peer_netns=netns(n.leaf),
                 peer_port=n.leaf_port,
                 peer_mtu=mtu_of_port[(n.leaf, n.leaf_port)],
             )
@@ -73,5 +82,5 @@ def lab_specs(plan: Plan, mtu_of_port: dict[tuple[str, str], int], mgmt_prefixle
             if (n.leaf, n.leaf_port) in mtu_of_port
         )
         address = f"{ip(server.mgmt_ip)}/{mgmt_prefixlen}"
-        specs.append(HostSpec(server.name, server.mgmt_interface or "eth0", address, nics))
+        specs.append(HostSpec(server.name, server.mgmt_interface or "eth0", address, nics, prefix))
     return specs

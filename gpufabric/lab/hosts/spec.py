@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 
 LAB_PREFIX = "h-"
+# A named lab's hosts (LabNames.host_prefix): h<tag>-; their bridge ports are hashed when the name is too long.
+_NAMED_LAB_HOST = re.compile(r"h[0-9a-f]{6}-.+")
 
 
 def netns_of(host: str, prefix: str = LAB_PREFIX) -> str:
@@ -14,8 +18,13 @@ def netns_of(host: str, prefix: str = LAB_PREFIX) -> str:
 
 
 def root_port_of(netns: str) -> str:
-    """The management veth's end on the bridge, in the root namespace, named after the host's namespace."""
-    return f"v{netns}"[:15]
+    """The management veth's end on the bridge, in the root namespace, named after the host's namespace. A
+    named lab's host whose name does not fit in 15 characters gets its lab's tag and a hash of its namespace's
+    name: cutting the name short would give two hosts of that lab one name."""
+    port = f"v{netns}"
+    if len(port) > 15 and _NAMED_LAB_HOST.fullmatch(netns):
+        return f"v{netns[1:7]}{hashlib.sha256(netns.encode()).hexdigest()[:8]}"
+    return port[:15]
 
 
 @dataclass(frozen=True)
