@@ -640,7 +640,7 @@ def test_a_second_push_while_one_runs_is_refused(lab, pushed):
 
     with fabric_lock("lab", target="lab-default"):  # what a running push to this lab holds
         done = run("nornir", "push", *PLANE, "--state-dir", str(lab), "--json")
-    assert done.returncode == 2 and "another push of fabric 'lab' is running" in done.stderr
+    assert done.returncode == 2 and "another push of fabric 'lab' to lab-default is running" in done.stderr
 
 
 def test_an_unknown_host_key_is_refused(lab, pushed, tmp_path):
