@@ -159,6 +159,9 @@ def _network(cidr: str) -> str:
     fabric has 32,768 host ports."""
     address, length = cidr.split("/")
     bits = int(length)
+    if bits >= 24:  # a host link (/31): only the last octet changes, the rest of the text stands
+        head, _, last = address.rpartition(".")
+        return f"{head}.{int(last) & (0xFF << (32 - bits)) & 0xFF}/{bits}"
     mask = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
     return f"{ip(int.from_bytes(socket.inet_aton(address), 'big') & mask)}/{bits}"
 
