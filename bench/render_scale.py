@@ -6,7 +6,9 @@
 
 Each fabric is measured in a fresh process (so peak RSS is that fabric's own): load +
 validate + plan, then the render context and templates of every switch, in memory (no
-disk), the first run and the best of --repeat. `three-tier-32k-eos` is the 32k example
+disk), the first run and the best of --repeat, in wall time and in the render's CPU time (the
+figure to compare on a shared machine: the wall time also counts waiting for a core, and the load
+average is printed beside it). `three-tier-32k-eos` is the 32k example
 with every switch on EOS (/31 links). This is one process, as a library user renders; the
 CLI's figures (on every core, files written) and Arista's pyavd on the same EOS switches, measured
 in the same run, are bench/cli_scale.py's.
@@ -17,6 +19,7 @@ The worst of the runs is printed beside the best: the spread.
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 import time
@@ -62,12 +65,14 @@ def measure_one(case: str, repeat: int) -> dict[str, float]:
 
     text = _intent_text(case)
     runs = []
+    cpus: list[float] = []  # the render's CPU seconds, each run
     lines = 0
     switches = 0
     for _ in range(repeat):
         start = time.perf_counter()
         plan = build_plan(load_intent_text(text, case))
         planned = time.perf_counter()
+        cpu = time.process_time()
         index = LinkIndex(plan)
         lines = 0
         devices = plan.devices()
@@ -76,6 +81,7 @@ def measure_one(case: str, repeat: int) -> dict[str, float]:
                 for body in render_device(plan, device, index).files.values():
                     lines += body.count("\n")
         done = time.perf_counter()
+        cpus.append(time.process_time() - cpu)
         switches = len(devices)
         runs.append((planned - start, done - planned, done - start))
     first = runs[0]
@@ -90,6 +96,9 @@ def measure_one(case: str, repeat: int) -> dict[str, float]:
         "first_seconds": first[2],
         "plan_seconds": best[0],
         "render_seconds": best[1],
+        "first_render_cpu_seconds": cpus[0],
+        "render_cpu_seconds": min(cpus),
+        "load_average": os.getloadavg()[0],
         "seconds": best[2],
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
@@ -101,14 +110,16 @@ def main() -> int:
         return 0
     print(
         f"{'fabric':19} {'switches':>8} {'lines/sw':>8} {'plan s':>7} {'render s':>8} {'total s':>7} "
-        f"{'first s':>7} {'worst s':>7} {'switch/s':>8} {'ms/sw':>6} {'peak MiB':>8}"
+        f"{'first s':>7} {'worst s':>7} {'switch/s':>8} {'ms/sw':>6} {'cpu s':>7} {'cpu ms/sw':>9} "
+        f"{'peak MiB':>8} {'load':>5}"
     )
     for r in rows:
         ms = r["seconds"] * 1000 / r["switches"]
         print(
             f"{r['fabric']:19} {r['switches']:8.0f} {r['lines_per_switch']:8.0f} {r['plan_seconds']:7.3f} "
             f"{r['render_seconds']:8.3f} {r['seconds']:7.3f} {r['first_seconds']:7.3f} {r['worst_seconds']:7.3f} "
-            f"{r['switches'] / r['seconds']:8.0f} {ms:6.2f} {r['peak_rss_mib']:8.1f}"
+            f"{r['switches'] / r['seconds']:8.0f} {ms:6.2f} {r['render_cpu_seconds']:7.3f} "
+            f"{r['render_cpu_seconds'] * 1000 / r['switches']:9.3f} {r['peak_rss_mib']:8.1f} {r['load_average']:5.1f}"
         )
     ok = True
     for r in (r for r in rows if r["fabric"] in BUDGETS):
@@ -119,7 +130,8 @@ def main() -> int:
         print(
             f"{r['fabric']} budget ({'plan and render' if counts == 'total' else 'the render'}, first run): "
             f"{first:.2f} s of {budget_s:.0f} s ({first / budget_s:.0%}), {r['peak_rss_mib']:.0f} MiB of "
-            f"{budget_mib:.0f} MiB ({r['peak_rss_mib'] / budget_mib:.0%}){'' if within else '  OVER BUDGET'}"
+            f"{budget_mib:.0f} MiB ({r['peak_rss_mib'] / budget_mib:.0%}){'' if within else '  OVER BUDGET'}; "
+            f"the render's CPU {r['first_render_cpu_seconds']:.2f} s"
         )
     return 0 if ok else 1
 

@@ -34,16 +34,18 @@ def scalar(value: object) -> str:
 def _text(text: str) -> str:
     if _SAFE.match(text) and text.lower() not in _AMBIGUOUS:
         return text
-    if _CONTROL.search(text):
-        return '"' + "".join(_escape(c) for c in text) + '"'
-    return "'" + text.replace("'", "''") + "'"
+    # Printable ASCII is the common case (descriptions): str's own test, not the control-character scan.
+    if (text.isascii() and text.isprintable()) or not _CONTROL.search(text):
+        return "'" + text.replace("'", "''") + "'"
+    return '"' + "".join(_escape(c) for c in text) + '"'
 
 
 # Sexagesimal (1:20), dates, integers and floats (YAML 1.1 allows `_` in both: `0_` is 0) and 0x/0o/0b
 # literals are numbers to YAML 1.1 readers: never plain.
 _NUMERIC = r"[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?\Z|[0-9][0-9_]*\Z|[0-9][0-9_]*[-.eE][0-9_.eE+-]*\Z|0[xob]"
-# ...nor anything ending in `:` (YAML would read a mapping).
-_SAFE = re.compile(f"(?!{_NUMERIC})(?!.*:\\Z)(?:{_PLAIN.pattern})", re.DOTALL)
+# ...nor anything ending in `:` (YAML would read a mapping). The plain pattern is tried first: most
+# text that is not plain (a description, with its spaces) fails it at once, before the other scans.
+_SAFE = re.compile(f"(?=(?:{_PLAIN.pattern}))(?!{_NUMERIC})(?!.*:\\Z)", re.DOTALL)
 
 
 def _escape(c: str) -> str:
@@ -62,14 +64,19 @@ def mapping_lines(tree: Mapping[str, Any], indent: int, out: list[str]) -> None:
 
 
 _DECIDED: dict[object, str] = {}  # key or value -> how it is written, for the values a fabric repeats
+_DECIDED_BOUND = 1 << 16
 
 
 def _remember(item: object) -> str:
-    """Keys and values repeat across a fabric's documents (`type`, `swp`, `mtu`): each is decided once.
-    Unique ones (addresses, descriptions) are decided every time and not kept past the bound."""
-    written = _text(item) if type(item) is str else scalar(item)
-    if len(_DECIDED) < 1 << 12:
-        _DECIDED[item] = written
+    """Keys and values repeat across a fabric's documents (`type`, `swp`, `mtu`, a peer's name on each of
+    its neighbours): each is decided once. The table is emptied when full, so the unique values
+    (addresses, descriptions) of the first switches do not keep the later switches' repeated ones out."""
+    if type(item) is not str:
+        return scalar(item)  # not kept: True, 1 and 1.0 are one key to a dict
+    written = _text(item)
+    if len(_DECIDED) >= _DECIDED_BOUND:
+        _DECIDED.clear()
+    _DECIDED[item] = written
     return written
 
 

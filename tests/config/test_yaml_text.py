@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufabric.nos.cumulus.judge import NvueLoader
-from gpufabric.platforms.yaml_text import mapping_lines, scalar
+from gpufabric.platforms.yaml_text import _NUMERIC, _PLAIN, _SAFE, mapping_lines, scalar
 
 TRICKY = [
     "on",
@@ -80,3 +82,21 @@ def test_nested_mappings_read_back_unchanged(tree):
     out: list[str] = []
     mapping_lines({"top": tree}, 0, out)
     assert yaml.safe_load("\n".join(out) + "\n") == {"top": tree or {}}
+
+
+def test_values_equal_to_a_dict_are_written_as_their_own_type():
+    # True == 1 == 1.0 as dict keys: the writer's table of decided scalars must not give one the other's text
+    out: list[str] = []
+    mapping_lines({"vlan": {1: {}}, "flag": True, "ratio": 1.0, "count": 1}, 0, out)
+    assert out == ["vlan:", "  1: {}", "flag: true", "ratio: '1.0'", "count: 1"]
+    assert yaml.safe_load("\n".join(out)) == {"vlan": {1: {}}, "flag": True, "ratio": "1.0", "count": 1}
+
+
+# The plain-scalar rule as first written: the writer tries the plain pattern first, with the same result.
+_FIRST_SAFE = re.compile(f"(?!{_NUMERIC})(?!.*:\\Z)(?:{_PLAIN.pattern})", re.DOTALL)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=24), st.from_regex(r"[0-9a-z_./:-]{1,16}", fullmatch=True)))
+def test_plain_pattern_order_does_not_change_what_is_plain(value):
+    assert bool(_SAFE.match(value)) == bool(_FIRST_SAFE.match(value))

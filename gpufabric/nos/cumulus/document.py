@@ -66,7 +66,8 @@ def text(ctx: DeviceContext) -> str:
         "- set:",
     ]
     mapping_lines(document(ctx), 4, out)
-    return "\n".join(out) + "\n"
+    out.append("")  # the final newline, in the one join: not a second copy of the whole text
+    return "\n".join(out)
 
 
 def _set(items: list[str] | tuple[str, ...]) -> Tree:
