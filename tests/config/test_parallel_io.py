@@ -253,3 +253,12 @@ def test_verify_on_two_processes_finds_what_one_finds(nvue_plan, tmp_path, paral
     mtu = [f for f in two.findings if f.device == leaf and "mtu" in f.check]
     assert mtu, [f.as_dict() for f in two.findings]
     assert doc.read_text().splitlines()[mtu[0].line - 1].strip() == "mtu: 1500"
+
+
+def test_verify_hands_a_large_fabric_to_its_workers_in_larger_tasks():
+    """Each task costs the parent a message both ways: the 131k-GPU example's 12,702 switches go in
+    tasks of 64, the 32k one's 1,366 in tasks of 21 (65 tasks for two workers), a small fabric's in 16s."""
+    assert runner._chunk(12_702, 2) == runner.CHUNK_MAX == 64
+    assert runner._chunk(1_366, 2) == 21
+    assert runner._chunk(100, 2) == runner.CHUNK == 16
+    assert len(runner.chunked(list(range(12_702)), runner._chunk(12_702, 2))) == 199
