@@ -122,20 +122,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         for mark in FOLDER_MARKS.get(folder, ()):
             item.add_marker(mark)
-        if folder == "lab":
-            item.add_marker(pytest.mark.xdist_group(_lab_group(item)))
 
 
 DEFAULT_LAB_GROUP = "default-lab"
+LAB_FOLDER = "tests/lab/"
 
 
-def _lab_group(item: pytest.Item) -> str:
-    """Which xdist group a lab test goes with (`--dist loadgroup`, scripts/test.sh): every module on the default
-    lab in one group, which one worker runs a module after another; each module with a lab of its own
-    (`own_lab`) or none (`beside_lab`) a group of its own, which any worker takes as it comes free."""
-    if item.get_closest_marker("own_lab") or item.get_closest_marker("beside_lab"):
-        return item.path.name
-    return DEFAULT_LAB_GROUP
+@functools.cache
+def _has_a_lab_of_its_own(module: str) -> bool:
+    """The lab module `module` (a path from the checkout) is marked `own_lab` or `beside_lab` in its pytestmark:
+    read from its text, since the scheduler sees node ids, not items."""
+    text = (ROOT / module).read_text()
+    return "pytest.mark.own_lab" in text or "pytest.mark.beside_lab" in text
+
+
+def lab_scope(nodeid: str) -> str:
+    """The work unit a test goes with on the lab lane's workers: every module on the default lab one unit, which
+    one worker runs a module after another; each module with a lab of its own (`own_lab`) or none (`beside_lab`)
+    a unit of its own, which any worker takes as it comes free; any other test, its module."""
+    module = nodeid.split("::", 1)[0]
+    if module.startswith(LAB_FOLDER) and not _has_a_lab_of_its_own(module):
+        return DEFAULT_LAB_GROUP
+    return module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` on the lab lane (scripts/test.sh) schedules by lab_scope. pytest-xdist's own loadgroup
+    renames each grouped test's node id, which pytest 9.2 no longer lets it do: every test went its own way, a
+    module's tests to both workers, and two workers brought up one module's lab at once."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LabScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lab_scope(nodeid)
+
+    return LabScheduling(config, log)
 
 
 @pytest.fixture(scope="module", autouse=True)
