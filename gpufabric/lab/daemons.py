@@ -8,7 +8,6 @@ them, so `down` can clean up after a crash at any point.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -21,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER, PATHSPACE
+from gpufabric.errors import GpufabricError
 from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.fleet.lab import registry
 from gpufabric.fleet.lab.credentials import LabLogin
-from gpufabric.fleet.lab.state import LabState
+from gpufabric.fleet.lab.state import LabState, read_record
 from gpufabric.fleet.lab.topology import LabTopology, Node
 from gpufabric.inputs import read_text
 from gpufabric.lab import frr_node, lldp_node, netlink, processes, sshd_node, syslog
@@ -161,13 +161,13 @@ def stop_syslog(lab: str, path: Path = syslog.SOCKET, registry_dir: Path | None 
 
 def recorded_syslog(registry_dir: Path | None = None) -> int | None:
     """The PID `lab up` recorded for the labs' syslog, or None (none started: the machine's own syslog daemon
-    serves /dev/log; or a record that cannot be read)."""
+    serves /dev/log; or a record that is not what `lab up` writes, read as none, so a new syslog is started)."""
     registry_dir = registry.folder(registry_dir)
     try:
-        doc = json.loads((registry_dir.parent / SYSLOG_RECORD).read_bytes()[:4096])
-    except (OSError, ValueError):
+        doc = read_record(registry_dir.parent / SYSLOG_RECORD, "the labs' syslog record", lambda d: d)
+    except GpufabricError:
         return None
-    pid = doc.get("pid") if isinstance(doc, dict) else None
+    pid = doc.get("pid") if doc is not None else None
     return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1 else None
 
 

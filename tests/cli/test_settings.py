@@ -34,6 +34,7 @@ SAMPLES: dict[str, tuple[Any, Any, Any]] = {
     "hold_down": ("10s", "20s", "30s"),
     "alertmanager": ("http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003"),
     "max_capacity_loss": ("10%", "20%", "30%"),
+    "lab_name": ("file-lab", "env-lab", "cli-lab"),  # a lab name: lower-case letters, digits and -
 }
 
 

@@ -41,6 +41,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gpufabric/nos/sonic/__init__.py", "_frr_template"): "a template shipped in the package",
     ("gpufabric/pids.py", "alive"): "/proc/PID/status of a daemon the lab started",
     ("gpufabric/lab/daemons.py", "_is_syslog"): "/proc/PID/cmdline of the syslog process the lab started",
+    (
+        "gpufabric/fleet/lab/registry.py",
+        "locked",
+    ): "the labs' registry folder, opened to hold a lock on it: nothing read",
     ("gpufabric/lab/syslog.py", "switch_of"): "/proc/PID/cmdline of a syslog sender, the kernel's, sliced to a bound",
     ("gpufabric/lab/syslog.py", "own_queue"): "a sysctl of the network namespace the syslog process made for itself",
     ("gpufabric/files.py", "current_umask"): "/proc/self/status, this process's own umask",
