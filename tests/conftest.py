@@ -125,7 +125,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 DEFAULT_LAB_GROUP = "default-lab"
-LAB_FOLDER = "tests/lab/"
 
 
 @functools.cache
@@ -137,13 +136,12 @@ def _has_a_lab_of_its_own(module: str) -> bool:
 
 
 def lab_scope(nodeid: str) -> str:
-    """The work unit a test goes with on the lab lane's workers: every module on the default lab one unit, which
-    one worker runs a module after another; each module with a lab of its own (`own_lab`) or none (`beside_lab`)
-    a unit of its own, which any worker takes as it comes free; any other test, its module."""
+    """The work unit a test of the lab lane goes with: every module on the default lab (any lab module not
+    marked `own_lab` or `beside_lab`, under tests/lab/ or elsewhere) one unit, which one worker runs a module
+    after another; each module with a lab of its own, or none, a unit of its own, which any worker takes as it
+    comes free."""
     module = nodeid.split("::", 1)[0]
-    if module.startswith(LAB_FOLDER) and not _has_a_lab_of_its_own(module):
-        return DEFAULT_LAB_GROUP
-    return module
+    return module if _has_a_lab_of_its_own(module) else DEFAULT_LAB_GROUP
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -166,23 +164,33 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def _default_lab_to_itself(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The lab tests side by side (CI runs them on two xdist workers): a module marked `own_lab` brings up a lab
     of its worker's own (tests/lab_slot.py); any other lab module brings up the default lab, and holds the
-    default lab's lock while it runs, so no two such modules run at once, whichever worker has them. Under
+    default lab's lock while it runs, so no two such modules run at once, whichever worker has them. A module
+    marked `lab_alone` runs with no other lab module beside it. Under
     `--dist loadgroup` they all go to one worker anyway (DEFAULT_LAB_GROUP): the lock is for other ways of
     spreading them (`--dist loadfile`), where a worker would wait on it."""
     module = request.node
-    in_lab_folder = Path(str(module.path)).parent == HERE / "lab"  # Molecule's hosts have names of their own
-    if not in_lab_folder or any(module.get_closest_marker(m) for m in ("own_lab", "beside_lab")):
-        yield
-        return
-    # The workers' temporary folders are siblings under the run's: the lock beside them is the run's one.
+    in_lab_folder = Path(str(module.path)).parent == HERE / "lab"
+    on_a_lab = in_lab_folder or bool(module.get_closest_marker("lab"))
+    if not on_a_lab or any(module.get_closest_marker(m) for m in ("own_lab", "beside_lab", "molecule")):
+        locks: list[tuple[str, int]] = []  # Molecule's hosts have names of their own
+    else:
+        locks = [("default-lab.lock", fcntl.LOCK_EX)]
+    if on_a_lab and not module.get_closest_marker("beside_lab"):
+        # `lab_alone`: a module whose timed waits a second lab's load starves; every other lab module shares it.
+        locks.append(("labs.lock", fcntl.LOCK_EX if module.get_closest_marker("lab_alone") else fcntl.LOCK_SH))
+    # The workers' temporary folders are siblings under the run's: the locks beside them are the run's own.
     base = tmp_path_factory.getbasetemp()
     folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    fd = os.open(folder / "default-lab.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    held: list[int] = []
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # waits while another worker's module has the default lab
+        for name, how in locks:  # always in this order: no two modules wait on each other's
+            fd = os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o600)
+            held.append(fd)
+            fcntl.flock(fd, how)  # waits while another worker's module holds it
         yield
     finally:
-        os.close(fd)
+        for fd in held:
+            os.close(fd)
 
 
 # Every test renders with these planted secrets; the secret tests grep every output for them.
