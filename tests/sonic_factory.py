@@ -91,6 +91,15 @@ BUILD = {
 }
 
 
+def tree_or_skip(root: Path, needed: tuple[str, ...], what: str, env: str) -> Path:
+    """`root` when it holds every file of `needed`, else the test is skipped naming what is missing and the
+    environment variable that names such a tree."""
+    missing = [p for p in needed if not (root / p).is_file()]
+    if missing:
+        pytest.skip(f"{what} not in {root} ({', '.join(missing)}): {env} names one")
+    return root
+
+
 def trees() -> tuple[Path, Path]:
     """(sonic-buildimage, sonic-utilities), or the test is skipped naming what is missing."""
     needed = [

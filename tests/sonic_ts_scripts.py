@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
-import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -45,11 +44,9 @@ NEEDED = (f"{FPM_FRR}/TS", f"{FPM_FRR}/TSA", f"{FPM_FRR}/TSB", f"{FPM_FRR}/TSC",
 
 def buildimage() -> Path:
     """The sonic-buildimage tree, or the test is skipped naming what is missing."""
-    missing = [p for p in NEEDED if not (BUILDIMAGE / p).is_file()]
-    if missing:
-        pytest.skip(f"SONiC's traffic-shift files are not in {BUILDIMAGE} ({', '.join(missing)}): "
-                    "GPUFABRIC_SONIC_BUILDIMAGE names a sonic-buildimage tree")  # fmt: skip
-    return BUILDIMAGE
+    from tests.sonic_factory import tree_or_skip
+
+    return tree_or_skip(BUILDIMAGE, NEEDED, "SONiC's traffic-shift files are", "GPUFABRIC_SONIC_BUILDIMAGE")
 
 
 def constants(tree: Path) -> dict[str, object]:

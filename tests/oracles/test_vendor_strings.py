@@ -616,13 +616,10 @@ SONIC_UTILITIES_NEEDED = ("setup.py", "sonic_installer/main.py", "sonic_installe
 
 def _sonic_utilities() -> Path:
     """The sonic-utilities tree (tests/sonic_factory.py finds it), or the test is skipped naming what is missing."""
-    from tests.sonic_factory import UTILITIES
+    from tests.sonic_factory import UTILITIES, tree_or_skip
 
-    missing = [p for p in SONIC_UTILITIES_NEEDED if not (UTILITIES / p).is_file()]
-    if missing:
-        pytest.skip(f"sonic-utilities' sonic-installer is not in {UTILITIES} ({', '.join(missing)}): "
-                    "GPUFABRIC_SONIC_UTILITIES names a sonic-utilities tree")  # fmt: skip
-    return UTILITIES
+    what = "sonic-utilities' sonic-installer is"
+    return tree_or_skip(UTILITIES, SONIC_UTILITIES_NEEDED, what, "GPUFABRIC_SONIC_UTILITIES")
 
 
 def _installed_commands(tree: Path) -> dict[str, str]:
