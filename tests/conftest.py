@@ -164,33 +164,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def _default_lab_to_itself(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The lab tests side by side (CI runs them on two xdist workers): a module marked `own_lab` brings up a lab
     of its worker's own (tests/lab_slot.py); any other lab module brings up the default lab, and holds the
-    default lab's lock while it runs, so no two such modules run at once, whichever worker has them. A module
-    marked `lab_alone` runs with no other lab module beside it. Under
+    default lab's lock while it runs, so no two such modules run at once, whichever worker has them. Under
     `--dist loadgroup` they all go to one worker anyway (DEFAULT_LAB_GROUP): the lock is for other ways of
     spreading them (`--dist loadfile`), where a worker would wait on it."""
     module = request.node
-    in_lab_folder = Path(str(module.path)).parent == HERE / "lab"
-    on_a_lab = in_lab_folder or bool(module.get_closest_marker("lab"))
+    on_a_lab = Path(str(module.path)).parent == HERE / "lab" or bool(module.get_closest_marker("lab"))
+    # Molecule's hosts have names of their own.
     if not on_a_lab or any(module.get_closest_marker(m) for m in ("own_lab", "beside_lab", "molecule")):
-        locks: list[tuple[str, int]] = []  # Molecule's hosts have names of their own
-    else:
-        locks = [("default-lab.lock", fcntl.LOCK_EX)]
-    if on_a_lab and not module.get_closest_marker("beside_lab"):
-        # `lab_alone`: a module whose timed waits a second lab's load starves; every other lab module shares it.
-        locks.append(("labs.lock", fcntl.LOCK_EX if module.get_closest_marker("lab_alone") else fcntl.LOCK_SH))
-    # The workers' temporary folders are siblings under the run's: the locks beside them are the run's own.
+        yield
+        return
+    # The workers' temporary folders are siblings under the run's: the lock beside them is the run's one.
     base = tmp_path_factory.getbasetemp()
     folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    held: list[int] = []
+    fd = os.open(folder / "default-lab.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        for name, how in locks:  # always in this order: no two modules wait on each other's
-            fd = os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o600)
-            held.append(fd)
-            fcntl.flock(fd, how)  # waits while another worker's module holds it
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits while another worker's module has the default lab
         yield
     finally:
-        for fd in held:
-            os.close(fd)
+        os.close(fd)
 
 
 # Every test renders with these planted secrets; the secret tests grep every output for them.

@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, cli_env, default_doc, run
-from slurm_cluster import SlurmCluster, free_port, missing, slurm_cluster, wait_for
+from slurm_cluster import SUBNET, SlurmCluster, free_port, missing, slurm_cluster, wait_for
 
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
@@ -50,8 +50,6 @@ from gpufabric.telemetry.job_rules import RECORDS, job_group
 from gpufabric.telemetry.probe_rules import P99, probe_group
 
 pytestmark = [
-    # Its mesh and Prometheus's recording of it fell behind with a second lab beside it (not within 300 s).
-    pytest.mark.lab_alone,
     pytest.mark.lab,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
 ]
@@ -182,7 +180,7 @@ def _monitoring(folder: Path, plan, intent: Path, state: Path, slurm: SlurmClust
     run("gpufabric", "probe", "plan", "--intent", str(intent), "-o", str(probes), check=True)
     mesh = []
     for number, name in enumerate(NODES):
-        address = f"10.254.42.{11 + number}"  # the node's address on the Slurm harness's bridge
+        address = f"{SUBNET}.{11 + number}"  # the node's address on the Slurm harness's bridge (the worker's /24)
         serve = ["probe", "serve", "--plan", str(probes), "--node", name, "--listen", f"{address}:9111"]
         _start(started, folder, f"probe-{name}", ["ip", "netns", "exec", netns_of(name), sys.executable, "-m",
                "gpufabric", *serve])  # fmt: skip
