@@ -51,10 +51,18 @@ class CommandFailedError(GpufabricError):
     escaped, on one line (see answers.shown), so nothing the switch wrote can drive a terminal."""
 
     def __init__(self, command: str, output: Output) -> None:
-        said = shown((output.stderr or output.stdout).strip())
+        said = last_words((output.stderr or output.stdout).strip())
         super().__init__(f"`{shown(command, 200)}` exited {output.rc}: {said}")
         self.command = command
         self.output = output
+
+
+def last_words(text: str, limit: int = 600) -> str:
+    """The end of a failed command's output, escaped as `shown` does: a script says why it failed last
+    (frr-reload.py, for one, writes its INFO lines first, and its error after them)."""
+    end = text[-limit:]
+    escaped = shown(end, 10 * limit)  # an escape is at most 10 characters: nothing is cut here
+    return escaped if end == text and len(escaped) <= limit else "..." + escaped[-limit:]
 
 
 class Transport(Protocol):

@@ -558,3 +558,15 @@ def test_validates_table_shows_a_switchs_error_as_text_not_markup(tmp_path: Path
     shown = console.export_text(styles=False)
     assert "[red]boom[/red] [link=http://x]y[/link]" in shown
     assert "\\x1b[2J\\x1b]0;owned\\x07" in shown and "\x1b]0;owned" not in console.export_text(styles=True)
+
+
+def test_a_failed_command_shows_the_end_of_what_it_said():
+    """frr-reload.py writes its INFO lines first and its error last: a long answer keeps its end, escaped."""
+    from gpufabric.drivers.transport import Output
+
+    said = "".join(f"2026-11-27 17:47:52,436  INFO: line {n}\n" for n in range(40)) + "ERROR: bgpd said \x1b[2J no"
+    error = str(CommandFailedError("sh -s", Output(3, "", said)))
+    assert error.startswith("`sh -s` exited 3: ...") and error.endswith("ERROR: bgpd said \\x1b[2J no")
+    assert "line 0\\n" not in error and len(error) < 700
+    short = str(CommandFailedError("sh -s", Output(1, "", "no such file\n")))
+    assert short == "`sh -s` exited 1: no such file"
