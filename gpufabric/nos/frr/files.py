@@ -24,6 +24,26 @@ SYSCTL_MARKER = "! gpufabric: sysctl"
 NFT_TABLE = "inet gpufabric"
 REMOVE_TABLE = f"table {NFT_TABLE}\ndelete table {NFT_TABLE}\n"
 RELOAD = "/usr/lib/frr/frr-reload.py"
+# FRR's load of its saved file after a start (watchfrr's `vtysh -b -d <daemon>` per daemon, or a whole
+# `vtysh -b`) holds the daemons' configuration lock while it runs, and frr-reload.py finds the lock taken
+# ("VTY configuration is locked by other VTY") and applies nothing. A commit right after a restart waits for
+# it, bounded: on a loaded machine the loads have run for over a minute.
+BOOT_LOAD_WAIT_SECONDS = 120
+
+
+def boot_loading(pathspace: str | None) -> str:
+    """A pgrep pattern (shell-quoted) for FRR's boot load of this pathspace's daemons. Anchored at the
+    command's first word, so that a shell whose command line holds the same words is not taken for one."""
+    where = f" -N {pathspace}" if pathspace else ""
+    return shlex.quote(f"^[^ ]*vtysh{where} -b( |$)")
+
+
+def boot_load_wait(pathspace: str | None, seconds: int = BOOT_LOAD_WAIT_SECONDS) -> str:
+    """Shell that returns once no boot load of the daemons runs, or after `seconds`."""
+    return (
+        f"n=0; while pgrep -f -- {boot_loading(pathspace)} >/dev/null && [ $n -lt {seconds} ]; do "
+        "sleep 1; n=$((n+1)); done"
+    )
 
 
 _SECTION = re.compile(
@@ -115,6 +135,7 @@ class DeviceFiles:
         frr = f"{self.vtysh} -f {conf}" if merge else f"{self.reload} --reload {conf}"
         lines = [
             "set -e",
+            boot_load_wait(self.pathspace),
             f'out=$({frr} 2>&1) || {{ echo "$out" | tail -20 >&2; exit 3; }}',
             *([self.save_command] if save else []),
             # What was applied, and a fingerprint of what FRR made of it: compare_config's fast path.

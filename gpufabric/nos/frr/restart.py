@@ -30,7 +30,7 @@ import shlex
 from gpufabric.drivers.images import Restarted
 from gpufabric.drivers.linux_switch import PATHSPACE, LinuxSwitchDriver
 from gpufabric.drivers.transport import checked, slow_commands
-from gpufabric.nos.frr.files import DeviceFiles
+from gpufabric.nos.frr.files import DeviceFiles, boot_load_wait
 
 FRRINIT = "/usr/lib/frr/frrinit.sh"
 RUN_DIR = "/var/run/frr"
@@ -59,13 +59,9 @@ def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
     vtysh = f"env VTYSH_HISTFILE=/dev/null vtysh -N {ns}"
     running = f"{vtysh} -c 'show running-config' 2>/dev/null | sed '1,/^Current configuration:/d' | sha256sum"
     # A per-daemon load still running when the init script returns (watchfrr's jobs run `/usr/bin/vtysh -N
-    # <pathspace> -b -d <daemon>`): waited for, bounded. Anchored at the command's first word, so that this
-    # script's own command line (`sh -c ...`), which holds the same words, is not taken for one.
-    loading = shlex.quote(f"^[^ ]*vtysh -N {pathspace} -b( |$)")
-    settled = (
-        f"n=0; while pgrep -f -- {loading} >/dev/null && [ $n -lt {LOAD_WAIT_SECONDS} ]; do sleep 1; n=$((n+1)); done; "
-        f"sleep {SETTLE_SECONDS}"
-    )
+    # <pathspace> -b -d <daemon>`): waited for, bounded. The pattern does not match this script's own command
+    # line (`sh -c ...`), which holds the same words.
+    settled = f"{boot_load_wait(pathspace, LOAD_WAIT_SECONDS)}; sleep {SETTLE_SECONDS}"
     watching = f'kill -0 "$(cat {RUN_DIR}/{ns}/watchfrr.pid 2>/dev/null)" 2>/dev/null'
     return (
         f"before=$({running}); "
