@@ -584,6 +584,12 @@ def test_a_push_killed_between_commit_and_confirm_leaves_the_switch_reverting(la
     healthy(lab)
 
 
+def _candidates() -> set[Path]:
+    """This lab's candidate folders in the machine's /tmp (`gpufabric-candidate.<pathspace>.<random>`): another
+    worker's lab, on the same machine, makes and removes its own meanwhile."""
+    return {p for p in Path("/tmp").glob("gpufabric-candidate.*") if p.name.split(".")[1] in NODES}
+
+
 # The one timer the tests leave to run out by itself. Long enough that the apply it guards is done first,
 # and that the test sees the marker before it fires, however loaded the machine; the test then only waits.
 RUN_OUT = 30
@@ -594,7 +600,7 @@ def test_a_session_cut_during_the_commit_leaves_the_switch_reverting(lab, pushed
     when the timer's own seconds run out (nothing ends its wait)."""
     name = "cmp-su2-leaf2"
     pending = _pending(name)
-    folders = set(Path("/tmp").glob("gpufabric-candidate.*"))
+    folders = _candidates()
     child = _commit_in_a_child(lab, name, _timer_test_candidate(lab, name, "cut session"), revert_in=RUN_OUT)
     try:
         revert_timer.until(pending.exists, "the revert timer armed", seconds=60)
@@ -606,7 +612,7 @@ def test_a_session_cut_during_the_commit_leaves_the_switch_reverting(lab, pushed
     assert _revert_timers() == []
     # The cut session never removed its candidate folder (a switch clears /tmp at boot; the lab
     # shares this machine's): the test removes what its own session made.
-    for left in set(Path("/tmp").glob("gpufabric-candidate.*")) - folders:
+    for left in _candidates() - folders:
         shutil.rmtree(left)
     healthy(lab)
 
@@ -619,13 +625,13 @@ def test_a_dry_run_leaves_the_switch_byte_identical(lab, pushed, tmp_path):
     conf = tmp_path / "cmp-su1-leaf1.frr.conf"
     conf.write_text(conf.read_text().replace("description fabric: cmp-spine1", "description dry run"))
     before = _switch_files("cmp-su1-leaf1")
-    candidates = set(Path("/tmp").glob("gpufabric-candidate.*"))
+    candidates = _candidates()
     rc, out = push(lab, "--from", str(tmp_path), "--dry-run")
     status = {d["device"]: d for d in out["devices"]}
     assert rc == 0 and out["dry_run"]
     assert status["cmp-su1-leaf1"]["status"] == "would change" and "dry run" in status["cmp-su1-leaf1"]["diff"]
     assert _switch_files("cmp-su1-leaf1") == before
-    assert set(Path("/tmp").glob("gpufabric-candidate.*")) == candidates  # the dry run removed its own
+    assert _candidates() == candidates  # the dry run removed its own
 
 
 def test_validate_changes_nothing_on_a_switch(lab, pushed):
