@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+run_started=$SECONDS
+took() {  # took NAME START: one line of the run's timings, NAME's wall time since START (bash's SECONDS)
+    local s=$((SECONDS - $2))
+    printf '== took %s: %d:%02d\n' "$1" $((s / 60)) $((s % 60))
+}
 # pytest keeps its rewritten test modules in __pycache__ only when Python may write bytecode; where
 # PYTHONDONTWRITEBYTECODE is set, every worker would rewrite and compile every test module again.
 unset PYTHONDONTWRITEBYTECODE
@@ -40,6 +45,7 @@ if [ "${1:-}" = "--fast" ]; then
     finish "$fast"
 fi
 
+installs_started=$SECONDS
 want_apt dot graphviz                      # SVG drawings are tested when dot is present
 want_apt vtysh frr frr-pythontools         # FRR configs are checked with FRR's own parser
 want_apt nft nftables                      # FRR switches' nftables files are checked with nft -c
@@ -80,6 +86,7 @@ ensure_pip .venv libyang 'libyang==2.7.1'
 # `gpufabric sot` is tested against a real Nautobot: its own venv in .cache/nautobot, Redis unpacked beside it.
 bash scripts/sot_server.sh install
 export PATH="$PWD/.venv/bin:$PATH"
+took installs "$installs_started"
 
 echo "== ruff" && ruff check . && ruff format --check .
 echo "== lint-imports (the floors: every import goes down)" && lint-imports --no-cache
@@ -87,6 +94,7 @@ echo "== lint-imports (the floors: every import goes down)" && lint-imports --no
 # The static checks and the offline tests: what the lab's tests leave of the cores. They run niced,
 # beside the lab, so the lab's timed steps (commit checks, BGP, booting hosts) are not starved.
 static_and_offline() {
+    local started=$SECONDS
     echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus napalm_gpufabric_* bench scripts || return 1
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
@@ -100,6 +108,7 @@ static_and_offline() {
     # missing from the nav, a broken link or anchor fails the build (mkdocs.yml's validation).
     echo "== the documentation site builds (mkdocs --strict)" &&
         NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$test_tmp/site" || return 1
+    took "static checks" "$started"
     echo "== pytest (offline, on every core)"
     exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
 }
@@ -145,19 +154,21 @@ stop_parts() {   # stop_parts EXIT_STATUS
 }
 trap 'stop_parts 143' TERM
 trap 'stop_parts 130' INT
+lanes_started=$SECONDS
 (renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
-nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
+nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" --durations=10 -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
 echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
 # In the background and waited for: a signal for which a trap is set ends `wait` at once (it would wait for a
 # command in the foreground to end first).
-python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=10 -n "${LAB_WORKERS:-2}" --dist loadgroup \
+python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=25 -n "${LAB_WORKERS:-2}" --dist loadgroup \
     -m "lab and not molecule and not beside_lab" "$@" </dev/null &
 lab_pid=$!
 wait "$lab_pid" || lab=$?
 lab_pid=""
+lab_took=$(took "the lab lane" "$lanes_started")
 offline=0
 wait "$offline_pid" || offline=$?
 offline_pid=""
@@ -170,6 +181,8 @@ echo "== pytest (Molecule, and the lab tests that need no namespace: InfiniBand 
 cat "$molecule_log"
 echo "== static checks and pytest (offline)"
 cat "$offline_log"
+echo "$lab_took"
+took "the whole run" "$run_started"
 for code in offline lab molecule; do   # 5: nothing selected (say, -k matched only another part)
     [ "${!code}" -eq 5 ] && printf -v "$code" 0
 done
