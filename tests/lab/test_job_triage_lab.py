@@ -211,7 +211,18 @@ def _monitoring(folder: Path, plan, intent: Path, state: Path, slurm: SlurmClust
     port = free_port("127.0.0.1")
     _start(started, folder, "prometheus", [_prometheus_binary(), f"--config.file={folder / 'prometheus.yml'}",
            f"--storage.tsdb.path={folder / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"])  # fmt: skip
-    return f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}"
+    # Queried only once it listens and has loaded its rules: the test's first query had come first, refused.
+    wait_for(lambda: _answers(f"{url}/-/ready"), "Prometheus ready", timeout=120)
+    return url
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status == 200
+    except OSError:  # refused (not listening yet), or not ready (503)
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -391,7 +402,10 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
     assert named == {(k.a, k.a_port, k.b, k.b_port, _cable(plan, k)) for k in (lossy, slow)}, found["suspects"]
     by = {s["device"]: s for s in (first, second)}
     assert any("lost" in e["said"] and e["source"] == "probe" for e in by[lossy.a]["evidence"]), by[lossy.a]
-    assert any("queueing delay" in e["said"] for e in by[slow.a]["evidence"]), by[slow.a]
+    # Said whole on failure (pytest cuts a dict's repr): the evidence, and the probe's figures.
+    assert any("queueing delay" in e["said"] for e in by[slow.a]["evidence"]), json.dumps(
+        {"evidence": by[slow.a]["evidence"], "probe": found["probe"]}, indent=1
+    )
     assert all(s["confirm"] for s in (first, second))
     # The job's loss rate through the recording rule, as the raw probe counters give it at the same instant.
     assert len(loss) == 1 and float(loss[0]["value"][1]) > 0, loss
