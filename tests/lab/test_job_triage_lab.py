@@ -40,6 +40,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, cli_env, default_doc, run
+from loopback import http_ready
 from slurm_cluster import SUBNET, SlurmCluster, free_port, missing, slurm_cluster, wait_for
 
 from gpufabric.fleet.lab.topology import topology
@@ -211,18 +212,9 @@ def _monitoring(folder: Path, plan, intent: Path, state: Path, slurm: SlurmClust
     port = free_port("127.0.0.1")
     _start(started, folder, "prometheus", [_prometheus_binary(), f"--config.file={folder / 'prometheus.yml'}",
            f"--storage.tsdb.path={folder / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"])  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     # Queried only once it listens and has loaded its rules: the test's first query had come first, refused.
-    wait_for(lambda: _answers(f"{url}/-/ready"), "Prometheus ready", timeout=120)
-    return url
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            return answer.status == 200
-    except OSError:  # refused (not listening yet), or not ready (503)
-        return False
+    wait_for(lambda: http_ready(port), "Prometheus ready", timeout=120)
+    return f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")

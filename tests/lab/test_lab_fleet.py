@@ -22,6 +22,7 @@ import pytest
 import revert_timer
 from conftest import INVENTORY, cli_env, run
 
+from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER
 from gpufabric.fleet.lab.names import DEFAULT_LAB, owner_of
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
@@ -585,9 +586,10 @@ def test_a_push_killed_between_commit_and_confirm_leaves_the_switch_reverting(la
 
 
 def _candidates() -> set[Path]:
-    """This lab's candidate folders in the machine's /tmp (`gpufabric-candidate.<pathspace>.<random>`): another
+    """This lab's candidate folders in the machine's /tmp (named after their switch's pathspace): another
     worker's lab, on the same machine, makes and removes its own meanwhile."""
-    return {p for p in Path("/tmp").glob("gpufabric-candidate.*") if p.name.split(".")[1] in NODES}
+    tmp, prefix = Path(CANDIDATE_FOLDER).parent, Path(CANDIDATE_FOLDER).name
+    return {folder for name in NODES for folder in tmp.glob(f"{prefix}{name}.*")}
 
 
 # The one timer the tests leave to run out by itself. Long enough that the apply it guards is done first,

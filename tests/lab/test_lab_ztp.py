@@ -61,7 +61,8 @@ def test_empty_switches_are_provisioned_through_dhcp_and_http_and_the_next_push_
     state = tmp_path / "state"
     lab = ("--state-dir", str(state))
     # Only this lab's namespaces are compared: another worker's lab may come up or go down meanwhile.
-    names = {n.name for n in topology(load_intent(str(intent))).nodes}
+    topo = topology(load_intent(str(intent)))
+    names = {n.name for n in topo.nodes}
     before = netlink.namespaces() & names
     try:
         done = run("gpufabric", "lab", "up", str(intent), "--no-hosts", *lab)
@@ -73,7 +74,6 @@ def test_empty_switches_are_provisioned_through_dhcp_and_http_and_the_next_push_
         export = tmp_path / "ztp"
         done = run("gpufabric", "export", "ztp", str(intent), "-o", str(export), **env)
         assert done.returncode == 0, done.stderr
-        topo = topology(load_intent(str(intent)))
         planned = {n.name: n.mgmt_ip for n in topo.nodes}
         asn = {d.name: d.asn for d in topo.plan.devices()}
         # cmp-su1-leaf1 through Kea, by the library (its logs read here); sto-leaf2 through dnsmasq, by the CLI.
