@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_helpers import PERSISTENT
 from conftest import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +22,9 @@ BIN = Path(sys.executable).parent
 
 
 def ansible(tool: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return run(str(BIN / tool), *args, cwd=cwd, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1")
+    return run(
+        str(BIN / tool), *args, cwd=cwd, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1", **PERSISTENT
+    )
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible_helpers import PERSISTENT
 from conftest import run
 from sysfs_trees import Host, build
 
@@ -225,7 +226,7 @@ def _play(tmp_path: Path, **extra: Any) -> subprocess.CompletedProcess[str]:
     )
     return run(
         str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml",
-        cwd=tmp_path, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1",
+        cwd=tmp_path, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1", **PERSISTENT,
     )  # fmt: skip
 
 
@@ -268,7 +269,7 @@ def test_validate_yml_gathers_the_baselines_checks_as_it_gathers_the_other_roles
             "host_baseline_root": str(tmp_path / "tree"), "gpufabric_lab_container": container, **_gpu01()}  # fmt: skip
     (tmp_path / "inv.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpu01": host}}}))
     done = run(str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml", cwd=tmp_path,
-               ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1", **PERSISTENT,
                ANSIBLE_FILTER_PLUGINS=str(ROOT / "roles" / "host_network" / "filter_plugins"))  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
     said = " ".join(done.stdout.split())

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible_helpers import PERSISTENT
 from conftest import run
 from networkd_helpers import networkd_log
 
@@ -70,7 +71,7 @@ def _play(tmp_path: Path, facts: dict[str, Any], **extra: Any) -> subprocess.Com
     )
     return run(
         str(BIN / "ansible-playbook"), "-i", "inv.yml", "play.yml",
-        cwd=tmp_path, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1",
+        cwd=tmp_path, ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1", **PERSISTENT,
     )  # fmt: skip
 
 

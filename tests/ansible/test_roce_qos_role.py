@@ -19,6 +19,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from ansible_helpers import PERSISTENT
 from conftest import run
 
 from gpufabric.export import inventory
@@ -253,7 +254,7 @@ def role_run(tmp_path_factory: pytest.TempPathFactory) -> str:
     done = run(
         str(BIN / "ansible-playbook"), "-i", "inventory.yml", "play.yml", cwd=folder,
         ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=str(folder / "ansible"),
-        ANSIBLE_FORKS="8",
+        ANSIBLE_FORKS="8", **PERSISTENT,
         ANSIBLE_FILTER_PLUGINS=str(ROOT / "roles" / "host_network" / "filter_plugins"),
     )  # fmt: skip
     return " ".join((done.stdout + done.stderr).split())
