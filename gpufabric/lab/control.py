@@ -176,7 +176,10 @@ def down(state_dir: Path) -> Teardown | None:
     remove_leftovers(state_dir, files, ("keys", "nodes"))
     LabState.path(state_dir).unlink()
     remove_state_dir(state_dir)
-    registry.forget(state.name, state_dir)
+    try:
+        daemons.forget_lab(state.name, state_dir)
+    except Exception as exc:  # the lab itself is gone: what is left is the labs' syslog, named
+        done.problems.append(f"syslog: {type(exc).__name__}: {exc}")
     _remove_run_dir()
     return done
 

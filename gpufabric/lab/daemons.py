@@ -159,6 +159,16 @@ def stop_syslog(lab: str, path: Path = syslog.SOCKET, registry_dir: Path | None 
         return True
 
 
+def forget_lab(lab: str, state_dir: Path, path: Path = syslog.SOCKET, registry_dir: Path | None = None) -> None:
+    """`lab` taken out of the labs' registry, and the labs' syslog stopped if no lab is left up. Two labs going
+    down at once each saw the other still up at their own syslog step (stop_syslog, right after their FRR
+    stopped) and left the syslog to it, so it outlived both: asked again once the lab is forgotten, the last of
+    them stops it."""
+    registry.forget(lab, state_dir, registry_dir)
+    stop_syslog(lab, path, registry_dir)
+    registry.tidy(registry_dir)  # stop_syslog's lock made the folder again
+
+
 def recorded_syslog(registry_dir: Path | None = None) -> int | None:
     """The PID `lab up` recorded for the labs' syslog, or None (none started: the machine's own syslog daemon
     serves /dev/log; or a record that is not what `lab up` writes, read as none, so a new syslog is started)."""

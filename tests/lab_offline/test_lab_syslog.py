@@ -210,6 +210,22 @@ def test_labs_side_by_side_share_one_syslog_which_the_last_down_stops(lab, sende
     assert not alive(pid) and not path.exists() and daemons.recorded_syslog(lab.registry) is None
 
 
+def test_two_labs_going_down_at_once_leave_no_syslog_behind(lab) -> None:
+    """Each lab's syslog step (right after its FRR stopped) finds the other still up and leaves the syslog to
+    it; the last lab forgotten stops it (`lab down` ends with daemons.forget_lab), and the registry's folder
+    goes with the last lab."""
+    path = lab.path
+    other = _lab_up(lab.base, lab.registry, "nlb", SWITCHES)
+    pid = _start(lab)
+    assert not daemons.stop_syslog("default", path, lab.registry)
+    assert not daemons.stop_syslog("nlb", path, lab.registry)
+    daemons.forget_lab("default", lab.state_dir, path, lab.registry)
+    assert alive(pid) and syslog.served(path)  # the named lab is still up
+    daemons.forget_lab("nlb", other, path, lab.registry)
+    assert not alive(pid) and not path.exists() and daemons.recorded_syslog(lab.registry) is None
+    assert not lab.registry.exists()
+
+
 @pytest.mark.slow  # the process started and stopped again and again: seconds on a loaded machine
 def test_a_socket_its_killed_process_left_is_replaced_and_removed(lab) -> None:
     path = lab.path

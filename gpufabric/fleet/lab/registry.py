@@ -88,6 +88,12 @@ def forget(name: str, state_dir: Path, registry: Path | None = None) -> None:
     found = find(name, registry, alive_only=False)
     if found is not None and Path(found.state_dir) == state_dir.absolute():
         _path(name, registry).unlink(missing_ok=True)
+    tidy(registry)
+
+
+def tidy(registry: Path | None = None) -> None:
+    """The registry's folder removed when it holds no lab (`locked` makes it again when a lab needs it)."""
+    registry = _folder(registry)
     if registry.is_dir() and not any(registry.iterdir()):
         with contextlib.suppress(OSError):  # another lab recorded itself meanwhile: the folder stays
             registry.rmdir()
