@@ -12,18 +12,22 @@ import time
 import pytest
 import yaml
 from conftest import INVENTORY, run
+from lab_slot import moved, up_args
 
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)")
+pytestmark = [
+    pytest.mark.own_lab,  # its lab is its worker's (tests/lab_slot.py): it runs beside the other lab tests
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
+]
 
 
 def _intent(tmp_path, name: str, count: int):
     doc = copy.deepcopy(yaml.safe_load((INVENTORY / "fabric.yml").read_text()))
     doc["server_groups"][0].update(count=count, build_out=6)
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(yaml.safe_dump(moved(doc), sort_keys=False))
     return path
 
 
@@ -32,7 +36,7 @@ def test_growing_the_lab_by_a_unit_pushes_only_what_the_diff_names(tmp_path):
     state = tmp_path / "state"
     lab = ("--state-dir", str(state))
     try:
-        done = run("gpufabric", "lab", "up", str(small), "--no-hosts", *lab)
+        done = run("gpufabric", "lab", "up", str(small), "--no-hosts", *up_args(), *lab)
         assert done.returncode == 0, done.stderr
         done = run("nornir", "push", str(small), *lab, "--json")
         assert done.returncode == 0, done.stderr[-2000:]
@@ -42,7 +46,7 @@ def test_growing_the_lab_by_a_unit_pushes_only_what_the_diff_names(tmp_path):
         named = set(json.loads(diff.stdout)["changed_switches"])
         assert {"cmp-su3-leaf1", "cmp-su3-leaf2", "cmp-spine1"} <= named and "cmp-su1-leaf1" not in named
 
-        done = run("gpufabric", "lab", "up", str(grown), "--no-hosts", *lab)  # cables in what is new
+        done = run("gpufabric", "lab", "up", str(grown), "--no-hosts", *up_args(), *lab)  # cables in what is new
         assert done.returncode == 0, done.stderr
         done = run("nornir", "push", str(grown), *lab, "--changed-from", str(small), "--json")
         assert done.returncode == 0, done.stderr[-2000:]

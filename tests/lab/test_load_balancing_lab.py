@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run
+from tests.lab_slot import fabric, ns, up_args
 
 pytestmark = [
     pytest.mark.lab,
+    pytest.mark.own_lab,  # its lab is its worker's (tests/lab_slot.py): it runs beside the other lab tests
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
 ]
 
@@ -24,7 +26,7 @@ POLICY = "/proc/sys/net/ipv4/fib_multipath_hash_policy"
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     state = tmp_path_factory.mktemp("lab") / "state"
-    up = run("gpufabric", "lab", "up", "--no-hosts", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", str(fabric()), "--no-hosts", *up_args(), "--state-dir", str(state))
     assert up.returncode == 0, up.stderr
     yield state
     run("gpufabric", "lab", "down", "--state-dir", str(state))
@@ -38,12 +40,12 @@ def pushed(lab):
 
 
 def _policy(node: str) -> str:
-    done = subprocess.run(["ip", "netns", "exec", node, "cat", POLICY], check=True, capture_output=True, text=True)
+    done = subprocess.run(["ip", "netns", "exec", ns(node), "cat", POLICY], check=True, capture_output=True, text=True)
     return done.stdout
 
 
 def _set_policy(node: str, value: int) -> None:
-    subprocess.run(["ip", "netns", "exec", node, "sh", "-c", f"echo {value} > {POLICY}"], check=True)
+    subprocess.run(["ip", "netns", "exec", ns(node), "sh", "-c", f"echo {value} > {POLICY}"], check=True)
 
 
 def _hash_results(state: Path) -> list[tuple[str, str, str, str]]:
