@@ -92,8 +92,9 @@ echo "== ruff" && ruff check . && ruff format --check .
 echo "== lint-imports (the floors: every import goes down)" && lint-imports --no-cache
 
 # The static checks and the offline tests: what the lab's tests leave of the cores. They run niced,
-# beside the lab, so the lab's timed steps (commit checks, BGP, booting hosts) are not starved.
-static_and_offline() {
+# beside the lab, so the lab's timed steps (commit checks, BGP, booting hosts) are not starved; and beside each
+# other, so neither waits for the other where the lab leaves a core idle (the lab's tests mostly wait).
+static_checks() {
     local started=$SECONDS
     echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus napalm_gpufabric_* bench scripts || return 1
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
@@ -109,11 +110,13 @@ static_and_offline() {
     echo "== the documentation site builds (mkdocs --strict)" &&
         NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$test_tmp/site" || return 1
     took "static checks" "$started"
+}
+offline_tests() {
     echo "== pytest (offline, on every core)"
     exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
 }
 
-# Three parts side by side: the checks and offline tests (above); the lab's tests, which mostly wait
+# Four parts side by side: the static checks and the offline tests (above); the lab's tests, which mostly wait
 # (BGP, timers, booting containers); and Molecule, whose hosts have names of their own (niced a little: the
 # lab's timed steps come first). The lab's tests run on LAB_WORKERS xdist workers: a module marked `own_lab`
 # brings up a lab named after its worker and goes to whichever worker comes free; the modules on the default lab
@@ -121,6 +124,8 @@ static_and_offline() {
 # output is kept and printed after the lab's, so each part reads whole.
 echo "== static checks, offline tests and Molecule run beside the lab tier; their output follows the lab's"
 offline_log="$test_tmp/offline.log"   # with the run's other temporary files
+static_log="$test_tmp/static.log"
+static_pid=""
 molecule_log="$test_tmp/molecule.log"
 offline_pid=""
 molecule_pid=""
@@ -132,7 +137,7 @@ lab_pid=""
 # Interrupted or failed early: stop the runs this script started (by their PIDs). Each kill may find its run
 # gone already, which must not end the trap (set -e) before the folder is dropped.
 stop_and_drop() {
-    for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill "$pid" 2>/dev/null || true; done
+    for pid in $lab_pid $static_pid $offline_pid $molecule_pid $sot_pid; do kill "$pid" 2>/dev/null || true; done
     drop_tmp
 }
 trap stop_and_drop EXIT
@@ -147,15 +152,17 @@ stop_parts() {   # stop_parts EXIT_STATUS
     trap '' TERM INT
     # The lab's xdist workers too: each tears its own lab down (pytest's teardown on SIGTERM, stop_on_sigterm).
     [ -n "$lab_pid" ] && pkill -TERM -P "$lab_pid" 2>/dev/null || true
-    for pid in $lab_pid $offline_pid $molecule_pid $sot_pid; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in $lab_pid $static_pid $offline_pid $molecule_pid $sot_pid; do kill -TERM "$pid" 2>/dev/null || true; done
     wait || true
-    lab_pid="" offline_pid="" molecule_pid="" sot_pid=""
+    lab_pid="" static_pid="" offline_pid="" molecule_pid="" sot_pid=""
     exit "$1"
 }
 trap 'stop_parts 143' TERM
 trap 'stop_parts 130' INT
 lanes_started=$SECONDS
-(renice -n 10 $BASHPID >/dev/null; static_and_offline "$@") >"$offline_log" 2>&1 &
+(renice -n 10 $BASHPID >/dev/null; static_checks) >"$static_log" 2>&1 &
+static_pid=$!
+(renice -n 10 $BASHPID >/dev/null; offline_tests "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
 nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" --durations=10 -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
@@ -169,6 +176,9 @@ lab_pid=$!
 wait "$lab_pid" || lab=$?
 lab_pid=""
 lab_took=$(took "the lab lane" "$lanes_started")
+static=0
+wait "$static_pid" || static=$?
+static_pid=""
 offline=0
 wait "$offline_pid" || offline=$?
 offline_pid=""
@@ -179,7 +189,9 @@ wait "$sot_pid" || echo "note: Nautobot's migrations ahead of its tests failed (
 sot_pid=""
 echo "== pytest (Molecule, and the lab tests that need no namespace: InfiniBand on ibsim, slurmctld)"
 cat "$molecule_log"
-echo "== static checks and pytest (offline)"
+echo "== static checks"
+cat "$static_log"
+echo "== pytest (offline)"
 cat "$offline_log"
 echo "$lab_took"
 took "the whole run" "$run_started"
@@ -187,5 +199,5 @@ for code in offline lab molecule; do   # 5: nothing selected (say, -k matched on
     [ "${!code}" -eq 5 ] && printf -v "$code" 0
 done
 status=0
-[ "$offline" -eq 0 ] && [ "$lab" -eq 0 ] && [ "$molecule" -eq 0 ] || status=1
+[ "$static" -eq 0 ] && [ "$offline" -eq 0 ] && [ "$lab" -eq 0 ] && [ "$molecule" -eq 0 ] || status=1
 finish "$status"
