@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import revert_timer
-from conftest import INVENTORY, cli_env, run
+from conftest import INVENTORY, cli_env, run, run_in_process
 
 from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER
 from gpufabric.fleet.lab.names import DEFAULT_LAB, owner_of
@@ -51,14 +51,18 @@ def lab(tmp_path_factory):
     run("gpufabric", "lab", "down", "--state-dir", str(state))
 
 
+# The module's pushes and validations run in this process (conftest.run_in_process): the tests below push and
+# validate 35 times (validating again until the lab has settled), and a `nornir` process spends about 1.5 s of
+# CPU importing NAPALM's drivers before it reads a switch. The tests of the process itself (killed
+# mid-commit, a second push beside a first, the human output) start one.
 def push(state: Path, *args: str) -> tuple[int, dict]:
-    done = run("nornir", "push", *PLANE, "--state-dir", str(state), "--json", *args)
+    done = run_in_process("nornir", "push", *PLANE, "--state-dir", str(state), "--json", *args)
     assert done.returncode in (0, 4), done.stderr
     return done.returncode, json.loads(done.stdout)
 
 
 def validate(state: Path, *args: str) -> tuple[int, list[dict]]:
-    done = run("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json", *args)
+    done = run_in_process("nornir", "validate", *PLANE, "--state-dir", str(state), "--format", "json", *args)
     assert done.returncode in (0, 4), done.stderr
     return done.returncode, json.loads(done.stdout)["results"]
 
