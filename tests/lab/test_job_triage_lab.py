@@ -9,8 +9,10 @@ host_network role sets them; each runs its slurmd (tests/slurm_cluster.py) and `
 
 The faults, each on another spine-leaf link of the job's paths:
 - loss: an nftables rule in the spine's namespace dropping 5 % of what crosses its port toward one leaf;
-- queueing delay: a tc tbf shaper (1 Mbit/s, 80 ms of queue) on another spine's port toward another leaf, which
-  the job's flows, at 2 Mbit/s into that leaf's rail, keep full;
+- queueing delay: a tc tbf shaper (1 Mbit/s, about 250 ms of queue) on another spine's port toward another leaf,
+  which the job's flows, at about 4 Mbit/s through that spine into that leaf's rail, keep full: they would keep it
+  full even at a quarter of their pace (a sender starved on a loaded machine had offered 1 Mbit/s and less, and
+  the queue, full only at times, showed loss and no delay);
 - a BGP session reset: a third link's session shut on its leaf (a change at the console, drift), then
   `nornir push` of that leaf, which puts the planned neighbour back: the session comes up again.
 
@@ -61,8 +63,11 @@ for _plane in ("compute", "storage"):  # a loaded machine here has paused every 
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 TABLE = "gpufabric_test_triage"
 LOSS_PERCENT = 5
-SHAPE = ("1mbit", "16kb", "80ms")  # tbf rate, burst, queue latency
-RATE = 1_000_000  # bits per second of each of the job's flows (1,000-byte datagrams)
+# tbf rate, burst (above the links' 9,216-byte MTU, or a full-sized BGP segment could never pass), queue latency:
+# the queue's limit is rate x latency + burst, 31 KB, so a full queue holds 248 ms, half triage's probe timeout.
+SHAPE = ("1mbit", "16kb", "120ms")
+RATE = 2_000_000  # bits per second of each of the job's flows
+DATAGRAM = 8000  # bytes: under the servers' 9,000-byte MTU, so an eighth of the packets (and CPU) of 1,000-byte ones
 
 
 @dataclass
@@ -248,12 +253,12 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
 
 FLOWS = r"""
 import json, os, socket, sys, threading, time
-plan = json.load(open(sys.argv[1])); stop = sys.argv[2]
+plan = json.load(open(sys.argv[1])); stop = sys.argv[2]; size = int(sys.argv[4])
 me = plan[os.environ["SLURMD_NODENAME"]]
 def sink(address):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((address, 5301)); s.settimeout(0.5)
     while not os.path.exists(stop):
-        try: s.recv(2048)
+        try: s.recv(65536)
         except OSError: pass
 for address, _ in me:
     threading.Thread(target=sink, args=(address,), daemon=True).start()
@@ -262,14 +267,18 @@ for address, peers in me:
     socks[address] = []
     for i in range(8):  # eight source ports a flow: ECMP spreads them over the spines
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((address, 5310 + i)); socks[address].append(s)
-gap = 8000 / float(sys.argv[3]); n = 0; t = time.monotonic()
+gap = size * 8 / float(sys.argv[3]); n = 0; start = t = time.monotonic(); late = 0.0; data = b"x" * size
 while not os.path.exists(stop):
     for address, peers in me:
         for peer in peers:
-            try: socks[address][n % 8].sendto(b"x" * 1000, (peer, 5301))
+            try: socks[address][n % 8].sendto(data, (peer, 5301))
             except OSError: pass
     n += 1; t += gap
+    late = max(late, time.monotonic() - t)
     time.sleep(max(0.0, t - time.monotonic()))
+# What the sender kept up (shown when the test fails): rounds sent against the rounds its pace asked for.
+due = (time.monotonic() - start) / gap
+print(json.dumps({"node": os.environ["SLURMD_NODENAME"], "rounds": n, "due": round(due), "late_s": round(late, 3)}))
 """
 
 
@@ -290,9 +299,9 @@ def job(lab: Lab) -> Iterator[int]:
     script.write_text(FLOWS)
     flows.write_text(json.dumps(_job_plan(plan)))
     stop.unlink(missing_ok=True)
+    step = f"srun -N 4 --ntasks-per-node 1 python3 {script} {flows} {stop} {RATE} {DATAGRAM}"
     done = lab.slurm.command("sbatch", "--parsable", "-N", "4", "-w", ",".join(NODES), "-o",
-                             str(lab.folder / "job-%j.out"), "-J", "triage-flows", "--wrap",
-                             f"srun -N 4 --ntasks-per-node 1 python3 {script} {flows} {stop} {RATE}")  # fmt: skip
+                             str(lab.folder / "job-%j.out"), "-J", "triage-flows", "--wrap", step)  # fmt: skip
     number = int(done.stdout.strip().split(";")[0])
     try:
         wait_for(lambda: lab.slurm.job_state(number) == "RUNNING", f"job {number} running")
@@ -302,6 +311,19 @@ def job(lab: Lab) -> Iterator[int]:
         with contextlib.suppress(AssertionError):
             wait_for(lambda: number not in lab.slurm.active_jobs(), f"job {number} ending", timeout=60)
         lab.slurm.command("scancel", str(number), check=False)
+
+
+def _senders(lab: Lab, number: int) -> list[object]:
+    """Each node's report of the pace its sender kept (the job's output, once the job has ended)."""
+    out = lab.folder / f"job-{number}.out"
+    lines = out.read_text(errors="replace").splitlines() if out.exists() else []
+    reports: list[object] = []
+    for line in lines:
+        try:
+            reports.append(json.loads(line))
+        except ValueError:
+            reports.append(line[:200])
+    return reports
 
 
 def triage(lab: Lab, number: int, *extra: str) -> tuple[int, dict]:
@@ -388,7 +410,8 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
             print(f"faults: {json.dumps(found, indent=1)[:6000]}")
             print(f"shown (exit {shown.returncode}):\n{shown.stderr}{shown.stdout}")
             print(f"job loss {loss}, raw {raw}, before {before}; p99 {[(r['metric'], r['value'][1]) for r in p99]}")
-    assert code == 4, found
+    senders = _senders(lab, number)
+    assert code == 4, (found, senders)
     first, second = found["suspects"][:2]
     named = {(s["device"], s["port"], s["peer"], s["peer_port"], s["cable"]) for s in (first, second)}
     assert named == {(k.a, k.a_port, k.b, k.b_port, _cable(plan, k)) for k in (lossy, slow)}, found["suspects"]
@@ -396,7 +419,7 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
     assert any("lost" in e["said"] and e["source"] == "probe" for e in by[lossy.a]["evidence"]), by[lossy.a]
     # Said whole on failure (pytest cuts a dict's repr): the evidence, and the probe's figures.
     assert any("queueing delay" in e["said"] for e in by[slow.a]["evidence"]), json.dumps(
-        {"evidence": by[slow.a]["evidence"], "probe": found["probe"]}, indent=1
+        {"evidence": by[slow.a]["evidence"], "probe": found["probe"], "senders": senders}, indent=1
     )
     assert all(s["confirm"] for s in (first, second))
     # The job's loss rate through the recording rule, as the raw probe counters give it at the same instant.
@@ -410,7 +433,7 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
     others = {(r["metric"]["src"], r["metric"]["dst"]): float(r["value"][1]) for r in p99
               if (r["metric"]["src"], r["metric"]["dst"]) not in crossing}  # fmt: skip
     # The shaper's queue holds 80 ms and more; the machine's own stalls stay under the 50 ms bucket's bound.
-    assert crossing and all(v > 0.1 for v in crossing.values()), crossing
+    assert crossing and all(v > 0.1 for v in crossing.values()), (crossing, senders)
     assert others and all(v < 0.05 for v in others.values()), others
     # The reset, in the job's timeline: the push of the leaf, and the session coming up on both its ends after it
     # started (FRR's own log lines), within the push's time.
