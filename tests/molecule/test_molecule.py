@@ -110,9 +110,23 @@ def molecule_run(request, tmp_path_factory):
     return done.returncode, text, before, _machine_sysctls(), scenario
 
 
+def _what_failed(text: str) -> str:
+    """Each failed or unreachable task with its step and its task line (the tail alone had shown only the
+    recap of the step that failed), then the tail."""
+    step, task, out = "", "", []
+    for line in text.splitlines():
+        if m := re.search(r"\[\S+ (?:>|➜) (\w+)\] Executing", line):
+            step = m.group(1)
+        elif line.startswith("TASK ["):
+            task = line
+        elif re.match(r"(fatal|failed):|\S+ \| (UNREACHABLE|FAILED)!|ERROR!", line.lstrip()):
+            out.append(f"{step}: {task}\n  {line.strip()[:1500]}")
+    return "\n".join(out[-10:]) + "\n--- the log's end:\n" + text[-2000:]
+
+
 def test_molecule_test_passes_every_step(molecule_run):
     rc, text, _, _, scenario = molecule_run
-    assert rc == 0, text[-3000:]
+    assert rc == 0, _what_failed(text)
     steps = ("dependency", "create", "prepare", "converge", "idempotence", "verify", "destroy")
     ran = [s for s in steps if (s != "prepare" or scenario in PREPARED) and (s != "dependency" or scenario in BUILT)]
     for step in ran:
