@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING
 import click
 
 from gpufabric.cli.errors import EXIT_FINDINGS, EXIT_OK
-from gpufabric.cli.options import load_plan
+from gpufabric.cli.options import lab_name_callback, load_plan
 from gpufabric.cli.output import err, out, shown, write_stdout
 from gpufabric.jobs.nccl_log import read_logs
 from gpufabric.jobs.triage import End, Event, Suspect, Triage, triage
 from gpufabric.outputs import json_dumps
 
 if TYPE_CHECKING:
+    from gpufabric.fleet.lab.names import LabNames
     from gpufabric.jobs.footprint import Footprint
     from gpufabric.jobs.job_triage import JobTriage
     from gpufabric.plan.model import Plan
@@ -138,6 +139,13 @@ WINDOW = re.compile(r"[1-9][0-9]{0,4}[smh]")
 @click.option("--prometheus", metavar="URL", help="Prometheus holding gpufabric's exporter and the probe mesh.")
 @click.option("--window", default="5m", show_default=True, help="How far back counters and the mesh are read.")
 @click.option("--lab", is_flag=True, help="The lab (root): probe from the hosts' namespaces, read the switches' paths.")
+@click.option(
+    "--lab-name",
+    metavar="NAME",
+    callback=lab_name_callback,
+    help="The lab brought up with `gpufabric lab up --name NAME` (its switches' and hosts' namespaces carry the "
+    "name); naming it implies --lab.",
+)
 @click.option("--count", type=click.IntRange(5, 400), default=40, show_default=True, help="Active probes per peer.")
 @click.option("--nccl", "logs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The job's NCCL/PyTorch output (repeatable): its errors' suspects are evidence too.")  # fmt: skip
@@ -153,6 +161,7 @@ def job_cmd(
     prometheus: str | None,
     window: str,
     lab: bool,
+    lab_name: str | None,
     count: int,
     logs: tuple[Path, ...],
     timeline: Path | None,
@@ -176,9 +185,10 @@ def job_cmd(
         raise click.UsageError("give a JOB id or --nodes LIST (one of them)")
     if not WINDOW.fullmatch(window):
         raise click.BadParameter("a duration such as 90s, 5m or 1h", param_hint="--window")
-    found, plan = _footprint(job, nodes, file, slurm_conf, lab)
+    names = _lab_names(lab, lab_name)
+    found, plan = _footprint(job, nodes, file, slurm_conf, names)
     result = _triage_job(
-        found, plan, prometheus=prometheus, window=window, lab=lab, count=count, logs=logs, timeline=timeline
+        found, plan, prometheus=prometheus, window=window, lab=names, count=count, logs=logs, timeline=timeline
     )
     if as_json:
         write_stdout(json_dumps(result.as_dict(), indent=2) + "\n")
@@ -187,18 +197,27 @@ def job_cmd(
     return EXIT_FINDINGS if result.suspects else EXIT_OK
 
 
+def _lab_names(lab: bool, lab_name: str | None) -> LabNames | None:
+    """The lab to read (--lab, --lab-name), or None for none."""
+    if not lab and lab_name is None:
+        return None
+    from gpufabric.fleet.lab.names import DEFAULT_LAB, LabNames
+
+    return LabNames(lab_name or DEFAULT_LAB)
+
+
 def _footprint(
-    job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, lab: bool
+    job: str | None, nodes: str | None, file: str | None, slurm_conf: Path | None, lab: LabNames | None
 ) -> tuple[Footprint, Plan]:
     from gpufabric.cli.scheduler_options import nodes_option, slurm_conf_of
     from gpufabric.jobs.footprint import FootprintError, footprint, slurm_job_nodes
     from gpufabric.scheduler.slurm import Slurm
 
-    if lab:
+    if lab is not None:
         from gpufabric.fleet.lab.topology import topology
         from gpufabric.intent import load_intent
 
-        plan = topology(load_intent(file, embedded=False)).plan  # the lab's own plan: every switch as it runs there
+        plan = topology(load_intent(file, embedded=False), lab.name).plan  # the lab's own plan: every switch as frr
     else:
         plan = load_plan(file, reaches=job is not None)
     if nodes is not None:
@@ -220,7 +239,7 @@ def _triage_job(
     *,
     prometheus: str | None,
     window: str,
-    lab: bool,
+    lab: LabNames | None,
     count: int,
     logs: tuple[Path, ...],
     timeline: Path | None,
@@ -231,12 +250,13 @@ def _triage_job(
     readers = Readers()
     if prometheus is not None:
         readers.counters = Prometheus(prometheus)
-    if lab:
+    if lab is not None:
         from gpufabric.jobs.job_triage import Parts
         from gpufabric.lab.hosts.spec import netns_of
 
-        readers.probe = LabProbe(netns_of)
-        readers.paths = LabPaths(found, Parts(found))
+        prefix = lab.host_prefix
+        readers.probe = LabProbe(lambda host: netns_of(host, prefix))
+        readers.paths = LabPaths(found, Parts(found), netns=lab.netns)
     if logs:
         readers.nccl = nccl_evidence(triage(plan, read_logs(logs)).suspects, found)
     if timeline is not None:

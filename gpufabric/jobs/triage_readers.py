@@ -148,15 +148,20 @@ class LabPaths:
     spine's way down to the far leaf is the one link between them."""
 
     def __init__(
-        self, found: Footprint, parts: Parts, ask: Callable[..., subprocess.CompletedProcess[str]] = _ns_run
+        self,
+        found: Footprint,
+        parts: Parts,
+        ask: Callable[..., subprocess.CompletedProcess[str]] = _ns_run,
+        netns: Callable[[str], str] = str,
     ) -> None:
         self.nic = {n.address: n for n in found.nics}
         self.parts, self.ask = parts, ask
+        self.netns = netns  # a switch's namespace: its name in the default lab, with the lab's name in a named one
 
     def _hop(self, leaf: str, iif: str, flow: tuple[str, str, int, int]) -> list[Edge] | None:
         """The flow (src, dst, sport, dport) as it arrives on `leaf`'s port `iif`: its way up and down."""
         src, dst, sport, dport = flow
-        done = self.ask(leaf, "route", "get", dst, "from", src, "iif", iif, "ipproto", "udp",
+        done = self.ask(self.netns(leaf), "route", "get", dst, "from", src, "iif", iif, "ipproto", "udp",
                         "sport", str(sport), "dport", str(dport))  # fmt: skip
         found = DEV.search(done.stdout) if done.returncode == 0 else None
         if found is None:

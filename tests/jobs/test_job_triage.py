@@ -343,3 +343,36 @@ def test_the_job_s_nccl_errors_name_the_nic_in_every_failing_pair(tmp_path):
     assert suspect["evidence"][0]["source"] == "nccl"
     missing = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu01", "--nccl", str(tmp_path / "none.log"))
     assert missing.returncode == 2 and "none.log" in missing.stderr
+
+
+def test_a_named_lab_s_paths_are_asked_of_that_lab_s_switch_namespaces(job):
+    """`triage job --lab-name N`: each flow's way is asked of the kernel in lab N's namespace of its leaf (the
+    switch's name with the lab's before it), not of the default lab's switch of the same name. The kernel's
+    answer is a fake here (named so): the leaf's first uplink in the plan."""
+    import subprocess
+
+    from gpufabric.fleet.lab.names import LabNames
+    from gpufabric.jobs.triage_readers import LabPaths
+
+    names, parts = LabNames("w1"), Parts(job)
+    asked: list[str] = []
+
+    def ask(netns: str, *args: str) -> subprocess.CompletedProcess[str]:
+        asked.append(netns)
+        leaf = names.switch_of(netns)
+        up = next((p for p in parts.links if leaf in (p.device, p.peer)), None)
+        port = "" if up is None else up.port if up.device == leaf else up.peer_port
+        return subprocess.CompletedProcess(args, 0 if up else 1, f"{args[2]} via inet6 fe80::1 dev {port} uid 0\n", "")
+
+    a = job.nics[0]
+    b = next(n for n in job.nics if n.plane == a.plane and n.leaf != a.leaf)
+    flow = FlowSample(a.node, a.address, b.node, b.address, 40000, 1, 0, (0.001,))
+    (way,) = LabPaths(job, parts, ask=ask, netns=names.netns).edges([flow], PORT)
+    assert (
+        sorted(set(asked))
+        == sorted({names.netns(a.leaf), names.netns(b.leaf)})
+        == sorted({f"w1_{a.leaf}", f"w1_{b.leaf}"})
+    )
+    assert way and {e[0] for e in way} >= {a.leaf, b.leaf}, way
+    wrong = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu01", "--lab-name", "Not_A_Lab")
+    assert wrong.returncode == 2 and "--lab-name" in wrong.stderr and "Traceback" not in wrong.stderr

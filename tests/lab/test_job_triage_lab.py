@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, cli_env, default_doc, run
+from lab_slot import NAME, NAMES, moved, ns, up_args
 from loopback import http_ready
 from slurm_cluster import SUBNET, SlurmCluster, free_port, missing, slurm_cluster, wait_for
 
@@ -54,6 +55,7 @@ from gpufabric.telemetry.probe_rules import P99, probe_group
 
 pytestmark = [
     pytest.mark.lab,
+    pytest.mark.own_lab,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
 ]
 
@@ -66,6 +68,7 @@ LOSS_PERCENT = 5
 # tbf rate, burst (above the links' 9,216-byte MTU, or a full-sized BGP segment could never pass), queue latency:
 # the queue's limit is rate x latency + burst, 31 KB, so a full queue holds 248 ms, half triage's probe timeout.
 SHAPE = ("1mbit", "16kb", "120ms")
+LAB = () if NAMES.is_default else ("--lab-name", NAME)  # what `triage job --lab` is told of the lane's lab
 RATE = 2_000_000  # bits per second of each of the job's flows
 DATAGRAM = 8000  # bytes: under the servers' 9,000-byte MTU, so an eighth of the packets (and CPU) of 1,000-byte ones
 
@@ -84,6 +87,11 @@ def _plan(intent: Path):
     return topology(load_intent(str(intent))).plan
 
 
+def host_ns(server: str) -> str:
+    """A server's namespace, as the lane's lab names its hosts' (where `triage job --lab` probes from)."""
+    return netns_of(server, NAMES.host_prefix)
+
+
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
 
@@ -94,35 +102,35 @@ def _servers(plan):
 
 def _hosts_up(plan) -> None:
     for number, server in enumerate(_servers(plan)):
-        ns = netns_of(server.name)
-        _ip("netns", "add", ns)
-        _ip("-n", ns, "link", "set", "lo", "up")
+        home = host_ns(server.name)
+        _ip("netns", "add", home)
+        _ip("-n", home, "link", "set", "lo", "up")
         compute = [n for n in server.nics if n.plane == "compute"]
         for table, n in enumerate(compute, 100):
             stub, temp = f"p-{n.leaf_port}"[:15], f"tj{number}{n.interface}"[:15]
-            _ip("-n", n.leaf, "link", "set", stub, "down")
-            _ip("-n", n.leaf, "link", "set", stub, "name", temp)
-            _ip("-n", n.leaf, "link", "set", temp, "netns", ns)
-            _ip("-n", ns, "link", "set", temp, "name", n.interface)
-            _ip("-n", ns, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
-            _ip("-n", ns, "link", "set", n.interface, "up")
+            _ip("-n", ns(n.leaf), "link", "set", stub, "down")
+            _ip("-n", ns(n.leaf), "link", "set", stub, "name", temp)
+            _ip("-n", ns(n.leaf), "link", "set", temp, "netns", home)
+            _ip("-n", home, "link", "set", temp, "name", n.interface)
+            _ip("-n", home, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
+            _ip("-n", home, "link", "set", n.interface, "up")
             # The host_network role's per-rail rule: what leaves from a NIC's address goes out of that NIC.
-            _ip("-n", ns, "route", "add", "10.0.0.0/8", "via", ip(n.gateway), "dev", n.interface, "table", str(table))
-            _ip("-n", ns, "rule", "add", "from", ip(n.address), "table", str(table))
+            _ip("-n", home, "route", "add", "10.0.0.0/8", "via", ip(n.gateway), "dev", n.interface, "table", str(table))
+            _ip("-n", home, "rule", "add", "from", ip(n.address), "table", str(table))
 
 
 def _hosts_down() -> None:
     for name in NODES:
-        ns = netns_of(name)
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout
+        home = host_ns(name)
+        pids = subprocess.run(["ip", "netns", "pids", home], capture_output=True, text=True, check=False).stdout
         for pid in pids.split():  # what this test started there (the job's steps, the probe services) and left
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", home], capture_output=True, check=False)
 
 
 def _vtysh_json(switch: str, command: str) -> dict:
-    done = subprocess.run(["vtysh", "-N", switch, "-c", command], capture_output=True, text=True, check=False)
+    done = subprocess.run(["vtysh", "-N", ns(switch), "-c", command], capture_output=True, text=True, check=False)
     try:
         found = json.loads(done.stdout)
     except ValueError:
@@ -144,7 +152,7 @@ def _reach(plan) -> bool:
     for name, src in nics[:2]:
         for _, dst in nics:
             if dst != src:
-                done = subprocess.run(["ip", "netns", "exec", netns_of(name), "ping", "-c", "1", "-W", "1", "-I", src,
+                done = subprocess.run(["ip", "netns", "exec", host_ns(name), "ping", "-c", "1", "-W", "1", "-I", src,
                                        dst], capture_output=True, check=False)  # fmt: skip
                 if done.returncode != 0:
                     return False
@@ -188,7 +196,7 @@ def _monitoring(folder: Path, plan, intent: Path, state: Path, slurm: SlurmClust
     for number, name in enumerate(NODES):
         address = f"{SUBNET}.{11 + number}"  # the node's address on the Slurm harness's bridge (the worker's /24)
         serve = ["probe", "serve", "--plan", str(probes), "--node", name, "--listen", f"{address}:9111"]
-        _start(started, folder, f"probe-{name}", ["ip", "netns", "exec", netns_of(name), sys.executable, "-m",
+        _start(started, folder, f"probe-{name}", ["ip", "netns", "exec", host_ns(name), sys.executable, "-m",
                "gpufabric", *serve])  # fmt: skip
         mesh.append(f"{address}:9111")
     exporter = f"127.0.0.1:{free_port('127.0.0.1')}"
@@ -228,18 +236,18 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
         pytest.skip(f"{', '.join(missing())} not installed (scripts/test.sh installs Slurm and munge)")
     folder = tmp_path_factory.mktemp("job-triage")
     state, intent = folder / "state", folder / "fabric.yml"
-    intent.write_text(yaml.safe_dump(DOC, sort_keys=False))
+    intent.write_text(yaml.safe_dump(moved(DOC), sort_keys=False))
     plan = _plan(intent)
     switches = sorted(d.name for d in plan.devices() if d.plane == "compute")
     started: list[subprocess.Popen[bytes]] = []
-    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", str(intent), "--no-hosts", *up_args(), "--state-dir", str(state))
     try:
         assert up.returncode == 0, up.stderr[-3000:]
         pushed = run("nornir", "push", str(intent), "--plane", "compute", "--state-dir", str(state), "--json")
         assert pushed.returncode == 0, pushed.stderr[-3000:]
         wait_for(lambda: _established(switches), "every compute switch's BGP sessions up", timeout=300)
         _hosts_up(plan)
-        with slurm_cluster(NODES, netns={n: netns_of(n) for n in NODES}) as cluster:
+        with slurm_cluster(NODES, netns={n: host_ns(n) for n in NODES}) as cluster:
             wait_for(lambda: _reach(plan), "every job NIC reaching every other", timeout=300)
             url = _monitoring(folder, plan, intent, state, cluster, started)
             yield Lab(folder, intent, state, cluster, url, started)
@@ -327,7 +335,7 @@ def _senders(lab: Lab, number: int) -> list[object]:
 
 
 def triage(lab: Lab, number: int, *extra: str) -> tuple[int, dict]:
-    reads = ("--lab", "--prometheus", lab.prometheus, "--window", "1m", "--count", "80", "--json")
+    reads = ("--lab", *LAB, "--prometheus", lab.prometheus, "--window", "1m", "--count", "80", "--json")
     done = run("gpufabric", "triage", "job", str(number), "--intent", str(lab.intent), "--slurm-conf",
                str(lab.slurm.conf), *reads, *extra)  # fmt: skip
     assert done.returncode in (0, 4), done.stderr[-3000:]
@@ -350,12 +358,12 @@ def faults(lab: Lab, lossy, slow, reset) -> Iterator[tuple[float, float]]:
             f'  oifname "{lossy.b_port}" numgen random mod 100 < {LOSS_PERCENT} drop\n }}\n}}\n')  # fmt: skip
     rate, burst, latency = SHAPE
     try:
-        subprocess.run(["ip", "netns", "exec", lossy.b, "nft", "-f", "-"], input=drop, text=True, check=True)
-        subprocess.run(["ip", "netns", "exec", slow.b, "tc", "qdisc", "replace", "dev", slow.b_port, "root", "tbf",
+        subprocess.run(["ip", "netns", "exec", ns(lossy.b), "nft", "-f", "-"], input=drop, text=True, check=True)
+        subprocess.run(["ip", "netns", "exec", ns(slow.b), "tc", "qdisc", "replace", "dev", slow.b_port, "root", "tbf",
                         "rate", rate, "burst", burst, "latency", latency], check=True)  # fmt: skip
         asn = _vtysh_json(reset.a, "show bgp summary json")["ipv4Unicast"]["as"]
         shut = ["-c", f"router bgp {asn}", "-c", f"neighbor {reset.a_port} shutdown", "-c", "end"]
-        subprocess.run(["vtysh", "-N", reset.a, "-c", "configure terminal", *shut], check=True, capture_output=True)
+        subprocess.run(["vtysh", "-N", ns(reset.a), "-c", "configure terminal", *shut], check=True, capture_output=True)
         wait_for(lambda: not _established([reset.a]), f"{reset.a}'s session to {reset.b} shut", timeout=60)
         pushed_at = time.time()
         pushed = run("nornir", "push", str(lab.intent), "--device", reset.a, "--state-dir", str(lab.state), "--json")
@@ -364,8 +372,8 @@ def faults(lab: Lab, lossy, slow, reset) -> Iterator[tuple[float, float]]:
         wait_for(lambda: _established([reset.a]), f"{reset.a}'s sessions back after the push", timeout=120)
         yield pushed_at, pushed_until
     finally:
-        subprocess.run(["ip", "netns", "exec", lossy.b, "nft", "delete", "table", "inet", TABLE], check=False)
-        subprocess.run(["ip", "netns", "exec", slow.b, "tc", "qdisc", "del", "dev", slow.b_port, "root"], check=False)
+        subprocess.run(["ip", "netns", "exec", ns(lossy.b), "nft", "delete", "table", "inet", TABLE], check=False)
+        subprocess.run(["tc", "-n", ns(slow.b), "qdisc", "del", "dev", slow.b_port, "root"], check=False)
 
 
 def _ready(lab: Lab, number: int) -> bool:
@@ -396,7 +404,7 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
             told = timeline(lab, number, plan)
             extra = ("--timeline", str(lab.folder / "timeline.json")) if told.returncode == 0 else ()
             code, found = triage(lab, number, *extra)
-            reads = ("--lab", "--prometheus", lab.prometheus, "--window", "1m", *extra)
+            reads = ("--lab", *LAB, "--prometheus", lab.prometheus, "--window", "1m", *extra)
             shown = run("gpufabric", "triage", "job", str(number), "--intent", str(lab.intent), "--slurm-conf",
                         str(lab.slurm.conf), *reads)  # fmt: skip
             recorded = f'{RECORDS["probe_loss"]}{{job_id="{number}"}}'
@@ -466,7 +474,7 @@ def timeline(lab: Lab, number: int, plan) -> subprocess.CompletedProcess[str]:
     for d in plan.devices():
         if d.plane == "compute":
             (logs / d.name).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(lab.state / "nodes" / d.name / "frr.log", logs / d.name / "frr.log")
+            shutil.copyfile(lab.state / "nodes" / ns(d.name) / "frr.log", logs / d.name / "frr.log")
     done = run("gpufabric", "job", "timeline", str(number), "--intent", str(lab.intent), "--slurm-conf",
                str(lab.slurm.conf), "--audit-log", os.environ["GPUFABRIC_AUDIT_LOG"], "--switch-log", str(logs),
                "--json", GPUFABRIC_DEBUG="1")  # fmt: skip
