@@ -145,3 +145,17 @@ def test_a_standby_that_does_not_answer_is_a_failure_not_a_crash() -> None:
     failed = [(r.check, r.item) for r in results if not r.ok]
     assert failed == [("sm", "standby ufm2 mlx5_0")]
     assert next(r for r in results if not r.ok).observed.startswith("no answer (exited 255: ibwarn")
+
+
+def test_a_master_that_does_not_answer_is_a_failure_not_a_crash() -> None:
+    replay = _replay()
+
+    def run(args: Sequence[str]) -> str:
+        if list(args) == ["sminfo"]:  # as sminfo fails when the SM's MAD answer does not come in its timeout
+            raise fail("sminfo", "exited 255: ibwarn: _do_madrpc: recv failed: Connection timed out", "see the log")
+        return replay(args)
+
+    results = validate.validate(plan_fabric(MINI), SETTINGS, run, rates=False)
+    failed = [(r.check, r.item, r.observed) for r in results if not r.ok]
+    assert len(failed) == 1 and failed[0][:2] == ("sm", "master ufm1 mlx5_0"), failed
+    assert failed[0][2].startswith("no answer (exited 255: ibwarn: _do_madrpc: recv failed"), failed
