@@ -23,6 +23,7 @@ import ipaddress
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,24 @@ def up_args() -> tuple[str, ...]:
 def ns(switch: str) -> str:
     """A switch's network namespace, which is also its FRR pathspace (`ip -n`, `vtysh -N`)."""
     return NAMES.netns(switch)
+
+
+def plug_in(nic: Any, home: str, temp: str) -> None:
+    """A planned server NIC brought into the namespace `home`: the stub veth `lab up --no-hosts` left on its leaf
+    port (in the leaf's namespace) moved there under the NIC's planned name, with its planned address, up.
+    `temp` names it on the way (unique among the leaf's ports and `home`'s)."""
+    from gpufabric.plan.model import ip
+
+    stub = f"p-{nic.leaf_port}"[:15]
+    for args in (
+        ("-n", ns(nic.leaf), "link", "set", stub, "down"),
+        ("-n", ns(nic.leaf), "link", "set", stub, "name", temp),
+        ("-n", ns(nic.leaf), "link", "set", temp, "netns", home),
+        ("-n", home, "link", "set", temp, "name", nic.interface),
+        ("-n", home, "address", "add", f"{ip(nic.address)}/{nic.prefixlen}", "dev", nic.interface),
+        ("-n", home, "link", "set", nic.interface, "up"),
+    ):
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
 
 
 def switch_of(netns: str) -> str | None:

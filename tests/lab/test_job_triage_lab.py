@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, cli_env, default_doc, run
-from lab_slot import NAME, NAMES, moved, ns, up_args
+from lab_slot import NAME, NAMES, moved, ns, plug_in, up_args
 from loopback import http_ready
 from slurm_cluster import SUBNET, SlurmCluster, free_port, missing, slurm_cluster, wait_for
 
@@ -107,13 +107,7 @@ def _hosts_up(plan) -> None:
         _ip("-n", home, "link", "set", "lo", "up")
         compute = [n for n in server.nics if n.plane == "compute"]
         for table, n in enumerate(compute, 100):
-            stub, temp = f"p-{n.leaf_port}"[:15], f"tj{number}{n.interface}"[:15]
-            _ip("-n", ns(n.leaf), "link", "set", stub, "down")
-            _ip("-n", ns(n.leaf), "link", "set", stub, "name", temp)
-            _ip("-n", ns(n.leaf), "link", "set", temp, "netns", home)
-            _ip("-n", home, "link", "set", temp, "name", n.interface)
-            _ip("-n", home, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
-            _ip("-n", home, "link", "set", n.interface, "up")
+            plug_in(n, home, f"tj{number}{n.interface}"[:15])
             # The host_network role's per-rail rule: what leaves from a NIC's address goes out of that NIC.
             _ip("-n", home, "route", "add", "10.0.0.0/8", "via", ip(n.gateway), "dev", n.interface, "table", str(table))
             _ip("-n", home, "rule", "add", "from", ip(n.address), "table", str(table))

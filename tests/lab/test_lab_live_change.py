@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import INVENTORY, cli_env, default_doc, run
-from lab_slot import moved, ns, up_args
+from lab_slot import moved, ns, plug_in, up_args
 from slurm_cluster import SlurmCluster, missing, slurm_cluster, wait_for
 
 from gpufabric.fleet.lab.topology import topology
@@ -124,13 +124,7 @@ def _hosts_up() -> None:
         for n in server.nics:
             if n.plane not in PLANES:
                 continue
-            stub, temp = f"p-{n.leaf_port}"[:15], f"e2e{number}{n.interface}"[:15]
-            _ip("-n", ns(n.leaf), "link", "set", stub, "down")
-            _ip("-n", ns(n.leaf), "link", "set", stub, "name", temp)
-            _ip("-n", ns(n.leaf), "link", "set", temp, "netns", home)
-            _ip("-n", home, "link", "set", temp, "name", n.interface)
-            _ip("-n", home, "address", "add", f"{ip(n.address)}/{n.prefixlen}", "dev", n.interface)
-            _ip("-n", home, "link", "set", n.interface, "up")
+            plug_in(n, home, f"e2e{number}{n.interface}"[:15])
     for flow in FLOWS:  # each end reaches the other's NIC through its own NIC on that rail
         for here, there in ((flow.src, flow.dst), (flow.dst, flow.src)):
             mine, theirs = nic(here, flow.plane, flow.rail), nic(there, flow.plane, flow.rail)
