@@ -14,8 +14,9 @@ import re
 import shutil
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from conftest import ROOT, run
@@ -76,30 +77,42 @@ def _validate(state: Path, *extra: str) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
+T = TypeVar("T")
+
+
+def _until_green(read: Callable[[], tuple[bool, T, object]], within: float) -> T:
+    """`read()` (green?, what was read, what is failing) again until green; fails with what is still failing."""
+    deadline = time.monotonic() + within
+    while True:
+        green, found, failing = read()
+        if green:
+            return found
+        assert time.monotonic() < deadline, f"not green after {within:.0f} s: {failing}"
+        time.sleep(2)
+
+
 def _green(state: Path, within: float = 180.0) -> dict:
     """Validate until every check passes: after a relink the SM's next sweep brings the ports up (and an SM
     starved of CPU on a loaded machine answers sminfo late: a failed `ib-sm` until it does).
     Fails with what is still failing, so a test never starts on a fabric an earlier one left broken."""
-    deadline = time.monotonic() + within
-    while True:
+
+    def read() -> tuple[bool, dict, object]:
         code, doc = _validate(state)
-        if code == 0:
-            return doc
-        assert time.monotonic() < deadline, f"not green after {within:.0f} s: {sorted(_failed(doc))}"
-        time.sleep(2)
+        return code == 0, doc, sorted(_failed(doc))
+
+    return _until_green(read, within)
 
 
 def _green_junit(state: Path, within: float = 180.0) -> ET.Element:
     """The same wait as `_green`, read as JUnit XML: the suites once none has a failure."""
-    deadline = time.monotonic() + within
-    while True:
+
+    def read() -> tuple[bool, ET.Element, object]:
         done = run("nornir", "validate", EXAMPLE, "--plane", "compute", "--state-dir", str(state), "--format", "junit")
         assert done.returncode in (0, 4), done.stderr
         suites = ET.fromstring(done.stdout)
-        if suites.get("failures") == "0":
-            return suites
-        assert time.monotonic() < deadline, f"not green after {within:.0f} s: {done.stdout[-3000:]}"
-        time.sleep(2)
+        return suites.get("failures") == "0", suites, done.stdout[-3000:]
+
+    return _until_green(read, within)
 
 
 def _console(state: Path, command: str) -> None:
