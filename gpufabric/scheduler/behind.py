@@ -9,7 +9,9 @@ A server is behind a switch when one of its data-plane attachments has no way ar
   when what is left of its leaves no longer reaches the rest of its plane through the fabric's
   links (a spine that is some leaf's only way up). In a plane that loses a piece, the side with
   the most host leaves is "the rest"; every attachment outside it is cut off (all of them, when the
-  plane falls into equal halves).
+  plane falls into equal halves: draining more is the safe side). A compute plane built as several
+  planes (`multiplane`) is read plane by plane: its planes never reach each other by design, so
+  they are not a plane fallen into equal halves, and a plane-1 leaf cuts off only what hangs on it.
 
 The out-of-band plane carries no job traffic and is not looked at; an InfiniBand compute plane is
 the subnet manager's and is not in `plan.planes` either.
@@ -17,7 +19,7 @@ the subnet manager's and is not in `plan.planes` either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from gpufabric.plan.model import HostNic, Plan, PlanePlan, Server
@@ -75,9 +77,10 @@ def _components(plane: PlanePlan, without: str) -> dict[str, int]:
     return _pieces(neighbours)
 
 
-def _main_piece(piece: dict[str, int], host_leaves: Iterable[str]) -> set[int]:
-    """The piece holding the most host leaves: "the rest of the plane". On a tie no piece is: the
-    plane fell apart into equals, and every attachment counts as cut off (draining more is the safe side)."""
+def _main_piece(piece: Mapping[str, int], host_leaves: Iterable[str]) -> set[int]:
+    """The piece holding the most host leaves (of the lost switch's plane of a multi-plane fabric): "the rest".
+    On a tie no piece is: the plane fell apart into equals, and every attachment counts as cut off (draining
+    more is the safe side)."""
     counts: dict[int, int] = {}
     for leaf in host_leaves:
         if leaf in piece:
@@ -130,13 +133,10 @@ class _PlaneIndex:
         # drop entirely: such a plane is always read the long way, one switch at a time.
         self.plain = set(self.neighbours) == names
         self.piece = _pieces(self.neighbours)
+        self.leaves_of: dict[int, set[str]] = {}  # a multi-plane fabric's host leaves by plane (all in 0 on one plane)
+        for leaf in self.host_leaves:
+            self.leaves_of.setdefault(plane.plane_of.get(leaf, 0), set()).add(leaf)
         self.splitting = _articulation_points(self.neighbours)
-
-    def pieces_without(self, switch: str) -> dict[str, int]:
-        """As `_components(plane, switch)`: the same pieces (their numbers may differ)."""
-        if self.plain and switch not in self.splitting:  # its loss splits nothing: the pieces stay, less it
-            return {name: number for name, number in self.piece.items() if name != switch}
-        return _components(self.plane, switch)
 
 
 def _pieces(neighbours: Mapping[str, Iterable[str]]) -> dict[str, int]:
@@ -220,18 +220,31 @@ class Behind:
         index = self._planes.get(plane.name)
         if index is None:
             index = self._planes[plane.name] = _PlaneIndex(self.plan, plane)
-        piece = index.pieces_without(switch)
-        main = _main_piece(piece, index.host_leaves - {switch})
-        # Only an attachment with a leaf outside the main piece (or on the switch itself) can be cut off.
-        outside = {leaf for leaf in index.host_leaves if leaf == switch or piece.get(leaf) not in main}
+        part = plane.plane_of.get(switch, 0)
+        home = index.leaves_of.get(part, set())  # the host leaves of the switch's plane of a multi-plane fabric
+        reaches = self._reaches(index, switch, part, home)
+        # Only an attachment with a leaf left out of the rest (or on the switch itself) can be cut off.
+        outside = {leaf for leaf in home if leaf == switch or not reaches(leaf)}
         chosen = sorted({i for leaf in outside for i in index.by_leaf[leaf]})
         cut: dict[int, list[CutNic]] = {}
         for i in chosen:
             a = index.attachments[i]
-            if any(piece.get(leaf) in main for leaf in a.leaves if leaf != switch):
+            if any(reaches(leaf) for leaf in a.leaves if leaf != switch):
                 continue  # a leaf of its own (the other of an MLAG pair, say) still reaches the plane
             cut.setdefault(a.server, []).append(
                 CutNic(plane.name, tuple(n.interface for n in a.nics), a.leaves, a.bond)
             )
         servers = self.plan.servers
         return [BehindServer(servers[n].name, servers[n].group, tuple(nics)) for n, nics in sorted(cut.items())]
+
+    @staticmethod
+    def _reaches(index: _PlaneIndex, switch: str, part: int, home: set[str]) -> Callable[[str], bool]:
+        """Whether a host leaf still reaches the rest of the plane once `switch` is gone. A leaf of another plane
+        of a multi-plane fabric is untouched by it."""
+        of = index.plane.plane_of
+        if index.plain and switch not in index.splitting:  # its loss splits nothing: the pieces stay, less it
+            piece: Mapping[str, int] = index.piece
+        else:
+            piece = _components(index.plane, switch)
+        main = _main_piece(piece, home - {switch})
+        return lambda leaf: of.get(leaf, 0) != part or (leaf != switch and piece.get(leaf) in main)

@@ -15,9 +15,10 @@ from tests.conftest import INVENTORY, example_plan
 
 
 def reference(plan: Plan, switch: str) -> list[tuple[str, list[tuple[str, tuple[str, ...], tuple[str, ...]]]]]:
-    """The definition, read the long way: drop the switch, find the pieces of its plane, the piece with the
-    most host leaves is the rest of the plane (none on a tie), and every attachment none of whose other leaves
-    is in it is cut off."""
+    """The definition, read the long way: drop the switch, find the pieces of its plane; the piece with the most
+    host leaves (of the switch's own plane of a multi-plane fabric) is the rest of the plane (none on a tie);
+    every attachment none of whose other leaves is in it, or on another plane of a multi-plane fabric, is cut
+    off."""
     device = next(d for d in plan.devices() if d.name == switch)
     plane = plan.planes[device.plane]
     if device.role == "mgmt" or plane.name == "oob":
@@ -36,12 +37,17 @@ def reference(plan: Plan, switch: str) -> list[tuple[str, list[tuple[str, tuple[
                     if other not in piece:
                         piece[other] = piece[start]
                         todo.append(other)
+    part = plane.plane_of.get(switch, 0)
     counts: dict[int, int] = {}
     for leaf in {n.leaf for s in plan.servers for n in s.nics if n.plane == plane.name} - {switch}:
-        if leaf in piece:
+        if leaf in piece and plane.plane_of.get(leaf, 0) == part:
             counts[piece[leaf]] = counts.get(piece[leaf], 0) + 1
     best = [p for p, c in counts.items() if c == max(counts.values())]
     main = set(best) if len(best) == 1 else set()
+
+    def reaches(leaf: str) -> bool:
+        return plane.plane_of.get(leaf, 0) != part or (leaf != switch and piece.get(leaf) in main)
+
     out = []
     for server in plan.servers:
         groups: dict[str, list] = {}
@@ -51,7 +57,7 @@ def reference(plan: Plan, switch: str) -> list[tuple[str, list[tuple[str, tuple[
         cut = []
         for nics in groups.values():
             leaves = tuple(dict.fromkeys(n.leaf for n in nics))
-            if not any(piece.get(leaf) in main for leaf in leaves if leaf != switch):
+            if not any(reaches(leaf) for leaf in leaves):
                 cut.append((plane.name, tuple(n.interface for n in nics), leaves))
         if cut:
             out.append((server.name, cut))
@@ -62,7 +68,9 @@ def answered(behind: Behind, switch: str) -> list[tuple[str, list[tuple[str, tup
     return [(s.name, [(n.plane, n.interfaces, n.leaves) for n in s.nics]) for s in behind(switch)]
 
 
-@pytest.mark.parametrize("fabric", ["fabric.yml", "examples/superpod-1su.yml", "examples/multi-vendor.yml"])
+@pytest.mark.parametrize(
+    "fabric", ["fabric.yml", "examples/superpod-1su.yml", "examples/multi-vendor.yml", "examples/multiplane-b300.yml"]
+)
 def test_every_switch_of_a_shipped_plan_as_the_definition_says(fabric: str) -> None:
     plan = example_plan(INVENTORY / fabric)
     behind = Behind(plan)
@@ -88,6 +96,21 @@ def test_plans_with_cut_links_where_switches_split_their_plane() -> None:
             assert answered(behind, device.name) == reference(plan, device.name), device.name
         splitting_seen += sum(len(index.splitting) for index in behind._planes.values())
     assert splitting_seen > 0, "the cuts made no switch an articulation point: the long way went untested"
+
+
+def test_a_multi_plane_leaf_cuts_off_its_own_nics_only() -> None:
+    """A multi-plane compute fabric is one part per plane, none reaching another: equal parts, not a plane
+    fallen into equal halves. A plane's leaf cuts off the NICs cabled to it, a spine with a twin nothing (it
+    once counted every server of the cluster behind every compute switch)."""
+    plan = example_plan(INVENTORY / "examples/multiplane-b300.yml")
+    behind = Behind(plan)
+    compute = [d for d in plan.devices() if d.plane == "compute"]
+    for leaf in (d.name for d in compute if d.role == "leaf"):
+        cabled = {(s.name, n.interface) for s in plan.servers for n in s.nics if n.leaf == leaf}
+        assert cabled, leaf
+        assert {(s.name, i) for s in behind(leaf) for n in s.nics for i in n.interfaces} == cabled, leaf
+    assert all(behind(d.name) == [] for d in compute if d.role == "spine")
+    assert len(plan.servers) > max(len(behind(d.name)) for d in compute)
 
 
 def test_articulation_points_of_small_graphs() -> None:
