@@ -9,6 +9,7 @@ peers not configured yet) are not held against the change, nor is an item the sw
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,10 @@ class Expectation:
     peers: dict[str, int] = field(default_factory=dict)  # session key (interface or address) -> planned ASN
     ports: tuple[str, ...] = ()
     want: SwitchExpectation | None = None  # what its running configuration must say; None: not read
+    # The last running configuration held to `want` (its digest) and what it missed. A push polls a switch a
+    # few times while its change settles and reads the same text each time; parsing and comparing it took 8%
+    # of the controller's samples in a wide wave, which that CPU bounds (bench/rollout_scale.py --profile).
+    last_read: dict[bytes, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def reads_running(self) -> bool:
@@ -73,11 +78,18 @@ def config_missed(expect: Expectation, running: str | None) -> frozenset[str]:
     want = expect.want
     if want is None or running is None:
         return frozenset()
+    key = hashlib.blake2b(running.encode(), digest_size=16).digest()
+    known = expect.last_read.get(key)
+    if known is not None:
+        return known
     facts = running_facts(want.platform, running)
     if facts is None:
         return frozenset()
     read = platform(want.platform).facts.running_facts
-    return frozenset(f"{o.check} {o.item}" for o in compare(want, facts, read) if not o.ok)
+    missed = frozenset(f"{o.check} {o.item}" for o in compare(want, facts, read) if not o.ok)
+    expect.last_read.clear()  # one text kept: the switch's configuration as last read
+    expect.last_read[key] = missed
+    return missed
 
 
 def regressions(expect: Expectation, before: Health, after: Health) -> list[str]:

@@ -3,6 +3,8 @@ checks hold a change to 'no worse'."""
 
 from __future__ import annotations
 
+import yaml
+
 from gpufabric.config.context import LinkIndex
 from gpufabric.fleet.expect import Expectation, Health, expectations, health, regressions
 from gpufabric.fleet.select import select
@@ -114,3 +116,30 @@ def test_a_change_is_held_to_no_worse():
     assert regressions(e, first_rollout, after) == [
         "port swp1 went down"
     ]  # sessions down before are not held against it
+
+
+def test_a_running_configuration_read_again_is_compared_once(default_plan, monkeypatch):
+    """A push polls a switch while its change settles and reads the same configuration each time: it is parsed
+    and compared once, and a configuration that changed is compared again, with its own findings."""
+    import gpufabric.fleet.expect as expect_module
+    from gpufabric.nos.frr.files import SYSCTL_MARKER, join_candidate
+    from tests.render_helpers import render_all
+
+    device = "cmp-su1-leaf1"
+    files = render_all(default_plan)
+    policy = yaml.safe_load(files[f"{device}.system.yaml"])["sysctl"]["net.ipv4.fib_multipath_hash_policy"]
+    clean = join_candidate(files[f"{device}.frr.conf"], files.get(f"{device}.nft"))  # as the driver reads it
+    clean += f"{SYSCTL_MARKER}\nnet.ipv4.fib_multipath_hash_policy = {policy}\n"
+    planted = clean.replace(f"hash_policy = {policy}\n", f"hash_policy = {(int(policy) + 1) % 4}\n")
+    assert planted != clean
+    parsed: list[str] = []
+    real = expect_module.running_facts
+    monkeypatch.setattr(expect_module, "running_facts", lambda os, text: parsed.append(text) or real(os, text))
+    e = expectations(default_plan, LinkIndex(default_plan), [device])[device]
+    assert e.reads_running
+    first = [health(e, {}, {}, clean).config_missed for _ in range(4)]
+    assert first == [frozenset()] * 4 and parsed == [clean]
+    missed = health(e, {}, {}, planted).config_missed
+    assert missed == {"load-balancing net.ipv4.fib_multipath_hash_policy"}
+    assert health(e, {}, {}, planted).config_missed == missed and parsed == [clean, planted]
+    assert health(e, {}, {}, clean).config_missed == frozenset() and parsed == [clean, planted, clean]

@@ -72,12 +72,12 @@ class CumulusDriver(CumulusUpgrade):
     def _check_candidate(self, error: type[Exception], keep_login: bool) -> None:
         assert self.candidate is not None
         try:
-            docs = nvue.documents(self.candidate)
+            found = nvue.candidate_users(self.candidate)
         except (ValueError, yaml.YAMLError) as exc:
             self.candidate = None
             raise error(f"{self.hostname}: the candidate is not an NVUE configuration file: {exc}") from None
         # `nv config replace` with a file that lacks a user deletes that account: never the one we log in as.
-        if keep_login and self.username not in nvue.users(docs):
+        if keep_login and self.username not in found:
             self.candidate = None
             raise error(
                 f"{self.hostname}: the candidate has no system aaa user '{self.username}': "

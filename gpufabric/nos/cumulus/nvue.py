@@ -5,6 +5,7 @@ Kept apart from the driver so the recorded-output tests exercise exactly the str
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from typing import Any
@@ -127,6 +128,26 @@ def documents(text: str) -> list[dict[str, Any]]:
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise ValueError("an NVUE configuration file is a YAML list of documents (- header: / - set: ...)")
     return data
+
+
+# A candidate's digest -> its users, for candidates read whole already. A push reads each switch's candidate
+# when it previews the change and again when it stages it, minutes apart on another session; that second
+# reading was 4% of the controller's samples in a wide wave, which that CPU bounds (bench/rollout_scale.py
+# --profile). Bounded: a few hundred bytes a switch, twice the largest fleet, then it starts again.
+_READ_USERS: dict[bytes, frozenset[str]] = {}
+_READ_USERS_MAX = 32_768
+
+
+def candidate_users(text: str) -> frozenset[str]:
+    """The users of a candidate that is an NVUE configuration file (`documents` raises when it is not)."""
+    key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    found = _READ_USERS.get(key)
+    if found is None:
+        found = frozenset(users(documents(text)))
+        if len(_READ_USERS) >= _READ_USERS_MAX:
+            _READ_USERS.clear()
+        _READ_USERS[key] = found
+    return found
 
 
 def users(docs: list[dict[str, Any]]) -> set[str]:

@@ -368,6 +368,28 @@ def test_replace_without_the_login_user_is_refused_before_anything_is_sent(nv, f
     assert fake.sent == []
 
 
+def test_a_candidate_read_again_is_parsed_once(nv, fake, monkeypatch):
+    """A push previews and stages each switch's candidate on two sessions: the second check of the same file
+    reuses the first's reading; another file, or one the login user left, is read and judged again."""
+    read: list[str] = []
+    real = nvue.documents
+    monkeypatch.setattr(nvue, "documents", lambda text: read.append(text) or real(text))
+    nvue._READ_USERS.clear()
+    nv.load_replace_candidate(config=CANDIDATE)
+    nv.load_replace_candidate(config=CANDIDATE)
+    assert read == [CANDIDATE]
+    without = CANDIDATE.replace(f"          {USER}:", "          someone-else:", 1)
+    assert without != CANDIDATE
+    with pytest.raises(ReplaceConfigException, match="delete the account"):
+        nv.load_replace_candidate(config=without)
+    with pytest.raises(ReplaceConfigException, match="delete the account"):
+        nv.load_replace_candidate(config=without)
+    for _ in range(2):  # a file that is no configuration is never kept: it is refused each time
+        with pytest.raises(ReplaceConfigException, match="not an NVUE configuration"):
+            nv.load_replace_candidate(config="system: {hostname: new}\n")
+    assert read == [CANDIDATE, without, "system: {hostname: new}\n", "system: {hostname: new}\n"]
+
+
 def test_rollback_without_a_commit_says_so(nv):
     with pytest.raises(CommitError, match="nothing to roll back"):
         nv.rollback()
