@@ -2,6 +2,7 @@
 
     python -m bench.drain_wait_scale             # the 32k example, a spine drained (its leaves read)
     python -m bench.drain_wait_scale --repeat 7
+    python -m bench.drain_wait_scale --example multiplane-131k --repeat 1   # minutes: the anchor is all pairs
 
 Before its first reading of the switches, a wait works out what each neighbour of the drained switches should
 route, and how widely, without them (gpufabric/maintenance/wait.py): the plan's path vectors over the plane
@@ -9,7 +10,8 @@ route, and how widely, without them (gpufabric/maintenance/wait.py): the plan's 
 
 - loopbacks: the path vectors alone (`expected_widths`), the anchor: what the wait read before the subnets;
 - subnets: finding one subnet per leaf (`host_prefixes`), over every server NIC of the plan;
-- the wait's table: both, for the drained spine's neighbours, as a wait builds it once.
+- the wait's table: both, for the drained spine's neighbours, as a wait builds it once. On a multi-plane
+  fabric it walks the drained spine's plane alone (the others never reach it), so it is below the anchor.
 
 It prints the median and the spread (min-max) of each over the repeats, one process, and the prefixes each
 neighbour is then held to. The switches' readings and the port samples that follow are not timed: they are the
@@ -43,8 +45,9 @@ def _timed(repeat: int, work: Callable[[], Any]) -> tuple[list[float], Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each step (default 5)")
+    parser.add_argument("--example", default="three-tier-32k", help="the example (default three-tier-32k)")
     opts = parser.parse_args(argv)
-    plan = build_plan(load_intent(str(EXAMPLES / "three-tier-32k.yml")))
+    plan = build_plan(load_intent(str(EXAMPLES / f"{opts.example}.yml")))
     spine = next(d for d in plan.devices() if d.plane == "compute" and d.role == "spine")
     drained = frozenset({spine.name})
     neighbours = sorted(wait.facing(plan, drained))
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # as a wait builds it: both
     rows.append(("the wait's table (both)", times))
     nics = sum(len(s.nics) for s in plan.servers)
-    print(f"32k example: {len(list(plan.devices()))} switches, {nics} server NICs; {spine.name} drained, "
+    print(f"{opts.example}: {len(list(plan.devices()))} switches, {nics} server NICs; {spine.name} drained, "
           f"{len(neighbours)} neighbours read; {opts.repeat} runs each")  # fmt: skip
     print(f"{'step':<40} {'median s':>9} {'min-max s':>17}")
     for name, found in rows:

@@ -253,3 +253,31 @@ def test_the_leaves_facing_a_drained_spine_and_their_ports():
         "cmp-su2-leaf2": {"swp3"},
     }
     assert wait.still_held({"10.0.0.9/32": []}, ["10.0.0.9/32"], {"swp3"}) == ["10.0.0.9/32 unrouted"]
+
+
+def test_a_multi_plane_wait_reads_the_drained_switch_s_plane_alone_and_finds_the_same_widths(monkeypatch):
+    """The path vectors cost all pairs of a plane; a multi-plane fabric's planes never reach each other, so a
+    wait around a plane-1 spine leaves plane 2 out of them, and its table is the one the whole plane gives."""
+    plan = example_plan(INVENTORY / "examples/multiplane-b300.yml")
+    spine = next(d.name for d in plan.devices() if d.plane == "compute" and d.role == "spine")
+    part = plan.planes["compute"].plane_of[spine]
+    drained = frozenset({spine})
+    neighbours = sorted(wait.facing(plan, drained))
+    hosts = wait.host_prefixes(plan)
+    whole = expected_widths(plan, "compute", {}, without=drained)
+    origins: list[int] = []
+    real = wait.expected_widths
+
+    def counted(plan_, plane, cap, processes=1, *, without=frozenset()):  # type: ignore[no-untyped-def]
+        found = real(plan_, plane, cap, processes, without=without)
+        origins.append(len({prefix for widths in found.values() for prefix in widths}))
+        return found
+
+    monkeypatch.setattr(wait, "expected_widths", counted)
+    table = wait._widths(plan, neighbours, {}, drained, hosts)
+    assert table.keys() == set(neighbours) and all(table.values())
+    for n in neighbours:
+        assert plan.planes["compute"].plane_of[n] == part
+        assert table[n] == whole[n] | {hosts[lo]: w for lo, w in whole[n].items() if lo in hosts}, n
+    in_plane = sum(1 for d in plan.devices() if plan.planes[d.plane].plane_of.get(d.name) == part)
+    assert origins and max(origins) < in_plane  # no other plane's loopback was walked from
