@@ -29,9 +29,8 @@ class Expectation:
     peers: dict[str, int] = field(default_factory=dict)  # session key (interface or address) -> planned ASN
     ports: tuple[str, ...] = ()
     want: SwitchExpectation | None = None  # what its running configuration must say; None: not read
-    # The last running configuration held to `want` (its digest) and what it missed. A push polls a switch a
-    # few times while its change settles and reads the same text each time; parsing and comparing it took 8%
-    # of the controller's samples in a wide wave, which that CPU bounds (bench/rollout_scale.py --profile).
+    # The last running configuration held to `want` (its digest) and what it missed: a push polls a switch a
+    # few times while its change settles and reads the same text each time, parsed and compared once.
     last_read: dict[bytes, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @property

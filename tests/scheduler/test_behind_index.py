@@ -16,9 +16,9 @@ from tests.conftest import INVENTORY, example_plan
 
 def reference(plan: Plan, switch: str) -> list[tuple[str, list[tuple[str, tuple[str, ...], tuple[str, ...]]]]]:
     """The definition, read the long way: drop the switch, find the pieces of its plane; the piece with the most
-    host leaves (of the switch's own plane of a multi-plane fabric) is the rest of the plane (none on a tie);
-    every attachment none of whose other leaves is in it, or on another plane of a multi-plane fabric, is cut
-    off."""
+    host leaves (of the switch's own plane of a multi-plane fabric) is the rest of the plane (none on a tie); an
+    attachment is cut off when none of its leaves but the switch is in the rest or on another plane of a
+    multi-plane fabric (which the switch's loss leaves untouched)."""
     device = next(d for d in plan.devices() if d.name == switch)
     plane = plan.planes[device.plane]
     if device.role == "mgmt" or plane.name == "oob":

@@ -130,10 +130,10 @@ def documents(text: str) -> list[dict[str, Any]]:
     return data
 
 
-# A candidate's digest -> its users, for candidates read whole already. A push reads each switch's candidate
-# when it previews the change and again when it stages it, minutes apart on another session; that second
-# reading was 4% of the controller's samples in a wide wave, which that CPU bounds (bench/rollout_scale.py
-# --profile). Bounded: a few hundred bytes a switch, twice the largest fleet, then it starts again.
+# A candidate's digest -> its users, for candidates read whole already. A push checks each switch's candidate
+# when it previews the change and again when it stages it, minutes apart on another session: the second check
+# reuses the first's reading. Bounded: a few hundred bytes a switch, twice the largest fleet, then it starts
+# again.
 _READ_USERS: dict[bytes, frozenset[str]] = {}
 _READ_USERS_MAX = 32_768
 
