@@ -51,7 +51,7 @@ from gpufabric.intent import load_intent
 from gpufabric.lab.hosts.spec import netns_of
 from gpufabric.plan.model import ip
 from gpufabric.telemetry.job_rules import RECORDS, job_group
-from gpufabric.telemetry.probe_rules import P99, probe_group
+from gpufabric.telemetry.probe_rules import P50, P99, probe_group
 
 pytestmark = [
     pytest.mark.lab,
@@ -343,6 +343,11 @@ def _link(plan, leaf: str, spine: str):
     return next(k for k in plan.links() if k.kind == "fabric" and k.a == leaf and k.b == spine)
 
 
+def _pair(row: dict) -> tuple[str, str, str]:
+    """A probed pair of NICs from a query's row: the two servers and the rail."""
+    return row["metric"]["src"], row["metric"]["dst"], row["metric"]["rail"]
+
+
 @contextlib.contextmanager
 def faults(lab: Lab, lossy, slow, reset) -> Iterator[tuple[float, float]]:
     """Loss on `lossy` (at its spine), a shaper on `slow` (its spine toward the leaf), and `reset`'s session
@@ -407,6 +412,7 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
             loss = query(lab.prometheus, recorded, at)
             raw = query(lab.prometheus, _raw_loss(number), at)
             p99 = query(lab.prometheus, P99, at)
+            p50 = query(lab.prometheus, P50, at)
         with capsys.disabled():
             print(f"\nclean: {json.dumps(clean['sources'])} {json.dumps(clean['probe'])}")
             print(f"faults: {json.dumps(found, indent=1)[:6000]}")
@@ -428,15 +434,16 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
     assert len(loss) == 1 and float(loss[0]["value"][1]) > 0, loss
     assert float(loss[0]["value"][1]) == pytest.approx(float(raw[0]["value"][1]), rel=1e-9), (loss, raw)
     # The mesh's p99 rises for the pairs whose paths can cross the shaped link (the spine's way down to its leaf
-    # carries probes to that leaf and answers to probes from it), and for no other pair.
-    crossing = {(r["metric"]["src"], r["metric"]["dst"]): float(r["value"][1]) for r in p99
+    # carries probes to that leaf and answers to probes from it), and the shaper leaves every other pair alone.
+    crossing = {_pair(r): float(r["value"][1]) for r in p99
                 if slow.a in (r["metric"]["src_leaf"], r["metric"]["dst_leaf"])
                 and r["metric"]["src_leaf"] != r["metric"]["dst_leaf"]}  # fmt: skip
-    others = {(r["metric"]["src"], r["metric"]["dst"]): float(r["value"][1]) for r in p99
-              if (r["metric"]["src"], r["metric"]["dst"]) not in crossing}  # fmt: skip
-    # The shaper's queue holds 80 ms and more; the machine's own stalls stay under the 50 ms bucket's bound.
+    others = {_pair(r): float(r["value"][1]) for r in p50 if _pair(r) not in crossing}
+    # The shaper's queue holds 80 ms and more. Another pair is judged by its median, not its p99: on a loaded
+    # machine (CI runs the offline tests beside the lab) 1-2% of a pair's probes can stall past 50 ms, which puts
+    # its p99 in the 50-250 ms bucket (0.08 s seen on a same-leaf pair); its median stays an idle round trip.
     assert crossing and all(v > 0.1 for v in crossing.values()), (crossing, senders)
-    assert others and all(v < 0.05 for v in others.values()), others
+    assert others and all(v < 0.01 for v in others.values()), (others, p99)
     # The reset, in the job's timeline: the push of the leaf, and the session coming up on both its ends after it
     # started (FRR's own log lines), within the push's time.
     assert told.returncode == 0, told.stderr[-3000:]
