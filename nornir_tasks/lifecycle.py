@@ -15,7 +15,7 @@ from typing import Any
 from nornir.core.task import Result, Task
 
 from gpufabric.drivers.images import Installed, Restarted
-from gpufabric.fleet.expect import Expectation, Health, health, regressions
+from gpufabric.fleet.expect import Expectation, Health, health, ports_now, regressions, sessions_now
 from gpufabric.verify.running.checks import Planned
 from nornir_tasks.validate import os_version, validate_device
 
@@ -81,7 +81,7 @@ def snapshot(task: Task, expect: Expectation, planned: Planned | None) -> Result
     """What the switch shows before it is touched: a reboot must leave it no worse."""
     try:
         conn = _connect(task)
-        shown = health(expect, conn.get_bgp_neighbors() if expect.peers else {}, conn.get_interfaces())
+        shown = health(expect, sessions_now(conn) if expect.peers else {}, ports_now(conn))
         version = os_version(conn)
         found = _findings(task, planned)
     except Exception as exc:
@@ -160,7 +160,7 @@ def wait_back(
                 problem = "reachable, but has not rebooted" if not rebooted_seen else problem
             if rebooted_seen:
                 version = version or os_version(conn)
-                shown = health(expect, conn.get_bgp_neighbors() if expect.peers else {}, conn.get_interfaces())
+                shown = health(expect, sessions_now(conn) if expect.peers else {}, ports_now(conn))
                 lost = regressions(expect, before.health, shown)
                 problem = "; ".join(lost)
                 healthy_since = None if lost else healthy_since or time.monotonic()

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 
 from nornir.core.task import Result, Task
 
-from gpufabric.fleet.expect import Expectation, Health, health, regressions
+from gpufabric.fleet.expect import Expectation, Health, health, ports_now, regressions, sessions_now
 from gpufabric.fleet.push_id import describe
 from gpufabric.fleet.status import Status
 from gpufabric.platforms import all_platforms
@@ -116,12 +116,12 @@ def _health(conn: Any, expect: Expectation) -> Health:
     readings side by side where the driver allows it."""
     running = _running(conn) if expect.reads_running else None
     if not expect.peers:
-        return health(expect, {}, conn.get_interfaces(), running)
+        return health(expect, {}, ports_now(conn), running)
     if not _concurrent(conn):
-        return health(expect, conn.get_bgp_neighbors(), conn.get_interfaces(), running)
-    ports = _Beside(conn.get_interfaces)
+        return health(expect, sessions_now(conn), ports_now(conn), running)
+    ports = _Beside(lambda: ports_now(conn))
     try:
-        bgp = conn.get_bgp_neighbors()
+        bgp = sessions_now(conn)
     except BaseException:
         ports.wait()
         raise
@@ -365,7 +365,7 @@ def sessions_down(task: Task, peers: dict[str, int]) -> Result:
     """The planned BGP sessions of this switch that are not established (with the planned ASN) now."""
     try:
         conn = _connect(task)
-        up = health(Expectation(task.host.name, peers, ()), conn.get_bgp_neighbors(), {}).peers_up
+        up = health(Expectation(task.host.name, peers, ()), sessions_now(conn), {}).peers_up
         return Result(host=task.host, result=sorted(set(peers) - up))
     except Exception as exc:  # unreachable now: every session counts as down, with the reason
         return Result(host=task.host, result=[f"({_reason(exc)})"], failed=True)

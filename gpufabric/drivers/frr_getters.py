@@ -94,16 +94,25 @@ def facts(system: str, version: str, links_json: str) -> dict[str, Any]:
     }
 
 
+def _states(link: dict[str, Any]) -> dict[str, bool]:
+    """A port's carrier (LOWER_UP) and admin state (UP), from its iproute2 flags."""
+    flags = link.get("flags", [])
+    return {"is_up": "LOWER_UP" in flags, "is_enabled": "UP" in flags}
+
+
+def port_states(links_json: str) -> dict[str, dict[str, bool]]:
+    """Each port's `is_up` and `is_enabled`, as `interfaces` reads them, from iproute2's answer alone."""
+    return {link["ifname"]: _states(link) for link in _list(links_json, LINKS)}
+
+
 def interfaces(links_json: str, frr_json: str) -> dict[str, dict[str, Any]]:
     frr = _objects(_object(frr_json, FRR_INTERFACES), f"`{FRR_INTERFACES}`")
     result = {}
     for link in _list(links_json, LINKS):
         name = link["ifname"]
-        flags = link.get("flags", [])
         info = frr.get(name, {})
         result[name] = {
-            "is_up": "LOWER_UP" in flags,
-            "is_enabled": "UP" in flags,
+            **_states(link),
             "description": info.get("description", ""),
             "last_flapped": -1.0,
             "mtu": as_int(link.get("mtu", 0), f"`{LINKS}` {name} mtu"),
@@ -147,9 +156,10 @@ def _peer(n: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def bgp_neighbors(neighbors_json: str, summary_json: str) -> dict[str, Any]:
-    """Peers keyed by address, or by interface name for unnumbered sessions (they have no address of their own)."""
-    summary = _objects(_object(summary_json, BGP_SUMMARY), f"`{BGP_SUMMARY}`")
+def bgp_neighbors(neighbors_json: str, summary_json: str | None) -> dict[str, Any]:
+    """Peers keyed by address, or by interface name for unnumbered sessions (they have no address of their own).
+    `summary_json` gives each VRF's router id; None (not read) leaves it empty."""
+    summary = {} if summary_json is None else _objects(_object(summary_json, BGP_SUMMARY), f"`{BGP_SUMMARY}`")
     result: dict[str, Any] = {}
     for vrf, peers in _objects(_object(neighbors_json, BGP_NEIGHBORS), f"`{BGP_NEIGHBORS}`").items():
         router_id = as_dict(summary.get(vrf, {}).get("ipv4Unicast", {}), f"`{BGP_SUMMARY}` {vrf} ipv4Unicast").get(

@@ -211,6 +211,12 @@ class LinuxSwitchDriver(NetworkDriver):
         answers = (self._run(frr_getters.LINKS), self._vtysh(frr_getters.FRR_INTERFACES))
         return self._parsed(f"{frr_getters.LINKS}; {frr_getters.FRR_INTERFACES}", frr_getters.interfaces, *answers)
 
+    def get_port_states(self) -> dict[str, dict[str, Any]]:
+        """get_interfaces' `is_up` and `is_enabled` of every port, from iproute2 alone (one command, not two):
+        what a push's or a restart's health poll reads, several times a switch. The description and speed
+        are FRR's, and left out."""
+        return self._parsed(frr_getters.LINKS, frr_getters.port_states, self._run(frr_getters.LINKS))
+
     def _link_stats(self, getter: str) -> str:
         """LINK_STATS for one getter. The counters and the carrier changes come from the same command,
         and a scrape or a check asks for both: the second of the pair is answered from the first's
@@ -275,15 +281,30 @@ class LinuxSwitchDriver(NetworkDriver):
     def get_interfaces_ip(self) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
         return self._parsed(frr_getters.ADDRESSES, frr_getters.interfaces_ip, self._run(frr_getters.ADDRESSES))
 
-    def get_bgp_neighbors(self) -> dict[str, Any]:
-        shell, stdin = self._vtysh_command("show bgp vrf all summary json")
+    def _bgp_answer(self, command: str) -> str | None:
+        """vtysh's answer to a BGP command; None when no BGP daemon runs (then no session is up)."""
+        shell, stdin = self._vtysh_command(command)
         probe = self._try(shell, stdin)
         if probe.rc != 0 and "bgpd is not running" in probe.stdout + probe.stderr:
-            return {k: dict(v) for k, v in NO_BGP.items()}  # no BGP daemon: no session is up
+            return None
         if probe.rc != 0:
-            raise CommandFailedError("show bgp vrf all summary json", probe)
-        neighbors = self._vtysh("show bgp vrf all neighbors json")
-        return self._parsed(frr_getters.BGP_NEIGHBORS, frr_getters.bgp_neighbors, neighbors, probe.stdout)
+            raise CommandFailedError(command, probe)
+        return probe.stdout
+
+    def get_bgp_neighbors(self) -> dict[str, Any]:
+        summary = self._bgp_answer(frr_getters.BGP_SUMMARY)
+        if summary is None:
+            return {k: dict(v) for k, v in NO_BGP.items()}
+        neighbors = self._vtysh(frr_getters.BGP_NEIGHBORS)
+        return self._parsed(frr_getters.BGP_NEIGHBORS, frr_getters.bgp_neighbors, neighbors, summary)
+
+    def get_bgp_sessions(self) -> dict[str, Any]:
+        """get_bgp_neighbors' peers from one command, not two: each VRF's router id (the summary's) is left
+        empty. What a push's or a restart's health poll reads: which sessions are up, with which ASN."""
+        neighbors = self._bgp_answer(frr_getters.BGP_NEIGHBORS)
+        if neighbors is None:
+            return {k: dict(v) for k, v in NO_BGP.items()}
+        return self._parsed(frr_getters.BGP_NEIGHBORS, lambda text: frr_getters.bgp_neighbors(text, None), neighbors)
 
     def get_lldp_neighbors(self) -> dict[str, list[dict[str, str]]]:
         return self._parsed(frr_getters.LLDP, frr_getters.lldp_neighbors, self._lldpcli("show neighbors -f json"))

@@ -72,6 +72,22 @@ def health(
     return Health(frozenset(up), frozenset(ports), config_missed(expect, running))
 
 
+def sessions_now(conn: Any) -> dict[str, Any]:
+    """The switch's BGP sessions, in NAPALM's `get_bgp_neighbors` shape, as a health check reads them: by the
+    driver's `get_bgp_sessions` where it has one (one command where the full getter takes two; the router id
+    it leaves out is not checked), else by the full getter."""
+    read = getattr(type(conn), "get_bgp_sessions", None)
+    return dict(read(conn)) if read is not None else dict(conn.get_bgp_neighbors())
+
+
+def ports_now(conn: Any) -> dict[str, dict[str, Any]]:
+    """Each port's `is_up`, in NAPALM's `get_interfaces` shape, as a health check reads it: by the driver's
+    `get_port_states` where it has one (one command where the full getter takes two; the descriptions and
+    speeds it leaves out are not checked), else by the full getter."""
+    read = getattr(type(conn), "get_port_states", None)
+    return dict(read(conn)) if read is not None else dict(conn.get_interfaces())
+
+
 def config_missed(expect: Expectation, running: str | None) -> frozenset[str]:
     """The items of the switch's expectation its running configuration misses, by the one comparison."""
     want = expect.want

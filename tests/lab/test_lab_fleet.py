@@ -276,6 +276,14 @@ def test_frr_driver_getters_match_napalm_models(lab, pushed):
             assert set(peer) == set(models.BGPStateNeighborDict.__annotations__)
             assert all(complies(models.BGPStateAddressFamilyDict, af) for af in peer["address_family"].values())
         assert bgp["peers"]["swp3"]["remote_as"] == 4200000000 and bgp["peers"]["swp3"]["description"] == "cmp-spine1"
+        # The health poll's one-command getters read real FRR and iproute2 as the full getters do.
+        sessions = dev.get_bgp_sessions()["global"]
+        assert sessions["peers"].keys() == bgp["peers"].keys() and sessions["router_id"] == ""
+        assert {k: (p["is_up"], p["remote_as"]) for k, p in sessions["peers"].items()} == {
+            k: (p["is_up"], p["remote_as"]) for k, p in bgp["peers"].items()
+        }
+        states = {k: {"is_up": i["is_up"], "is_enabled": i["is_enabled"]} for k, i in ifaces.items()}
+        assert dev.get_port_states() == states
         lldp = dev.get_lldp_neighbors()
         assert lldp["swp3"] == [{"hostname": "cmp-spine1", "port": "swp1"}]
         assert all(complies(models.LLDPNeighborDict, n) for ns_ in lldp.values() for n in ns_)
@@ -859,3 +867,11 @@ def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_lea
     narrowed = {(f[1], f[2]) for f in found if f[0] == "ecmp-width" and f[3] == "2 paths" and f[4] == "1 paths"}
     leaves = {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
     assert {device for device, _ in narrowed} == leaves and len(narrowed) == 12  # 3 remote leaves each
+    # What vtysh answers without a bgpd is no session to either getter, not a failure: a health poll of a
+    # switch whose bgpd is gone sees every session down.
+    dev = _driver(lab, "cmp-spine2")
+    dev.open()
+    try:
+        assert dev.get_bgp_sessions() == dev.get_bgp_neighbors() == {"global": {"router_id": "", "peers": {}}}
+    finally:
+        dev.close()

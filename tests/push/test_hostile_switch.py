@@ -315,6 +315,15 @@ SHAPES = [
     pytest.param("get_bgp_neighbors",
                  {"show bgp vrf all neighbors json": b'{"default": {"swp1": {"bgpTimerUpMsec": NaN}}}'},
                  r"NaN is not a JSON number", id="nan"),
+    pytest.param("get_port_states", {"ip -j link show": b'{"ifname": "swp1"}'},
+                 r"`ip -j link show`.* is an object, not a JSON list", id="ports-object-for-list"),
+    pytest.param("get_port_states", {"ip -j link show": b'[{"flags": ["UP"]}]'},
+                 r"unexpected shape \(KeyError: 'ifname'\)", id="ports-missing-key"),
+    pytest.param("get_bgp_sessions",
+                 {"show bgp vrf all neighbors json": b'{"default": {"swp1": {"bgpTimerUpMsec": NaN}}}'},
+                 r"NaN is not a JSON number", id="sessions-nan"),
+    pytest.param("get_bgp_sessions", {"show bgp vrf all neighbors json": b'{"default": ["swp1"]}'},
+                 r"is a list, not a JSON object", id="sessions-list-for-object"),
     pytest.param("get_route_to", {"show ip route json": nested(5000)}, r"nests deeper than 200 levels", id="deep"),
     pytest.param("get_interfaces_counters",
                  {"ip -s -s -j link show": b'[{"ifname": "swp1", "stats64": {"rx": {"bytes": "lots"}}}]'},
@@ -421,6 +430,40 @@ def test_the_same_getters_read_good_answers_as_before(frr_switch: HostileSshSwit
     assert interfaces["swp1"]["speed"] == 400000.0 and interfaces["swp1"]["description"] == "to spine1"
     assert interfaces["swp1"]["is_up"] is True and interfaces["swp1"]["mtu"] == 9216
     assert peers["global"]["router_id"] == "10.0.0.1" and peers["global"]["peers"]["swp1"]["remote_as"] == 65001
+
+
+def test_the_health_polls_getters_read_what_the_full_getters_do(frr_switch: HostileSshSwitch, tmp_path: Path) -> None:
+    """A push's health poll reads the ports' states and the sessions in one command each: the same states and
+    the same peers as the full getters, only each VRF's router id (the summary's) left out."""
+    frr_switch.script = frr_script({})
+    driver = frr_driver(frr_switch, tmp_path)
+    try:
+        interfaces, peers = driver.get_interfaces(), driver.get_bgp_neighbors()
+        ports, sessions = driver.get_port_states(), driver.get_bgp_sessions()
+    finally:
+        driver.close()
+    assert ports == {name: {"is_up": i["is_up"], "is_enabled": i["is_enabled"]} for name, i in interfaces.items()}
+    assert ports["swp1"] == {"is_up": True, "is_enabled": True}
+    assert sessions["global"]["peers"] == peers["global"]["peers"] and sessions["global"]["router_id"] == ""
+
+
+def test_a_switch_without_bgpd_has_no_session_up_by_either_getter(frr_switch: HostileSshSwitch, tmp_path: Path) -> None:
+    """vtysh's answer when no BGP daemon runs (a switch booting, or one without BGP) is no session, not a
+    failure; any other failed BGP command is a named failure."""
+    good = frr_script({})
+
+    def answering(failed: Reply) -> Callable[[str], Reply]:
+        return lambda command: failed if "show bgp" in command else good(command)
+
+    frr_switch.script = answering(Reply(b"bgpd is not running\n", b"", 1))
+    driver = frr_driver(frr_switch, tmp_path)
+    try:
+        assert driver.get_bgp_sessions() == driver.get_bgp_neighbors() == {"global": {"router_id": "", "peers": {}}}
+        frr_switch.script = answering(Reply(b"", b"% Unknown command\n", 1))
+        with pytest.raises(CommandFailedError, match="show bgp vrf all neighbors json"):
+            driver.get_bgp_sessions()
+    finally:
+        driver.close()
 
 
 def test_nvue_yaml_with_aliases_is_a_named_failure(frr_switch: HostileSshSwitch, tmp_path: Path) -> None:

@@ -24,11 +24,13 @@ from gpufabric.config.context import LinkIndex
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.drivers.recording import ReplayTransport, load
 from gpufabric.drivers.transport import Output
+from gpufabric.fleet.expect import expectations, health
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
 from gpufabric.nos.cumulus import nvue
 from gpufabric.validate.planned import planned
 from gpufabric.verify.running import checks, qos_map
+from nornir_tasks.push import _health
 
 RECORDED = Path(__file__).parents[2] / "recorded" / "cumulus" / "cmp-spine1.yml"
 PASSWORD = "canary-Pa55-cumulus"  # planted: must reach the switch only on sudo's stdin
@@ -82,6 +84,22 @@ def test_recorded_state_passes_validate_checks_against_the_plan(switch, spine_pl
     assert {r.check for r in found} >= {"bgp-session", "lldp-neighbor", "interface", "ecmp-width"}
     assert [r for r in found if not r.ok] == []
     assert len([r for r in found if r.check == "bgp-session"]) == len(spine_plan.peers) == 4
+
+
+def test_a_health_poll_reads_the_configuration_sessions_and_ports_in_three_commands(switch, replay):
+    """A push polls a switch several times while its change settles, each of its batch's switches at once: a
+    poll asks for the running configuration, the sessions and the ports' states once each (the full getters
+    take two commands for the sessions and two for the ports), and finds what the full getters find."""
+    plan = topology(load_intent(None)).plan  # the lab's plan, of which the recorded FRR answers are
+    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}, None))
+    want = expectations(plan, index, ["cmp-spine1"])["cmp-spine1"]
+    polled = _health(switch, want)
+    assert sorted(command for command, _ in replay.sent) == sorted(
+        [nvue.SHOW_APPLIED, "ip -j link show", "sudo -S -p '' vtysh -c 'show bgp vrf all neighbors json'"]
+    )
+    full = health(want, switch.get_bgp_neighbors(), switch.get_interfaces())
+    assert polled.peers_up == full.peers_up == set(want.peers) == {"swp1", "swp2", "swp3", "swp4"}
+    assert polled.ports_up == full.ports_up == set(want.ports)
 
 
 def test_recorded_running_config_carries_the_qos_contract(switch):
