@@ -18,6 +18,7 @@ client take it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
@@ -227,7 +228,8 @@ class HostileSshSwitch:
             pass  # the client closed the channel: what it did is what the test looks at
         finally:
             self.sent.append(sent)
-            channel.close()
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                channel.close()  # the client may have ended the whole session already: nothing left to close
 
     def _shell(self, channel: paramiko.Channel, answer: Shell) -> tuple[int, int]:
         command = self.commands[-1]
