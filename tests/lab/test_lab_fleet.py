@@ -867,11 +867,3 @@ def test_bgpd_killed_on_a_spine_downs_its_sessions_and_narrows_ecmp_on_every_lea
     narrowed = {(f[1], f[2]) for f in found if f[0] == "ecmp-width" and f[3] == "2 paths" and f[4] == "1 paths"}
     leaves = {"cmp-su1-leaf1", "cmp-su1-leaf2", "cmp-su2-leaf1", "cmp-su2-leaf2"}
     assert {device for device, _ in narrowed} == leaves and len(narrowed) == 12  # 3 remote leaves each
-    # What vtysh answers without a bgpd is no session to either getter, not a failure: a health poll of a
-    # switch whose bgpd is gone sees every session down.
-    dev = _driver(lab, "cmp-spine2")
-    dev.open()
-    try:
-        assert dev.get_bgp_sessions() == dev.get_bgp_neighbors() == {"global": {"router_id": "", "peers": {}}}
-    finally:
-        dev.close()
