@@ -305,25 +305,27 @@ def frr_driver(switch: HostileSshSwitch, folder: Path) -> Any:
     return driver
 
 
+# Wrong answers to the commands two getters each ask (the full one and the health poll's): (getter, id prefix).
+BOTH_READERS = {
+    "ip -j link show": [("get_interfaces", ""), ("get_port_states", "ports-")],
+    "show bgp vrf all neighbors json": [("get_bgp_neighbors", ""), ("get_bgp_sessions", "sessions-")],
+}
+SHARED_SHAPES = [
+    ("ip -j link show", b'{"ifname": "swp1"}', r"`ip -j link show`.* is an object, not a JSON list", "object-for-list"),
+    ("ip -j link show", b'[{"flags": ["UP"]}]', r"unexpected shape \(KeyError: 'ifname'\)", "missing-key"),
+    (
+        "show bgp vrf all neighbors json",
+        b'{"default": {"swp1": {"bgpTimerUpMsec": NaN}}}',
+        r"NaN is not a JSON number",
+        "nan",
+    ),
+    ("show bgp vrf all neighbors json", b'{"default": ["swp1"]}', r"is a list, not a JSON object", "list-for-peers"),
+]
 SHAPES = [
-    pytest.param("get_interfaces", {"ip -j link show": b'{"ifname": "swp1"}'},
-                 r"`ip -j link show`.* is an object, not a JSON list", id="object-for-list"),
-    pytest.param("get_interfaces", {"ip -j link show": b'[{"flags": ["UP"]}]'},
-                 r"unexpected shape \(KeyError: 'ifname'\)", id="missing-key"),
+    *(pytest.param(getter, {command: answer}, problem, id=f"{prefix}{name}")
+      for command, answer, problem, name in SHARED_SHAPES for getter, prefix in BOTH_READERS[command]),
     pytest.param("get_interfaces", {"show interface json": b'{"swp1": ["not", "an", "object"]}'},
                  r"`show interface json`\['swp1'\] is a list, not a JSON object", id="list-for-object"),
-    pytest.param("get_bgp_neighbors",
-                 {"show bgp vrf all neighbors json": b'{"default": {"swp1": {"bgpTimerUpMsec": NaN}}}'},
-                 r"NaN is not a JSON number", id="nan"),
-    pytest.param("get_port_states", {"ip -j link show": b'{"ifname": "swp1"}'},
-                 r"`ip -j link show`.* is an object, not a JSON list", id="ports-object-for-list"),
-    pytest.param("get_port_states", {"ip -j link show": b'[{"flags": ["UP"]}]'},
-                 r"unexpected shape \(KeyError: 'ifname'\)", id="ports-missing-key"),
-    pytest.param("get_bgp_sessions",
-                 {"show bgp vrf all neighbors json": b'{"default": {"swp1": {"bgpTimerUpMsec": NaN}}}'},
-                 r"NaN is not a JSON number", id="sessions-nan"),
-    pytest.param("get_bgp_sessions", {"show bgp vrf all neighbors json": b'{"default": ["swp1"]}'},
-                 r"is a list, not a JSON object", id="sessions-list-for-object"),
     pytest.param("get_route_to", {"show ip route json": nested(5000)}, r"nests deeper than 200 levels", id="deep"),
     pytest.param("get_interfaces_counters",
                  {"ip -s -s -j link show": b'[{"ifname": "swp1", "stats64": {"rx": {"bytes": "lots"}}}]'},
