@@ -50,10 +50,15 @@ def switch(replay):
 
 
 @pytest.fixture(scope="module")
-def spine_plan():
+def lab_plan():
+    """The lab's plan, of which the recorded FRR answers are, and its link index."""
     plan = topology(load_intent(None)).plan
-    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}, None))
-    return planned(plan, index, ["cmp-spine1"], "compute")["cmp-spine1"]
+    return plan, LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}, None))
+
+
+@pytest.fixture(scope="module")
+def spine_plan(lab_plan):
+    return planned(*lab_plan, ["cmp-spine1"], "compute")["cmp-spine1"]
 
 
 def test_recorded_getters_follow_napalm_models(switch):
@@ -86,13 +91,11 @@ def test_recorded_state_passes_validate_checks_against_the_plan(switch, spine_pl
     assert len([r for r in found if r.check == "bgp-session"]) == len(spine_plan.peers) == 4
 
 
-def test_a_health_poll_reads_the_configuration_sessions_and_ports_in_three_commands(switch, replay):
+def test_a_health_poll_reads_the_configuration_sessions_and_ports_in_three_commands(switch, replay, lab_plan):
     """A push polls a switch several times while its change settles, each of its batch's switches at once: a
     poll asks for the running configuration, the sessions and the ports' states once each (the full getters
     take two commands for the sessions and two for the ports), and finds what the full getters find."""
-    plan = topology(load_intent(None)).plan  # the lab's plan, of which the recorded FRR answers are
-    index = LinkIndex(plan, PasswordHasher(plan.intent.fabric.name, {"GPUFABRIC_SWITCH_PASSWORD": "unused"}, None))
-    want = expectations(plan, index, ["cmp-spine1"])["cmp-spine1"]
+    want = expectations(*lab_plan, ["cmp-spine1"])["cmp-spine1"]
     polled = _health(switch, want)
     assert sorted(command for command, _ in replay.sent) == sorted(
         [nvue.SHOW_APPLIED, "ip -j link show", "sudo -S -p '' vtysh -c 'show bgp vrf all neighbors json'"]
