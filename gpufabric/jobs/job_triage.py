@@ -255,6 +255,9 @@ class LinkScore:
     others: int
     said: str
     either_way: bool = False  # the flows crossing it cross its other direction too: which way is not told
+    # Delay: of the flows crossing it, how many are slower than the others by the floors, and how many are not.
+    slower: int = 0
+    not_slower: int = 0
 
 
 def localise(flows: Sequence[FlowSample], paths: Sequence[dict[Edge, float] | None]) -> list[LinkScore]:
@@ -275,7 +278,7 @@ def _greedy(known: list[tuple[FlowSample, dict[Edge, float]]], kind: str) -> lis
     left = list(known)
     out: list[LinkScore] = []
     while left:
-        best = max((s for s in _scores(left, kind) if _passes(s, left)), key=_strength, default=None)
+        best = max((s for s in _scores(left, kind) if _passes(s, left)), key=_choice, default=None)
         if best is None:
             break
         back = (best.edge[2], best.edge[3], best.edge[0], best.edge[1])
@@ -283,6 +286,17 @@ def _greedy(known: list[tuple[FlowSample, dict[Edge, float]]], kind: str) -> lis
         out.append(best)
         left = [(f, p) for f, p in left if p.get(best.edge, 0.0) == 0.0]  # the flows it explains, set aside
     return out
+
+
+def _choice(s: LinkScore) -> tuple[float, ...]:
+    """Which passing link the greedy takes first. Loss: the clearest. Delay: the link that the most of the slow
+    flows cross, then the fewest flows that are not slow, then the clearest. A full queue delays every flow
+    crossing it, so the slow link is crossed by all its slow flows and by no other; a link beside it that most of
+    them also cross (their other way, by ECMP's draw) can have the higher median, by which slow flows it drew:
+    a choice by the median named such a link once in the lab's triage test."""
+    if s.kind == "loss":
+        return (_strength(s),)
+    return (s.slower, -s.not_slower, _strength(s))
 
 
 def _scores(known: list[tuple[FlowSample, dict[Edge, float]]], kind: str) -> list[LinkScore]:
@@ -311,8 +325,14 @@ def _scores(known: list[tuple[FlowSample, dict[Edge, float]]], kind: str) -> lis
             a, b = statistics.median(mine), statistics.median(theirs)
             said = (f"median round trip {a * 1e3:.2f} ms on the {len(mine)} flows crossing it, {b * 1e3:.2f} ms on "
                     f"the {len(theirs)} others")  # fmt: skip
-            out.append(LinkScore(edge, "delay", a - b, len(mine), len(theirs), said))
+            slower = sum(1 for m in mine if _slower(m, b))
+            out.append(LinkScore(edge, "delay", a - b, len(mine), len(theirs), said, False, slower, len(mine) - slower))
     return out
+
+
+def _slower(median: float, base: float) -> bool:
+    """A flow's median round trip is slower than `base` (the other flows') by both of the delay floors."""
+    return median - base >= DELAY_FLOOR and median >= DELAY_FACTOR * base
 
 
 def _passes(s: LinkScore, known: list[tuple[FlowSample, dict[Edge, float]]]) -> bool:

@@ -21,6 +21,7 @@ from gpufabric.jobs.job_triage import (
     Readers,
     TimelineEvent,
     ecmp_edges,
+    localise,
     probe_hosts,
     triage_job,
 )
@@ -376,3 +377,19 @@ def test_a_named_lab_s_paths_are_asked_of_that_lab_s_switch_namespaces(job):
     assert way and {e[0] for e in way} >= {a.leaf, b.leaf}, way
     wrong = run_in_process("gpufabric", "triage", "job", "--nodes", "gpu01", "--lab-name", "Not_A_Lab")
     assert wrong.returncode == 2 and "--lab-name" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_the_slow_link_is_the_one_every_delayed_flow_crosses_not_one_most_of_its_flows_are_delayed_on():
+    """A full queue delays every flow that crosses it. Another link crossed by three of the four delayed flows (the
+    slowest three) and by nothing else has the higher median: it is still the link all four cross that is named,
+    as it explains them all (a near tie the medians alone had settled by which delayed flows were slowest)."""
+    slow, other, clean = ("leaf2", "p2", "spine2", "p1"), ("leaf2", "p1", "spine1", "p1"), ("leaf1", "p1", "s1", "p1")
+
+    def flow(sport: int, rtt: float) -> FlowSample:
+        return FlowSample("a", "10.0.0.1", "b", "10.0.0.2", sport, 50, 0, (rtt,) * 50)
+
+    delayed = [flow(1, 0.200), flow(2, 0.251), flow(3, 0.252), flow(4, 0.253)]
+    rest = [flow(10 + i, 0.0005) for i in range(6)]
+    paths = [{slow: 1.0, clean: 1.0}] + [{slow: 1.0, other: 1.0, clean: 1.0}] * 3 + [{clean: 1.0}] * 6
+    found = [s for s in localise(delayed + rest, paths) if s.kind == "delay"]
+    assert [s.edge for s in found] == [slow], found
