@@ -104,9 +104,9 @@ def lab_up(file: str | None, name: str | None, state_dir: Path | None, hosts: bo
     servers = len({s.server for s in topo.stubs if s.server}) if hosts else 0
     err.print(
         f"lab {name} ({topo.fabric}): {len(state.namespaces)} switches running FRR, sshd and lldpd, {servers} hosts "
-        f"booted, {len(topo.cables)} cables, OOB bridge {topo.gateway}, up in {time.perf_counter() - started:.1f} s "
-        f"(state in {state_dir}); the switches are empty until `nornir push`, the hosts until `ansible-playbook "
-        "site.yml`"
+        f"booted, {len(topo.cables)} cables, OOB bridge {topo.names.bridge} ({topo.gateway}), up in "
+        f"{time.perf_counter() - started:.1f} s (state in {state_dir}); the switches are empty until `nornir push`, "
+        "the hosts until `ansible-playbook site.yml`"
     )
     return 0
 

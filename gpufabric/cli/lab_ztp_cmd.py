@@ -11,7 +11,8 @@ from gpufabric.cli.options import file_arg, lab_name_callback
 from gpufabric.cli.output import err, out
 from gpufabric.cli.privileges import require_root
 from gpufabric.export import ztp
-from gpufabric.fleet.lab.names import DEFAULT_LAB
+from gpufabric.fleet.lab import registry
+from gpufabric.fleet.lab.names import DEFAULT_LAB, LabNames
 from gpufabric.fleet.lab.state import DEFAULT_DIR
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
@@ -39,20 +40,19 @@ from gpufabric.outputs import json_dumps
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DIR,
-    show_default=True,
-    help="The lab's state dir.",
+    default=None,
+    help=f"The lab's state dir. [default: the default lab's {DEFAULT_DIR}; a named lab's "
+    f"{LabNames('n').state_dir.parent}/NAME, or the folder it was brought up with]",
 )
 @click.option(
     "--name",
     metavar="NAME",
     callback=lab_name_callback,
-    help=f"The lab's name; only the default lab ({DEFAULT_LAB}) is provisioned: the provisioning script checks "
-    "that the switch's FRR pathspace is its own name, which a named lab's (NAME_switch) is not.",
+    help=f"The lab's name (its switches' namespaces and FRR pathspaces are NAME_switch). [default: {DEFAULT_LAB}]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 def lab_ztp_cmd(
-    file: str | None, *, device: str, export: Path, dhcp: str, state_dir: Path, name: str | None, as_json: bool
+    file: str | None, *, device: str, export: Path, dhcp: str, state_dir: Path | None, name: str | None, as_json: bool
 ) -> int:
     """Empty a lab switch (no management address, its cable moved to its planned OOB port, where a relay adds
     option 82), then let the DHCP server and HTTP provision it; the servers stop once it is done.
@@ -62,15 +62,10 @@ def lab_ztp_cmd(
     Exit codes: 0 provisioned; 4 the switch did not come out of the run provisioned (the logs are named);
     2 bad intent or options, a switch the lab does not hold, a DHCP server or package missing.
     """
-    if name not in (None, DEFAULT_LAB):
-        raise click.BadParameter(
-            f"lab {name}: ZTP runs in the default lab only (the script it runs wants the switch's own name as its "
-            "FRR pathspace)",
-            param_hint="--name",
-        )
     require_root("the lab's ZTP run moves links between network namespaces")
+    name, state_dir = registry.resolve(name, state_dir)
     loaded = load_intent(file)
-    topo = topology(loaded)
+    topo = topology(loaded, name)
     http = (str(ztp.server(topo.plan)), topo.plan.intent.planes.oob.ztp.port if topo.plan.intent.planes.oob else 80)
     try:
         run = lab_ztp.provision(topo, state_dir, export, device, server=dhcp, http=http)

@@ -77,14 +77,15 @@ class Provisioning:
         self.pids.clear()
 
 
-def _hook(device: str, folder: Path) -> str:
-    """The switch's ZTP agent: dhclient's script (dhclient hands it no environment of its own but the lease's)."""
+def _hook(device: str, netns: str, folder: Path) -> str:
+    """The switch's ZTP agent: dhclient's script (dhclient hands it no environment of its own but the lease's).
+    FRR_NS is the switch's pathspace, which is its namespace's name: the lab's name for the switch."""
     q = shlex.quote
     done, log, url = folder / "provisioned", folder / "provision.log", folder / "bootfile"
     return f"""#!/bin/sh
 # gpufabric lab: the ZTP agent of {device} (dhclient's script)
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
-export PATH FRR_NS={q(device)} VTYSH_HISTFILE=/dev/null
+export PATH FRR_NS={q(netns)} VTYSH_HISTFILE=/dev/null
 case "$reason" in
 PREINIT) ip link set dev "$interface" up ;;
 BOUND|RENEW|REBIND|REBOOT)
@@ -150,15 +151,16 @@ def provision(
     The caller stops what ran with `Provisioning.stop()`, also after an error (`provision` stops it then)."""
     if server not in SERVERS:
         raise LabZtpError(f"no DHCP server {server!r}: one of {', '.join(SERVERS)}")
+    state = LabState.load(state_dir)
+    netns = topo.names.netns(device)
+    if state is None or netns not in state.namespaces:
+        raise LabZtpError(f"{device} is not a switch of lab {topo.names.name} in {state_dir} (no namespace {netns})")
     if missing := missing_packages():
         raise LabZtpError(f"the lab's ZTP run needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
-    state = LabState.load(state_dir)
-    if state is None or device not in state.namespaces:
-        raise LabZtpError(f"{device} is not a switch of the lab in {state_dir}")
-    sshd = state.pids.get(f"{device}/sshd")
+    sshd = state.pids.get(f"{netns}/sshd")
     if sshd is None or not processes.alive(sshd):
         raise LabZtpError(f"{device}: its sshd (whose namespaces are the switch's) is not running")
-    folder = node_dir(state_dir, device) / "ztp"
+    folder = node_dir(state_dir, netns) / "ztp"
     folder.mkdir(mode=0o700, exist_ok=True)
     run = Provisioning(device, folder)
     try:
@@ -180,8 +182,10 @@ def _provision(
     timeout: float,
 ) -> None:
     device, folder = run.device, run.folder
+    netns = topo.names.netns(device)  # the lab's names for the switch and its OOB switch (their own by default)
     attach = next(m for m in topo.mgmt if m.node == device)
     oob_switch, port = _oob_port(topo, device)
+    oob_ns = topo.names.netns(oob_switch)
     oob_attach = next(m for m in topo.mgmt if m.node == oob_switch)
     oob_node = next(n for n in topo.nodes if n.name == oob_switch)
     if oob_node.mgmt_ip is None:
@@ -191,20 +195,20 @@ def _provision(
     assert planned is not None
     planned_ip = planned.split("/")[0]
     # An empty switch: no address on its management port.
-    netlink.run("ip", "-n", device, "-4", "address", "flush", "dev", attach.node_end)
+    netlink.run("ip", "-n", netns, "-4", "address", "flush", "dev", attach.node_end)
     # The management cable to its planned OOB port: the root end moves into the OOB switch, named as planned.
     if attach.root_end in netlink.links():
         netlink.run("ip", "link", "set", attach.root_end, "nomaster")
-        netlink.run("ip", "link", "set", attach.root_end, "netns", oob_switch)
-        netlink.run("ip", "-n", oob_switch, "link", "set", attach.root_end, "name", port)
+        netlink.run("ip", "link", "set", attach.root_end, "netns", oob_ns)
+        netlink.run("ip", "-n", oob_ns, "link", "set", attach.root_end, "name", port)
     relay = [
         f"link set {port} up",
         f"address replace {relay_ip}/32 dev {port}",  # the relay's giaddr: an address on the OOB subnet
         f"route replace {planned_ip}/32 dev {port}",
     ]
-    netlink.batch(relay, oob_switch)
+    netlink.batch(relay, oob_ns)
     for iface in (port, oob_attach.node_end):
-        netlink.run("ip", "netns", "exec", oob_switch, "sysctl", "-qw", f"net.ipv4.conf.{iface}.proxy_arp=1")
+        netlink.run("ip", "netns", "exec", oob_ns, "sysctl", "-qw", f"net.ipv4.conf.{iface}.proxy_arp=1")
     host, http_port = http
     command, _ = _server_config(export, server, folder)
     run.pids["dhcp-server"] = processes.spawn(command, folder / f"{server}.log")
@@ -215,14 +219,14 @@ def _provision(
     )
     run.pids["dhcrelay"] = processes.spawn(
         [
-            "ip", "netns", "exec", oob_switch,
+            "ip", "netns", "exec", oob_ns,
             DHCRELAY, "-4", "-d", "-a", "--no-pid", "-id", port, "-iu", oob_attach.node_end, host,
         ],
         folder / "dhcrelay.log",
     )  # fmt: skip
     _wait_listening(host, http_port, timeout)
     hook = folder / "ztp-agent.sh"
-    write_atomic(hook, _hook(device, folder), mode=0o700)
+    write_atomic(hook, _hook(device, netns, folder), mode=0o700)
     conf = folder / "dhclient.conf"
     write_atomic(conf, "request subnet-mask, routers, host-name, domain-name, bootfile-name;\n")
     started = time.monotonic()
@@ -247,7 +251,7 @@ def _provision(
     if result != "ok":
         raise NotProvisionedError(f"{device}: its provisioning script {result}: see {folder / 'provision.log'}")
     run.bootfile = read_text(folder / "bootfile", what="the URL option 67 carried", max_bytes=4096).strip()
-    shown = netlink.run("ip", "-n", device, "-4", "-o", "address", "show", "dev", attach.node_end).stdout.split()
+    shown = netlink.run("ip", "-n", netns, "-4", "-o", "address", "show", "dev", attach.node_end).stdout.split()
     run.address = shown[shown.index("inet") + 1] if "inet" in shown else None
 
 

@@ -23,6 +23,7 @@ from gpufabric.config.render import render_device
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.export import ztp
 from gpufabric.intent import load_intent
+from gpufabric.nos.frr import ztp as frr_ztp
 from gpufabric.nos.nxos.ztp import MD5_LINE
 from gpufabric.plan import build_plan
 from gpufabric.platforms import platform
@@ -310,8 +311,74 @@ def test_frr_script_passes_sh_and_carries_the_candidate_push_loads(tmp_path):
     plan = build_plan(load_intent(str(INVENTORY / "fabric.yml")))
     conf = _rendered(plan, "cmp-su1-leaf1")["cmp-su1-leaf1.frr.conf"]
     assert conf in text
-    assert "frr-reload.py --stdout --pathspace cmp-su1-leaf1 --reload" in text  # the lab's pathspace
+    assert f"frr-reload.py --stdout --pathspace {frr_ztp.PATHSPACE_MARK} --reload" in text  # a lab's pathspace
     assert "frr-reload.py --stdout --reload" in text  # a switch of its own
+
+
+FRR_NS_SWITCH = "cmp-su1-leaf1"
+
+
+@pytest.fixture(scope="module")
+def frr_script(tmp_path_factory) -> str:
+    out, _ = _export(tmp_path_factory.mktemp("frr-ztp"), str(INVENTORY / "fabric.yml"))
+    return (out / ztp.HTTP / f"{FRR_NS_SWITCH}.ztp.sh").read_text()
+
+
+def _guard(script: str, frr_ns: str) -> subprocess.CompletedProcess[str]:
+    """The script's own lines before its first write (`umask`), run with FRR_NS set (unset for None)."""
+    head = script.split("\numask 077\n", 1)[0]
+    env = {"PATH": os.environ["PATH"], **({"FRR_NS": frr_ns} if frr_ns is not None else {})}
+    return subprocess.run(["sh", "-c", head + "\necho passed"], env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize(
+    "frr_ns", [None, "", FRR_NS_SWITCH, f"w0_{FRR_NS_SWITCH}", f"lab-2_{FRR_NS_SWITCH}", f"{'a' * 16}_{FRR_NS_SWITCH}"]
+)
+def test_frr_script_runs_in_the_switch_s_own_pathspace_or_a_named_lab_s(frr_script, frr_ns):
+    done = _guard(frr_script, frr_ns)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "passed\n", "")
+
+
+@pytest.mark.parametrize(
+    "frr_ns",
+    [
+        "cmp-su1-leaf2",  # another switch
+        "w0_cmp-su1-leaf2",  # another switch in a named lab
+        f"{FRR_NS_SWITCH}x",  # a longer name
+        f"_{FRR_NS_SWITCH}",  # no lab name
+        f"W0_{FRR_NS_SWITCH}",  # not a lab's name: upper case
+        f"0w_{FRR_NS_SWITCH}",  # not a lab's name: a digit first
+        f"a_b_{FRR_NS_SWITCH}",  # not a lab's name: '_'
+        f"w0/x_{FRR_NS_SWITCH}",  # what sed or a path would read
+        f"$(id)_{FRR_NS_SWITCH}",
+        f"w0 x_{FRR_NS_SWITCH}",
+        f"{'a' * 17}_{FRR_NS_SWITCH}",  # longer than a lab's name
+    ],
+)
+def test_frr_script_refuses_any_other_pathspace_before_it_writes(frr_script, frr_ns):
+    done = _guard(frr_script, frr_ns)
+    assert done.returncode == 2 and "passed" not in done.stdout
+    assert done.stderr == f"FRR_NS={frr_ns}: not {FRR_NS_SWITCH}'s pathspace\n"
+
+
+def test_frr_script_s_sed_writes_the_apply_step_of_the_pathspace_frr_ns_names(frr_script, tmp_path):
+    """The script's own sed line, run on the step it carries for a pathspace, gives what the FRR driver writes for
+    the named lab's pathspace, byte for byte."""
+    work = frr_ztp.WORKDIR.format(device=FRR_NS_SWITCH)
+    line = next(x for x in frr_script.splitlines() if x.startswith('if [ -n "${FRR_NS:-}" ]; then sed '))
+    sed = line.split("; then ", 1)[1].split(";", 1)[0].replace(work, str(tmp_path))
+    ns = f"w0_{FRR_NS_SWITCH}"
+    (tmp_path / "apply-pathspace.sh").write_text(frr_ztp._pathspace_template(work, FRR_NS_SWITCH, True, True))
+    subprocess.run(["sh", "-c", sed], env={"PATH": os.environ["PATH"], "FRR_NS": ns}, check=True)
+    applied = (tmp_path / "apply.sh").read_text()
+    assert applied == frr_ztp._apply(work, ns, True, True)
+    assert f"vtysh -N {ns} " in applied and f"--pathspace {ns} --reload" in applied
+
+
+def test_frr_script_s_pathspace_step_is_refused_where_its_mark_stands_for_more_than_the_pathspace(monkeypatch):
+    monkeypatch.setattr(frr_ztp, "PATHSPACE_MARK", "frr")  # also in /etc/frr and frr-reload.py
+    with pytest.raises(AssertionError, match="does not take FRR_NS by replacing its mark"):
+        frr_ztp._pathspace_template(frr_ztp.WORKDIR.format(device="x"), "x", True, True)
 
 
 def test_secrets_a_switch_keeps_in_clear_are_filled_in_and_those_files_are_owner_only(multi):

@@ -204,9 +204,23 @@ def test_push_to_a_named_lab_that_is_not_up_is_refused_naming_its_folder():
     assert "no lab of fabric" in done.stderr and "/var/lib/gpufabric/labs/nosuchlab" in done.stderr
 
 
-def test_lab_ztp_refuses_a_named_lab(tmp_path):
-    done = run("gpufabric", "lab", "ztp", "--name", "blue", "--device", "cmp-spine1", "--from", str(tmp_path))
-    assert done.returncode == 2 and "default lab only" in done.stderr, done.stderr
+def test_lab_ztp_looks_for_a_named_lab_s_switch_by_its_namespace(monkeypatch, tmp_path, capsys):
+    """`lab ztp --name blue` reads blue's state: a state holding the default lab's namespace of the switch is not
+    blue's (exit 2, naming blue's namespace); holding blue's, the run goes on (to the check after it, here)."""
+    from gpufabric.cli import lab_ztp_cmd, main
+    from gpufabric.fleet.lab.state import LabState
+    from gpufabric.lab import ztp
+
+    monkeypatch.setattr(lab_ztp_cmd, "require_root", lambda _why: None)
+    argv = ["lab", "ztp", "--name", "blue", "--device", "cmp-spine1", "--from", str(tmp_path), "--state-dir"]
+    for held, words in (("cmp-spine1", "no namespace blue_cmp-spine1"), ("blue_cmp-spine1", "its sshd")):
+        state = tmp_path / held
+        LabState(name="blue", fabric="gpufabric-lab", namespaces=[held]).save(state)
+        monkeypatch.setattr(ztp, "missing_packages", list)
+        with pytest.raises(SystemExit) as done:
+            main([*argv, str(state)])
+        said = capsys.readouterr().err
+        assert done.value.code == 2 and words in said, said
 
 
 def test_lab_up_beside_a_lab_holding_its_oob_subnet_exits_2_naming_it_and_makes_nothing(monkeypatch, tmp_path, capsys):
