@@ -201,6 +201,11 @@ def _provision(
         netlink.run("ip", "link", "set", attach.root_end, "nomaster")
         netlink.run("ip", "link", "set", attach.root_end, "netns", oob_ns)
         netlink.run("ip", "-n", oob_ns, "link", "set", attach.root_end, "name", port)
+    # This machine knew the switch's address on the bridge, at the switch's own MAC: reached now through the OOB
+    # switch (proxy ARP), whose port the bridge does not hold. Kept, that entry sent the provisioning server's
+    # answers where no port leads until it aged out (the script's download waited 45-70 s for its SYN-ACK).
+    # A switch on a real OOB network was never on the server's segment: nothing to forget there.
+    netlink.run("ip", "neigh", "flush", "to", planned_ip)
     relay = [
         f"link set {port} up",
         f"address replace {relay_ip}/32 dev {port}",  # the relay's giaddr: an address on the OOB subnet
