@@ -326,7 +326,8 @@ def _scores(known: list[tuple[FlowSample, dict[Edge, float]]], kind: str) -> lis
             said = (f"median round trip {a * 1e3:.2f} ms on the {len(mine)} flows crossing it, {b * 1e3:.2f} ms on "
                     f"the {len(theirs)} others")  # fmt: skip
             slower = sum(1 for m in mine if _slower(m, b))
-            out.append(LinkScore(edge, "delay", a - b, len(mine), len(theirs), said, False, slower, len(mine) - slower))
+            out.append(LinkScore(edge, "delay", a - b, len(mine), len(theirs), said, slower=slower,
+                                 not_slower=len(mine) - slower))  # fmt: skip
     return out
 
 
