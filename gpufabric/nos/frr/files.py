@@ -29,7 +29,6 @@ RELOAD = "/usr/lib/frr/frr-reload.py"
 # ("VTY configuration is locked by other VTY") and applies nothing. A commit right after a restart waits for
 # it, bounded: on a loaded machine the loads have run for over a minute.
 BOOT_LOAD_WAIT_SECONDS = 120
-RUN_DIR = "/var/run/frr"  # FRR's state folder (frrcommon.sh's V_PATH), a pathspace's under it: watchfrr.pid
 
 
 def boot_loading(pathspace: str | None) -> str:
@@ -39,19 +38,12 @@ def boot_loading(pathspace: str | None) -> str:
     return shlex.quote(f"^[^ ]*vtysh{where} -b( |$)")
 
 
-def boot_load_wait(pathspace: str | None, seconds: int = BOOT_LOAD_WAIT_SECONDS, run_dir: str = RUN_DIR) -> str:
-    """Shell that returns once no daemon of the pathspace is being started or loaded, or after `seconds`.
-
-    watchfrr starts each daemon through a job of its own (`watchfrr.sh start <daemon>`, FRR's frrcommon.sh: the
-    daemon, then `vtysh -N <pathspace> -b -d <daemon>`, its part of frr.conf), and such a job may still run after
-    FRR's init script has returned. So the wait lasts while a load runs or the pathspace's watchfrr has a job
-    running: a job between its daemon's start and its load runs no vtysh yet, and a wait for the load alone ended
-    there. A restart then found the daemon empty and loaded frr.conf a second time (seen once in CI, on a loaded
-    machine); a commit would have had the saved file loaded over it. No other pathspace's jobs are waited for."""
-    folder = f"{run_dir}/{pathspace}" if pathspace else run_dir
-    watchfrr = f'"$(cat {shlex.quote(folder)}/watchfrr.pid 2>/dev/null)"'
-    starting = f"pgrep -f -- {boot_loading(pathspace)} >/dev/null || pgrep -P {watchfrr} >/dev/null 2>&1"
-    return f"n=0; while {{ {starting}; }} && [ $n -lt {seconds} ]; do sleep 1; n=$((n+1)); done"
+def boot_load_wait(pathspace: str | None, seconds: int = BOOT_LOAD_WAIT_SECONDS) -> str:
+    """Shell that returns once no boot load of the daemons runs, or after `seconds`."""
+    return (
+        f"n=0; while pgrep -f -- {boot_loading(pathspace)} >/dev/null && [ $n -lt {seconds} ]; do "
+        "sleep 1; n=$((n+1)); done"
+    )
 
 
 _SECTION = re.compile(
