@@ -361,6 +361,16 @@ def test_frr_script_refuses_any_other_pathspace_before_it_writes(frr_script, frr
     assert done.stderr == f"FRR_NS={frr_ns}: not {FRR_NS_SWITCH}'s pathspace\n"
 
 
+def test_frr_script_s_idea_of_a_lab_s_name_is_the_lab_s_own():
+    """The script's guard (a floor below the lab's names) takes `<lab>_<switch>` with a lab name of lowercase
+    letters, digits and '-', first a letter, at most 16: what gpufabric/fleet/lab/names.py allows, no more."""
+    from gpufabric.fleet.lab.names import LAB_NAME, SEPARATOR
+
+    assert frr_ztp.LAB_SEPARATOR == SEPARATOR
+    assert LAB_NAME.fullmatch("a" * 16) and not LAB_NAME.fullmatch("a" * 17)
+    assert LAB_NAME.fullmatch("lab-2") and not any(LAB_NAME.fullmatch(n) for n in ("W0", "0w", "a_b", ""))
+
+
 def test_frr_script_s_sed_writes_the_apply_step_of_the_pathspace_frr_ns_names(frr_script, tmp_path):
     """The script's own sed line, run on the step it carries for a pathspace, gives what the FRR driver writes for
     the named lab's pathspace, byte for byte."""

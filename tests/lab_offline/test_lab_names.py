@@ -212,11 +212,11 @@ def test_lab_ztp_looks_for_a_named_lab_s_switch_by_its_namespace(monkeypatch, tm
     from gpufabric.lab import ztp
 
     monkeypatch.setattr(lab_ztp_cmd, "require_root", lambda _why: None)
+    monkeypatch.setattr(ztp, "missing_packages", list)
     argv = ["lab", "ztp", "--name", "blue", "--device", "cmp-spine1", "--from", str(tmp_path), "--state-dir"]
     for held, words in (("cmp-spine1", "no namespace blue_cmp-spine1"), ("blue_cmp-spine1", "its sshd")):
         state = tmp_path / held
         LabState(name="blue", fabric="gpufabric-lab", namespaces=[held]).save(state)
-        monkeypatch.setattr(ztp, "missing_packages", list)
         with pytest.raises(SystemExit) as done:
             main([*argv, str(state)])
         said = capsys.readouterr().err
