@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 from gpufabric.files import write_atomic
@@ -73,15 +75,42 @@ def write_pathspace(node: str, hostname: str | None = None) -> Path:
 CONTROL_PLANE_NICENESS = -15
 
 
+# FRR's init script returns once watchfrr finds every daemon answering. Each daemon's part of frr.conf is loaded
+# after that, by the start job watchfrr ran for it (FRR's frrcommon.sh: `watchfrr.sh start <daemon>` starts the
+# daemon, then runs `vtysh -b -d <daemon>`). On a loaded machine those jobs have run for most of a minute after
+# the init script returned, and a running configuration read then lacked a daemon's part. So start waits for
+# them, bounded: the daemons run either way, and what follows (a push, a convergence wait) sees a load that never
+# came.
+LOAD_SECONDS = 120.0
+LOAD_POLL_SECONDS = 0.2
+
+
 def start(node: str, uts: Path) -> dict[str, int]:
-    """Start watchfrr (which starts zebra, bgpd, staticd and bfdd inside the namespace); return daemon -> PID."""
+    """Start watchfrr (which starts zebra, bgpd, staticd and bfdd inside the namespace); return daemon -> PID
+    once each daemon has loaded its part of frr.conf (or after LOAD_SECONDS)."""
     netlink.run("nsenter", f"--uts={uts}", *NO_HISTORY, FRRINIT, "start", node)
     started = pids(node)
     for pid in started.values():
         # Gone already (watchfrr restarts it) or no privilege: the daemon runs, only less promptly.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.setpriority(os.PRIO_PROCESS, pid, CONTROL_PLANE_NICENESS)
+    wait_started(node)
     return started
+
+
+def wait_started(node: str, seconds: float = LOAD_SECONDS) -> bool:
+    """Wait until the node's watchfrr runs no start job (a child of its own: the job's shell, which ends after
+    its load); False when one still runs after `seconds`. A node without a watchfrr has nothing to wait for."""
+    deadline = time.monotonic() + seconds
+    while (watchfrr := pids(node).get("watchfrr")) is not None and _has_child(watchfrr):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(LOAD_POLL_SECONDS)
+    return True
+
+
+def _has_child(pid: int) -> bool:
+    return subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, check=False).returncode == 0
 
 
 def pids(node: str) -> dict[str, int]:

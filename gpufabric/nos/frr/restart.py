@@ -30,7 +30,7 @@ import shlex
 from gpufabric.drivers.images import Restarted
 from gpufabric.drivers.linux_switch import PATHSPACE, LinuxSwitchDriver
 from gpufabric.drivers.transport import checked, slow_commands
-from gpufabric.nos.frr.files import DeviceFiles, boot_load_wait
+from gpufabric.nos.frr.files import DeviceFiles, boot_loading
 
 FRRINIT = "/usr/lib/frr/frrinit.sh"
 RUN_DIR = "/var/run/frr"
@@ -48,6 +48,21 @@ SETTLE_SECONDS = 2  # after a start's loads: a watchfrr that ends at once has en
 REPAIRS = (STARTED_AGAIN, RELOADED)  # what a restart that worked may report
 
 
+def starts_wait(pathspace: str, run_dir: str = RUN_DIR, seconds: int = LOAD_WAIT_SECONDS) -> str:
+    """Shell that returns once no daemon of the pathspace is being started or loaded, or after `seconds`.
+
+    watchfrr starts each daemon through a job of its own (`watchfrr.sh start <daemon>`, FRR's frrcommon.sh: the
+    daemon, then `vtysh -N <pathspace> -b -d <daemon>`, its part of frr.conf), and such a job may still run when
+    the init script returns. So the wait lasts while a load runs or this pathspace's watchfrr has a job running: a
+    job between its daemon's start and its load runs no vtysh yet, and a wait for the load alone ended there (the
+    comparison after it found the daemon empty and loaded frr.conf a second time: seen once in CI, on a loaded
+    machine). The load's pattern does not match this script's own command line (`sh -c ...`)."""
+    ns = shlex.quote(pathspace)
+    watchfrr = f'"$(cat {shlex.quote(run_dir)}/{ns}/watchfrr.pid 2>/dev/null)"'
+    starting = f"pgrep -f -- {boot_loading(pathspace)} >/dev/null || pgrep -P {watchfrr} >/dev/null 2>&1"
+    return f"n=0; while {{ {starting}; }} && [ $n -lt {seconds} ]; do sleep 1; n=$((n+1)); done"
+
+
 def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
     """The shell that restarts the switch's FRR daemons and returns once they run again with their saved
     configuration. `init`: FRR's init script (a test gives its own)."""
@@ -58,10 +73,8 @@ def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
     ns = shlex.quote(pathspace)
     vtysh = f"env VTYSH_HISTFILE=/dev/null vtysh -N {ns}"
     running = f"{vtysh} -c 'show running-config' 2>/dev/null | sed '1,/^Current configuration:/d' | sha256sum"
-    # A per-daemon load still running when the init script returns (watchfrr's jobs run `/usr/bin/vtysh -N
-    # <pathspace> -b -d <daemon>`): waited for, bounded. The pattern does not match this script's own command
-    # line (`sh -c ...`), which holds the same words.
-    settled = f"{boot_load_wait(pathspace, LOAD_WAIT_SECONDS)}; sleep {SETTLE_SECONDS}"
+    # A daemon's start or load still running when the init script returns: waited for, bounded (starts_wait).
+    settled = f"{starts_wait(pathspace)}; sleep {SETTLE_SECONDS}"
     watching = f'kill -0 "$(cat {RUN_DIR}/{ns}/watchfrr.pid 2>/dev/null)" 2>/dev/null'
     return (
         f"before=$({running}); "
