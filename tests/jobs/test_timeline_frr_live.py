@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import run_in_process
 
 BGPD = Path("/usr/lib/frr/bgpd")
+FRR_RUN = Path("/var/run/frr")  # where bgpd makes its pathspace's run folder (-N), left behind when it stops
 
 pytestmark = [
     pytest.mark.beside_lab,
@@ -45,13 +46,17 @@ def _config(name: str, asn: int, router_id: str, peer: str, peer_asn: int, peer_
     )
 
 
+def _pathspace(name: str) -> str:
+    return f"gftl-{os.getpid()}-{name}"
+
+
 def _start(folder: Path, name: str, address: str, port: int, config: str) -> subprocess.Popen[bytes]:
     home = folder / name
     home.mkdir()
     (home / "bgpd.conf").write_text(config)
     args = [str(BGPD), "-S", "-Z", "-p", str(port), "-l", address, "-f", str(home / "bgpd.conf"),
             "-i", str(home / "bgpd.pid"), "--vty_socket", str(home), "-P", "0",
-            "-N", f"gftl-{os.getpid()}-{name}"]  # fmt: skip
+            "-N", _pathspace(name)]  # fmt: skip
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(home / "stderr").open("w"), env={"TZ": "UTC"})
 
 
@@ -91,6 +96,9 @@ def test_real_frr_session_changes_are_read_from_its_log_files(tmp_path: Path):
     finally:
         _stop(spine)
         _stop(leaf)
+        for name in ("leaf", "spine"):  # empty once bgpd stopped: a folder left in it fails the test
+            if (FRR_RUN / _pathspace(name)).exists():
+                (FRR_RUN / _pathspace(name)).rmdir()
 
     def timeline(nodes: str) -> dict:
         done = run_in_process("gpufabric", "job", "timeline", "--nodes", nodes, "--since", since.isoformat(),
