@@ -72,23 +72,25 @@ def write_pathspace(node: str, hostname: str | None = None) -> Path:
 # made bfdd miss its 150 ms transmit slot three times over (a healthy session taken down), and at a load
 # average of 20 a drained spine's restart cost flows on another rail seconds of loss that no drain could
 # have moved. Every daemon's niceness is the lab's stand-in for that CPU (CAP_SYS_NICE: the lab runs as root).
+# FRR starts at it too: at the default priority, beside another lab's busy daemons at this one, the start took
+# 55 s in CI (watchfrr's startup timeout: FRR's init script returned with no daemon answering).
 CONTROL_PLANE_NICENESS = -15
 
 
-# FRR's init script returns once watchfrr finds every daemon answering. Each daemon's part of frr.conf is loaded
-# after that, by the start job watchfrr ran for it (FRR's frrcommon.sh: `watchfrr.sh start <daemon>` starts the
-# daemon, then runs `vtysh -b -d <daemon>`). On a loaded machine those jobs have run for most of a minute after
-# the init script returned, and a running configuration read then lacked a daemon's part. So start waits for
-# them, bounded: the daemons run either way, and what follows (a push, a convergence wait) sees a load that never
-# came.
+# FRR's init script starts watchfrr, which starts the daemons in a job of its own (`watchfrr.sh restart all`:
+# each daemon, then `vtysh -b`, the whole frr.conf), and returns once every daemon answers, or after watchfrr's
+# startup timeout (55 s). So the load may still run when it returns. start waits for watchfrr's job, bounded:
+# the daemons run either way, and what follows (a push, a convergence wait) sees a load that never came.
 LOAD_SECONDS = 120.0
 LOAD_POLL_SECONDS = 0.2
 
 
 def start(node: str, uts: Path) -> dict[str, int]:
     """Start watchfrr (which starts zebra, bgpd, staticd and bfdd inside the namespace); return daemon -> PID
-    once each daemon has loaded its part of frr.conf (or after LOAD_SECONDS)."""
-    netlink.run("nsenter", f"--uts={uts}", *NO_HISTORY, FRRINIT, "start", node)
+    once watchfrr's start job, frr.conf's load included, has ended (or after LOAD_SECONDS)."""
+    # `nice` adds to this process's niceness: the lab's own, 0 unless the lab runs niced.
+    niced = ("nice", "-n", str(CONTROL_PLANE_NICENESS))
+    netlink.run(*niced, "nsenter", f"--uts={uts}", *NO_HISTORY, FRRINIT, "start", node)
     started = pids(node)
     for pid in started.values():
         # Gone already (watchfrr restarts it) or no privilege: the daemon runs, only less promptly.
@@ -99,8 +101,8 @@ def start(node: str, uts: Path) -> dict[str, int]:
 
 
 def wait_started(node: str, seconds: float = LOAD_SECONDS) -> bool:
-    """Wait until the node's watchfrr runs no start job (a child of its own: the job's shell, which ends after
-    its load); False when one still runs after `seconds`. A node without a watchfrr has nothing to wait for."""
+    """Wait until the node's watchfrr runs no job (a child of its own: the job's shell, which ends after the
+    load); False when one still runs after `seconds`. A node without a watchfrr has nothing to wait for."""
     deadline = time.monotonic() + seconds
     while (watchfrr := pids(node).get("watchfrr")) is not None and _has_child(watchfrr):
         if time.monotonic() >= deadline:

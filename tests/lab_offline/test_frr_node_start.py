@@ -58,3 +58,16 @@ def test_a_job_that_never_ends_is_waited_for_only_as_long_as_the_bound(tmp_path,
 def test_a_node_whose_watchfrr_left_no_pid_file_is_not_waited_for(tmp_path, monkeypatch):
     monkeypatch.setattr(frr_node, "FRR_RUN", tmp_path)
     assert frr_node.wait_started("w0_gone", seconds=30) is True
+
+
+def test_frr_starts_at_the_control_plane_niceness(tmp_path, monkeypatch):
+    """FRR's init script, and with it watchfrr and its start job, runs at the daemons' niceness: started at the
+    default priority beside another lab's daemons at that niceness, the start was starved past watchfrr's startup
+    timeout. The start itself is not run here (no root): the command it would run is read."""
+    monkeypatch.setattr(frr_node, "FRR_RUN", tmp_path)
+    ran: list[tuple[str, ...]] = []
+    monkeypatch.setattr(frr_node.netlink, "run", lambda *args, **_: ran.append(args))
+    assert frr_node.start("w0_leaf1", tmp_path / "uts") == {}
+    assert ran == [("nice", "-n", str(frr_node.CONTROL_PLANE_NICENESS), "nsenter", f"--uts={tmp_path / 'uts'}",
+                    *frr_node.NO_HISTORY, frr_node.FRRINIT, "start", "w0_leaf1")]  # fmt: skip
+    assert frr_node.CONTROL_PLANE_NICENESS < 0

@@ -131,7 +131,7 @@ def test_frr_restarts_its_daemons_in_the_labs_pathspace_and_nothing_else() -> No
     driver = _linux(FrrDriver, shell, pathspace="leaf1", lldp_socket="/x")
     assert driver.reboot("daemons") == Restarted(())  # back when it returns, with nothing to report
     assert shell.sent[-1] == restart_script("leaf1")
-    assert "; /usr/lib/frr/frrinit.sh restart leaf1 </dev/null" in restart_script("leaf1")
+    assert "; nice -n -15 /usr/lib/frr/frrinit.sh restart leaf1 </dev/null" in restart_script("leaf1")
     with pytest.raises(ValueError, match="pathspace"):
         restart_script("leaf1; reboot")  # a pathspace is a name, never shell
     assert "renice -n -15" in restart_script("leaf1") and restart_script(None) == "systemctl restart frr"

@@ -51,12 +51,13 @@ REPAIRS = (STARTED_AGAIN, RELOADED)  # what a restart that worked may report
 def starts_wait(pathspace: str, run_dir: str = RUN_DIR, seconds: int = LOAD_WAIT_SECONDS) -> str:
     """Shell that returns once no daemon of the pathspace is being started or loaded, or after `seconds`.
 
-    watchfrr starts each daemon through a job of its own (`watchfrr.sh start <daemon>`, FRR's frrcommon.sh: the
-    daemon, then `vtysh -N <pathspace> -b -d <daemon>`, its part of frr.conf), and such a job may still run when
-    the init script returns. So the wait lasts while a load runs or this pathspace's watchfrr has a job running: a
-    job between its daemon's start and its load runs no vtysh yet, and a wait for the load alone ended there (the
-    comparison after it found the daemon empty and loaded frr.conf a second time: seen once in CI, on a loaded
-    machine). The load's pattern does not match this script's own command line (`sh -c ...`)."""
+    watchfrr starts the daemons through a job of its own (`watchfrr.sh restart all`, FRR's frrcommon.sh: each
+    daemon, then `vtysh -N <pathspace> -b`, the whole frr.conf; a daemon it starts again later, `watchfrr.sh
+    start <daemon>`, loads its own part, `-b -d <daemon>`). The init script returns once every daemon answers, or
+    after watchfrr's startup timeout (55 s), so the job may still run then. The wait lasts while a load runs or
+    this pathspace's watchfrr has a job running: a job between its daemons' start and its load runs no vtysh yet,
+    and a wait for the load alone would end there (the comparison after it would find a daemon empty and load
+    frr.conf a second time). The load's pattern does not match this script's own command line (`sh -c ...`)."""
     ns = shlex.quote(pathspace)
     watchfrr = f'"$(cat {shlex.quote(run_dir)}/{ns}/watchfrr.pid 2>/dev/null)"'
     starting = f"pgrep -f -- {boot_loading(pathspace)} >/dev/null || pgrep -P {watchfrr} >/dev/null 2>&1"
@@ -76,13 +77,17 @@ def restart_script(pathspace: str | None, init: str = FRRINIT) -> str:
     # A daemon's start or load still running when the init script returns: waited for, bounded (starts_wait).
     settled = f"{starts_wait(pathspace)}; sleep {SETTLE_SECONDS}"
     watching = f'kill -0 "$(cat {RUN_DIR}/{ns}/watchfrr.pid 2>/dev/null)" 2>/dev/null'
+    # FRR starts at the lab's control-plane niceness, as the lab starts it (gpufabric/lab/frr_node.py): beside
+    # other switches' daemons at that niceness, a start at the default priority is starved past watchfrr's
+    # startup timeout. `nice` adds to the login shell's niceness (0); each daemon is reniced to it after.
+    niced = f"nice -n {CONTROL_PLANE_NICENESS}"
     return (
         f"before=$({running}); "
-        f"{init} restart {ns} </dev/null >/dev/null 2>&1 || exit 1; "
+        f"{niced} {init} restart {ns} </dev/null >/dev/null 2>&1 || exit 1; "
         f"{settled}; "
         f"tries=0; while ! {watching} && [ $tries -lt {START_AGAIN} ]; do "
         f"echo {shlex.quote(STARTED_AGAIN)} >&2; "
-        f"{init} stop {ns} </dev/null >/dev/null 2>&1; {init} start {ns} </dev/null >/dev/null 2>&1; "
+        f"{init} stop {ns} </dev/null >/dev/null 2>&1; {niced} {init} start {ns} </dev/null >/dev/null 2>&1; "
         f"{settled}; tries=$((tries+1)); done; "
         f"{watching} || {{ echo {shlex.quote(NOT_RUNNING)} >&2; exit 1; }}; "
         f'if [ "$({running})" != "$before" ]; then '
