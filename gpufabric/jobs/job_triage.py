@@ -514,6 +514,11 @@ def _placed_events(events: Iterable[TimelineEvent], parts: Parts) -> list[tuple[
     return out
 
 
+def _route_changes(events: Iterable[TimelineEvent], parts: Parts) -> list[str]:
+    """The switches on the job's parts where the timeline lists a BGP or link event: where a route may have moved."""
+    return sorted({e.device for _, e in _placed_events(events, parts) if e.kind in ("bgp", "link") and e.device})
+
+
 def _other(link: Part, device: str) -> str:
     return link.peer if link.device == device else link.device
 
@@ -601,6 +606,12 @@ def triage_job(
         probed.update(_figures(flows, routes))
         if paths is planned and scores:
             notes.append("flows' paths not read: each may have taken any equal-cost path, weighed by its share")
+        elif scores and readers.events is not None and (moved := _route_changes(readers.events, parts)):
+            notes.append(
+                f"routes on the job's paths changed in the window ({', '.join(moved)}: the timeline's BGP and link "
+                "events): each flow's path is read after the probe, so a flow the change moved may be placed on a "
+                "link it did not cross; triage again once the routes have settled"
+            )
     if readers.events is not None:
         evidence += event_evidence(readers.events, parts)
         sources["events"] = f"the job's timeline: {len(readers.events)} event(s)"

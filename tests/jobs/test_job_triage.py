@@ -151,6 +151,25 @@ def test_a_lossy_link_and_a_slow_link_are_the_first_two_suspects_by_their_plan_n
     assert doc["probe"]["source"] == "active" and doc["probe"]["paths_known"] == doc["probe"]["flows"]
 
 
+def test_a_route_change_on_the_job_s_paths_is_said_beside_the_suspects_it_may_misplace(job):
+    """Each flow's path is read after the probe: where the timeline lists a BGP or link event on the job's parts,
+    the report says a moved flow may be placed on a link it did not cross. Elsewhere, or without one, it does not."""
+    paths = FakePaths(job)
+    slow = _edge(job, "cmp-su2-leaf2", "cmp-spine2", up=False)
+    reset = _edge(job, "cmp-su1-leaf2", "cmp-spine1")
+
+    def notes(events):
+        result = _triage(job, probe=FakeProbe(paths, {}, {slow: 0.02}), paths=paths, events=events)
+        assert result.suspects
+        return [n for n in result.notes if "routes on the job's paths changed" in n]
+
+    bgp = TimelineEvent("2026-11-27T10:00:00Z", "bgp", reset[0], reset[1], "", "BGP neighbor swp3(cmp-spine1) Down")
+    elsewhere = TimelineEvent("2026-11-27T10:00:00Z", "bgp", "biz-leaf1", "swp1", "", "BGP neighbor Down")
+    push = TimelineEvent("2026-11-27T10:00:00Z", "push", reset[0], "", "", "a push")
+    assert notes([bgp]) and "cmp-su1-leaf2" in notes([bgp])[0]
+    assert notes([elsewhere, push]) == [] and notes([]) == [] and notes(None) == []
+
+
 def test_a_clean_fabric_has_no_suspect(job):
     paths = FakePaths(job)
     result = _triage(job, probe=FakeProbe(paths, {}, {}), paths=paths, counters=FakeCounters())

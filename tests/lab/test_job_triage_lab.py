@@ -25,6 +25,7 @@ cross the shaped link. Every wait is on a condition; everything started is stopp
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -137,6 +139,26 @@ def _established(switches: list[str]) -> bool:
         peers = _vtysh_json(switch, "show bgp summary json").get("ipv4Unicast", {}).get("peers", {})
         if not peers or any(p.get("state") != "Established" for p in peers.values()):
             return False
+    return True
+
+
+def _ecmp_whole(plan) -> bool:
+    """Each job leaf reaches every job NIC under another leaf over all its spines: as many next hops installed in
+    its FIB as it has spine links. A shut session is Established again before its routes are back in the FIBs;
+    probes sent before then take the one spine left, and the triage, which reads each flow's way after its probe,
+    would place those slow flows on a link they did not cross (seen in CI on a loaded machine)."""
+    nics = [n for s in _servers(plan) for n in s.nics if n.plane == "compute"]
+    uplinks = Counter(k.a for k in plan.links() if k.kind == "fabric")
+    for leaf in sorted({n.leaf for n in nics}):
+        routes = _vtysh_json(leaf, "show ip route json")
+        for n in nics:
+            if n.leaf == leaf:
+                continue
+            selected = [e for e in routes.get(str(ipaddress.ip_network((n.address, n.prefixlen), strict=False)), [])
+                        if e.get("selected")]  # fmt: skip
+            installed = sum(1 for h in selected[0].get("nexthops", []) if h.get("fib")) if selected else 0
+            if installed != uplinks[leaf]:
+                return False
     return True
 
 
@@ -349,7 +371,7 @@ def _pair(row: dict) -> tuple[str, str, str]:
 
 
 @contextlib.contextmanager
-def faults(lab: Lab, lossy, slow, reset) -> Iterator[tuple[float, float]]:
+def faults(lab: Lab, plan, lossy, slow, reset) -> Iterator[tuple[float, float]]:
     """Loss on `lossy` (at its spine), a shaper on `slow` (its spine toward the leaf), and `reset`'s session
     shut on its leaf then put back by a push. Yields when the push started and ended; every fault removed after."""
     drop = (f"table inet {TABLE} {{\n chain forward {{\n  type filter hook forward priority -5;\n"
@@ -369,6 +391,7 @@ def faults(lab: Lab, lossy, slow, reset) -> Iterator[tuple[float, float]]:
         assert pushed.returncode == 0, pushed.stderr[-3000:]
         pushed_until = time.time()
         wait_for(lambda: _established([reset.a]), f"{reset.a}'s sessions back after the push", timeout=120)
+        wait_for(lambda: _ecmp_whole(plan), "every job leaf's routes over all its spines again", timeout=120)
         yield pushed_at, pushed_until
     finally:
         subprocess.run(["ip", "netns", "exec", ns(lossy.b), "nft", "delete", "table", "inet", TABLE], check=False)
@@ -397,7 +420,7 @@ def test_triage_names_the_lossy_and_the_delayed_link_and_nothing_without_faults(
         code, clean = triage(lab, number)
         assert (code, clean["suspects"]) == (0, []), clean
         before = query(lab.prometheus, f'{RECORDS["probe_loss"]}{{job_id="{number}"}}')
-        with faults(lab, lossy, slow, reset) as (pushed_at, pushed_until):
+        with faults(lab, plan, lossy, slow, reset) as (pushed_at, pushed_until):
             wait_for(lambda: query(lab.prometheus, f'{RECORDS["probe_loss"]}{{job_id="{number}"}} > 0'),
                      "the job's probe loss recorded", timeout=300)  # fmt: skip
             told = timeline(lab, number, plan)
