@@ -26,7 +26,10 @@ from gpufabric.lab import frr_node
 from gpufabric.platforms.spec import DRAIN_POLICY
 from tests.oracles.test_converged_oracles import _plan
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real FRR in a network namespace needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="real FRR in a network namespace needs root"),
+    pytest.mark.own_lab,  # no lab: a namespace and FRR pathspace of its own (NODE), beside any lab
+]
 
 NODE = "gf-drain-vrf"  # a namespace and FRR pathspace of this test's own
 PUSH = "gf-20261126T040000Z-abc123"

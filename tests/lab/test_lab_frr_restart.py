@@ -20,7 +20,10 @@ import pytest
 from gpufabric.lab import frr_node
 from gpufabric.nos.frr.restart import NOT_RUNNING, RELOADED, START_AGAIN, STARTED_AGAIN, restart_script
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real FRR in a network namespace needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="real FRR in a network namespace needs root"),
+    pytest.mark.own_lab,  # no lab: a namespace and FRR pathspace of its own (NODE), beside any lab
+]
 
 NODE = "gf-restart-load"  # a namespace and FRR pathspace of this test's own
 CONFIG = f"""\

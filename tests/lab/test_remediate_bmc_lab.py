@@ -34,6 +34,7 @@ from tests.telemetry.redfish_doubles import PASSWORD, USER, Service, older_model
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.own_lab,  # no lab: the Slurm harness takes its worker's names and subnet (tests/lab_slot.py)
     pytest.mark.skipif(os.geteuid() != 0, reason="the Slurm harness needs root (network namespaces)"),
     pytest.mark.skipif(bool(missing()), reason=f"Slurm's daemons are missing: {missing()}"),
 ]

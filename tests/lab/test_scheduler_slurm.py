@@ -25,6 +25,8 @@ from gpufabric.scheduler import Mark, drain_for, resume, resume_owner, status
 from gpufabric.scheduler.slurm import Slurm, read_jobs, read_nodes
 from tests.conftest import INVENTORY, example_plan, run
 
+pytestmark = pytest.mark.own_lab  # no lab: the Slurm harness takes its worker's names and subnet (tests/lab_slot.py)
+
 PUSH = "gf-20261125T150000Z-5c4ed1"
 LEAF = "cmp-su1-leaf1"  # gpu01 and gpu02 are behind it; gpu03 and gpu04 are not
 
