@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from watchfrr_standin import watchfrr_with_a_job
 
 from gpufabric.nos.frr.files import DeviceFiles, boot_load_wait
 
@@ -66,39 +67,23 @@ def test_the_apply_waits_before_frr_reload():
 
 
 def test_a_restart_waits_while_its_watchfrr_still_runs_a_daemon_s_start(tmp_path):
-    """After FRR's init script returns, watchfrr may still be running a daemon's start job (`watchfrr.sh start
-    <daemon>`), which loads that daemon's configuration only once the daemon runs: no load is running yet, and
-    the restart's wait lasts until the job ends. Another pathspace's watchfrr's job is not waited for."""
+    """After FRR's init script returns, watchfrr may still be running its start job (`watchfrr.sh restart all`:
+    the daemons, then their load), and between a daemon's start and the load no load runs yet: the restart's
+    wait lasts until the job ends. Another pathspace's watchfrr's job is not waited for."""
     from gpufabric.nos.frr.restart import starts_wait
 
-    done = tmp_path / "job-done"
-    # A stand-in watchfrr: a process whose child (its start job) runs until the test says so.
-    job = f'while [ ! -e "{done}" ]; do sleep 0.05; done'
-    watchfrr = subprocess.Popen(["sh", "-c", f"sh -c '{job}' & wait"])
-    other = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])  # another pathspace's watchfrr with a job
-    waiting: subprocess.Popen[bytes] | None = None
-    try:
-        for name, pid in (("mine", watchfrr.pid), ("theirs", other.pid)):
-            (tmp_path / name).mkdir()
-            (tmp_path / name / "watchfrr.pid").write_text(f"{pid}\n")
-        deadline = time.monotonic() + 10
-        while subprocess.run(["pgrep", "-P", str(watchfrr.pid)], check=False, capture_output=True).returncode:
-            assert time.monotonic() < deadline, "the stand-in's job never started"
-            time.sleep(0.05)
+    with watchfrr_with_a_job(tmp_path, "mine") as (_, end_mine), watchfrr_with_a_job(tmp_path, "theirs") as (other, _):
         waiting = subprocess.Popen(["sh", "-c", starts_wait("mine", str(tmp_path), seconds=30)])
-        time.sleep(1.5)
-        assert waiting.poll() is None, "the wait ended while watchfrr's start job was running"
-        done.touch()
-        assert waiting.wait(timeout=10) == 0
+        try:
+            time.sleep(1.5)
+            assert waiting.poll() is None, "the wait ended while watchfrr's start job was running"
+            end_mine()
+            assert waiting.wait(timeout=10) == 0
+        finally:
+            waiting.kill()
+            waiting.wait()
         # The wait ended with the other pathspace's job still running: not waited for. Nor is a pathspace whose
         # watchfrr left no PID file (the wait's own bound, 30 s, is past this run's timeout).
         assert other.poll() is None
         gone = subprocess.run(["sh", "-c", starts_wait("gone", str(tmp_path), seconds=30)], check=False, timeout=10)
         assert gone.returncode == 0
-    finally:  # the jobs first, while their parents still hold them: every process the test started ends
-        done.touch()
-        subprocess.run(["pkill", "-P", str(other.pid)], check=False)
-        for proc in (watchfrr, other, waiting):
-            if proc is not None:
-                proc.kill()
-                proc.wait()
