@@ -45,7 +45,8 @@ exit
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "VTYSH_HISTFILE": "/dev/null"}
 # The test's own starts of FRR run at the daemons' niceness, as the lab's and the driver's do (frr_node.start).
 NICED = f"nice -n {frr_node.CONTROL_PLANE_NICENESS}"
-# A per-daemon start still running (watchfrr's jobs), waited for before frr.conf is put back: bounded.
+# watchfrr's start job (watchfrr.sh: the daemons, then their load) still running, waited for before frr.conf is
+# put back: bounded.
 HIDING_INIT = """\
 #!/bin/sh
 # FRR's init script with the saved frr.conf out of its sight while it runs (and until watchfrr's jobs end).

@@ -6,12 +6,12 @@ once they run again; its daemons get back the priority the lab gives them (gpufa
 host without a pathspace it is `systemctl restart frr`. FRR comes from the host's packages: there is no
 image to stage, install or fall back to.
 
-FRR's init script hands each daemon its part of the saved frr.conf as watchfrr starts it (`vtysh -b -d
-<daemon>`), once, and nothing tries again. On a loaded machine a whole switch's daemons have come back with
-none of it: running, answering, and routing nothing, which the restart could only report after its wait ran
-out. So the script compares FRR's running configuration after the restart with the one before it, and where
-they differ it loads the saved file once more (`vtysh -b`: the configuration a daemon already holds is applied
-again and changes nothing). Where the first load worked, nothing is loaded twice.
+FRR's init script loads the saved frr.conf once, in the job watchfrr starts the daemons with (`watchfrr.sh
+restart all`: the daemons, then `vtysh -b`), and nothing tries again. On a loaded machine a whole switch's
+daemons have come back with none of it: running, answering, and routing nothing, which the restart could only
+report after its wait ran out. So the script compares FRR's running configuration after the restart with the
+one before it, and where they differ it loads the saved file once more (`vtysh -b`: the configuration a daemon
+already holds is applied again and changes nothing). Where the first load worked, nothing is loaded twice.
 
 On a loaded machine two lab switches restarted side by side have also come back with nothing running at all:
 the init script returned, and watchfrr, which starts and watches the daemons, was gone a moment later, so no
