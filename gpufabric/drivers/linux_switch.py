@@ -43,17 +43,6 @@ LINK_STATS = "ip -s -s -j link show"
 LINK_STATS_SHARED_FOR = 2.0
 
 
-# A session's own folder for its candidate files on the switch. Named after the switch's FRR pathspace where it has
-# one: the lab's switches share this machine's /tmp, and `lab down` removes the folders of its own switches that
-# an interrupted session left (a switch clears its /tmp at boot).
-CANDIDATE_FOLDER = "/tmp/gpufabric-candidate."
-PATHSPACE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # an FRR pathspace (vtysh -N): a name no shell reads
-
-
-def candidate_folder(pathspace: str | None, token: str) -> str:
-    return f"{CANDIDATE_FOLDER}{pathspace}.{token}" if pathspace else f"{CANDIDATE_FOLDER}{token}"
-
-
 _PUSH_ID = re.compile(r"gf-(\d{8}T\d{6}Z)-[0-9a-f]{6}")
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER, PATHSPACE
+from gpufabric.drivers.switch_paths import CANDIDATE_FOLDER, PATHSPACE
 from gpufabric.errors import GpufabricError
 from gpufabric.files import PRIVATE, write_atomic
 from gpufabric.fleet.lab import registry

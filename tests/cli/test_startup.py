@@ -32,6 +32,13 @@ def test_check_and_plan_never_load_the_automation_stack(command):
     assert _loaded(*command) & AUTOMATION == set()
 
 
+@pytest.mark.parametrize("command", [("lab", "up", "--help"), ("lab", "down", "--help"), ("lab", "status", "--help")])
+def test_the_lab_never_loads_the_automation_stack(command):
+    """The lab's commands build namespaces and start daemons; they run dozens of times in a test run, and NAPALM
+    with its every vendor driver is a third of a second each."""
+    assert _loaded(*command) & AUTOMATION == set()
+
+
 def test_version_loads_neither_the_schema_nor_a_command():
     loaded = _loaded("--version")
     assert "pydantic" not in loaded and "yaml" not in loaded

@@ -22,7 +22,7 @@ import pytest
 import revert_timer
 from conftest import INVENTORY, cli_env, run, run_in_process
 
-from gpufabric.drivers.linux_switch import CANDIDATE_FOLDER
+from gpufabric.drivers.switch_paths import CANDIDATE_FOLDER
 from gpufabric.fleet.lab.names import DEFAULT_LAB, owner_of
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent

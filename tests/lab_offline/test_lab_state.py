@@ -47,7 +47,7 @@ def test_a_state_dir_elsewhere_leaves_its_parent_alone(ours, tmp_path):
 def test_lab_down_removes_the_candidate_folders_its_switches_left_and_nothing_else(tmp_path):
     """A session cut off mid-push leaves its candidate folder on the switch, in the /tmp the lab's switches
     share with this machine: the lab's own switches' folders go with the lab, nobody else's."""
-    from gpufabric.drivers.linux_switch import candidate_folder
+    from gpufabric.drivers.switch_paths import candidate_folder
     from gpufabric.lab.daemons import remove_candidate_folders
 
     def folder(pathspace: str | None) -> str:

@@ -25,8 +25,9 @@ from napalm.base.exceptions import CommitError
 import gpufabric.nos.frr.system as frr_system
 from gpufabric.drivers import frr_getters, maintenance
 from gpufabric.drivers.answers import AnswerShapeError, as_dict, as_int, switch_json
-from gpufabric.drivers.linux_switch import PushMark, candidate_folder, parse_push_line
+from gpufabric.drivers.linux_switch import PushMark, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
+from gpufabric.drivers.switch_paths import candidate_folder
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
 from gpufabric.nos.frr import PLATFORM as FRR
 from gpufabric.nos.frr.files import (

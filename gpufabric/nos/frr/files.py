@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import gpufabric.nos.frr.system as frr_system
-from gpufabric.drivers.linux_switch import PATHSPACE
+from gpufabric.drivers.switch_paths import PATHSPACE
 from gpufabric.nos.frr.system import INTERFACES_MARKER, SYSTEM_MARKER
 
 NFT_MARKER = "! gpufabric: nftables"

@@ -28,7 +28,8 @@ from __future__ import annotations
 import shlex
 
 from gpufabric.drivers.images import Restarted
-from gpufabric.drivers.linux_switch import PATHSPACE, LinuxSwitchDriver
+from gpufabric.drivers.linux_switch import LinuxSwitchDriver
+from gpufabric.drivers.switch_paths import PATHSPACE
 from gpufabric.drivers.transport import checked, slow_commands
 from gpufabric.nos.frr.files import DeviceFiles, boot_loading
 
