@@ -44,13 +44,14 @@ ensure_venv() {  # ensure_venv DIR [EXTRAS]: a virtualenv in DIR with gpufabric 
         python3 -m venv "$dir"
         fresh=1
     fi
-    # Installed already from this very pyproject.toml, with these extras: nothing to do (pip takes
-    # seconds just to find that out).
+    # Installed already from this very pyproject.toml, with these extras, from this very tree: nothing to do
+    # (pip takes seconds just to find that out). The tree counts because the install is editable: a virtualenv
+    # installed from another clone imports that clone's code, or nothing once it is gone.
     local stamp="$dir/.gpufabric-installed" want
-    want="$(sha256sum pyproject.toml | cut -d' ' -f1) [$extras]"
+    want="$(sha256sum pyproject.toml | cut -d' ' -f1) [$extras] $(pwd -P)"
     [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
     if [ -f "$stamp" ]; then
-        echo "updating the virtualenv $dir: $with (pyproject.toml or the extras changed) ..." >&2
+        echo "updating the virtualenv $dir: $with (pyproject.toml, the extras or the tree changed) ..." >&2
     elif [ "$fresh" -eq 0 ]; then
         echo "installing $with into the virtualenv $dir (pip; a few minutes the first time) ..." >&2
     fi

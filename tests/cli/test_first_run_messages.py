@@ -91,7 +91,26 @@ def test_a_changed_pyproject_says_the_virtualenv_is_updated(stubbed):
     with (work / "pyproject.toml").open("a") as f:
         f.write("\n# changed\n")
     said = _run(work, env, "ensure_venv .venv test").stderr.splitlines()
-    assert said[0] == "updating the virtualenv .venv: gpufabric[test] (pyproject.toml or the extras changed) ..."
+    assert (
+        said[0] == "updating the virtualenv .venv: gpufabric[test] (pyproject.toml, the extras or the tree changed) ..."
+    )
+
+
+def test_a_virtualenv_installed_from_another_clone_is_installed_again(stubbed):
+    """The install is editable: a virtualenv whose gpufabric points at another clone runs that clone's code, or
+    none once that clone is removed, whatever its stamp says of pyproject.toml."""
+    work, env = stubbed
+    _run(work, env, "ensure_venv .venv test")
+    other = work.parent / "other-clone"
+    other.mkdir()
+    for name in ("pyproject.toml", "lib.sh"):
+        shutil.copy(work / name, other)
+    (other / ".venv").symlink_to(work / ".venv")
+    said = _run(other, env, "ensure_venv .venv test").stderr.splitlines()
+    assert (
+        said[0] == "updating the virtualenv .venv: gpufabric[test] (pyproject.toml, the extras or the tree changed) ..."
+    )
+    assert _run(other, env, "ensure_venv .venv test").stderr == ""
 
 
 def test_the_demo_says_the_host_image_is_built_before_lab_up(monkeypatch, tmp_path):
