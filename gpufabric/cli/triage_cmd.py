@@ -176,7 +176,8 @@ def job_cmd(
     Each suspect comes with its evidence and the read-only command that confirms it.
     JSON keys: job, nodes, suspects[] {kind, device, port, peer, peer_port, cable (a link or BGP session);
     node, interface, leaf, leaf_port, cable (a NIC); name, strength, evidence[] {source, said, time},
-    confirm[]}, probe {source, flows, sent, lost, median_rtt, paths_known}, sources, notes.
+    confirm[]}, probe {source, flows, sent, lost, median_rtt, paths_known, paths_moved},
+    sources, notes.
 
     Exit codes: 0 nothing points anywhere; 4 a suspect; 2 bad input (a node the plan does not hold, a job not
     running, an unreadable log, timeline or Prometheus answer).

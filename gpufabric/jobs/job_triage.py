@@ -11,7 +11,8 @@ The evidence, each from a reader the caller gives (the tests give fakes):
   are shared: within one rail of two leaves, a spine's two links are always crossed together and no
   measurement could tell them apart.
 - where each flow went: a path reader (in the lab, the switches' own kernels: `ip route get` with the flow's
-  addresses and ports, the very hash the leaf forwards with); without one, each flow may have taken any of
+  addresses and ports, the very hash the leaf forwards with), read before the probe and after it, a flow
+  whose path changed in between left out; without one, each flow may have taken any of
   its leaves' equal-cost paths, and a link is weighed by its share of them.
 - counters: errors, discards, link flaps and FEC on the footprint's ports, and BGP sessions that went down,
   over the window (Prometheus, from gpufabric's exporter).
@@ -514,11 +515,6 @@ def _placed_events(events: Iterable[TimelineEvent], parts: Parts) -> list[tuple[
     return out
 
 
-def _route_changes(events: Iterable[TimelineEvent], parts: Parts) -> list[str]:
-    """The switches on the job's parts where the timeline lists a BGP or link event: where a route may have moved."""
-    return sorted({e.device for _, e in _placed_events(events, parts) if e.kind in ("bgp", "link") and e.device})
-
-
 def _other(link: Part, device: str) -> str:
     return link.peer if link.device == device else link.device
 
@@ -581,12 +577,15 @@ def triage_job(
     mesh_flows = mesh_evidence(mesh, planned, found)
     probed: dict[str, object] = {"source": "none"}
     flows: list[FlowSample] = []
+    before: dict[FlowKey, dict[Edge, float] | None] = {}
     if mesh_flows and not _degraded(mesh_flows):
         flows, probed = mesh_flows, {"source": "mesh", "pairs": len(mesh_flows)}
         sources["latency"] = f"the probe mesh: {len(mesh_flows)} pair(s), none degraded"
     elif readers.probe is not None:
         hosts = probe_hosts(found, dscp, count)
         if any(h["probes"] for h in hosts.values()):
+            if readers.paths is not None:
+                before = _paths_by_flow(readers.paths, planned_flows(hosts))
             flows = readers.probe.run(hosts, count)
             why = "the mesh shows degraded pairs: localised" if mesh_flows else "no probe mesh data for the job"
             probed = {"source": "active", "flows": len(flows), "count": count, "why": why}
@@ -601,17 +600,18 @@ def triage_job(
     if flows:
         paths = readers.paths if readers.paths is not None and probed["source"] == "active" else planned
         routes = paths.edges(flows, PORT)
+        moved: list[FlowSample] = []
+        if paths is not planned:
+            routes, moved = _set_aside_moved(flows, routes, before)
         scores = localise(flows, routes)
         evidence += probe_evidence(scores, parts)
         probed.update(_figures(flows, routes))
+        if paths is not planned:
+            probed["paths_moved"] = len(moved)
         if paths is planned and scores:
             notes.append("flows' paths not read: each may have taken any equal-cost path, weighed by its share")
-        elif scores and readers.events is not None and (moved := _route_changes(readers.events, parts)):
-            notes.append(
-                f"routes on the job's paths changed in the window ({', '.join(moved)}: the timeline's BGP and link "
-                "events): each flow's path is read after the probe, so a flow the change moved may be placed on a "
-                "link it did not cross; triage again once the routes have settled"
-            )
+        if moved:
+            notes.append(_moved_note(moved, flows))
     if readers.events is not None:
         evidence += event_evidence(readers.events, parts)
         sources["events"] = f"the job's timeline: {len(readers.events)} event(s)"
@@ -622,6 +622,58 @@ def triage_job(
         sources["nccl"] = f"{len(readers.nccl)} suspect(s) from the job's NCCL errors"
     suspects = rank(evidence, intent, _window_seconds(window))
     return JobTriage(found.job, found.nodes, suspects, probed, sources, notes)
+
+
+FlowKey = tuple[str, str, int]  # a probe flow: its source address, its destination address, its source port
+
+
+def _key(f: FlowSample) -> FlowKey:
+    return (f.source, f.address, f.sport)
+
+
+def planned_flows(hosts: dict[str, dict[str, object]]) -> list[FlowSample]:
+    """The flows the active probe will send, before it runs: each probe row of each host's plan from each of its
+    source ports (the prober binds `source_base` + i, i < `source_ports`, gpufabric/telemetry/prober.py)."""
+    out = []
+    for node, doc in hosts.items():
+        base, ports = int(doc["source_base"]), int(doc["source_ports"])  # type: ignore[call-overload]
+        for row in doc["probes"]:  # type: ignore[attr-defined]
+            out += [FlowSample(node, str(row[1]), str(row[2]), str(row[3]), base + i, 0, 0, ()) for i in range(ports)]
+    return out
+
+
+def _paths_by_flow(paths: PathReader, flows: Sequence[FlowSample]) -> dict[FlowKey, dict[Edge, float] | None]:
+    return {_key(f): r for f, r in zip(flows, paths.edges(flows, PORT), strict=True)}
+
+
+def _set_aside_moved(
+    flows: Sequence[FlowSample],
+    routes: Sequence[dict[Edge, float] | None],
+    before: dict[FlowKey, dict[Edge, float] | None],
+) -> tuple[list[dict[Edge, float] | None], list[FlowSample]]:
+    """The paths read after the probe, a flow whose path differs from the one read before it set aside (None): a
+    route changed while it ran (a BGP session reset, a link that went down or came back), so its probes may have
+    crossed either path, and placing them on the later one named links they never crossed. A flow whose path was
+    not told before the probe keeps the one read after it, as without the earlier read."""
+    kept: list[dict[Edge, float] | None] = []
+    moved: list[FlowSample] = []
+    for f, after in zip(flows, routes, strict=True):
+        earlier = before.get(_key(f))
+        if earlier and after and earlier != after:
+            kept.append(None)
+            moved.append(f)
+        else:
+            kept.append(after)
+    return kept, moved
+
+
+def _moved_note(moved: Sequence[FlowSample], flows: Sequence[FlowSample]) -> str:
+    sources = sorted({f.src for f in moved})
+    return (
+        f"{len(moved)} of {len(flows)} flow(s) took another path after the probe than before it (from "
+        f"{', '.join(sources[:5])}{' and more' if len(sources) > 5 else ''}): a route changed while the probe ran, "
+        "so they are left out of the localisation; triage again once the routes have settled"
+    )
 
 
 def _degraded(flows: Sequence[FlowSample]) -> bool:

@@ -43,16 +43,17 @@ class FakePaths:
     """A fake path reader: each leaf hashes a flow onto one of its spines by the flow's source port (up) or
     destination port (the answer), the way a switch's L4 hash splits them, deterministically."""
 
-    def __init__(self, found) -> None:
+    def __init__(self, found, pinned: dict[str, str] | None = None) -> None:
         self.leaf = {n.address: n.leaf for n in found.nics}
         self.up: dict[str, list] = {}
         for c in found.planes:
             for k in c.links:
                 self.up.setdefault(k.a, []).append(k)
+        self.pinned = pinned or {}  # leaf -> the one spine it sends everything up to (its other sessions down)
 
     def _way(self, a: str, b: str, port: int) -> list[Edge]:
         ups = sorted(self.up[a], key=lambda k: k.b)
-        k = ups[port % len(ups)]
+        k = next(k for k in ups if k.b == self.pinned[a]) if a in self.pinned else ups[port % len(ups)]
         down = next(x for x in self.up[b] if x.b == k.b)
         return [(k.a, k.a_port, k.b, k.b_port), (down.b, down.b_port, down.a, down.a_port)]
 
@@ -151,23 +152,43 @@ def test_a_lossy_link_and_a_slow_link_are_the_first_two_suspects_by_their_plan_n
     assert doc["probe"]["source"] == "active" and doc["probe"]["paths_known"] == doc["probe"]["flows"]
 
 
-def test_a_route_change_on_the_job_s_paths_is_said_beside_the_suspects_it_may_misplace(job):
-    """Each flow's path is read after the probe: where the timeline lists a BGP or link event on the job's parts,
-    the report says a moved flow may be placed on a link it did not cross. Elsewhere, or without one, it does not."""
-    paths = FakePaths(job)
+class MovingPaths:
+    """A fake path reader whose routes change once it has been read `after` times: a BGP session reset while the
+    probe runs, the leaf sending everything over its one spine left, then over both again."""
+
+    def __init__(self, during: FakePaths, later: FakePaths, after: int = 1) -> None:
+        self.during, self.later, self.after, self.reads = during, later, after, 0
+
+    def edges(self, flows: Sequence[FlowSample], dport: int) -> list[dict[Edge, float] | None]:
+        self.reads += 1
+        return (self.during if self.reads <= self.after else self.later).edges(flows, dport)
+
+
+def test_flows_whose_path_moved_while_the_probe_ran_are_left_out_and_said(job):
+    """Each flow's path is read before the probe and after it: a flow whose path differs crossed either, so it is
+    left out rather than placed on the later one. Here cmp-su1-leaf2's session to cmp-spine1 is down while the
+    probe runs: every flow it sends goes over cmp-spine2 and is slowed on cmp-spine2's way down to
+    cmp-su2-leaf2. After the probe its routes are whole again; read then alone, half of those slow flows would
+    be placed on cmp-spine1's way down instead."""
     slow = _edge(job, "cmp-su2-leaf2", "cmp-spine2", up=False)
-    reset = _edge(job, "cmp-su1-leaf2", "cmp-spine1")
-
-    def notes(events):
-        result = _triage(job, probe=FakeProbe(paths, {}, {slow: 0.02}), paths=paths, events=events)
-        assert result.suspects
-        return [n for n in result.notes if "routes on the job's paths changed" in n]
-
-    bgp = TimelineEvent("2026-11-27T10:00:00Z", "bgp", reset[0], reset[1], "", "BGP neighbor swp3(cmp-spine1) Down")
-    elsewhere = TimelineEvent("2026-11-27T10:00:00Z", "bgp", "biz-leaf1", "swp1", "", "BGP neighbor Down")
-    push = TimelineEvent("2026-11-27T10:00:00Z", "push", reset[0], "", "", "a push")
-    assert notes([bgp]) and "cmp-su1-leaf2" in notes([bgp])[0]
-    assert notes([elsewhere, push]) == [] and notes([]) == [] and notes(None) == []
+    during = FakePaths(job, pinned={"cmp-su1-leaf2": "cmp-spine2"})
+    paths = MovingPaths(during, FakePaths(job))
+    result = _triage(job, probe=FakeProbe(during, {}, {slow: 0.02}), paths=paths)
+    assert paths.reads == 2  # before the probe, and after it
+    flows = FakeProbe(during, {}, {}).run(probe_hosts(job, 26), 40)
+    pairs = zip(flows, during.edges(flows, PORT), FakePaths(job).edges(flows, PORT), strict=True)
+    moved = [f for f, a, b in pairs if a != b]
+    behind = {n.address for n in job.nics if n.leaf == "cmp-su1-leaf2"}
+    assert moved and all(behind & {f.source, f.address} for f in moved)  # its probes or their answers
+    assert result.probed["paths_moved"] == len(moved)
+    assert result.probed["paths_known"] == result.probed["flows"] - len(moved)
+    [note] = [n for n in result.notes if "took another path after the probe than before it" in n]
+    assert note.startswith(f"{len(moved)} of {result.probed['flows']} flow(s)")
+    first = result.suspects[0].part
+    assert (first.device, first.port, first.peer, first.peer_port) == slow[2:] + slow[:2]
+    # Routes that stay put: nothing set aside, nothing said.
+    steady = _triage(job, probe=FakeProbe(FakePaths(job), {}, {slow: 0.02}), paths=FakePaths(job))
+    assert steady.probed["paths_moved"] == 0 and not [n for n in steady.notes if "another path" in n]
 
 
 def test_a_clean_fabric_has_no_suspect(job):
