@@ -10,6 +10,7 @@ import re
 import socket
 from dataclasses import dataclass
 from functools import cache
+from socket import inet_ntoa
 
 from gpufabric.config.context_types import Neighbor, Port
 from gpufabric.config.converged import Converged, converged
@@ -171,10 +172,10 @@ def _ports_and_sessions(
 ) -> tuple[list[Port], list[Neighbor]]:
     ports: list[Port] = []
     neighbors: list[Neighbor] = []
-    devices = index.devices
-    # Once per port of every switch (130 on a 32k fabric's leaf): each side's fields read directly,
-    # not through tuples picked by side.
-    for link, is_a in index.by_device.get(device.name, ()):
+    devices, name = index.devices, device.name
+    # Once per port of every switch (130 on a 32k fabric's leaf): each side's fields read directly, not
+    # through tuples picked by side, and the address written here rather than through ip()'s call.
+    for link, is_a in index.by_device.get(name, ()):
         kind = link.kind
         if is_a:
             if kind == "mgmt":
@@ -184,23 +185,23 @@ def _ports_and_sessions(
         else:
             me, my_port, my_ip, cage, split = link.b, link.b_port, link.b_ip, link.b_cage, link.b_split
             peer, peer_port, peer_ip = link.a, link.a_port, link.a_ip
-        assert me == device.name
+        assert me == name
         prefixlen = link.prefixlen
-        address = None if my_ip is None or prefixlen is None else f"{ip(my_ip)}/{prefixlen}"
+        address = None if my_ip is None or prefixlen is None else f"{inet_ntoa(my_ip.to_bytes(4, 'big'))}/{prefixlen}"
         port_unnumbered = unnumbered and kind == "fabric"
         ports.append(
-            Port(my_port, kind, peer, peer_port, link.speed, link.mtu, address, port_unnumbered, cage=cage, split=split)
+            Port(my_port, kind, peer, peer_port, link.speed, link.mtu, address, port_unnumbered, None, cage, split)
         )
         if kind == "fabric":
             peer_dev = devices.get(peer)
             if peer_dev is not None and peer_dev.asn is not None:
                 if port_unnumbered:
-                    neighbors.append(Neighbor(peer, peer_dev.asn, "fabric", interface=my_port))
+                    neighbors.append(Neighbor(peer, peer_dev.asn, "fabric", my_port))
                 else:
                     neighbors.append(Neighbor(peer, peer_dev.asn, "fabric", address=ip(peer_ip)))
         elif kind == "edge":
             neighbors.append(Neighbor(peer, _edge_asn(plan, peer), "edge", address=ip(peer_ip)))
-    ports.sort(key=lambda p: _port_key(p.name))
+    ports.sort(key=_port_order)
     return ports, neighbors
 
 
@@ -208,6 +209,10 @@ def _edge_asn(plan: Plan, name: str) -> int:
     border = plan.intent.planes.business.border if plan.intent.planes.business else None
     assert border is not None
     return next(e.asn for e in border.edge_routers if e.name == name)
+
+
+def _port_order(port: Port) -> tuple[object, ...]:
+    return _port_key(port.name)
 
 
 @cache
