@@ -9,7 +9,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufabric.nos.cumulus.judge import NvueLoader
-from gpufabric.platforms.yaml_text import _NUMERIC, _PLAIN, _SAFE, mapping_lines, scalar
+from gpufabric.platforms.yaml_text import (
+    _ADDRESS,
+    _AMBIGUOUS,
+    _CONTROL,
+    _DECIDED,
+    _DECIDED_BOUND,
+    _NUMERIC,
+    _PLAIN,
+    _SAFE,
+    _escape,
+    _remember,
+    _text,
+    mapping_lines,
+    scalar,
+)
 
 TRICKY = [
     "on",
@@ -100,3 +114,27 @@ _FIRST_SAFE = re.compile(f"(?!{_NUMERIC})(?!.*:\\Z)(?:{_PLAIN.pattern})", re.DOT
 @given(st.one_of(st.text(max_size=24), st.from_regex(r"[0-9a-z_./:-]{1,16}", fullmatch=True)))
 def test_plain_pattern_order_does_not_change_what_is_plain(value):
     assert bool(_SAFE.match(value)) == bool(_FIRST_SAFE.match(value))
+
+
+def _quoted_as_first_written(text: str) -> str:
+    """The scalar rule before its shortcuts (a space, an address): the pattern, then the quoting."""
+    if _SAFE.match(text) and text.lower() not in _AMBIGUOUS:
+        return text
+    if (text.isascii() and text.isprintable()) or not _CONTROL.search(text):
+        return "'" + text.replace("'", "''") + "'"
+    return '"' + "".join(_escape(c) for c in text) + '"'
+
+
+_ADDRESSES = st.from_regex(r"[0-9]{1,4}(\.[0-9]{1,4}){3}/[0-9]{1,3}", fullmatch=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=24), _ADDRESSES, st.from_regex(r"[a-z0-9 :'./-]{1,16}", fullmatch=True)))
+def test_shortcuts_decide_as_the_pattern_does(value):
+    """A text with a space is never plain, an address always is: the same text as the pattern gives, whether
+    the value is kept in the table of decided scalars (a name) or not (an address, a description)."""
+    assert _text(value) == _quoted_as_first_written(value)
+    assert _remember(value) == _quoted_as_first_written(value)
+    assert len(_DECIDED) <= _DECIDED_BOUND
+    if _ADDRESS.match(value):
+        assert _SAFE.match(value) and value not in _DECIDED
