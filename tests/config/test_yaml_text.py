@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,10 +19,14 @@ from gpufabric.platforms.yaml_text import (
     _NUMERIC,
     _PLAIN,
     _SAFE,
+    Filled,
+    Form,
+    Slot,
     _escape,
     _remember,
     _text,
     mapping_lines,
+    plain,
     scalar,
 )
 
@@ -138,3 +143,67 @@ def test_shortcuts_decide_as_the_pattern_does(value):
     assert len(_DECIDED) <= _DECIDED_BOUND
     if _ADDRESS.match(value):
         assert _SAFE.match(value) and value not in _DECIDED
+
+
+_SCALARS = st.one_of(st.text(max_size=10), st.integers(0, 10**9), st.booleans())
+_TREES = st.recursive(
+    st.dictionaries(st.text(min_size=1, max_size=8), _SCALARS, min_size=1, max_size=4),
+    lambda inner: st.dictionaries(
+        st.text(min_size=1, max_size=8), st.one_of(_SCALARS, inner, st.just({})), min_size=1, max_size=4
+    ),
+    max_leaves=12,
+)
+
+
+def _with_slots(tree: dict, slotted: list[bool]) -> tuple[dict, list[object]]:
+    """The tree with some of its scalar values, and keys of empty mappings, made slots in the order they are
+    written: the template, and the values that fill it back to the tree."""
+    values: list[object] = []
+    choices = iter(slotted * 50)
+
+    def walk(node: dict) -> dict:
+        out: dict = {}
+        for key, value in node.items():
+            if value == {} and type(value) is dict and next(choices, False):
+                out[Slot(len(values))] = {}
+                values.append(key)
+            elif isinstance(value, dict):
+                out[key] = walk(value)
+            elif next(choices, False):
+                out[key] = Slot(len(values))
+                values.append(value)
+            else:
+                out[key] = value
+        return out
+
+    return walk(tree), values
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TREES, st.lists(st.booleans(), min_size=1, max_size=8), st.integers(0, 6))
+def test_a_form_writes_what_the_line_by_line_writer_writes(tree, slotted, indent):
+    template, values = _with_slots(tree, slotted)
+    entry = Filled((Form.of(template), *values))
+    in_one_piece: list[str] = []
+    mapping_lines({"entry": entry, "next": 1}, indent, in_one_piece)
+    line_by_line: list[str] = []
+    mapping_lines({"entry": tree, "next": 1}, indent, line_by_line)
+    assert "\n".join(in_one_piece) == "\n".join(line_by_line)
+    assert plain({"entry": entry}) == {"entry": tree}
+
+
+def test_a_form_is_made_once_per_shape_and_refuses_what_it_cannot_write():
+    first = Form.of({"type": "swp", "description": Slot(0), "link": {"mtu": 9216}})
+    assert Form.of({"type": "swp", "description": Slot(0), "link": {"mtu": 9216}}) is first
+    assert Form.of({"type": "swp", "description": Slot(0), "link": {"mtu": "9216"}}) is not first
+    out: list[str] = []
+    mapping_lines({"swp1": Filled((first, "host: a'b 100%"))}, 2, out)
+    assert out == ["  swp1:\n    type: swp\n    description: 'host: a''b 100%'\n    link:\n      mtu: 9216"]
+    with pytest.raises(ValueError, match="numbered"):
+        Form.of({"a": Slot(1), "b": Slot(0)}).text("")
+    with pytest.raises(ValueError, match="numbered"):
+        Form.of({"a": Slot(0), "b": Slot(2)})
+    with pytest.raises(ValueError, match="at least one key"):
+        Form.of({})
+    with pytest.raises(TypeError):  # one value short: the writer's `%` says so
+        mapping_lines({"swp1": Filled((Form.of({"a": Slot(0), "b": Slot(1)}), "x"))}, 0, [])
