@@ -19,6 +19,7 @@ from gpufabric.config.mlag import Mlag, mlag, peer_session
 from gpufabric.config.policy import Acl, BorderRouting, border_routing, business_acl
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.config.services import Mgmt, management
+from gpufabric.gc_pause import gc_paused
 from gpufabric.intent.model import Bfd, DataPlane, QosProfile, Routing
 from gpufabric.plan.model import Device, Link, Plan, ip
 
@@ -82,10 +83,13 @@ class LinkIndex:
     def __init__(self, plan: Plan, hasher: PasswordHasher | None = None) -> None:
         self.hasher = hasher or PasswordHasher.for_intent(plan.intent)
         self.by_device: dict[str, list[tuple[Link, bool]]] = {}
-        for link in plan.links():
-            self.by_device.setdefault(link.a, []).append((link, True))
-            self.by_device.setdefault(link.b, []).append((link, False))
-        self.devices = {d.name: d for d in plan.devices()}
+        # Two entries a link, all kept: with the cycle collector running, the full collections they
+        # trigger each walk the whole plan (the 131k-GPU plan's index took 2.1 s so, 0.24 s without).
+        with gc_paused():
+            for link in plan.links():
+                self.by_device.setdefault(link.a, []).append((link, True))
+                self.by_device.setdefault(link.b, []).append((link, False))
+            self.devices = {d.name: d for d in plan.devices()}
 
 
 def build(plan: Plan, device: Device, index: LinkIndex) -> DeviceContext:
