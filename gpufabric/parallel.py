@@ -30,6 +30,13 @@ def chunked(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def task_size(items: int, workers: int, least: int = 16, most: int = 64, per_worker: int = 32) -> int:
+    """Items a task: a large job in fewer, larger tasks (about `per_worker` a worker), since each task costs
+    the parent a message both ways and a wake-up of the pool's threads, on the cores the workers use;
+    at most `most`, as the last task is the time one worker may wait on the other."""
+    return max(least, min(most, items // (max(workers, 1) * per_worker)))
+
+
 def _run(number: int) -> Any:
     task, chunks = _JOBS[-1]
     return task(chunks[number])

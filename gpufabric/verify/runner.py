@@ -16,7 +16,7 @@ from gpufabric.config.context import LinkIndex, build
 from gpufabric.config.secrets import PasswordHasher
 from gpufabric.gc_pause import gc_paused
 from gpufabric.intent.types import SecretRef
-from gpufabric.parallel import chunked, cores, fork_map
+from gpufabric.parallel import chunked, cores, fork_map, task_size
 from gpufabric.plan.model import Plan
 from gpufabric.platforms import platform
 from gpufabric.verify import vendor
@@ -85,7 +85,7 @@ def _check_chunk(
 
 
 def _chunk(switches: int, workers: int) -> int:
-    return max(CHUNK, min(CHUNK_MAX, switches // (workers * TASKS_PER_WORKER)))
+    return task_size(switches, workers, CHUNK, CHUNK_MAX, TASKS_PER_WORKER)
 
 
 def verify(
