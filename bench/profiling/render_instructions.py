@@ -4,7 +4,8 @@
     python -m bench.profiling.render_instructions --example three-tier-32k --every 16
     python -m bench.profiling.render_instructions --no-valgrind                  # the same sample, CPU time only
 
-The plan and the link index are built first, uncounted; only the render of the sample is counted.
+The plan and the link index are built first, and one switch of each platform rendered, uncounted; only
+the render of the sample is counted.
 Collection is switched on and off by callgrind's `--toggle-collect` on the C function behind
 `functools.reduce`, which runs the sample's render as its one step: Python has no hook of its own for
 callgrind's client requests, and nothing in the render calls `reduce` (a nested call would switch the
@@ -42,6 +43,10 @@ def _sample(example: str, every: int) -> Callable[[], list[str]]:
     plan = build_plan(load_intent_text(text, example))
     index = LinkIndex(plan)
     devices = plan.devices()[::every]
+    # One switch of each platform first, uncounted: the modules a platform imports at its first render
+    # (compiled from source when changed, 30 million instructions) are not a switch's cost.
+    for first in {d.platform: d for d in reversed(devices)}.values():
+        render_device(plan, first, index)
 
     def render() -> list[str]:
         with gc_paused():
