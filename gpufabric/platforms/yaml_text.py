@@ -210,14 +210,16 @@ def _remember(item: object) -> str:
     its neighbours): each is decided once. The table is emptied when full, so the values only one switch
     has (its name, a peer's name on a few switches) do not keep the later switches' repeated ones out."""
     if type(item) is not str:
-        return scalar(item)  # not kept: True, 1 and 1.0 are one key to a dict
+        # not kept: True, 1 and 1.0 are one key to a dict (a whole number, a session's remote AS, is its digits)
+        return str(item) if type(item) is int else scalar(item)
     # Not kept either, what each port has its own of: an address (plain, see _ADDRESS), a description (a
-    # text with a space). Keeping them cost as much again as deciding them, for nothing.
+    # text with a space, never plain: quoted as _text would). Keeping them cost as much again as deciding
+    # them, for nothing.
     if _ADDRESS.match(item):
         return item
-    written = _text(item)
     if " " in item:
-        return written
+        return "'" + item.replace("'", "''") + "'" if item.isascii() and item.isprintable() else _text(item)
+    written = _text(item)
     if len(_DECIDED) >= _DECIDED_BOUND:
         _DECIDED.clear()
     _DECIDED[item] = written
