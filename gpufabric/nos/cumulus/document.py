@@ -8,7 +8,7 @@ on Cumulus 5, so neither is written.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from gpufabric.config.context import DeviceContext, breakouts
@@ -155,18 +155,25 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     else:
         eth["ip"] = {"vrf": m.vrf, **addr}
     out[d.mgmt_port] = eth
-    # A split cage's parent port is the same on every switch: written once per document.
+    # A split cage's parent port is the same on every port and switch: written once per document.
     for cage, ways, _ in breakouts(ctx):
         out[linux_port(cage, 0, 1)] = _shared_breakout(f"{ways}x")
     # A switch's ports come in a few shapes (a leaf's host ports, its uplinks), each written as one piece
     # per port: only the description and the address differ from port to port.
+    q = ctx.qos
+    oob, watchdog = d.plane == "oob", bool(q and q.lossless and q.pfc_watchdog)
+    adaptive, acl = ctx.adaptive, bool(ctx.acl)
     forms: dict[tuple[str, int, bool], Form] = {}
     for p in ctx.ports:
         kind = p.kind
         if kind == "peer":
             continue  # a member of the peerlink bond below
         shape = (kind, p.mtu, bool(p.address))
-        form = forms.get(shape) or forms.setdefault(shape, Form.of(_port_template(ctx, nv, *shape)))
+        form = forms.get(shape)
+        if form is None:
+            form = forms[shape] = _port_form(
+                nv, kind, p.mtu, bool(p.address), oob=oob, watchdog=watchdog, adaptive=adaptive, acl=acl
+            )
         description = f"{kind}: {p.peer} {p.peer_port}" if p.peer_port else f"{kind}: {p.peer}"
         out[p.name] = Filled((form, description, p.address)) if p.address else Filled((form, description))
     if ctx.mlag:
@@ -176,27 +183,31 @@ def _interfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
     return out
 
 
-def _port_template(ctx: DeviceContext, nv: Dialect, kind: str, mtu: int, addressed: bool) -> Tree:
+# Kept across documents by what the form is made of (its arguments, all it reads): making a form and
+# keying it by its content took 50 us, several times a switch.
+@lru_cache(maxsize=256)
+def _port_form(
+    nv: Dialect, kind: str, mtu: int, addressed: bool, *, oob: bool, watchdog: bool, adaptive: bool, acl: bool
+) -> Form:
     """A data port's keys and constant values; Slot(0) its description, Slot(1) its address."""
-    q = ctx.qos
     port: Tree = {"type": "swp", "description": Slot(0), "link": {"mtu": mtu, "state": {"up": {}}}}
     if addressed:
         port[nv.ip] = {"address": {Slot(1): {}}}
-    if ctx.device.plane == "oob":
+    if oob:
         port["bridge"] = {"domain": {BRIDGE: {"access": OOB_VLAN}}}
-    if q and q.lossless and q.pfc_watchdog and kind in ("fabric", "host"):
+    if watchdog and kind in ("fabric", "host"):
         # `nv set interface swpN qos pfc-watchdog` (the object, state left at its default: enabled)
         port["qos"] = {"pfc-watchdog": {}}
-    if ctx.adaptive and kind == "fabric":
+    if adaptive and kind == "fabric":
         # `nv set interface swpN router adaptive-routing enable on` (5.15+: `state enabled`): NVUE's object
         # model has adaptive routing per interface as well as globally (/router/adaptive-routing); the
         # fabric ports are the equal-cost uplinks and downlinks it chooses among.
         port["router"] = {"adaptive-routing": nv.enabled()}
-    if ctx.acl and kind == "host" and addressed:
+    if acl and kind == "host" and addressed:
         port["acl"] = {"BIZ-HOST-IN": {"inbound": {}}}
-    elif ctx.acl and kind == "edge":
+    elif acl and kind == "edge":
         port["acl"] = {"BIZ-EDGE-IN": {"inbound": {}}}
-    return port
+    return Form.of(port)
 
 
 def _subinterfaces(ctx: DeviceContext, nv: Dialect) -> Tree:
@@ -453,10 +464,14 @@ def _router(ctx: DeviceContext, nv: Dialect) -> Tree:
 def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
     neighbors: Tree = {}
     # One piece per session, as the ports: only the peer's ASN and name differ between sessions of a shape.
+    border = ctx.border
+    originate = bool(border and border.default_route == "originate")
     forms: dict[tuple[bool, str], Form] = {}
     for n in ctx.neighbors:
         shape = (bool(n.interface), n.kind)
-        form = forms.get(shape) or forms.setdefault(shape, Form.of(_neighbor_template(ctx, nv, *shape)))
+        form = forms.get(shape)
+        if form is None:
+            form = forms[shape] = _neighbor_form(nv, bool(n.interface), n.kind, originate, ctx.bfd)
         neighbors[n.key] = Filled((form, n.remote_asn, n.peer))
     bgp: Tree = {
         **nv.enabled(),
@@ -475,18 +490,18 @@ def _bgp(ctx: DeviceContext, nv: Dialect) -> Tree:
     return bgp
 
 
-def _neighbor_template(ctx: DeviceContext, nv: Dialect, unnumbered: bool, kind: str) -> Tree:
+@lru_cache(maxsize=256)  # as _port_form
+def _neighbor_form(nv: Dialect, unnumbered: bool, kind: str, originate: bool, bfd: Bfd | None) -> Form:
     """A BGP session's keys and constant values; Slot(0) the peer's ASN, Slot(1) its name."""
     spec: Tree = {"type": "unnumbered" if unnumbered else "numbered", "remote-as": Slot(0), "description": Slot(1)}
-    border = ctx.border
     if kind == "edge":
         policy = {"inbound": {"route-map": "EDGE-IN"}, "outbound": {"route-map": "EDGE-OUT"}}
         spec["address-family"] = {"ipv4-unicast": {"policy": policy}}
-    elif border and border.default_route == "originate":
+    elif originate:
         spec["address-family"] = {"ipv4-unicast": {"default-route-origination": nv.enabled()}}
-    if ctx.bfd is not None and kind == "fabric":
-        spec["bfd"] = _neighbor_bfd(ctx.bfd, nv)
-    return spec
+    if bfd is not None and kind == "fabric":
+        spec["bfd"] = _neighbor_bfd(bfd, nv)
+    return Form.of(spec)
 
 
 def _neighbor_bfd(bfd: Bfd, nv: Dialect) -> Tree:
