@@ -215,10 +215,10 @@ def _remember(item: object) -> str:
     # Not kept either, what each port has its own of: an address (plain, see _ADDRESS), a description (a
     # text with a space, never plain: quoted as _text would). Keeping them cost as much again as deciding
     # them, for nothing.
+    if " " in item:  # the more common of the two: before the pattern's call
+        return "'" + item.replace("'", "''") + "'" if item.isascii() and item.isprintable() else _text(item)
     if _ADDRESS.match(item):
         return item
-    if " " in item:
-        return "'" + item.replace("'", "''") + "'" if item.isascii() and item.isprintable() else _text(item)
     written = _text(item)
     if len(_DECIDED) >= _DECIDED_BOUND:
         _DECIDED.clear()
@@ -228,13 +228,27 @@ def _remember(item: object) -> str:
 
 def _emit(tree: Mapping[str, Any], pad: str, out: list[str], shared: dict[tuple[int, str], list[str]]) -> None:
     # The hot loop of a large fabric's render (about 2,000 lines per switch): locals, f-strings and
-    # one dict lookup per key and value instead of calls; text first, as most values are text.
+    # one dict lookup per key and value instead of calls; text first, as most values are text, then
+    # the ports' and sessions' pieces, most of a large switch's entries.
     get, deeper, append = _DECIDED.get, pad + "  ", out.append
     for key, value in tree.items():
         k = get(key) or _remember(key)
         kind = type(value)
         if kind is str:
             append(f"{pad}{k}: {get(value) or _remember(value)}")
+        elif kind is Filled:
+            # One entry of a shared shape: its key and values decided as any line's, the rest its form's
+            # text. A port has one or two values, a BGP session two: those without a comprehension's call.
+            form = value[0]
+            text = form.texts.get(pad) or form.text(pad)
+            if len(value) == 3:
+                _, a, b = value
+                append(text % (k, get(a) or _remember(a), get(b) or _remember(b)))
+            elif len(value) == 2:
+                a = value[1]
+                append(text % (k, get(a) or _remember(a)))
+            else:
+                append(text % (k, *[get(v) or _remember(v) for v in value[1:]]))
         elif kind is dict:
             if not value:
                 append(f"{pad}{k}: {{}}")
@@ -254,19 +268,6 @@ def _emit(tree: Mapping[str, Any], pad: str, out: list[str], shared: dict[tuple[
                 lines = shared[(id(value), deeper)] = []
                 _emit(value, deeper, lines, shared)
             out.extend(lines)
-        elif kind is Filled:
-            # One entry of a shared shape: its key and values decided as any line's, the rest its form's
-            # text. A port has one or two values, a BGP session two: those without a comprehension's call.
-            form = value[0]
-            text = form.texts.get(pad) or form.text(pad)
-            if len(value) == 3:
-                _, a, b = value
-                append(text % (k, get(a) or _remember(a), get(b) or _remember(b)))
-            elif len(value) == 2:
-                a = value[1]
-                append(text % (k, get(a) or _remember(a)))
-            else:
-                append(text % (k, *[get(v) or _remember(v) for v in value[1:]]))
         elif kind is int:  # bool is not int here: type() is exact
             append(f"{pad}{k}: {value}")
         else:
