@@ -313,6 +313,8 @@ def test_the_hold_down_thread_survives_an_error_and_says_so(plan, tmp_path, serv
         assert served.post({**CUT, "status": "resolved"})[0] == 500  # the notification's own look failed
         served.receiver.start_ticking(0.05)
         _wait("gpu01 put back by a later look", lambda: fake.drained == [])
+        # The look that put it back is counted once it has ended, a moment after the put-back: waited for.
+        _wait("that look counted", lambda: served.request("GET", "/healthz")[1]["looks"] >= 1)
     assert failures == ["gpu01"]
     code, health, _ = served.request("GET", "/healthz")
     assert code == 200 and health["hold_down_thread"] == "running" and health["looks"] >= 1
