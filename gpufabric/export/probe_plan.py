@@ -42,6 +42,15 @@ from gpufabric.plan.model import Plan, PlanePlan, ip
 from gpufabric.plan.multiplane import part_name
 
 FORMAT = "gpufabric-probe-plan/1"
+
+
+def flow_ports(source_base: int, source_ports: int) -> list[int]:
+    """Each flow's source port, the same to every peer from one source address (the prober binds these, and
+    triage reads the flows' paths before its probe by them): source_base + i, i < source_ports, or 0s where
+    source_base is 0 (the kernel's ephemeral ports, not known before they are bound)."""
+    return [0 if source_base == 0 else source_base + i for i in range(source_ports)]
+
+
 MAX_PROBES = 64  # per host, over all its NICs
 PORT = 17990  # UDP: the responders' port (RoCE's own is 4791: never used here)
 SOURCE_PORTS = 16  # probes of a pair go out from PORT + 1 .. PORT + SOURCE_PORTS in turn

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpufabric.errors import GpufabricError
-from gpufabric.export.probe_plan import FORMAT
+from gpufabric.export.probe_plan import FORMAT, flow_ports
 from gpufabric.jobs.footprint import Footprint, LinkEnds, NicPlace
 
 PORT = 17970  # UDP: triage's responders (the mesh's `probe serve` holds 17990 on the same addresses)
@@ -632,13 +632,13 @@ def _key(f: FlowSample) -> FlowKey:
 
 
 def planned_flows(hosts: dict[str, dict[str, object]]) -> list[FlowSample]:
-    """The flows the active probe will send, before it runs: each probe row of each host's plan from each of its
-    source ports (the prober binds `source_base` + i, i < `source_ports`, gpufabric/telemetry/prober.py)."""
+    """The flows the active probe will send, before it runs: each probe row of each host's share from each of the
+    source ports the prober binds (flow_ports)."""
     out = []
     for node, doc in hosts.items():
-        base, ports = int(doc["source_base"]), int(doc["source_ports"])  # type: ignore[call-overload]
+        ports = flow_ports(int(doc["source_base"]), int(doc["source_ports"]))  # type: ignore[call-overload]
         for row in doc["probes"]:  # type: ignore[attr-defined]
-            out += [FlowSample(node, str(row[1]), str(row[2]), str(row[3]), base + i, 0, 0, ()) for i in range(ports)]
+            out += [FlowSample(node, str(row[1]), str(row[2]), str(row[3]), port, 0, 0, ()) for port in ports]
     return out
 
 

@@ -41,7 +41,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from gpufabric.errors import GpufabricError
-from gpufabric.export.probe_plan import FORMAT, MAX_PROBES
+from gpufabric.export.probe_plan import FORMAT, MAX_PROBES, flow_ports
 from gpufabric.inputs import json_text, read_bytes
 
 MAGIC = b"GFPROBE1"
@@ -330,14 +330,12 @@ class Prober:
         self._pending: dict[int, tuple[int, float, socket.socket]] = {}  # seq -> (peer index, sent at, socket)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        ports = flow_ports(plan.source_base, plan.source_ports)
         try:
             for peer in plan.peers:
                 if peer.source not in self._sockets:
                     dscp = plan.dscp[peer.plane]
-                    self._sockets[peer.source] = [
-                        udp_socket(peer.source, 0 if plan.source_base == 0 else plan.source_base + i, dscp)
-                        for i in range(plan.source_ports)
-                    ]
+                    self._sockets[peer.source] = [udp_socket(peer.source, port, dscp) for port in ports]
         except ProbeSocketError:
             self.close()
             raise
