@@ -164,7 +164,10 @@ lanes_started=$SECONDS
 static_pid=$!
 (renice -n 10 $BASHPID >/dev/null; offline_tests "$@") >"$offline_log" 2>&1 &
 offline_pid=$!
-nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" --durations=10 -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
+# On two workers, a file each at a time: Molecule's scenarios (one file, most of the part's time) on one, the
+# lab tests beside them (InfiniBand on ibsim, slurmctld, Nautobot, Alertmanager) on the other.
+nice -n 5 python -m pytest -p no:cacheprovider --basetemp "$test_tmp/molecule" --durations=10 -n 2 --dist loadfile \
+    -m "molecule or beside_lab" "$@" >"$molecule_log" 2>&1 &
 molecule_pid=$!
 echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0

@@ -23,10 +23,12 @@ from gpufabric.config.render import render_device
 from gpufabric.fleet.lab.topology import topology
 from gpufabric.intent import load_intent
 from gpufabric.plan import build_plan
+from tests.lab_slot import intent_file, ns, up_args
 from tests.sonic_ts_scripts import TsScripts, buildimage
 
 pytestmark = [
     pytest.mark.lab,
+    pytest.mark.own_lab,  # its lab is its worker's (tests/lab_slot.py): it runs beside the other lab tests
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
 ]
 
@@ -35,27 +37,33 @@ PLANE = ("--plane", "compute")
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def intent(tmp_path_factory) -> str:
+    """The example as this worker's lab runs it (its OOB addresses in the worker's own space)."""
+    return str(intent_file(EXAMPLE, tmp_path_factory.mktemp("intent")))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, intent):
     state = tmp_path_factory.mktemp("lab") / "state"
-    up = run("gpufabric", "lab", "up", EXAMPLE, "--no-hosts", "--state-dir", str(state))
+    up = run("gpufabric", "lab", "up", intent, "--no-hosts", *up_args(), "--state-dir", str(state))
     assert up.returncode == 0, up.stderr
     yield state
     run("gpufabric", "lab", "down", "--state-dir", str(state))
 
 
-def _validate(state) -> list[dict]:
-    done = run("nornir", "validate", EXAMPLE, *PLANE, "--state-dir", str(state), "--format", "json")
+def _validate(state, intent: str) -> list[dict]:
+    done = run("nornir", "validate", intent, *PLANE, "--state-dir", str(state), "--format", "json")
     assert done.returncode in (0, 4), done.stderr
     return json.loads(done.stdout)["results"]
 
 
-def test_the_sonic_fabric_converges_with_every_parallel_path_used(lab):
-    pushed = run("nornir", "push", EXAMPLE, *PLANE, "--state-dir", str(lab), "--json")
+def test_the_sonic_fabric_converges_with_every_parallel_path_used(lab, intent):
+    pushed = run("nornir", "push", intent, *PLANE, "--state-dir", str(lab), "--json")
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
     # `push` waits for the BGP sessions; the routes over the parallel links arrive a moment later.
     deadline = time.monotonic() + 180  # bounds a fabric that never converges; a loaded machine is slow
     while True:
-        results = _validate(lab)
+        results = _validate(lab, intent)
         failed = [r for r in results if r["verdict"] == "fail"]
         if not failed or time.monotonic() > deadline:
             break
@@ -89,7 +97,7 @@ def _facing(spine: str) -> dict[str, set[str]]:
 
 
 def _vtysh(node: str, command: str) -> str:
-    return subprocess.run(["vtysh", "-N", node, "-c", command], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["vtysh", "-N", ns(node), "-c", command], capture_output=True, text=True, check=True).stdout
 
 
 def _paths() -> dict[str, dict[str, set[str]]]:
@@ -127,18 +135,18 @@ def _around(spine: str) -> bool:
     )
 
 
-def test_sonic_s_own_tsa_moves_the_traffic_off_the_spine_and_tsb_brings_it_back(lab, tmp_path: Path) -> None:
+def test_sonic_s_own_tsa_moves_the_traffic_off_the_spine_and_tsb_brings_it_back(lab, intent, tmp_path: Path) -> None:
     tree = buildimage()
     # The spine's FRR takes the BGP part of the frr.conf rendered for it as a SONiC switch (its outbound policy).
-    plan = build_plan(load_intent(EXAMPLE))
+    plan = build_plan(load_intent(intent))
     (spine,) = [d for d in plan.devices() if d.name == DRAINED]
     frr = render_device(plan, spine, LinkIndex(plan)).files[f"{DRAINED}.frr.conf"]
     part = tmp_path / "sonic-bgp.conf"
     part.write_text(frr[frr.index("router bgp") :].removesuffix("end\n"))
-    loaded = subprocess.run(["vtysh", "-N", DRAINED, "-f", str(part)], capture_output=True, text=True, check=False)
+    loaded = subprocess.run(["vtysh", "-N", ns(DRAINED), "-f", str(part)], capture_output=True, text=True, check=False)
     assert loaded.returncode == 0, loaded.stdout + loaded.stderr
     _until(_all_wide, "every leaf reaching the others over 8 paths with the SONiC policy bound")
-    ts = TsScripts(tree, tmp_path / "ts", namespace=DRAINED)
+    ts = TsScripts(tree, tmp_path / "ts", namespace=ns(DRAINED))
     assert ts.run("TSC")[0].strip() == "System Mode: Normal"
 
     said, _ = ts.run("TSA")
