@@ -173,7 +173,7 @@ echo "== pytest (lab: namespaces, host containers, the demo)"
 lab=0
 # In the background and waited for: a signal for which a trap is set ends `wait` at once (it would wait for a
 # command in the foreground to end first).
-python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=25 -n "${LAB_WORKERS:-2}" --dist loadgroup \
+python -m pytest -p no:cacheprovider --basetemp "$test_tmp/lab" --durations=25 -n "${LAB_WORKERS:-3}" --dist loadgroup \
     -m "lab and not molecule and not beside_lab" "$@" </dev/null &
 lab_pid=$!
 wait "$lab_pid" || lab=$?

@@ -162,7 +162,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.fixture(scope="module", autouse=True)
 def _default_lab_to_itself(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The lab tests side by side (CI runs them on two xdist workers): a module marked `own_lab` brings up a lab
+    """The lab tests side by side (CI runs them on three xdist workers): a module marked `own_lab` brings up a lab
     of its worker's own (tests/lab_slot.py); any other lab module brings up the default lab, and holds the
     default lab's lock while it runs, so no two such modules run at once, whichever worker has them. Under
     `--dist loadgroup` they all go to one worker anyway (DEFAULT_LAB_GROUP): the lock is for other ways of

@@ -128,6 +128,28 @@ def _established(node: str) -> tuple[int, int]:
     return sum(p.get("state") == "Established" for p in peers.values()), len(peers)
 
 
+def _wait_bfd_up(node: str, count: int, timeout: float = 120.0) -> None:
+    """`count` BFD sessions up on `node`. Waited for, not read once: a session the push just made may be down
+    for a moment (on a loaded machine a starved bfdd misses its 0.45 s detection time, and the session comes
+    back on its own), while BGP, on its longer timers, stays Established."""
+    deadline = time.monotonic() + timeout
+    shown = ""
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            ["env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", ns(node), "-c", "show bfd peers json"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        shown = done.stdout
+        try:
+            peers = json.loads(shown or "[]")
+        except json.JSONDecodeError:
+            peers = []
+        if len([p for p in peers if p.get("status") == "up"]) == count:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"{node}: not {count} BFD sessions up after {timeout:.0f} s: {shown[-3000:]}")
+
+
 def _wait_established(nodes: list[str], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -283,14 +305,7 @@ def test_bfd_cuts_the_loss_of_a_silently_dropping_link_from_the_hold_time_to_und
         _push(lab, intent)
         _wait_established(compute)
         if name == "with BFD":
-            sessions = subprocess.run(
-                ["env", "VTYSH_HISTFILE=/dev/null", "vtysh", "-N", ns(SENDER), "-c", "show bfd peers json"],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            bfd_peers = json.loads(sessions.stdout or "[]")
-            assert len([p for p in bfd_peers if p.get("status") == "up"]) == 2, sessions.stdout
+            _wait_bfd_up(SENDER, 2)
         figures.setdefault("validate", {})[name] = _validated(lab, intent)
         for attempt in range(1, ATTEMPTS + 1):
             work = tmp_path / f"{name.replace(' ', '-')}-{attempt}"
