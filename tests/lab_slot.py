@@ -3,7 +3,7 @@
 CI runs the lab tests on three pytest-xdist workers (scripts/test.sh). A module marked `own_lab` brings up a lab
 named after its worker (`w0`, `w1`, `w2`; GPUFABRIC_TEST_LAB names another; the default lab when run without
 workers), so it runs beside whatever the other workers run. Any other lab module brings up the default lab and
-holds the default lab's lock while it runs (tests/lab/conftest.py): two of them never run at once.
+holds the default lab's lock while it runs (tests/conftest.py): two of them never run at once.
 
 Two labs may not share an OOB subnet (both would hold it in the root namespace: `lab up` refuses the second),
 so a named lab's intents are the same intents with their OOB addresses moved to a subnet of the worker's own;

@@ -27,9 +27,11 @@ class _Config:
 
 @dataclass(eq=False)
 class _Worker:
-    """A worker as the scheduler sees it: the test indexes it was sent, in order."""
+    """A worker as the scheduler sees it: the test indexes it was sent, in order; `journal` is every worker's
+    sends in the order they were made."""
 
     name: str
+    journal: list[int]
     sent: list[int] = field(default_factory=list)
     shutting_down: bool = False
 
@@ -39,6 +41,7 @@ class _Worker:
 
     def send_runtest_some(self, indexes: list[int]) -> None:
         self.sent.extend(indexes)
+        self.journal.extend(indexes)
 
     def shutdown(self) -> None:
         self.shutting_down = True
@@ -58,24 +61,20 @@ def _units_in_the_order_sent(workers: int) -> list[str]:
     """Every test run to its end, a worker at a time; the units in the order the scheduler sent them."""
     scheduler = pytest_xdist_make_scheduler(_Config(workers), None)
     collection = _collection()
-    nodes = [_Worker(f"gw{i}") for i in range(workers)]
+    journal: list[int] = []
+    nodes = [_Worker(f"gw{i}", journal) for i in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
     for node in nodes:
         scheduler.add_node_collection(node, collection)
     scheduler.schedule()
-    order: list[str] = []
     done = dict.fromkeys((n.name for n in nodes), 0)
     while any(done[n.name] < len(n.sent) for n in nodes):
-        for index in (i for n in nodes for i in n.sent):
-            unit = lab_scope(collection[index])
-            if unit not in order:
-                order.append(unit)
         node = min((n for n in nodes if done[n.name] < len(n.sent)), key=lambda n: len(n.sent) - done[n.name])
         scheduler.mark_test_complete(node, node.sent[done[node.name]])
         done[node.name] += 1
-    assert sorted(i for n in nodes for i in n.sent) == list(range(len(collection)))
-    return order
+    assert sorted(journal) == list(range(len(collection)))
+    return list(dict.fromkeys(lab_scope(collection[i]) for i in journal))
 
 
 @pytest.mark.parametrize("workers", [2, 3])
