@@ -144,29 +144,6 @@ def lab_scope(nodeid: str) -> str:
     return module if _has_a_lab_of_its_own(module) else DEFAULT_LAB_GROUP
 
 
-# What each lab module took in a CI run's lab lane (scripts/lab_seconds.py writes the file from the lane's
-# --durations=0): the lane hands out its units longest first by these figures.
-LAB_SECONDS = HERE / "lab_seconds.txt"
-UNMEASURED_SECONDS = 60.0  # a module the file does not list yet: about a small lab module's time
-
-
-@functools.cache
-def lab_seconds() -> dict[str, float]:
-    """module path -> the seconds it took, from LAB_SECONDS."""
-    out = {}
-    for line in LAB_SECONDS.read_text().splitlines():
-        if line and not line.startswith("#"):
-            seconds, module = line.split()
-            out[module] = float(seconds)
-    return out
-
-
-def unit_seconds(nodeids: Any) -> float:
-    """What a work unit (its tests' node ids) is expected to take: the sum of its modules' measured times."""
-    measured = lab_seconds()
-    return sum(measured.get(m, UNMEASURED_SECONDS) for m in {n.split("::", 1)[0] for n in nodeids})
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` on the lab lane (scripts/test.sh) schedules by lab_scope. pytest-xdist's own loadgroup
@@ -177,17 +154,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     class LabScheduling(LoadScopeScheduling):
-        """Each worker that comes free takes the unit measured longest of those left (LAB_SECONDS). xdist's own
-        order, by test count, sent a 277-s module of one test last, and the lane ended 180 s after the
-        other workers' (CI's lab lane, three workers)."""
-
         def _split_scope(self, nodeid: str) -> str:
             return lab_scope(nodeid)
-
-        def _assign_work_unit(self, node: Any) -> None:
-            longest = max(self.workqueue, key=lambda scope: unit_seconds(self.workqueue[scope]))
-            self.workqueue.move_to_end(longest, last=False)  # the unit xdist's own method sends next
-            super()._assign_work_unit(node)
 
     return LabScheduling(config, log)
 
