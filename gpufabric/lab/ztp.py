@@ -41,6 +41,16 @@ DHCRELAY = "/usr/sbin/dhcrelay"
 DHCLIENT = "/sbin/dhclient"
 SERVERS = ("kea", "dnsmasq")
 READY = {"kea": "DHCP4_STARTED", "dnsmasq": "started, version"}  # what each logs once it serves
+RELAY_READY = "Sending on   Socket/fallback"  # dhcrelay -d, once its interfaces are open: the last of its start lines
+# The switch's ZTP agent keeps asking, as an OS's ZTP agent does until it is provisioned. dhclient's own defaults
+# (dhclient.conf(5): no lease in `timeout` 60 s, then nothing for `retry` 5 minutes) would let one lost minute on
+# a loaded machine cost five more, past any sensible bound; one DHCP exchange takes under 2 s here.
+CLIENT_CONF = """request subnet-mask, routers, host-name, domain-name, bootfile-name;
+initial-interval 1;
+backoff-cutoff 4;
+timeout 30;
+retry 2;
+"""
 REQUIRED = {KEA: "kea-dhcp4-server", DNSMASQ: "dnsmasq-base", DHCRELAY: "isc-dhcp-relay", DHCLIENT: "isc-dhcp-client"}
 # A loaded two-core machine starting FRR, a relay and a DHCP exchange: only a broken run waits this long. At a
 # load average of 20 (the test suite's three lanes and a busy loop) one switch took longer than 120 s.
@@ -92,11 +102,14 @@ BOUND|RENEW|REBIND|REBOOT)
     len=$(python3 -c 'import ipaddress, sys; print(ipaddress.IPv4Network("0.0.0.0/" + sys.argv[1]).prefixlen)' \
         "$new_subnet_mask")
     ip -4 address replace "$new_ip_address/$len" dev "$interface"
+    echo "$(date +%T) $reason: $new_ip_address/$len on $interface" >>{q(str(log))}
     if [ ! -e {q(str(done))} ] && [ -n "${{new_bootfile_name:-}}" ]; then
         printf '%s\\n' "$new_bootfile_name" > {q(str(url))}
         script=$(mktemp)
-        if curl -fsS --retry 5 --retry-delay 1 -o "$script" "$new_bootfile_name" >>{q(str(log))} 2>&1 &&
+        if curl -fsS --connect-timeout 10 --retry 5 --retry-delay 1 -o "$script" "$new_bootfile_name" \\
+                >>{q(str(log))} 2>&1 && echo "$(date +%T) fetched $new_bootfile_name" >>{q(str(log))} &&
             sh "$script" >>{q(str(log))} 2>&1; then
+            echo "$(date +%T) applied" >>{q(str(log))}
             echo ok > {q(str(done))}
         else
             echo "failed: $?" > {q(str(done))}
@@ -229,11 +242,13 @@ def _provision(
         ],
         folder / "dhcrelay.log",
     )  # fmt: skip
+    # The relay too: a DISCOVER sent before it listens is lost, and the client backs off.
+    _wait_started(folder / "dhcrelay.log", RELAY_READY, run.pids["dhcrelay"], timeout, what="the DHCP relay")
     _wait_listening(host, http_port, timeout)
     hook = folder / "ztp-agent.sh"
     write_atomic(hook, _hook(device, netns, folder), mode=0o700)
     conf = folder / "dhclient.conf"
-    write_atomic(conf, "request subnet-mask, routers, host-name, domain-name, bootfile-name;\n")
+    write_atomic(conf, CLIENT_CONF)
     started = time.monotonic()
     run.pids["dhclient"] = processes.spawn(
         [
@@ -247,29 +262,56 @@ def _provision(
     deadline = started + timeout
     while not done.exists():
         if time.monotonic() > deadline:
-            raise NotProvisionedError(f"{device} was not provisioned in {timeout:.0f} s: see the logs in {folder}")
+            raise NotProvisionedError(f"{device} was not provisioned in {timeout:.0f} s{_tails(folder, server)}")
         if not processes.alive(run.pids["dhclient"]):
-            raise NotProvisionedError(f"{device}: the DHCP client stopped: see {folder / 'dhclient.log'}")
+            raise NotProvisionedError(f"{device}: the DHCP client stopped{_tails(folder, server)}")
         time.sleep(0.2)
     run.seconds = time.monotonic() - started
     result = read_text(done, what="the lab ZTP agent's result", max_bytes=4096).strip()
     if result != "ok":
-        raise NotProvisionedError(f"{device}: its provisioning script {result}: see {folder / 'provision.log'}")
+        raise NotProvisionedError(f"{device}: its provisioning script {result}{_tails(folder, server)}")
     run.bootfile = read_text(folder / "bootfile", what="the URL option 67 carried", max_bytes=4096).strip()
     shown = netlink.run("ip", "-n", netns, "-4", "-o", "address", "show", "dev", attach.node_end).stdout.split()
     run.address = shown[shown.index("inet") + 1] if "inet" in shown else None
 
 
-def _wait_started(log: Path, marker: str, pid: int, timeout: float) -> None:
-    """Until the DHCP server says it serves (its log's start line): a client asking before would wait out its
-    own retransmission back-off, which is no part of provisioning."""
+def _wait_started(log: Path, marker: str, pid: int, timeout: float, *, what: str = "the DHCP server") -> None:
+    """Until `what` says it serves (its log's start line): a client asking before would wait out its own
+    retransmission back-off, which is no part of provisioning."""
     deadline = time.monotonic() + timeout
-    while marker not in read_text(log, what="the DHCP server's log", max_bytes=64 * MiB):
+    while marker not in read_text(log, what=f"the log of {what}", max_bytes=64 * MiB):
         if not processes.alive(pid):
-            raise LabZtpError(f"the DHCP server stopped: see {log}")
+            raise LabZtpError(f"{what} stopped:{_tail(log)}")
         if time.monotonic() > deadline:
-            raise LabZtpError(f"the DHCP server did not start in {timeout:.0f} s: see {log}")
+            raise LabZtpError(f"{what} did not start in {timeout:.0f} s:{_tail(log)}")
         time.sleep(0.1)
+
+
+LOGS = ("dhclient.log", "dhcrelay.log", "provision.log", "http.log")  # with the DHCP server's: what a run writes
+TAIL_BYTES = 1500
+
+
+def _tail(log: Path) -> str:
+    """The last lines of `log`, indented, for an error: `lab down` removes the run's folder with the lab's state,
+    so a failed run's reasons travel in its message. Our processes' logs, but read as any file: bounded, and
+    nothing but printable text shown."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - TAIL_BYTES))
+            raw = fh.read(TAIL_BYTES)
+    except OSError as exc:
+        return f"\n  {log.name}: not readable ({exc.strerror})"
+    text = "".join(c if c.isprintable() or c == "\n" else "?" for c in raw.decode("utf-8", "replace"))
+    lines = text.splitlines()[1:] if size > TAIL_BYTES else text.splitlines()  # the first may be cut
+    shown = "".join(f"\n    {line}" for line in lines if line.strip()) or "\n    (empty)"
+    return f"\n  {log.name} ({log.parent}):{shown}"
+
+
+def _tails(folder: Path, server: str) -> str:
+    """Every log of the run, each's last lines (the DHCP server's first: it answers or it does not)."""
+    return ":" + "".join(_tail(folder / name) for name in (f"{server}.log", *LOGS))
 
 
 def _wait_listening(host: str, port: int, timeout: float) -> None:
