@@ -30,7 +30,7 @@ from gpufabric.errors import GpufabricError
 from gpufabric.files import write_atomic
 from gpufabric.fleet.lab.state import LabState
 from gpufabric.fleet.lab.topology import BRIDGE, LabTopology
-from gpufabric.inputs import MiB, read_text
+from gpufabric.inputs import InputError, MiB, open_input, read_text
 from gpufabric.lab import netlink, processes
 from gpufabric.lab.daemons import node_dir
 from gpufabric.outputs import json_dumps
@@ -296,13 +296,14 @@ def _tail(log: Path) -> str:
     so a failed run's reasons travel in its message. Our processes' logs, but read as any file: bounded, and
     nothing but printable text shown."""
     try:
-        with log.open("rb") as fh:
+        with open_input(log, what="a log of the ZTP run", follow_links=False) as fh:
             fh.seek(0, 2)
             size = fh.tell()
             fh.seek(max(0, size - TAIL_BYTES))
             raw = fh.read(TAIL_BYTES)
-    except OSError as exc:
-        return f"\n  {log.name}: not readable ({exc.strerror})"
+    except (InputError, OSError):
+        shown = "not written" if not log.exists() else "not readable as a file"
+        return f"\n  {log.name}: {shown}"
     text = "".join(c if c.isprintable() or c == "\n" else "?" for c in raw.decode("utf-8", "replace"))
     lines = text.splitlines()[1:] if size > TAIL_BYTES else text.splitlines()  # the first may be cut
     shown = "".join(f"\n    {line}" for line in lines if line.strip()) or "\n    (empty)"

@@ -27,7 +27,7 @@ def test_a_failed_run_carries_each_logs_last_lines_server_first(tmp_path):
     names = re.findall(r"^  (\S+?)(?: \(|:)", text, re.M)
     assert names == ["kea.log", "dhclient.log", "dhcrelay.log", "provision.log", "http.log"]
     assert "    DHCP4_PACKET_DROP no subnet" in text and "interval 3" in text
-    assert "provision.log: not readable" in text  # no script ran: said, not skipped
+    assert "provision.log: not written" in text  # no script ran: said, not skipped
 
 
 def test_a_long_log_shows_only_its_end_whole_lines_and_printable(tmp_path):
