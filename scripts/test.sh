@@ -113,7 +113,8 @@ static_checks() {
 }
 offline_tests() {
     echo "== pytest (offline, on every core)"
-    exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" "$@"   # its PID is the one the trap stops
+    exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" \
+        --long-first "$@"   # its PID is the one the trap stops; modules holding the longest tests first
 }
 
 # Four parts side by side: the static checks and the offline tests (above); the lab's tests, which mostly wait

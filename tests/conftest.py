@@ -112,7 +112,19 @@ SLOW_BY_MEASURE = frozenset(
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long-first",
+        action="store_true",
+        help="run the modules holding the longest tests first (tests/long_first.py): the offline lane's order",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("long_first"):
+        from long_first import long_first, read_seconds
+
+        items[:] = [items[i] for i in long_first([item.nodeid for item in items], read_seconds())]
     for item in items:
         if item.nodeid in SLOW_BY_MEASURE:
             item.add_marker(pytest.mark.slow)
