@@ -10,13 +10,12 @@ CI runs on. Only the order depends on it: a test missing from the file runs all 
 
 from __future__ import annotations
 
-import collections
-import re
 import sys
 from pathlib import Path
 
+from slow_by_measure import spent  # the same durations read (scripts/ is the script's own folder)
+
 OUT = Path(__file__).resolve().parent.parent / "tests" / "offline_seconds.txt"
-LINE = re.compile(r"^([0-9.]+)s (?:call|setup|teardown)\s+(\S+)")
 HEADER = (
     "# The offline tests' seconds (setup, call and teardown), those of MIN s and more: scripts/offline_seconds.py\n"
     "# writes this file from a run's --durations=0; tests/long_first.py orders the offline lane's modules by it.\n"
@@ -24,12 +23,8 @@ HEADER = (
 
 
 def main(log: str, least: float = 2.0) -> int:
-    spent: collections.defaultdict[str, float] = collections.defaultdict(float)
-    for line in Path(log).read_text().splitlines():
-        m = LINE.match(line)
-        if m and not m[2].startswith("tests/lab/"):
-            spent[m[2]] += float(m[1])
-    kept = sorted(((s, node) for node, s in spent.items() if s >= least), key=lambda sn: (-sn[0], sn[1]))
+    seconds = {node: s for node, s in spent(log).items() if not node.startswith("tests/lab/")}
+    kept = sorted(((s, node) for node, s in seconds.items() if s >= least), key=lambda sn: (-sn[0], sn[1]))
     if not kept:
         print(f"{log}: no test took {least:g} s or more (is it a --durations=0 log?)", file=sys.stderr)
         return 2

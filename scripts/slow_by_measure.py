@@ -23,15 +23,21 @@ HEADER = (
 )
 
 
-def main(log: str, keep: float = 115.0) -> int:
-    spent: collections.defaultdict[str, float] = collections.defaultdict(float)
+def spent(log: str) -> dict[str, float]:
+    """node id -> its seconds (setup, call and teardown together), from a pytest --durations=0 output."""
+    out: collections.defaultdict[str, float] = collections.defaultdict(float)
     for line in Path(log).read_text().splitlines():
         m = LINE.match(line)
         if m:
-            spent[m[2]] += float(m[1])
+            out[m[2]] += float(m[1])
+    return dict(out)
+
+
+def main(log: str, keep: float = 115.0) -> int:
+    spent_on = spent(log)
     listed = {ln for ln in OUT.read_text().splitlines() if ln and not ln.startswith("#")} if OUT.exists() else set()
-    left = sum(spent.values())
-    for node, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+    left = sum(spent_on.values())
+    for node, seconds in sorted(spent_on.items(), key=lambda kv: -kv[1]):
         if left <= keep:
             break
         listed.add(node)
