@@ -700,17 +700,17 @@ def _bgp_queues(pid: int) -> str:
     its queues by SIOCOUTQ and SIOCINQ (what /proc/net/tcp shows as tx_queue and rx_queue) and its
     state, retransmissions and zero-window probes by TCP_INFO. /proc/<pid>/net/tcp said the same, but each
     read walks the kernel's whole established-socket hash, every namespace's (some 4 ms of CPU for tcp and
-    tcp6 here): for 16 switches twice a second, a quarter of a core through the whole test."""
+    tcp6 here, twice that at the suite's load): for 16 switches twice a second, an eighth to a quarter of a core
+    through the whole test."""
     if not pid:
         return ""
     try:
         pidfd = os.pidfd_open(pid)
-        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:  # the process ended meanwhile
         return ""
     out = []
     try:
-        for name in fds:
+        for name in os.listdir(f"/proc/{pid}/fd"):
             try:
                 if not os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:"):
                     continue
@@ -719,11 +719,17 @@ def _bgp_queues(pid: int) -> str:
             borrowed = _LIBC.syscall(SYS_PIDFD_GETFD, pidfd, int(name), 0)
             if borrowed < 0:
                 continue
-            # Only this process's copy of the descriptor is closed: bgpd's socket stays as it was.
-            with socket.socket(fileno=borrowed) as sock:
+            try:
+                sock = socket.socket(fileno=borrowed)
+            except OSError:  # that number was reused meanwhile, for something not a socket
+                os.close(borrowed)
+                continue
+            with sock:  # only this process's copy of the descriptor is closed: bgpd's socket stays as it was
                 held = _held(sock)
             if held:
                 out.append(held)
+    except OSError:  # the process ended meanwhile
+        return ""
     finally:
         os.close(pidfd)
     return "; ".join(sorted(out))
