@@ -699,9 +699,9 @@ def _bgp_queues(pid: int) -> str:
     Read from the sockets themselves: each of the bgpd's socket descriptors borrowed with pidfd_getfd(2),
     its queues by SIOCOUTQ and SIOCINQ (what /proc/net/tcp shows as tx_queue and rx_queue) and its
     state, retransmissions and zero-window probes by TCP_INFO. /proc/<pid>/net/tcp said the same, but each
-    read walks the kernel's whole established-socket hash, every namespace's (some 4 ms of CPU for tcp and
-    tcp6 here, twice that at the suite's load): for 16 switches twice a second, an eighth to a quarter of a core
-    through the whole test."""
+    read walks the kernel's whole established-socket hash, every namespace's (7.0-7.7 ms of CPU for tcp and
+    tcp6 here, quiet or at the suite's load): for 16 switches twice a second, a fifth of a core through the
+    whole test."""
     if not pid:
         return ""
     try:
