@@ -1,5 +1,5 @@
 """The offline lane's order (`--long-first`, tests/long_first.py): modules by their longest test, each kept
-whole and in its own order, and the file of seconds it reads covering the lane's longest tests."""
+whole and in its own order, and the file of seconds it reads naming only tests that exist, none of the lab lane's."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_the_suite_collects_the_same_tests_in_either_order():
     assert plain != ordered  # the seconds file names long tests here: they moved ahead
 
 
-def test_the_seconds_file_names_tests_that_exist_and_the_lanes_longest():
+def test_the_seconds_file_names_only_offline_tests_that_exist():
     seconds = read_seconds(SECONDS_FILE)
     assert len(seconds) >= 20
     missing = [node for node in seconds if not (ROOT / node.split("::", 1)[0]).is_file()]
