@@ -274,12 +274,19 @@ def stage(
     committed = False
     conn: Any = None
     reading: _Beside[Health] | None = None
+    preparing: _Beside[None] | None = None
     try:
         conn = _connect(task)
         if not opts.dry_run and _concurrent(conn):  # the health before the commit, read while the candidate loads
             reading = _Beside(lambda: _health(conn, expect))
         conn.load_replace_candidate(config=candidate)
+        # What the commit reads first (a driver's rollback point, its pending-commit check), read while the
+        # candidate is staged and diffed; a discard below drops it.
+        if not opts.dry_run and _concurrent(conn) and callable(getattr(conn, "prepare_commit", None)):
+            preparing = _Beside(conn.prepare_commit)
         outcome.diff = mask(conn.compare_config(), opts.masked)
+        if preparing is not None:  # what follows (a discard, the commit) comes after its reads; had they
+            preparing.wait()  # failed, the commit reads again itself and says why
         if not outcome.diff.strip():
             conn.discard_config()
             outcome.status = Status.UNCHANGED
@@ -308,8 +315,9 @@ def stage(
         if committed:
             outcome.status, outcome.reason = _roll_back_after(conn, outcome.reason)
     finally:
-        if reading is not None:  # nothing of the switch's session is left running when the task ends
-            reading.wait()
+        for beside in (reading, preparing):  # nothing of the switch's session is left running when the task ends
+            if beside is not None:
+                beside.wait()
     outcome.reason = mask(outcome.reason, opts.masked)
     outcome.seconds = time.monotonic() - started
     log.info("%s: stage %s %s", task.host.name, outcome.status, outcome.reason)

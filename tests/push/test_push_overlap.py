@@ -122,6 +122,55 @@ def test_an_unchanged_switch_waits_for_the_read_beside_it_and_commits_nothing(mo
     assert [c for c, _ in switch.calls].count("ports") == 1  # the read ran, and ended with the task
 
 
+class Preparing(Switch):
+    """A driver that reads what its commit needs ahead of it (`prepare_commit`, as the Cumulus driver's)."""
+
+    def __init__(self, *args: Any, fail_prepare: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fail_prepare = fail_prepare
+
+    def prepare_commit(self) -> None:
+        self._called("prepare")
+        if self.fail_prepare:
+            raise OSError("status unreadable")
+
+
+def test_the_commit_s_own_reads_run_beside_the_diff_and_end_before_the_commit(monkeypatch):
+    switch = Preparing(concurrent=True, meet=("prepare", "diff"))  # the diff waits for them, and back
+    outcome = _stage(switch, monkeypatch)
+    assert outcome.status == Status.STAGED and switch.committed
+    names = [c for c, _ in switch.calls]
+    assert names.index("load") < names.index("prepare") < names.index("commit")
+    assert {t for c, t in switch.calls if c == "prepare"} == {"gpufabric-read"}
+
+
+@pytest.mark.parametrize("diff", ["", "+ nv set x\n"])
+def test_a_dry_run_or_an_unchanged_switch_reads_nothing_for_a_commit_before_its_discard(monkeypatch, diff):
+    dry = bool(diff)
+    switch = Preparing(concurrent=True, diff=diff)
+    monkeypatch.setattr(push, "POLL", 0.0)
+    opts = PushOptions(check_timeout=WAIT, settle=0.0, dry_run=dry)
+    outcome = stage(_task(switch), "candidate", Expectation("leaf1", PEERS, ("swp1",)), opts, 1).result
+    assert outcome.status == (Status.WOULD_CHANGE if dry else Status.UNCHANGED) and not switch.committed
+    names = [c for c, _ in switch.calls]
+    if dry:
+        assert "prepare" not in names  # a dry run reads nothing a commit would need
+    else:
+        assert names.index("prepare") < names.index("discard")  # the discard drops what it read
+
+
+def test_a_failed_read_ahead_leaves_the_commit_to_read_for_itself(monkeypatch):
+    switch = Preparing(concurrent=True, fail_prepare=True)
+    outcome = _stage(switch, monkeypatch)
+    assert outcome.status == Status.STAGED and switch.committed  # the driver's commit read again, and went on
+
+
+def test_a_driver_without_concurrent_reads_reads_nothing_ahead(monkeypatch):
+    switch = Preparing(concurrent=False)
+    outcome = _stage(switch, monkeypatch)
+    assert outcome.status == Status.STAGED and "prepare" not in [c for c, _ in switch.calls]
+
+
 def _check(task: Any, wanted: str) -> Any:
     """A stand-in pending-push check: when it ran and in which process; `busy` fails the host."""
     import os

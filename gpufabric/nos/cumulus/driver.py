@@ -47,6 +47,8 @@ class CumulusDriver(CumulusUpgrade):
     def _setup(self) -> None:
         self.sudo = bool(self.optional_args.get("sudo", True))
         self.staged = False
+        # What `prepare_commit` found (a commit pending: True), until the commit or a discard uses it up.
+        self.prepared: bool | None = None
         self.push = PushMark.from_args(self.optional_args)
         self._release_read: tuple[object, str] | None = None  # (the session it was read on, the release)
 
@@ -115,14 +117,24 @@ class CumulusDriver(CumulusUpgrade):
         applied = self._run(nvue.SHOW_APPLIED) if running is None else running
         return nvue.tree_diff(self._parsed(nvue.SHOW_APPLIED, nvue.set_tree, applied), nvue.set_tree(candidate))
 
+    def prepare_commit(self) -> None:
+        """Read the rollback point and NVUE's confirm status ahead of `commit_config`, while the candidate is
+        staged and diffed (the push runs this beside `compare_config`, on its own exec channels): the commit
+        then keeps the point, names the push and applies in one round trip. Only the applied revision is
+        read, which staging does not touch. The point is as old as the diff it goes with: an apply someone
+        makes in between is missing from both, as it would be from a diff read just before the commit."""
+        self.prepared = None
+        self.prepared = self._pending_while_saving()
+
     def commit_config(self, message: str = "", revert_in: int | None = None) -> None:
-        if self._pending_while_saving():
+        pending = self.prepared if self.prepared is not None else self._pending_while_saving()
+        self.prepared = None
+        if pending:
             raise CommitError("a commit is pending confirmation: confirm or roll it back first")
         self._stage()
         keep = nvue.KEEP_ROLLBACK + (f" && {nvue.write_mark(self.push.line)}" if revert_in else "")
-        self._run(keep)  # the rollback point kept, and the push named, in one round trip
-        try:
-            self._run(nvue.apply(revert_in))
+        try:  # the rollback point kept and the push named before the apply, in the apply's round trip
+            self._run(f"{keep} && {nvue.apply(revert_in)}")
         except CommandFailedError as exc:
             self._try(f"{nvue.DETACH}; {nvue.CLEAR_PENDING}")
             raise CommitError(f"{self.hostname}: NVUE did not apply the candidate: {exc}") from None
@@ -180,8 +192,10 @@ class CumulusDriver(CumulusUpgrade):
 
     def discard_config(self) -> None:
         self.candidate, self.staged = None, False
+        saved = f" {nvue.ROLLBACK}.new" if self.prepared is False else ""  # a rollback point no commit took
+        self.prepared = None
         if self.transport is not None:
-            self._run(f"{nvue.DETACH}; rm -f {nvue.CANDIDATE}")
+            self._run(f"{nvue.DETACH}; rm -f {nvue.CANDIDATE}{saved}")
 
     def rollback(self) -> None:
         """Back to the configuration applied before the last commit."""

@@ -151,6 +151,9 @@ CONFIRM_STATUS_PENDING = "Time left before rollback: {left}s\n"
 CONFIRM_STATUS_NONE = "No pending confirmation\n"
 
 
+MARK_MOVE = f"> {nvue.PUSH_MARK}.tmp && mv -f {nvue.PUSH_MARK}.tmp {nvue.PUSH_MARK}"
+
+
 class FakeNvue:
     """A test double for nvued: applied/pending revisions, NVUE's own confirm timer (seconds left, run
     down by `elapse`), and a wall clock of its own (`now`, which `date +%s` reads and `clock_step`
@@ -191,6 +194,8 @@ class FakeNvue:
             return Output(0, self.files.get(nvue.DRAINED, ""), "")
         elif command.startswith("nv config detach"):
             self.pending = None
+            if command.endswith(f" {nvue.ROLLBACK}.new"):  # a discard drops a rollback point no commit took
+                self.files.pop(nvue.ROLLBACK + ".new", None)
             if command.endswith(f"; {nvue.CLEAR_PENDING}"):
                 self.files.pop(nvue.PUSH_MARK, None)
         elif command == nvue.SAVE_NEW_ROLLBACK:
@@ -198,8 +203,10 @@ class FakeNvue:
         elif command == nvue.DROP_NEW_ROLLBACK:
             self.files.pop(nvue.ROLLBACK + ".new", None)
         elif command.startswith(nvue.KEEP_ROLLBACK):
+            if nvue.ROLLBACK + ".new" not in self.files:  # as `mv` says of a file that is not there
+                return Output(1, "", f"mv: cannot stat '{nvue.ROLLBACK}.new': No such file or directory\n")
             self.files[nvue.ROLLBACK] = self.files.pop(nvue.ROLLBACK + ".new")
-            if command != nvue.KEEP_ROLLBACK:  # and the push's marker, in the same round trip
+            if command != nvue.KEEP_ROLLBACK:  # and what the same round trip goes on with (`&&`)
                 return self._answer(command.removeprefix(f"{nvue.KEEP_ROLLBACK} && "), None)
         elif command == nvue.DIFF:
             return Output(0, "" if self.pending in (None, self.applied) else "nv set system hostname new\n", "")
@@ -218,10 +225,11 @@ class FakeNvue:
                 self.files.pop(nvue.PUSH_MARK, None)
         elif command == nvue.ABORT:
             self.applied, self.trial, self.left = self.trial or self.applied, None, 0
-        elif command.startswith("printf '%s\\n' ") and command.endswith(
-            f"> {nvue.PUSH_MARK}.tmp && mv -f {nvue.PUSH_MARK}.tmp {nvue.PUSH_MARK}"
-        ):
-            self.files[nvue.PUSH_MARK] = shlex.split(command)[2] + "\n"
+        elif command.startswith("printf '%s\\n' ") and MARK_MOVE in command:
+            mark, _, rest = command.partition(MARK_MOVE)
+            self.files[nvue.PUSH_MARK] = shlex.split(mark)[2] + "\n"
+            if rest:  # and what the same round trip goes on with (`&&`)
+                return self._answer(rest.removeprefix(" && "), None)
         elif command == nvue.READ_MARK:
             return Output(0, self.files.get(nvue.PUSH_MARK, ""), "")
         elif command == nvue.CLEAR_PENDING:
@@ -278,7 +286,7 @@ def test_fake_nvue_commit_with_confirm_timer_then_confirm(nv, fake):
     nv.load_replace_candidate(config=CANDIDATE)
     assert nv.compare_config() == "nv set system hostname new"
     nv.commit_config(revert_in=90)
-    assert "nv config apply --confirm 90s -y" in fake.sent and fake.applied == CANDIDATE
+    assert fake.sent[-1].endswith(" && nv config apply --confirm 90s -y") and fake.applied == CANDIDATE
     assert nv.has_pending_commit()
     with pytest.raises(CommitError, match="pending confirmation"):
         nv.commit_config(revert_in=90)
@@ -287,6 +295,50 @@ def test_fake_nvue_commit_with_confirm_timer_then_confirm(nv, fake):
     assert nvue.PUSH_MARK not in fake.files
     nv.load_replace_candidate(config=CANDIDATE)
     assert nv.compare_config() == ""  # a second identical push changes nothing
+
+
+def test_a_prepared_commit_keeps_the_point_names_the_push_and_applies_in_one_round_trip(nv, fake):
+    """The rollback point and NVUE's confirm status read ahead (the push reads them beside the diff): the
+    commit is then one command, the point kept and the push named before the apply."""
+    before = fake.applied
+    nv.load_replace_candidate(config=CANDIDATE)
+    nv.prepare_commit()
+    assert {nvue.SAVE_NEW_ROLLBACK, nvue.CONFIRM_STATUS} <= set(fake.sent)
+    assert nv.compare_config() == "nv set system hostname new"
+    sent = len(fake.sent)
+    nv.commit_config(revert_in=60)
+    (commit,) = fake.sent[sent:]
+    assert commit.startswith(f"{nvue.KEEP_ROLLBACK} && printf ")
+    assert commit.endswith(f"{MARK_MOVE} && nv config apply --confirm 60s -y")
+    assert fake.files[nvue.ROLLBACK] == before and fake.applied == CANDIDATE and nvue.PUSH_MARK in fake.files
+    nv.rollback()  # the point read ahead is the one a rollback returns to
+    assert fake.applied == before
+
+
+def test_a_commit_prepared_while_another_is_pending_still_refuses_and_keeps_the_old_point(nv, fake):
+    fake.files[nvue.ROLLBACK] = "the point of the push that is pending"
+    fake.trial, fake.left = fake.applied, 60  # someone's apply awaits confirmation
+    nv.load_replace_candidate(config=CANDIDATE)
+    nv.prepare_commit()
+    assert nv.compare_config() == "nv set system hostname new"
+    with pytest.raises(CommitError, match="pending confirmation"):
+        nv.commit_config(revert_in=60)
+    assert fake.files[nvue.ROLLBACK] == "the point of the push that is pending"
+    assert nvue.ROLLBACK + ".new" not in fake.files and not any("--confirm 60s" in c for c in fake.sent)
+
+
+def test_a_discard_drops_the_point_read_ahead_and_the_next_commit_reads_its_own(nv, fake):
+    nv.load_replace_candidate(config=CANDIDATE)
+    nv.prepare_commit()
+    nv.compare_config()
+    nv.discard_config()
+    assert nvue.ROLLBACK + ".new" not in fake.files and fake.sent[-1].endswith(f" {nvue.ROLLBACK}.new")
+    since = fake.applied = "- set: {system: {hostname: changed-since}}\n"  # someone applied in between
+    nv.load_replace_candidate(config=CANDIDATE)
+    nv.compare_config()
+    sent = len(fake.sent)
+    nv.commit_config(revert_in=60)  # nothing prepared: the commit reads the point now, then applies
+    assert nvue.SAVE_NEW_ROLLBACK in fake.sent[sent:] and fake.files[nvue.ROLLBACK] == since
 
 
 def test_fake_nvue_rollback_while_pending_aborts_the_trial(nv, fake):
