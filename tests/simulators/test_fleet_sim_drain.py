@@ -20,7 +20,7 @@ from bench.fleet_sim import drain, script  # noqa: E402 (after the importorskip:
 from bench.fleet_sim.cumulus import CumulusSwitch, Event  # noqa: E402
 from bench.fleet_sim.server import Fleet  # noqa: E402
 from bench.fleet_sim.upgrade import Lifecycle  # noqa: E402
-from gpufabric.drivers.maintenance import change_script  # noqa: E402
+from gpufabric.drivers.maintenance import DrainRefusedError, change_script  # noqa: E402
 from gpufabric.drivers.transport import Output, put_files, read_many  # noqa: E402
 from gpufabric.push.proof import from_events  # noqa: E402
 
@@ -109,6 +109,32 @@ def test_scripts_on_stdin_and_framed_reads_run_as_the_drivers_send_them() -> Non
         stops = change_script("false\nrm -f .gpufabric/a\n", marker_new=None, marker=".gpufabric/b", remove=True)
         assert local.run("sh -s", stops).rc != 0
         assert sw.read(".gpufabric/a") is not None and sw.read(".gpufabric/b") is not None  # stopped at `false`
+    finally:
+        loop.close()
+
+
+def test_a_drain_and_an_undrain_each_take_three_round_trips_and_refuse_while_a_commit_is_pending() -> None:
+    """The real driver on a simulated switch's shell: a drain reads the release, the marker and NVUE's confirm
+    status in one round trip, writes the marker and applies the unit in a second, and reads the state back in
+    a third; the undrain likewise. With an apply awaiting confirmation, a drain changes nothing."""
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    loop = asyncio.new_event_loop()
+    try:
+        local = _Local(sw, loop)
+        driver = napalm.get_network_driver("cumulus")("leaf1", "cumulus", PASSWORD, optional_args={"transport": local})
+        driver.open()
+        driver.drain(PUSH, "a disruptive change")
+        assert len(local.sent) == 2 and PUSH in (sw.read(".gpufabric/drained") or "")
+        assert sw.maintenance is not None and sw.maintenance.mode == "enabled"
+        status = driver.maintenance_status()
+        assert status["drained"] is True and status["applied"] is True and len(local.sent) == 3
+        driver.undrain(PUSH)
+        assert len(local.sent) == 5 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
+        sw.timer, sw.deadline = loop.call_later(3600, lambda: None), loop.time() + 3600  # someone's apply pending
+        with pytest.raises(DrainRefusedError, match="pending confirmation"):
+            driver.drain(PUSH, "a disruptive change")
+        assert len(local.sent) == 6 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
+        sw.timer.cancel()
     finally:
         loop.close()
 

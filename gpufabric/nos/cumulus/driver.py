@@ -30,7 +30,7 @@ from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceCon
 from gpufabric.drivers import maintenance
 from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
-from gpufabric.drivers.transport import CommandFailedError, put_files, read_many
+from gpufabric.drivers.transport import CommandFailedError, put_files, read_each, read_many
 from gpufabric.nos.cumulus import PLATFORM as CUMULUS
 from gpufabric.nos.cumulus import drain as nvue_drain
 from gpufabric.nos.cumulus import nvue
@@ -39,6 +39,7 @@ from gpufabric.nos.cumulus.upgrade import CumulusUpgrade
 from gpufabric.platforms.spec import DrainSpec
 
 VENDOR = "NVIDIA"
+RELEASE_FILE = "cat /etc/lsb-release"
 
 
 class CumulusDriver(CumulusUpgrade):
@@ -251,47 +252,68 @@ class CumulusDriver(CumulusUpgrade):
         """The release ("5.14"): `optional_args["release"]`, else /etc/lsb-release, read once a session (a
         drain, the stage of a drained switch's candidate, the undrain and each status ask it; a switch changes
         release only by rebooting, which ends its session)."""
+        known = self._release_known()
+        return known if known is not None else self._keep_release(self._run(RELEASE_FILE))
+
+    def _release_known(self) -> str | None:
         given = self.optional_args.get("release")
         if given:
             return str(given)
         if self._release_read is not None and self._release_read[0] is self.transport:
             return self._release_read[1]
+        return None
+
+    def _keep_release(self, text: str) -> str:
         found = CUMULUS.facts.default_release
-        for line in self._run("cat /etc/lsb-release").splitlines():
+        for line in text.splitlines():
             if line.startswith("DISTRIB_RELEASE="):
                 found = ".".join(line.split("=", 1)[1].strip().strip('"').split(".")[:2])
                 break
         self._release_read = (self.transport, found)
         return found
 
-    def _nv_change(self, text: str, *, mark: DrainMark | None, remove: bool) -> None:
-        if self.has_pending_commit():
+    def _drain_state(self) -> tuple[str, DrainMark | None, bool]:
+        """The release, who holds the drain (the marker) and whether a commit awaits confirmation (NVUE's own
+        timer), in one round trip: what a drain or an undrain decides on before it changes anything."""
+        assert self.transport is not None, "call open() first"
+        known = self._release_known()
+        reads = {"held": f"cat {self.DRAINED}", "status": nvue.CONFIRM_STATUS}
+        if known is None:
+            reads["release"] = RELEASE_FILE
+        found = read_each(self.transport, reads)
+        if known is None and found["release"].rc != 0:
+            raise CommandFailedError(RELEASE_FILE, found["release"])
+        release = known if known is not None else self._keep_release(found["release"].stdout)
+        held = DrainMark.parse(found["held"].stdout if found["held"].rc == 0 else "")  # none there: not drained
+        status = found["status"]
+        return release, held, status.rc == 0 and nvue.confirm_left(status.stdout) is not None
+
+    def _nv_change(self, text: str, *, pending: bool, mark: DrainMark | None, remove: bool) -> None:
+        """The unit's change as one script, in one round trip: the working folder, the new marker (written
+        whole, then moved in place before the change), the steps, and with `remove` the marker removed."""
+        if pending:
             raise DrainRefusedError(f"{self.hostname}: a commit is pending confirmation on this switch")
         new = f"{self.DRAINED}.new" if mark is not None else None
-        self._run(nvue.PREPARE)
-        if mark is not None and new is not None:
-            put_files(self.transport, {new: (mark.text(), 0o600)})  # type: ignore[arg-type]
+        files = {new: (mark.text(), 0o600)} if mark is not None and new is not None else {}
         # A unit is configuration: its own transactions (the steps apply them), from a clean pending revision.
         steps = text if text.startswith("nv action") else f"{nvue.DETACH}\n{text}"
         script = maintenance.change_script(steps, marker_new=new, marker=self.DRAINED, remove=remove)
         try:
-            self._run("sh -s", script)
+            put_files(self.transport, files, setup=nvue.PREPARE, then=script)  # type: ignore[arg-type]
         except CommandFailedError as exc:
             raise DrainRefusedError(f"{self.hostname}: {exc}") from None
 
-    def _held(self) -> DrainMark | None:
-        return DrainMark.parse(self._run(f"cat {self.DRAINED} 2>/dev/null || true"))
-
     def drain(self, push_id: str, reason: str, by: str | None = None) -> None:
-        steps = CUMULUS.drain_steps(DrainSpec(self._release()))
-        mark = self._held() or DrainMark.new(push_id, reason, steps.mechanism, by)
-        self._nv_change(steps.drain, mark=mark, remove=False)
+        release, held, pending = self._drain_state()
+        steps = CUMULUS.drain_steps(DrainSpec(release))
+        mark = held or DrainMark.new(push_id, reason, steps.mechanism, by)
+        self._nv_change(steps.drain, pending=pending, mark=mark, remove=False)
 
     def undrain(self, push_id: str, force: bool = False) -> None:
-        held = self._held()
+        release, held, pending = self._drain_state()
         if held is not None and held.push_id != push_id and not force:
             raise DrainHeldError(f"{self.hostname} was drained by {held.by} ({held.push_id}): left drained")
-        self._nv_change(CUMULUS.drain_steps(DrainSpec(self._release())).undrain, mark=None, remove=True)
+        self._nv_change(CUMULUS.drain_steps(DrainSpec(release)).undrain, pending=pending, mark=None, remove=True)
 
     def maintenance_status(self) -> dict[str, Any]:
         """The marker, and NVUE's own account (`nv show maintenance`, 5.13 on; `nv show system maintenance`
