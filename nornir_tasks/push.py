@@ -114,18 +114,32 @@ def _concurrent(conn: Any) -> bool:
 def _health(conn: Any, expect: Expectation) -> Health:
     """The sessions and ports up now, and the running configuration held to the switch's expectation; the
     readings side by side where the driver allows it."""
-    running = _running(conn) if expect.reads_running else None
     if not expect.peers:
-        return health(expect, {}, ports_now(conn), running)
+        running, ports = _config_and_ports(conn, expect)
+        return health(expect, {}, ports, running)
     if not _concurrent(conn):
+        running = _running(conn) if expect.reads_running else None
         return health(expect, sessions_now(conn), ports_now(conn), running)
-    ports = _Beside(lambda: ports_now(conn))
+    beside = _Beside(lambda: _config_and_ports(conn, expect))
     try:
         bgp = sessions_now(conn)
     except BaseException:
-        ports.wait()
+        beside.wait()
         raise
-    return health(expect, bgp, ports.result(), running)
+    running, ports = beside.result()
+    return health(expect, bgp, ports, running)
+
+
+def _config_and_ports(conn: Any, expect: Expectation) -> tuple[str | None, dict[str, dict[str, Any]]]:
+    """The running configuration (where the expectation holds it) and the ports: one reading of the switch
+    where its driver takes both at once (`get_running_and_port_states`), else one after the other."""
+    if not expect.reads_running:
+        return None, ports_now(conn)
+    both = getattr(type(conn), "get_running_and_port_states", None)
+    if both is None:
+        return _running(conn), ports_now(conn)
+    running, ports = both(conn)
+    return str(running), dict(ports)
 
 
 def _running(conn: Any) -> str:

@@ -171,6 +171,42 @@ def test_a_driver_without_concurrent_reads_reads_nothing_ahead(monkeypatch):
     assert outcome.status == Status.STAGED and "prepare" not in [c for c, _ in switch.calls]
 
 
+class ReadsBoth(Switch):
+    """A driver that reads its running configuration and its ports in one round trip, as the Cumulus driver."""
+
+    def get_config(self, retrieve: str = "all") -> dict[str, str]:
+        self._called("running")
+        return {"running": "the running configuration"}
+
+    def get_running_and_port_states(self) -> tuple[str, dict[str, Any]]:
+        self._called("running+ports")
+        return "the running configuration", UP_PORTS
+
+
+class _ReadsRunning(Expectation):
+    @property
+    def reads_running(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("peers", [PEERS, {}])
+def test_a_poll_reads_the_configuration_and_the_ports_at_once_beside_the_sessions(peers):
+    switch = ReadsBoth(concurrent=True, meet=("running+ports", "bgp") if peers else ())
+    found = push._health(switch, _ReadsRunning("leaf1", peers, ("swp1",)))
+    assert found.ports_up == frozenset({"swp1"}) and found.peers_up == frozenset(peers)
+    names = [c for c, _ in switch.calls]
+    assert names.count("running+ports") == 1 and "running" not in names and "ports" not in names
+    if peers:  # the two readings met at the barrier: side by side
+        assert {t for c, t in switch.calls if c == "running+ports"} == {"gpufabric-read"}
+
+
+def test_without_the_combined_read_the_configuration_and_the_ports_are_read_apart():
+    switch = Switch(concurrent=True, meet=("ports", "bgp"))
+    switch.get_config = lambda retrieve="all": switch._called("running") or {"running": ""}  # type: ignore[attr-defined]
+    found = push._health(switch, _ReadsRunning("leaf1", PEERS, ("swp1",)))
+    assert found.ports_up == frozenset({"swp1"}) and [c for c, _ in switch.calls].count("running") == 1
+
+
 def _check(task: Any, wanted: str) -> Any:
     """A stand-in pending-push check: when it ran and in which process; `busy` fails the host."""
     import os

@@ -1,6 +1,7 @@
 """The fleet simulator's drain and undrain (bench/fleet_sim/drain.py): the commands the real Cumulus driver
 sends for drain, undrain and maintenance_status (NVUE's maintenance unit, Cumulus Linux 5.13 on) are
-answered as NVIDIA documents them, with the latencies stated there, and logged for the budget's proof."""
+answered as NVIDIA documents them, with the latencies stated there, and logged for the budget's proof; and
+the round trips the driver takes for a drain and for a push's health poll."""
 
 from __future__ import annotations
 
@@ -135,6 +136,22 @@ def test_a_drain_and_an_undrain_each_take_three_round_trips_and_refuse_while_a_c
             driver.drain(PUSH, "a disruptive change")
         assert len(local.sent) == 6 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
         sw.timer.cancel()
+    finally:
+        loop.close()
+
+
+def test_a_health_poll_reads_the_running_configuration_and_the_ports_in_one_round_trip() -> None:
+    """The real driver's combined read, on a simulated switch's shell, finds what its two getters find."""
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    loop = asyncio.new_event_loop()
+    try:
+        local = _Local(sw, loop)
+        driver = napalm.get_network_driver("cumulus")("leaf1", "cumulus", PASSWORD, optional_args={"transport": local})
+        driver.open()
+        running, ports = driver.get_running_and_port_states()
+        assert len(local.sent) == 1 and running == sw.applied
+        assert running == driver.get_config(retrieve="running")["running"] and ports == driver.get_port_states()
+        assert ports and all(state["is_up"] for state in ports.values())
     finally:
         loop.close()
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceConfigException
 
-from gpufabric.drivers import maintenance
+from gpufabric.drivers import frr_getters, maintenance
 from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
 from gpufabric.drivers.transport import CommandFailedError, put_files, read_each, read_many
@@ -220,6 +220,17 @@ class CumulusDriver(CumulusUpgrade):
         if retrieve in ("all", "candidate"):
             result["candidate"] = self.candidate or ""
         return result
+
+    def get_running_and_port_states(self) -> tuple[str, dict[str, dict[str, Any]]]:
+        """get_config's running configuration and get_port_states' ports in one round trip: what a push's
+        health poll reads every half second while a change settles (one exec channel for the two)."""
+        assert self.transport is not None, "call open() first"
+        found = read_each(self.transport, {"running": nvue.SHOW_APPLIED, "links": frr_getters.LINKS})
+        for command, out in ((nvue.SHOW_APPLIED, found["running"]), (frr_getters.LINKS, found["links"])):
+            if out.rc != 0:
+                raise CommandFailedError(command, out)
+        links = found["links"].stdout
+        return found["running"].stdout, self._parsed(frr_getters.LINKS, frr_getters.port_states, links)
 
     def get_facts(self) -> dict[str, Any]:
         facts = super().get_facts()
