@@ -5,6 +5,7 @@ and answer as NVIDIA's NVUE reference and sonic-mgmt show them. The marker scrip
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -153,9 +154,10 @@ class ReleaseFile(LocalSwitch):
         self.release, self.readings = release, 0
 
     def run(self, command: str, stdin: str | None = None) -> Output:
-        if command == "cat /etc/lsb-release":
+        if "cat /etc/lsb-release" in command:  # alone, or one of several reads in a round trip
             self.readings += 1
-            return Output(0, f'DISTRIB_ID="Cumulus Linux"\nDISTRIB_RELEASE={self.release}\n', "")
+            text = f'DISTRIB_ID="Cumulus Linux"\nDISTRIB_RELEASE={self.release}\n'
+            command = command.replace("cat /etc/lsb-release", f"printf %s {shlex.quote(text)}")
         return super().run(command, stdin)
 
 
