@@ -1,7 +1,7 @@
 """One scrape of one switch or server: its counters as samples labelled from the plan.
 
-Switches are read through their NAPALM driver's getters (interfaces, counters, BGP, routes) and,
-where the driver has them, gpufabric's own (carrier changes, `ethtool -S`); servers over SSH
+Switches are read through their NAPALM driver's getters (ports, counters, BGP, routes) and, where the
+driver has them, gpufabric's own (port states, BGP sessions, carrier changes, `ethtool -S`); servers over SSH
 (`ethtool -S` per data NIC, the RDMA port counters, `ip -s -j link`).
 """
 
@@ -16,6 +16,7 @@ from napalm.base.exceptions import NapalmException
 
 from gpufabric.drivers.answers import PARSE_FAILURES
 from gpufabric.errors import GpufabricError
+from gpufabric.fleet.expect import ports_now, sessions_now
 from gpufabric.platforms import platform as platform_spec
 from gpufabric.telemetry.link_quality import read_link_quality
 from gpufabric.telemetry.optics import Optics, from_linux
@@ -35,7 +36,10 @@ class Sample(NamedTuple):
 
 def read_switch(conn: Any, t: SwitchTarget) -> list[Sample]:
     out: list[Sample] = []
-    ifaces = conn.get_interfaces()
+    # Only `is_up` of each port and each session is exported: read by the drivers' lighter getters where they
+    # have them (a Linux switch: iproute2 alone for the ports, one vtysh for the sessions instead of two), on
+    # every scrape of every switch.
+    ifaces = ports_now(conn)
     counters = conn.get_interfaces_counters()
     for port, extra in sorted(t.ports.items()):
         labels = {**t.labels, **extra}
@@ -50,7 +54,7 @@ def read_switch(conn: Any, t: SwitchTarget) -> list[Sample]:
                 out.append(Sample("gpufabric_interface_discards_total", d, c[f"{direction}_discards"]))
     out += _optional(conn, t)
     out += _buffers(conn, t)
-    peers = conn.get_bgp_neighbors().get("global", {}).get("peers", {}) if t.sessions else {}
+    peers = sessions_now(conn).get("global", {}).get("peers", {}) if t.sessions else {}
     for key, peer in sorted(t.sessions.items()):
         up = bool(peers.get(key, {}).get("is_up"))
         out.append(Sample("gpufabric_bgp_session_up", {**t.labels, "peer": key, "peer_device": peer}, float(up)))

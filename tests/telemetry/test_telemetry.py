@@ -241,6 +241,39 @@ def test_a_stand_in_eos_or_nxos_switch_is_scraped_with_plan_labels(device, answe
     assert all(s.metric in METRICS and set(s.labels) == set(METRICS[s.metric].labels) for s in samples)
 
 
+class _LinuxStandIn(_StandInSwitch):
+    """A switch whose driver has the lighter getters a Linux switch's has: the full ones must not be asked."""
+
+    def __init__(self, ports: list[str], down: str, peers: dict[str, bool]) -> None:
+        super().__init__({}, ports)
+        self.down, self.peers = down, peers
+
+    def get_interfaces(self) -> dict:
+        raise AssertionError("the full interface getter (a vtysh more) was asked for is_up alone")
+
+    def get_bgp_neighbors(self) -> dict:
+        raise AssertionError("the full BGP getter (two vtysh) was asked for is_up alone")
+
+    def get_port_states(self) -> dict:
+        return {p: {"is_up": p != self.down, "is_enabled": True} for p in self.ports}
+
+    def get_bgp_sessions(self) -> dict:
+        return {"global": {"peers": {k: {"is_up": up, "remote_as": 1} for k, up in self.peers.items()}}}
+
+
+def test_a_scrape_reads_ports_and_sessions_up_by_the_drivers_lighter_getters():
+    from gpufabric.telemetry.read import read_switch
+
+    target = next(t for t in switch_targets(_plan("examples/multi-vendor.yml")) if t.sessions and t.ports)
+    ports, keys = sorted(target.ports), sorted(target.sessions)
+    conn = _LinuxStandIn(ports, ports[0], {k: k != keys[0] for k in keys})
+    samples = read_switch(conn, target)
+    up = {s.labels["port"]: s.value for s in samples if s.metric == "gpufabric_link_up"}
+    assert up == {p: 0.0 if p == ports[0] else 1.0 for p in ports}
+    sessions = {s.labels["peer"]: s.value for s in samples if s.metric == "gpufabric_bgp_session_up"}
+    assert sessions == {k: 0.0 if k == keys[0] else 1.0 for k in keys}
+
+
 # -- rules ----------------------------------------------------------------------------------------
 
 
