@@ -13,6 +13,7 @@ from typing import Any
 
 from nornir.core.task import Result, Task
 
+from gpufabric.fleet.expect import sessions_now
 from gpufabric.platforms import platform
 from gpufabric.verify.running import checks, counters
 from gpufabric.verify.running.checks import Planned
@@ -69,7 +70,9 @@ def validate_device(
             version = os_version(conn)
             found += checks.release(p, version, platform(p.platform).running_release(version))
         routes = conn.get_route_to()
-        bgp_neighbors = conn.get_bgp_neighbors() if p.peers or p.carried_sessions else {}
+        # Each session's state and ASN, every VRF's: the driver's lighter getter where it has one (the router
+        # id the full getter adds is not checked).
+        bgp_neighbors = sessions_now(conn) if p.peers or p.carried_sessions else {}
         found += checks.bgp(p, bgp_neighbors)
         found += carried_sessions(p.device, p.carried_sessions, bgp_neighbors)
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})

@@ -1,5 +1,6 @@
 """validate's task on a converged plane's EOS leaf, with a stand-in connection answering in NAPALM's forms:
-its carried planes are read from the running configuration and each VRF session from `get_bgp_neighbors`.
+its carried planes are read from the running configuration and each VRF session from `get_bgp_neighbors`
+(or a driver's lighter `get_bgp_sessions`).
 (The lab cannot run VRFs on this kernel: these answers are synthesised from the plan and the rendered text.)"""
 
 from __future__ import annotations
@@ -39,12 +40,22 @@ class _Conn:
         return {}
 
 
+class _LightConn(_Conn):
+    """A driver with the lighter session getter (a Linux switch's): the full one must not be asked."""
+
+    def get_bgp_neighbors(self) -> dict[str, Any]:
+        raise AssertionError("the full BGP getter (a vtysh more) was asked for the sessions' state and ASN")
+
+    def get_bgp_sessions(self) -> dict[str, Any]:
+        return self.neighbors
+
+
 def _task(conn: _Conn) -> Any:
     host = SimpleNamespace(name="ns-leaf1a", get_connection=lambda *_: conn, close_connection=lambda *_: None)
     return SimpleNamespace(host=host, nornir=SimpleNamespace(config=None))
 
 
-def _run(down: str | None = None) -> list[Any]:
+def _run(down: str | None = None, conn: type[_Conn] = _Conn) -> list[Any]:
     plan = example_plan(EXAMPLE)
     index = LinkIndex(plan)
     device = plan.device("ns-leaf1a")
@@ -57,7 +68,7 @@ def _run(down: str | None = None) -> list[Any]:
         answer["global"]["peers"][n.key] = {"is_up": True, "remote_as": n.remote_asn}
     for vrf, s in p.carried_sessions:
         answer.setdefault(vrf, {"peers": {}})["peers"][s.key] = {"is_up": s.key != down, "remote_as": s.remote_asn}
-    return validate_device(_task(_Conn(running, answer)), p, None).result
+    return validate_device(_task(conn(running, answer)), p, None).result
 
 
 def test_validate_reads_every_carried_plane_back_from_the_switch():
@@ -86,3 +97,12 @@ def test_a_carried_session_down_fails_validate():
     key = first.key
     failed = [r for r in _run(down=key) if not r.ok and r.check.startswith("carried-")]
     assert [(r.check, r.item.split(" (")[0]) for r in failed] == [("carried-bgp-session", f"vrf {vrf} {key}")]
+
+
+def test_a_driver_s_lighter_session_getter_is_read_and_a_session_down_still_fails():
+    plan = example_plan(EXAMPLE)
+    p = planned(plan, LinkIndex(plan), ["ns-leaf1a"], "business")["ns-leaf1a"]
+    vrf, first = p.carried_sessions[0]
+    assert all(r.ok for r in _run(conn=_LightConn) if r.check.startswith("carried-bgp"))
+    failed = [r for r in _run(down=first.key, conn=_LightConn) if not r.ok and r.check.startswith("carried-")]
+    assert [(r.check, r.item.split(" (")[0]) for r in failed] == [("carried-bgp-session", f"vrf {vrf} {first.key}")]
