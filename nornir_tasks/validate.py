@@ -13,7 +13,7 @@ from typing import Any
 
 from nornir.core.task import Result, Task
 
-from gpufabric.fleet.expect import sessions_now
+from gpufabric.fleet.expect import ports_now, sessions_now
 from gpufabric.platforms import platform
 from gpufabric.verify.running import checks, counters
 from gpufabric.verify.running.checks import Planned
@@ -76,7 +76,7 @@ def validate_device(
         found += checks.bgp(p, bgp_neighbors)
         found += carried_sessions(p.device, p.carried_sessions, bgp_neighbors)
         found += checks.lldp(p, conn.get_lldp_neighbors() if p.lldp else {})
-        found += checks.interfaces(p, conn.get_interfaces())
+        found += checks.interfaces(p, ports_now(conn))  # state and MTU: the lighter getter where there is one
         found += checks.ecmp(p, routes)
         found += checks.config(p, running or "")
         found += checks.oob_isolation(p, routes)

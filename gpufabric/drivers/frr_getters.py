@@ -100,9 +100,12 @@ def _states(link: dict[str, Any]) -> dict[str, bool]:
     return {"is_up": "LOWER_UP" in flags, "is_enabled": "UP" in flags}
 
 
-def port_states(links_json: str) -> dict[str, dict[str, bool]]:
-    """Each port's `is_up` and `is_enabled`, as `interfaces` reads them, from iproute2's answer alone."""
-    return {link["ifname"]: _states(link) for link in _list(links_json, LINKS)}
+def port_states(links_json: str) -> dict[str, dict[str, Any]]:
+    """Each port's `is_up`, `is_enabled` and `mtu`, as `interfaces` reads them, from iproute2's answer alone."""
+    return {
+        link["ifname"]: {**_states(link), "mtu": as_int(link.get("mtu", 0), f"`{LINKS}` {link['ifname']} mtu")}
+        for link in _list(links_json, LINKS)
+    }
 
 
 def interfaces(links_json: str, frr_json: str) -> dict[str, dict[str, Any]]:

@@ -201,9 +201,9 @@ class LinuxSwitchDriver(NetworkDriver):
         return self._parsed(f"{frr_getters.LINKS}; {frr_getters.FRR_INTERFACES}", frr_getters.interfaces, *answers)
 
     def get_port_states(self) -> dict[str, dict[str, Any]]:
-        """get_interfaces' `is_up` and `is_enabled` of every port, from iproute2 alone (one command, not two):
-        what a push's or a restart's health poll reads, several times a switch. The description and speed
-        are FRR's, and left out."""
+        """get_interfaces' `is_up`, `is_enabled` and `mtu` of every port, from iproute2 alone (one command, not
+        two): what a push's or a restart's health poll reads, several times a switch, and validate. The
+        description and speed are FRR's, and left out."""
         return self._parsed(frr_getters.LINKS, frr_getters.port_states, self._run(frr_getters.LINKS))
 
     def _link_stats(self, getter: str) -> str:

@@ -81,9 +81,9 @@ def sessions_now(conn: Any) -> dict[str, Any]:
 
 
 def ports_now(conn: Any) -> dict[str, dict[str, Any]]:
-    """Each port's `is_up`, in NAPALM's `get_interfaces` shape, as a health check reads it: by the driver's
-    `get_port_states` where it has one (one command where the full getter takes two; the descriptions and
-    speeds it leaves out are not checked), else by the full getter."""
+    """Each port's `is_up` and `mtu`, in NAPALM's `get_interfaces` shape, as a health check or validate reads
+    them: by the driver's `get_port_states` where it has one (one command where the full getter takes two;
+    the descriptions and speeds it leaves out are not checked), else by the full getter."""
     read = getattr(type(conn), "get_port_states", None)
     return dict(read(conn)) if read is not None else dict(conn.get_interfaces())
 

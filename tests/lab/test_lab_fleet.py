@@ -282,7 +282,7 @@ def test_frr_driver_getters_match_napalm_models(lab, pushed):
         assert {k: (p["is_up"], p["remote_as"]) for k, p in sessions["peers"].items()} == {
             k: (p["is_up"], p["remote_as"]) for k, p in bgp["peers"].items()
         }
-        states = {k: {"is_up": i["is_up"], "is_enabled": i["is_enabled"]} for k, i in ifaces.items()}
+        states = {k: {"is_up": i["is_up"], "is_enabled": i["is_enabled"], "mtu": i["mtu"]} for k, i in ifaces.items()}
         assert dev.get_port_states() == states
         lldp = dev.get_lldp_neighbors()
         assert lldp["swp3"] == [{"hostname": "cmp-spine1", "port": "swp1"}]

@@ -444,8 +444,10 @@ def test_the_health_polls_getters_read_what_the_full_getters_do(frr_switch: Host
         ports, sessions = driver.get_port_states(), driver.get_bgp_sessions()
     finally:
         driver.close()
-    assert ports == {name: {"is_up": i["is_up"], "is_enabled": i["is_enabled"]} for name, i in interfaces.items()}
-    assert ports["swp1"] == {"is_up": True, "is_enabled": True}
+    assert ports == {
+        n: {"is_up": i["is_up"], "is_enabled": i["is_enabled"], "mtu": i["mtu"]} for n, i in interfaces.items()
+    }
+    assert ports["swp1"] == {"is_up": True, "is_enabled": True, "mtu": 9216}
     assert sessions["global"]["peers"] == peers["global"]["peers"] and sessions["global"]["router_id"] == ""
 
 

@@ -41,13 +41,19 @@ class _Conn:
 
 
 class _LightConn(_Conn):
-    """A driver with the lighter session getter (a Linux switch's): the full one must not be asked."""
+    """A driver with the lighter session and port getters (a Linux switch's): the full ones must not be asked."""
 
     def get_bgp_neighbors(self) -> dict[str, Any]:
         raise AssertionError("the full BGP getter (a vtysh more) was asked for the sessions' state and ASN")
 
     def get_bgp_sessions(self) -> dict[str, Any]:
         return self.neighbors
+
+    def get_interfaces(self) -> dict[str, Any]:
+        raise AssertionError("the full interface getter (a vtysh more) was asked for the ports' state and MTU")
+
+    def get_port_states(self) -> dict[str, Any]:
+        return {}
 
 
 def _task(conn: _Conn) -> Any:
@@ -99,7 +105,7 @@ def test_a_carried_session_down_fails_validate():
     assert [(r.check, r.item.split(" (")[0]) for r in failed] == [("carried-bgp-session", f"vrf {vrf} {key}")]
 
 
-def test_a_driver_s_lighter_session_getter_is_read_and_a_session_down_still_fails():
+def test_a_driver_s_lighter_getters_are_read_and_a_session_down_still_fails():
     plan = example_plan(EXAMPLE)
     p = planned(plan, LinkIndex(plan), ["ns-leaf1a"], "business")["ns-leaf1a"]
     vrf, first = p.carried_sessions[0]
