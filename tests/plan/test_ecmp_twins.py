@@ -30,8 +30,9 @@ def _every_origin(plan: Plan, plane: str, without: frozenset[str]) -> dict[str, 
     out: dict[str, dict[str, int]] = defaultdict(dict)
     for origin, device in devices.items():
         if device.loopback is not None:
+            prefix = f"{ip(device.loopback)}/32"  # once per origin, not once per switch it reaches
             for name, width in widths_from(origin, asn, adjacent).items():  # type: ignore[arg-type]
-                out[name][f"{ip(device.loopback)}/32"] = width
+                out[name][prefix] = width
     return dict(out)
 
 
