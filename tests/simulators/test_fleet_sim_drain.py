@@ -114,46 +114,47 @@ def test_scripts_on_stdin_and_framed_reads_run_as_the_drivers_send_them() -> Non
         loop.close()
 
 
-def test_a_drain_and_an_undrain_each_take_three_round_trips_and_refuse_while_a_commit_is_pending() -> None:
+@pytest.fixture
+def on_shell() -> Iterator[tuple[CumulusSwitch, asyncio.AbstractEventLoop, _Local, Any]]:
+    """One simulated switch, the shell a driver's commands reach (every command kept), and the real Cumulus
+    driver opened on it."""
+    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
+    loop = asyncio.new_event_loop()
+    try:
+        local = _Local(sw, loop)
+        driver = napalm.get_network_driver("cumulus")("leaf1", "cumulus", PASSWORD, optional_args={"transport": local})
+        driver.open()
+        yield sw, loop, local, driver
+    finally:
+        loop.close()
+
+
+def test_a_drain_and_an_undrain_each_take_three_round_trips_and_refuse_while_a_commit_is_pending(on_shell) -> None:
     """The real driver on a simulated switch's shell: a drain reads the release, the marker and NVUE's confirm
     status in one round trip, writes the marker and applies the unit in a second, and reads the state back in
     a third; the undrain likewise. With an apply awaiting confirmation, a drain changes nothing."""
-    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
-    loop = asyncio.new_event_loop()
-    try:
-        local = _Local(sw, loop)
-        driver = napalm.get_network_driver("cumulus")("leaf1", "cumulus", PASSWORD, optional_args={"transport": local})
-        driver.open()
+    sw, loop, local, driver = on_shell
+    driver.drain(PUSH, "a disruptive change")
+    assert len(local.sent) == 2 and PUSH in (sw.read(".gpufabric/drained") or "")
+    assert sw.maintenance is not None and sw.maintenance.mode == "enabled"
+    status = driver.maintenance_status()
+    assert status["drained"] is True and status["applied"] is True and len(local.sent) == 3
+    driver.undrain(PUSH)
+    assert len(local.sent) == 5 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
+    sw.timer, sw.deadline = loop.call_later(3600, lambda: None), loop.time() + 3600  # someone's apply pending
+    with pytest.raises(DrainRefusedError, match="pending confirmation"):
         driver.drain(PUSH, "a disruptive change")
-        assert len(local.sent) == 2 and PUSH in (sw.read(".gpufabric/drained") or "")
-        assert sw.maintenance is not None and sw.maintenance.mode == "enabled"
-        status = driver.maintenance_status()
-        assert status["drained"] is True and status["applied"] is True and len(local.sent) == 3
-        driver.undrain(PUSH)
-        assert len(local.sent) == 5 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
-        sw.timer, sw.deadline = loop.call_later(3600, lambda: None), loop.time() + 3600  # someone's apply pending
-        with pytest.raises(DrainRefusedError, match="pending confirmation"):
-            driver.drain(PUSH, "a disruptive change")
-        assert len(local.sent) == 6 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
-        sw.timer.cancel()
-    finally:
-        loop.close()
+    assert len(local.sent) == 6 and sw.read(".gpufabric/drained") is None and sw.maintenance.mode == "disabled"
+    sw.timer.cancel()
 
 
-def test_a_health_poll_reads_the_running_configuration_and_the_ports_in_one_round_trip() -> None:
+def test_a_health_poll_reads_the_running_configuration_and_the_ports_in_one_round_trip(on_shell) -> None:
     """The real driver's combined read, on a simulated switch's shell, finds what its two getters find."""
-    sw = CumulusSwitch("leaf1", "cumulus", PASSWORD, lambda e: None, scale=0.0)
-    loop = asyncio.new_event_loop()
-    try:
-        local = _Local(sw, loop)
-        driver = napalm.get_network_driver("cumulus")("leaf1", "cumulus", PASSWORD, optional_args={"transport": local})
-        driver.open()
-        running, ports = driver.get_running_and_port_states()
-        assert len(local.sent) == 1 and running == sw.applied
-        assert running == driver.get_config(retrieve="running")["running"] and ports == driver.get_port_states()
-        assert ports and all(state["is_up"] for state in ports.values())
-    finally:
-        loop.close()
+    sw, _loop, local, driver = on_shell
+    running, ports = driver.get_running_and_port_states()
+    assert len(local.sent) == 1 and running == sw.applied
+    assert running == driver.get_config(retrieve="running")["running"] and ports == driver.get_port_states()
+    assert ports and all(state["is_up"] for state in ports.values())
 
 
 @pytest.fixture
