@@ -30,7 +30,7 @@ from napalm.base.exceptions import CommitError, MergeConfigException, ReplaceCon
 from gpufabric.drivers import frr_getters, maintenance
 from gpufabric.drivers.linux_switch import PushMark, one_line, parse_push_line
 from gpufabric.drivers.maintenance import DrainHeldError, DrainMark, DrainRefusedError
-from gpufabric.drivers.transport import CommandFailedError, put_files, read_each, read_many
+from gpufabric.drivers.transport import CommandFailedError, Output, put_files, read_each, read_many
 from gpufabric.nos.cumulus import PLATFORM as CUMULUS
 from gpufabric.nos.cumulus import drain as nvue_drain
 from gpufabric.nos.cumulus import nvue
@@ -176,7 +176,7 @@ class CumulusDriver(CumulusUpgrade):
         if self.transport is None:
             return False
         status = self._try(nvue.CONFIRM_STATUS)
-        return status.rc == 0 and nvue.confirm_left(status.stdout) is not None
+        return _awaits_confirm(status)
 
     def pending_push(self) -> dict[str, str] | None:
         """The push whose apply awaits confirmation here, by the marker beside it; None when NVUE has no
@@ -297,7 +297,7 @@ class CumulusDriver(CumulusUpgrade):
         release = known if known is not None else self._keep_release(found["release"].stdout)
         held = DrainMark.parse(found["held"].stdout if found["held"].rc == 0 else "")  # none there: not drained
         status = found["status"]
-        return release, held, status.rc == 0 and nvue.confirm_left(status.stdout) is not None
+        return release, held, _awaits_confirm(status)
 
     def _nv_change(self, text: str, *, pending: bool, mark: DrainMark | None, remove: bool) -> None:
         """The unit's change as one script, in one round trip: the working folder, the new marker (written
@@ -336,6 +336,11 @@ class CumulusDriver(CumulusUpgrade):
         applied = _unit_in_maintenance(found["show"]) if found["show"].strip() else None
         mechanism = CUMULUS.drain_steps(DrainSpec(release)).mechanism
         return maintenance.status(DrainMark.parse(found["mark"]), applied, mechanism)
+
+
+def _awaits_confirm(status: Output) -> bool:
+    """Whether `nv config apply --confirm-status` (CONFIRM_STATUS) says an apply awaits confirmation."""
+    return status.rc == 0 and nvue.confirm_left(status.stdout) is not None
 
 
 def _unit_in_maintenance(text: str) -> bool:
