@@ -101,7 +101,7 @@ def config_missed(expect: Expectation, running: str | None) -> frozenset[str]:
     if facts is None:
         return frozenset()
     read = platform(want.platform).facts.running_facts
-    missed = frozenset(f"{o.check} {o.item}" for o in compare(want, facts, read) if not o.ok)
+    missed = frozenset(f"{o.check} {o.item}" for o in compare(want, facts, read, failing_only=True))
     expect.last_read.clear()  # one text kept: the switch's configuration as last read
     expect.last_read[key] = missed
     return missed

@@ -46,10 +46,9 @@ def check_device(plan: Plan, ctx: DeviceContext, facts: SwitchFacts) -> Iterator
         return  # nothing else can be read from a file that does not parse
     d = ctx.device
     want = expect(ctx, plan.planes[d.plane].host_mtu)
-    for o in compare(want, facts):
-        if not o.ok:
-            file, line = _at(facts, o.fact, o.anchor)
-            yield Finding(o.check, facts.device, file, line, o.expected, o.found)
+    for o in compare(want, facts, failing_only=True):
+        file, line = _at(facts, o.fact, o.anchor)
+        yield Finding(o.check, facts.device, file, line, o.expected, o.found)
     if d.plane == "oob":
         yield from _oob(plan, facts)
     yield from _secrets(d, facts)

@@ -86,8 +86,9 @@ def _both(plan: Plan, device: str, files: dict[str, str], folder: Path) -> tuple
     return {f for f in offline if f[0] in online}, live
 
 
-def _plants(which: str) -> list[tuple[str, str, int]]:
-    """(check, file, line) of one fact of each check validate runs on the platform, from the clean files."""
+def _plants(which: str, online_only: bool = True) -> list[tuple[str, str, int]]:
+    """(check, file, line) of one fact of each check validate runs on the platform (`online_only`; else of
+    each check the file's reader returns a fact for), from the clean files."""
     plan, files = _rendered(which)
     device = SWITCHES[which][2]
     d = plan.device(device)
@@ -101,7 +102,7 @@ def _plants(which: str) -> list[tuple[str, str, int]]:
     online = {c for c, needs in CHECKS.items() if needs <= spec.facts.running_facts}
     seen: dict[str, tuple[str, str, int]] = {}
     for o in compare(expect(ctx, plan.planes[d.plane].host_mtu), found):
-        if o.ok and o.fact is not None and o.check in online and o.check not in seen:
+        if o.ok and o.fact is not None and (o.check in online or not online_only) and o.check not in seen:
             seen[o.check] = (o.check, o.fact.file, o.fact.line)
     return sorted(seen.values())
 
@@ -122,6 +123,7 @@ def _plant(text: str, line: int) -> str:
 
 
 CASES = [(which, *plant) for which in SWITCHES for plant in _plants(which)]
+EVERY_CASE = [(which, *plant) for which in SWITCHES for plant in _plants(which, online_only=False)]
 
 
 def test_every_platform_has_its_running_checks_planted():
@@ -153,3 +155,43 @@ def test_a_planted_value_is_found_by_both_readers_under_one_name(which, check, f
     offline, live = _both(plan, device, planted, tmp_path)
     assert check in {c for c, _, _ in offline}, (check, offline)
     assert offline == live
+
+
+def _failing_both_ways(which: str, file: str, line: int, folder: Path) -> list[tuple[list, list]]:
+    """(the failing outcomes of every outcome, the outcomes asked for failing only), on the planted file, for
+    what a rendered file's reader returns and for what the platform's running reader returns."""
+    plan, files = _rendered(which)
+    device = SWITCHES[which][2]
+    planted = dict(files)
+    planted[file] = _plant(files[file], line)
+    for name, text in planted.items():
+        if name.startswith(f"{device}."):
+            (folder / name).write_text(text)
+    d = plan.device(device)
+    spec = platform(d.platform)
+    want = expect(build(plan, d, LinkIndex(plan)), plan.planes[d.plane].host_mtu)
+    found = spec.read_files(device, folder)
+    return [
+        ([o for o in compare(want, found, *read) if not o.ok], list(compare(want, found, *read, failing_only=True)))
+        for read in ((), (spec.facts.running_facts,))
+    ]
+
+
+@pytest.mark.parametrize(("which", "check", "file", "line"), EVERY_CASE, ids=[f"{c[0]}-{c[1]}" for c in EVERY_CASE])
+def test_failing_only_gives_exactly_the_failing_outcomes_of_every_outcome(which, check, file, line, tmp_path):
+    """verify and push's proof ask only for the failing outcomes, and the per-item loops then build no passing
+    one: the same outcomes (check, item, texts, fact, anchor), in the same order, as every outcome's failing
+    ones, on a file with each kind of fact planted."""
+    for failing, failing_only in _failing_both_ways(which, file, line, tmp_path):
+        assert failing_only == failing
+
+
+def test_the_plants_make_every_per_item_check_fail(tmp_path):
+    """The checks whose passing outcomes failing_only leaves unbuilt each fail on some planted file above, so
+    the equality is held where it can break."""
+    failed = set()
+    for n, (which, _, file, line) in enumerate(EVERY_CASE):
+        (tmp_path / str(n)).mkdir()
+        failed |= {o.check for o in _failing_both_ways(which, file, line, tmp_path / str(n))[0][0]}
+    per_item = {"mtu", "address", "bgp-remote-as", "bfd", "load-balancing", "qos-port", "carried-port"}
+    assert per_item | {"carried-bgp", "carried-class", "carried-bfd"} <= failed
