@@ -25,6 +25,7 @@ LineOf = Callable[[tuple[Any, ...]], int | None]  # the line of a path, else of 
 class _Doc:
     def __init__(self, data: Any, index: int, file: str, lines: Lines, line_of: LineOf) -> None:
         self.data, self.index, self.file, self.line_of, self.line_in = data, index, file, line_of, lines.line_in
+        self.by_container = lines.by_container
 
     def get(self, *path: Any) -> Any:
         node = self.data
@@ -156,21 +157,26 @@ def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
         return
     if not isinstance(ports, dict):
         raise _WrongValueError(("interface",), ports, "a mapping of interfaces")
-    fact_in = doc.fact_in  # a large leaf has hundreds of ports, each with a few facts
+    # A large leaf has hundreds of ports, each with a few facts: doc.fact_in inlined (the line of `key` in
+    # `node` is by_container[id(node)][key]), and each Fact made as the tuple it is, by C.
+    file, by_container, new = doc.file, doc.by_container, tuple.__new__
+    port_lines = by_container[id(ports)]
+    anchors, mtus, addressed = facts.anchors, facts.mtu, facts.address
     for port, spec in ports.items():
-        facts.anchors[f"interface {port}"] = fact_in(port, ports, port)
+        anchors[f"interface {port}"] = new(Fact, (port, file, port_lines[port]))
         if not isinstance(spec, dict):
             continue
         swp = spec.get("type") == "swp"
         link = spec.get("link")
         if isinstance(link, dict) and (mtu := link.get("mtu")) is not None:
-            facts.mtu[port] = fact_in(_int(mtu, "interface", port, "link", "mtu"), link, "mtu")
+            value = mtu if type(mtu) is int else _int(mtu, "interface", port, "link", "mtu")
+            mtus[port] = new(Fact, (value, file, by_container[id(link)]["mtu"]))
         if swp or port == "lo":
             for ip in ("ip", "ipv4"):  # `ipv4` from Cumulus Linux 5.15
                 section = spec.get(ip)
                 addresses = section.get("address") if isinstance(section, dict) else None
                 for address in addresses or {}:
-                    facts.address[port] = fact_in(str(address), addresses, address)
+                    addressed[port] = new(Fact, (str(address), file, by_container[id(addresses)][address]))
         if roce_fact is not None and swp:
             # NVUE applies `qos roce` to every switch port: there is no per-port policy to forget.
             facts.qos_ports[port] = roce_fact
@@ -181,10 +187,10 @@ def _interfaces(facts: SwitchFacts, doc: _Doc) -> None:
         router = spec.get("router")
         ar = router.get("adaptive-routing") if isinstance(router, dict) else None
         if isinstance(ar, dict) and (_on(ar.get("enable")) or _on(ar.get("state"))):
-            facts.adaptive_ports[port] = fact_in(True, router, "adaptive-routing")
+            facts.adaptive_ports[port] = doc.fact_in(True, router, "adaptive-routing")
         qos = spec.get("qos")
         if facts.watchdog is None and isinstance(qos, dict) and qos.get("pfc-watchdog") is not None:
-            facts.watchdog = fact_in(True, qos, "pfc-watchdog")
+            facts.watchdog = doc.fact_in(True, qos, "pfc-watchdog")
 
 
 def _bgp(facts: SwitchFacts, doc: _Doc) -> None:
