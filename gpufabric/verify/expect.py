@@ -212,9 +212,11 @@ def _bgp(want: SwitchExpectation, facts: SwitchFacts, every: bool) -> Iterator[O
         if got is None:
             expected = f"neighbor {key} remote-as {s.remote_asn} ({s.peer})"
             yield _o("bgp-neighbor", f"{key} ({s.peer})", expected, "missing", False, facts.asn)
-        elif every or got.value != s.remote_asn:
+            continue
+        ok = got.value == s.remote_asn
+        if every or not ok:
             expected = f"neighbor {key} ({s.peer}) remote-as {s.remote_asn}"
-            yield _o("bgp-remote-as", f"{key} ({s.peer})", expected, got.value, got.value == s.remote_asn, got)
+            yield _o("bgp-remote-as", f"{key} ({s.peer})", expected, got.value, ok, got)
     for key, got in facts.neighbors.items():
         if key not in planned:
             yield _o("bgp-neighbor", key, "no such neighbour in the plan", f"neighbor {key}", False, got)
@@ -238,9 +240,11 @@ def _session_timers(want: SwitchExpectation, facts: SwitchFacts, every: bool) ->
         text = f"{bfd[0]} ms x {bfd[1]}" if bfd is not None else ""
         if got is None:
             yield _o("bfd", key, f"neighbor {key} ({s.peer}) with BFD {text}", "no BFD", False, facts.asn, "bgp")
-        elif every or got.value != bfd:
+            continue
+        ok = got.value == bfd
+        if every or not ok:
             shown = "the platform's default" if got.value is None else f"{got.value[0]} ms x {got.value[1]}"
-            yield _o("bfd", key, f"neighbor {key} BFD {text}", shown, got.value == bfd, got)
+            yield _o("bfd", key, f"neighbor {key} BFD {text}", shown, ok, got)
     for key, got in facts.bfd.items():
         if key not in fabric:
             yield _o("bfd", key, f"no BFD on neighbor {key} (the plane's routing.bfd)", "BFD", False, got)
@@ -281,9 +285,9 @@ def _ports(want: SwitchExpectation, facts: SwitchFacts, every: bool) -> Iterator
         if p.address is not None:
             addr = facts.address.get(p.name)
             found = addr.value if addr else "none"
-            if every or found != p.address:
-                yield _o("address", p.name, f"{p.name} {p.address}", found, found == p.address, addr,
-                         f"interface {p.name}")  # fmt: skip
+            ok = found == p.address
+            if every or not ok:
+                yield _o("address", p.name, f"{p.name} {p.address}", found, ok, addr, f"interface {p.name}")
 
 
 def _load_balancing(want: SwitchExpectation, facts: SwitchFacts, every: bool) -> Iterator[Outcome]:
@@ -296,8 +300,10 @@ def _load_balancing(want: SwitchExpectation, facts: SwitchFacts, every: bool) ->
         yield _o("load-balancing", "adaptive routing", expected, "on" if on else "off", on == lb.adaptive,
                  facts.adaptive, "bgp")  # fmt: skip
         for p in want.ports:
-            if p.name in lb.adaptive_ports and (every or p.name not in facts.adaptive_ports):
-                ok = p.name in facts.adaptive_ports
+            if p.name not in lb.adaptive_ports:
+                continue
+            ok = p.name in facts.adaptive_ports
+            if every or not ok:
                 yield _o("load-balancing", p.name, f"{p.name}: adaptive routing on", "on" if ok else "off", ok,
                          facts.adaptive_ports.get(p.name) or facts.mtu.get(p.name))  # fmt: skip
         if not lb.adaptive:
@@ -349,8 +355,10 @@ def _qos(want: SwitchExpectation, q: QosProfile, facts: SwitchFacts, every: bool
     yield _o("qos-cnp-strict", f"priority {q.cnp_priority}", f"priority {q.cnp_priority} strict",
              "strict" if strict else "not strict", strict, facts.strict.get(q.cnp_priority))  # fmt: skip
     for p in want.ports:
-        if p.kind in ("fabric", "host", "peer") and (every or p.name not in facts.qos_ports):
-            on = p.name in facts.qos_ports
+        if p.kind not in ("fabric", "host", "peer"):
+            continue
+        on = p.name in facts.qos_ports
+        if every or not on:
             yield _o("qos-port", p.name, f"{p.name}: RoCE policy applied", "applied" if on else "not applied", on,
                      facts.qos_ports.get(p.name) or facts.mtu.get(p.name))  # fmt: skip
 
@@ -389,11 +397,11 @@ def _carried(want: SwitchExpectation, facts: SwitchFacts, every: bool) -> Iterat
     planned_ports = {p.name: (p.vrf, p.vlan, p.address) for p in want.carried_ports}
     for name, port in planned_ports.items():
         got = facts.subinterfaces.get(name)
-        if not every and got is not None and got.value == port:
+        ok = got is not None and got.value == port
+        if ok and not every:
             continue
         shown = "missing" if got is None else _port_text(got.value)
-        yield _o("carried-port", name, f"{name}: {_port_text(port)}", shown, got is not None and got.value == port,
-                 got, "carried")  # fmt: skip
+        yield _o("carried-port", name, f"{name}: {_port_text(port)}", shown, ok, got, "carried")
     for name, got in facts.subinterfaces.items():
         if name not in planned_ports:
             yield _o("carried-port", name, "no such subinterface in the plan", f"{name}: {_port_text(got.value)}",
@@ -401,11 +409,11 @@ def _carried(want: SwitchExpectation, facts: SwitchFacts, every: bool) -> Iterat
     planned = {f"{vrf} {s.key}": s for vrf, s in want.carried_sessions}
     for key, s in planned.items():
         got = facts.vrf_neighbors.get(key)
-        if not every and got is not None and got.value == s.remote_asn:
+        ok = got is not None and got.value == s.remote_asn
+        if ok and not every:
             continue
         yield _o("carried-bgp", f"vrf {key} ({s.peer})", f"vrf {key} ({s.peer}) remote-as {s.remote_asn}",
-                 "missing" if got is None else got.value, got is not None and got.value == s.remote_asn, got,
-                 "carried")  # fmt: skip
+                 "missing" if got is None else got.value, ok, got, "carried")  # fmt: skip
     for key, got in facts.vrf_neighbors.items():
         if key not in planned:
             expected = "no such VRF session in the plan"
@@ -416,11 +424,11 @@ def _carried(want: SwitchExpectation, facts: SwitchFacts, every: bool) -> Iterat
     for c in want.carried_classes:
         for dscp in c.dscp:
             got = facts.dscp_map.get(dscp)
-            if not every and got is not None and got.value == c.priority:
+            ok = got is not None and got.value == c.priority
+            if ok and not every:
                 continue
             yield _o("carried-class", f"{c.name} DSCP {dscp}", f"{c.name} DSCP {dscp} -> priority {c.priority}",
-                     f"-> {got.value}" if got else "unmapped", got is not None and got.value == c.priority, got,
-                     "carried")  # fmt: skip
+                     f"-> {got.value}" if got else "unmapped", ok, got, "carried")  # fmt: skip
         if c.percent is None or not want.lossless_qos:
             continue  # strict, or a platform with no scheduler to configure (Linux: classification only)
         share = facts.shares.get(c.priority)
@@ -439,11 +447,12 @@ def _carried_timers(
     if bfd is not None:
         for key, peer in fabric.items():
             got = facts.vrf_bfd.get(key)
-            if not every and got is not None and got.value == bfd:
+            ok = got is not None and got.value == bfd
+            if ok and not every:
                 continue
             shown = "no BFD" if got is None else f"BFD {got.value}"
-            yield _o("carried-bfd", f"vrf {key}", f"vrf {key} ({peer}) BFD {bfd[0]} ms x {bfd[1]}", shown,
-                     got is not None and got.value == bfd, got, "carried")  # fmt: skip
+            yield _o("carried-bfd", f"vrf {key}", f"vrf {key} ({peer}) BFD {bfd[0]} ms x {bfd[1]}", shown, ok, got,
+                     "carried")  # fmt: skip
     for key, got in facts.vrf_bfd.items():
         if bfd is None or key not in fabric:
             yield _o("carried-bfd", f"vrf {key}", f"no BFD on vrf {key} (the plane's routing.bfd)", "BFD", False, got,
