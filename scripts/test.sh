@@ -111,15 +111,10 @@ static_checks() {
         NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$test_tmp/site" || return 1
     took "static checks" "$started"
 }
-# Two offline workers a core: a quarter of the lane's time on one worker a core is spent waiting (a simulator's
-# timers, a subprocess, a socket's timeout), and a second worker a core runs meanwhile. Alone on 2 cores the lane
-# took 549 s with 815 CPU-s and 275 core-s idle on 2 workers, 476 s with 874 CPU-s and 75 idle on 4; beside the
-# lab, the idle core-seconds are what is left at the lane's end, after the lab's tests.
-offline_workers=$(( $(nproc) * 2 ))
 offline_tests() {
-    echo "== pytest (offline, $offline_workers workers on $(nproc) cores)"
-    exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n "$offline_workers" \
-        -m "not lab" --long-first "$@"   # its PID is the one the trap stops; modules holding the longest tests first
+    echo "== pytest (offline, on every core)"
+    exec python -m pytest -p no:cacheprovider --basetemp "$test_tmp/offline" --durations=5 -n auto -m "not lab" \
+        --long-first "$@"   # its PID is the one the trap stops; modules holding the longest tests first
 }
 
 # Four parts side by side: the static checks and the offline tests (above); the lab's tests, which mostly wait
