@@ -5,13 +5,20 @@
 # Run without containers (--local) on the venv's Python, by the ansible-test of the project's .venv (or of
 # VENV_BIN: another ansible-core of the supported range, as docs/testing.md shows). ansible-test
 # makes a virtualenv per sanity test and installs into it the exact versions it pins (pylint, yamllint,
-# voluptuous, rstcheck, antsibull-docs-parser ...): those live under .cache/ansible-test (its HOME for the
-# run), apart from the project's .venv and the user's ~/.ansible. Made once, a minute; reused after.
+# voluptuous, rstcheck, antsibull-docs-parser ...): those live in the machine's cache (scripts/lib.sh
+# machine_cache: /var/cache/gpufabric/ansible-test as root, its HOME for the run), apart from the project's
+# .venv and the user's ~/.ansible. Made once on a machine, minutes of CPU; a fresh clone reuses them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 bin=${VENV_BIN:-$repo/.venv/bin}
-export HOME="$repo/.cache/ansible-test/home"
+. scripts/lib.sh
+cache=$(machine_cache)/ansible-test
+mkdir -p "$cache/home"
+# One run at a time on the machine: two clones' runs would make the same virtualenvs at once.
+exec 8>"$cache/.lock"
+flock 8
+export HOME="$cache/home"
 # ansible-test puts pip into each virtualenv with get-pip.py from its own CI file host, or a copy cached
 # here under its version's name: the stand-in (scripts/ansible_test_get_pip.py) takes pip from the index.
 # The Python the venv runs: 3.11 for the project's own; ansible-core 2.20 and later need 3.12 (VENV_BIN).

@@ -1,6 +1,18 @@
 # Shared by scripts/demo.sh and scripts/test.sh: install what is missing, and only that.
 # Package mirrors come from this machine's own apt and pip configuration.
 
+machine_cache() {  # the folder of build products kept across clones, as pip keeps its wheels in ~/.cache/pip
+    # (Nautobot's venv and its migrated database, ansible-test's pinned virtualenvs: minutes of CPU each to
+    # make): GPUFABRIC_CACHE, else /var/cache/gpufabric as root (beside the host image), else ~/.cache/gpufabric.
+    if [ -n "${GPUFABRIC_CACHE:-}" ]; then
+        echo "$GPUFABRIC_CACHE"
+    elif [ "$(id -u)" -eq 0 ]; then
+        echo /var/cache/gpufabric
+    else
+        echo "${XDG_CACHE_HOME:-$HOME/.cache}/gpufabric"
+    fi
+}
+
 apt_updated=0
 apt_update_once() {  # apt's package lists, read from the machine's mirrors once per run of a script
     [ "$apt_updated" -eq 1 ] && return 0

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A Nautobot of the tests' own on loopback: PostgreSQL and Redis as processes of this script's, with
 # their data in a folder given, never the machine's services.
-#   scripts/sot_server.sh install        # Nautobot's venv in .cache/nautobot, Redis unpacked into .cache/redis
+#   scripts/sot_server.sh install        # Nautobot's venv and Redis (unpacked) in the machine's cache (lib.sh)
 #   scripts/sot_server.sh prepare        # the first start's migrations ahead of time (minutes; once)
 #   scripts/sot_server.sh start DIR      # PostgreSQL, Redis and Nautobot on 127.0.0.1; DIR/server.env says where
 #   scripts/sot_server.sh stop DIR       # stops them by the PIDs in DIR; DIR is left for the caller to remove
+#   scripts/sot_server.sh where          # the folder of Nautobot's venv (the tests look for it there)
 # DIR/server.env holds GPUFABRIC_SOT_URL and the path of the token's file (DIR/token, 0600): the token
 # itself is printed nowhere.
 set -euo pipefail
@@ -12,8 +13,10 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 NAUTOBOT_VERSION=3.2.7
-cache=${GPUFABRIC_CACHE:-.cache}   # another checkout's .cache may be shared this way
-venv=$cache/nautobot
+# Kept in the machine's cache (lib.sh), not the clone's: a fresh clone (CI's) finds Nautobot installed and its
+# database migrated (minutes of CPU) by an earlier one. A folder a version: clones of two versions share none.
+cache=$(machine_cache)
+venv=$cache/nautobot-$NAUTOBOT_VERSION
 redis=$cache/redis
 pg_bin=/usr/lib/postgresql/15/bin
 
@@ -21,6 +24,10 @@ install() {
     # Debian's postgresql-15 package creates and starts a cluster of the machine's own when installed:
     # it is not installed from here (the machine image has it).
     [ -x "$pg_bin/postgres" ] || echo "note: no PostgreSQL 15 ($pg_bin): the source of truth's tests are skipped" >&2
+    # One install at a time on the machine: another clone's run may be making the same folders.
+    mkdir -p "$cache"
+    exec 8>"$cache/.install.lock"
+    flock 8
     # Unpacked, not installed: redis-server's package would enable and start a service. Its binary is
     # redis-tools' redis-check-rdb, which acts as the server under that name.
     ensure_unpacked "$redis" redis-tools libjemalloc2 liblzf1
@@ -204,6 +211,7 @@ prepare() {  # the first start's migrations, done ahead (CI runs this beside the
 
 case "${1:-}" in
 install) install ;;
+where) echo "$venv" ;;
 prepare) prepare ;;
 start)
     [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }
@@ -217,5 +225,5 @@ start)
     started=1
     ;;
 stop) [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }; stop "$2" ;;
-*) echo "usage: $0 install | prepare | start DIR | stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 install | prepare | start DIR | stop DIR | where" >&2; exit 2 ;;
 esac

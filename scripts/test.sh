@@ -83,7 +83,8 @@ ensure_unpacked .cache/alertmanager prometheus-alertmanager
 ensure_unpacked .cache/network-manager network-manager libnm0
 ensure_venv .venv test
 ensure_pip .venv libyang 'libyang==2.7.1'
-# `gpufabric sot` is tested against a real Nautobot: its own venv in .cache/nautobot, Redis unpacked beside it.
+# `gpufabric sot` is tested against a real Nautobot: its own venv, Redis unpacked beside it, in the machine's
+# cache (lib.sh machine_cache), where a fresh clone finds them made and the database migrated.
 bash scripts/sot_server.sh install
 export PATH="$PWD/.venv/bin:$PATH"
 took installs "$installs_started"
@@ -99,7 +100,7 @@ static_checks() {
     echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus napalm_gpufabric_* bench scripts || return 1
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
-    # Ansible's own tests of a collection, on gpufabric.cluster as built (their pinned linters in .cache/ansible-test).
+    # Ansible's own tests of a collection, on gpufabric.cluster as built (their pinned linters in the machine's cache).
     echo "== ansible-test sanity (the collection gpufabric.cluster)" && scripts/collection_sanity.sh || return 1
     echo "== docs/intent.md matches the schema" && gpufabric docs -o docs/intent.md --check || return 1
     echo "== the platform, command and example pages and the figures match the registry, --help and the intents" &&

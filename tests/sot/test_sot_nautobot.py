@@ -29,7 +29,6 @@ from gpufabric.sot.records import desired
 pytestmark = [pytest.mark.lab, pytest.mark.beside_lab]
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("GPUFABRIC_CACHE", ROOT / ".cache"))
 SCRIPT = ROOT / "scripts" / "sot_server.sh"
 OWNED = [
     "locations",
@@ -57,13 +56,14 @@ class Server:
 
 @pytest.fixture(scope="module")
 def nautobot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    if not (CACHE / "nautobot" / "bin" / "nautobot-server").exists():
+    # Where the script keeps Nautobot: the machine's cache (scripts/lib.sh machine_cache) or GPUFABRIC_CACHE.
+    where = subprocess.run(["bash", str(SCRIPT), "where"], capture_output=True, text=True, check=True, timeout=30)
+    if not (Path(where.stdout.strip()) / "bin" / "nautobot-server").exists():
         pytest.skip("Nautobot is not installed: scripts/sot_server.sh install")
     folder = tmp_path_factory.mktemp("nautobot")
     began = time.monotonic()
-    env = {**os.environ, "GPUFABRIC_CACHE": str(CACHE)}
     try:
-        subprocess.run(["bash", str(SCRIPT), "start", str(folder)], check=True, timeout=1200, env=env)
+        subprocess.run(["bash", str(SCRIPT), "start", str(folder)], check=True, timeout=1200)
         settings = dict(line.split("=", 1) for line in (folder / "server.env").read_text().splitlines())
         token = Path(settings["GPUFABRIC_SOT_TOKEN_FILE"]).read_text().strip()
         server = Server(settings["GPUFABRIC_SOT_URL"], token, time.monotonic() - began)
@@ -71,7 +71,7 @@ def nautobot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
     finally:
         pids = [int(p.read_text()) for p in folder.glob("*.pid")]
-        subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], check=True, timeout=120, env=env)
+        subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], check=True, timeout=120)
         for pid in pids:
             assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text(), pid
 
