@@ -36,12 +36,12 @@ def test_as_root_it_is_beside_the_host_image(tmp_path):
     assert _cache(tmp_path, 0) == "/var/cache/gpufabric"
 
 
-@pytest.mark.parametrize("xdg", [None, "xdg"])
-def test_as_a_user_it_is_in_the_users_cache(tmp_path, xdg):
-    if xdg is None:
-        assert _cache(tmp_path, 1000) == f"{tmp_path}/home/.cache/gpufabric"
-    else:
-        assert _cache(tmp_path, 1000, XDG_CACHE_HOME=str(tmp_path / xdg)) == f"{tmp_path}/xdg/gpufabric"
+def test_as_a_user_it_is_in_the_users_cache(tmp_path):
+    assert _cache(tmp_path, 1000) == f"{tmp_path}/home/.cache/gpufabric"
+
+
+def test_as_a_user_it_follows_xdg_cache_home(tmp_path):
+    assert _cache(tmp_path, 1000, XDG_CACHE_HOME=str(tmp_path / "xdg")) == f"{tmp_path}/xdg/gpufabric"
 
 
 @pytest.mark.parametrize("uid", [0, 1000])

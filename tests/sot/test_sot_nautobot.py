@@ -58,8 +58,9 @@ class Server:
 def nautobot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # Where the script keeps Nautobot: the machine's cache (scripts/lib.sh machine_cache) or GPUFABRIC_CACHE.
     where = subprocess.run(["bash", str(SCRIPT), "where"], capture_output=True, text=True, check=True, timeout=30)
-    if not (Path(where.stdout.strip()) / "bin" / "nautobot-server").exists():
-        missing = f"Nautobot is not installed in {where.stdout.strip()}: scripts/sot_server.sh install"
+    venv = Path(where.stdout.strip())
+    if not (venv / "bin" / "nautobot-server").exists():
+        missing = f"Nautobot is not installed in {venv}: scripts/sot_server.sh install"
         if os.environ.get("CI"):  # scripts/test.sh installs it: in CI its absence is a failure, not a skip
             pytest.fail(missing)
         pytest.skip(missing)
