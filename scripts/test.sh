@@ -97,7 +97,14 @@ echo "== lint-imports (the floors: every import goes down)" && lint-imports --no
 # other, so neither waits for the other where the lab leaves a core idle (the lab's tests mostly wait).
 static_checks() {
     local started=$SECONDS
-    echo "== mypy" && mypy gpufabric nornir_tasks napalm_frr napalm_cumulus napalm_gpufabric_* bench scripts || return 1
+    # mypy's incremental cache in the machine's cache (lib.sh), one run at a time: a fresh clone's modules are
+    # new files, which mypy takes as checked when their content hash matches the cache's, so only what changed
+    # since the machine's last check is checked again (35 CPU-s for the whole tree, against 1 s).
+    local mypy_cache
+    mypy_cache="$(machine_cache)/mypy"
+    mkdir -p "$mypy_cache"
+    echo "== mypy" && flock "$mypy_cache/.lock" mypy --cache-dir "$mypy_cache" \
+        gpufabric nornir_tasks napalm_frr napalm_cumulus napalm_gpufabric_* bench scripts || return 1
     echo "== ansible-lint (production profile)" && ansible-lint -q || return 1
     echo "== role READMEs match their argument specs" && python scripts/role_docs.py --check || return 1
     # Ansible's own tests of a collection, on gpufabric.cluster as built (their pinned linters in the machine's cache).
