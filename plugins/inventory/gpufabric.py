@@ -78,7 +78,10 @@ _PARENT_PREFIXES = ("plane_",)
 _PARENT_NAMES = ("switches", "servers")
 
 
-def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
+_LAB_LOGIN_TIMEOUT = 120  # seconds: molecule/*/molecule.yml's `timeout` too
+
+
+def _lab_connections(state_dir: str | None) -> dict[str, dict[str, object]]:
     """Connection variables for the hosts a lab runs as containers, from the lab's own record (read
     as gpufabric reads it: a plain file, never through a link, bounded)."""
     if not state_dir:
@@ -99,6 +102,10 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, str]]:
             "ansible_user": state.user,
             "ansible_ssh_private_key_file": state.key_file,
             "ansible_ssh_common_args": ssh_args,
+            # The login's bound (not a wait): a container on this machine answers at the machine's pace, and a
+            # busy one (the test suite's lanes at once, a load average over 20) took longer than Ansible's 10 s
+            # default to log in to, where one that was up answered the next login. Molecule's hosts have the same.
+            "ansible_ssh_timeout": _LAB_LOGIN_TIMEOUT,
             # The lab built the image, so it knows the interpreter: no discovery.
             **({"ansible_python_interpreter": state.python} if state.python else {}),
             # A container on this machine's kernel, with no GPU or PCIe switch of its own: roles that read

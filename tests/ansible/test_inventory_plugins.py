@@ -128,6 +128,9 @@ def test_ansible_plugin_narrows_to_hosts_and_reaches_lab_hosts_as_recorded(tmp_p
     assert hostvars["gpu01"]["ansible_host"] == "172.20.0.18"  # the plan's address: no record for it
     assert hostvars["gpu02"]["ansible_host"] == "172.31.254.3"
     assert hostvars["gpu02"]["ansible_ssh_private_key_file"] == "/k/id"
+    # The login's bound for a container of this machine's (a busy machine answers slowly); a real host keeps Ansible's.
+    assert hostvars["gpu02"]["ansible_ssh_timeout"] == 120
+    assert "ansible_ssh_timeout" not in hostvars["gpu01"]
     assert (
         "UserKnownHostsFile=/k/known_hosts -o StrictHostKeyChecking=yes" in hostvars["gpu02"]["ansible_ssh_common_args"]
     )
