@@ -154,7 +154,8 @@ EOF
         -h 127.0.0.1 -p "$redis_port" ping
     export NAUTOBOT_CONFIG="$dir/nautobot_config.py" NAUTOBOT_ROOT="$dir"
     if [ "$fresh" -eq 1 ]; then
-        waited "$dir" migrate "$venv/bin/nautobot-server" migrate --no-input >"$dir/migrate.log" 2>&1 9>&-
+        # Its log beside the venv (one migration at a time): a start waiting for the template sees it grow.
+        waited "$dir" migrate "$venv/bin/nautobot-server" migrate --no-input >"$venv/migrate.log" 2>&1 9>&-
         # Kept for the next start: the cluster, copied while PostgreSQL is stopped.
         local pid
         pid=$(cat "$dir/postgres.pid")

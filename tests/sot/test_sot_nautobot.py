@@ -67,7 +67,7 @@ def nautobot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("nautobot")
     began = time.monotonic()
     try:
-        subprocess.run(["bash", str(SCRIPT), "start", str(folder)], check=True, timeout=1200)
+        _start(folder, venv)
         settings = dict(line.split("=", 1) for line in (folder / "server.env").read_text().splitlines())
         token = Path(settings["GPUFABRIC_SOT_TOKEN_FILE"]).read_text().strip()
         server = Server(settings["GPUFABRIC_SOT_URL"], token, time.monotonic() - began)
@@ -78,6 +78,35 @@ def nautobot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], check=True, timeout=120)
         for pid in pids:
             assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text(), pid
+
+
+# The start's bound: minutes with no sign of progress. Not a bound on the whole start: on a new machine it waits
+# for the first migration (scripts/test.sh's `prepare`, niced beside every lane), which took over 37 minutes
+# on a slow one, where a warm machine's start takes seconds.
+STALLED_AFTER = 600.0
+
+
+def _progress(folder: Path, venv: Path) -> float:
+    """When the start last wrote anything: its own logs, or the migration's log it may be waiting for."""
+    files = [*folder.iterdir(), venv / "migrate.log"]
+    return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
+
+
+def _start(folder: Path, venv: Path) -> None:
+    """`sot_server.sh start`, waited for while it or the migration it waits for makes progress."""
+    start = subprocess.Popen(["bash", str(SCRIPT), "start", str(folder)])
+    seen, since = _progress(folder, venv), time.monotonic()
+    while start.poll() is None:
+        mark = _progress(folder, venv)
+        if mark != seen:
+            seen, since = mark, time.monotonic()
+        elif time.monotonic() - since > STALLED_AFTER:
+            start.kill()
+            start.wait()
+            quiet = f"{STALLED_AFTER:.0f} s"
+            pytest.fail(f"sot_server.sh start wrote nothing in {quiet}: see {folder} and {venv}/migrate.log")
+        time.sleep(1)  # a look a second at a start that takes seconds to minutes
+    assert start.returncode == 0, f"sot_server.sh start failed ({start.returncode}): see {folder}"
 
 
 def sot(server: Server, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
