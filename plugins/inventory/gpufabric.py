@@ -102,9 +102,9 @@ def _lab_connections(state_dir: str | None) -> dict[str, dict[str, object]]:
             "ansible_user": state.user,
             "ansible_ssh_private_key_file": state.key_file,
             "ansible_ssh_common_args": ssh_args,
-            # The login's bound (not a wait): a container on this machine answers at the machine's pace, and a
-            # busy one (the test suite's lanes at once, a load average over 20) took longer than Ansible's 10 s
-            # default to log in to, where one that was up answered the next login. Molecule's hosts have the same.
+            # The login's bound (not a wait): a container answers at this machine's pace, and on a slow machine
+            # running every lane of the test suite, logins took longer than Ansible's 10 s default. Molecule's
+            # hosts have the same bound.
             "ansible_ssh_timeout": _LAB_LOGIN_TIMEOUT,
             # The lab built the image, so it knows the interpreter: no discovery.
             **({"ansible_python_interpreter": state.python} if state.python else {}),

@@ -6,6 +6,7 @@ empty database once and keeps it), so the server is started once for this module
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -88,8 +89,11 @@ STALLED_AFTER = 600.0
 
 def _progress(folder: Path, venv: Path) -> float:
     """When the start last wrote anything: its own logs, or the migration's log it may be waiting for."""
-    files = [*folder.iterdir(), venv / "migrate.log"]
-    return max((f.stat().st_mtime for f in files if f.is_file()), default=0.0)
+    times = [0.0]
+    for f in [*folder.iterdir(), venv / "migrate.log"]:
+        with contextlib.suppress(FileNotFoundError):  # a PID file the start removes as a step ends, say
+            times.append(f.stat().st_mtime)
+    return max(times)
 
 
 def _start(folder: Path, venv: Path) -> None:
@@ -103,8 +107,7 @@ def _start(folder: Path, venv: Path) -> None:
         elif time.monotonic() - since > STALLED_AFTER:
             start.kill()
             start.wait()
-            quiet = f"{STALLED_AFTER:.0f} s"
-            pytest.fail(f"sot_server.sh start wrote nothing in {quiet}: see {folder} and {venv}/migrate.log")
+            pytest.fail(f"sot_server.sh start wrote nothing in {STALLED_AFTER:.0f} s: see {folder}, {venv}/migrate.log")
         time.sleep(1)  # a look a second at a start that takes seconds to minutes
     assert start.returncode == 0, f"sot_server.sh start failed ({start.returncode}): see {folder}"
 
