@@ -149,7 +149,7 @@ class HostileSshSwitch:
         self.sock = socket.socket()
         self.sock.bind((ADDRESS, 0))
         self.sock.listen(8)
-        self.sock.settimeout(0.2)  # a closed listening socket does not wake accept(): look again often
+        self.sock.settimeout(5)  # a bound on each wait; __exit__ wakes accept() at once
         self.port = self.sock.getsockname()[1]
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -247,6 +247,8 @@ class HostileSshSwitch:
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() that close() alone would not
         self.sock.close()
         for transport in self._transports:
             transport.close()

@@ -313,7 +313,7 @@ def api_server(cluster: Cluster, folder: Path) -> Iterator[Served]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki.cert_file, pki.key_file)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield Served(f"https://127.0.0.1:{server.server_address[1]}", pki.ca_file)

@@ -124,7 +124,7 @@ def nautobot_double(store: Store) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     base = f"http://127.0.0.1:{server.server_address[1]}"
     server.RequestHandlerClass = type("Handler", (_Handler,), {"store": store, "base": base})
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield base

@@ -83,7 +83,7 @@ def test_the_real_alertmanager_drives_the_receiver(tmp_path: Path):
         plan, [fake], Guards(0.5, 0.5, 0.0), state_path=tmp_path / "s.json", audit_path=tmp_path / "a.jsonl"
     )
     receiver = Receiver(("127.0.0.1", 0), loop)
-    serving = threading.Thread(target=receiver.serve_forever, daemon=True)
+    serving = threading.Thread(target=receiver.serve_forever, args=(0.05,), daemon=True)
     serving.start()
     port = _free_port()
     config = tmp_path / "alertmanager.yml"
@@ -159,7 +159,7 @@ def test_the_real_alertmanager_sends_its_bearer_token_over_tls(tmp_path: Path):
         receiver = Receiver(
             ("127.0.0.1", 0), loop, token=read_token(token), tls=tls_context(pki.cert_file, pki.key_file)
         )
-        serving = threading.Thread(target=receiver.serve_forever, daemon=True)
+        serving = threading.Thread(target=receiver.serve_forever, args=(0.05,), daemon=True)
         serving.start()
         port = _free_port()
         config = folder / "alertmanager.yml"

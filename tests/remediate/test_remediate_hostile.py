@@ -50,7 +50,7 @@ class Served:
     def __init__(self, receiver: Receiver, context: ssl.SSLContext | None = None) -> None:
         self.receiver = receiver
         self.context = context
-        self.thread = threading.Thread(target=receiver.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=receiver.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def request(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None):

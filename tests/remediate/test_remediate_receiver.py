@@ -25,7 +25,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Receiver, FakeScheduler]]:
         plan, [fake], Guards(0.5, 0.5, 600.0), state_path=tmp_path / "s.json", audit_path=tmp_path / "a.jsonl"
     )
     server = Receiver(("127.0.0.1", 0), loop)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield server, fake
     server.shutdown()

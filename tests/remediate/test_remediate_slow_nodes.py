@@ -50,7 +50,7 @@ class _Api(BaseHTTPRequestHandler):
 @pytest.fixture
 def api():
     server = AlertmanagerApiDouble()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield server
     server.shutdown()

@@ -301,7 +301,7 @@ def receiver(tmp_path: Path):
             state_path=tmp_path / "s.json", audit_path=tmp_path / "a.jsonl",
         )  # fmt: skip
         server = Receiver(("127.0.0.1", 0), loop)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         served.append(server)
         return server
 

@@ -58,7 +58,7 @@ def hostile() -> Iterator[Callable[[Callable[[str, str], Answer]], tuple[str, Ho
     def start(answer: Callable[[str, str], Answer]) -> tuple[str, Hostile]:
         server = Hostile(("127.0.0.1", 0), Handler)
         server.answer, server.seen = answer, []
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}", server
 
