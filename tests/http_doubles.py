@@ -112,6 +112,8 @@ def serve(
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(pki.cert_file, pki.key_file)
         server.socket = context.wrap_socket(server.socket, server_side=True)
+    # shutdown() returns at serve_forever's next poll: every 0.5 s by default, half a second a test (the other
+    # doubles poll as often, for the same reason)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     scheme = "https" if pki is not None else "http"
