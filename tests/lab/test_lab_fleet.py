@@ -368,10 +368,17 @@ def test_two_swapped_cables_show_as_lldp_mismatches_naming_both_ports(lab, pushe
 
 def _zebra_state(node: str) -> str:
     shows = ("show interface brief", "show ip route", "show nexthop-group rib")
-    done = [subprocess.run(["vtysh", "-N", node, "-c", s], capture_output=True, text=True, check=False) for s in shows]
-    links = subprocess.run(["ip", "-n", node, "-br", "link"], capture_output=True, text=True, check=False)
-    texts = [f"--- {s}\n{d.stdout[-6000:]}{d.stderr[-500:]}" for s, d in zip(shows, done, strict=True)]
-    return "\n".join([*texts, f"--- ip -br link\n{links.stdout}{links.stderr}"])
+    commands = [["vtysh", "-N", node, "-c", s] for s in shows]
+    return "\n".join(_shown(c) for c in [*commands, ["ip", "-n", node, "-br", "link"]])
+
+
+def _shown(command: list[str]) -> str:
+    """A command's output for a failure's message; bounded, so a hung daemon cannot hide the failure itself."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
+    except subprocess.TimeoutExpired:
+        return f"--- {' '.join(command)}: no answer in 30 s"
+    return f"--- {' '.join(command)}\n{done.stdout[-6000:]}{done.stderr[-500:]}"
 
 
 def test_a_manual_vtysh_change_is_drift_with_its_diff_and_push_repairs_it(lab, pushed):
