@@ -118,6 +118,18 @@ def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, f
             "[Network]\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nConfigureWithoutCarrier=yes\n",
             mode=0o644,
         )
+    # logind stops root's user manager (user@0.service) 10 s after the last session ends, and a login that
+    # arrives while it stops waits for the stop to end: up to user@.service's TimeoutStopSec, 2 min, exactly the
+    # lab's Ansible connection bound. On a loaded machine Ansible's logins land in that gap between two steps
+    # (Molecule's idempotence, then verify). Kept running, the manager starts once, at the first login.
+    logind = root / "etc/systemd/logind.conf.d"
+    logind.mkdir(parents=True, exist_ok=True)
+    write_atomic(
+        logind / "90-gpufabric-lab.conf",
+        "# Made by gpufabric's lab: root's user manager is never stopped between logins\n"
+        "[Login]\nUserStopDelaySec=infinity\n",
+        mode=0o644,
+    )
     wants = root / "etc/systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     link = wants / "systemd-networkd.service"
