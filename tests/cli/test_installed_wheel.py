@@ -50,6 +50,17 @@ def _run(*args: str | Path, cwd: Path, code: int = 0, **env: str) -> subprocess.
     return done
 
 
+# What a build writes into its source folder (setuptools' build/ and egg-info), and what is not the source.
+NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", ".cache", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+
+
+def _copy_of_checkout(into: Path) -> Path:
+    """The checkout as it stands (uncommitted changes included), copied: pip's builds write build/ and
+    gpufabric.egg-info into the folder they build, and the tests leave the checkout as they found it."""
+    shutil.copytree(ROOT, into, ignore=NOT_SOURCE)
+    return into
+
+
 def _wheel(source: Path, into: Path) -> Path:
     """The wheel pip builds from `source` (setuptools fetched into its build environment)."""
     _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", into, source, cwd=into.parent)
@@ -71,7 +82,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 def installed(tmp_path_factory) -> Path:
     """The `gpufabric` command of a virtualenv holding only the wheel and its dependencies."""
     tmp = tmp_path_factory.mktemp("installed")
-    wheel = _wheel(ROOT, tmp / "dist")
+    wheel = _wheel(_copy_of_checkout(tmp / "source"), tmp / "dist")
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".j2")}
     in_checkout = {f"gpufabric/{p.relative_to(ROOT)}" for p in (ROOT / "templates").rglob("*.j2")}
     assert shipped == in_checkout and shipped
@@ -209,7 +220,7 @@ def test_an_editable_install_reports_the_release_the_tree_names(tmp_path):
     """`pip install -e .` (what scripts/test.sh and CI's fresh clone do): metadata and `--version` agree."""
     venv.create(tmp_path / "venv", with_pip=True)
     python = tmp_path / "venv" / "bin" / "python"
-    _run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", ROOT, cwd=tmp_path)
+    _run(python, "-m", "pip", "install", "-q", "--no-deps", "-e", _copy_of_checkout(tmp_path / "source"), cwd=tmp_path)
     probe = "import gpufabric, importlib.metadata as m; print(gpufabric.__version__, m.version('gpufabric'))"
     done = _run(python, "-c", probe, cwd=tmp_path)
     assert done.stdout.split() == [gpufabric.__version__, gpufabric.__version__]
