@@ -80,7 +80,7 @@ def layer(root: Path) -> Path:
 
 def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, forwarder_ip: str) -> None:
     """Make this host's layer on the image (extracted by `rootfs.base_tree`): name, SSH key and host
-    keys, management address, mirror."""
+    keys, management address, mirror, and logind's keeping of root's user manager."""
     for folder in (root, layer(root), root.parent / "work"):
         folder.mkdir(parents=True, exist_ok=True)
     root = layer(root)  # the files below go into the host's own layer
@@ -121,7 +121,8 @@ def prepare_root(spec: HostSpec, root: Path, *, pubkey: str, mirror_host: str, f
     # logind stops root's user manager (user@0.service) 10 s after the last session ends, and a login that
     # arrives while it stops waits for the stop to end: up to user@.service's TimeoutStopSec, 2 min, exactly the
     # lab's Ansible connection bound. On a loaded machine Ansible's logins land in that gap between two steps
-    # (Molecule's idempotence, then verify). Kept running, the manager starts once, at the first login.
+    # (Molecule's idempotence, then verify). Kept running, the manager starts once, at the first login. (Logins
+    # open logind sessions only once pam_systemd is installed: NetworkManager's polkitd brings it in.)
     logind = root / "etc/systemd/logind.conf.d"
     logind.mkdir(parents=True, exist_ok=True)
     write_atomic(
