@@ -51,7 +51,9 @@ def _run(*args: str | Path, cwd: Path, code: int = 0, **env: str) -> subprocess.
 
 
 # What a build writes into its source folder (setuptools' build/ and egg-info), and what is not the source.
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", ".cache", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", ".cache", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+)
 
 
 def _copy_of_checkout(into: Path) -> Path:
